@@ -1,0 +1,88 @@
+"""Base classes for the value types.
+
+External formats (cards, lorebooks, presets, chats) are open: they carry fields we do not know
+and readers compare files by key order (SillyTavern hashes lorebook entries by their JSON in key
+order). :class:`WireModel` therefore
+
+- keeps unknown keys (``extra="allow"``),
+- remembers the key order of the mapping it was read from, and writes known and unknown keys
+  back in that order (new keys go last),
+- writes back only the keys that were present, given or assigned since (``to_wire``), so
+  ``model_validate(x).to_wire() == x`` for a well-formed ``x``; ``create(...)`` builds a complete
+  new record whose defaults are written too.
+
+Python attribute names are snake_case; the JSON names are kept as aliases where they differ.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+__all__ = ["DEFAULT_OWNER", "Number", "ValueModel", "WireModel"]
+
+#: The owner id of every record on a single-user install; the server adds real user ids.
+DEFAULT_OWNER = "default"
+
+#: JSON numbers stay ints when they were ints (``100`` must not come back as ``100.0``).
+Number = int | float
+
+
+class ValueModel(BaseModel):
+    """A closed value type of our own (settings, profiles): unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_by_name=True)
+
+
+class WireModel(BaseModel):
+    """A value read from or written to an external, open format; see the module docstring."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        populate_by_name=True,
+        validate_by_name=True,
+        serialize_by_alias=True,
+    )
+
+    _key_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        obj = handler(data)
+        if isinstance(data, dict) and obj is not data:
+            obj._key_order = tuple(data)
+        return obj
+
+    @model_serializer(mode="wrap")
+    def _dump_in_key_order(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if not self._key_order or not isinstance(out, dict):
+            return out
+        ordered = {k: out[k] for k in self._key_order if k in out}
+        if len(ordered) != len(out):
+            ordered.update((k, v) for k, v in out.items() if k not in ordered)
+        return ordered
+
+    @classmethod
+    def create(cls, **fields: Any) -> Self:
+        """A complete new record: every field counts as set, so ``to_wire`` writes the defaults
+        too, in declaration order (as SillyTavern writes a record it creates)."""
+        obj = cls.model_validate(fields)
+        obj._key_order = ()
+        obj.__pydantic_fields_set__.update(type(obj).model_fields)
+        return obj
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON-ready mapping in the external format's names and the original key order,
+        holding only the keys that were read, given or assigned (see :meth:`create`)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)

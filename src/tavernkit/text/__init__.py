@@ -1,0 +1,1 @@
+"""tavernkit.text."""
