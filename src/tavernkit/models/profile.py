@@ -1,0 +1,94 @@
+"""Connection profiles: where and how a generation is sent.
+
+A profile names an API family and source, a base URL, a model, and the *references* to its API
+keys. The secrets themselves live in the store's key table and are never part of a profile, a
+list call or an export. Capability facts can be overridden per profile (pydantic-ai's split:
+the provider is where/how, the model profile is what the model can do).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from tavernkit.models._base import ValueModel
+
+__all__ = [
+    "ApiFamily",
+    "CapabilityOverrides",
+    "ConnectionProfile",
+    "CredentialRef",
+    "CustomEndpoint",
+    "FallbackChain",
+    "FallbackEntry",
+]
+
+#: The prompt shape a profile needs: chat messages, a text prompt, or a legacy backend.
+ApiFamily = Literal["chat", "text", "kobold", "novel", "local"]
+
+
+class CredentialRef(ValueModel):
+    """A pointer to a stored API key (by the store's key id), or to an environment variable."""
+
+    key_id: str | None = None
+    env: str | None = None
+    label: str | None = None
+
+
+class CapabilityOverrides(ValueModel):
+    """Per-profile corrections of what the model can do; ``None`` keeps the model's known value."""
+
+    supports_prefill: bool | None = None
+    supports_tools: bool | None = None
+    native_json_schema: bool | None = None
+    supports_images: bool | None = None
+    reasoning_format: str | None = None
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+
+
+class ConnectionProfile(ValueModel):
+    """One way to reach one model (SillyTavern's connection profile, plus several keys)."""
+
+    name: str
+    api: ApiFamily = "chat"
+    source: str = "openai"
+    base_url: str | None = None
+    model: str | None = None
+    proxy: str | None = None
+    credentials: list[CredentialRef] = Field(default_factory=list)
+    chat_preset: str | None = None
+    instruct_template: str | None = None
+    context_template: str | None = None
+    sysprompt: str | None = None
+    reasoning_template: str | None = None
+    tokenizer: str | None = None
+    capabilities: CapabilityOverrides = Field(default_factory=CapabilityOverrides)
+
+
+class FallbackEntry(ValueModel):
+    """One step of a fallback chain: a model reached through one credential.
+
+    The pair is the unit: the same model with two keys is two entries.
+    """
+
+    profile: str
+    model: str | None = None
+    credential: CredentialRef | None = None
+
+
+class FallbackChain(ValueModel):
+    """Models tried in order when the one before fails in a way that a fallback may fix."""
+
+    name: str
+    entries: list[FallbackEntry] = Field(default_factory=list)
+
+
+class CustomEndpoint(ValueModel):
+    """A user-defined OpenAI-compatible (or other family) endpoint that profiles can name."""
+
+    name: str
+    base_url: str
+    api: ApiFamily = "chat"
+    models: list[str] = Field(default_factory=list)
