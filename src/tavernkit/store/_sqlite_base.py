@@ -1,0 +1,215 @@
+"""The plumbing shared by the SQLite store's parts: the connection, the lock, transactions,
+error mapping, clock and id helpers, and record lookup by id or name."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from pydantic import BaseModel
+
+from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
+
+__all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
+
+
+@dataclass(slots=True)
+class WriteStats:
+    """What the statements run inside :meth:`SqliteBase.trace` cost. Only counts: the SQL text
+    carries bound values (secrets among them), so it is never kept."""
+
+    statements: int = 0
+    sql_chars: int = 0
+    changes: int = 0
+
+
+def to_json_doc(record: Mapping[str, Any] | BaseModel, *, source: str) -> dict[str, Any]:
+    """A record as a JSON-ready dict: ``to_wire()`` for the open formats (keeps their key order
+    and only the keys they carried), a full dump for our own closed models."""
+    if isinstance(record, BaseModel):
+        to_wire = getattr(record, "to_wire", None)
+        data = to_wire() if callable(to_wire) else record.model_dump(mode="json", by_alias=True)
+    elif isinstance(record, Mapping):
+        data = dict(record)
+    else:
+        raise FormatError(
+            f"expected a mapping or a model, got {type(record).__name__}", source=source
+        )
+    try:
+        # Normalise through JSON once so what we return is exactly what a load gives back.
+        normal = json.loads(json.dumps(data, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"not JSON-serialisable: {exc}", source=source) from exc
+    if not isinstance(normal, dict):
+        raise FormatError("a record must be a JSON object", source=source)
+    return normal
+
+
+def map_sqlite_error(exc: sqlite3.Error) -> StoreError:
+    # sqlite3's messages name constraints and tables, never bound values, so they are safe.
+    if isinstance(exc, sqlite3.IntegrityError):
+        if "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc):
+            return Conflict(f"already exists ({exc})")
+        return StoreError(f"integrity error: {exc}")
+    return StoreError(f"database error: {exc}")
+
+
+def _unencodable(exc: UnicodeEncodeError) -> FormatError:
+    # Only the position is named: the text itself may be a secret.
+    return FormatError(
+        f"text with a character UTF-8 cannot encode (a lone surrogate) at index {exc.start}",
+        source="<store>",
+    )
+
+
+class SqliteBase:
+    """One aiosqlite connection guarded by one asyncio lock.
+
+    Every call, read or write, takes the lock: the connection is shared, so a read running while
+    another task's transaction is open would see that transaction's uncommitted rows. SQLite
+    serialises writers anyway, and the calls are short.
+    """
+
+    def __init__(
+        self,
+        conn: aiosqlite.Connection,
+        path: Path,
+        *,
+        models: ModelRegistry,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+    ) -> None:
+        self._conn = conn
+        self._path = path
+        self._models = dict(models)
+        self._clock = clock
+        self._new_id = new_id
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._stats: WriteStats | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self._path)!r})"
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def models(self) -> dict[str, type[BaseModel]]:
+        """The kind -> model registry; the facade may add to it after opening."""
+        return self._models
+
+    async def close(self) -> None:
+        async with self._lock:
+            if not self._closed:
+                self._closed = True
+                await self._conn.close()
+
+    # -- transactions -------------------------------------------------------------------
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            self._check_open()
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise _unencodable(exc) from exc
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            self._check_open()
+            try:
+                await self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    # SQLite rolls some failures back by itself; a second ROLLBACK would fail.
+                    if self._conn.in_transaction:
+                        await self._conn.execute("ROLLBACK")
+                    raise
+                await self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise map_sqlite_error(exc) from exc
+            except UnicodeEncodeError as exc:
+                raise _unencodable(exc) from exc
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError("the store is closed")
+
+    @asynccontextmanager
+    async def trace(self) -> AsyncIterator[WriteStats]:
+        """Count the statements and row changes of the calls made inside the block (for tests
+        and benchmarks: an append must cost the same whatever the chat's length)."""
+        stats = WriteStats()
+
+        def on_statement(sql: str) -> None:
+            if sql not in ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"):
+                stats.statements += 1
+                stats.sql_chars += len(sql)
+
+        before = self._conn.total_changes
+        await self._conn.set_trace_callback(on_statement)
+        try:
+            yield stats
+        finally:
+            await self._conn.set_trace_callback(None)  # type: ignore[arg-type]
+            stats.changes = self._conn.total_changes - before
+
+    # -- helpers ------------------------------------------------------------------------
+    def _now(self) -> str:
+        return self._clock().isoformat()
+
+    @staticmethod
+    def _check_kind(kind: str) -> None:
+        if kind not in KINDS:
+            raise StoreError(f"unknown record kind {kind!r}")
+
+    @staticmethod
+    def _info(row: sqlite3.Row | tuple[Any, ...]) -> RecordInfo:
+        kind, rid, name, owner, created, updated = row[:6]
+        return RecordInfo(
+            kind=kind,
+            id=rid,
+            name=name,
+            owner=owner,
+            created=datetime.fromisoformat(created),
+            updated=datetime.fromisoformat(updated),
+        )
+
+    async def _resolve(
+        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
+    ) -> tuple[RecordInfo, str]:
+        """(info, data JSON) of the record ``ref`` names: its id, else its name."""
+        self._check_kind(kind)
+        cols = "kind, id, name, owner, created, updated, data"
+        async with db.execute(
+            f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
+            (ref, owner, kind),
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            async with db.execute(
+                f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
+                (owner, kind, ref),
+            ) as cur:
+                rows = list(await cur.fetchall())
+            if not rows:
+                raise NotFound(f"no {kind} {ref!r}")
+            if len(rows) > 1:
+                raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
+            row = rows[0]
+        return self._info(row), str(row[6])

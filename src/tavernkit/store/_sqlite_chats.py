@@ -1,0 +1,477 @@
+"""Chats, messages and swipes in SQLite.
+
+A chat is a ``chats`` row (the header line as JSON), one ``messages`` row per message and one
+``swipes`` row per swipe (see :mod:`tavernkit.store._message_rows`). Every change to a chat is
+confined to the rows it concerns: appending a message inserts its row and its swipes' rows;
+appending a swipe inserts one row and rewrites its one message; streaming into a swipe updates
+its text (and ``mes`` when it is the shown swipe) and nothing else. No call reads or writes the
+other messages, so a 2,500-message chat costs the same to append to as a 10-message one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+from pydantic import BaseModel
+
+from tavernkit.errors import Conflict, NotFound, StoreError
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.store._message_rows import (
+    SplitMessage,
+    SwipeRow,
+    decode_extracted,
+    dumps,
+    encode_extracted,
+    join_message,
+    split_message,
+)
+from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
+from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
+
+__all__ = ["SqliteChats"]
+
+#: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
+_SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
+
+_CHAT_COLS = (
+    "c.id, c.name, c.owner, c.character_id, c.character_name, "
+    "(SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id), c.created, c.updated"
+)
+
+
+def _chat_info(row: Any) -> ChatInfo:
+    return ChatInfo(
+        id=row[0],
+        name=row[1],
+        owner=row[2],
+        character_id=row[3],
+        character_name=row[4],
+        message_count=int(row[5]),
+        created=datetime.fromisoformat(row[6]),
+        updated=datetime.fromisoformat(row[7]),
+    )
+
+
+class _MessageState:
+    """A message loaded for an edit of its own: body, extracted keys, mes and swipe rows."""
+
+    def __init__(self, mid: str, chat_id: str, position: int, row: Any, swipes: list[SwipeRow]):
+        self.id = mid
+        self.chat_id = chat_id
+        self.position = position
+        self.body: dict[str, Any] = json.loads(row[0])
+        self.extracted = set(decode_extracted(row[1]))
+        self.mes: str | None = row[2]
+        self.swipes = {r.idx: r for r in swipes}
+
+    def swipe_count(self) -> int:
+        return sum(1 for r in self.swipes.values() if r.text is not None)
+
+    def show(self, idx: int) -> None:
+        """Make swipe ``idx`` the shown one, as SillyTavern does on a swipe."""
+        row = self.swipes[idx]
+        self.body["swipe_id"] = idx
+        self._set_mes(row.text or "")
+        if row.info is not None:
+            info = json.loads(row.info)
+            if isinstance(info, dict):
+                for key in _SWIPE_INFO_FIELDS:
+                    if key in info:
+                        self.body[key] = info[key]
+
+    def _set_mes(self, text: str) -> None:
+        if "mes" not in self.extracted:
+            self.extracted.add("mes")
+        self.body["mes"] = None
+        self.mes = text
+
+
+class SqliteChats(SqliteBase):
+    # -- reading ---------------------------------------------------------------------------
+    async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
+        async with db.execute(
+            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.id = ? AND c.owner = ?",
+            (ref, owner),
+        ) as cur:
+            row = await cur.fetchone()
+        if row is not None:
+            return row
+        async with db.execute(
+            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.owner = ? AND c.name = ? LIMIT 2",
+            (owner, ref),
+        ) as cur:
+            rows = list(await cur.fetchall())
+        if not rows:
+            raise NotFound(f"no chat {ref!r}")
+        if len(rows) > 1:
+            raise Conflict(f"more than one chat is named {ref!r}; use its id")
+        return rows[0]
+
+    async def list_chats(
+        self, *, owner: str = DEFAULT_OWNER, character: str | None = None
+    ) -> list[ChatInfo]:
+        async with self._read() as db:
+            if character is None:
+                sql = f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? ORDER BY c.updated DESC"
+                params: tuple[Any, ...] = (owner,)
+            else:
+                info, _ = await self._resolve(db, "character", character, owner)
+                sql = (
+                    f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.character_id = ? "
+                    "ORDER BY c.updated DESC"
+                )
+                params = (owner, info.id)
+            async with db.execute(sql, params) as cur:
+                return [_chat_info(r) for r in await cur.fetchall()]
+
+    async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo:
+        async with self._read() as db:
+            return _chat_info(await self._chat_row(db, ref, owner))
+
+    async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat:
+        async with self._read() as db:
+            row = await self._chat_row(db, ref, owner)
+            chat_id = row[0]
+            swipes: dict[str, list[SwipeRow]] = {}
+            async with db.execute(
+                "SELECT s.message_id, s.idx, s.text, s.info, s.partial FROM swipes s "
+                "JOIN messages m ON m.id = s.message_id WHERE m.chat_id = ?",
+                (chat_id,),
+            ) as cur:
+                async for s in cur:
+                    swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
+            async with db.execute(
+                "SELECT id, position, body, extracted, mes FROM messages "
+                "WHERE chat_id = ? ORDER BY position",
+                (chat_id,),
+            ) as cur:
+                messages = [
+                    self._stored_message(m[0], m[1], m[2:], swipes.get(m[0], []))
+                    for m in await cur.fetchall()
+                ]
+        return StoredChat(info=_chat_info(row), header=json.loads(row[8]), messages=messages)
+
+    @staticmethod
+    def _stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
+        data = join_message(json.loads(row[0]), decode_extracted(row[1]), row[2], swipes)
+        partial = tuple(sorted(r.idx for r in swipes if r.partial))
+        return StoredMessage(id=mid, position=position, data=data, partial_swipes=partial)
+
+    async def _message_state(
+        self, db: aiosqlite.Connection, message_id: str, owner: str
+    ) -> _MessageState:
+        async with db.execute(
+            "SELECT m.chat_id, m.position, m.body, m.extracted, m.mes FROM messages m "
+            "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?",
+            (message_id, owner),
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no message {message_id!r}")
+        async with db.execute(
+            "SELECT idx, text, info, partial FROM swipes WHERE message_id = ?", (message_id,)
+        ) as cur:
+            swipes = [SwipeRow(s[0], s[1], s[2], bool(s[3])) for s in await cur.fetchall()]
+        return _MessageState(message_id, row[0], row[1], row[2:], swipes)
+
+    async def get_message(self, message_id: str, *, owner: str = DEFAULT_OWNER) -> StoredMessage:
+        async with self._read() as db:
+            st = await self._message_state(db, message_id, owner)
+        swipes = list(st.swipes.values())
+        data = join_message(st.body, frozenset(st.extracted), st.mes, swipes)
+        partial = tuple(sorted(r.idx for r in swipes if r.partial))
+        return StoredMessage(id=st.id, position=st.position, data=data, partial_swipes=partial)
+
+    # -- whole chats -----------------------------------------------------------------------
+    async def create_chat(
+        self,
+        header: Mapping[str, Any] | BaseModel,
+        messages: Sequence[Mapping[str, Any] | BaseModel] = (),
+        *,
+        owner: str = DEFAULT_OWNER,
+        name: str,
+        character: str | None = None,
+    ) -> ChatInfo:
+        head = to_json_doc(header, source="<chat header>")
+        docs = [to_json_doc(m, source=f"<chat message {i}>") for i, m in enumerate(messages)]
+        if not name:
+            raise StoreError("a chat needs a name")
+        now = self._now()
+        chat_id = self._new_id()
+        async with self._write() as db:
+            char_id = char_name = None
+            if character is not None:
+                info, _ = await self._resolve(db, "character", character, owner)
+                char_id, char_name = info.id, info.name
+            await db.execute(
+                "INSERT INTO chats (id, owner, character_id, character_name, name, header, "
+                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (chat_id, owner, char_id, char_name, name, dumps(head), now, now),
+            )
+            await self._insert_messages(db, chat_id, 0, docs)
+        return await self.get_chat_info(chat_id, owner=owner)
+
+    async def _insert_messages(
+        self, db: aiosqlite.Connection, chat_id: str, start: int, docs: list[dict[str, Any]]
+    ) -> list[str]:
+        ids = [self._new_id() for _ in docs]
+        splits = [split_message(d) for d in docs]
+        await db.executemany(
+            "INSERT INTO messages (id, chat_id, position, body, extracted, mes) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (mid, chat_id, start + i, s.body_json, s.extracted_text, s.mes)
+                for i, (mid, s) in enumerate(zip(ids, splits, strict=True))
+            ],
+        )
+        await self._insert_swipes(db, zip(ids, splits, strict=True))
+        return ids
+
+    @staticmethod
+    async def _insert_swipes(db: aiosqlite.Connection, items: Any) -> None:
+        rows = [
+            (mid, r.idx, r.text, r.info, int(r.partial))
+            for mid, split in items
+            for r in split.swipes
+        ]
+        if rows:
+            await db.executemany(
+                "INSERT INTO swipes (message_id, idx, text, info, partial) VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    async def delete_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> None:
+        async with self._write() as db:
+            row = await self._chat_row(db, ref, owner)
+            await db.execute("DELETE FROM chats WHERE id = ?", (row[0],))
+
+    async def rename_chat(self, ref: str, name: str, *, owner: str = DEFAULT_OWNER) -> None:
+        if not name:
+            raise StoreError("a chat needs a name")
+        async with self._write() as db:
+            row = await self._chat_row(db, ref, owner)
+            await db.execute(
+                "UPDATE chats SET name = ?, updated = ? WHERE id = ?", (name, self._now(), row[0])
+            )
+
+    async def update_chat_header(
+        self, chat_id: str, header: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        head = to_json_doc(header, source="<chat header>")
+        async with self._write() as db:
+            await self._set_header(db, chat_id, owner, head)
+
+    async def update_chat_metadata(
+        self, chat_id: str, metadata: Mapping[str, Any], *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        meta = to_json_doc(metadata, source="<chat_metadata>")
+        async with self._write() as db:
+            async with db.execute(
+                "SELECT header FROM chats WHERE id = ? AND owner = ?", (chat_id, owner)
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"no chat {chat_id!r}")
+            head = json.loads(row[0])
+            head["chat_metadata"] = meta
+            await self._set_header(db, chat_id, owner, head)
+
+    async def _set_header(
+        self, db: aiosqlite.Connection, chat_id: str, owner: str, head: dict[str, Any]
+    ) -> None:
+        cur = await db.execute(
+            "UPDATE chats SET header = ?, updated = ? WHERE id = ? AND owner = ?",
+            (dumps(head), self._now(), chat_id, owner),
+        )
+        if cur.rowcount == 0:
+            raise NotFound(f"no chat {chat_id!r}")
+
+    async def _touch(self, db: aiosqlite.Connection, chat_id: str) -> None:
+        await db.execute("UPDATE chats SET updated = ? WHERE id = ?", (self._now(), chat_id))
+
+    # -- messages --------------------------------------------------------------------------
+    async def append_message(
+        self, chat_id: str, message: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+    ) -> StoredMessage:
+        doc = to_json_doc(message, source="<chat message>")
+        async with self._write() as db:
+            # MAX over the (chat_id, position) index reads one index entry, not the chat.
+            async with db.execute(
+                "SELECT c.id, (SELECT MAX(position) FROM messages WHERE chat_id = c.id) "
+                "FROM chats c WHERE c.id = ? AND c.owner = ?",
+                (chat_id, owner),
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                raise NotFound(f"no chat {chat_id!r}")
+            position = 0 if row[1] is None else int(row[1]) + 1
+            (mid,) = await self._insert_messages(db, chat_id, position, [doc])
+            await self._touch(db, chat_id)
+        return StoredMessage(id=mid, position=position, data=doc)
+
+    async def update_message(
+        self, message_id: str, message: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        split = split_message(to_json_doc(message, source="<chat message>"))
+        async with self._write() as db:
+            st = await self._message_state(db, message_id, owner)
+            await self._write_message(db, st.id, split)
+            await db.execute("DELETE FROM swipes WHERE message_id = ?", (st.id,))
+            await self._insert_swipes(db, [(st.id, split)])
+            await self._touch(db, st.chat_id)
+
+    @staticmethod
+    async def _write_message(db: aiosqlite.Connection, mid: str, split: SplitMessage) -> None:
+        await db.execute(
+            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
+            (split.body_json, split.extracted_text, split.mes, mid),
+        )
+
+    async def _save_state(self, db: aiosqlite.Connection, st: _MessageState) -> None:
+        await db.execute(
+            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
+            (dumps(st.body), encode_extracted(st.extracted), st.mes, st.id),
+        )
+
+    async def truncate_chat(
+        self, chat_id: str, position: int, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        async with self._write() as db:
+            row = await self._chat_row(db, chat_id, owner)
+            cur = await db.execute(
+                "DELETE FROM messages WHERE chat_id = ? AND position >= ?", (row[0], position)
+            )
+            await self._touch(db, row[0])
+            return max(cur.rowcount, 0)
+
+    # -- swipes ----------------------------------------------------------------------------
+    async def append_swipe(
+        self,
+        message_id: str,
+        text: str,
+        *,
+        info: Mapping[str, Any] | None = None,
+        activate: bool = True,
+        complete: bool = True,
+        owner: str = DEFAULT_OWNER,
+    ) -> int:
+        info_json = dumps(to_json_doc(info, source="<swipe_info>")) if info is not None else None
+        async with self._write() as db:
+            st = await self._message_state(db, message_id, owner)
+            new_rows: list[SwipeRow] = []
+            if "swipes" not in st.extracted:
+                if "swipes" in st.body:
+                    raise StoreError(f"message {message_id!r} has swipes that are not all text")
+                # A message without swipes (a user message) gets its text as swipe 0 first.
+                first_info = None
+                if info is not None:
+                    first_info = dumps({k: st.body[k] for k in _SWIPE_INFO_FIELDS if k in st.body})
+                new_rows.append(SwipeRow(0, st.mes or "", first_info))
+                st.extracted.add("swipes")
+                st.body["swipes"] = None
+                st.body.setdefault("swipe_id", 0)
+            if info is not None and "swipe_info" not in st.extracted:
+                if "swipe_info" in st.body:
+                    raise StoreError(f"message {message_id!r} has a swipe_info that is not a list")
+                st.extracted.add("swipe_info")
+                st.body["swipe_info"] = None
+            idx = st.swipe_count() + len(new_rows)
+            old = st.swipes.get(idx)
+            if info_json is None and old is not None:
+                info_json = old.info  # an info past the end of ``swipes`` in an imported file
+            new_rows.append(SwipeRow(idx, text, info_json, not complete))
+            await db.executemany(
+                "INSERT INTO swipes (message_id, idx, text, info, partial) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (message_id, idx) DO UPDATE SET text = excluded.text, "
+                "info = excluded.info, partial = excluded.partial",
+                [(st.id, r.idx, r.text, r.info, int(r.partial)) for r in new_rows],
+            )
+            st.swipes.update((r.idx, r) for r in new_rows)
+            if activate:
+                st.show(idx)
+            await self._save_state(db, st)
+            await self._touch(db, st.chat_id)
+        return idx
+
+    async def update_swipe_text(
+        self,
+        message_id: str,
+        swipe_index: int,
+        text: str,
+        *,
+        complete: bool,
+        owner: str = DEFAULT_OWNER,
+    ) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE swipes SET text = ?, partial = ? WHERE message_id = ? AND idx = ? "
+                "AND text IS NOT NULL AND message_id IN (SELECT m.id FROM messages m "
+                "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)",
+                (text, int(not complete), message_id, swipe_index, message_id, owner),
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
+            # The shown swipe's text is also the message's ``mes``.
+            await db.execute(
+                "UPDATE messages SET mes = ? WHERE id = ? AND instr(extracted, 'mes') > 0 "
+                "AND json_extract(body, '$.swipe_id') = ?",
+                (text, message_id, swipe_index),
+            )
+            if complete:
+                await db.execute(
+                    "UPDATE chats SET updated = ? WHERE id = "
+                    "(SELECT chat_id FROM messages WHERE id = ?)",
+                    (self._now(), message_id),
+                )
+
+    async def set_active_swipe(
+        self, message_id: str, swipe_index: int, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        async with self._write() as db:
+            st = await self._message_state(db, message_id, owner)
+            if not 0 <= swipe_index < st.swipe_count():
+                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
+            st.show(swipe_index)
+            await self._save_state(db, st)
+            await self._touch(db, st.chat_id)
+
+    async def delete_swipe(
+        self, message_id: str, swipe_index: int, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        async with self._write() as db:
+            st = await self._message_state(db, message_id, owner)
+            count = st.swipe_count()
+            if not 0 <= swipe_index < count:
+                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
+            if count == 1:
+                raise Conflict("cannot delete a message's last swipe; delete the message")
+            await db.execute(
+                "DELETE FROM swipes WHERE message_id = ? AND idx = ?", (st.id, swipe_index)
+            )
+            # Two steps, so no intermediate state breaks the (message_id, idx) key.
+            await db.execute(
+                "UPDATE swipes SET idx = -idx WHERE message_id = ? AND idx > ?",
+                (st.id, swipe_index),
+            )
+            await db.execute(
+                "UPDATE swipes SET idx = -idx - 1 WHERE message_id = ? AND idx < 0", (st.id,)
+            )
+            st.swipes = {
+                (r.idx if r.idx < swipe_index else r.idx - 1): SwipeRow(
+                    r.idx if r.idx < swipe_index else r.idx - 1, r.text, r.info, r.partial
+                )
+                for r in st.swipes.values()
+                if r.idx != swipe_index
+            }
+            shown = st.body.get("swipe_id")
+            if isinstance(shown, int) and not isinstance(shown, bool):
+                if shown > swipe_index:
+                    st.body["swipe_id"] = shown - 1
+                elif shown == swipe_index:
+                    st.show(min(swipe_index, count - 2))
+            await self._save_state(db, st)
+            await self._touch(db, st.chat_id)

@@ -1,0 +1,176 @@
+"""Numbered, forward-only schema migrations for the SQLite store.
+
+In the style of simonw/llm's migrations: an ordered list of functions, each applied once in its
+own transaction and recorded by name in ``_migrations``, so opening a database twice changes
+nothing and an old database catches up step by step. A migration is never edited once released;
+a change of schema is a new function at the end. A database that names a migration this code
+does not know was written by a newer tavernkit and is refused rather than guessed at.
+
+Schema notes:
+
+- ``records`` holds every document kind as JSON. ``name_key`` is the name for kinds whose names
+  are unique and NULL otherwise, so one UNIQUE constraint covers both (NULLs never collide, in
+  SQLite as in PostgreSQL).
+- ``messages.body`` is a message's JSON with ``mes``/``swipes``/``swipe_info`` left as
+  placeholders (to keep the key order) when they live in their own columns/rows:
+  ``messages.mes`` and one ``swipes`` row per swipe. Appending or streaming a swipe then
+  touches one small row, never the chat.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+
+import aiosqlite
+
+from tavernkit.errors import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+
+Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+
+
+async def _run(db: aiosqlite.Connection, statements: Sequence[str]) -> None:
+    # executescript would COMMIT the migration's transaction half-way; run them one by one.
+    for sql in statements:
+        await db.execute(sql)
+
+
+async def _m001_initial(db: aiosqlite.Connection) -> None:
+    await _run(
+        db,
+        [
+            """CREATE TABLE records (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                name TEXT NOT NULL,
+                name_key TEXT,
+                data TEXT NOT NULL,
+                created TEXT NOT NULL,
+                updated TEXT NOT NULL,
+                UNIQUE (owner, kind, name_key)
+            )""",
+            "CREATE INDEX records_by_name ON records (owner, kind, name)",
+            """CREATE TABLE record_blobs (
+                record_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+                name TEXT NOT NULL,
+                data BLOB NOT NULL,
+                PRIMARY KEY (record_id, name)
+            )""",
+            """CREATE TABLE record_links (
+                from_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+                rel TEXT NOT NULL,
+                to_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,
+                PRIMARY KEY (from_id, rel, to_id)
+            )""",
+            "CREATE INDEX record_links_to ON record_links (to_id)",
+            """CREATE TABLE settings (
+                owner TEXT PRIMARY KEY,
+                data TEXT NOT NULL,
+                updated TEXT NOT NULL
+            )""",
+            """CREATE TABLE global_variables (
+                owner TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value TEXT NOT NULL,
+                updated TEXT NOT NULL,
+                PRIMARY KEY (owner, name)
+            )""",
+            """CREATE TABLE api_keys (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                provider TEXT NOT NULL,
+                label TEXT NOT NULL,
+                secret TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                created TEXT NOT NULL
+            )""",
+            "CREATE INDEX api_keys_by_owner ON api_keys (owner, provider)",
+            """CREATE TABLE key_state (
+                key_id TEXT PRIMARY KEY REFERENCES api_keys (id) ON DELETE CASCADE,
+                cooldown_until TEXT,
+                failures INTEGER NOT NULL DEFAULT 0,
+                last_error_code TEXT,
+                last_used TEXT,
+                updated TEXT NOT NULL
+            )""",
+            """CREATE TABLE chats (
+                id TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                character_id TEXT REFERENCES records (id) ON DELETE SET NULL,
+                character_name TEXT,
+                name TEXT NOT NULL,
+                header TEXT NOT NULL,
+                created TEXT NOT NULL,
+                updated TEXT NOT NULL
+            )""",
+            "CREATE INDEX chats_by_owner ON chats (owner, character_id, updated)",
+            "CREATE INDEX chats_by_name ON chats (owner, name)",
+            """CREATE TABLE messages (
+                id TEXT PRIMARY KEY,
+                chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+                position INTEGER NOT NULL,
+                body TEXT NOT NULL,
+                extracted TEXT NOT NULL,
+                mes TEXT,
+                UNIQUE (chat_id, position)
+            )""",
+            """CREATE TABLE swipes (
+                message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+                idx INTEGER NOT NULL,
+                text TEXT,
+                info TEXT,
+                partial INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (message_id, idx)
+            )""",
+        ],
+    )
+
+
+#: Applied in this order, each once. Append only.
+MIGRATIONS: tuple[tuple[str, Migration], ...] = (("001_initial", _m001_initial),)
+
+
+async def apply_migrations(
+    db: aiosqlite.Connection,
+    *,
+    now: Callable[[], datetime],
+    migrations: Sequence[tuple[str, Migration]] = MIGRATIONS,
+) -> list[str]:
+    """Apply the migrations ``db`` lacks (``db`` in autocommit mode); returns their names."""
+    try:
+        await db.execute(
+            "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied TEXT NOT NULL)"
+        )
+        async with db.execute("SELECT name FROM _migrations") as cur:
+            done = {str(row[0]) for row in await cur.fetchall()}
+        known = {name for name, _ in migrations}
+        unknown = sorted(done - known)
+        if unknown:
+            raise StoreError(
+                f"database has migrations this version does not know ({', '.join(unknown)}); "
+                "it was written by a newer tavernkit"
+            )
+        applied: list[str] = []
+        for name, fn in migrations:
+            if name in done:
+                continue
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                await fn(db)
+                await db.execute(
+                    "INSERT INTO _migrations (name, applied) VALUES (?, ?)",
+                    (name, now().isoformat()),
+                )
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+            await db.execute("COMMIT")
+            applied.append(name)
+        return applied
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot migrate the database: {exc}") from exc

@@ -1,0 +1,457 @@
+"""The embedded store: SQLite through aiosqlite, with hand-written SQL.
+
+Why aiosqlite and not SQLAlchemy 2 Core (async): the schema is a dozen small tables, the queries
+are simple and the hot ones (append a message, stream into a swipe) must stay one or two
+statements we can see and count. aiosqlite is one small dependency over the standard library's
+sqlite3; SQLAlchemy would add a large one whose abstraction we would mostly route around. The
+portability SQLAlchemy offers lives a level up instead: callers use the :class:`Store` protocol,
+and a PostgreSQL store will be a sibling module (asyncpg, its own SQL) behind the same protocol.
+
+The database runs in WAL mode (readers never block the writer, and a crash mid-write loses
+nothing committed) with foreign keys on (deleting a chat deletes its messages and swipes,
+deleting a record its blobs and links). Migrations: :mod:`tavernkit.store.migrations`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiosqlite
+from pydantic import BaseModel, ValidationError
+
+from tavernkit.errors import FormatError, NotFound, StoreError
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.store._message_rows import dumps
+from tavernkit.store._sqlite_base import WriteStats, to_json_doc
+from tavernkit.store._sqlite_chats import SqliteChats
+from tavernkit.store.migrations import apply_migrations
+from tavernkit.store.paths import default_db_path, ensure_private_file
+from tavernkit.store.protocol import (
+    UNIQUE_NAME_KINDS,
+    ApiKeyInfo,
+    JsonValue,
+    KeyState,
+    ModelRegistry,
+    RecordInfo,
+    RecordRef,
+    StoredRecord,
+)
+from tavernkit.store.registry import default_models
+
+__all__ = ["SqliteStore", "WriteStats", "open_store"]
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _record_name(data: Mapping[str, Any]) -> str | None:
+    """A record's own name: ``name``, else a card's ``data.name``."""
+    name = data.get("name")
+    if not (isinstance(name, str) and name):
+        inner = data.get("data")
+        name = inner.get("name") if isinstance(inner, Mapping) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _opt_time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+async def open_store(
+    path: Path | str | None = None,
+    *,
+    models: ModelRegistry | None = None,
+    clock: Callable[[], datetime] = _utc_now,
+    new_id: Callable[[], str] = _new_id,
+) -> SqliteStore:
+    """Open (creating and migrating as needed) the database at ``path``, by default
+    ``tavernkit.db`` in the data dir. ``models`` maps kinds to the classes ``get`` validates
+    with (default: :func:`~tavernkit.store.registry.default_models`); ``clock`` and ``new_id``
+    are injectable so tests can pin them."""
+    db_path = Path(path) if path is not None else default_db_path()
+    ensure_private_file(db_path)
+    try:
+        conn = await aiosqlite.connect(db_path, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open database {db_path}: {exc}") from exc
+    try:
+        async with conn.execute("PRAGMA journal_mode=WAL") as cur:
+            row = await cur.fetchone()
+        if row is None or str(row[0]).lower() != "wal":
+            raise StoreError(f"cannot switch {db_path} to WAL mode")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        # NORMAL is durable in WAL mode except for the last commits on power loss.
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA busy_timeout=5000")
+        await apply_migrations(conn, now=clock)
+    except BaseException as exc:
+        await conn.close()
+        if isinstance(exc, sqlite3.Error):
+            raise StoreError(f"cannot open database {db_path}: {exc}") from exc
+        raise
+    return SqliteStore(
+        conn,
+        db_path,
+        models=default_models() if models is None else models,
+        clock=clock,
+        new_id=new_id,
+    )
+
+
+class SqliteStore(SqliteChats):
+    """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def pragma(self, name: str) -> Any:
+        """A PRAGMA's current value (``journal_mode``, ``foreign_keys``...), for diagnostics."""
+        if not name.replace("_", "").isalnum():
+            raise StoreError(f"not a pragma name: {name!r}")
+        async with self._read() as db, db.execute(f"PRAGMA {name}") as cur:
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    # -- document records ---------------------------------------------------------------
+    def _validate(self, kind: str, data: dict[str, Any], source: str) -> BaseModel:
+        cls = self._models.get(kind)
+        if cls is None:
+            raise StoreError(f"no model is registered for kind {kind!r}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else None
+            where = ".".join(str(p) for p in first["loc"]) if first else None
+            msg = first["msg"] if first else str(exc)
+            raise FormatError(msg, source=source, field=where) from exc
+
+    async def put(
+        self,
+        kind: str,
+        record: Mapping[str, Any] | BaseModel,
+        *,
+        owner: str = DEFAULT_OWNER,
+        name: str | None = None,
+        id: str | None = None,
+        blobs: Mapping[str, bytes] | None = None,
+    ) -> RecordRef:
+        self._check_kind(kind)
+        source = f"<{kind}>"
+        data = to_json_doc(record, source=source)
+        if not isinstance(record, BaseModel) and kind in self._models:
+            self._validate(kind, data, source)  # refuse what could not be loaded back
+        name = name or _record_name(data)
+        if not name:
+            raise StoreError(f"a {kind} needs a name; none given and the record has none")
+        name_key = name if kind in UNIQUE_NAME_KINDS else None
+        now = self._now()
+        async with self._write() as db:
+            existing = None
+            if id is not None:
+                async with db.execute("SELECT owner, kind FROM records WHERE id = ?", (id,)) as cur:
+                    existing = await cur.fetchone()
+                if existing is not None and tuple(existing) != (owner, kind):
+                    raise StoreError(f"id {id!r} belongs to another record")
+            rid = id or self._new_id()
+            if existing is None:
+                await db.execute(
+                    "INSERT INTO records (id, owner, kind, name, name_key, data, created, updated)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (rid, owner, kind, name, name_key, dumps(data), now, now),
+                )
+            else:
+                await db.execute(
+                    "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ? WHERE id = ?",
+                    (name, name_key, dumps(data), now, rid),
+                )
+            for blob, content in (blobs or {}).items():
+                await self._put_blob(db, rid, blob, content)
+        return RecordRef(kind=kind, id=rid, name=name)
+
+    @staticmethod
+    async def _put_blob(db: aiosqlite.Connection, rid: str, blob: str, content: bytes) -> None:
+        await db.execute(
+            "INSERT INTO record_blobs (record_id, name, data) VALUES (?, ?, ?) "
+            "ON CONFLICT (record_id, name) DO UPDATE SET data = excluded.data",
+            (rid, blob, bytes(content)),
+        )
+
+    async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
+        async with self._read() as db:
+            info, data = await self._resolve(db, kind, ref, owner)
+        return StoredRecord(info=info, data=json.loads(data))
+
+    async def get(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        rec = await self.get_record(kind, ref, owner=owner)
+        return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>")
+
+    async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
+        self._check_kind(kind)
+        async with (
+            self._read() as db,
+            db.execute(
+                "SELECT kind, id, name, owner, created, updated FROM records "
+                "WHERE owner = ? AND kind = ? ORDER BY name, created",
+                (owner, kind),
+            ) as cur,
+        ):
+            return [self._info(r) for r in await cur.fetchall()]
+
+    async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None:
+        async with self._write() as db:
+            info, _ = await self._resolve(db, kind, ref, owner)
+            await db.execute("DELETE FROM records WHERE id = ?", (info.id,))
+
+    async def get_blob(
+        self, kind: str, ref: str, blob: str = "avatar", *, owner: str = DEFAULT_OWNER
+    ) -> bytes | None:
+        async with self._read() as db:
+            info, _ = await self._resolve(db, kind, ref, owner)
+            async with db.execute(
+                "SELECT data FROM record_blobs WHERE record_id = ? AND name = ?", (info.id, blob)
+            ) as cur:
+                row = await cur.fetchone()
+        return None if row is None else bytes(row[0])
+
+    async def set_blob(
+        self, kind: str, ref: str, blob: str, data: bytes | None, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        async with self._write() as db:
+            info, _ = await self._resolve(db, kind, ref, owner)
+            if data is None:
+                await db.execute(
+                    "DELETE FROM record_blobs WHERE record_id = ? AND name = ?", (info.id, blob)
+                )
+            else:
+                await self._put_blob(db, info.id, blob, data)
+
+    async def link(
+        self,
+        kind: str,
+        ref: str,
+        rel: str,
+        target_kind: str,
+        target_ref: str,
+        *,
+        owner: str = DEFAULT_OWNER,
+    ) -> None:
+        async with self._write() as db:
+            src, _ = await self._resolve(db, kind, ref, owner)
+            dst, _ = await self._resolve(db, target_kind, target_ref, owner)
+            await db.execute(
+                "INSERT INTO record_links (from_id, rel, to_id, position) SELECT ?, ?, ?, "
+                "COALESCE(MAX(position) + 1, 0) FROM record_links WHERE from_id = ? AND rel = ? "
+                "ON CONFLICT DO NOTHING",
+                (src.id, rel, dst.id, src.id, rel),
+            )
+
+    async def unlink(
+        self,
+        kind: str,
+        ref: str,
+        rel: str,
+        target_kind: str,
+        target_ref: str,
+        *,
+        owner: str = DEFAULT_OWNER,
+    ) -> None:
+        async with self._write() as db:
+            src, _ = await self._resolve(db, kind, ref, owner)
+            dst, _ = await self._resolve(db, target_kind, target_ref, owner)
+            await db.execute(
+                "DELETE FROM record_links WHERE from_id = ? AND rel = ? AND to_id = ?",
+                (src.id, rel, dst.id),
+            )
+
+    async def links(
+        self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[RecordInfo]:
+        async with self._read() as db:
+            src, _ = await self._resolve(db, kind, ref, owner)
+            async with db.execute(
+                "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM record_links l "
+                "JOIN records r ON r.id = l.to_id WHERE l.from_id = ? AND l.rel = ? "
+                "ORDER BY l.position",
+                (src.id, rel),
+            ) as cur:
+                return [self._info(r) for r in await cur.fetchall()]
+
+    # -- settings and global variables ----------------------------------------------------
+    async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
+        async with (
+            self._read() as db,
+            db.execute("SELECT data FROM settings WHERE owner = ?", (owner,)) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        return self._validate("settings", json.loads(row[0]), "<store settings>")
+
+    async def put_settings(
+        self, settings: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        data = to_json_doc(settings, source="<settings>")
+        if not isinstance(settings, BaseModel) and "settings" in self._models:
+            self._validate("settings", data, "<settings>")
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO settings (owner, data, updated) VALUES (?, ?, ?) ON CONFLICT (owner)"
+                " DO UPDATE SET data = excluded.data, updated = excluded.updated",
+                (owner, dumps(data), self._now()),
+            )
+
+    async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
+        async with (
+            self._read() as db,
+            db.execute(
+                "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
+            ) as cur,
+        ):
+            return {str(r[0]): json.loads(r[1]) for r in await cur.fetchall()}
+
+    async def set_global_variable(
+        self, name: str, value: JsonValue, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        try:
+            text = dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise FormatError(
+                f"not JSON-serialisable: {exc}", source="<global variable>", field=name
+            ) from exc
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO global_variables (owner, name, value, updated) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value, "
+                "updated = excluded.updated",
+                (owner, name, text, self._now()),
+            )
+
+    async def delete_global_variable(self, name: str, *, owner: str = DEFAULT_OWNER) -> None:
+        async with self._write() as db:
+            await db.execute(
+                "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
+            )
+
+    # -- API keys and key-pool state -------------------------------------------------------
+    async def add_api_key(
+        self, provider: str, secret: str, *, owner: str = DEFAULT_OWNER, label: str = ""
+    ) -> str:
+        if not isinstance(secret, str) or not secret.strip():
+            raise StoreError("an API key must be a non-empty string")
+        if not provider:
+            raise StoreError("an API key needs a provider")
+        key_id = self._new_id()
+        fingerprint = hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO api_keys (id, owner, provider, label, secret, fingerprint, created) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key_id, owner, provider, label, secret, fingerprint, self._now()),
+            )
+        return key_id
+
+    async def list_api_keys(
+        self, provider: str | None = None, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[ApiKeyInfo]:
+        sql = "SELECT id, provider, label, fingerprint, created FROM api_keys WHERE owner = ?"
+        params: tuple[str, ...] = (owner,)
+        if provider is not None:
+            sql += " AND provider = ?"
+            params = (owner, provider)
+        async with self._read() as db, db.execute(sql + " ORDER BY created, id", params) as cur:
+            return [
+                ApiKeyInfo(
+                    id=r[0],
+                    provider=r[1],
+                    label=r[2],
+                    fingerprint=r[3],
+                    created=datetime.fromisoformat(r[4]),
+                )
+                for r in await cur.fetchall()
+            ]
+
+    async def get_api_key_secret(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> str:
+        async with (
+            self._read() as db,
+            db.execute(
+                "SELECT secret FROM api_keys WHERE id = ? AND owner = ?", (key_id, owner)
+            ) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no API key {key_id!r}")
+        return str(row[0])
+
+    async def delete_api_key(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "DELETE FROM api_keys WHERE id = ? AND owner = ?", (key_id, owner)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no API key {key_id!r}")
+
+    async def get_key_state(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> KeyState:
+        async with (
+            self._read() as db,
+            db.execute(
+                "SELECT k.id, s.cooldown_until, s.failures, s.last_error_code, s.last_used "
+                "FROM api_keys k LEFT JOIN key_state s ON s.key_id = k.id "
+                "WHERE k.id = ? AND k.owner = ?",
+                (key_id, owner),
+            ) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no API key {key_id!r}")
+        return KeyState(
+            key_id=row[0],
+            cooldown_until=_opt_time(row[1]),
+            failures=int(row[2] or 0),
+            last_error_code=row[3],
+            last_used=_opt_time(row[4]),
+        )
+
+    async def put_key_state(self, state: KeyState, *, owner: str = DEFAULT_OWNER) -> None:
+        async with self._write() as db:
+            async with db.execute(
+                "SELECT 1 FROM api_keys WHERE id = ? AND owner = ?", (state.key_id, owner)
+            ) as cur:
+                if await cur.fetchone() is None:
+                    raise NotFound(f"no API key {state.key_id!r}")
+            await db.execute(
+                "INSERT INTO key_state (key_id, cooldown_until, failures, last_error_code, "
+                "last_used, updated) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO UPDATE SET "
+                "cooldown_until = excluded.cooldown_until, failures = excluded.failures, "
+                "last_error_code = excluded.last_error_code, last_used = excluded.last_used, "
+                "updated = excluded.updated",
+                (
+                    state.key_id,
+                    state.cooldown_until.isoformat() if state.cooldown_until else None,
+                    state.failures,
+                    state.last_error_code,
+                    state.last_used.isoformat() if state.last_used else None,
+                    self._now(),
+                ),
+            )
