@@ -1,1 +1,220 @@
-"""tavernkit.cli."""
+"""The ``tavernkit`` command line (typer + rich).
+
+No business logic lives here: each command parses its arguments, makes one or two facade calls
+and prints the outcome. Errors tavernkit raises on purpose print as one line on stderr with exit
+code 1 (2 for usage errors, as typer does); anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from tavernkit.cli.render import render_found
+from tavernkit.errors import TavernKitError
+from tavernkit.facade import Tavern
+from tavernkit.library import ImportResult
+from tavernkit.plugins.manager import add_plugin_commands, get_plugin_manager
+
+__all__ = ["app", "main"]
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="tavernkit",
+    help="Character chat with LLMs, compatible with SillyTavern's cards, lorebooks and presets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
+]
+
+#: ``tavernkit list WHAT`` -> store kinds
+_LIST_KINDS: dict[str, tuple[str, ...]] = {
+    "characters": ("character",),
+    "lorebooks": ("lorebook",),
+    "presets": ("chat_preset", "textgen_preset", "kobold_preset", "novel_preset"),
+    "templates": ("instruct", "context", "sysprompt", "reasoning"),
+    "personas": ("persona",),
+    "profiles": ("connection_profile",),
+    "chats": (),
+}
+
+
+def _run(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -> T:
+    async def runner() -> T:
+        async with Tavern(home) as tk:
+            return await action(tk)
+
+    try:
+        return asyncio.run(runner())
+    except TavernKitError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(1) from None
+
+
+@app.command("import")
+def import_(
+    files: Annotated[
+        list[Path], typer.Argument(help="Cards, lorebooks, presets, templates, chats.")
+    ],
+    character: Annotated[
+        str | None, typer.Option("--character", "-c", help="Attach imported chats to this one.")
+    ] = None,
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite a different record of the same name.")
+    ] = False,
+    home: HomeOption = None,
+) -> None:
+    """Import files; the format is recognised by content, not by extension."""
+
+    async def action(tk: Tavern) -> int:
+        # Files are independent: one bad file is reported and the others still import.
+        failed = 0
+        for path in files:
+            try:
+                results = await tk.library.import_file(path, character=character, replace=replace)
+            except TavernKitError as exc:
+                failed += 1
+                err.print(f"[bold red]error:[/] {escape(str(exc))}")
+                continue
+            for result in results:
+                _print_import(result)
+        return failed
+
+    if _run(home, action):
+        raise typer.Exit(1)
+
+
+def _print_import(result: ImportResult) -> None:
+    note = f" [dim]({escape(result.note)})[/]" if result.note else ""
+    out.print(f"{result.status:>9} {result.kind} [bold]{escape(result.name)}[/]{note}")
+
+
+@app.command("list")
+def list_(
+    what: Annotated[
+        str,
+        typer.Argument(help="characters, lorebooks, presets, templates, personas, profiles, chats"),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """List stored records."""
+    if what not in _LIST_KINDS:
+        err.print(
+            f"[bold red]error:[/] cannot list {what!r}; choose one of {', '.join(_LIST_KINDS)}"
+        )
+        raise typer.Exit(2)
+
+    async def action(tk: Tavern) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        if what == "chats":
+            for chat in await tk.store.list_chats(owner=tk.owner):
+                rows.append(
+                    {
+                        "kind": "chat",
+                        "name": chat.name,
+                        "id": chat.id,
+                        "character": chat.character_name,
+                        "messages": chat.message_count,
+                        "updated": chat.updated.isoformat(),
+                    }
+                )
+            return rows
+        for kind in _LIST_KINDS[what]:
+            for info in await tk.store.list(kind, owner=tk.owner):
+                rows.append(
+                    {
+                        "kind": kind,
+                        "name": info.name,
+                        "id": info.id,
+                        "updated": info.updated.isoformat(),
+                    }
+                )
+        return rows
+
+    rows = _run(home, action)
+    if as_json:
+        for row in rows:
+            out.print(json.dumps(row, ensure_ascii=False), markup=False, soft_wrap=True)
+        return
+    if not rows:
+        out.print(f"[dim]no {what}[/]")
+        return
+    for row in rows:
+        extra = ""
+        if row["kind"] == "chat":
+            extra = f" [dim]{escape(str(row['character'] or '-'))}, {row['messages']} messages[/]"
+        elif len(_LIST_KINDS[what]) > 1:
+            extra = f" [dim]{row['kind']}[/]"
+        out.print(f"[bold]{escape(row['name'])}[/]{extra}")
+
+
+@app.command("show")
+def show(
+    name: Annotated[str, typer.Argument(help="Name or id of a record.")],
+    kind: Annotated[
+        str | None, typer.Option("--kind", "-k", help="Look only at this kind (e.g. lorebook).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the stored JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Show a character, lorebook, preset, template, persona or chat."""
+
+    async def action(tk: Tavern) -> None:
+        found = await tk.library.find(name, kind=kind)
+        if as_json:
+            if found.kind == "chat":
+                stored = await tk.store.load_chat(found.id, owner=tk.owner)
+                data: Any = stored.lines()
+            else:
+                data = (await tk.store.get_record(found.kind, found.id, owner=tk.owner)).data
+            out.print(json.dumps(data, ensure_ascii=False, indent=2), markup=False, soft_wrap=True)
+            return
+        await render_found(tk, found, out)
+
+    _run(home, action)
+
+
+@app.command("export")
+def export(
+    name: Annotated[str, typer.Argument(help="Name or id of a record.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="png, json, charx or jsonl.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
+    kind: Annotated[
+        str | None, typer.Option("--kind", "-k", help="Look only at this kind.")
+    ] = None,
+    spec: Annotated[str, typer.Option("--spec", help="Card JSON spec: v2 or v3.")] = "v2",
+    home: HomeOption = None,
+) -> None:
+    """Export a record in SillyTavern's formats."""
+    if spec not in ("v2", "v3"):
+        err.print("[bold red]error:[/] --spec must be v2 or v3")
+        raise typer.Exit(2)
+    found = _run(home, lambda tk: tk.library.export_file(name, fmt, output, kind=kind, spec=spec))
+    out.print(f"wrote {found.kind} [bold]{escape(found.name)}[/] to {escape(str(output))}")
+
+
+def main() -> None:
+    """The console-script entry point: built-in commands plus plugins' commands."""
+    try:
+        add_plugin_commands(get_plugin_manager(), app)
+    except TavernKitError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        sys.exit(1)
+    app()

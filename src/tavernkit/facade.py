@@ -1,0 +1,88 @@
+"""``Tavern``: the one object an application, a bot or the CLI holds.
+
+It owns the store, the plugin manager and the format registry of one data dir and one owner,
+and hands out the services built on them (:class:`~tavernkit.library.Library` today; the chat
+service, ``context()`` and ``prompt_renderer`` as their issues land). Use it as an async
+context manager so the database is closed::
+
+    async with Tavern() as tk:
+        await tk.library.import_file("card.png")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import pluggy
+
+from tavernkit.errors import TavernKitError
+from tavernkit.library import Library
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.settings import Settings
+from tavernkit.plugins.formats import FormatRegistry
+from tavernkit.plugins.manager import get_plugin_manager
+from tavernkit.store.paths import DB_FILE_NAME, data_dir
+from tavernkit.store.sqlite import SqliteStore, open_store
+
+__all__ = ["Tavern"]
+
+
+class Tavern:
+    """The facade over one data dir (``home``; default ``$TAVERNKIT_HOME`` or the platform's
+    user data dir) for one ``owner``."""
+
+    def __init__(
+        self,
+        home: Path | str | None = None,
+        *,
+        owner: str = DEFAULT_OWNER,
+        load_plugins: bool = True,
+    ) -> None:
+        self.home = Path(home) if home is not None else data_dir(create=False)
+        self.owner = owner
+        self.plugins: pluggy.PluginManager = get_plugin_manager(load_entrypoints=load_plugins)
+        self.formats = FormatRegistry.from_plugins(self.plugins)
+        self._store: SqliteStore | None = None
+        self._library: Library | None = None
+
+    async def open(self) -> Self:
+        if self._store is None:
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._store = await open_store(self.home / DB_FILE_NAME)
+            self._library = Library(self._store, self.formats, owner=self.owner)
+        return self
+
+    async def close(self) -> None:
+        if self._store is not None:
+            store, self._store, self._library = self._store, None, None
+            await store.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    @property
+    def store(self) -> SqliteStore:
+        if self._store is None:
+            raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
+        return self._store
+
+    @property
+    def library(self) -> Library:
+        if self._library is None:
+            raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
+        return self._library
+
+    async def settings(self) -> Settings:
+        """The owner's settings (defaults until some are stored or imported)."""
+        stored = await self.store.get_settings(owner=self.owner)
+        return stored if isinstance(stored, Settings) else Settings()

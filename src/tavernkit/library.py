@@ -1,0 +1,400 @@
+"""The library: importing files into the store, finding records by name, exporting them.
+
+This is where formats meet storage (so neither imports the other): a file is recognised by
+content through the format registry (built-ins and plugins alike), read into a model, and
+stored under its owner; an export reads the record back and hands it to the format's writer.
+
+Duplicate names: importing a record whose name is taken by an identical record is a no-op
+("unchanged", so importing the same file twice is safe); a different record with that name is a
+:class:`~tavernkit.errors.Conflict` unless ``replace=True`` (the record keeps its id, so links
+and chats stay attached). Two exceptions make the common SillyTavern export (a card plus its
+world file) import in either order: a card's embedded book never overwrites a stored book of
+that name (the card is linked to the stored one: "kept"), and a world file replaces a book that
+was only ever the copy embedded in a card (it carries ``originalData``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from tavernkit.errors import Conflict, FormatError, NotFound
+from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
+from tavernkit.formats.cards import ImportedCard
+from tavernkit.formats.chats import chat_to_jsonl
+from tavernkit.formats.lorebooks import character_book_to_lorebook
+from tavernkit.formats.presets import kind_of
+from tavernkit.formats.settings import ImportedSettings
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.character import Card
+from tavernkit.models.chat import Chat
+from tavernkit.models.lorebook import Lorebook
+from tavernkit.plugins.formats import FormatRegistry
+from tavernkit.store.protocol import ChatInfo, RecordInfo, Store
+
+__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "Found", "ImportResult", "Library"]
+
+#: Where ``show NAME`` and ``export NAME`` look, in order, when no kind is given.
+SEARCH_ORDER: tuple[str, ...] = (
+    "character",
+    "lorebook",
+    "chat_preset",
+    "instruct",
+    "context",
+    "sysprompt",
+    "reasoning",
+    "textgen_preset",
+    "kobold_preset",
+    "novel_preset",
+    "persona",
+    "connection_profile",
+)
+
+#: preset kind (formats.presets) -> store kind
+_PRESET_STORE_KIND = {
+    "openai": "chat_preset",
+    "instruct": "instruct",
+    "context": "context",
+    "sysprompt": "sysprompt",
+    "reasoning": "reasoning",
+    "textgen": "textgen_preset",
+    "kobold": "kobold_preset",
+    "novel": "novel_preset",
+}
+
+#: (store kind, --format) -> registered format name
+EXPORT_FORMATS: dict[tuple[str, str], str] = {
+    ("character", "png"): "card-png",
+    ("character", "json"): "card-json",
+    ("character", "charx"): "card-charx",
+    ("lorebook", "json"): "lorebook-json",
+    ("chat", "jsonl"): "chat-jsonl",
+    **{(kind, "json"): "preset-json" for kind in _PRESET_STORE_KIND.values()},
+}
+
+Status = Literal["imported", "unchanged", "replaced", "kept"]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """One record an import wrote (a card with a book writes two)."""
+
+    kind: str
+    name: str
+    id: str
+    status: Status
+    source: str
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A record found by name: a document record, or a chat."""
+
+    kind: str
+    id: str
+    name: str
+    record: RecordInfo | None = None
+    chat: ChatInfo | None = None
+
+
+class Library:
+    """Import, find and export records of one owner."""
+
+    def __init__(
+        self,
+        store: Store,
+        formats: FormatRegistry,
+        *,
+        owner: str = DEFAULT_OWNER,
+        limits: FormatLimits = DEFAULT_LIMITS,
+    ) -> None:
+        self.store = store
+        self.formats = formats
+        self.owner = owner
+        self.limits = limits
+
+    # -- import ---------------------------------------------------------------------------
+
+    async def import_file(
+        self, path: Path | str, *, character: str | None = None, replace: bool = False
+    ) -> list[ImportResult]:
+        path = Path(path)
+        cap = max(self.limits.image_bytes, self.limits.archive_unpacked_bytes)
+        cap = max(cap, self.limits.chat_file_bytes)
+        data = read_limited(path, cap)
+        return await self.import_bytes(data, source=str(path), character=character, replace=replace)
+
+    async def import_bytes(
+        self,
+        data: bytes,
+        *,
+        source: str = "<bytes>",
+        character: str | None = None,
+        replace: bool = False,
+    ) -> list[ImportResult]:
+        """Detect ``data`` by content, read it and store what it holds."""
+        handler, value = self.formats.read(data, source)
+        stem = Path(source).stem if not source.startswith("<") else None
+        if isinstance(value, ImportedCard):
+            return await self._import_card(value, source, replace)
+        if isinstance(value, Lorebook):
+            name = value.name or stem or "Lorebook"
+            return [await self._put("lorebook", value, name, source, replace)]
+        if isinstance(value, Chat):
+            return [await self._import_chat(value, stem or "chat", source, character, replace)]
+        if isinstance(value, ImportedSettings):
+            return await self._import_settings(value, source, replace)
+        if handler.kind == "preset" and isinstance(value, BaseModel):
+            kind = _PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
+            name = getattr(value, "name", None) or stem or kind
+            return [await self._put(kind, value, str(name), source, replace)]
+        raise FormatError(
+            f"format {handler.name!r} read a value tavernkit cannot store ({type(value).__name__})",
+            source=source,
+        )
+
+    async def _put(
+        self,
+        kind: str,
+        record: BaseModel,
+        name: str,
+        source: str,
+        replace: bool,
+        *,
+        blobs: dict[str, bytes] | None = None,
+        note: str = "",
+        keep_existing: bool = False,
+    ) -> ImportResult:
+        data = _wire(record)
+        try:
+            existing = await self.store.get_record(kind, name, owner=self.owner)
+        except NotFound:
+            ref = await self.store.put(kind, record, owner=self.owner, name=name, blobs=blobs)
+            return ImportResult(kind, name, ref.id, "imported", source, note)
+        if existing.data == data:
+            if blobs:
+                for blob, content in blobs.items():
+                    await self.store.set_blob(
+                        kind, existing.info.id, blob, content, owner=self.owner
+                    )
+            return ImportResult(kind, name, existing.info.id, "unchanged", source, note)
+        if keep_existing and not replace:
+            return ImportResult(kind, name, existing.info.id, "kept", source, note)
+        embedded_copy = "originalData" in existing.data and "originalData" not in data
+        if not (replace or (kind == "lorebook" and embedded_copy)):
+            raise Conflict(
+                f"a {_label(kind)} named {name!r} already exists and differs from {source}; "
+                "import with --replace to overwrite it"
+            )
+        ref = await self.store.put(
+            kind, record, owner=self.owner, name=name, id=existing.info.id, blobs=blobs
+        )
+        return ImportResult(kind, name, ref.id, "replaced", source, note)
+
+    async def _import_card(
+        self, imported: ImportedCard, source: str, replace: bool
+    ) -> list[ImportResult]:
+        character = imported.character
+        blobs = {"avatar": imported.avatar} if imported.avatar is not None else None
+        results = [
+            await self._put(
+                "character",
+                imported.card,
+                character.name,
+                source,
+                replace,
+                blobs=blobs,
+                note=f"read as {imported.spec_found}",
+            )
+        ]
+        if character.character_book is not None:
+            # SillyTavern imports the embedded book as a world-info book of its own and links it
+            # to the character; we do the same at once instead of asking.
+            book = character_book_to_lorebook(
+                character.character_book, character_name=character.name
+            )
+            name = book.name or f"{character.name}'s Lorebook"
+            result = await self._put(
+                "lorebook",
+                book,
+                name,
+                source,
+                replace,
+                note=f"embedded in {character.name}",
+                keep_existing=True,
+            )
+            results.append(result)
+            linked = await self.store.links(
+                "character", results[0].id, "lorebook", owner=self.owner
+            )
+            if all(info.id != result.id for info in linked):
+                await self.store.link(
+                    "character", results[0].id, "lorebook", "lorebook", result.id, owner=self.owner
+                )
+        return results
+
+    async def _import_chat(
+        self, chat: Chat, name: str, source: str, character: str | None, replace: bool
+    ) -> ImportResult:
+        char_id: str | None = None
+        if character is not None:
+            char_id = (
+                await self.store.get_record("character", character, owner=self.owner)
+            ).info.id
+        elif chat.header.character_name and chat.header.character_name != "unused":
+            try:
+                char_id = (
+                    await self.store.get_record(
+                        "character", chat.header.character_name, owner=self.owner
+                    )
+                ).info.id
+            except NotFound:
+                char_id = None
+        lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        for info in await self.store.list_chats(owner=self.owner):
+            if info.name != name or info.character_id != char_id:
+                continue
+            stored = await self.store.load_chat(info.id, owner=self.owner)
+            if stored.lines() == lines:
+                return ImportResult("chat", name, info.id, "unchanged", source)
+            if not replace:
+                raise Conflict(
+                    f"a chat named {name!r} already exists and differs from {source}; "
+                    "import with --replace to overwrite it"
+                )
+            await self.store.delete_chat(info.id, owner=self.owner)
+            created = await self._create_chat(lines, name, char_id)
+            return ImportResult("chat", name, created.id, "replaced", source)
+        created = await self._create_chat(lines, name, char_id)
+        return ImportResult("chat", name, created.id, "imported", source)
+
+    async def _character_id(self, name: str) -> str:
+        return (await self.store.get_record("character", name, owner=self.owner)).info.id
+
+    async def _create_chat(
+        self, lines: list[dict[str, Any]], name: str, char_id: str | None
+    ) -> ChatInfo:
+        return await self.store.create_chat(
+            lines[0], lines[1:], owner=self.owner, name=name, character=char_id
+        )
+
+    async def _import_settings(
+        self, imported: ImportedSettings, source: str, replace: bool
+    ) -> list[ImportResult]:
+        await self.store.put_settings(imported.settings, owner=self.owner)
+        results = [ImportResult("settings", "settings", self.owner, "replaced", source)]
+        templates: Sequence[tuple[str, BaseModel | None]] = (
+            ("instruct", imported.instruct),
+            ("context", imported.context),
+            ("sysprompt", imported.sysprompt),
+            ("reasoning", imported.reasoning),
+        )
+        for kind, template in templates:
+            name = getattr(template, "name", None) if template is not None else None
+            if template is not None and name:
+                results.append(await self._put(kind, template, name, source, replace))
+        for persona in imported.personas:
+            ref = await self.store.put("persona", persona, owner=self.owner, name=persona.name)
+            results.append(ImportResult("persona", persona.name, ref.id, "imported", source))
+        return results
+
+    # -- find -----------------------------------------------------------------------------
+
+    async def find(self, name: str, *, kind: str | None = None) -> Found:
+        """The record called ``name`` (or with that id): characters first, then lorebooks,
+        presets, templates, personas, profiles, and chats last. ``kind`` narrows the search."""
+        kinds = (kind,) if kind and kind != "chat" else () if kind == "chat" else SEARCH_ORDER
+        for candidate in kinds:
+            try:
+                stored = await self.store.get_record(candidate, name, owner=self.owner)
+            except NotFound:
+                continue
+            info = stored.info
+            return Found(candidate, info.id, info.name, record=info)
+        if kind in (None, "chat"):
+            try:
+                chat = await self.store.get_chat_info(name, owner=self.owner)
+            except NotFound:
+                pass
+            else:
+                return Found("chat", chat.id, chat.name, chat=chat)
+        where = _label(kind) if kind else "character, lorebook, preset, template, persona or chat"
+        raise NotFound(f"no {where} named {name!r}")
+
+    # -- export ---------------------------------------------------------------------------
+
+    async def export_bytes(
+        self, name: str, fmt: str, *, kind: str | None = None, spec: str = "v2"
+    ) -> tuple[Found, bytes]:
+        found = await self.find(name, kind=kind)
+        format_name = EXPORT_FORMATS.get((found.kind, fmt))
+        if format_name is None:
+            choices = sorted(f for (k, f) in EXPORT_FORMATS if k == found.kind)
+            raise FormatError(
+                f"a {_label(found.kind)} cannot be exported as {fmt!r} "
+                f"(choose {', '.join(choices) or 'nothing'})",
+                field="format",
+            )
+        writer = self.formats.get(format_name).write
+        assert writer is not None  # EXPORT_FORMATS names writable formats only
+        if found.kind == "chat":
+            stored = await self.store.load_chat(found.id, owner=self.owner)
+            return found, chat_to_jsonl(stored.to_chat()).encode()
+        value = await self.store.get(found.kind, found.id, owner=self.owner)
+        options: dict[str, Any] = {"spec": spec}
+        if found.kind == "character":
+            options["image"] = await self.store.get_blob(
+                "character", found.id, "avatar", owner=self.owner
+            )
+        return found, writer(value, **options)
+
+    async def export_file(
+        self,
+        name: str,
+        fmt: str,
+        path: Path | str,
+        *,
+        kind: str | None = None,
+        spec: str = "v2",
+    ) -> Found:
+        found, data = await self.export_bytes(name, fmt, kind=kind, spec=spec)
+        atomic_write_bytes(Path(path), data)
+        return found
+
+    async def card(self, name: str) -> Card:
+        value = await self.store.get("character", name, owner=self.owner)
+        assert isinstance(value, Card)
+        return value
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
+    to_wire = getattr(model, "to_wire", None)
+    data = to_wire() if callable(to_wire) else model.model_dump(mode="json", by_alias=True)
+    assert isinstance(data, dict)
+    return data
+
+
+def _wire_message(message: Any) -> dict[str, Any]:
+    to_st = getattr(message, "to_st", None)
+    if callable(to_st):
+        return _wire(to_st())
+    return _wire(message)
+
+
+def _label(kind: str) -> str:
+    return {
+        "chat_preset": "chat-completion preset",
+        "textgen_preset": "text-generation preset",
+        "kobold_preset": "KoboldAI preset",
+        "novel_preset": "NovelAI preset",
+        "sysprompt": "system prompt",
+        "instruct": "instruct template",
+        "context": "context template",
+        "reasoning": "reasoning template",
+        "connection_profile": "connection profile",
+    }.get(kind, kind)
