@@ -1,0 +1,75 @@
+"""Every syntax form of the engine (lexer + parser), beyond the recorded goldens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tavernkit.text.macros import MacroEnv, substitute_macros
+from tavernkit.text.macros.lexer import scan_document
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{{reverse::ab::cd}}", "{{reverse::ab::cd}}"),  # two args: arity error, raw
+        ("{{reverse:ab::cd}}", "dc::ba"),  # single colon: one argument
+        ("{{reverse ab cd}}", "dc ba"),  # white space: one argument
+        ("{{ reverse :: abc }}", "cba"),  # white space around every part
+        ("{{REVERSE::abc}}", "cba"),  # case-insensitive names
+        ("{{reverse::{{reverse::{{user}}}}}}", "User"),  # nesting inside-out
+        ("{{reverse::a\nb}}", "b\na"),  # multi-line arguments
+        ("{{ 5 }}", "{{ 5 }}"),  # not an identifier: plain text
+        ("{{}}", "{{}}"),
+        ("{{user", "{{user"),  # unterminated
+        ("{{{user}}}", "{User}"),
+        ("\\{\\{user\\}\\}", "{{user}}"),  # escapes
+        ("a{{// note}}b", "ab"),
+        ("a{{//}}kept{{///}}b", "akeptb"),
+        ("{{!user}}{{?user}}{{~user}}", "UserUserUser"),  # flags parsed, no effect
+        ("{{unknown::{{user}}}}", "{{unknown::User}}"),
+        ("{{reverse::a|b}}", "{{reverse::a|b}}"),  # output filters are not supported
+    ],
+)
+def test_forms(render: Callable[..., str], text: str, expected: str) -> None:
+    assert render(text) == expected
+
+
+def test_blocks_and_closing_tags(render: Callable[..., str]) -> None:
+    assert render("{{reverse}}  abc  {{/reverse}}") == "cba"
+    assert render("{{#reverse}} abc {{/reverse}}") == " cba "
+    assert render("{{/reverse}}") == "{{/reverse}}"
+    assert render("{{Reverse}}ab{{/REVERSE}}") == "ba"  # closing tags match any case
+    assert render("{{user}}x{{/user}}") == "{{user}}x{{/user}}"  # cannot take content
+
+
+def test_unknown_block_keeps_sillytaverns_raw_shape(render: Callable[..., str]) -> None:
+    # SillyTavern rebuilds an unknown block from the opening tag and the content.
+    assert render("{{nope}}{{user}}{{/nope}}") == "{{nope}}User}}"
+
+
+def test_legacy_markers_and_time(render: Callable[..., str]) -> None:
+    assert render("<USER>/<bot>/<CHAR>/<GROUP>/<CHARIFNOTGROUP>") == (
+        "User/Character/Character/Character/Character"
+    )
+    assert render("{{time_UTC+2}}") == "4:07 PM"
+
+
+def test_lexer_reports_offsets() -> None:
+    text = "a {{x::b}} c {{.v += 1}}"
+    found = scan_document(text, 0, len(text))
+    assert [(m.name, m.start, m.end) for m in found] == [("x", 2, 10), ("v", 13, 24)]
+    assert found[1].is_var and found[1].var_op == "+="
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="{}\\<")))
+def test_text_without_macros_is_unchanged(text: str) -> None:
+    assert substitute_macros(text, MacroEnv()) == text
+
+
+@given(st.text(alphabet="ab{}: /.$|\\\n", max_size=40))
+def test_any_text_renders_without_crashing(text: str) -> None:
+    assert isinstance(substitute_macros(text, MacroEnv(compat="st-1.18")), str)
