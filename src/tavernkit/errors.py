@@ -9,21 +9,57 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── StoreError             persistence failed
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
-    └── PluginError            a plugin failed to load or registered something invalid
+    ├── PluginError            a plugin failed to load or registered something invalid
+    └── ProviderError          a model provider failed; the class says what policy may do
+        ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
+        │   └── MissingCredential   no key is configured for a provider that needs one
+        ├── QuotaExhausted     billing/quota used up (rotate the key; retrying cannot help)
+        ├── RateLimited        too many requests now (retry after ``retry_after``)
+        ├── Overloaded         the service is busy or failing (5xx, 529): retry, then fall back
+        ├── ContextTooLong     the prompt does not fit the model's context window
+        ├── ContentFiltered    a safety filter blocked the prompt or the reply
+        ├── BadRequest         the request itself is wrong (fix it; retrying cannot help)
+        │   └── ModelUnavailable    unknown, deprecated or unsupported model
+        ├── NetworkError       connection failed or timed out before a usable answer
+        │   └── ProviderTimeout     connect / first-byte / idle-between-events timeout
+        ├── StreamInterrupted  a stream broke after some text was delivered
+        └── ProtocolError      the provider answered with bytes we cannot understand
+    GenerateTaskError          what ``generate_task`` raises: one ``code`` a caller can switch on
 
 Messages never carry secrets (API keys): callers pass field names and file names, not values.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Literal, get_args
+
 __all__ = [
+    "AuthError",
+    "BadRequest",
     "Conflict",
+    "ContentFiltered",
+    "ContextTooLong",
     "FormatError",
+    "GenerateTaskError",
+    "GenerateTaskErrorCode",
     "LimitExceeded",
+    "MissingCredential",
+    "ModelUnavailable",
+    "NetworkError",
     "NotFound",
+    "Overloaded",
     "PluginError",
+    "ProtocolError",
+    "ProviderError",
+    "ProviderTimeout",
+    "QuotaExhausted",
+    "RateLimited",
     "StoreError",
+    "StreamInterrupted",
     "TavernKitError",
+    "task_error_from",
 ]
 
 
@@ -77,3 +113,291 @@ class Conflict(StoreError):
 
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+class ProviderError(TavernKitError):
+    """A model provider failed. Adapters classify every failure into one subclass (from the
+    status, the error body, or an error inside a 200 stream), so fallback, key rotation and
+    retry policy switch on the class and never on message text.
+
+    ``body`` is the provider's error body with secrets scrubbed; no attribute and no message
+    ever carries an API key. ``retryable`` says whether the same request may succeed later.
+    """
+
+    retryable: bool = False
+    #: the provider's own ``x-should-retry`` verdict, which overrides ``retryable`` when set
+    should_retry: bool | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+    ):
+        self.reason = message
+        self.status = status
+        self.body = body
+        self.code = code
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.provider = provider
+        self.model = model
+        where = " ".join(
+            part
+            for part in (
+                provider or "",
+                f"model {model!r}" if model else "",
+                f"HTTP {status}" if status else "",
+            )
+            if part
+        )
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class AuthError(ProviderError):
+    """The key was rejected or lacks permission (Gemini reports this as HTTP 400)."""
+
+
+class MissingCredential(AuthError):
+    """No key is configured for a provider that needs one."""
+
+
+class QuotaExhausted(ProviderError):
+    """Billing or quota is used up: a retry cannot help, another key might."""
+
+
+class RateLimited(ProviderError):
+    """Too many requests for now; ``retry_after`` (seconds) when the provider said."""
+
+    retryable = True
+
+
+class Overloaded(ProviderError):
+    """The service is overloaded or failing on its side (5xx, Anthropic 529)."""
+
+    retryable = True
+
+
+class ContextTooLong(ProviderError):
+    """The prompt does not fit; ``n_prompt`` / ``n_ctx`` when the provider reported them."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        n_prompt: int | None = None,
+        n_ctx: int | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(message, **kwargs)
+        self.n_prompt = n_prompt
+        self.n_ctx = n_ctx
+
+
+class ContentFiltered(ProviderError):
+    """A safety filter blocked the prompt or the reply."""
+
+
+class BadRequest(ProviderError):
+    """The request is malformed or uses an unsupported parameter."""
+
+
+class ModelUnavailable(BadRequest):
+    """The model is unknown, deprecated, unavailable or does not support the request."""
+
+
+class NetworkError(ProviderError):
+    """The connection failed before a usable answer arrived."""
+
+    retryable = True
+
+
+class ProviderTimeout(NetworkError):
+    """A timeout fired; ``phase`` is ``"connect"``, ``"first_byte"`` or ``"idle"``."""
+
+    def __init__(self, message: str, *, phase: str, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.phase = phase
+
+
+class StreamInterrupted(ProviderError):
+    """The stream ended early (no terminator, dropped connection, idle timeout after text,
+    or an error event mid-stream); ``delivered_text`` is what had arrived, so the turn can be
+    continued rather than lost. ``cause_class`` is the classified cause when there was one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        delivered_text: str = "",
+        cause: ProviderError | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(message, **kwargs)
+        self.delivered_text = delivered_text
+        self.cause = cause
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.cause.retryable if self.cause is not None else True
+
+
+class ProtocolError(ProviderError):
+    """The provider sent bytes we cannot understand (bad JSON, bad UTF-8, unknown shape)."""
+
+
+# --------------------------------------------------------------------------------------------
+# generate_task errors
+
+#: The codes of :class:`GenerateTaskError`: the product brief's ten, plus ``tool_call_missing``
+#: (a required call never came) and ``context_budget`` (mandatory prompts exceed the context),
+#: which newer front ends added.
+GenerateTaskErrorCode = Literal[
+    "aborted",
+    "network",
+    "auth_missing",
+    "rate_limit",
+    "invalid_input",
+    "unsupported_api",
+    "tool_call_parse",
+    "json_schema_violation",
+    "no_response",
+    "unknown",
+    "tool_call_missing",
+    "context_budget",
+]
+
+_CODES: frozenset[str] = frozenset(get_args(GenerateTaskErrorCode))
+
+
+class GenerateTaskError(TavernKitError):
+    """The one error ``generate_task`` and its helpers raise; callers switch on ``code``.
+
+    ``cause`` is the underlying exception when there was one (also chained as
+    ``__cause__`` by :func:`task_error_from`); ``details`` is diagnostic context that is safe
+    to log (the rejected raw arguments, schema errors, ``retry_after``, ``delivered_text``),
+    never a secret.
+    """
+
+    def __init__(
+        self,
+        code: GenerateTaskErrorCode,
+        message: str,
+        cause: BaseException | None = None,
+        details: Mapping[str, Any] | None = None,
+    ):
+        if code not in _CODES:
+            # a typo in a code would silently defeat every caller's switch
+            raise ValueError(f"unknown GenerateTaskError code {code!r}")
+        self.code: GenerateTaskErrorCode = code
+        self.message = message
+        self.cause = cause
+        self.details: dict[str, Any] = dict(details) if details else {}
+        super().__init__(f"[{code}] {message}")
+
+    def __repr__(self) -> str:
+        return f"GenerateTaskError({self.code!r}, {self.message!r})"
+
+
+#: The map from the provider error tree to task codes, most specific class first (a subclass
+#: must come before its base). Decisions that are not obvious:
+#:
+#: * ``QuotaExhausted`` -> ``rate_limit``: for a caller both mean "this key cannot serve now";
+#:   ``details["quota"]`` tells them apart (a quota will not recover by waiting).
+#: * ``Overloaded`` (5xx, 529) -> ``network``: the service failed to answer; like a network
+#:   failure it is transient and worth a later retry, and it is not the caller's rate.
+#: * ``ContextTooLong`` -> ``context_budget``: the prompt does not fit the model's window.
+#: * ``ModelUnavailable`` -> ``unsupported_api``: the resolved model cannot serve the request.
+#: * ``BadRequest`` -> ``invalid_input``: the request itself is wrong; retrying cannot help.
+#: * ``ContentFiltered`` -> ``no_response``: the backend returned nothing usable.
+#: * ``ProtocolError`` -> ``unknown``: bytes we could not read say nothing about the cause.
+#: * ``StreamInterrupted`` -> its classified ``cause``'s code when it has one, else
+#:   ``network``; the text delivered so far is in ``details["delivered_text"]``.
+_PROVIDER_CODES: tuple[tuple[type[ProviderError], GenerateTaskErrorCode], ...] = (
+    (MissingCredential, "auth_missing"),
+    (AuthError, "auth_missing"),
+    (QuotaExhausted, "rate_limit"),
+    (RateLimited, "rate_limit"),
+    (ContextTooLong, "context_budget"),
+    (ModelUnavailable, "unsupported_api"),
+    (BadRequest, "invalid_input"),
+    (ContentFiltered, "no_response"),
+    (ProviderTimeout, "network"),
+    (NetworkError, "network"),
+    (Overloaded, "network"),
+    (ProtocolError, "unknown"),
+)
+
+# Abort types live above this module (the providers' ``Aborted``, the facade's abort
+# signal); they are recognised by class name so errors.py imports nothing from above.
+_ABORT_CLASS_NAMES = frozenset({"Aborted", "AbortError"})
+
+
+def _provider_details(exc: ProviderError) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    for key in ("status", "provider", "model", "request_id"):
+        value = getattr(exc, key)
+        if value is not None:
+            details[key] = value
+    if exc.code is not None:
+        details["provider_code"] = exc.code
+    details["retryable"] = bool(exc.retryable)
+    return details
+
+
+def _provider_code(exc: ProviderError) -> GenerateTaskErrorCode:
+    for cls, code in _PROVIDER_CODES:
+        if isinstance(exc, cls):
+            return code
+    return "unknown"
+
+
+def task_error_from(exc: BaseException) -> GenerateTaskError:
+    """The :class:`GenerateTaskError` for any exception, decided by its type only.
+
+    A ``GenerateTaskError`` comes back unchanged (never double-wrapped). Cancellation and
+    abort types give ``aborted``; ``TimeoutError`` gives ``network``; a ``FormatError`` gives
+    ``invalid_input``; provider errors map through the table above (``retry_after`` and the
+    status land in ``details``); anything else is ``unknown``. The message text of ``exc``
+    is copied for people, never inspected.
+    """
+    if isinstance(exc, GenerateTaskError):
+        return exc
+    err: GenerateTaskError
+    if isinstance(exc, asyncio.CancelledError) or any(
+        cls.__name__ in _ABORT_CLASS_NAMES for cls in type(exc).__mro__
+    ):
+        err = GenerateTaskError("aborted", "request aborted", cause=exc)
+    elif isinstance(exc, StreamInterrupted):
+        inner = exc.cause
+        code = _provider_code(inner) if inner is not None else "network"
+        details = _provider_details(inner) if inner is not None else _provider_details(exc)
+        details["delivered_text"] = exc.delivered_text
+        if inner is not None and inner.retry_after is not None:
+            details["retry_after"] = inner.retry_after
+        err = GenerateTaskError(code, f"stream interrupted: {exc}", cause=exc, details=details)
+    elif isinstance(exc, ProviderError):
+        code = _provider_code(exc)
+        details = _provider_details(exc)
+        if code == "rate_limit":
+            details["retry_after"] = exc.retry_after
+            details["quota"] = isinstance(exc, QuotaExhausted)
+        if isinstance(exc, ContextTooLong):
+            details["n_prompt"] = exc.n_prompt
+            details["n_ctx"] = exc.n_ctx
+        err = GenerateTaskError(code, str(exc), cause=exc, details=details)
+    elif isinstance(exc, TimeoutError):
+        err = GenerateTaskError("network", f"timed out: {exc}", cause=exc)
+    elif isinstance(exc, FormatError):
+        details = {k: v for k, v in (("source", exc.source), ("field", exc.field)) if v}
+        err = GenerateTaskError("invalid_input", str(exc), cause=exc, details=details)
+    else:
+        err = GenerateTaskError("unknown", f"generate_task failed: {exc!r}", cause=exc)
+    err.__cause__ = exc
+    return err

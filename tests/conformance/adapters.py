@@ -390,99 +390,26 @@ def build_prompt(case: Mapping[str, Any]) -> PromptOutcome:
     """
     ref = CHAT_PROMPT_ENGINE if case["api"] == "cc" else TEXT_PROMPT_ENGINE
     engine = ref.load()
+    from tavernkit.prompt.st_replay import replay_generation
+
     generate = case["inputs"].get("generate") or {}
-    result = _run_prompt_engine(
-        engine,
+    result: Any = replay_generation(
         case["inputs"],
         case.get("effective_settings") or {},
         kind=str(generate.get("type") or "normal"),
         quiet_prompt=str(generate.get("quiet_prompt") or ""),
+        compat=COMPAT,
+        engine=engine,
+        scan=WORLDINFO_ENGINE.load() if _has_books(case["inputs"]) else None,
     )
     if case["api"] == "cc":
         return PromptOutcome(messages=result.messages)
     return PromptOutcome(prompt=result.prompt, stop=list(result.stop))
 
 
-def _run_prompt_engine(
-    engine: Any,
-    inputs: Mapping[str, Any],
-    effective: Mapping[str, Any],
-    *,
-    kind: str,
-    quiet_prompt: str = "",
-) -> Any:
-    """One generation as SillyTavern's ``Generate`` runs it: the world-info scan of the chat
-    (books, character book, timed state), then the prompt builder with the same macro env."""
-    import random
-
-    from tavernkit.prompt.extensions import worldinfo_outlets
-    from tavernkit.prompt.macros import macro_substitute
-    from tavernkit.prompt.st_state import prompt_state_from_st
-    from tavernkit.text.tokens import ByteEstimateTokenizer, tokenizer_for_model
-
-    state = prompt_state_from_st(inputs, effective)
-    is_chat = state.preset is not None and state.settings.main_api == "openai"
-    tokenizer = tokenizer_for_model(state.model) if is_chat else ByteEstimateTokenizer()
-    sub = macro_substitute(state, compat=COMPAT)
-
-    books = [(b["name"], b["data"], b.get("scope", "global")) for b in inputs.get("books") or []]
-    char_book = inputs.get("character_world_book")
-    if isinstance(char_book, Mapping) and char_book.get("data"):
-        books.append((char_book["name"], char_book["data"], "character"))
-    wi = None
-    if books:
-        scan = WORLDINFO_ENGINE.load()
-        from tavernkit.prompt.card import card_fields
-
-        wi_settings = dict((effective.get("world_info") or {}))
-        wi_settings.update(inputs.get("wi_settings") or {})
-        fields = card_fields(state, sub)
-        include_names = bool(wi_settings.get("world_info_include_names", True))
-        core = [m for m in state.messages if not m.is_system]
-        texts = [sub(m.text) if i == 0 else m.text for i, m in enumerate(core)]
-        chat_for_wi = [
-            f"{m.name}: {t}" if include_names else t for m, t in zip(core, texts, strict=True)
-        ][::-1]
-        if is_chat:
-            assert state.preset is not None
-            max_prompt = state.preset.openai_max_context - state.preset.openai_max_tokens
-        else:
-            max_prompt = state.settings.max_context - state.settings.amount_gen
-        avatar = str(inputs.get("card_avatar") or "")
-        metadata = state.chat_metadata
-        timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
-        wi = scan(
-            books,
-            chat_for_wi,
-            max_context=max_prompt,
-            settings=wi_settings,
-            global_scan_data={
-                "personaDescription": fields.persona,
-                "characterDescription": fields.description,
-                "characterPersonality": fields.personality,
-                "characterDepthPrompt": fields.depth_prompt,
-                "scenario": fields.scenario,
-                "creatorNotes": fields.creator_notes,
-                "trigger": kind,
-            },
-            trigger=kind,
-            character_filename=avatar.rsplit(".", 1)[0] if avatar else None,
-            timed_state=timed,
-            substitute=sub,
-            count_tokens=tokenizer.count,
-            rng=random.Random(0).random,
-            compat=COMPAT,
-        )
-        sub.env.outlets = worldinfo_outlets(wi)
-    return engine(
-        state,
-        wi,
-        kind=kind,
-        tokenizer=tokenizer,
-        compat=COMPAT,
-        substitute=sub,
-        quiet_prompt=quiet_prompt,
-    )
+def _has_books(inputs: Mapping[str, Any]) -> bool:
+    book = inputs.get("character_world_book")
+    return bool(inputs.get("books")) or (isinstance(book, Mapping) and bool(book.get("data")))
 
 
 def build_request_body(case: Mapping[str, Any]) -> dict[str, Any]:
@@ -507,25 +434,15 @@ def build_perf_prompt(inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
     token counts), generation type ``normal``.
     """
     engine = CHAT_PROMPT_ENGINE.load()
-    case_inputs = _perf_case_inputs(inputs)
-    result = _run_prompt_engine(engine, case_inputs, {}, kind="normal")
+    from tavernkit.prompt.st_replay import perf_case_inputs, replay_generation
+
+    case_inputs = perf_case_inputs(inputs)
+    result: Any = replay_generation(
+        case_inputs,
+        {},
+        kind="normal",
+        compat=COMPAT,
+        engine=engine,
+        scan=WORLDINFO_ENGINE.load() if _has_books(case_inputs) else None,
+    )
     return list(result.messages)
-
-
-def _perf_case_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """``prompt_build_inputs.json`` in the shape of a prompt case's ``inputs``."""
-    settings = dict(inputs.get("settings") or {})
-    return {
-        "card": inputs["card"],
-        "card_avatar": f"{inputs.get('avatar_base', '')}.png",
-        "persona": inputs.get("persona"),
-        "preset": inputs["preset"],
-        "books": [inputs["lorebook"]] if inputs.get("lorebook") else [],
-        "wi_settings": inputs.get("wi_settings") or {},
-        "chat": inputs["chat"],
-        "generate": {"type": "normal"},
-        "settings": {
-            "main_api": settings.get("main_api", "openai"),
-            "cc_custom_model": settings.get("custom_model", ""),
-        },
-    }

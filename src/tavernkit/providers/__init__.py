@@ -1,1 +1,104 @@
-"""tavernkit.providers."""
+"""tavernkit.providers: every wire API behind one typed event stream.
+
+Layers, bottom up: :mod:`~tavernkit.providers.sse` (bytes to SSE events),
+:mod:`~tavernkit.providers.events` (the normalized stream), one adapter module per wire API
+(JSON/SSE to events, requests out, its own error table),
+:mod:`~tavernkit.providers.accumulator` (events to a :class:`Completion`, for streaming and
+non-streaming alike), :mod:`~tavernkit.providers.provider` (URL, auth, key, client, timeouts),
+:mod:`~tavernkit.providers.profiles` (what a model can do) and
+:mod:`~tavernkit.providers.retry` (when the same request may be repeated).
+"""
+
+from __future__ import annotations
+
+from tavernkit.providers.accumulator import (
+    Accumulator,
+    Completion,
+    ReasoningBlock,
+    ToolCall,
+    parse_partial_json,
+)
+from tavernkit.providers.anthropic import AnthropicAdapter
+from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest
+from tavernkit.providers.events import (
+    Finish,
+    FinishReason,
+    ProviderErrorEvent,
+    ReasoningDelta,
+    RefusalDelta,
+    ResponseMeta,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+)
+from tavernkit.providers.gemini import GeminiAdapter
+from tavernkit.providers.http import Timeouts
+from tavernkit.providers.kobold import KoboldAdapter
+from tavernkit.providers.llamacpp import LlamaCppAdapter
+from tavernkit.providers.novelai import NovelAIAdapter
+from tavernkit.providers.openai_chat import OpenAIChatAdapter
+from tavernkit.providers.openai_responses import OpenAIResponsesAdapter
+from tavernkit.providers.openai_text import OpenAITextAdapter
+from tavernkit.providers.profiles import ModelProfile, resolve_model
+from tavernkit.providers.provider import Provider
+from tavernkit.providers.request import (
+    ChatMessage,
+    ChatPrompt,
+    ImagePart,
+    PromptRequest,
+    ResponseFormat,
+    Sampling,
+    TextPart,
+    TextPrompt,
+    ToolSpec,
+)
+from tavernkit.providers.retry import RetryPolicy, call_with_retry
+from tavernkit.providers.sse import SSEDecoder, SSEEvent
+
+__all__ = [
+    "Accumulator",
+    "Adapter",
+    "AnthropicAdapter",
+    "ChatMessage",
+    "ChatPrompt",
+    "Completion",
+    "ErrorContext",
+    "Finish",
+    "FinishReason",
+    "GeminiAdapter",
+    "ImagePart",
+    "KoboldAdapter",
+    "LlamaCppAdapter",
+    "ModelProfile",
+    "NovelAIAdapter",
+    "OpenAIChatAdapter",
+    "OpenAIResponsesAdapter",
+    "OpenAITextAdapter",
+    "PromptRequest",
+    "Provider",
+    "ProviderErrorEvent",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "RefusalDelta",
+    "ResponseFormat",
+    "ResponseMeta",
+    "RetryPolicy",
+    "SSEDecoder",
+    "SSEEvent",
+    "Sampling",
+    "StreamEvent",
+    "StreamParser",
+    "TextDelta",
+    "TextPart",
+    "TextPrompt",
+    "Timeouts",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolSpec",
+    "Usage",
+    "WireRequest",
+    "call_with_retry",
+    "parse_partial_json",
+    "resolve_model",
+]

@@ -1,0 +1,120 @@
+"""Inclusion groups (SillyTavern's ``filterByInclusionGroups``).
+
+Per group name (an entry may list several, comma-separated): sticky members win and the rest
+drop; members on cooldown or delay drop; group scoring keeps only the best-matching members;
+then a group already represented among activated entries drops all its new members, a
+``groupOverride`` member with the highest ``order`` wins, or one member is drawn by weight.
+
+Under ``compat="st-1.18"`` two SillyTavern bugs are kept: removing an entry that an earlier
+group already removed deletes the *last* entry of the list instead (``splice(indexOf(e), 1)``
+with ``-1``), and the "already activated" test compares the whole ``group`` string, so an
+entry in ``"a,b"`` does not block group ``"a"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from tavernkit.worldinfo._js import js_key_order
+from tavernkit.worldinfo.compile import CompiledEntry
+
+__all__ = ["filter_by_inclusion_groups"]
+
+
+def filter_by_inclusion_groups(
+    new_entries: list[int],
+    entries: Sequence[CompiledEntry],
+    activated: Sequence[CompiledEntry],
+    *,
+    is_sticky: Callable[[int], bool],
+    is_cooldown: Callable[[int], bool],
+    is_delay: Callable[[int], bool],
+    score: Callable[[int], int],
+    global_scoring: bool,
+    rng: Callable[[], float],
+    compat: bool,
+) -> None:
+    """Remove group losers from ``new_entries`` (indices into ``entries``) in place."""
+    grouped: dict[str, list[int]] = {}
+    for idx in new_entries:
+        for name in entries[idx].group_names:
+            grouped.setdefault(name, []).append(idx)
+    if not grouped:
+        return
+    order = js_key_order(grouped)
+
+    def remove(idx: int) -> None:
+        try:
+            new_entries.remove(idx)
+        except ValueError:
+            if compat and new_entries:
+                new_entries.pop()
+
+    has_sticky: dict[str, bool] = {}
+    for name in order:
+        group = grouped[name]
+        has_sticky[name] = False
+        stickies = [i for i in group if is_sticky(i)]
+        if stickies:
+            for i in group:
+                if i not in stickies:
+                    remove(i)
+            has_sticky[name] = True
+        for i in [i for i in group if is_cooldown(i)]:
+            remove(i)
+        for i in [i for i in group if is_delay(i)]:
+            remove(i)
+
+    for name in order:
+        group = grouped[name]
+        if not global_scoring and not any(entries[i].use_group_scoring for i in group):
+            continue
+        if has_sticky[name]:
+            continue
+        scores = [score(i) for i in group]
+        best = max(scores)
+        pos = 0
+        while pos < len(group):
+            flag = entries[group[pos]].use_group_scoring
+            scored = global_scoring if flag is None else flag
+            if scored and scores[pos] < best:
+                remove(group[pos])
+                del group[pos]
+                del scores[pos]
+                continue
+            pos += 1
+
+    if compat:
+        taken = {e.group for e in activated}
+    else:
+        taken = {g for e in activated for g in e.group_names}
+    for name in order:
+        group = grouped[name]
+        if has_sticky[name]:
+            continue
+        if name in taken:
+            for i in group:
+                remove(i)
+            continue
+        if len(group) <= 1:
+            continue
+        prios = sorted(
+            (i for i in group if entries[i].group_override), key=lambda i: -entries[i].order
+        )
+        if prios:
+            winner = prios[0]
+        else:
+            weights = [entries[i].group_weight for i in group]
+            roll = rng() * sum(weights)
+            winner = -1
+            acc = 0.0
+            for i, w in zip(group, weights, strict=True):
+                acc += w
+                if roll <= acc:
+                    winner = i
+                    break
+            if winner == -1:
+                continue
+        for i in group:
+            if i != winner:
+                remove(i)

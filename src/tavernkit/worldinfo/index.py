@@ -1,0 +1,257 @@
+"""The scan index: sorted entries of the active books plus their needles, built once per book
+set and settings and reused across scans (the per-turn cost is then the chat text only)."""
+
+from __future__ import annotations
+
+import functools
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tavernkit.worldinfo._js import js_trim
+from tavernkit.worldinfo.compile import BookCache, CompiledBook, CompiledEntry
+from tavernkit.worldinfo.matcher import KIND_AC, KIND_WORD, NeedleTable, SegmentMatcher
+from tavernkit.worldinfo.regex_keys import RegexGuard
+
+__all__ = ["Book", "ScanIndex", "Scope", "WorldInfoEngine", "has_macro"]
+
+Scope = Literal["global", "character", "chat", "persona"]
+
+#: A key slot: the needle id of a static key, ``-1`` for an empty key (never matches), or
+#: ``None`` for a key that must be macro-substituted per scan.
+KeySlot = tuple[str, int | None]
+
+
+def has_macro(text: str) -> bool:
+    """Whether SillyTavern's ``substituteParams`` could change ``text`` (``{{...}}`` macros or
+    the legacy ``<USER>``-style tags)."""
+    return "{{" in text or "<" in text
+
+
+@dataclass(frozen=True, slots=True)
+class Book:
+    """A book to scan: its name (the ``world`` of its entries), its data (a ``Lorebook`` model,
+    a world-info dict or a :class:`CompiledBook`) and where it comes from."""
+
+    name: str
+    data: Any
+    scope: Scope = "global"
+
+
+def _sort_desc(entries: list[CompiledEntry]) -> list[CompiledEntry]:
+    # sortFn = (a, b) => b.order - a.order; JS sort is stable.
+    return sorted(entries, key=lambda e: -e.order)
+
+
+@dataclass(eq=False)
+class ScanIndex:
+    entries: list[CompiledEntry]
+    table: NeedleTable
+    matcher: SegmentMatcher
+    primary: list[tuple[KeySlot, ...]]
+    secondary: list[tuple[KeySlot, ...]]
+    score_primary: list[tuple[int, ...]]
+    score_secondary: list[tuple[int, ...]]
+    case_sensitive: list[bool]
+    whole_words: list[bool]
+    by_needle: dict[int, list[int]]
+    always: list[int]
+    delay_levels: list[float]
+    warnings: tuple[str, ...]
+    position: dict[int, int] = field(default_factory=dict)
+    regex_literals: dict[int, int] = field(default_factory=dict)
+
+
+def order_entries(
+    books: Sequence[tuple[Scope, CompiledBook]], strategy: int
+) -> list[CompiledEntry]:
+    """SillyTavern's ``getSortedEntries`` order: chat book, persona book, then global and
+    character books by strategy (0 evenly, 1 character first, 2 global first), each sorted by
+    descending ``order`` with file order kept for ties."""
+    by_scope: dict[str, list[CompiledEntry]] = {
+        "global": [],
+        "character": [],
+        "chat": [],
+        "persona": [],
+    }
+    for scope, book in books:
+        by_scope[scope].extend(book.entries)
+    glob, char = by_scope["global"], by_scope["character"]
+    if strategy == 1:
+        rest = _sort_desc(char) + _sort_desc(glob)
+    elif strategy == 2:
+        rest = _sort_desc(glob) + _sort_desc(char)
+    else:
+        rest = _sort_desc(glob + char)
+    return _sort_desc(by_scope["chat"]) + _sort_desc(by_scope["persona"]) + rest
+
+
+def build_index(
+    books: Sequence[tuple[Scope, CompiledBook]],
+    strategy: int,
+    case_sensitive: bool,
+    whole_words: bool,
+) -> ScanIndex:
+    entries = order_entries(books, strategy)
+    table = NeedleTable()
+    primary: list[tuple[KeySlot, ...]] = []
+    secondary: list[tuple[KeySlot, ...]] = []
+    score_p: list[tuple[int, ...]] = []
+    score_s: list[tuple[int, ...]] = []
+    cs_list: list[bool] = []
+    ww_list: list[bool] = []
+    by_needle: dict[int, list[int]] = {}
+    always: list[int] = []
+    levels: set[float] = set()
+    warnings: list[str] = [w for _, b in books for w in b.warnings]
+
+    def slots(keys: tuple[str, ...], cs: bool, ww: bool) -> tuple[KeySlot, ...]:
+        out: list[KeySlot] = []
+        for raw in keys:
+            if raw == "":
+                out.append((raw, -1))
+            elif has_macro(raw):
+                out.append((raw, None))
+            else:
+                out.append((raw, table.intern(js_trim(raw), cs, ww)))
+        return tuple(out)
+
+    for i, e in enumerate(entries):
+        cs = case_sensitive if e.case_sensitive is None else e.case_sensitive
+        ww = whole_words if e.match_whole_words is None else e.match_whole_words
+        cs_list.append(cs)
+        ww_list.append(ww)
+        p = slots(e.keys, cs, ww)
+        primary.append(p)
+        secondary.append(slots(e.secondary, cs, ww))
+        if e.group_names:
+            score_p.append(tuple(table.intern(k, cs, ww) for k in e.keys))
+            score_s.append(tuple(table.intern(k, cs, ww) for k in e.secondary))
+        else:
+            score_p.append(())
+            score_s.append(())
+        if e.delay_until_recursion:
+            levels.add(e.delay_until_recursion)
+        if e.disable:
+            continue
+        indexable = e.scan_depth is None and not e.constant and not e.decorators
+        if indexable:
+            for _, nid in p:
+                if nid is None or (nid >= 0 and table.get(nid).kind not in (KIND_WORD, KIND_AC)):
+                    indexable = False
+                    break
+        if indexable:
+            for _, nid in p:
+                if nid is not None and nid >= 0:
+                    lst = by_needle.setdefault(nid, [])
+                    if not lst or lst[-1] != i:
+                        lst.append(i)
+        elif e.keys or e.constant or e.decorators:
+            always.append(i)
+    # Regex keys with a required literal get that literal as a plain substring needle, so the
+    # pre-filter ("can this regex match this view at all?") is a lookup, not a text search.
+    literal_ids: dict[int, int] = {}
+    for nid in range(len(table)):
+        needle = table.get(nid)
+        regex = needle.regex
+        if regex is None or regex.literal is None or ("u" in regex.flags and "i" in regex.flags):
+            continue
+        if "\n" in regex.literal or "\x01" in regex.literal or "\r" in regex.literal:
+            continue
+        literal_ids[nid] = table.intern(regex.literal, "i" not in regex.flags, False)
+    matcher = SegmentMatcher(table)
+    return ScanIndex(
+        entries=entries,
+        table=table,
+        matcher=matcher,
+        primary=primary,
+        secondary=secondary,
+        score_primary=score_p,
+        score_secondary=score_s,
+        case_sensitive=cs_list,
+        whole_words=ww_list,
+        by_needle=by_needle,
+        always=always,
+        delay_levels=sorted(levels),
+        warnings=tuple(warnings),
+        position={id(e): i for i, e in enumerate(entries)},
+        regex_literals=literal_ids,
+    )
+
+
+def select_books(books: Sequence[Book]) -> list[Book]:
+    """SillyTavern's de-duplication of book sources: a character book already global, or the
+    chat or persona book, is skipped; the chat book is skipped if global; the persona book if
+    it is the chat book or global; a name listed twice in one scope is scanned once."""
+    global_names = {b.name for b in books if b.scope == "global"}
+    chat_names = {b.name for b in books if b.scope == "chat"}
+    persona_names = {b.name for b in books if b.scope == "persona"}
+    out: list[Book] = []
+    seen: set[tuple[str, str]] = set()
+    for b in books:
+        if (b.scope, b.name) in seen:
+            continue
+        if b.scope == "character" and (
+            b.name in global_names or b.name in chat_names or b.name in persona_names
+        ):
+            continue
+        if b.scope == "chat" and b.name in global_names:
+            continue
+        if b.scope == "persona" and (b.name in chat_names or b.name in global_names):
+            continue
+        seen.add((b.scope, b.name))
+        out.append(b)
+    return out
+
+
+class WorldInfoEngine:
+    """Caches compiled books and scan indexes, and owns the regex guard.
+
+    Results never depend on the caches: a scan through a fresh engine gives the same result.
+    One engine may be shared by many chats; it is not thread-safe.
+    """
+
+    def __init__(self, *, regex_timeout_s: float = 1.0, max_indexes: int = 16) -> None:
+        self.books = BookCache()
+        self.guard = RegexGuard(timeout_s=regex_timeout_s)
+        self._indexes: OrderedDict[tuple[Any, ...], ScanIndex] = OrderedDict()
+        self._max_indexes = max_indexes
+
+    def compile(self, book: Book, *, compat: bool) -> CompiledBook:
+        return self.books.get(book.name, book.data, compat=compat)
+
+    def index(
+        self,
+        books: Sequence[Book],
+        *,
+        strategy: int,
+        case_sensitive: bool,
+        whole_words: bool,
+        compat: bool,
+    ) -> ScanIndex:
+        compiled = [(b.scope, self.compile(b, compat=compat)) for b in select_books(books)]
+        key = (
+            tuple((scope, c.name, c.digest, id(c)) for scope, c in compiled),
+            strategy,
+            case_sensitive,
+            whole_words,
+        )
+        hit = self._indexes.get(key)
+        if hit is not None:
+            self._indexes.move_to_end(key)
+            return hit
+        idx = build_index(compiled, strategy, case_sensitive, whole_words)
+        self._indexes[key] = idx
+        if len(self._indexes) > self._max_indexes:
+            self._indexes.popitem(last=False)
+        return idx
+
+    def close(self) -> None:
+        self.guard.close()
+
+
+@functools.lru_cache(maxsize=1)
+def default_engine() -> WorldInfoEngine:
+    """The engine :func:`~tavernkit.worldinfo.scan` uses when none is given (a memo only)."""
+    return WorldInfoEngine()

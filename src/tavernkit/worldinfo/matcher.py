@@ -1,0 +1,215 @@
+"""Plain-key matching: every key in one pass per text segment.
+
+SillyTavern lowercases the whole scan text and runs one regex per key per entry per loop. Here
+each distinct needle (key text + case-sensitivity + whole-word flag) is interned once, and a
+segment (one message, one card field, one recursion chunk) is matched against all of them at
+once:
+
+- whole-word keys made only of ASCII word characters (almost all keys) are looked up in the
+  set of the segment's maximal ``[A-Za-z0-9_]`` runs: with SillyTavern's ``(?:^|\\W)key(?:$|\\W)``
+  and ASCII ``\\W`` such a key matches exactly when it *is* one of those runs;
+- every other plain key goes through one Aho-Corasick automaton, with the whole-word boundary
+  checked per hit (ASCII ``\\W``, so non-ASCII letters are boundaries, as in JS).
+
+Segments in SillyTavern's scan text are joined by ``\\n\\x01`` (both non-word characters), so a
+key matches the joined text iff it matches one segment — except keys containing ``\\x01`` or
+ending in a newline, which are matched on the joined text (:func:`plain_match`, "slow" needles).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import ahocorasick  # type: ignore[import-not-found]
+
+from tavernkit.worldinfo._js import JS_WHITESPACE, js_lower
+from tavernkit.worldinfo.regex_keys import RegexKey, parse_regex_key
+
+__all__ = [
+    "KIND_AC",
+    "KIND_EMPTY",
+    "KIND_REGEX",
+    "KIND_SLOW",
+    "KIND_WORD",
+    "Needle",
+    "NeedleTable",
+    "SegmentMatcher",
+    "plain_match",
+]
+
+KIND_EMPTY, KIND_REGEX, KIND_WORD, KIND_AC, KIND_SLOW = range(5)
+
+_WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
+_PURE_WORD = re.compile(r"[A-Za-z0-9_]+\Z")
+_JS_WS = frozenset(JS_WHITESPACE)
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isascii() and (ch.isalnum() or ch == "_")
+
+
+@dataclass(frozen=True, slots=True)
+class Needle:
+    """A key as matched: ``text`` is the key string, ``folded`` the form compared with the
+    (lowercased unless ``case_sensitive``) haystack; ``boundary`` = whole-word check."""
+
+    text: str
+    kind: int
+    case_sensitive: bool
+    boundary: bool
+    folded: str
+    regex: RegexKey | None
+
+
+class NeedleTable:
+    """Interns needles: ``(text, case_sensitive, whole_words)`` -> id.
+
+    A table made with ``base=`` is a per-scan overlay: it sees the base's needles (ids below
+    ``len(base)``) and interns new ones (macro-substituted keys) without changing the shared,
+    cached base.
+    """
+
+    def __init__(self, base: NeedleTable | None = None) -> None:
+        self.base = base
+        self._offset = len(base) if base is not None else 0
+        self._own: list[Needle] = []
+        self._base_needles = base.needles if base is not None else []
+        self._ids: dict[tuple[str, bool, bool], int] = {}
+        self._regex_ids: dict[str, int] = {}
+
+    @property
+    def needles(self) -> list[Needle]:
+        if self.base is None:
+            return self._own
+        return self.base.needles + self._own
+
+    def __len__(self) -> int:
+        return self._offset + len(self._own)
+
+    def get(self, nid: int) -> Needle:
+        if nid < self._offset:
+            return self._base_needles[nid]
+        return self._own[nid - self._offset]
+
+    def intern(self, text: str, case_sensitive: bool, whole_words: bool) -> int:
+        key = (text, case_sensitive, whole_words)
+        if self.base is not None:
+            found = self.base.lookup(text, case_sensitive, whole_words)
+            if found is not None:
+                return found
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        found = self._regex_ids.get(text)
+        if found is not None:
+            self._ids[key] = found
+            return found
+        regex = parse_regex_key(text)
+        if regex is not None:
+            nid = len(self)
+            self._own.append(Needle(text, KIND_REGEX, True, False, text, regex))
+            self._regex_ids[text] = nid
+            self._ids[key] = nid
+            return nid
+        folded = text if case_sensitive else js_lower(text)
+        # A key with inner white space is matched as a plain substring (SillyTavern splits on
+        # /\s+/ and only checks boundaries for single words).
+        boundary = whole_words and not any(ch in _JS_WS for ch in folded)
+        if folded == "":
+            kind = KIND_EMPTY
+        elif "\x01" in folded or folded.endswith(("\n", "\r", "\u2028", "\u2029")):
+            kind = KIND_SLOW
+        elif boundary and _PURE_WORD.match(folded):
+            kind = KIND_WORD
+        else:
+            kind = KIND_AC
+        nid = len(self)
+        self._own.append(Needle(text, kind, case_sensitive, boundary, folded, None))
+        self._ids[key] = nid
+        return nid
+
+    def lookup(self, text: str, case_sensitive: bool, whole_words: bool) -> int | None:
+        found = self._ids.get((text, case_sensitive, whole_words))
+        if found is None and self.base is not None:
+            found = self.base.lookup(text, case_sensitive, whole_words)
+        return found
+
+
+def plain_match(haystack_folded: str, needle: Needle) -> bool:
+    """SillyTavern's plain ``matchKeys`` on an already case-folded haystack."""
+    key = needle.folded
+    if not key:
+        return True
+    if not needle.boundary:
+        return key in haystack_folded
+    start = haystack_folded.find(key)
+    n, k = len(haystack_folded), len(key)
+    while start != -1:
+        end = start + k
+        if (start == 0 or not _is_word_char(haystack_folded[start - 1])) and (
+            end == n or not _is_word_char(haystack_folded[end])
+        ):
+            return True
+        start = haystack_folded.find(key, start + 1)
+    return False
+
+
+class SegmentMatcher:
+    """All indexable needles (``KIND_WORD`` / ``KIND_AC``) of a table, matched per segment."""
+
+    def __init__(self, table: NeedleTable) -> None:
+        self.size = len(table)
+        self._words: dict[bool, dict[str, int]] = {True: {}, False: {}}
+        ac_values: dict[bool, dict[str, list[tuple[int, int, bool]]]] = {True: {}, False: {}}
+        for nid, needle in enumerate(table.needles):
+            if needle.kind == KIND_WORD:
+                self._words[needle.case_sensitive][needle.folded] = nid
+            elif needle.kind == KIND_AC:
+                ac_values[needle.case_sensitive].setdefault(needle.folded, []).append(
+                    (nid, len(needle.folded), needle.boundary)
+                )
+        self._automata: dict[bool, Any] = {}
+        for cs, values in ac_values.items():
+            if values:
+                automaton = ahocorasick.Automaton()
+                for word, vals in values.items():
+                    automaton.add_word(word, tuple(vals))
+                automaton.make_automaton()
+                self._automata[cs] = automaton
+        self._word_keys = {cs: frozenset(w) for cs, w in self._words.items()}
+        self.flavors = tuple(cs for cs in (False, True) if self._words[cs] or cs in self._automata)
+        self._cache: dict[str, frozenset[int]] = {}
+
+    def match(self, segment: str) -> frozenset[int]:
+        """Ids of the needles that occur in ``segment`` (memoised: chats repeat)."""
+        hit = self._cache.get(segment)
+        if hit is not None:
+            return hit
+        found: set[int] = set()
+        for cs in self.flavors:
+            text = segment if cs else js_lower(segment)
+            words = self._words[cs]
+            if words:
+                for word in self._word_keys[cs].intersection(_WORD_RUN.findall(text)):
+                    found.add(words[word])
+            automaton = self._automata.get(cs)
+            if automaton is not None:
+                n = len(text)
+                for end, vals in automaton.iter(text):
+                    for nid, k, boundary in vals:
+                        if nid in found:
+                            continue
+                        if boundary:
+                            start = end - k + 1
+                            if start > 0 and _is_word_char(text[start - 1]):
+                                continue
+                            if end + 1 < n and _is_word_char(text[end + 1]):
+                                continue
+                        found.add(nid)
+        result = frozenset(found)
+        if len(self._cache) > 50_000:
+            self._cache.clear()
+        self._cache[segment] = result
+        return result

@@ -1,0 +1,319 @@
+"""``/pattern/flags`` keys: parsing as SillyTavern does, ECMAScript matching, and a guard.
+
+Keys are user input and JS regexes backtrack without limit: ``(a+)+$`` on 30 ``a`` and a ``b``
+runs for 40 s in both V8 and ``regress`` (which holds the GIL, so a thread cannot interrupt it).
+:class:`RegexGuard` therefore runs patterns that a static pre-screen finds risky (a repeated
+group that itself repeats or alternates, or a back-reference) in a worker process with a
+timeout; all other patterns run in-process, compiled once. A key that times out or does not
+compile is treated as not matching, with a warning that names the entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import regress
+
+__all__ = ["RegexGuard", "RegexKey", "is_risky_pattern", "parse_regex_key", "required_literal"]
+
+#: SillyTavern's ``parseRegexFromString`` shape (``$`` there is end-of-input only: ``\Z``).
+_SHAPE = re.compile(r"\A/([\s\S]+?)/([gimsuy]*)\Z")
+_UNESCAPED_SLASH = re.compile(r"(^|[^\\])/")
+#: Longest pattern we compile; longer keys are treated as invalid (a pathological book).
+MAX_PATTERN_CHARS = 10_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+@dataclass(frozen=True, slots=True)
+class RegexKey:
+    """A compiled-on-demand regex key. ``sticky`` is JS ``y`` (match only at index 0)."""
+
+    source: str
+    pattern: str
+    flags: str
+    risky: bool
+    literal: str | None = None  # a substring every match contains (a cheap pre-filter)
+
+    @property
+    def engine_flags(self) -> str:
+        return "".join(f for f in self.flags if f in "imsu")
+
+    @property
+    def sticky(self) -> bool:
+        return "y" in self.flags
+
+
+def parse_regex_key(text: str) -> RegexKey | None:
+    """The regex a key denotes, or ``None`` if SillyTavern would treat the key as plain text
+    (wrong shape, an unescaped ``/`` inside, repeated flags, or a pattern that does not compile
+    as an ECMAScript regex)."""
+    if not text.startswith("/"):
+        return None
+    match = _SHAPE.match(text)
+    if match is None:
+        return None
+    pattern, flags = match.group(1), match.group(2)
+    if _UNESCAPED_SLASH.search(pattern):
+        return None
+    if len(set(flags)) != len(flags) or len(pattern) > MAX_PATTERN_CHARS:
+        return None
+    pattern = pattern.replace("\\/", "/", 1)
+    try:
+        regress.Regex(pattern, "".join(f for f in flags if f in "imsu") or None)
+    except Exception:  # regress raises RegressError (and ValueError for odd input)
+        return None
+    literal = required_literal(pattern)
+    if literal is not None and "i" in flags:
+        literal = literal.lower() if literal.isascii() else None
+    return RegexKey(text, pattern, flags, is_risky_pattern(pattern), literal)
+
+
+_SPECIAL = set("\\^$.|?*+()[]{}")
+_QUANT = re.compile(r"\*\??|\+\??|\?\??|\{(\d+)(,\d*)?\}\??")
+
+
+def _skip_escape(pattern: str, i: int) -> int:
+    """Index after the escape starting at ``pattern[i] == '\\'``."""
+    nxt = pattern[i + 1 : i + 2]
+    j = i + 2
+    if nxt == "x":
+        return j + 2
+    if nxt == "u":
+        if pattern[j : j + 1] == "{":
+            end = pattern.find("}", j)
+            return end + 1 if end != -1 else len(pattern)
+        return j + 4
+    if nxt == "c":
+        return j + 1
+    if (nxt in ("p", "P") and pattern[j : j + 1] == "{") or (
+        nxt == "k" and pattern[j : j + 1] == "<"
+    ):
+        end = pattern.find("}" if nxt in "pP" else ">", j)
+        return end + 1 if end != -1 else len(pattern)
+    if nxt.isdigit():
+        while j < len(pattern) and pattern[j].isdigit():
+            j += 1
+    return j
+
+
+def _skip_class(pattern: str, i: int) -> int:
+    j = i + 1
+    while j < len(pattern):
+        if pattern[j] == "\\":
+            j += 2
+            continue
+        if pattern[j] == "]" and j > i + 1:
+            return j + 1
+        j += 1
+    return len(pattern)
+
+
+def _skip_group(pattern: str, i: int) -> int:
+    depth = 0
+    j = i
+    while j < len(pattern):
+        ch = pattern[j]
+        if ch == "\\":
+            j = _skip_escape(pattern, j)
+            continue
+        if ch == "[":
+            j = _skip_class(pattern, j)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(pattern)
+
+
+def required_literal(pattern: str) -> str | None:
+    """The longest run of plain characters that every match of ``pattern`` must contain, or
+    ``None``. Conservative: a top-level alternation, or anything it does not understand,
+    ends a run; a character made optional by its quantifier is dropped."""
+    runs: list[str] = []
+    run: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "|":
+            return None
+        if ch == "\\":
+            runs.append("".join(run))
+            run = []
+            i = _skip_escape(pattern, i)
+        elif ch == "[":
+            runs.append("".join(run))
+            run = []
+            i = _skip_class(pattern, i)
+        elif ch == "(":
+            runs.append("".join(run))
+            run = []
+            i = _skip_group(pattern, i)
+        elif ch in "*+?{":
+            m = _QUANT.match(pattern, i)
+            optional = ch in "*?" or (m is not None and m.group(1) == "0") or m is None
+            if optional and run:
+                run.pop()
+            runs.append("".join(run))
+            run = []
+            i = m.end() if m is not None else i + 1
+        elif ch in _SPECIAL:
+            runs.append("".join(run))
+            run = []
+            i += 1
+        else:
+            run.append(ch)
+            i += 1
+    runs.append("".join(run))
+    best = max(runs, key=len)
+    return best if len(best) >= 2 else None
+
+
+_REPEAT = re.compile(r"[*+]|\{\d+,\d*\}")
+
+
+def is_risky_pattern(pattern: str) -> bool:
+    """A conservative pre-screen for catastrophic backtracking: a group that is repeated
+    (``*``, ``+``, ``{n,}``, ``{n,m}``) and contains a quantifier or an alternation, or any
+    back-reference. False positives only cost speed (the pattern runs in the worker)."""
+    stack: list[bool] = []  # per open group: does it contain a quantifier or "|"
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if not in_class and ((nxt.isdigit() and nxt != "0") or nxt == "k"):
+                return True
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+            i += 1
+            continue
+        if ch == "[":
+            in_class = True
+        elif ch == "(":
+            stack.append(False)
+        elif ch == ")":
+            inner = stack.pop() if stack else False
+            repeated = _REPEAT.match(pattern, i + 1) is not None
+            if inner and repeated:
+                return True
+            if stack and (inner or repeated):
+                stack[-1] = True
+        elif ch in "*+?{|" and stack:
+            stack[-1] = True
+        i += 1
+    return False
+
+
+def _sanitize(text: str) -> str:
+    # regress takes UTF-8 and rejects lone surrogates; JS would see them as code units.
+    return _SURROGATE.sub("\ufffd", text) if not text.isascii() else text
+
+
+_WORKER = r"""
+import json, sys, regress
+cache = {}
+for line in sys.stdin:
+    req = json.loads(line)
+    key = (req["p"], req["f"])
+    rx = cache.get(key)
+    if rx is None:
+        rx = cache[key] = regress.Regex(req["p"], req["f"] or None)
+    m = rx.find(req["h"])
+    ok = m is not None and (not req["y"] or m.range().start == 0)
+    sys.stdout.write("1\n" if ok else "0\n")
+    sys.stdout.flush()
+"""
+
+
+@dataclass
+class RegexGuard:
+    """Runs regex keys: safe ones in-process, risky ones in a worker process with a timeout.
+
+    One guard may serve many scans (it caches compiled patterns and keeps its worker);
+    ``close()`` ends the worker. ``timeout_s`` bounds one test of a risky pattern.
+    """
+
+    timeout_s: float = 1.0
+    _compiled: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
+    _timed_out: set[tuple[str, str]] = field(default_factory=set, repr=False)
+    _worker: subprocess.Popen[str] | None = field(default=None, repr=False)
+
+    def test(self, key: RegexKey, haystack: str) -> bool | None:
+        """``regex.test(haystack)``; ``None`` when the pattern timed out (now or before)."""
+        ident = (key.pattern, key.engine_flags)
+        if ident in self._timed_out:
+            return None
+        haystack = _sanitize(haystack)
+        if not key.risky:
+            rx = self._compiled.get(ident)
+            if rx is None:
+                rx = self._compiled[ident] = regress.Regex(key.pattern, key.engine_flags or None)
+            m = rx.find(haystack)
+            return m is not None and (not key.sticky or m.range().start == 0)
+        result = self._run_in_worker(key, haystack)
+        if result is None:
+            self._timed_out.add(ident)
+        return result
+
+    def _run_in_worker(self, key: RegexKey, haystack: str) -> bool | None:
+        worker = self._worker
+        if worker is None or worker.poll() is not None:
+            worker = self._worker = subprocess.Popen(
+                [sys.executable, "-c", _WORKER],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+            )
+        assert worker.stdin is not None and worker.stdout is not None
+        request = {"p": key.pattern, "f": key.engine_flags, "y": key.sticky, "h": haystack}
+        try:
+            worker.stdin.write(json.dumps(request) + "\n")
+            worker.stdin.flush()
+            ready, _, _ = select.select([worker.stdout], [], [], self.timeout_s)
+            if ready:
+                line = worker.stdout.readline()
+                if line.strip() in ("0", "1"):
+                    return line.strip() == "1"
+        except OSError:
+            pass
+        self._kill_worker()
+        return None
+
+    def _kill_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        with contextlib.suppress(OSError):
+            os.kill(worker.pid, 9)
+        with contextlib.suppress(Exception):
+            worker.wait(timeout=5)
+        for stream in (worker.stdin, worker.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+    def close(self) -> None:
+        """End the worker process, if one was started."""
+        self._kill_worker()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._kill_worker()
