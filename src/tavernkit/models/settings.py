@@ -17,7 +17,6 @@ from tavernkit.models._base import ValueModel
 __all__ = [
     "CharLore",
     "Compat",
-    "NamesBehavior",
     "PromptSettings",
     "ReasoningSettings",
     "Selections",
@@ -28,9 +27,6 @@ __all__ = [
 
 #: ``"st-1.18"`` reproduces SillyTavern 1.18's known bugs byte for byte; ``"default"`` fixes them.
 Compat = Literal["default", "st-1.18"]
-
-#: How names go into instruct prompts (SillyTavern's ``names_behavior``).
-NamesBehavior = Literal["none", "force", "always"]
 
 
 class CharLore(ValueModel):
