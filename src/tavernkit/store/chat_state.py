@@ -1,0 +1,170 @@
+"""Build a :class:`~tavernkit.models.state.ChatState` from a store (any ``Store``
+implementation: only protocol calls are used).
+
+Which lorebooks take part follows SillyTavern (reference §1.4): the global selection, the
+character's linked book (``data.extensions.world``) and its extra books (``charLore``), the
+chat's book (``chat_metadata.world_info``) and the persona's book, each once — a book that is
+global is not scanned again as the character's, chat's or persona's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from tavernkit.errors import NotFound
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.character import Card
+from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.persona import Persona
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.samplers import TextGenSettings
+from tavernkit.models.settings import Settings
+from tavernkit.models.state import BookScope, ChatState, ScopedBook
+from tavernkit.models.templates import (
+    ContextTemplate,
+    InstructTemplate,
+    ReasoningTemplate,
+    SystemPrompt,
+)
+from tavernkit.store.protocol import Store
+
+__all__ = ["load_chat_state"]
+
+_T = TypeVar("_T")
+
+
+async def _maybe(store: Store, kind: str, ref: str | None, owner: str) -> Any:
+    if not ref:
+        return None
+    try:
+        return await store.get(kind, ref, owner=owner)
+    except NotFound:
+        return None
+
+
+async def load_chat_state(
+    store: Store,
+    *,
+    owner: str = DEFAULT_OWNER,
+    chat_id: str | None = None,
+    character: str | None = None,
+    persona: str | None = None,
+    settings: Settings | None = None,
+) -> ChatState:
+    """Gather one turn's inputs. ``character`` and ``persona`` override the chat's and the
+    settings' selections; a selection naming a record that no longer exists is ignored (the
+    turn runs without it) rather than failing the turn."""
+    if settings is None:
+        stored = await store.get_settings(owner=owner)
+        settings = stored if isinstance(stored, Settings) else Settings()
+    sel = settings.selections
+    prompt = settings.prompt
+
+    chat = None
+    char_ref = character
+    if chat_id is not None:
+        stored_chat = await store.load_chat(chat_id, owner=owner)
+        chat = stored_chat.to_chat()
+        chat_id = stored_chat.info.id
+        char_ref = char_ref or stored_chat.info.character_id
+    char_ref = char_ref or sel.character
+
+    card = await _maybe(store, "character", char_ref, owner)
+    character_id = None
+    if isinstance(card, Card):
+        character_id = (await store.get_record("character", char_ref or "", owner=owner)).info.id
+    else:
+        card = None
+
+    persona_model = await _maybe(store, "persona", persona or sel.persona, owner)
+    if not isinstance(persona_model, Persona):
+        persona_model = None
+    user_name = persona_model.name if persona_model and persona_model.name else sel.user_name
+
+    books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
+
+    return ChatState(
+        settings=settings,
+        card=card,
+        persona=persona_model,
+        user_name=user_name,
+        books=books,
+        chat_preset=_typed(
+            await _maybe(store, "chat_preset", sel.chat_preset, owner), ChatCompletionPreset
+        ),
+        textgen_preset=_typed(
+            await _maybe(store, "textgen_preset", sel.textgen_preset, owner), TextGenSettings
+        ),
+        instruct=_typed(
+            await _maybe(store, "instruct", prompt.instruct_template, owner), InstructTemplate
+        ),
+        context=_typed(
+            await _maybe(store, "context", prompt.context_template, owner), ContextTemplate
+        ),
+        sysprompt=_typed(await _maybe(store, "sysprompt", prompt.sysprompt, owner), SystemPrompt),
+        reasoning=_typed(
+            await _maybe(store, "reasoning", settings.reasoning.template, owner), ReasoningTemplate
+        ),
+        profile=_typed(
+            await _maybe(store, "connection_profile", sel.profile, owner), ConnectionProfile
+        ),
+        chat=chat,
+        chat_id=chat_id,
+        character_id=character_id,
+        character_filename=card.data.name if card is not None else None,
+        global_variables=await store.get_global_variables(owner=owner),
+    )
+
+
+def _typed(value: Any, cls: type[_T]) -> _T | None:
+    return value if isinstance(value, cls) else None
+
+
+async def _collect_books(
+    store: Store,
+    owner: str,
+    settings: Settings,
+    card: Card | None,
+    character_id: str | None,
+    chat: Any,
+    persona: Persona | None,
+) -> list[ScopedBook]:
+    wi = settings.world_info
+    global_names = list(dict.fromkeys(wi.global_books))
+    chat_book = chat.metadata.world_info if chat is not None else None
+    persona_book = persona.lorebook if persona is not None else None
+
+    wanted: list[tuple[str, BookScope]] = [(name, "global") for name in global_names]
+    if card is not None:
+        own: list[str] = []
+        if card.data.world:
+            own.append(card.data.world)
+        if character_id is not None:
+            own.extend(
+                i.name
+                for i in await store.links("character", character_id, "lorebook", owner=owner)
+            )
+        for name in dict.fromkeys(own):
+            if name not in global_names and name not in (chat_book, persona_book):
+                wanted.append((name, "character"))
+        for lore in wi.char_lore:
+            if lore.name == card.data.name:
+                for name in lore.extra_books:
+                    if name not in global_names and name not in (chat_book, persona_book):
+                        wanted.append((name, "character_extra"))
+    if isinstance(chat_book, str) and chat_book and chat_book not in global_names:
+        wanted.append((chat_book, "chat"))
+    if persona_book and persona_book not in global_names and persona_book != chat_book:
+        wanted.append((persona_book, "persona"))
+
+    books: list[ScopedBook] = []
+    seen: set[str] = set()
+    for name, scope in wanted:
+        if name in seen:
+            continue
+        seen.add(name)
+        book = await _maybe(store, "lorebook", name, owner)
+        if isinstance(book, Lorebook):
+            books.append(ScopedBook(name=name, scope=scope, book=book))
+    return books
