@@ -1,0 +1,394 @@
+"""The chat-completion prompt builder (SillyTavern's ``prepareOpenAIMessages`` and
+``populateChatCompletion``, §2.2-§2.6 of the behaviour reference).
+
+Order of work, as in SillyTavern: the prompt collection (preset order, markers filled, card
+overrides); a budget of max context minus the response, less 3 for priming; the markers and
+main prompt; the control prompts (quiet, impersonate, continue prefill) reserved for the very
+end; auxiliary, post-history and custom relative prompts; relative extension prompts into the
+main prompt; in-chat injections merged into the chat; the history newest first until a message
+does not fit; example blocks (after the history unless pinned); the control prompts; and
+optionally the squash of consecutive system messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from tavernkit.models.chat import Message
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.chat_history import (
+    HistoryOptions,
+    OpenAIMessage,
+    chat_messages,
+    fill_examples,
+    fill_history,
+    inject_prompts,
+    text_parts,
+)
+from tavernkit.prompt.collection import KNOWN_EXTENSION_KEYS, Prompt, build_prompt_collection
+from tavernkit.prompt.examples import parse_example_block, parse_mes_examples
+from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outlets
+from tavernkit.prompt.macros import bind_card_fields, macro_substitute
+from tavernkit.prompt.reasoning import add_reasoning_to_messages
+from tavernkit.prompt.request import BlockSource, ChatPrompt
+from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
+from tavernkit.worldinfo.result import WorldInfoResult
+
+__all__ = ["build_chat_completion", "core_chat", "squash_system_messages"]
+
+#: Per-message overhead of OpenAI's chat format, as SillyTavern counts it (§2.6).
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+TOKENS_PER_IMAGE = 85
+_SQUASH_EXCLUDED = frozenset({"newMainChat", "newChat", "groupNudge"})
+
+
+def core_chat(
+    messages: Sequence[Message], kind: str, *, tools: bool = True
+) -> list[tuple[int, Message]]:
+    """The messages a prompt sees, with their chat index: hidden (system) messages dropped
+    unless they carry tool calls, and the last one dropped for a swipe."""
+    out = [
+        (i, m)
+        for i, m in enumerate(messages)
+        if not m.is_system or (tools and m.extra.tool_invocations)
+    ]
+    if kind == "swipe" and out:
+        out.pop()
+    return out
+
+
+class _Counter:
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.count = tokenizer.count
+
+    def message(self, role: str, content: Any, name: str | None = None) -> int:
+        if content is None or content == "" or content == []:
+            return 0
+        if isinstance(content, str):
+            tokens = self.count(content)
+        else:
+            tokens = self.count(text_parts(content))
+            tokens += TOKENS_PER_IMAGE * sum(
+                1 for p in content if isinstance(p, dict) and p.get("type") == "image_url"
+            )
+        tokens += TOKENS_PER_MESSAGE + self.count(role)
+        if name:
+            tokens += self.count(name) + TOKENS_PER_NAME
+        return tokens
+
+    def make(
+        self,
+        role: str,
+        content: Any,
+        identifier: str,
+        *,
+        source: BlockSource = "preset",
+        name: str | None = None,
+        tool_calls: list[dict[str, Any]] | None = None,
+        tool_call_id: str | None = None,
+        message_index: int | None = None,
+        reasoning: str | None = None,
+        signature: str | None = None,
+        entries: tuple[str, ...] = (),
+    ) -> Msg:
+        if tool_calls:
+            tokens = TOKENS_PER_MESSAGE + self.count(role) + self.count(json.dumps(tool_calls))
+        else:
+            tokens = self.message(role, content, name)
+        return Msg(
+            role=role,
+            content=content,
+            identifier=identifier,
+            tokens=tokens,
+            source=source,
+            name=name,
+            tool_calls=tool_calls,
+            tool_call_id=tool_call_id,
+            message_index=message_index,
+            reasoning=reasoning,
+            signature=signature,
+            requires_tool_calling=source == "tool",
+            entries=entries,
+        )
+
+    def from_prompt(self, prompt: Prompt, source: BlockSource = "preset") -> Msg:
+        return self.make(prompt.role, prompt.content, prompt.identifier, source=source)
+
+
+def build_chat_completion(
+    state: PromptState,
+    wi: WorldInfoResult | None = None,
+    *,
+    kind: str = "normal",
+    tokenizer: Tokenizer | None = None,
+    compat: str = "default",
+    substitute: Substitute | None = None,
+    quiet_prompt: str = "",
+    quiet_image: str | None = None,
+    bias: str | None = None,
+    tool_tokens: int = 0,
+    tools: bool = True,
+    inline_images: bool = False,
+    dry_run: bool = False,
+    in_group: bool = False,
+    history: Sequence[OpenAIMessage] | None = None,
+) -> ChatPrompt:
+    """Build the message list SillyTavern would send for ``state`` (pure).
+
+    ``wi`` is this turn's world-info result; ``kind`` the generation type (normal, continue,
+    impersonate, swipe, regenerate, quiet with ``quiet_prompt``). ``tokenizer`` defaults to the
+    model's (o200k for the gpt-4o family, else cl100k). ``substitute`` defaults to the macro
+    engine with an environment built from ``state``. ``tool_tokens`` reserves room for tool
+    definitions. ``history`` replaces the chat messages (oldest first; the task envelope).
+    Raises :class:`~tavernkit.prompt.state.TokenBudgetExceeded` when the mandatory prompts do
+    not fit.
+    """
+    preset = state.preset if state.preset is not None else ChatCompletionPreset()
+    counter = _Counter(tokenizer if tokenizer is not None else tokenizer_for_model(state.model))
+    sub = substitute or macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
+    fields = card_fields(state, sub)
+    bind_card_fields(sub, fields)
+    extension_prompts = build_extension_prompts(state, wi, fields)
+
+    chat = core_chat(state.messages, kind, tools=tools)
+    texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
+
+    if bias is None:
+        bias = "" if kind in ("impersonate", "continue") else _prompt_bias(state, sub)
+    result = build_prompt_collection(
+        state,
+        preset,
+        fields,
+        extension_prompts,
+        sub,
+        kind=kind,
+        world_info_before=wi.before if wi else "",
+        world_info_after=wi.after if wi else "",
+        quiet_prompt=sub(quiet_prompt) if quiet_prompt else "",
+        bias=bias,
+    )
+    prompts = result.prompts
+
+    max_context = state.max_context if state.max_context is not None else preset.openai_max_context
+    max_response = (
+        state.max_response if state.max_response is not None else preset.openai_max_tokens
+    )
+    completion = Completion(max_context - max_response)
+    budget = completion.budget
+    completion.reserve(3)
+
+    def add_prompt(identifier: str) -> None:
+        prompt = prompts.get(identifier)
+        if prompt is None:
+            return
+        if result.disabled(identifier) and identifier != "main":
+            return
+        if prompt.absolute:
+            return
+        collection = MsgCollection(identifier, [counter.from_prompt(prompt)])
+        completion.add(collection, prompts.index(identifier))
+
+    for identifier in (
+        "worldInfoBefore",
+        "main",
+        "worldInfoAfter",
+        "charDescription",
+        "charPersonality",
+        "scenario",
+        "personaDescription",
+    ):
+        add_prompt(identifier)
+
+    control = MsgCollection("controlPrompts")
+    impersonate = prompts.get("impersonate")
+    if kind == "impersonate" and impersonate is not None:
+        control.items.append(counter.from_prompt(impersonate, "control"))
+    quiet = prompts.get("quietPrompt")
+    if quiet is not None and quiet.content:
+        content: Any = quiet.content
+        if quiet_image and inline_images:
+            content = [
+                {"type": "text", "text": quiet.content},
+                {"type": "image_url", "image_url": {"url": quiet_image}},
+            ]
+        control.items.append(counter.make(quiet.role, content, quiet.identifier, source="control"))
+    completion.reserve(control.tokens)
+
+    relative = [p.identifier for p in prompts if p.system_prompt is False and not p.absolute]
+    for identifier in ("nsfw", "jailbreak", *relative):
+        add_prompt(identifier)
+    if prompts.has("enhanceDefinitions"):
+        add_prompt("enhanceDefinitions")
+    if bias and bias.strip():
+        add_prompt("bias")
+
+    absolute = [p for p in prompts if p.absolute]
+    _insert_relative_extensions(completion, prompts.prompts, absolute, counter)
+    completion.reserve(tool_tokens)
+
+    messages = (
+        list(reversed(history))
+        if history is not None
+        else chat_messages(
+            chat,
+            user=state.user,
+            names_behavior=preset.names_behavior,
+            in_group=in_group,
+            texts=texts,
+            carry_reasoning=(
+                (lambda m: m.extra.api == state.api and m.extra.model == state.model)
+                if state.api
+                else None
+            ),
+        )
+    )
+    if kind == "continue" and preset.continue_prefill and messages:
+        last = messages.pop(0).resolved()
+        prefix = "\n\n" if state.source == "claude" and last.role == "assistant" else ""
+        prefill = counter.make(
+            last.role,
+            prefix + sub(last.content),
+            "continuePrefill",
+            source="control",
+            message_index=last.message_index,
+        )
+        control.items.append(prefill)
+        completion.reserve(prefill.tokens)
+
+    ordered = inject_prompts(absolute, messages, extension_prompts, sub)
+
+    nudge = None
+    if kind == "continue" and not preset.continue_prefill and chat:
+        last_text = texts.get(chat[-1][0], chat[-1][1].text)
+        nudge_text = sub(
+            sub(preset.continue_nudge_prompt, dynamic={"lastChatMessage": last_text.strip()})
+        )
+        nudge = counter.make("system", nudge_text, "continueNudge", source="control")
+    new_chat_text = preset.new_group_chat_prompt if in_group else preset.new_chat_prompt
+    options = HistoryOptions(
+        names_behavior=preset.names_behavior,
+        inline_images=inline_images,
+        tools=tools,
+        continue_nudge=nudge,
+        new_chat=counter.make("system", sub(new_chat_text), "newMainChat", source="control"),
+        send_if_empty=(
+            counter.make(
+                "user", sub(preset.send_if_empty), "emptyUserMessageReplacement", source="control"
+            )
+            if preset.send_if_empty
+            else None
+        ),
+    )
+    example_blocks = _example_blocks(state, wi, fields.mes_examples, sub)
+    header = counter.make(
+        "system", sub(preset.new_example_chat_prompt), "newChat", source="control"
+    )
+    if state.settings.pin_examples:
+        fill_examples(completion, prompts, example_blocks, header, counter.make)
+        fill_history(completion, prompts, ordered, sub, counter.make, options)
+    else:
+        fill_history(completion, prompts, ordered, sub, counter.make, options)
+        fill_examples(completion, prompts, example_blocks, header, counter.make)
+
+    completion.free(control.tokens)
+    if control.items:
+        completion.add(control)
+
+    flat = completion.flatten()
+    if preset.squash_system_messages and not dry_run:
+        flat = squash_system_messages(flat, counter.message)
+    activated = tuple(a.key for a in wi.activated) if wi is not None else ()
+    return ChatPrompt(
+        blocks=completion.blocks(flat),
+        budget=budget,
+        kind=kind,
+        activated_entries=activated,
+    )
+
+
+def _insert_relative_extensions(
+    completion: Completion, prompts: list[Prompt], absolute: list[Prompt], counter: _Counter
+) -> None:
+    """Summary, Author's Note, vectors and other relative extension prompts go into the main
+    prompt's collection; without one they follow main into the chat (its depth and role)."""
+    known = list(KNOWN_EXTENSION_KEYS.values())
+    ordered = [p for ident in known for p in prompts if p.identifier == ident]
+    ordered += [p for p in prompts if p.extension]
+    main = next((p for p in prompts if p.identifier == "main"), None)
+    for prompt in ordered:
+        if not prompt.position:
+            continue
+        if completion.has("main"):
+            completion.insert(counter.from_prompt(prompt, "extension"), "main", prompt.position)
+        elif main is not None and main.absolute:
+            moved = replace(
+                prompt,
+                injection_position=main.injection_position,
+                injection_depth=main.injection_depth,
+                injection_order=main.injection_order,
+                role=main.role,
+            )
+            where = absolute.index(main) if main in absolute else len(absolute)
+            absolute.insert(where if prompt.position == "start" else where + 1, moved)
+
+
+def _example_blocks(
+    state: PromptState, wi: WorldInfoResult | None, mes_examples: str, sub: Substitute
+) -> list[list[Any]]:
+    if state.settings.strip_examples:
+        return []
+    blocks = parse_mes_examples(mes_examples)
+    if wi is not None:
+        from tavernkit.prompt.card import base_chat_replace
+
+        for example in wi.examples:
+            if not example.content:
+                continue
+            parsed = parse_mes_examples(base_chat_replace(example.content, state, sub))
+            if example.position == 0:
+                blocks[0:0] = parsed
+            else:
+                blocks.extend(parsed)
+    return [parse_example_block(b, user=state.user, char=state.char) for b in blocks]
+
+
+def _prompt_bias(state: PromptState, sub: Substitute) -> str:
+    """``getBiasStrings`` without typed input: the last user message's bias, else the
+    user prompt bias setting."""
+    bias = ""
+    for message in reversed(state.messages):
+        if message.is_user or message.is_system or message.extra.type == "narrator":
+            if message.extra.bias and message.extra.bias.strip():
+                bias = message.extra.bias
+            break
+    bias = bias or state.settings.user_prompt_bias or ""
+    return sub(bias) if bias else ""
+
+
+def squash_system_messages(messages: list[Msg], count: Any) -> list[Msg]:
+    """Merge runs of unnamed system messages with ``\\n`` (SillyTavern's
+    ``squashSystemMessages``); empty system messages go, the chat headers stay apart."""
+
+    def squashable(m: Msg) -> bool:
+        return m.identifier not in _SQUASH_EXCLUDED and m.role == "system" and not m.name
+
+    out: list[Msg] = []
+    last: Msg | None = None
+    for message in messages:
+        if message.role == "system" and not message.content:
+            continue
+        if squashable(message) and last is not None and squashable(last):
+            last.content = f"{last.content}\n{message.content}"
+            last.tokens = count(last.role, last.content)
+            continue
+        message = replace(message)
+        out.append(message)
+        last = message
+    return out

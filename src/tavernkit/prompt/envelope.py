@@ -1,0 +1,120 @@
+"""The task envelope: a preset-aware prompt around task messages (``generate_task``).
+
+A background task (summaries, tool loops, extension calls) wants the user's preset applied —
+main prompt, persona, world info, post-history instructions, in-chat prompts — but its own
+messages in place of the chat. The preset's order is followed; the task messages fill the
+``chatHistory`` marker (tool calls kept whole with their results); without the character card
+the card's markers (description, personality, scenario, examples, depth prompt, its prompt
+overrides) are empty while persona and world info stay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tavernkit.errors import FormatError
+from tavernkit.models.character import Character
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.prompt.chat_completion import build_chat_completion
+from tavernkit.prompt.chat_history import OpenAIMessage
+from tavernkit.prompt.request import ChatPrompt
+from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.text.tokens import Tokenizer
+from tavernkit.worldinfo.result import WorldInfoResult
+
+__all__ = ["build_preset_aware_prompt_messages", "build_task_envelope", "task_history"]
+
+_ROLES = ("system", "user", "assistant", "tool")
+
+
+def _text(content: Any, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("text")
+        )
+    raise FormatError("content must be a string or a list of parts", field=where)
+
+
+def task_history(task_messages: Sequence[Mapping[str, Any]]) -> list[OpenAIMessage]:
+    """OpenAI-shaped task messages as history items, oldest first; an assistant message with
+    ``tool_calls`` absorbs the ``tool`` results that answer it, so they fit or drop together."""
+    out: list[OpenAIMessage] = []
+    pending: dict[str, dict[str, Any]] = {}
+    for i, message in enumerate(task_messages):
+        where = f"task_messages[{i}]"
+        role = message.get("role")
+        if role not in _ROLES:
+            raise FormatError(f"unknown role {role!r}", field=f"{where}.role")
+        content = _text(message.get("content"), f"{where}.content")
+        if role == "tool":
+            call_id = str(message.get("tool_call_id") or "")
+            invocation = pending.get(call_id)
+            if invocation is None:
+                raise FormatError("tool result without a matching tool call", field=where)
+            invocation["result"] = content
+            continue
+        calls = message.get("tool_calls") or []
+        invocations: list[dict[str, Any]] = []
+        for call in calls:
+            function = call.get("function") or {}
+            invocation = {
+                "id": call.get("id"),
+                "name": function.get("name"),
+                "parameters": function.get("arguments", ""),
+                "result": None,
+            }
+            invocations.append(invocation)
+            pending[str(call.get("id"))] = invocation
+        out.append(
+            OpenAIMessage(
+                role=str(role),
+                content=content,
+                name=str(message.get("name") or ""),
+                invocations=tuple(invocations),
+            )
+        )
+    return out
+
+
+def build_task_envelope(
+    state: PromptState,
+    wi: WorldInfoResult | None,
+    task_messages: Sequence[Mapping[str, Any]],
+    *,
+    include_character_card: bool = True,
+    preset: ChatCompletionPreset | None = None,
+    kind: str = "normal",
+    tokenizer: Tokenizer | None = None,
+    substitute: Substitute | None = None,
+    compat: str = "default",
+) -> ChatPrompt:
+    """The preset's prompt with ``task_messages`` in place of the chat history (pure)."""
+    if preset is not None:
+        state = state.replace(preset=preset)
+    if not include_character_card:
+        metadata = state.chat_metadata
+        if metadata is not None:
+            metadata = metadata.model_copy(
+                update={"scenario": None, "mes_example": None, "system_prompt": None}
+            )
+        state = state.replace(
+            character=Character(name=state.character.name), chat_metadata=metadata
+        )
+    return build_chat_completion(
+        state,
+        wi,
+        kind=kind,
+        tokenizer=tokenizer,
+        compat=compat,
+        substitute=substitute,
+        history=task_history(task_messages),
+    )
+
+
+#: The name the API exposes it under.
+build_preset_aware_prompt_messages = build_task_envelope

@@ -1,0 +1,121 @@
+"""The bridge from a prompt build to the macro engine (one evaluator per build).
+
+SillyTavern evaluates macros with an environment read from its globals at the moment of each
+call; here the environment is built once from the :class:`PromptState` and shared by every
+call of the build, so variables set by one prompt (``{{setvar}}``) are seen by the next.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from tavernkit.prompt.state import PromptState, Substitute
+
+if TYPE_CHECKING:
+    from tavernkit.text.macros.env import MacroEnv
+
+__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute"]
+
+# Characters without which a text cannot hold a macro (``{{x}}``), a legacy tag (``<USER>``) or
+# an escape the engine would unescape; such texts skip the engine entirely.
+_MACRO_CHARS = ("{", "<", "\\")
+
+
+class MacroSubstitute:
+    """A :class:`~tavernkit.prompt.state.Substitute` backed by the macro engine."""
+
+    def __init__(self, env: MacroEnv, *, compat: str | None = None) -> None:
+        self.env = env
+        self.compat = compat
+
+    def __call__(
+        self,
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str:
+        if not text or not any(c in text for c in _MACRO_CHARS):
+            return text
+        from tavernkit.text.macros.evaluator import substitute_macros
+
+        env = self.env
+        if original is not None or dynamic:
+            merged = {**(env.dynamic_macros or {}), **(dynamic or {})}
+            env = dataclasses.replace(env, original=original, dynamic_macros=merged)
+        return substitute_macros(text, env, compat=self.compat)
+
+
+def macro_substitute(
+    state: PromptState,
+    *,
+    outlets: Mapping[str, str] | None = None,
+    compat: str = "default",
+    **env_overrides: Any,
+) -> MacroSubstitute:
+    """An evaluator for ``state``: names, card and persona fields, chat statistics, outlets.
+
+    The card fields in the environment are the raw card text; the builders substitute card
+    fields themselves where SillyTavern does (``baseChatReplace``). ``env_overrides`` are
+    passed to the environment (``clock=``, ``rng=``, ``variables=``, ``tz=``...).
+    """
+    from tavernkit.text.macros.env import env_from_chat_state
+
+    values: dict[str, Any] = {
+        "user": state.user,
+        "char": state.char,
+        "persona": state.persona_description,
+        "model": state.model,
+        "compat": compat,
+    }
+    if outlets:
+        values["outlets"] = dict(outlets)
+    metadata = state.chat_metadata
+    if metadata is not None:
+        if isinstance(metadata.chat_id_hash, int):
+            values["chat_id_hash"] = metadata.chat_id_hash
+        if metadata.variables is not None and "variables" not in env_overrides:
+            from tavernkit.text.variables import InMemoryVariables
+
+            values["variables"] = InMemoryVariables(metadata.variables)
+    messages = list(state.messages)
+    values["message_count"] = len(messages)
+    values["last_message_id"] = len(messages) - 1 if messages else None
+    values.update(env_overrides)
+    env = env_from_chat_state({"character": state.character, "messages": _tail(messages)}, **values)
+    return MacroSubstitute(env, compat=compat)
+
+
+def _tail(messages: list[Any]) -> list[Any]:
+    """The shortest tail holding the last visible user and character messages: all that the
+    chat macros read besides the counts (a long chat need not be walked on every build)."""
+    seen_user = seen_char = False
+    for k in range(len(messages) - 1, -1, -1):
+        message = messages[k]
+        if message.is_system:
+            continue
+        if message.is_user:
+            seen_user = True
+        else:
+            seen_char = True
+        if seen_user and seen_char:
+            return messages[k:]
+    return messages
+
+
+def bind_card_fields(substitute: Substitute, fields: Any) -> None:
+    """Point ``{{description}}``, ``{{personality}}``... at the prepared card fields (trimmed,
+    macros expanded), as SillyTavern's environment has them; a no-op for other evaluators."""
+    if not isinstance(substitute, MacroSubstitute):
+        return
+    env = substitute.env
+    env.description = fields.description
+    env.personality = fields.personality
+    env.scenario = fields.scenario
+    env.persona = fields.persona
+    env.mes_examples_raw = fields.mes_examples
+    env.char_depth_prompt = fields.depth_prompt
+    env.creator_notes = fields.creator_notes

@@ -1,0 +1,234 @@
+"""What a prompt build reads: :class:`PromptState`, plus the small value types around it.
+
+The builders are pure functions of a ``PromptState`` and the world-info result. Macro
+evaluation goes through one injected callable (:class:`Substitute`): SillyTavern calls
+``substituteParams`` at many points of a build, and stateful macros (``{{setvar}}``) must see
+those calls in the same order, so the whole pipeline shares one evaluator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from tavernkit.errors import TavernKitError
+from tavernkit.models.character import Character
+from tavernkit.models.chat import ChatMetadata, Message
+from tavernkit.models.persona import Persona, PersonaPosition
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.settings import PromptSettings, ReasoningSettings
+from tavernkit.models.templates import (
+    ContextTemplate,
+    InstructTemplate,
+    ReasoningTemplate,
+    SystemPrompt,
+)
+
+__all__ = [
+    "AuthorsNote",
+    "ExtensionPosition",
+    "ExtensionPrompt",
+    "GenerationType",
+    "PromptState",
+    "Substitute",
+    "TokenBudgetExceeded",
+    "names_only_substitute",
+]
+
+#: SillyTavern's generation types (``Generate(type)``).
+GenerationType = Literal["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
+
+
+class TokenBudgetExceeded(TavernKitError):
+    """The prompts that must be sent do not fit the context (SillyTavern's
+    "Mandatory prompts exceed the context size")."""
+
+    def __init__(self, identifier: str, needed: int, available: int) -> None:
+        self.identifier = identifier
+        self.needed = needed
+        self.available = available
+        super().__init__(
+            f"Mandatory prompts exceed the context size: {identifier!r} needs {needed} tokens, "
+            f"{available} left"
+        )
+
+
+class ExtensionPosition:
+    """``extension_prompt_types``: where an extension prompt goes."""
+
+    NONE = -1
+    IN_PROMPT = 0
+    IN_CHAT = 1
+    BEFORE_PROMPT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionPrompt:
+    """One entry of SillyTavern's ``extension_prompts`` map (Author's Note, depth prompts...).
+
+    ``role`` is numeric as in SillyTavern: 0 system, 1 user, 2 assistant.
+    """
+
+    value: str
+    position: int = ExtensionPosition.IN_PROMPT
+    depth: int | None = 0
+    role: int | None = 0
+    scan: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorsNote:
+    """The chat's Author's Note (``note_*`` chat metadata), with SillyTavern's defaults."""
+
+    prompt: str = ""
+    interval: int = 1
+    depth: int = 4
+    position: int = ExtensionPosition.IN_CHAT
+    role: int = 0
+
+    @classmethod
+    def from_metadata(cls, metadata: ChatMetadata | Mapping[str, Any] | None) -> AuthorsNote:
+        def get(name: str) -> Any:
+            if metadata is None:
+                return None
+            if isinstance(metadata, Mapping):
+                return metadata.get(name)
+            return getattr(metadata, name, None)
+
+        def num(name: str, default: int) -> int:
+            raw = get(name)
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                return default
+            return int(raw)
+
+        return cls(
+            prompt=str(get("note_prompt") or ""),
+            interval=num("note_interval", 1),
+            depth=num("note_depth", 4),
+            position=num("note_position", ExtensionPosition.IN_CHAT),
+            role=num("note_role", 0),
+        )
+
+    def fires(self, messages: Sequence[Message]) -> bool:
+        """Whether the note goes in this turn (``setFloatingPrompt``): every ``interval``-th
+        user message; interval 1 always, 0 or less never."""
+        if self.interval <= 0:
+            return False
+        user_count = sum(1 for m in messages if m.is_user)
+        if self.interval == 1:
+            user_count = 1
+        if user_count <= 0:
+            return False
+        if user_count >= self.interval:
+            return user_count % self.interval == 0
+        return self.interval - user_count == 0
+
+
+class Substitute(Protocol):
+    """The macro evaluator of one build (SillyTavern's ``substituteParams``).
+
+    ``original`` is what ``{{original}}`` expands to (card prompt overrides); ``dynamic`` adds
+    per-call macros such as ``{{lastChatMessage}}``.
+    """
+
+    def __call__(
+        self,
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str: ...
+
+
+def names_only_substitute(user: str, char: str) -> Substitute:
+    """A minimal evaluator that knows ``{{user}}``, ``{{char}}`` and ``{{original}}`` only
+    (for tests and for callers that run without the macro engine)."""
+
+    def substitute(
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str:
+        if "{{" not in text:
+            return text
+        out = text.replace("{{user}}", user).replace("{{char}}", char)
+        if original is not None:
+            out = out.replace("{{original}}", original, 1).replace("{{original}}", "")
+        for key, value in (dynamic or {}).items():
+            out = out.replace("{{" + key + "}}", value)
+        return out
+
+    return substitute
+
+
+@dataclass(slots=True)
+class PromptState:
+    """Everything one prompt build reads (the prompt engine's view of a ``ChatState``).
+
+    ``messages`` is the chat as stored, oldest first (the builders drop hidden messages and
+    apply the generation type themselves). ``preset`` is used by chat completion;
+    ``instruct``/``context``/``sysprompt`` by text completion. ``max_context`` and
+    ``max_response`` default to the preset's (chat) or ``settings``' (text) values.
+    """
+
+    character: Character
+    messages: Sequence[Message] = ()
+    persona: Persona | None = None
+    user_name: str = "User"
+    chat_metadata: ChatMetadata | None = None
+    preset: ChatCompletionPreset | None = None
+    instruct: InstructTemplate | None = None
+    context: ContextTemplate | None = None
+    sysprompt: SystemPrompt | None = None
+    instruct_enabled: bool = False
+    sysprompt_enabled: bool = True
+    settings: PromptSettings = field(default_factory=PromptSettings)
+    reasoning: ReasoningSettings | None = None
+    reasoning_template: ReasoningTemplate | None = None
+    authors_note: AuthorsNote | None = None
+    #: Extra extension prompts by key (extensions, scripts); merged with the built-in ones.
+    extension_prompts: Mapping[str, ExtensionPrompt] = field(default_factory=dict)
+    model: str = ""
+    source: str = "openai"
+    max_context: int | None = None
+    max_response: int | None = None
+    #: ``extra.api`` of the current connection (reasoning is carried only from the same API).
+    api: str = ""
+
+    @property
+    def user(self) -> str:
+        return self.persona.name if self.persona and self.persona.name else self.user_name
+
+    @property
+    def char(self) -> str:
+        return self.character.name
+
+    @property
+    def persona_description(self) -> str:
+        return self.persona.description if self.persona else ""
+
+    @property
+    def persona_position(self) -> int:
+        if self.persona is None:
+            return self.settings.persona_description_position
+        position = self.persona.position
+        # The legacy "after character" position was migrated to "in prompt" by SillyTavern.
+        return PersonaPosition.IN_PROMPT if position == PersonaPosition.AFTER_CHAR else position
+
+    @property
+    def note(self) -> AuthorsNote:
+        if self.authors_note is not None:
+            return self.authors_note
+        return AuthorsNote.from_metadata(self.chat_metadata)
+
+    def replace(self, **changes: Any) -> PromptState:
+        return dataclasses.replace(self, **changes)
+
+
+#: A callable that counts tokens (``Tokenizer.count``).
+CountTokens = Callable[[str], int]

@@ -1,0 +1,577 @@
+"""The text-completion prompt builder (SillyTavern's ``Generate`` for text APIs, §2.7).
+
+Story string (context template, Handlebars subset) in the instruct wrapper; example blocks;
+the chat separator; chat messages (depth injections and post-history instructions included)
+formatted plainly or with instruct sequences; the last prompt line; the continued text. The
+budget is max context minus the response, counted with the selected tokenizer plus
+``token_padding``: injections first, then messages newest first until one does not fit, then
+examples while they fit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from tavernkit.models.persona import PersonaPosition
+from tavernkit.models.templates import ContextTemplate, InstructTemplate
+from tavernkit.prompt._js import js_trim, js_trim_start
+from tavernkit.prompt.card import base_chat_replace, card_fields, collapse_newlines
+from tavernkit.prompt.chat_completion import core_chat
+from tavernkit.prompt.examples import parse_mes_examples
+from tavernkit.prompt.extensions import (
+    build_extension_prompts,
+    extension_prompt_text,
+    worldinfo_outlets,
+)
+from tavernkit.prompt.instruct import (
+    FIRST,
+    LAST,
+    InstructNames,
+    format_instruct_chat,
+    format_instruct_examples,
+    format_instruct_prompt,
+    format_instruct_story_string,
+)
+from tavernkit.prompt.macros import bind_card_fields, macro_substitute
+from tavernkit.prompt.reasoning import add_reasoning_to_messages
+from tavernkit.prompt.request import TextPrompt
+from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
+from tavernkit.prompt.stop_strings import stop_strings
+from tavernkit.prompt.story_string import render_story_string
+from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer
+from tavernkit.worldinfo.result import WorldInfoResult
+
+__all__ = ["STORY_STRING_KEY", "build_text_completion", "render_story"]
+
+STORY_STRING_KEY = "__STORY_STRING__"
+_MAX_INJECTION_DEPTH = 10000
+_TRIM_AROUND = re.compile(r"(?:\r?\n)*\{\{trim\}\}(?:\r?\n)*")
+
+
+@dataclass(slots=True)
+class _Item:
+    """A chat line before formatting (a message, an injection or the post-history text)."""
+
+    name: str
+    is_user: bool
+    text: str
+    narrator: bool = False
+    force_avatar: bool = False
+    injected: bool = False
+    original_text: str = ""
+
+
+def render_story(
+    state: PromptState,
+    context: ContextTemplate,
+    instruct: InstructTemplate | None,
+    params: dict[str, str],
+    sub: Substitute,
+) -> str:
+    """``renderStoryString`` (+ the instruct wrapper when the story string is in the prompt)."""
+    output = render_story_string(context.story_string, params, sub)
+    output = sub(output)
+    output = _TRIM_AROUND.sub("", output)  # an evaluator without {{trim}} still drops it
+    output = output.lstrip("\n")
+    in_chat = context.story_string_position == ExtensionPosition.IN_CHAT
+    keep_bare = instruct is not None and (not instruct.wrap or bool(instruct.story_string_suffix))
+    if output and not output.endswith("\n") and not in_chat and not keep_bare:
+        output += "\n"
+    if instruct is not None and not in_chat:
+        output = format_instruct_story_string(output, instruct, sub)
+    return output
+
+
+def _system_texts(
+    state: PromptState, fields_system: str, fields_jailbreak: str, sub: Substitute
+) -> tuple[str, str]:
+    sysprompt = state.sysprompt
+    if not state.sysprompt_enabled or sysprompt is None:
+        return "", ""
+    preset_system = sub(sysprompt.content) if sysprompt.content else ""
+    preset_phi = sub(sysprompt.post_history) if sysprompt.post_history else ""
+    system = (
+        sub(fields_system, original=preset_system)
+        if state.settings.prefer_character_prompt and fields_system
+        else preset_system
+    )
+    jailbreak = (
+        sub(fields_jailbreak, original=preset_phi)
+        if state.settings.prefer_character_jailbreak and fields_jailbreak
+        else preset_phi
+    )
+    return system, jailbreak
+
+
+def build_text_completion(
+    state: PromptState,
+    wi: WorldInfoResult | None = None,
+    *,
+    kind: str = "normal",
+    tokenizer: Tokenizer | None = None,
+    compat: str = "default",
+    substitute: Substitute | None = None,
+    quiet_prompt: str = "",
+    quiet_to_loud: bool = False,
+    quiet_name: str | None = None,
+    force_name2: bool | None = None,
+    in_group: bool = False,
+) -> TextPrompt:
+    """Build the prompt string and stop strings SillyTavern would send for ``state`` (pure).
+
+    ``tokenizer`` defaults to SillyTavern's byte estimate (tokenizer "None").
+    """
+    context = state.context if state.context is not None else ContextTemplate()
+    instruct_template = state.instruct if state.instruct is not None else InstructTemplate()
+    is_instruct = state.instruct_enabled
+    instruct = instruct_template if is_instruct else None
+    settings = state.settings
+    count = (tokenizer if tokenizer is not None else ByteEstimateTokenizer()).count
+    padding = settings.token_padding
+    sub = substitute or macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
+    fields = card_fields(state, sub)
+    bind_card_fields(sub, fields)
+    user, char = state.user, state.char
+    names = InstructNames(user=user, char=char, in_group=in_group)
+    is_continue = kind == "continue"
+    is_impersonate = kind == "impersonate"
+    if force_name2 is None:
+        force_name2 = settings.always_force_name2 or kind == "quiet"
+    max_context = state.max_context if state.max_context is not None else settings.max_context
+    max_response = state.max_response if state.max_response is not None else settings.amount_gen
+    max_prompt = max_context - max_response
+
+    quiet_prompt = sub(quiet_prompt) if quiet_prompt else ""
+    system, jailbreak = _system_texts(state, fields.system, fields.jailbreak, sub)
+    extension_prompts = dict(build_extension_prompts(state, wi, fields))
+
+    # Examples: blocks, world-info example entries around them, instruct formatting.
+    heading = (
+        "<START>\n"
+        if is_instruct
+        else (f"{sub(context.example_separator)}\n" if context.example_separator else "")
+    )
+    examples = parse_mes_examples(fields.mes_examples, heading=heading)
+    for wi_example in wi.examples if wi is not None else ():
+        if not wi_example.content:
+            continue
+        parsed = parse_mes_examples(
+            base_chat_replace(wi_example.content, state, sub), heading=heading
+        )
+        if wi_example.position == 0:
+            examples[0:0] = parsed
+        else:
+            examples.extend(parsed)
+    raw_examples = list(examples)
+    if is_instruct:
+        examples = format_instruct_examples(
+            instruct_template, sub, names, examples, example_separator=context.example_separator
+        )
+
+    # Story string.
+    before_anchor = js_trim_start(
+        extension_prompt_text(extension_prompts, sub, position=ExtensionPosition.BEFORE_PROMPT)
+    )
+    after_anchor = extension_prompt_text(
+        extension_prompts, sub, position=ExtensionPosition.IN_PROMPT
+    )
+    wi_before = wi.before if wi is not None else ""
+    wi_after = wi.after if wi is not None else ""
+    params = {
+        "description": fields.description,
+        "personality": fields.personality,
+        "persona": fields.persona if state.persona_position == PersonaPosition.IN_PROMPT else "",
+        "scenario": fields.scenario,
+        "system": system,
+        "char": char,
+        "user": user,
+        "wiBefore": wi_before,
+        "wiAfter": wi_after,
+        "loreBefore": wi_before,
+        "loreAfter": wi_after,
+        "anchorBefore": js_trim(before_anchor),
+        "anchorAfter": js_trim(after_anchor),
+        "mesExamples": "".join(examples),
+        "mesExamplesRaw": "".join(raw_examples),
+    }
+    story = render_story(state, context, instruct, params, sub)
+    if context.story_string_position == ExtensionPosition.IN_CHAT:
+        extension_prompts[STORY_STRING_KEY] = ExtensionPrompt(
+            story, ExtensionPosition.IN_CHAT, context.story_string_depth, context.story_string_role
+        )
+        story = ""
+    if settings.strip_examples:
+        examples = []
+
+    # Chat items, oldest first, with depth injections and post-history instructions.
+    chat = core_chat(state.messages, kind, tools=False)
+    texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
+    items = [
+        _Item(
+            name=m.name,
+            is_user=m.is_user,
+            text=texts.get(i, m.text),
+            narrator=m.extra.type == "narrator",
+            force_avatar=bool(m.force_avatar),
+        )
+        for i, m in chat
+    ]
+    injected_positions = _inject(items, extension_prompts, sub, names, is_continue)
+    if jailbreak:
+        phi = _Item(name=user, is_user=True, text=jailbreak, injected=True)
+        at = len(items) - 1 if is_continue and items else len(items)
+        items.insert(at, phi)
+        injected_positions = [p + (1 if p >= at else 0) for p in injected_positions] + [at]
+
+    def fmt(item: _Item, force: int | None = None) -> str:
+        char_name = item.name or char
+        item_name = item.name if item.is_user else char_name
+        if is_instruct:
+            return format_instruct_chat(
+                instruct_template,
+                sub,
+                names,
+                name=item_name,
+                text=item.text,
+                is_user=item.is_user,
+                is_narrator=item.narrator,
+                force_avatar=item.force_avatar,
+                force_sequence=force,
+            )
+        if item.name and not item.narrator:
+            return f"{item_name}: {item.text}\n"
+        return f"{item.text}\n"
+
+    total = len(items)
+    last_user = max((k for k, it in enumerate(items) if it.is_user), default=-1)
+    chat2: list[str] = [""] * total  # newest first
+    user_indices: list[int] = []
+    cycle = ""
+    for j, item in enumerate(items):
+        i = total - 1 - j
+        text = fmt(item)
+        if j == 0 and is_instruct:
+            text = fmt(item, FIRST)
+        if last_user >= 0 and j == last_user and is_instruct:
+            text = fmt(item, LAST)
+        if i == 0 and is_continue:
+            if is_instruct:
+                text = fmt(item, LAST)
+            end = text.rfind(item.text)
+            text = text[: end + len(item.text)] if end >= 0 else text
+            chat2[i] = text
+            continue
+        chat2[i] = text
+        if item.is_user:
+            user_indices.append(i)
+    injected = sorted(total - 1 - p for p in injected_positions)
+
+    alignment = ""
+    if is_instruct and instruct_template.user_alignment_message:
+        alignment = format_instruct_chat(
+            instruct_template,
+            sub,
+            names,
+            name=user,
+            text=sub(instruct_template.user_alignment_message),
+            is_user=True,
+            is_narrator=False,
+            force_sequence=FIRST,
+        )
+
+    if not chat2:
+        chat2.append("")
+    chat_separator = sub(context.chat_start + "\n") if context.chat_start else ""
+    examples_text = ""
+    chat_text = chat_separator
+
+    def messages_token_count() -> int:
+        joined = "".join(
+            [before_anchor, story, examples_text, chat_text, quiet_prompt, cycle, alignment]
+        ).replace("\r", "")
+        return count(joined) + padding if joined else 0
+
+    pinned: str | None = None
+    if settings.pin_examples:
+        pinned = examples_text = "".join(examples)
+    if is_continue and len(chat2) > 1:
+        cycle = chat2.pop(0)
+        if compat != "st-1.18":  # SillyTavern forgets that the indices moved by one
+            injected = [k - 1 for k in injected if k > 0]
+            user_indices = [k - 1 for k in user_indices if k > 0]
+
+    added: dict[int, str] = {}
+    token_count = messages_token_count()
+    last_added = -1
+    for index in injected:
+        if index >= len(chat2):
+            continue
+        token_count += count(chat2[index].replace("\r", ""))
+        if token_count < max_prompt:
+            chat_text += chat2[index]
+            added[index] = chat2[index]
+            last_added = max(last_added, index)
+        else:
+            break
+    for index, item_text in enumerate(chat2):
+        if index in added:
+            continue
+        token_count += count(item_text.replace("\r", ""))
+        if token_count < max_prompt:
+            chat_text += item_text
+            added[index] = item_text
+            last_added = max(last_added, index)
+        else:
+            break
+    arr = [added[k] for k in sorted(added)]
+    if alignment and last_added not in user_indices:
+        chat_text += alignment
+        arr.append(alignment)
+
+    token_count = messages_token_count()
+    example_count = 0
+    if not settings.pin_examples:
+        for example in examples:
+            token_count += count(example.replace("\r", ""))
+            examples_text += example
+            if token_count < max_prompt:
+                example_count += 1
+            else:
+                break
+
+    mes_send = list(reversed(arr))
+    if (
+        mes_send
+        and not is_continue
+        and (not is_instruct or (instruct_template.wrap and kind != "quiet"))
+    ):
+        mes_send[-1] = re.sub(r"\n?$", "", mes_send[-1], count=1)
+
+    prompt_bias = "" if is_impersonate or is_continue else _bias(state, sub)
+    mes_examples = pinned if pinned is not None else "".join(examples[:example_count])
+    if mes_send:
+        mes_send[-1] = _last_line(
+            mes_send[-1],
+            state=state,
+            instruct=instruct_template if is_instruct else None,
+            sub=sub,
+            names=names,
+            kind=kind,
+            quiet_prompt=quiet_prompt,
+            quiet_to_loud=quiet_to_loud,
+            quiet_name=quiet_name,
+            prompt_bias=prompt_bias,
+            force_name2=force_name2,
+        )
+    if is_continue and cycle:
+        mes_send, example_count = _fit_continue(
+            mes_send,
+            examples,
+            example_count,
+            pinned,
+            story,
+            chat_separator,
+            cycle,
+            quiet_prompt,
+            max_prompt,
+            count,
+            padding,
+        )
+        mes_examples = pinned if pinned is not None else "".join(examples[:example_count])
+
+    if not is_instruct and not is_impersonate and prompt_bias.strip() and mes_send:
+        last = mes_send[-1]
+        bias = js_trim_start(prompt_bias)
+        mes_send[-1] = last + (bias if last[-1:].isspace() else f" {bias}")
+    cache = _cleanup_cache(cycle, char, prompt_bias, is_instruct) if cycle else ""
+    body = chat_separator + "".join(mes_send)
+    prompt = (story + mes_examples + body + cache).replace("\r", "")
+    if settings.collapse_newlines:
+        prompt = collapse_newlines(prompt)
+    stop = stop_strings(
+        state,
+        context,
+        instruct_template if is_instruct else None,
+        sub,
+        names,
+        kind,
+    )
+    activated = tuple(a.key for a in wi.activated) if wi is not None else ()
+    return TextPrompt(
+        prompt=prompt,
+        stop=stop,
+        kind=kind,
+        budget=max_prompt,
+        token_count=count(prompt) + padding,
+        activated_entries=activated,
+        sections=(
+            ("story", story),
+            ("examples", mes_examples),
+            ("chat", body),
+            ("continue", cache),
+        ),
+    )
+
+
+def _inject(
+    items: list[_Item],
+    prompts: dict[str, ExtensionPrompt],
+    sub: Substitute,
+    names: InstructNames,
+    is_continue: bool,
+) -> list[int]:
+    """``doChatInject``: in-chat extension prompts as pseudo-messages (system, user, assistant
+    order per depth); returns their positions in ``items`` (oldest first)."""
+    in_chat = [p for p in prompts.values() if p.position == ExtensionPosition.IN_CHAT and p.value]
+    if any(p.depth is None for p in in_chat):
+        depths = list(range(_MAX_INJECTION_DEPTH + 1))
+    else:
+        depths = sorted({p.depth for p in in_chat if p.depth is not None and p.depth >= 0})
+    newest_first = list(reversed(items))
+    inserted_at: list[int] = []
+    total = 0
+    role_names = {0: "", 1: names.user, 2: names.char}
+    for depth in depths:
+        role_items: list[_Item] = []
+        for role in (0, 1, 2):
+            text = js_trim_start(
+                extension_prompt_text(
+                    prompts,
+                    sub,
+                    position=ExtensionPosition.IN_CHAT,
+                    depth=depth,
+                    role=role,
+                    wrap=False,
+                )
+            )
+            if text:
+                role_items.append(
+                    _Item(
+                        name=role_names[role],
+                        is_user=role == 1,
+                        text=text,
+                        narrator=role == 0,
+                        injected=True,
+                    )
+                )
+        if role_items:
+            at = (1 if is_continue and depth == 0 else depth) + total
+            at = min(at, len(newest_first))
+            newest_first[at:at] = role_items
+            inserted_at.extend(range(at, at + len(role_items)))
+            total += len(role_items)
+    newest_first.reverse()
+    items[:] = newest_first
+    return [len(items) - 1 - k for k in inserted_at]
+
+
+def _bias(state: PromptState, sub: Substitute) -> str:
+    bias = ""
+    for message in reversed(state.messages):
+        if message.is_user or message.is_system or message.extra.type == "narrator":
+            if message.extra.bias and message.extra.bias.strip():
+                bias = message.extra.bias
+            break
+    bias = bias or state.settings.user_prompt_bias or ""
+    return sub(bias) if bias else ""
+
+
+def _last_line(
+    text: str,
+    *,
+    state: PromptState,
+    instruct: InstructTemplate | None,
+    sub: Substitute,
+    names: InstructNames,
+    kind: str,
+    quiet_prompt: str,
+    quiet_to_loud: bool,
+    quiet_name: str | None,
+    prompt_bias: str,
+    force_name2: bool,
+) -> str:
+    """``modifyLastPromptLine``: the quiet prompt, then the line that opens the reply."""
+    is_continue = kind == "continue"
+    is_impersonate = kind == "impersonate"
+    if quiet_prompt:
+        if instruct is not None:
+            text += format_instruct_chat(
+                instruct,
+                sub,
+                names,
+                name=names.user,
+                text=quiet_prompt,
+                is_user=False,
+                is_narrator=True,
+            )
+        else:
+            return text + f"\n{quiet_prompt}"
+    if instruct is not None and not is_continue:
+        if quiet_prompt and not quiet_to_loud and not is_impersonate:
+            name = quiet_name or "System"
+        else:
+            name = names.user if is_impersonate else names.char
+        text += format_instruct_prompt(
+            instruct,
+            sub,
+            names,
+            name=name,
+            is_impersonate=is_impersonate,
+            prompt_bias=prompt_bias,
+            is_quiet=bool(quiet_prompt) and kind == "quiet",
+            quiet_to_loud=quiet_to_loud,
+        )
+    if instruct is None and is_impersonate and not is_continue:
+        if not text.endswith("\n"):
+            text += "\n"
+        text += names.user + ":"
+    messages = state.messages
+    continuing_first = len(messages) == 1 and is_continue
+    if instruct is None and force_name2 and not continuing_first and not is_impersonate:
+        if not text.endswith("\n"):
+            text += "\n"
+        if not is_continue or not (messages and messages[-1].is_user):
+            text += f"{names.char}:"
+    return text
+
+
+def _cleanup_cache(cache: str, char: str, bias: str, is_instruct: bool) -> str:
+    if js_trim_start(cache).startswith(f"{char}:"):
+        cache = js_trim_start(cache.replace(f"{char}:", "", 1))
+    if bias and js_trim_start(cache).startswith(bias):
+        cache = cache.replace(bias, "", 1)
+    if cache and not cache[0].isspace() and not is_instruct:
+        cache = " " + cache
+    return cache
+
+
+def _fit_continue(
+    mes_send: list[str],
+    examples: list[str],
+    example_count: int,
+    pinned: str | None,
+    story: str,
+    separator: str,
+    cache: str,
+    quiet_prompt: str,
+    max_prompt: int,
+    count: object,
+    padding: int,
+) -> tuple[list[str], int]:
+    """``checkPromptSize`` for continuations: drop examples, then the oldest messages."""
+    assert callable(count)
+    messages = list(mes_send)
+    while True:
+        shown = pinned if pinned is not None else "".join(examples[:example_count])
+        prompt = "".join(
+            [story, shown, separator + "".join(messages), "\n", cache, quiet_prompt]
+        ).replace("\r", "")
+        if count(prompt) + padding <= max_prompt:
+            return messages, example_count
+        if example_count > 0:
+            example_count -= 1
+        elif messages:
+            messages.pop(0)
+        else:
+            return messages, example_count
