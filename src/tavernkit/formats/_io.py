@@ -6,9 +6,12 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from tavernkit.errors import FormatError, LimitExceeded
 
@@ -16,9 +19,12 @@ __all__ = [
     "DEFAULT_LIMITS",
     "FormatLimits",
     "atomic_write_bytes",
+    "check_text_sizes",
     "dump_json",
+    "field_of",
     "load_json",
     "read_limited",
+    "validation_error",
 ]
 
 _MB = 1024 * 1024
@@ -98,3 +104,91 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+
+
+def _join(path: str, part: int | str, *, dotted_indexes: bool) -> str:
+    if isinstance(part, int) and not dotted_indexes:
+        return f"{path}[{part}]"
+    return f"{path}.{part}" if path else str(part)
+
+
+def check_text_sizes(
+    value: Any, limit: int, *, source: str, prefix: str = "", dotted_indexes: bool = False
+) -> None:
+    """Refuse any string longer than ``limit`` characters, naming where it sits (``a.b[2]``,
+    or ``a.b.2`` with ``dotted_indexes``). Walked without recursion: a hostile file may nest
+    deeply."""
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            if len(node) > limit:
+                raise LimitExceeded(
+                    f"text is {len(node)} characters, over the limit of {limit}",
+                    source=source,
+                    field=_prefixed(prefix, path),
+                )
+        elif isinstance(node, Mapping):
+            stack.extend(
+                (_join(path, str(k), dotted_indexes=dotted_indexes), v) for k, v in node.items()
+            )
+        elif isinstance(node, list):
+            stack.extend(
+                (_join(path, i, dotted_indexes=dotted_indexes), v) for i, v in enumerate(node)
+            )
+
+
+def _prefixed(prefix: str, path: str) -> str | None:
+    """``prefix`` and ``path`` joined: a prefix ending in a space ("tEXt 'ccv3': ") is a label
+    and is written as is, any other is the JSON path of the part that was validated."""
+    if not prefix:
+        return path or None
+    if not path or prefix.endswith(" "):
+        return (prefix + path).rstrip(": ") or None
+    return f"{prefix}{path}" if path.startswith("[") else f"{prefix}.{path}"
+
+
+def field_of(raw: Any, loc: Sequence[int | str], *, dotted_indexes: bool = False) -> str:
+    """The part of a pydantic error location that exists in the input: pydantic appends union
+    member names (``str``, ``int``) and tags that are not keys of the file."""
+    path = ""
+    node = raw
+    for part in loc:
+        if isinstance(node, Mapping) and str(part) in node:
+            node = node[str(part)]
+            path = _join(path, str(part), dotted_indexes=dotted_indexes)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            path = _join(path, part, dotted_indexes=dotted_indexes)
+        else:
+            if isinstance(node, Mapping) and isinstance(part, str) and _is_key_name(part):
+                path = _join(path, part, dotted_indexes=dotted_indexes)  # a missing field
+            break
+    return path
+
+
+# Names pydantic puts into an error location for the member of a union that failed.
+_UNION_TAGS = frozenset({"int", "float", "str", "bool", "list", "dict", "none"})
+
+
+def _is_key_name(part: str) -> bool:
+    return part not in _UNION_TAGS and "[" not in part and "-" not in part
+
+
+def validation_error(
+    exc: ValidationError,
+    raw: Any,
+    *,
+    source: str,
+    prefix: str = "",
+    dotted_indexes: bool = False,
+) -> FormatError:
+    """A pydantic ``ValidationError`` on ``raw`` as a :class:`FormatError` naming the first
+    bad field (and how many others were bad)."""
+    errors = exc.errors(include_url=False)
+    fields = [field_of(raw, e["loc"], dotted_indexes=dotted_indexes) for e in errors]
+    others = len(set(fields)) - 1
+    more = f" (and {others} more fields)" if others > 0 else ""
+    return FormatError(
+        f"{errors[0]['msg']}{more}", source=source, field=_prefixed(prefix, fields[0])
+    )

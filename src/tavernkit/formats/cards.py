@@ -25,9 +25,11 @@ from tavernkit.formats._io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,
+    check_text_sizes,
     dump_json,
     load_json,
     read_limited,
+    validation_error,
 )
 from tavernkit.formats.charx import (
     asset_member_path,
@@ -235,7 +237,7 @@ def _card_from_object(
     obj: dict[str, Any], *, source: str, limits: FormatLimits, prefix: str = ""
 ) -> tuple[Card, str]:
     """A :class:`Card` from a parsed card object, and the spec it was (v1/v2/v3)."""
-    _check_text_sizes(obj, limits.text_field_chars, source=source, prefix=prefix)
+    check_text_sizes(obj, limits.text_field_chars, source=source, prefix=prefix)
     if "spec" in obj:
         return _card_v2_v3(obj, source=source, prefix=prefix)
     if "char_name" in obj:
@@ -355,7 +357,7 @@ def _read_yaml(data: bytes, *, source: str, limits: FormatLimits) -> ImportedCar
         "first_mes": _text(obj, "greeting", source=source, prefix=""),
         "mes_example": _text(obj, "example_dialogue", source=source, prefix=""),
     }
-    _check_text_sizes(fields, limits.text_field_chars, source=source, prefix="")
+    check_text_sizes(fields, limits.text_field_chars, source=source)
     card = Card.create(data=_create_character(fields, source=source, prefix=""))
     return ImportedCard(card, "yaml", "v1")
 
@@ -364,45 +366,14 @@ def _create_character(fields: dict[str, Any], *, source: str, prefix: str) -> Ch
     try:
         return Character.create(**fields)
     except ValidationError as exc:
-        raise _validation_error(exc, source=source, prefix=f"{prefix}") from exc
+        raise validation_error(exc, fields, source=source, prefix=prefix) from exc
 
 
 def _validate(model: type[Card], obj: dict[str, Any], *, source: str, prefix: str) -> Card:
     try:
         return model.model_validate(obj)
     except ValidationError as exc:
-        raise _validation_error(exc, source=source, prefix=prefix) from exc
-
-
-def _validation_error(exc: ValidationError, *, source: str, prefix: str) -> FormatError:
-    err = exc.errors()[0]
-    return FormatError(err["msg"], source=source, field=prefix + _json_path(err["loc"]))
-
-
-def _json_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _check_text_sizes(obj: Any, limit: int, *, source: str, prefix: str) -> None:
-    """Refuse any string longer than ``limit`` characters, naming where it sits (walked
-    without recursion: a hostile file may nest deeply)."""
-    stack: list[tuple[str, Any]] = [("", obj)]
-    while stack:
-        path, value = stack.pop()
-        if isinstance(value, str):
-            if len(value) > limit:
-                raise LimitExceeded(
-                    f"text is {len(value)} characters, over the limit of {limit}",
-                    source=source,
-                    field=prefix + path,
-                )
-        elif isinstance(value, dict):
-            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
-        elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(value))
+        raise validation_error(exc, obj, source=source, prefix=prefix) from exc
 
 
 # --- writing ---------------------------------------------------------------------------------

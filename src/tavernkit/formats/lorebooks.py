@@ -22,9 +22,11 @@ from tavernkit.formats._io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,
+    check_text_sizes,
     dump_json,
     load_json,
     read_limited,
+    validation_error,
 )
 from tavernkit.models.character_book import CharacterBook
 from tavernkit.models.lorebook import (
@@ -135,48 +137,6 @@ def is_lorebook(data: Any) -> bool:
 
 
 # --------------------------------------------------------------------------- errors
-
-
-def _real_path(root: Any, loc: tuple[int | str, ...]) -> str:
-    """The part of a pydantic error location that exists in the input, dotted ("entries.3.key");
-    pydantic appends union member names ("int", "str") that are not keys of the file."""
-    parts: list[str] = []
-    node = root
-    for part in loc:
-        if isinstance(node, Mapping) and str(part) in node:
-            node = node[str(part)]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            node = node[part]
-        else:
-            break
-        parts.append(str(part))
-    return ".".join(parts)
-
-
-def _format_error(exc: ValidationError, raw: Any, source: str, prefix: str = "") -> FormatError:
-    err = exc.errors()[0]
-    path = _real_path(raw, tuple(err["loc"]))
-    field = ".".join(p for p in (prefix, path) if p) or None
-    return FormatError(err["msg"], source=source, field=field)
-
-
-def _check_text_sizes(data: Any, limits: FormatLimits, source: str) -> None:
-    """Refuse any string longer than the text-field limit, naming where it is."""
-    limit = limits.text_field_chars
-    stack: list[tuple[str, Any]] = [("", data)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, str):
-            if len(node) > limit:
-                raise LimitExceeded(
-                    f"text is {len(node)} characters, over the limit of {limit}",
-                    source=source,
-                    field=path or None,
-                )
-        elif isinstance(node, Mapping):
-            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in node.items())
-        elif isinstance(node, list):
-            stack.extend((f"{path}.{i}" if path else str(i), v) for i, v in enumerate(node))
 
 
 class _Fields:
@@ -410,7 +370,7 @@ def read_lorebook(
         data = load_json(data, source=source)
     if not isinstance(data, Mapping):
         raise FormatError("a lorebook must be a JSON object", source=source)
-    _check_text_sizes(data, limits, source)
+    check_text_sizes(data, limits.text_field_chars, source=source, dotted_indexes=True)
 
     kind = detect_lorebook_format(data)
     if kind is None:
@@ -425,7 +385,9 @@ def read_lorebook(
             card_book = CharacterBook.model_validate(inner)
         except ValidationError as exc:
             prefix = "" if kind == "character_book" else "data"
-            raise _format_error(exc, inner, source, prefix=prefix) from None
+            raise validation_error(
+                exc, inner, source=source, prefix=prefix, dotted_indexes=True
+            ) from None
         return _named(_convert_character_book(card_book, source=source), card_book.name or name)
 
     raw: Mapping[str, Any]
@@ -440,7 +402,7 @@ def read_lorebook(
     try:
         book = Lorebook.model_validate(raw, by_name=False)
     except ValidationError as exc:
-        raise _format_error(exc, raw, source) from None
+        raise validation_error(exc, raw, source=source, dotted_indexes=True) from None
     return _named(book, name)
 
 
@@ -551,7 +513,9 @@ def _convert_character_book(book: CharacterBook, *, source: str) -> Lorebook:
     try:
         book_out = Lorebook.model_validate(raw, by_name=False)
     except ValidationError as exc:
-        raise _format_error(exc, raw, source, prefix="character_book") from None
+        raise validation_error(
+            exc, raw, source=source, prefix="character_book", dotted_indexes=True
+        ) from None
     book_out.original_data = original
     return book_out
 

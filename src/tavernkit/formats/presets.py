@@ -20,9 +20,11 @@ from tavernkit.formats._io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,
+    check_text_sizes,
     dump_json,
     load_json,
     read_limited,
+    validation_error,
 )
 from tavernkit.models._base import WireModel
 from tavernkit.models.preset import ChatCompletionPreset, migrate_legacy_preset
@@ -221,7 +223,7 @@ def read_preset(
         raise FormatError(
             f"a preset must be a JSON object, not {_json_type(parsed)}", source=source
         )
-    _check_text_sizes(parsed, limits.text_field_chars, source=source, path="")
+    check_text_sizes(parsed, limits.text_field_chars, source=source)
 
     found = cast("PresetKind | None", kind) or preset_kind(parsed)
     if found is None:
@@ -239,7 +241,7 @@ def read_preset(
     try:
         result = model.model_validate(dict(raw))
     except ValidationError as exc:
-        raise _format_error(exc, source=source) from exc
+        raise validation_error(exc, raw, source=source) from exc
     return result  # type: ignore[return-value]
 
 
@@ -268,50 +270,6 @@ def write_preset(preset: AnyPreset, path: Path | str) -> None:
     """
     data = dump_json(preset_to_json(preset)).encode("utf-8", errors="backslashreplace")
     atomic_write_bytes(Path(path), data)
-
-
-def _check_text_sizes(value: Any, limit: int, *, source: str, path: str) -> None:
-    """Refuse any string longer than ``limit`` characters (a guard against runaway files)."""
-    if isinstance(value, str):
-        if len(value) > limit:
-            raise LimitExceeded(
-                f"text of {len(value)} characters, over the limit of {limit}",
-                source=source,
-                field=path or None,
-            )
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            _check_text_sizes(
-                item, limit, source=source, path=f"{path}.{key}" if path else str(key)
-            )
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            _check_text_sizes(item, limit, source=source, path=f"{path}[{index}]")
-
-
-# Names pydantic puts into an error location for the member of a union that failed.
-_UNION_TAGS: Final = frozenset({"int", "float", "str", "bool", "list", "dict", "none"})
-
-
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif part in _UNION_TAGS or "[" in part or "-" in part:
-            continue
-        else:
-            path += f".{part}" if path else part
-    return path
-
-
-def _format_error(exc: ValidationError, *, source: str) -> FormatError:
-    errors = exc.errors(include_url=False)
-    first = errors[0]
-    field = _field_path(tuple(first["loc"]))
-    paths = {_field_path(tuple(e["loc"])) for e in errors}
-    more = f" (and {len(paths) - 1} more fields)" if len(paths) > 1 else ""
-    return FormatError(f"{first['msg']}{more}", source=source, field=field or None)
 
 
 def _json_type(value: Any) -> str:
