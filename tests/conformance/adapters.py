@@ -420,9 +420,24 @@ def build_request_body(case: Mapping[str, Any]) -> dict[str, Any]:
     (text-generation-webui type koboldcpp) or ``/api/v1/generate`` (KoboldAI classic).
     """
     engine = REQUEST_BODY_BUILDER.load()
-    # FILL IN when the provider adapters land: build_prompt(case), then the adapter's body.
-    del engine
-    raise REQUEST_BODY_BUILDER.not_wired("build_request_body")
+    ref = CHAT_PROMPT_ENGINE if case["api"] == "cc" else TEXT_PROMPT_ENGINE
+    prompt_engine = ref.load()
+    from tavernkit.prompt.convert import to_provider_request
+    from tavernkit.prompt.st_replay import replay_generation
+
+    # Our prompt (not the recorded messages), then our adapter with ST's live samplers.
+    generate = case["inputs"].get("generate") or {}
+    built: Any = replay_generation(
+        case["inputs"],
+        case.get("effective_settings") or {},
+        kind=str(generate.get("type") or "normal"),
+        quiet_prompt=str(generate.get("quiet_prompt") or ""),
+        compat=COMPAT,
+        engine=prompt_engine,
+        scan=WORLDINFO_ENGINE.load() if _has_books(case["inputs"]) else None,
+    )
+    body: dict[str, Any] = engine(case, to_provider_request(built))
+    return body
 
 
 def build_perf_prompt(inputs: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.preset import preset_app
 from tavernkit.cli.render import render_found
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
@@ -35,6 +36,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.add_typer(preset_app, name="preset")
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 

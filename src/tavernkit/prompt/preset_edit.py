@@ -24,6 +24,7 @@ __all__ = [
     "add_prompt",
     "move_prompt",
     "remove_prompt",
+    "set_content",
     "set_enabled",
     "set_injection",
 ]
@@ -144,6 +145,34 @@ def set_injection(
         prompt["role"] = role
     if triggers is not None:
         prompt["injection_trigger"] = list(triggers)
+    return _done(data)
+
+
+def set_content(
+    preset: ChatCompletionPreset,
+    identifier: str,
+    *,
+    content: str | None = None,
+    name: str | None = None,
+) -> ChatCompletionPreset:
+    """Change a prompt's text or display name (a marker's content is filled at run time, so it
+    cannot be set)."""
+    data = _wire(preset)
+    prompts = _prompts(data, preset)
+    index = _find(prompts, identifier)
+    if index < 0:
+        default = preset.prompt(identifier)
+        if default is None:
+            raise PresetEditError(f"no prompt {identifier!r} in the preset")
+        prompts.append(default.to_wire())
+        index = len(prompts) - 1
+    prompt = prompts[index]
+    if content is not None:
+        if prompt.get("marker"):
+            raise PresetEditError(f"{identifier!r} is a marker; its content is filled at run time")
+        prompt["content"] = content
+    if name is not None:
+        prompt["name"] = name
     return _done(data)
 
 

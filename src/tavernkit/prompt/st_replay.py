@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import macro_substitute
@@ -20,6 +19,7 @@ from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.prompt.st_state import prompt_state_from_st
 from tavernkit.prompt.state import PromptState
 from tavernkit.prompt.text_completion import build_text_completion
+from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 
 __all__ = ["Replay", "perf_case_inputs", "prepare_replay", "replay_generation"]
@@ -59,48 +59,18 @@ class Replay:
         sub = macro_substitute(state, compat=self.compat)
         wi = None
         if self.books:
-            if scan is None:
-                from tavernkit.worldinfo.scan import scan as wi_scan
-
-                scan = wi_scan
-            fields = card_fields(state, sub)
-            include_names = bool(self.wi_settings.get("world_info_include_names", True))
-            core = [m for m in state.messages if not m.is_system]
-            texts = [sub(m.text) if i == 0 else m.text for i, m in enumerate(core)]
-            chat_for_wi = [
-                f"{m.name}: {t}" if include_names else t for m, t in zip(core, texts, strict=True)
-            ][::-1]
-            if self.is_chat and state.preset is not None:
-                max_prompt = state.preset.openai_max_context - state.preset.openai_max_tokens
-            else:
-                max_prompt = state.settings.max_context - state.settings.amount_gen
-            metadata = state.chat_metadata
-            timed = (
-                metadata.timed_world_info.to_wire()
-                if metadata and metadata.timed_world_info
-                else None
-            )
-            wi = scan(
+            wi = scan_world_info(
+                state,
                 self.books,
-                chat_for_wi,
-                max_context=max_prompt,
-                settings=self.wi_settings,
-                global_scan_data={
-                    "personaDescription": fields.persona,
-                    "characterDescription": fields.description,
-                    "characterPersonality": fields.personality,
-                    "characterDepthPrompt": fields.depth_prompt,
-                    "scenario": fields.scenario,
-                    "creatorNotes": fields.creator_notes,
-                    "trigger": kind,
-                },
-                trigger=kind,
-                character_filename=self.avatar.rsplit(".", 1)[0] if self.avatar else None,
-                timed_state=timed,
-                substitute=sub,
+                self.wi_settings,
+                sub,
+                kind=kind,
+                is_chat=self.is_chat,
                 count_tokens=tokenizer.count,
+                character_filename=self.avatar.rsplit(".", 1)[0] if self.avatar else None,
                 rng=rng if rng is not None else random.Random(0).random,
                 compat=self.compat,
+                scan=scan,
             )
             sub.env.outlets = worldinfo_outlets(wi)
         if engine is None:

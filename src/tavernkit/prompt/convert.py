@@ -1,0 +1,298 @@
+"""From what the prompt builders return to what the provider adapters read.
+
+The builders give a :class:`tavernkit.prompt.request.ChatPrompt` (blocks with provenance, each
+message a plain OpenAI-shape dict) or a :class:`~tavernkit.prompt.request.TextPrompt`; the
+adapters take :mod:`tavernkit.providers.request` values (typed messages plus samplers, tools and
+output format). :func:`to_provider_request` is the one crossing point, so the turn runner never
+hand-builds provider messages: names, tool calls and results, reasoning with its signature and
+image parts all survive, and block flags decide what a model without tools receives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, overload
+
+from tavernkit.errors import FormatError
+from tavernkit.prompt import request as prompt_request
+from tavernkit.prompt.postprocess import PromptNames, prepare_for_provider
+from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
+from tavernkit.providers.request import (
+    ChatMessage,
+    ChatPrompt,
+    ContentPart,
+    ImagePart,
+    ResponseFormat,
+    Role,
+    Sampling,
+    TextPart,
+    TextPrompt,
+    ToolChoice,
+    ToolSpec,
+)
+
+__all__ = ["message_from_dict", "to_provider_request"]
+
+_ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+
+@overload
+def to_provider_request(
+    prompt: prompt_request.ChatPrompt,
+    *,
+    sampling: Sampling | None = ...,
+    stop: Sequence[str] | None = ...,
+    tools: Sequence[ToolSpec] = ...,
+    tool_choice: ToolChoice | None = ...,
+    response_format: ResponseFormat | None = ...,
+    reasoning_effort: str | None = ...,
+    reasoning_budget: int | None = ...,
+    grammar: str | None = ...,
+    tool_calling: bool | None = ...,
+    cache_prefix: bool = ...,
+    source: str | None = ...,
+    post_processing: str | None = ...,
+    names: PromptNames | None = ...,
+    use_system_prompt: bool = ...,
+    prefill: str = ...,
+    no_prefill: bool = ...,
+) -> ChatPrompt: ...
+
+
+@overload
+def to_provider_request(
+    prompt: prompt_request.TextPrompt,
+    *,
+    sampling: Sampling | None = ...,
+    stop: Sequence[str] | None = ...,
+    tools: Sequence[ToolSpec] = ...,
+    tool_choice: ToolChoice | None = ...,
+    response_format: ResponseFormat | None = ...,
+    reasoning_effort: str | None = ...,
+    reasoning_budget: int | None = ...,
+    grammar: str | None = ...,
+    tool_calling: bool | None = ...,
+    cache_prefix: bool = ...,
+    source: str | None = ...,
+    post_processing: str | None = ...,
+    names: PromptNames | None = ...,
+    use_system_prompt: bool = ...,
+    prefill: str = ...,
+    no_prefill: bool = ...,
+) -> TextPrompt: ...
+
+
+def to_provider_request(
+    prompt: prompt_request.ChatPrompt | prompt_request.TextPrompt,
+    *,
+    sampling: Sampling | None = None,
+    stop: Sequence[str] | None = None,
+    tools: Sequence[ToolSpec] = (),
+    tool_choice: ToolChoice | None = None,
+    response_format: ResponseFormat | None = None,
+    reasoning_effort: str | None = None,
+    reasoning_budget: int | None = None,
+    grammar: str | None = None,
+    tool_calling: bool | None = None,
+    cache_prefix: bool = False,
+    source: str | None = None,
+    post_processing: str | None = None,
+    names: PromptNames | None = None,
+    use_system_prompt: bool = False,
+    prefill: str = "",
+    no_prefill: bool = False,
+) -> ChatPrompt | TextPrompt:
+    """The provider-side request for a built prompt.
+
+    Text prompts keep their prompt string and stop strings (``stop`` replaces them). For chat
+    prompts:
+
+    - ``tool_calling``: whether the model can take tool calls; ``False`` drops the blocks
+      flagged ``requires_tool_calling`` (tool calls and results of earlier turns), so an
+      attempt on a model without tools needs no rebuild. ``None`` (unknown) keeps them;
+    - ``cache_prefix`` marks the last block before the chat history as the end of the stable
+      prefix (Anthropic prompt caching);
+    - ``source`` / ``post_processing`` / ``names`` / ``use_system_prompt`` / ``prefill`` /
+      ``no_prefill`` apply SillyTavern's server-side post-processing
+      (:func:`~tavernkit.prompt.postprocess.prepare_for_provider`) before conversion; with
+      neither ``source`` nor ``post_processing`` the messages go as built.
+    """
+    if isinstance(prompt, prompt_request.TextPrompt):
+        return TextPrompt(
+            prompt.prompt,
+            sampling=sampling or Sampling(),
+            stop=tuple(prompt.stop if stop is None else stop),
+            response_format=response_format,
+            grammar=grammar,
+        )
+    chat = prompt if tool_calling is not False else prompt.without_tool_blocks()
+    blocks = chat.blocks
+    cache_at = _cache_index(blocks) if cache_prefix else -1
+    raw = [dict(b.message) for b in blocks]
+    post = bool(source and source != "openai") or bool(post_processing)
+    if post:
+        raw = prepare_for_provider(
+            raw,
+            source or "",
+            names or PromptNames(),
+            processing=post_processing,
+            use_system_prompt=use_system_prompt,
+            prefill=prefill,
+            no_prefill=no_prefill,
+        )
+        # Post-processing merges and inserts messages, so a block index no longer points at
+        # the same message; the cache mark then goes on the last system message, if any.
+        if cache_at >= 0:
+            cache_at = max((i for i, m in enumerate(raw) if m.get("role") == "system"), default=-1)
+    messages = tuple(
+        message_from_dict(m, cache=i == cache_at, where=f"messages[{i}]") for i, m in enumerate(raw)
+    )
+    return ChatPrompt(
+        messages,
+        sampling=sampling or Sampling(),
+        stop=tuple(stop or ()),
+        tools=tuple(tools),
+        tool_choice=tool_choice,
+        response_format=response_format,
+        reasoning_effort=reasoning_effort,
+        reasoning_budget=reasoning_budget,
+    )
+
+
+def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
+    """The last block before the first history/injection/tool block: what stays the same from
+    one turn to the next."""
+    last = -1
+    for i, block in enumerate(blocks):
+        if block.source in ("history", "injection", "tool"):
+            break
+        last = i
+    return last
+
+
+def message_from_dict(
+    message: Mapping[str, Any], *, cache: bool = False, where: str = "message"
+) -> ChatMessage:
+    """One OpenAI-shape message (as ``ChatPrompt.messages`` holds them) as a typed message.
+
+    ``reasoning`` + ``signature`` become one reasoning block (sent back to providers that
+    verify it); ``reasoning_blocks`` may also carry several prepared blocks.
+    """
+    role = message.get("role")
+    if role not in _ROLES:
+        raise FormatError(f"unknown message role {role!r}", source="prompt", field=f"{where}.role")
+    content = _content(message.get("content"), where)
+    calls = tuple(_tool_calls(message.get("tool_calls") or (), where))
+    blocks = list(_reasoning_blocks(message, where))
+    name = message.get("name")
+    tool_call_id = message.get("tool_call_id")
+    return ChatMessage(
+        role=role,
+        content=content,
+        name=str(name) if name else None,
+        tool_calls=calls,
+        tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
+        reasoning_blocks=tuple(blocks),
+        cache=cache,
+    )
+
+
+def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, Sequence):
+        raise FormatError(
+            f"message content must be text or parts, not {type(content).__name__}",
+            source="prompt",
+            field=f"{where}.content",
+        )
+    parts: list[ContentPart] = []
+    for k, part in enumerate(content):
+        if isinstance(part, TextPart | ImagePart):
+            parts.append(part)
+            continue
+        if not isinstance(part, Mapping):
+            raise FormatError(
+                "a content part must be an object", source="prompt", field=f"{where}.content[{k}]"
+            )
+        kind = part.get("type")
+        if kind == "text":
+            parts.append(TextPart(str(part.get("text") or "")))
+        elif kind in ("image_url", "image"):
+            parts.append(_image(part, f"{where}.content[{k}]"))
+        else:
+            raise FormatError(
+                f"unsupported content part type {kind!r}",
+                source="prompt",
+                field=f"{where}.content[{k}].type",
+            )
+    return tuple(parts)
+
+
+def _image(part: Mapping[str, Any], where: str) -> ImagePart:
+    ref = part.get("image_url")
+    if isinstance(ref, Mapping):
+        url = ref.get("url")
+        detail = ref.get("detail")
+    else:
+        url = ref if isinstance(ref, str) else part.get("url")
+        detail = part.get("detail")
+    data = part.get("data")
+    if not url and not data:
+        raise FormatError("an image part needs a url or data", source="prompt", field=where)
+    if url:
+        return ImagePart(url=str(url), detail=str(detail) if detail else None)
+    mime = part.get("mime") or part.get("mime_type") or "image/png"
+    return ImagePart(data=str(data), mime_type=str(mime), detail=str(detail) if detail else None)
+
+
+def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[ToolCall]:
+    for index, call in enumerate(calls):
+        if isinstance(call, ToolCall):
+            yield call
+            continue
+        if not isinstance(call, Mapping):
+            raise FormatError(
+                "a tool call must be an object", source="prompt", field=f"{where}.tool_calls"
+            )
+        function = call.get("function") or {}
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        yield ToolCall(
+            index=index,
+            id=str(call.get("id") or ""),
+            name=str(function.get("name") or ""),
+            arguments=arguments,
+            signature=call.get("signature") or None,
+        )
+
+
+def _reasoning_blocks(message: Mapping[str, Any], where: str) -> Iterable[ReasoningBlock]:
+    prepared = message.get("reasoning_blocks")
+    if prepared:
+        for block in prepared:
+            if isinstance(block, ReasoningBlock):
+                yield block
+            elif isinstance(block, Mapping):
+                yield ReasoningBlock(
+                    text=str(block.get("text") or ""),
+                    signature=block.get("signature") or None,
+                    redacted=bool(block.get("redacted")),
+                    data=block.get("data") or None,
+                    format=block.get("format") or None,
+                )
+            else:
+                raise FormatError(
+                    "a reasoning block must be an object",
+                    source="prompt",
+                    field=f"{where}.reasoning_blocks",
+                )
+        return
+    reasoning = message.get("reasoning")
+    signature = message.get("signature")
+    if reasoning or signature:
+        yield ReasoningBlock(text=str(reasoning or ""), signature=signature or None)
