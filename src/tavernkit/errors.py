@@ -10,6 +10,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
+    ├── ChatBusy               a turn is already generating in that chat
     └── ProviderError          a model provider failed; the class says what policy may do
         ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
         │   └── MissingCredential   no key is configured for a provider that needs one
@@ -38,6 +39,7 @@ from typing import Any, Literal, get_args
 __all__ = [
     "AuthError",
     "BadRequest",
+    "ChatBusy",
     "Conflict",
     "ContentFiltered",
     "ContextTooLong",
@@ -113,6 +115,15 @@ class Conflict(StoreError):
 
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+class ChatBusy(TavernKitError):
+    """A chat already has a turn generating; turns of one chat never interleave. Ask again
+    with ``interrupt=True`` to stop the running turn (its delivered text is kept) first."""
+
+    def __init__(self, chat_id: str) -> None:
+        self.chat_id = chat_id
+        super().__init__(f"chat {chat_id!r} is already generating a reply")
 
 
 class ProviderError(TavernKitError):

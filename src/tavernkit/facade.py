@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import TYPE_CHECKING, Any, Self
 
 import pluggy
 
 from tavernkit.errors import TavernKitError
+from tavernkit.generation.abort import ActiveGenerations
 from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.settings import Settings
@@ -25,6 +26,10 @@ from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.sqlite import SqliteStore, open_store
+from tavernkit.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tavernkit.context import TavernContext
 
 __all__ = ["Tavern"]
 
@@ -46,6 +51,10 @@ class Tavern:
         self.formats = FormatRegistry.from_plugins(self.plugins)
         self._store: SqliteStore | None = None
         self._library: Library | None = None
+        #: function tools offered to this Tavern's chats (never shared between Taverns)
+        self.tools = ToolRegistry()
+        #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
+        self.generations = ActiveGenerations()
 
     async def open(self) -> Self:
         if self._store is None:
@@ -86,3 +95,10 @@ class Tavern:
         """The owner's settings (defaults until some are stored or imported)."""
         stored = await self.store.get_settings(owner=self.owner)
         return stored if isinstance(stored, Settings) else Settings()
+
+    def context(self, chat_id: str | None = None, **options: Any) -> TavernContext:
+        """The per-chat view plugins and bots use (``generate_task`` and friends); see
+        :class:`~tavernkit.context.TavernContext` for ``options``."""
+        from tavernkit.context import TavernContext
+
+        return TavernContext(self, chat_id, **options)

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.preset import preset_app
 from tavernkit.cli.render import render_found
 from tavernkit.errors import TavernKitError
@@ -37,6 +38,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(preset_app, name="preset")
+app.add_typer(card_app, name="card")
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 

@@ -1,0 +1,440 @@
+"""``TavernContext``: what a plugin or a bot holds (the analogue of a front end's
+``getContext()``), returned by ``Tavern.context(chat_id=None)``.
+
+It knows the active character, persona, chat, connection profile and presets (read from the
+store's settings at each call, so a change of selection is seen by the next call) and offers
+every generation call: ``generate_task`` (the one to use), its stream, the tool loop, the
+lower-level ``generate_raw`` / ``generate_quiet_prompt``, and the prompt preview. Nothing here
+persists a generation.
+
+Capability questions (``is_tool_calling_supported``, ``can_perform_tool_calls``,
+``get_chat_completion_model``) are ``async`` here, unlike in the reference front end: they
+read the active profile from the store.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+
+from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.generation import _task_prompt as tp
+from tavernkit.generation._dispatch import BeforeRequest
+from tavernkit.generation._task_run import TaskServices, world_info_from_mapping
+from tavernkit.generation.abort import AbortSignal, StreamingProcessor
+from tavernkit.generation.profiles import (
+    EMBEDDED_PROFILE,
+    LocalFactory,
+    ResolvedConnection,
+    resolve_connection,
+)
+from tavernkit.generation.raw import (
+    QuietOptions,
+    RawOptions,
+    generate_quiet_prompt,
+    generate_raw,
+    generate_raw_data,
+)
+from tavernkit.generation.task import TaskOptions, TaskResult, TaskStream
+from tavernkit.generation.task import generate_task as _generate_task
+from tavernkit.generation.task import generate_task_stream as _generate_task_stream
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
+from tavernkit.providers.request import PromptRequest
+from tavernkit.providers.retry import RetryPolicy
+from tavernkit.store.chat_state import load_chat_state
+from tavernkit.tools.capability import (
+    ToolCapabilities,
+)
+from tavernkit.tools.capability import (
+    can_perform_tool_calls as _can_perform,
+)
+from tavernkit.tools.capability import (
+    is_tool_calling_supported as _supported,
+)
+from tavernkit.tools.loop import ToolLoopResult
+from tavernkit.tools.loop import run_tool_loop as _run_tool_loop
+from tavernkit.tools.registry import FunctionTool, ToolAction, ToolRegistry, tools_from_specs
+from tavernkit.worldinfo.result import WorldInfoResult
+
+if TYPE_CHECKING:
+    from tavernkit.facade import Tavern
+
+__all__ = ["ConnectionProfiles", "TavernContext"]
+
+
+class ConnectionProfiles:
+    """The stored connection profiles of the context's owner. Profiles hold credential
+    *references* only; no call here returns a secret."""
+
+    def __init__(self, context: TavernContext) -> None:
+        self._context = context
+
+    async def list(self) -> list[ConnectionProfile]:
+        tavern = self._context.tavern
+        out = []
+        for info in await tavern.store.list("connection_profile", owner=tavern.owner):
+            profile = await tavern.store.get("connection_profile", info.id, owner=tavern.owner)
+            if isinstance(profile, ConnectionProfile):
+                out.append(profile)
+        return sorted(out, key=lambda p: p.name)
+
+    async def get(self, name: str) -> ConnectionProfile | None:
+        tavern = self._context.tavern
+        try:
+            profile = await tavern.store.get("connection_profile", name, owner=tavern.owner)
+        except NotFound:
+            return None
+        return profile if isinstance(profile, ConnectionProfile) else None
+
+    async def resolve(self, name: str = "", *, model_override: str = "") -> ResolvedConnection:
+        """The connection a call with ``api_preset_name=name`` would use (the active profile
+        for ``""``, the embedded model when none is configured)."""
+        return await self._context._connection(name, model_override)
+
+
+class TavernContext:
+    """The per-chat view of a :class:`~tavernkit.facade.Tavern` (see the module docstring).
+
+    ``client`` (an ``httpx2.AsyncClient``), ``retry``, ``rng``, ``local_factory`` and
+    ``environ`` are injection points for servers and tests.
+    """
+
+    GenerateTaskError = GenerateTaskError
+
+    def __init__(
+        self,
+        tavern: Tavern,
+        chat_id: str | None = None,
+        *,
+        client: httpx2.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+        local_factory: LocalFactory | None = None,
+        environ: Mapping[str, str] | None = None,
+        before_request: BeforeRequest | None = None,
+    ) -> None:
+        self.tavern = tavern
+        self.chat_id = chat_id
+        self.client = client
+        self.retry = retry or RetryPolicy()
+        self.rng = rng or random.Random()
+        self.local_factory = local_factory
+        self.environ = environ
+        self.before_request = before_request
+        self.connection_profiles = ConnectionProfiles(self)
+
+    # -- collaborators -----------------------------------------------------------------------
+
+    @property
+    def tools(self) -> ToolRegistry:
+        return self.tavern.tools
+
+    async def chat_state(self) -> ChatState:
+        """Everything a turn of this context reads, loaded now."""
+        tavern = self.tavern
+        return await load_chat_state(tavern.store, owner=tavern.owner, chat_id=self.chat_id)
+
+    async def _profile(self, name: str) -> ConnectionProfile | None:
+        if name:
+            profile = await self.connection_profiles.get(name)
+            if profile is None:
+                raise GenerateTaskError(
+                    "invalid_input",
+                    f"no connection profile named {name!r}",
+                    details={"field": "api_preset_name", "value": name},
+                )
+            return profile
+        settings = await self.tavern.settings()
+        selected = settings.selections.profile
+        return await self.connection_profiles.get(selected) if selected else None
+
+    async def _connection(
+        self,
+        name: str,
+        model_override: str = "",
+        api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
+    ) -> ResolvedConnection:
+        store, owner = self.tavern.store, self.tavern.owner
+
+        async def load_secret(key_id: str) -> str:
+            return await store.get_api_key_secret(key_id, owner=owner)
+
+        return await resolve_connection(
+            await self._profile(name),
+            model_override=model_override,
+            api_settings_override=api_settings_override,
+            load_secret=load_secret,
+            client=self.client,
+            local_factory=self.local_factory,
+            environ=self.environ,
+        )
+
+    async def _preset(self, name: str) -> ChatCompletionPreset | None:
+        store, owner = self.tavern.store, self.tavern.owner
+        try:
+            preset = await store.get("chat_preset", name, owner=owner)
+        except NotFound:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"no chat-completion preset named {name!r}",
+                details={"field": "llm_preset_name", "value": name},
+            ) from None
+        return preset if isinstance(preset, ChatCompletionPreset) else None
+
+    def _before_request(self) -> BeforeRequest | None:
+        hook = getattr(self.tavern.plugins.hook, "before_request", None)
+        own = self.before_request
+        if hook is None:
+            return own
+
+        def apply(request: PromptRequest, stream: bool) -> PromptRequest:
+            if own is not None:
+                request = own(request, stream)
+            for changed in hook(request=request, stream=stream, scope="extension_internal"):
+                if changed is not None:
+                    request = changed
+            return request
+
+        return apply
+
+    def _services(self, *, api_settings_override: Any = None) -> TaskServices:
+        async def connection(name: str, model_override: str) -> ResolvedConnection:
+            return await self._connection(name, model_override, api_settings_override)
+
+        return TaskServices(
+            load_state=self.chat_state,
+            resolve_connection=connection,
+            load_preset=self._preset,
+            generations=self.tavern.generations,
+            chat_id=self.chat_id,
+            retry=self.retry,
+            rng=self.rng,
+            before_request=self._before_request(),
+        )
+
+    # -- generate_task -----------------------------------------------------------------------
+
+    async def generate_task(
+        self,
+        task_messages: Sequence[Mapping[str, Any]],
+        *,
+        include_character_card: bool = True,
+        world_info_source: str = "none",
+        custom_world_info_messages: Sequence[Mapping[str, Any]] | None = None,
+        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
+        force_world_info_resimulate: bool = False,
+        world_info_type: str = "quiet",
+        api_preset_name: str = "",
+        llm_preset_name: str = "",
+        model_override: str = "",
+        tools: Sequence[Mapping[str, Any] | FunctionTool] | None = None,
+        tool_choice: Any = "auto",
+        json_schema: Mapping[str, Any] | None = None,
+        function_call_mode: str = "auto",
+        function_call_options: Mapping[str, Any] | None = None,
+        abort: AbortSignal | None = None,
+        substitute_macros: bool = True,
+    ) -> TaskResult:
+        """One LLM request with profile, preset, world info, envelope, tools or schema, and a
+        normalized :class:`~tavernkit.generation.task.TaskResult`. Raises
+        :class:`~tavernkit.errors.GenerateTaskError`."""
+        options = TaskOptions(**_task_kwargs(locals()))
+        return await _generate_task(self._services(), options)
+
+    def generate_task_stream(
+        self,
+        task_messages: Sequence[Mapping[str, Any]],
+        *,
+        include_character_card: bool = True,
+        world_info_source: str = "none",
+        custom_world_info_messages: Sequence[Mapping[str, Any]] | None = None,
+        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
+        force_world_info_resimulate: bool = False,
+        world_info_type: str = "quiet",
+        api_preset_name: str = "",
+        llm_preset_name: str = "",
+        model_override: str = "",
+        tools: Sequence[Mapping[str, Any] | FunctionTool] | None = None,
+        tool_choice: Any = "auto",
+        json_schema: Mapping[str, Any] | None = None,
+        function_call_mode: str = "auto",
+        function_call_options: Mapping[str, Any] | None = None,
+        abort: AbortSignal | None = None,
+        substitute_macros: bool = True,
+    ) -> TaskStream:
+        """:meth:`generate_task` as a stream of events ending in the result. Validation
+        errors raise here, synchronously."""
+        options = TaskOptions(**_task_kwargs(locals()))
+        return _generate_task_stream(self._services(), options)
+
+    async def resolve_world_info_for_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        type: str = "quiet",
+        fallback_to_current_chat: bool = False,
+    ) -> WorldInfoResult:
+        """A dry-run world-info scan of the context's books against ``messages`` (or the
+        chat, when ``messages`` is empty and ``fallback_to_current_chat``). The result is
+        reusable as ``runtime_world_info`` (``result.to_st()`` for JSON)."""
+        state = await self.chat_state()
+        connection = await self._connection("")
+        pstate = tp.prompt_state_for(
+            state,
+            preset=state.chat_preset,
+            model=connection.model,
+            source=connection.source,
+            api=connection.api,
+            text_family=connection.family == "text",
+        )
+        scan_messages: Sequence[Mapping[str, Any]] | None = tp.validate_task_messages(messages)
+        if not messages and fallback_to_current_chat:
+            if state.chat is None:
+                raise GenerateTaskError(
+                    "invalid_input",
+                    "fallback_to_current_chat needs a chat: open the context with a chat_id",
+                    details={"field": "fallback_to_current_chat"},
+                )
+            scan_messages = None
+        return tp.scan_world_info(
+            state,
+            pstate,
+            scan_messages,
+            trigger=type,
+            substitute=tp.make_substitute(pstate, None, state.compat),
+            rng=self.rng,
+            compat=state.compat,
+        )
+
+    async def build_preset_aware_prompt_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        include_character_card: bool = True,
+        llm_preset_name: str = "",
+        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
+        substitute_macros: bool = True,
+    ) -> list[dict[str, Any]]:
+        """The messages ``generate_task`` would wrap around ``messages``, without sending."""
+        state = await self.chat_state()
+        connection = await self._connection("")
+        preset = await self._preset(llm_preset_name) if llm_preset_name else state.chat_preset
+        pstate = tp.prompt_state_for(
+            state,
+            preset=preset,
+            model=connection.model,
+            source=connection.source,
+            api=connection.api,
+            text_family=False,
+        )
+        wi = (
+            world_info_from_mapping(runtime_world_info)
+            if isinstance(runtime_world_info, Mapping)
+            else runtime_world_info
+        )
+        substitute = tp.make_substitute(pstate, wi, state.compat)
+        task = tp.validate_task_messages(messages)
+        if substitute_macros:
+            task = tp.substitute_task_messages(task, substitute, state.compat)
+        return tp.build_envelope(
+            pstate,
+            wi,
+            task,
+            include_character_card=include_character_card,
+            substitute=substitute,
+            compat=state.compat,
+        )
+
+    # -- tools -------------------------------------------------------------------------------
+
+    def register_function_tool(self, tool: FunctionTool, *, replace: bool = False) -> None:
+        """Add ``tool`` to the Tavern's registry (shared by every context of that Tavern)."""
+        self.tools.register_function_tool(tool, replace=replace)
+
+    def unregister_function_tool(self, name: str) -> bool:
+        return self.tools.unregister_function_tool(name)
+
+    async def _capabilities(self) -> ToolCapabilities:
+        return (await self._connection("")).capabilities
+
+    async def is_tool_calling_supported(self) -> bool:
+        """Whether the active profile's model calls tools natively."""
+        return _supported(await self._capabilities())
+
+    async def can_perform_tool_calls(self, kind: str = "normal", mode: str = "auto") -> bool:
+        """The capability table's answer for a generation of ``kind`` on the active
+        profile (see :mod:`tavernkit.tools.capability`)."""
+        return _can_perform(kind, await self._capabilities(), mode)
+
+    async def run_tool_loop(
+        self,
+        task_messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any] | FunctionTool],
+        handlers: Mapping[str, ToolAction] | None = None,
+        *,
+        max_rounds: int = 5,
+        abort: AbortSignal | None = None,
+        **task_options: Any,
+    ) -> ToolLoopResult:
+        """Loop ``generate_task`` with the tools' results as ``tool`` messages until the model
+        answers in text (the search-agent case). ``handlers`` run the calls by name (a
+        ``FunctionTool`` may carry its own ``action``); ``task_options`` go to every
+        ``generate_task`` call."""
+        specs = tools_from_specs(tools, handlers)
+
+        async def generate(history: list[dict[str, Any]]) -> tuple[str, Sequence[Any]]:
+            result = await self.generate_task(history, tools=specs, abort=abort, **task_options)
+            return result.assistant_text, list(result.tool_calls)
+
+        return await _run_tool_loop(
+            task_messages, generate, specs, max_rounds=max_rounds, abort=abort
+        )
+
+    # -- the lower-level calls ---------------------------------------------------------------
+
+    async def generate_raw(self, prompt: str = "", **options: Any) -> str:
+        """A literal prompt: no chat, no card, no world info (see
+        :mod:`tavernkit.generation.raw`). Options: ``api``, ``instruct_override``,
+        ``quiet_to_loud``, ``system_prompt``, ``response_length``, ``trim_names``,
+        ``prefill``, ``json_schema``, ``llm_preset_name``, ``api_preset_name``,
+        ``api_settings_override``, ``abort``."""
+        raw = RawOptions(prompt=prompt, **options)
+        connection = await self._connection(raw.api_preset_name, "", raw.api_settings_override)
+        return await generate_raw(self._services(), connection, raw)
+
+    async def generate_raw_data(self, prompt: str = "", **options: Any) -> dict[str, Any]:
+        """:meth:`generate_raw`'s response unprocessed, as an OpenAI-shaped body."""
+        raw = RawOptions(prompt=prompt, **options)
+        connection = await self._connection(raw.api_preset_name, "", raw.api_settings_override)
+        return await generate_raw_data(self._services(), connection, raw)
+
+    async def generate_quiet_prompt(self, quiet_prompt: str = "", **options: Any) -> str:
+        """A background generation on the live chat with ``quiet_prompt`` last. Options:
+        ``quiet_to_loud``, ``skip_wian``, ``quiet_image``, ``quiet_name``,
+        ``response_length``, ``force_ch_id``, ``json_schema``, ``remove_reasoning``,
+        ``trim_to_sentence``, ``abort``."""
+        quiet = QuietOptions(quiet_prompt=quiet_prompt, **options)
+        connection = await self._connection("")
+        return await generate_quiet_prompt(self._services(), connection, quiet)
+
+    def stop_generation(self) -> bool:
+        """Abort every generation running for this context's chat; whether any was."""
+        return self.tavern.generations.stop(self.chat_id)
+
+    @property
+    def streaming_processor(self) -> StreamingProcessor | None:
+        """The generation in flight for this chat (read-only), or ``None`` when idle."""
+        return self.tavern.generations.current(self.chat_id)
+
+    async def get_chat_completion_model(self) -> str:
+        """The model the active profile sends to (the embedded model's when none is set)."""
+        connection = await self._connection("")
+        return connection.model or EMBEDDED_PROFILE.model or ""
+
+
+def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k != "self"}

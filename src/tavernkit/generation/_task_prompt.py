@@ -1,0 +1,412 @@
+"""The prompt side of a task: state, world info, macros, envelope, and the shape per family.
+
+Pure functions over a :class:`~tavernkit.models.state.ChatState`. Three of them are thin
+private adapters for interfaces being written in parallel (``prompt.from_chat_state`` and
+``prompt.convert``): :func:`prompt_state_for` (ChatState -> PromptState),
+:func:`to_provider_messages` (OpenAI-shaped dicts -> provider messages) and
+:func:`fold_messages` (messages -> one text-completion prompt). When those land, these become
+calls to them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tavernkit.errors import FormatError, GenerateTaskError
+from tavernkit.models.character import Character
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.state import ChatState
+from tavernkit.models.templates import InstructTemplate
+from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.envelope import build_task_envelope
+from tavernkit.prompt.extensions import worldinfo_outlets
+from tavernkit.prompt.instruct import (
+    InstructNames,
+    format_instruct_chat,
+    format_instruct_prompt,
+    instruct_stop_sequences,
+)
+from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
+from tavernkit.prompt.state import AuthorsNote, PromptState, TokenBudgetExceeded
+from tavernkit.providers.accumulator import ToolCall as WireToolCall
+from tavernkit.providers.request import ChatMessage, ContentPart, ImagePart, TextPart
+from tavernkit.text.macros.evaluator import substitute_macros
+from tavernkit.tools.calls import coerce_tool_call
+from tavernkit.tools.prompt_xml import XmlProtocol
+from tavernkit.worldinfo.buffer import scan_chat
+from tavernkit.worldinfo.index import Book
+from tavernkit.worldinfo.result import WorldInfoResult
+from tavernkit.worldinfo.scan import scan
+from tavernkit.worldinfo.settings import ScanSettings
+
+__all__ = [
+    "Message",
+    "build_envelope",
+    "fold_messages",
+    "has_tool_history",
+    "prompt_state_for",
+    "scan_world_info",
+    "substitute_task_messages",
+    "to_provider_messages",
+]
+
+Message = dict[str, Any]
+_ROLES = ("system", "user", "assistant", "tool")
+#: the trigger used only to write earlier tool exchanges as text for text-family backends
+_HISTORY_TRIGGER = "<Function_Hist_Start/>"
+
+
+def prompt_state_for(
+    state: ChatState,
+    *,
+    preset: ChatCompletionPreset | None,
+    model: str | None,
+    source: str,
+    api: str,
+    text_family: bool,
+) -> PromptState:
+    """The prompt engine's view of ``state`` for one request."""
+    prompt = state.settings.prompt
+    metadata = state.chat.metadata if state.chat is not None else None
+    character = state.character or Character(name="")
+    max_context = max_response = None
+    if text_family:
+        max_context, max_response = prompt.max_context, prompt.amount_gen
+    return PromptState(
+        character=character,
+        messages=state.messages,
+        persona=state.persona,
+        user_name=state.user_name,
+        chat_metadata=metadata,
+        preset=preset,
+        instruct=state.instruct,
+        context=state.context,
+        sysprompt=state.sysprompt,
+        instruct_enabled=prompt.instruct_enabled,
+        sysprompt_enabled=prompt.sysprompt_enabled,
+        settings=prompt,
+        reasoning=state.settings.reasoning,
+        reasoning_template=state.reasoning,
+        authors_note=AuthorsNote.from_metadata(metadata),
+        model=model or "",
+        source=source,
+        max_context=max_context,
+        max_response=max_response,
+        api=api,
+    )
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("text")
+        )
+    return ""
+
+
+def validate_task_messages(messages: Any) -> list[Message]:
+    """Shallow copies of the task messages, or ``invalid_input`` naming the bad one."""
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise GenerateTaskError(
+            "invalid_input", "task_messages must be a list", details={"field": "task_messages"}
+        )
+    out: list[Message] = []
+    for index, message in enumerate(messages):
+        where = f"task_messages[{index}]"
+        if not isinstance(message, Mapping):
+            raise GenerateTaskError(
+                "invalid_input", f"{where} must be an object", details={"field": where}
+            )
+        if message.get("role") not in _ROLES:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"{where}.role must be one of {', '.join(_ROLES)}",
+                details={"field": f"{where}.role"},
+            )
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            raise GenerateTaskError(
+                "invalid_input",
+                f"{where}.content must be a string or a list of parts",
+                details={"field": f"{where}.content"},
+            )
+        out.append(dict(message))
+    return out
+
+
+def scan_world_info(
+    state: ChatState,
+    pstate: PromptState,
+    messages: Sequence[Mapping[str, Any]] | None,
+    *,
+    trigger: str,
+    substitute: MacroSubstitute,
+    rng: random.Random,
+    compat: str,
+) -> WorldInfoResult:
+    """A dry-run scan of ``state``'s books against ``messages`` (task-shaped dicts), or the
+    chat itself when ``messages`` is ``None``. Sticky and cooldown never advance."""
+    if not state.books:
+        return WorldInfoResult()
+    wi_settings = state.settings.world_info
+    if messages is None:
+        texts = scan_chat(
+            state.messages,
+            include_names=wi_settings.include_names,
+            substitute=substitute,
+            trigger=trigger,
+        )
+    else:
+        names = {"user": pstate.user, "assistant": pstate.char or "Assistant"}
+        rows = [
+            {
+                "name": names.get(str(m.get("role")), "System"),
+                "mes": _content_text(m.get("content")),
+                "is_system": False,
+            }
+            for m in messages
+            if _content_text(m.get("content"))
+        ]
+        texts = scan_chat(rows, include_names=wi_settings.include_names, trigger=trigger)
+    preset = pstate.preset or ChatCompletionPreset()
+    if pstate.max_context is not None and pstate.max_response is not None:
+        max_prompt = pstate.max_context - pstate.max_response
+    else:
+        max_prompt = preset.openai_max_context - preset.openai_max_tokens
+    fields = card_fields(pstate, substitute)
+    metadata = pstate.chat_metadata
+    timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
+    return scan(
+        [
+            Book(b.name, b.book, b.scope if b.scope != "character_extra" else "character")
+            for b in state.books
+        ],
+        texts,
+        max_context=max_prompt,
+        settings=ScanSettings.from_model(wi_settings),
+        global_scan_data={
+            "personaDescription": fields.persona,
+            "characterDescription": fields.description,
+            "characterPersonality": fields.personality,
+            "characterDepthPrompt": fields.depth_prompt,
+            "scenario": fields.scenario,
+            "creatorNotes": fields.creator_notes,
+            "trigger": trigger,
+        },
+        trigger=trigger,
+        character_filename=state.character_filename,
+        timed_state=timed,
+        substitute=substitute,
+        rng=rng.random,
+        dry_run=True,
+        compat=compat,
+    )
+
+
+class _TaskSubstitute(MacroSubstitute):
+    """The envelope's evaluator, leaving the task messages alone: the builder substitutes
+    history text (as SillyTavern does for chat messages), but task messages were evaluated
+    once already (side effects stripped) or must reach the model literally."""
+
+    def __init__(self, base: MacroSubstitute, protected: frozenset[str]) -> None:
+        super().__init__(base.env, compat=base.compat)
+        self.protected = protected
+
+    def __call__(
+        self,
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str:
+        if text in self.protected:
+            return text
+        return super().__call__(text, original=original, dynamic=dynamic)
+
+
+def make_substitute(
+    pstate: PromptState, wi: WorldInfoResult | None, compat: str
+) -> MacroSubstitute:
+    """The build's one macro evaluator (world-info outlets bound when there is a result)."""
+    return macro_substitute(pstate, outlets=worldinfo_outlets(wi), compat=compat)
+
+
+def substitute_task_messages(
+    messages: Sequence[Message], substitute: MacroSubstitute, compat: str
+) -> list[Message]:
+    """Macros in the task messages' text, side effects (``{{setvar}}``...) stripped so a
+    task never writes chat variables."""
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content")
+        if isinstance(content, str) and content:
+            message = {
+                **message,
+                "content": substitute_macros(
+                    content, substitute.env, skip_side_effects=True, compat=compat
+                ),
+            }
+        elif isinstance(content, list):
+            parts = []
+            for part in content:
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                    text = substitute_macros(
+                        part["text"], substitute.env, skip_side_effects=True, compat=compat
+                    )
+                    part = {**part, "text": text}
+                parts.append(part)
+            message = {**message, "content": parts}
+        out.append(message)
+    return out
+
+
+def build_envelope(
+    pstate: PromptState,
+    wi: WorldInfoResult | None,
+    task_messages: Sequence[Message],
+    *,
+    include_character_card: bool,
+    substitute: MacroSubstitute,
+    compat: str,
+) -> list[Message]:
+    """The preset-aware prompt around the task messages, as OpenAI-shaped dicts."""
+    protected = frozenset(_content_text(m.get("content")) for m in task_messages) - {""}
+    try:
+        prompt = build_task_envelope(
+            pstate,
+            wi,
+            task_messages,
+            include_character_card=include_character_card,
+            kind="quiet",
+            substitute=_TaskSubstitute(substitute, protected),
+            compat=compat,
+        )
+    except TokenBudgetExceeded as exc:
+        raise GenerateTaskError(
+            "context_budget",
+            str(exc),
+            cause=exc,
+            details={
+                "identifier": exc.identifier,
+                "needed": exc.needed,
+                "available": exc.available,
+            },
+        ) from exc
+    except FormatError as exc:
+        raise GenerateTaskError(
+            "invalid_input", str(exc), cause=exc, details={"field": exc.field}
+        ) from exc
+    return [_restore_parts(m, task_messages) for m in prompt.messages]
+
+
+def _restore_parts(message: Message, task_messages: Sequence[Message]) -> Message:
+    # The envelope carries task messages as text; a task message with image parts gets its
+    # parts back so multimodal tasks reach the model whole.
+    if not isinstance(message.get("content"), str):
+        return message
+    for task in task_messages:
+        parts = task.get("content")
+        if (
+            isinstance(parts, list)
+            and task.get("role") == message.get("role")
+            and any(isinstance(p, Mapping) and p.get("type") == "image_url" for p in parts)
+            and _content_text(parts) == message["content"]
+        ):
+            return {**message, "content": [dict(p) for p in parts if isinstance(p, Mapping)]}
+    return message
+
+
+def has_tool_history(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+
+
+def _parts(content: Any) -> str | tuple[ContentPart, ...]:
+    if isinstance(content, str) or content is None:
+        return content or ""
+    parts: list[ContentPart] = []
+    for part in content:
+        if not isinstance(part, Mapping):
+            continue
+        if part.get("type") == "image_url":
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, Mapping) else image
+            if isinstance(url, str):
+                parts.append(ImagePart(url=url))
+        elif isinstance(part.get("text"), str):
+            parts.append(TextPart(part["text"]))
+    return tuple(parts)
+
+
+def to_provider_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[ChatMessage, ...]:
+    """OpenAI-shaped message dicts as provider messages (tool calls and results kept)."""
+    out: list[ChatMessage] = []
+    for message in messages:
+        role = str(message.get("role"))
+        calls = []
+        for index, raw in enumerate(message.get("tool_calls") or ()):
+            call = coerce_tool_call(raw, index)
+            calls.append(
+                WireToolCall(
+                    index=index,
+                    id=call.id or f"call_{index}",
+                    name=call.name,
+                    arguments=call.arguments_text or "{}",
+                )
+            )
+        name = message.get("name")
+        out.append(
+            ChatMessage(
+                role=role,  # type: ignore[arg-type]
+                content=_parts(message.get("content")),
+                name=name if isinstance(name, str) and name else None,
+                tool_calls=tuple(calls),
+                tool_call_id=message.get("tool_call_id") or None,
+            )
+        )
+    return tuple(out)
+
+
+def fold_messages(
+    messages: Sequence[Mapping[str, Any]], pstate: PromptState, substitute: MacroSubstitute
+) -> tuple[str, list[str]]:
+    """Messages folded into one text-completion prompt and its stop strings: the instruct
+    template's sequences when instruct mode is on, else ``Name: text`` lines, ending with the
+    opening of the reply. Earlier tool calls and results are written as text first."""
+    if has_tool_history(messages):
+        messages = XmlProtocol(_HISTORY_TRIGGER).rewrite_history(messages)
+    user, char = pstate.user, pstate.char or "Assistant"
+    names = InstructNames(user=user, char=char)
+    if pstate.instruct_enabled:
+        instruct = pstate.instruct or InstructTemplate()
+        pieces = [
+            format_instruct_chat(
+                instruct,
+                substitute,
+                names,
+                name=user if m.get("role") == "user" else char,
+                text=_content_text(m.get("content")),
+                is_user=m.get("role") in ("user", "tool"),
+                is_narrator=m.get("role") == "system",
+            )
+            for m in messages
+        ]
+        prompt = "".join(pieces) + format_instruct_prompt(
+            instruct, substitute, names, name=char, is_quiet=True
+        )
+        return prompt, instruct_stop_sequences(instruct, substitute, names)
+    lines = []
+    for m in messages:
+        text = _content_text(m.get("content"))
+        role = m.get("role")
+        if role == "system":
+            lines.append(text)
+        elif role == "assistant":
+            lines.append(f"{char}: {text}")
+        else:
+            lines.append(f"{user}: {text}")
+    return "\n".join(lines) + f"\n{char}:", [f"\n{user}:"]

@@ -1,0 +1,307 @@
+"""Per-attempt context: one prompt, assembled once, shaped for each attempt's model.
+
+The prompt engine builds the prompt once, for the planned model. A fallback model may be
+smaller, blind or without tools, so every attempt adapts it here:
+
+- image parts become text placeholders when the model cannot see;
+- blocks marked ``requires_tool_calling`` are dropped when the attempt has no tools;
+- history is re-trimmed **from the untrimmed original** to the model's window minus the
+  output reserve (trimming an already-trimmed list would lose messages a larger fallback could
+  hold); an adapter may own the fitting instead (NovelAI's tier-dependent window);
+- the prefill's tokens are reserved against the same budget but the prefill is appended
+  after trimming, because a ``[System: …]`` tail directive is a user turn that the truncator
+  would otherwise protect in place of the real trigger message;
+- the provider's saved sampler settings apply; an explicit per-user output limit overrides
+  the server's, and both clamp to the model's output ceiling.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from tavernkit.errors import ContextTooLong
+from tavernkit.providers.profiles import ModelProfile
+from tavernkit.providers.request import (
+    ChatMessage,
+    ChatPrompt,
+    ContentPart,
+    ImagePart,
+    ResponseFormat,
+    Sampling,
+    TextPart,
+    ToolChoice,
+    ToolSpec,
+)
+
+__all__ = [
+    "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD",
+    "AdaptedRequest",
+    "ByteEstimate",
+    "Fitter",
+    "TokenCounter",
+    "TurnBlock",
+    "TurnPrompt",
+    "adapt_request",
+    "clamp_max_tokens",
+    "message_tokens",
+]
+
+#: per-message framing tokens (role, separators), as OpenAI's own counting recipe adds
+MESSAGE_OVERHEAD = 4
+#: what an image costs in the budget when the model sees it (a low-detail tile)
+IMAGE_TOKENS = 85
+_IMAGE_PLACEHOLDER = "[image]"
+
+
+class TokenCounter(Protocol):
+    def count(self, text: str) -> int: ...
+
+
+class ByteEstimate:
+    """The counter used when none is injected: UTF-8 bytes / 3.35 (SillyTavern's guess)."""
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.35)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnBlock:
+    """One message of the turn's prompt and what trimming may do with it.
+
+    ``history`` blocks may be dropped (oldest first); ``protected`` ones never (the trigger
+    message); ``requires_tool_calling`` ones only make sense to a model with tools.
+    """
+
+    message: ChatMessage
+    history: bool = False
+    protected: bool = False
+    requires_tool_calling: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPrompt:
+    """The untrimmed prompt of a turn, as the prompt engine assembled it for the planned
+    model, plus the turn's manual or preset ``prefill`` (already macro-evaluated)."""
+
+    blocks: tuple[TurnBlock, ...]
+    sampling: Sampling = field(default_factory=Sampling)
+    stop: tuple[str, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    reasoning_effort: str | None = None
+    reasoning_budget: int | None = None
+    prefill: str = ""
+
+    @classmethod
+    def from_chat_prompt(cls, prompt: ChatPrompt, *, prefill: str = "") -> TurnPrompt:
+        """Every non-system message is history; the last user message is the trigger."""
+        last_user = max((i for i, m in enumerate(prompt.messages) if m.role == "user"), default=-1)
+        blocks = tuple(
+            TurnBlock(m, history=m.role != "system", protected=i == last_user)
+            for i, m in enumerate(prompt.messages)
+        )
+        return cls(
+            blocks,
+            sampling=prompt.sampling,
+            stop=prompt.stop,
+            tools=prompt.tools,
+            tool_choice=prompt.tool_choice,
+            response_format=prompt.response_format,
+            reasoning_effort=prompt.reasoning_effort,
+            reasoning_budget=prompt.reasoning_budget,
+            prefill=prefill,
+        )
+
+    @classmethod
+    def from_blocks(cls, blocks: Sequence[Any], **kwargs: Any) -> TurnPrompt:
+        """From the prompt engine's labelled blocks (anything with ``message`` as an
+        OpenAI-shaped dict, ``source`` and ``requires_tool_calling``)."""
+        converted = [
+            TurnBlock(
+                _chat_message(b.message),
+                history=getattr(b, "source", "") == "history",
+                requires_tool_calling=bool(getattr(b, "requires_tool_calling", False)),
+            )
+            for b in blocks
+        ]
+        trigger = max(
+            (i for i, b in enumerate(converted) if b.history and b.message.role == "user"),
+            default=-1,
+        )
+        if trigger >= 0:
+            converted[trigger] = replace(converted[trigger], protected=True)
+        return cls(tuple(converted), **kwargs)
+
+
+def _chat_message(message: Mapping[str, Any]) -> ChatMessage:
+    role = str(message.get("role") or "user")
+    if role not in ("system", "user", "assistant", "tool"):
+        role = "user"
+    content = message.get("content")
+    parts: str | tuple[ContentPart, ...]
+    if isinstance(content, list):
+        out: list[ContentPart] = []
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("type") == "image_url":
+                image = part.get("image_url")
+                url = image.get("url") if isinstance(image, Mapping) else image
+                out.append(ImagePart(url=str(url or "")))
+            elif part.get("text") is not None:
+                out.append(TextPart(str(part["text"])))
+        parts = tuple(out)
+    else:
+        parts = "" if content is None else str(content)
+    name = message.get("name")
+    return ChatMessage(role, parts, name=str(name) if name else None)  # type: ignore[arg-type]
+
+
+class Fitter(Protocol):
+    """An adapter's own fitting (NovelAI resolves its window from the key's tier and counts
+    the final rendered prompt itself); it receives the untrimmed blocks."""
+
+    def __call__(
+        self, blocks: Sequence[TurnBlock], budget: int, profile: ModelProfile
+    ) -> Sequence[TurnBlock]: ...
+
+
+def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:
+    if isinstance(message.content, str):
+        return counter.count(message.content) + MESSAGE_OVERHEAD
+    total = MESSAGE_OVERHEAD
+    for part in message.content:
+        total += counter.count(part.text) if isinstance(part, TextPart) else IMAGE_TOKENS
+    return total
+
+
+def _without_images(message: ChatMessage) -> ChatMessage:
+    if isinstance(message.content, str) or not message.has_images():
+        return message
+    parts = tuple(
+        TextPart(_IMAGE_PLACEHOLDER) if isinstance(p, ImagePart) else p for p in message.content
+    )
+    return replace(message, content=parts)
+
+
+def clamp_max_tokens(server: int | None, user: int | None, ceiling: int | None) -> int | None:
+    """The output limit: the user's explicit one wins over the server's; both clamp to the
+    model's ceiling. ``None`` when nobody set one."""
+    chosen = user if user is not None else server
+    if chosen is None:
+        return None
+    return min(chosen, ceiling) if ceiling else chosen
+
+
+_SAMPLING_FIELDS = frozenset(f.name for f in dataclasses.fields(Sampling))
+
+
+def _apply_samplers(
+    base: Sampling, saved: Mapping[str, Any], user_max: int | None, ceiling: int
+) -> Sampling:
+    overrides = {k: v for k, v in saved.items() if k in _SAMPLING_FIELDS and v is not None}
+    server_max = overrides.pop("max_tokens", base.max_tokens)
+    limit = clamp_max_tokens(server_max, user_max, ceiling)
+    if limit != base.max_tokens:
+        overrides["max_tokens"] = limit
+    return replace(base, **overrides) if overrides else base
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptedRequest:
+    request: ChatPrompt
+    budget: int
+    dropped_history: int = 0
+    dropped_tool_blocks: int = 0
+    downgrades: tuple[str, ...] = ()
+
+
+def adapt_request(
+    prompt: TurnPrompt,
+    profile: ModelProfile,
+    counter: TokenCounter,
+    *,
+    tools_enabled: bool = True,
+    tail: Sequence[ChatMessage] = (),
+    after: Sequence[ChatMessage] = (),
+    samplers: Mapping[str, Any] | None = None,
+    user_max_tokens: int | None = None,
+    default_reserve: int = 1024,
+    fitter: Fitter | None = None,
+    token_cache: dict[int, int] | None = None,
+) -> AdaptedRequest:
+    """The request for one attempt.
+
+    ``tail`` (the prefill or tail directive) is reserved against the budget and appended
+    after trimming; ``after`` is this attempt's tool history, kept whole (it is the work the
+    attempt itself did). ``token_cache`` (block index -> tokens) lets a turn count each
+    block once across attempts.
+    """
+    use_tools = tools_enabled and profile.supports_tools
+    sampling = _apply_samplers(
+        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens
+    )
+    reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
+    fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))
+    budget = profile.context_window - reserve - fixed_tail
+
+    downgrades: list[str] = []
+    kept: list[tuple[int, TurnBlock]] = []
+    dropped_tools = 0
+    for index, block in enumerate(prompt.blocks):
+        if block.requires_tool_calling and not use_tools:
+            dropped_tools += 1
+            continue
+        if not profile.supports_vision and block.message.has_images():
+            downgrades.append("image replaced by a text placeholder")
+            block = replace(block, message=_without_images(block.message))
+        kept.append((index, block))
+
+    dropped = 0
+    if fitter is not None:
+        blocks = list(fitter([b for _, b in kept], budget, profile))
+    else:
+        cache = token_cache if token_cache is not None else {}
+
+        def cost(index: int, block: TurnBlock) -> int:
+            if block.message.has_images() or index not in cache:
+                cache[index] = message_tokens(block.message, counter)
+            return cache[index]
+
+        sizes = [cost(i, b) for i, b in kept]
+        total = sum(sizes)
+        droppable = [n for n, (_, b) in enumerate(kept) if b.history and not b.protected]
+        removed: set[int] = set()
+        for n in droppable:
+            if total <= budget:
+                break
+            removed.add(n)
+            total -= sizes[n]
+        if total > budget:
+            raise ContextTooLong(
+                f"prompt needs {total} tokens; the window leaves {budget}",
+                n_prompt=total + reserve + fixed_tail,
+                n_ctx=profile.context_window,
+                model=profile.model,
+            )
+        dropped = len(removed)
+        blocks = [b for n, (_, b) in enumerate(kept) if n not in removed]
+
+    messages = tuple(b.message for b in blocks) + tuple(after) + tuple(tail)
+    request = ChatPrompt(
+        messages,
+        sampling=sampling,
+        stop=prompt.stop,
+        tools=prompt.tools if use_tools else (),
+        tool_choice=prompt.tool_choice if use_tools else None,
+        response_format=prompt.response_format,
+        reasoning_effort=prompt.reasoning_effort,
+        reasoning_budget=prompt.reasoning_budget,
+    )
+    return AdaptedRequest(request, budget, dropped, dropped_tools, tuple(dict.fromkeys(downgrades)))

@@ -1,0 +1,295 @@
+"""Key pools: which API key an attempt uses, and how long a failing key rests.
+
+One pool per ``(owner, provider)`` and credential source. Selection is least-used first (ties:
+least recently used, then the configured order), skipping keys that are cooling down. A
+failure cools *that key only*, for a time chosen by its error class: rate limits 60 s (or the
+provider's ``Retry-After``, whichever is longer), quota exhaustion escalating on repeats
+(5 min, 1 h, 6 h, 24 h: a free tier's daily quota does not come back in a minute), anything
+else 300 s. A success clears the error state. Timeouts are neither: they never rotate keys
+and are never credited as a success (the key may be fine; the model was slow).
+
+A pool holds keys of one credential source. A user's own key (BYOK) is never silently
+replaced by a server or sponsored key: those only come through a server attempt, which is its
+own plan entry with its own scope.
+
+Cooldown state lives behind :class:`CooldownStore`, so that a single process keeps it in
+memory, the embedded store persists it (:class:`StoreCooldownStore`, over the store's
+key-state calls) and a shared Redis implementation can follow with the server work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from tavernkit.errors import NotFound, ProviderError
+from tavernkit.generation.result import ErrorClass, classify_error, root_cause
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.store.protocol import KeyState, Store
+
+__all__ = [
+    "DEFAULT_MAX_KEY_ATTEMPTS",
+    "CooldownPolicy",
+    "CooldownStore",
+    "CredentialSource",
+    "InMemoryCooldownStore",
+    "KeyPool",
+    "KeyStatus",
+    "PoolKey",
+    "StoreCooldownStore",
+    "cools_key",
+    "rotates_key",
+]
+
+DEFAULT_MAX_KEY_ATTEMPTS = 3
+
+CredentialSource = Literal["user", "server", "sponsored"]
+
+#: errors another key of the same provider may fix; the rest go straight to model fallback
+_ROTATING: frozenset[ErrorClass] = frozenset(
+    {
+        "auth",
+        "missing_credential",
+        "quota",
+        "rate_limit",
+        "overloaded",
+        "network",
+        "interrupted",
+        "protocol",
+        "unknown",
+        "no_credentials",
+    }
+)
+#: errors that say something about the key (a bad request says nothing about it)
+_COOLING: frozenset[ErrorClass] = _ROTATING - {"missing_credential", "no_credentials"}
+
+
+def rotates_key(error_class: ErrorClass) -> bool:
+    """Whether trying another key of the same model may help (never for timeouts)."""
+    return error_class in _ROTATING
+
+
+def cools_key(error_class: ErrorClass) -> bool:
+    return error_class in _COOLING
+
+
+@dataclass(frozen=True, slots=True)
+class KeyStatus:
+    """Bookkeeping for one key (no secret). Times are seconds on the injected clock."""
+
+    key_id: str
+    uses: int = 0
+    failures: int = 0
+    error_class: str | None = None
+    cooldown_until: float | None = None
+    last_used: float | None = None
+
+    def cooling(self, now: float) -> bool:
+        return self.cooldown_until is not None and self.cooldown_until > now
+
+
+class CooldownStore(Protocol):
+    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus: ...
+
+    async def put(self, owner: str, provider: str, status: KeyStatus) -> None: ...
+
+
+class InMemoryCooldownStore:
+    """Cooldowns for one process (what tests and the CLI use)."""
+
+    def __init__(self) -> None:
+        self._state: dict[tuple[str, str, str], KeyStatus] = {}
+
+    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+        return self._state.get((owner, provider, key_id)) or KeyStatus(key_id)
+
+    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+        self._state[(owner, provider, status.key_id)] = status
+
+
+def _to_dt(seconds: float | None) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, UTC)
+
+
+def _to_s(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+class StoreCooldownStore:
+    """Cooldowns persisted through the Store's key-state calls (key ids are store ids).
+
+    The store's ``KeyState`` has no use counter, so ``uses`` is not persisted: selection then
+    falls back to least recently used (``last_used``), which rotates the same way. The clock
+    passed to :class:`KeyPool` must be epoch seconds for the stored times to mean anything.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+        try:
+            state = await self.store.get_key_state(key_id, owner=owner)
+        except NotFound:
+            return KeyStatus(key_id)
+        return KeyStatus(
+            key_id,
+            failures=state.failures,
+            error_class=state.last_error_code,
+            cooldown_until=_to_s(state.cooldown_until),
+            last_used=_to_s(state.last_used),
+        )
+
+    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+        await self.store.put_key_state(
+            KeyState(
+                key_id=status.key_id,
+                cooldown_until=_to_dt(status.cooldown_until),
+                failures=status.failures,
+                last_error_code=status.error_class,
+                last_used=_to_dt(status.last_used),
+            ),
+            owner=owner,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CooldownPolicy:
+    rate_limit_s: float = 60.0
+    other_s: float = 300.0
+    #: consecutive quota failures 1, 2, 3, 4+ rest this long
+    quota_steps_s: tuple[float, ...] = (300.0, 3600.0, 21600.0, 86400.0)
+    #: a Retry-After longer than this is capped (a broken header must not bench a key for days)
+    max_retry_after_s: float = 86400.0
+
+    def cooldown(self, error_class: str, failures: int, retry_after: float | None) -> float:
+        if error_class == "rate_limit":
+            base = self.rate_limit_s
+        elif error_class == "quota":
+            base = self.quota_steps_s[min(failures, len(self.quota_steps_s)) - 1]
+        else:
+            base = self.other_s
+        if retry_after is not None and math.isfinite(retry_after):
+            base = max(base, min(retry_after, self.max_retry_after_s))
+        return base
+
+
+@dataclass(frozen=True, slots=True)
+class PoolKey:
+    """A key the pool may hand out; the secret is loaded only when the key is used."""
+
+    key_id: str
+    source: CredentialSource = "user"
+    enabled: bool = True
+    label: str = ""
+
+
+SecretLoader = Callable[[PoolKey], Awaitable[str]]
+
+
+class KeyPool:
+    """The keys of one ``(owner, provider)`` for one credential source."""
+
+    def __init__(
+        self,
+        owner: str,
+        provider: str,
+        keys: Sequence[PoolKey],
+        *,
+        source: CredentialSource = "user",
+        load_secret: SecretLoader,
+        store: CooldownStore | None = None,
+        clock: Callable[[], float],
+        policy: CooldownPolicy | None = None,
+    ) -> None:
+        foreign = [k.key_id for k in keys if k.source != source]
+        if foreign:
+            # mixing sources would let a server key stand in for a user's own key unseen
+            raise ValueError(f"keys {foreign} are not {source!r} credentials")
+        self.owner = owner or DEFAULT_OWNER
+        self.provider = provider.lower()
+        self.keys = tuple(keys)
+        self.source: CredentialSource = source
+        self._load_secret = load_secret
+        self.store: CooldownStore = store or InMemoryCooldownStore()
+        self.clock = clock
+        self.policy = policy or CooldownPolicy()
+
+    async def _statuses(self) -> list[tuple[int, PoolKey, KeyStatus]]:
+        out = []
+        for position, key in enumerate(self.keys):
+            out.append((position, key, await self.store.get(self.owner, self.provider, key.key_id)))
+        return out
+
+    async def _candidates(self, exclude: frozenset[str] | set[str]) -> list[PoolKey]:
+        now = self.clock()
+        ready = [
+            (status.uses, status.last_used or -math.inf, position, key)
+            for position, key, status in await self._statuses()
+            if key.enabled and key.key_id not in exclude and not status.cooling(now)
+        ]
+        ready.sort(key=lambda row: row[:3])
+        return [row[3] for row in ready]
+
+    async def select(self, exclude: frozenset[str] | set[str] = frozenset()) -> PoolKey | None:
+        """The least-used usable key not in ``exclude``, or ``None`` when all are cooling."""
+        candidates = await self._candidates(exclude)
+        return candidates[0] if candidates else None
+
+    async def available(self, exclude: frozenset[str] | set[str] = frozenset()) -> bool:
+        return bool(await self._candidates(exclude))
+
+    async def secret(self, key: PoolKey) -> str:
+        return await self._load_secret(key)
+
+    async def next_ready_in(self) -> float | None:
+        """Seconds until the first cooling key comes back (``None``: none is cooling)."""
+        now = self.clock()
+        waits = [
+            status.cooldown_until - now
+            for _, key, status in await self._statuses()
+            if key.enabled and status.cooldown_until is not None and status.cooldown_until > now
+        ]
+        return min(waits) if waits else None
+
+    async def record_success(self, key: PoolKey) -> None:
+        status = await self.store.get(self.owner, self.provider, key.key_id)
+        await self.store.put(
+            self.owner,
+            self.provider,
+            replace(
+                status,
+                uses=status.uses + 1,
+                failures=0,
+                error_class=None,
+                cooldown_until=None,
+                last_used=self.clock(),
+            ),
+        )
+
+    async def record_failure(self, key: PoolKey, error: BaseException) -> float | None:
+        """Cool ``key`` for ``error``; returns the cooldown in seconds (``None``: not cooled,
+        because the error says nothing about the key or is a timeout)."""
+        error_class, _ = classify_error(error)
+        if not cools_key(error_class):
+            return None
+        status = await self.store.get(self.owner, self.provider, key.key_id)
+        repeats = status.failures + 1 if status.error_class == error_class else 1
+        cause = root_cause(error)
+        retry_after = cause.retry_after if isinstance(cause, ProviderError) else None
+        seconds = self.policy.cooldown(error_class, repeats, retry_after)
+        now = self.clock()
+        await self.store.put(
+            self.owner,
+            self.provider,
+            replace(
+                status,
+                failures=repeats,
+                error_class=error_class,
+                cooldown_until=now + seconds,
+                last_used=now,
+            ),
+        )
+        return seconds

@@ -1,0 +1,36 @@
+"""Options of one turn (what the chat service or ``generate_task`` passes to ``run_turn``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tavernkit.generation.continuation import ContinuationConfig
+from tavernkit.generation.review import ReviewConfig
+from tavernkit.tools.registry import FunctionTool
+
+__all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions"]
+
+DEFAULT_TOOLS_RAN_DIRECTIVE = (
+    "These tools already ran during this reply; their results are final and they must not "
+    "be called again for the same arguments:\n{tools}"
+)
+
+
+@dataclass(frozen=True)
+class TurnOptions:
+    stream: bool = True
+    #: release text by clause (default) or by delta
+    segment: Literal["clause", "delta"] = "clause"
+    continuation: ContinuationConfig = field(default_factory=ContinuationConfig)
+    char_name: str = ""
+    #: speaker labels that must not start the reply (the user's names)
+    user_names: tuple[str, ...] = ()
+    tools: Sequence[FunctionTool] | Mapping[str, FunctionTool] = ()
+    max_tool_rounds: int = 5
+    tool_timeout: float | None = 60.0
+    tools_ran_directive: str = DEFAULT_TOOLS_RAN_DIRECTIVE
+    default_reserve: int = 1024
+    review: ReviewConfig | None = None
+    turn_id: str = "-"

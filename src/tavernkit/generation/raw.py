@@ -1,0 +1,378 @@
+"""The lower-level calls: ``generate_raw`` / ``generate_raw_data`` (a literal prompt, no chat,
+no card, no world info) and ``generate_quiet_prompt`` (the live chat's prompt with a quiet
+instruction at the end).
+
+``generate_raw`` post-processes its text: stop strings cut, reasoning removed, names trimmed,
+whitespace trimmed. ``generate_raw_data`` returns the response as an OpenAI-shaped body instead
+(what :func:`~tavernkit.generation.extract.extract_message_from_data` reads), for callers that
+need what the string folds away (reasoning, tool calls, usage).
+
+``quiet_to_loud`` (append the result to the chat) needs the chat service, which owns every
+write to a chat; until it lands, asking for it is ``unsupported_api`` rather than a silent
+no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tavernkit.errors import GenerateTaskError
+from tavernkit.generation import _task_prompt as tp
+from tavernkit.generation._dispatch import send
+from tavernkit.generation._task_run import TaskServices
+from tavernkit.generation.abort import AbortController, AbortSignal
+from tavernkit.generation.abort import StreamingProcessor as Processor
+from tavernkit.generation.extract import completion_to_openai
+from tavernkit.generation.profiles import (
+    ResolvedConnection,
+    sampling_from_preset,
+    sampling_from_textgen,
+)
+from tavernkit.models.state import ChatState
+from tavernkit.prompt.chat_completion import build_chat_completion
+from tavernkit.prompt.reasoning import parse_reasoning
+from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
+from tavernkit.prompt.text_completion import build_text_completion
+from tavernkit.providers.accumulator import Completion
+from tavernkit.providers.request import (
+    ChatPrompt,
+    PromptRequest,
+    ResponseFormat,
+    Sampling,
+    TextPrompt,
+)
+from tavernkit.tools.structured import parse_structured, schema_instruction, unwrap_json_schema
+
+__all__ = [
+    "QuietOptions",
+    "RawOptions",
+    "generate_quiet_prompt",
+    "generate_raw",
+    "generate_raw_data",
+]
+
+_CHAT_APIS = frozenset({"openai", "chat", "local"})
+_TEXT_APIS = frozenset({"text", "textgenerationwebui", "kobold", "koboldhorde", "novel"})
+_SENTENCE_END = re.compile(r"[.!?…。！？][\"'”’)\]*_~]*")
+
+
+@dataclass
+class RawOptions:
+    prompt: str = ""
+    api: str | None = None
+    instruct_override: bool = False
+    quiet_to_loud: bool = False
+    system_prompt: str = ""
+    response_length: int | None = None
+    trim_names: bool = True
+    prefill: str = ""
+    json_schema: Mapping[str, Any] | None = None
+    llm_preset_name: str = ""
+    api_preset_name: str = ""
+    api_settings_override: Mapping[str, Any] | None = None
+    abort: AbortSignal | None = None
+
+
+@dataclass
+class QuietOptions:
+    quiet_prompt: str = ""
+    quiet_to_loud: bool = False
+    skip_wian: bool = False
+    quiet_image: str | None = None
+    quiet_name: str | None = None
+    response_length: int | None = None
+    force_ch_id: int | None = None
+    json_schema: Mapping[str, Any] | None = None
+    remove_reasoning: bool = True
+    trim_to_sentence: bool = False
+    abort: AbortSignal | None = None
+
+
+def _quiet_to_loud_unavailable() -> GenerateTaskError:
+    return GenerateTaskError(
+        "unsupported_api",
+        "quiet_to_loud appends to the chat through the chat service, which is not available "
+        "yet; call without quiet_to_loud and store the text yourself",
+        details={"field": "quiet_to_loud"},
+    )
+
+
+def _check_api(api: str | None, connection: ResolvedConnection) -> None:
+    if api is None or not api.strip():
+        return
+    wanted = api.strip().lower()
+    if wanted not in _CHAT_APIS | _TEXT_APIS:
+        raise GenerateTaskError(
+            "unsupported_api", f"unknown api {api!r}", details={"field": "api", "value": api}
+        )
+    family = "chat" if wanted in _CHAT_APIS else "text"
+    if family != connection.family:
+        raise GenerateTaskError(
+            "unsupported_api",
+            f"api {api!r} asks for the {family} family but the connection "
+            f"{connection.profile.name!r} is {connection.family}",
+            details={"field": "api", "value": api},
+        )
+
+
+async def _send_raw(
+    services: TaskServices,
+    connection: ResolvedConnection,
+    request: PromptRequest,
+    abort: AbortSignal | None,
+) -> Completion:
+    controller = AbortController()
+    signal = AbortSignal.any(abort, controller.signal)
+    with services.generations.track(
+        services.chat_id, controller, Processor(model=connection.model)
+    ):
+        return await send(
+            connection,
+            request,
+            stream=False,
+            abort=signal,
+            retry=services.retry,
+            before_request=services.before_request,
+        )
+
+
+def _schema(value: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, ResponseFormat | None]:
+    if value is None:
+        return None, None
+    schema, name, strict = unwrap_json_schema(value)
+    return schema, ResponseFormat(schema, name, strict)
+
+
+def _cut_stops(text: str, stops: tuple[str, ...]) -> str:
+    cut = len(text)
+    for stop in stops:
+        if stop:
+            at = text.find(stop)
+            if at != -1:
+                cut = min(cut, at)
+    return text[:cut]
+
+
+def _remove_reasoning(text: str, state: ChatState) -> str:
+    parsed = parse_reasoning(text, state.reasoning) if state.reasoning is not None else None
+    return parsed.content if parsed is not None and parsed.reasoning else text
+
+
+def _trim_names(text: str, names: tuple[str, ...]) -> str:
+    for name in names:
+        if name and text.startswith(f"{name}:"):
+            return text[len(name) + 1 :]
+    return text
+
+
+def _trim_to_sentence(text: str) -> str:
+    ends = list(_SENTENCE_END.finditer(text))
+    return text[: ends[-1].end()] if ends else text
+
+
+def _structured_text(completion: Completion, schema: dict[str, Any] | None) -> str | None:
+    if schema is None:
+        return None
+    data = parse_structured(completion.text, schema).data
+    return json.dumps(data, ensure_ascii=False)
+
+
+async def _raw_completion(
+    services: TaskServices,
+    connection: ResolvedConnection,
+    options: RawOptions,
+) -> tuple[Completion, ChatState, tuple[str, ...], dict[str, Any] | None]:
+    if options.quiet_to_loud:
+        raise _quiet_to_loud_unavailable()
+    _check_api(options.api, connection)
+    state = await services.load_state()
+    schema, fmt = _schema(options.json_schema)
+    native = fmt is not None and connection.native_json_schema
+    preset = state.chat_preset
+    if options.llm_preset_name.strip() and connection.family == "chat":
+        preset = await services.load_preset(options.llm_preset_name.strip())
+    messages: list[dict[str, Any]] = []
+    if options.system_prompt:
+        messages.append({"role": "system", "content": options.system_prompt})
+    if schema is not None and not native:
+        messages.append({"role": "system", "content": schema_instruction(schema)})
+    messages.append({"role": "user", "content": options.prompt})
+    if options.prefill:
+        messages.append({"role": "assistant", "content": options.prefill})
+    stops: tuple[str, ...] = ()
+    request: PromptRequest
+    if connection.family == "text":
+        pstate = tp.prompt_state_for(
+            state,
+            preset=preset,
+            model=connection.model,
+            source=connection.source,
+            api=connection.api,
+            text_family=True,
+        )
+        if options.instruct_override:
+            pstate = pstate.replace(instruct_enabled=False)
+        substitute = tp.make_substitute(pstate, None, state.compat)
+        folded = messages[:-1] if options.prefill else messages
+        prompt, stop_list = tp.fold_messages(folded, pstate, substitute)
+        prompt += options.prefill
+        stops = tuple(stop_list)
+        settings = state.settings.prompt
+        sampling = sampling_from_textgen(
+            state.textgen_preset,
+            max_tokens=options.response_length or settings.amount_gen,
+            context_size=settings.max_context,
+        )
+        request = TextPrompt(
+            prompt, sampling=sampling, stop=stops, response_format=fmt if native else None
+        )
+    else:
+        sampling = sampling_from_preset(preset, max_tokens=options.response_length)
+        request = ChatPrompt(
+            messages=tp.to_provider_messages(messages),
+            sampling=sampling,
+            response_format=fmt if native else None,
+        )
+    completion = await _send_raw(services, connection, request, options.abort)
+    return completion, state, stops, schema
+
+
+def _check_text(completion: Completion) -> None:
+    if not completion.text.strip() or (
+        completion.usage is not None and completion.usage.output_tokens == 0
+    ):
+        raise GenerateTaskError(
+            "no_response",
+            "the model returned an empty reply",
+            details={"finish_reason": completion.finish_reason},
+        )
+
+
+async def generate_raw(
+    services: TaskServices, connection: ResolvedConnection, options: RawOptions
+) -> str:
+    """The post-processed reply to a literal prompt (see the module docstring)."""
+    completion, state, stops, schema = await _raw_completion(services, connection, options)
+    _check_text(completion)
+    structured = _structured_text(completion, schema)
+    if structured is not None:
+        return structured
+    text = _cut_stops(completion.text, stops)
+    text = _remove_reasoning(text, state)
+    if options.trim_names:
+        user = state.user_name
+        char = state.character.name if state.character is not None else ""
+        text = _trim_names(text.lstrip(), (char, user))
+    return text.strip()
+
+
+async def generate_raw_data(
+    services: TaskServices, connection: ResolvedConnection, options: RawOptions
+) -> dict[str, Any]:
+    """The reply to a literal prompt as an OpenAI-shaped response body, unprocessed."""
+    completion, _, _, _ = await _raw_completion(services, connection, options)
+    return completion_to_openai(completion)
+
+
+async def generate_quiet_prompt(
+    services: TaskServices, connection: ResolvedConnection, options: QuietOptions
+) -> str:
+    """A background generation on the live chat: history, persona, card and world info
+    (unless ``skip_wian``), with ``quiet_prompt`` as the last instruction. World info runs as
+    a dry run; nothing is stored."""
+    if options.quiet_to_loud:
+        raise _quiet_to_loud_unavailable()
+    if options.force_ch_id is not None:
+        raise GenerateTaskError(
+            "invalid_input",
+            "force_ch_id binds a group member, and group chats do not exist yet",
+            details={"field": "force_ch_id"},
+        )
+    state = await services.load_state()
+    schema, fmt = _schema(options.json_schema)
+    native = fmt is not None and connection.native_json_schema
+    quiet_prompt = options.quiet_prompt
+    if schema is not None and not native:
+        quiet_prompt = f"{quiet_prompt}\n\n{schema_instruction(schema)}".strip()
+    pstate = tp.prompt_state_for(
+        state,
+        preset=state.chat_preset,
+        model=connection.model,
+        source=connection.source,
+        api=connection.api,
+        text_family=connection.family == "text",
+    )
+    if options.skip_wian:
+        pstate = pstate.replace(authors_note=AuthorsNote(prompt=""))
+        wi = None
+    else:
+        wi = tp.scan_world_info(
+            state,
+            pstate,
+            None,
+            trigger="quiet",
+            substitute=tp.make_substitute(pstate, None, state.compat),
+            rng=services.rng,
+            compat=state.compat,
+        )
+    substitute = tp.make_substitute(pstate, wi, state.compat)
+    stops: tuple[str, ...] = ()
+    request: PromptRequest
+    try:
+        if connection.family == "text":
+            text_prompt = build_text_completion(
+                pstate,
+                wi,
+                kind="quiet",
+                compat=state.compat,
+                substitute=substitute,
+                quiet_prompt=quiet_prompt,
+                quiet_name=options.quiet_name,
+            )
+            stops = tuple(text_prompt.stop)
+            settings = state.settings.prompt
+            sampling: Sampling = sampling_from_textgen(
+                state.textgen_preset,
+                max_tokens=options.response_length or settings.amount_gen,
+                context_size=settings.max_context,
+            )
+            request = TextPrompt(
+                text_prompt.prompt,
+                sampling=sampling,
+                stop=stops,
+                response_format=fmt if native else None,
+            )
+        else:
+            chat_prompt = build_chat_completion(
+                pstate,
+                wi,
+                kind="quiet",
+                compat=state.compat,
+                substitute=substitute,
+                quiet_prompt=quiet_prompt,
+                quiet_image=options.quiet_image,
+                inline_images=options.quiet_image is not None,
+            )
+            sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
+            request = ChatPrompt(
+                messages=tp.to_provider_messages(chat_prompt.messages),
+                sampling=sampling,
+                response_format=fmt if native else None,
+            )
+    except TokenBudgetExceeded as exc:
+        raise GenerateTaskError("context_budget", str(exc), cause=exc) from exc
+    completion = await _send_raw(services, connection, request, options.abort)
+    _check_text(completion)
+    structured = _structured_text(completion, schema)
+    if structured is not None:
+        return structured
+    text = _cut_stops(completion.text, stops)
+    if options.remove_reasoning:
+        text = _remove_reasoning(text, state)
+    if options.trim_to_sentence:
+        text = _trim_to_sentence(text)
+    return text.strip()

@@ -1,0 +1,602 @@
+"""The turn runner: one reply, executed as a plan of attempts.
+
+:func:`run_turn` walks the plan: for each attempt (model x credential source) it rotates keys
+inside the model, then falls back to the next model, then (for personal turns) to the deferred
+route. When an attempt dies after part of the reply was delivered, the next one continues
+from the delivered text instead of regenerating it (:mod:`~tavernkit.generation.continuation`).
+
+Rules that are easy to get wrong:
+
+- errors are suppressed while another key or attempt remains; a suppressed error drops the
+  unfinished clause (never shown, so never repeated), a visible one shows it first;
+- timeouts never rotate keys and never count as a key's success; after one the runner waits a
+  bounded settle time for sends already under way;
+- when every attempt fails only the terminal error is emitted, once, and the result still
+  carries everything delivered (the store keeps what the user saw);
+- reasoning and usage of failed attempts are not merged into the final message; their usage
+  is in the attempts log, with who paid;
+- a tool call that already succeeded in an earlier attempt of the turn (same identity: name
+  and canonical arguments) is answered from the record, not run again; within one attempt a
+  tool may run twice on purpose. Failover never rolls back tool side effects;
+- logs carry outcomes, attempt ids, key ids and budgets, never prompts, drafts or keys.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from tavernkit.errors import ContextTooLong, ProviderError
+from tavernkit.generation.adapt import ByteEstimate, TokenCounter, TurnPrompt, adapt_request
+from tavernkit.generation.continuation import (
+    PrefillPlan,
+    SpeakerGuard,
+    TextPipe,
+    fill,
+    plan_prefill,
+    tail_directive,
+)
+from tavernkit.generation.delivery import Delivery
+from tavernkit.generation.keys import PoolKey, rotates_key
+from tavernkit.generation.options import DEFAULT_TOOLS_RAN_DIRECTIVE, TurnOptions
+from tavernkit.generation.plan import Attempt, Plan, PlanEntry
+from tavernkit.generation.result import (
+    AttemptRecord,
+    FallbackNotice,
+    NoticeFailure,
+    TurnCounters,
+    TurnError,
+    TurnFailure,
+    TurnResult,
+    add_usage,
+    classify_error,
+    root_cause,
+)
+from tavernkit.generation.review import (
+    ReviewConfig,
+    ReviewerContext,
+    ReviewState,
+    pinned_reviewer,
+    review_candidate,
+    review_unavailable,
+    revision_directive,
+)
+from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
+from tavernkit.generation.tool_replay import ToolReplay
+from tavernkit.providers.accumulator import Completion
+from tavernkit.providers.events import TextDelta, Usage
+from tavernkit.providers.http import AbortLike
+from tavernkit.providers.provider import Provider
+from tavernkit.providers.request import ChatMessage, ChatPrompt
+from tavernkit.tools.loop import InvocationRecord
+from tavernkit.tools.registry import FunctionTool
+
+__all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions", "run_turn"]
+
+log = logging.getLogger("tavernkit.generation.turn")
+
+Sleep = Callable[[float], Awaitable[object]]
+
+
+@dataclass
+class _Outcome:
+    ok: bool
+    error: BaseException | None = None
+    aborted: bool = False
+    completion: Completion | None = None
+    reasoning: str = ""
+    usage: Usage | None = None
+    invocations: list[InvocationRecord] = field(default_factory=list)
+
+
+class _Turn:
+    def __init__(
+        self,
+        plan: Plan,
+        request: TurnPrompt,
+        sink: ResponseSink,
+        *,
+        clock: Callable[[], float],
+        sleep: Sleep,
+        options: TurnOptions,
+        tokenizer: TokenCounter,
+        abort: AbortLike | None,
+    ) -> None:
+        self.plan = plan
+        self.request = request
+        self.sink = sink
+        self.clock = clock
+        self.sleep = sleep
+        self.options = options
+        self.tokenizer = tokenizer
+        self.abort = abort
+        self.delivery = Delivery(sink)
+        self.carried = ""
+        self.log: list[AttemptRecord] = []
+        self.failures: list[NoticeFailure] = []
+        self.shared_history: list[ChatMessage] = []
+        self.counters = TurnCounters()
+        self.token_cache: dict[int, int] = {}
+        self.guard = SpeakerGuard(options.user_names)
+        self.last_error: BaseException | None = None
+        self.last_model: str | None = None
+        self.seq = 0
+        tools = options.tools
+        self.tools: dict[str, FunctionTool] = (
+            dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
+        )
+        review = options.review
+        self.review: ReviewConfig | None = (
+            review
+            if review is not None
+            and review.enabled
+            and not plan.context.impersonation
+            and not plan.context.quiet
+            else None
+        )
+        self.review_state = ReviewState()
+        checkpoint = self.review.tool_checkpoint if self.review is not None else None
+        if self.review is not None and not self.review.selection.tools:
+            checkpoint = None
+        self.replay = ToolReplay(
+            self.tools,
+            timeout=options.tool_timeout,
+            abort=abort,
+            emit=lambda event: self.delivery.send(self.seq - 1, event),
+            checkpoint=checkpoint,
+            rejections=self.review_state.rejections,
+        )
+
+    def aborted(self) -> bool:
+        return self.abort is not None and self.abort.is_set()
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    async def run(self) -> TurnResult:
+        async for attempt in self.plan.attempts():
+            if self.aborted():
+                break
+            if attempt.index > 0:
+                self.counters.fallbacks += 1
+            outcome = await self._attempt(attempt)
+            if outcome.aborted or self.aborted():
+                return await self._finish("aborted", attempt, outcome)
+            if outcome.ok:
+                return await self._finish("completed", attempt, outcome)
+            assert outcome.error is not None
+            cls, code = classify_error(outcome.error)
+            self.failures.append(NoticeFailure(attempt.index, attempt.entry.model, cls, code))
+        if self.aborted():
+            return await self._finish("aborted", None, _Outcome(False, aborted=True))
+        return await self._finish("failed", None, _Outcome(False, self.last_error))
+
+    async def _attempt(self, attempt: Attempt) -> _Outcome:
+        """One model attempt: its key loop (at most ``max_key_attempts`` keys)."""
+        pool = attempt.target.pool
+        tried: set[str] = set()
+        outcome: _Outcome | None = None
+        for n in range(max(self.plan.max_key_attempts, 1)):
+            key: PoolKey | None = None
+            if pool is not None:
+                key = await pool.select(tried)
+                if key is None:
+                    if outcome is not None:
+                        return outcome
+                    error = TurnFailure(
+                        "keys_cooling",
+                        "every key of this provider is cooling down",
+                        retry_after=await pool.next_ready_in(),
+                        provider=attempt.entry.provider,
+                        model=attempt.entry.model,
+                    )
+                    self._record(
+                        attempt, None, _Outcome(False, error), 0.0, PrefillPlan("none", "none")
+                    )
+                    self.last_error = error
+                    return _Outcome(False, error)
+            more_keys = (
+                pool is not None
+                and key is not None
+                and n + 1 < self.plan.max_key_attempts
+                and await pool.available(tried | {key.key_id})
+            )
+            if n > 0:
+                self.counters.rotations += 1
+            outcome = await self._key_attempt(attempt, key, more_keys or self.plan.has_pending())
+            if outcome.ok or outcome.aborted:
+                if outcome.ok and pool is not None and key is not None:
+                    await pool.record_success(key)
+                return outcome
+            assert outcome.error is not None
+            cls, _ = classify_error(outcome.error)
+            if cls == "timeout":
+                return outcome  # a slow model is not a bad key: fall back, rotate nothing
+            if pool is not None and key is not None:
+                await pool.record_failure(key, outcome.error)
+            if key is None or not rotates_key(cls):
+                return outcome
+            tried.add(key.key_id)
+        assert outcome is not None
+        return outcome
+
+    # -- one key -----------------------------------------------------------------------------
+
+    def _directives(self, extra: Sequence[str], first_round: bool) -> list[str]:
+        out = []
+        if self.replay.completed and self.review is None and first_round:
+            out.append(fill(self.options.tools_ran_directive, tools=self.replay.summary()))
+        return out + list(extra)
+
+    async def _key_attempt(self, attempt: Attempt, key: PoolKey | None, suppress: bool) -> _Outcome:
+        self.counters.attempts += 1
+        seq = self.seq
+        self.seq += 1
+        started = self.clock()
+        target = attempt.target
+        hold = self.review is not None or not self.options.stream
+        if self.carried:
+            self.counters.continuations += 1
+        prefill = plan_prefill(
+            self.carried,
+            self.request.prefill,
+            supports_prefill=target.profile.supports_prefill,
+            config=self.options.continuation,
+        )
+        outcome = await self._generate(attempt, key, seq, prefill, hold, suppress)
+        if not outcome.ok and not outcome.aborted:
+            self.last_error = outcome.error
+            self.last_model = attempt.entry.model
+        self._record(attempt, key, outcome, self.clock() - started, prefill, seq)
+        self.replay.remember(outcome.invocations)
+        return outcome
+
+    async def _generate(
+        self,
+        attempt: Attempt,
+        key: PoolKey | None,
+        seq: int,
+        prefill: PrefillPlan,
+        hold: bool,
+        suppress: bool,
+    ) -> _Outcome:
+        target = attempt.target
+        try:
+            secret = await target.pool.secret(key) if target.pool is not None and key else None
+            provider = target.make_provider(secret)
+        except ProviderError as exc:
+            return _Outcome(False, exc)
+        except Exception as exc:  # a loader failure: this credential cannot be used
+            return _Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
+
+        def new_pipe() -> TextPipe:
+            return TextPipe(
+                prefill,
+                carried=self.carried,
+                guard=self.guard,
+                segment=self.options.segment,
+                hold=hold,
+            )
+
+        pipe = new_pipe()
+        history: list[ChatMessage] = []
+        invocations: list[InvocationRecord] = []
+        usage: Usage | None = None
+        reasoning: list[str] = []
+        extra: list[str] = []
+        retried_empty = retried_speaker = False
+        rounds = 0
+        while True:
+            tail: list[ChatMessage] = []
+            directives = self._directives(extra, not history)
+            native = prefill.message if prefill.mode == "native" and not history else None
+            if prefill.mode == "directive" and not history:
+                directives.append(prefill.directive)
+            if directives:
+                tail.append(tail_directive(*directives))
+            if native is not None:
+                tail.append(native)
+            try:
+                adapted = adapt_request(
+                    self.request,
+                    target.profile,
+                    self.tokenizer,
+                    tools_enabled=target.tools_enabled and rounds < self.options.max_tool_rounds,
+                    tail=tail,
+                    after=[*self.shared_history, *history],
+                    samplers=target.samplers,
+                    user_max_tokens=target.user_max_tokens,
+                    default_reserve=self.options.default_reserve,
+                    fitter=target.fitter,
+                    token_cache=self.token_cache,
+                )
+            except ContextTooLong as exc:
+                return _Outcome(False, exc, invocations=invocations)
+            completion, error = await self.delivery.stream(
+                provider.stream(
+                    adapted.request,
+                    model=attempt.entry.model,
+                    profile=target.profile,
+                    stream=self.options.stream,
+                    abort=self.abort,
+                ),
+                pipe,
+                seq,
+            )
+            usage = add_usage(usage, completion.usage)
+            if error is None and completion.finish_reason == "aborted":
+                return _Outcome(False, aborted=True, usage=usage, invocations=invocations)
+            if error is not None:
+                await self._fail_stream(pipe, seq, error, suppress)
+                return _Outcome(False, error, usage=usage, invocations=invocations)
+            if completion.reasoning:
+                reasoning.append(completion.reasoning)
+            rest = pipe.finish()
+            if pipe.wrong_speaker:
+                if retried_speaker:
+                    error = TurnFailure("speaker_guard", "reply started as the wrong speaker")
+                    return _Outcome(False, error, usage=usage, invocations=invocations)
+                retried_speaker = True
+                user = self.options.user_names[0] if self.options.user_names else "the user"
+                char = self.options.char_name or "your character"
+                extra.append(
+                    fill(self.options.continuation.speaker_directive, char=char, user=user)
+                )
+                pipe = new_pipe()
+                continue
+            if rest:
+                self.delivery.send(seq, TextDelta(rest))
+            calls = completion.tool_calls if self.tools and not pipe.cut else []
+            if calls and rounds < self.options.max_tool_rounds:
+                rounds += 1
+                head = prefill.text if native is not None and rounds == 1 else ""
+                history.append(
+                    ChatMessage("assistant", head + completion.text, tool_calls=tuple(calls))
+                )
+                records = await self.replay.run_round(calls, rounds)
+                invocations += records
+                history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
+                continue
+            if not pipe.visible.strip():
+                if completion.finish_reason == "length":
+                    error = TurnFailure("length_cap", "the output-token cap ended an empty reply")
+                    return _Outcome(False, error, usage=usage, invocations=invocations)
+                if self.carried:
+                    break  # the carried text was the whole reply
+                if not retried_empty:
+                    retried_empty = True
+                    pipe = new_pipe()
+                    continue
+                error = TurnFailure("empty_response", "the model returned an empty reply")
+                return _Outcome(False, error, usage=usage, invocations=invocations)
+            if self.review is not None and not self.review_state.ended:
+                revise = await self._review(attempt, provider, adapted.request, pipe, invocations)
+                if revise is not None:
+                    history += [ChatMessage("assistant", pipe.visible)]
+                    extra = [revise]
+                    pipe = new_pipe()
+                    continue
+            break
+        if hold and pipe.visible:
+            self.delivery.send(seq, TextDelta(pipe.visible))
+        await self.delivery.drain()
+        if self.review is not None:
+            self.shared_history += history
+        return _Outcome(
+            True,
+            completion=completion,
+            reasoning="\n\n".join(reasoning),
+            usage=usage,
+            invocations=invocations,
+        )
+
+    async def _fail_stream(
+        self, pipe: TextPipe, seq: int, error: BaseException, suppress: bool
+    ) -> None:
+        """What a failed attempt leaves: delivered text becomes carried text."""
+        timeout = classify_error(error)[0] == "timeout"
+        settle = self.options.continuation.settle_seconds
+        await self.delivery.give_up(
+            pipe, seq, visible=not suppress, settle=settle if timeout else None, sleep=self.sleep
+        )
+        if not suppress:
+            await self.sink.flush()
+        self.carried += self.delivery.delivered(seq)
+
+    # -- review ------------------------------------------------------------------------------
+
+    async def _review(
+        self,
+        attempt: Attempt,
+        provider: Provider,
+        request: ChatPrompt,
+        pipe: TextPipe,
+        invocations: Sequence[InvocationRecord],
+    ) -> str | None:
+        """Review the held candidate; the revision directive when the author must revise."""
+        review, state = self.review, self.review_state
+        assert review is not None
+        self.counters.reviews += 1
+        max_tokens = request.sampling.max_tokens
+        if isinstance(review.reviewer, PlanEntry):
+            ctx = await pinned_reviewer(
+                self.plan, review.reviewer, attempt.scope, max_tokens=max_tokens, abort=self.abort
+            )
+            if ctx is None:
+                review_unavailable(state, "pinned_reviewer_unusable")
+                return None
+        else:
+
+            async def admit() -> bool:
+                entry = attempt.entry
+                return await self.plan.admit(entry.model, attempt.scope, "review", entry)
+
+            profile = attempt.target.profile
+            model = attempt.entry.model
+            ctx = ReviewerContext(provider, profile, model, max_tokens, admit, self.abort)
+        done = [*self.replay.completed.values(), *invocations]
+        outcomes = [(r.name, r.args, r.result) for r in done if not r.error]
+        verdict = await review_candidate(state, review, pipe.visible, ctx, tool_outcomes=outcomes)
+        if verdict.result != "revise" or state.revisions >= review.max_revisions:
+            return None
+        state.revisions += 1
+        self.counters.revisions += 1
+        return revision_directive(verdict, review)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _record(
+        self,
+        attempt: Attempt,
+        key: PoolKey | None,
+        outcome: _Outcome,
+        duration: float,
+        prefill: PrefillPlan,
+        seq: int | None = None,
+    ) -> None:
+        cls, code = classify_error(outcome.error) if outcome.error is not None else (None, None)
+        result: Literal["completed", "error", "timeout", "aborted"] = (
+            "completed"
+            if outcome.ok
+            else "aborted"
+            if outcome.aborted
+            else "timeout"
+            if cls == "timeout"
+            else "error"
+        )
+        record = AttemptRecord(
+            index=attempt.index,
+            label=attempt.label,
+            model=attempt.entry.model,
+            provider=attempt.entry.provider,
+            source=key.source if key is not None else attempt.entry.effective_source,
+            paid_by=attempt.scope.label(),
+            outcome=result,
+            key_id=key.key_id if key is not None else None,
+            error_class=cls,
+            safe_code=code,
+            usage=outcome.usage,
+            delivered_chars=len(self.delivery.delivered(seq)) if seq is not None else 0,
+            continuation=prefill.source == "carried",
+            prefill_mode=prefill.mode,
+            duration_s=duration,
+        )
+        self.log.append(record)
+        log.info(
+            "turn %s attempt %d (%s) key=%s -> %s%s carried=%d",
+            self.options.turn_id,
+            attempt.index,
+            attempt.label,
+            record.key_id or "-",
+            result,
+            f" {cls} ({code})" if cls else "",
+            len(self.carried),
+        )
+
+    async def _finish(
+        self,
+        status: Literal["completed", "failed", "aborted"],
+        attempt: Attempt | None,
+        outcome: _Outcome,
+    ) -> TurnResult:
+        notice = None
+        error = None
+        if status == "completed" and attempt is not None and attempt.index > 0:
+            notice = FallbackNotice(attempt.entry.model, attempt.index, tuple(self.failures))
+            self.delivery.send(-1, NoticeEvent(notice))
+        elif status == "failed":
+            cause = outcome.error or TurnFailure("no_credentials", "no usable attempt in the plan")
+            cls, code = classify_error(cause)
+            retry_after = getattr(root_cause(cause), "retry_after", None)
+            error = TurnError(cls, code, self.last_model, retry_after, cause, reported=True)
+            self.delivery.send(-1, ErrorEvent(error))
+        await self.delivery.drain()
+        if status != "completed":
+            await self.sink.flush()
+        self.log += [skip.record() for skip in self.plan.skipped]
+        self.log.sort(key=lambda r: r.index)
+        completion = outcome.completion
+        log.info(
+            "turn %s %s: attempts=%d rotations=%d fallbacks=%d continuations=%d",
+            self.options.turn_id,
+            status,
+            self.counters.attempts,
+            self.counters.rotations,
+            self.counters.fallbacks,
+            self.counters.continuations,
+        )
+        return TurnResult(
+            status=status,
+            text=self.delivery.text,
+            reasoning=outcome.reasoning if status == "completed" else "",
+            model=(completion.model or attempt.entry.model)
+            if completion is not None and attempt is not None
+            else None,
+            attempt_index=attempt.index if attempt is not None else None,
+            finish_reason=completion.finish_reason if completion is not None else None,
+            usage=outcome.usage if status == "completed" else None,
+            tool_invocations=tuple(outcome.invocations),
+            attempts=self.log,
+            notice=notice,
+            error=error,
+            counters=replace(self.counters, replayed_tools=self.replay.replayed),
+            review=tuple(self.review_state.trace),
+        )
+
+
+async def run_turn(
+    plan: Plan,
+    request: TurnPrompt | ChatPrompt,
+    sink: ResponseSink,
+    *,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Sleep = asyncio.sleep,
+    options: TurnOptions | None = None,
+    tokenizer: TokenCounter | None = None,
+    abort: AbortLike | None = None,
+) -> TurnResult:
+    """Run one reply through ``plan``, emitting to ``sink``; see the module docstring.
+
+    Provider failures never raise: they end in a ``failed`` result carrying the delivered
+    text and a safe :class:`~tavernkit.generation.result.TurnError`. An unexpected exception
+    is emitted as an ``unknown`` error, the sink is finalized, and the exception propagates.
+    ``sink.cleanup()`` always runs; a failure in it is logged, never raised over the turn.
+    """
+    prompt = request if isinstance(request, TurnPrompt) else TurnPrompt.from_chat_prompt(request)
+    turn = _Turn(
+        plan,
+        prompt,
+        sink,
+        clock=clock,
+        sleep=sleep,
+        options=options or TurnOptions(),
+        tokenizer=tokenizer or ByteEstimate(),
+        abort=abort,
+    )
+    try:
+        result = await turn.run()
+        await sink.finalize(result)
+        return result
+    except Exception as exc:
+        log.error("turn %s: unexpected %s", turn.options.turn_id, type(exc).__name__)
+        error = TurnError("unknown", "unknown", turn.last_model, cause=exc, reported=True)
+        failed = TurnResult(
+            "failed", turn.delivery.text, error=error, attempts=turn.log, counters=turn.counters
+        )
+        try:
+            await sink.emit(ErrorEvent(error))
+            await sink.finalize(failed)
+        except Exception:
+            log.warning("turn %s: the sink failed while reporting", turn.options.turn_id)
+        raise
+    finally:
+        await turn.delivery.close()
+        try:
+            await sink.cleanup()
+        except Exception as exc:
+            log.warning(
+                "turn %s: sink cleanup failed (%s)", turn.options.turn_id, type(exc).__name__
+            )
