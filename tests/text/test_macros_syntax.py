@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tavernkit.text.macros import MacroEnv, substitute_macros
@@ -73,3 +74,68 @@ def test_text_without_macros_is_unchanged(text: str) -> None:
 @given(st.text(alphabet="ab{}: /.$|\\\n", max_size=40))
 def test_any_text_renders_without_crashing(text: str) -> None:
     assert isinstance(substitute_macros(text, MacroEnv(compat="st-1.18")), str)
+
+
+# -- the lexer's regex fast path gives what the character loop gives ------------------------
+
+_LEX_ALPHABET = "ab_-:: {}|\\.$#!/+\t\u00a0\u2028xyz12"
+
+
+def _raw_tuple(raw: Any) -> Any:
+    return (
+        raw.start,
+        raw.end,
+        raw.complete,
+        raw.flags,
+        raw.name,
+        raw.inner_start,
+        raw.inner_end,
+        tuple(raw.args),
+        tuple(_raw_tuple(n) for n in raw.nested),
+        raw.is_var,
+        raw.var_op,
+        raw.value_span,
+        raw.lexer_errors,
+    )
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [
+                    "{{",
+                    "}}",
+                    "::",
+                    ":",
+                    "{{user}}",
+                    "{{getvar::x}}",
+                    "{{a:: b ::c}}",
+                    "{{/if}}",
+                    "{{#if .x < 3}}",
+                    "{{// c: d}}",
+                    "{{//}}",
+                    "{{.x++}}",
+                    "{{$y}}",
+                    "{{.a-b--}}",
+                    "{{x:y}}",
+                    "{{x :: }}",
+                ]
+            ),
+            st.text(alphabet=_LEX_ALPHABET, max_size=6),
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_simple_macro_fast_path_matches_the_full_lexer(text: str) -> None:
+    from tavernkit.text.macros import lexer
+
+    fast = [_raw_tuple(r) for r in lexer.scan_document(text, 0, len(text))]
+    original = lexer._scan_simple
+    lexer._scan_simple = lambda *_: None  # type: ignore[assignment]
+    try:
+        slow = [_raw_tuple(r) for r in lexer.scan_document(text, 0, len(text))]
+    finally:
+        lexer._scan_simple = original
+    assert fast == slow

@@ -62,6 +62,8 @@ def js_to_number(value: Any) -> float:
         return js_to_number(js_string(value))
     if not isinstance(value, str):
         return math.nan
+    if value.isdigit() and value.isascii():
+        return float(value)  # the common case (variables hold digit strings), without a regex
     text = js_trim(value)
     if not text:
         return 0.0

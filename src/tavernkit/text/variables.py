@@ -51,6 +51,8 @@ def read_value(stored: VarValue) -> VarValue:
     """SillyTavern's ``get``: the stored value as a number when it reads as one."""
     if stored is None:
         return ""
+    if stored.__class__ is str and len(stored) < 16 and stored.isdigit() and stored.isascii():
+        return int(stored)  # the common case; 15 digits or fewer are exact as JS numbers
     if isinstance(stored, str) and not js_trim(stored):
         # Blank text stays text (SillyTavern prints "   " back, not 0).
         return stored
@@ -65,10 +67,14 @@ def add_values(current_stored: VarValue, value: VarValue) -> VarValue:
     current = read_value(current_stored)
     if not js_truthy(current):
         current = 0
-    try:
-        parsed = json.loads(js_string(current))
-    except (ValueError, RecursionError):
-        parsed = None
+    text = js_string(current)
+    parsed = None
+    # Only a JSON array changes the meaning of add; anything else skips the parse.
+    if text.lstrip(" \t\n\r").startswith("["):
+        try:
+            parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            parsed = None
     if isinstance(parsed, list):
         parsed.append(value)
         return js_json_stringify(parsed)

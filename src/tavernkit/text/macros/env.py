@@ -26,6 +26,9 @@ class RandomSource(Protocol):
     def random(self) -> float: ...
 
 
+_SHARED_RANDOM: RandomSource = random.Random()
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -88,7 +91,7 @@ class MacroEnv:
     # injected effects
     clock: Callable[[], datetime] = _utc_now
     tz: tzinfo = UTC
-    #: Draws for {{random}}, {{roll}}, {{uuid}}; None: a fresh unseeded generator on first use.
+    #: Draws for {{random}}, {{roll}}, {{uuid}}; None: a process-wide unseeded generator.
     rng: RandomSource | None = None
     variables: VariableStore = field(default_factory=InMemoryVariables)
     chat_id_hash: int | None = None
@@ -102,8 +105,11 @@ class MacroEnv:
     banned_words: list[str] | None = None
 
     def random_source(self) -> RandomSource:
+        # Without an injected generator: the standard library's shared one, as SillyTavern
+        # uses Math.random (a fresh random.Random() per environment costs a urandom seeding
+        # on every render, more than the macros that draw from it).
         if self.rng is None:
-            self.rng = random.Random()
+            return _SHARED_RANDOM
         return self.rng
 
 

@@ -16,25 +16,29 @@ removes itself and the newlines around it, and stray ``{{else}}`` markers vanish
 Additions: a nesting limit (deeper macros stay literal and a warning is recorded; a limit of 0
 or less returns the text unrendered), an output-size limit (``LimitExceeded``) and
 ``skip_side_effects`` (variables are read but never written, local or global).
+
+Speed: templates are parsed once per registry and compat (the parse cache), and each node keeps
+what is a pure function of its text — its argument values when they hold no macro, the result
+of its argument-count check, and for ``{{if}}`` the condition and branches already split and
+parsed — so a warm render evaluates macros without lexing or parsing anything again.
+
+Renderer names: an ``overlay`` (see :class:`MacroOverlay`) lays per-render variables and
+function providers over the registry; ``used`` collects the names a render called.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from tavernkit.errors import LimitExceeded, TavernKitError
 from tavernkit.text._jscompat import (
-    JS_WHITESPACE,
     has_astral,
-    is_false_boolean,
-    js_json_stringify,
-    js_string,
-    js_to_number,
     js_trim,
-    js_truthy,
 )
 from tavernkit.text.macros.env import MacroEnv
+from tavernkit.text.macros.output import ELSE_MARKER, normalize_result, postprocess, trim_scoped
 from tavernkit.text.macros.parser import (
     Document,
     MacroNode,
@@ -44,12 +48,14 @@ from tavernkit.text.macros.parser import (
     parse_template,
 )
 from tavernkit.text.macros.registry import MacroCall, MacroDef, MacroRegistry, MacroRuntimeError
-from tavernkit.text.variables import ReadOnlyVariables, Scope, VariableStore
+from tavernkit.text.macros.shorthand import eval_shorthand
+from tavernkit.text.variables import ReadOnlyVariables, VariableStore
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_CHARS",
     "ELSE_MARKER",
     "Evaluation",
+    "MacroOverlay",
     "MacroResult",
     "normalize_result",
     "postprocess",
@@ -58,11 +64,23 @@ __all__ = [
     "trim_scoped",
 ]
 
-ELSE_MARKER = "\u0000\u001fELSE\u001f\u0000"
 DEFAULT_MAX_OUTPUT_CHARS = 5_000_000
-_UNESCAPE = re.compile(r"\\([{}])")
-_TRIM = re.compile(r"\{\{trim\}\}", re.IGNORECASE)
-_SPACE_TAB = " \t"
+#: Control flow and comments: not among the names a render reports as used (``used``).
+_NOT_REPORTED = frozenset({"if", "else", "//", "comment", "trim", "noop"})
+
+
+class MacroOverlay(Protocol):
+    """Names that a caller supplies on top of the registry for one render (the renderer's
+    variables and function providers). They shadow the registry's macros of the same name.
+
+    ``function(key, argc)`` returns the callable for the lower-cased name ``key`` called with
+    ``argc`` arguments (a scoped block's content counts as one), or None when the overlay has
+    nothing for that call; the callable gets the evaluated arguments and records its own name.
+    """
+
+    def function(self, key: str, argc: int) -> Callable[[list[str]], object] | None: ...
+
+    def handles(self, key: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,80 +89,6 @@ class MacroResult:
 
     text: str
     warnings: tuple[str, ...] = ()
-
-
-def normalize_result(value: object) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    if isinstance(value, list | dict):
-        return js_json_stringify(value)
-    return js_string(value)
-
-
-def postprocess(text: str) -> str:
-    if "\\" in text:
-        text = _UNESCAPE.sub(r"\1", text)
-    if "{{" in text:
-        text = _remove_bare_trim(text)
-    if "\x00" in text:
-        text = text.replace(ELSE_MARKER, "")
-    return text
-
-
-def _remove_bare_trim(text: str) -> str:
-    """Remove each ``{{trim}}`` with the newlines (``\n`` or ``\r\n``) on both sides of it.
-
-    Same result as SillyTavern's ``/(?:\r?\n)*{{trim}}(?:\r?\n)*/gi``, without that pattern's
-    cost of trying the leading newline loop at every position of a long text.
-    """
-    match = _TRIM.search(text)
-    if match is None:
-        return text
-    out: list[str] = []
-    cursor = 0
-    while match is not None:
-        start, end = match.start(), match.end()
-        while start > cursor and text[start - 1] == "\n":
-            start -= 1
-            if start > cursor and text[start - 1] == "\r":
-                start -= 1
-        while True:
-            if text.startswith("\n", end):
-                end += 1
-            elif text.startswith("\r\n", end):
-                end += 2
-            else:
-                break
-        out.append(text[cursor:start])
-        cursor = end
-        match = _TRIM.search(text, end)
-    out.append(text[cursor:])
-    return "".join(out)
-
-
-def trim_scoped(content: str) -> str:
-    """Trim block content and remove the indentation of its first non-blank line from all."""
-    if not content:
-        return ""
-    lines = content.split("\n")
-    base = 0
-    for line in lines:
-        if js_trim(line):
-            base = len(line) - len(line.lstrip(_SPACE_TAB))
-            break
-    if base == 0:
-        return js_trim(content)
-    out = []
-    for line in lines:
-        indent = len(line) - len(line.lstrip(_SPACE_TAB))
-        out.append(line[base:] if indent >= base else line.lstrip(JS_WHITESPACE))
-    return js_trim("\n".join(out))
-
-
-def _is_falsy(value: object) -> bool:
-    return not js_truthy(value) or is_false_boolean(normalize_result(value))
 
 
 class Evaluation:
@@ -161,9 +105,11 @@ class Evaluation:
         "max_output",
         "memo",
         "original_used",
+        "overlay",
         "registry",
         "skip_side_effects",
         "template",
+        "used",
         "variables",
         "warnings",
     )
@@ -179,6 +125,8 @@ class Evaluation:
         max_output: int,
         skip_side_effects: bool,
         dynamic: dict[str, object] | None = None,
+        overlay: MacroOverlay | None = None,
+        used: dict[str, None] | None = None,
     ) -> None:
         self.env = env
         self.registry = registry
@@ -189,6 +137,8 @@ class Evaluation:
         self.max_output = max_output
         self.skip_side_effects = skip_side_effects
         self.dynamic = dynamic
+        self.overlay = overlay
+        self.used = used
         self.warnings: list[str] = []
         self.memo: dict[str, str] = {}
         self.astral_texts: dict[str, bool] | None = None
@@ -216,10 +166,28 @@ class Evaluation:
         finally:
             self.base = saved
 
+    def resolve_template(self, template: Template, offset: int) -> str:
+        """``resolve`` for a template parsed already (handlers keep them per node)."""
+        saved = self.base
+        self.base = offset
+        try:
+            return postprocess(self.eval_doc(template.doc))
+        finally:
+            self.base = saved
+
+    def template_of(self, text: str) -> Template:
+        return parse_template(text, self.registry, self.compat)
+
     def astral(self, text: str) -> bool:
         """Whether offsets in ``text`` need converting to UTF-16 units (memoised per text)."""
         if text.isascii():
             return False
+        template = self.template
+        if text is template.text:
+            # The top-level text (usually the long one): kept on the cached template.
+            if template.astral is None:
+                template.astral = has_astral(text)
+            return template.astral
         if self.astral_texts is None:
             self.astral_texts = {}
         found = self.astral_texts.get(text)
@@ -265,12 +233,15 @@ class Evaluation:
             cached = self.memo.get(key)
             if cached is not None:
                 return cached
-            if not self.dynamic:
+            overlay = self.overlay
+            if not self.dynamic and (overlay is None or not overlay.handles(key)):
                 definition = self.registry.get_key(key, self.compat)
                 if definition is not None and definition.pure is not None:
                     # A plain value of the environment: computed once per render.
                     result = self._finish(definition.pure(self.env))
                     self.memo[key] = result
+                    if self.used is not None and definition.name not in _NOT_REPORTED:
+                        self.used.setdefault(definition.name)
                     return result
         self.depth += 1
         try:
@@ -286,14 +257,20 @@ class Evaluation:
 
     def _call(self, node: MacroNode, text: str) -> str:
         key = node.key
+        overlay = self.overlay
+        if overlay is not None:
+            function = overlay.function(key, len(node.args) + (node.scoped is not None))
+            if function is not None:
+                return self._call_overlay(node, text, function)
         dynamic = self.dynamic.get(key) if self.dynamic else None
         definition = None if dynamic is not None else self.registry.get_key(key, self.compat)
         delay = definition is not None and definition.delay_arg_resolution
-        registry, compat = self.registry, self.compat
         if delay:
             args = [text[a.start : a.end] for a in node.args]
+        elif node.literal_args is not None:
+            args = list(node.literal_args)
         else:
-            args = [self.eval_doc(arg_document(a, text, registry, compat)) for a in node.args]
+            args = self._eval_args(node, text)
         scoped = node.scoped
         if scoped is not None:
             if scoped.start >= scoped.end:
@@ -301,7 +278,7 @@ class Evaluation:
             elif delay:
                 args.append(text[scoped.start : scoped.end])
             else:
-                value = self.eval_doc(arg_document(scoped, text, registry, compat))
+                value = self.eval_doc(arg_document(scoped, text, self.registry, self.compat))
                 args.append(value if "#" in node.flags else trim_scoped(value))
         if definition is None:
             if dynamic is None:
@@ -311,7 +288,11 @@ class Evaluation:
                 return self._raw(node, text, args)
             produced: object = dynamic() if callable(dynamic) else dynamic
             return self._finish(produced)
-        if not definition.args_valid(len(args)):
+        if node.ready is definition:
+            pass  # the argument count was checked on an earlier evaluation
+        elif definition.args_valid(len(args)):
+            node.ready = definition
+        else:
             self.warn(
                 f"{{{{{node.name}}}}} called with {len(args)} arguments "
                 f"(expects {definition.min_args}-{definition.max_args}"
@@ -321,13 +302,15 @@ class Evaluation:
                 return self._raw(node, text, args)
         max_args = definition.max_args
         unnamed = args[:max_args] if len(args) > max_args else args
-        if definition.arg_specs:
+        if definition.typed:
             problem = definition.type_error(unnamed)
             if problem is not None:
                 self.warn(f"{{{{{node.name}}}}}: {problem}")
                 if definition.strict_args:
                     return self._raw(node, text, args)
         pure = definition.pure
+        if self.used is not None and definition.name not in _NOT_REPORTED:
+            self.used.setdefault(definition.name)
         try:
             if pure is not None and not args and scoped is None:
                 result = self._finish(pure(self.env))
@@ -355,9 +338,51 @@ class Evaluation:
             self.warn(f"{{{{{node.name}}}}} failed: {type(exc).__name__}: {exc}")
         return self._raw(node, text, args)
 
+    def _eval_args(self, node: MacroNode, text: str) -> list[str]:
+        registry, compat = self.registry, self.compat
+        args: list[str] = []
+        literal = True
+        for span in node.args:
+            doc = span.doc
+            if doc is None:
+                doc = arg_document(span, text, registry, compat)
+            if doc.has_macros:
+                literal = False
+                args.append(self.eval_doc(doc))
+            else:
+                parts = doc.parts
+                args.append(parts[0] if parts else "")  # type: ignore[arg-type]
+        if literal:
+            node.literal_args = tuple(args)
+        return args
+
+    def _call_overlay(
+        self, node: MacroNode, text: str, function: Callable[[list[str]], object]
+    ) -> str:
+        registry, compat = self.registry, self.compat
+        args = self._eval_args(node, text)
+        scoped = node.scoped
+        if scoped is not None:
+            if scoped.start >= scoped.end:
+                args.append("")
+            else:
+                value = self.eval_doc(arg_document(scoped, text, registry, compat))
+                args.append(value if "#" in node.flags else trim_scoped(value))
+        try:
+            return self._finish(function(args))
+        except MacroRuntimeError as exc:
+            self.warn(f"{{{{{node.name}}}}}: {exc}")
+        except TavernKitError:
+            raise
+        except Exception as exc:
+            self.warn(f"{{{{{node.name}}}}} failed: {type(exc).__name__}: {exc}")
+        return self._raw(node, text, args)
+
     def _finish(self, value: object) -> str:
-        result = normalize_result(value)
         post = self.env.post_process
+        if value.__class__ is str and post is None:
+            return value
+        result = normalize_result(value)
         return post(result) if post is not None else result
 
     def _raw(self, node: MacroNode, text: str, args: list[str]) -> str:
@@ -388,77 +413,11 @@ class Evaluation:
             if self.depth > self.max_depth:
                 self.warn(f"macro nesting deeper than {self.max_depth} levels left as written")
                 return text[node.start : node.end]
-            return self._var(node, text)
+            return eval_shorthand(self, node, text)
         finally:
             self.depth -= 1
 
-    def _var(self, node: VarNode, text: str) -> str:
-        store = self.variables
-        name = node.name
-        scope: Scope = "local" if node.scope == "local" else "global"
-        op = node.op
-        resolved: list[str] = []
-
-        def value() -> str:
-            if not resolved:
-                resolved.append(self._var_value(node, text))
-            return resolved[0]
-
-        if not op:
-            return normalize_result(store.get(name, scope))
-        if op == "=":
-            store.set(name, value(), scope)
-            return ""
-        if op == "++":
-            return normalize_result(store.inc(name, scope))
-        if op == "--":
-            return normalize_result(store.dec(name, scope))
-        if op == "+=":
-            store.add(name, value(), scope)
-            return ""
-        if op == "-=":
-            number = js_to_number(value())
-            if number != number:
-                self.warn(f'"-=" needs a number, got {value()!r}')
-            else:
-                store.add(name, -number, scope)
-            return ""
-        if op == "||":
-            current = store.get(name, scope)
-            return normalize_result(value() if _is_falsy(current) else current)
-        if op == "??":
-            if store.has(name, scope):
-                return normalize_result(store.get(name, scope))
-            return value()
-        if op == "||=":
-            current = store.get(name, scope)
-            if _is_falsy(current):
-                store.set(name, value(), scope)
-                return value()
-            return normalize_result(current)
-        if op == "??=":
-            if not store.has(name, scope):
-                store.set(name, value(), scope)
-                return value()
-            return normalize_result(store.get(name, scope))
-        if op == "==":
-            return "true" if normalize_result(store.get(name, scope)) == value() else "false"
-        if op == "!=":
-            return "true" if normalize_result(store.get(name, scope)) != value() else "false"
-        left = js_to_number(store.get(name, scope))
-        right = js_to_number(value())
-        if left != left or right != right:
-            self.warn(f'"{op}" needs numbers, got {store.get(name, scope)!r} and {value()!r}')
-            return "false"
-        if op == ">":
-            return "true" if left > right else "false"
-        if op == ">=":
-            return "true" if left >= right else "false"
-        if op == "<":
-            return "true" if left < right else "false"
-        return "true" if left <= right else "false"
-
-    def _var_value(self, node: VarNode, text: str) -> str:
+    def var_value(self, node: VarNode, text: str) -> str:
         if node.value_span is None:
             return ""
         out: list[str] = []
@@ -532,10 +491,17 @@ def render_macros(
     max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
     registry: MacroRegistry | None = None,
     compat: str | None = None,
+    overlay: MacroOverlay | None = None,
+    used: dict[str, None] | None = None,
 ) -> MacroResult:
-    """Evaluate the macros in ``text``; the result carries the warnings of the render."""
+    """Evaluate the macros in ``text``; the result carries the warnings of the render.
+
+    ``overlay`` adds per-render names on top of the registry (the renderer's variables and
+    function providers); ``used`` collects the names of the macros the render called, in
+    first-seen order (control flow and comments left out).
+    """
     out, warnings = _render(
-        text, env, skip_side_effects, max_depth, max_output_chars, registry, compat
+        text, env, skip_side_effects, max_depth, max_output_chars, registry, compat, overlay, used
     )
     return MacroResult(out, tuple(warnings))
 
@@ -548,6 +514,8 @@ def _render(
     max_output_chars: int,
     registry: MacroRegistry | None,
     compat: str | None,
+    overlay: MacroOverlay | None = None,
+    used: dict[str, None] | None = None,
 ) -> tuple[str, list[str]]:
     if not text:
         return "", []
@@ -563,7 +531,12 @@ def _render(
         keys = template.pure_keys
         if keys is None:
             keys = template.pure_keys = _pure_keys(template, registry, mode)
-        if keys:
+        if keys and (overlay is None or not any(overlay.handles(k) for k in keys)):
+            if used is not None:
+                for key in keys:
+                    definition = registry.get_key(key, mode)
+                    if definition is not None and definition.name not in _NOT_REPORTED:
+                        used.setdefault(definition.name)
             out = _render_pure(template, keys, env, registry, mode)
             if len(out) > max_output_chars:
                 raise LimitExceeded(
@@ -585,6 +558,8 @@ def _render(
         dynamic={k.lower(): v for k, v in env.dynamic_macros.items()}
         if env.dynamic_macros
         else None,
+        overlay=overlay,
+        used=used,
     )
     return postprocess(evaluation.eval_doc(template.doc)), evaluation.warnings
 

@@ -37,6 +37,13 @@ _ARG_RUN = re.compile(
     r"[^{}|:\\\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+"
 )
 _VAR_OPS = ("??=", "??", "||=", "||", "-=", "==", "!=", ">=", ">", "<=", "<", "+=", "=")
+# The common shapes lexed by one regex instead of the character loop (both give the same
+# RawMacro; anything unusual goes the long way): ``{{name}}``, ``{{/name}}`` (one flag),
+# ``{{name::a::b}}``, ``{{name arg}}`` / ``{{name:arg}}``, ``{{// comment}}``, ``{{.var}}``,
+# ``{{.var++}}``. No braces, pipes or backslashes inside.
+_SIMPLE = re.compile(r"\{\{([!?~#/>]?)([a-zA-Z][\w-]*)([^{}|\\]*)\}\}", re.ASCII)
+_SIMPLE_COMMENT = re.compile(r"\{\{//([^{}|\\]*)\}\}")
+_SIMPLE_VAR = re.compile(r"\{\{([.$])([a-zA-Z](?:[\w-]*\w)?)(\+\+|--)?\}\}", re.ASCII)
 
 
 @dataclass(slots=True)
@@ -86,8 +93,80 @@ def _incomplete(start: int, end: int, nested: list[RawMacro]) -> RawMacro:
     return RawMacro(start=start, end=end, complete=False, nested=nested)
 
 
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start] in _WS:
+        start += 1
+    while end > start and text[end - 1] in _WS:
+        end -= 1
+    return start, end
+
+
+def _simple_args(text: str, start: int, end: int) -> list[tuple[int, int]] | None:
+    """The argument spans of ``text[start:end]`` as ``_scan_args`` gives them, for the easy
+    cases; None when the long way must decide (empty arguments, a lone leading colon)."""
+    first, last = _trimmed(text, start, end)
+    if first == last:
+        return []
+    if text.startswith("::", first):
+        spans: list[tuple[int, int]] = []
+        cursor = first + 2
+        while True:
+            stop = text.find("::", cursor, end)
+            seg_end = end if stop < 0 else stop
+            s, e = _trimmed(text, cursor, seg_end)
+            if s == e:
+                return None
+            spans.append((s, e))
+            if stop < 0:
+                return spans
+            cursor = stop + 2
+    if text[first] == ":":
+        return None
+    return [(first, last)]
+
+
+def _scan_simple(text: str, i: int, end: int) -> RawMacro | None:
+    if text.startswith("{{//", i):
+        m = _SIMPLE_COMMENT.match(text, i, end)
+        if m is None:
+            return None
+        comment = _simple_args(text, m.start(1), m.end(1))
+        if comment is None:
+            return None
+        stop = m.end()
+        return RawMacro(i, stop, True, "", "//", i + 2, stop - 2, comment)
+    c = text[i + 2 : i + 3]
+    if c == "." or c == "$":
+        m = _SIMPLE_VAR.match(text, i, end)
+        if m is None:
+            return None
+        stop = m.end()
+        return RawMacro(
+            i, stop, True, "", m.group(2), i + 2, stop - 2, is_var=True, var_scope=c,
+            var_op=m.group(3) or "",
+        )  # fmt: skip
+    m = _SIMPLE.match(text, i, end)
+    if m is None:
+        return None
+    rest_start, rest_end = m.start(3), m.end(3)
+    args: list[tuple[int, int]] = []
+    if rest_start != rest_end:
+        lead = text[rest_start]
+        if lead != ":" and lead not in _WS:
+            return None  # a character the identifier end drops (a lexer error)
+        found = _simple_args(text, rest_start, rest_end)
+        if found is None:
+            return None
+        args = found
+    stop = m.end()
+    return RawMacro(i, stop, True, m.group(1), m.group(2), i + 2, stop - 2, args)
+
+
 def scan_macro(text: str, i: int, end: int) -> RawMacro:
     """Lex the macro opened by the ``{{`` at ``i``; stop at ``end`` (the end of the text)."""
+    simple = _scan_simple(text, i, end)
+    if simple is not None:
+        return simple
     pos = i + 2
     flags: list[str] = []
     nested: list[RawMacro] = []

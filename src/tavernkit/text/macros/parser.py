@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from tavernkit.text.macros.lexer import RawMacro, scan_document
 from tavernkit.text.macros.registry import MacroRegistry
@@ -72,6 +73,13 @@ class MacroNode:
     closing_end: int = 0
     keep_raw: bool = False
     lexer_errors: int = 0
+    #: The argument values when every argument is plain text (no macro inside): computed on
+    #: first evaluation, then reused (a cached template is evaluated every turn).
+    literal_args: tuple[str, ...] | None = None
+    #: Scratch space for a handler's per-node preparation (``{{if}}`` keeps its split here).
+    plan: Any = None
+    #: The definition whose argument count this node was found to satisfy (checked once).
+    ready: Any = None
 
 
 @dataclass(slots=True, eq=False)
@@ -98,6 +106,8 @@ class Template:
     pure_keys: tuple[str, ...] | None = None
     #: The last (values, output) of a pure template: same values, same text.
     last: tuple[tuple[str, ...], str] | None = None
+    #: Whether the text has characters outside the BMP (None: not yet examined).
+    astral: bool | None = None
 
 
 def _to_node(raw: RawMacro, text: str) -> MacroNode | VarNode:
@@ -174,7 +184,9 @@ def _pair_blocks(
         return definition is None or definition.accepts_scoped(len(m.args))
 
     def inside(m: MacroNode) -> bool:
-        return any(s <= m.start and m.end <= e for s, e in scopes)
+        # Openers are visited in order and tags inside a block never open one, so the blocks
+        # are disjoint and in order: only the last one can hold a later tag.
+        return bool(scopes) and scopes[-1][0] <= m.start and m.end <= scopes[-1][1]
 
     for opener in macros:
         if opener.key not in closing_keys or "/" in opener.flags or id(opener) in matched:
@@ -210,11 +222,14 @@ def _pair_blocks(
     if not scopes:
         return nodes
     kept: list[MacroNode | VarNode] = []
+    index = 0
     for n in nodes:
         if isinstance(n, MacroNode) and n.scoped is None and "/" in n.flags and not n.keep_raw:
             continue  # a closing tag folded into its block
-        if any(s <= n.start and n.end <= e for s, e in scopes):
-            continue
+        while index < len(scopes) and scopes[index][1] < n.end:
+            index += 1
+        if index < len(scopes) and scopes[index][0] <= n.start:
+            continue  # inside a block: its content is parsed on its own
         kept.append(n)
     return kept
 

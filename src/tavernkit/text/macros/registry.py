@@ -126,6 +126,11 @@ class MacroDef:
     #: count that leaves room for one more argument, SillyTavern's rule).
     block_arg_counts: tuple[int, ...] | None = None
     alias_of: str | None = None
+    #: Whether any argument has a type other than "string" (else type checks are skipped).
+    typed: bool = False
+
+    def __post_init__(self) -> None:
+        self.typed = any(spec.type != "string" for spec in self.arg_specs)
 
     @property
     def has_list(self) -> bool:
@@ -330,7 +335,10 @@ class MacroRegistry:
         data = self._cache.data
         found = data.get(key)
         if found is not None:
-            data.move_to_end(key)
+            try:  # noqa: SIM105 - contextlib.suppress costs more on this hot path
+                data.move_to_end(key)
+            except KeyError:  # evicted meanwhile by a render in another thread
+                pass
         return found
 
     def store(self, key: tuple[str, str], value: Any) -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 from tavernkit.text._jscompat import is_false_boolean, js_trim
 from tavernkit.text.macros.dice import DiceError, roll_dice
 from tavernkit.text.macros.evaluator import ELSE_MARKER, trim_scoped
 from tavernkit.text.macros.lexer import scan_document
+from tavernkit.text.macros.parser import Template
 from tavernkit.text.macros.registry import ArgSpec, MacroCall, MacroRegistry, MacroRuntimeError
 from tavernkit.text.macros.seeding import seeded_random, string_hash
 
@@ -66,7 +69,19 @@ def _find_else(content: str) -> tuple[str, str | None]:
     return content, None
 
 
-def _if(call: MacroCall) -> str:
+@dataclass(slots=True)
+class _IfPlan:
+    """What an ``{{if}}`` node needs on every evaluation, prepared once per node."""
+
+    inverted: bool
+    condition: Template | None
+    then_branch: Template | None
+    else_branch: Template | None
+
+
+def _if_plan(call: MacroCall) -> _IfPlan:
+    """Split the raw arguments into a condition and branches (a pure function of the node's
+    text: the arguments of ``{{if}}`` arrive unevaluated)."""
     evaluation = call.evaluation
     args = call.args
     else_inline: str | None = None
@@ -80,30 +95,51 @@ def _if(call: MacroCall) -> str:
     elif len(args) == 3:
         else_inline = args[2]
     raw_condition, raw_content = args[0], args[1]
-    then_branch: str
-    else_branch: str | None
     inverted = bool(_LEADING_BANG.match(raw_condition))
     condition = _STRIP_BANG.sub("", raw_condition, count=1) if inverted else raw_condition
-    condition = call.resolve(condition)
-    var = _VAR_CONDITION.fullmatch(condition)
-    if var is not None:
-        getter = "getvar" if var.group(1) == "." else "getglobalvar"
-        condition = call.resolve("{{" + getter + "::" + var.group(2) + "}}")
-    else:
-        definition = evaluation.registry.get_primary(condition, evaluation.compat)
-        if definition is not None and definition.min_args == 0 and condition.strip():
-            condition = call.resolve("{{" + condition + "}}")
-    falsy = condition == "" or is_false_boolean(condition)
-    if inverted:
-        falsy = not falsy
+    then_branch: str | None
+    else_branch: str | None
     if else_inline is not None:
         then_branch, else_branch = raw_content, else_inline
     else:
         then_branch, else_branch = _split_else(call, raw_content)
-    chosen = else_branch if falsy else then_branch
+
+    def template(text: str | None) -> Template | None:
+        return evaluation.template_of(text) if text else None
+
+    return _IfPlan(inverted, template(condition), template(then_branch), template(else_branch))
+
+
+def _if(call: MacroCall) -> str:
+    evaluation = call.evaluation
+    node = call._node
+    plan: _IfPlan | None = node.plan if node is not None else None
+    if plan is None:
+        plan = _if_plan(call)
+        if node is not None:
+            node.plan = plan
+    offset = call.global_offset
+    condition = (
+        evaluation.resolve_template(plan.condition, offset) if plan.condition is not None else ""
+    )
+    var = _VAR_CONDITION.fullmatch(condition)
+    if var is not None:
+        getter = "getvar" if var.group(1) == "." else "getglobalvar"
+        condition = call.resolve("{{" + getter + "::" + var.group(2) + "}}")
+    elif condition.strip():
+        definition = evaluation.registry.get_primary(condition, evaluation.compat)
+        overlay = evaluation.overlay
+        if (definition is not None and definition.min_args == 0) or (
+            overlay is not None and overlay.function(condition.strip().lower(), 0)
+        ):
+            condition = call.resolve("{{" + condition + "}}")
+    falsy = condition == "" or is_false_boolean(condition)
+    if plan.inverted:
+        falsy = not falsy
+    chosen = plan.else_branch if falsy else plan.then_branch
     if chosen is None:
         return ""
-    result = call.resolve(chosen)
+    result = evaluation.resolve_template(chosen, offset)
     return result if call.preserve_whitespace else trim_scoped(result)
 
 
@@ -147,8 +183,13 @@ def _pick(call: MacroCall) -> str:
     parts = [str(chat_id_hash(call)), str(call.evaluation.content_hash()), str(call.global_offset)]
     if env.pick_reroll_seed:
         parts.append(str(env.pick_reroll_seed))
-    seed = string_hash("-".join(parts))
-    return items[math.floor(seeded_random(str(seed)) * len(items))]
+    return items[math.floor(_seed_draw("-".join(parts)) * len(items))]
+
+
+@lru_cache(maxsize=4096)
+def _seed_draw(seed_text: str) -> float:
+    """The draw for a pick seed (pure: the same chat, template and position give the same)."""
+    return seeded_random(str(string_hash(seed_text)))
 
 
 def _banned(call: MacroCall) -> str:
