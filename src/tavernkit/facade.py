@@ -26,9 +26,11 @@ from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.sqlite import SqliteStore, open_store
+from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
+    from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
 
 __all__ = ["Tavern"]
@@ -53,8 +55,11 @@ class Tavern:
         self._library: Library | None = None
         #: function tools offered to this Tavern's chats (never shared between Taverns)
         self.tools = ToolRegistry()
+        #: The template service every prompt of this Tavern evaluates its macros through.
+        self.prompt_renderer = PromptRenderer()
         #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
         self.generations = ActiveGenerations()
+        self._chats: ChatService | None = None
 
     async def open(self) -> Self:
         if self._store is None:
@@ -102,3 +107,13 @@ class Tavern:
         from tavernkit.context import TavernContext
 
         return TavernContext(self, chat_id, **options)
+
+    @property
+    def chats(self) -> ChatService:
+        """The chat service (send, swipe, regenerate...) of this Tavern; one per Tavern, so
+        its one-turn-per-chat rule covers every caller."""
+        if self._chats is None:
+            from tavernkit.chat.service import ChatService
+
+            self._chats = ChatService(self)
+        return self._chats

@@ -11,7 +11,7 @@ builder, whichever the connection's API family calls for.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
@@ -25,6 +25,9 @@ from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
+
+if TYPE_CHECKING:
+    from tavernkit.text.render import PromptRenderer
 
 __all__ = [
     "build_prompt_for_state",
@@ -142,6 +145,7 @@ def state_substitute(
     *,
     compat: str,
     variables: Any = None,
+    renderer: PromptRenderer | None = None,
     **env_overrides: Any,
 ) -> MacroSubstitute:
     """The macro evaluator of one build: names, card and chat fields, and both variable
@@ -152,7 +156,9 @@ def state_substitute(
 
         local = state.chat.metadata.variables if state.chat is not None else None
         variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
-    return macro_substitute(prompt_state, compat=compat, variables=variables, **env_overrides)
+    return macro_substitute(
+        prompt_state, compat=compat, variables=variables, renderer=renderer, **env_overrides
+    )
 
 
 def _default_tokenizer(prompt_state: PromptState, is_chat: bool) -> Tokenizer:
@@ -208,6 +214,7 @@ def build_prompt_for_state(
     variables: Any = None,
     extension_prompts: Mapping[str, ExtensionPrompt] | None = None,
     dry_run: bool = False,
+    renderer: PromptRenderer | None = None,
     **builder_options: Any,
 ) -> PromptRequest:
     """Build the prompt of one turn from the store's state, SillyTavern's way.
@@ -218,6 +225,8 @@ def build_prompt_for_state(
     state's setting. The API family comes from the profile, else the settings' ``main_api``:
     ``openai`` builds a :class:`ChatPrompt`, anything else a :class:`TextPrompt`.
     ``builder_options`` go to the builder (``tool_tokens=``, ``inline_images=``...).
+    ``renderer`` (``Tavern.prompt_renderer``) makes every macro go through the renderer service,
+    so its registered functions and variables work in this prompt.
     """
     prompt_state = prompt_state_from_chat_state(
         state, model=model, main_api=main_api, extension_prompts=extension_prompts
@@ -225,7 +234,7 @@ def build_prompt_for_state(
     is_chat = prompt_state.settings.main_api == "openai"
     mode = compat or state.compat
     tokens = tokenizer if tokenizer is not None else _default_tokenizer(prompt_state, is_chat)
-    sub = state_substitute(state, prompt_state, compat=mode, variables=variables)
+    sub = state_substitute(state, prompt_state, compat=mode, variables=variables, renderer=renderer)
     wi = wi_result
     if wi is None:
         wi = scan_for_state(

@@ -15,6 +15,7 @@ from tavernkit.prompt.state import PromptState, Substitute
 
 if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
+    from tavernkit.text.render import PromptRenderer
 
 __all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute"]
 
@@ -24,11 +25,23 @@ _MACRO_CHARS = ("{", "<", "\\")
 
 
 class MacroSubstitute:
-    """A :class:`~tavernkit.prompt.state.Substitute` backed by the macro engine."""
+    """A :class:`~tavernkit.prompt.state.Substitute` backed by the macro engine.
 
-    def __init__(self, env: MacroEnv, *, compat: str | None = None) -> None:
+    With a ``renderer`` (``Tavern.prompt_renderer``) every evaluation goes through it, so the
+    function and variable providers registered there work in every prompt, not only in direct
+    ``render_template`` calls; the environment stays this object's ``env`` either way.
+    """
+
+    def __init__(
+        self, env: MacroEnv, *, compat: str | None = None, renderer: PromptRenderer | None = None
+    ) -> None:
         self.env = env
         self.compat = compat
+        self._rendered = (
+            renderer.substitute_for(env, compat=compat)  # type: ignore[arg-type]
+            if renderer is not None
+            else None
+        )
 
     def __call__(
         self,
@@ -41,6 +54,8 @@ class MacroSubstitute:
         # Three substring tests beat a generator over _MACRO_CHARS on long chat messages.
         if not text or ("{" not in text and "<" not in text and "\\" not in text):
             return text
+        if self._rendered is not None:
+            return self._rendered(text, original=original, dynamic=dynamic)
         from tavernkit.text.macros.evaluator import substitute_macros
 
         env = self.env
@@ -55,6 +70,7 @@ def macro_substitute(
     *,
     outlets: Mapping[str, str] | None = None,
     compat: str = "default",
+    renderer: PromptRenderer | None = None,
     **env_overrides: Any,
 ) -> MacroSubstitute:
     """An evaluator for ``state``: names, card and persona fields, chat statistics, outlets.
@@ -87,7 +103,7 @@ def macro_substitute(
     values["last_message_id"] = len(messages) - 1 if messages else None
     values.update(env_overrides)
     env = env_from_chat_state({"character": state.character, "messages": _tail(messages)}, **values)
-    return MacroSubstitute(env, compat=compat)
+    return MacroSubstitute(env, compat=compat, renderer=renderer)
 
 
 def _tail(messages: list[Any]) -> list[Any]:
