@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import os
 import random
 import statistics
@@ -99,27 +100,39 @@ def generate(
     secondary_share: float = 0.20,
     activation_rate: float = 0.05,
     words_per_message: int = 20,
+    recursion_share: float = 0.1,
+    regex_template: str = "/\\b{word}(?:s|es)?\\b/i",
 ) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """A book and a chat (newest first) whose scan activates about ``activation_rate`` of the
-    entries: keys are drawn from a vocabulary sized so that the ``depth`` newest messages hold
-    roughly that share of it."""
+    entries at any size and depth.
+
+    Keys are drawn from a vocabulary sized so that the ``depth`` newest messages hold the
+    matching share of it. Recursion is on, so activated content must not flood the scan text:
+    the share of entries whose content names a vocabulary word is set so that one loop's
+    activations add about ``recursion_share`` x the window's words (each loop then adds about
+    that fraction of the previous one's activations, whatever the entries/depth ratio)."""
     rng = random.Random(seed)
     window_words = min(depth, messages) * words_per_message
-    # P(entry hit) ~ 1 - (1 - p)^2.5 keys, p = distinct window words / vocabulary.
-    p_word = 1 - (1 - activation_rate) ** (1 / 2.5)
+    # Activations of all loops ~ first loop x (1 + r + r^2 ...) = first / (1 - r).
+    first_rate = activation_rate * (1 - recursion_share)
+    # Of the entries with secondary keys, AND_ANY / AND_ALL (2 of the 5 logic draws below)
+    # almost never pass; the others almost always do.
+    can_fire = 1 - secondary_share * 2 / 5
+    p_word = _word_hit_probability(min(0.99, first_rate / can_fire))
     vocab = max(100, int(window_words / p_word))
+    content_word_share = min(1.0, recursion_share * window_words / (entries * first_rate))
     words = [f"w{i}" for i in range(vocab)]
     book: dict[str, Any] = {"entries": {}}
     for uid in range(entries):
         keys = [rng.choice(words) for _ in range(rng.randint(1, 4))]
         if rng.random() < regex_share:
-            keys[0] = f"/\\b{keys[0]}(?:s|es)?\\b/i"
+            keys[0] = regex_template.format(word=keys[0])
         secondary: list[str] = []
         if rng.random() < secondary_share:
             secondary = [rng.choice(words) for _ in range(rng.randint(1, 2))]
         filler = " ".join(rng.choice(["lore", "myth", "ancient", "text"]) for _ in range(12))
-        # One content word in five is a vocabulary word, so recursion has something to find.
-        extra = f" {rng.choice(words)}" if rng.random() < 0.2 else ""
+        # Some contents name a vocabulary word, so recursion has something to find.
+        extra = f" {rng.choice(words)}" if rng.random() < content_word_share else ""
         book["entries"][str(uid)] = {
             "uid": uid,
             "key": keys,
@@ -149,9 +162,26 @@ def generate(
         "messages": messages,
         "scan_depth": depth,
         "vocabulary": vocab,
+        "regex_keys": regex_template,
+        "content_word_share": round(content_word_share, 4),
         "seed": seed,
     }
     return book, chat, params
+
+
+def _word_hit_probability(target: float) -> float:
+    """The share p of the vocabulary to put in the window so that an entry with 1-4 keys
+    (uniform) has a key in it with probability ``target``; the window holds distinct words
+    ``V * (1 - exp(-window / V))`` of a vocabulary of V, so p is solved for directly."""
+    lo, hi = 1e-9, 1.0
+    for _ in range(60):
+        p = (lo + hi) / 2
+        if sum(1 - (1 - p) ** k for k in (1, 2, 3, 4)) / 4 < target:
+            lo = p
+        else:
+            hi = p
+    # distinct / V = 1 - exp(-window / V) = p  =>  V = window / -ln(1 - p)
+    return -math.log(1 - p) if p < 1 else 1.0
 
 
 def run_generated(
@@ -200,23 +230,44 @@ def bench_generated(repeats: int, quick: bool) -> None:
         f"{peak_cold / 2**20:.1f} MiB (target < 200 MB)"
     )
 
+    # The same book with regex keys that are not word-shaped (no leading \b): they run on the
+    # regex engine, per segment and once per recursion chunk.
+    general = "/{word}(?:s|es)?\\b/i"
+    book_g, chat_g, _ = generate(
+        entries=n_entries, messages=n_messages, depth=depth, regex_template=general
+    )
+    engine_g = WorldInfoEngine()
+    cold_g, result_g = timed(lambda: run_generated(book_g, chat_g, depth, engine_g))
+    warm_g = [
+        timed(lambda: run_generated(book_g, chat_g, depth, engine_g))[0] for _ in range(repeats)
+    ]
+    print(
+        f"   with regex keys {general} (regex engine): cold {cold_g:.0f} ms; warm median "
+        f"{statistics.median(warm_g):.1f} ms; activated {len(result_g.activated)} "
+        f"in {result_g.loops} loops"
+    )
+
     print()
-    print("   scaling (warm median ms; 2,000 messages, cold in parentheses)")
+    print(
+        "   scaling: warm median ms (cold ms incl. compile) activated share / loops; 2,000 messages"
+    )
     sizes = (1_000, 5_000) if quick else (1_000, 5_000, 20_000)
     depths = (10, 100, 1_000)
-    print(f"   {'entries':>8} " + " ".join(f"{'depth ' + str(d):>18}" for d in depths))
+    width = 28
+    print(f"   {'entries':>8} " + " ".join(f"{'depth ' + str(d):>{width}}" for d in depths))
     for n in sizes:
         cells = []
         for d in depths:
             bk, ch, _ = generate(entries=n, messages=2_000, depth=d, activation_rate=0.05)
             eng = WorldInfoEngine()
-            cold, _ = timed(lambda bk=bk, ch=ch, d=d, eng=eng: run_generated(bk, ch, d, eng))
+            cold, res = timed(lambda bk=bk, ch=ch, d=d, eng=eng: run_generated(bk, ch, d, eng))
             w = statistics.median(
                 timed(lambda bk=bk, ch=ch, d=d, eng=eng: run_generated(bk, ch, d, eng))[0]
                 for _ in range(max(3, repeats // 3))
             )
-            cells.append(f"{w:8.1f} ({cold:6.0f})")
-        print(f"   {n:>8} " + " ".join(f"{c:>18}" for c in cells))
+            share = len(res.activated) / n
+            cells.append(f"{w:7.1f} ({cold:5.0f}) {share:5.1%}/{res.loops}")
+        print(f"   {n:>8} " + " ".join(f"{c:>{width}}" for c in cells))
 
 
 def main() -> None:

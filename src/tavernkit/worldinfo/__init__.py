@@ -30,8 +30,10 @@ warning instead of silently emptying the whole scan, and regex keys run under a 
 (:class:`~tavernkit.worldinfo.regex_keys.RegexGuard`): a key that exceeds its time limit does
 not match, with a warning. Known residual differences: Unicode tables (``toLowerCase``) follow
 Python's Unicode version; ``regress`` matches ``.`` per code point where JS without ``u`` sees
-UTF-16 halves; keys with macros are substituted once per scan (SillyTavern: once per check,
-which only differs for non-deterministic macros in keys).
+UTF-16 halves, and folds ``\u017f``/``\u212a`` to ``s``/``k`` under ``i`` without ``u`` where JS
+does not (word-shaped keys such as ``/\\bdragons?\\b/i`` bypass ``regress`` and follow JS);
+keys with macros are substituted once per scan (SillyTavern: once per check, which only
+differs for non-deterministic macros in keys).
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ string *per entry per loop*, and lowercases it per key. Here every segment is ma
 (:class:`~tavernkit.worldinfo.matcher.SegmentMatcher`) and a key's presence in an entry's view
 is a lookup: the first message index where it occurs, the fields and the recursion chunks where
 it occurs. The joined string is built only for regex keys and the rare "slow" keys, once per
-distinct view per loop.
+distinct view per loop — except segment-local regex keys (most real ones), which are searched
+per segment: messages once per scan, recursion chunks once each as they arrive, so a deep
+recursion does not re-search the whole accumulated recursion buffer every loop.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from typing import Any
 
 from tavernkit.worldinfo._js import js_lower, js_number, js_trim
 from tavernkit.worldinfo.matcher import (
-    KIND_AC,
+    INDEXED_KINDS,
     KIND_EMPTY,
     KIND_REGEX,
-    KIND_WORD,
+    KIND_RXWORD,
     NeedleTable,
     SegmentMatcher,
     plain_match,
@@ -73,7 +75,11 @@ def scan_chat(
     (or ``content``)/``is_system``."""
     kept: list[tuple[str, str]] = []
     for msg in messages:
-        get = msg.get if isinstance(msg, Mapping) else lambda k, d=None, m=msg: getattr(m, k, d)
+        get = (
+            msg.get
+            if isinstance(msg, dict | Mapping)
+            else lambda k, d=None, m=msg: getattr(m, k, d)
+        )
         if get("is_system", False):
             continue
         text = get("mes", None)
@@ -104,13 +110,18 @@ class ScanBuffer:
         regex_literals: Mapping[int, int] | None = None,
     ) -> None:
         self.regex_literals = regex_literals or {}
-        self.messages = [js_trim(m) if isinstance(m, str) else "" for m in chat[:MAX_SCAN_DEPTH]]
+        # Trimmed on first use: a scan usually looks at a few of a long chat's messages.
+        self._raw = chat[:MAX_SCAN_DEPTH]
+        self.n_messages = len(self._raw)
+        self.messages: list[str] = []
         self.fields = tuple(f if isinstance(f, str) else "" for f in fields)
         self.field_mask = sum(1 << i for i, f in enumerate(self.fields) if f)
         self.inject = [t for t in inject if isinstance(t, str) and t]
         self.recursion: list[str] = []
         self.table = table
         self.matcher = matcher
+        self._indexed_size = matcher.size
+        self._indexed = [kind in INDEXED_KINDS for kind in matcher.kinds]
         self.guard = guard
         self._on_timeout = on_regex_timeout
         self.first_msg: dict[int, int] = {}
@@ -122,12 +133,18 @@ class ScanBuffer:
         self._folded: dict[View, str] = {}
         self._casefolded: dict[View, str] = {}
         self._memo: dict[tuple[int, View], bool] = {}
+        self._local: dict[int, _LocalState] = {}
         for bit, text in enumerate(self.fields):
             if text:
                 for nid in matcher.match(text):
                     self.field_hits[nid] = self.field_hits.get(nid, 0) | (1 << bit)
         for text in self.inject:
             self.inject_hits.update(matcher.match(text))
+
+    def _trim_to(self, n: int) -> None:
+        messages = self.messages
+        for m in self._raw[len(messages) : n]:
+            messages.append(js_trim(m) if isinstance(m, str) else "")
 
     @property
     def scanned(self) -> int:
@@ -136,7 +153,8 @@ class ScanBuffer:
     def scan_to(self, depth: int) -> list[list[int]]:
         """Match messages up to ``depth``; returns the buckets of newly scanned messages
         (ids first seen in each)."""
-        end = min(depth, len(self.messages))
+        end = min(depth, self.n_messages)
+        self._trim_to(end)
         new: list[list[int]] = []
         first = self.first_msg
         for i in range(len(self.buckets), end):
@@ -148,9 +166,10 @@ class ScanBuffer:
         return new
 
     def add_recursion(self, text: str) -> frozenset[int]:
-        """Append a recursion chunk; returns the needles it matched."""
+        """Append a recursion chunk; returns the needles it matched that no earlier chunk
+        had (the others' entries are already candidates)."""
         self.recursion.append(text)
-        hits = self.matcher.match(text)
+        hits = self.matcher.match(text) - self.rec_hits
         self.rec_hits.update(hits)
         self._strings.clear()
         self._folded.clear()
@@ -164,7 +183,7 @@ class ScanBuffer:
         if depth <= 0:
             return EMPTY_VIEW
         n = 0 if math.isnan(depth) else int(min(depth, MAX_SCAN_DEPTH))
-        return View(min(n, len(self.messages)), mask & self.field_mask, recursion)
+        return View(min(n, self.n_messages), mask & self.field_mask, recursion)
 
     def text(self, view: View) -> str:
         """The joined scan text of a view, exactly as SillyTavern builds it."""
@@ -173,6 +192,7 @@ class ScanBuffer:
         cached = self._strings.get(view)
         if cached is not None:
             return cached
+        self._trim_to(view.n_msgs)
         parts = [_MATCHER + _JOINER.join(self.messages[: view.n_msgs])]
         for bit, field_text in enumerate(self.fields):
             if view.fields & (1 << bit):
@@ -202,15 +222,10 @@ class ScanBuffer:
 
     def matches(self, nid: int, view: View) -> bool:
         """Whether needle ``nid`` matches the view (SillyTavern's ``matchKeys``)."""
-        needle = self.table.get(nid)
-        kind = needle.kind
-        if kind == KIND_EMPTY:
-            return True
-        if view.empty:
-            if kind == KIND_REGEX:
-                return self._regex(nid, view)
-            return False
-        if kind in (KIND_WORD, KIND_AC) and nid < self.matcher.size:
+        if nid < self._indexed_size and self._indexed[nid]:
+            # Presence per segment is known: the first message, the fields, inject, recursion.
+            if view.empty:
+                return False
             first = self.first_msg.get(nid)
             if first is not None and first < view.n_msgs:
                 return True
@@ -219,8 +234,14 @@ class ScanBuffer:
             if nid in self.inject_hits:
                 return True
             return view.recursion and nid in self.rec_hits
-        if kind == KIND_REGEX:
+        needle = self.table.get(nid)
+        kind = needle.kind
+        if kind == KIND_EMPTY:
+            return True
+        if kind in (KIND_REGEX, KIND_RXWORD):
             return self._regex(nid, view)
+        if view.empty:
+            return False
         memo_key = (nid, view)
         hit = self._memo.get(memo_key)
         if hit is None:
@@ -250,9 +271,82 @@ class ScanBuffer:
                 if regex.literal not in hay:
                     self._memo[memo_key] = False
                     return False
-            result = self.guard.test(regex, self.text(view))
+            if regex.local:
+                result = self._local_regex(nid, view)
+            else:
+                result = self.guard.test(regex, self.text(view))
             if result is None:
                 self._on_timeout(needle.text)
                 result = False
             hit = self._memo[memo_key] = result
         return hit
+
+    def _local_regex(self, nid: int, view: View) -> bool | None:
+        """A segment-local regex (:func:`~tavernkit.worldinfo.regex_keys.is_segment_local`)
+        on a view: the joined text matches iff one of its segments does, so each message,
+        field, the inject text and each recursion chunk is searched once per scan, not once
+        per view and loop; a recursion loop searches only the chunks added since. ``None``:
+        the pattern timed out."""
+        if view.empty:
+            return False  # local patterns never match ""
+        regex = self.table.get(nid).regex
+        assert regex is not None
+        state = self._local.get(nid)
+        if state is None:
+            state = self._local[nid] = _LocalState()
+        test = self.guard.test
+        n = view.n_msgs
+        self._trim_to(n)
+        if state.first_msg < 0 and state.msgs_checked < n:
+            start = state.msgs_checked
+            found = test(regex, _JOINER.join(self.messages[start:n]))
+            if found is None:
+                return None
+            state.msgs_checked = n
+            if found:
+                for k in range(start, n):
+                    hit = test(regex, self.messages[k])
+                    if hit is None:
+                        return None
+                    if hit:
+                        state.first_msg, state.msgs_checked = k, k + 1
+                        break
+        if 0 <= state.first_msg < n:
+            return True
+        if view.fields:
+            if state.fields < 0:
+                state.fields = 0
+                for bit, text in enumerate(self.fields):
+                    if text:
+                        hit = test(regex, text)
+                        if hit is None:
+                            return None
+                        state.fields |= (1 << bit) if hit else 0
+            if state.fields & view.fields:
+                return True
+        if self.inject:
+            if state.inject is None:
+                state.inject = test(regex, _JOINER.join(self.inject))
+                if state.inject is None:
+                    return None
+            if state.inject:
+                return True
+        if view.recursion and len(self.recursion) > state.rec_checked and not state.rec_hit:
+            hit = test(regex, _JOINER.join(self.recursion[state.rec_checked :]))
+            if hit is None:
+                return None
+            state.rec_hit = hit
+            state.rec_checked = len(self.recursion)
+        return view.recursion and state.rec_hit
+
+
+@dataclass(slots=True)
+class _LocalState:
+    """What one segment-local regex has found so far in this scan's segments."""
+
+    msgs_checked: int = 0  # messages [0, msgs_checked) searched ...
+    first_msg: int = -1  # ... and the first that matched (-1: none)
+    fields: int = -1  # bit mask of matching fields (-1: not searched yet)
+    inject: bool | None = None
+    rec_checked: int = 0  # recursion chunks searched
+    rec_hit: bool = False

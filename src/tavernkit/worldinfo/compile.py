@@ -22,6 +22,7 @@ from tavernkit.worldinfo._js import (
     js_key_order,
     js_loose_true,
     js_number,
+    js_strict_eq,
     js_string,
     js_truthy,
 )
@@ -105,6 +106,7 @@ class CompiledEntry:
     delay: Any
     position_code: int  # 0..7 when ``position`` is exactly one of those numbers, else -1
     logic_code: int  # selectiveLogic ?? 0 when exactly 0..3, else -1 (no logic applies)
+    certain: bool  # no probability roll: ``!useProbability || probability === 100``
     _hash: int | None = None
 
     @property
@@ -280,6 +282,8 @@ def _compile_entry(
         delay=wire.get("delay"),
         position_code=_position_code(wire.get("position")),
         logic_code=_logic_code(wire.get("selectiveLogic")),
+        certain=not js_truthy(wire.get("useProbability"))
+        or js_strict_eq(wire.get("probability"), 100),
     )
 
 
@@ -295,15 +299,25 @@ def _logic_code(value: Any) -> int:
     return code if code < 4 else -1
 
 
+_SCALARS = frozenset((str, bool, int, float, type(None)))
+
+
 def _is_json(value: Any, depth: int = 0) -> bool:
+    if type(value) in _SCALARS:  # the common case, without isinstance chains
+        return True
     if depth > 64:
         return False
     if value is None or isinstance(value, str | bool | int | float):
         return True
+    if isinstance(value, list | Mapping) and depth >= 64:
+        return not value  # any child would be deeper than 64 levels
     if isinstance(value, list):
-        return all(_is_json(v, depth + 1) for v in value)
+        return all(type(v) in _SCALARS or _is_json(v, depth + 1) for v in value)
     if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _is_json(v, depth + 1) for k, v in value.items())
+        return all(
+            isinstance(k, str) and (type(v) in _SCALARS or _is_json(v, depth + 1))
+            for k, v in value.items()
+        )
     return False
 
 

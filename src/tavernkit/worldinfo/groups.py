@@ -35,20 +35,57 @@ def filter_by_inclusion_groups(
     compat: bool,
 ) -> None:
     """Remove group losers from ``new_entries`` (indices into ``entries``) in place."""
+    present = _filter(
+        new_entries,
+        entries,
+        activated,
+        is_sticky=is_sticky,
+        is_cooldown=is_cooldown,
+        is_delay=is_delay,
+        score=score,
+        global_scoring=global_scoring,
+        rng=rng,
+        compat=compat,
+    )
+    if present is not None and len(present) != len(new_entries):
+        new_entries[:] = [i for i in new_entries if i in present]
+
+
+def _filter(
+    new_entries: list[int],
+    entries: Sequence[CompiledEntry],
+    activated: Sequence[CompiledEntry],
+    *,
+    is_sticky: Callable[[int], bool],
+    is_cooldown: Callable[[int], bool],
+    is_delay: Callable[[int], bool],
+    score: Callable[[int], int],
+    global_scoring: bool,
+    rng: Callable[[], float],
+    compat: bool,
+) -> set[int] | None:
+    """The entries of ``new_entries`` that survive (``None``: no groups, all survive)."""
     grouped: dict[str, list[int]] = {}
     for idx in new_entries:
         for name in entries[idx].group_names:
             grouped.setdefault(name, []).append(idx)
     if not grouped:
-        return
+        return None
     order = js_key_order(grouped)
+    # ``new_entries`` holds each index once, so removing by value is dropping it from a set;
+    # the list is rebuilt once at the end instead of an O(n) ``list.remove`` per loser.
+    present = set(new_entries)
+    tail = len(new_entries) - 1
 
     def remove(idx: int) -> None:
-        try:
-            new_entries.remove(idx)
-        except ValueError:
-            if compat and new_entries:
-                new_entries.pop()
+        nonlocal tail
+        if idx in present:
+            present.discard(idx)
+        elif compat and present:
+            # splice(-1, 1): the last entry still in the list goes.
+            while new_entries[tail] not in present:
+                tail -= 1
+            present.discard(new_entries[tail])
 
     has_sticky: dict[str, bool] = {}
     for name in order:
@@ -118,3 +155,4 @@ def filter_by_inclusion_groups(
         for i in group:
             if i != winner:
                 remove(i)
+    return present

@@ -4,15 +4,17 @@ set and settings and reused across scans (the per-turn cost is then the chat tex
 from __future__ import annotations
 
 import functools
+import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tavernkit.worldinfo._js import js_trim
+from tavernkit.worldinfo._js import js_number, js_trim
 from tavernkit.worldinfo.compile import BookCache, CompiledBook, CompiledEntry
-from tavernkit.worldinfo.matcher import KIND_AC, KIND_WORD, NeedleTable, SegmentMatcher
+from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
+from tavernkit.worldinfo.result import ActivatedEntry
 
 __all__ = ["Book", "ScanIndex", "Scope", "WorldInfoEngine", "has_macro"]
 
@@ -61,6 +63,12 @@ class ScanIndex:
     warnings: tuple[str, ...]
     position: dict[int, int] = field(default_factory=dict)
     regex_literals: dict[int, int] = field(default_factory=dict)
+    #: Per entry: what its view depends on besides the loop (scan depth as a JS number, match
+    #: mask), so entries with equal keys share one view per loop.
+    view_keys: list[tuple[Any, int]] = field(default_factory=list)
+    has_groups: bool = False
+    #: Result records by entry index, reused across scans while an entry's content is the same.
+    activated_cache: dict[int, ActivatedEntry] = field(default_factory=dict)
 
 
 def order_entries(
@@ -138,7 +146,7 @@ def build_index(
         indexable = e.scan_depth is None and not e.constant and not e.decorators
         if indexable:
             for _, nid in p:
-                if nid is None or (nid >= 0 and table.get(nid).kind not in (KIND_WORD, KIND_AC)):
+                if nid is None or (nid >= 0 and table.get(nid).kind not in INDEXED_KINDS):
                     indexable = False
                     break
         if indexable:
@@ -155,7 +163,9 @@ def build_index(
     for nid in range(len(table)):
         needle = table.get(nid)
         regex = needle.regex
-        if regex is None or regex.literal is None or ("u" in regex.flags and "i" in regex.flags):
+        if needle.kind != KIND_REGEX or regex is None or regex.literal is None:
+            continue
+        if "u" in regex.flags and "i" in regex.flags:
             continue
         if "\n" in regex.literal or "\x01" in regex.literal or "\r" in regex.literal:
             continue
@@ -177,7 +187,16 @@ def build_index(
         warnings=tuple(warnings),
         position={id(e): i for i, e in enumerate(entries)},
         regex_literals=literal_ids,
+        view_keys=[_view_key(e) for e in entries],
+        has_groups=any(e.group_names for e in entries),
     )
+
+
+def _view_key(e: CompiledEntry) -> tuple[Any, int]:
+    if e.scan_depth is None:
+        return (None, e.match_mask)
+    depth = js_number(e.scan_depth)
+    return ("nan" if math.isnan(depth) else depth, e.match_mask)
 
 
 def select_books(books: Sequence[Book]) -> list[Book]:

@@ -9,7 +9,11 @@ once:
   set of the segment's maximal ``[A-Za-z0-9_]`` runs: with SillyTavern's ``(?:^|\\W)key(?:$|\\W)``
   and ASCII ``\\W`` such a key matches exactly when it *is* one of those runs;
 - every other plain key goes through one Aho-Corasick automaton, with the whole-word boundary
-  checked per hit (ASCII ``\\W``, so non-ASCII letters are boundaries, as in JS).
+  checked per hit (ASCII ``\\W``, so non-ASCII letters are boundaries, as in JS);
+- regex keys of the shape ``/\\bword\\b/``, ``/\\b(?:elf|elves)\\b/i``, ``/\\bdragons?\\b/i``
+  (``KIND_RXWORD``) are the same run lookup over the segment's *original* runs, lowercased
+  ASCII-only under ``i`` (JS ``/i`` without ``u`` never folds a non-ASCII letter to ASCII);
+  see :func:`~tavernkit.worldinfo.regex_keys.word_alternatives` for the proof.
 
 Segments in SillyTavern's scan text are joined by ``\\n\\x01`` (both non-word characters), so a
 key matches the joined text iff it matches one segment — except keys containing ``\\x01`` or
@@ -25,12 +29,14 @@ from typing import Any
 import ahocorasick  # type: ignore[import-not-found]
 
 from tavernkit.worldinfo._js import JS_WHITESPACE, js_lower
-from tavernkit.worldinfo.regex_keys import RegexKey, parse_regex_key
+from tavernkit.worldinfo.regex_keys import RegexKey, parse_regex_key, word_alternatives
 
 __all__ = [
+    "INDEXED_KINDS",
     "KIND_AC",
     "KIND_EMPTY",
     "KIND_REGEX",
+    "KIND_RXWORD",
     "KIND_SLOW",
     "KIND_WORD",
     "Needle",
@@ -39,11 +45,13 @@ __all__ = [
     "plain_match",
 ]
 
-KIND_EMPTY, KIND_REGEX, KIND_WORD, KIND_AC, KIND_SLOW = range(5)
+KIND_EMPTY, KIND_REGEX, KIND_WORD, KIND_AC, KIND_SLOW, KIND_RXWORD = range(6)
+#: Needles a :class:`SegmentMatcher` indexes (their presence per segment is precomputed).
+INDEXED_KINDS = frozenset((KIND_WORD, KIND_AC, KIND_RXWORD))
 
 _WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 _PURE_WORD = re.compile(r"[A-Za-z0-9_]+\Z")
-_JS_WS = frozenset(JS_WHITESPACE)
+_JS_WS = re.compile("[" + re.escape(JS_WHITESPACE) + "]")
 
 
 def _is_word_char(ch: str) -> bool:
@@ -61,6 +69,9 @@ class Needle:
     boundary: bool
     folded: str
     regex: RegexKey | None
+    #: ``KIND_RXWORD``: the whole words the regex denotes (ASCII-lowercased unless
+    #: ``case_sensitive``), see :func:`~tavernkit.worldinfo.regex_keys.word_alternatives`.
+    words: frozenset[str] = frozenset()
 
 
 class NeedleTable:
@@ -109,14 +120,19 @@ class NeedleTable:
         regex = parse_regex_key(text)
         if regex is not None:
             nid = len(self)
-            self._own.append(Needle(text, KIND_REGEX, True, False, text, regex))
+            words = word_alternatives(regex.pattern, regex.flags)
+            if words:
+                needle = Needle(text, KIND_RXWORD, "i" not in regex.flags, True, text, regex, words)
+            else:
+                needle = Needle(text, KIND_REGEX, True, False, text, regex)
+            self._own.append(needle)
             self._regex_ids[text] = nid
             self._ids[key] = nid
             return nid
         folded = text if case_sensitive else js_lower(text)
         # A key with inner white space is matched as a plain substring (SillyTavern splits on
         # /\s+/ and only checks boundaries for single words).
-        boundary = whole_words and not any(ch in _JS_WS for ch in folded)
+        boundary = whole_words and _JS_WS.search(folded) is None
         if folded == "":
             kind = KIND_EMPTY
         elif "\x01" in folded or folded.endswith(("\n", "\r", "\u2028", "\u2029")):
@@ -157,15 +173,23 @@ def plain_match(haystack_folded: str, needle: Needle) -> bool:
 
 
 class SegmentMatcher:
-    """All indexable needles (``KIND_WORD`` / ``KIND_AC``) of a table, matched per segment."""
+    """All indexable needles (``INDEXED_KINDS``) of a table, matched per segment."""
 
     def __init__(self, table: NeedleTable) -> None:
         self.size = len(table)
-        self._words: dict[bool, dict[str, int]] = {True: {}, False: {}}
+        self.kinds = [needle.kind for needle in table.needles]
+        # Several needles can share a folded word ("Foo" and "foo" without case sensitivity).
+        self._words: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
+        # Word-shaped regex keys: exact runs (case-sensitive) or ASCII-lowercased runs (``i``),
+        # which differ from ``toLowerCase`` for the few non-ASCII letters that lower to ASCII.
+        self._rx_words: dict[bool, dict[str, list[int]]] = {True: {}, False: {}}
         ac_values: dict[bool, dict[str, list[tuple[int, int, bool]]]] = {True: {}, False: {}}
         for nid, needle in enumerate(table.needles):
             if needle.kind == KIND_WORD:
-                self._words[needle.case_sensitive][needle.folded] = nid
+                self._words[needle.case_sensitive].setdefault(needle.folded, []).append(nid)
+            elif needle.kind == KIND_RXWORD:
+                for word in needle.words:
+                    self._rx_words[needle.case_sensitive].setdefault(word, []).append(nid)
             elif needle.kind == KIND_AC:
                 ac_values[needle.case_sensitive].setdefault(needle.folded, []).append(
                     (nid, len(needle.folded), needle.boundary)
@@ -179,6 +203,7 @@ class SegmentMatcher:
                 automaton.make_automaton()
                 self._automata[cs] = automaton
         self._word_keys = {cs: frozenset(w) for cs, w in self._words.items()}
+        self._rx_keys = {cs: frozenset(w) for cs, w in self._rx_words.items()}
         self.flavors = tuple(cs for cs in (False, True) if self._words[cs] or cs in self._automata)
         self._cache: dict[str, frozenset[int]] = {}
 
@@ -188,12 +213,16 @@ class SegmentMatcher:
         if hit is not None:
             return hit
         found: set[int] = set()
+        lowered_runs: list[str] | None = None
         for cs in self.flavors:
             text = segment if cs else js_lower(segment)
             words = self._words[cs]
             if words:
-                for word in self._word_keys[cs].intersection(_WORD_RUN.findall(text)):
-                    found.add(words[word])
+                runs = _WORD_RUN.findall(text)
+                if not cs and segment.isascii():
+                    lowered_runs = runs  # toLowerCase of ASCII is the ASCII lowering
+                for word in self._word_keys[cs].intersection(runs):
+                    found.update(words[word])
             automaton = self._automata.get(cs)
             if automaton is not None:
                 n = len(text)
@@ -208,6 +237,16 @@ class SegmentMatcher:
                             if end + 1 < n and _is_word_char(text[end + 1]):
                                 continue
                         found.add(nid)
+        if self._rx_keys[True] or self._rx_keys[False]:
+            original = _WORD_RUN.findall(segment)
+            if self._rx_keys[True]:
+                for word in self._rx_keys[True].intersection(original):
+                    found.update(self._rx_words[True][word])
+            if self._rx_keys[False]:
+                if lowered_runs is None:
+                    lowered_runs = [run.lower() for run in original]
+                for word in self._rx_keys[False].intersection(lowered_runs):
+                    found.update(self._rx_words[False][word])
         result = frozenset(found)
         if len(self._cache) > 50_000:
             self._cache.clear()

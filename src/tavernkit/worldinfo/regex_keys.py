@@ -22,7 +22,15 @@ from typing import Any
 
 import regress
 
-__all__ = ["RegexGuard", "RegexKey", "is_risky_pattern", "parse_regex_key", "required_literal"]
+__all__ = [
+    "RegexGuard",
+    "RegexKey",
+    "is_risky_pattern",
+    "is_segment_local",
+    "parse_regex_key",
+    "required_literal",
+    "word_alternatives",
+]
 
 #: SillyTavern's ``parseRegexFromString`` shape (``$`` there is end-of-input only: ``\Z``).
 _SHAPE = re.compile(r"\A/([\s\S]+?)/([gimsuy]*)\Z")
@@ -41,6 +49,9 @@ class RegexKey:
     flags: str
     risky: bool
     literal: str | None = None  # a substring every match contains (a cheap pre-filter)
+    #: Every match lies inside one segment of the scan text (see :func:`is_segment_local`), so
+    #: the regex may be tested per message / field / recursion chunk and the answers reused.
+    local: bool = False
 
     @property
     def engine_flags(self) -> str:
@@ -67,13 +78,17 @@ def parse_regex_key(text: str) -> RegexKey | None:
         return None
     pattern = pattern.replace("\\/", "/", 1)
     try:
-        regress.Regex(pattern, "".join(f for f in flags if f in "imsu") or None)
+        compiled = regress.Regex(pattern, "".join(f for f in flags if f in "imsu") or None)
     except Exception:  # regress raises RegressError (and ValueError for odd input)
         return None
     literal = required_literal(pattern)
     if literal is not None and "i" in flags:
         literal = literal.lower() if literal.isascii() else None
-    return RegexKey(text, pattern, flags, is_risky_pattern(pattern), literal)
+    risky = is_risky_pattern(pattern)
+    local = (
+        not risky and "y" not in flags and is_segment_local(pattern) and compiled.find("") is None
+    )
+    return RegexKey(text, pattern, flags, risky, literal, local)
 
 
 _SPECIAL = set("\\^$.|?*+()[]{}")
@@ -178,6 +193,169 @@ def required_literal(pattern: str) -> str | None:
     runs.append("".join(run))
     best = max(runs, key=len)
     return best if len(best) >= 2 else None
+
+
+#: Most alternatives a word-shaped regex may expand to before it is left to the regex engine.
+MAX_WORD_ALTERNATIVES = 256
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def word_alternatives(pattern: str, flags: str) -> frozenset[str] | None:
+    """The words a ``\\b...\\b`` regex made of ASCII word characters, groups, ``|`` inside
+    groups and ``?`` denotes (lowercased under ``i``), or ``None`` for any other pattern.
+
+    For such a pattern ``regex.test(text)`` is exactly "some maximal ``[A-Za-z0-9_]`` run of
+    ``text`` (ASCII-lowercased under ``i``) is one of the words": ``\\b`` on both sides of a
+    non-empty word-character string means the match is a whole run, and without the ``u`` flag
+    JS word characters are ASCII and ``i`` canonicalises by ``toUpperCase`` that never maps a
+    non-ASCII character to an ASCII one. ``iu`` is excluded (simple case folding maps
+    ``\u017f`` to ``s`` and ``\u212a`` to ``k``, and widens ``\\w``); so is ``y`` (anchored).
+    ``g``, ``m`` and ``s`` change nothing here (no ``^``, ``$`` or ``.``).
+    """
+    if "y" in flags or ("u" in flags and "i" in flags):
+        return None
+    if not (pattern.startswith("\\b") and pattern.endswith("\\b")) or len(pattern) < 5:
+        return None
+    body = pattern[2:-2]
+    parsed = _parse_words(body, 0, top=True)
+    if parsed is None:
+        return None
+    words, end = parsed
+    if end != len(body) or not words or "" in words:
+        return None
+    if "i" in flags:
+        words = {w.lower() for w in words}
+    return frozenset(words)
+
+
+def _parse_words(body: str, i: int, *, top: bool) -> tuple[set[str], int] | None:
+    """Parse an alternation (a single sequence at the top level) from ``body[i:]``; returns
+    the set of strings it matches and the index where it stopped (at ``)`` or the end)."""
+    options: set[str] = set()
+    seq: set[str] = {""}
+    n = len(body)
+    while i < n:
+        ch = body[i]
+        if ch == ")":
+            break
+        if ch == "|":
+            if top:
+                return None
+            options |= seq
+            seq = {""}
+            i += 1
+            continue
+        if ch in _WORD_CHARS:
+            atom: set[str] = {ch}
+            i += 1
+        elif ch == "(":
+            i += 3 if body.startswith("(?:", i) else 1
+            if body.startswith("?", i):  # lookaround or named group: not handled
+                return None
+            inner = _parse_words(body, i, top=False)
+            if inner is None:
+                return None
+            atom, i = inner
+            if i >= n or body[i] != ")":
+                return None
+            i += 1
+        else:
+            return None
+        if i < n and body[i] == "?":
+            atom = atom | {""}
+            i += 1
+            if i < n and body[i] == "?":  # lazy: the same language
+                i += 1
+        if i < n and body[i] in "*+{":
+            return None
+        seq = {a + b for a in seq for b in atom}
+        if len(seq) > MAX_WORD_ALTERNATIVES:
+            return None
+    options |= seq
+    if len(options) > MAX_WORD_ALTERNATIVES:
+        return None
+    return options, i
+
+
+#: Escapes that match neither ``\\n`` nor ``\\x01`` (``\\b``/``\\B`` are assertions).
+_LOCAL_ESCAPES = frozenset("dwbBtrfv0")
+_JOINER_CHARS = "\n\x01"
+
+
+def is_segment_local(pattern: str) -> bool:
+    """Whether no match of ``pattern`` can touch the ``\\n\\x01`` joiners of the scan text.
+
+    SillyTavern tests a regex key against ``\\x01`` + the segments (messages, fields, inject,
+    recursion chunks) joined by ``\\n\\x01``. When every atom of the pattern matches one
+    character that is neither ``\\n`` nor ``\\x01`` (no ``.``, ``\\s``, ``\\W``, ``\\D``, ``\\S``,
+    negated classes, classes or ranges holding them, numeric escapes), and its only
+    assertions are ``\\b``/``\\B`` (no ``^``, ``$``, lookarounds or back-references), a match
+    lies inside one segment, and the assertions see the same word/non-word neighbours there
+    as in the segment alone (the joiners and the text's ends are all non-word). Together with
+    "does not match the empty string" (checked by the caller) the joined text matches iff one
+    segment does. Conservative: anything unrecognised is not local.
+    """
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch in _JOINER_CHARS or ch in "^$.":
+            return False
+        if ch == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if nxt.isalnum() and nxt not in _LOCAL_ESCAPES:
+                return False
+            if nxt == "0" and pattern[i + 2 : i + 3].isdigit():
+                return False
+            if nxt in _JOINER_CHARS or not nxt:
+                return False
+            i += 2
+            continue
+        if ch == "(":
+            if pattern.startswith("(?", i) and not pattern.startswith("(?:", i):
+                return False  # lookaround or named group
+            i += 3 if pattern.startswith("(?:", i) else 1
+            continue
+        if ch == "[":
+            end = _local_class_end(pattern, i)
+            if end < 0:
+                return False
+            i = end
+            continue
+        i += 1
+    return True
+
+
+def _local_class_end(pattern: str, i: int) -> int:
+    """Index after the class at ``pattern[i] == '['`` if it cannot match a joiner, else -1."""
+    j = i + 1
+    if pattern[j : j + 1] in ("^", "]"):
+        return -1  # negated, or JS's empty class "[]" (whose "]" would end it here)
+    prev: str | None = None  # the last literal character, a possible range start
+    while j < len(pattern):
+        ch = pattern[j]
+        if ch == "]":
+            return j + 1
+        if ch == "\\":
+            nxt = pattern[j + 1 : j + 2]
+            if (nxt.isalnum() and nxt not in "dwbtrfv") or nxt in _JOINER_CHARS or not nxt:
+                return -1
+            if pattern[j + 2 : j + 3] == "-" and pattern[j + 3 : j + 4] not in ("]", ""):
+                return -1  # a range from an escape: not worth decoding
+            prev = None
+            j += 2
+            continue
+        if ch in _JOINER_CHARS:
+            return -1
+        if ch == "-" and prev is not None and pattern[j + 1 : j + 2] not in ("]", ""):
+            hi = pattern[j + 1]
+            if hi == "\\" or ord(prev) <= 0x0A <= ord(hi) or ord(prev) <= 0x01 <= ord(hi):
+                return -1
+            prev = None
+            j += 2
+            continue
+        prev = ch
+        j += 1
+    return -1
 
 
 _REPEAT = re.compile(r"[*+]|\{\d+,\d*\}")

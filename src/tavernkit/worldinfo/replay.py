@@ -74,6 +74,10 @@ def scenario_books(scenario: Mapping[str, Any]) -> list[Book]:
     ]
 
 
+def _copy_messages(messages: Any) -> list[dict[str, Any]]:
+    return [dict(m) if isinstance(m, dict | Mapping) else m for m in messages or []]
+
+
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
     result: WorldInfoResult
@@ -105,7 +109,9 @@ class ScenarioReplay:
         self.engine = engine or WorldInfoEngine()
         self.compat = compat
         self.books = scenario_books(scenario)
-        self.chat: list[dict[str, Any]] = copy.deepcopy(list(scenario.get("chat") or []))
+        # Messages are only read (never mutated), so a shallow copy per message keeps the
+        # scenario intact without a deep copy of a long chat on every replay.
+        self.chat: list[dict[str, Any]] = _copy_messages(scenario.get("chat"))
         self.timed_state: dict[str, Any] = empty_timed_state()
         self.character_filename = character.get("avatar_base")
         tags = character.get("tag_ids")
@@ -118,7 +124,7 @@ class ScenarioReplay:
     ) -> TurnOutcome:
         if turn.get("set_chat_length") is not None:
             del self.chat[int(turn["set_chat_length"]) :]
-        self.chat.extend(copy.deepcopy(list(turn.get("append") or [])))
+        self.chat.extend(_copy_messages(turn.get("append")))
         trigger = str(turn.get("trigger") or "normal")
         texts = scan_chat(
             self.chat,

@@ -18,21 +18,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from tavernkit.worldinfo._js import (
-    js_key_order,
     js_number,
     js_round,
     js_strict_eq,
-    js_string,
     js_trim,
-    js_truthy,
 )
+from tavernkit.worldinfo.assemble import assemble
 from tavernkit.worldinfo.buffer import FIELD_NAMES, ScanBuffer, View
 from tavernkit.worldinfo.compile import CompiledEntry
 from tavernkit.worldinfo.groups import filter_by_inclusion_groups
 from tavernkit.worldinfo.index import Book, KeySlot, ScanIndex, WorldInfoEngine, default_engine
 from tavernkit.worldinfo.index import has_macro as _has_macro
 from tavernkit.worldinfo.matcher import NeedleTable
-from tavernkit.worldinfo.result import ActivatedEntry, DepthGroup, ExampleEntry, WorldInfoResult
+from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.settings import ScanSettings
 from tavernkit.worldinfo.timed import TimedEffects
 from tavernkit.worldinfo.tokens import ByteEstimate, TokenCounter, estimate_tokens
@@ -137,6 +135,11 @@ def scan(
     return run.run()
 
 
+def _utf8_len(text: str) -> int:
+    # ASCII is flagged on the str object, so the common case costs no encoding.
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 class _Scan:
     """One scan's mutable state (kept out of :func:`scan` to keep each step readable)."""
 
@@ -223,12 +226,31 @@ class _Scan:
             return False
         return self.buffer.matches(nid, view)
 
-    def _view(self, e: CompiledEntry, state: int) -> View:
-        view = self.buffer.view_for(
-            e.scan_depth, self.depth, e.match_mask, state != _MIN_ACTIVATIONS
-        )
-        if view.n_msgs > self.buffer.scanned:
-            self.buffer.scan_to(view.n_msgs)
+    def _any_key(self, i: int, slots: tuple[KeySlot, ...], view: View) -> bool:
+        # The hot path of every check: static needles go straight to the buffer.
+        matches = self.buffer.matches
+        for slot in slots:
+            nid = slot[1]
+            if nid is None:
+                if self._key_matches(i, slot, view):
+                    return True
+            elif nid >= 0 and matches(nid, view):
+                return True
+        return False
+
+    def _view(self, i: int, state: int) -> View:
+        # Entries share a handful of views (scan depth x opted-in fields); a view is built once
+        # per loop state and global depth (``_views`` is cleared when the depth widens).
+        key = (self.idx.view_keys[i], state != _MIN_ACTIVATIONS)
+        view = self._views.get(key)
+        if view is None:
+            e = self.entries[i]
+            view = self.buffer.view_for(
+                e.scan_depth, self.depth, e.match_mask, state != _MIN_ACTIVATIONS
+            )
+            if view.n_msgs > self.buffer.scanned:
+                self.buffer.scan_to(view.n_msgs)
+            self._views[key] = view
         return view
 
     def _entry_content(self, i: int) -> str:
@@ -261,9 +283,11 @@ class _Scan:
         overflowed = False
         count = 0
         activated: dict[str, int] = {}
+        activated_idx: set[int] = set()
         failed: set[int] = set()
         all_text = ""
         all_text_bytes = 0
+        done: list[str] = []  # default mode: the contents of ``activated``, in its order
         estimate = self.count_tokens if isinstance(self.count_tokens, ByteEstimate) else None
 
         # Candidate entries: an entry that needs a primary-key match can only activate once one
@@ -293,8 +317,8 @@ class _Scan:
                 added_upto = gview.n_msgs
             cands = cand_base | cand_rec if state != _MIN_ACTIVATIONS else cand_base
             activated_now: list[int] = []
-            for i in sorted(cands):
-                if i in failed or entries[i].key_id in activated:
+            for i in sorted(cands - failed - activated_idx):
+                if entries[i].key_id in activated:  # a duplicate uid already activated
                     continue
                 if self._check(i, state, level):
                     activated_now.append(i)
@@ -305,7 +329,10 @@ class _Scan:
                     return (sticky, -1)
                 return (sticky, i)
 
-            new_entries = sorted(activated_now, key=sort_key)
+            if timed.sticky or (self.compat and self.forced):
+                new_entries = sorted(activated_now, key=sort_key)
+            else:
+                new_entries = activated_now  # already ascending: the sort would keep it
             if estimate is not None:
                 text_tokens = estimate.from_bytes(all_text_bytes)
             else:
@@ -314,7 +341,7 @@ class _Scan:
             filter_by_inclusion_groups(
                 new_entries,
                 entries,
-                [entries[j] for j in activated.values()],
+                [entries[j] for j in activated.values()] if self.idx.has_groups else (),
                 is_sticky=lambda i: bool(timed.sticky) and entries[i].hash in timed.sticky,
                 is_cooldown=lambda i: bool(timed.cooldown) and entries[i].hash in timed.cooldown,
                 is_delay=lambda i: bool(timed.delay) and entries[i].hash in timed.delay,
@@ -337,7 +364,7 @@ class _Scan:
                         continue
                     break
                 reached.add(i)
-                if not self._probability(e):
+                if not e.certain and not self._probability(e):
                     failed.add(i)
                     continue
                 # SillyTavern substitutes the entry's current content, so an entry re-activated
@@ -346,7 +373,7 @@ class _Scan:
                 content = self.substitute(base) if _has_macro(base) else base
                 self.content[i] = content
                 if estimate is not None:
-                    new_bytes += len(content.encode("utf-8", "surrogatepass")) + 1
+                    new_bytes += _utf8_len(content) + 1
                     new_tokens = estimate.from_bytes(new_bytes)
                 else:
                     new_content += content + "\n"
@@ -356,6 +383,7 @@ class _Scan:
                     over_budget.add(i)
                     continue
                 activated[e.key_id] = i
+                activated_idx.add(i)
 
             successful = [i for i in new_entries if i not in failed]
             if not self.compat:
@@ -383,6 +411,7 @@ class _Scan:
                     next_state = _MIN_ACTIVATIONS
                     skew += 1
                     self.depth = js_number(cfg.depth) + skew
+                    self._views.clear()
             if next_state == _NONE and levels:
                 next_state = _RECURSION
                 level = levels.pop(0)
@@ -395,15 +424,27 @@ class _Scan:
                         cand_rec.update(by_needle.get(nid, ()))
                     if self.compat:
                         all_text = text + "\n" + all_text
-                        all_text_bytes += len(text.encode("utf-8", "surrogatepass")) + 1
-            if not self.compat:
+                        all_text_bytes += _utf8_len(text) + 1
+            if not self.compat and len(activated) > len(done):
                 # Count everything already in the prompt against the budget, not only the text
-                # that recursed (SillyTavern's allActivatedText).
-                done = [self._entry_content(i) for i in activated.values()]
-                all_text = "\n".join(done) + ("\n" if done else "")
-                all_text_bytes = len(all_text.encode("utf-8", "surrogatepass"))
+                # that recursed (SillyTavern's allActivatedText); activations only accumulate.
+                for i in list(activated.values())[len(done) :]:
+                    content = self._entry_content(i)
+                    done.append(content)
+                    all_text_bytes += _utf8_len(content) + 1
+                if estimate is None:
+                    all_text = "\n".join(done) + "\n"
 
-        return self._assemble(activated, overflowed, count)
+        return assemble(
+            entries,
+            list(activated.values()),
+            self._entry_content,
+            timed=self.timed,
+            warnings=self.warnings,
+            cache=self.idx.activated_cache,
+            overflowed=overflowed,
+            loops=count,
+        )
 
     def _check(self, i: int, state: int, level: float) -> bool:
         e = self.entries[i]
@@ -443,8 +484,8 @@ class _Scan:
         primary = self.idx.primary[i]
         if not primary:
             return False
-        view = self._view(e, state)
-        if not any(self._key_matches(i, slot, view) for slot in primary):
+        view = self._view(i, state)
+        if not self._any_key(i, primary, view):
             return False
         secondary = self.idx.secondary[i]
         if not (e.selective and secondary):
@@ -466,7 +507,7 @@ class _Scan:
 
     def _score(self, i: int, *, state: int) -> int:
         e = self.entries[i]
-        view = self._view(e, state)
+        view = self._view(i, state)
         p_ids = self.idx.score_primary[i]
         s_ids = self.idx.score_secondary[i]
         primary = sum(1 for nid in p_ids if self.buffer.matches(nid, view))
@@ -482,99 +523,9 @@ class _Scan:
         return primary
 
     def _probability(self, e: CompiledEntry) -> bool:
-        if not e.use_probability or js_strict_eq(e.probability, 100):
+        if e.certain:
             return True
         if self.timed.sticky and e.hash in self.timed.sticky:
             return True
         roll = self.rng() * 100
         return roll <= js_number(e.probability)
-
-    # -- output ------------------------------------------------------------------------------
-
-    def _assemble(self, activated: dict[str, int], overflowed: bool, loops: int) -> WorldInfoResult:
-        entries = self.entries
-        order = list(activated.values())
-        before: list[str] = []
-        after: list[str] = []
-        examples: list[ExampleEntry] = []
-        an_top: list[str] = []
-        an_bottom: list[str] = []
-        depth_groups: list[dict[str, Any]] = []
-        outlets: dict[str, list[str]] = {}
-        for i in sorted(order, key=lambda j: -entries[j].order):
-            e = entries[i]
-            content = self._entry_content(i)
-            if not content:
-                continue
-            pos = e.position_code
-            if pos == 0:
-                before.append(content)
-            elif pos == 1:
-                after.append(content)
-            elif pos == 5:
-                examples.append(ExampleEntry(0, content))
-            elif pos == 6:
-                examples.append(ExampleEntry(1, content))
-            elif pos == 2:
-                an_top.append(content)
-            elif pos == 3:
-                an_bottom.append(content)
-            elif pos == 4:
-                want_depth = 4 if e.depth is None else e.depth
-                want_role = 0 if e.role is None else e.role
-                for group in depth_groups:
-                    if js_strict_eq(group["depth"], want_depth) and js_strict_eq(
-                        group["role"], want_role
-                    ):
-                        group["entries"].insert(0, content)
-                        break
-                else:
-                    depth_groups.append(
-                        {
-                            "depth": e.depth,
-                            "has_depth": e.has_depth,
-                            "entries": [content],
-                            "role": want_role,
-                        }
-                    )
-            elif pos == 7:
-                name = e.outlet_name
-                if not js_truthy(name):
-                    self.warnings.append(f"entry {e.key_id}: outlet position without a name")
-                    continue
-                outlets.setdefault(js_string(name), []).append(content)
-        self.timed.set_effects([entries[i] for i in order])
-        # SillyTavern unshifts while walking descending order: reverse the appended lists.
-        for lst in (before, after, examples, an_top, an_bottom):
-            lst.reverse()
-        return WorldInfoResult(
-            before="\n".join(before),
-            after="\n".join(after),
-            examples=tuple(examples),
-            depth=tuple(
-                DepthGroup(g["depth"], g["role"], tuple(g["entries"]), g["has_depth"])
-                for g in depth_groups
-            ),
-            an_top=tuple(an_top),
-            an_bottom=tuple(an_bottom),
-            outlets={k: tuple(outlets[k]) for k in js_key_order(outlets)},
-            activated=tuple(
-                ActivatedEntry(
-                    world=entries[i].world,
-                    uid=entries[i].uid,
-                    key=entries[i].key_id,
-                    content=self._entry_content(i),
-                    position=entries[i].position,
-                    order=entries[i].order,
-                    depth=entries[i].depth,
-                    role=entries[i].role,
-                    outlet_name=entries[i].outlet_name,
-                    wire=entries[i].wire,
-                )
-                for i in order
-            ),
-            timed_state=self.timed.state,
-            overflowed=overflowed,
-            loops=loops,
-            warnings=tuple(self.warnings),
-        )

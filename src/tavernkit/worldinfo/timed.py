@@ -128,6 +128,8 @@ class TimedEffects:
         if self.dry_run:
             return
         for entry in activated:
+            if entry.sticky is None and entry.cooldown is None:
+                continue
             for kind in ("sticky", "cooldown"):
                 if not js_truthy(getattr(entry, kind)):
                     continue
