@@ -19,7 +19,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli.card_edit import card_app
+from tavernkit.cli.chat import chat_command
+from tavernkit.cli.lore import lore_app
 from tavernkit.cli.preset import preset_app
+from tavernkit.cli.profile import profile_app
+from tavernkit.cli.prompt_cmd import prompt_command
 from tavernkit.cli.render import render_found
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
@@ -39,6 +43,10 @@ app = typer.Typer(
 )
 app.add_typer(preset_app, name="preset")
 app.add_typer(card_app, name="card")
+app.add_typer(profile_app, name="profile")
+app.add_typer(lore_app, name="lore")
+app.command("chat")(chat_command)
+app.command("prompt")(prompt_command)
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 

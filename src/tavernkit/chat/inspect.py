@@ -1,0 +1,124 @@
+"""The prompt inspector: what the next turn would send, block by block.
+
+It reads a :class:`~tavernkit.chat.prepare.PreparedTurn` made by the same code a turn runs (as
+a dry run), so the request shown is the request sent: the wire body comes from the
+connection's own adapter. Each block says where it came from (preset entry, lorebook entry and
+why it fired, chat message, injection) with its token count, against the context budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tavernkit.chat.prepare import PreparedTurn
+from tavernkit.prompt import request as built
+from tavernkit.providers.base import Adapter
+from tavernkit.providers.request import ChatMessage, ChatPrompt, ImagePart, TextPart
+
+__all__ = ["inspection", "wire_body"]
+
+
+def _message_json(message: ChatMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role}
+    if isinstance(message.content, str):
+        out["content"] = message.content
+    else:
+        parts: list[dict[str, Any]] = []
+        for part in message.content:
+            if isinstance(part, TextPart):
+                parts.append({"type": "text", "text": part.text})
+            elif isinstance(part, ImagePart):
+                parts.append({"type": "image_url", "image_url": {"url": part.url or "<data>"}})
+        out["content"] = parts
+    if message.name:
+        out["name"] = message.name
+    return out
+
+
+def wire_body(prepared: PreparedTurn, *, stream: bool = True) -> dict[str, Any]:
+    """The JSON body the connection's adapter sends for the prepared request. The embedded
+    model has no HTTP adapter; its request is shown in the OpenAI shape."""
+    connection = prepared.connection
+    adapter = getattr(connection.provider, "adapter", None)
+    if isinstance(adapter, Adapter):
+        wire = adapter.build_request(
+            prepared.request,
+            model=connection.model,
+            stream=stream,
+            profile=connection.model_profile,
+        )
+        return dict(wire.body)
+    request = prepared.request
+    body: dict[str, Any] = {"model": connection.model}
+    if isinstance(request, ChatPrompt):
+        body["messages"] = [_message_json(m) for m in request.messages]
+    else:
+        body["prompt"] = request.prompt
+    if request.stop:
+        body["stop"] = list(request.stop)
+    if request.sampling.max_tokens is not None:
+        body["max_tokens"] = request.sampling.max_tokens
+    return body
+
+
+def _why(prepared: PreparedTurn) -> dict[str, dict[str, Any]]:
+    """Activated lorebook entries by ``"<world>.<uid>"``: what they are and why they fired
+    (constant, or the keys that can trigger them; the scan does not record which one did)."""
+    out: dict[str, dict[str, Any]] = {}
+    if prepared.wi is None:
+        return out
+    for entry in prepared.wi.activated:
+        wire = entry.wire
+        constant = bool(wire.get("constant"))
+        keys = [k for k in (wire.get("key") or wire.get("keys") or []) if isinstance(k, str)]
+        out[f"{entry.world}.{entry.uid}"] = {
+            "world": entry.world,
+            "uid": entry.uid,
+            "comment": wire.get("comment") or "",
+            "position": entry.position,
+            "depth": entry.depth,
+            "why": "constant" if constant else ("keys: " + ", ".join(keys) if keys else "matched"),
+            "content": entry.content,
+        }
+    return out
+
+
+def inspection(prepared: PreparedTurn) -> dict[str, Any]:
+    """The inspector's JSON: the connection, the blocks with sources and token counts, the
+    budget, the lorebook entries that fired and the exact wire body."""
+    prompt = prepared.prompt
+    connection = prepared.connection
+    blocks: list[dict[str, Any]] = []
+    total = budget = 0
+    if isinstance(prompt, built.ChatPrompt):
+        view = prompt.inspect()
+        total, budget = view.total_tokens, view.budget
+        for row, block in zip(view.rows, prompt.blocks, strict=True):
+            blocks.append(
+                {
+                    "identifier": row.identifier,
+                    "source": row.source,
+                    "role": row.role,
+                    "tokens": row.tokens,
+                    "message_index": row.message_index,
+                    "entries": list(row.entries),
+                    "content": block.message.get("content"),
+                }
+            )
+    else:
+        total, budget = prompt.token_count, prompt.budget
+        for name, text in prompt.sections:
+            blocks.append({"identifier": name, "source": name, "content": text})
+    return {
+        "chat_id": prepared.state.chat_id,
+        "kind": prompt.kind,
+        "profile": connection.profile.name,
+        "api": prepared.main_api,
+        "source": connection.source,
+        "model": connection.model,
+        "total_tokens": total,
+        "budget": budget,
+        "blocks": blocks,
+        "lorebook": _why(prepared),
+        "request": wire_body(prepared),
+    }

@@ -1,0 +1,252 @@
+"""Steps 2-4 of a chat turn: load the state, resolve the connection, scan world info, build
+the prompt and convert it to the provider request.
+
+The chat service runs this before every generation and the prompt inspector runs exactly the
+same code (as a dry run), so what ``tavernkit prompt`` shows is what the next turn sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.generation.profiles import (
+    LocalFactory,
+    ResolvedConnection,
+    resolve_connection,
+    sampling_from_preset,
+    sampling_from_textgen,
+)
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
+from tavernkit.prompt import request as built
+from tavernkit.prompt.convert import to_provider_request
+from tavernkit.prompt.from_chat_state import (
+    build_prompt_for_state,
+    main_api_for,
+    prompt_state_from_chat_state,
+    scan_for_state,
+    state_substitute,
+)
+from tavernkit.prompt.postprocess import PromptNames
+from tavernkit.providers.request import PromptRequest
+from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.protocol import Store
+from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
+from tavernkit.text.variables import InMemoryVariables
+from tavernkit.worldinfo.result import WorldInfoResult
+
+__all__ = ["PreparedTurn", "TurnOverrides", "prepare_turn", "resolve_for_state"]
+
+
+@dataclass(frozen=True)
+class TurnOverrides:
+    """Per-turn choices that win over the stored selections."""
+
+    profile: str | None = None
+    persona: str | None = None
+    model: str | None = None
+    max_tokens: int | None = None
+    compat: str | None = None
+
+    @classmethod
+    def of(cls, value: TurnOverrides | Mapping[str, Any] | None) -> TurnOverrides:
+        if value is None:
+            return cls()
+        if isinstance(value, TurnOverrides):
+            return value
+        unknown = set(value) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"unknown turn override {sorted(unknown)[0]!r}",
+                details={"field": f"overrides.{sorted(unknown)[0]}"},
+            )
+        return cls(**dict(value))
+
+
+@dataclass
+class PreparedTurn:
+    """Everything one generation needs, built once."""
+
+    state: ChatState
+    connection: ResolvedConnection
+    main_api: str
+    prompt: built.ChatPrompt | built.TextPrompt
+    request: PromptRequest
+    wi: WorldInfoResult | None
+    variables: InMemoryVariables
+    compat: str
+    names: PromptNames = field(default_factory=PromptNames)
+
+    @property
+    def char_name(self) -> str:
+        character = self.state.character
+        return character.name if character is not None else ""
+
+    def changed_local_variables(self) -> dict[str, Any] | None:
+        """The chat's variables after the build, when a macro changed them."""
+        before = self.state.chat.metadata.variables if self.state.chat is not None else None
+        after = self.variables.local_vars
+        return after if after != (before or {}) else None
+
+    def changed_global_variables(self) -> dict[str, Any]:
+        before = self.state.global_variables
+        return {k: v for k, v in self.variables.global_vars.items() if before.get(k) != v}
+
+
+async def resolve_for_state(
+    store: Store,
+    state: ChatState,
+    *,
+    owner: str,
+    model: str = "",
+    client: Any = None,
+    local_factory: LocalFactory | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedConnection:
+    async def load_secret(key_id: str) -> str:
+        return await store.get_api_key_secret(key_id, owner=owner)
+
+    return await resolve_connection(
+        state.profile,
+        model_override=model,
+        load_secret=load_secret,
+        client=client,
+        local_factory=local_factory,
+        environ=environ,
+    )
+
+
+def _tokenizer(main_api: str, model: str | None, tokenizer_setting: int) -> Tokenizer:
+    if main_api != "openai" and tokenizer_setting == 0:
+        return ByteEstimateTokenizer()
+    return tokenizer_for_model(model or "")
+
+
+async def prepare_turn(
+    store: Store,
+    *,
+    owner: str,
+    chat_id: str,
+    kind: str,
+    overrides: TurnOverrides,
+    quiet_prompt: str = "",
+    quiet_name: str | None = None,
+    dry_run: bool = False,
+    without_last_reply: bool = False,
+    rng: Callable[[], float] | None = None,
+    client: Any = None,
+    local_factory: LocalFactory | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> PreparedTurn:
+    """Load, scan and build one turn of ``chat_id`` (see the module docstring).
+
+    ``kind`` is SillyTavern's generation type (``normal``, ``swipe``, ``regenerate``,
+    ``continue``, ``impersonate``, ``quiet``); it reaches the world-info scan (entry triggers)
+    and the builders (preset triggers, continue prefill, impersonation prompt).
+    ``without_last_reply`` builds as if the last reply were deleted (what a regeneration
+    sends, for a preview made before it is).
+    """
+    state = await load_chat_state(store, owner=owner, chat_id=chat_id, persona=overrides.persona)
+    if overrides.profile:
+        try:
+            profile = await store.get("connection_profile", overrides.profile, owner=owner)
+        except NotFound:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"no connection profile named {overrides.profile!r}",
+                details={"field": "profile", "value": overrides.profile},
+            ) from None
+        if isinstance(profile, ConnectionProfile):
+            state = state.model_copy(update={"profile": profile})
+    connection = await resolve_for_state(
+        store,
+        state,
+        owner=owner,
+        model=overrides.model or "",
+        client=client,
+        local_factory=local_factory,
+        environ=environ,
+    )
+    if connection.family == "chat":
+        main_api = "openai"
+    else:
+        main_api = main_api_for(state)
+        if main_api == "openai":
+            main_api = "textgenerationwebui"
+    build_state = state
+    drop = kind == "swipe" and main_api != "openai"
+    if without_last_reply and state.messages and not state.messages[-1].is_user:
+        drop = True  # a preview of a regeneration: the reply it replaces is gone by then
+    if drop and state.chat is not None:
+        # The chat-completion builder leaves the swiped reply out itself; the text one does not.
+        chat = state.chat.model_copy(update={"messages": state.chat.messages[:-1]})
+        build_state = state.model_copy(update={"chat": chat})
+    compat = overrides.compat or state.compat
+    pstate = prompt_state_from_chat_state(build_state, model=connection.model, main_api=main_api)
+    local = state.chat.metadata.variables if state.chat is not None else None
+    variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
+    tokens = _tokenizer(main_api, connection.model, state.settings.prompt.tokenizer)
+    substitute = state_substitute(build_state, pstate, compat=compat, variables=variables)
+    wi = scan_for_state(
+        build_state,
+        pstate,
+        substitute,
+        kind=kind,
+        tokenizer=tokens,
+        compat=compat,
+        rng=rng,
+        dry_run=dry_run,
+    )
+    options: dict[str, Any] = {}
+    if quiet_name is not None and main_api != "openai":
+        options["quiet_name"] = quiet_name
+    prompt = build_prompt_for_state(
+        build_state,
+        kind=kind,
+        wi_result=wi,
+        tokenizer=tokens,
+        compat=compat,
+        quiet_prompt=quiet_prompt,
+        model=connection.model,
+        main_api=main_api,
+        rng=rng,
+        variables=variables,
+        dry_run=dry_run,
+        **options,
+    )
+    user_name = state.user_name
+    char_name = state.character.name if state.character is not None else ""
+    names = PromptNames(char_name=char_name, user_name=user_name)
+    request: PromptRequest
+    if isinstance(prompt, built.ChatPrompt):
+        max_tokens = overrides.max_tokens
+        if max_tokens is None and state.chat_preset is None:
+            # no preset to say how long a reply may be: SillyTavern's response length setting
+            max_tokens = state.settings.prompt.amount_gen
+        sampling = sampling_from_preset(state.chat_preset, max_tokens=max_tokens)
+        request = to_provider_request(
+            prompt, sampling=sampling, source=connection.source, names=names
+        )
+    else:
+        settings = state.settings.prompt
+        sampling = sampling_from_textgen(
+            state.textgen_preset,
+            max_tokens=overrides.max_tokens or settings.amount_gen,
+            context_size=settings.max_context,
+        )
+        request = to_provider_request(prompt, sampling=sampling)
+    return PreparedTurn(
+        state=state,
+        connection=connection,
+        main_api=main_api,
+        prompt=prompt,
+        request=request,
+        wi=wi,
+        variables=variables,
+        compat=compat,
+        names=names,
+    )

@@ -1,0 +1,159 @@
+"""The sinks of a chat turn: :class:`StoreSink` persists the reply as it streams, and
+:class:`TeeSink` hands every event to several sinks (the store and the terminal, say).
+
+The store sink writes the swipe being generated with ``update_swipe_text(complete=False)``, so
+a process killed mid-reply leaves the text the user already saw in the store, marked partial.
+Writes are throttled (one per ``min_interval`` seconds) but never dropped: text that arrives
+inside the interval is written by a timer when it ends, so what a crash loses is at most the
+last interval. Reasoning has no column of its own; when it changes the message row is
+rewritten (one row, never the chat) and the swipe is marked partial again.
+
+The final write (text, reasoning, model, dates) is the chat service's, after the turn: it
+knows whether the turn completed, failed or was stopped, which the sink does not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Sequence
+
+from tavernkit.generation.result import TurnResult
+from tavernkit.generation.sink import ResponseSink, SinkEvent
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.chat import Message
+from tavernkit.providers.events import ReasoningDelta, TextDelta
+from tavernkit.store.protocol import Store
+
+__all__ = ["StoreSink", "TeeSink"]
+
+
+class StoreSink:
+    """A :class:`~tavernkit.generation.sink.ResponseSink` that persists one streaming swipe.
+
+    ``message`` is the stored reply as it was before the turn (the swipe at ``swipe_index``
+    active); ``prefix`` is text the swipe already held (a continued reply), kept in front of
+    what streams.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        message_id: str,
+        swipe_index: int,
+        message: Message,
+        *,
+        owner: str = DEFAULT_OWNER,
+        prefix: str = "",
+        reasoning_prefix: str = "",
+        min_interval: float = 0.2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.message_id = message_id
+        self.swipe_index = swipe_index
+        self.message = message
+        self.owner = owner
+        self.prefix = prefix
+        self.reasoning_prefix = reasoning_prefix
+        self.min_interval = min_interval
+        self.clock = clock
+        self.text = ""
+        self.reasoning = ""
+        self._written_text: str | None = None
+        self._written_reasoning = ""
+        self._last_write = float("-inf")
+        self._timer: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def full_text(self) -> str:
+        return self.prefix + self.text
+
+    @property
+    def full_reasoning(self) -> str:
+        return self.reasoning_prefix + self.reasoning
+
+    async def emit(self, event: SinkEvent) -> None:
+        if isinstance(event, TextDelta):
+            self.text += event.text
+        elif isinstance(event, ReasoningDelta):
+            self.reasoning += event.text
+        else:
+            return
+        wait = self._last_write + self.min_interval - self.clock()
+        if wait <= 0:
+            await self._write()
+        elif self._timer is None or self._timer.done():
+            self._timer = asyncio.create_task(self._write_later(wait))
+
+    async def _write_later(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        await self._write()
+
+    async def _write(self) -> None:
+        async with self._lock:
+            self._last_write = self.clock()
+            reasoning = self.full_reasoning
+            if reasoning != self._written_reasoning:
+                draft = self.message.model_copy(deep=True)
+                draft.mes = self.full_text
+                draft.extra.reasoning = reasoning
+                draft.sync_to_swipe()
+                await self.store.update_message(self.message_id, draft, owner=self.owner)
+                self._written_reasoning = reasoning
+                self._written_text = None  # the rewrite cleared the partial mark
+            text = self.full_text
+            if text != self._written_text:
+                await self.store.update_swipe_text(
+                    self.message_id, self.swipe_index, text, complete=False, owner=self.owner
+                )
+                self._written_text = text
+
+    async def flush(self) -> None:
+        await self._cancel_timer()
+        await self._write()
+
+    async def finalize(self, result: TurnResult) -> None:
+        await self.flush()
+
+    async def cleanup(self) -> None:
+        await self._cancel_timer()
+
+    async def _cancel_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None and not timer.done():
+            timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+
+
+class TeeSink:
+    """Every event to every sink, in the order the sinks are given (the store first, so text
+    is durable before it is shown). ``cleanup`` runs every sink's even if one fails."""
+
+    def __init__(self, sinks: Sequence[ResponseSink]) -> None:
+        self.sinks = list(sinks)
+
+    async def emit(self, event: SinkEvent) -> None:
+        for sink in self.sinks:
+            await sink.emit(event)
+
+    async def flush(self) -> None:
+        for sink in self.sinks:
+            await sink.flush()
+
+    async def finalize(self, result: TurnResult) -> None:
+        for sink in self.sinks:
+            await sink.finalize(result)
+
+    async def cleanup(self) -> None:
+        errors: list[BaseException] = []
+        for sink in self.sinks:
+            try:
+                await sink.cleanup()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
