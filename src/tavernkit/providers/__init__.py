@@ -7,6 +7,8 @@ Layers, bottom up: :mod:`~tavernkit.providers.sse` (bytes to SSE events),
 non-streaming alike), :mod:`~tavernkit.providers.provider` (URL, auth, key, client, timeouts),
 :mod:`~tavernkit.providers.profiles` (what a model can do) and
 :mod:`~tavernkit.providers.retry` (when the same request may be repeated).
+:mod:`~tavernkit.providers.local_llama` is the in-process model with the same interface as
+``Provider``; :mod:`~tavernkit.providers.reasoning_stream` splits inline ``<think>`` reasoning.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ from tavernkit.providers.gemini import GeminiAdapter
 from tavernkit.providers.http import Timeouts
 from tavernkit.providers.kobold import KoboldAdapter
 from tavernkit.providers.llamacpp import LlamaCppAdapter
+from tavernkit.providers.local_llama import LocalLlamaProvider
+from tavernkit.providers.local_model import find_model_path, pull_model
 from tavernkit.providers.novelai import NovelAIAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.openai_responses import OpenAIResponsesAdapter
 from tavernkit.providers.openai_text import OpenAITextAdapter
 from tavernkit.providers.profiles import ModelProfile, resolve_model
 from tavernkit.providers.provider import Provider
+from tavernkit.providers.reasoning_stream import TagReasoningSplitter, split_tag_reasoning
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
@@ -70,6 +75,7 @@ __all__ = [
     "ImagePart",
     "KoboldAdapter",
     "LlamaCppAdapter",
+    "LocalLlamaProvider",
     "ModelProfile",
     "NovelAIAdapter",
     "OpenAIChatAdapter",
@@ -89,6 +95,7 @@ __all__ = [
     "Sampling",
     "StreamEvent",
     "StreamParser",
+    "TagReasoningSplitter",
     "TextDelta",
     "TextPart",
     "TextPrompt",
@@ -99,6 +106,9 @@ __all__ = [
     "Usage",
     "WireRequest",
     "call_with_retry",
+    "find_model_path",
     "parse_partial_json",
+    "pull_model",
     "resolve_model",
+    "split_tag_reasoning",
 ]

@@ -149,6 +149,17 @@ FAMILY_DEFAULTS: dict[str, ModelProfile] = {
         reasoning_format="tags",
         sampler_names=_TEXT_SAMPLERS,
     ),
+    # the embedded llama.cpp model (providers/local_llama.py): grammar-constrained JSON, and
+    # reasoning, if any, written inline as tags
+    "local": ModelProfile(
+        "*",
+        "local",
+        context_window=4096,
+        max_output_tokens=2048,
+        native_json_schema=True,
+        reasoning_format="tags",
+        sampler_names=_TEXT_SAMPLERS,
+    ),
     "novelai": ModelProfile(
         "*",
         "novelai",
@@ -228,6 +239,14 @@ CATALOGUE: dict[tuple[str, str], ModelProfile] = {
             codename="smollm2",
             context_window=8192,
             max_output_tokens=2048,
+        ),
+        _m(
+            "local",
+            "smollm2-135m-instruct",
+            codename="smollm2",
+            context_window=8192,
+            max_output_tokens=2048,
+            notes="SmolLM2-135M-Instruct Q4_1, in-process through llama-cpp-python",
         ),
     )
 }
