@@ -21,6 +21,7 @@ from rich.markup import escape
 from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.chat import chat_command
 from tavernkit.cli.lore import lore_app
+from tavernkit.cli.model import model_app
 from tavernkit.cli.preset import preset_app
 from tavernkit.cli.profile import profile_app
 from tavernkit.cli.prompt_cmd import prompt_command
@@ -42,6 +43,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(preset_app, name="preset")
+app.add_typer(model_app, name="model")
 app.add_typer(card_app, name="card")
 app.add_typer(profile_app, name="profile")
 app.add_typer(lore_app, name="lore")
