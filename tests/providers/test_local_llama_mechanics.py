@@ -99,6 +99,17 @@ async def collect(provider: LocalLlamaProvider, request: Any, **kw: Any) -> list
 # -- request mapping ---------------------------------------------------------------------------
 
 
+def test_unset_samplers_get_the_small_model_defaults() -> None:
+    request = ChatPrompt(
+        (ChatMessage("user", "hi"),), sampling=Sampling(repetition_penalty=1.0, temperature=1.2)
+    )
+    kwargs = build_call(request).kwargs
+    # 1.0 is SillyTavern's "off" default: the 135M model loops without a penalty.
+    assert kwargs["repeat_penalty"] == 1.15
+    assert kwargs["temperature"] == 1.2  # set by the request: kept
+    assert kwargs["top_p"] == 0.9
+
+
 def test_build_chat_call_maps_samplers_and_stop() -> None:
     request = ChatPrompt(
         (ChatMessage("user", "hi"),),
@@ -122,6 +133,7 @@ def test_build_chat_call_maps_samplers_and_stop() -> None:
         "temperature": 0.7,
         "top_k": 20,
         "tfs_z": 0.9,
+        "top_p": 0.9,  # the small model's default fills what the request left unset
         "repeat_penalty": 1.1,
         "seed": 5,
         "logit_bias": {42: -100.0},

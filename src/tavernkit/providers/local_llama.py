@@ -91,6 +91,16 @@ class LocalCall:
     downgrades: tuple[str, ...] = ()
 
 
+#: Samplers the 135M model needs to stay coherent, used where the request leaves them unset. A
+#: repetition penalty of exactly 1 (SillyTavern's preset default, "off") counts as unset: without
+#: a penalty this model loops on one sentence within a few lines; send e.g. 1.0001 to disable it.
+SMALL_MODEL_DEFAULTS: dict[str, float] = {
+    "temperature": 0.7,
+    "top_p": 0.9,
+    "repeat_penalty": 1.15,
+}
+
+
 def _sampling_kwargs(request: PromptRequest, default_max_tokens: int) -> dict[str, Any]:
     s = request.sampling
     if s.n not in (None, 1):
@@ -110,6 +120,10 @@ def _sampling_kwargs(request: PromptRequest, default_max_tokens: int) -> dict[st
     ):
         if value is not None:
             kwargs[key] = value
+    if kwargs.get("repeat_penalty") == 1:
+        del kwargs["repeat_penalty"]
+    for key, value in SMALL_MODEL_DEFAULTS.items():
+        kwargs.setdefault(key, value)
     for key in ("mirostat_mode", "mirostat_tau", "mirostat_eta"):
         if s.backend.get(key) is not None:
             kwargs[key] = s.backend[key]
