@@ -116,7 +116,7 @@ async def test_abort_signal_semantics() -> None:
 
 async def test_card_edit_proposes_literal_macro_edits_and_applies_them(tmp_path: Path) -> None:
     from generation._scripted_server import Reply, ScriptedServer
-    from tavernkit.cli.card_edit import apply_edits, propose_edits
+    from tavernkit.generation.card_edit import apply_edits, propose_edits
     from tavernkit.models.character import Card
 
     new = "Mira keeps the lighthouse and teases {{user}} about the weather."

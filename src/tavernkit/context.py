@@ -15,16 +15,16 @@ read the active profile from the store.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx2
 
 from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._dispatch import BeforeRequest
 from tavernkit.generation._task_run import TaskServices, world_info_from_mapping
 from tavernkit.generation.abort import AbortSignal, StreamingProcessor
+from tavernkit.generation.hooks import RequestScope, before_request_hook
 from tavernkit.generation.profiles import (
     EMBEDDED_PROFILE,
     LocalFactory,
@@ -38,13 +38,13 @@ from tavernkit.generation.raw import (
     generate_raw,
     generate_raw_data,
 )
+from tavernkit.generation.sending import BeforeRequest
 from tavernkit.generation.task import TaskOptions, TaskResult, TaskStream
 from tavernkit.generation.task import generate_task as _generate_task
 from tavernkit.generation.task import generate_task_stream as _generate_task_stream
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
-from tavernkit.providers.request import PromptRequest
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tools.capability import (
@@ -63,6 +63,12 @@ from tavernkit.worldinfo.result import WorldInfoResult
 
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
+    from tavernkit.generation.services import (
+        ChatCompletionService,
+        ConnectionManagerRequestService,
+        StreamChunk,
+        TextCompletionService,
+    )
 
 __all__ = ["ConnectionProfiles", "TavernContext"]
 
@@ -186,21 +192,10 @@ class TavernContext:
             ) from None
         return preset if isinstance(preset, ChatCompletionPreset) else None
 
-    def _before_request(self) -> BeforeRequest | None:
-        hook = getattr(self.tavern.plugins.hook, "before_request", None)
-        own = self.before_request
-        if hook is None:
-            return own
-
-        def apply(request: PromptRequest, stream: bool) -> PromptRequest:
-            if own is not None:
-                request = own(request, stream)
-            for changed in hook(request=request, stream=stream, scope="extension_internal"):
-                if changed is not None:
-                    request = changed
-            return request
-
-        return apply
+    def _before_request(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
+        """The context's own ``before_request`` then the plugins' hooks, for ``scope``
+        (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
+        return before_request_hook(self.tavern.plugins, scope, own=self.before_request)
 
     def _services(self, *, api_settings_override: Any = None) -> TaskServices:
         async def connection(name: str, model_override: str) -> ResolvedConnection:
@@ -305,7 +300,7 @@ class TavernContext:
             pstate,
             scan_messages,
             trigger=type,
-            substitute=tp.make_substitute(pstate, None, state.compat),
+            substitute=tp.make_substitute(pstate, None, state.compat, state),
             rng=self.rng,
             compat=state.compat,
         )
@@ -336,7 +331,7 @@ class TavernContext:
             if isinstance(runtime_world_info, Mapping)
             else runtime_world_info
         )
-        substitute = tp.make_substitute(pstate, wi, state.compat)
+        substitute = tp.make_substitute(pstate, wi, state.compat, state)
         task = tp.validate_task_messages(messages)
         if substitute_macros:
             task = tp.substitute_task_messages(task, substitute, state.compat)
@@ -420,6 +415,67 @@ class TavernContext:
         quiet = QuietOptions(quiet_prompt=quiet_prompt, **options)
         connection = await self._connection("")
         return await generate_quiet_prompt(self._services(), connection, quiet)
+
+    # -- the primitives (tavernkit.generation.services) -------------------------------------
+
+    async def send_chat_request(
+        self,
+        kind: str,
+        messages: Sequence[Mapping[str, Any]],
+        abort: AbortSignal | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``messages`` as given to a chat backend, once (``sendOpenAIRequest``); options:
+        ``tools``, ``tool_choice``, ``llm_preset_name``, ``api_preset_name``,
+        ``api_settings_override``, ``request_scope`` (``"main"`` runs the main chat's
+        hooks, ``"extension_internal"`` skips them), ``function_call_options``,
+        ``json_schema``. Returns the OpenAI-shaped response body."""
+        from tavernkit.generation.services import send_chat_request
+
+        return await send_chat_request(self, kind, messages, abort, **options)
+
+    def send_streaming_request(
+        self,
+        kind: str,
+        messages: Sequence[Mapping[str, Any]],
+        abort: AbortSignal | None = None,
+        **options: Any,
+    ) -> AsyncIterator[StreamChunk]:
+        """:meth:`send_chat_request` as an async generator of ``StreamChunk``."""
+        from tavernkit.generation.services import send_streaming_request
+
+        return send_streaming_request(self, kind, messages, abort, **options)
+
+    async def send_generation_request(
+        self,
+        kind: str,
+        data: Mapping[str, Any],
+        abort: AbortSignal | None = None,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """``data`` routed by the connection's API family (``messages`` or ``prompt``)."""
+        from tavernkit.generation.services import send_generation_request
+
+        return await send_generation_request(self, kind, data, abort, **options)
+
+    @property
+    def chat_completion_service(self) -> ChatCompletionService:
+        from tavernkit.generation.services import ChatCompletionService
+
+        return ChatCompletionService(self)
+
+    @property
+    def text_completion_service(self) -> TextCompletionService:
+        from tavernkit.generation.services import TextCompletionService
+
+        return TextCompletionService(self)
+
+    @property
+    def connection_manager(self) -> ConnectionManagerRequestService:
+        """``ConnectionManagerRequestService``: send through a profile by name."""
+        from tavernkit.generation.services import ConnectionManagerRequestService
+
+        return ConnectionManagerRequestService(self)
 
     def stop_generation(self) -> bool:
         """Abort every generation running for this context's chat; whether any was."""

@@ -31,6 +31,7 @@ from tavernkit.generation.plan import (
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.http import Timeouts
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
+from tavernkit.providers.openai_text import OpenAITextAdapter
 from tavernkit.providers.profiles import FAMILY_DEFAULTS, ModelProfile
 from tavernkit.providers.provider import Provider
 
@@ -107,6 +108,17 @@ class World:
     routes: dict[tuple[str, str], Route] = field(default_factory=dict)
 
     def _provider(self, route: Route, secret: str | None) -> Provider:
+        if route.family == "text":
+            return Provider(
+                "textgen",
+                self.upstream.base_url + "/v1",
+                OpenAITextAdapter(dialect="openai"),
+                model=route.model,
+                keys=secret,
+                key_required=True,
+                client=self.client,
+                timeouts=self.timeouts,
+            )
         if route.family == "anthropic":
             return Provider(
                 "anthropic",

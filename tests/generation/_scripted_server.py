@@ -2,8 +2,10 @@
 
 Each request takes the next :class:`Reply` from the script (the last one repeats) and gets it
 in the API's own shape, JSON or SSE as the request asked: ``/v1/chat/completions`` speaks
-OpenAI, ``/v1/messages`` speaks Anthropic. Every request is recorded (path, headers, JSON
-body). Real sockets and real HTTP framing, so the provider layer is exercised whole.
+OpenAI, ``/v1/messages`` speaks Anthropic, ``/v1/completions`` speaks the OpenAI-compatible
+text-completion API (text-generation-webui, vLLM, llama.cpp's OpenAI endpoint). Every
+request is recorded (path, headers, JSON body). Real sockets and real HTTP framing, so the
+provider layer is exercised whole.
 """
 
 from __future__ import annotations
@@ -101,12 +103,16 @@ class ScriptedServer:
             if reply.delay:
                 await asyncio.sleep(reply.delay)
             anthropic = path.startswith("/v1/messages")
+            text = path.split("?")[0].endswith("/completions") and "/chat/" not in path
             if reply.status != 200:
                 await self._json(writer, reply.status, reply.error or {"error": "x"}, reply)
             elif body.get("stream"):
-                await self._stream(writer, reply, anthropic, body)
+                await self._stream(writer, reply, anthropic, body, *(["text"] if text else []))
             else:
-                data = self._anthropic(reply, body) if anthropic else self._openai(reply, body)
+                if anthropic:
+                    data = self._anthropic(reply, body)
+                else:
+                    data = self._text(reply, body) if text else self._openai(reply, body)
                 await self._json(writer, 200, data, reply)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
@@ -162,6 +168,20 @@ class ScriptedServer:
             data["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
         return data
 
+    def _text(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": "cmpl-1",
+            "object": "text_completion",
+            "model": body.get("model", "scripted"),
+            "choices": [
+                {"index": 0, "text": reply.text, "finish_reason": self._finish(reply, False)}
+            ],
+        }
+        if reply.usage is not None:
+            p, c = reply.usage
+            data["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        return data
+
     def _anthropic(self, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         if reply.reasoning:
@@ -183,14 +203,25 @@ class ScriptedServer:
         }
 
     async def _stream(
-        self, writer: asyncio.StreamWriter, reply: Reply, anthropic: bool, body: dict[str, Any]
+        self,
+        writer: asyncio.StreamWriter,
+        reply: Reply,
+        anthropic: bool,
+        body: dict[str, Any],
+        *shape: str,
     ) -> None:
+        """``shape`` is ``("text",)`` for a text-completion stream (positional and optional,
+        so subclasses that override this with the four-argument form keep working)."""
+        text = "text" in shape
         extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
         writer.write(
             f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n{extra}"
             "connection: close\r\n\r\n".encode()
         )
-        frames = self._anthropic_frames(reply, body) if anthropic else self._openai_frames(reply)
+        if anthropic:
+            frames = self._anthropic_frames(reply, body)
+        else:
+            frames = self._text_frames(reply) if text else self._openai_frames(reply)
         for frame in frames:
             if frame is None:  # the scripted break
                 await writer.drain()
@@ -198,6 +229,22 @@ class ScriptedServer:
             writer.write(frame)
             await writer.drain()
             await asyncio.sleep(0)
+
+    def _text_frames(self, reply: Reply) -> list[bytes | None]:
+        def chunk(piece: str, finish: str | None = None) -> bytes:
+            choice = {"index": 0, "text": piece, "finish_reason": finish}
+            return _sse({"id": "cmpl-1", "object": "text_completion", "choices": [choice]})
+
+        frames: list[bytes | None] = []
+        for n, piece in enumerate(_pieces(reply)):
+            if reply.break_after is not None and n >= reply.break_after:
+                frames.append(None)
+                return frames
+            if piece:
+                frames.append(chunk(piece))
+        frames.append(chunk("", self._finish(reply, False)))
+        frames.append(_sse("[DONE]"))
+        return frames
 
     def _openai_frames(self, reply: Reply) -> list[bytes | None]:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:

@@ -340,5 +340,23 @@ def anthropic_stream(
     return Reply(events=events, cut=cut)
 
 
+def text_stream(
+    pieces: list[str], *, finish: str | None = "stop", cut: bool = False, hang: bool = False
+) -> Reply:
+    """An OpenAI-compatible text-completion stream (``choices[].text``); ``cut``/``hang`` end
+    it early (no finish, no [DONE])."""
+    events = [
+        _sse({"id": "t1", "object": "text_completion", "choices": [{"index": 0, "text": p}]})
+        for p in pieces
+    ]
+    if not (cut or hang):
+        if finish:
+            events.append(
+                _sse({"id": "t1", "choices": [{"index": 0, "text": "", "finish_reason": finish}]})
+            )
+        events.append(_sse("[DONE]"))
+    return Reply(events=events, cut=cut, hang=hang)
+
+
 def hang() -> Reply:
     return Reply(hang=True)

@@ -1,11 +1,13 @@
 """The prompt side of a task: state, world info, macros, envelope, and the shape per family.
 
-Pure functions over a :class:`~tavernkit.models.state.ChatState`. Three of them are thin
-private adapters for interfaces being written in parallel (``prompt.from_chat_state`` and
-``prompt.convert``): :func:`prompt_state_for` (ChatState -> PromptState),
-:func:`to_provider_messages` (OpenAI-shaped dicts -> provider messages) and
-:func:`fold_messages` (messages -> one text-completion prompt). When those land, these become
-calls to them.
+Pure functions over a :class:`~tavernkit.models.state.ChatState`, on top of the prompt
+engine's own bridges: :func:`~tavernkit.prompt.from_chat_state.prompt_state_from_chat_state`
+(the state of one build), :func:`~tavernkit.prompt.from_chat_state.state_substitute` (one macro
+evaluator with copies of the chat's and the owner's variables, so a task writes nothing),
+:func:`~tavernkit.prompt.envelope.build_task_envelope` (with its task messages kept literal)
+and :func:`~tavernkit.prompt.convert.message_from_dict` (OpenAI-shaped dicts to provider
+messages). :func:`fold_messages` is the text family's form of a message list: instruct
+sequences, or ``Name: text`` lines (also ``TextCompletionService.construct_prompt``).
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tavernkit.errors import FormatError, GenerateTaskError
-from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
 from tavernkit.models.templates import InstructTemplate
 from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.convert import message_from_dict
 from tavernkit.prompt.envelope import build_task_envelope
 from tavernkit.prompt.extensions import worldinfo_outlets
+from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.instruct import (
     InstructNames,
     format_instruct_chat,
@@ -29,9 +32,8 @@ from tavernkit.prompt.instruct import (
     instruct_stop_sequences,
 )
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
-from tavernkit.prompt.state import AuthorsNote, PromptState, TokenBudgetExceeded
-from tavernkit.providers.accumulator import ToolCall as WireToolCall
-from tavernkit.providers.request import ChatMessage, ContentPart, ImagePart, TextPart
+from tavernkit.prompt.state import PromptState, TokenBudgetExceeded
+from tavernkit.providers.request import ChatMessage
 from tavernkit.text.macros.evaluator import substitute_macros
 from tavernkit.tools.calls import coerce_tool_call
 from tavernkit.tools.prompt_xml import XmlProtocol
@@ -58,6 +60,10 @@ _ROLES = ("system", "user", "assistant", "tool")
 _HISTORY_TRIGGER = "<Function_Hist_Start/>"
 
 
+#: a text-family connection's API -> SillyTavern's ``main_api``
+_TEXT_MAIN_API = {"kobold": "kobold", "novel": "novel"}
+
+
 def prompt_state_for(
     state: ChatState,
     *,
@@ -67,35 +73,12 @@ def prompt_state_for(
     api: str,
     text_family: bool,
 ) -> PromptState:
-    """The prompt engine's view of ``state`` for one request."""
-    prompt = state.settings.prompt
-    metadata = state.chat.metadata if state.chat is not None else None
-    character = state.character or Character(name="")
-    max_context = max_response = None
-    if text_family:
-        max_context, max_response = prompt.max_context, prompt.amount_gen
-    return PromptState(
-        character=character,
-        messages=state.messages,
-        persona=state.persona,
-        user_name=state.user_name,
-        chat_metadata=metadata,
-        preset=preset,
-        instruct=state.instruct,
-        context=state.context,
-        sysprompt=state.sysprompt,
-        instruct_enabled=prompt.instruct_enabled,
-        sysprompt_enabled=prompt.sysprompt_enabled,
-        settings=prompt,
-        reasoning=state.settings.reasoning,
-        reasoning_template=state.reasoning,
-        authors_note=AuthorsNote.from_metadata(metadata),
-        model=model or "",
-        source=source,
-        max_context=max_context,
-        max_response=max_response,
-        api=api,
-    )
+    """The prompt engine's view of ``state`` for one request to a resolved connection (which
+    may not be the active profile: ``api_preset_name``), with ``preset`` (which may not be
+    the selected one: ``llm_preset_name``)."""
+    main_api = _TEXT_MAIN_API.get(api, "textgenerationwebui") if text_family else "openai"
+    built = prompt_state_from_chat_state(state, model=model or None, main_api=main_api)
+    return built.replace(preset=preset, source=source or built.source)
 
 
 def _content_text(content: Any) -> str:
@@ -134,7 +117,37 @@ def validate_task_messages(messages: Any) -> list[Message]:
                 f"{where}.content must be a string or a list of parts",
                 details={"field": f"{where}.content"},
             )
-        out.append(dict(message))
+        copy = dict(message)
+        if message.get("tool_calls"):
+            copy["tool_calls"] = _openai_calls(message["tool_calls"], where)
+        out.append(copy)
+    return out
+
+
+def _openai_calls(calls: Any, where: str) -> list[Any]:
+    """An assistant message's tool calls in the OpenAI shape the envelope reads (a
+    ``TaskResult``'s own ``ToolCall`` values may be passed back as they are)."""
+    if not isinstance(calls, Sequence) or isinstance(calls, str | bytes):
+        raise GenerateTaskError(
+            "invalid_input",
+            f"{where}.tool_calls must be a list",
+            details={"field": f"{where}.tool_calls"},
+        )
+    out: list[Any] = []
+    for index, call in enumerate(calls):
+        if isinstance(call, Mapping) and isinstance(call.get("function"), Mapping):
+            out.append(call)
+            continue
+        try:
+            parsed = coerce_tool_call(call, index)
+        except Exception as exc:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"{where}.tool_calls[{index}] is not a tool call",
+                cause=exc,
+                details={"field": f"{where}.tool_calls[{index}]"},
+            ) from exc
+        out.append(parsed.to_openai() | {"id": parsed.id or f"call_{index}"})
     return out
 
 
@@ -207,33 +220,21 @@ def scan_world_info(
     )
 
 
-class _TaskSubstitute(MacroSubstitute):
-    """The envelope's evaluator, leaving the task messages alone: the builder substitutes
-    history text (as SillyTavern does for chat messages), but task messages were evaluated
-    once already (side effects stripped) or must reach the model literally."""
-
-    def __init__(self, base: MacroSubstitute, protected: frozenset[str]) -> None:
-        super().__init__(base.env, compat=base.compat)
-        self.protected = protected
-
-    def __call__(
-        self,
-        text: str,
-        /,
-        *,
-        original: str | None = None,
-        dynamic: Mapping[str, str] | None = None,
-    ) -> str:
-        if text in self.protected:
-            return text
-        return super().__call__(text, original=original, dynamic=dynamic)
-
-
 def make_substitute(
-    pstate: PromptState, wi: WorldInfoResult | None, compat: str
+    pstate: PromptState,
+    wi: WorldInfoResult | None,
+    compat: str,
+    state: ChatState | None = None,
 ) -> MacroSubstitute:
-    """The build's one macro evaluator (world-info outlets bound when there is a result)."""
-    return macro_substitute(pstate, outlets=worldinfo_outlets(wi), compat=compat)
+    """The build's one macro evaluator (world-info outlets bound when there is a result).
+    With ``state``, ``{{getvar}}`` and friends read copies of the chat's and the owner's
+    variables (a task never writes them)."""
+    if state is None:
+        return macro_substitute(pstate, outlets=worldinfo_outlets(wi), compat=compat)
+    substitute = state_substitute(state, pstate, compat=compat)
+    if wi is not None:
+        substitute.env.outlets = worldinfo_outlets(wi)
+    return substitute
 
 
 def substitute_task_messages(
@@ -274,8 +275,9 @@ def build_envelope(
     substitute: MacroSubstitute,
     compat: str,
 ) -> list[Message]:
-    """The preset-aware prompt around the task messages, as OpenAI-shaped dicts."""
-    protected = frozenset(_content_text(m.get("content")) for m in task_messages) - {""}
+    """The preset-aware prompt around the task messages, as OpenAI-shaped dicts. The task
+    messages were evaluated once already (side effects stripped) or must reach the model
+    literally, so the build leaves them alone."""
     try:
         prompt = build_task_envelope(
             pstate,
@@ -283,8 +285,9 @@ def build_envelope(
             task_messages,
             include_character_card=include_character_card,
             kind="quiet",
-            substitute=_TaskSubstitute(substitute, protected),
+            substitute=substitute,
             compat=compat,
+            literal_task_messages=True,
         )
     except TokenBudgetExceeded as exc:
         raise GenerateTaskError(
@@ -325,50 +328,15 @@ def has_tool_history(messages: Sequence[Mapping[str, Any]]) -> bool:
     return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
 
 
-def _parts(content: Any) -> str | tuple[ContentPart, ...]:
-    if isinstance(content, str) or content is None:
-        return content or ""
-    parts: list[ContentPart] = []
-    for part in content:
-        if not isinstance(part, Mapping):
-            continue
-        if part.get("type") == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, Mapping) else image
-            if isinstance(url, str):
-                parts.append(ImagePart(url=url))
-        elif isinstance(part.get("text"), str):
-            parts.append(TextPart(part["text"]))
-    return tuple(parts)
-
-
 def to_provider_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[ChatMessage, ...]:
-    """OpenAI-shaped message dicts as provider messages (tool calls and results kept)."""
-    out: list[ChatMessage] = []
-    for message in messages:
-        role = str(message.get("role"))
-        calls = []
-        for index, raw in enumerate(message.get("tool_calls") or ()):
-            call = coerce_tool_call(raw, index)
-            calls.append(
-                WireToolCall(
-                    index=index,
-                    id=call.id or f"call_{index}",
-                    name=call.name,
-                    arguments=call.arguments_text or "{}",
-                )
-            )
-        name = message.get("name")
-        out.append(
-            ChatMessage(
-                role=role,  # type: ignore[arg-type]
-                content=_parts(message.get("content")),
-                name=name if isinstance(name, str) and name else None,
-                tool_calls=tuple(calls),
-                tool_call_id=message.get("tool_call_id") or None,
-            )
-        )
-    return tuple(out)
+    """OpenAI-shaped message dicts as provider messages (tool calls, results, names, images
+    and reasoning kept), through the prompt engine's own conversion."""
+    try:
+        return tuple(message_from_dict(m, where=f"messages[{i}]") for i, m in enumerate(messages))
+    except FormatError as exc:
+        raise GenerateTaskError(
+            "invalid_input", str(exc), cause=exc, details={"field": exc.field}
+        ) from exc
 
 
 def fold_messages(

@@ -14,14 +14,17 @@ from typing import Any
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._dispatch import BeforeRequest, OnEvent, send
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
+from tavernkit.generation.one_attempt import send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,
     sampling_from_textgen,
 )
+from tavernkit.generation.result import TurnResult
+from tavernkit.generation.sending import BeforeRequest
+from tavernkit.generation.sink import SinkEvent
 from tavernkit.generation.task import (
     Emit,
     TaskOptions,
@@ -107,6 +110,33 @@ def world_info_from_mapping(data: Mapping[str, Any]) -> WorldInfoResult:
     )
 
 
+class _TaskSink:
+    """The turn runner's sink for a streamed task: visible text and reasoning become task
+    events (through the prompt protocol's detector, which hides a tool-call payload)."""
+
+    def __init__(self, out: Emit, detector: StreamDetector | None) -> None:
+        self.out = out
+        self.detector = detector
+
+    async def emit(self, event: SinkEvent) -> None:
+        if isinstance(event, TextDelta):
+            text = event.text
+            shown = self.detector.feed(text) if self.detector is not None else text
+            if shown:
+                await self.out(TaskTextDelta(shown))
+        elif isinstance(event, ReasoningDelta) and event.text:
+            await self.out(TaskReasoningDelta(event.text))
+
+    async def flush(self) -> None:
+        return None
+
+    async def finalize(self, result: TurnResult) -> None:
+        return None
+
+    async def cleanup(self) -> None:
+        return None
+
+
 @dataclass
 class _Run:
     options: TaskOptions
@@ -166,33 +196,31 @@ class _Run:
 
     # -- events ------------------------------------------------------------------------------
 
-    def on_event(self, detector: StreamDetector | None) -> OnEvent:
-        async def handle(event: StreamEvent) -> None:
-            processor = self.processor
-            if type(event) is TextDelta:
-                processor.text += event.text
-                shown = detector.feed(event.text) if detector is not None else event.text
-                if shown and self.emit is not None:
-                    await self.emit(TaskTextDelta(shown))
-            elif type(event) is ReasoningDelta:
-                processor.reasoning += event.text
-                if event.text and self.emit is not None:
-                    await self.emit(TaskReasoningDelta(event.text))
-            elif type(event) is ToolCallDelta:
-                while len(processor.tool_calls) <= event.index:
-                    processor.tool_calls.append(("", ""))
-                name, args = processor.tool_calls[event.index]
-                processor.tool_calls[event.index] = (
-                    name or event.name or "",
-                    args + event.arguments_fragment,
-                )
-
-        return handle
+    def observe(self, event: StreamEvent) -> None:
+        """The live view (``ctx.streaming_processor``) of every provider event."""
+        processor = self.processor
+        kind = type(event)
+        if kind is TextDelta:
+            processor.text += event.text  # type: ignore[union-attr]
+        elif kind is ReasoningDelta:
+            processor.reasoning += event.text  # type: ignore[union-attr]
+        elif kind is ToolCallDelta:
+            assert isinstance(event, ToolCallDelta)
+            while len(processor.tool_calls) <= event.index:
+                processor.tool_calls.append(("", ""))
+            name, args = processor.tool_calls[event.index]
+            processor.tool_calls[event.index] = (
+                name or event.name or "",
+                args + event.arguments_fragment,
+            )
 
     async def send(
         self, messages: Sequence[Mapping[str, Any]], *, tools: bool, stream: bool
     ) -> Completion:
-        detector = self.protocol.detector() if (self.protocol and stream) else None
+        """One request through the turn runner's one-attempt plan; the visible reply goes
+        to the stream's consumer (a prompt protocol's payload hidden by its detector)."""
+        shown = stream and self.emit is not None
+        detector = self.protocol.detector() if (self.protocol and shown) else None
         request = self.request(messages, tools=tools)
         if self.stream and stream and not self.connection.can_stream(request):
             raise GenerateTaskError(
@@ -200,14 +228,18 @@ class _Run:
                 f"the {self.connection.source} backend cannot stream this request",
                 details={"api": self.connection.api, "source": self.connection.source},
             )
-        completion = await send(
+        sink = _TaskSink(self.emit, detector) if shown and self.emit is not None else None
+        completion = await send_one(
             self.connection,
             request,
             stream=stream,
             abort=self.signal,
-            on_event=self.on_event(detector),
+            on_event=self.observe,
             retry=self.services.retry,
             before_request=self.services.before_request,
+            sink=sink,
+            # a tool call or a JSON document cannot be stitched from two replies
+            continuation=self.options.mode == "text",
         )
         if detector is not None:
             tail = detector.finish()
@@ -286,7 +318,7 @@ async def _resolve_world_info(
         messages = tp.validate_task_messages(run_opts.custom_world_info_messages)
     else:
         messages = None
-    substitute = tp.make_substitute(pstate, None, compat)
+    substitute = tp.make_substitute(pstate, None, compat, state)
     return tp.scan_world_info(
         state,
         pstate,
@@ -325,7 +357,7 @@ async def run_task(services: TaskServices, options: TaskOptions, emit: Emit | No
         text_family=connection.family == "text",
     )
     wi = await _resolve_world_info(options, state, pstate, compat, services.rng)
-    substitute = tp.make_substitute(pstate, wi, compat)
+    substitute = tp.make_substitute(pstate, wi, compat, state)
     if options.substitute_macros:
         task_messages = tp.substitute_task_messages(task_messages, substitute, compat)
     messages = tp.build_envelope(

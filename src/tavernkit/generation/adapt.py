@@ -47,6 +47,7 @@ __all__ = [
     "TurnBlock",
     "TurnPrompt",
     "adapt_request",
+    "apply_samplers",
     "clamp_max_tokens",
     "message_tokens",
 ]
@@ -99,11 +100,15 @@ class TurnPrompt:
     prefill: str = ""
 
     @classmethod
-    def from_chat_prompt(cls, prompt: ChatPrompt, *, prefill: str = "") -> TurnPrompt:
-        """Every non-system message is history; the last user message is the trigger."""
+    def from_chat_prompt(
+        cls, prompt: ChatPrompt, *, prefill: str = "", trim: bool = True
+    ) -> TurnPrompt:
+        """Every non-system message is history; the last user message is the trigger.
+        ``trim=False`` keeps every message (a task's own messages must reach the model whole:
+        a prompt too long for the model is then ``ContextTooLong``, not a silent cut)."""
         last_user = max((i for i, m in enumerate(prompt.messages) if m.role == "user"), default=-1)
         blocks = tuple(
-            TurnBlock(m, history=m.role != "system", protected=i == last_user)
+            TurnBlock(m, history=trim and m.role != "system", protected=i == last_user)
             for i, m in enumerate(prompt.messages)
         )
         return cls(
@@ -202,9 +207,10 @@ def clamp_max_tokens(server: int | None, user: int | None, ceiling: int | None) 
 _SAMPLING_FIELDS = frozenset(f.name for f in dataclasses.fields(Sampling))
 
 
-def _apply_samplers(
+def apply_samplers(
     base: Sampling, saved: Mapping[str, Any], user_max: int | None, ceiling: int
 ) -> Sampling:
+    """``base`` with a provider's saved sampler settings and the clamped output limit."""
     overrides = {k: v for k, v in saved.items() if k in _SAMPLING_FIELDS and v is not None}
     server_max = overrides.pop("max_tokens", base.max_tokens)
     limit = clamp_max_tokens(server_max, user_max, ceiling)
@@ -244,7 +250,7 @@ def adapt_request(
     block once across attempts.
     """
     use_tools = tools_enabled and profile.supports_tools
-    sampling = _apply_samplers(
+    sampling = apply_samplers(
         prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens
     )
     reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)

@@ -293,7 +293,11 @@ class TextPipe:
         guard: SpeakerGuard,
         segment: Literal["clause", "delta"] = "clause",
         hold: bool = False,
+        lead: str = "\n",
     ) -> None:
+        """``lead``: what a fresh reply may not start with (a text model's reply starts
+        after ``Name:`` with a space that is not part of it)."""
+        self.lead = lead
         self.prefill = prefill
         self.carried = carried
         self.guard = guard
@@ -341,7 +345,7 @@ class TextPipe:
             if not piece.strip() and not self.prefill.text:
                 return ""  # leading blank lines of a fresh reply are noise
             shown = self.prefill.text if not self.prefill.sent else ""
-            body = piece.lstrip("\n") if not shown and not self.carried else piece
+            body = piece.lstrip(self.lead) if not shown and not self.carried else piece
             gap = join_gap(self.carried + shown, body)
             piece = shown + gap + body
             self.started = True

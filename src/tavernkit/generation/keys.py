@@ -121,9 +121,10 @@ def _to_s(value: datetime | None) -> float | None:
 class StoreCooldownStore:
     """Cooldowns persisted through the Store's key-state calls (key ids are store ids).
 
-    The store's ``KeyState`` has no use counter, so ``uses`` is not persisted: selection then
-    falls back to least recently used (``last_used``), which rotates the same way. The clock
-    passed to :class:`KeyPool` must be epoch seconds for the stored times to mean anything.
+    The use counter is persisted too (``KeyState.uses``), so least-used-first holds across
+    processes: a CLI that starts fresh for every message still spreads its calls over the keys.
+    The clock passed to :class:`KeyPool` must be epoch seconds for the stored times to mean
+    anything.
     """
 
     def __init__(self, store: Store) -> None:
@@ -136,6 +137,7 @@ class StoreCooldownStore:
             return KeyStatus(key_id)
         return KeyStatus(
             key_id,
+            uses=state.uses,
             failures=state.failures,
             error_class=state.last_error_code,
             cooldown_until=_to_s(state.cooldown_until),
@@ -150,6 +152,7 @@ class StoreCooldownStore:
                 failures=status.failures,
                 last_error_code=status.error_class,
                 last_used=_to_dt(status.last_used),
+                uses=status.uses,
             ),
             owner=owner,
         )

@@ -8,6 +8,8 @@ from typing import Literal
 
 from tavernkit.generation.continuation import ContinuationConfig
 from tavernkit.generation.review import ReviewConfig
+from tavernkit.generation.sending import BeforeRequest, Observe
+from tavernkit.providers.retry import RetryPolicy
 from tavernkit.tools.registry import FunctionTool
 
 __all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions"]
@@ -34,3 +36,10 @@ class TurnOptions:
     default_reserve: int = 1024
     review: ReviewConfig | None = None
     turn_id: str = "-"
+    #: same-request retries before the first event (the provider's retry policy); ``None``:
+    #: none, failures go straight to the next key or attempt
+    retry: RetryPolicy | None = None
+    #: sees (and may replace) every outgoing request with its stream flag
+    before_request: BeforeRequest | None = None
+    #: every provider event as it arrives (a live view; may be a coroutine function)
+    observe: Observe | None = None

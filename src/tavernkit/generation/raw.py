@@ -22,11 +22,11 @@ from typing import Any
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._dispatch import send
 from tavernkit.generation._task_run import TaskServices
 from tavernkit.generation.abort import AbortController, AbortSignal
 from tavernkit.generation.abort import StreamingProcessor as Processor
 from tavernkit.generation.extract import completion_to_openai
+from tavernkit.generation.one_attempt import send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,
@@ -34,6 +34,7 @@ from tavernkit.generation.profiles import (
 )
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.chat_completion import build_chat_completion
+from tavernkit.prompt.convert import to_provider_request
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
 from tavernkit.prompt.text_completion import build_text_completion
@@ -130,13 +131,14 @@ async def _send_raw(
     with services.generations.track(
         services.chat_id, controller, Processor(model=connection.model)
     ):
-        return await send(
+        return await send_one(
             connection,
             request,
             stream=False,
             abort=signal,
             retry=services.retry,
             before_request=services.before_request,
+            turn_id="raw",
         )
 
 
@@ -216,7 +218,7 @@ async def _raw_completion(
         )
         if options.instruct_override:
             pstate = pstate.replace(instruct_enabled=False)
-        substitute = tp.make_substitute(pstate, None, state.compat)
+        substitute = tp.make_substitute(pstate, None, state.compat, state)
         folded = messages[:-1] if options.prefill else messages
         prompt, stop_list = tp.fold_messages(folded, pstate, substitute)
         prompt += options.prefill
@@ -315,11 +317,11 @@ async def generate_quiet_prompt(
             pstate,
             None,
             trigger="quiet",
-            substitute=tp.make_substitute(pstate, None, state.compat),
+            substitute=tp.make_substitute(pstate, None, state.compat, state),
             rng=services.rng,
             compat=state.compat,
         )
-    substitute = tp.make_substitute(pstate, wi, state.compat)
+    substitute = tp.make_substitute(pstate, wi, state.compat, state)
     stops: tuple[str, ...] = ()
     request: PromptRequest
     try:
@@ -358,10 +360,8 @@ async def generate_quiet_prompt(
                 inline_images=options.quiet_image is not None,
             )
             sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
-            request = ChatPrompt(
-                messages=tp.to_provider_messages(chat_prompt.messages),
-                sampling=sampling,
-                response_format=fmt if native else None,
+            request = to_provider_request(
+                chat_prompt, sampling=sampling, response_format=fmt if native else None
             )
     except TokenBudgetExceeded as exc:
         raise GenerateTaskError("context_budget", str(exc), cause=exc) from exc

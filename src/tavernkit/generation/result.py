@@ -30,6 +30,7 @@ from tavernkit.errors import (
 from tavernkit.providers.events import Usage
 
 if TYPE_CHECKING:
+    from tavernkit.providers.accumulator import Completion
     from tavernkit.tools.loop import InvocationRecord
 
 __all__ = [
@@ -241,7 +242,8 @@ class TurnResult:
     ``text`` is everything delivered to the sink, in order, across attempts (carried text
     included), so the stored message is what the user saw even when the turn failed.
     ``reasoning``/``usage``/``model`` are the finishing attempt's only; the usage of failed
-    attempts stays in ``attempts`` for cost.
+    attempts stays in ``attempts`` for cost. ``completion`` is the finishing request's
+    accumulated response (its tool calls when the runner did not run them, the raw text).
     """
 
     status: TurnStatus
@@ -257,6 +259,7 @@ class TurnResult:
     error: TurnError | None = None
     counters: TurnCounters = field(default_factory=TurnCounters)
     review: tuple[Mapping[str, Any], ...] = ()
+    completion: Completion | None = None
 
     @property
     def failure_reported(self) -> bool:

@@ -14,7 +14,10 @@ The pipeline (:mod:`tavernkit.generation._task_run`), in this order:
 6. **tools / schema**: native tools, or the ``prompt_xml`` / ``prompt_json`` protocol (history
    rewrite, instructions, streaming detector, bounded corrective retries); native structured
    output where the profile has it, else a schema instruction;
-7. **dispatch**: the chat family gets messages, the text family the folded prompt;
+7. **dispatch** through the turn runner (``generation.turn.run_turn``) with a one-attempt plan
+   plus the provider's retry policy (:mod:`tavernkit.generation.one_attempt`): the chat family
+   gets messages, the text family the folded prompt; continuation is off for tool and JSON
+   tasks;
 8. **normalization** to :class:`TaskResult`; failures are :class:`GenerateTaskError` by code.
 
 A task persists nothing and runs with ``request_scope="extension_internal"``: the main chat's

@@ -19,6 +19,15 @@ Rules that are easy to get wrong:
   and canonical arguments) is answered from the record, not run again; within one attempt a
   tool may run twice on purpose. Failover never rolls back tool side effects;
 - logs carry outcomes, attempt ids, key ids and budgets, never prompts, drafts or keys.
+
+Both prompt families run here: a chat prompt (:class:`~tavernkit.generation.adapt.TurnPrompt`)
+and a text-completion prompt (:class:`~tavernkit.generation.adapt_text.TextTurnPrompt`, where a
+prefill or carried text is simply the prompt's tail). Text models have no native tools and no
+reviewer call shape, so a text turn runs neither. Every request goes through
+:class:`~tavernkit.generation.sending.SendingProvider` (``before_request`` hooks, the
+provider's same-request retry policy, abort before the first event, observation). Tool calls
+the model makes when the turn has no tools of its own to run (a task that returns them to its
+caller) complete the attempt as they are.
 """
 
 from __future__ import annotations
@@ -31,7 +40,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tavernkit.errors import ContextTooLong, ProviderError
-from tavernkit.generation.adapt import ByteEstimate, TokenCounter, TurnPrompt, adapt_request
+from tavernkit.generation.adapt import ByteEstimate, TokenCounter, TurnPrompt
+from tavernkit.generation.adapt_text import TextTurnPrompt, attempt_request
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
@@ -65,13 +75,14 @@ from tavernkit.generation.review import (
     review_unavailable,
     revision_directive,
 )
+from tavernkit.generation.sending import sending_provider
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
 from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.events import TextDelta, Usage
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
-from tavernkit.providers.request import ChatMessage, ChatPrompt
+from tavernkit.providers.request import ChatMessage, ChatPrompt, TextPrompt
 from tavernkit.tools.loop import InvocationRecord
 from tavernkit.tools.registry import FunctionTool
 
@@ -97,7 +108,7 @@ class _Turn:
     def __init__(
         self,
         plan: Plan,
-        request: TurnPrompt,
+        request: TurnPrompt | TextTurnPrompt,
         sink: ResponseSink,
         *,
         clock: Callable[[], float],
@@ -125,7 +136,8 @@ class _Turn:
         self.last_error: BaseException | None = None
         self.last_model: str | None = None
         self.seq = 0
-        tools = options.tools
+        self.text_mode = isinstance(request, TextTurnPrompt)
+        tools = options.tools if not self.text_mode else ()
         self.tools: dict[str, FunctionTool] = (
             dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
         )
@@ -133,6 +145,7 @@ class _Turn:
         self.review: ReviewConfig | None = (
             review
             if review is not None
+            and not self.text_mode
             and review.enabled
             and not plan.context.impersonation
             and not plan.context.quiet
@@ -243,7 +256,8 @@ class _Turn:
         prefill = plan_prefill(
             self.carried,
             self.request.prefill,
-            supports_prefill=target.profile.supports_prefill,
+            # a text model continues its prompt: every prefill is native there
+            supports_prefill=self.text_mode or target.profile.supports_prefill,
             config=self.options.continuation,
         )
         outcome = await self._generate(attempt, key, seq, prefill, hold, suppress)
@@ -266,7 +280,9 @@ class _Turn:
         target = attempt.target
         try:
             secret = await target.pool.secret(key) if target.pool is not None and key else None
-            provider = target.make_provider(secret)
+            provider = sending_provider(
+                target.make_provider(secret), self.options, self.abort, self.sleep
+            )
         except ProviderError as exc:
             return _Outcome(False, exc)
         except Exception as exc:  # a loader failure: this credential cannot be used
@@ -279,6 +295,7 @@ class _Turn:
                 guard=self.guard,
                 segment=self.options.segment,
                 hold=hold,
+                lead=" \t\n" if self.text_mode else "\n",
             )
 
         pipe = new_pipe()
@@ -300,24 +317,23 @@ class _Turn:
             if native is not None:
                 tail.append(native)
             try:
-                adapted = adapt_request(
+                request = attempt_request(
                     self.request,
-                    target.profile,
+                    target,
                     self.tokenizer,
                     tools_enabled=target.tools_enabled and rounds < self.options.max_tool_rounds,
                     tail=tail,
                     after=[*self.shared_history, *history],
-                    samplers=target.samplers,
-                    user_max_tokens=target.user_max_tokens,
+                    prefill=native.text() if native is not None else "",
+                    directives=directives,
                     default_reserve=self.options.default_reserve,
-                    fitter=target.fitter,
                     token_cache=self.token_cache,
                 )
             except ContextTooLong as exc:
                 return _Outcome(False, exc, invocations=invocations)
             completion, error = await self.delivery.stream(
                 provider.stream(
-                    adapted.request,
+                    request,
                     model=attempt.entry.model,
                     profile=target.profile,
                     stream=self.options.stream,
@@ -349,6 +365,8 @@ class _Turn:
                 continue
             if rest:
                 self.delivery.send(seq, TextDelta(rest))
+            if completion.tool_calls and not self.tools:
+                break  # calls the turn has no tools to run are the caller's: done
             calls = completion.tool_calls if self.tools and not pipe.cut else []
             if calls and rounds < self.options.max_tool_rounds:
                 rounds += 1
@@ -373,7 +391,8 @@ class _Turn:
                 error = TurnFailure("empty_response", "the model returned an empty reply")
                 return _Outcome(False, error, usage=usage, invocations=invocations)
             if self.review is not None and not self.review_state.ended:
-                revise = await self._review(attempt, provider, adapted.request, pipe, invocations)
+                assert isinstance(request, ChatPrompt)
+                revise = await self._review(attempt, provider, request, pipe, invocations)
                 if revise is not None:
                     history += [ChatMessage("assistant", pipe.visible)]
                     extra = [revise]
@@ -544,12 +563,13 @@ class _Turn:
             error=error,
             counters=replace(self.counters, replayed_tools=self.replay.replayed),
             review=tuple(self.review_state.trace),
+            completion=completion,
         )
 
 
 async def run_turn(
     plan: Plan,
-    request: TurnPrompt | ChatPrompt,
+    request: TurnPrompt | ChatPrompt | TextTurnPrompt | TextPrompt,
     sink: ResponseSink,
     *,
     clock: Callable[[], float] = time.monotonic,
@@ -564,8 +584,19 @@ async def run_turn(
     text and a safe :class:`~tavernkit.generation.result.TurnError`. An unexpected exception
     is emitted as an ``unknown`` error, the sink is finalized, and the exception propagates.
     ``sink.cleanup()`` always runs; a failure in it is logged, never raised over the turn.
+
+    ``request`` is either family: a provider ``ChatPrompt`` (every non-system message may be
+    trimmed, the last user message never) or a ``TurnPrompt`` with explicit blocks; a provider
+    ``TextPrompt`` (its last line is the reply opening) or a ``TextTurnPrompt`` with explicit
+    droppable pieces.
     """
-    prompt = request if isinstance(request, TurnPrompt) else TurnPrompt.from_chat_prompt(request)
+    prompt: TurnPrompt | TextTurnPrompt
+    if isinstance(request, TurnPrompt | TextTurnPrompt):
+        prompt = request
+    elif isinstance(request, TextPrompt):
+        prompt = TextTurnPrompt.from_text_prompt(request)
+    else:
+        prompt = TurnPrompt.from_chat_prompt(request)
     turn = _Turn(
         plan,
         prompt,

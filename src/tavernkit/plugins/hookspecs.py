@@ -10,6 +10,17 @@ Hooks of this issue:
   optionally, ``tavernkit export`` writes). The built-in formats register through this hook too.
 - ``register_commands(cli)``: extra ``tavernkit`` sub-commands on the typer app.
 
+Request hooks (the generation issues):
+
+- ``before_request(request, stream, scope)``: sees every outgoing provider request, after the
+  turn runner adapted it to the attempt's model, and may return a replacement. Every
+  implementation runs, each seeing the previous one's result.
+- ``before_chat_turn(chat_id, kind, request)`` / ``after_chat_turn(chat_id, kind, result)``:
+  the main chat's hooks (SillyTavern's ``CHAT_COMPLETION_SETTINGS_READY`` and
+  ``GENERATION_ENDED``), called by the chat service around a chat turn. A generation made with
+  ``request_scope="extension_internal"`` (every ``generate_task``, a plugin's background
+  call) skips them, so a plugin reacting to chat turns is not triggered by its own requests.
+
 Hooks later issues add here, with the same ``register`` style (kept out until the types they
 pass exist, so no plugin can depend on a signature nobody implemented):
 
@@ -17,11 +28,8 @@ pass exist, so no plugin can depend on a signature nobody implemented):
 - ``register_template_functions(register)``: functions for the prompt renderer's templates;
 - ``register_providers(register)``: wire adapters and providers (base URL, auth, capabilities);
 - ``register_tools(register)``: function tools the model may call;
-- ``before_request(request, context)``: may change the outgoing provider request (the last
-  chance to edit messages, samplers or headers; returns the request to send);
-- main-chat hooks (before/after a chat turn, on message stored). A generation made with
-  ``request_scope="extension_internal"`` (a plugin's own ``generate_task`` call) skips them, so a
-  plugin reacting to chat turns is not triggered by its own background requests.
+- ``on_message_stored(...)``: a main-chat hook, skipped by ``extension_internal`` like the
+  two above.
 """
 
 from __future__ import annotations
@@ -33,9 +41,20 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
+    from tavernkit.generation.result import TurnResult
     from tavernkit.plugins.formats import RegisterFormat
+    from tavernkit.providers.request import PromptRequest
 
-__all__ = ["PROJECT_NAME", "hookimpl", "hookspec", "register_commands", "register_formats"]
+__all__ = [
+    "PROJECT_NAME",
+    "after_chat_turn",
+    "before_chat_turn",
+    "before_request",
+    "hookimpl",
+    "hookspec",
+    "register_commands",
+    "register_formats",
+]
 
 PROJECT_NAME = "tavernkit"
 
@@ -58,3 +77,30 @@ def register_formats(register: RegisterFormat) -> None:
 @hookspec
 def register_commands(cli: typer.Typer) -> None:
     """Add sub-commands to the ``tavernkit`` typer app (``@cli.command()``)."""
+
+
+@hookspec
+def before_request(request: PromptRequest, stream: bool, scope: str) -> PromptRequest | None:
+    """See (and optionally replace) an outgoing provider request.
+
+    ``request`` is a ``tavernkit.providers.request.ChatPrompt`` or ``TextPrompt`` (frozen:
+    return a changed copy, e.g. ``dataclasses.replace(request, sampling=...)``, or ``None`` to
+    send it as it is). ``stream`` says whether it is sent streaming. ``scope`` is ``"main"``
+    for a chat turn and ``"extension_internal"`` for ``generate_task`` and other background
+    calls. Called once per HTTP request (each tool round, revision and retry of a turn).
+    """
+
+
+@hookspec
+def before_chat_turn(
+    chat_id: str | None, kind: str, request: PromptRequest
+) -> PromptRequest | None:
+    """A main-chat turn's built prompt before it is sent (``kind``: normal, swipe, continue,
+    impersonate...); may return a replacement. Never called for
+    ``request_scope="extension_internal"``."""
+
+
+@hookspec
+def after_chat_turn(chat_id: str | None, kind: str, result: TurnResult) -> None:
+    """A main-chat turn ended (completed, failed or aborted; ``result.text`` is what was
+    delivered). Never called for ``request_scope="extension_internal"``."""

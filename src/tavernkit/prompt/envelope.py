@@ -6,6 +6,12 @@ messages in place of the chat. The preset's order is followed; the task messages
 ``chatHistory`` marker (tool calls kept whole with their results); without the character card
 the card's markers (description, personality, scenario, examples, depth prompt, its prompt
 overrides) are empty while persona and world info stay.
+
+With ``literal_task_messages`` the task messages are not macro-evaluated by the build (the
+history walk evaluates chat messages, as SillyTavern does): a caller that evaluated them itself
+(side effects stripped) or wants them sent as written (``substitute_macros=False``, editing
+flows where ``{{user}}`` must reach the model literally) sets it; the rest of the envelope is
+evaluated as in a chat turn either way.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.chat_history import OpenAIMessage
+from tavernkit.prompt.extensions import worldinfo_outlets
+from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
 from tavernkit.prompt.request import ChatPrompt
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.tokens import Tokenizer
@@ -92,8 +100,10 @@ def build_task_envelope(
     tokenizer: Tokenizer | None = None,
     substitute: Substitute | None = None,
     compat: str = "default",
+    literal_task_messages: bool = False,
 ) -> ChatPrompt:
-    """The preset's prompt with ``task_messages`` in place of the chat history (pure)."""
+    """The preset's prompt with ``task_messages`` in place of the chat history (pure).
+    ``literal_task_messages``: see the module docstring."""
     if preset is not None:
         state = state.replace(preset=preset)
     if not include_character_card:
@@ -105,6 +115,11 @@ def build_task_envelope(
         state = state.replace(
             character=Character(name=state.character.name), chat_metadata=metadata
         )
+    history = task_history(task_messages)
+    if literal_task_messages:
+        if substitute is None:
+            substitute = macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
+        substitute = _skipping(substitute, frozenset(id(m.content) for m in history if m.content))
     return build_chat_completion(
         state,
         wi,
@@ -112,8 +127,52 @@ def build_task_envelope(
         tokenizer=tokenizer,
         compat=compat,
         substitute=substitute,
-        history=task_history(task_messages),
+        history=history,
     )
+
+
+class _SkippingMacroSubstitute(MacroSubstitute):
+    """The build's evaluator, except for the task messages' own text objects.
+
+    The history walk hands each message's ``content`` object to the evaluator unchanged, so
+    identity (not equality) picks out exactly the task messages: a preset prompt that happens
+    to hold the same words is still evaluated.
+    """
+
+    def __init__(self, base: MacroSubstitute, skip: frozenset[int]) -> None:
+        super().__init__(base.env, compat=base.compat)
+        self._skip = skip
+
+    def __call__(
+        self,
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str:
+        if id(text) in self._skip:
+            return text
+        return super().__call__(text, original=original, dynamic=dynamic)
+
+
+def _skipping(substitute: Substitute, skip: frozenset[int]) -> Substitute:
+    if isinstance(substitute, MacroSubstitute):
+        # a MacroSubstitute, so the builder can still bind the card fields into its env
+        return _SkippingMacroSubstitute(substitute, skip)
+
+    def evaluate(
+        text: str,
+        /,
+        *,
+        original: str | None = None,
+        dynamic: Mapping[str, str] | None = None,
+    ) -> str:
+        if id(text) in skip:
+            return text
+        return substitute(text, original=original, dynamic=dynamic)
+
+    return evaluate
 
 
 #: The name the API exposes it under.

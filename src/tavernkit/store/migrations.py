@@ -131,8 +131,17 @@ async def _m001_initial(db: aiosqlite.Connection) -> None:
     )
 
 
+async def _m002_key_uses(db: aiosqlite.Connection) -> None:
+    # The key pool picks the least-used key first; without a persisted counter every process
+    # restart (or every CLI call) would start all keys at zero and always pick the first one.
+    await db.execute("ALTER TABLE key_state ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
+
+
 #: Applied in this order, each once. Append only.
-MIGRATIONS: tuple[tuple[str, Migration], ...] = (("001_initial", _m001_initial),)
+MIGRATIONS: tuple[tuple[str, Migration], ...] = (
+    ("001_initial", _m001_initial),
+    ("002_key_uses", _m002_key_uses),
+)
 
 
 async def apply_migrations(

@@ -134,6 +134,8 @@ class KeyState:
     failures: int = 0
     last_error_code: str | None = None
     last_used: datetime | None = None
+    #: successful uses (the pool's least-used-first order)
+    uses: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -416,7 +416,7 @@ class SqliteStore(SqliteChats):
         async with (
             self._read() as db,
             db.execute(
-                "SELECT k.id, s.cooldown_until, s.failures, s.last_error_code, s.last_used "
+                "SELECT k.id, s.cooldown_until, s.failures, s.last_error_code, s.last_used, s.uses "
                 "FROM api_keys k LEFT JOIN key_state s ON s.key_id = k.id "
                 "WHERE k.id = ? AND k.owner = ?",
                 (key_id, owner),
@@ -431,6 +431,7 @@ class SqliteStore(SqliteChats):
             failures=int(row[2] or 0),
             last_error_code=row[3],
             last_used=_opt_time(row[4]),
+            uses=int(row[5] or 0),
         )
 
     async def put_key_state(self, state: KeyState, *, owner: str = DEFAULT_OWNER) -> None:
@@ -442,16 +443,18 @@ class SqliteStore(SqliteChats):
                     raise NotFound(f"no API key {state.key_id!r}")
             await db.execute(
                 "INSERT INTO key_state (key_id, cooldown_until, failures, last_error_code, "
-                "last_used, updated) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (key_id) DO UPDATE SET "
+                "last_used, uses, updated) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (key_id) DO UPDATE SET "
                 "cooldown_until = excluded.cooldown_until, failures = excluded.failures, "
                 "last_error_code = excluded.last_error_code, last_used = excluded.last_used, "
-                "updated = excluded.updated",
+                "uses = excluded.uses, updated = excluded.updated",
                 (
                     state.key_id,
                     state.cooldown_until.isoformat() if state.cooldown_until else None,
                     state.failures,
                     state.last_error_code,
                     state.last_used.isoformat() if state.last_used else None,
+                    state.uses,
                     self._now(),
                 ),
             )

@@ -1,0 +1,177 @@
+"""The primitives beneath ``generate_task``, for callers that need control (streaming, rewriting a
+request between retries, a non-standard pipeline), and the three service classes of the
+reference front end. All thin: each one resolves a connection and a preset, builds a provider
+request and sends it through the same one-attempt turn (:func:`send_one`), so hooks, retries,
+abort and error codes are those of every other call.
+
+- :func:`send_chat_request` (``sendOpenAIRequest``): messages as given (no envelope, no world
+  info, no macros) to a chat-family connection; an explicit ``api_settings_override`` beats the
+  named profile, the named preset gives only samplers. ``request_scope="main"`` runs the main
+  chat's hooks around it; ``"extension_internal"`` skips them. Returns an OpenAI-shaped body.
+- :func:`send_streaming_request`: the same, as an async generator of :class:`StreamChunk`.
+- :func:`send_generation_request`: routes by API family (messages to chat, a prompt string to
+  text; each folded or wrapped into the other's shape when needed).
+- :class:`ChatCompletionService` / :class:`TextCompletionService` (``create_request_data``,
+  ``send_request``, ``process_request``; ``construct_prompt`` folds messages into one instruct
+  string) and :class:`ConnectionManagerRequestService` (send through a profile by name,
+  whatever profile is active).
+
+Request data are plain dicts with SillyTavern's keys (``messages`` or ``prompt``, ``model``,
+``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``min_p``, ``frequency_penalty``,
+``presence_penalty``, ``repetition_penalty``, ``seed``, ``stop``, ``stream``, ``tools``,
+``tool_choice``, ``json_schema``), so code written against the reference ports directly.
+Only native tool calling here: the prompt protocols belong to ``generate_task``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from tavernkit.errors import GenerateTaskError
+from tavernkit.generation._requests import (
+    StreamChunk,
+    _as_messages,
+    _chat_request,
+    _scope,
+    _Sender,
+    _stream_chunks,
+    _text_prompt,
+    construct_prompt,
+)
+from tavernkit.generation.abort import AbortSignal
+from tavernkit.generation.extract import completion_to_openai
+from tavernkit.generation.service_classes import (
+    ChatCompletionService,
+    ConnectionManagerRequestService,
+    TextCompletionService,
+)
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.providers.request import (
+    PromptRequest,
+)
+
+if TYPE_CHECKING:
+    from tavernkit.context import TavernContext
+
+__all__ = [
+    "ChatCompletionService",
+    "ConnectionManagerRequestService",
+    "StreamChunk",
+    "TextCompletionService",
+    "construct_prompt",
+    "send_chat_request",
+    "send_generation_request",
+    "send_streaming_request",
+]
+
+
+async def send_chat_request(
+    ctx: TavernContext,
+    kind: str,
+    messages: Sequence[Mapping[str, Any]],
+    abort: AbortSignal | None = None,
+    *,
+    tools: Sequence[Any] | None = None,
+    tool_choice: Any = "auto",
+    llm_preset_name: str = "",
+    api_preset_name: str = "",
+    api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
+    request_scope: str = "main",
+    function_call_options: Mapping[str, Any] | None = None,
+    json_schema: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``messages`` to a chat-family connection, once; the OpenAI-shaped response body."""
+    sender = _Sender(ctx)
+    connection, request = await _chat_request(
+        sender,
+        messages,
+        tools=tools,
+        tool_choice=tool_choice,
+        llm_preset_name=llm_preset_name,
+        api_preset_name=api_preset_name,
+        api_settings_override=api_settings_override,
+        function_call_options=function_call_options,
+        data={"json_schema": json_schema},
+    )
+    completion = await sender.send(
+        connection, request, kind=kind, scope=_scope(request_scope), stream=False, abort=abort
+    )
+    return completion_to_openai(completion)
+
+
+async def send_streaming_request(
+    ctx: TavernContext,
+    kind: str,
+    messages: Sequence[Mapping[str, Any]],
+    abort: AbortSignal | None = None,
+    **options: Any,
+) -> AsyncIterator[StreamChunk]:
+    """:func:`send_chat_request` streamed (the ``before_request`` hooks see ``stream=True``);
+    raises ``aborted`` at once when ``abort`` already fired."""
+    if abort is not None and abort.aborted:
+        raise GenerateTaskError("aborted", "request aborted", details={"delivered_text": ""})
+    scope = _scope(options.pop("request_scope", "main"))
+    json_schema = options.pop("json_schema", None)
+    sender = _Sender(ctx)
+    connection, request = await _chat_request(
+        sender,
+        messages,
+        tools=options.pop("tools", None),
+        tool_choice=options.pop("tool_choice", "auto"),
+        llm_preset_name=options.pop("llm_preset_name", ""),
+        api_preset_name=options.pop("api_preset_name", ""),
+        api_settings_override=options.pop("api_settings_override", None),
+        function_call_options=options.pop("function_call_options", None),
+        data={"json_schema": json_schema},
+    )
+    if options:
+        raise GenerateTaskError(
+            "invalid_input",
+            f"unknown option(s): {', '.join(sorted(options))}",
+            details={"field": next(iter(sorted(options)))},
+        )
+    async for chunk in _stream_chunks(
+        sender, connection, request, kind=kind, scope=scope, abort=abort
+    ):
+        yield chunk
+
+
+async def send_generation_request(
+    ctx: TavernContext,
+    kind: str,
+    data: Mapping[str, Any],
+    abort: AbortSignal | None = None,
+    *,
+    api_preset_name: str = "",
+    api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
+    llm_preset_name: str = "",
+    request_scope: str = "main",
+) -> dict[str, Any]:
+    """Route ``data`` by the connection's API family: ``messages`` to a chat backend (a bare
+    ``prompt`` becomes one user message), ``prompt`` to a text backend (``messages`` are
+    folded with the instruct template). Returns the OpenAI-shaped response body."""
+    sender = _Sender(ctx)
+    scope = _scope(request_scope)
+    connection = await sender.connection(
+        api_preset_name, api_settings_override, str(data.get("model") or "")
+    )
+    request: PromptRequest
+    if connection.family == "chat":
+        _, request = await _chat_request(
+            sender,
+            _as_messages(data),
+            tools=data.get("tools"),
+            tool_choice=data.get("tool_choice", "auto"),
+            llm_preset_name=llm_preset_name,
+            api_preset_name=api_preset_name,
+            api_settings_override=api_settings_override,
+            function_call_options=None,
+            data=data,
+        )
+    else:
+        request = await _text_prompt(sender, data)
+    completion = await sender.send(
+        connection, request, kind=kind, scope=scope, stream=False, abort=abort
+    )
+    return completion_to_openai(completion)
