@@ -7,7 +7,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tavernkit.text._jscompat import js_number_to_string, js_to_number
+from tavernkit.jscompat import js_number_to_string, js_to_number
 from tavernkit.text.variables import InMemoryVariables, ReadOnlyVariables, VariableStore
 
 

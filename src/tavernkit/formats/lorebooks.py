@@ -9,7 +9,6 @@ last. A value the source lacks is left out, as ``JSON.stringify`` drops ``undefi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -28,13 +27,13 @@ from tavernkit.formats._io import (
     read_limited,
     validation_error,
 )
+from tavernkit.jscompat import js_key_order, js_trim, js_truthy
 from tavernkit.models.character_book import CharacterBook
 from tavernkit.models.lorebook import (
     DEFAULT_DEPTH,
     DEFAULT_WEIGHT,
     Lorebook,
     entry_template,
-    js_key_order,
 )
 
 __all__ = [
@@ -51,7 +50,8 @@ __all__ = [
 
 
 class _Undefined:
-    """JavaScript's ``undefined``: a converted key holding it is left out of the entry."""
+    """JavaScript's ``undefined``: a converted key holding it is left out of the entry (and,
+    being falsy, it reads as false to ``js_truthy``)."""
 
     def __repr__(self) -> str:
         return "undefined"
@@ -61,26 +61,6 @@ class _Undefined:
 
 
 _UNDEF: Final = _Undefined()
-
-#: Characters JavaScript's ``String.prototype.trim`` removes (WhiteSpace + LineTerminator);
-#: Python's ``str.strip()`` differs (it keeps U+FEFF and strips U+001C..U+001F).
-_JS_WHITESPACE = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-
-
-def _js_trim(text: str) -> str:
-    return text.strip(_JS_WHITESPACE)
-
-
-def _truthy(value: Any) -> bool:
-    """JavaScript truthiness (``[]`` and ``{}`` are true, ``NaN`` is false)."""
-    if value is _UNDEF or (isinstance(value, float) and math.isnan(value)):
-        return False
-    if isinstance(value, list | dict):
-        return True
-    return bool(value)
 
 
 def _nullish(value: Any, default: Any) -> Any:
@@ -258,8 +238,8 @@ def _novelai_entry(src: _Fields, index: int) -> dict[str, Any]:
         constant=False,
         selective=False,
         order=_nullish(priority, 0),
-        disable=not _truthy(src.get("enabled")),
-        addMemo=isinstance(display_name, str) and _js_trim(display_name) != "",
+        disable=not js_truthy(src.get("enabled")),
+        addMemo=isinstance(display_name, str) and js_trim(display_name) != "",
     )
     return fields
 
@@ -275,20 +255,20 @@ def _agnai_entry(src: _Fields, index: int) -> dict[str, Any]:
         constant=False,
         selective=False,
         order=src.number("weight"),
-        disable=not _truthy(src.get("enabled")),
-        addMemo=_truthy(name),
+        disable=not js_truthy(src.get("enabled")),
+        addMemo=js_truthy(name),
     )
     return fields
 
 
 def _risu_entry(src: _Fields, index: int) -> dict[str, Any]:
-    keys = [_js_trim(k) for k in src.text("key", required=True).split(",")]
+    keys = [js_trim(k) for k in src.text("key", required=True).split(",")]
     second = src.opt_text("secondkey")
     percent = src.number("activationPercent")
     fields = _imported_defaults(index)
     fields.update(
         key=keys,
-        keysecondary=[_js_trim(k) for k in second.split(",")] if _truthy(second) else [],
+        keysecondary=[js_trim(k) for k in second.split(",")] if js_truthy(second) else [],
         comment=src.opt_text("comment"),
         content=src.text("content"),
         constant=src.flag("alwaysActive"),
@@ -299,7 +279,7 @@ def _risu_entry(src: _Fields, index: int) -> dict[str, Any]:
         probability=_nullish(percent, 100),
         # SillyTavern stores ``activationPercent ?? true`` here; only its truthiness is ever
         # read, so the bool keeps the behaviour and the field's type.
-        useProbability=True if percent is None or percent is _UNDEF else _truthy(percent),
+        useProbability=True if percent is None or percent is _UNDEF else js_truthy(percent),
     )
     return fields
 
@@ -477,8 +457,8 @@ def _convert_character_book(book: CharacterBook, *, source: str) -> Lorebook:
                 "excludeRecursion": opt("exclude_recursion", False),
                 "preventRecursion": opt("prevent_recursion", False),
                 "delayUntilRecursion": opt("delay_until_recursion", False),
-                "disable": not _truthy(get("enabled")),
-                "addMemo": _truthy(get("comment")),
+                "disable": not js_truthy(get("enabled")),
+                "addMemo": js_truthy(get("comment")),
                 "displayIndex": opt("display_index", index),
                 "probability": opt("probability", 100),
                 "useProbability": opt("useProbability", True),
@@ -505,7 +485,7 @@ def _convert_character_book(book: CharacterBook, *, source: str) -> Lorebook:
                 "matchScenario": opt("match_scenario", False),
                 "matchCreatorNotes": opt("match_creator_notes", False),
                 "extensions": ext,
-                "triggers": ext.get("triggers") if _truthy(ext.get("triggers")) else [],
+                "triggers": ext.get("triggers") if js_truthy(ext.get("triggers")) else [],
                 "ignoreBudget": opt("ignore_budget", False),
             }
         )
@@ -600,7 +580,7 @@ def lorebook_to_character_book(book: Lorebook, *, name: str | None = None) -> Ch
                     "constant": get("constant"),
                     "selective": get("selective"),
                     "insertion_order": get("order"),
-                    "enabled": not _truthy(_nullish(get("disable"), False)),
+                    "enabled": not js_truthy(_nullish(get("disable"), False)),
                     "position": "before_char" if get("position") == 0 else "after_char",
                     "use_regex": True,
                     "extensions": extensions,

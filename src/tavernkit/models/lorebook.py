@@ -13,7 +13,7 @@ never changes it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any, Self
 
@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from tavernkit.errors import FormatError, LimitExceeded
+from tavernkit.jscompat import js_key_order
 from tavernkit.models._base import Number, WireModel
 from tavernkit.models.character_book import CharacterBook
 
@@ -198,20 +199,6 @@ _TEMPLATE_DEFAULTS: tuple[tuple[str, Any], ...] = tuple(
 def entry_template() -> dict[str, Any]:
     """A fresh copy of SillyTavern's ``newWorldInfoEntryTemplate`` (JSON names, its key order)."""
     return {key: copy.deepcopy(value) for key, value in _TEMPLATE_DEFAULTS}
-
-
-def _is_array_index(key: str) -> bool:
-    """Whether JavaScript treats ``key`` as an integer-like property (canonical, < 2**32 - 1)."""
-    return key.isascii() and key.isdigit() and str(int(key)) == key and int(key) < 2**32 - 1
-
-
-def js_key_order(keys: Iterable[str]) -> list[str]:
-    """The order in which JavaScript enumerates an object's keys: integer-like keys ascending,
-    then the others in insertion order. SillyTavern iterates ``entries`` this way (sort ties,
-    card export), whatever order the file holds them in."""
-    keys = list(keys)
-    numeric = sorted((k for k in keys if _is_array_index(k)), key=int)
-    return numeric + [k for k in keys if not _is_array_index(k)]
 
 
 class Lorebook(_AliasedWireModel):

@@ -8,13 +8,15 @@ instruct/context/sysprompt/reasoning template *contents* in that file are return
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
 from tavernkit.models._base import ValueModel
 
 __all__ = [
+    "POWER_USER_PROMPT_KEYS",
+    "WORLD_INFO_ST_KEYS",
     "CharLore",
     "Compat",
     "PromptSettings",
@@ -123,48 +125,35 @@ def _pick(src: dict[str, Any], mapping: dict[str, str]) -> dict[str, Any]:
     return {ours: src[theirs] for ours, theirs in mapping.items() if theirs in src}
 
 
-_WI_KEYS = {
-    name.removeprefix("world_info_"): name
-    for name in (
-        "world_info_depth",
-        "world_info_min_activations",
-        "world_info_min_activations_depth_max",
-        "world_info_budget",
-        "world_info_budget_cap",
-        "world_info_include_names",
-        "world_info_recursive",
-        "world_info_overflow_alert",
-        "world_info_case_sensitive",
-        "world_info_match_whole_words",
-        "world_info_use_group_scoring",
-        "world_info_character_strategy",
-        "world_info_max_recursion_steps",
-    )
+#: SillyTavern's ``world_info_settings`` key for each scan setting: our name with the
+#: ``world_info_`` prefix. World info's ``ScanSettings`` reads the same table.
+WORLD_INFO_ST_KEYS: Final = {
+    name: f"world_info_{name}"
+    for name in WorldInfoSettings.model_fields
+    if name not in ("global_books", "char_lore")
 }
 
-_PROMPT_KEYS = {
-    name: name
-    for name in (
-        "tokenizer",
-        "token_padding",
-        "trim_spaces",
-        "collapse_newlines",
-        "trim_sentences",
-        "single_line",
-        "pin_examples",
-        "strip_examples",
-        "always_force_name2",
-        "user_prompt_bias",
-        "show_user_prompt_bias",
-        "prefer_character_prompt",
-        "prefer_character_jailbreak",
-        "custom_stopping_strings",
-        "custom_stopping_strings_macro",
-        "persona_description_position",
-        "persona_description_depth",
-        "persona_description_role",
-    )
-}
+#: The ``power_user`` keys :class:`PromptSettings` takes under the same names.
+POWER_USER_PROMPT_KEYS: Final = (
+    "tokenizer",
+    "token_padding",
+    "trim_spaces",
+    "collapse_newlines",
+    "trim_sentences",
+    "single_line",
+    "pin_examples",
+    "strip_examples",
+    "always_force_name2",
+    "user_prompt_bias",
+    "show_user_prompt_bias",
+    "prefer_character_prompt",
+    "prefer_character_jailbreak",
+    "custom_stopping_strings",
+    "custom_stopping_strings_macro",
+    "persona_description_position",
+    "persona_description_depth",
+    "persona_description_role",
+)
 
 
 def settings_from_st(data: dict[str, Any]) -> Settings:
@@ -174,7 +163,7 @@ def settings_from_st(data: dict[str, Any]) -> Settings:
     ``ValidationError`` (callers in ``formats`` turn it into a ``FormatError``).
     """
     wi_src = data.get("world_info_settings") or {}
-    wi = _pick(wi_src, _WI_KEYS)
+    wi = _pick(wi_src, WORLD_INFO_ST_KEYS)
     wi_inner = wi_src.get("world_info") or {}
     wi["global_books"] = list(
         wi_inner.get("globalSelect") or wi_src.get("selected_world_info") or []
@@ -185,7 +174,7 @@ def settings_from_st(data: dict[str, Any]) -> Settings:
         if isinstance(item, dict)
     ]
     power = data.get("power_user") or {}
-    prompt = _pick(power, _PROMPT_KEYS)
+    prompt = {k: power[k] for k in POWER_USER_PROMPT_KEYS if k in power}
     prompt.update(_pick(data, {"main_api": "main_api", "max_context": "max_context"}))
     if "amount_gen" in data:
         prompt["amount_gen"] = data["amount_gen"]

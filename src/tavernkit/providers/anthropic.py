@@ -33,7 +33,7 @@ from tavernkit.errors import (
     RateLimited,
 )
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import make_error, parse_retry_after, status_class
+from tavernkit.providers.classify import error_payload, make_error, parse_retry_after, status_class
 from tavernkit.providers.events import (
     Finish,
     FinishReason,
@@ -358,8 +358,5 @@ class AnthropicAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = error_payload(body)
         return anthropic_error(status, payload, ctx, raw=body, headers=headers)

@@ -14,6 +14,7 @@ table lives here. Rules that matter for policy (reference §1.6):
 from __future__ import annotations
 
 import email.utils
+import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -36,8 +37,10 @@ from tavernkit.providers.base import ErrorContext
 
 __all__ = [
     "body_text",
+    "error_payload",
     "make_error",
     "openai_family_error",
+    "openai_http_error",
     "parse_retry_after",
     "scrub",
     "status_class",
@@ -68,6 +71,14 @@ def scrub(text: str, secrets: tuple[str, ...] = ()) -> str:
 def body_text(body: bytes, limit: int = 8192) -> str:
     text = body[:limit].decode("utf-8", errors="replace")
     return text + "…" if len(body) > limit else text
+
+
+def error_payload(body: bytes) -> Any:
+    """The JSON of an error body, or None when it is none (proxies answer with HTML pages)."""
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def parse_retry_after(
@@ -260,3 +271,13 @@ def openai_family_error(
         retry_after=parse_retry_after(headers) if headers else None,
         **extra,
     )
+
+
+def openai_http_error(
+    status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
+) -> ProviderError:
+    """An OpenAI-shaped non-2xx response; a body that is not JSON is classified by status."""
+    payload = error_payload(body)
+    if payload is None:
+        return make_error(status_class(status), f"HTTP {status}", ctx, status=status, body=body)
+    return openai_family_error(status, payload, ctx, raw=body, headers=headers)

@@ -34,7 +34,7 @@ from tavernkit.errors import (
     RateLimited,
 )
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import make_error, parse_retry_after, status_class
+from tavernkit.providers.classify import error_payload, make_error, parse_retry_after, status_class
 from tavernkit.providers.events import (
     Finish,
     FinishReason,
@@ -507,8 +507,5 @@ class GeminiAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = error_payload(body)
         return gemini_error(status, payload, ctx, raw=body, headers=headers)

@@ -16,13 +16,12 @@ KoboldCpp) — otherwise dropping the stop strings is reported in ``downgrades``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tavernkit.errors import BadRequest, Overloaded, ProviderError
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import openai_family_error
+from tavernkit.providers.classify import error_payload, openai_family_error
 from tavernkit.providers.events import Finish, FinishReason, StreamEvent, TextDelta, Usage
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest, TextPrompt
@@ -159,10 +158,7 @@ class KoboldAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = error_payload(body)
         error = openai_family_error(status, payload, ctx, raw=body, headers=headers)
         # KoboldCpp answers a malformed request body with 500 "bad_input": our bug, not theirs
         detail = payload.get("detail") if isinstance(payload, dict) else None

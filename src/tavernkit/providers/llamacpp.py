@@ -12,13 +12,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tavernkit.errors import BadRequest, ProviderError
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import openai_family_error
+from tavernkit.providers.classify import error_payload, openai_family_error
 from tavernkit.providers.events import (
     Finish,
     FinishReason,
@@ -149,8 +148,5 @@ class LlamaCppAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = error_payload(body)
         return openai_family_error(status, payload, ctx, raw=body, headers=headers)

@@ -8,7 +8,6 @@ a ``final: true`` event, when present, marks the end.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -22,7 +21,7 @@ from tavernkit.errors import (
     RateLimited,
 )
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import make_error, parse_retry_after
+from tavernkit.providers.classify import error_payload, make_error, parse_retry_after
 from tavernkit.providers.events import Finish, StreamEvent, TextDelta
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest, TextPrompt
@@ -115,10 +114,7 @@ class NovelAIAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
+        payload = error_payload(body)
         message = ""
         if isinstance(payload, dict):
             message = str(payload.get("message") or payload.get("error") or "")

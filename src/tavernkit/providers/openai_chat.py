@@ -34,7 +34,7 @@ from tavernkit.providers.base import (
     WireRequest,
     load_json,
 )
-from tavernkit.providers.classify import make_error, openai_family_error, status_class
+from tavernkit.providers.classify import openai_family_error, openai_http_error
 from tavernkit.providers.events import (
     Finish,
     FinishReason,
@@ -422,13 +422,7 @@ class OpenAIChatAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            payload = None
-        if payload is None:
-            return make_error(status_class(status), f"HTTP {status}", ctx, status=status, body=body)
-        return openai_family_error(status, payload, ctx, raw=body, headers=headers)
+        return openai_http_error(status, body, headers, ctx)
 
 
 def _detail_out(position: int, block: Any) -> dict[str, Any]:

@@ -13,13 +13,12 @@ back verbatim.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from tavernkit.errors import BadRequest, ProviderError
 from tavernkit.providers.base import Adapter, ErrorContext, StreamParser, WireRequest, load_json
-from tavernkit.providers.classify import make_error, openai_family_error, status_class
+from tavernkit.providers.classify import openai_family_error, openai_http_error
 from tavernkit.providers.events import (
     Finish,
     ProviderErrorEvent,
@@ -276,11 +275,7 @@ class OpenAIResponsesAdapter(Adapter):
     def classify_error(
         self, status: int, body: bytes, headers: Mapping[str, str], ctx: ErrorContext
     ) -> ProviderError:
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return make_error(status_class(status), f"HTTP {status}", ctx, status=status, body=body)
-        return openai_family_error(status, payload, ctx, raw=body, headers=headers)
+        return openai_http_error(status, body, headers, ctx)
 
 
 def _input_items(m: ChatMessage) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from tavernkit.text._jscompat import (
+from tavernkit.jscompat import (
     js_json_stringify,
     js_string,
     js_to_number,
@@ -82,7 +82,8 @@ def add_values(current_stored: VarValue, value: VarValue) -> VarValue:
     current_number = js_to_number(current)
     if math.isnan(increment) or math.isnan(current_number):
         prefix = js_string(current) if js_truthy(current) else ""
-        return prefix + js_string(value)
+        # A missing addend (None) appends nothing; String(null) would append "null".
+        return prefix + ("" if value is None else js_string(value))
     total = current_number + increment
     if math.isnan(total):
         return ""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tavernkit.worldinfo._js import js_key_order, js_string, js_truthy
+from tavernkit.jscompat import js_key_order, js_string, js_truthy
 from tavernkit.worldinfo.compile import CompiledEntry
 from tavernkit.worldinfo.result import ActivatedEntry, DepthGroup, ExampleEntry, WorldInfoResult
 from tavernkit.worldinfo.timed import TimedEffects

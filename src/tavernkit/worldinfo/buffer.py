@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.worldinfo._js import js_lower, js_number, js_trim
+from tavernkit.jscompat import js_lower, js_to_number, js_trim
 from tavernkit.worldinfo.matcher import (
     INDEXED_KINDS,
     KIND_EMPTY,
@@ -179,7 +179,7 @@ class ScanBuffer:
 
     def view_for(self, scan_depth: Any, global_depth: float, mask: int, recursion: bool) -> View:
         """SillyTavern's ``get(entry, state)`` as a :class:`View`."""
-        depth = global_depth if scan_depth is None else js_number(scan_depth)
+        depth = global_depth if scan_depth is None else js_to_number(scan_depth)
         if depth <= 0:
             return EMPTY_VIEW
         n = 0 if math.isnan(depth) else int(min(depth, MAX_SCAN_DEPTH))

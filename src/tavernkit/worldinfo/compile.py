@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavernkit.worldinfo._js import (
+from tavernkit.jscompat import (
+    JS_WHITESPACE,
     js_key_order,
     js_loose_true,
-    js_number,
     js_strict_eq,
     js_string,
+    js_to_number,
     js_truthy,
 )
 from tavernkit.worldinfo.decorators import parse_decorators
@@ -204,14 +205,14 @@ def _compile_entry(
         warnings.append(f"entry {label}: holds a value that is not JSON; skipped")
         return None
     uid_text = "undefined" if "uid" not in wire else js_string(uid)
-    order = js_number(wire.get("order"))
+    order = js_to_number(wire.get("order"))
     if math.isnan(order):
         order = 0.0
     delay_rec = wire.get("delayUntilRecursion")
     if delay_rec is True:
         delay_level = 1.0
     elif js_truthy(delay_rec):
-        delay_level = js_number(delay_rec)
+        delay_level = js_to_number(delay_rec)
         if math.isnan(delay_level):
             delay_level = 0.0
     else:
@@ -222,7 +223,7 @@ def _compile_entry(
         warnings.append(f"entry {label}: 'group' is not a string; ignored")
     group_names = tuple(g for g in _split_groups(group) if g)
     weight_raw = wire.get("groupWeight")
-    weight = 100.0 if weight_raw is None else js_number(weight_raw)
+    weight = 100.0 if weight_raw is None else js_to_number(weight_raw)
     cf = wire.get("characterFilter")
     names: tuple[Any, ...] = ()
     tags: tuple[Any, ...] = ()
@@ -321,11 +322,12 @@ def _is_json(value: Any, depth: int = 0) -> bool:
     return False
 
 
+_GROUP_SPLIT = re.compile(",[" + re.escape(JS_WHITESPACE) + "]*")
+
+
 def _split_groups(group: str) -> list[str]:
     # JS ``split(/,\s*/)`` with the JS white-space set.
-    return re.split(
-        r",[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*", group
-    )
+    return _GROUP_SPLIT.split(group)
 
 
 def compile_book(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from tavernkit.worldinfo._js import js_key_order
+from tavernkit.jscompat import js_key_order
 from tavernkit.worldinfo.compile import CompiledEntry
 
 __all__ = ["filter_by_inclusion_groups"]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tavernkit.worldinfo._js import js_number, js_trim
+from tavernkit.jscompat import js_to_number, js_trim
 from tavernkit.worldinfo.compile import BookCache, CompiledBook, CompiledEntry
 from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
@@ -195,7 +195,7 @@ def build_index(
 def _view_key(e: CompiledEntry) -> tuple[Any, int]:
     if e.scan_depth is None:
         return (None, e.match_mask)
-    depth = js_number(e.scan_depth)
+    depth = js_to_number(e.scan_depth)
     return ("nan" if math.isnan(depth) else depth, e.match_mask)
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import ahocorasick  # type: ignore[import-not-found]
 
-from tavernkit.worldinfo._js import JS_WHITESPACE, js_lower
+from tavernkit.jscompat import JS_WHITESPACE, js_lower
 from tavernkit.worldinfo.regex_keys import RegexKey, parse_regex_key, word_alternatives
 
 __all__ = [

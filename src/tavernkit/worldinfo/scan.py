@@ -17,10 +17,10 @@ import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from tavernkit.worldinfo._js import (
-    js_number,
+from tavernkit.jscompat import (
     js_round,
     js_strict_eq,
+    js_to_number,
     js_trim,
 )
 from tavernkit.worldinfo.assemble import assemble
@@ -264,7 +264,7 @@ class _Scan:
 
     def run(self) -> WorldInfoResult:
         cfg = self.cfg
-        budget = js_round(js_number(cfg.budget) * js_number(self.max_context) / 100)
+        budget = js_round(js_to_number(cfg.budget) * js_to_number(self.max_context) / 100)
         if not budget or math.isnan(budget):
             budget = 1.0
         if cfg.budget_cap > 0 and budget > cfg.budget_cap:
@@ -278,7 +278,7 @@ class _Scan:
         levels = list(self.idx.delay_levels)
         level = levels.pop(0) if levels else 0.0
         skew = 0
-        self.depth = js_number(cfg.depth)
+        self.depth = js_to_number(cfg.depth)
         state = _INITIAL
         overflowed = False
         count = 0
@@ -410,7 +410,7 @@ class _Scan:
                 if not over_max:
                     next_state = _MIN_ACTIVATIONS
                     skew += 1
-                    self.depth = js_number(cfg.depth) + skew
+                    self.depth = js_to_number(cfg.depth) + skew
                     self._views.clear()
             if next_state == _NONE and levels:
                 next_state = _RECURSION
@@ -528,4 +528,4 @@ class _Scan:
         if self.timed.sticky and e.hash in self.timed.sticky:
             return True
         roll = self.rng() * 100
-        return roll <= js_number(e.probability)
+        return roll <= js_to_number(e.probability)

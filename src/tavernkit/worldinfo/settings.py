@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from tavernkit.worldinfo._js import js_number, js_truthy
+from tavernkit.jscompat import js_to_number, js_truthy
+from tavernkit.models.settings import WORLD_INFO_ST_KEYS
 
 __all__ = ["ScanSettings"]
 
@@ -23,7 +24,10 @@ _BOOL_FIELDS = {
 @dataclass(frozen=True, slots=True)
 class ScanSettings:
     """SillyTavern's world-info settings (defaults: a new install, where recursion and whole
-    words are on). ``budget`` is a percent of the max prompt tokens; ``budget_cap`` 0 = none."""
+    words are on). ``budget`` is a percent of the max prompt tokens; ``budget_cap`` 0 = none.
+
+    The fields are ``models.settings.WorldInfoSettings``'s scan fields under the same names
+    (``WORLD_INFO_ST_KEYS``), held as JS numbers because SillyTavern coerces with ``Number()``."""
 
     depth: float = 2
     min_activations: float = 0
@@ -44,18 +48,17 @@ class ScanSettings:
         """From SillyTavern's ``world_info_*`` keys (``settings.json`` / ``getWorldInfoSettings``),
         with its coercions (``Number()``, ``Boolean()``) and the old-budget migration."""
         values: dict[str, Any] = {}
-        for f in fields(cls):
-            key = f"world_info_{f.name}"
+        for name, key in WORLD_INFO_ST_KEYS.items():
             if key not in data:
                 continue
             raw = data[key]
-            if f.name in _BOOL_FIELDS:
-                values[f.name] = js_truthy(raw)
-            elif f.name == "character_strategy":
-                num = js_number(raw)
-                values[f.name] = int(num) if num in (0.0, 1.0, 2.0) else 0
+            if name in _BOOL_FIELDS:
+                values[name] = js_truthy(raw)
+            elif name == "character_strategy":
+                num = js_to_number(raw)
+                values[name] = int(num) if num in (0.0, 1.0, 2.0) else 0
             else:
-                values[f.name] = js_number(raw)
+                values[name] = js_to_number(raw)
         if values.get("budget", 25) > 100:
             values["budget"] = 25
         return cls(**values)

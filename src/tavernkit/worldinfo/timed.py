@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tavernkit.worldinfo._js import js_number, js_string, js_truthy
+from tavernkit.jscompat import js_string, js_to_number, js_truthy, normalize_number
 from tavernkit.worldinfo.compile import CompiledEntry
 
 __all__ = ["TimedEffects", "empty_timed_state"]
@@ -20,10 +20,6 @@ __all__ = ["TimedEffects", "empty_timed_state"]
 
 def empty_timed_state() -> dict[str, Any]:
     return {"sticky": {}, "cooldown": {}}
-
-
-def _num(value: float) -> int | float:
-    return int(value) if value.is_integer() else value
 
 
 class TimedEffects:
@@ -87,7 +83,7 @@ class TimedEffects:
             self._check_kind("cooldown")
         n = self.chat_length
         for entry in self.entries:
-            if entry.delay is not None and js_truthy(entry.delay) and n < js_number(entry.delay):
+            if entry.delay is not None and js_truthy(entry.delay) and n < js_to_number(entry.delay):
                 self.delay.add(entry.hash)
 
     def _check_kind(self, kind: str) -> None:
@@ -96,17 +92,17 @@ class TimedEffects:
         n = self.chat_length
         for key, value in list(records.items()):
             entry = self._find(key, value.get("hash"))
-            if n <= js_number(value.get("start")) and not js_truthy(value.get("protected")):
+            if n <= js_to_number(value.get("start")) and not js_truthy(value.get("protected")):
                 del records[key]
                 continue
             if entry is None:
-                if n >= js_number(value.get("end")):
+                if n >= js_to_number(value.get("end")):
                     del records[key]
                 continue
             if not js_truthy(getattr(entry, kind)):
                 del records[key]
                 continue
-            if n >= js_number(value.get("end")):
+            if n >= js_to_number(value.get("end")):
                 del records[key]
                 if kind == "sticky" and js_truthy(entry.cooldown):
                     self.state["cooldown"][entry.key_id] = self._record(entry, "cooldown", True)
@@ -119,7 +115,7 @@ class TimedEffects:
         return {
             "hash": entry.hash,
             "start": n,
-            "end": _num(n + js_number(getattr(entry, kind))),
+            "end": normalize_number(n + js_to_number(getattr(entry, kind))),
             "protected": protected,
         }
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from tavernkit.errors import LimitExceeded, TavernKitError
-from tavernkit.text._jscompat import (
+from tavernkit.jscompat import (
     has_astral,
     js_trim,
 )

@@ -23,19 +23,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tavernkit.jscompat import JS_WHITESPACE
+
 __all__ = ["RawMacro", "scan_document", "scan_macro"]
 
-_WS = frozenset(
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
+_WS = frozenset(JS_WHITESPACE)
 _FLAGS = frozenset("!?~#/>")
 _IDENT = re.compile(r"[a-zA-Z][\w-]*", re.ASCII)
 _VAR_IDENT = re.compile(r"[a-zA-Z](?:[\w-]*\w)?", re.ASCII)
 # One argument token: a run without braces, pipes, colons, backslashes or white space.
-_ARG_RUN = re.compile(
-    r"[^{}|:\\\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+"
-)
+_ARG_RUN = re.compile("[^{}|:\\\\" + re.escape(JS_WHITESPACE) + "]+")
 _VAR_OPS = ("??=", "??", "||=", "||", "-=", "==", "!=", ">=", ">", "<=", "<", "+=", "=")
 # The common shapes lexed by one regex instead of the character loop (both give the same
 # RawMacro; anything unusual goes the long way): ``{{name}}``, ``{{/name}}`` (one flag),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from tavernkit.text._jscompat import (
+from tavernkit.jscompat import (
     JS_WHITESPACE,
     is_false_boolean,
     js_json_stringify,

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tavernkit.text._jscompat import (
+from tavernkit.jscompat import (
     is_false_boolean,
     is_true_boolean,
     js_to_number,

@@ -3,55 +3,23 @@
 SillyTavern seeds ``{{pick}}`` with ``getStringHash`` (the public-domain cyrb53 hash over
 UTF-16 code units) and draws one number from the ``seedrandom`` package's default generator
 (ARC4 keyed by the seed string, 256 bytes discarded, 52-bit doubles built from 6-byte chunks).
-Both are re-implemented here from their published descriptions so picks made in SillyTavern
-stay the same in tavernkit.
+Both are re-implemented from their published descriptions (the hash in ``tavernkit.jscompat``,
+where world info's entry hashes use it too) so picks made in SillyTavern stay the same in
+tavernkit.
 """
 
 from __future__ import annotations
 
-import sys
-from array import array
 from functools import lru_cache
 
+from tavernkit.jscompat import cyrb53, utf16_units
+
 __all__ = ["Arc4Random", "content_hash", "seeded_random", "string_hash"]
-
-_M32 = 0xFFFFFFFF
-
-
-def _utf16_units(text: str) -> bytes | list[int]:
-    # bytes and lists yield ready-made ints; iterating an array boxes each unit anew, which
-    # made hashing a non-ASCII template about twice as slow.
-    if text.isascii():
-        return text.encode("ascii")
-    units = array("H", text.encode("utf-16-le", "surrogatepass"))
-    if sys.byteorder == "big":  # pragma: no cover - the encoding above is little-endian
-        units.byteswap()
-    return units.tolist()
 
 
 def string_hash(text: str | None, seed: int = 0) -> int:
     """cyrb53 of ``text`` (0 for a missing value, as SillyTavern returns for non-strings)."""
-    if not isinstance(text, str):
-        return 0
-    m = _M32
-    a, b = 2654435761, 1597334677
-    h1 = (0xDEADBEEF ^ seed) & m
-    h2 = (0x41C6CE57 ^ seed) & m
-    units = _utf16_units(text)
-    # Four code units per step, masking once: (x mod 2^32) ^ u == (x ^ u) mod 2^32 for u < 2^16
-    # and multiplication commutes with the reduction, so only the final mask matters. A whole
-    # template is hashed for {{pick}}; this is the pure-Python loop's hot spot.
-    tail = len(units) % 4
-    quads = iter(units[: len(units) - tail] if tail else units)
-    for u0, u1, u2, u3 in zip(quads, quads, quads, quads, strict=True):
-        h1 = ((((h1 ^ u0) * a ^ u1) * a ^ u2) * a ^ u3) * a & m
-        h2 = ((((h2 ^ u0) * b ^ u1) * b ^ u2) * b ^ u3) * b & m
-    for unit in units[len(units) - tail :] if tail else ():
-        h1 = ((h1 ^ unit) * a) & m
-        h2 = ((h2 ^ unit) * b) & m
-    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & m) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & m)
-    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & m) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & m)
-    return 4294967296 * (2097151 & h2) + h1
+    return cyrb53(text, seed) if isinstance(text, str) else 0
 
 
 class Arc4Random:
@@ -62,7 +30,7 @@ class Arc4Random:
     def __init__(self, seed: str) -> None:
         key = [0] * 256
         smear = 0
-        units = _utf16_units(seed)
+        units = utf16_units(seed)
         for j, unit in enumerate(units):
             smear ^= key[j & 255] * 19
             key[j & 255] = (smear + unit) & 255

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tavernkit.text._jscompat import js_to_number
+from tavernkit.jscompat import js_to_number
 from tavernkit.text.macros.output import is_falsy, normalize_result
 from tavernkit.text.macros.parser import VarNode
 from tavernkit.text.variables import Scope

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tavernkit.text._jscompat import is_false_boolean, js_trim
+from tavernkit.jscompat import is_false_boolean, js_trim
 from tavernkit.text.macros.dice import DiceError, roll_dice
 from tavernkit.text.macros.evaluator import ELSE_MARKER, trim_scoped
 from tavernkit.text.macros.lexer import scan_document
