@@ -51,13 +51,13 @@ class Msg:
         if self.reasoning:
             message["reasoning"] = self.reasoning
         return PromptBlock(
-            message=message,
-            identifier=self.identifier,
-            source=self.source,
-            tokens=self.tokens,
-            message_index=self.message_index,
-            requires_tool_calling=self.requires_tool_calling,
-            entries=self.entries,
+            message,
+            self.identifier,
+            self.source,
+            self.tokens,
+            self.message_index,
+            self.requires_tool_calling,
+            self.entries,
         )
 
 

@@ -13,15 +13,16 @@ optionally the squash of consecutive system messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, overload
 
 from tavernkit.models.chat import Message
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
 from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.chat_history import (
+    ChatHistory,
     HistoryOptions,
     OpenAIMessage,
     chat_messages,
@@ -40,7 +41,7 @@ from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["build_chat_completion", "core_chat", "squash_system_messages"]
+__all__ = ["CoreChat", "build_chat_completion", "core_chat", "squash_system_messages"]
 
 #: Per-message overhead of OpenAI's chat format, as SillyTavern counts it (§2.6).
 TOKENS_PER_MESSAGE = 3
@@ -49,38 +50,83 @@ TOKENS_PER_IMAGE = 85
 _SQUASH_EXCLUDED = frozenset({"newMainChat", "newChat", "groupNudge"})
 
 
-def core_chat(
-    messages: Sequence[Message], kind: str, *, tools: bool = True
-) -> list[tuple[int, Message]]:
+class CoreChat(Sequence[tuple[int, Message]]):
+    """The messages a prompt sees as ``(chat index, message)`` pairs, oldest first.
+
+    Only the indices are stored; a pair is made when read, since a build of a long chat reads
+    only the newest few (the history walk stops at the budget).
+    """
+
+    __slots__ = ("_indices", "_messages")
+
+    def __init__(self, messages: Sequence[Message], indices: list[int]) -> None:
+        self._messages = messages
+        self._indices = indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[int, Message]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[int, Message]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[int, Message] | list[tuple[int, Message]]:
+        messages = self._messages
+        if isinstance(index, slice):
+            return [(i, messages[i]) for i in self._indices[index]]
+        i = self._indices[index]
+        return i, messages[i]
+
+    def __iter__(self) -> Iterator[tuple[int, Message]]:
+        messages = self._messages
+        for i in self._indices:
+            yield i, messages[i]
+
+
+def core_chat(messages: Sequence[Message], kind: str, *, tools: bool = True) -> CoreChat:
     """The messages a prompt sees, with their chat index: hidden (system) messages dropped
     unless they carry tool calls, and the last one dropped for a swipe."""
-    out = [
-        (i, m)
-        for i, m in enumerate(messages)
-        if not m.is_system or (tools and m.extra.tool_invocations)
+    indices = [
+        i for i, m in enumerate(messages) if not m.is_system or (tools and m.extra.tool_invocations)
     ]
-    if kind == "swipe" and out:
-        out.pop()
-    return out
+    if kind == "swipe" and indices:
+        indices.pop()
+    return CoreChat(messages, indices)
 
 
 class _Counter:
+    """Message token counts as SillyTavern sums them (§2.6). Roles and names are a handful of
+    short strings counted for every message, so their counts are kept here for the build."""
+
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.count = tokenizer.count
+        self._short: dict[str, int] = {}
+
+    def short(self, text: str) -> int:
+        tokens = self._short.get(text)
+        if tokens is None:
+            tokens = self._short[text] = self.count(text)
+        return tokens
 
     def message(self, role: str, content: Any, name: str | None = None) -> int:
-        if content is None or content == "" or content == []:
+        if content.__class__ is str:
+            if not content:
+                return 0
+            tokens = self.count(content)
+        elif content is None or content == "" or content == []:
             return 0
-        if isinstance(content, str):
+        elif isinstance(content, str):
             tokens = self.count(content)
         else:
             tokens = self.count(text_parts(content))
             tokens += TOKENS_PER_IMAGE * sum(
                 1 for p in content if isinstance(p, dict) and p.get("type") == "image_url"
             )
-        tokens += TOKENS_PER_MESSAGE + self.count(role)
+        tokens += TOKENS_PER_MESSAGE + self.short(role)
         if name:
-            tokens += self.count(name) + TOKENS_PER_NAME
+            tokens += self.short(name) + TOKENS_PER_NAME
         return tokens
 
     def make(
@@ -88,7 +134,7 @@ class _Counter:
         role: str,
         content: Any,
         identifier: str,
-        *,
+        # Positional too: the history walk calls this for every message it takes.
         source: BlockSource = "preset",
         name: str | None = None,
         tool_calls: list[dict[str, Any]] | None = None,
@@ -99,23 +145,25 @@ class _Counter:
         entries: tuple[str, ...] = (),
     ) -> Msg:
         if tool_calls:
-            tokens = TOKENS_PER_MESSAGE + self.count(role) + self.count(json.dumps(tool_calls))
+            tokens = TOKENS_PER_MESSAGE + self.short(role) + self.count(json.dumps(tool_calls))
         else:
             tokens = self.message(role, content, name)
+        # Positional: this runs for every message of the history walk.
         return Msg(
-            role=role,
-            content=content,
-            identifier=identifier,
-            tokens=tokens,
-            source=source,
-            name=name,
-            tool_calls=tool_calls,
-            tool_call_id=tool_call_id,
-            message_index=message_index,
-            reasoning=reasoning,
-            signature=signature,
-            requires_tool_calling=source == "tool",
-            entries=entries,
+            role,
+            content,
+            identifier,
+            tokens,
+            source,
+            name,
+            tool_calls,
+            tool_call_id,
+            reasoning,
+            signature,
+            message_index,
+            False,
+            source == "tool",
+            entries,
         )
 
     def from_prompt(self, prompt: Prompt, source: BlockSource = "preset") -> Msg:
@@ -234,7 +282,7 @@ def build_chat_completion(
     completion.reserve(tool_tokens)
 
     messages = (
-        list(reversed(history))
+        ChatHistory(head=list(reversed(history)))
         if history is not None
         else chat_messages(
             chat,
@@ -250,7 +298,7 @@ def build_chat_completion(
         )
     )
     if kind == "continue" and preset.continue_prefill and messages:
-        last = messages.pop(0).resolved()
+        last = messages.pop_newest()
         prefix = "\n\n" if state.source == "claude" and last.role == "assistant" else ""
         prefill = counter.make(
             last.role,

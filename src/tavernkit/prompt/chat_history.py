@@ -3,27 +3,30 @@
 ``chat_messages`` is ``setOpenAIMessages`` (newest first, names behaviour applied);
 ``inject_prompts`` is ``populationInjectionPrompts`` (SillyTavern 1.18 §2.4); ``fill_history``
 and ``fill_examples`` spend what is left of the budget, newest message first, and stop at the
-first one that does not fit.
+first one that does not fit. The chat is converted lazily (:class:`ChatHistory`): a long chat
+is mostly cut by the budget, so a build's cost follows the messages that fit, not the chat's
+length.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
+from tavernkit.jscompat import js_trim
 from tavernkit.models.chat import ImagePart, Message, TextPart
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
-from tavernkit.prompt._js import js_trim
 from tavernkit.prompt.collection import Prompt, PromptCollection
 from tavernkit.prompt.examples import ExampleMessage
-from tavernkit.prompt.extensions import ROLE_NAMES, extension_prompt_text
+from tavernkit.prompt.extensions import ROLE_NAMES
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, Substitute
 
 __all__ = [
     "MAX_INJECTION_DEPTH",
+    "ChatHistory",
     "NamesBehavior",
     "OpenAIMessage",
     "chat_messages",
@@ -58,11 +61,8 @@ def sanitize_name(name: str) -> str:
 
 @dataclass(slots=True)
 class OpenAIMessage:
-    """A chat message on its way into the prompt (``openai_msgs`` item).
-
-    Messages converted from the chat are resolved lazily (``resolved()``): a long chat is
-    mostly cut by the budget, and only the messages the history walk reaches need their text.
-    """
+    """A chat message on its way into the prompt (``openai_msgs`` item). Those of the chat
+    are made on demand by :class:`ChatHistory`."""
 
     role: str
     content: str = ""
@@ -74,33 +74,26 @@ class OpenAIMessage:
     message_index: int | None = None
     injected: bool = False
     entries: tuple[str, ...] = field(default=())
-    source: Message | None = None
-    resolver: _Resolver | None = None
-
-    def resolved(self) -> OpenAIMessage:
-        if self.resolver is not None and self.source is not None:
-            self.resolver.fill(self, self.source)
-            self.resolver = None
-        return self
 
 
 @dataclass(frozen=True, slots=True)
-class _Resolver:
+class _Converter:
     user: str
     names_behavior: int
     in_group: bool
     texts: Mapping[int, str] | None
     carry_reasoning: Callable[[Message], bool] | None
 
-    def fill(self, out: OpenAIMessage, message: Message) -> None:
-        """``setOpenAIMessages`` for one message: text (names behaviour, no ``\\r``),
+    def make(self, index: int, message: Message) -> OpenAIMessage:
+        """``setOpenAIMessages`` for one message: role, text (names behaviour, no ``\\r``),
         images, tool invocations, and reasoning when it may be carried."""
         extra = message.extra
-        narrator = out.role == "system"
+        narrator = extra.type == "narrator"
+        role = "system" if narrator else ("user" if message.is_user else "assistant")
         mes = message.mes
-        index = out.message_index
-        if self.texts and index is not None and index in self.texts:
-            content = self.texts[index]
+        texts = self.texts
+        if texts and index in texts:
+            content = texts[index]
         else:
             content = mes if isinstance(mes, str) else message.text
         if self.names_behavior == NamesBehavior.DEFAULT:
@@ -112,15 +105,99 @@ class _Resolver:
             content = f"{message.name}: {content}"
         if "\r" in content:
             content = content.replace("\r", "")
-        out.content = content
+        images: tuple[ImagePart, ...] = ()
         if not isinstance(mes, str) or extra.media or extra.image:
-            out.images = tuple(p for p in message.parts() if isinstance(p, ImagePart))
-        tool_invocations = extra.tool_invocations
-        if tool_invocations:
-            out.invocations = tuple(inv.to_wire() for inv in tool_invocations if inv is not None)
+            images = tuple(p for p in message.parts() if isinstance(p, ImagePart))
+        invocations: tuple[Mapping[str, Any], ...] = ()
+        if extra.tool_invocations:
+            invocations = tuple(inv.to_wire() for inv in extra.tool_invocations if inv is not None)
+        reasoning = signature = None
         if self.carry_reasoning is not None and self.carry_reasoning(message):
-            out.reasoning = message.current_reasoning or None
-            out.signature = extra.reasoning_signature
+            reasoning = message.current_reasoning or None
+            signature = extra.reasoning_signature
+        return OpenAIMessage(
+            role, content, message.name, images, invocations, reasoning, signature, index
+        )
+
+
+#: Messages :class:`ChatHistory` converts ahead of an iteration.
+_AHEAD = 8
+
+
+class ChatHistory(Sequence[OpenAIMessage]):
+    """The chat messages of a build, **newest first**, each made on first access.
+
+    A long chat is mostly cut by the budget: the history walk stops at the first message that
+    does not fit, so only the messages it reaches (and the few in-chat injections splice past)
+    are ever converted. ``head`` holds what has been made so far (injections included);
+    ``_next`` is the chat position of the next message to make, counting down.
+    """
+
+    __slots__ = ("_chat", "_converter", "_head", "_next")
+
+    def __init__(
+        self,
+        chat: Sequence[tuple[int, Message]] = (),
+        converter: _Converter | None = None,
+        *,
+        head: Sequence[OpenAIMessage] = (),
+    ) -> None:
+        self._chat = chat
+        self._converter = converter
+        self._head: list[OpenAIMessage] = list(head)
+        # Without a converter there is nothing to make the chat's messages with.
+        self._next = len(chat) - 1 if converter is not None else -1
+
+    def _make(self, upto: int) -> None:
+        """Convert chat messages until ``head`` holds ``upto`` items (or the chat is done)."""
+        head, chat, position = self._head, self._chat, self._next
+        if position < 0 or self._converter is None:
+            return
+        make = self._converter.make
+        while len(head) < upto and position >= 0:
+            head.append(make(*chat[position]))
+            position -= 1
+        self._next = position
+
+    def __len__(self) -> int:
+        return len(self._head) + self._next + 1
+
+    @overload
+    def __getitem__(self, index: int) -> OpenAIMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[OpenAIMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> OpenAIMessage | list[OpenAIMessage]:
+        if isinstance(index, slice):
+            self._make(len(self))
+            return self._head[index]
+        if index < 0:
+            index += len(self)
+        if index >= len(self._head):
+            self._make(index + 1)
+        return self._head[index]
+
+    def __iter__(self) -> Iterator[OpenAIMessage]:
+        head = self._head
+        position = 0
+        while True:
+            if position >= len(head):
+                # A few ahead at a time: converting is pure, and a call per message is not.
+                self._make(position + _AHEAD)
+                if position >= len(head):
+                    return
+            yield head[position]
+            position += 1
+
+    def splice(self, at: int, items: Sequence[OpenAIMessage]) -> None:
+        """Insert ``items`` before the ``at``-th newest message (``list[at:at] = items``)."""
+        self._make(at)
+        self._head[at:at] = items
+
+    def pop_newest(self) -> OpenAIMessage:
+        self._make(1)
+        return self._head.pop(0)
 
 
 def chat_messages(
@@ -131,80 +208,69 @@ def chat_messages(
     in_group: bool = False,
     texts: Mapping[int, str] | None = None,
     carry_reasoning: Callable[[Message], bool] | None = None,
-) -> list[OpenAIMessage]:
+) -> ChatHistory:
     """``setOpenAIMessages``: newest first; ``chat`` pairs each message with its chat index and
-    ``texts`` replaces the text of some (reasoning added back). Resolved lazily."""
-    resolver = _Resolver(user, names_behavior, in_group, texts, carry_reasoning)
-    out: list[OpenAIMessage] = []
-    append = out.append
-    make = OpenAIMessage
-    for index, message in reversed(chat):
-        role = (
-            "system"
-            if message.extra.type == "narrator"
-            else ("user" if message.is_user else "assistant")
-        )
-        append(
-            make(role, "", message.name, (), (), None, None, index, False, (), message, resolver)
-        )
-    return out
+    ``texts`` replaces the text of some (reasoning added back). Made lazily."""
+    return ChatHistory(chat, _Converter(user, names_behavior, in_group, texts, carry_reasoning))
 
 
 def inject_prompts(
     absolute: Sequence[Prompt],
-    messages: list[OpenAIMessage],
+    messages: ChatHistory,
     extension_prompts: Mapping[str, ExtensionPrompt],
     substitute: Substitute,
-) -> list[OpenAIMessage]:
-    """Insert the in-chat prompts into ``messages`` (newest first); return them oldest first.
+) -> ChatHistory:
+    """Insert the in-chat prompts into ``messages`` (newest first, changed in place and
+    returned).
 
     Per depth: group by ``injection_order`` (descending; the default group 100 always exists
     and also takes the extension prompts of that depth), and within a group one message per role
     in the order system, user, assistant. Each depth's messages are spliced at
     ``depth + inserted so far``.
     """
+    # ``getExtensionPrompt`` reads the prompts by sorted key; sort and filter them once rather
+    # than for every depth and role.
     in_chat = [
-        ext for ext in extension_prompts.values() if ext.position == ExtensionPosition.IN_CHAT
+        ext
+        for key in sorted(extension_prompts)
+        if (ext := extension_prompts[key]).position == ExtensionPosition.IN_CHAT and ext.value
     ]
+    by_depth: dict[int, list[Prompt]] = {}
+    for prompt in absolute:
+        if prompt.injection_depth is not None and prompt.content:
+            by_depth.setdefault(prompt.injection_depth, []).append(prompt)
     depths: set[int] = {p.injection_depth for p in absolute if p.injection_depth is not None}
-    if any(ext.depth is None for ext in in_chat if ext.value):
+    if any(ext.depth is None for ext in in_chat):
         depths.update(range(MAX_INJECTION_DEPTH + 1))
     else:
-        depths.update(ext.depth for ext in in_chat if ext.value and ext.depth is not None)
-    out = list(messages)
+        depths.update(ext.depth for ext in in_chat if ext.depth is not None)
     inserted = 0
     for depth in sorted(d for d in depths if 0 <= d <= MAX_INJECTION_DEPTH):
-        at_depth = [p for p in absolute if p.injection_depth == depth and p.content]
         groups: dict[int, list[Prompt]] = {100: []}
-        for prompt in at_depth:
+        for prompt in by_depth.get(depth, ()):
             order = prompt.injection_order if prompt.injection_order is not None else 100
             groups.setdefault(order, []).append(prompt)
+        at_depth = [ext for ext in in_chat if ext.depth is None or ext.depth == depth]
         role_messages: list[OpenAIMessage] = []
         for order in sorted(groups, reverse=True):
             for role_index, role in enumerate(ROLE_NAMES):
-                texts = [p.content for p in groups[order] if p.role == role]
-                joined = "\n".join(texts)
-                extension = (
-                    extension_prompt_text(
-                        extension_prompts,
-                        substitute,
-                        position=ExtensionPosition.IN_CHAT,
-                        depth=depth,
-                        role=role_index,
-                        wrap=False,
+                joined = "\n".join(p.content for p in groups[order] if p.role == role)
+                extension = ""
+                if order == 100 and at_depth:
+                    extension = "\n".join(
+                        js_trim(ext.value)
+                        for ext in at_depth
+                        if ext.role is None or ext.role == role_index
                     )
-                    if order == 100
-                    else ""
-                )
+                    if extension:
+                        extension = substitute(extension)
                 content = "\n".join(js_trim(x) for x in (joined, extension) if x)
                 if content:
                     role_messages.append(OpenAIMessage(role=role, content=content, injected=True))
         if role_messages:
-            at = depth + inserted
-            out[at:at] = role_messages
+            messages.splice(depth + inserted, role_messages)
             inserted += len(role_messages)
-    out.reverse()
-    return out
+    return messages
 
 
 # --- history ---------------------------------------------------------------------------------
@@ -243,10 +309,13 @@ def fill_history(
     make: Callable[..., Msg],
     options: HistoryOptions,
 ) -> None:
-    """``populateChatHistory``."""
+    """``populateChatHistory`` over ``messages`` (**newest first**): each message goes in at
+    the start of the history until the first that does not fit, so later (older) messages are
+    never looked at."""
     if not prompts.has("chatHistory"):
         return
-    completion.add(MsgCollection("chatHistory"), prompts.index("chatHistory"))
+    history = MsgCollection("chatHistory")
+    completion.add(history, prompts.index("chatHistory"))
     completion.reserve(options.new_chat.tokens)
 
     total = len(messages)
@@ -254,9 +323,9 @@ def fill_history(
     skip: OpenAIMessage | None = None
     if options.continue_nudge is not None:
         continue_collection = MsgCollection("continueNudge")
-        for position, candidate in enumerate(reversed(messages)):
+        for position, candidate in enumerate(messages):
             if not candidate.injected:
-                skip = candidate.resolved()
+                skip = candidate
                 continue_collection.items.append(
                     _history_msg(
                         candidate, f"chatHistory-{total - position}", substitute, make, options
@@ -266,19 +335,25 @@ def fill_history(
         continue_collection.items.append(options.continue_nudge)
         completion.reserve(continue_collection.tokens)
 
-    last = messages[-1] if messages else None
-    if last is not None and last.role == "assistant" and options.send_if_empty is not None:
+    newest = messages[0] if total else None
+    if newest is not None and newest.role == "assistant" and options.send_if_empty is not None:
         empty = options.send_if_empty
         if completion.can_afford(empty.tokens):
             completion.insert(empty, "chatHistory")
 
-    for position, chat_message in enumerate(reversed(messages)):
+    # Collected newest first and put in front of the history once at the end: the same order
+    # as inserting each at the start, without shifting the list on every message.
+    taken: list[Msg] = []
+    tools = options.tools
+    number = total + 1
+    for chat_message in messages:
+        number -= 1
         if chat_message is skip:
             continue
-        identifier = f"chatHistory-{total - position}"
-        chat_message.resolved()
+        identifier = f"chatHistory-{number}"
+        # Evaluated even when the tool-call form is sent: its macros may have side effects.
         msg = _history_msg(chat_message, identifier, substitute, make, options)
-        if options.tools and chat_message.invocations:
+        if tools and chat_message.invocations:
             call = make(
                 chat_message.role,
                 # Task messages (no chat index) keep text sent beside their tool calls.
@@ -301,13 +376,18 @@ def fill_history(
             ]
             if not completion.can_afford(call.tokens + sum(r.tokens for r in results)):
                 break
-            for result in reversed(results):
-                completion.insert_at_start(result, "chatHistory")
-            completion.insert_at_start(call, "chatHistory")
+            for part in (*reversed(results), call):
+                if part.has_payload():
+                    completion.reserve(part.tokens)
+                    taken.append(part)
             continue
-        if not completion.can_afford(msg.tokens):
+        if completion.budget < msg.tokens:
             break
-        completion.insert_at_start(msg, "chatHistory")
+        if msg.content or msg.tool_calls:
+            completion.budget -= msg.tokens
+            taken.append(msg)
+    taken.reverse()
+    history.items[0:0] = taken
 
     completion.free(options.new_chat.tokens)
     completion.insert_at_start(options.new_chat, "chatHistory")
@@ -325,10 +405,9 @@ def _history_msg(
     options: HistoryOptions,
 ) -> Msg:
     content: Any = substitute(chat_message.content)
-    images = chat_message.images if options.inline_images else ()
-    if images:
+    if options.inline_images and chat_message.images:
         parts: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
-        parts.extend(_image_part(p) for p in images)
+        parts.extend(_image_part(p) for p in chat_message.images)
         content = parts
     name = None
     if options.names_behavior == NamesBehavior.COMPLETION and chat_message.name:
@@ -337,12 +416,14 @@ def _history_msg(
         chat_message.role,
         content,
         identifier,
-        source="injection" if chat_message.injected else "history",
-        name=name,
-        message_index=chat_message.message_index,
-        reasoning=chat_message.reasoning,
-        signature=chat_message.signature,
-        entries=chat_message.entries,
+        "injection" if chat_message.injected else "history",
+        name,
+        None,
+        None,
+        chat_message.message_index,
+        chat_message.reasoning,
+        chat_message.signature,
+        chat_message.entries,
     )
 
 

@@ -82,26 +82,39 @@ class Prompt:
 
 @dataclass(slots=True)
 class PromptCollection:
+    """The prompts in order, with a first-occurrence index by identifier (a build looks
+    identifiers up a few dozen times). Change ``prompts`` through :meth:`add` and
+    :meth:`set`, which keep the index right."""
+
     prompts: list[Prompt] = field(default_factory=list)
+    _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for i, p in enumerate(self.prompts):
+            self._index.setdefault(p.identifier, i)
 
     def __iter__(self) -> Iterator[Prompt]:
         return iter(self.prompts)
 
     def index(self, identifier: str) -> int:
-        for i, p in enumerate(self.prompts):
-            if p.identifier == identifier:
-                return i
-        return -1
+        return self._index.get(identifier, -1)
 
     def get(self, identifier: str) -> Prompt | None:
-        i = self.index(identifier)
+        i = self._index.get(identifier, -1)
         return self.prompts[i] if i >= 0 else None
 
     def has(self, identifier: str) -> bool:
-        return self.index(identifier) >= 0
+        return identifier in self._index
 
     def add(self, prompt: Prompt) -> None:
+        self._index.setdefault(prompt.identifier, len(self.prompts))
         self.prompts.append(prompt)
+
+    def set(self, index: int, prompt: Prompt) -> None:
+        """Replace the prompt at ``index`` by one with the same identifier."""
+        if prompt.identifier != self.prompts[index].identifier:
+            raise ValueError(f"{prompt.identifier!r} cannot take the place of another prompt")
+        self.prompts[index] = prompt
 
 
 @dataclass(slots=True)
@@ -121,7 +134,12 @@ def _should_trigger(prompt: Prompt, kind: str) -> bool:
 
 
 def _prepare(prompt: Prompt, substitute: Substitute, original: str | None = None) -> Prompt:
-    return replace(prompt, content=substitute(prompt.content, original=original))
+    """``prompt`` with its macros expanded, changed in place: every caller hands over a prompt
+    made for this build (copying each one cost more than the rest of the preparation)."""
+    content = prompt.content
+    if content:
+        prompt.content = substitute(content, original=original)
+    return prompt
 
 
 def _extension_position(position: int) -> str | None:
@@ -175,7 +193,8 @@ def build_prompt_collection(
         if entry.enabled and _should_trigger(prompt, kind):
             collection.add(_prepare(prompt, substitute))
         elif entry.identifier == "main":
-            collection.add(replace(prompt, content=""))
+            prompt.content = ""
+            collection.add(prompt)
 
     def fmt(template: str, key: str, value: str) -> str:
         return substitute(template, dynamic={key: value}) if value and template else value
@@ -226,21 +245,16 @@ def build_prompt_collection(
         )
 
     for prompt in system_prompts:
-        existing = collection.get(prompt.identifier)
-        if existing is not None:
-            prompt = replace(
-                prompt,
-                injection_position=existing.injection_position,
-                injection_depth=existing.injection_depth,
-                injection_order=existing.injection_order,
-                role=existing.role or prompt.role,
-            )
-        prepared = _prepare(prompt, substitute)
         index = collection.index(prompt.identifier)
         if index >= 0:
-            collection.prompts[index] = prepared
+            existing = collection.prompts[index]
+            prompt.injection_position = existing.injection_position
+            prompt.injection_depth = existing.injection_depth
+            prompt.injection_order = existing.injection_order
+            prompt.role = existing.role or prompt.role
+            collection.set(index, _prepare(prompt, substitute))
         else:
-            collection.add(prepared)
+            collection.add(_prepare(prompt, substitute))
 
     _override(collection, order, "main", fields.system, substitute)
     _override(collection, order, "jailbreak", fields.jailbreak, substitute)
@@ -260,9 +274,7 @@ def _override(
     if not text or current is None or current.forbid_overrides or order.disabled(identifier):
         return
     replacement = replace(current, content=text)
-    collection.prompts[collection.index(identifier)] = _prepare(
-        replacement, substitute, original=current.content
-    )
+    collection.set(collection.index(identifier), _prepare(replacement, substitute, current.content))
 
 
 def _format_wi(template: str, text: str) -> str:

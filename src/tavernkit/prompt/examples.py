@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tavernkit.prompt._js import js_trim
+from tavernkit.jscompat import js_trim
 
 __all__ = ["ExampleMessage", "parse_example_block", "parse_mes_examples"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from tavernkit.jscompat import js_string, js_trim
 from tavernkit.models.chat import Message
 from tavernkit.models.persona import PersonaPosition
-from tavernkit.prompt._js import js_trim
 from tavernkit.prompt.card import CardFields
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 from tavernkit.worldinfo.result import WorldInfoResult, merge_authors_note
@@ -50,16 +50,6 @@ def role_number(role: str | int | None) -> int:
     if isinstance(role, str) and role in ROLE_NAMES:
         return ROLE_NAMES.index(role)
     return 0
-
-
-def _js_key(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
 
 
 def worldinfo_outlets(wi: WorldInfoResult | None) -> dict[str, str]:
@@ -112,11 +102,11 @@ def build_extension_prompts(
             if not group.has_depth:
                 depth_value, depth_key = ANY, "undefined"
             elif group.depth is None or isinstance(group.depth, bool):
-                depth_value, depth_key = NEVER, _js_key(group.depth)
+                depth_value, depth_key = NEVER, js_string(group.depth)
             else:
-                depth_value, depth_key = int(group.depth), _js_key(group.depth)
+                depth_value, depth_key = int(group.depth), js_string(group.depth)
             role_value = group.role if isinstance(group.role, int) else role_number(group.role)
-            key = f"customDepthWI_{depth_key}_{_js_key(group.role)}"
+            key = f"customDepthWI_{depth_key}_{js_string(group.role)}"
             out[key] = ExtensionPrompt(
                 "\n".join(group.entries), ExtensionPosition.IN_CHAT, depth_value, role_value
             )

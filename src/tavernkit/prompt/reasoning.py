@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tavernkit.jscompat import js_trim
 from tavernkit.models.chat import LEGACY_REASONING_PLACEHOLDER, Message
 from tavernkit.models.templates import ReasoningTemplate
-from tavernkit.prompt._js import js_trim
 from tavernkit.prompt.state import PromptState, Substitute
 
 __all__ = [

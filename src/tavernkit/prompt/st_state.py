@@ -17,7 +17,11 @@ from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset, migrate_legacy_preset
-from tavernkit.models.settings import PromptSettings, ReasoningSettings
+from tavernkit.models.settings import (
+    POWER_USER_PROMPT_KEYS,
+    PromptSettings,
+    ReasoningSettings,
+)
 from tavernkit.models.templates import (
     ContextTemplate,
     InstructTemplate,
@@ -28,27 +32,6 @@ from tavernkit.models.templates import (
 from tavernkit.prompt.state import AuthorsNote, PromptState
 
 __all__ = ["prompt_state_from_st"]
-
-_POWER_USER_KEYS = (
-    "tokenizer",
-    "token_padding",
-    "trim_spaces",
-    "collapse_newlines",
-    "trim_sentences",
-    "single_line",
-    "pin_examples",
-    "strip_examples",
-    "always_force_name2",
-    "user_prompt_bias",
-    "show_user_prompt_bias",
-    "prefer_character_prompt",
-    "prefer_character_jailbreak",
-    "custom_stopping_strings",
-    "custom_stopping_strings_macro",
-    "persona_description_position",
-    "persona_description_depth",
-    "persona_description_role",
-)
 
 
 def _validate(model: Any, data: Any, source: str, field: str) -> Any:
@@ -100,7 +83,7 @@ def prompt_state_from_st(
     metadata_raw = {k: v for k, v in metadata_raw.items() if v is not None}
     metadata = _validate(ChatMetadata, metadata_raw, source, "chat_metadata")
 
-    settings_values = {k: power[k] for k in _POWER_USER_KEYS if k in power}
+    settings_values = {k: power[k] for k in POWER_USER_PROMPT_KEYS if k in power}
     settings_values["main_api"] = settings_in.get("main_api", live.get("main_api", "openai"))
     for key in ("max_context", "amount_gen"):
         value = settings_in.get(key, live.get(key))

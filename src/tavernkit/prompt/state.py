@@ -116,9 +116,10 @@ class AuthorsNote:
         user message; interval 1 always, 0 or less never."""
         if self.interval <= 0:
             return False
-        user_count = sum(1 for m in messages if m.is_user)
         if self.interval == 1:
-            user_count = 1
+            # Every turn: no need to count a long chat's user messages.
+            return True
+        user_count = sum(1 for m in messages if m.is_user)
         if user_count <= 0:
             return False
         if user_count >= self.interval:

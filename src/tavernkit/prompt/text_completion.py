@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tavernkit.jscompat import js_trim, js_trim_start
 from tavernkit.models.persona import PersonaPosition
 from tavernkit.models.templates import ContextTemplate, InstructTemplate
-from tavernkit.prompt._js import js_trim, js_trim_start
 from tavernkit.prompt.card import base_chat_replace, card_fields, collapse_newlines
 from tavernkit.prompt.chat_completion import core_chat
 from tavernkit.prompt.examples import parse_mes_examples

@@ -21,19 +21,26 @@ __all__ = ["prompt_budget", "scan_texts", "scan_world_info"]
 
 
 def scan_texts(state: PromptState, substitute: Substitute, *, include_names: bool) -> list[str]:
-    """The chat as world info scans it: newest first."""
-    out: list[str] = []
-    append = out.append
-    first = True
-    for m in state.messages:
-        if m.is_system:
-            continue
-        mes = m.mes
-        text = mes if isinstance(mes, str) else m.text
-        if first:
-            text = substitute(text)
-            first = False
-        append(f"{m.name}: {text}" if include_names else text)
+    """The chat as world info scans it: newest first (the first visible message substituted).
+
+    The scan wants every message (timed effects count them), so this is the one per-message
+    pass of a build that cannot stop early: one comprehension keeps it as cheap as Python
+    allows, and the first visible message is redone with its macros afterwards.
+    """
+    messages = state.messages
+    if include_names:
+        out = [
+            f"{m.name}: {m.mes}" if m.mes.__class__ is str else f"{m.name}: {m.text}"
+            for m in messages
+            if not m.is_system
+        ]
+    else:
+        out = [m.mes if m.mes.__class__ is str else m.text for m in messages if not m.is_system]
+    if not out:
+        return out
+    first = next(m for m in messages if not m.is_system)
+    text = substitute(first.mes if isinstance(first.mes, str) else first.text)
+    out[0] = f"{first.name}: {text}" if include_names else text
     out.reverse()
     return out
 
