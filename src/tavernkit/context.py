@@ -5,7 +5,8 @@ It knows the active character, persona, chat, connection profile and presets (re
 store's settings at each call, so a change of selection is seen by the next call) and offers
 every generation call: ``generate_task`` (the one to use), its stream, the tool loop, the
 lower-level ``generate_raw`` / ``generate_quiet_prompt``, and the prompt preview. Nothing here
-persists a generation.
+persists a generation, except ``generate_quiet_prompt(quiet_to_loud=True)``, which hands its
+reply to the chat service to append.
 
 Capability questions (``is_tool_calling_supported``, ``can_perform_tool_calls``,
 ``get_chat_completion_model``) are ``async`` here, unlike in the reference front end: they
@@ -14,6 +15,7 @@ read the active profile from the store.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -129,7 +131,8 @@ class TavernContext:
         self.client = client
         self.retry = retry or RetryPolicy()
         self.rng = rng or random.Random()
-        self.local_factory = local_factory
+        # the Tavern's shared embedded model unless one is injected: loaded once per process
+        self.local_factory: LocalFactory = local_factory or tavern.local_provider
         self.environ = environ
         self.before_request = before_request
         self.connection_profiles = ConnectionProfiles(self)
@@ -408,13 +411,38 @@ class TavernContext:
         return await generate_raw_data(self._services(), connection, raw)
 
     async def generate_quiet_prompt(self, quiet_prompt: str = "", **options: Any) -> str:
-        """A background generation on the live chat with ``quiet_prompt`` last. Options:
-        ``quiet_to_loud``, ``skip_wian``, ``quiet_image``, ``quiet_name``,
+        """A background generation on the live chat with ``quiet_prompt`` last; with
+        ``quiet_to_loud`` the reply is also appended to the chat as the character's message.
+        Options: ``quiet_to_loud``, ``skip_wian``, ``quiet_image``, ``quiet_name``,
         ``response_length``, ``force_ch_id``, ``json_schema``, ``remove_reasoning``,
         ``trim_to_sentence``, ``abort``."""
         quiet = QuietOptions(quiet_prompt=quiet_prompt, **options)
         connection = await self._connection("")
-        return await generate_quiet_prompt(self._services(), connection, quiet)
+        if not quiet.quiet_to_loud:
+            return await generate_quiet_prompt(self._services(), connection, quiet)
+        return await self._quiet_to_loud(connection, quiet)
+
+    async def _quiet_to_loud(self, connection: ResolvedConnection, quiet: QuietOptions) -> str:
+        """The quiet generation, then its text appended as the character's message through
+        the chat service, which owns every write to a chat. The chat's turn slot is held
+        throughout, so the reply cannot land between a running turn's message and its
+        reply (a busy chat raises ``ChatBusy``, as a second turn would)."""
+        if self.chat_id is None:
+            # the call is fine; this context has no chat for it to speak in
+            raise GenerateTaskError(
+                "unsupported_api",
+                "quiet_to_loud appends to the chat: open the context with a chat_id",
+                details={"field": "quiet_to_loud"},
+            )
+        tavern = self.tavern
+        chat_id = (await tavern.store.get_chat_info(self.chat_id, owner=tavern.owner)).id
+        chats = tavern.chats
+        async with chats.slots.turn(chat_id):
+            text = await generate_quiet_prompt(
+                self._services(), connection, dataclasses.replace(quiet, quiet_to_loud=False)
+            )
+            await chats.append_reply(chat_id, text, model=connection.model)
+        return text
 
     # -- the primitives (tavernkit.generation.services) -------------------------------------
 

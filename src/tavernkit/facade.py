@@ -32,6 +32,9 @@ from tavernkit.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
+    from tavernkit.generation.profiles import ProviderLike
+    from tavernkit.models.profile import ConnectionProfile
+    from tavernkit.providers.profiles import ModelProfile
 
 __all__ = ["Tavern"]
 
@@ -60,6 +63,8 @@ class Tavern:
         #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
         self.generations = ActiveGenerations()
         self._chats: ChatService | None = None
+        #: the embedded models this Tavern has made, by model name (see :meth:`local_provider`)
+        self._local: dict[str, ProviderLike] = {}
 
     async def open(self) -> Self:
         if self._store is None:
@@ -100,6 +105,21 @@ class Tavern:
         """The owner's settings (defaults until some are stored or imported)."""
         stored = await self.store.get_settings(owner=self.owner)
         return stored if isinstance(stored, Settings) else Settings()
+
+    def local_provider(
+        self, profile: ConnectionProfile, model_profile: ModelProfile
+    ) -> ProviderLike:
+        """The embedded model of ``profile`` (a ``LocalFactory``): made on first use and
+        shared by every chat turn and task of this Tavern, so the model file (hundreds of MB)
+        is loaded once per process, not once per turn. The model profile of each call is
+        passed with the call, so sharing loses nothing."""
+        name = profile.model or "smollm2-135m-instruct"
+        provider = self._local.get(name)
+        if provider is None:
+            from tavernkit.generation.profiles import local_provider
+
+            provider = self._local[name] = local_provider(profile, model_profile)
+        return provider
 
     def context(self, chat_id: str | None = None, **options: Any) -> TavernContext:
         """The per-chat view plugins and bots use (``generate_task`` and friends); see

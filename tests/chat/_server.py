@@ -32,10 +32,15 @@ class HangingServer(ScriptedServer):
         await super().__aexit__(*exc)
 
     async def _stream(
-        self, writer: asyncio.StreamWriter, reply: Reply, anthropic: bool, body: dict[str, Any]
+        self,
+        writer: asyncio.StreamWriter,
+        reply: Reply,
+        anthropic: bool,
+        body: dict[str, Any],
+        *shape: str,
     ) -> None:
         if not isinstance(reply, HangReply):
-            await super()._stream(writer, reply, anthropic, body)
+            await super()._stream(writer, reply, anthropic, body, *shape)
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"

@@ -329,3 +329,42 @@ def test_once_with_the_embedded_model_and_the_demo_card() -> None:
     assert result.exit_code == 0, result.output
     done = json.loads(result.output.strip().splitlines()[-1])
     assert done["status"] == "completed" and done["text"].strip()
+
+
+def _add_fallback_chain(home: Path) -> None:
+    from tavernkit.models.profile import ConnectionProfile, FallbackChain, FallbackEntry
+
+    async def add() -> None:
+        async with Tavern(home, load_plugins=False) as tk:
+            chain = FallbackChain(
+                name="backup", entries=[FallbackEntry(profile="scripted", model="m2")]
+            )
+            await tk.store.put("fallback_chain", chain, owner=tk.owner)
+            stored = await tk.store.get_record("connection_profile", "scripted", owner=tk.owner)
+            profile = ConnectionProfile.model_validate(stored.data)
+            profile = profile.model_copy(update={"fallback_chain": "backup"})
+            await tk.store.put("connection_profile", profile, owner=tk.owner, id=stored.info.id)
+
+    asyncio.run(add())
+
+
+def test_fallback_notice_is_shown_and_stored(
+    home: Path, server: ThreadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TK_TEST_KEY", "sk-secret-value")
+    _add_fallback_chain(home)
+    server.script(Reply(status=500), Reply(text="The backup answers."))
+    result = cli("chat", "Mira", "--once", "Hello?")
+    assert result.exit_code == 0, result.output
+    assert "The backup answers." in result.output
+    assert "Answered by fallback model m2" in result.output
+    assert "m1: overloaded (500)" in result.output
+    assert [b["model"] for b in server.bodies] == ["m1", "m2"]
+    reply = messages(home)[-1]
+    assert reply.mes == "The backup answers."
+    notice = reply.to_wire()["extra"]["extensions"]["fallback_notice"]
+    assert notice["model"] == "m2"
+    server.script(Reply(status=500), Reply(text="Again the backup."))
+    as_json = cli("chat", "--chat", chat_ids(home)[0], "--once", "More?", "--json")
+    events = [json.loads(line) for line in as_json.output.splitlines() if line.strip()]
+    assert any(e["event"] == "notice" and "m2" in e["text"] for e in events)

@@ -38,7 +38,13 @@ from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_fo
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["PreparedTurn", "TurnOverrides", "prepare_turn", "resolve_for_state"]
+__all__ = [
+    "PreparedTurn",
+    "TurnOverrides",
+    "prepare_turn",
+    "resolve_for_state",
+    "resolve_profile",
+]
 
 
 @dataclass(frozen=True)
@@ -107,11 +113,34 @@ async def resolve_for_state(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ResolvedConnection:
+    return await resolve_profile(
+        store,
+        state.profile,
+        owner=owner,
+        model=model,
+        client=client,
+        local_factory=local_factory,
+        environ=environ,
+    )
+
+
+async def resolve_profile(
+    store: Store,
+    profile: ConnectionProfile | None,
+    *,
+    owner: str,
+    model: str = "",
+    client: Any = None,
+    local_factory: LocalFactory | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ResolvedConnection:
+    """``profile`` (the embedded model for ``None``) resolved with the store's keys."""
+
     async def load_secret(key_id: str) -> str:
         return await store.get_api_key_secret(key_id, owner=owner)
 
     return await resolve_connection(
-        state.profile,
+        profile,
         model_override=model,
         load_secret=load_secret,
         client=client,

@@ -23,6 +23,8 @@ One generation per chat at a time (:mod:`.slots`): a second turn raises
 
 from __future__ import annotations
 
+import os
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,17 +32,19 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
-from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn
+from tavernkit.chat.plan import PlanSources, chat_plan
+from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.run import run_request
 from tavernkit.chat.sink import StoreSink, TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.errors import Conflict, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
-from tavernkit.generation.profiles import LocalFactory
+from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
+from tavernkit.models.profile import ConnectionProfile
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.chat_state import load_chat_state
@@ -95,7 +99,9 @@ class ChatService:
 
     ``clock`` gives the wall time stamped on messages; ``new_id`` the chat integrity ids;
     ``client``, ``local_factory`` and ``environ`` reach the provider resolution (tests inject
-    a loopback client or a shared embedded model).
+    a loopback client; the default ``local_factory`` is the Tavern's, so every turn and task
+    of one Tavern shares one loaded embedded model). ``key_clock`` (epoch seconds) times
+    key cooldowns, which are stored.
     """
 
     def __init__(
@@ -109,15 +115,17 @@ class ChatService:
         environ: Mapping[str, str] | None = None,
         rng: Callable[[], float] | None = None,
         stream_interval: float = 0.2,
+        key_clock: Callable[[], float] = time.time,
     ) -> None:
         self.tavern = tavern
         self.clock = clock or (lambda: datetime.now(UTC))
         self.new_id = new_id or (lambda: str(uuid.uuid4()))
         self.client = client
-        self.local_factory = local_factory
+        self.local_factory: LocalFactory = local_factory or tavern.local_provider
         self.environ = environ
         self.rng = rng
         self.stream_interval = stream_interval
+        self.key_clock = key_clock
         self.slots = ChatSlots()
 
     @property
@@ -566,13 +574,21 @@ class ChatService:
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
+        plan = await chat_plan(
+            prepared.connection,
+            self._plan_sources(),
+            kind=kind,
+            reasoning_template=prepared.state.reasoning,
+            auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
+        )
         with self.tavern.generations.track(chat_id, controller, processor):
             result = await run_request(
-                prepared.connection,
+                plan,
                 prepared.request,
                 combined,
-                owner=self.owner,
+                chat_id=chat_id,
                 kind=kind,
+                plugins=self.tavern.plugins,
                 prefill=prefill or "",
                 stream=stream,
                 abort=signals,
@@ -582,6 +598,21 @@ class ChatService:
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
         return await self._finish(chat_id, kind, prepared, target, result)
+
+    def _plan_sources(self) -> PlanSources:
+        environ = os.environ if self.environ is None else self.environ
+
+        async def resolve(profile: ConnectionProfile) -> ResolvedConnection:
+            return await resolve_profile(
+                self.store,
+                profile,
+                owner=self.owner,
+                client=self.client,
+                local_factory=self.local_factory,
+                environ=self.environ,
+            )
+
+        return PlanSources(self.store, self.owner, resolve, self.key_clock, environ)
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
         """Variables set by the prompt's macros and the advanced timed world-info state: one
@@ -637,6 +668,7 @@ class ChatService:
             return TurnOutcome(**outcome)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
+            text = _rejoin(target.prefix, text, result)
             message.mes = target.prefix + text
             if reasoning:
                 message.extra.reasoning = target.reasoning_prefix + reasoning
@@ -646,6 +678,8 @@ class ChatService:
             message.extra.reasoning_duration = None
             message.extra.model = model
         message.gen_finished = self._now()
+        if result.notice is not None:
+            _store_notice(message, result)
         if result.tool_invocations:
             message.extra.tool_invocations = [
                 r.to_tool_invocation() for r in result.tool_invocations
@@ -679,6 +713,30 @@ class ChatService:
                 complete=True,
                 owner=self.owner,
             )
+
+
+def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
+    """A continuation as the model wrote it: the runner drops the leading spaces of a text
+    model's reply (noise for a fresh reply), but after a continued message the space the
+    model put first is the word break between the old text and the new."""
+    completion = result.completion
+    if not prefix or not text or prefix[-1:].isspace() or text[:1].isspace():
+        return text
+    if completion is None or result.counters.continuations:
+        return text  # stitched from several attempts: the runner already joined them
+    raw = completion.text
+    body = raw.lstrip(" \t")
+    return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
+
+
+def _store_notice(message: Message, result: TurnResult) -> None:
+    """Keep the fallback notice with the reply (our addition, so under ``extensions``): which
+    model answered and which attempts failed, by error class and safe code only."""
+    assert result.notice is not None
+    extra = message.extra.to_wire()
+    extensions = dict(extra.get("extensions") or {})
+    extensions["fallback_notice"] = {**result.notice.to_json(), "text": result.notice.text()}
+    message.extra = type(message.extra).model_validate({**extra, "extensions": extensions})
 
 
 def _message_at(stored: StoredChat, index: int) -> Any:

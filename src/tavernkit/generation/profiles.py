@@ -47,12 +47,14 @@ from tavernkit.tools.capability import ToolCapabilities
 __all__ = [
     "EMBEDDED_PROFILE",
     "ChatFamily",
+    "LocalFactory",
     "ProviderLike",
     "ResolvedConnection",
     "SecretLoader",
     "apply_settings_override",
     "default_base_url",
     "family_of",
+    "local_provider",
     "model_family",
     "resolve_connection",
     "sampling_from_preset",
@@ -291,7 +293,9 @@ async def _secret(
     return None
 
 
-def _local_provider(profile: ConnectionProfile, model_profile: ModelProfile) -> ProviderLike:
+def local_provider(profile: ConnectionProfile, model_profile: ModelProfile) -> ProviderLike:
+    """A new embedded model for ``profile`` (loaded on its first request). A process should
+    hold one per model: ``Tavern.local_provider`` is the shared one."""
     # imported here: the embedded model's module is only needed when it is used
     from tavernkit.providers.local_llama import LocalLlamaProvider
 
@@ -328,7 +332,7 @@ async def resolve_connection(
         enabled=tools_enabled,
     )
     if resolved.api == "local":
-        provider = (local_factory or _local_provider)(resolved, model_profile)
+        provider = (local_factory or local_provider)(resolved, model_profile)
         return ResolvedConnection(resolved, provider, model, model_profile, caps)
     base_url = resolved.base_url or default_base_url(resolved)
     if not base_url:

@@ -65,6 +65,9 @@ class ConnectionProfile(ValueModel):
     reasoning_template: str | None = None
     tokenizer: str | None = None
     capabilities: CapabilityOverrides = Field(default_factory=CapabilityOverrides)
+    #: the stored :class:`FallbackChain` tried, in order, when this profile fails a chat turn
+    #: (the chain belongs to the primary it backs up, so switching profiles switches chains)
+    fallback_chain: str | None = None
 
 
 class FallbackEntry(ValueModel):

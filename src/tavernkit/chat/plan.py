@@ -1,0 +1,277 @@
+"""The plan of a chat turn: the active profile, its keys, then its fallback chain.
+
+- **Primary**: the resolved connection of the turn (the prompt was built for it).
+- **Keys**: a profile with several credentials becomes a :class:`~tavernkit.generation.keys.KeyPool`
+  (least-used first, per-key cooldowns). When every credential is a stored key the cooldowns
+  and use counts live in the store (:class:`~tavernkit.generation.keys.StoreCooldownStore`),
+  so a CLI that starts fresh for every message still spreads its calls and still rests a
+  rate-limited key; a pool with environment-variable keys keeps them in memory for the turn
+  (the store's key-state rows belong to stored keys).
+- **Fallbacks**: the profile's ``fallback_chain`` names a stored
+  :class:`~tavernkit.models.profile.FallbackChain`; each of its entries (a profile, optionally
+  another model, optionally one explicit credential) is one plan entry after the primary. The
+  chain hangs off the profile, not the global selections, because a chain is a backup *for* a
+  given primary: switching profiles switches backups with it.
+
+Entries are resolved only when the previous attempt failed (no key of a fallback is loaded on
+a turn the primary answers). An entry whose prompt family differs from the primary's (a
+text-completion fallback behind a chat profile) is skipped: the prompt was built once, for the
+primary's family, and a chat prompt cannot be re-folded into a text one here.
+
+When the model writes its reasoning inline (``reasoning_format == "tags"``) and a reasoning
+template is known, every attempt's stream is split into reasoning and reply as it arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from tavernkit.generation.keys import (
+    CooldownStore,
+    InMemoryCooldownStore,
+    KeyPool,
+    PoolKey,
+    StoreCooldownStore,
+)
+from tavernkit.generation.plan import (
+    AttemptTarget,
+    FundingScope,
+    Plan,
+    PlanEntry,
+    TurnContext,
+    Unusable,
+)
+from tavernkit.generation.profiles import ProviderLike, ResolvedConnection
+from tavernkit.models.profile import ConnectionProfile, CredentialRef, FallbackChain
+from tavernkit.providers.events import StreamEvent
+from tavernkit.providers.http import AbortLike
+from tavernkit.providers.profiles import ModelProfile
+from tavernkit.providers.provider import Provider
+from tavernkit.providers.reasoning_stream import Delimiters, split_tag_reasoning
+from tavernkit.providers.request import PromptRequest
+from tavernkit.store.protocol import Store
+
+__all__ = ["PlanSources", "TagSplittingProvider", "chat_plan", "entry_source"]
+
+#: resolves a profile (with its credentials) to a connection, as the turn's own was resolved
+Resolve = Callable[[ConnectionProfile], Awaitable[ResolvedConnection]]
+
+
+@dataclass(frozen=True)
+class PlanSources:
+    """What building a chat plan reads: the store (profiles, chains, keys, cooldowns), how to
+    resolve a profile, the key clock (epoch seconds: cooldowns are stored) and the
+    environment for ``env`` credentials."""
+
+    store: Store
+    owner: str
+    resolve: Resolve
+    key_clock: Callable[[], float]
+    environ: Mapping[str, str]
+
+
+class TagSplittingProvider:
+    """``inner`` with inline reasoning split off its stream by ``template``'s delimiters."""
+
+    def __init__(self, inner: ProviderLike, template: Delimiters) -> None:
+        self.inner = inner
+        self.template = template
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def stream(
+        self,
+        request: PromptRequest,
+        *,
+        model: str | None = None,
+        profile: ModelProfile | None = None,
+        stream: bool = True,
+        abort: AbortLike | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        events = self.inner.stream(
+            request, model=model, profile=profile, stream=stream, abort=abort
+        )
+        return split_tag_reasoning(events, self.template)
+
+
+def entry_source(profile: ConnectionProfile, credential: CredentialRef | None) -> str:
+    """The credential source of an entry: one explicit credential, or the profile's own."""
+    if credential is not None and credential.key_id:
+        return f"key:{credential.key_id}"
+    if credential is not None and credential.env:
+        return f"env:{credential.env}"
+    return f"profile:{profile.name}"
+
+
+def _pool_key(ref: CredentialRef) -> PoolKey | None:
+    if ref.key_id:
+        return PoolKey(ref.key_id, label=ref.label or "")
+    if ref.env:
+        return PoolKey(f"env:{ref.env}", label=ref.label or ref.env)
+    return None
+
+
+def _splits(connection: ResolvedConnection, template: Delimiters | None, auto: bool) -> bool:
+    """Whether this connection's stream is split by the tag splitter.
+
+    SillyTavern parses inline reasoning only with auto-parse on; a profile that says
+    ``reasoning_format="tags"`` itself asks for it explicitly.
+    """
+    if template is None or not template.prefix or not template.suffix:
+        return False
+    if connection.model_profile.reasoning_format != "tags":
+        return False
+    return auto or connection.profile.capabilities.reasoning_format == "tags"
+
+
+class _Builder:
+    def __init__(
+        self,
+        sources: PlanSources,
+        family: str,
+        template: Delimiters | None,
+        auto_parse: bool,
+    ) -> None:
+        self.sources = sources
+        self.family = family
+        self.template = template
+        self.auto_parse = auto_parse
+
+    def _wrap(self, provider: ProviderLike, connection: ResolvedConnection) -> Provider:
+        if _splits(connection, self.template, self.auto_parse):
+            assert self.template is not None
+            provider = TagSplittingProvider(provider, self.template)
+        # the embedded model and the splitter are not HTTP Providers but stream the same events
+        return cast(Provider, provider)
+
+    def _cooldowns(self, refs: list[CredentialRef]) -> CooldownStore:
+        if all(ref.key_id for ref in refs):
+            return StoreCooldownStore(self.sources.store)
+        return InMemoryCooldownStore()
+
+    async def _secret(self, key: PoolKey) -> str:
+        if key.key_id.startswith("env:"):
+            name = key.key_id.removeprefix("env:")
+            value = self.sources.environ.get(name)
+            if not value:
+                raise LookupError(f"environment variable {name} is not set")
+            return value
+        return await self.sources.store.get_api_key_secret(key.key_id, owner=self.sources.owner)
+
+    def target(self, connection: ResolvedConnection) -> AttemptTarget:
+        """How to reach ``connection``: one fixed provider, or one per key of its pool."""
+        provider = connection.provider
+        refs = [r for r in connection.profile.credentials if _pool_key(r) is not None]
+        keys = [k for k in (_pool_key(r) for r in refs) if k is not None]
+        if isinstance(provider, Provider) and len(keys) > 1:
+            pool = KeyPool(
+                self.sources.owner,
+                connection.source,
+                keys,
+                load_secret=self._secret,
+                store=self._cooldowns(refs),
+                clock=self.sources.key_clock,
+            )
+            base = provider
+
+            def per_key(secret: str | None) -> Provider:
+                return self._wrap(replace(base, keys=secret), connection)
+
+            return AttemptTarget(make_provider=per_key, profile=connection.model_profile, pool=pool)
+        fixed = self._wrap(provider, connection)
+        return AttemptTarget(make_provider=lambda _secret: fixed, profile=connection.model_profile)
+
+    async def fallbacks(
+        self, primary: ConnectionProfile
+    ) -> list[tuple[PlanEntry, ConnectionProfile | None, str | None, CredentialRef | None]]:
+        if not primary.fallback_chain:
+            return []
+        store, owner = self.sources.store, self.sources.owner
+        chain = await _get(store, "fallback_chain", primary.fallback_chain, owner)
+        if not isinstance(chain, FallbackChain):
+            return []
+        out: list[tuple[PlanEntry, ConnectionProfile | None, str | None, CredentialRef | None]] = []
+        for item in chain.entries:
+            profile = await _get(store, "connection_profile", item.profile, owner)
+            if not isinstance(profile, ConnectionProfile):
+                entry = PlanEntry(
+                    item.model or "", "?", f"profile:{item.profile}", label=item.profile
+                )
+                out.append((entry, None, item.model, item.credential))
+                continue
+            model = item.model or profile.model or ""
+            entry = PlanEntry(
+                model,
+                profile.source,
+                entry_source(profile, item.credential),
+                label=f"{profile.name}/{model}" if model else profile.name,
+            )
+            out.append((entry, profile, item.model, item.credential))
+        return out
+
+    async def resolve_fallback(
+        self, profile: ConnectionProfile | None, model: str | None, credential: CredentialRef | None
+    ) -> AttemptTarget:
+        if profile is None:
+            raise Unusable("no such connection profile")
+        if model:
+            profile = profile.model_copy(update={"model": model})
+        if credential is not None:
+            profile = profile.model_copy(update={"credentials": [credential]})
+        connection = await self.sources.resolve(profile)
+        if connection.family != self.family:
+            raise Unusable(f"a {connection.family} profile cannot take this {self.family} prompt")
+        return self.target(connection)
+
+
+async def _get(store: Store, kind: str, name: str, owner: str) -> Any:
+    from tavernkit.errors import NotFound
+
+    try:
+        return await store.get(kind, name, owner=owner)
+    except NotFound:
+        return None
+
+
+async def chat_plan(
+    connection: ResolvedConnection,
+    sources: PlanSources,
+    *,
+    kind: str,
+    reasoning_template: Delimiters | None = None,
+    auto_parse_reasoning: bool = False,
+) -> Plan:
+    """The plan of one chat turn on ``connection`` (see the module docstring)."""
+    builder = _Builder(sources, connection.family, reasoning_template, auto_parse_reasoning)
+    primary = PlanEntry(
+        connection.model or "",
+        connection.source,
+        entry_source(connection.profile, None),
+        label=connection.profile.name,
+    )
+    specs: dict[PlanEntry, tuple[ConnectionProfile | None, str | None, CredentialRef | None]] = {}
+    entries = [primary]
+    for entry, profile, model, credential in await builder.fallbacks(connection.profile):
+        if entry.identity == primary.identity or entry in specs:
+            continue  # the same model through the same credentials would fail the same way
+        specs[entry] = (profile, model, credential)
+        entries.append(entry)
+
+    async def resolver(entry: PlanEntry, _scope: FundingScope) -> AttemptTarget:
+        if entry == primary:
+            return builder.target(connection)
+        return await builder.resolve_fallback(*specs[entry])
+
+    owner = sources.owner
+    return Plan(
+        entries,
+        resolver=resolver,
+        scope=FundingScope("user", owner),
+        context=TurnContext(
+            user_id=owner, impersonation=kind == "impersonate", quiet=kind == "quiet"
+        ),
+    )
