@@ -16,9 +16,10 @@ read the active profile from the store.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 import httpx2
 
@@ -74,6 +75,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ConnectionProfiles", "TavernContext"]
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
 
 class ConnectionProfiles:
     """The stored connection profiles of the context's owner. Profiles hold credential
@@ -103,6 +107,25 @@ class ConnectionProfiles:
         """The connection a call with ``api_preset_name=name`` would use (the active profile
         for ``""``, the embedded model when none is configured)."""
         return await self._context._connection(name, model_override)
+
+
+def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k != "self"}
+
+
+def _parameters_of(
+    source: Callable[_P, object],
+) -> Callable[[Callable[..., _R]], Callable[_P, _R]]:
+    """Give the decorated function ``source``'s parameters (for type checkers and
+    ``help()``), so two entry points taking the same options declare them once."""
+
+    def apply(target: Callable[..., _R]) -> Callable[_P, _R]:
+        returns = inspect.signature(target).return_annotation
+        signature = inspect.signature(source).replace(return_annotation=returns)
+        vars(target)["__signature__"] = signature
+        return cast("Callable[_P, _R]", target)
+
+    return apply
 
 
 class TavernContext:
@@ -244,31 +267,13 @@ class TavernContext:
         options = TaskOptions(**_task_kwargs(locals()))
         return await _generate_task(self._services(), options)
 
+    @_parameters_of(generate_task)
     def generate_task_stream(
-        self,
-        task_messages: Sequence[Mapping[str, Any]],
-        *,
-        include_character_card: bool = True,
-        world_info_source: str = "none",
-        custom_world_info_messages: Sequence[Mapping[str, Any]] | None = None,
-        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
-        force_world_info_resimulate: bool = False,
-        world_info_type: str = "quiet",
-        api_preset_name: str = "",
-        llm_preset_name: str = "",
-        model_override: str = "",
-        tools: Sequence[Mapping[str, Any] | FunctionTool] | None = None,
-        tool_choice: Any = "auto",
-        json_schema: Mapping[str, Any] | None = None,
-        function_call_mode: str = "auto",
-        function_call_options: Mapping[str, Any] | None = None,
-        abort: AbortSignal | None = None,
-        substitute_macros: bool = True,
+        self, task_messages: Sequence[Mapping[str, Any]], **options: Any
     ) -> TaskStream:
-        """:meth:`generate_task` as a stream of events ending in the result. Validation
-        errors raise here, synchronously."""
-        options = TaskOptions(**_task_kwargs(locals()))
-        return _generate_task_stream(self._services(), options)
+        """:meth:`generate_task` as a stream of events ending in the result (the same
+        parameters). Validation errors raise here, synchronously."""
+        return _generate_task_stream(self._services(), TaskOptions(task_messages, **options))
 
     async def resolve_world_info_for_messages(
         self,
@@ -518,7 +523,3 @@ class TavernContext:
         """The model the active profile sends to (the embedded model's when none is set)."""
         connection = await self._connection("")
         return connection.model or EMBEDDED_PROFILE.model or ""
-
-
-def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k != "self"}

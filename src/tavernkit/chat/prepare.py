@@ -86,6 +86,9 @@ class PreparedTurn:
     variables: InMemoryVariables
     compat: str
     names: PromptNames = field(default_factory=PromptNames)
+    # the request as built, when the plugins' hooks replaced it in a preview (``request`` is
+    # then what the hooks made of it, which is what a turn sends)
+    built_request: PromptRequest | None = None
 
     @property
     def char_name(self) -> str:

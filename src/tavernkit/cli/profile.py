@@ -7,10 +7,7 @@ only its id. No command prints a key, and ``list`` shows key labels and fingerpr
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -19,9 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from tavernkit.chat.prepare import resolve_for_state
+from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.errors import GenerateTaskError, TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.generation._dispatch import send
+from tavernkit.generation.one_attempt import send_one
 from tavernkit.models.profile import ConnectionProfile, CredentialRef
 from tavernkit.models.state import ChatState
 from tavernkit.providers.request import ChatMessage, ChatPrompt, Sampling, TextPrompt
@@ -35,23 +33,6 @@ profile_app = typer.Typer(
 )
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
-
-HomeOption = Annotated[
-    Path | None,
-    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
-]
-
-
-def _run(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -> T:
-    async def runner() -> T:
-        async with Tavern(home) as tk:
-            return await action(tk)
-
-    try:
-        return asyncio.run(runner())
-    except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(1) from None
 
 
 @profile_app.command("add")
@@ -109,7 +90,7 @@ def add(
             settings.selections.profile = name
             await tk.store.put_settings(settings, owner=tk.owner)
 
-    _run(home, action)
+    run_in_tavern(home, action)
     out.print(f"added profile [bold]{escape(name)}[/]" + (" (active)" if default else ""))
 
 
@@ -125,7 +106,7 @@ def list_(home: HomeOption = None) -> None:
         }
         return profiles, (await tk.settings()).selections.profile, keys
 
-    profiles, active, keys = _run(home, action)
+    profiles, active, keys = run_in_tavern(home, action)
     if not profiles:
         out.print("[dim]no profiles; the embedded model is used[/]")
         return
@@ -164,7 +145,7 @@ def remove(name: Annotated[str, typer.Argument()], home: HomeOption = None) -> N
             settings.selections.profile = None
             await tk.store.put_settings(settings, owner=tk.owner)
 
-    _run(home, action)
+    run_in_tavern(home, action)
     out.print(f"removed profile [bold]{escape(name)}[/]")
 
 
@@ -193,11 +174,11 @@ def test(
         else:
             request = TextPrompt("Reply with the word OK.\n", sampling=sampling)
         started = time.monotonic()
-        completion = await send(connection, request, stream=False)
+        completion = await send_one(connection, request, stream=False)
         return connection.model or "-", time.monotonic() - started, completion.text.strip()
 
     try:
-        model, seconds, text = _run(home, action)
+        model, seconds, text = run_in_tavern(home, action)
     except GenerateTaskError as exc:
         err.print(f"[bold red]failed:[/] {escape(exc.code)}")
         raise typer.Exit(1) from None

@@ -65,6 +65,12 @@ def print_inspection(console: Console, data: dict[str, Any]) -> None:
             escape(_text(block.get("content"))),
         )
     console.print(table)
+    if "request_as_built" in data:
+        console.print(
+            "[yellow]plugin hooks changed the request:[/] the blocks are the prompt as built; "
+            "what is sent is the hooks' version (--format json shows both: request, "
+            "request_as_built)"
+        )
     for key, entry in data["lorebook"].items():
         console.print(
             f"[bold]lorebook[/] {escape(entry['comment'] or key)} [dim]{escape(key)}: "

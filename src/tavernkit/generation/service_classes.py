@@ -28,9 +28,10 @@ from tavernkit.generation._requests import (
 )
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.extract import completion_to_openai
-from tavernkit.generation.profiles import family_of
+from tavernkit.generation.profiles import ResolvedConnection, family_of
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.templates import InstructTemplate
+from tavernkit.providers.request import PromptRequest
 
 if TYPE_CHECKING:
     from tavernkit.context import TavernContext
@@ -43,6 +44,26 @@ def _extracted(body: dict[str, Any], extract_data: bool) -> dict[str, Any]:
         return body
     message = body["choices"][0]["message"]
     return {"content": message.get("content") or "", "reasoning": message.get("reasoning_content")}
+
+
+async def _answer(
+    sender: _Sender,
+    connection: ResolvedConnection,
+    request: PromptRequest,
+    data: Mapping[str, Any],
+    request_scope: str,
+    signal: AbortSignal | None,
+    extract_data: bool,
+) -> Any:
+    """A service's reply to one built request: chunks as they come with ``data["stream"]``,
+    else the whole OpenAI-shaped body (or its content and reasoning)."""
+    scope = _scope(request_scope)
+    if data.get("stream"):
+        return _stream_chunks(sender, connection, request, kind="quiet", scope=scope, abort=signal)
+    completion = await sender.send(
+        connection, request, kind="quiet", scope=scope, stream=False, abort=signal
+    )
+    return _extracted(completion_to_openai(completion), extract_data)
 
 
 class ChatCompletionService:
@@ -88,15 +109,7 @@ class ChatCompletionService:
             data=data,
             include_preset=include_preset,
         )
-        scope = _scope(request_scope)
-        if data.get("stream"):
-            return _stream_chunks(
-                sender, connection, request, kind="quiet", scope=scope, abort=signal
-            )
-        completion = await sender.send(
-            connection, request, kind="quiet", scope=scope, stream=False, abort=signal
-        )
-        return _extracted(completion_to_openai(completion), extract_data)
+        return await _answer(sender, connection, request, data, request_scope, signal, extract_data)
 
     async def process_request(
         self,
@@ -164,15 +177,7 @@ class TextCompletionService:
                 details={"api": connection.api},
             )
         request = await _text_prompt(sender, data)
-        scope = _scope(request_scope)
-        if data.get("stream"):
-            return _stream_chunks(
-                sender, connection, request, kind="quiet", scope=scope, abort=signal
-            )
-        completion = await sender.send(
-            connection, request, kind="quiet", scope=scope, stream=False, abort=signal
-        )
-        return _extracted(completion_to_openai(completion), extract_data)
+        return await _answer(sender, connection, request, data, request_scope, signal, extract_data)
 
     async def process_request(
         self,

@@ -1,0 +1,251 @@
+"""Steps 3 and 5 of a chat turn: where the reply goes, and its final write.
+
+Before the runner starts, the reply's place is stored empty and marked partial (a new
+message, a new swipe of the last reply, or the shown swipe of the reply being continued), so a
+crash leaves what was delivered. After the turn, the reply is finalized in one message write
+(text, reasoning, model, dates, fallback notice, tool invocations); a turn that delivered
+nothing leaves no empty reply behind.
+
+Kept apart from :mod:`.service` because it is the only part of a turn that writes the reply,
+and it needs nothing of the service but the store, the owner and the clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tavernkit.chat.prepare import PreparedTurn
+from tavernkit.chat.sink import StoreSink
+from tavernkit.errors import Conflict
+from tavernkit.generation.result import TurnError, TurnResult
+from tavernkit.models.chat import Message
+from tavernkit.prompt.reasoning import parse_reasoning
+from tavernkit.store.protocol import Store
+
+__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome"]
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What a turn left: the reply (or the impersonated / quiet text) and where it is stored.
+
+    ``status`` is ``completed``, ``failed`` (``error`` says why, safely) or ``aborted``
+    (stopped; the delivered text is kept). ``message_index`` / ``swipe_index`` are ``None``
+    when nothing was stored (impersonation, a quiet prompt, a failure that delivered nothing).
+    """
+
+    kind: str
+    status: str
+    text: str
+    reasoning: str = ""
+    message_index: int | None = None
+    message_id: str | None = None
+    swipe_index: int | None = None
+    model: str | None = None
+    error: TurnError | None = None
+    result: TurnResult | None = None
+
+
+@dataclass
+class ReplyTarget:
+    """Where a reply streams to: a new message, a new swipe, or the end of a reply."""
+
+    mode: str  # "message" | "swipe" | "continue" | "none"
+    message_id: str | None = None
+    position: int | None = None
+    swipe_index: int | None = None
+    previous_swipe: int | None = None
+    message: Message | None = None
+    prefix: str = ""
+    reasoning_prefix: str = ""
+
+
+class ReplyWriter:
+    """Opens, finalizes and discards the reply's place in one chat store for one owner;
+    ``now`` gives the timestamps written on messages and swipes."""
+
+    def __init__(self, store: Store, owner: str, now: Callable[[], str]) -> None:
+        self.store = store
+        self.owner = owner
+        self.now = now
+
+    def reply_message(self, char_name: str, api: str, model: str | None) -> Message:
+        now = self.now()
+        message = Message.new(char_name, "", is_user=False, send_date=now)
+        message.extra.api = api
+        message.extra.model = model
+        message.gen_started = now
+        message.ensure_swipes()
+        return message
+
+    async def open(
+        self, chat_id: str, kind: str, prepared: PreparedTurn, loud: bool
+    ) -> ReplyTarget:
+        """Store the reply's place, empty and partial (nothing for impersonation or a quiet
+        prompt that stays quiet)."""
+        if kind == "impersonate" or (kind == "quiet" and not loud):
+            return ReplyTarget("none")
+        if kind in ("swipe", "continue"):
+            return await self._open_last(chat_id, kind, prepared)
+        message = self.reply_message(
+            prepared.char_name, prepared.main_api, prepared.connection.model
+        )
+        stored = await self.store.append_message(chat_id, message, owner=self.owner)
+        await self.store.update_swipe_text(stored.id, 0, "", complete=False, owner=self.owner)
+        return ReplyTarget("message", stored.id, stored.position, 0, None, message)
+
+    async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
+        stored = await self.store.load_chat(chat_id, owner=self.owner)
+        if not stored.messages or stored.messages[-1].data.get("is_user"):
+            raise Conflict(f"there is no reply to {'swipe' if kind == 'swipe' else 'continue'}")
+        entry = stored.messages[-1]
+        message = Message.model_validate(entry.data)
+        if kind == "continue":
+            message.ensure_swipes()
+            index = message.swipe_id or 0
+            if not entry.data.get("swipes"):
+                await self.store.update_message(entry.id, message, owner=self.owner)
+            await self.store.update_swipe_text(
+                entry.id, index, message.text, complete=False, owner=self.owner
+            )
+            return ReplyTarget(
+                "continue",
+                entry.id,
+                entry.position,
+                index,
+                index,
+                message,
+                prefix=message.text,
+                reasoning_prefix=message.extra.reasoning or "",
+            )
+        previous = message.swipe_id or 0
+        now = self.now()
+        extra = {"api": prepared.main_api, "model": prepared.connection.model}
+        info = {"send_date": now, "gen_started": now, "extra": extra}
+        index = await self.store.append_swipe(
+            entry.id, "", info=info, activate=True, complete=False, owner=self.owner
+        )
+        fresh = Message.model_validate(
+            (await self.store.get_message(entry.id, owner=self.owner)).data
+        )
+        return ReplyTarget("swipe", entry.id, entry.position, index, previous, fresh)
+
+    def sink(self, target: ReplyTarget, min_interval: float) -> StoreSink | None:
+        """The sink that fills the reply's place as it streams (none when nothing is stored)."""
+        if target.mode == "none":
+            return None
+        assert target.message_id is not None and target.message is not None
+        return StoreSink(
+            self.store,
+            target.message_id,
+            target.swipe_index or 0,
+            target.message,
+            owner=self.owner,
+            prefix=target.prefix,
+            reasoning_prefix=target.reasoning_prefix,
+            min_interval=min_interval,
+        )
+
+    async def finish(
+        self,
+        chat_id: str,
+        kind: str,
+        prepared: PreparedTurn,
+        target: ReplyTarget,
+        result: TurnResult,
+    ) -> TurnOutcome:
+        """The reply's one final write, and what the turn left."""
+        text, reasoning = result.text, result.reasoning
+        settings = prepared.state.settings.reasoning
+        if not reasoning and settings.auto_parse and prepared.state.reasoning is not None:
+            parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
+            if parsed is not None and parsed.reasoning:
+                text, reasoning = parsed.content, parsed.reasoning
+        model = result.model or prepared.connection.model
+        outcome: dict[str, Any] = {
+            "kind": kind,
+            "status": result.status,
+            "text": text,
+            "reasoning": reasoning,
+            "model": model,
+            "error": result.error,
+            "result": result,
+        }
+        if target.mode == "none" or target.message is None or target.message_id is None:
+            return TurnOutcome(**outcome)
+        if not text and result.status != "completed":
+            await self.discard(chat_id, target)
+            return TurnOutcome(**outcome)
+        message = target.message.model_copy(deep=True)
+        if target.mode == "continue":
+            text = _rejoin(target.prefix, text, result)
+            message.mes = target.prefix + text
+            if reasoning:
+                message.extra.reasoning = target.reasoning_prefix + reasoning
+        else:
+            message.mes = text
+            message.extra.reasoning = reasoning
+            message.extra.reasoning_duration = None
+            message.extra.model = model
+        message.gen_finished = self.now()
+        if result.notice is not None:
+            _store_notice(message, result)
+        if result.tool_invocations:
+            message.extra.tool_invocations = [
+                r.to_tool_invocation() for r in result.tool_invocations
+            ]
+        message.sync_to_swipe()
+        await self.store.update_message(target.message_id, message, owner=self.owner)
+        outcome["text"] = message.text
+        return TurnOutcome(
+            **outcome,
+            message_index=target.position,
+            message_id=target.message_id,
+            swipe_index=target.swipe_index,
+        )
+
+    async def discard(self, chat_id: str, target: ReplyTarget) -> None:
+        """A turn that delivered nothing leaves no empty reply behind."""
+        assert target.message_id is not None
+        if target.mode == "message" and target.position is not None:
+            await self.store.truncate_chat(chat_id, target.position, owner=self.owner)
+        elif target.mode == "swipe" and target.swipe_index is not None:
+            await self.store.delete_swipe(target.message_id, target.swipe_index, owner=self.owner)
+            if target.previous_swipe is not None:
+                await self.store.set_active_swipe(
+                    target.message_id, target.previous_swipe, owner=self.owner
+                )
+        elif target.mode == "continue" and target.message is not None:
+            await self.store.update_swipe_text(
+                target.message_id,
+                target.swipe_index or 0,
+                target.prefix,
+                complete=True,
+                owner=self.owner,
+            )
+
+
+def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
+    """A continuation as the model wrote it: the runner drops the leading spaces of a text
+    model's reply (noise for a fresh reply), but after a continued message the space the
+    model put first is the word break between the old text and the new."""
+    completion = result.completion
+    if not prefix or not text or prefix[-1:].isspace() or text[:1].isspace():
+        return text
+    if completion is None or result.counters.continuations:
+        return text  # stitched from several attempts: the runner already joined them
+    raw = completion.text
+    body = raw.lstrip(" \t")
+    return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
+
+
+def _store_notice(message: Message, result: TurnResult) -> None:
+    """Keep the fallback notice with the reply (our addition, so under ``extensions``): which
+    model answered and which attempts failed, by error class and safe code only."""
+    assert result.notice is not None
+    extra = message.extra.to_wire()
+    extensions = dict(extra.get("extensions") or {})
+    extensions["fallback_notice"] = {**result.notice.to_json(), "text": result.notice.text()}
+    message.extra = type(message.extra).model_validate({**extra, "extensions": extensions})

@@ -1,0 +1,47 @@
+"""What every ``tavernkit`` sub-command shares: the ``--home`` option and running one action
+in an open :class:`~tavernkit.facade.Tavern` with the CLI's error rule (one red line on
+stderr, exit code 1)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from tavernkit.errors import TavernKitError
+from tavernkit.facade import Tavern
+
+__all__ = ["HomeOption", "fail", "run_in_tavern"]
+
+T = TypeVar("T")
+
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
+]
+
+_err = Console(stderr=True, highlight=False)
+
+
+def fail(message: str) -> typer.Exit:
+    """Print ``message`` as the command's one error line; raise what it returns."""
+    _err.print(f"[bold red]error:[/] {escape(message)}")
+    return typer.Exit(1)
+
+
+def run_in_tavern(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -> T:
+    """``action`` on the Tavern at ``home``; a :class:`TavernKitError` ends the command."""
+
+    async def runner() -> T:
+        async with Tavern(home) as tk:
+            return await action(tk)
+
+    try:
+        return asyncio.run(runner())
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
