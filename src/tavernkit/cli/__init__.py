@@ -7,17 +7,16 @@ code 1 (2 for usage errors, as typer does); anything else is a bug and keeps its
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.chat import chat_command
 from tavernkit.cli.lore import lore_app
@@ -32,8 +31,6 @@ from tavernkit.library import ImportResult
 from tavernkit.plugins.manager import add_plugin_commands, get_plugin_manager
 
 __all__ = ["app", "main"]
-
-T = TypeVar("T")
 
 app = typer.Typer(
     name="tavernkit",
@@ -52,11 +49,6 @@ app.command("prompt")(prompt_command)
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-HomeOption = Annotated[
-    Path | None,
-    typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
-]
-
 #: ``tavernkit list WHAT`` -> store kinds
 _LIST_KINDS: dict[str, tuple[str, ...]] = {
     "characters": ("character",),
@@ -67,18 +59,6 @@ _LIST_KINDS: dict[str, tuple[str, ...]] = {
     "profiles": ("connection_profile",),
     "chats": (),
 }
-
-
-def _run(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -> T:
-    async def runner() -> T:
-        async with Tavern(home) as tk:
-            return await action(tk)
-
-    try:
-        return asyncio.run(runner())
-    except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(1) from None
 
 
 @app.command("import")
@@ -110,7 +90,7 @@ def import_(
                 _print_import(result)
         return failed
 
-    if _run(home, action):
+    if run_in_tavern(home, action):
         raise typer.Exit(1)
 
 
@@ -162,7 +142,7 @@ def list_(
                 )
         return rows
 
-    rows = _run(home, action)
+    rows = run_in_tavern(home, action)
     if as_json:
         for row in rows:
             out.print(json.dumps(row, ensure_ascii=False), markup=False, soft_wrap=True)
@@ -202,7 +182,7 @@ def show(
             return
         await render_found(tk, found, out)
 
-    _run(home, action)
+    run_in_tavern(home, action)
 
 
 @app.command("export")
@@ -220,7 +200,9 @@ def export(
     if spec not in ("v2", "v3"):
         err.print("[bold red]error:[/] --spec must be v2 or v3")
         raise typer.Exit(2)
-    found = _run(home, lambda tk: tk.library.export_file(name, fmt, output, kind=kind, spec=spec))
+    found = run_in_tavern(
+        home, lambda tk: tk.library.export_file(name, fmt, output, kind=kind, spec=spec)
+    )
     out.print(f"wrote {found.kind} [bold]{escape(found.name)}[/] to {escape(str(output))}")
 
 
