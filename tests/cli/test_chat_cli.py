@@ -266,7 +266,12 @@ def test_lore_test_names_the_entries_that_fire(home: Path, server: ThreadServer)
     result = cli("lore", "test", "ferry", "--chat", chat_ids(home)[0], "--json")
     assert result.exit_code == 0, result.output
     (row,) = [json.loads(line) for line in result.output.splitlines() if line.strip()]
-    assert (row["comment"], row["why"]) == ("Tides", "keys: tide")
+    assert (row["comment"], row["fired"], row["primary_key"], row["why"]) == (
+        "Tides",
+        True,
+        "tide",
+        "key 'tide' matched",
+    )
 
 
 def test_profile_remove_and_unknown_profile(home: Path, server: ThreadServer) -> None:

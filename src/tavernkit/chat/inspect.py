@@ -71,24 +71,40 @@ def wire_body(
 
 
 def _why(prepared: PreparedTurn) -> dict[str, dict[str, Any]]:
-    """Activated lorebook entries by ``"<world>.<uid>"``: what they are and why they fired
-    (constant, or the keys that can trigger them; the scan does not record which one did)."""
+    """Activated lorebook entries by ``"<world>.<uid>"``: what they are and why they fired.
+
+    The reason is the scan's own record when the scan ran with ``explain=True`` (the key that
+    matched, the secondary keys, constant, sticky, recursion level); a scan without it only
+    tells which keys *can* fire the entry, so that is what is shown then."""
     out: dict[str, dict[str, Any]] = {}
-    if prepared.wi is None:
+    wi = prepared.wi
+    if wi is None:
         return out
-    for entry in prepared.wi.activated:
+    for entry in wi.activated:
         wire = entry.wire
-        constant = bool(wire.get("constant"))
-        keys = [k for k in (wire.get("key") or wire.get("keys") or []) if isinstance(k, str)]
-        out[f"{entry.world}.{entry.uid}"] = {
+        reason = wi.explain.get(entry.key) if wi.explain is not None else None
+        row: dict[str, Any] = {
             "world": entry.world,
             "uid": entry.uid,
             "comment": wire.get("comment") or "",
             "position": entry.position,
             "depth": entry.depth,
-            "why": "constant" if constant else ("keys: " + ", ".join(keys) if keys else "matched"),
-            "content": entry.content,
         }
+        if reason is not None:
+            why = reason.detail
+            if reason.loop:
+                why += f" (recursion level {reason.loop})"
+            row.update(why=why, reason=reason.reason, loop=reason.loop)
+            if reason.primary_key is not None:
+                row["matched_key"] = reason.primary_key
+        else:
+            constant = bool(wire.get("constant"))
+            keys = [k for k in (wire.get("key") or wire.get("keys") or []) if isinstance(k, str)]
+            row["why"] = (
+                "constant" if constant else ("keys: " + ", ".join(keys) if keys else "matched")
+            )
+        row["content"] = entry.content
+        out[f"{entry.world}.{entry.uid}"] = row
     return out
 
 

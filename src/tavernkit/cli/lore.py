@@ -1,99 +1,194 @@
-"""``tavernkit lore test BOOK --chat CHAT``: which entries of a lorebook fire for a chat's next
-turn, and why. A dry run: no timed effect advances and nothing is stored."""
+"""``tavernkit lore test BOOK (--chat CHAT | --text TEXT)``: every entry of a lorebook, whether
+it fires for the next turn, and why (the scan's own record, ``scan(explain=True)``). A dry run:
+no timed effect advances and nothing is stored."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
-from pathlib import Path
+import random
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
+from tavernkit.cli._common import HomeOption, fail, run_in_tavern
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.state import ScopedBook
-from tavernkit.prompt.from_chat_state import (
-    prompt_state_from_chat_state,
-    scan_for_state,
-    state_substitute,
-)
+from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
+from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.text.tokens import ByteEstimateTokenizer
+from tavernkit.worldinfo import Book, WorldInfoResult, scan
+from tavernkit.worldinfo.replay import name_substitute
 
-__all__ = ["lore_app"]
+__all__ = ["lore_app", "lore_rows", "position_label", "print_rows"]
 
 lore_app = typer.Typer(help="Lorebook tools.", no_args_is_help=True)
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+
+_POSITIONS = {
+    0: "before char",
+    1: "after char",
+    2: "AN top",
+    3: "AN bottom",
+    5: "before examples",
+    6: "after examples",
+}
+_ROLES = {0: "system", 1: "user", 2: "assistant"}
+
+
+def position_label(position: Any, depth: Any, role: Any, outlet: Any = None) -> str:
+    """SillyTavern's position names (``@D4 system`` for an in-chat depth entry)."""
+    if position == 4 and not isinstance(position, bool):
+        d = 4 if depth is None else depth
+        return f"@D{d} {_ROLES.get(0 if role is None else role, str(role))}"
+    if position == 7 and not isinstance(position, bool):
+        return f"outlet {outlet}" if outlet else "outlet"
+    if isinstance(position, int) and not isinstance(position, bool) and position in _POSITIONS:
+        return _POSITIONS[position]
+    return str(position)
+
+
+def lore_rows(result: WorldInfoResult, count: Callable[[str], int]) -> list[dict[str, Any]]:
+    """One row per scanned entry (the scan's order): the explanation plus the position label
+    and the tokens of the content it emits (fired) or would emit (before macros)."""
+    if result.explain is None:
+        raise TavernKitError("the scan was run without explain=True")
+    emitted = {a.key: a for a in result.activated}
+    rows: list[dict[str, Any]] = []
+    for reason in result.explain:
+        row = reason.to_json()
+        fired = emitted.get(reason.key)
+        content = fired.content if fired is not None else reason.content
+        outlet = fired.outlet_name if fired is not None else None
+        row["why"] = reason.detail
+        row["position_label"] = position_label(reason.position, reason.depth, reason.role, outlet)
+        row["tokens"] = count(content) if content else 0
+        row["content"] = content
+        rows.append(row)
+    return rows
+
+
+async def _book(tk: Tavern, book: str) -> tuple[str, Lorebook]:
+    lorebook = await tk.store.get("lorebook", book, owner=tk.owner)
+    if not isinstance(lorebook, Lorebook):
+        raise TavernKitError(f"{book!r} is not a lorebook")
+    record = await tk.store.get_record("lorebook", book, owner=tk.owner)
+    return record.info.name, lorebook
+
+
+async def _scan_chat(
+    tk: Tavern, name: str, lorebook: Lorebook, chat: str, kind: str, rng: Callable[[], float]
+) -> WorldInfoResult:
+    state = await load_chat_state(tk.store, owner=tk.owner, chat_id=chat)
+    state = state.model_copy(
+        update={"books": [ScopedBook(name=name, scope="global", book=lorebook)]}
+    )
+    pstate = prompt_state_from_chat_state(state)
+    sub = state_substitute(state, pstate, compat=state.compat)
+    # What ``scan_for_state`` does for a turn, with the scan asked to explain itself.
+    return scan_world_info(
+        pstate,
+        [(b.name, b.book, b.scope) for b in state.books],
+        state.settings.world_info,
+        sub,
+        kind=kind,
+        is_chat=pstate.settings.main_api == "openai",
+        count_tokens=ByteEstimateTokenizer().count,
+        character_filename=state.character_filename,
+        rng=rng,
+        compat=state.compat,
+        dry_run=True,
+        scan=functools.partial(scan, explain=True),
+    )
+
+
+async def _scan_text(
+    tk: Tavern, name: str, lorebook: Lorebook, text: str, kind: str, rng: Callable[[], float]
+) -> WorldInfoResult:
+    settings = await tk.settings()
+    prompt = settings.prompt
+    return scan(
+        [Book(name, lorebook)],
+        [text],
+        max_context=prompt.max_context - prompt.amount_gen,
+        settings=settings.world_info,
+        trigger=kind,
+        substitute=name_substitute("", settings.selections.user_name),
+        count_tokens=ByteEstimateTokenizer().count,
+        rng=rng,
+        dry_run=True,
+        compat=settings.compat,
+        explain=True,
+    )
 
 
 @lore_app.command("test")
 def test(
     book: Annotated[str, typer.Argument(help="Lorebook name or id.")],
-    chat: Annotated[str, typer.Option("--chat", help="Chat id or name to scan.")],
-    kind: Annotated[str, typer.Option("--kind", help="Generation type.")] = "normal",
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
-    home: Annotated[
-        Path | None,
-        typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
+    chat: Annotated[str | None, typer.Option("--chat", help="Chat id or name to scan.")] = None,
+    text: Annotated[
+        str | None, typer.Option("--text", help="Scan this message instead of a chat.")
     ] = None,
+    kind: Annotated[str, typer.Option("--kind", help="Generation type.")] = "normal",
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed the probability and group rolls.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+    home: HomeOption = None,
 ) -> None:
-    """Scan a chat with one lorebook and list the entries that fire."""
+    """Scan a chat (or a message) with one lorebook: each entry, fired or not, and why."""
+    if (chat is None) == (text is None):
+        raise fail("give exactly one of --chat CHAT or --text TEXT")
+    rng = random.Random(seed).random
 
-    async def main() -> list[dict[str, Any]]:
-        async with Tavern(home) as tk:
-            lorebook = await tk.store.get("lorebook", book, owner=tk.owner)
-            if not isinstance(lorebook, Lorebook):
-                raise TavernKitError(f"{book!r} is not a lorebook")
-            record = await tk.store.get_record("lorebook", book, owner=tk.owner)
-            state = await load_chat_state(tk.store, owner=tk.owner, chat_id=chat)
-            state = state.model_copy(
-                update={"books": [ScopedBook(name=record.info.name, scope="global", book=lorebook)]}
-            )
-            pstate = prompt_state_from_chat_state(state)
-            sub = state_substitute(state, pstate, compat=state.compat)
-            wi = scan_for_state(
-                state,
-                pstate,
-                sub,
-                kind=kind,
-                tokenizer=ByteEstimateTokenizer(),
-                compat=state.compat,
-                dry_run=True,
-            )
-            rows: list[dict[str, Any]] = []
-            for entry in wi.activated if wi is not None else ():
-                wire = entry.wire
-                keys = [k for k in wire.get("key") or [] if isinstance(k, str)]
-                why = "constant" if wire.get("constant") else "keys: " + ", ".join(keys)
-                rows.append(
-                    {
-                        "uid": entry.uid,
-                        "comment": wire.get("comment") or "",
-                        "why": why,
-                        "position": entry.position,
-                        "content": entry.content,
-                    }
-                )
-            return rows
+    async def main(tk: Tavern) -> list[dict[str, Any]]:
+        name, lorebook = await _book(tk, book)
+        if chat is not None:
+            result = await _scan_chat(tk, name, lorebook, chat, kind, rng)
+        else:
+            result = await _scan_text(tk, name, lorebook, text or "", kind, rng)
+        return lore_rows(result, ByteEstimateTokenizer().count)
 
-    try:
-        rows = asyncio.run(main())
-    except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        raise typer.Exit(1) from None
+    rows = run_in_tavern(home, main)
     if as_json:
         for row in rows:
             out.print(
                 json.dumps(row, ensure_ascii=False, default=str), markup=False, soft_wrap=True
             )
         return
-    if not rows:
-        out.print("[dim]no entry fires[/]")
+    print_rows(out, rows)
+
+
+def print_rows(console: Console, rows: list[dict[str, Any]]) -> None:
+    fired = sum(1 for r in rows if r["fired"])
+    table = Table(title=f"{fired} of {len(rows)} entries fire", title_justify="left")
+    table.add_column("uid", justify="right", style="dim")
+    table.add_column("entry", overflow="fold")
+    table.add_column("fires", no_wrap=True)
+    table.add_column("why", overflow="fold")
+    table.add_column("position", no_wrap=True)
+    table.add_column("order", justify="right")
+    table.add_column("tokens", justify="right")
     for row in rows:
-        label = row["comment"] or f"entry {row['uid']}"
-        out.print(f"[bold]{escape(str(label))}[/] [dim](uid {row['uid']}) {escape(row['why'])}[/]")
+        why = row["why"]
+        if row["loop"]:
+            why += f" [recursion level {row['loop']}]"
+        if row["min_activations"]:
+            why += " [min activations widened the scan]"
+        table.add_row(
+            escape(str(row["uid"])),
+            escape(row["comment"] or row["key"]),
+            "[green]yes[/]" if row["fired"] else "[dim]no[/]",
+            escape(why),
+            escape(row["position_label"]),
+            f"{row['order']:g}" if isinstance(row["order"], int | float) else str(row["order"]),
+            str(row["tokens"]),
+        )
+    console.print(table)

@@ -41,6 +41,7 @@ from __future__ import annotations
 from tavernkit.worldinfo.buffer import MAX_SCAN_DEPTH, scan_chat
 from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry, compile_book
 from tavernkit.worldinfo.decorators import parse_decorators
+from tavernkit.worldinfo.explain import EntryReason, WorldInfoExplain
 from tavernkit.worldinfo.hashing import cyrb53, entry_hash, js_json_stringify
 from tavernkit.worldinfo.index import Book, WorldInfoEngine, default_engine
 from tavernkit.worldinfo.regex_keys import RegexGuard, is_risky_pattern, parse_regex_key
@@ -65,10 +66,12 @@ __all__ = [
     "CompiledBook",
     "CompiledEntry",
     "DepthGroup",
+    "EntryReason",
     "ExampleEntry",
     "RegexGuard",
     "ScanSettings",
     "WorldInfoEngine",
+    "WorldInfoExplain",
     "WorldInfoResult",
     "compile_book",
     "cyrb53",

@@ -14,11 +14,19 @@ entry in ``"a,b"`` does not block group ``"a"``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from tavernkit.jscompat import js_key_order
 from tavernkit.worldinfo.compile import CompiledEntry
 
-__all__ = ["filter_by_inclusion_groups"]
+__all__ = ["GroupLossNote", "filter_by_inclusion_groups"]
+
+
+class GroupLossNote(Protocol):
+    """Told of each removal (for scan explanations): the entry removed, its group, why, and
+    the entry that took the group (``None`` when no single entry did)."""
+
+    def __call__(self, idx: int, group: str, why: str, winner: int | None, /) -> None: ...
 
 
 def filter_by_inclusion_groups(
@@ -33,6 +41,7 @@ def filter_by_inclusion_groups(
     global_scoring: bool,
     rng: Callable[[], float],
     compat: bool,
+    note: GroupLossNote | None = None,
 ) -> None:
     """Remove group losers from ``new_entries`` (indices into ``entries``) in place."""
     present = _filter(
@@ -46,6 +55,7 @@ def filter_by_inclusion_groups(
         global_scoring=global_scoring,
         rng=rng,
         compat=compat,
+        note=note,
     )
     if present is not None and len(present) != len(new_entries):
         new_entries[:] = [i for i in new_entries if i in present]
@@ -63,6 +73,7 @@ def _filter(
     global_scoring: bool,
     rng: Callable[[], float],
     compat: bool,
+    note: GroupLossNote | None = None,
 ) -> set[int] | None:
     """The entries of ``new_entries`` that survive (``None``: no groups, all survive)."""
     grouped: dict[str, list[int]] = {}
@@ -77,15 +88,19 @@ def _filter(
     present = set(new_entries)
     tail = len(new_entries) - 1
 
-    def remove(idx: int) -> None:
+    def remove(idx: int, name: str = "", why: str = "", winner: int | None = None) -> None:
         nonlocal tail
         if idx in present:
             present.discard(idx)
+            if note is not None:
+                note(idx, name, why, winner)
         elif compat and present:
             # splice(-1, 1): the last entry still in the list goes.
             while new_entries[tail] not in present:
                 tail -= 1
             present.discard(new_entries[tail])
+            if note is not None:
+                note(new_entries[tail], name, "removed by SillyTavern's splice(-1) bug", None)
 
     has_sticky: dict[str, bool] = {}
     for name in order:
@@ -95,12 +110,12 @@ def _filter(
         if stickies:
             for i in group:
                 if i not in stickies:
-                    remove(i)
+                    remove(i, name, "a sticky member keeps the group", stickies[0])
             has_sticky[name] = True
         for i in [i for i in group if is_cooldown(i)]:
-            remove(i)
+            remove(i, name, "on cooldown")
         for i in [i for i in group if is_delay(i)]:
-            remove(i)
+            remove(i, name, "delayed")
 
     for name in order:
         group = grouped[name]
@@ -115,7 +130,12 @@ def _filter(
             flag = entries[group[pos]].use_group_scoring
             scored = global_scoring if flag is None else flag
             if scored and scores[pos] < best:
-                remove(group[pos])
+                remove(
+                    group[pos],
+                    name,
+                    f"lower group score ({scores[pos]} < {best})",
+                    group[scores.index(best)],
+                )
                 del group[pos]
                 del scores[pos]
                 continue
@@ -130,16 +150,19 @@ def _filter(
         if has_sticky[name]:
             continue
         if name in taken:
+            holder = _holder(name, entries, activated, compat) if note is not None else None
             for i in group:
-                remove(i)
+                remove(i, name, "the group already has an activated entry", holder)
             continue
         if len(group) <= 1:
             continue
         prios = sorted(
             (i for i in group if entries[i].group_override), key=lambda i: -entries[i].order
         )
+        why = "weighted random draw"
         if prios:
             winner = prios[0]
+            why = "group override with the highest order"
         else:
             weights = [entries[i].group_weight for i in group]
             roll = rng() * sum(weights)
@@ -154,5 +177,18 @@ def _filter(
                 continue
         for i in group:
             if i != winner:
-                remove(i)
+                remove(i, name, why, winner)
     return present
+
+
+def _holder(
+    name: str, entries: Sequence[CompiledEntry], activated: Sequence[CompiledEntry], compat: bool
+) -> int | None:
+    """The index of the activated entry that already holds group ``name`` (explanations only:
+    a linear search, never on the hot path)."""
+    for e in activated:
+        if (e.group == name) if compat else (name in e.group_names):
+            for j, x in enumerate(entries):
+                if x is e:
+                    return j
+    return None

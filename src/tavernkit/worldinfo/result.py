@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tavernkit.worldinfo.explain import WorldInfoExplain
 
 __all__ = [
     "ActivatedEntry",
@@ -67,7 +70,8 @@ class WorldInfoResult:
     """The outputs of :func:`tavernkit.worldinfo.scan`.
 
     ``timed_state`` is the chat's new ``timedWorldInfo`` metadata (unchanged on a dry run);
-    ``warnings`` name entries that were skipped or keys that could not run.
+    ``warnings`` name entries that were skipped or keys that could not run. ``explain`` is
+    why each entry fired or not, recorded only when the scan was asked (``explain=True``).
     """
 
     before: str = ""
@@ -82,6 +86,7 @@ class WorldInfoResult:
     overflowed: bool = False
     loops: int = 0
     warnings: tuple[str, ...] = ()
+    explain: WorldInfoExplain | None = field(default=None, compare=False, repr=False)
 
     @property
     def activated_keys(self) -> list[str]:

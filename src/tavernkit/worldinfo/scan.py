@@ -11,6 +11,7 @@ compat differences.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -26,6 +27,25 @@ from tavernkit.jscompat import (
 from tavernkit.worldinfo.assemble import assemble
 from tavernkit.worldinfo.buffer import FIELD_NAMES, ScanBuffer, View
 from tavernkit.worldinfo.compile import CompiledEntry
+from tavernkit.worldinfo.explain import (
+    CHECK_CHAR_FILTER,
+    CHECK_CONSTANT,
+    CHECK_COOLDOWN,
+    CHECK_DECORATOR,
+    CHECK_DELAY,
+    CHECK_DELAY_RECURSION,
+    CHECK_DISABLED,
+    CHECK_DONT_ACTIVATE,
+    CHECK_EXCLUDE_RECURSION,
+    CHECK_FORCED,
+    CHECK_KEY,
+    CHECK_NO_MATCH,
+    CHECK_SECONDARY,
+    CHECK_STICKY,
+    CHECK_TAG_FILTER,
+    CHECK_TRIGGER,
+    ExplainRecorder,
+)
 from tavernkit.worldinfo.groups import filter_by_inclusion_groups
 from tavernkit.worldinfo.index import Book, KeySlot, ScanIndex, WorldInfoEngine, default_engine
 from tavernkit.worldinfo.index import has_macro as _has_macro
@@ -89,6 +109,7 @@ def scan(
     dry_run: bool = False,
     compat: str = "default",
     engine: WorldInfoEngine | None = None,
+    explain: bool = False,
 ) -> WorldInfoResult:
     """Scan ``chat`` (scan texts, **newest first**, see :func:`~tavernkit.worldinfo.scan_chat`)
     against ``books`` and return what activates, in SillyTavern's output shape.
@@ -102,6 +123,8 @@ def scan(
     unchanged). ``force_activate`` lists ``"world.uid"`` keys to activate regardless of keys.
     ``substitute`` expands macros in keys and content (identity by default); ``rng`` returns
     floats in [0, 1) for probability and group rolls. Same inputs and RNG, same result.
+    ``explain=True`` also records why each entry fired or not (``result.explain``, see
+    :mod:`tavernkit.worldinfo.explain`); off by default so the hot path pays nothing.
     """
     eng = engine if engine is not None else default_engine()
     cfg = ScanSettings.coerce(settings)
@@ -131,6 +154,7 @@ def scan(
         rng=rng if rng is not None else random.Random().random,
         dry_run=dry_run,
         compat=compat_mode,
+        explain=explain,
     )
     return run.run()
 
@@ -163,6 +187,7 @@ class _Scan:
         rng: Callable[[], float],
         dry_run: bool,
         compat: bool,
+        explain: bool = False,
     ) -> None:
         self.idx = idx
         self.entries = idx.entries
@@ -195,6 +220,8 @@ class _Scan:
         )
         self.content: dict[int, str] = {}
         self._views: dict[tuple[Any, ...], View] = {}
+        self.rec = ExplainRecorder(idx.entries) if explain else None
+        self._roll = 0.0
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -271,7 +298,11 @@ class _Scan:
             budget = float(cfg.budget_cap)
         self.timed.check()
         if not self.entries:
-            return WorldInfoResult(timed_state=self.timed.state, warnings=tuple(self.warnings))
+            return WorldInfoResult(
+                timed_state=self.timed.state,
+                warnings=tuple(self.warnings),
+                explain=self.rec.finish(set()) if self.rec is not None else None,
+            )
 
         entries = self.entries
         timed = self.timed
@@ -302,6 +333,7 @@ class _Scan:
         for nid in list(self.buffer.field_hits) + list(self.buffer.inject_hits):
             cand_base.update(by_needle.get(nid, ()))
         added_upto = 0
+        rec = self.rec
 
         while state:
             if cfg.max_recursion_steps and cfg.max_recursion_steps <= count:
@@ -316,12 +348,22 @@ class _Scan:
                         cand_base.update(by_needle.get(nid, ()))
                 added_upto = gview.n_msgs
             cands = cand_base | cand_rec if state != _MIN_ACTIVATIONS else cand_base
+            if rec is not None:
+                if state == _RECURSION:
+                    rec.loop += 1
+                elif state == _MIN_ACTIVATIONS:
+                    rec.min_activations = True
             activated_now: list[int] = []
             for i in sorted(cands - failed - activated_idx):
                 if entries[i].key_id in activated:  # a duplicate uid already activated
+                    if rec is not None:
+                        rec.candidate(i, "duplicate", "an entry with the same uid already fired")
                     continue
-                if self._check(i, state, level):
+                code = self._check(i, state, level)
+                if code > 0:
                     activated_now.append(i)
+                if rec is not None:
+                    self._explain_check(rec, i, code, state)
 
             def sort_key(i: int) -> tuple[int, int]:
                 sticky = 0 if timed.sticky and entries[i].hash in timed.sticky else 1
@@ -349,6 +391,7 @@ class _Scan:
                 global_scoring=cfg.use_group_scoring,
                 rng=self.rng,
                 compat=self.compat,
+                note=rec.group_loss if rec is not None else None,
             )
 
             ignores_budget = sum(1 for i in new_entries if entries[i].ignore_budget)
@@ -366,6 +409,8 @@ class _Scan:
                 reached.add(i)
                 if not e.certain and not self._probability(e):
                     failed.add(i)
+                    if rec is not None:
+                        rec.probability_failed(i, self._roll, e.probability)
                     continue
                 # SillyTavern substitutes the entry's current content, so an entry re-activated
                 # after hitting the budget is substituted twice; the default starts afresh.
@@ -381,9 +426,15 @@ class _Scan:
                 if not e.ignore_budget and text_tokens + new_tokens >= budget:
                     overflowed = True
                     over_budget.add(i)
+                    if rec is not None:
+                        rec.budget(i, text_tokens + new_tokens, budget)
                     continue
                 activated[e.key_id] = i
                 activated_idx.add(i)
+            if rec is not None:
+                for i in new_entries:
+                    if i not in reached:
+                        rec.budget_skipped(i)
 
             successful = [i for i in new_entries if i not in failed]
             if not self.compat:
@@ -435,7 +486,7 @@ class _Scan:
                 if estimate is None:
                     all_text = "\n".join(done) + "\n"
 
-        return assemble(
+        result = assemble(
             entries,
             list(activated.values()),
             self._entry_content,
@@ -445,51 +496,81 @@ class _Scan:
             overflowed=overflowed,
             loops=count,
         )
+        if rec is not None:
+            result = dataclasses.replace(result, explain=rec.finish(activated_idx))
+        return result
 
-    def _check(self, i: int, state: int, level: float) -> bool:
+    def _explain_check(self, rec: ExplainRecorder, i: int, code: int, state: int) -> None:
+        """Record what :meth:`_check` decided; for key matches, which keys did it (asked again
+        of the same matcher, so the record agrees with the scan)."""
+        if code != CHECK_KEY and code != CHECK_SECONDARY:
+            rec.check(i, code, has_primary=bool(self.idx.primary[i]))
+            return
+        view = self._view(i, state)
+        primary = ""
+        for slot in self.idx.primary[i]:
+            if self._key_matches(i, slot, view):
+                primary = slot[0]
+                break
+        e = self.entries[i]
+        secondary = self.idx.secondary[i] if e.selective else ()
+        rec.key_check(
+            i,
+            fired=code == CHECK_KEY,
+            primary=primary,
+            primary_text=js_trim(self._substituted(primary)),
+            secondary=[(slot[0], self._key_matches(i, slot, view)) for slot in secondary],
+        )
+
+    def _check(self, i: int, state: int, level: float) -> int:
+        """> 0: the entry activates (how); <= 0: it does not (why); see the ``CHECK_KEY`` codes."""
         e = self.entries[i]
         if e.disable:
-            return False
+            return CHECK_DISABLED
         if e.triggers and not any(js_strict_eq(t, self.trigger) for t in e.triggers):
-            return False
+            return CHECK_TRIGGER
         if e.filter_names:
             included = self.char_name is not None and any(
                 js_strict_eq(n, self.char_name) for n in e.filter_names
             )
             if included if e.filter_exclude else not included:
-                return False
+                return CHECK_CHAR_FILTER
         if e.filter_tags and self.char_tags is not None:
             includes = any(any(js_strict_eq(t, x) for x in e.filter_tags) for t in self.char_tags)
             if includes if e.filter_exclude else not includes:
-                return False
+                return CHECK_TAG_FILTER
         timed = self.timed
         sticky = bool(timed.sticky) and e.hash in timed.sticky
         if timed.delay and e.hash in timed.delay:
-            return False
+            return CHECK_DELAY
         if timed.cooldown and e.hash in timed.cooldown and not sticky:
-            return False
+            return CHECK_COOLDOWN
         if not sticky and e.delay_until_recursion:
             if state != _RECURSION:
-                return False
+                return CHECK_DELAY_RECURSION
             if e.delay_until_recursion > level:
-                return False
+                return CHECK_DELAY_RECURSION
         if state == _RECURSION and self.cfg.recursive and e.exclude_recursion and not sticky:
-            return False
+            return CHECK_EXCLUDE_RECURSION
         if "@@activate" in e.decorators:
-            return True
+            return CHECK_DECORATOR
         if "@@dont_activate" in e.decorators:
-            return False
-        if e.key_id in self.forced or e.constant or sticky:
-            return True
+            return CHECK_DONT_ACTIVATE
+        if e.key_id in self.forced:
+            return CHECK_FORCED
+        if e.constant:
+            return CHECK_CONSTANT
+        if sticky:
+            return CHECK_STICKY
         primary = self.idx.primary[i]
         if not primary:
-            return False
+            return CHECK_NO_MATCH
         view = self._view(i, state)
         if not self._any_key(i, primary, view):
-            return False
+            return CHECK_NO_MATCH
         secondary = self.idx.secondary[i]
         if not (e.selective and secondary):
-            return True
+            return CHECK_KEY
         logic = e.logic_code
         any_match = False
         all_match = True
@@ -498,12 +579,12 @@ class _Scan:
             any_match = any_match or hit
             all_match = all_match and hit
             if logic == 0 and hit:
-                return True
+                return CHECK_KEY
             if logic == 1 and not hit:
-                return True
+                return CHECK_KEY
         if logic == 2 and not any_match:
-            return True
-        return logic == 3 and all_match
+            return CHECK_KEY
+        return CHECK_KEY if logic == 3 and all_match else CHECK_SECONDARY
 
     def _score(self, i: int, *, state: int) -> int:
         e = self.entries[i]
@@ -527,5 +608,5 @@ class _Scan:
             return True
         if self.timed.sticky and e.hash in self.timed.sticky:
             return True
-        roll = self.rng() * 100
+        roll = self._roll = self.rng() * 100
         return roll <= js_to_number(e.probability)
