@@ -286,14 +286,7 @@ class TavernContext:
         reusable as ``runtime_world_info`` (``result.to_st()`` for JSON)."""
         state = await self.chat_state()
         connection = await self._connection("")
-        pstate = tp.prompt_state_for(
-            state,
-            preset=state.chat_preset,
-            model=connection.model,
-            source=connection.source,
-            api=connection.api,
-            text_family=connection.family == "text",
-        )
+        pstate = tp.connection_prompt_state(state, connection, state.chat_preset)
         scan_messages: Sequence[Mapping[str, Any]] | None = tp.validate_task_messages(messages)
         if not messages and fallback_to_current_chat:
             if state.chat is None:

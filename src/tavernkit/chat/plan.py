@@ -44,6 +44,7 @@ from tavernkit.generation.plan import (
     Unusable,
 )
 from tavernkit.generation.profiles import ProviderLike, ResolvedConnection
+from tavernkit.generation.sending import ProviderWrapper
 from tavernkit.models.profile import ConnectionProfile, CredentialRef, FallbackChain
 from tavernkit.providers.events import StreamEvent
 from tavernkit.providers.http import AbortLike
@@ -72,25 +73,20 @@ class PlanSources:
     environ: Mapping[str, str]
 
 
-class TagSplittingProvider:
+class TagSplittingProvider(ProviderWrapper):
     """``inner`` with inline reasoning split off its stream by ``template``'s delimiters."""
 
     def __init__(self, inner: ProviderLike, template: Delimiters) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.template = template
-        self.name = inner.name
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def stream(
+    def _stream(
         self,
         request: PromptRequest,
-        *,
-        model: str | None = None,
-        profile: ModelProfile | None = None,
-        stream: bool = True,
-        abort: AbortLike | None = None,
+        model: str | None,
+        profile: ModelProfile | None,
+        stream: bool,
+        abort: AbortLike | None,
     ) -> AsyncIterator[StreamEvent]:
         events = self.inner.stream(
             request, model=model, profile=profile, stream=stream, abort=abort

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
 from tavernkit.models.templates import InstructTemplate
-from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.convert import message_from_dict
 from tavernkit.prompt.envelope import build_task_envelope
 from tavernkit.prompt.extensions import worldinfo_outlets
@@ -43,9 +43,13 @@ from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.scan import scan
 from tavernkit.worldinfo.settings import ScanSettings
 
+if TYPE_CHECKING:
+    from tavernkit.generation.profiles import ResolvedConnection
+
 __all__ = [
     "Message",
     "build_envelope",
+    "connection_prompt_state",
     "fold_messages",
     "has_tool_history",
     "prompt_state_for",
@@ -79,6 +83,20 @@ def prompt_state_for(
     main_api = _TEXT_MAIN_API.get(api, "textgenerationwebui") if text_family else "openai"
     built = prompt_state_from_chat_state(state, model=model or None, main_api=main_api)
     return built.replace(preset=preset, source=source or built.source)
+
+
+def connection_prompt_state(
+    state: ChatState, connection: ResolvedConnection, preset: ChatCompletionPreset | None
+) -> PromptState:
+    """:func:`prompt_state_for` a resolved connection, in the family it speaks."""
+    return prompt_state_for(
+        state,
+        preset=preset,
+        model=connection.model,
+        source=connection.source,
+        api=connection.api,
+        text_family=connection.family == "text",
+    )
 
 
 def _content_text(content: Any) -> str:
@@ -160,9 +178,11 @@ def scan_world_info(
     substitute: MacroSubstitute,
     rng: random.Random,
     compat: str,
+    card: CardFields | None = None,
 ) -> WorldInfoResult:
     """A dry-run scan of ``state``'s books against ``messages`` (task-shaped dicts), or the
-    chat itself when ``messages`` is ``None``. Sticky and cooldown never advance."""
+    chat itself when ``messages`` is ``None``. Sticky and cooldown never advance. ``card``:
+    the card fields the build that follows will use (evaluated once, shared)."""
     if not state.books:
         return WorldInfoResult()
     wi_settings = state.settings.world_info
@@ -190,7 +210,7 @@ def scan_world_info(
         max_prompt = pstate.max_context - pstate.max_response
     else:
         max_prompt = preset.openai_max_context - preset.openai_max_tokens
-    fields = card_fields(pstate, substitute)
+    fields = card if card is not None else card_fields(pstate, substitute)
     metadata = pstate.chat_metadata
     timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
     return scan(

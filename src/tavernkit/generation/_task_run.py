@@ -348,14 +348,7 @@ async def run_task(services: TaskServices, options: TaskOptions, emit: Emit | No
         else:
             preset = await services.load_preset(options.llm_preset_name.strip())
     compat = state.compat
-    pstate = tp.prompt_state_for(
-        state,
-        preset=preset,
-        model=connection.model,
-        source=connection.source,
-        api=connection.api,
-        text_family=connection.family == "text",
-    )
+    pstate = tp.connection_prompt_state(state, connection, preset)
     wi = await _resolve_world_info(options, state, pstate, compat, services.rng)
     substitute = tp.make_substitute(pstate, wi, compat, state)
     if options.substitute_macros:

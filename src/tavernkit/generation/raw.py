@@ -33,8 +33,10 @@ from tavernkit.generation.profiles import (
     sampling_from_textgen,
 )
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.convert import to_provider_request
+from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
 from tavernkit.prompt.text_completion import build_text_completion
@@ -300,28 +302,25 @@ async def generate_quiet_prompt(
     quiet_prompt = options.quiet_prompt
     if schema is not None and not native:
         quiet_prompt = f"{quiet_prompt}\n\n{schema_instruction(schema)}".strip()
-    pstate = tp.prompt_state_for(
-        state,
-        preset=state.chat_preset,
-        model=connection.model,
-        source=connection.source,
-        api=connection.api,
-        text_family=connection.family == "text",
-    )
+    pstate = tp.connection_prompt_state(state, connection, state.chat_preset)
     if options.skip_wian:
         pstate = pstate.replace(authors_note=AuthorsNote(prompt=""))
-        wi = None
-    else:
+    # one evaluator and one evaluation of the card for the scan and the prompt, as in Generate
+    substitute = tp.make_substitute(pstate, None, state.compat, state)
+    card = card_fields(pstate, substitute)
+    wi = None
+    if not options.skip_wian:
         wi = tp.scan_world_info(
             state,
             pstate,
             None,
             trigger="quiet",
-            substitute=tp.make_substitute(pstate, None, state.compat, state),
+            substitute=substitute,
             rng=services.rng,
             compat=state.compat,
+            card=card,
         )
-    substitute = tp.make_substitute(pstate, wi, state.compat, state)
+        substitute.env.outlets = worldinfo_outlets(wi)
     stops: tuple[str, ...] = ()
     request: PromptRequest
     try:
@@ -334,6 +333,7 @@ async def generate_quiet_prompt(
                 substitute=substitute,
                 quiet_prompt=quiet_prompt,
                 quiet_name=options.quiet_name,
+                card=card,
             )
             stops = tuple(text_prompt.stop)
             settings = state.settings.prompt
@@ -358,6 +358,7 @@ async def generate_quiet_prompt(
                 quiet_prompt=quiet_prompt,
                 quiet_image=options.quiet_image,
                 inline_images=options.quiet_image is not None,
+                card=card,
             )
             sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
             request = to_provider_request(

@@ -40,7 +40,14 @@ if TYPE_CHECKING:
     from tavernkit.generation.options import TurnOptions
     from tavernkit.providers.provider import Provider
 
-__all__ = ["BeforeRequest", "Observe", "SendingProvider", "Sleep", "sending_provider"]
+__all__ = [
+    "BeforeRequest",
+    "Observe",
+    "ProviderWrapper",
+    "SendingProvider",
+    "Sleep",
+    "sending_provider",
+]
 
 #: may replace the outgoing request (``None``: send it unchanged); gets ``(request, stream)``
 BeforeRequest = Callable[[PromptRequest, bool], "PromptRequest | None"]
@@ -51,29 +58,16 @@ Sleep = Callable[[float], Awaitable[object]]
 _ABORTED = object()
 
 
-class SendingProvider:
-    """``inner`` (anything with the provider's ``stream``) with the sending rules above."""
+class ProviderWrapper:
+    """``inner`` (anything with the provider's ``stream``) with its stream changed by
+    :meth:`_stream`; every other attribute (adapter, profile, base_url...) is the inner
+    provider's, so callers that read them from the provider still can."""
 
-    def __init__(
-        self,
-        inner: Any,
-        *,
-        before_request: BeforeRequest | None = None,
-        retry: RetryPolicy | None = None,
-        observe: Observe | None = None,
-        sleep: Sleep = asyncio.sleep,
-        rng: random.Random | None = None,
-    ) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name: str = str(getattr(inner, "name", ""))
-        self.before_request = before_request
-        self.retry = retry
-        self.observe = observe
-        self.sleep = sleep
-        self.rng = rng or random.Random()
 
     def __getattr__(self, name: str) -> Any:
-        # adapter, profile, base_url...: whatever callers read from the provider itself
         return getattr(self.inner, name)
 
     def stream(
@@ -86,6 +80,37 @@ class SendingProvider:
         abort: AbortLike | None = None,
     ) -> AsyncIterator[StreamEvent]:
         return self._stream(request, model, profile, stream, abort)
+
+    def _stream(
+        self,
+        request: PromptRequest,
+        model: str | None,
+        profile: ModelProfile | None,
+        stream: bool,
+        abort: AbortLike | None,
+    ) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError
+
+
+class SendingProvider(ProviderWrapper):
+    """``inner`` with the sending rules above."""
+
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        before_request: BeforeRequest | None = None,
+        retry: RetryPolicy | None = None,
+        observe: Observe | None = None,
+        sleep: Sleep = asyncio.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        super().__init__(inner)
+        self.before_request = before_request
+        self.retry = retry
+        self.observe = observe
+        self.sleep = sleep
+        self.rng = rng or random.Random()
 
     async def complete(
         self,

@@ -36,12 +36,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Literal
 
 from tavernkit.errors import ContextTooLong, ProviderError
 from tavernkit.generation.adapt import ByteEstimate, TokenCounter, TurnPrompt
 from tavernkit.generation.adapt_text import TextTurnPrompt, attempt_request
+from tavernkit.generation.attempt_log import Outcome, attempt_record
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
@@ -78,7 +79,6 @@ from tavernkit.generation.review import (
 from tavernkit.generation.sending import sending_provider
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
-from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.events import TextDelta, Usage
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
@@ -91,17 +91,6 @@ __all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions", "run_turn"]
 log = logging.getLogger("tavernkit.generation.turn")
 
 Sleep = Callable[[float], Awaitable[object]]
-
-
-@dataclass
-class _Outcome:
-    ok: bool
-    error: BaseException | None = None
-    aborted: bool = False
-    completion: Completion | None = None
-    reasoning: str = ""
-    usage: Usage | None = None
-    invocations: list[InvocationRecord] = field(default_factory=list)
 
 
 class _Turn:
@@ -184,14 +173,14 @@ class _Turn:
             cls, code = classify_error(outcome.error)
             self.failures.append(NoticeFailure(attempt.index, attempt.entry.model, cls, code))
         if self.aborted():
-            return await self._finish("aborted", None, _Outcome(False, aborted=True))
-        return await self._finish("failed", None, _Outcome(False, self.last_error))
+            return await self._finish("aborted", None, Outcome(False, aborted=True))
+        return await self._finish("failed", None, Outcome(False, self.last_error))
 
-    async def _attempt(self, attempt: Attempt) -> _Outcome:
+    async def _attempt(self, attempt: Attempt) -> Outcome:
         """One model attempt: its key loop (at most ``max_key_attempts`` keys)."""
         pool = attempt.target.pool
         tried: set[str] = set()
-        outcome: _Outcome | None = None
+        outcome: Outcome | None = None
         for n in range(max(self.plan.max_key_attempts, 1)):
             key: PoolKey | None = None
             if pool is not None:
@@ -207,10 +196,10 @@ class _Turn:
                         model=attempt.entry.model,
                     )
                     self._record(
-                        attempt, None, _Outcome(False, error), 0.0, PrefillPlan("none", "none")
+                        attempt, None, Outcome(False, error), 0.0, PrefillPlan("none", "none")
                     )
                     self.last_error = error
-                    return _Outcome(False, error)
+                    return Outcome(False, error)
             more_keys = (
                 pool is not None
                 and key is not None
@@ -244,7 +233,7 @@ class _Turn:
             out.append(fill(self.options.tools_ran_directive, tools=self.replay.summary()))
         return out + list(extra)
 
-    async def _key_attempt(self, attempt: Attempt, key: PoolKey | None, suppress: bool) -> _Outcome:
+    async def _key_attempt(self, attempt: Attempt, key: PoolKey | None, suppress: bool) -> Outcome:
         self.counters.attempts += 1
         seq = self.seq
         self.seq += 1
@@ -276,7 +265,7 @@ class _Turn:
         prefill: PrefillPlan,
         hold: bool,
         suppress: bool,
-    ) -> _Outcome:
+    ) -> Outcome:
         target = attempt.target
         try:
             secret = await target.pool.secret(key) if target.pool is not None and key else None
@@ -284,9 +273,9 @@ class _Turn:
                 target.make_provider(secret), self.options, self.abort, self.sleep
             )
         except ProviderError as exc:
-            return _Outcome(False, exc)
+            return Outcome(False, exc)
         except Exception as exc:  # a loader failure: this credential cannot be used
-            return _Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
+            return Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
 
         def new_pipe() -> TextPipe:
             return TextPipe(
@@ -330,7 +319,7 @@ class _Turn:
                     token_cache=self.token_cache,
                 )
             except ContextTooLong as exc:
-                return _Outcome(False, exc, invocations=invocations)
+                return Outcome(False, exc, invocations=invocations)
             completion, error = await self.delivery.stream(
                 provider.stream(
                     request,
@@ -344,17 +333,17 @@ class _Turn:
             )
             usage = add_usage(usage, completion.usage)
             if error is None and completion.finish_reason == "aborted":
-                return _Outcome(False, aborted=True, usage=usage, invocations=invocations)
+                return Outcome(False, aborted=True, usage=usage, invocations=invocations)
             if error is not None:
                 await self._fail_stream(pipe, seq, error, suppress)
-                return _Outcome(False, error, usage=usage, invocations=invocations)
+                return Outcome(False, error, usage=usage, invocations=invocations)
             if completion.reasoning:
                 reasoning.append(completion.reasoning)
             rest = pipe.finish()
             if pipe.wrong_speaker:
                 if retried_speaker:
                     error = TurnFailure("speaker_guard", "reply started as the wrong speaker")
-                    return _Outcome(False, error, usage=usage, invocations=invocations)
+                    return Outcome(False, error, usage=usage, invocations=invocations)
                 retried_speaker = True
                 user = self.options.user_names[0] if self.options.user_names else "the user"
                 char = self.options.char_name or "your character"
@@ -381,7 +370,7 @@ class _Turn:
             if not pipe.visible.strip():
                 if completion.finish_reason == "length":
                     error = TurnFailure("length_cap", "the output-token cap ended an empty reply")
-                    return _Outcome(False, error, usage=usage, invocations=invocations)
+                    return Outcome(False, error, usage=usage, invocations=invocations)
                 if self.carried:
                     break  # the carried text was the whole reply
                 if not retried_empty:
@@ -389,7 +378,7 @@ class _Turn:
                     pipe = new_pipe()
                     continue
                 error = TurnFailure("empty_response", "the model returned an empty reply")
-                return _Outcome(False, error, usage=usage, invocations=invocations)
+                return Outcome(False, error, usage=usage, invocations=invocations)
             if self.review is not None and not self.review_state.ended:
                 assert isinstance(request, ChatPrompt)
                 revise = await self._review(attempt, provider, request, pipe, invocations)
@@ -404,7 +393,7 @@ class _Turn:
         await self.delivery.drain()
         if self.review is not None:
             self.shared_history += history
-        return _Outcome(
+        return Outcome(
             True,
             completion=completion,
             reasoning="\n\n".join(reasoning),
@@ -471,46 +460,24 @@ class _Turn:
         self,
         attempt: Attempt,
         key: PoolKey | None,
-        outcome: _Outcome,
+        outcome: Outcome,
         duration: float,
         prefill: PrefillPlan,
         seq: int | None = None,
     ) -> None:
-        cls, code = classify_error(outcome.error) if outcome.error is not None else (None, None)
-        result: Literal["completed", "error", "timeout", "aborted"] = (
-            "completed"
-            if outcome.ok
-            else "aborted"
-            if outcome.aborted
-            else "timeout"
-            if cls == "timeout"
-            else "error"
-        )
-        record = AttemptRecord(
-            index=attempt.index,
-            label=attempt.label,
-            model=attempt.entry.model,
-            provider=attempt.entry.provider,
-            source=key.source if key is not None else attempt.entry.effective_source,
-            paid_by=attempt.scope.label(),
-            outcome=result,
-            key_id=key.key_id if key is not None else None,
-            error_class=cls,
-            safe_code=code,
-            usage=outcome.usage,
-            delivered_chars=len(self.delivery.delivered(seq)) if seq is not None else 0,
-            continuation=prefill.source == "carried",
-            prefill_mode=prefill.mode,
-            duration_s=duration,
+        delivered = len(self.delivery.delivered(seq)) if seq is not None else 0
+        record = attempt_record(
+            attempt, key, outcome, duration=duration, prefill=prefill, delivered_chars=delivered
         )
         self.log.append(record)
+        cls, code = record.error_class, record.safe_code
         log.info(
             "turn %s attempt %d (%s) key=%s -> %s%s carried=%d",
             self.options.turn_id,
             attempt.index,
             attempt.label,
             record.key_id or "-",
-            result,
+            record.outcome,
             f" {cls} ({code})" if cls else "",
             len(self.carried),
         )
@@ -519,7 +486,7 @@ class _Turn:
         self,
         status: Literal["completed", "failed", "aborted"],
         attempt: Attempt | None,
-        outcome: _Outcome,
+        outcome: Outcome,
     ) -> TurnResult:
         notice = None
         error = None

@@ -20,7 +20,7 @@ from typing import Any, overload
 from tavernkit.models.chat import Message
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
-from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.chat_history import (
     ChatHistory,
     HistoryOptions,
@@ -187,6 +187,7 @@ def build_chat_completion(
     dry_run: bool = False,
     in_group: bool = False,
     history: Sequence[OpenAIMessage] | None = None,
+    card: CardFields | None = None,
 ) -> ChatPrompt:
     """Build the message list SillyTavern would send for ``state`` (pure).
 
@@ -195,13 +196,16 @@ def build_chat_completion(
     model's (o200k for the gpt-4o family, else cl100k). ``substitute`` defaults to the macro
     engine with an environment built from ``state``. ``tool_tokens`` reserves room for tool
     definitions. ``history`` replaces the chat messages (oldest first; the task envelope).
+    ``card`` is the build's card fields when the world-info scan already evaluated them
+    (SillyTavern evaluates them once per generation; a second pass would roll ``{{random}}``
+    and run ``{{incvar}}`` again).
     Raises :class:`~tavernkit.prompt.state.TokenBudgetExceeded` when the mandatory prompts do
     not fit.
     """
     preset = state.preset if state.preset is not None else ChatCompletionPreset()
     counter = _Counter(tokenizer if tokenizer is not None else tokenizer_for_model(state.model))
     sub = substitute or macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
-    fields = card_fields(state, sub)
+    fields = card if card is not None else card_fields(state, sub)
     bind_card_fields(sub, fields)
     extension_prompts = build_extension_prompts(state, wi, fields)
 

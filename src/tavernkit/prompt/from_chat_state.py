@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
@@ -180,9 +181,11 @@ def scan_for_state(
     compat: str,
     rng: Callable[[], float] | None = None,
     dry_run: bool = False,
+    card: CardFields | None = None,
 ) -> WorldInfoResult | None:
     """The world-info scan over the state's books (``None`` when it has none); the result's
-    ``timed_state`` is the chat's next ``timedWorldInfo``."""
+    ``timed_state`` is the chat's next ``timedWorldInfo``. ``card``: the build's evaluated card
+    fields, when the caller shares them with the prompt builder."""
     if not state.books:
         return None
     return scan_world_info(
@@ -197,6 +200,7 @@ def scan_for_state(
         rng=rng,
         compat=compat,
         dry_run=dry_run,
+        card=card,
     )
 
 
@@ -215,6 +219,7 @@ def build_prompt_for_state(
     extension_prompts: Mapping[str, ExtensionPrompt] | None = None,
     dry_run: bool = False,
     renderer: PromptRenderer | None = None,
+    card: CardFields | None = None,
     **builder_options: Any,
 ) -> PromptRequest:
     """Build the prompt of one turn from the store's state, SillyTavern's way.
@@ -227,6 +232,11 @@ def build_prompt_for_state(
     ``builder_options`` go to the builder (``tool_tokens=``, ``inline_images=``...).
     ``renderer`` (``Tavern.prompt_renderer``) makes every macro go through the renderer service,
     so its registered functions and variables work in this prompt.
+
+    The card fields are macro-evaluated once, before the scan, and both the scan and the
+    builder read that one result, as SillyTavern's ``Generate`` does: a ``{{random}}`` in the
+    description is rolled once and an ``{{incvar}}`` moves once per build. A caller that ran
+    its own scan passes the fields it scanned with as ``card``.
     """
     prompt_state = prompt_state_from_chat_state(
         state, model=model, main_api=main_api, extension_prompts=extension_prompts
@@ -235,6 +245,7 @@ def build_prompt_for_state(
     mode = compat or state.compat
     tokens = tokenizer if tokenizer is not None else _default_tokenizer(prompt_state, is_chat)
     sub = state_substitute(state, prompt_state, compat=mode, variables=variables, renderer=renderer)
+    fields = card if card is not None else card_fields(prompt_state, sub)
     wi = wi_result
     if wi is None:
         wi = scan_for_state(
@@ -246,6 +257,7 @@ def build_prompt_for_state(
             compat=mode,
             rng=rng,
             dry_run=dry_run,
+            card=fields,
         )
     if wi is not None:
         sub.env.outlets = worldinfo_outlets(wi)
@@ -260,6 +272,7 @@ def build_prompt_for_state(
             substitute=sub,
             quiet_prompt=quiet_prompt,
             dry_run=dry_run,
+            card=fields,
             **builder_options,
         )
     else:
@@ -271,6 +284,7 @@ def build_prompt_for_state(
             compat=mode,
             substitute=sub,
             quiet_prompt=quiet_prompt,
+            card=fields,
             **builder_options,
         )
     return result

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import macro_substitute
@@ -57,6 +58,8 @@ class Replay:
         state = self.state
         tokenizer = tokenizer if tokenizer is not None else self.default_tokenizer()
         sub = macro_substitute(state, compat=self.compat)
+        # once per generation, shared by the scan and the builder (as in ``Generate``)
+        fields = card_fields(state, sub)
         wi = None
         if self.books:
             wi = scan_world_info(
@@ -71,6 +74,7 @@ class Replay:
                 rng=rng if rng is not None else random.Random(0).random,
                 compat=self.compat,
                 scan=scan,
+                card=fields,
             )
             sub.env.outlets = worldinfo_outlets(wi)
         if engine is None:
@@ -83,6 +87,7 @@ class Replay:
             compat=self.compat,
             substitute=sub,
             quiet_prompt=quiet_prompt,
+            card=fields,
         )
         return result
 

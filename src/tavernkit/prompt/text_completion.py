@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from tavernkit.jscompat import js_trim, js_trim_start
 from tavernkit.models.persona import PersonaPosition
 from tavernkit.models.templates import ContextTemplate, InstructTemplate
-from tavernkit.prompt.card import base_chat_replace, card_fields, collapse_newlines
+from tavernkit.prompt.card import (
+    CardFields,
+    base_chat_replace,
+    card_fields,
+    collapse_newlines,
+)
 from tavernkit.prompt.chat_completion import core_chat
 from tavernkit.prompt.examples import parse_mes_examples
 from tavernkit.prompt.extensions import (
@@ -117,10 +122,13 @@ def build_text_completion(
     quiet_name: str | None = None,
     force_name2: bool | None = None,
     in_group: bool = False,
+    card: CardFields | None = None,
 ) -> TextPrompt:
     """Build the prompt string and stop strings SillyTavern would send for ``state`` (pure).
 
-    ``tokenizer`` defaults to SillyTavern's byte estimate (tokenizer "None").
+    ``tokenizer`` defaults to SillyTavern's byte estimate (tokenizer "None"). ``card`` is the
+    build's card fields when the world-info scan already evaluated them (once per generation,
+    as in SillyTavern).
     """
     context = state.context if state.context is not None else ContextTemplate()
     instruct_template = state.instruct if state.instruct is not None else InstructTemplate()
@@ -130,7 +138,7 @@ def build_text_completion(
     count = (tokenizer if tokenizer is not None else ByteEstimateTokenizer()).count
     padding = settings.token_padding
     sub = substitute or macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
-    fields = card_fields(state, sub)
+    fields = card if card is not None else card_fields(state, sub)
     bind_card_fields(sub, fields)
     user, char = state.user, state.char
     names = InstructNames(user=user, char=char, in_group=in_group)

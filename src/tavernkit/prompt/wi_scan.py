@@ -13,7 +13,7 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from tavernkit.prompt.card import card_fields
+from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -72,16 +72,18 @@ def scan_world_info(
     compat: str = "default",
     dry_run: bool = False,
     scan: Callable[..., Any] | None = None,
+    card: CardFields | None = None,
 ) -> WorldInfoResult:
     """Scan ``books`` (``(name, data, scope)`` tuples or ``worldinfo.Book`` values) for the
     chat of ``state``. ``settings`` is anything ``ScanSettings.coerce`` reads (SillyTavern's
     ``world_info_*`` mapping, our ``WorldInfoSettings`` model...). ``rng`` feeds probability and
-    group rolls (a fresh unseeded generator by default)."""
+    group rolls (a fresh unseeded generator by default). ``card`` is the build's evaluated card
+    fields: pass the ones the prompt will use, so a card's macros run once per generation."""
     if scan is None:
         from tavernkit.worldinfo.scan import scan as wi_scan
 
         scan = wi_scan
-    fields = card_fields(state, substitute)
+    fields = card if card is not None else card_fields(state, substitute)
     include_names = _include_names(settings)
     metadata = state.chat_metadata
     timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
