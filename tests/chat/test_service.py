@@ -310,3 +310,14 @@ async def test_timed_world_info_state_is_persisted_with_the_turn(world: World) -
     stored = await world.chats.load(info.id)
     sticky = stored.header["chat_metadata"]["timedWorldInfo"]["sticky"]
     assert list(sticky) == ["ferry.0"]
+
+
+async def test_renderer_providers_reach_chat_turns(world: World) -> None:
+    world.server.script(Reply(text="Nine sharp."))
+    world.tk.prompt_renderer.register_function_provider(
+        "tide_time", lambda args, variables, configurable: "at nine"
+    )
+    info = await world.chats.new_chat("Mira")
+    await world.chats.send(info.id, "Does the tide turn {{tide_time}}?")
+    body = world.server.requests[-1].body
+    assert body["messages"][-1]["content"] == "Does the tide turn at nine?"

@@ -22,6 +22,7 @@ from tavernkit.generation.profiles import (
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import request as built
+from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.convert import to_provider_request
 from tavernkit.prompt.from_chat_state import (
     build_prompt_for_state,
@@ -34,6 +35,7 @@ from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import Store
+from tavernkit.text.render import PromptRenderer
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
@@ -173,6 +175,7 @@ async def prepare_turn(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    renderer: PromptRenderer | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -180,7 +183,11 @@ async def prepare_turn(
     ``continue``, ``impersonate``, ``quiet``); it reaches the world-info scan (entry triggers)
     and the builders (preset triggers, continue prefill, impersonation prompt).
     ``without_last_reply`` builds as if the last reply were deleted (what a regeneration
-    sends, for a preview made before it is).
+    sends, for a preview made before it is). ``renderer`` (the Tavern's ``prompt_renderer``)
+    makes every macro of the turn go through the renderer service, so its registered
+    providers work in chat prompts. A dry run (a preview) also records why each lorebook entry
+    fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
+    and the prompt, as SillyTavern evaluates them once per generation.
     """
     state = await load_chat_state(store, owner=owner, chat_id=chat_id, persona=overrides.persona)
     if overrides.profile:
@@ -222,7 +229,10 @@ async def prepare_turn(
     local = state.chat.metadata.variables if state.chat is not None else None
     variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
     tokens = _tokenizer(main_api, connection.model, state.settings.prompt.tokenizer)
-    substitute = state_substitute(build_state, pstate, compat=compat, variables=variables)
+    substitute = state_substitute(
+        build_state, pstate, compat=compat, variables=variables, renderer=renderer
+    )
+    card = card_fields(pstate, substitute) if pstate.character is not None else None
     wi = scan_for_state(
         build_state,
         pstate,
@@ -232,6 +242,8 @@ async def prepare_turn(
         compat=compat,
         rng=rng,
         dry_run=dry_run,
+        card=card,
+        explain=dry_run,
     )
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
@@ -248,6 +260,8 @@ async def prepare_turn(
         rng=rng,
         variables=variables,
         dry_run=dry_run,
+        renderer=renderer,
+        card=card,
         **options,
     )
     user_name = state.user_name

@@ -401,6 +401,7 @@ class ChatService:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
+            renderer=self.tavern.prompt_renderer,
         )
         request = hooked_request(self.tavern.plugins, chat_id, kind, prepared.request)
         if request is prepared.request:
@@ -477,6 +478,7 @@ class ChatService:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
+            renderer=self.tavern.prompt_renderer,
         )
         await self._save_turn_state(chat_id, prepared)
         replies = self.replies

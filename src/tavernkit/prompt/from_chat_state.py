@@ -10,6 +10,7 @@ builder, whichever the connection's API family calls for.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
+from tavernkit.worldinfo.scan import scan as wi_scan
 
 if TYPE_CHECKING:
     from tavernkit.text.render import PromptRenderer
@@ -182,10 +184,12 @@ def scan_for_state(
     rng: Callable[[], float] | None = None,
     dry_run: bool = False,
     card: CardFields | None = None,
+    explain: bool = False,
 ) -> WorldInfoResult | None:
     """The world-info scan over the state's books (``None`` when it has none); the result's
     ``timed_state`` is the chat's next ``timedWorldInfo``. ``card``: the build's evaluated card
-    fields, when the caller shares them with the prompt builder."""
+    fields, when the caller shares them with the prompt builder. ``explain`` records why each
+    entry fired or not (``WorldInfoResult.explain``; off on the hot path)."""
     if not state.books:
         return None
     return scan_world_info(
@@ -201,6 +205,7 @@ def scan_for_state(
         compat=compat,
         dry_run=dry_run,
         card=card,
+        scan=functools.partial(wi_scan, explain=True) if explain else None,
     )
 
 
