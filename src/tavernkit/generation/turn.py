@@ -470,6 +470,8 @@ class _Turn:
             attempt, key, outcome, duration=duration, prefill=prefill, delivered_chars=delivered
         )
         self.log.append(record)
+        if not log.isEnabledFor(logging.INFO):
+            return  # the message's arguments cost more than the check, per attempt
         cls, code = record.error_class, record.safe_code
         log.info(
             "turn %s attempt %d (%s) key=%s -> %s%s carried=%d",
@@ -505,15 +507,16 @@ class _Turn:
         self.log += [skip.record() for skip in self.plan.skipped]
         self.log.sort(key=lambda r: r.index)
         completion = outcome.completion
-        log.info(
-            "turn %s %s: attempts=%d rotations=%d fallbacks=%d continuations=%d",
-            self.options.turn_id,
-            status,
-            self.counters.attempts,
-            self.counters.rotations,
-            self.counters.fallbacks,
-            self.counters.continuations,
-        )
+        if log.isEnabledFor(logging.INFO):
+            log.info(
+                "turn %s %s: attempts=%d rotations=%d fallbacks=%d continuations=%d",
+                self.options.turn_id,
+                status,
+                self.counters.attempts,
+                self.counters.rotations,
+                self.counters.fallbacks,
+                self.counters.continuations,
+            )
         return TurnResult(
             status=status,
             text=self.delivery.text,
