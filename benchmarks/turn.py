@@ -96,6 +96,9 @@ class NullSink:
     async def emit(self, event: SinkEvent) -> None:
         pass
 
+    def emit_nowait(self, event: SinkEvent) -> None:
+        return None
+
     async def flush(self) -> None:
         pass
 

@@ -57,6 +57,9 @@ class NullSink:
     async def emit(self, event: SinkEvent) -> None:
         return None
 
+    def emit_nowait(self, event: SinkEvent) -> None:
+        return None
+
     async def flush(self) -> None:
         return None
 

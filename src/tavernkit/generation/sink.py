@@ -61,6 +61,10 @@ SinkEvent = TextDelta | ReasoningDelta | NoticeEvent | ErrorEvent | ToolEvent
 
 @runtime_checkable
 class ResponseSink(Protocol):
+    """Where a turn's events go. A sink whose ``emit`` can never block may also offer a
+    synchronous ``emit_nowait(event)`` (optional, not part of this protocol's required
+    surface); delivery then calls that in place instead of queueing."""
+
     async def emit(self, event: SinkEvent) -> None: ...
 
     async def flush(self) -> None: ...
@@ -86,6 +90,11 @@ class RecordingSink:
         if self.before_emit is not None:
             await self.before_emit(event)
         self.events.append(event)
+
+    @property
+    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
+        """In place when nothing slows delivery down; queued (``None``) with ``before_emit``."""
+        return None if self.before_emit is not None else self.events.append
 
     async def flush(self) -> None:
         self.flushes += 1
