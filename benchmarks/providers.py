@@ -116,7 +116,7 @@ def local_main(pairs: int, max_tokens: int) -> None:
     import asyncio
 
     from tavernkit.providers.events import TextDelta
-    from tavernkit.providers.local_llama import LocalLlamaProvider
+    from tavernkit.providers.local_llama import LocalLlamaProvider, build_call
     from tavernkit.providers.local_model import require_model_path
     from tavernkit.providers.request import ChatMessage, ChatPrompt, Sampling
 
@@ -131,16 +131,15 @@ def local_main(pairs: int, max_tokens: int) -> None:
     def tokens(text: str) -> int:
         return len(llama.tokenize(text.encode(), add_bos=False, special=True))
 
+    # The raw side gets exactly the arguments our provider passes (samplers and the small-model
+    # defaults included), so the two sides generate the same text and only the overhead differs.
+    raw_kwargs = {k: v for k, v in build_call(request).kwargs.items() if k != "stream"}
+    raw_kwargs.setdefault("seed", seed)
+
     def raw() -> tuple[float, str]:
         start = time.perf_counter()
         parts = []
-        for chunk in llama.create_chat_completion(
-            messages=LOCAL_MESSAGES,
-            max_tokens=max_tokens,
-            temperature=0.8,
-            seed=seed,
-            stream=True,
-        ):
+        for chunk in llama.create_chat_completion(**raw_kwargs, stream=True):
             piece = chunk["choices"][0]["delta"].get("content")
             if piece:
                 parts.append(piece)
