@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from tavernkit.errors import BadRequest, ContextTooLong, ProviderError, StreamInterrupted
-from tavernkit.providers.accumulator import Accumulator, Completion
+from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.events import (
     Finish,
     FinishReason,
@@ -56,7 +56,7 @@ from tavernkit.providers.request import (
     TextPart,
     TextPrompt,
 )
-from tavernkit.providers.retry import RetryPolicy, call_with_retry
+from tavernkit.providers.retry import RetryPolicy, accumulate
 
 __all__ = ["LocalCall", "LocalLlamaProvider", "build_call", "import_llama_cpp"]
 
@@ -268,19 +268,9 @@ class LocalLlamaProvider:
         retry: RetryPolicy | None = None,
     ) -> Completion:
         """The accumulated result of :meth:`stream`."""
-
-        async def once() -> Completion:
-            accumulator = Accumulator()
-            async with contextlib.aclosing(
-                self.stream(request, model=model, profile=profile, abort=abort)
-            ) as events:
-                async for event in events:
-                    accumulator.feed(event)
-            return accumulator.result()
-
-        if retry is None:
-            return await once()
-        return await call_with_retry(once, retry)
+        return await accumulate(
+            lambda: self.stream(request, model=model, profile=profile, abort=abort), retry
+        )
 
     async def _generate(
         self, request: PromptRequest, abort: AbortLike | None

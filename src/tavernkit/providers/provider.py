@@ -29,7 +29,7 @@ from tavernkit.errors import (
     ProviderTimeout,
     StreamInterrupted,
 )
-from tavernkit.providers.accumulator import Accumulator, Completion
+from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.base import Adapter, ErrorContext
 from tavernkit.providers.classify import make_error, scrub
 from tavernkit.providers.events import Finish, ProviderErrorEvent, StreamEvent
@@ -43,7 +43,7 @@ from tavernkit.providers.http import (
 )
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest
-from tavernkit.providers.retry import RetryPolicy, call_with_retry
+from tavernkit.providers.retry import RetryPolicy, accumulate
 from tavernkit.providers.sse import SSEDecoder
 
 __all__ = ["AuthScheme", "KeySource", "Provider"]
@@ -214,18 +214,10 @@ class Provider:
         retry: RetryPolicy | None = None,
     ) -> Completion:
         """The accumulated result; with ``retry``, failures before any event are retried."""
-
-        async def once() -> Completion:
-            accumulator = Accumulator()
-            async for event in self.stream(
-                request, model=model, profile=profile, stream=stream, abort=abort
-            ):
-                accumulator.feed(event)
-            return accumulator.result()
-
-        if retry is None:
-            return await once()
-        return await call_with_retry(once, retry)
+        return await accumulate(
+            lambda: self.stream(request, model=model, profile=profile, stream=stream, abort=abort),
+            retry,
+        )
 
 
 def _interrupted(cause: ProviderError, ctx: ErrorContext) -> StreamInterrupted:

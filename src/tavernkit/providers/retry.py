@@ -18,14 +18,17 @@ is a continuation problem, not a retry.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
 from tavernkit.errors import ProviderError
+from tavernkit.providers.accumulator import Accumulator, Completion
+from tavernkit.providers.events import StreamEvent
 
-__all__ = ["RetryPolicy", "call_with_retry"]
+__all__ = ["RetryPolicy", "accumulate", "call_with_retry"]
 
 T = TypeVar("T")
 
@@ -73,3 +76,21 @@ async def call_with_retry(
                 raise
             await sleep(policy.delay(error, attempt, rng))
             attempt += 1
+
+
+async def accumulate(
+    open_stream: Callable[[], AsyncIterator[StreamEvent]], retry: RetryPolicy | None = None
+) -> Completion:
+    """The accumulated :class:`Completion` of a fresh stream from ``open_stream``; with
+    ``retry``, a failure before any event opens a new stream (every provider's ``complete``)."""
+
+    async def once() -> Completion:
+        accumulator = Accumulator()
+        async with contextlib.aclosing(open_stream()) as events:  # type: ignore[type-var]
+            async for event in events:
+                accumulator.feed(event)
+        return accumulator.result()
+
+    if retry is None:
+        return await once()
+    return await call_with_retry(once, retry)
