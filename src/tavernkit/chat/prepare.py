@@ -34,6 +34,7 @@ from tavernkit.prompt.from_chat_state import (
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
@@ -188,8 +189,54 @@ async def prepare_turn(
     providers work in chat prompts. A dry run (a preview) also records why each lorebook entry
     fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
     and the prompt, as SillyTavern evaluates them once per generation.
+
+    Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
+    is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
+    so the turn is the same as a build over the whole chat.
     """
-    state = await load_chat_state(store, owner=owner, chat_id=chat_id, persona=overrides.persona)
+    replay = ReplayRng(rng) if rng is not None else None
+
+    async def attempt(window: int) -> PreparedTurn:
+        state = await load_chat_state(
+            store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+        )
+        return await _prepare_state(
+            store,
+            state,
+            owner=owner,
+            kind=kind,
+            overrides=overrides,
+            quiet_prompt=quiet_prompt,
+            quiet_name=quiet_name,
+            dry_run=dry_run,
+            without_last_reply=without_last_reply,
+            rng=replay.restart() if replay is not None else None,
+            client=client,
+            local_factory=local_factory,
+            environ=environ,
+            renderer=renderer,
+        )
+
+    return await windowed(chat_id, attempt)
+
+
+async def _prepare_state(
+    store: Store,
+    state: ChatState,
+    *,
+    owner: str,
+    kind: str,
+    overrides: TurnOverrides,
+    quiet_prompt: str,
+    quiet_name: str | None,
+    dry_run: bool,
+    without_last_reply: bool,
+    rng: Callable[[], float] | None,
+    client: Any,
+    local_factory: LocalFactory | None,
+    environ: Mapping[str, str] | None,
+    renderer: PromptRenderer | None,
+) -> PreparedTurn:
     if overrides.profile:
         try:
             profile = await store.get("connection_profile", overrides.profile, owner=owner)
@@ -222,7 +269,7 @@ async def prepare_turn(
         drop = True  # a preview of a regeneration: the reply it replaces is gone by then
     if drop and state.chat is not None:
         # The chat-completion builder leaves the swiped reply out itself; the text one does not.
-        chat = state.chat.model_copy(update={"messages": state.chat.messages[:-1]})
+        chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
         build_state = state.model_copy(update={"chat": chat})
     compat = overrides.compat or state.compat
     pstate = prompt_state_from_chat_state(build_state, model=connection.model, main_api=main_api)

@@ -45,8 +45,10 @@ from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
 
@@ -422,15 +424,20 @@ class ChatService:
         overrides: Overrides,
     ) -> None:
         ov = TurnOverrides.of(overrides)
-        state = await load_chat_state(
-            self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona
-        )
-        variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-        pstate = prompt_state_from_chat_state(state)
-        substitute = state_substitute(
-            state, pstate, compat=ov.compat or state.compat, variables=variables
-        )
-        content: str | list[TextPart | ImagePart] = substitute(text)
+
+        async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
+            state = await load_chat_state(
+                self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
+            )
+            variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            pstate = prompt_state_from_chat_state(state)
+            substitute = state_substitute(
+                state, pstate, compat=ov.compat or state.compat, variables=variables
+            )
+            return state, variables, substitute(text)
+
+        state, variables, typed = await windowed(chat_id, read)
+        content: str | list[TextPart | ImagePart] = typed
         if attachments:
             images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
             content = [*([TextPart(text=content)] if content else []), *images]

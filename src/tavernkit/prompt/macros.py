@@ -8,7 +8,7 @@ call of the build, so variables set by one prompt (``{{setvar}}``) are seen by t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.prompt.state import PromptState, Substitute
@@ -98,7 +98,7 @@ def macro_substitute(
             from tavernkit.text.variables import InMemoryVariables
 
             values["variables"] = InMemoryVariables(metadata.variables)
-    messages = list(state.messages)
+    messages = state.messages  # not copied: a turn's window is read from its newest end
     values["message_count"] = len(messages)
     values["last_message_id"] = len(messages) - 1 if messages else None
     values.update(env_overrides)
@@ -106,7 +106,7 @@ def macro_substitute(
     return MacroSubstitute(env, compat=compat, renderer=renderer)
 
 
-def _tail(messages: list[Any]) -> list[Any]:
+def _tail(messages: Sequence[Any]) -> Sequence[Any]:
     """The shortest tail holding the last visible user and character messages: all that the
     chat macros read besides the counts (a long chat need not be walked on every build)."""
     seen_user = seen_char = False

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from tavernkit.errors import TavernKitError
 from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
+from tavernkit.models.chat_window import count_user
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
@@ -119,7 +120,7 @@ class AuthorsNote:
         if self.interval == 1:
             # Every turn: no need to count a long chat's user messages.
             return True
-        user_count = sum(1 for m in messages if m.is_user)
+        user_count = count_user(messages)  # the store counts what a turn did not load
         if user_count <= 0:
             return False
         if user_count >= self.interval:

@@ -21,16 +21,27 @@ from pydantic import BaseModel
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
+    FLAG_HIDDEN,
+    FLAG_TOOLS,
+    FLAG_USER,
     SplitMessage,
     SwipeRow,
+    count_messages,
     decode_extracted,
     dumps,
     encode_extracted,
     join_message,
+    message_flags,
     split_message,
 )
 from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
-from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
+from tavernkit.store.protocol import (
+    ChatInfo,
+    MessageCounts,
+    StoredChat,
+    StoredChatWindow,
+    StoredMessage,
+)
 
 __all__ = ["SqliteChats"]
 
@@ -155,6 +166,88 @@ class SqliteChats(SqliteBase):
                 ]
         return StoredChat(info=_chat_info(row), header=json.loads(row[8]), messages=messages)
 
+    async def load_chat_window(
+        self, ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> StoredChatWindow:
+        if last < 1:
+            raise StoreError(f"a chat window holds at least one message, not {last}")
+        async with self._read() as db:
+            row = await self._chat_row(db, ref, owner)
+            chat_id, total = row[0], int(row[5])
+            counts = await self._flag_counts(db, chat_id)
+            # The newest ``last`` by the (chat_id, position) index, read newest first.
+            tail = await self._message_rows(
+                db,
+                "WHERE chat_id = ? ORDER BY position DESC LIMIT ?",
+                (chat_id, last),
+            )
+            tail.reverse()
+            head: list[StoredMessage] = []
+            if len(tail) < total:
+                # The oldest messages up to the first visible one (what the scan substitutes).
+                first = await self._scalar(
+                    db,
+                    "SELECT position FROM messages WHERE chat_id = ? AND flags & ? = 0 "
+                    "ORDER BY position LIMIT 1",
+                    (chat_id, FLAG_HIDDEN),
+                )
+                upto = tail[0].position - 1 if first is None else min(first, tail[0].position - 1)
+                head = await self._message_rows(
+                    db, "WHERE chat_id = ? AND position <= ? ORDER BY position", (chat_id, upto)
+                )
+        loaded = count_messages(m.data for m in (*head, *tail))
+        return StoredChatWindow(
+            info=_chat_info(row),
+            header=json.loads(row[8]),
+            head=head,
+            tail=tail,
+            gap=counts.minus(loaded),
+        )
+
+    @staticmethod
+    async def _scalar(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+        async with db.execute(sql, params) as cur:
+            row = await cur.fetchone()
+        return None if row is None else row[0]
+
+    @staticmethod
+    async def _flag_counts(db: aiosqlite.Connection, chat_id: str) -> MessageCounts:
+        """The chat's messages counted by flags: one pass over the (chat_id, flags) index."""
+        total = hidden = user = hidden_tools = 0
+        async with db.execute(
+            "SELECT flags, COUNT(*) FROM messages WHERE chat_id = ? GROUP BY flags", (chat_id,)
+        ) as cur:
+            async for flags, count in cur:
+                total += count
+                if flags & FLAG_HIDDEN:
+                    hidden += count
+                    if flags & FLAG_TOOLS:
+                        hidden_tools += count
+                if flags & FLAG_USER:
+                    user += count
+        return MessageCounts(total, hidden, user, hidden_tools)
+
+    async def _message_rows(
+        self, db: aiosqlite.Connection, where: str, params: tuple[Any, ...]
+    ) -> list[StoredMessage]:
+        """The messages ``where`` selects (in its order), with their swipes."""
+        async with db.execute(
+            f"SELECT id, position, body, extracted, mes FROM messages {where}", params
+        ) as cur:
+            rows = list(await cur.fetchall())
+        swipes: dict[str, list[SwipeRow]] = {}
+        ids = [r[0] for r in rows]
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            async with db.execute(
+                "SELECT message_id, idx, text, info, partial FROM swipes WHERE message_id IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            ) as cur:
+                async for s in cur:
+                    swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
+        return [self._stored_message(r[0], r[1], r[2:], swipes.get(r[0], [])) for r in rows]
+
     @staticmethod
     def _stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
         data = join_message(json.loads(row[0]), decode_extracted(row[1]), row[2], swipes)
@@ -221,10 +314,10 @@ class SqliteChats(SqliteBase):
         ids = [self._new_id() for _ in docs]
         splits = [split_message(d) for d in docs]
         await db.executemany(
-            "INSERT INTO messages (id, chat_id, position, body, extracted, mes) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO messages (id, chat_id, position, body, extracted, mes, flags) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (mid, chat_id, start + i, s.body_json, s.extracted_text, s.mes)
+                (mid, chat_id, start + i, s.body_json, s.extracted_text, s.mes, s.flags)
                 for i, (mid, s) in enumerate(zip(ids, splits, strict=True))
             ],
         )
@@ -327,14 +420,20 @@ class SqliteChats(SqliteBase):
     @staticmethod
     async def _write_message(db: aiosqlite.Connection, mid: str, split: SplitMessage) -> None:
         await db.execute(
-            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
-            (split.body_json, split.extracted_text, split.mes, mid),
+            "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
+            (split.body_json, split.extracted_text, split.mes, split.flags, mid),
         )
 
     async def _save_state(self, db: aiosqlite.Connection, st: _MessageState) -> None:
         await db.execute(
-            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
-            (dumps(st.body), encode_extracted(st.extracted), st.mes, st.id),
+            "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
+            (
+                dumps(st.body),
+                encode_extracted(st.extracted),
+                st.mes,
+                message_flags(st.body),
+                st.id,
+            ),
         )
 
     async def truncate_chat(

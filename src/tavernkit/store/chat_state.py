@@ -51,10 +51,17 @@ async def load_chat_state(
     character: str | None = None,
     persona: str | None = None,
     settings: Settings | None = None,
+    window: int | None = None,
 ) -> ChatState:
     """Gather one turn's inputs. ``character`` and ``persona`` override the chat's and the
     settings' selections; a selection naming a record that no longer exists is ignored (the
-    turn runs without it) rather than failing the turn."""
+    turn runs without it) rather than failing the turn.
+
+    With ``window``, only the chat's newest ``window`` messages (and the oldest up to its first
+    visible one) are loaded: the chat's messages are then a
+    :class:`~tavernkit.models.chat_window.MessageWindow`, which raises
+    :class:`~tavernkit.models.chat_window.OutsideWindow` when a build reads past what was
+    loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
     if settings is None:
         stored = await store.get_settings(owner=owner)
         settings = stored if isinstance(stored, Settings) else Settings()
@@ -63,7 +70,12 @@ async def load_chat_state(
 
     chat = None
     char_ref = character
-    if chat_id is not None:
+    if chat_id is not None and window is not None:
+        stored_window = await store.load_chat_window(chat_id, last=window, owner=owner)
+        chat = stored_window.to_chat()
+        chat_id = stored_window.info.id
+        char_ref = char_ref or stored_window.info.character_id
+    elif chat_id is not None:
         stored_chat = await store.load_chat(chat_id, owner=owner)
         chat = stored_chat.to_chat()
         chat_id = stored_chat.info.id

@@ -19,6 +19,7 @@ Schema notes:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -26,6 +27,7 @@ from datetime import datetime
 import aiosqlite
 
 from tavernkit.errors import StoreError
+from tavernkit.store._message_rows import message_flags
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
 
@@ -137,10 +139,24 @@ async def _m002_key_uses(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE key_state ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
 
 
+async def _m004_turn_path(db: aiosqlite.Connection) -> None:
+    # A turn loads the chat's tail, not the chat: the messages it leaves out are counted by
+    # their flags (hidden, user, tool calls) over the (chat_id, flags) index instead of being
+    # read. Records get a revision that every write bumps, so a process can keep what it made
+    # of a record (a validated lorebook, its compiled entries) until the record changes.
+    await db.execute("ALTER TABLE messages ADD COLUMN flags INTEGER NOT NULL DEFAULT 0")
+    async with db.execute("SELECT id, body FROM messages") as cur:
+        rows = [(message_flags(json.loads(body)), mid) async for mid, body in cur]
+    await db.executemany("UPDATE messages SET flags = ? WHERE id = ?", rows)
+    await db.execute("CREATE INDEX messages_by_flags ON messages (chat_id, flags)")
+    await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
     ("002_key_uses", _m002_key_uses),
+    ("004_turn_path", _m004_turn_path),
 )
 
 

@@ -1,0 +1,226 @@
+"""The real turn path: ``ChatService.send`` end to end, store-backed, against an instant upstream.
+
+Run: ``.venv/bin/python benchmarks/turn_path.py [--quick] [--turns 7]``.
+
+Each cell is a fresh store holding one chat of ``M`` messages and a global lorebook of ``E``
+entries (keys drawn from the chat's vocabulary, so the scan has real work). The upstream is the
+scripted OpenAI-compatible server of the tests on loopback, answering at once; the time of a
+bare HTTP round trip to it (same request body, measured in the same run) is subtracted, so the
+printed *overhead* is everything the turn adds: storing the user's message, loading the state,
+scanning world info, building and converting the prompt, the runner, storing the reply.
+
+Printed per cell: the first turn of the process for that store (cold: record caches empty,
+compiled books not in memory), then the p50 of the following turns, the peak memory one turn
+allocates (``tracemalloc``), and at the end the 100k ÷ 1k ratio per lorebook size (flat means
+the cost does not follow the chat's length). Targets: < 30 ms p50 at 10k × 2k, < 60 ms at
+100k × 20k, ratio < 1.5. The figures are noisy on a shared machine: say what the load was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests" / "generation"))
+
+import httpx2
+from _scripted_server import Reply, ScriptedServer  # type: ignore[import-not-found]
+
+from tavernkit.chat import ChatService
+from tavernkit.facade import Tavern
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.settings import Settings
+
+CHATS = (100, 1_000, 10_000, 100_000)
+BOOKS = (0, 2_000, 20_000)
+QUICK_CHATS = (1_000, 10_000, 100_000)
+QUICK_BOOKS = (0, 2_000)
+TARGETS = {(10_000, 2_000): 30.0, (100_000, 20_000): 60.0}
+RATIO_TARGET = 1.5
+
+WORDS = (
+    "ferry harbour lantern storm rope tide gull captain ticket bell fog island deck cabin "
+    "compass chart anchor sail wave shore dock rain wind night dusk star map coin oar"
+).split()
+
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira",
+        "description": "{{char}} keeps the ferry. {{user}} is a passenger.",
+        "personality": "calm",
+        "scenario": "A ferry crossing at dusk.",
+        "first_mes": "Welcome aboard, {{user}}.",
+        "mes_example": "",
+        "alternate_greetings": [],
+        "creator_notes": "",
+        "system_prompt": "",
+        "post_history_instructions": "",
+        "tags": [],
+        "creator": "bench",
+        "character_version": "1",
+        "extensions": {},
+    },
+}
+
+
+def sentence(rng: random.Random, n: int = 24) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + "."
+
+
+def chat_messages(count: int, rng: random.Random) -> list[dict[str, Any]]:
+    out = []
+    for i in range(count):
+        user = i % 2 == 1
+        text = sentence(rng)
+        msg: dict[str, Any] = {
+            "name": "Ada" if user else "Mira",
+            "is_user": user,
+            "is_system": False,
+            "send_date": "2025-01-31T14:05:09.000Z",
+            "mes": text,
+            "extra": {},
+        }
+        if not user:
+            msg.update(swipes=[text], swipe_id=0, swipe_info=[{"extra": {}}])
+        out.append(msg)
+    return out
+
+
+def lorebook(entries: int, rng: random.Random) -> dict[str, Any]:
+    book: dict[str, Any] = {"entries": {}}
+    for uid in range(entries):
+        book["entries"][str(uid)] = {
+            "uid": uid,
+            "key": [f"{rng.choice(WORDS)}{uid % 97}", rng.choice(WORDS) + "s"],
+            "keysecondary": [],
+            "comment": f"entry {uid}",
+            "content": sentence(rng, 12),
+            "constant": False,
+            "selective": True,
+            "order": uid % 100,
+            "position": 0,
+            "disable": False,
+            "probability": 100,
+            "useProbability": True,
+            "depth": 4,
+        }
+    return book
+
+
+async def build_store(home: Path, base_url: str, messages: int, entries: int) -> tuple[Tavern, str]:
+    rng = random.Random(messages * 31 + entries)
+    tk = await Tavern(home, load_plugins=False).open()
+    await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
+    profile = ConnectionProfile(
+        name="scripted", api="chat", source="openai", base_url=base_url + "/v1", model="m1"
+    )
+    await tk.store.put("connection_profile", profile)
+    settings = Settings()
+    settings.selections.profile = "scripted"
+    settings.selections.user_name = "Ada"
+    if entries:
+        await tk.store.put("lorebook", lorebook(entries, rng), name="atlas")
+        settings.world_info.global_books = ["atlas"]
+    await tk.store.put_settings(settings)
+    header = {"user_name": "Ada", "character_name": "Mira", "chat_metadata": {}}
+    info = await tk.store.create_chat(
+        header, chat_messages(messages, rng), name="bench", character="Mira"
+    )
+    return tk, info.id
+
+
+async def round_trip_ms(client: httpx2.AsyncClient, url: str, body: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    async with client.stream("POST", url, json=body) as response:
+        async for _ in response.aiter_bytes():
+            pass
+    return (time.perf_counter() - start) * 1000
+
+
+async def run_cell(
+    server: ScriptedServer, messages: int, entries: int, turns: int
+) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        tk, chat_id = await build_store(Path(tmp) / "home", server.base_url, messages, entries)
+        try:
+            chats = ChatService(tk, stream_interval=0.2)
+            times: list[float] = []
+            peaks: list[float] = []
+            rng = random.Random(7)
+            for _ in range(turns + 1):
+                gc.collect()
+                tracemalloc.start()
+                start = time.perf_counter()
+                outcome = await chats.send(chat_id, sentence(rng, 12))
+                elapsed = (time.perf_counter() - start) * 1000
+                _, peak = tracemalloc.get_traced_memory()
+                tracemalloc.stop()
+                if outcome.status != "completed":
+                    raise SystemExit(f"turn failed: {outcome}")
+                times.append(elapsed)
+                peaks.append(peak / 2**20)
+            # The bare upstream round trip, with the body the last turn sent.
+            body = dict(server.requests[-1].body)
+            async with httpx2.AsyncClient() as client:
+                url = server.base_url + "/v1/chat/completions"
+                bare = statistics.median([await round_trip_ms(client, url, body) for _ in range(7)])
+        finally:
+            await tk.close()
+    warm = times[1:]
+    return {
+        "first": times[0] - bare,
+        "p50": statistics.median(warm) - bare,
+        "bare": bare,
+        "peak_mb": max(peaks[1:]),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a subset (1k/10k/100k × 0/2k)")
+    parser.add_argument("--turns", type=int, default=7, help="turns after the first, per cell")
+    args = parser.parse_args()
+    chats = QUICK_CHATS if args.quick else CHATS
+    books = QUICK_BOOKS if args.quick else BOOKS
+    results: dict[tuple[int, int], dict[str, float]] = {}
+    async with ScriptedServer([Reply(text="Aye.", usage=(12, 5))]) as server:
+        print(
+            f"{'messages':>9} {'entries':>8} {'first ms':>9} {'p50 ms':>8} {'peak MB':>8}  target"
+        )
+        for entries in books:
+            for messages in chats:
+                r = await run_cell(server, messages, entries, args.turns)
+                results[(messages, entries)] = r
+                target = TARGETS.get((messages, entries))
+                verdict = ""
+                if target is not None:
+                    verdict = f"< {target:.0f} ms {'ok' if r['p50'] < target else 'MISSED'}"
+                print(
+                    f"{messages:>9,} {entries:>8,} {r['first']:>9.1f} {r['p50']:>8.1f} "
+                    f"{r['peak_mb']:>8.1f}  {verdict}",
+                    flush=True,
+                )
+    print(f"(overheads exclude the bare upstream round trip, ~{r['bare']:.1f} ms here)")
+    for entries in books:
+        if (100_000, entries) in results and (1_000, entries) in results:
+            ratio = results[(100_000, entries)]["p50"] / max(results[(1_000, entries)]["p50"], 1e-9)
+            ok = "ok" if ratio < RATIO_TARGET else "MISSED"
+            print(f"100k ÷ 1k messages, {entries:,} entries: {ratio:.2f}x (< {RATIO_TARGET}) {ok}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
