@@ -28,7 +28,20 @@ from tavernkit.store.chat_window import windows
 from ._server import HangingServer
 from .conftest import StepClock, make_world
 
-WORDS = "ferry harbour lantern storm rope tide gull captain ticket bell fog island".split()
+WORDS = [
+    "ferry",
+    "harbour",
+    "lantern",
+    "storm",
+    "rope",
+    "tide",
+    "gull",
+    "captain",
+    "ticket",
+    "bell",
+    "fog",
+    "island",
+]
 
 
 def _messages(count: int, rng: random.Random) -> list[dict[str, Any]]:
