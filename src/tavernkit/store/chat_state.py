@@ -38,7 +38,8 @@ async def _maybe(store: Store, kind: str, ref: str | None, owner: str) -> Any:
     if not ref:
         return None
     try:
-        return await store.get(kind, ref, owner=owner)
+        # Shared and read-only: the engines treat the state as a value and never edit it.
+        return await store.get_shared(kind, ref, owner=owner)
     except NotFound:
         return None
 

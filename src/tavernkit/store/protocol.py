@@ -267,6 +267,14 @@ class Store(Protocol):
         """The record (by id, else by name) validated by the model registered for ``kind``."""
         ...
 
+    async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        """What :meth:`get` returns, but one model shared by every call until the record is
+        written again (each write bumps its revision): the turn path reads lorebooks, presets
+        and cards this way, so a big record is validated once per revision, not once per turn,
+        and the world-info engine finds its compiled form by identity. Callers must treat it as
+        read-only (copy it to edit)."""
+        ...
+
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
         """The record's JSON as stored, with its listing line."""
         ...

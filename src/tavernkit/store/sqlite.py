@@ -19,6 +19,7 @@ import hashlib
 import json
 import sqlite3
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from typing import Any, Self
 import aiosqlite
 from pydantic import BaseModel, ValidationError
 
-from tavernkit.errors import FormatError, NotFound, StoreError
+from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
@@ -112,8 +113,16 @@ async def open_store(
     )
 
 
+#: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
+_SHARED_MAX = 64
+
+
 class SqliteStore(SqliteChats):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shared: OrderedDict[tuple[str, str, str, str, int], BaseModel] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         return self
@@ -183,7 +192,8 @@ class SqliteStore(SqliteChats):
                 )
             else:
                 await db.execute(
-                    "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ? WHERE id = ?",
+                    "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ?, "
+                    "revision = revision + 1 WHERE id = ?",
                     (name, name_key, dumps(data), now, rid),
                 )
             for blob, content in (blobs or {}).items():
@@ -207,6 +217,48 @@ class SqliteStore(SqliteChats):
         rec = await self.get_record(kind, ref, owner=owner)
         return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>")
 
+    async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        # One small indexed row says whether the model made last time is still the record's:
+        # (id, created, revision) changes with every write, and with a delete and re-create.
+        async with self._read() as db:
+            key = await self._revision_key(db, kind, ref, owner)
+            hit = self._shared.get(key)
+            if hit is not None:
+                self._shared.move_to_end(key)
+                return hit
+            async with db.execute("SELECT data FROM records WHERE id = ?", (key[2],)) as cur:
+                row = await cur.fetchone()
+        if row is None:  # deleted between the two reads
+            raise NotFound(f"no {kind} {ref!r}")
+        model = self._validate(kind, json.loads(row[0]), f"<store {kind} {key[2]}>")
+        self._shared[key] = model
+        if len(self._shared) > _SHARED_MAX:
+            self._shared.popitem(last=False)
+        return model
+
+    async def _revision_key(
+        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
+    ) -> tuple[str, str, str, str, int]:
+        self._check_kind(kind)
+        cols = "id, created, revision"
+        async with db.execute(
+            f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
+            (ref, owner, kind),
+        ) as cur:
+            rows = list(await cur.fetchall())
+        if not rows:
+            async with db.execute(
+                f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
+                (owner, kind, ref),
+            ) as cur:
+                rows = list(await cur.fetchall())
+        if not rows:
+            raise NotFound(f"no {kind} {ref!r}")
+        if len(rows) > 1:
+            raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
+        rid, created, revision = rows[0]
+        return (owner, kind, str(rid), str(created), int(revision))
+
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
         async with (
@@ -223,6 +275,8 @@ class SqliteStore(SqliteChats):
         async with self._write() as db:
             info, _ = await self._resolve(db, kind, ref, owner)
             await db.execute("DELETE FROM records WHERE id = ?", (info.id,))
+        for key in [k for k in self._shared if k[2] == info.id]:
+            del self._shared[key]
 
     async def get_blob(
         self, kind: str, ref: str, blob: str = "avatar", *, owner: str = DEFAULT_OWNER
