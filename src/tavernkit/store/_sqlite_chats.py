@@ -22,8 +22,6 @@ from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
     FLAG_HIDDEN,
-    FLAG_TOOLS,
-    FLAG_USER,
     SplitMessage,
     SwipeRow,
     count_messages,
@@ -48,10 +46,12 @@ __all__ = ["SqliteChats"]
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
 _SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
 
+# msg_* are counters the triggers of migration 004 keep: no read counts a chat's messages.
 _CHAT_COLS = (
-    "c.id, c.name, c.owner, c.character_id, c.character_name, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id), c.created, c.updated"
+    "c.id, c.name, c.owner, c.character_id, c.character_name, c.msg_total, c.created, c.updated"
 )
+_HEADER_COL = 8
+_COUNT_COLS = ", c.header, c.msg_total, c.msg_hidden, c.msg_user, c.msg_hidden_tools"
 
 
 def _chat_info(row: Any) -> ChatInfo:
@@ -105,14 +105,15 @@ class SqliteChats(SqliteBase):
     # -- reading ---------------------------------------------------------------------------
     async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
         async with db.execute(
-            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.id = ? AND c.owner = ?",
+            f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c WHERE c.id = ? AND c.owner = ?",
             (ref, owner),
         ) as cur:
             row = await cur.fetchone()
         if row is not None:
             return row
         async with db.execute(
-            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.owner = ? AND c.name = ? LIMIT 2",
+            f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c "
+            "WHERE c.owner = ? AND c.name = ? LIMIT 2",
             (owner, ref),
         ) as cur:
             rows = list(await cur.fetchall())
@@ -164,7 +165,9 @@ class SqliteChats(SqliteBase):
                     self._stored_message(m[0], m[1], m[2:], swipes.get(m[0], []))
                     for m in await cur.fetchall()
                 ]
-        return StoredChat(info=_chat_info(row), header=json.loads(row[8]), messages=messages)
+        return StoredChat(
+            info=_chat_info(row), header=json.loads(row[_HEADER_COL]), messages=messages
+        )
 
     async def load_chat_window(
         self, ref: str, *, last: int, owner: str = DEFAULT_OWNER
@@ -174,7 +177,7 @@ class SqliteChats(SqliteBase):
         async with self._read() as db:
             row = await self._chat_row(db, ref, owner)
             chat_id, total = row[0], int(row[5])
-            counts = await self._flag_counts(db, chat_id)
+            counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
             # The newest ``last`` by the (chat_id, position) index, read newest first.
             tail = await self._message_rows(
                 db,
@@ -198,7 +201,7 @@ class SqliteChats(SqliteBase):
         loaded = count_messages(m.data for m in (*head, *tail))
         return StoredChatWindow(
             info=_chat_info(row),
-            header=json.loads(row[8]),
+            header=json.loads(row[_HEADER_COL]),
             head=head,
             tail=tail,
             gap=counts.minus(loaded),
@@ -209,23 +212,6 @@ class SqliteChats(SqliteBase):
         async with db.execute(sql, params) as cur:
             row = await cur.fetchone()
         return None if row is None else row[0]
-
-    @staticmethod
-    async def _flag_counts(db: aiosqlite.Connection, chat_id: str) -> MessageCounts:
-        """The chat's messages counted by flags: one pass over the (chat_id, flags) index."""
-        total = hidden = user = hidden_tools = 0
-        async with db.execute(
-            "SELECT flags, COUNT(*) FROM messages WHERE chat_id = ? GROUP BY flags", (chat_id,)
-        ) as cur:
-            async for flags, count in cur:
-                total += count
-                if flags & FLAG_HIDDEN:
-                    hidden += count
-                    if flags & FLAG_TOOLS:
-                        hidden_tools += count
-                if flags & FLAG_USER:
-                    user += count
-        return MessageCounts(total, hidden, user, hidden_tools)
 
     async def _message_rows(
         self, db: aiosqlite.Connection, where: str, params: tuple[Any, ...]

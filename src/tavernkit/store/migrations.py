@@ -139,16 +139,51 @@ async def _m002_key_uses(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE key_state ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
 
 
+def _count_change(sign: str, row: str) -> str:
+    """SET clause adding (``+``) or removing (``-``) message ``row`` from its chat's counts."""
+    return (
+        f"msg_total = msg_total {sign} 1, "
+        f"msg_hidden = msg_hidden {sign} ({row}.flags & 1), "
+        f"msg_user = msg_user {sign} (({row}.flags & 2) >> 1), "
+        f"msg_hidden_tools = msg_hidden_tools {sign} (({row}.flags & 5) = 5)"
+    )
+
+
 async def _m004_turn_path(db: aiosqlite.Connection) -> None:
-    # A turn loads the chat's tail, not the chat: the messages it leaves out are counted by
-    # their flags (hidden, user, tool calls) over the (chat_id, flags) index instead of being
-    # read. Records get a revision that every write bumps, so a process can keep what it made
-    # of a record (a validated lorebook, its compiled entries) until the record changes.
+    # A turn loads the chat's tail, not the chat: the messages it leaves out are counted, by
+    # their flags (hidden, user, tool calls; see _message_rows.message_flags), in counters on
+    # the chat's row that triggers keep, so no read walks the chat's messages to count them.
+    # Records get a revision that every write bumps, so a process can keep what it made of a
+    # record (a validated lorebook, its compiled entries) until the record changes.
     await db.execute("ALTER TABLE messages ADD COLUMN flags INTEGER NOT NULL DEFAULT 0")
     async with db.execute("SELECT id, body FROM messages") as cur:
         rows = [(message_flags(json.loads(body)), mid) async for mid, body in cur]
     await db.executemany("UPDATE messages SET flags = ? WHERE id = ?", rows)
-    await db.execute("CREATE INDEX messages_by_flags ON messages (chat_id, flags)")
+    for column in ("msg_total", "msg_hidden", "msg_user", "msg_hidden_tools"):
+        await db.execute(f"ALTER TABLE chats ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+    await db.execute(
+        "UPDATE chats SET "
+        "msg_total = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id), "
+        "msg_hidden = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 1), "
+        "msg_user = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 2), "
+        "msg_hidden_tools = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 5 = 5)"
+    )
+    await _run(
+        db,
+        [
+            "CREATE TRIGGER messages_counted_in AFTER INSERT ON messages BEGIN "
+            f"UPDATE chats SET {_count_change('+', 'NEW')} WHERE id = NEW.chat_id; END",
+            "CREATE TRIGGER messages_counted_out AFTER DELETE ON messages BEGIN "
+            f"UPDATE chats SET {_count_change('-', 'OLD')} WHERE id = OLD.chat_id; END",
+            "CREATE TRIGGER messages_recounted AFTER UPDATE OF flags, chat_id ON messages "
+            "WHEN OLD.flags != NEW.flags OR OLD.chat_id != NEW.chat_id BEGIN "
+            f"UPDATE chats SET {_count_change('-', 'OLD')} WHERE id = OLD.chat_id; "
+            f"UPDATE chats SET {_count_change('+', 'NEW')} WHERE id = NEW.chat_id; END",
+        ],
+    )
     await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
 
 
