@@ -28,6 +28,7 @@ from tavernkit.models.templates import (
     SystemPrompt,
 )
 from tavernkit.store.protocol import Store
+from tavernkit.worldinfo.index import default_engine
 
 __all__ = ["load_chat_state"]
 
@@ -177,7 +178,22 @@ async def _collect_books(
         if name in seen:
             continue
         seen.add(name)
-        book = await _maybe(store, "lorebook", name, owner)
-        if isinstance(book, Lorebook):
+        book = await _lorebook(store, name, owner)
+        if book is not None:
             books.append(ScopedBook(name=name, scope=scope, book=book))
     return books
+
+
+async def _lorebook(store: Store, name: str, owner: str) -> Lorebook | None:
+    """The shared model of lorebook ``name``, vouched for to the world-info engine: a book it
+    has not compiled yet is compiled from the stored JSON, found by that JSON's hash."""
+    try:
+        record = await store.get_shared_record("lorebook", name, owner=owner)
+    except NotFound:
+        return None
+    if not isinstance(record.model, Lorebook):
+        return None
+    books = default_engine().books
+    if not books.knows(record.model):
+        books.register(record.model, record.digest, record.data)
+    return record.model

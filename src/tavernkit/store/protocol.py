@@ -44,6 +44,7 @@ __all__ = [
     "ModelRegistry",
     "RecordInfo",
     "RecordRef",
+    "SharedRecord",
     "Store",
     "StoredChat",
     "StoredChatWindow",
@@ -116,6 +117,17 @@ class StoredRecord:
 
     info: RecordInfo
     data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedRecord:
+    """A record as :meth:`Store.get_shared_record` shares it: the validated model, the JSON it
+    was validated from (``model.to_wire() == data`` for the open formats: their models are
+    lossless) and a hash of that JSON. All three are shared and read-only."""
+
+    model: BaseModel
+    data: dict[str, Any]
+    digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +285,14 @@ class Store(Protocol):
         and cards this way, so a big record is validated once per revision, not once per turn,
         and the world-info engine finds its compiled form by identity. Callers must treat it as
         read-only (copy it to edit)."""
+        ...
+
+    async def get_shared_record(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> SharedRecord:
+        """:meth:`get_shared`'s model with the JSON it was validated from and that JSON's hash
+        (what the world-info engine keys a compiled lorebook by, so it neither dumps the model
+        nor recompiles an unchanged book)."""
         ...
 
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:

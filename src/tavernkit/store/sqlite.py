@@ -37,6 +37,7 @@ from tavernkit.store._sqlite_chats import SqliteChats
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
 from tavernkit.store.protocol import (
+    SharedRecord,
     UNIQUE_NAME_KINDS,
     ApiKeyInfo,
     JsonValue,
@@ -122,7 +123,7 @@ class SqliteStore(SqliteChats):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._shared: OrderedDict[tuple[str, str, str, str, int], BaseModel] = OrderedDict()
+        self._shared: OrderedDict[tuple[str, str, str, str, int], SharedRecord] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         return self
@@ -218,6 +219,11 @@ class SqliteStore(SqliteChats):
         return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>")
 
     async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        return (await self.get_shared_record(kind, ref, owner=owner)).model
+
+    async def get_shared_record(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> SharedRecord:
         # One small indexed row says whether the model made last time is still the record's:
         # (id, created, revision) changes with every write, and with a delete and re-create.
         async with self._read() as db:
@@ -230,11 +236,15 @@ class SqliteStore(SqliteChats):
                 row = await cur.fetchone()
         if row is None:  # deleted between the two reads
             raise NotFound(f"no {kind} {ref!r}")
-        model = self._validate(kind, json.loads(row[0]), f"<store {kind} {key[2]}>")
-        self._shared[key] = model
+        text = str(row[0])
+        data = json.loads(text)  # validation reads it and keeps no reference it could edit
+        model = self._validate(kind, data, f"<store {kind} {key[2]}>")
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
+        shared = SharedRecord(model=model, data=data, digest=digest.hexdigest())
+        self._shared[key] = shared
         if len(self._shared) > _SHARED_MAX:
             self._shared.popitem(last=False)
-        return model
+        return shared
 
     async def _revision_key(
         self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
