@@ -37,7 +37,6 @@ from tavernkit.store._sqlite_chats import SqliteChats
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
 from tavernkit.store.protocol import (
-    SharedRecord,
     UNIQUE_NAME_KINDS,
     ApiKeyInfo,
     JsonValue,
@@ -45,6 +44,7 @@ from tavernkit.store.protocol import (
     ModelRegistry,
     RecordInfo,
     RecordRef,
+    SharedRecord,
     StoredRecord,
 )
 from tavernkit.store.registry import default_models
