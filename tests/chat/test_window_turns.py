@@ -223,3 +223,18 @@ async def test_edits_keep_the_counts_of_the_window(tavern: tuple[Tavern, str]) -
     assert len(window.head) + window.gap.total + len(window.tail) == 250
     kept = [m.data for m in (await tk.store.load_chat(chat_id)).messages[1:-10]]
     assert window.gap.user == sum(1 for m in kept if m["is_user"])
+
+
+async def test_turns_share_their_token_counts(tavern: tuple[Tavern, str]) -> None:
+    from tavernkit.chat.prepare import _tokenizer
+
+    tk, chat_id = tavern
+    await _configure(tk, "default")
+    counter = _tokenizer("openai", "m1", 0)
+    counter.clear()
+    before = counter.misses
+    await _preview(tk, chat_id, "normal", first=10_000)
+    first_turn = counter.misses - before
+    await _preview(tk, chat_id, "normal", first=10_000)
+    second_turn = counter.misses - before - first_turn
+    assert first_turn > 50 and second_turn < first_turn / 10

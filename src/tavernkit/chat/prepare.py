@@ -7,6 +7,7 @@ same code (as a dry run), so what ``tavernkit prompt`` shows is what the next tu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,13 @@ from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
-from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
+from tavernkit.text.tokens import (
+    ByteEstimateTokenizer,
+    CachedTokenizer,
+    QuicktokTokenizer,
+    Tokenizer,
+    encoding_for_model,
+)
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -158,7 +165,14 @@ async def resolve_profile(
 def _tokenizer(main_api: str, model: str | None, tokenizer_setting: int) -> Tokenizer:
     if main_api != "openai" and tokenizer_setting == 0:
         return ByteEstimateTokenizer()
-    return tokenizer_for_model(model or "")
+    return _shared_tokenizer(encoding_for_model(model or ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_tokenizer(encoding: str) -> CachedTokenizer:
+    """One counting cache per encoding for every turn of the process: a turn re-sends mostly
+    the messages the last one sent, so their counts are found, not recomputed."""
+    return CachedTokenizer(QuicktokTokenizer(encoding))
 
 
 async def prepare_turn(
