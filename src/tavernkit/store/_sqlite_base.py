@@ -194,22 +194,30 @@ class SqliteBase:
         self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
     ) -> tuple[RecordInfo, str]:
         """(info, data JSON) of the record ``ref`` names: its id, else its name."""
+        row = await self._record_row(
+            db, kind, ref, owner, "kind, id, name, owner, created, updated, data"
+        )
+        return self._info(row), str(row[6])
+
+    async def _record_row(
+        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str, cols: str
+    ) -> Any:
+        """Columns ``cols`` of the record ``ref`` names: its id, else its name."""
         self._check_kind(kind)
-        cols = "kind, id, name, owner, created, updated, data"
         async with db.execute(
             f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
             (ref, owner, kind),
         ) as cur:
             row = await cur.fetchone()
-        if row is None:
-            async with db.execute(
-                f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
-                (owner, kind, ref),
-            ) as cur:
-                rows = list(await cur.fetchall())
-            if not rows:
-                raise NotFound(f"no {kind} {ref!r}")
-            if len(rows) > 1:
-                raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
-            row = rows[0]
-        return self._info(row), str(row[6])
+        if row is not None:
+            return row
+        async with db.execute(
+            f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
+            (owner, kind, ref),
+        ) as cur:
+            rows = list(await cur.fetchall())
+        if not rows:
+            raise NotFound(f"no {kind} {ref!r}")
+        if len(rows) > 1:
+            raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
+        return rows[0]

@@ -29,7 +29,7 @@ from typing import Any, Self
 import aiosqlite
 from pydantic import BaseModel, ValidationError
 
-from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.errors import FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
@@ -249,24 +249,8 @@ class SqliteStore(SqliteChats):
     async def _revision_key(
         self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
     ) -> tuple[str, str, str, str, int]:
-        self._check_kind(kind)
-        cols = "id, created, revision"
-        async with db.execute(
-            f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
-            (ref, owner, kind),
-        ) as cur:
-            rows = list(await cur.fetchall())
-        if not rows:
-            async with db.execute(
-                f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
-                (owner, kind, ref),
-            ) as cur:
-                rows = list(await cur.fetchall())
-        if not rows:
-            raise NotFound(f"no {kind} {ref!r}")
-        if len(rows) > 1:
-            raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
-        rid, created, revision = rows[0]
+        row = await self._record_row(db, kind, ref, owner, "id, created, revision")
+        rid, created, revision = row
         return (owner, kind, str(rid), str(created), int(revision))
 
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
