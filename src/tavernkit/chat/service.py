@@ -46,6 +46,7 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import windowed
@@ -430,13 +431,17 @@ class ChatService:
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            if plain:
+                return state, variables, text
             pstate = prompt_state_from_chat_state(state)
             substitute = state_substitute(
                 state, pstate, compat=ov.compat or state.compat, variables=variables
             )
             return state, variables, substitute(text)
 
-        state, variables, typed = await windowed(chat_id, read)
+        # Text that cannot hold a macro is stored as typed: no message of the chat is read.
+        plain = not may_hold_macros(text)
+        state, variables, typed = await (read(1) if plain else windowed(chat_id, read))
         content: str | list[TextPart | ImagePart] = typed
         if attachments:
             images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]

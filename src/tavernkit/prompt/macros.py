@@ -17,11 +17,18 @@ if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
     from tavernkit.text.render import PromptRenderer
 
-__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute"]
+__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute", "may_hold_macros"]
 
 # Characters without which a text cannot hold a macro (``{{x}}``), a legacy tag (``<USER>``) or
 # an escape the engine would unescape; such texts skip the engine entirely.
 _MACRO_CHARS = ("{", "<", "\\")
+
+
+def may_hold_macros(text: str) -> bool:
+    """Whether ``text`` has a character a macro, legacy tag or escape needs (see
+    ``_MACRO_CHARS``); the engine leaves any other text as it is."""
+    # Three substring tests beat a generator over _MACRO_CHARS on long chat messages.
+    return bool(text) and ("{" in text or "<" in text or "\\" in text)
 
 
 class MacroSubstitute:
@@ -51,8 +58,7 @@ class MacroSubstitute:
         original: str | None = None,
         dynamic: Mapping[str, str] | None = None,
     ) -> str:
-        # Three substring tests beat a generator over _MACRO_CHARS on long chat messages.
-        if not text or ("{" not in text and "<" not in text and "\\" not in text):
+        if not may_hold_macros(text):
             return text
         if self._rendered is not None:
             return self._rendered(text, original=original, dynamic=dynamic)
