@@ -46,8 +46,8 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
+from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
