@@ -238,3 +238,17 @@ async def test_turns_share_their_token_counts(tavern: tuple[Tavern, str]) -> Non
     await _preview(tk, chat_id, "normal", first=10_000)
     second_turn = counter.misses - before - first_turn
     assert first_turn > 50 and second_turn < first_turn / 10
+
+
+async def test_a_window_shares_unchanged_messages_and_rereads_edited_ones(
+    tavern: tuple[Tavern, str],
+) -> None:
+    tk, chat_id = tavern
+    first = await load_chat_state(tk.store, chat_id=chat_id, window=20)
+    again = await load_chat_state(tk.store, chat_id=chat_id, window=20)
+    assert again.messages[-2] is first.messages[-2]  # validated once, shared by turns
+    last = (await tk.store.load_chat(chat_id)).messages[-1]
+    await tk.store.update_message(last.id, {**last.data, "mes": "Edited."})
+    edited = await load_chat_state(tk.store, chat_id=chat_id, window=20)
+    assert edited.messages[-1].mes == "Edited."
+    assert edited.messages[-1] is not first.messages[-1]

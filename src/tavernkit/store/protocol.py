@@ -20,6 +20,7 @@ save, which is what makes its long chats slow).
 from __future__ import annotations
 
 import builtins
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -227,8 +228,8 @@ class StoredChatWindow:
         :meth:`StoredChat.to_chat` does."""
         source = f"<store chat {self.info.id}>"
         header = _validate_part(ChatHeader, self.header, source, "header")
-        head = [_message(m, source) for m in self.head]
-        tail = [_message(m, source) for m in self.tail]
+        head = [_window_message(m, source) for m in self.head]
+        tail = [_window_message(m, source) for m in self.tail]
         if self.complete:
             return Chat(header=header, messages=[*head, *tail])
         window = MessageWindow(head, tail, self.gap)
@@ -245,6 +246,25 @@ def _validate_part(cls: type[_M], data: Any, source: str, where: str) -> _M:
 
 def _message(m: StoredMessage, source: str) -> Message:
     return _validate_part(Message, m.data, source, f"messages[{m.position}]")
+
+
+#: message id -> (its JSON, the model made of it): a turn's window is mostly the last turn's.
+_WINDOW_MESSAGES: OrderedDict[str, tuple[dict[str, Any], Message]] = OrderedDict()
+_WINDOW_MESSAGES_MAX = 4096
+
+
+def _window_message(m: StoredMessage, source: str) -> Message:
+    """The model of a window's message, shared with the last turn's window while the message's
+    JSON is unchanged (an edited message is validated again): turns read, never edit, it."""
+    known = _WINDOW_MESSAGES.get(m.id)
+    if known is not None and known[0] == m.data:
+        _WINDOW_MESSAGES.move_to_end(m.id)
+        return known[1]
+    message = _message(m, source)
+    _WINDOW_MESSAGES[m.id] = (m.data, message)
+    if len(_WINDOW_MESSAGES) > _WINDOW_MESSAGES_MAX:
+        _WINDOW_MESSAGES.popitem(last=False)
+    return message
 
 
 @runtime_checkable
