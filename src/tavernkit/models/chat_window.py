@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from tavernkit.errors import TavernKitError
 from tavernkit.models.chat import Message
 
 __all__ = [
@@ -31,8 +32,9 @@ __all__ = [
 ]
 
 
-class OutsideWindow(LookupError):
-    """A build read message ``index``, which the turn did not load."""
+class OutsideWindow(TavernKitError, LookupError):
+    """A build read message ``index``, which the turn did not load. A ``TavernKitError``, so
+    the places that contain a failing macro or provider let it through to the loader."""
 
     def __init__(self, index: int) -> None:
         self.index = index
