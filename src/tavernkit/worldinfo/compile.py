@@ -316,15 +316,22 @@ def _is_json(value: Any, depth: int = 0) -> bool:
         return False
     if value is None or isinstance(value, str | bool | int | float):
         return True
-    if isinstance(value, list | Mapping) and depth >= 64:
-        return not value  # any child would be deeper than 64 levels
+    # Plain loops, not all() over a generator: this walks every value of every entry.
+    scalars = _SCALARS
     if isinstance(value, list):
-        return all(type(v) in _SCALARS or _is_json(v, depth + 1) for v in value)
+        if depth >= 64:
+            return not value  # any child would be deeper than 64 levels
+        for v in value:
+            if type(v) not in scalars and not _is_json(v, depth + 1):
+                return False
+        return True
     if isinstance(value, Mapping):
-        return all(
-            isinstance(k, str) and (type(v) in _SCALARS or _is_json(v, depth + 1))
-            for k, v in value.items()
-        )
+        if depth >= 64:
+            return not value
+        for k, v in value.items():
+            if not isinstance(k, str) or (type(v) not in scalars and not _is_json(v, depth + 1)):
+                return False
+        return True
     return False
 
 
