@@ -321,7 +321,7 @@ def _is_json(value: Any, depth: int = 0) -> bool:
     if isinstance(value, list):
         if depth >= 64:
             return not value  # any child would be deeper than 64 levels
-        for v in value:
+        for v in value:  # noqa: SIM110 - a loop, see above
             if type(v) not in scalars and not _is_json(v, depth + 1):
                 return False
         return True
