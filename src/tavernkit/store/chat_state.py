@@ -30,7 +30,7 @@ from tavernkit.models.templates import (
 from tavernkit.store.protocol import Store
 from tavernkit.worldinfo.index import default_engine
 
-__all__ = ["load_chat_state"]
+__all__ = ["load_chat_state", "load_user_name"]
 
 _T = TypeVar("_T")
 
@@ -91,10 +91,7 @@ async def load_chat_state(
     else:
         card = None
 
-    persona_model = await _maybe(store, "persona", persona or sel.persona, owner)
-    if not isinstance(persona_model, Persona):
-        persona_model = None
-    user_name = persona_model.name if persona_model and persona_model.name else sel.user_name
+    persona_model, user_name = await _persona(store, owner, settings, persona)
 
     books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
 
@@ -129,6 +126,26 @@ async def load_chat_state(
         character_filename=card.data.name if card is not None else None,
         global_variables=await store.get_global_variables(owner=owner),
     )
+
+
+async def _persona(
+    store: Store, owner: str, settings: Settings, persona: str | None
+) -> tuple[Persona | None, str]:
+    """The turn's persona (``persona`` overrides the selection) and the user's name."""
+    sel = settings.selections
+    found = await _maybe(store, "persona", persona or sel.persona, owner)
+    model = found if isinstance(found, Persona) else None
+    return model, model.name if model is not None and model.name else sel.user_name
+
+
+async def load_user_name(
+    store: Store, *, owner: str = DEFAULT_OWNER, persona: str | None = None
+) -> str:
+    """The name the user's messages are stored under (the persona's, else the settings'):
+    what storing a typed message needs, without loading the chat or anything else."""
+    stored = await store.get_settings(owner=owner)
+    settings = stored if isinstance(stored, Settings) else Settings()
+    return (await _persona(store, owner, settings, persona))[1]
 
 
 def _typed(value: Any, cls: type[_T]) -> _T | None:
