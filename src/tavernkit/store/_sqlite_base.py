@@ -204,20 +204,18 @@ class SqliteBase:
     ) -> Any:
         """Columns ``cols`` of the record ``ref`` names: its id, else its name."""
         self._check_kind(kind)
-        async with db.execute(
-            f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
-            (ref, owner, kind),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is not None:
-            return row
-        async with db.execute(
-            f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
-            (owner, kind, ref),
-        ) as cur:
-            rows = list(await cur.fetchall())
+        # One query (one trip to the database thread): the id's row sorts first if there is one.
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT {cols}, id FROM records WHERE owner = ? AND kind = ? "
+                "AND (id = ? OR name = ?) ORDER BY id = ? DESC LIMIT 2",
+                (owner, kind, ref, ref, ref),
+            )
+        )
+        if rows and rows[0][-1] == ref:
+            return rows[0][:-1]
         if not rows:
             raise NotFound(f"no {kind} {ref!r}")
         if len(rows) > 1:
             raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
-        return rows[0]
+        return rows[0][:-1]
