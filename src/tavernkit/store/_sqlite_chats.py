@@ -104,19 +104,16 @@ class _MessageState:
 class SqliteChats(SqliteBase):
     # -- reading ---------------------------------------------------------------------------
     async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
-        async with db.execute(
-            f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c WHERE c.id = ? AND c.owner = ?",
-            (ref, owner),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is not None:
-            return row
-        async with db.execute(
-            f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c "
-            "WHERE c.owner = ? AND c.name = ? LIMIT 2",
-            (owner, ref),
-        ) as cur:
-            rows = list(await cur.fetchall())
+        # One query (one trip to the database thread): the id's row sorts first if there is one.
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c WHERE c.owner = ? "
+                "AND (c.id = ? OR c.name = ?) ORDER BY c.id = ? DESC LIMIT 2",
+                (owner, ref, ref, ref),
+            )
+        )
+        if rows and rows[0][0] == ref:
+            return rows[0]
         if not rows:
             raise NotFound(f"no chat {ref!r}")
         if len(rows) > 1:
@@ -209,29 +206,28 @@ class SqliteChats(SqliteBase):
 
     @staticmethod
     async def _scalar(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
-        async with db.execute(sql, params) as cur:
-            row = await cur.fetchone()
-        return None if row is None else row[0]
+        rows = list(await db.execute_fetchall(sql, params))
+        return rows[0][0] if rows else None
 
     async def _message_rows(
         self, db: aiosqlite.Connection, where: str, params: tuple[Any, ...]
     ) -> list[StoredMessage]:
         """The messages ``where`` selects (in its order), with their swipes."""
-        async with db.execute(
-            f"SELECT id, position, body, extracted, mes FROM messages {where}", params
-        ) as cur:
-            rows = list(await cur.fetchall())
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT id, position, body, extracted, mes FROM messages {where}", params
+            )
+        )
         swipes: dict[str, list[SwipeRow]] = {}
         ids = [r[0] for r in rows]
         for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
             chunk = ids[start : start + 500]
-            async with db.execute(
+            for s in await db.execute_fetchall(
                 "SELECT message_id, idx, text, info, partial FROM swipes WHERE message_id IN "
                 f"({','.join('?' * len(chunk))})",
                 chunk,
-            ) as cur:
-                async for s in cur:
-                    swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
+            ):
+                swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
         return [self._stored_message(r[0], r[1], r[2:], swipes.get(r[0], [])) for r in rows]
 
     @staticmethod
@@ -379,14 +375,16 @@ class SqliteChats(SqliteBase):
         doc = to_json_doc(message, source="<chat message>")
         async with self._write() as db:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
-            async with db.execute(
-                "SELECT c.id, (SELECT MAX(position) FROM messages WHERE chat_id = c.id) "
-                "FROM chats c WHERE c.id = ? AND c.owner = ?",
-                (chat_id, owner),
-            ) as cur:
-                row = await cur.fetchone()
-            if row is None:
+            found = list(
+                await db.execute_fetchall(
+                    "SELECT c.id, (SELECT MAX(position) FROM messages WHERE chat_id = c.id) "
+                    "FROM chats c WHERE c.id = ? AND c.owner = ?",
+                    (chat_id, owner),
+                )
+            )
+            if not found:
                 raise NotFound(f"no chat {chat_id!r}")
+            row = found[0]
             position = 0 if row[1] is None else int(row[1]) + 1
             (mid,) = await self._insert_messages(db, chat_id, position, [doc])
             await self._touch(db, chat_id)

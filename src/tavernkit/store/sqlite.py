@@ -232,11 +232,12 @@ class SqliteStore(SqliteChats):
             if hit is not None:
                 self._shared.move_to_end(key)
                 return hit
-            async with db.execute("SELECT data FROM records WHERE id = ?", (key[2],)) as cur:
-                row = await cur.fetchone()
-        if row is None:  # deleted between the two reads
+            rows = list(
+                await db.execute_fetchall("SELECT data FROM records WHERE id = ?", (key[2],))
+            )
+        if not rows:  # deleted between the two reads
             raise NotFound(f"no {kind} {ref!r}")
-        text = str(row[0])
+        text = str(rows[0][0])
         data = json.loads(text)  # validation reads it and keeps no reference it could edit
         model = self._validate(kind, data, f"<store {kind} {key[2]}>")
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
@@ -338,24 +339,25 @@ class SqliteStore(SqliteChats):
     ) -> builtins.list[RecordInfo]:
         async with self._read() as db:
             src, _ = await self._resolve(db, kind, ref, owner)
-            async with db.execute(
+            rows = await db.execute_fetchall(
                 "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM record_links l "
                 "JOIN records r ON r.id = l.to_id WHERE l.from_id = ? AND l.rel = ? "
                 "ORDER BY l.position",
                 (src.id, rel),
-            ) as cur:
-                return [self._info(r) for r in await cur.fetchall()]
+            )
+        return [self._info(r) for r in rows]
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
-        async with (
-            self._read() as db,
-            db.execute("SELECT data FROM settings WHERE owner = ?", (owner,)) as cur,
-        ):
-            row = await cur.fetchone()
-        if row is None:
+        # execute_fetchall: one trip to the database thread (a cursor takes three); every
+        # turn reads the settings.
+        async with self._read() as db:
+            rows = list(
+                await db.execute_fetchall("SELECT data FROM settings WHERE owner = ?", (owner,))
+            )
+        if not rows:
             return None
-        return self._validate("settings", json.loads(row[0]), "<store settings>")
+        return self._validate("settings", json.loads(rows[0][0]), "<store settings>")
 
     async def put_settings(
         self, settings: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
@@ -371,13 +373,11 @@ class SqliteStore(SqliteChats):
             )
 
     async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
-        async with (
-            self._read() as db,
-            db.execute(
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
-            ) as cur,
-        ):
-            return {str(r[0]): json.loads(r[1]) for r in await cur.fetchall()}
+            )
+        return {str(r[0]): json.loads(r[1]) for r in rows}
 
     async def set_global_variable(
         self, name: str, value: JsonValue, *, owner: str = DEFAULT_OWNER
