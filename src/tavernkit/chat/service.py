@@ -38,7 +38,7 @@ from tavernkit.chat.reply import ReplyWriter, TurnOutcome
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
-from tavernkit.errors import Conflict, NotFound
+from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.sink import ResponseSink
@@ -408,6 +408,29 @@ class ChatService:
             return prepared
         return replace(prepared, request=request, built_request=prepared.request)
 
+    async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
+        """``overrides`` checked against the store before a turn writes anything: a profile or
+        persona that does not exist is a :class:`~tavernkit.errors.GenerateTaskError`
+        (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
+        the user's message stored without a reply."""
+        ov = TurnOverrides.of(overrides)
+        for kind, field, ref in (
+            ("connection_profile", "profile", ov.profile),
+            ("persona", "persona", ov.persona),
+        ):
+            if not ref:
+                continue
+            try:
+                await self.store.get_record(kind, ref, owner=self.owner)
+            except NotFound:
+                label = "connection profile" if field == "profile" else "persona"
+                raise GenerateTaskError(
+                    "invalid_input",
+                    f"no {label} named {ref!r}",
+                    details={"field": field, "value": ref},
+                ) from None
+        return ov
+
     # -- internals ---------------------------------------------------------------------------
 
     async def _chat_id(self, ref: str) -> str:
@@ -457,6 +480,7 @@ class ChatService:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate."""
         chat_id = await self._chat_id(chat_ref)
+        await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             if before is not None:
                 await before(chat_id)

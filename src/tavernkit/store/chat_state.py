@@ -77,7 +77,9 @@ async def load_chat_state(
     else:
         card = None
 
-    persona_model = await _maybe(store, "persona", persona or sel.persona, owner)
+    # The turn's persona, else the one locked to the chat, else the default.
+    locked = chat.metadata.persona if chat is not None else None
+    persona_model = await _maybe(store, "persona", persona or locked or sel.persona, owner)
     if not isinstance(persona_model, Persona):
         persona_model = None
     user_name = persona_model.name if persona_model and persona_model.name else sel.user_name
