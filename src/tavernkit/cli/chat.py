@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
-from tavernkit.cli.chat_session import Session, read_line
+from tavernkit.cli.chat_session import Session, leave_if_input_blocked, read_line
 from tavernkit.errors import NotFound, TavernKitError
 from tavernkit.facade import Tavern
 
@@ -126,5 +126,6 @@ def chat_command(
     except KeyboardInterrupt:  # Ctrl-C where no handler could be set (not the main thread)
         out.print()
         raise typer.Exit(130) from None
+    leave_if_input_blocked(code)
     if code:
         raise typer.Exit(code)

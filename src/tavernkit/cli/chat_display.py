@@ -36,6 +36,7 @@ __all__ = [
     "out",
     "print_message",
     "report_outcome",
+    "say_error",
 ]
 
 out = Console(highlight=False)
@@ -55,25 +56,27 @@ class ChatConsoleSink(ConsoleSink):
         self.status = status
         self.header = header
 
-    def stop_status(self) -> None:
+    def stop_status(self, *, header: bool = True) -> None:
+        """Stop the spinner; print the speaker's name unless the turn ended with no event."""
         if self.status is not None:
             self.status.stop()
             self.status = None
-        if self.header:
+        if self.header and header:
             self.console.print(f"[bold cyan]{escape(self.header)}[/]: ", end="")
             self._mid_line = True
             self.header = ""
 
     async def emit(self, event: SinkEvent) -> None:
+        if isinstance(event, ErrorEvent):
+            self.stop_status(header=False)
+            self._newline()
+            return
         self.stop_status()
         if isinstance(event, ReasoningDelta):
             if not self.reasoning and event.text:
                 self.console.print("(thinking…) ", style="dim italic", end="")
                 self._mid_line = True
             self.reasoning += event.text
-            return
-        if isinstance(event, ErrorEvent):
-            self._newline()
             return
         await super().emit(event)
 
@@ -110,6 +113,11 @@ class JsonSink:
 
     async def cleanup(self) -> None:
         return None
+
+
+def say_error(text: str) -> None:
+    """One line on stderr, never wrapped or parsed as markup (it may quote user input)."""
+    err.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def swipe_counter(message: Message) -> str:
@@ -177,6 +185,6 @@ def report_outcome(outcome: TurnOutcome, sink: ChatConsoleSink | None, where: Wh
             line = f"the embedded model is not installed [{outcome.error.code}]"
         else:
             line = failure_line(outcome.error, where)
-        err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
+        say_error(f"error: {line}")
         if hint:
-            err.print(f"hint: {hint}", markup=False, highlight=False, soft_wrap=True)
+            say_error(f"hint: {hint}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -27,12 +29,12 @@ from tavernkit.chat.undo import UndoStack, take_snapshot
 from tavernkit.cli.chat_display import (
     ChatConsoleSink,
     JsonSink,
-    err,
     out,
     print_message,
     report_outcome,
+    say_error,
 )
-from tavernkit.cli.failures import Where
+from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.slash import (
     COMMANDS,
     UsageError,
@@ -47,7 +49,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import ConnectionProfile
 
-__all__ = ["Session", "read_line"]
+__all__ = ["Session", "leave_if_input_blocked", "read_line"]
 
 _ROLE_NAMES = {number: name for name, number in NOTE_ROLES.items()}
 
@@ -121,7 +123,7 @@ class Session:
         finally:
             self._generating = False
             if isinstance(sink, ChatConsoleSink):
-                sink.stop_status()
+                sink.stop_status(header=False)
         if outcome.reasoning:
             self.last_reasoning = outcome.reasoning
         if isinstance(sink, JsonSink):
@@ -149,21 +151,14 @@ class Session:
         if ref:
             with contextlib.suppress(NotFound):
                 profile = await self.tk.store.get("connection_profile", ref, owner=self.tk.owner)
-        if not isinstance(profile, ConnectionProfile) or profile.api == "local":
-            from tavernkit.providers.local_model import find_model_path
-
-            return Where(source="local", model_file=find_model_path())
         attempts = outcome.result.attempts if outcome.result is not None else []
         key_id = next((a.key_id for a in reversed(attempts) if a.key_id), None)
-        credential = None
-        if key_id is not None:
-            for key in await self.tk.store.list_api_keys(owner=self.tk.owner):
-                if key.id == key_id:
-                    credential = f"key {key.label or key.provider!r} ({key.fingerprint})"
-        else:
-            envs = [c.env for c in profile.credentials if c.env]
-            credential = f"the key in ${envs[0]}" if envs else None
-        return Where(profile.name, profile.source, profile.base_url, credential)
+        return await where_for(
+            self.tk.store,
+            profile if isinstance(profile, ConnectionProfile) else None,
+            key_id,
+            owner=self.tk.owner,
+        )
 
     async def _speaker(self, verb: Callable[..., Awaitable[TurnOutcome]]) -> str:
         if verb == self.chats.impersonate:
@@ -189,12 +184,12 @@ class Session:
             try:
                 await self.run_turn(self.chats.send, line)
             except TavernKitError as exc:
-                err.print(f"error: {exc}", markup=False, highlight=False)
+                say_error(f"error: {exc}")
             return True
         name, rest = split_command(line)
         command = COMMANDS.get(name)
         if command is None:
-            err.print(f"unknown command /{name}; /help lists them", markup=False)
+            say_error(f"unknown command /{name}; /help lists them")
             return True
         if command.name == "quit":
             return False
@@ -202,9 +197,9 @@ class Session:
         try:
             await handler(rest)
         except UsageError as exc:
-            err.print(f"usage: {exc.command.usage}  ({exc.problem})", markup=False)
+            say_error(f"usage: {exc.command.usage}  ({exc.problem})")
         except TavernKitError as exc:
-            err.print(f"error: {exc}", markup=False, highlight=False)
+            say_error(f"error: {exc}")
         return True
 
     async def _count(self) -> int:
@@ -441,6 +436,19 @@ class Session:
             out.print("[dim]no variables[/]")
 
 
+_reader: threading.Thread | None = None
+
+
+def leave_if_input_blocked(code: int) -> None:
+    """End the process now if a reader thread is still blocked in ``input()`` (the session
+    ended on Ctrl-C): letting the interpreter finalize under a thread holding stdin's lock
+    aborts it. Called after the Tavern is closed, so nothing is left unwritten."""
+    if _reader is not None and _reader.is_alive():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
 async def read_line(prompt: str, interrupted: asyncio.Event) -> str | None:
     """One input line, or ``None`` at end of input or when ``interrupted`` is set (Ctrl-C).
 
@@ -461,7 +469,9 @@ async def read_line(prompt: str, interrupted: asyncio.Event) -> str | None:
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(settle, line)
 
-    threading.Thread(target=reader, name="tavernkit-input", daemon=True).start()
+    global _reader
+    _reader = threading.Thread(target=reader, name="tavernkit-input", daemon=True)
+    _reader.start()
     stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
     try:
         await asyncio.wait((done, stop), return_when=asyncio.FIRST_COMPLETED)

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tavernkit.errors import ProviderError, ProviderTimeout
-from tavernkit.generation.result import TurnError
+from tavernkit.errors import GenerateTaskError, ProviderError, ProviderTimeout
+from tavernkit.generation.result import TurnError, classify_error
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.store.protocol import Store
 
-__all__ = ["Where", "failure_line", "host_of"]
+__all__ = ["Where", "failure_line", "host_of", "task_failure_line", "where_for"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +85,35 @@ def failure_line(error: TurnError, where: Where) -> str:
         "content_filter": f"{service}'s safety filter blocked the prompt or the reply{via}",
     }
     return f"{texts.get(klass, f'generation failed{via}')} [{tag}]"
+
+
+async def where_for(
+    store: Store, profile: ConnectionProfile | None, key_id: str | None, *, owner: str
+) -> Where:
+    """What is safe to say about a request through ``profile`` (``None`` or a ``local``
+    profile: the embedded model) that sent the stored key ``key_id`` (``None``: the profile's
+    environment variable, if it names one)."""
+    if profile is None or profile.api == "local":
+        from tavernkit.providers.local_model import find_model_path
+
+        return Where(source="local", model_file=find_model_path())
+    credential = None
+    if key_id is not None:
+        for key in await store.list_api_keys(owner=owner):
+            if key.id == key_id:
+                credential = f"key {key.label or key.provider!r} ({key.fingerprint})"
+    else:
+        envs = [c.env for c in profile.credentials if c.env]
+        credential = f"the key in ${envs[0]}" if envs else None
+    return Where(profile.name, profile.source, profile.base_url, credential)
+
+
+def task_failure_line(error: GenerateTaskError, where: Where) -> str:
+    """:func:`failure_line` for a one-request failure (``profile test``, tasks): classified
+    from its cause, so a rejected key says rejected, not ``auth_missing``."""
+    cause = error.cause
+    if cause is None:
+        return f"{error.message} [{error.code}]"
+    klass, code = classify_error(cause)
+    model = cause.model if isinstance(cause, ProviderError) else None
+    return failure_line(TurnError(klass, code, model, cause=cause), where)

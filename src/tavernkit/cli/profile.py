@@ -17,6 +17,7 @@ from rich.table import Table
 
 from tavernkit.chat.prepare import resolve_for_state
 from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli.failures import task_failure_line, where_for
 from tavernkit.errors import GenerateTaskError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.generation.one_attempt import send_one
@@ -156,14 +157,15 @@ def test(
 ) -> None:
     """Send a one-line request through a profile and report the outcome."""
 
-    async def action(tk: Tavern) -> tuple[str, float, str]:
+    async def action(tk: Tavern) -> tuple[str, float, str] | str:
         profile: Any = None
         if name:
             profile = await tk.store.get(KIND, name, owner=tk.owner)
         else:
             selected = (await tk.settings()).selections.profile
             profile = await tk.store.get(KIND, selected, owner=tk.owner) if selected else None
-        state = ChatState(profile=profile if isinstance(profile, ConnectionProfile) else None)
+        profile = profile if isinstance(profile, ConnectionProfile) else None
+        state = ChatState(profile=profile)
         connection = await resolve_for_state(tk.store, state, owner=tk.owner)
         sampling = Sampling(max_tokens=8)
         request: ChatPrompt | TextPrompt
@@ -174,12 +176,20 @@ def test(
         else:
             request = TextPrompt("Reply with the word OK.\n", sampling=sampling)
         started = time.monotonic()
-        completion = await send_one(connection, request, stream=False)
+        try:
+            completion = await send_one(connection, request, stream=False)
+        except GenerateTaskError as exc:
+            key_id = (
+                next((c.key_id for c in profile.credentials if c.key_id), None) if profile else None
+            )
+            return task_failure_line(
+                exc, await where_for(tk.store, profile, key_id, owner=tk.owner)
+            )
         return connection.model or "-", time.monotonic() - started, completion.text.strip()
 
-    try:
-        model, seconds, text = run_in_tavern(home, action)
-    except GenerateTaskError as exc:
-        err.print(f"[bold red]failed:[/] {escape(exc.code)}")
-        raise typer.Exit(1) from None
+    outcome = run_in_tavern(home, action)
+    if isinstance(outcome, str):
+        err.print(f"failed: {outcome}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    model, seconds, text = outcome
     out.print(f"ok: {escape(model)} answered in {seconds:.2f}s: {escape(text[:80])}")
