@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import pluggy
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import StoreError, TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
 from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
@@ -68,7 +68,17 @@ class Tavern:
 
     async def open(self) -> Self:
         if self._store is None:
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except FileExistsError:
+                raise StoreError(
+                    f"the data folder {self.home} is a file, not a folder "
+                    "(check TAVERNKIT_HOME or --home)"
+                ) from None
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the data folder {self.home}: {exc.strerror or exc}"
+                ) from None
             self._store = await open_store(self.home / DB_FILE_NAME)
             self._library = Library(self._store, self.formats, owner=self.owner)
         return self

@@ -47,7 +47,7 @@ app.add_typer(lore_app, name="lore")
 app.command("chat")(chat_command)
 app.command("prompt")(prompt_command)
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 #: ``tavernkit list WHAT`` -> store kinds
 _LIST_KINDS: dict[str, tuple[str, ...]] = {

@@ -25,7 +25,7 @@ HomeOption = Annotated[
     typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
 ]
 
-_err = Console(stderr=True, highlight=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> typer.Exit:

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STOPPED_NOTICE = "[stopped; the text shown is kept]"
 INCOMPLETE_NOTICE = "[incomplete: the reply was cut off; /continue extends it, /swipe retries]"

@@ -33,7 +33,7 @@ profile_app = typer.Typer(
     help="Connection profiles (where replies come from).", no_args_is_help=True
 )
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @profile_app.command("add")
