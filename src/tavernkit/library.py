@@ -460,6 +460,69 @@ class Library:
             raise FormatError(f"cannot write: {exc.strerror or exc}", source=str(path)) from None
         return found
 
+    # -- characters -----------------------------------------------------------------------
+
+    async def rename_character(self, ref: str, new_name: str) -> RecordInfo:
+        """Rename a character (the card's ``data.name`` and the record's name); its chats,
+        avatar and linked lorebooks stay attached (they point at the id)."""
+        new_name = new_name.strip()
+        if not new_name:
+            raise FormatError("a character needs a name", field="data.name")
+        stored = await self.store.get_record("character", ref, owner=self.owner)
+        await self._name_free(new_name, stored.info.id)
+        card = Card.model_validate(stored.data)
+        card.data.name = new_name
+        await self.store.put("character", card, owner=self.owner, name=new_name, id=stored.info.id)
+        return (await self.store.get_record("character", stored.info.id, owner=self.owner)).info
+
+    async def duplicate_character(self, ref: str, new_name: str | None = None) -> RecordInfo:
+        """A copy of a character under ``new_name`` (default ``"<name> (copy)"``, numbered
+        when taken), with its avatar and lorebook links; chats are not copied."""
+        stored = await self.store.get_record("character", ref, owner=self.owner)
+        base = (new_name or f"{stored.info.name} (copy)").strip()
+        name, number = base, 2
+        while new_name is None and await self._taken(name):
+            name, number = f"{base} {number}", number + 1
+        await self._name_free(name, None)
+        card = Card.model_validate(stored.data)
+        card.data.name = name
+        avatar = await self.store.get_blob("character", stored.info.id, owner=self.owner)
+        blobs = {"avatar": avatar} if avatar is not None else None
+        ref_new = await self.store.put("character", card, owner=self.owner, name=name, blobs=blobs)
+        for book in await self.store.links(
+            "character", stored.info.id, "lorebook", owner=self.owner
+        ):
+            await self.store.link(
+                "character", ref_new.id, "lorebook", "lorebook", book.id, owner=self.owner
+            )
+        return (await self.store.get_record("character", ref_new.id, owner=self.owner)).info
+
+    async def delete_character(self, ref: str, *, with_chats: bool = False) -> int:
+        """Delete a character; ``with_chats`` deletes its chats too (else they stay, attached
+        to no character). Returns how many chats were deleted."""
+        info = (await self.store.get_record("character", ref, owner=self.owner)).info
+        chats = await self.store.list_chats(owner=self.owner, character=info.id)
+        if with_chats:
+            for chat in chats:
+                await self.store.delete_chat(chat.id, owner=self.owner)
+        await self.store.delete("character", info.id, owner=self.owner)
+        return len(chats) if with_chats else 0
+
+    async def _taken(self, name: str) -> bool:
+        try:
+            await self.store.get_record("character", name, owner=self.owner)
+        except NotFound:
+            return False
+        return True
+
+    async def _name_free(self, name: str, own_id: str | None) -> None:
+        try:
+            other = await self.store.get_record("character", name, owner=self.owner)
+        except NotFound:
+            return
+        if other.info.id != own_id:
+            raise Conflict(f"a character named {name!r} exists already")
+
     async def card(self, name: str) -> Card:
         value = await self.store.get("character", name, owner=self.owner)
         assert isinstance(value, Card)

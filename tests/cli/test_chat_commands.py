@@ -47,8 +47,8 @@ BAD = [
     ("/vars x", "/vars takes no argument"),
     ("/help me", "/help takes no argument"),
 ]
-#: commands whose every argument is valid (/prefill TEXT, /persona NAME is looked up)
-ANY_ARGUMENT = {"prefill", "persona", "quit"}
+#: commands whose every argument is valid (/prefill TEXT; a /persona or /book NAME is looked up)
+ANY_ARGUMENT = {"prefill", "persona", "book", "quit"}
 
 
 def test_every_command_is_driven_with_bad_arguments() -> None:
@@ -64,7 +64,9 @@ def test_bad_arguments_answer_usage_lines_and_change_nothing(
     assert setup.exit_code == 0, setup.output
     before = [m.to_wire() for m in messages(home)]
     sent = len(server.bodies)
-    script = "\n".join([line for line, _ in BAD] + ["/nosuch", "/persona nobody", "/quit"])
+    script = "\n".join(
+        [line for line, _ in BAD] + ["/nosuch", "/persona nobody", "/book nosuch", "/quit"]
+    )
     result = cli("chat", "Mira", input=script + "\n")
     assert result.exit_code == 0, result.output
     assert "Traceback" not in result.output
@@ -76,6 +78,7 @@ def test_bad_arguments_answer_usage_lines_and_change_nothing(
         assert problem in got, (line, got)
     assert "unknown command /nosuch; /help lists them" in result.stderr
     assert "error: no persona named 'nobody'" in result.stderr
+    assert "error: no lorebook 'nosuch'" in result.stderr
     assert [m.to_wire() for m in messages(home)] == before
     assert len(server.bodies) == sent
 

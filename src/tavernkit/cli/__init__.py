@@ -20,6 +20,7 @@ from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.chat import chat_command
 from tavernkit.cli.lore import lore_app
+from tavernkit.cli.manage import character_app, chats_app, persona_app
 from tavernkit.cli.model import model_app
 from tavernkit.cli.preset import preset_app
 from tavernkit.cli.profile import profile_app
@@ -44,6 +45,9 @@ app.add_typer(model_app, name="model")
 app.add_typer(card_app, name="card")
 app.add_typer(profile_app, name="profile")
 app.add_typer(lore_app, name="lore")
+app.add_typer(persona_app, name="persona")
+app.add_typer(chats_app, name="chats")
+app.add_typer(character_app, name="character")
 app.command("chat")(chat_command)
 app.command("prompt")(prompt_command)
 out = Console(highlight=False)

@@ -37,6 +37,7 @@ __all__ = [
     "print_message",
     "report_outcome",
     "say_error",
+    "swipe_counter",
 ]
 
 out = Console(highlight=False)

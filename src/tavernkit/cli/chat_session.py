@@ -23,6 +23,7 @@ from rich.markup import escape
 
 from tavernkit.chat.authors_note import NOTE_ROLES, authors_note, set_authors_note
 from tavernkit.chat.inspect import inspection
+from tavernkit.chat.lorebooks import set_chat_lorebook
 from tavernkit.chat.personas import Personas
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.chat.undo import UndoStack, take_snapshot
@@ -33,6 +34,7 @@ from tavernkit.cli.chat_display import (
     print_message,
     report_outcome,
     say_error,
+    swipe_counter,
 )
 from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.slash import (
@@ -141,7 +143,12 @@ class Session:
                 }
             )
         where = await self._where(outcome) if outcome.status == "failed" else Where()
-        report_outcome(outcome, sink if isinstance(sink, ChatConsoleSink) else None, where)
+        console_sink = sink if isinstance(sink, ChatConsoleSink) else None
+        report_outcome(outcome, console_sink, where)
+        if console_sink is not None and outcome.message_id is not None:
+            stored = await self.tk.store.get_message(outcome.message_id, owner=self.tk.owner)
+            counter = swipe_counter(Message.model_validate(stored.data))
+            out.print(f"  [dim]#{outcome.message_index} {counter}[/]")
         return outcome
 
     async def _where(self, outcome: TurnOutcome) -> Where:
@@ -373,6 +380,25 @@ class Session:
         out.print(
             f"[dim]author's note (depth {note.depth}, every {note.interval}, {role}):[/] "
             f"{escape(note.prompt)}"
+        )
+
+    async def cmd_book(self, arg: str) -> None:
+        store, owner = self.tk.store, self.tk.owner
+        if arg:
+            book = await set_chat_lorebook(
+                store, self.chat_id, None if arg == "off" else arg, owner=owner
+            )
+            if book is None:
+                out.print("[dim]this chat has no lorebook of its own now[/]")
+            else:
+                out.print(f"[dim]this chat's lorebook:[/] {escape(book.name)}")
+            return
+        stored = await self.chats.load(self.chat_id)
+        current = (stored.header.get("chat_metadata") or {}).get("world_info")
+        out.print(
+            f"[dim]this chat's lorebook:[/] {escape(current)}"
+            if current
+            else "[dim]this chat has no lorebook of its own (/book NAME binds one)[/]"
         )
 
     async def cmd_rename(self, arg: str) -> None:

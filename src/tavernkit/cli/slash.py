@@ -63,6 +63,7 @@ _TABLE = (
         "/note [TEXT | off | depth N | every N | role system|user|assistant]",
         "this chat's author's note",
     ),
+    SlashCommand("book", "/book [NAME|off]", "this chat's own lorebook (chat lore)"),
     SlashCommand("rename", "/rename NAME", "rename this chat"),
     SlashCommand("chats", "/chats", "list this character's chats"),
     SlashCommand("think", "/think", "show the last reply's reasoning"),
