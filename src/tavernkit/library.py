@@ -473,6 +473,7 @@ class Library:
         card = Card.model_validate(stored.data)
         card.data.name = new_name
         await self.store.put("character", card, owner=self.owner, name=new_name, id=stored.info.id)
+        await self.store.set_chats_character_name(stored.info.id, new_name, owner=self.owner)
         return (await self.store.get_record("character", stored.info.id, owner=self.owner)).info
 
     async def duplicate_character(self, ref: str, new_name: str | None = None) -> RecordInfo:

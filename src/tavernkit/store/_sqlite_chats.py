@@ -258,6 +258,16 @@ class SqliteChats(SqliteBase):
                 "UPDATE chats SET name = ?, updated = ? WHERE id = ?", (name, self._now(), row[0])
             )
 
+    async def set_chats_character_name(
+        self, character_id: str, name: str, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE chats SET character_name = ? WHERE character_id = ? AND owner = ?",
+                (name, character_id, owner),
+            )
+            return int(cur.rowcount)
+
     async def update_chat_header(
         self, chat_id: str, header: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
     ) -> None:

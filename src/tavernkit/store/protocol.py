@@ -335,6 +335,13 @@ class Store(Protocol):
 
     async def rename_chat(self, ref: str, name: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 
+    async def set_chats_character_name(
+        self, character_id: str, name: str, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        """The character name the chats of ``character_id`` list under (after a rename);
+        returns how many chats changed."""
+        ...
+
     async def update_chat_header(
         self, chat_id: str, header: Document, *, owner: str = DEFAULT_OWNER
     ) -> None: ...
