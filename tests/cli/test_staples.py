@@ -149,3 +149,29 @@ def test_every_reply_shows_its_swipe_counter(home: Path, server: ThreadServer) -
     assert "#2 (1/1)" in result.stdout  # the first reply, live
     assert "#2 (2/2)" in result.stdout  # after the swipe, live
     assert "#2 Mira (2/2): Two." in result.stdout  # in /history
+
+
+def test_quick_replies_send_saved_text_or_run_commands(home: Path, server: ThreadServer) -> None:
+    server.script(Reply(text="Nine."), Reply(text="Ten."))
+    script = [
+        "/qr",
+        "/qr add tide When does the /tide turn, {{char}}?",
+        "/qr tide",
+        "/qr",
+        "/quit",
+    ]
+    result = cli("chat", "Mira", input="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.output
+    assert "no quick replies; /qr add LABEL TEXT saves one" in result.stdout
+    assert "tide When does the /tide turn, {{char}}?" in result.stdout
+    # text with a slash inside is a message, its macros evaluated as typed input is
+    assert [m.mes for m in messages(home)][1:] == ["When does the /tide turn, Mira?", "Nine."]
+    # a reply made only of commands runs them: a new swipe
+    script = ["/qr add again /swipe", "/qr again", "/qr remove again", "/qr again", "/quit"]
+    result = cli("chat", "Mira", input="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.output
+    assert messages(home)[-1].swipes == ["Nine.", "Ten."]
+    assert "error: no quick reply 'again' (/qr lists them)" in result.stderr
+    bad = cli("chat", "Mira", input="/qr add\n/qr remove\n/qr two words\n/quit\n")
+    usage = [line for line in bad.stderr.splitlines() if line.startswith("usage: /qr")]
+    assert len(usage) == 3, bad.stderr

@@ -25,6 +25,7 @@ from tavernkit.chat.authors_note import NOTE_ROLES, authors_note, set_authors_no
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lorebooks import set_chat_lorebook
 from tavernkit.chat.personas import Personas
+from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.chat.undo import UndoStack, take_snapshot
 from tavernkit.cli.chat_display import (
@@ -71,6 +72,7 @@ class Session:
         self._suggestion = ""
         self._generating = False
         self._sigint_installed = False
+        self._qr_depth = 0
         #: set by Ctrl-C at the prompt: the session ends
         self.interrupted = asyncio.Event()
 
@@ -98,6 +100,7 @@ class Session:
             if self._sigint_installed:
                 loop.remove_signal_handler(signal.SIGINT)
                 self._sigint_installed = False
+        self._qr_depth = 0
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -419,6 +422,44 @@ class Session:
                 f"[bold]{escape(info.name)}[/]{mark} [dim]{info.message_count} messages, "
                 f"{info.updated:%Y-%m-%d %H:%M}[/]"
             )
+
+    async def cmd_qr(self, arg: str) -> None:
+        command = COMMANDS["qr"]
+        replies = QuickReplies(self.tk.store, owner=self.tk.owner)
+        verb, _, rest = arg.partition(" ")
+        label, _, text = rest.strip().partition(" ")
+        if not arg:
+            saved = await replies.list()
+            for reply in saved:
+                out.print(f"[bold]{escape(reply.label)}[/] {escape(reply.message)}")
+            if not saved:
+                out.print("[dim]no quick replies; /qr add LABEL TEXT saves one[/]")
+        elif verb == "add":
+            if not label or not text.strip():
+                raise command.error("/qr add needs a label and the text to send")
+            await replies.save(label, text.strip())
+            out.print(f"[dim]saved quick reply {escape(label)}[/]")
+        elif verb == "remove":
+            if not label or text:
+                raise command.error("/qr remove needs one label")
+            await replies.remove(label)
+            out.print(f"[dim]removed quick reply {escape(label)}[/]")
+        else:
+            if rest:
+                raise command.error(f"a label is one word; to save it: /qr add {verb} TEXT")
+            if self._qr_depth >= 3:
+                raise command.error("quick replies call each other too deeply")
+            reply = await replies.get(verb)
+            self._qr_depth += 1
+            try:
+                commands, lines = quick_reply_lines(reply.message)
+                for line in lines:
+                    if not commands:
+                        await self.run_turn(self.chats.send, line)
+                    elif not await self.command(line):
+                        break
+            finally:
+                self._qr_depth -= 1
 
     async def cmd_think(self, arg: str) -> None:
         no_argument(COMMANDS["think"], arg)

@@ -66,6 +66,11 @@ _TABLE = (
     SlashCommand("book", "/book [NAME|off]", "this chat's own lorebook (chat lore)"),
     SlashCommand("rename", "/rename NAME", "rename this chat"),
     SlashCommand("chats", "/chats", "list this character's chats"),
+    SlashCommand(
+        "qr",
+        "/qr [LABEL | add LABEL TEXT | remove LABEL]",
+        "quick replies: list them, send one, save or remove one",
+    ),
     SlashCommand("think", "/think", "show the last reply's reasoning"),
     SlashCommand("prompt", "/prompt", "show the prompt the next turn sends"),
     SlashCommand("lore", "/lore", "lorebook entries that fire on the next turn"),

@@ -76,6 +76,7 @@ KINDS: frozenset[str] = frozenset(
         "connection_profile",
         "fallback_chain",
         "custom_endpoint",
+        "quick_reply_set",
     }
 )
 
