@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
 from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.chat import chat_command
 from tavernkit.cli.lore import lore_app
@@ -122,18 +122,7 @@ def list_(
     async def action(tk: Tavern) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         if what == "chats":
-            for chat in await tk.store.list_chats(owner=tk.owner):
-                rows.append(
-                    {
-                        "kind": "chat",
-                        "name": chat.name,
-                        "id": chat.id,
-                        "character": chat.character_name,
-                        "messages": chat.message_count,
-                        "updated": chat.updated.isoformat(),
-                    }
-                )
-            return rows
+            return [chat_row(chat) for chat in await tk.store.list_chats(owner=tk.owner)]
         for kind in _LIST_KINDS[what]:
             for info in await tk.store.list(kind, owner=tk.owner):
                 rows.append(

@@ -15,7 +15,7 @@ from rich.markup import escape
 from tavernkit.chat.lorebooks import attach_character_lorebook, detach_character_lorebook
 from tavernkit.chat.personas import Personas
 from tavernkit.chat.search import search_chats
-from tavernkit.cli._common import HomeOption, fail, run_in_tavern
+from tavernkit.cli._common import HomeOption, chat_row, fail, run_in_tavern
 from tavernkit.facade import Tavern
 
 __all__ = ["character_app", "chats_app", "persona_app"]
@@ -130,14 +130,7 @@ def chats_list(
 
     for info in run_in_tavern(home, action):
         if as_json:
-            row = {
-                "id": info.id,
-                "name": info.name,
-                "character": info.character_name,
-                "messages": info.message_count,
-                "updated": info.updated.isoformat(),
-            }
-            out.print(json.dumps(row, ensure_ascii=False), markup=False)
+            out.print(json.dumps(chat_row(info), ensure_ascii=False), markup=False)
             continue
         out.print(
             f"[bold]{escape(info.name)}[/] [dim]{escape(info.character_name or '-')}, "
