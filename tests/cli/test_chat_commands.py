@@ -110,3 +110,12 @@ def test_an_edit_of_one_message_is_undone_by_rewriting_that_message_only(
     assert result.exit_code == 0, result.output
     assert "(/undo brings the old text back)" in result.output
     assert [m.mes for m in messages(home)] == [m.mes for m in before]
+
+
+def test_help_lists_every_command_and_history_of_an_empty_chat(home: Path) -> None:
+    result = cli("chat", "Mira", "--new", input="/delete 0\n/history\n/help\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "no messages" in result.stdout
+    lines = [line.removeprefix("> ") for line in result.stdout.splitlines()]  # after the prompt
+    listed = {line.split(" ")[0] for line in lines if line.startswith("/")}
+    assert listed == {f"/{c.name}" for c in COMMANDS.values()}

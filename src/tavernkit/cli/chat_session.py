@@ -178,6 +178,9 @@ class Session:
 
     async def history(self, last: int = 20) -> None:
         stored = await self.chats.load(self.chat_id)
+        if not stored.messages:
+            out.print("[dim]no messages[/]")
+            return
         start = max(len(stored.messages) - last, 0)
         if start:
             out.print(f"[dim]… {start} earlier messages[/]")
@@ -223,7 +226,7 @@ class Session:
 
     async def cmd_help(self, arg: str) -> None:
         no_argument(COMMANDS["help"], arg)
-        out.print(help_text(), markup=False)
+        out.print(help_text(), markup=False, soft_wrap=True)
 
     async def cmd_swipe(self, arg: str) -> None:
         command = COMMANDS["swipe"]

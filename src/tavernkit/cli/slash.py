@@ -85,9 +85,15 @@ COMMANDS: dict[str, SlashCommand] = {
 }
 
 
-def help_text() -> str:
-    width = max(len(c.usage) for c in _TABLE)
-    return "\n".join(f"{c.usage:<{width}}  {c.summary}" for c in _TABLE)
+def help_text(width: int = 22) -> str:
+    """The command table; a usage longer than ``width`` gets a line of its own."""
+    lines = []
+    for c in _TABLE:
+        if len(c.usage) > width:
+            lines += [c.usage, f"{'':<{width}}  {c.summary}"]
+        else:
+            lines.append(f"{c.usage:<{width}}  {c.summary}")
+    return "\n".join(lines)
 
 
 def split_command(line: str) -> tuple[str, str]:
