@@ -168,3 +168,22 @@ def test_a_cut_reply_is_marked_incomplete_on_resume(home: Path, server: ThreadSe
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout.count("Half") == 2
     assert resumed.stdout.count("[incomplete: the reply was cut off;") == 2
+
+
+def test_a_rejected_stored_key_is_named_by_label_and_fingerprint(
+    home: Path, server: ThreadServer
+) -> None:
+    added = cli(
+        "profile", "add", "work", "--base-url", server.server.base_url + "/v1", "-m", "m1",
+        "--key", "--default", input="sk-stored-secret-9876\n",
+    )  # fmt: skip
+    assert added.exit_code == 0, added.output
+    server.script(Reply(status=401), Reply(status=401))
+    result = cli("chat", "Mira", "--once", "Hello?")
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: openai rejected key 'work' (")
+    assert "(profile 'work', openai, model 'm1'): check the key [auth 401]" in line
+    assert "sk-stored-secret-9876" not in result.output
+    tested = cli("profile", "test")
+    assert "failed: openai rejected key 'work' (" in tested.stderr
+    assert "sk-stored-secret-9876" not in tested.output

@@ -92,12 +92,14 @@ async def where_for(
 ) -> Where:
     """What is safe to say about a request through ``profile`` (``None`` or a ``local``
     profile: the embedded model) that sent the stored key ``key_id`` (``None``: the profile's
-    environment variable, if it names one)."""
+    first stored key, else its environment variable)."""
     if profile is None or profile.api == "local":
         from tavernkit.providers.local_model import find_model_path
 
         return Where(source="local", model_file=find_model_path())
     credential = None
+    # A profile with one credential sends it without a key pool, so no attempt names it.
+    key_id = key_id or next((c.key_id for c in profile.credentials if c.key_id), None)
     if key_id is not None:
         for key in await store.list_api_keys(owner=owner):
             if key.id == key_id:

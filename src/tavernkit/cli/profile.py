@@ -179,12 +179,8 @@ def test(
         try:
             completion = await send_one(connection, request, stream=False)
         except GenerateTaskError as exc:
-            key_id = (
-                next((c.key_id for c in profile.credentials if c.key_id), None) if profile else None
-            )
-            return task_failure_line(
-                exc, await where_for(tk.store, profile, key_id, owner=tk.owner)
-            )
+            where = await where_for(tk.store, profile, None, owner=tk.owner)
+            return task_failure_line(exc, where)
         return connection.model or "-", time.monotonic() - started, completion.text.strip()
 
     outcome = run_in_tavern(home, action)
