@@ -18,6 +18,8 @@ Rules that are easy to get wrong:
 - a tool call that already succeeded in an earlier attempt of the turn (same identity: name
   and canonical arguments) is answered from the record, not run again; within one attempt a
   tool may run twice on purpose. Failover never rolls back tool side effects;
+- a round that ran a stealth tool is the last one: no follow-up generation, the text so far
+  is the reply (possibly empty), as in SillyTavern;
 - logs carry outcomes, attempt ids, key ids and budgets, never prompts, drafts or keys.
 
 Both prompt families run here: a chat prompt (:class:`~tavernkit.generation.adapt.TurnPrompt`)
@@ -365,6 +367,8 @@ class _Turn:
                 )
                 records = await self.replay.run_round(calls, rounds)
                 invocations += records
+                if any(r.stealth for r in records):
+                    break  # a stealth tool ends the loop: no follow-up generation (ST)
                 history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
                 continue
             if not pipe.visible.strip():
