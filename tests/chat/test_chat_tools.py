@@ -107,7 +107,7 @@ async def test_a_registered_tool_is_offered_run_and_its_invocation_stored(world:
     assert result_turn == {"role": "tool", "tool_call_id": "call_0", "content": "4"}
 
     # stored as SillyTavern stores it: a system message before the reply
-    greeting, user, tools, reply = await _messages(world, info.id)
+    _greeting, user, tools, reply = await _messages(world, info.id)
     assert user.mes == "Roll for me" and reply.mes == "You rolled a four."
     assert tools.is_system and tools.name == SYSTEM_USER_NAME
     assert tools.extra.is_small_sys is True and tools.extra.model == reply.extra.model
@@ -184,9 +184,7 @@ async def test_should_register_is_asked_every_turn_and_no_leaves_the_tool_out(
 async def test_a_stealth_tool_runs_hidden_with_no_follow_up(world: World) -> None:
     await _tools_profile(world, native=True)
     notes = Dice(result="noted")
-    world.tk.tools.register_function_tool(
-        FunctionTool(name="remember", action=notes, stealth=True)
-    )
+    world.tk.tools.register_function_tool(FunctionTool(name="remember", action=notes, stealth=True))
     world.server.script(
         Reply(text="I will remember that.", tool_calls=[("remember", {"fact": "tea"})]),
         Reply(text="Next turn."),
@@ -211,9 +209,7 @@ async def test_a_reply_that_is_only_a_tool_call_is_never_stored_as_an_empty_repl
 ) -> None:
     await _tools_profile(world, native=True)
     notes = Dice(result="noted")
-    world.tk.tools.register_function_tool(
-        FunctionTool(name="remember", action=notes, stealth=True)
-    )
+    world.tk.tools.register_function_tool(FunctionTool(name="remember", action=notes, stealth=True))
     world.server.script(Reply(tool_calls=[("remember", {"fact": "tea"})]))
     info = await world.chats.new_chat("Mira")
     out = await world.chats.send(info.id, "I like tea")

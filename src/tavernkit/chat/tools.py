@@ -32,8 +32,13 @@ from typing import Any
 from tavernkit.generation.plan import AttemptTarget, FundingScope, Plan, PlanEntry
 from tavernkit.generation.profiles import ResolvedConnection
 from tavernkit.generation.sending import ProviderWrapper
-from tavernkit.providers.events import Finish, ProviderErrorEvent, StreamEvent, TextDelta
-from tavernkit.providers.events import ToolCallDelta
+from tavernkit.providers.events import (
+    Finish,
+    ProviderErrorEvent,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+)
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
@@ -201,7 +206,11 @@ class ProtocolToolProvider(ProviderWrapper):
         offered = request.tools
         detector = self.protocol.detector() if offered else None
         events = self.inner.stream(
-            self.rewrite(request), model=model, profile=self.real_profile, stream=stream, abort=abort
+            self.rewrite(request),
+            model=model,
+            profile=self.real_profile,
+            stream=stream,
+            abort=abort,
         )
         async for event in events:
             if detector is None:
