@@ -181,10 +181,15 @@ async def test_should_register_is_asked_every_turn_and_no_leaves_the_tool_out(
     assert "tools" not in _body(world, 3)
 
 
-async def test_a_stealth_tool_runs_hidden_with_no_follow_up(world: World) -> None:
+async def _stealth_notes(world: World) -> Dice:
     await _tools_profile(world, native=True)
     notes = Dice(result="noted")
     world.tk.tools.register_function_tool(FunctionTool(name="remember", action=notes, stealth=True))
+    return notes
+
+
+async def test_a_stealth_tool_runs_hidden_with_no_follow_up(world: World) -> None:
+    notes = await _stealth_notes(world)
     world.server.script(
         Reply(text="I will remember that.", tool_calls=[("remember", {"fact": "tea"})]),
         Reply(text="Next turn."),
@@ -207,9 +212,7 @@ async def test_a_stealth_tool_runs_hidden_with_no_follow_up(world: World) -> Non
 async def test_a_reply_that_is_only_a_tool_call_is_never_stored_as_an_empty_reply(
     world: World,
 ) -> None:
-    await _tools_profile(world, native=True)
-    notes = Dice(result="noted")
-    world.tk.tools.register_function_tool(FunctionTool(name="remember", action=notes, stealth=True))
+    notes = await _stealth_notes(world)
     world.server.script(Reply(tool_calls=[("remember", {"fact": "tea"})]))
     info = await world.chats.new_chat("Mira")
     out = await world.chats.send(info.id, "I like tea")
