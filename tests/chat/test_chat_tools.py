@@ -386,3 +386,48 @@ async def test_an_unknown_function_call_mode_is_a_typed_error(world: World) -> N
         assert exc.code == "invalid_input" and "telepathy" in exc.message
     else:
         raise AssertionError("an unknown mode was accepted")
+
+
+async def test_a_fallback_without_native_tools_speaks_the_protocol_in_the_same_turn(
+    world: World,
+) -> None:
+    await _tools_profile(world, native=True, fallback_chain="backup")
+    plain = ConnectionProfile(
+        name="plain",
+        api="chat",
+        source="openai",
+        base_url=world.server.base_url + "/v1",
+        model="p1",
+        capabilities=CapabilityOverrides(supports_tools=False),
+    )
+    await world.tk.store.put("connection_profile", plain)
+    await world.tk.store.put(
+        "fallback_chain", FallbackChain(name="backup", entries=[FallbackEntry(profile="plain")])
+    )
+    dice = Dice()
+    world.tk.tools.register_function_tool(_roll_tool(dice))
+    trigger = make_trigger_signal(random.Random(2))
+    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(2))
+    world.server.script(
+        Reply(status=503, error={"error": {"message": "busy"}}),
+        Reply(text=XmlProtocol(trigger).render_calls([("roll", ROLL)])),
+        Reply(text="Four, from the backup."),
+    )
+    info = await chats.new_chat("Mira")
+    out = await chats.send(info.id, "Roll")
+    assert out.status == "completed", out.error
+    assert out.text == "Four, from the backup." and dice.runs == [ROLL]
+    primary, fallback, _ = (r.body for r in world.server.requests)
+    assert _tool_names(primary) == ["roll"]  # native on the model that has it
+    assert fallback["model"] == "p1" and "tools" not in fallback
+    assert trigger in str(fallback["messages"])
+
+
+async def test_the_preview_shows_the_tools_the_next_turn_offers(world: World) -> None:
+    await _tools_profile(world, native=True)
+    world.tk.tools.register_function_tool(_roll_tool(Dice()))
+    info = await world.chats.new_chat("Mira")
+    preview = await world.chats.preview(info.id)
+    assert [t.name for t in getattr(preview.request, "tools", ())] == ["roll"]
+    assert preview.built_request is None  # the tools are the turn's, not a hook's change
+    assert world.server.requests == []

@@ -11,7 +11,9 @@ Every generating verb (:meth:`~ChatService.send`, :meth:`~ChatService.swipe`,
    (:class:`~tavernkit.chat.sink.StoreSink`); a crash leaves the delivered text, partial;
 4. the turn runner generates (:mod:`.run`); a stop keeps what was shown;
 5. the reply is finalized in one message write (text, reasoning, model, dates) and the chat's
-   variables and timed world-info state in one metadata write.
+   variables and timed world-info state in one metadata write; the tools the turn ran (the
+   Tavern's registered tools, offered by :mod:`.tools`) are stored as their own system
+   message before the reply (:mod:`.tool_messages`).
 
 User input is macro-evaluated when it is stored, as SillyTavern's ``sendMessageAsUser`` does
 (``substituteParams``); the prompt builders evaluate stored messages again, which changes
