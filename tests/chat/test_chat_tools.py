@@ -9,6 +9,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from tavernkit.chat import ChatService
 from tavernkit.chat.tool_messages import SYSTEM_USER_NAME
 from tavernkit.generation.sink import RecordingSink
@@ -431,3 +433,25 @@ async def test_the_preview_shows_the_tools_the_next_turn_offers(world: World) ->
     assert [t.name for t in getattr(preview.request, "tools", ())] == ["roll"]
     assert preview.built_request is None  # the tools are the turn's, not a hook's change
     assert world.server.requests == []
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["char-by-char stream", "no stream"])
+async def test_the_protocol_payload_stays_hidden_however_it_arrives(
+    world: World, stream: bool
+) -> None:
+    await _tools_profile(world, native=False)
+    dice = Dice()
+    world.tk.tools.register_function_tool(_roll_tool(dice))
+    trigger = make_trigger_signal(random.Random(9))
+    text = "Rolling now. " + XmlProtocol(trigger).render_calls([("roll", ROLL)])
+    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(9))
+    world.server.script(Reply(text=text, chunks=list(text)), Reply(text="Four."))
+    info = await chats.new_chat("Mira")
+    sink = RecordingSink()
+    out = await chats.send(info.id, "Roll", sink=sink, stream=stream)
+    assert out.status == "completed", out.error
+    assert dice.runs == [ROLL]
+    assert world.server.requests[0].body["stream"] is stream
+    for shown in (sink.text, out.text):
+        assert "Rolling now." in shown and "Four." in shown
+        assert "<" not in shown and "roll" not in shown.lower().replace("rolling", "")
