@@ -45,6 +45,7 @@ from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, ToolSpec
 from tavernkit.tools import protocol_for
 from tavernkit.tools._protocol import PromptProtocol
+from tavernkit.tools._scan import StreamDetector
 from tavernkit.tools.calls import ToolCall
 from tavernkit.tools.capability import can_perform_tool_calls, is_tool_calling_supported
 from tavernkit.tools.errors import ToolCallParseError
@@ -235,7 +236,7 @@ class ProtocolToolProvider(ProviderWrapper):
             for out in self._end(detector, offered):
                 yield out
 
-    def _end(self, detector: Any, offered: Sequence[ToolSpec]) -> list[StreamEvent]:
+    def _end(self, detector: StreamDetector, offered: Sequence[ToolSpec]) -> list[StreamEvent]:
         """What the end of a reply releases: the held tail, then the calls (or the payload
         as text when it cannot be read)."""
         out: list[StreamEvent] = []
