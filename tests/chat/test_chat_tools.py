@@ -455,3 +455,24 @@ async def test_the_protocol_payload_stays_hidden_however_it_arrives(
     for shown in (sink.text, out.text):
         assert "Rolling now." in shown and "Four." in shown
         assert "<" not in shown and "roll" not in shown.lower().replace("rolling", "")
+
+
+async def test_beside_a_stealth_tool_only_the_ordinary_ones_are_stored(world: World) -> None:
+    notes = await _stealth_notes(world)
+    dice = Dice()
+    world.tk.tools.register_function_tool(_roll_tool(dice))
+    both = [("roll", ROLL), ("remember", {"fact": "tea"})]
+    world.server.script(Reply(text="Rolled, and noted.", tool_calls=both))
+    info = await world.chats.new_chat("Mira")
+    out = await world.chats.send(info.id, "Roll and remember")
+    assert out.status == "completed", out.error
+    assert len(dice.runs) == len(notes.runs) == 1 and len(world.server.requests) == 1
+    *_, tools, reply = await _messages(world, info.id)
+    assert [i.to_wire()["name"] for i in tools.extra.tool_invocations or []] == ["roll"]
+    assert "remember" not in str(tools.to_wire()) and reply.mes == "Rolled, and noted."
+    # the same round with no text: no reply, so no tool message either
+    world.server.script(Reply(tool_calls=both))
+    quiet = await world.chats.send(info.id, "Again, silently")
+    assert quiet.status == "completed" and quiet.message_index is None
+    *_, last = await _messages(world, info.id)
+    assert last.is_user and last.mes == "Again, silently"

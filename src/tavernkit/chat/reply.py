@@ -178,15 +178,13 @@ class ReplyWriter:
         }
         if target.mode == "none" or target.message is None or target.message_id is None:
             return TurnOutcome(**outcome)
-        tools = visible_invocations(result.tool_invocations)
         if not text and (result.status != "completed" or result.tool_invocations):
-            # nothing to show (a failure, or a reply that was only tool calls): no reply
+            # nothing to show (a failure, or a reply that was only tool calls): no reply, and
+            # no tool message that would end the chat where a reply belongs (SillyTavern
+            # saves nothing either when it stops for a stealth tool)
             await self.discard(chat_id, target)
-            if tools:
-                await self.store.append_message(
-                    chat_id, self._tool_message(tools, prepared, model), owner=self.owner
-                )
             return TurnOutcome(**outcome)
+        tools = visible_invocations(result.tool_invocations)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
             text = _rejoin(target.prefix, text, result)

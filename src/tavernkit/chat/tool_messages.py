@@ -9,9 +9,12 @@ it, as a hidden message, when tools are off). The reply itself carries no invoca
 message with ``tool_invocations`` is sent as its tool calls *instead of* its text.
 
 Stealth invocations are never stored (SillyTavern keeps them out of the chat), so they are
-hidden from the transcript and from every later prompt. Where we differ: the non-stealth
-calls of a round that also ran a stealth tool are stored (SillyTavern drops the whole round's
-record when it stops for the stealth tool, though those tools did run).
+hidden from the transcript and from every later prompt. A turn that stores no reply (it
+failed before showing anything, or its reply was only tool calls) stores no tool message
+either: the chat never ends on a tool message where the next swipe or regeneration would
+take it for the reply. Where we differ: when a reply with text follows a round that ran a
+stealth tool beside ordinary ones, the ordinary ones are stored (SillyTavern drops the whole
+round's record when it stops for the stealth tool, though those tools did run).
 """
 
 from __future__ import annotations
