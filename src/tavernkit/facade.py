@@ -56,8 +56,10 @@ class Tavern:
         self.formats = FormatRegistry.from_plugins(self.plugins)
         self._store: SqliteStore | None = None
         self._library: Library | None = None
-        #: function tools offered to this Tavern's chats (never shared between Taverns)
+        #: function tools offered to this Tavern's chats (never shared between Taverns); the
+        #: plugins' ``register_tools`` hooks fill it first
         self.tools = ToolRegistry()
+        self.plugins.hook.register_tools(register=self.tools.register_function_tool)
         #: The template service every prompt of this Tavern evaluates its macros through.
         self.prompt_renderer = PromptRenderer()
         #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)

@@ -7,6 +7,8 @@ server on loopback plays the model; the tools are real functions counting their 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -476,3 +478,38 @@ async def test_beside_a_stealth_tool_only_the_ordinary_ones_are_stored(world: Wo
     assert quiet.status == "completed" and quiet.message_index is None
     *_, last = await _messages(world, info.id)
     assert last.is_user and last.mes == "Again, silently"
+
+
+# -- tools from plugins ------------------------------------------------------------------------
+
+
+class _EntryPoint:
+    def __init__(self, name: str, plugin: object) -> None:
+        self.name, self.value, self._plugin = name, f"tests:{name}", plugin
+
+    def load(self) -> object:
+        return self._plugin
+
+
+def test_a_plugin_registers_tools_on_every_tavern_it_loads_into(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tavernkit.facade import Tavern
+    from tavernkit.plugins import hookimpl, manager
+
+    dice = Dice()
+
+    class DicePlugin:
+        @hookimpl
+        def register_tools(self, register: Callable[[FunctionTool], None]) -> None:
+            register(_roll_tool(dice))
+
+    monkeypatch.delenv(manager.LOAD_PLUGINS_ENV, raising=False)
+    monkeypatch.setattr(
+        manager, "_installed_entry_points", lambda: [_EntryPoint("dice", DicePlugin())]
+    )
+    first, second = Tavern(tmp_path / "a"), Tavern(tmp_path / "b")
+    assert first.tools.names() == second.tools.names() == ["roll"]
+    first.tools.unregister_function_tool("roll")
+    assert second.tools.names() == ["roll"]  # each Tavern has its own registry
+    assert Tavern(tmp_path / "c", load_plugins=False).tools.names() == []
