@@ -15,6 +15,7 @@ import pytest
 
 from tavernkit.chat import ChatService
 from tavernkit.chat.tool_messages import SYSTEM_USER_NAME
+from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import (
@@ -381,17 +382,6 @@ async def test_an_unreadable_protocol_payload_is_shown_as_text(world: World) -> 
     assert "not a call at all" in out.text
 
 
-async def test_an_unknown_function_call_mode_is_a_typed_error(world: World) -> None:
-    from tavernkit.errors import GenerateTaskError
-
-    try:
-        ChatService(world.tk, function_call_mode="telepathy")
-    except GenerateTaskError as exc:
-        assert exc.code == "invalid_input" and "telepathy" in exc.message
-    else:
-        raise AssertionError("an unknown mode was accepted")
-
-
 async def test_a_fallback_without_native_tools_speaks_the_protocol_in_the_same_turn(
     world: World,
 ) -> None:
@@ -513,3 +503,34 @@ def test_a_plugin_registers_tools_on_every_tavern_it_loads_into(
     first.tools.unregister_function_tool("roll")
     assert second.tools.names() == ["roll"]  # each Tavern has its own registry
     assert Tavern(tmp_path / "c", load_plugins=False).tools.names() == []
+
+
+async def test_a_crash_between_the_two_writes_keeps_the_reply(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _tools_profile(world, native=True)
+    world.tk.tools.register_function_tool(_roll_tool(Dice()))
+    world.server.script(Reply(tool_calls=[("roll", ROLL)]), Reply(text="A four."))
+    store = world.tk.store
+    real_update = store.update_message
+
+    async def crash_on_tool_message(message_id: str, message: Any, **kw: Any) -> None:
+        if isinstance(message, Message) and message.is_system:
+            raise RuntimeError("power cut")
+        await real_update(message_id, message, **kw)
+
+    monkeypatch.setattr(store, "update_message", crash_on_tool_message)
+    info = await world.chats.new_chat("Mira")
+    with pytest.raises(RuntimeError, match="power cut"):
+        await world.chats.send(info.id, "Roll")
+    *_, place, reply = await _messages(world, info.id)
+    assert reply.mes == "A four." and place.mes in ("", "A four.")
+
+
+async def test_bad_tool_settings_are_typed_errors(world: World) -> None:
+    with pytest.raises(GenerateTaskError) as mode:
+        ChatService(world.tk, function_call_mode="telepathy")
+    assert mode.value.code == "invalid_input" and "telepathy" in mode.value.message
+    with pytest.raises(GenerateTaskError) as rounds:
+        ChatService(world.tk, max_tool_rounds=0)
+    assert rounds.value.details["field"] == "max_tool_rounds"
