@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from tavernkit.generation.keys import InMemoryCooldownStore
     from tavernkit.generation.profiles import ProviderLike
     from tavernkit.models.profile import ConnectionProfile
+    from tavernkit.profile_admin import ProfileAdmin
     from tavernkit.providers.profiles import ModelProfile
 
 __all__ = ["Tavern"]
@@ -122,6 +123,14 @@ class Tavern:
 
             provider = self._local[name] = local_provider(profile, model_profile)
         return provider
+
+    @property
+    def profiles(self) -> ProfileAdmin:
+        """Connection profiles, their key pools and fallback chains (see
+        :mod:`tavernkit.profile_admin`); what ``tavernkit profile`` edits."""
+        from tavernkit.profile_admin import ProfileAdmin
+
+        return ProfileAdmin(self.store, self.owner)
 
     @property
     def key_cooldowns(self) -> InMemoryCooldownStore:
