@@ -113,7 +113,10 @@ class ProfileAdmin:
     # -- profiles ----------------------------------------------------------------------------
 
     async def get(self, name: str) -> ConnectionProfile:
-        profile = await self.store.get(PROFILE, name, owner=self.owner)
+        try:
+            profile = await self.store.get(PROFILE, name, owner=self.owner)
+        except NotFound:
+            profile = None
         if not isinstance(profile, ConnectionProfile):
             raise NotFound(f"no connection profile {name!r}")
         return profile

@@ -18,7 +18,6 @@ from typing import Annotated, Any, TypeVar, cast
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from tavernkit.chat.prepare import resolve_for_state
 from tavernkit.cli._common import HomeOption, run_in_tavern
@@ -162,22 +161,15 @@ def list_(home: HomeOption = None) -> None:
     if not summaries:
         out.print("[dim]no profiles; the embedded model is used[/]")
         return
-    table = Table(show_header=True)
-    for column in ("name", "api", "source", "model", "base url", "keys", "fallbacks", "timeouts"):
-        table.add_column(column)
+    # one block per profile, not a table: key lists and chains are too wide for 80 columns
     for p in summaries:
-        keys = f"{p.pool_size}: " + ", ".join(p.keys) if p.keys else "-"
-        table.add_row(
-            escape(p.name + (" *" if p.active else "")),
-            p.api,
-            escape(p.source),
-            escape(p.model or "-"),
-            escape(p.base_url or "-"),
-            escape(keys),
-            escape(" → ".join(p.fallbacks) or "-"),
-            escape(_timeouts(p)),
-        )
-    out.print(table)
+        where = ", ".join(x for x in (p.api, p.source, p.model, p.base_url) if x)
+        out.print(f"[bold]{escape(p.name)}[/]{' *' if p.active else ''}  {escape(where)}")
+        keys = ", ".join(p.keys) if p.keys else "none"
+        out.print(f"  keys ({p.pool_size}): {escape(keys)}")
+        out.print(f"  fallbacks: {escape(' → '.join(p.fallbacks) or 'none')}")
+        if _timeouts(p) != "-":
+            out.print(f"  timeouts: {escape(_timeouts(p))}")
 
 
 @profile_app.command("remove")
