@@ -13,28 +13,17 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from tavernkit.chat import ChatService
-from tavernkit.facade import Tavern
+from tavernkit.chat import TurnOutcome
 from tavernkit.generation.sink import RecordingSink
-from tavernkit.models.chat import Message
-from tavernkit.models.profile import (
-    ConnectionProfile,
-    CredentialRef,
-    FallbackChain,
-    FallbackEntry,
-    ProfileTimeouts,
-)
-from tavernkit.models.settings import Settings
 
+from ._bench import SECRETS, USER_TEXT, Bench, MakeBench, make_bench, upstream
 from ._upstream import (
     Reply,
-    ScriptedUpstream,
     error,
     hang,
     malformed_sse,
@@ -43,17 +32,12 @@ from ._upstream import (
     openai_stream_error,
 )
 
-SECRETS = ("sk-fault-key-one-0000000001", "sk-fault-key-two-0000000002")
+__all__ = ["make_bench", "upstream"]  # the fixtures of this module
+
 PRIVATE = "PRIVATE-PLOT-TEXT"  # what a provider's error body echoes back of the prompt
-USER_TEXT = "Tell me of the tide."
 HEAD = "The tide turns. "
 MORE = "It rises. "
 TAIL = "At nine it runs out."
-CARD = {
-    "spec": "chara_card_v2",
-    "spec_version": "2.0",
-    "data": {"name": "Mira", "description": "{{char}} keeps the ferry.", "first_mes": "Hello."},
-}
 
 
 def _http_date(seconds_ahead: float) -> str:
@@ -122,85 +106,7 @@ FAULTS = [
 ]
 
 
-@dataclass
-class Bench:
-    tk: Tavern
-    chats: ChatService
-    upstream: ScriptedUpstream
-    key_ids: list[str]
-    chat_id: str = ""
-
-    async def send(self) -> tuple[object, RecordingSink]:
-        sink = RecordingSink()
-        out = await self.chats.send(self.chat_id, USER_TEXT, sink=sink)
-        return out, sink
-
-    async def messages(self) -> list[Message]:
-        stored = await self.chats.load(self.chat_id)
-        return [Message.model_validate(m.data) for m in stored.messages]
-
-    @property
-    def keys(self) -> list[str | None]:
-        return [r.key for r in self.upstream.requests]
-
-    @property
-    def models(self) -> list[str]:
-        return [r.body["model"] for r in self.upstream.requests]
-
-
-@pytest.fixture
-async def upstream() -> AsyncIterator[ScriptedUpstream]:
-    server = await ScriptedUpstream(max_hang=3.0).start()
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-async def _bench(tmp: Path, upstream: ScriptedUpstream, *, keys: int, chain: bool) -> Bench:
-    tk = await Tavern(tmp / "home", load_plugins=False).open()
-    await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
-    key_ids = [
-        await tk.store.add_api_key("openai", secret, owner=tk.owner) for secret in SECRETS[:keys]
-    ]
-    profile = ConnectionProfile(
-        name="p",
-        source="openai",
-        base_url=upstream.base_url + "/v1",
-        model="m1",
-        credentials=[CredentialRef(key_id=k) for k in key_ids],
-        timeouts=ProfileTimeouts(connect=2, first_byte=0.3, idle=0.2),
-        fallback_chain="backup" if chain else None,
-    )
-    await tk.store.put("connection_profile", profile)
-    if chain:
-        entries = [FallbackEntry(profile="p", model="m2")]
-        await tk.store.put("fallback_chain", FallbackChain(name="backup", entries=entries))
-    settings = Settings()
-    settings.selections.profile = "p"
-    await tk.store.put_settings(settings)
-    bench = Bench(tk, ChatService(tk, stream_interval=0), upstream, key_ids)
-    bench.chat_id = (await bench.chats.new_chat("Mira")).id
-    return bench
-
-
-@pytest.fixture
-async def make_bench(
-    tmp_path: Path, upstream: ScriptedUpstream
-) -> AsyncIterator[Callable[..., object]]:
-    made: list[Bench] = []
-
-    async def make(*, keys: int, chain: bool) -> Bench:
-        bench = await _bench(tmp_path, upstream, keys=keys, chain=chain)
-        made.append(bench)
-        return bench
-
-    yield make
-    for bench in made:
-        await bench.tk.close()
-
-
-async def _check_stored(bench: Bench, sink: RecordingSink, out: object) -> None:
+async def _check_stored(bench: Bench, sink: RecordingSink, out: TurnOutcome) -> None:
     """What holds in every case: one user message, the stored reply is what was shown, and
     no secret or provider text anywhere the user or the store can see."""
     messages = await bench.messages()
@@ -208,7 +114,7 @@ async def _check_stored(bench: Bench, sink: RecordingSink, out: object) -> None:
     replies = [m for m in messages[1:] if not m.is_user]
     if sink.text:
         (reply,) = replies
-        assert reply.mes == sink.text == getattr(out, "text")
+        assert reply.mes == sink.text == out.text
     else:
         assert replies == []
     visible = [
@@ -221,11 +127,6 @@ async def _check_stored(bench: Bench, sink: RecordingSink, out: object) -> None:
             assert secret not in text
 
 
-async def _cooldown(bench: Bench, key_id: str) -> float | None:
-    state = await bench.tk.store.get_key_state(key_id, owner=bench.tk.owner)
-    return state.cooldown_until.timestamp() - time.time() if state.cooldown_until else None
-
-
 def _assert_cooled(fault: Fault, left: float | None) -> None:
     if fault.cooldown is None:
         assert left is None
@@ -234,14 +135,14 @@ def _assert_cooled(fault: Fault, left: float | None) -> None:
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
-async def test_one_key(fault: Fault, make_bench: Callable[..., object]) -> None:
-    bench: Bench = await make_bench(keys=1, chain=False)  # type: ignore[misc]
+async def test_one_key(fault: Fault, make_bench: MakeBench) -> None:
+    bench = await make_bench(keys=1, chain=False)
     script = [fault.make([HEAD])]
     if fault.error_class == "empty_response":
         script.append(fault.make([HEAD]))  # an empty reply is asked again once, same key
     bench.upstream.add(*script)
     out, sink = await bench.send()
-    assert getattr(out, "status") == "failed"
+    assert out.status == "failed"
     assert [e.error_class for e in sink.errors] == [fault.error_class]
     assert len(bench.upstream.requests) == len(script)
     assert sink.text == (HEAD if fault.delivers else "")
@@ -249,35 +150,35 @@ async def test_one_key(fault: Fault, make_bench: Callable[..., object]) -> None:
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
-async def test_rotation(fault: Fault, make_bench: Callable[..., object]) -> None:
-    bench: Bench = await make_bench(keys=2, chain=False)  # type: ignore[misc]
+async def test_rotation(fault: Fault, make_bench: MakeBench) -> None:
+    bench = await make_bench(keys=2, chain=False)
     bench.upstream.add(fault.make([HEAD]), _text([TAIL] if fault.delivers else [HEAD, TAIL]))
     out, sink = await bench.send()
     if fault.timeout:
         # a slow model is not a bad key: no rotation, no cooldown, the turn fails
-        assert getattr(out, "status") == "failed"
+        assert out.status == "failed"
         assert bench.keys == [SECRETS[0]]
         # shown while another key seemed possible: the held trailing space never was
         assert sink.text == (HEAD.rstrip() if fault.delivers else "")
     else:
-        assert getattr(out, "status") == "completed", sink.errors
+        assert out.status == "completed", sink.errors
         assert sink.text == HEAD + TAIL and not sink.errors and not sink.notices
         second = SECRETS[0] if fault.error_class == "empty_response" else SECRETS[1]
         assert bench.keys == [SECRETS[0], second]
-    _assert_cooled(fault, await _cooldown(bench, bench.key_ids[0]))
-    assert await _cooldown(bench, bench.key_ids[1]) is None
+    _assert_cooled(fault, await bench.cooldown(bench.key_ids[0]))
+    assert await bench.cooldown(bench.key_ids[1]) is None
     await _check_stored(bench, sink, out)
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
-async def test_fallback(fault: Fault, make_bench: Callable[..., object]) -> None:
-    bench: Bench = await make_bench(keys=1, chain=True)  # type: ignore[misc]
+async def test_fallback(fault: Fault, make_bench: MakeBench) -> None:
+    bench = await make_bench(keys=1, chain=True)
     script = [fault.make([HEAD])]
     if fault.error_class == "empty_response":
         script.append(fault.make([HEAD]))
     bench.upstream.add(*script, _text([TAIL] if fault.delivers else [HEAD, TAIL]))
     out, sink = await bench.send()
-    assert getattr(out, "status") == "completed", sink.errors
+    assert out.status == "completed", sink.errors
     assert sink.text == HEAD + TAIL and not sink.errors
     assert bench.models == ["m1"] * len(script) + ["m2"]
     (notice,) = sink.notices
@@ -289,13 +190,13 @@ async def test_fallback(fault: Fault, make_bench: Callable[..., object]) -> None
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
-async def test_continuation_after_a_cut(fault: Fault, make_bench: Callable[..., object]) -> None:
+async def test_continuation_after_a_cut(fault: Fault, make_bench: MakeBench) -> None:
     """Key 1's stream is cut after ``HEAD``; key 2 meets the fault; the fallback model (on the
     same keys) continues. Whatever happened in between, the reply reads on without a seam."""
-    bench: Bench = await make_bench(keys=2, chain=True)  # type: ignore[misc]
+    bench = await make_bench(keys=2, chain=True)
     bench.upstream.add(openai_stream([HEAD], cut=True), fault.make([MORE]), _text([TAIL]))
     out, sink = await bench.send()
-    assert getattr(out, "status") == "completed", sink.errors
+    assert out.status == "completed", sink.errors
     if fault.error_class == "empty_response":
         # an empty continuation: what was carried is the whole reply; no third request
         assert sink.text == HEAD.rstrip() and len(bench.upstream.requests) == 2
@@ -305,8 +206,8 @@ async def test_continuation_after_a_cut(fault: Fault, make_bench: Callable[..., 
         assert bench.models == ["m1", "m1", "m2"]
         assert bench.keys[:2] == list(SECRETS)
         # the cut said nothing about key 1; the fault cools key 2 only when it was the key's
-        assert await _cooldown(bench, bench.key_ids[0]) is None
-        _assert_cooled(fault, await _cooldown(bench, bench.key_ids[1]))
+        assert await bench.cooldown(bench.key_ids[0]) is None
+        _assert_cooled(fault, await bench.cooldown(bench.key_ids[1]))
         assert bench.keys[2] == (SECRETS[0] if fault.cooldown else bench.keys[2])
         # every request after the cut carried the text shown so far
         for request in bench.upstream.requests[1:]:
