@@ -129,15 +129,6 @@ MakeBench = Callable[..., Awaitable[Bench]]
 
 
 @pytest.fixture
-async def upstream() -> AsyncIterator[ScriptedUpstream]:
-    server = await ScriptedUpstream(max_hang=3.0).start()
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-@pytest.fixture
 async def make_bench(tmp_path: Path, upstream: ScriptedUpstream) -> AsyncIterator[MakeBench]:
     made: list[Bench] = []
 

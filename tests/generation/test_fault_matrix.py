@@ -21,7 +21,7 @@ import pytest
 from tavernkit.chat import TurnOutcome
 from tavernkit.generation.sink import RecordingSink
 
-from ._bench import SECRETS, USER_TEXT, Bench, MakeBench, make_bench, upstream
+from ._bench import SECRETS, USER_TEXT, Bench, MakeBench, make_bench
 from ._upstream import (
     Reply,
     error,
@@ -32,7 +32,7 @@ from ._upstream import (
     openai_stream_error,
 )
 
-__all__ = ["make_bench", "upstream"]  # the fixtures of this module
+__all__ = ["make_bench"]  # the fixtures of this module
 
 PRIVATE = "PRIVATE-PLOT-TEXT"  # what a provider's error body echoes back of the prompt
 HEAD = "The tide turns. "

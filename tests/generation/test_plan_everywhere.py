@@ -17,10 +17,10 @@ from tavernkit.errors import GenerateTaskError
 from tavernkit.models.profile import ProfileTimeouts
 from tavernkit.providers.retry import RetryPolicy
 
-from ._bench import ENV, SECRETS, MakeBench, make_bench, upstream
+from ._bench import ENV, SECRETS, MakeBench, make_bench
 from ._upstream import error, openai_error, openai_json, openai_stream
 
-__all__ = ["make_bench", "upstream"]  # the fixtures of this module
+__all__ = ["make_bench"]  # the fixtures of this module
 
 ENV_A, ENV_B = ENV["TK_KEY_A"], ENV["TK_KEY_B"]
 
