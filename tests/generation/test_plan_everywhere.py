@@ -15,6 +15,10 @@ import pytest
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.models.profile import ProfileTimeouts
+from tavernkit.providers.http import Timeouts
+from tavernkit.providers.openai_chat import OpenAIChatAdapter
+from tavernkit.providers.provider import Provider
+from tavernkit.providers.request import ChatMessage, ChatPrompt
 from tavernkit.providers.retry import RetryPolicy
 
 from ._bench import ENV, SECRETS, MakeBench, make_bench
@@ -190,3 +194,19 @@ def test_profile_timeouts_must_be_positive() -> None:
         ProfileTimeouts(idle=0)
     with pytest.raises(ValueError):
         ProfileTimeouts(first_byte=float("inf"))
+
+
+async def test_the_profiles_connect_limit_rides_on_an_injected_client() -> None:
+    async with httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=7.0)) as client:
+        provider = Provider(
+            "openai",
+            "http://127.0.0.1:9/v1",
+            OpenAIChatAdapter(),
+            client=client,
+            timeouts=Timeouts(connect=0.5, write=2.0),
+        )
+        prompt = ChatPrompt((ChatMessage("user", "hi"),))
+        request, _ = provider._request(client, prompt, "m", True, None, None)
+    limits = request.extensions["timeout"]
+    # connect and write are the profile's; the read limit stays the client's own
+    assert (limits["connect"], limits["write"], limits["read"]) == (0.5, 2.0, 7.0)
