@@ -186,20 +186,15 @@ class Provider:
                 yield event
         except Aborted:
             yield Finish("aborted", None)
-        except StreamTimeout as exc:
-            error = ProviderTimeout(
-                str(exc), phase=exc.phase, provider=ctx.provider, model=ctx.model
-            )
-            if not delivered:
-                raise error from None
-            yield ProviderErrorEvent(_interrupted(error, ctx))
-        except httpx2.TimeoutException:
-            # an injected client's own read limit: still a timeout (no rotation, no cooldown),
-            # never a network error that would bench the key
-            phase = "idle" if delivered else "first_byte"
-            error = ProviderTimeout(
-                f"timed out ({phase})", phase=phase, provider=ctx.provider, model=ctx.model
-            )
+        except (StreamTimeout, httpx2.TimeoutException) as exc:
+            # ours, or an injected client's own read limit: a timeout either way (no rotation,
+            # no cooldown), never a network error that would bench the key
+            if isinstance(exc, StreamTimeout):
+                phase, message = exc.phase, str(exc)
+            else:
+                phase = "idle" if delivered else "first_byte"
+                message = f"timed out ({phase})"
+            error = ProviderTimeout(message, phase=phase, provider=ctx.provider, model=ctx.model)
             if not delivered:
                 raise error from None
             yield ProviderErrorEvent(_interrupted(error, ctx))
