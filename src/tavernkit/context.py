@@ -231,14 +231,11 @@ class TavernContext:
         Tavern's cooldowns, fallback chain), see :func:`tavernkit.chat.plan.task_plan`."""
         from tavernkit.chat.plan import PlanSources, task_plan
 
-        async def resolve(profile: ConnectionProfile) -> ResolvedConnection:
-            return await self._resolve(profile)
-
         tavern = self.tavern
         sources = PlanSources(
             tavern.store,
             tavern.owner,
-            resolve,
+            self._resolve,
             self.key_clock,
             os.environ if self.environ is None else self.environ,
             tavern.key_cooldowns,
