@@ -567,7 +567,9 @@ class ChatService:
                 environ=self.environ,
             )
 
-        return PlanSources(self.store, self.owner, resolve, self.key_clock, environ)
+        return PlanSources(
+            self.store, self.owner, resolve, self.key_clock, environ, self.tavern.key_cooldowns
+        )
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
         """Variables set by the prompt's macros and the advanced timed world-info state: one
