@@ -175,7 +175,7 @@ def test_a_rejected_stored_key_is_named_by_label_and_fingerprint(
 ) -> None:
     added = cli(
         "profile", "add", "work", "--base-url", server.server.base_url + "/v1", "-m", "m1",
-        "--key", "--default", input="sk-stored-secret-9876\n",
+        "--key", "prompt", "--default", input="sk-stored-secret-9876\n",
     )  # fmt: skip
     assert added.exit_code == 0, added.output
     server.script(Reply(status=401), Reply(status=401))

@@ -22,8 +22,12 @@ __all__ = ["server"]  # fixture used here
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text("utf-8"), flags=re.S)
+def _python_blocks() -> tuple[str, str]:
+    """The JSON-schema example and the tools-against-a-profile example."""
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text("utf-8"), flags=re.S)
+    (schema,) = [b for b in blocks if "json_schema=schema" in b]
+    (tools,) = [b for b in blocks if "api_preset_name=" in b]
+    return schema, tools
 
 
 def test_the_readme_has_the_two_python_examples() -> None:

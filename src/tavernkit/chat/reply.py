@@ -3,8 +3,9 @@
 Before the runner starts, the reply's place is stored empty and marked partial (a new
 message, a new swipe of the last reply, or the shown swipe of the reply being continued), so a
 crash leaves what was delivered. After the turn, the reply is finalized in one message write
-(text, reasoning, model, dates, fallback notice, tool invocations); a turn that delivered
-nothing leaves no empty reply behind.
+(text, reasoning, model, dates, fallback notice); a turn that delivered nothing, or only
+tool calls, leaves no empty reply behind. The tools the turn ran are stored as their own
+system message before the reply (:mod:`.tool_messages`).
 
 Kept apart from :mod:`.service` because it is the only part of a turn that writes the reply,
 and it needs nothing of the service but the store, the owner and the clock.
@@ -12,17 +13,19 @@ and it needs nothing of the service but the store, the owner and the clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.protocol import Store
+from tavernkit.tools.loop import InvocationRecord
 
 __all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome"]
 
@@ -175,9 +178,13 @@ class ReplyWriter:
         }
         if target.mode == "none" or target.message is None or target.message_id is None:
             return TurnOutcome(**outcome)
-        if not text and result.status != "completed":
+        if not text and (result.status != "completed" or result.tool_invocations):
+            # nothing to show (a failure, or a reply that was only tool calls): no reply, and
+            # no tool message that would end the chat where a reply belongs (SillyTavern
+            # saves nothing either when it stops for a stealth tool)
             await self.discard(chat_id, target)
             return TurnOutcome(**outcome)
+        tools = visible_invocations(result.tool_invocations)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
             text = _rejoin(target.prefix, text, result)
@@ -192,19 +199,37 @@ class ReplyWriter:
         message.gen_finished = self.now()
         if result.notice is not None:
             _store_notice(message, result)
-        if result.tool_invocations:
-            message.extra.tool_invocations = [
-                r.to_tool_invocation() for r in result.tool_invocations
-            ]
         message.sync_to_swipe()
-        await self.store.update_message(target.message_id, message, owner=self.owner)
+        message_id, position = target.message_id, target.position
+        if tools:
+            message_id, position = await self._store_before_reply(
+                chat_id, target.message_id, message, self._tool_message(tools, prepared, model)
+            )
+        else:
+            await self.store.update_message(target.message_id, message, owner=self.owner)
         outcome["text"] = message.text
         return TurnOutcome(
             **outcome,
-            message_index=target.position,
-            message_id=target.message_id,
+            message_index=position,
+            message_id=message_id,
             swipe_index=target.swipe_index,
         )
+
+    def _tool_message(
+        self, tools: Sequence[InvocationRecord], prepared: PreparedTurn, model: str | None
+    ) -> Message:
+        return tool_message(tools, api=prepared.main_api, model=model, send_date=self.now())
+
+    async def _store_before_reply(
+        self, chat_id: str, place_id: str, reply: Message, tools: Message
+    ) -> tuple[str, int]:
+        """The tool message where the reply's place is, the reply right after it (see
+        :mod:`.tool_messages`); the reply's new id and position. The reply is written first:
+        a crash between the two writes leaves it twice (the partial place and the whole
+        copy), never lost."""
+        stored = await self.store.append_message(chat_id, reply, owner=self.owner)
+        await self.store.update_message(place_id, tools, owner=self.owner)
+        return stored.id, stored.position
 
     async def discard(self, chat_id: str, target: ReplyTarget) -> None:
         """A turn that delivered nothing leaves no empty reply behind."""

@@ -11,7 +11,9 @@ Every generating verb (:meth:`~ChatService.send`, :meth:`~ChatService.swipe`,
    (:class:`~tavernkit.chat.sink.StoreSink`); a crash leaves the delivered text, partial;
 4. the turn runner generates (:mod:`.run`); a stop keeps what was shown;
 5. the reply is finalized in one message write (text, reasoning, model, dates) and the chat's
-   variables and timed world-info state in one metadata write.
+   variables and timed world-info state in one metadata write; the tools the turn ran (the
+   Tavern's registered tools, offered by :mod:`.tools`) are stored as their own system
+   message before the reply (:mod:`.tool_messages`).
 
 User input is macro-evaluated when it is stored, as SillyTavern's ``sendMessageAsUser`` does
 (``substituteParams``); the prompt builders evaluate stored messages again, which changes
@@ -24,6 +26,7 @@ One generation per chat at a time (:mod:`.slots`): a second turn raises
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -38,6 +41,7 @@ from tavernkit.chat.reply import ReplyWriter, TurnOutcome
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
+from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
@@ -49,6 +53,8 @@ from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
+from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
+from tavernkit.tools.modes import resolve_function_call_mode
 
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
@@ -81,7 +87,10 @@ class ChatService:
     ``client``, ``local_factory`` and ``environ`` reach the provider resolution (tests inject
     a loopback client; the default ``local_factory`` is the Tavern's, so every turn and task
     of one Tavern shares one loaded embedded model). ``key_clock`` (epoch seconds) times
-    key cooldowns, which are stored.
+    key cooldowns, which are stored. The Tavern's registered tools are offered to
+    ``normal``/``swipe``/``regenerate`` turns (:mod:`.tools`): ``function_call_mode``
+    (``auto``, ``native``, ``prompt_xml``, ``prompt_json``) says how, ``max_tool_rounds``
+    bounds the tool rounds of one reply, ``tool_rng`` draws the prompt protocols' trigger.
     """
 
     def __init__(
@@ -96,6 +105,9 @@ class ChatService:
         rng: Callable[[], float] | None = None,
         stream_interval: float = 0.2,
         key_clock: Callable[[], float] = time.time,
+        function_call_mode: str = "auto",
+        max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
+        tool_rng: random.Random | None = None,
     ) -> None:
         self.tavern = tavern
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -106,6 +118,16 @@ class ChatService:
         self.rng = rng
         self.stream_interval = stream_interval
         self.key_clock = key_clock
+        resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        if max_tool_rounds < 1:
+            raise GenerateTaskError(
+                "invalid_input",
+                "max_tool_rounds must be at least 1",
+                details={"field": "max_tool_rounds"},
+            )
+        self.function_call_mode = function_call_mode
+        self.max_tool_rounds = max_tool_rounds
+        self.tool_rng = tool_rng or random.Random()
         self.slots = ChatSlots()
 
     @property
@@ -403,6 +425,9 @@ class ChatService:
             environ=self.environ,
             renderer=self.tavern.prompt_renderer,
         )
+        offer = await self._offer_tools(kind, prepared)
+        if offer is not None:
+            prepared = replace(prepared, request=offer.apply(prepared.request))
         request = hooked_request(self.tavern.plugins, chat_id, kind, prepared.request)
         if request is prepared.request:
             return prepared
@@ -505,6 +530,8 @@ class ChatService:
             renderer=self.tavern.prompt_renderer,
         )
         await self._save_turn_state(chat_id, prepared)
+        offer = await self._offer_tools(kind, prepared)
+        request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
         target = await replies.open(chat_id, kind, prepared, turn.loud)
         store_sink = replies.sink(target, self.stream_interval)
@@ -520,10 +547,12 @@ class ChatService:
             reasoning_template=prepared.state.reasoning,
             auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
         )
+        if offer is not None:
+            offer.attach(plan)
         with self.tavern.generations.track(chat_id, controller, processor):
             result = await run_request(
                 plan,
-                prepared.request,
+                request,
                 TeeSink(sinks),
                 chat_id=chat_id,
                 kind=kind,
@@ -533,10 +562,21 @@ class ChatService:
                 abort=signals,
                 char_name=char,
                 user_names=names,
+                tools=offer.tools if offer is not None else (),
+                max_tool_rounds=self.max_tool_rounds,
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
         return await replies.finish(chat_id, kind, prepared, target, result)
+
+    async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
+        return await offer_tools(
+            self.tavern.tools,
+            kind,
+            prepared.connection,
+            mode=self.function_call_mode,
+            rng=self.tool_rng,
+        )
 
     def _plan_sources(self) -> PlanSources:
         environ = os.environ if self.environ is None else self.environ
@@ -551,7 +591,9 @@ class ChatService:
                 environ=self.environ,
             )
 
-        return PlanSources(self.store, self.owner, resolve, self.key_clock, environ)
+        return PlanSources(
+            self.store, self.owner, resolve, self.key_clock, environ, self.tavern.key_cooldowns
+        )
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
         """Variables set by the prompt's macros and the advanced timed world-info state: one
