@@ -29,6 +29,15 @@ character_app = typer.Typer(
 )
 
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+CharacterOption = Annotated[
+    str | None, typer.Option("--character", "-c", help="Only this character's chats.")
+]
+
+
+async def _character_id(tk: Tavern, character: str | None) -> str | None:
+    if character is None:
+        return None
+    return (await tk.store.get_record("character", character, owner=tk.owner)).info.id
 
 
 def _confirm(question: str, yes: bool) -> None:
@@ -114,18 +123,14 @@ def persona_name(
 
 @chats_app.command("list")
 def chats_list(
-    character: Annotated[
-        str | None, typer.Option("--character", "-c", help="Only this character's chats.")
-    ] = None,
+    character: CharacterOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
     home: HomeOption = None,
 ) -> None:
     """Chats, the most recently updated first."""
 
     async def action(tk: Tavern) -> list[Any]:
-        char_id = None
-        if character is not None:
-            char_id = (await tk.store.get_record("character", character, owner=tk.owner)).info.id
+        char_id = await _character_id(tk, character)
         return await tk.store.list_chats(owner=tk.owner, character=char_id)
 
     for info in run_in_tavern(home, action):
@@ -177,17 +182,13 @@ def chats_delete(
 @chats_app.command("search")
 def chats_search(
     text: Annotated[str, typer.Argument(help="Words that must all appear in one message.")],
-    character: Annotated[
-        str | None, typer.Option("--character", "-c", help="Only this character's chats.")
-    ] = None,
+    character: CharacterOption = None,
     home: HomeOption = None,
 ) -> None:
     """Find messages across chats."""
 
     async def action(tk: Tavern) -> list[Any]:
-        char_id = None
-        if character is not None:
-            char_id = (await tk.store.get_record("character", character, owner=tk.owner)).info.id
+        char_id = await _character_id(tk, character)
         return await search_chats(tk.store, text, owner=tk.owner, character=char_id)
 
     hits = run_in_tavern(home, action)
