@@ -279,9 +279,11 @@ class Library:
         self, chat: Chat, name: str, source: str, character: str | None, replace: bool
     ) -> ImportResult:
         """A chat file, named from its content (``<character> - <first message's date>``, as
-        SillyTavern names a new chat; the file name only when the content says nothing) and
-        recognised by its ``chat_metadata.integrity`` id, so a re-imported export of ours is
-        the same chat whatever the file is called."""
+        SillyTavern names a new chat; the file name for a branch, or when the content says
+        nothing). A stored chat with the same lines is this chat (``unchanged``) whatever the
+        file is called; a different chat of the same name and character needs ``replace``.
+        Only identical content counts as the same: SillyTavern's branches share their main
+        chat's ``integrity`` id."""
         speaker = next((m.name for m in chat.messages if not m.is_user and m.name), None)
         header_name = chat.header.character_name
         if header_name in (None, "", "unused"):
@@ -301,29 +303,32 @@ class Library:
                     continue
                 char_id = record.info.id
                 break
-        name = _chat_name(chat, header_name or speaker) or name
+        # A branch shares its main chat's first message (and, in SillyTavern, its integrity
+        # id): only its file name tells it apart.
+        if not chat.header.chat_metadata.main_chat:
+            name = _chat_name(chat, header_name or speaker) or name
         integrity = chat.header.chat_metadata.integrity
         lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        same_name: ChatInfo | None = None
         for info in await self.store.list_chats(owner=self.owner):
-            stored = None
-            if integrity:
-                stored = await self.store.load_chat(info.id, owner=self.owner)
-                same = (stored.header.get("chat_metadata") or {}).get("integrity") == integrity
-            else:
-                same = info.name == name and info.character_id == char_id
-            if not same:
+            named = info.name == name and info.character_id == char_id
+            if named:
+                same_name = info
+            if not (integrity or named):
                 continue
-            stored = stored or await self.store.load_chat(info.id, owner=self.owner)
-            if stored.lines() == lines:
+            stored = await self.store.load_chat(info.id, owner=self.owner)
+            known = (stored.header.get("chat_metadata") or {}).get("integrity")
+            if (named or known == integrity) and stored.lines() == lines:
                 return ImportResult("chat", info.name, info.id, "unchanged", source)
+        if same_name is not None:
             if not replace:
                 raise Conflict(
-                    f"the chat {info.name!r} is stored already and differs from {source}; "
+                    f"a chat named {name!r} already exists and differs from {source}; "
                     "import with --replace to overwrite it"
                 )
-            await self.store.delete_chat(info.id, owner=self.owner)
-            created = await self._create_chat(lines, info.name, char_id or info.character_id)
-            return ImportResult("chat", info.name, created.id, "replaced", source)
+            await self.store.delete_chat(same_name.id, owner=self.owner)
+            created = await self._create_chat(lines, name, char_id)
+            return ImportResult("chat", name, created.id, "replaced", source)
         created = await self._create_chat(lines, name, char_id)
         return ImportResult("chat", name, created.id, "imported", source)
 

@@ -145,3 +145,25 @@ def test_a_reimported_lorebook_or_chat_is_known_by_content_not_file_name(tmp_pat
     listed = run("list", "chats", "--json", "--home", str(fresh))
     (copy,) = [json.loads(line) for line in listed.stdout.splitlines()]
     assert (copy["name"], copy["character"]) == (chat["name"], "Wren")
+
+
+def test_a_branch_sharing_its_main_chats_integrity_imports_as_its_own_chat(
+    tmp_path: Path,
+) -> None:
+    assert run("import", str(DEMO)).exit_code == 0
+    assert run("chat", "Wren", "--new", input="/quit\n").exit_code == 0
+    (chat,) = rows("chats")
+    main_file = tmp_path / "main.jsonl"
+    assert run("export", chat["id"], "-f", "jsonl", "-o", str(main_file)).exit_code == 0
+    header, *messages = [json.loads(line) for line in main_file.read_text().splitlines()]
+    # SillyTavern's branch: the same integrity id, main_chat set, the messages up to a point
+    header["chat_metadata"]["main_chat"] = chat["name"]
+    edited = {**messages[0], "mes": "A different start."}
+    branch = tmp_path / "Branch #0 - 2026-01-01@10h00m00s.jsonl"
+    branch.write_text("\n".join(json.dumps(x) for x in (header, edited)) + "\n")
+    result = run("import", str(branch))
+    assert result.exit_code == 0, result.output
+    assert "imported chat Branch #0 - 2026-01-01@10h00m00s" in result.stdout
+    assert sorted(r["name"] for r in rows("chats")) == sorted(
+        [chat["name"], "Branch #0 - 2026-01-01@10h00m00s"]
+    )
