@@ -12,14 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import pytest
 
 from chat._server import HangReply, Reply
 from cli.test_chat_cli import _MAIN, ThreadServer, chat_ids, cli, home, messages, server
 from tavernkit.cli.failures import Where, failure_line, host_of
-from tavernkit.errors import ProviderError
+from tavernkit.errors import ProviderError, ProviderTimeout
 from tavernkit.facade import Tavern
 from tavernkit.generation.result import TurnError
 
@@ -187,3 +187,28 @@ def test_a_rejected_stored_key_is_named_by_label_and_fingerprint(
     tested = cli("profile", "test")
     assert "failed: openai rejected key 'work' (" in tested.stderr
     assert "sk-stored-secret-9876" not in tested.output
+
+
+@pytest.mark.parametrize(
+    ("klass", "code", "cause", "says"),
+    [
+        ("timeout", "timeout", ProviderTimeout("t", phase="first_byte"), "api.test:8443 did not"),
+        ("quota", "429", None, "openai says the quota of key 'k' (sk-…1) is used up"),
+        ("rate_limit", "429", None, "openai is rate limiting key 'k' (sk-…1)"),
+        ("overloaded", "503", None, "api.test:8443 failed on its side"),
+        ("model_unavailable", "404", None, "openai does not serve 'm'"),
+        ("context_too_long", "400", None, "the prompt is longer than the model's context"),
+        ("missing_credential", "missing_credential", None, "no API key is configured"),
+        ("keys_cooling", "keys_cooling", None, "every key is cooling down"),
+        ("content_filter", "content_filter", None, "openai's safety filter blocked"),
+        ("empty_response", "empty_response", None, "generation failed (profile 'p'"),
+    ],
+)
+def test_every_error_class_has_a_line_naming_what_to_check(
+    klass: Any, code: str, cause: BaseException | None, says: str
+) -> None:
+    where = Where("p", "openai", "https://api.test:8443/v1", "key 'k' (sk-…1)")
+    line = failure_line(TurnError(klass, code, "m", cause=cause), where)
+    assert says in line, line
+    tag = klass if code == klass else f"{klass} {code}"
+    assert line.endswith(f"[{tag}]") and "(profile 'p', openai, model 'm')" in line
