@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 
@@ -59,6 +59,11 @@ class StreamTimeout(Exception):
         self.seconds = seconds
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 async def _next_chunk(
     chunks: AsyncIterator[bytes], timeout: float, abort: AbortLike | None
 ) -> bytes:
@@ -71,6 +76,12 @@ async def _next_chunk(
     stop = asyncio.ensure_future(abort.wait())
     try:
         done, _ = await asyncio.wait({read, stop}, timeout=timeout, return_when="FIRST_COMPLETED")
+    except BaseException:
+        # The caller was cancelled: the read goes too, and its end (often a ReadError as the
+        # response closes) is retrieved here rather than logged as never retrieved.
+        read.cancel()
+        read.add_done_callback(_retrieve)
+        raise
     finally:
         stop.cancel()
     if read in done:
