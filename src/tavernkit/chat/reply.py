@@ -4,7 +4,9 @@ Before the runner starts, the reply's place is stored empty and marked partial (
 message, a new swipe of the last reply, or the shown swipe of the reply being continued), so a
 crash leaves what was delivered. After the turn, the reply is finalized in one message write
 (text, reasoning, model, dates, fallback notice, tool invocations); a turn that delivered
-nothing leaves no empty reply behind.
+nothing leaves no empty reply behind. A turn that failed after delivering part of the reply
+keeps it marked partial, as a crash would, with the error's class and safe code on the swipe
+(:mod:`.incomplete` reads them back).
 
 Kept apart from :mod:`.service` because it is the only part of a turn that writes the reply,
 and it needs nothing of the service but the store, the owner and the clock.
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.chat.incomplete import TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
 from tavernkit.errors import Conflict
@@ -189,15 +192,23 @@ class ReplyWriter:
             message.extra.reasoning = reasoning
             message.extra.reasoning_duration = None
             message.extra.model = model
-        message.gen_finished = self.now()
+        failed = result.status == "failed"
+        if not failed:
+            message.gen_finished = self.now()  # a failed reply never finished, as after a crash
         if result.notice is not None:
             _store_notice(message, result)
+        _store_turn_error(message, result.error if failed else None)
         if result.tool_invocations:
             message.extra.tool_invocations = [
                 r.to_tool_invocation() for r in result.tool_invocations
             ]
         message.sync_to_swipe()
-        await self.store.update_message(target.message_id, message, owner=self.owner)
+        # A failed turn's reply stays partial, as a crash leaves it (one write, so it is
+        # never seen complete in between).
+        partial = (target.swipe_index or 0,) if failed else ()
+        await self.store.update_message(
+            target.message_id, message, partial=partial, owner=self.owner
+        )
         outcome["text"] = message.text
         return TurnOutcome(
             **outcome,
@@ -241,11 +252,28 @@ def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
     return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
 
 
+def _store_turn_error(message: Message, error: TurnError | None) -> None:
+    """Record why the reply is unfinished (class and safe code only), or clear an earlier
+    failure's record once a turn completed the reply (a continue after a failed turn)."""
+    _set_extension(message, TURN_ERROR_KEY, None if error is None else turn_error_record(error))
+
+
 def _store_notice(message: Message, result: TurnResult) -> None:
     """Keep the fallback notice with the reply (our addition, so under ``extensions``): which
     model answered and which attempts failed, by error class and safe code only."""
     assert result.notice is not None
+    notice = {**result.notice.to_json(), "text": result.notice.text()}
+    _set_extension(message, "fallback_notice", notice)
+
+
+def _set_extension(message: Message, key: str, value: Any) -> None:
+    """Set (``None``: remove) one of our keys under the message's ``extra.extensions``."""
     extra = message.extra.to_wire()
     extensions = dict(extra.get("extensions") or {})
-    extensions["fallback_notice"] = {**result.notice.to_json(), "text": result.notice.text()}
+    if value is None:
+        if key not in extensions:
+            return
+        del extensions[key]
+    else:
+        extensions[key] = value
     message.extra = type(message.extra).model_validate({**extra, "extensions": extensions})
