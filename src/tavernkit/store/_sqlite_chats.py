@@ -11,8 +11,8 @@ other messages, so a 2,500-message chat costs the same to append to as a 10-mess
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
