@@ -22,6 +22,7 @@ from tavernkit.chat.incomplete import TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
 from tavernkit.errors import Conflict
+from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
@@ -247,9 +248,15 @@ def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
         return text
     if completion is None or result.counters.continuations:
         return text  # stitched from several attempts: the runner already joined them
-    raw = completion.text
+    raw = _without_echo(completion.text, prefix)
     body = raw.lstrip(" \t")
     return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
+
+
+def _without_echo(text: str, echoed: str) -> str:
+    """``text`` less a leading copy of ``echoed``, by the stream's own matcher."""
+    stripper = EchoStripper(echoed)
+    return stripper.feed(text) + stripper.finish()
 
 
 def _store_turn_error(message: Message, error: TurnError | None) -> None:

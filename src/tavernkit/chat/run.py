@@ -75,17 +75,20 @@ async def run_request(
     abort: AbortSignal | None = None,
     char_name: str = "",
     user_names: tuple[str, ...] = (),
+    continues: str = "",
     clock: Callable[[], float] = time.monotonic,
     sleep: Sleep = asyncio.sleep,
 ) -> TurnResult:
     """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
-    result, never raise."""
+    result, never raise. ``continues`` is the text a continued reply already holds (its echo
+    is stripped)."""
     hooks = chat_turn_hooks(plugins, "main")
     request = hooks.before(chat_id, kind, request)
     options = TurnOptions(
         stream=stream,
         char_name=char_name,
         user_names=user_names,
+        continues=continues,
         before_request=before_request_hook(plugins, "main"),
         turn_id=f"{chat_id or '-'}:{kind}",
     )

@@ -312,7 +312,9 @@ class ChatService:
         interrupt: bool = False,
         abort: AbortSignal | None = None,
     ) -> TurnOutcome:
-        """Extend the last reply; the new text is appended to its shown swipe."""
+        """Extend the last reply; the new text is appended to its shown swipe. A model that
+        starts by repeating the reply has that copy stripped, byte for byte (the matcher the
+        turn runner uses for carried text), so the reply is never doubled."""
         turn = _Turn("continue", interrupt, abort, sink, None, stream, overrides)
         return await self._turn(chat_id, turn)
 
@@ -509,6 +511,7 @@ class ChatService:
                 abort=signals,
                 char_name=char,
                 user_names=names,
+                continues=target.prefix if kind == "continue" else "",
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
