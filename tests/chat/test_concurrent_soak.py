@@ -11,7 +11,6 @@ import itertools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -38,24 +37,7 @@ class PacedServer(HangingServer):
     def _next(self) -> Reply:
         n = next(self.counter)
         self.texts.append(" ".join(f"w{n}x{i}." for i in range(14)))
-        return Reply(text=self.texts[-1])
-
-    async def _stream(
-        self,
-        writer: asyncio.StreamWriter,
-        reply: Reply,
-        anthropic: bool,
-        body: dict[str, Any],
-        *shape: str,
-    ) -> None:
-        writer.write(
-            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
-        )
-        for frame in self._openai_frames(reply):
-            assert frame is not None
-            writer.write(frame)
-            await writer.drain()
-            await asyncio.sleep(0.002)
+        return Reply(text=self.texts[-1], pace=0.002)
 
 
 async def _wait_for_text(sink: RecordingSink) -> None:

@@ -7,10 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tavernkit.generation.sink import RecordingSink
-from tavernkit.models.profile import ConnectionProfile
 
 from ._server import Reply
-from .conftest import World
+from .conftest import World, use_profile
 
 PRIOR = "The lamp is lit."
 
@@ -48,17 +47,7 @@ async def test_a_near_copy_is_kept_whole(world: World) -> None:
 
 
 async def test_an_echo_is_stripped_for_a_text_completion_model(world: World) -> None:
-    profile = ConnectionProfile(
-        name="textgen",
-        api="text",
-        source="openai",
-        base_url=world.server.base_url + "/v1",
-        model="tg-1",
-    )
-    await world.tk.store.put("connection_profile", profile)
-    settings = await world.tk.settings()
-    settings.selections.profile = profile.name
-    await world.tk.store.put_settings(settings)
+    await use_profile(world, "textgen", api="text", model="tg-1")
     reply = Reply(text=PRIOR + " Sharp.", chunks=["The lamp", " is lit.", " Sharp."])
     shown, stored = await _continued(world, reply)
     assert shown == " Sharp."

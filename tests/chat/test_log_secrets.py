@@ -11,10 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tavernkit.models.profile import ConnectionProfile, CredentialRef
-
 from ._server import Reply
-from .conftest import World
+from .conftest import World, use_profile
 
 KEY = "sk-Zq8WxLeakCanaryKey4471"
 USER_TEXT = "Purple giraffes whisper at the harbour gate"
@@ -62,18 +60,7 @@ def all_logs() -> Iterator[Capture]:
 async def test_no_key_and_no_chat_text_in_any_log_line(world: World, all_logs: Capture) -> None:
     tk = world.tk
     key_id = await tk.store.add_api_key("openai", KEY, owner=tk.owner, label="main")
-    profile = ConnectionProfile(
-        name="keyed",
-        api="chat",
-        source="openai",
-        base_url=world.server.base_url + "/v1",
-        model="m1",
-        credentials=[CredentialRef(key_id=key_id)],
-    )
-    await tk.store.put("connection_profile", profile)
-    settings = await tk.settings()
-    settings.selections.profile = "keyed"
-    await tk.store.put_settings(settings)
+    await use_profile(world, "keyed", model="m1", credentials=[{"key_id": key_id}])
     # an upstream that echoes the key and the user's text in its error, as some do
     echo = {"error": {"message": f"Incorrect API key provided: {KEY} ({USER_TEXT})"}}
     world.server.script(
