@@ -5,11 +5,13 @@ write's ``BEGIN``)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 
 import pytest
 
 from tavernkit.chat.sink import StoreSink
+from tavernkit.errors import NotFound
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import TextDelta
 from tavernkit.store import SqliteStore, open_store
@@ -73,5 +75,28 @@ async def test_a_flush_stops_a_timer_that_is_still_waiting(tmp_path: Path) -> No
         await asyncio.wait_for(sink.flush(), 5)  # no minute-long wait: the timer is stopped
         assert timer.cancelled()
         assert (await store.get_message(sink.message_id)).data["mes"] == "One two"
+    finally:
+        await store.close()
+
+
+async def test_a_timed_write_that_failed_is_raised_by_the_next_flush(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        clock = Clock()
+        sink = await _sink(store, clock)
+        await sink.emit(TextDelta("One"))
+        info = (await store.list_chats())[0]
+        await store.truncate_chat(info.id, 0)  # the message is gone: the timed write fails
+        await sink.emit(TextDelta(" two"))
+        for _ in range(500):
+            if sink._timer is not None and sink._timer.done():
+                break
+            await asyncio.sleep(0.01)
+        with pytest.raises(NotFound):
+            await sink.flush()
+        gc.collect()  # an error nobody retrieved would be logged now, by asyncio
+        assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
     finally:
         await store.close()
