@@ -43,6 +43,18 @@ async def test_a_failed_turn_keeps_its_delivered_reply_partial_with_the_error(
     assert "turn_error" not in last.data["extra"].get("extensions", {})
 
 
+async def test_an_edit_finishes_an_unfinished_reply(world: World) -> None:
+    world.server.script(CUT)
+    info = await world.chats.new_chat("Mira")
+    out = await world.chats.send(info.id, "Hello")
+    assert out.status == "failed" and out.message_index is not None
+    await world.chats.edit(info.id, out.message_index, "The lamp is lit.")
+    last = (await world.chats.load(info.id)).messages[-1]
+    assert last.partial_swipes == () and incomplete_reply(last) is None
+    assert "turn_error" not in last.data["swipe_info"][0]["extra"].get("extensions", {})
+    assert "turn_error" not in last.data["extra"].get("extensions", {})
+
+
 async def test_a_failed_swipe_marks_only_its_own_swipe(world: World) -> None:
     world.server.script(Reply(text="First."), CUT)
     info = await world.chats.new_chat("Mira")

@@ -28,7 +28,7 @@ from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.protocol import Store
 
-__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome"]
+__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class ReplyWriter:
             message.gen_finished = self.now()  # a failed reply never finished, as after a crash
         if result.notice is not None:
             _store_notice(message, result)
-        _store_turn_error(message, result.error if failed else None)
+        record_turn_error(message, result.error if failed else None)
         if result.tool_invocations:
             message.extra.tool_invocations = [
                 r.to_tool_invocation() for r in result.tool_invocations
@@ -259,9 +259,9 @@ def _without_echo(text: str, echoed: str) -> str:
     return stripper.feed(text) + stripper.finish()
 
 
-def _store_turn_error(message: Message, error: TurnError | None) -> None:
-    """Record why the reply is unfinished (class and safe code only), or clear an earlier
-    failure's record once a turn completed the reply (a continue after a failed turn)."""
+def record_turn_error(message: Message, error: TurnError | None) -> None:
+    """Record why the reply is unfinished (class and safe code only), or (``None``) clear an
+    earlier failure's record: a turn completed the reply, or the user edited it."""
     _set_extension(message, TURN_ERROR_KEY, None if error is None else turn_error_record(error))
 
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
-from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -189,11 +189,13 @@ class ChatService:
     async def edit(
         self, chat_id: str, message_index: int, text: str, *, reasoning: str | None = None
     ) -> Message:
-        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning."""
+        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning.
+        An unfinished reply (:mod:`.incomplete`) is finished by the edit: mark and error go."""
         stored = await self.load(chat_id)
         entry = _message_at(stored, message_index)
         message = Message.model_validate(entry.data)
         message.mes = text
+        record_turn_error(message, None)  # an edited reply is the user's, finished
         if reasoning is not None:
             message.extra.reasoning = reasoning
             message.extra.reasoning_type = "edited"
