@@ -167,7 +167,8 @@ def test_a_cut_reply_is_marked_incomplete_on_resume(home: Path, server: ThreadSe
     resumed = cli("chat", "Mira", input="/history 1\n/quit\n")
     assert resumed.exit_code == 0, resumed.output
     assert resumed.stdout.count("Half") == 2
-    assert resumed.stdout.count("[incomplete: the reply was cut off;") == 2
+    notice = "[incomplete (interrupted); /continue extends it, /swipe retries]"
+    assert resumed.stdout.count(notice) == 2
 
 
 def test_a_rejected_stored_key_is_named_by_label_and_fingerprint(
@@ -212,3 +213,22 @@ def test_every_error_class_has_a_line_naming_what_to_check(
     assert says in line, line
     tag = klass if code == klass else f"{klass} {code}"
     assert line.endswith(f"[{tag}]") and "(profile 'p', openai, model 'm')" in line
+
+
+def test_a_failed_reply_is_marked_incomplete_live_and_on_resume_with_its_cause(
+    home: Path, server: ThreadServer
+) -> None:
+    server.script(
+        Reply(text="The lamp is lit and then", break_after=3),
+        *[Reply(status=500)] * 6,
+    )
+    result = cli("chat", "Mira", input="Hello\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "The lamp is" in result.stdout
+    assert "[incomplete: the reply was cut off; /continue extends it" in result.stdout
+    assert result.stderr.startswith("error: ")
+    resumed = cli("chat", "Mira", input="/quit\n")
+    (line,) = [x for x in resumed.stdout.splitlines() if x.strip().startswith("[incomplete (")]
+    assert line.strip().endswith("; /continue extends it, /swipe retries]")
+    # a failed turn says why, by class and safe code (a crash: just "interrupted")
+    assert line.strip().startswith("[incomplete (interrupted: interrupted);"), line

@@ -77,6 +77,7 @@ async def run_request(
     abort: AbortSignal | None = None,
     char_name: str = "",
     user_names: tuple[str, ...] = (),
+    continues: str = "",
     clock: Callable[[], float] = time.monotonic,
     sleep: Sleep = asyncio.sleep,
     tools: Sequence[FunctionTool] = (),
@@ -85,13 +86,15 @@ async def run_request(
     """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
     result, never raise. ``tools`` are the ones the turn offers (see :mod:`.tools`): the
     runner runs the calls the model makes, at most ``max_tool_rounds`` rounds, then asks for
-    the reply with tools off."""
+    the reply with tools off. ``continues`` is the text a continued reply already holds (its
+    echo is stripped)."""
     hooks = chat_turn_hooks(plugins, "main")
     request = hooks.before(chat_id, kind, request)
     options = TurnOptions(
         stream=stream,
         char_name=char_name,
         user_names=user_names,
+        continues=continues,
         before_request=before_request_hook(plugins, "main"),
         turn_id=f"{chat_id or '-'}:{kind}",
         tools=tuple(tools),

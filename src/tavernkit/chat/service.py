@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
-from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -211,11 +211,13 @@ class ChatService:
     async def edit(
         self, chat_id: str, message_index: int, text: str, *, reasoning: str | None = None
     ) -> Message:
-        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning."""
+        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning.
+        An unfinished reply (:mod:`.incomplete`) is finished by the edit: mark and error go."""
         stored = await self.load(chat_id)
         entry = _message_at(stored, message_index)
         message = Message.model_validate(entry.data)
         message.mes = text
+        record_turn_error(message, None)  # an edited reply is the user's, finished
         if reasoning is not None:
             message.extra.reasoning = reasoning
             message.extra.reasoning_type = "edited"
@@ -334,7 +336,9 @@ class ChatService:
         interrupt: bool = False,
         abort: AbortSignal | None = None,
     ) -> TurnOutcome:
-        """Extend the last reply; the new text is appended to its shown swipe."""
+        """Extend the last reply; the new text is appended to its shown swipe. A model that
+        starts by repeating the reply has that copy stripped, byte for byte (the matcher the
+        turn runner uses for carried text), so the reply is never doubled."""
         turn = _Turn("continue", interrupt, abort, sink, None, stream, overrides)
         return await self._turn(chat_id, turn)
 
@@ -564,6 +568,7 @@ class ChatService:
                 user_names=names,
                 tools=offer.tools if offer is not None else (),
                 max_tool_rounds=self.max_tool_rounds,
+                continues=target.prefix if kind == "continue" else "",
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text

@@ -44,7 +44,8 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 STOPPED_NOTICE = "[stopped; the text shown is kept]"
-INCOMPLETE_NOTICE = "[incomplete: the reply was cut off; /continue extends it, /swipe retries]"
+_RESUME = "/continue extends it, /swipe retries"
+INCOMPLETE_NOTICE = f"[incomplete: the reply was cut off; {_RESUME}]"
 
 
 class ChatConsoleSink(ConsoleSink):
@@ -129,9 +130,9 @@ def swipe_counter(message: Message) -> str:
     return f"({min(message.swipe_id or 0, count - 1) + 1}/{count})"
 
 
-def print_message(index: int, message: Message, *, partial: bool = False) -> None:
+def print_message(index: int, message: Message, *, incomplete: str = "") -> None:
     """One stored message: number, speaker, swipe counter, text, and what is known about it
-    (reasoning, a fallback notice, a cut-off reply)."""
+    (reasoning, a fallback notice, ``incomplete``: why the reply never finished)."""
     style = "green" if message.is_user else "cyan"
     counter = swipe_counter(message)
     mark = f" [dim]{counter}[/]" if counter else ""
@@ -142,8 +143,8 @@ def print_message(index: int, message: Message, *, partial: bool = False) -> Non
     notice = stored_notice(message)
     if notice:
         out.print(notice, style="yellow", markup=False, highlight=False)
-    if partial:
-        out.print("  " + INCOMPLETE_NOTICE, style="yellow", markup=False, highlight=False)
+    if incomplete:
+        out.print(f"  [{incomplete}; {_RESUME}]", style="yellow", markup=False, highlight=False)
 
 
 def stored_notice(message: Message) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 from rich.markup import escape
 
 from tavernkit.chat.authors_note import NOTE_ROLES, authors_note, set_authors_note
+from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lorebooks import set_chat_lorebook
 from tavernkit.chat.personas import Personas
@@ -186,8 +187,10 @@ class Session:
             out.print(f"[dim]… {start} earlier messages[/]")
         for entry in stored.messages[start:]:
             message = Message.model_validate(entry.data)
-            partial = (message.swipe_id or 0) in entry.partial_swipes
-            print_message(entry.position, message, partial=partial)
+            unfinished = incomplete_reply(entry)
+            print_message(
+                entry.position, message, incomplete=unfinished.text() if unfinished else ""
+            )
 
     # -- dispatch ----------------------------------------------------------------------------
 

@@ -299,6 +299,7 @@ class _Turn:
                 segment=self.options.segment,
                 hold=hold,
                 lead=" \t\n" if self.text_mode else "\n",
+                echo=self.options.continues,
             )
 
         pipe = new_pipe()

@@ -11,7 +11,8 @@ other messages, so a 2,500-message chat costs the same to append to as a 10-mess
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -324,9 +325,18 @@ class SqliteChats(SqliteBase):
         return StoredMessage(id=mid, position=position, data=doc)
 
     async def update_message(
-        self, message_id: str, message: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+        self,
+        message_id: str,
+        message: Mapping[str, Any] | BaseModel,
+        *,
+        partial: Collection[int] = (),
+        owner: str = DEFAULT_OWNER,
     ) -> None:
         split = split_message(to_json_doc(message, source="<chat message>"))
+        if partial:
+            marks = frozenset(partial)
+            rows = [replace(r, partial=r.idx in marks) for r in split.swipes]
+            split = replace(split, swipes=rows)
         async with self._write() as db:
             st = await self._message_state(db, message_id, owner)
             await self._write_message(db, st.id, split)

@@ -20,7 +20,7 @@ save, which is what makes its long chats slow).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -363,9 +363,15 @@ class Store(Protocol):
     ) -> StoredMessage: ...
 
     async def update_message(
-        self, message_id: str, message: Document, *, owner: str = DEFAULT_OWNER
+        self,
+        message_id: str,
+        message: Document,
+        *,
+        partial: Collection[int] = (),
+        owner: str = DEFAULT_OWNER,
     ) -> None:
-        """Replace one message (its swipes too)."""
+        """Replace one message (its swipes too). The swipes at the indexes in ``partial``
+        stay marked partial (a reply a failed turn left unfinished); the others are complete."""
         ...
 
     async def truncate_chat(
