@@ -41,6 +41,7 @@ BAD = [
     ("/note role king", "the role must be system, user or assistant, not 'king'"),
     ("/rename", "a new name is needed"),
     ("/chats all", "/chats takes no argument"),
+    ("/open", "name the chat to open"),
     ("/qr add x", "/qr add needs a label and the text to send"),
     ("/qr remove", "/qr remove needs one label"),
     ("/qr two words", "a label is one word"),

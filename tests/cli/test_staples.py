@@ -109,6 +109,13 @@ def test_chats_list_rename_search_delete(home: Path, server: ThreadServer) -> No
     (hit,) = found.stdout.splitlines()
     assert hit.startswith("Lighthouse talk #2 Mira: The lighthouse is north.")
     assert "no message contains" in cli("chats", "search", "volcano").stdout
+    server.script(Reply(text="Still north."))
+    opened = cli("chat", "Mira", input="/open Lighthouse talk\nAnd now?\n/chats\n/quit\n")
+    assert opened.exit_code == 0, opened.output
+    assert "now in chat Lighthouse talk" in opened.stdout
+    assert "Lighthouse talk * 5 messages" in opened.stdout  # the open chat is marked
+    assert [m.mes for m in messages(home, first)][-2:] == ["And now?", "Still north."]
+    assert "no chat" in cli("chat", "Mira", input="/open nope\n/quit\n").stderr
     kept = cli("chats", "delete", "Lighthouse talk", input="n\n")
     assert kept.exit_code == 1 and len(chat_ids(home)) == 2
     gone = cli("chats", "delete", "Lighthouse talk", "--yes")

@@ -429,6 +429,14 @@ class Session:
                 f"{info.updated:%Y-%m-%d %H:%M}[/]"
             )
 
+    async def cmd_open(self, arg: str) -> None:
+        if not arg:
+            raise COMMANDS["open"].error("name the chat to open (/chats lists them)")
+        info = await self.tk.store.get_chat_info(arg, owner=self.tk.owner)
+        self.chat_id = info.id
+        out.print(f"[dim]now in chat {escape(info.name)}[/]")
+        await self.history()
+
     async def cmd_qr(self, arg: str) -> None:
         command = COMMANDS["qr"]
         replies = QuickReplies(self.tk.store, owner=self.tk.owner)

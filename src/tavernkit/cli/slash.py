@@ -66,6 +66,7 @@ _TABLE = (
     SlashCommand("book", "/book [NAME|off]", "this chat's own lorebook (chat lore)"),
     SlashCommand("rename", "/rename NAME", "rename this chat"),
     SlashCommand("chats", "/chats", "list this character's chats"),
+    SlashCommand("open", "/open CHAT", "continue another chat (its name or id)"),
     SlashCommand(
         "qr",
         "/qr [LABEL | add LABEL TEXT | remove LABEL]",
