@@ -149,6 +149,10 @@ def test_ctrl_c_stops_a_reply_then_exits_at_the_prompt(home: Path, server: Threa
         proc.stdout.close()
     reply = messages(home)[-1]
     assert reply.mes.startswith("The lamp is lit.") and not reply.is_user
+    # on resume the stopped reply is shown as stopped, not as complete
+    resumed = cli("chat", "Mira", input="/quit\n")
+    assert resumed.exit_code == 0, resumed.output
+    assert "[stopped before the end; /continue extends it, /swipe retries]" in resumed.stdout
 
 
 def test_a_cut_reply_is_marked_incomplete_on_resume(home: Path, server: ThreadServer) -> None:

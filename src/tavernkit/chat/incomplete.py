@@ -2,7 +2,8 @@
 
 A reply is unfinished when its swipe is still marked partial: the process died mid-reply (the
 streaming sink's last write), or the turn failed after part of the reply was delivered. A
-failed turn also records why, by error class and safe code only (never the provider's
+stopped turn (the user's stop) is kept as shown but stays partial too, recorded as
+``stopped``. A failed turn also records why, by error class and safe code only (never the provider's
 message), under the swipe's ``extra.extensions.turn_error``; a crash records nothing, so its
 ``error_class`` is ``None``. A later turn that completes the reply (``continue_``) or an edit
 clears both.
@@ -16,10 +17,18 @@ from typing import Any
 from tavernkit.generation.result import TurnError
 from tavernkit.store.protocol import StoredMessage
 
-__all__ = ["TURN_ERROR_KEY", "IncompleteReply", "incomplete_reply", "turn_error_record"]
+__all__ = [
+    "STOPPED_RECORD",
+    "TURN_ERROR_KEY",
+    "IncompleteReply",
+    "incomplete_reply",
+    "turn_error_record",
+]
 
 #: where a failed turn's error goes, under the swipe's (and message's) ``extra.extensions``
 TURN_ERROR_KEY = "turn_error"
+#: what a reply the user stopped records there
+STOPPED_RECORD = {"error_class": "stopped", "code": "stopped"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,8 @@ class IncompleteReply:
         """A one-line label for a display (``incomplete``, or why)."""
         if self.error_class is None:
             return "incomplete (interrupted)"
+        if self.error_class == STOPPED_RECORD["error_class"]:
+            return "stopped before the end"
         return f"incomplete ({self.error_class}: {self.code})"
 
 

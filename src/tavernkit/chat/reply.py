@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.chat.incomplete import TURN_ERROR_KEY, turn_error_record
+from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
@@ -202,21 +202,29 @@ class ReplyWriter:
             message.extra.reasoning_duration = None
             message.extra.model = model
         failed = result.status == "failed"
+        # a stopped reply is kept as shown, but stays marked unfinished so a resumed chat says
+        # so (and /continue can finish it)
+        unfinished = failed or result.status == "aborted"
         if not failed:
             message.gen_finished = self.now()  # a failed reply never finished, as after a crash
         if result.notice is not None:
             _store_notice(message, result)
-        record_turn_error(message, result.error if failed else None)
+        if failed:
+            record_turn_error(message, result.error)
+        elif unfinished:
+            _set_extension(message, TURN_ERROR_KEY, dict(STOPPED_RECORD))
+        else:
+            record_turn_error(message, None)
         message.sync_to_swipe()
         message_id, position = target.message_id, target.position
-        if tools and not failed:
+        if tools and not unfinished:
             message_id, position = await self._store_before_reply(
                 chat_id, target.message_id, message, self._tool_message(tools, prepared, model)
             )
         else:
-            # A failed turn's reply stays partial, as a crash leaves it (one write, so it is
-            # never seen complete in between).
-            partial = (target.swipe_index or 0,) if failed else ()
+            # A failed or stopped turn's reply stays partial, as a crash leaves it (one write,
+            # so it is never seen complete in between).
+            partial = (target.swipe_index or 0,) if unfinished else ()
             await self.store.update_message(
                 target.message_id, message, partial=partial, owner=self.owner
             )
