@@ -52,3 +52,17 @@ def test_client_urls_lose_query_and_user_info(caplog: pytest.LogCaptureFixture) 
     line = _line(caplog, "httpx2", 'HTTP Request: %s %s "%s"', "GET", url, "HTTP/1.1 200 OK")
     assert line == 'HTTP Request: GET https://api.example:8443/v1/models "HTTP/1.1 200 OK"'
     assert redact_url("not a url") == "not a url"
+
+
+def test_the_url_macro_alone_installs_the_http_filters() -> None:
+    """Renderer-only use (no provider imported) still redacts httpx2's DEBUG lines."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, tavernkit.text.render.url, sys\n"
+        "names = ('httpx2', 'httpcore2.connection', 'httpcore2.http11')\n"
+        "sys.exit(0 if all(logging.getLogger(n).filters for n in names) else 1)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], check=False, timeout=60)
+    assert done.returncode == 0
