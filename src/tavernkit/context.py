@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
@@ -66,6 +68,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
+    from tavernkit.generation.plan import Plan
     from tavernkit.generation.services import (
         ChatCompletionService,
         ConnectionManagerRequestService,
@@ -131,8 +134,10 @@ def _parameters_of(
 class TavernContext:
     """The per-chat view of a :class:`~tavernkit.facade.Tavern` (see the module docstring).
 
-    ``client`` (an ``httpx2.AsyncClient``), ``retry``, ``rng``, ``local_factory`` and
-    ``environ`` are injection points for servers and tests.
+    ``client`` (an ``httpx2.AsyncClient``), ``retry``, ``rng``, ``local_factory``,
+    ``environ`` and ``key_clock`` (epoch seconds, for key cooldowns) are injection points for
+    servers and tests. Every generation call runs the chat turn's plan on its profile (key
+    pool, cooldowns shared with the chats of the Tavern, fallback chain).
     """
 
     GenerateTaskError = GenerateTaskError
@@ -148,6 +153,7 @@ class TavernContext:
         local_factory: LocalFactory | None = None,
         environ: Mapping[str, str] | None = None,
         before_request: BeforeRequest | None = None,
+        key_clock: Callable[[], float] = time.time,
     ) -> None:
         self.tavern = tavern
         self.chat_id = chat_id
@@ -158,6 +164,7 @@ class TavernContext:
         self.local_factory: LocalFactory = local_factory or tavern.local_provider
         self.environ = environ
         self.before_request = before_request
+        self.key_clock = key_clock
         self.connection_profiles = ConnectionProfiles(self)
 
     # -- collaborators -----------------------------------------------------------------------
@@ -191,13 +198,26 @@ class TavernContext:
         model_override: str = "",
         api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
     ) -> ResolvedConnection:
+        return await self._resolve(
+            await self._profile(name),
+            model_override=model_override,
+            api_settings_override=api_settings_override,
+        )
+
+    async def _resolve(
+        self,
+        profile: ConnectionProfile | None,
+        *,
+        model_override: str = "",
+        api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
+    ) -> ResolvedConnection:
         store, owner = self.tavern.store, self.tavern.owner
 
         async def load_secret(key_id: str) -> str:
             return await store.get_api_key_secret(key_id, owner=owner)
 
         return await resolve_connection(
-            await self._profile(name),
+            profile,
             model_override=model_override,
             api_settings_override=api_settings_override,
             load_secret=load_secret,
@@ -205,6 +225,22 @@ class TavernContext:
             local_factory=self.local_factory,
             environ=self.environ,
         )
+
+    async def _plan(self, connection: ResolvedConnection) -> Plan:
+        """The plan a generation on ``connection`` runs: the chat turn's (key pool with the
+        Tavern's cooldowns, fallback chain), see :func:`tavernkit.chat.plan.task_plan`."""
+        from tavernkit.chat.plan import PlanSources, task_plan
+
+        tavern = self.tavern
+        sources = PlanSources(
+            tavern.store,
+            tavern.owner,
+            self._resolve,
+            self.key_clock,
+            os.environ if self.environ is None else self.environ,
+            tavern.key_cooldowns,
+        )
+        return await task_plan(connection, sources)
 
     async def _preset(self, name: str) -> ChatCompletionPreset | None:
         store, owner = self.tavern.store, self.tavern.owner
@@ -236,6 +272,7 @@ class TavernContext:
             retry=self.retry,
             rng=self.rng,
             before_request=self._before_request(),
+            plan_for=self._plan,
         )
 
     # -- generate_task -----------------------------------------------------------------------

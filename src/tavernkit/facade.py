@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import pluggy
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import StoreError, TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
 from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
@@ -32,8 +32,10 @@ from tavernkit.tools.registry import ToolRegistry
 if TYPE_CHECKING:
     from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
+    from tavernkit.generation.keys import InMemoryCooldownStore
     from tavernkit.generation.profiles import ProviderLike
     from tavernkit.models.profile import ConnectionProfile
+    from tavernkit.profile_admin import ProfileAdmin
     from tavernkit.providers.profiles import ModelProfile
 
 __all__ = ["Tavern"]
@@ -56,8 +58,10 @@ class Tavern:
         self.formats = FormatRegistry.from_plugins(self.plugins)
         self._store: SqliteStore | None = None
         self._library: Library | None = None
-        #: function tools offered to this Tavern's chats (never shared between Taverns)
+        #: function tools offered to this Tavern's chats (never shared between Taverns); the
+        #: plugins' ``register_tools`` hooks fill it first
         self.tools = ToolRegistry()
+        self.plugins.hook.register_tools(register=self.tools.register_function_tool)
         #: The template service every prompt of this Tavern evaluates its macros through.
         self.prompt_renderer = PromptRenderer()
         #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
@@ -65,10 +69,21 @@ class Tavern:
         self._chats: ChatService | None = None
         #: the embedded models this Tavern has made, by model name (see :meth:`local_provider`)
         self._local: dict[str, ProviderLike] = {}
+        self._key_cooldowns: InMemoryCooldownStore | None = None
 
     async def open(self) -> Self:
         if self._store is None:
-            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:
+                self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except FileExistsError:
+                raise StoreError(
+                    f"the data folder {self.home} is a file, not a folder "
+                    "(check TAVERNKIT_HOME or --home)"
+                ) from None
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the data folder {self.home}: {exc.strerror or exc}"
+                ) from None
             self._store = await open_store(self.home / DB_FILE_NAME)
             self._library = Library(self._store, self.formats, owner=self.owner)
         return self
@@ -120,6 +135,25 @@ class Tavern:
 
             provider = self._local[name] = local_provider(profile, model_profile)
         return provider
+
+    @property
+    def profiles(self) -> ProfileAdmin:
+        """Connection profiles, their key pools and fallback chains (see
+        :mod:`tavernkit.profile_admin`); what ``tavernkit profile`` edits."""
+        from tavernkit.profile_admin import ProfileAdmin
+
+        return ProfileAdmin(self.store, self.owner)
+
+    @property
+    def key_cooldowns(self) -> InMemoryCooldownStore:
+        """Cooldowns and use counts of keys read from environment variables, shared by every
+        chat turn and task of this Tavern (a stored key's live in the store, across
+        processes; an environment key has no row there, so it rests here, for the process)."""
+        if self._key_cooldowns is None:
+            from tavernkit.generation.keys import InMemoryCooldownStore
+
+            self._key_cooldowns = InMemoryCooldownStore()
+        return self._key_cooldowns
 
     def context(self, chat_id: str | None = None, **options: Any) -> TavernContext:
         """The per-chat view plugins and bots use (``generate_task`` and friends); see

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from tavernkit.chat.greetings import chat_name
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.formats.cards import ImportedCard
@@ -34,7 +36,7 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
-from tavernkit.store.protocol import ChatInfo, RecordInfo, Store
+from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
 __all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "Found", "ImportResult", "Library"]
 
@@ -143,6 +145,11 @@ class Library:
         if isinstance(value, ImportedCard):
             return await self._import_card(value, source, replace)
         if isinstance(value, Lorebook):
+            # A name the file's content does not hold is the file's (see formats.lorebooks).
+            named_in_file = "name" in value.model_fields_set
+            same = None if named_in_file else await self._same_lorebook(value)
+            if same is not None:
+                return [ImportResult("lorebook", same.name, same.id, "unchanged", source)]
             name = value.name or stem or "Lorebook"
             return [await self._put("lorebook", value, name, source, replace)]
         if isinstance(value, Chat):
@@ -158,6 +165,46 @@ class Library:
             source=source,
         )
 
+    async def _same_lorebook(self, book: Lorebook) -> RecordInfo | None:
+        """The stored book with exactly these entries: a world file names no book (SillyTavern
+        names it after the file), so this is how a re-imported export is known as the same."""
+        entries = _wire(book).get("entries")
+        for info in await self.store.list("lorebook", owner=self.owner):
+            stored = await self.store.get_record("lorebook", info.id, owner=self.owner)
+            if stored.data.get("entries") == entries:
+                return info
+        return None
+
+    async def _decide(
+        self,
+        kind: str,
+        record: BaseModel,
+        name: str,
+        source: str,
+        replace: bool,
+        *,
+        keep_existing: bool = False,
+    ) -> tuple[StoredRecord | None, Status]:
+        """What importing ``record`` as ``name`` would do, and the record it would touch;
+        :class:`Conflict` when it must not. Reads only, so a multi-record import can ask for
+        every record before it writes any."""
+        data = _wire(record)
+        try:
+            existing = await self.store.get_record(kind, name, owner=self.owner)
+        except NotFound:
+            return None, "imported"
+        if existing.data == data or _same_content(kind, existing.data, record):
+            return existing, "unchanged"
+        if keep_existing and not replace:
+            return existing, "kept"
+        embedded_copy = "originalData" in existing.data and "originalData" not in data
+        if not (replace or (kind == "lorebook" and embedded_copy)):
+            raise Conflict(
+                f"{_a(_label(kind))} named {name!r} already exists and differs from {source}; "
+                "import with --replace to overwrite it"
+            )
+        return existing, "replaced"
+
     async def _put(
         self,
         kind: str,
@@ -170,31 +217,21 @@ class Library:
         note: str = "",
         keep_existing: bool = False,
     ) -> ImportResult:
-        data = _wire(record)
-        try:
-            existing = await self.store.get_record(kind, name, owner=self.owner)
-        except NotFound:
+        existing, status = await self._decide(
+            kind, record, name, source, replace, keep_existing=keep_existing
+        )
+        if existing is None:
             ref = await self.store.put(kind, record, owner=self.owner, name=name, blobs=blobs)
-            return ImportResult(kind, name, ref.id, "imported", source, note)
-        if existing.data == data:
-            if blobs:
-                for blob, content in blobs.items():
-                    await self.store.set_blob(
-                        kind, existing.info.id, blob, content, owner=self.owner
-                    )
-            return ImportResult(kind, name, existing.info.id, "unchanged", source, note)
-        if keep_existing and not replace:
-            return ImportResult(kind, name, existing.info.id, "kept", source, note)
-        embedded_copy = "originalData" in existing.data and "originalData" not in data
-        if not (replace or (kind == "lorebook" and embedded_copy)):
-            raise Conflict(
-                f"a {_label(kind)} named {name!r} already exists and differs from {source}; "
-                "import with --replace to overwrite it"
-            )
+            return ImportResult(kind, name, ref.id, status, source, note)
+        if status == "unchanged" and blobs:
+            for blob, content in blobs.items():
+                await self.store.set_blob(kind, existing.info.id, blob, content, owner=self.owner)
+        if status in ("unchanged", "kept"):
+            return ImportResult(kind, name, existing.info.id, status, source, note)
         ref = await self.store.put(
             kind, record, owner=self.owner, name=name, id=existing.info.id, blobs=blobs
         )
-        return ImportResult(kind, name, ref.id, "replaced", source, note)
+        return ImportResult(kind, name, ref.id, status, source, note)
 
     async def _import_card(
         self, imported: ImportedCard, source: str, replace: bool
@@ -241,33 +278,55 @@ class Library:
     async def _import_chat(
         self, chat: Chat, name: str, source: str, character: str | None, replace: bool
     ) -> ImportResult:
+        """A chat file, named from its content (``<character> - <first message's date>``, as
+        SillyTavern names a new chat; the file name for a branch, or when the content says
+        nothing). A stored chat with the same lines is this chat (``unchanged``) whatever the
+        file is called; a different chat of the same name and character needs ``replace``.
+        Only identical content counts as the same: SillyTavern's branches share their main
+        chat's ``integrity`` id."""
+        speaker = next((m.name for m in chat.messages if not m.is_user and m.name), None)
+        header_name = chat.header.character_name
+        if header_name in (None, "", "unused"):
+            header_name = None
         char_id: str | None = None
         if character is not None:
             char_id = (
                 await self.store.get_record("character", character, owner=self.owner)
             ).info.id
-        elif chat.header.character_name and chat.header.character_name != "unused":
-            try:
-                char_id = (
-                    await self.store.get_record(
-                        "character", chat.header.character_name, owner=self.owner
-                    )
-                ).info.id
-            except NotFound:
-                char_id = None
+        else:
+            for candidate in (header_name, speaker):
+                if not candidate:
+                    continue
+                try:
+                    record = await self.store.get_record("character", candidate, owner=self.owner)
+                except NotFound:
+                    continue
+                char_id = record.info.id
+                break
+        # A branch shares its main chat's first message (and, in SillyTavern, its integrity
+        # id): only its file name tells it apart.
+        if not chat.header.chat_metadata.main_chat:
+            name = _chat_name(chat, header_name or speaker) or name
+        integrity = chat.header.chat_metadata.integrity
         lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        same_name: ChatInfo | None = None
         for info in await self.store.list_chats(owner=self.owner):
-            if info.name != name or info.character_id != char_id:
+            named = info.name == name and info.character_id == char_id
+            if named:
+                same_name = info
+            if not (integrity or named):
                 continue
             stored = await self.store.load_chat(info.id, owner=self.owner)
-            if stored.lines() == lines:
-                return ImportResult("chat", name, info.id, "unchanged", source)
+            known = (stored.header.get("chat_metadata") or {}).get("integrity")
+            if (named or known == integrity) and stored.lines() == lines:
+                return ImportResult("chat", info.name, info.id, "unchanged", source)
+        if same_name is not None:
             if not replace:
                 raise Conflict(
                     f"a chat named {name!r} already exists and differs from {source}; "
                     "import with --replace to overwrite it"
                 )
-            await self.store.delete_chat(info.id, owner=self.owner)
+            await self.store.delete_chat(same_name.id, owner=self.owner)
             created = await self._create_chat(lines, name, char_id)
             return ImportResult("chat", name, created.id, "replaced", source)
         created = await self._create_chat(lines, name, char_id)
@@ -286,21 +345,48 @@ class Library:
     async def _import_settings(
         self, imported: ImportedSettings, source: str, replace: bool
     ) -> list[ImportResult]:
-        await self.store.put_settings(imported.settings, owner=self.owner)
-        results = [ImportResult("settings", "settings", self.owner, "replaced", source)]
-        templates: Sequence[tuple[str, BaseModel | None]] = (
+        """The settings, their templates and personas. Every template is checked before the
+        first write, so a conflict leaves the stored settings as they were. A persona whose
+        avatar key is stored already is that persona (updated), not a new one."""
+        candidates: Sequence[tuple[str, BaseModel | None]] = (
             ("instruct", imported.instruct),
             ("context", imported.context),
             ("sysprompt", imported.sysprompt),
             ("reasoning", imported.reasoning),
         )
-        for kind, template in templates:
-            name = getattr(template, "name", None) if template is not None else None
-            if template is not None and name:
-                results.append(await self._put(kind, template, name, source, replace))
+        templates = [
+            (kind, template, str(name))
+            for kind, template in candidates
+            if template is not None and (name := getattr(template, "name", None))
+        ]
+        for kind, template, name in templates:
+            await self._decide(kind, template, name, source, replace)
+        await self.store.put_settings(imported.settings, owner=self.owner)
+        results = [ImportResult("settings", "settings", self.owner, "replaced", source)]
+        for kind, template, name in templates:
+            results.append(await self._put(kind, template, name, source, replace))
+        by_avatar: dict[str, StoredRecord] = {}
+        for info in await self.store.list("persona", owner=self.owner):
+            stored = await self.store.get_record("persona", info.id, owner=self.owner)
+            avatar = stored.data.get("avatar")
+            if isinstance(avatar, str) and avatar:
+                by_avatar[avatar] = stored
         for persona in imported.personas:
-            ref = await self.store.put("persona", persona, owner=self.owner, name=persona.name)
-            results.append(ImportResult("persona", persona.name, ref.id, "imported", source))
+            known = by_avatar.get(persona.avatar) if persona.avatar else None
+            if known is None:
+                ref = await self.store.put("persona", persona, owner=self.owner, name=persona.name)
+                results.append(ImportResult("persona", persona.name, ref.id, "imported", source))
+            elif known.data == _wire(persona):
+                results.append(
+                    ImportResult("persona", persona.name, known.info.id, "unchanged", source)
+                )
+            else:
+                await self.store.put(
+                    "persona", persona, owner=self.owner, name=persona.name, id=known.info.id
+                )
+                results.append(
+                    ImportResult("persona", persona.name, known.info.id, "replaced", source)
+                )
         return results
 
     # -- find -----------------------------------------------------------------------------
@@ -362,14 +448,119 @@ class Library:
         kind: str | None = None,
         spec: str = "v2",
     ) -> Found:
+        """Write the export to ``path`` (atomically: a failed write leaves no part file). A
+        ``path`` that is a folder, or in a folder that does not exist, is a
+        :class:`~tavernkit.errors.FormatError` before anything is read or written."""
+        path = Path(path)
+        if path.is_dir():
+            raise FormatError("is a folder; name the file to write", source=str(path))
+        if not path.parent.is_dir():
+            raise FormatError(
+                f"the folder {path.parent} does not exist; create it first", source=str(path)
+            )
         found, data = await self.export_bytes(name, fmt, kind=kind, spec=spec)
-        atomic_write_bytes(Path(path), data)
+        try:
+            atomic_write_bytes(path, data)
+        except OSError as exc:
+            raise FormatError(f"cannot write: {exc.strerror or exc}", source=str(path)) from None
         return found
+
+    # -- characters -----------------------------------------------------------------------
+
+    async def rename_character(self, ref: str, new_name: str) -> RecordInfo:
+        """Rename a character (the card's ``data.name`` and the record's name); its chats,
+        avatar and linked lorebooks stay attached (they point at the id)."""
+        new_name = new_name.strip()
+        if not new_name:
+            raise FormatError("a character needs a name", field="data.name")
+        stored = await self.store.get_record("character", ref, owner=self.owner)
+        await self._name_free(new_name, stored.info.id)
+        card = Card.model_validate(stored.data)
+        card.data.name = new_name
+        await self.store.put("character", card, owner=self.owner, name=new_name, id=stored.info.id)
+        await self.store.set_chats_character_name(stored.info.id, new_name, owner=self.owner)
+        return (await self.store.get_record("character", stored.info.id, owner=self.owner)).info
+
+    async def duplicate_character(self, ref: str, new_name: str | None = None) -> RecordInfo:
+        """A copy of a character under ``new_name`` (default ``"<name> (copy)"``, numbered
+        when taken), with its avatar and lorebook links; chats are not copied."""
+        stored = await self.store.get_record("character", ref, owner=self.owner)
+        base = (new_name or f"{stored.info.name} (copy)").strip()
+        name, number = base, 2
+        while new_name is None and await self._taken(name):
+            name, number = f"{base} {number}", number + 1
+        await self._name_free(name, None)
+        card = Card.model_validate(stored.data)
+        card.data.name = name
+        avatar = await self.store.get_blob("character", stored.info.id, owner=self.owner)
+        blobs = {"avatar": avatar} if avatar is not None else None
+        ref_new = await self.store.put("character", card, owner=self.owner, name=name, blobs=blobs)
+        for book in await self.store.links(
+            "character", stored.info.id, "lorebook", owner=self.owner
+        ):
+            await self.store.link(
+                "character", ref_new.id, "lorebook", "lorebook", book.id, owner=self.owner
+            )
+        return (await self.store.get_record("character", ref_new.id, owner=self.owner)).info
+
+    async def delete_character(self, ref: str, *, with_chats: bool = False) -> int:
+        """Delete a character; ``with_chats`` deletes its chats too (else they stay, attached
+        to no character). Returns how many chats were deleted."""
+        info = (await self.store.get_record("character", ref, owner=self.owner)).info
+        chats = await self.store.list_chats(owner=self.owner, character=info.id)
+        if with_chats:
+            for chat in chats:
+                await self.store.delete_chat(chat.id, owner=self.owner)
+        await self.store.delete("character", info.id, owner=self.owner)
+        return len(chats) if with_chats else 0
+
+    async def _taken(self, name: str) -> bool:
+        try:
+            await self.store.get_record("character", name, owner=self.owner)
+        except NotFound:
+            return False
+        return True
+
+    async def _name_free(self, name: str, own_id: str | None) -> None:
+        try:
+            other = await self.store.get_record("character", name, owner=self.owner)
+        except NotFound:
+            return
+        if other.info.id != own_id:
+            raise Conflict(f"a character named {name!r} exists already")
 
     async def card(self, name: str) -> Card:
         value = await self.store.get("character", name, owner=self.owner)
         assert isinstance(value, Card)
         return value
+
+
+def _chat_name(chat: Chat, character: str | None) -> str | None:
+    """SillyTavern's name for the chat when it began (``<character> - <date>``), from the
+    first message's ISO date; ``None`` when either is unknown."""
+    if not character or not chat.messages:
+        return None
+    raw = chat.messages[0].send_date
+    if not isinstance(raw, str):
+        return None
+    try:
+        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return chat_name(character, when)
+
+
+def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
+    """Whether a card holds what the stored one does, whatever wrapper our exports put
+    around it: a V3 spec or V2, the V1 fields SillyTavern writes beside ``data``, defaults
+    written out or left off. So re-importing our own CHARX, PNG or JSON export is a no-op."""
+    if kind != "character" or not isinstance(record, Card):
+        return False
+    try:
+        known = Card.model_validate(stored)
+    except ValueError:
+        return False
+    return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
 
 
 def _wire(model: BaseModel) -> dict[str, Any]:
@@ -384,6 +575,10 @@ def _wire_message(message: Any) -> dict[str, Any]:
     if callable(to_st):
         return _wire(to_st())
     return _wire(message)
+
+
+def _a(label: str) -> str:
+    return f"{'an' if label[:1] in 'aeiou' else 'a'} {label}"
 
 
 def _label(kind: str) -> str:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -69,6 +70,18 @@ async def make_world(home: Path, server: HangingServer) -> Tavern:
     settings.selections.user_name = "Ada"
     await tk.store.put_settings(settings)
     return tk
+
+
+async def use_profile(world: World, name: str, **fields: Any) -> None:
+    """Store an OpenAI-compatible profile on the scripted server (``fields`` on top) and make
+    it the active one."""
+    profile = ConnectionProfile.model_validate(
+        {"name": name, "source": "openai", "base_url": world.server.base_url + "/v1", **fields}
+    )
+    await world.tk.store.put("connection_profile", profile)
+    settings = await world.tk.settings()
+    settings.selections.profile = profile.name
+    await world.tk.store.put_settings(settings)
 
 
 @pytest.fixture

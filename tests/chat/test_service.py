@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.inspect import wire_body
 from tavernkit.errors import ChatBusy, Conflict
 from tavernkit.generation.sink import RecordingSink
@@ -194,8 +195,12 @@ async def test_stop_keeps_what_was_delivered(world: World) -> None:
     *_, reply = await _messages(world, info.id)
     assert reply.mes == out.text == sink.text
     assert reply.mes.startswith("Wait.")
+    # kept as shown, but marked unfinished: a resumed chat says it was stopped (issue 18)
     stored = await world.chats.load(info.id)
-    assert stored.messages[-1].partial_swipes == ()
+    assert stored.messages[-1].partial_swipes == (0,)
+    unfinished = incomplete_reply(stored.messages[-1])
+    assert unfinished is not None and unfinished.error_class == "stopped"
+    assert unfinished.text() == "stopped before the end"
 
 
 async def test_the_streaming_swipe_is_in_the_store_marked_partial(world: World) -> None:

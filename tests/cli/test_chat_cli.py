@@ -220,14 +220,16 @@ def test_swipe_back_edit_delete_undo_branch(home: Path, server: ThreadServer) ->
         ["One, edited.", "Two."],
         0,
     )
-    script = "\n".join(["/delete 1", "/undo", "/branch", "/quit"])
+    # /undo puts back what /delete took; the branch copies the restored chat
+    script = "\n".join(["/delete 1", "/delete 1", "/undo", "/branch", "/quit"])
     result = cli("chat", "Mira", input=script + "\n")
     assert result.exit_code == 0, result.output
     assert "Welcome aboard" in result.output  # history shown on resume
     ids = chat_ids(home)
     assert len(ids) == 2
     for chat in ids:
-        assert [m.mes for m in messages(home, chat)] == ["Welcome aboard, User."]
+        assert [m.mes for m in messages(home, chat)] == ["Welcome aboard, User.", "One, edited."]
+        assert messages(home, chat)[-1].swipes == ["One, edited.", "Two."]
 
 
 def test_greeting_swipes_through_the_cli(home: Path, server: ThreadServer) -> None:

@@ -34,6 +34,8 @@ class Reply:
     break_after: int | None = None
     #: seconds to wait before answering
     delay: float = 0.0
+    #: stream: seconds between frames (so concurrent streams interleave)
+    pace: float = 0.0
 
 
 @dataclass
@@ -228,7 +230,7 @@ class ScriptedServer:
                 return
             writer.write(frame)
             await writer.drain()
-            await asyncio.sleep(0)
+            await asyncio.sleep(reply.pace)
 
     def _text_frames(self, reply: Reply) -> list[bytes | None]:
         def chunk(piece: str, finish: str | None = None) -> bytes:

@@ -32,7 +32,7 @@ async def test_uses_column_round_trips_and_defaults_to_zero(tmp_path: Path) -> N
     with sqlite3.connect(tmp_path / "t.db") as db:
         names = [row[0] for row in db.execute("SELECT name FROM _migrations ORDER BY name")]
         columns = [row[1] for row in db.execute("PRAGMA table_info(key_state)")]
-    assert names[:2] == ["001_initial", "002_key_uses"]  # later migrations follow
+    assert names[:2] == ["001_initial", "002_key_uses"]  # later migrations may follow
     assert "uses" in columns
 
 

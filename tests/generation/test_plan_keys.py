@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tavernkit.errors import Overloaded, ProviderTimeout, QuotaExhausted, RateLimited
+from tavernkit.errors import (
+    AuthError,
+    NetworkError,
+    Overloaded,
+    ProtocolError,
+    ProviderTimeout,
+    QuotaExhausted,
+    RateLimited,
+    StreamInterrupted,
+)
 from tavernkit.generation.keys import (
     CooldownPolicy,
     InMemoryCooldownStore,
@@ -205,8 +214,16 @@ async def test_cooldowns_by_error_class() -> None:
     p = pool(clock)
     k0, k1, k2 = p.keys
     assert await p.record_failure(k0, RateLimited("slow")) == 60
-    assert await p.record_failure(k1, Overloaded("down")) == 300
-    assert await p.record_failure(k2, ProviderTimeout("slow", phase="idle")) is None
+    assert await p.record_failure(k1, AuthError("revoked", status=401)) == 300
+    # what the service did (capacity, transport, a timeout) benches no key
+    for error in (
+        Overloaded("down", status=529),
+        NetworkError("reset"),
+        ProtocolError("garbage"),
+        StreamInterrupted("cut", cause=Overloaded("down")),
+        ProviderTimeout("slow", phase="idle"),
+    ):
+        assert await p.record_failure(k2, error) is None
     assert (await p.select()).key_id == "k2"  # type: ignore[union-attr]
     assert await p.select({"k2"}) is None
     assert await p.next_ready_in() == 60

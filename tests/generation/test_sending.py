@@ -39,7 +39,7 @@ async def test_retry_policy_repeats_the_request_with_the_same_key(world: World) 
         openai_error(503, "server_error"),
         openai_stream(["The storm came."]),
     )
-    plan = world.plan([Route("gpt-4o", keys=["sk-only-key-00001", "sk-other-key-0002"])])
+    plan = world.plan([Route("gpt-4o", keys=["sk-only-key-00001"])])
     policy = RetryPolicy(max_retries=2, base_delay=0.5, jitter=0.0)
     result, _ = await turn(world, plan, retry=policy)
     assert result.status == "completed" and result.text == "The storm came."
@@ -47,6 +47,24 @@ async def test_retry_policy_repeats_the_request_with_the_same_key(world: World) 
     assert keys == ["sk-only-key-00001"] * 3  # a retry is not a rotation
     assert world.clock.sleeps == [3.0, 1.0]  # Retry-After, then back-off 0.5 * 2
     assert result.counters.rotations == 0 and [a.outcome for a in result.attempts] == ["completed"]
+
+
+async def test_a_rate_limit_moves_to_a_ready_key_instead_of_waiting(world: World) -> None:
+    world.upstream.add(
+        openai_error(429, "rate_limit_error", retry_after="90"),
+        openai_error(503, "server_error"),
+        openai_stream(["The storm came."]),
+    )
+    plan = world.plan([Route("gpt-4o", keys=["sk-only-key-00001", "sk-other-key-0002"])])
+    policy = RetryPolicy(max_retries=2, base_delay=0.5, jitter=0.0)
+    result, _ = await turn(world, plan, retry=policy)
+    assert result.status == "completed" and result.text == "The storm came."
+    keys = [r.key for r in world.upstream.requests]
+    # the rate-limited key rests; the other key takes the turn, and its 503 is retried in place
+    assert keys == ["sk-only-key-00001", "sk-other-key-0002", "sk-other-key-0002"]
+    assert world.clock.sleeps == [0.5]
+    assert result.counters.rotations == 1
+    assert [a.outcome for a in result.attempts] == ["error", "completed"]
 
 
 async def test_without_a_retry_policy_the_next_key_answers(world: World) -> None:

@@ -68,6 +68,31 @@ async def test_should_register_sync_and_async_is_asked_each_time() -> None:
     assert calls["n"] == 2
 
 
+async def test_a_should_register_that_raises_leaves_only_that_tool_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken() -> bool:
+        raise RuntimeError("secret-ish detail")
+
+    async def broken_async() -> bool:
+        raise KeyError("x")
+
+    reg = ToolRegistry(
+        [
+            tool("ok"),
+            tool("bad", should_register=broken),
+            tool("bad2", should_register=broken_async),
+        ]
+    )
+    with caplog.at_level("WARNING", logger="tavernkit.tools"):
+        assert [t.name for t in await reg.tools("normal")] == ["ok"]
+    assert [r.getMessage() for r in caplog.records] == [
+        "tool bad: should_register failed (RuntimeError); left out",
+        "tool bad2: should_register failed (KeyError); left out",
+    ]
+    assert "secret-ish" not in caplog.text
+
+
 def test_format_message_and_display_name() -> None:
     plain = tool()
     assert plain.message_for({}) == "Invoking tool: search_web"

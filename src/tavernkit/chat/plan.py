@@ -2,16 +2,20 @@
 
 - **Primary**: the resolved connection of the turn (the prompt was built for it).
 - **Keys**: a profile with several credentials becomes a :class:`~tavernkit.generation.keys.KeyPool`
-  (least-used first, per-key cooldowns). When every credential is a stored key the cooldowns
-  and use counts live in the store (:class:`~tavernkit.generation.keys.StoreCooldownStore`),
-  so a CLI that starts fresh for every message still spreads its calls and still rests a
-  rate-limited key; a pool with environment-variable keys keeps them in memory for the turn
-  (the store's key-state rows belong to stored keys).
+  (least-used first, per-key cooldowns). A stored key's cooldown and use count live in the
+  store (:class:`~tavernkit.generation.keys.StoreCooldownStore`), so a CLI that starts fresh
+  for every message still spreads its calls and still rests a rate-limited key; an
+  environment-variable key's live in ``PlanSources.memory`` (the Tavern's, so they outlive the
+  turn; the store's key-state rows belong to stored keys), and a mixed pool splits them.
 - **Fallbacks**: the profile's ``fallback_chain`` names a stored
   :class:`~tavernkit.models.profile.FallbackChain`; each of its entries (a profile, optionally
   another model, optionally one explicit credential) is one plan entry after the primary. The
   chain hangs off the profile, not the global selections, because a chain is a backup *for* a
   given primary: switching profiles switches backups with it.
+
+The same builder makes the plan of a chat turn and of ``generate_task`` / ``generate_raw`` /
+quiet prompts (:func:`task_plan`): plugins and bots get the key pool, its cooldowns and the
+fallback chain a chat gets.
 
 Entries are resolved only when the previous attempt failed (no key of a fallback is loaded on
 a turn the primary answers). An entry whose prompt family differs from the primary's (a
@@ -25,7 +29,7 @@ template is known, every attempt's stream is split into reasoning and reply as i
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from tavernkit.generation.keys import (
@@ -33,6 +37,7 @@ from tavernkit.generation.keys import (
     InMemoryCooldownStore,
     KeyPool,
     PoolKey,
+    SplitCooldownStore,
     StoreCooldownStore,
 )
 from tavernkit.generation.plan import (
@@ -54,7 +59,7 @@ from tavernkit.providers.reasoning_stream import Delimiters, split_tag_reasoning
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.protocol import Store
 
-__all__ = ["PlanSources", "TagSplittingProvider", "chat_plan", "entry_source"]
+__all__ = ["PlanSources", "TagSplittingProvider", "chat_plan", "entry_source", "task_plan"]
 
 #: resolves a profile (with its credentials) to a connection, as the turn's own was resolved
 Resolve = Callable[[ConnectionProfile], Awaitable[ResolvedConnection]]
@@ -63,14 +68,16 @@ Resolve = Callable[[ConnectionProfile], Awaitable[ResolvedConnection]]
 @dataclass(frozen=True)
 class PlanSources:
     """What building a chat plan reads: the store (profiles, chains, keys, cooldowns), how to
-    resolve a profile, the key clock (epoch seconds: cooldowns are stored) and the
-    environment for ``env`` credentials."""
+    resolve a profile, the key clock (epoch seconds: cooldowns are stored), the environment
+    for ``env`` credentials and where environment keys' cooldowns live (``memory``: pass the
+    Tavern's ``key_cooldowns`` so they outlive the turn)."""
 
     store: Store
     owner: str
     resolve: Resolve
     key_clock: Callable[[], float]
     environ: Mapping[str, str]
+    memory: CooldownStore = field(default_factory=InMemoryCooldownStore)
 
 
 class TagSplittingProvider(ProviderWrapper):
@@ -145,9 +152,12 @@ class _Builder:
         return cast(Provider, provider)
 
     def _cooldowns(self, refs: list[CredentialRef]) -> CooldownStore:
+        stored = StoreCooldownStore(self.sources.store)
         if all(ref.key_id for ref in refs):
-            return StoreCooldownStore(self.sources.store)
-        return InMemoryCooldownStore()
+            return stored
+        if not any(ref.key_id for ref in refs):
+            return self.sources.memory
+        return SplitCooldownStore(stored, self.sources.memory)
 
     async def _secret(self, key: PoolKey) -> str:
         if key.key_id.startswith("env:"):
@@ -271,3 +281,12 @@ async def chat_plan(
             user_id=owner, impersonation=kind == "impersonate", quiet=kind == "quiet"
         ),
     )
+
+
+async def task_plan(connection: ResolvedConnection, sources: PlanSources) -> Plan:
+    """The plan of a background call (``generate_task``, ``generate_raw``, a quiet prompt, the
+    ``send_*`` primitives) on ``connection``: the chat turn's plan for a quiet generation, so
+    the profile's key pool, its cooldowns and its fallback chain hold there too. Whether a
+    cut reply may be continued is the caller's (a JSON document or a tool call cannot be
+    stitched from two replies)."""
+    return await chat_plan(connection, sources, kind="quiet")

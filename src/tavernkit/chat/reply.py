@@ -3,8 +3,12 @@
 Before the runner starts, the reply's place is stored empty and marked partial (a new
 message, a new swipe of the last reply, or the shown swipe of the reply being continued), so a
 crash leaves what was delivered. After the turn, the reply is finalized in one message write
-(text, reasoning, model, dates, fallback notice, tool invocations); a turn that delivered
-nothing leaves no empty reply behind.
+(text, reasoning, model, dates, fallback notice); a turn that delivered nothing, or only
+tool calls, leaves no empty reply behind. The tools the turn ran are stored as their own
+system message before the reply (:mod:`.tool_messages`). A turn that failed after delivering
+part of the reply keeps it marked partial, as a crash would, with the error's class and safe
+code on the swipe (:mod:`.incomplete` reads them back); the tools of a failed turn are not
+recorded (the partial reply keeps its place).
 
 Kept apart from :mod:`.service` because it is the only part of a turn that writes the reply,
 and it needs nothing of the service but the store, the owner and the clock.
@@ -12,19 +16,23 @@ and it needs nothing of the service but the store, the owner and the clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
+from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.protocol import Store
+from tavernkit.tools.loop import InvocationRecord
 
-__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome"]
+__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
 
 
 @dataclass(frozen=True)
@@ -175,9 +183,13 @@ class ReplyWriter:
         }
         if target.mode == "none" or target.message is None or target.message_id is None:
             return TurnOutcome(**outcome)
-        if not text and result.status != "completed":
+        if not text and (result.status != "completed" or result.tool_invocations):
+            # nothing to show (a failure, or a reply that was only tool calls): no reply, and
+            # no tool message that would end the chat where a reply belongs (SillyTavern
+            # saves nothing either when it stops for a stealth tool)
             await self.discard(chat_id, target)
             return TurnOutcome(**outcome)
+        tools = visible_invocations(result.tool_invocations)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
             text = _rejoin(target.prefix, text, result)
@@ -189,22 +201,56 @@ class ReplyWriter:
             message.extra.reasoning = reasoning
             message.extra.reasoning_duration = None
             message.extra.model = model
-        message.gen_finished = self.now()
+        failed = result.status == "failed"
+        # a stopped reply is kept as shown, but stays marked unfinished so a resumed chat says
+        # so (and /continue can finish it)
+        unfinished = failed or result.status == "aborted"
+        if not failed:
+            message.gen_finished = self.now()  # a failed reply never finished, as after a crash
         if result.notice is not None:
             _store_notice(message, result)
-        if result.tool_invocations:
-            message.extra.tool_invocations = [
-                r.to_tool_invocation() for r in result.tool_invocations
-            ]
+        if failed:
+            record_turn_error(message, result.error)
+        elif unfinished:
+            _set_extension(message, TURN_ERROR_KEY, dict(STOPPED_RECORD))
+        else:
+            record_turn_error(message, None)
         message.sync_to_swipe()
-        await self.store.update_message(target.message_id, message, owner=self.owner)
+        message_id, position = target.message_id, target.position
+        if tools and not unfinished:
+            message_id, position = await self._store_before_reply(
+                chat_id, target.message_id, message, self._tool_message(tools, prepared, model)
+            )
+        else:
+            # A failed or stopped turn's reply stays partial, as a crash leaves it (one write,
+            # so it is never seen complete in between).
+            partial = (target.swipe_index or 0,) if unfinished else ()
+            await self.store.update_message(
+                target.message_id, message, partial=partial, owner=self.owner
+            )
         outcome["text"] = message.text
         return TurnOutcome(
             **outcome,
-            message_index=target.position,
-            message_id=target.message_id,
+            message_index=position,
+            message_id=message_id,
             swipe_index=target.swipe_index,
         )
+
+    def _tool_message(
+        self, tools: Sequence[InvocationRecord], prepared: PreparedTurn, model: str | None
+    ) -> Message:
+        return tool_message(tools, api=prepared.main_api, model=model, send_date=self.now())
+
+    async def _store_before_reply(
+        self, chat_id: str, place_id: str, reply: Message, tools: Message
+    ) -> tuple[str, int]:
+        """The tool message where the reply's place is, the reply right after it (see
+        :mod:`.tool_messages`); the reply's new id and position. The reply is written first:
+        a crash between the two writes leaves it twice (the partial place and the whole
+        copy), never lost."""
+        stored = await self.store.append_message(chat_id, reply, owner=self.owner)
+        await self.store.update_message(place_id, tools, owner=self.owner)
+        return stored.id, stored.position
 
     async def discard(self, chat_id: str, target: ReplyTarget) -> None:
         """A turn that delivered nothing leaves no empty reply behind."""
@@ -236,16 +282,39 @@ def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
         return text
     if completion is None or result.counters.continuations:
         return text  # stitched from several attempts: the runner already joined them
-    raw = completion.text
+    raw = _without_echo(completion.text, prefix)
     body = raw.lstrip(" \t")
     return raw[: len(raw) - len(body)] + text if body.startswith(text[:1]) else text
+
+
+def _without_echo(text: str, echoed: str) -> str:
+    """``text`` less a leading copy of ``echoed``, by the stream's own matcher."""
+    stripper = EchoStripper(echoed)
+    return stripper.feed(text) + stripper.finish()
+
+
+def record_turn_error(message: Message, error: TurnError | None) -> None:
+    """Record why the reply is unfinished (class and safe code only), or (``None``) clear an
+    earlier failure's record: a turn completed the reply, or the user edited it."""
+    _set_extension(message, TURN_ERROR_KEY, None if error is None else turn_error_record(error))
 
 
 def _store_notice(message: Message, result: TurnResult) -> None:
     """Keep the fallback notice with the reply (our addition, so under ``extensions``): which
     model answered and which attempts failed, by error class and safe code only."""
     assert result.notice is not None
+    notice = {**result.notice.to_json(), "text": result.notice.text()}
+    _set_extension(message, "fallback_notice", notice)
+
+
+def _set_extension(message: Message, key: str, value: Any) -> None:
+    """Set (``None``: remove) one of our keys under the message's ``extra.extensions``."""
     extra = message.extra.to_wire()
     extensions = dict(extra.get("extensions") or {})
-    extensions["fallback_notice"] = {**result.notice.to_json(), "text": result.notice.text()}
+    if value is None:
+        if key not in extensions:
+            return
+        del extensions[key]
+    else:
+        extensions[key] = value
     message.extra = type(message.extra).model_validate({**extra, "extensions": extensions})

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pluggy
 
@@ -32,6 +32,8 @@ from tavernkit.generation.sending import Sleep
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.turn import run_turn
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
+from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
+from tavernkit.tools.registry import FunctionTool
 
 __all__ = ["hooked_request", "run_request", "turn_prompt"]
 
@@ -75,19 +77,28 @@ async def run_request(
     abort: AbortSignal | None = None,
     char_name: str = "",
     user_names: tuple[str, ...] = (),
+    continues: str = "",
     clock: Callable[[], float] = time.monotonic,
     sleep: Sleep = asyncio.sleep,
+    tools: Sequence[FunctionTool] = (),
+    max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
 ) -> TurnResult:
     """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
-    result, never raise."""
+    result, never raise. ``tools`` are the ones the turn offers (see :mod:`.tools`): the
+    runner runs the calls the model makes, at most ``max_tool_rounds`` rounds, then asks for
+    the reply with tools off. ``continues`` is the text a continued reply already holds (its
+    echo is stripped)."""
     hooks = chat_turn_hooks(plugins, "main")
     request = hooks.before(chat_id, kind, request)
     options = TurnOptions(
         stream=stream,
         char_name=char_name,
         user_names=user_names,
+        continues=continues,
         before_request=before_request_hook(plugins, "main"),
         turn_id=f"{chat_id or '-'}:{kind}",
+        tools=tuple(tools),
+        max_tool_rounds=max_tool_rounds,
     )
     result = await run_turn(
         plan,

@@ -11,7 +11,9 @@ Every generating verb (:meth:`~ChatService.send`, :meth:`~ChatService.swipe`,
    (:class:`~tavernkit.chat.sink.StoreSink`); a crash leaves the delivered text, partial;
 4. the turn runner generates (:mod:`.run`); a stop keeps what was shown;
 5. the reply is finalized in one message write (text, reasoning, model, dates) and the chat's
-   variables and timed world-info state in one metadata write.
+   variables and timed world-info state in one metadata write; the tools the turn ran (the
+   Tavern's registered tools, offered by :mod:`.tools`) are stored as their own system
+   message before the reply (:mod:`.tool_messages`).
 
 User input is macro-evaluated when it is stored, as SillyTavern's ``sendMessageAsUser`` does
 (``substituteParams``); the prompt builders evaluate stored messages again, which changes
@@ -24,6 +26,7 @@ One generation per chat at a time (:mod:`.slots`): a second turn raises
 from __future__ import annotations
 
 import os
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -34,11 +37,12 @@ from typing import TYPE_CHECKING, Any
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
-from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
-from tavernkit.errors import Conflict, NotFound
+from tavernkit.chat.tools import ChatTools, offer_tools
+from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.sink import ResponseSink
@@ -52,6 +56,8 @@ from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
+from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
+from tavernkit.tools.modes import resolve_function_call_mode
 
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
@@ -84,7 +90,10 @@ class ChatService:
     ``client``, ``local_factory`` and ``environ`` reach the provider resolution (tests inject
     a loopback client; the default ``local_factory`` is the Tavern's, so every turn and task
     of one Tavern shares one loaded embedded model). ``key_clock`` (epoch seconds) times
-    key cooldowns, which are stored.
+    key cooldowns, which are stored. The Tavern's registered tools are offered to
+    ``normal``/``swipe``/``regenerate`` turns (:mod:`.tools`): ``function_call_mode``
+    (``auto``, ``native``, ``prompt_xml``, ``prompt_json``) says how, ``max_tool_rounds``
+    bounds the tool rounds of one reply, ``tool_rng`` draws the prompt protocols' trigger.
     """
 
     def __init__(
@@ -99,6 +108,9 @@ class ChatService:
         rng: Callable[[], float] | None = None,
         stream_interval: float = 0.2,
         key_clock: Callable[[], float] = time.time,
+        function_call_mode: str = "auto",
+        max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
+        tool_rng: random.Random | None = None,
     ) -> None:
         self.tavern = tavern
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -109,6 +121,16 @@ class ChatService:
         self.rng = rng
         self.stream_interval = stream_interval
         self.key_clock = key_clock
+        resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        if max_tool_rounds < 1:
+            raise GenerateTaskError(
+                "invalid_input",
+                "max_tool_rounds must be at least 1",
+                details={"field": "max_tool_rounds"},
+            )
+        self.function_call_mode = function_call_mode
+        self.max_tool_rounds = max_tool_rounds
+        self.tool_rng = tool_rng or random.Random()
         self.slots = ChatSlots()
 
     @property
@@ -192,11 +214,13 @@ class ChatService:
     async def edit(
         self, chat_id: str, message_index: int, text: str, *, reasoning: str | None = None
     ) -> Message:
-        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning."""
+        """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning.
+        An unfinished reply (:mod:`.incomplete`) is finished by the edit: mark and error go."""
         stored = await self.load(chat_id)
         entry = _message_at(stored, message_index)
         message = Message.model_validate(entry.data)
         message.mes = text
+        record_turn_error(message, None)  # an edited reply is the user's, finished
         if reasoning is not None:
             message.extra.reasoning = reasoning
             message.extra.reasoning_type = "edited"
@@ -315,7 +339,9 @@ class ChatService:
         interrupt: bool = False,
         abort: AbortSignal | None = None,
     ) -> TurnOutcome:
-        """Extend the last reply; the new text is appended to its shown swipe."""
+        """Extend the last reply; the new text is appended to its shown swipe. A model that
+        starts by repeating the reply has that copy stripped, byte for byte (the matcher the
+        turn runner uses for carried text), so the reply is never doubled."""
         turn = _Turn("continue", interrupt, abort, sink, None, stream, overrides)
         return await self._turn(chat_id, turn)
 
@@ -406,10 +432,36 @@ class ChatService:
             environ=self.environ,
             renderer=self.tavern.prompt_renderer,
         )
+        offer = await self._offer_tools(kind, prepared)
+        if offer is not None:
+            prepared = replace(prepared, request=offer.apply(prepared.request))
         request = hooked_request(self.tavern.plugins, chat_id, kind, prepared.request)
         if request is prepared.request:
             return prepared
         return replace(prepared, request=request, built_request=prepared.request)
+
+    async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
+        """``overrides`` checked against the store before a turn writes anything: a profile or
+        persona that does not exist is a :class:`~tavernkit.errors.GenerateTaskError`
+        (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
+        the user's message stored without a reply."""
+        ov = TurnOverrides.of(overrides)
+        for kind, field, ref in (
+            ("connection_profile", "profile", ov.profile),
+            ("persona", "persona", ov.persona),
+        ):
+            if not ref:
+                continue
+            try:
+                await self.store.get_record(kind, ref, owner=self.owner)
+            except NotFound:
+                label = "connection profile" if field == "profile" else "persona"
+                raise GenerateTaskError(
+                    "invalid_input",
+                    f"no {label} named {ref!r}",
+                    details={"field": field, "value": ref},
+                ) from None
+        return ov
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -427,7 +479,7 @@ class ChatService:
         ov = TurnOverrides.of(overrides)
         if not may_hold_macros(text):
             # Stored as typed: the chat, the card and the books are not read at all.
-            user = await load_user_name(self.store, owner=self.owner, persona=ov.persona)
+            user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
             await self.store.append_message(
                 chat_id, self._user_message(user, text, attachments), owner=self.owner
             )
@@ -477,6 +529,7 @@ class ChatService:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate."""
         chat_id = await self._chat_id(chat_ref)
+        await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             if before is not None:
                 await before(chat_id)
@@ -501,6 +554,8 @@ class ChatService:
             renderer=self.tavern.prompt_renderer,
         )
         await self._save_turn_state(chat_id, prepared)
+        offer = await self._offer_tools(kind, prepared)
+        request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
         target = await replies.open(chat_id, kind, prepared, turn.loud)
         store_sink = replies.sink(target, self.stream_interval)
@@ -516,10 +571,12 @@ class ChatService:
             reasoning_template=prepared.state.reasoning,
             auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
         )
+        if offer is not None:
+            offer.attach(plan)
         with self.tavern.generations.track(chat_id, controller, processor):
             result = await run_request(
                 plan,
-                prepared.request,
+                request,
                 TeeSink(sinks),
                 chat_id=chat_id,
                 kind=kind,
@@ -529,10 +586,22 @@ class ChatService:
                 abort=signals,
                 char_name=char,
                 user_names=names,
+                tools=offer.tools if offer is not None else (),
+                max_tool_rounds=self.max_tool_rounds,
+                continues=target.prefix if kind == "continue" else "",
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
         return await replies.finish(chat_id, kind, prepared, target, result)
+
+    async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
+        return await offer_tools(
+            self.tavern.tools,
+            kind,
+            prepared.connection,
+            mode=self.function_call_mode,
+            rng=self.tool_rng,
+        )
 
     def _plan_sources(self) -> PlanSources:
         environ = os.environ if self.environ is None else self.environ
@@ -547,7 +616,9 @@ class ChatService:
                 environ=self.environ,
             )
 
-        return PlanSources(self.store, self.owner, resolve, self.key_clock, environ)
+        return PlanSources(
+            self.store, self.owner, resolve, self.key_clock, environ, self.tavern.key_cooldowns
+        )
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
         """Variables set by the prompt's macros and the advanced timed world-info state: one

@@ -5,8 +5,10 @@ The store sink writes the swipe being generated with ``update_swipe_text(complet
 a process killed mid-reply leaves the text the user already saw in the store, marked partial.
 Writes are throttled (one per ``min_interval`` seconds) but never dropped: text that arrives
 inside the interval is written by a timer when it ends, so what a crash loses is at most the
-last interval. Reasoning has no column of its own; when it changes the message row is
-rewritten (one row, never the chat) and the swipe is marked partial again.
+last interval. ``flush`` and ``cleanup`` stop a timer that is still waiting, but wait for one
+that is already writing: the write runs to its end and the store sees it whole. Reasoning has
+no column of its own; when it changes the message row is rewritten (one row, never the chat)
+and the swipe is marked partial again.
 
 The final write (text, reasoning, model, dates) is the chat service's, after the turn: it
 knows whether the turn completed, failed or was stopped, which the sink does not.
@@ -24,6 +26,7 @@ from tavernkit.generation.sink import ResponseSink, SinkEvent
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
+from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import Store
 
 __all__ = ["StoreSink", "TeeSink"]
@@ -65,6 +68,7 @@ class StoreSink:
         self._written_reasoning = ""
         self._last_write = float("-inf")
         self._timer: asyncio.Task[None] | None = None
+        self._timer_waiting = False
         self._lock = asyncio.Lock()
 
     @property
@@ -86,10 +90,15 @@ class StoreSink:
         if wait <= 0:
             await self._write()
         elif self._timer is None or self._timer.done():
+            if self._timer is not None:
+                self._timer.result()  # a timed write that failed fails the turn's next write
+            self._timer_waiting = True
             self._timer = asyncio.create_task(self._write_later(wait))
 
     async def _write_later(self, wait: float) -> None:
         await asyncio.sleep(wait)
+        # From here on the timer is a write under way: flush and cleanup wait for it.
+        self._timer_waiting = False
         await self._write()
 
     async def _write(self) -> None:
@@ -122,11 +131,17 @@ class StoreSink:
         await self._cancel_timer()
 
     async def _cancel_timer(self) -> None:
+        """Stop a timer that is still waiting; a timer already writing is waited for, to its
+        end even if this call is cancelled (cut off, its transaction would be lost)."""
         timer, self._timer = self._timer, None
-        if timer is not None and not timer.done():
+        if timer is None:
+            return
+        if self._timer_waiting and not timer.done():
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
+            return
+        await run_to_end(timer)
 
 
 class TeeSink:

@@ -16,10 +16,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
 from tavernkit.cli.card_edit import card_app
 from tavernkit.cli.chat import chat_command
 from tavernkit.cli.lore import lore_app
+from tavernkit.cli.manage import character_app, chats_app, persona_app
 from tavernkit.cli.model import model_app
 from tavernkit.cli.preset import preset_app
 from tavernkit.cli.profile import profile_app
@@ -44,10 +45,13 @@ app.add_typer(model_app, name="model")
 app.add_typer(card_app, name="card")
 app.add_typer(profile_app, name="profile")
 app.add_typer(lore_app, name="lore")
+app.add_typer(persona_app, name="persona")
+app.add_typer(chats_app, name="chats")
+app.add_typer(character_app, name="character")
 app.command("chat")(chat_command)
 app.command("prompt")(prompt_command)
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 #: ``tavernkit list WHAT`` -> store kinds
 _LIST_KINDS: dict[str, tuple[str, ...]] = {
@@ -118,18 +122,7 @@ def list_(
     async def action(tk: Tavern) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
         if what == "chats":
-            for chat in await tk.store.list_chats(owner=tk.owner):
-                rows.append(
-                    {
-                        "kind": "chat",
-                        "name": chat.name,
-                        "id": chat.id,
-                        "character": chat.character_name,
-                        "messages": chat.message_count,
-                        "updated": chat.updated.isoformat(),
-                    }
-                )
-            return rows
+            return [chat_row(chat) for chat in await tk.store.list_chats(owner=tk.owner)]
         for kind in _LIST_KINDS[what]:
             for info in await tk.store.list(kind, owner=tk.owner):
                 rows.append(

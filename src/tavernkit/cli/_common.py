@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -15,8 +15,9 @@ from rich.markup import escape
 
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
+from tavernkit.store.protocol import ChatInfo
 
-__all__ = ["HomeOption", "fail", "run_in_tavern"]
+__all__ = ["HomeOption", "chat_row", "fail", "run_in_tavern"]
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ HomeOption = Annotated[
     typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
 ]
 
-_err = Console(stderr=True, highlight=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def fail(message: str) -> typer.Exit:
@@ -45,3 +46,15 @@ def run_in_tavern(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -
         return asyncio.run(runner())
     except TavernKitError as exc:
         raise fail(str(exc)) from None
+
+
+def chat_row(info: ChatInfo) -> dict[str, Any]:
+    """A chat as ``list chats --json`` and ``chats list --json`` print it."""
+    return {
+        "kind": "chat",
+        "name": info.name,
+        "id": info.id,
+        "character": info.character_name,
+        "messages": info.message_count,
+        "updated": info.updated.isoformat(),
+    }

@@ -25,7 +25,7 @@ __all__ = ["EDITABLE_FIELDS", "FieldEdit", "apply_edits", "card_app", "propose_e
 
 card_app = typer.Typer(help="Work on stored character cards.", no_args_is_help=True)
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @card_app.command("edit")

@@ -18,7 +18,7 @@ model_app = typer.Typer(
     help="The embedded offline model (SmolLM2-135M-Instruct).", no_args_is_help=True
 )
 _out = Console(highlight=False)
-_err = Console(stderr=True, highlight=False)
+_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @model_app.command("pull")

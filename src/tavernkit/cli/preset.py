@@ -30,7 +30,7 @@ preset_app = typer.Typer(
     no_args_is_help=True,
 )
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 KIND = "chat_preset"
 

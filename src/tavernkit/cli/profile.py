@@ -1,27 +1,38 @@
-"""``tavernkit profile add|list|remove|test``: connection profiles.
+"""``tavernkit profile add|list|remove|fallback|test``: connection profiles.
 
-Keys are read from a hidden prompt (``--key``) or named by environment variable
-(``--key-env``); a typed key goes to the store's key table, apart from the profile, which keeps
-only its id. No command prints a key, and ``list`` shows key labels and fingerprints only.
+A profile may hold a pool of keys: ``--key`` repeats, each ``env:NAME`` (an environment
+variable, read at each request and never stored), ``prompt`` (asked for, hidden: nothing lands
+in the shell history) or the key itself. Typed keys go to the store's key table (kept out of
+the database, see :mod:`tavernkit.store.key_files`), apart from the profile, which keeps only
+their ids. ``fallback NAME add|remove OTHER[:MODEL]`` and ``fallback NAME list`` edit the
+profile's fallback chain. No command prints a key: ``list`` shows the pool's size, its key
+labels and fingerprints, and the chain. Everything here goes through
+:class:`tavernkit.profile_admin.ProfileAdmin` (``Tavern.profiles``), the Python API.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from tavernkit.chat.prepare import resolve_for_state
 from tavernkit.cli._common import HomeOption, run_in_tavern
-from tavernkit.errors import GenerateTaskError, TavernKitError
+from tavernkit.cli.failures import task_failure_line, where_for
+from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.facade import Tavern
 from tavernkit.generation.one_attempt import send_one
-from tavernkit.models.profile import ConnectionProfile, CredentialRef
+from tavernkit.models.profile import (
+    ApiFamily,
+    ConnectionProfile,
+    CredentialRef,
+    ProfileTimeouts,
+)
 from tavernkit.models.state import ChatState
+from tavernkit.profile_admin import ProfileSummary, parse_fallback, parse_key
 from tavernkit.providers.request import ChatMessage, ChatPrompt, Sampling, TextPrompt
 
 __all__ = ["profile_app"]
@@ -32,7 +43,29 @@ profile_app = typer.Typer(
     help="Connection profiles (where replies come from).", no_args_is_help=True
 )
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+_APIS = ("chat", "text", "kobold", "novel", "local")
+
+
+def _usage(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {escape(message)}")
+    return typer.Exit(2)
+
+
+def _keys(values: list[str], key_env: list[str]) -> list[str | CredentialRef]:
+    """The pool ``--key``/``--key-env`` describe, checked (and prompted for) before any write."""
+    specs: list[str | CredentialRef] = []
+    try:
+        for value in values:
+            if value in ("prompt", "-"):
+                specs.append(parse_key(typer.prompt("API key", hide_input=True)))
+            else:
+                specs.append(parse_key(value))
+        specs += [parse_key(f"env:{name}") for name in key_env]
+    except FormatError as exc:
+        raise _usage(exc.reason) from None
+    return specs
 
 
 @profile_app.command("add")
@@ -44,9 +77,28 @@ def add(
     ] = "openai",
     base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint URL.")] = None,
     model: Annotated[str | None, typer.Option("--model", "-m")] = None,
-    key: Annotated[bool, typer.Option("--key", help="Prompt for an API key (hidden).")] = False,
+    key: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--key",
+            help="A key of the pool (repeat for several): env:NAME, 'prompt' (asked, hidden) "
+            "or the key itself.",
+        ),
+    ] = None,
     key_env: Annotated[
-        str | None, typer.Option("--key-env", help="Read the key from this environment variable.")
+        list[str] | None,
+        typer.Option("--key-env", help="A key read from this environment variable (repeats)."),
+    ] = None,
+    connect_timeout: Annotated[
+        float | None, typer.Option("--connect-timeout", help="Seconds to connect (10).")
+    ] = None,
+    first_byte_timeout: Annotated[
+        float | None,
+        typer.Option("--first-byte-timeout", help="Seconds to the first data (120)."),
+    ] = None,
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option("--idle-timeout", help="Seconds between two data events (60)."),
     ] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Bound chat preset.")] = None,
     default: Annotated[bool, typer.Option("--default", help="Make it the active profile.")] = False,
@@ -56,77 +108,69 @@ def add(
     home: HomeOption = None,
 ) -> None:
     """Add a connection profile."""
-    if api not in ("chat", "text", "kobold", "novel", "local"):
-        err.print("[bold red]error:[/] --api must be chat, text, kobold, novel or local")
-        raise typer.Exit(2)
-    secret = typer.prompt("API key", hide_input=True) if key else None
+    if api not in _APIS:
+        raise _usage("--api must be chat, text, kobold, novel or local")
+    for flag, value in (
+        ("--connect-timeout", connect_timeout),
+        ("--first-byte-timeout", first_byte_timeout),
+        ("--idle-timeout", idle_timeout),
+    ):
+        if value is not None and not value > 0:
+            raise _usage(f"{flag} must be a positive number of seconds")
+    timeouts = ProfileTimeouts(
+        connect=connect_timeout, first_byte=first_byte_timeout, idle=idle_timeout
+    )
+    specs = _keys(key or [], key_env or [])
 
-    async def action(tk: Tavern) -> None:
-        existing = None
-        try:
-            existing = await tk.store.get_record(KIND, name, owner=tk.owner)
-        except TavernKitError:
-            existing = None
-        if existing is not None and not replace:
-            raise TavernKitError(f"a profile named {name!r} exists; use --replace")
-        credentials: list[CredentialRef] = []
-        if secret:
-            key_id = await tk.store.add_api_key(source, secret, owner=tk.owner, label=name)
-            credentials.append(CredentialRef(key_id=key_id, label=name))
-        if key_env:
-            credentials.append(CredentialRef(env=key_env))
-        profile = ConnectionProfile(
-            name=name,
-            api=api,
+    async def action(tk: Tavern) -> ConnectionProfile:
+        return await tk.profiles.add(
+            name,
+            api=cast(ApiFamily, api),
             source=source,
             base_url=base_url,
             model=model,
-            credentials=credentials,
-            chat_preset=preset,
+            keys=specs,
+            preset=preset,
+            timeouts=timeouts,
+            replace=replace,
+            activate=default,
         )
-        await tk.store.put(KIND, profile, owner=tk.owner, id=existing.info.id if existing else None)
-        if default:
-            settings = await tk.settings()
-            settings.selections.profile = name
-            await tk.store.put_settings(settings, owner=tk.owner)
 
-    run_in_tavern(home, action)
-    out.print(f"added profile [bold]{escape(name)}[/]" + (" (active)" if default else ""))
+    profile = run_in_tavern(home, action)
+    pool = f", {len(profile.credentials)} keys" if len(profile.credentials) > 1 else ""
+    out.print(f"added profile [bold]{escape(name)}[/]{pool}" + (" (active)" if default else ""))
+
+
+def _timeouts(summary: ProfileSummary) -> str:
+    t = summary.timeouts
+    parts = [
+        f"{label} {value:g}s"
+        for label, value in (("connect", t.connect), ("first byte", t.first_byte), ("idle", t.idle))
+        if value is not None
+    ]
+    return ", ".join(parts) or "-"
 
 
 @profile_app.command("list")
 def list_(home: HomeOption = None) -> None:
-    """List profiles (never their keys)."""
+    """List profiles with their key pools and fallback chains (never a key)."""
 
-    async def action(tk: Tavern) -> tuple[list[ConnectionProfile], str | None, dict[str, str]]:
-        profiles = await tk.context().connection_profiles.list()
-        keys = {
-            k.id: f"{k.label or k.provider} ({k.fingerprint})"
-            for k in await tk.store.list_api_keys(owner=tk.owner)
-        }
-        return profiles, (await tk.settings()).selections.profile, keys
+    async def action(tk: Tavern) -> list[ProfileSummary]:
+        return await tk.profiles.summaries()
 
-    profiles, active, keys = run_in_tavern(home, action)
-    if not profiles:
+    summaries = run_in_tavern(home, action)
+    if not summaries:
         out.print("[dim]no profiles; the embedded model is used[/]")
         return
-    table = Table(show_header=True)
-    for column in ("name", "api", "source", "model", "base url", "keys"):
-        table.add_column(column)
-    for p in profiles:
-        creds = ", ".join(
-            keys.get(c.key_id, "stored key") if c.key_id else f"${c.env}" for c in p.credentials
-        )
-        mark = " *" if p.name == active else ""
-        table.add_row(
-            escape(p.name + mark),
-            p.api,
-            escape(p.source),
-            escape(p.model or "-"),
-            escape(p.base_url or "-"),
-            escape(creds or "-"),
-        )
-    out.print(table)
+    # one block per profile, not a table: key lists and chains are too wide for 80 columns
+    for p in summaries:
+        where = ", ".join(x for x in (p.api, p.source, p.model, p.base_url) if x)
+        out.print(f"[bold]{escape(p.name)}[/]{' *' if p.active else ''}  {escape(where)}")
+        keys = ", ".join(p.keys) if p.keys else "none"
+        out.print(f"  keys ({p.pool_size}): {escape(keys)}")
+        out.print(f"  fallbacks: {escape(' → '.join(p.fallbacks) or 'none')}")
+        if _timeouts(p) != "-":
+            out.print(f"  timeouts: {escape(_timeouts(p))}")
 
 
 @profile_app.command("remove")
@@ -134,19 +178,51 @@ def remove(name: Annotated[str, typer.Argument()], home: HomeOption = None) -> N
     """Remove a profile and the keys stored for it."""
 
     async def action(tk: Tavern) -> None:
-        profile = await tk.store.get(KIND, name, owner=tk.owner)
-        if isinstance(profile, ConnectionProfile):
-            for ref in profile.credentials:
-                if ref.key_id:
-                    await tk.store.delete_api_key(ref.key_id, owner=tk.owner)
-        await tk.store.delete(KIND, name, owner=tk.owner)
-        settings = await tk.settings()
-        if settings.selections.profile == name:
-            settings.selections.profile = None
-            await tk.store.put_settings(settings, owner=tk.owner)
+        await tk.profiles.remove(name)
 
     run_in_tavern(home, action)
     out.print(f"removed profile [bold]{escape(name)}[/]")
+
+
+@profile_app.command("fallback")
+def fallback(
+    name: Annotated[str, typer.Argument(help="The profile whose chain this edits.")],
+    action: Annotated[str, typer.Argument(help="add, remove or list.")],
+    target: Annotated[
+        str | None, typer.Argument(help="OTHER or OTHER:MODEL (for add and remove).")
+    ] = None,
+    home: HomeOption = None,
+) -> None:
+    """Edit a profile's fallback chain: the profiles (and models) tried when it fails."""
+    if action not in ("add", "remove", "list"):
+        raise _usage("the action is add, remove or list")
+    if action == "list" and target is not None:
+        raise _usage("list takes no OTHER[:MODEL]")
+    other: str | None = None
+    model: str | None = None
+    if action != "list":
+        if target is None:
+            raise _usage(f"{action} needs OTHER or OTHER:MODEL")
+        try:
+            other, model = parse_fallback(target)
+        except FormatError as exc:
+            raise _usage(exc.reason) from None
+
+    async def run(tk: Tavern) -> list[Any]:
+        if action == "list":
+            return await tk.profiles.fallbacks(name)
+        assert other is not None
+        if action == "add":
+            return await tk.profiles.add_fallback(name, other, model=model)
+        return await tk.profiles.remove_fallback(name, other, model=model)
+
+    entries = run_in_tavern(home, run)
+    if not entries:
+        out.print(f"[dim]{escape(name)} has no fallbacks[/]")
+        return
+    for n, entry in enumerate(entries, start=1):
+        label = f"{entry.profile}:{entry.model}" if entry.model else entry.profile
+        out.print(f"{n}. {escape(label)}")
 
 
 @profile_app.command("test")
@@ -156,14 +232,15 @@ def test(
 ) -> None:
     """Send a one-line request through a profile and report the outcome."""
 
-    async def action(tk: Tavern) -> tuple[str, float, str]:
+    async def action(tk: Tavern) -> tuple[str, float, str] | str:
         profile: Any = None
         if name:
             profile = await tk.store.get(KIND, name, owner=tk.owner)
         else:
             selected = (await tk.settings()).selections.profile
             profile = await tk.store.get(KIND, selected, owner=tk.owner) if selected else None
-        state = ChatState(profile=profile if isinstance(profile, ConnectionProfile) else None)
+        profile = profile if isinstance(profile, ConnectionProfile) else None
+        state = ChatState(profile=profile)
         connection = await resolve_for_state(tk.store, state, owner=tk.owner)
         sampling = Sampling(max_tokens=8)
         request: ChatPrompt | TextPrompt
@@ -174,12 +251,16 @@ def test(
         else:
             request = TextPrompt("Reply with the word OK.\n", sampling=sampling)
         started = time.monotonic()
-        completion = await send_one(connection, request, stream=False)
+        try:
+            completion = await send_one(connection, request, stream=False)
+        except GenerateTaskError as exc:
+            where = await where_for(tk.store, profile, None, owner=tk.owner)
+            return task_failure_line(exc, where)
         return connection.model or "-", time.monotonic() - started, completion.text.strip()
 
-    try:
-        model, seconds, text = run_in_tavern(home, action)
-    except GenerateTaskError as exc:
-        err.print(f"[bold red]failed:[/] {escape(exc.code)}")
-        raise typer.Exit(1) from None
+    outcome = run_in_tavern(home, action)
+    if isinstance(outcome, str):
+        err.print(f"failed: {outcome}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
+    model, seconds, text = outcome
     out.print(f"ok: {escape(model)} answered in {seconds:.2f}s: {escape(text[:80])}")

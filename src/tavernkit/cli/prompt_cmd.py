@@ -25,7 +25,7 @@ from tavernkit.facade import Tavern
 __all__ = ["print_inspection", "prompt_command"]
 
 out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 _KINDS = ("normal", "swipe", "regenerate", "continue", "impersonate")
 

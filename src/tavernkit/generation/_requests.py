@@ -181,6 +181,7 @@ class _Sender:
             owner=ctx.tavern.owner,
             turn_id=f"request:{kind}",
             on_result=after,
+            plan=await ctx._plan(connection),
         )
 
 

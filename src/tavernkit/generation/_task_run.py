@@ -17,6 +17,7 @@ from tavernkit.generation import _task_prompt as tp
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
 from tavernkit.generation.one_attempt import send_one
+from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,
@@ -83,6 +84,12 @@ class TaskServices:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     rng: random.Random = field(default_factory=random.Random)
     before_request: BeforeRequest | None = None
+    #: the plan a request on a connection runs (the chat turn's: key pool, cooldowns,
+    #: fallback chain); ``None``: the connection alone
+    plan_for: Callable[[ResolvedConnection], Awaitable[Plan]] | None = None
+
+    async def plan(self, connection: ResolvedConnection) -> Plan | None:
+        return await self.plan_for(connection) if self.plan_for is not None else None
 
 
 def world_info_from_mapping(data: Mapping[str, Any]) -> WorldInfoResult:
@@ -240,6 +247,7 @@ class _Run:
             sink=sink,
             # a tool call or a JSON document cannot be stitched from two replies
             continuation=self.options.mode == "text",
+            plan=await self.services.plan(self.connection),
         )
         if detector is not None:
             tail = detector.finish()

@@ -294,14 +294,18 @@ class TextPipe:
         segment: Literal["clause", "delta"] = "clause",
         hold: bool = False,
         lead: str = "\n",
+        echo: str = "",
     ) -> None:
         """``lead``: what a fresh reply may not start with (a text model's reply starts
-        after ``Name:`` with a space that is not part of it)."""
+        after ``Name:`` with a space that is not part of it). ``echo``: text the reply
+        continues (a continued message); a leading copy of it is stripped as carried text's
+        is, byte for byte, before the prefill's own echo."""
         self.lead = lead
         self.prefill = prefill
         self.carried = carried
         self.guard = guard
         self.hold = hold
+        self.echo = EchoStripper(echo)
         self.stripper = EchoStripper(prefill.text)
         self.buffer = ClauseBuffer(segment)
         self.decided = not guard.active
@@ -327,7 +331,7 @@ class TextPipe:
             # the common case once a reply is under way: nothing left to decide
             self._tail.append(raw)
             return "" if self.hold else self.buffer.push(raw)
-        return self._accept(self.stripper.feed(raw))
+        return self._accept(self.stripper.feed(self.echo.feed(raw)))
 
     def _accept(self, piece: str) -> str:
         if not piece or self.wrong_speaker or self.cut:
@@ -342,14 +346,17 @@ class TextPipe:
                 return ""
             piece, self._undecided, self.decided = self._undecided, "", True
         if not self.started:
-            if not piece.strip() and not self.prefill.text:
+            # A continued reply's leading space or newline is the break between the old text
+            # and the new; only a fresh reply's is noise.
+            fresh = not self.echo.target
+            if fresh and not piece.strip() and not self.prefill.text:
                 return ""  # leading blank lines of a fresh reply are noise
             shown = self.prefill.text if not self.prefill.sent else ""
-            body = piece.lstrip(self.lead) if not shown and not self.carried else piece
+            body = piece.lstrip(self.lead) if fresh and not shown and not self.carried else piece
             gap = join_gap(self.carried + shown, body)
             piece = shown + gap + body
             self.started = True
-        self._fast = self.stripper.done and not self._guarded and not self.cut
+        self._fast = self.echo.done and self.stripper.done and not self._guarded and not self.cut
         if self.guard.active:
             piece = self._speaker_cut(piece)
         self._visible = self.visible + piece
@@ -373,7 +380,7 @@ class TextPipe:
 
     def finish(self) -> str:
         """The rest at a clean end of stream (held echo, undecided start, unfinished clause)."""
-        out = self._accept(self.stripper.finish())
+        out = self._accept(self.stripper.feed(self.echo.finish()) + self.stripper.finish())
         if not self.decided and self._undecided:
             text, self._undecided = self._undecided, ""
             if self.guard.decide_start(text) == "wrong":

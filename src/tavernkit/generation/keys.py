@@ -1,20 +1,27 @@
 """Key pools: which API key an attempt uses, and how long a failing key rests.
 
 One pool per ``(owner, provider)`` and credential source. Selection is least-used first (ties:
-least recently used, then the configured order), skipping keys that are cooling down. A
-failure cools *that key only*, for a time chosen by its error class: rate limits 60 s (or the
-provider's ``Retry-After``, whichever is longer), quota exhaustion escalating on repeats
-(5 min, 1 h, 6 h, 24 h: a free tier's daily quota does not come back in a minute), anything
-else 300 s. A success clears the error state. Timeouts are neither: they never rotate keys
-and are never credited as a success (the key may be fine; the model was slow).
+least recently used, then the configured order), skipping keys that are cooling down.
+
+A key is cooled only for what *the key* did: an auth failure (401/403: 300 s), a rate limit
+(60 s, or the provider's ``Retry-After`` in seconds or as an HTTP date, whichever is longer)
+or exhausted quota (escalating on repeats: 5 min, 1 h, 6 h, 24 h — a free tier's daily quota
+does not come back in a minute). Capacity and transport failures (5xx, 529, a cut stream, bytes
+we cannot parse, an unknown error) say nothing about the key: they may move the attempt to the
+next key, but cool nothing, so a fallback to another model on the same keys still runs. A
+success clears the error state. Timeouts are neither: they never rotate keys and are never
+credited as a success (the key may be fine; the model was slow).
 
 A pool holds keys of one credential source. A user's own key (BYOK) is never silently
 replaced by a server or sponsored key: those only come through a server attempt, which is its
 own plan entry with its own scope.
 
 Cooldown state lives behind :class:`CooldownStore`, so that a single process keeps it in
-memory, the embedded store persists it (:class:`StoreCooldownStore`, over the store's
-key-state calls) and a shared Redis implementation can follow with the server work.
+memory (a Tavern holds one :class:`InMemoryCooldownStore` for every turn and task, so an
+environment key's cooldown outlives the turn), the embedded store persists it for stored keys
+(:class:`StoreCooldownStore`, over the store's key-state calls, so it also outlives the
+process), :class:`SplitCooldownStore` routes a mixed pool's keys to each, and a shared Redis
+implementation can follow with the server work.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ __all__ = [
     "KeyPool",
     "KeyStatus",
     "PoolKey",
+    "SplitCooldownStore",
     "StoreCooldownStore",
     "cools_key",
     "rotates_key",
@@ -63,8 +71,9 @@ _ROTATING: frozenset[ErrorClass] = frozenset(
         "no_credentials",
     }
 )
-#: errors that say something about the key (a bad request says nothing about it)
-_COOLING: frozenset[ErrorClass] = _ROTATING - {"missing_credential", "no_credentials"}
+#: errors that say something about the key itself; capacity (5xx, 529) and transport
+#: (network, cut stream, protocol) failures are the service's, and a bad request the prompt's
+_COOLING: frozenset[ErrorClass] = frozenset({"auth", "quota", "rate_limit"})
 
 
 def rotates_key(error_class: ErrorClass) -> bool:
@@ -73,6 +82,7 @@ def rotates_key(error_class: ErrorClass) -> bool:
 
 
 def cools_key(error_class: ErrorClass) -> bool:
+    """Whether ``error_class`` benches the key (auth, quota, rate limit only)."""
     return error_class in _COOLING
 
 
@@ -156,6 +166,28 @@ class StoreCooldownStore:
             ),
             owner=owner,
         )
+
+
+class SplitCooldownStore:
+    """Environment-variable keys (ids ``env:NAME``) in ``memory``, stored keys in ``stored``.
+
+    The store's key-state rows belong to stored keys (a foreign key on the key table), so an
+    environment key's cooldown cannot live there; ``memory`` is the Tavern's, so it still
+    outlives the turn. A pool that mixes both kinds keeps each where it can live.
+    """
+
+    def __init__(self, stored: CooldownStore, memory: CooldownStore) -> None:
+        self.stored = stored
+        self.memory = memory
+
+    def _for(self, key_id: str) -> CooldownStore:
+        return self.memory if key_id.startswith("env:") else self.stored
+
+    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+        return await self._for(key_id).get(owner, provider, key_id)
+
+    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+        await self._for(status.key_id).put(owner, provider, status)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """One request through the turn runner: the one-attempt plan of tasks and the primitives.
 
 ``generate_task``, ``generate_raw``, ``generate_quiet_prompt`` and the ``send_*`` primitives
-send through :func:`~tavernkit.generation.turn.run_turn` like a chat turn, with a plan of one
-entry (the resolved connection) plus the provider's retry policy: one code path for hooks,
-retries, abort, text-family adaptation and error classes. Continuation is off unless asked
-for (tool and JSON replies cannot be stitched together).
+send through :func:`~tavernkit.generation.turn.run_turn` like a chat turn, plus the provider's
+retry policy: one code path for hooks, retries, abort, text-family adaptation and error
+classes. Their plan is the chat turn's (``plan=``: the profile's key pool with its cooldowns
+and its fallback chain, see :func:`tavernkit.chat.plan.task_plan`); without one it is a plan
+of one entry, the resolved connection. Continuation is off unless asked for (tool and JSON
+replies cannot be stitched together).
 
 :func:`send_one` returns the accumulated :class:`~tavernkit.providers.accumulator.Completion`
 or raises :class:`~tavernkit.errors.GenerateTaskError` with the code decided by the error's type
@@ -147,13 +149,15 @@ async def send_one(
     clock: Callable[[], float] | None = None,
     turn_id: str = "task",
     on_result: Callable[[TurnResult], object] | None = None,
+    plan: Plan | None = None,
 ) -> Completion:
     """Send ``request`` once through the turn runner (see the module docstring).
 
     ``on_event`` sees every provider event; ``sink`` gets the visible reply as it is released
     (deltas, not clauses); ``prefill`` starts the reply (a chat model's trailing assistant
     message, or a text prompt's tail). ``on_result`` sees the turn's result whatever its
-    status (the main chat's ``after_chat_turn`` hooks).
+    status (the main chat's ``after_chat_turn`` hooks). ``plan`` replaces the one-entry plan
+    of ``connection`` (its first entry must be ``connection``: the request was built for it).
     """
     if abort is not None and abort.aborted:
         raise GenerateTaskError("aborted", "request aborted", details={"delivered_text": ""})
@@ -178,7 +182,7 @@ async def send_one(
     )
     try:
         result = await run_turn(
-            one_attempt_plan(connection, owner=owner),
+            plan or one_attempt_plan(connection, owner=owner),
             turn_request(request, prefill=prefill),
             sink or NullSink(),
             clock=clock or time.monotonic,

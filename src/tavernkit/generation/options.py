@@ -27,6 +27,9 @@ class TurnOptions:
     segment: Literal["clause", "delta"] = "clause"
     continuation: ContinuationConfig = field(default_factory=ContinuationConfig)
     char_name: str = ""
+    #: the text this reply continues (``continue_``): the model's leading echo of it is
+    #: stripped, byte for byte, with the matcher used for carried text
+    continues: str = ""
     #: speaker labels that must not start the reply (the user's names)
     user_names: tuple[str, ...] = ()
     tools: Sequence[FunctionTool] | Mapping[str, FunctionTool] = ()

@@ -25,13 +25,13 @@ from pydantic import ValidationError
 
 from tavernkit.errors import GenerateTaskError, ModelUnavailable
 from tavernkit.models.preset import ChatCompletionPreset
-from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.profile import ConnectionProfile, ProfileTimeouts
 from tavernkit.models.samplers import TextGenSettings
 from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.base import Adapter
 from tavernkit.providers.gemini import GeminiAdapter
-from tavernkit.providers.http import AbortLike
+from tavernkit.providers.http import AbortLike, Timeouts
 from tavernkit.providers.kobold import KoboldAdapter
 from tavernkit.providers.llamacpp import LlamaCppAdapter
 from tavernkit.providers.novelai import NovelAIAdapter
@@ -293,6 +293,17 @@ async def _secret(
     return None
 
 
+def profile_timeouts(settings: ProfileTimeouts) -> Timeouts:
+    """A profile's timeouts over the defaults (a field left ``None`` keeps its default)."""
+    base = Timeouts()
+    return Timeouts(
+        connect=settings.connect or base.connect,
+        first_byte=settings.first_byte or base.first_byte,
+        idle=settings.idle or base.idle,
+        write=base.write,
+    )
+
+
 def local_provider(profile: ConnectionProfile, model_profile: ModelProfile) -> ProviderLike:
     """A new embedded model for ``profile`` (loaded on its first request). A process should
     hold one per model: ``Tavern.local_provider`` is the shared one."""
@@ -354,6 +365,7 @@ async def resolve_connection(
         keys=secret,
         key_required=key_required,
         client=client,
+        timeouts=profile_timeouts(resolved.timeouts),
         profile=model_profile,
     )
     return ResolvedConnection(resolved, provider, model, model_profile, caps)

@@ -141,6 +141,7 @@ async def _send_raw(
             retry=services.retry,
             before_request=services.before_request,
             turn_id="raw",
+            plan=await services.plan(connection),
         )
 
 

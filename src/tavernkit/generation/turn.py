@@ -18,6 +18,8 @@ Rules that are easy to get wrong:
 - a tool call that already succeeded in an earlier attempt of the turn (same identity: name
   and canonical arguments) is answered from the record, not run again; within one attempt a
   tool may run twice on purpose. Failover never rolls back tool side effects;
+- a round that ran a stealth tool is the last one: no follow-up generation, the text so far
+  is the reply (possibly empty), as in SillyTavern;
 - logs carry outcomes, attempt ids, key ids and budgets, never prompts, drafts or keys.
 
 Both prompt families run here: a chat prompt (:class:`~tavernkit.generation.adapt.TurnPrompt`)
@@ -198,7 +200,10 @@ class _Turn:
                     self._record(
                         attempt, None, Outcome(False, error), 0.0, PrefillPlan("none", "none")
                     )
-                    self.last_error = error
+                    if self.last_error is None:
+                        # "all keys cooling" is the turn's error only when no request was
+                        # possible at all; otherwise the last real upstream error is the news
+                        self.last_error = error
                     return Outcome(False, error)
             more_keys = (
                 pool is not None
@@ -208,7 +213,9 @@ class _Turn:
             )
             if n > 0:
                 self.counters.rotations += 1
-            outcome = await self._key_attempt(attempt, key, more_keys or self.plan.has_pending())
+            outcome = await self._key_attempt(
+                attempt, key, more_keys or self.plan.has_pending(), rotate=more_keys
+            )
             if outcome.ok or outcome.aborted:
                 if outcome.ok and pool is not None and key is not None:
                     await pool.record_success(key)
@@ -233,7 +240,9 @@ class _Turn:
             out.append(fill(self.options.tools_ran_directive, tools=self.replay.summary()))
         return out + list(extra)
 
-    async def _key_attempt(self, attempt: Attempt, key: PoolKey | None, suppress: bool) -> Outcome:
+    async def _key_attempt(
+        self, attempt: Attempt, key: PoolKey | None, suppress: bool, *, rotate: bool = False
+    ) -> Outcome:
         self.counters.attempts += 1
         seq = self.seq
         self.seq += 1
@@ -249,7 +258,7 @@ class _Turn:
             supports_prefill=self.text_mode or target.profile.supports_prefill,
             config=self.options.continuation,
         )
-        outcome = await self._generate(attempt, key, seq, prefill, hold, suppress)
+        outcome = await self._generate(attempt, key, seq, prefill, hold, suppress, rotate)
         if not outcome.ok and not outcome.aborted:
             self.last_error = outcome.error
             self.last_model = attempt.entry.model
@@ -265,12 +274,17 @@ class _Turn:
         prefill: PrefillPlan,
         hold: bool,
         suppress: bool,
+        rotate: bool = False,
     ) -> Outcome:
         target = attempt.target
+        options = self.options
+        if rotate and options.retry is not None and options.retry.rate_limits:
+            # another key is ready: a rate limit moves to it instead of waiting on this one
+            options = replace(options, retry=replace(options.retry, rate_limits=False))
         try:
             secret = await target.pool.secret(key) if target.pool is not None and key else None
             provider = sending_provider(
-                target.make_provider(secret), self.options, self.abort, self.sleep
+                target.make_provider(secret), options, self.abort, self.sleep
             )
         except ProviderError as exc:
             return Outcome(False, exc)
@@ -285,6 +299,7 @@ class _Turn:
                 segment=self.options.segment,
                 hold=hold,
                 lead=" \t\n" if self.text_mode else "\n",
+                echo=self.options.continues,
             )
 
         pipe = new_pipe()
@@ -365,6 +380,8 @@ class _Turn:
                 )
                 records = await self.replay.run_round(calls, rounds)
                 invocations += records
+                if any(r.stealth for r in records):
+                    break  # a stealth tool ends the loop: no follow-up generation (ST)
                 history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
                 continue
             if not pipe.visible.strip():

@@ -22,6 +22,7 @@ __all__ = [
     "CustomEndpoint",
     "FallbackChain",
     "FallbackEntry",
+    "ProfileTimeouts",
 ]
 
 #: The prompt shape a profile needs: chat messages, a text prompt, or a legacy backend.
@@ -48,6 +49,24 @@ class CapabilityOverrides(ValueModel):
     max_output_tokens: int | None = None
 
 
+class ProfileTimeouts(ValueModel):
+    """How long a request through this profile may wait, in seconds (``None``: the default).
+
+    - ``connect``: opening the connection (default 10 s);
+    - ``first_byte``: from sending the request to the first data event (default 120 s; a
+      reasoning model that thinks before it streams needs more);
+    - ``idle``: between two data events once the reply streams (default 60 s; keep-alive
+      comments do not count).
+
+    Any of them firing is a *timeout*: the key is not rotated or cooled (the model was slow,
+    not the key bad); the turn falls back or fails, keeping what was shown.
+    """
+
+    connect: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    first_byte: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    idle: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
 class ConnectionProfile(ValueModel):
     """One way to reach one model (SillyTavern's connection profile, plus several keys)."""
 
@@ -65,6 +84,7 @@ class ConnectionProfile(ValueModel):
     reasoning_template: str | None = None
     tokenizer: str | None = None
     capabilities: CapabilityOverrides = Field(default_factory=CapabilityOverrides)
+    timeouts: ProfileTimeouts = Field(default_factory=ProfileTimeouts)
     #: the stored :class:`FallbackChain` tried, in order, when this profile fails a chat turn
     #: (the chain belongs to the primary it backs up, so switching profiles switches chains)
     fallback_chain: str | None = None

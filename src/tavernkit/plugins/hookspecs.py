@@ -9,6 +9,8 @@ Hooks of this issue:
 - ``register_formats(register)``: file formats ``tavernkit import`` detects and reads (and,
   optionally, ``tavernkit export`` writes). The built-in formats register through this hook too.
 - ``register_commands(cli)``: extra ``tavernkit`` sub-commands on the typer app.
+- ``register_tools(register)``: function tools offered to the main chat, registered on each
+  ``Tavern``'s own registry when it is made.
 
 Request hooks (the generation issues):
 
@@ -27,7 +29,6 @@ pass exist, so no plugin can depend on a signature nobody implemented):
 - ``register_macros(register)``: macros for the macro engine (name, arity, handler);
 - ``register_template_functions(register)``: functions for the prompt renderer's templates;
 - ``register_providers(register)``: wire adapters and providers (base URL, auth, capabilities);
-- ``register_tools(register)``: function tools the model may call;
 - ``on_message_stored(...)``: a main-chat hook, skipped by ``extension_internal`` like the
   two above.
 """
@@ -39,11 +40,14 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import typer
 
     from tavernkit.generation.result import TurnResult
     from tavernkit.plugins.formats import RegisterFormat
     from tavernkit.providers.request import PromptRequest
+    from tavernkit.tools.registry import FunctionTool
 
 __all__ = [
     "PROJECT_NAME",
@@ -54,6 +58,7 @@ __all__ = [
     "hookspec",
     "register_commands",
     "register_formats",
+    "register_tools",
 ]
 
 PROJECT_NAME = "tavernkit"
@@ -77,6 +82,14 @@ def register_formats(register: RegisterFormat) -> None:
 @hookspec
 def register_commands(cli: typer.Typer) -> None:
     """Add sub-commands to the ``tavernkit`` typer app (``@cli.command()``)."""
+
+
+@hookspec
+def register_tools(register: Callable[[FunctionTool], None]) -> None:
+    """Register function tools: ``register(FunctionTool(...))`` (SillyTavern's
+    ``registerFunctionTool``). Called once for every ``Tavern``, so each gets its own copy in
+    ``tk.tools``; the chat turns of that Tavern offer them (``should_register`` is still asked
+    before every turn). Two tools with one name are ``invalid_input``."""
 
 
 @hookspec

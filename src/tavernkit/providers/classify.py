@@ -279,5 +279,13 @@ def openai_http_error(
     """An OpenAI-shaped non-2xx response; a body that is not JSON is classified by status."""
     payload = error_payload(body)
     if payload is None:
-        return make_error(status_class(status), f"HTTP {status}", ctx, status=status, body=body)
+        # a proxy's HTML 429 still carries the Retry-After the key's cooldown must honour
+        return make_error(
+            status_class(status),
+            f"HTTP {status}",
+            ctx,
+            status=status,
+            body=body,
+            retry_after=parse_retry_after(headers),
+        )
     return openai_family_error(status, payload, ctx, raw=body, headers=headers)

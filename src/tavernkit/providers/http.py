@@ -16,14 +16,18 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 
+from tavernkit import log_redaction
 from tavernkit.errors import ProtocolError
 from tavernkit.providers.sse import SSEDecoder, SSEEvent
 
 __all__ = ["AbortLike", "Aborted", "StreamTimeout", "Timeouts", "iter_sse", "read_body"]
+
+# The client logs URLs, the transport request and response details: neither may carry a key.
+log_redaction.install("httpx2", "httpcore2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +63,11 @@ class StreamTimeout(Exception):
         self.seconds = seconds
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 async def _next_chunk(
     chunks: AsyncIterator[bytes], timeout: float, abort: AbortLike | None
 ) -> bytes:
@@ -71,6 +80,12 @@ async def _next_chunk(
     stop = asyncio.ensure_future(abort.wait())
     try:
         done, _ = await asyncio.wait({read, stop}, timeout=timeout, return_when="FIRST_COMPLETED")
+    except BaseException:
+        # The caller was cancelled: the read goes too, and its end (often a ReadError as the
+        # response closes) is retrieved here rather than logged as never retrieved.
+        read.cancel()
+        read.add_done_callback(_retrieve)
+        raise
     finally:
         stop.cancel()
     if read in done:

@@ -102,9 +102,23 @@ class Provider:
             headers[self.auth] = key
         url = self.base_url.rstrip("/") + wire.path
         http_request = client.build_request(
-            wire.method, url, json=wire.body, headers=headers, params=dict(wire.params) or None
+            wire.method,
+            url,
+            json=wire.body,
+            headers=headers,
+            params=dict(wire.params) or None,
+            timeout=self._timeout(client),
         )
         return http_request, wire.stream
+
+    def _timeout(self, client: httpx2.AsyncClient) -> httpx2.Timeout:
+        """This provider's connect/write limits on whatever client carries the request (a
+        client is a connection pool, the limits are the profile's); first-byte and idle are
+        timed here, per data event, so the read limit stays the client's own (none on ours)."""
+        own = self.timeouts.httpx()
+        return httpx2.Timeout(
+            connect=own.connect, read=client.timeout.read, write=own.write, pool=own.pool
+        )
 
     async def stream(
         self,
@@ -183,10 +197,15 @@ class Provider:
                 yield event
         except Aborted:
             yield Finish("aborted", None)
-        except StreamTimeout as exc:
-            error = ProviderTimeout(
-                str(exc), phase=exc.phase, provider=ctx.provider, model=ctx.model
-            )
+        except (StreamTimeout, httpx2.TimeoutException) as exc:
+            # ours, or an injected client's own read limit: a timeout either way (no rotation,
+            # no cooldown), never a network error that would bench the key
+            if isinstance(exc, StreamTimeout):
+                phase, message = exc.phase, str(exc)
+            else:
+                phase = "idle" if delivered else "first_byte"
+                message = f"timed out ({phase})"
+            error = ProviderTimeout(message, phase=phase, provider=ctx.provider, model=ctx.model)
             if not delivered:
                 raise error from None
             yield ProviderErrorEvent(_interrupted(error, ctx))

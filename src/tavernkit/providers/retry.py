@@ -9,7 +9,9 @@ classes. The rules follow the official SDKs (reference §1.6):
   classes with ``retryable``), never quota, auth, bad requests or context overflow;
 - wait ``retry-after-ms`` / ``retry-after`` when given, but give up when the server asks for
   more than ``max_retry_after`` (120 s) — a fallback is better than a two-minute stall;
-- else back off ``min(base · 2^attempt, max_delay)`` minus up to 25 % jitter.
+- else back off ``min(base · 2^attempt, max_delay)`` minus up to 25 % jitter;
+- ``rate_limits=False`` leaves a rate limit to the key pool: when another key is ready,
+  moving to it beats waiting out this one's ``Retry-After`` (the turn runner sets it then).
 
 Only failures before the first event are retried here; a stream that broke after text arrived
 is a continuation problem, not a retry.
@@ -24,7 +26,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tavernkit.errors import ProviderError
+from tavernkit.errors import ProviderError, RateLimited
 from tavernkit.providers.accumulator import Accumulator, Completion
 from tavernkit.providers.events import StreamEvent
 
@@ -40,10 +42,14 @@ class RetryPolicy:
     max_delay: float = 8.0
     max_retry_after: float = 120.0
     jitter: float = 0.25
+    #: retry a rate limit on the same key (``False``: the next key of the pool takes it)
+    rate_limits: bool = True
 
     def should_retry(self, error: ProviderError, attempt: int) -> bool:
         """Whether attempt number ``attempt`` (0 = the first try) may be followed by another."""
         if attempt >= self.max_retries:
+            return False
+        if not self.rate_limits and isinstance(error, RateLimited):
             return False
         if error.should_retry is not None:
             return error.should_retry

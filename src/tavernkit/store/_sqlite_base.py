@@ -16,10 +16,15 @@ from typing import Any
 import aiosqlite
 from pydantic import BaseModel
 
+from tavernkit import log_redaction
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
+
+# aiosqlite logs each call with its SQL and bound values at DEBUG: keys and messages.
+log_redaction.install("aiosqlite")
 
 
 @dataclass(slots=True)
@@ -129,34 +134,51 @@ class SqliteBase:
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One transaction. Whatever ends it early, a cancellation included (at ``BEGIN``, in a
+        statement, at ``COMMIT``, or again during the rollback), the connection leaves it
+        outside any transaction: the next write starts clean."""
         async with self._lock:
             self._check_open()
             try:
-                await self._conn.execute("BEGIN IMMEDIATE")
                 try:
+                    await self._conn.execute("BEGIN IMMEDIATE")
                     yield self._conn
+                    await self._conn.execute("COMMIT")
                 except BaseException:
-                    # SQLite rolls some failures back by itself; a second ROLLBACK would fail.
-                    if self._conn.in_transaction:
-                        await self._conn.execute("ROLLBACK")
+                    # Held under the lock until done, so no other call runs mid-rollback.
+                    await run_to_end(self._rollback())
                     raise
-                await self._conn.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc) from exc
             except UnicodeEncodeError as exc:
                 raise _unencodable(exc) from exc
+
+    async def _rollback(self) -> None:
+        """End the open transaction, if any. It is asked of the database, not of
+        ``in_transaction``: a cancelled ``BEGIN`` or ``COMMIT`` may still be queued on the
+        connection's thread, and this statement runs after it."""
+        try:
+            await self._conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            # SQLite rolled back by itself, BEGIN failed, or COMMIT had already run.
+            if "no transaction is active" not in str(exc):
+                raise
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError("the store is closed")
 
     @asynccontextmanager
-    async def trace(self) -> AsyncIterator[WriteStats]:
+    async def trace(self, each: Callable[[str], None] | None = None) -> AsyncIterator[WriteStats]:
         """Count the statements and row changes of the calls made inside the block (for tests
-        and benchmarks: an append must cost the same whatever the chat's length)."""
+        and benchmarks: an append must cost the same whatever the chat's length). ``each``
+        sees every statement's text as it starts (``BEGIN``/``COMMIT`` too), on the
+        connection's thread: tests use it to act at an exact point of a write."""
         stats = WriteStats()
 
         def on_statement(sql: str) -> None:
+            if each is not None:
+                each(sql)
             if sql not in ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"):
                 stats.statements += 1
                 stats.sql_chars += len(sql)

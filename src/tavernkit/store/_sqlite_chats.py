@@ -11,7 +11,8 @@ other messages, so a 2,500-message chat costs the same to append to as a 10-mess
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -333,6 +334,16 @@ class SqliteChats(SqliteBase):
                 "UPDATE chats SET name = ?, updated = ? WHERE id = ?", (name, self._now(), row[0])
             )
 
+    async def set_chats_character_name(
+        self, character_id: str, name: str, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE chats SET character_name = ? WHERE character_id = ? AND owner = ?",
+                (name, character_id, owner),
+            )
+            return int(cur.rowcount)
+
     async def update_chat_header(
         self, chat_id: str, header: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
     ) -> None:
@@ -391,9 +402,18 @@ class SqliteChats(SqliteBase):
         return StoredMessage(id=mid, position=position, data=doc)
 
     async def update_message(
-        self, message_id: str, message: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
+        self,
+        message_id: str,
+        message: Mapping[str, Any] | BaseModel,
+        *,
+        partial: Collection[int] = (),
+        owner: str = DEFAULT_OWNER,
     ) -> None:
         split = split_message(to_json_doc(message, source="<chat message>"))
+        if partial:
+            marks = frozenset(partial)
+            rows = [replace(r, partial=r.idx in marks) for r in split.swipes]
+            split = replace(split, swipes=rows)
         async with self._write() as db:
             st = await self._message_state(db, message_id, owner)
             await self._write_message(db, st.id, split)

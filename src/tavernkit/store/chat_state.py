@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from tavernkit.errors import NotFound
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
+from tavernkit.models.chat import ChatHeader
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
@@ -91,7 +92,9 @@ async def load_chat_state(
     else:
         card = None
 
-    persona_model, user_name = await _persona(store, owner, settings, persona)
+    # The turn's persona, else the one locked to the chat, else the default.
+    locked = chat.metadata.persona if chat is not None else None
+    persona_model, user_name = await _persona(store, owner, settings, persona or locked)
 
     books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
 
@@ -139,12 +142,16 @@ async def _persona(
 
 
 async def load_user_name(
-    store: Store, *, owner: str = DEFAULT_OWNER, persona: str | None = None
+    store: Store, chat_id: str, *, owner: str = DEFAULT_OWNER, persona: str | None = None
 ) -> str:
-    """The name the user's messages are stored under (the persona's, else the settings'):
-    what storing a typed message needs, without loading the chat or anything else."""
+    """The name the user's messages in ``chat_id`` are stored under (the persona's: the turn's,
+    else the one locked to the chat, else the selected one; else the settings'): what storing a
+    typed message needs, without loading the chat's messages, card or books."""
     stored = await store.get_settings(owner=owner)
     settings = stored if isinstance(stored, Settings) else Settings()
+    if persona is None:
+        header = (await store.load_chat_window(chat_id, last=1, owner=owner)).header
+        persona = ChatHeader.model_validate(header).chat_metadata.persona
     return (await _persona(store, owner, settings, persona))[1]
 
 

@@ -139,6 +139,30 @@ async def _m002_key_uses(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE key_state ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
 
 
+async def _m003_keys_out_of_db(db: aiosqlite.Connection) -> None:
+    # API key secrets move to private files beside the database (tavernkit.store.key_files):
+    # a database file is what gets copied and shared; it keeps the rows, not the secrets.
+    from tavernkit.store.key_files import KeyFiles, key_dir_for
+
+    async with db.execute("PRAGMA database_list") as cur:
+        main = next((row[2] for row in await cur.fetchall() if row[1] == "main"), "")
+    async with db.execute("SELECT id, secret FROM api_keys WHERE secret != ''") as cur:
+        rows = [(str(r[0]), str(r[1])) for r in await cur.fetchall()]
+    if not rows:
+        return
+    if not main:
+        raise StoreError("an in-memory database cannot keep API keys apart from it")
+    files = KeyFiles(key_dir_for(main))
+    for key_id, secret in rows:
+        files.write(key_id, secret)  # idempotent: a failed migration rewrites the same files
+    # overwrite the freed bytes, so the old secrets do not linger in the file's free space
+    await db.execute("PRAGMA secure_delete = ON")
+    try:
+        await db.execute("UPDATE api_keys SET secret = '' WHERE secret != ''")
+    finally:
+        await db.execute("PRAGMA secure_delete = OFF")
+
+
 def _count_change(sign: str, row: str) -> str:
     """SET clause adding (``+``) or removing (``-``) message ``row`` from its chat's counts."""
     return (
@@ -191,6 +215,7 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
     ("002_key_uses", _m002_key_uses),
+    ("003_keys_out_of_db", _m003_keys_out_of_db),
     ("004_turn_path", _m004_turn_path),
 )
 

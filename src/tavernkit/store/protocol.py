@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -83,6 +83,7 @@ KINDS: frozenset[str] = frozenset(
         "connection_profile",
         "fallback_chain",
         "custom_endpoint",
+        "quick_reply_set",
     }
 )
 
@@ -432,6 +433,13 @@ class Store(Protocol):
 
     async def rename_chat(self, ref: str, name: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 
+    async def set_chats_character_name(
+        self, character_id: str, name: str, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        """The character name the chats of ``character_id`` list under (after a rename);
+        returns how many chats changed."""
+        ...
+
     async def update_chat_header(
         self, chat_id: str, header: Document, *, owner: str = DEFAULT_OWNER
     ) -> None: ...
@@ -452,9 +460,15 @@ class Store(Protocol):
     ) -> StoredMessage: ...
 
     async def update_message(
-        self, message_id: str, message: Document, *, owner: str = DEFAULT_OWNER
+        self,
+        message_id: str,
+        message: Document,
+        *,
+        partial: Collection[int] = (),
+        owner: str = DEFAULT_OWNER,
     ) -> None:
-        """Replace one message (its swipes too)."""
+        """Replace one message (its swipes too). The swipes at the indexes in ``partial``
+        stay marked partial (a reply a failed turn left unfinished); the others are complete."""
         ...
 
     async def truncate_chat(

@@ -14,6 +14,7 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile, CustomEndpoint, FallbackChain
+from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.samplers import KoboldSettings, NovelSettings, TextGenSettings
 from tavernkit.models.settings import Settings
 from tavernkit.models.templates import (
@@ -44,5 +45,6 @@ def default_models() -> dict[str, type[BaseModel]]:
         "connection_profile": ConnectionProfile,
         "fallback_chain": FallbackChain,
         "custom_endpoint": CustomEndpoint,
+        "quick_reply_set": QuickReplySet,
         "settings": Settings,
     }

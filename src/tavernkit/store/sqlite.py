@@ -34,6 +34,7 @@ from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
 from tavernkit.store._sqlite_chats import SqliteChats
+from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
 from tavernkit.store.protocol import (
@@ -403,6 +404,13 @@ class SqliteStore(SqliteChats):
             )
 
     # -- API keys and key-pool state -------------------------------------------------------
+    # The secrets live in private files beside the database (tavernkit.store.key_files); the
+    # api_keys rows keep an empty secret column, so a copied database file carries no key.
+    @property
+    def key_files(self) -> KeyFiles:
+        """Where this database's API key secrets are kept (``<db>.keys/``, one 0600 file each)."""
+        return KeyFiles(key_dir_for(self.path))
+
     async def add_api_key(
         self, provider: str, secret: str, *, owner: str = DEFAULT_OWNER, label: str = ""
     ) -> str:
@@ -412,12 +420,19 @@ class SqliteStore(SqliteChats):
             raise StoreError("an API key needs a provider")
         key_id = self._new_id()
         fingerprint = hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
-        async with self._write() as db:
-            await db.execute(
-                "INSERT INTO api_keys (id, owner, provider, label, secret, fingerprint, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (key_id, owner, provider, label, secret, fingerprint, self._now()),
-            )
+        files = self.key_files
+        # the secret first: a row without its secret would be a key that cannot be used
+        files.write(key_id, secret)
+        try:
+            async with self._write() as db:
+                await db.execute(
+                    "INSERT INTO api_keys (id, owner, provider, label, secret, fingerprint, "
+                    "created) VALUES (?, ?, ?, ?, '', ?, ?)",
+                    (key_id, owner, provider, label, fingerprint, self._now()),
+                )
+        except BaseException:
+            files.delete(key_id)
+            raise
         return key_id
 
     async def list_api_keys(
@@ -443,14 +458,12 @@ class SqliteStore(SqliteChats):
     async def get_api_key_secret(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> str:
         async with (
             self._read() as db,
-            db.execute(
-                "SELECT secret FROM api_keys WHERE id = ? AND owner = ?", (key_id, owner)
-            ) as cur,
+            db.execute("SELECT 1 FROM api_keys WHERE id = ? AND owner = ?", (key_id, owner)) as cur,
         ):
             row = await cur.fetchone()
         if row is None:
             raise NotFound(f"no API key {key_id!r}")
-        return str(row[0])
+        return self.key_files.read(key_id)
 
     async def delete_api_key(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> None:
         async with self._write() as db:
@@ -459,6 +472,7 @@ class SqliteStore(SqliteChats):
             )
             if cur.rowcount == 0:
                 raise NotFound(f"no API key {key_id!r}")
+        self.key_files.delete(key_id)
 
     async def get_key_state(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> KeyState:
         async with (

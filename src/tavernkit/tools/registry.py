@@ -9,6 +9,7 @@ they are never merged into it.
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ __all__ = [
     "check_tool_name",
     "tools_from_specs",
 ]
+
+log = logging.getLogger("tavernkit.tools")
 
 #: OpenAI's rule for function names; the strictest of the providers, so a name that passes
 #: works everywhere.
@@ -45,9 +48,11 @@ class FunctionTool:
     Its return value is stored as is when it is a string, else as JSON. ``format_message``
     gives the text shown and stored while the tool runs (default ``"Invoking tool: NAME"``).
     ``should_register`` (sync or async) is asked at every generation; ``False`` leaves the
-    tool out of that request. ``stealth`` tools run and store their result hidden, and no
-    follow-up generation happens after them. ``action=None`` describes a tool whose calls the
-    caller handles itself (``generate_task``'s per-request tools).
+    tool out of that request, and so does a ``should_register`` that raises (logged by tool
+    name and exception class, never its message). ``stealth`` tools run, their invocations
+    are stored nowhere (hidden from the transcript and later prompts), and no follow-up
+    generation happens after them. ``action=None`` describes a tool whose calls the caller
+    handles itself (``generate_task``'s per-request tools).
     """
 
     name: str
@@ -110,9 +115,14 @@ def check_tool_name(name: object) -> str:
 async def _allowed(tool: FunctionTool) -> bool:
     if tool.should_register is None:
         return True
-    verdict = tool.should_register()
-    if inspect.isawaitable(verdict):
-        verdict = await verdict
+    try:
+        verdict = tool.should_register()
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+    except Exception as exc:
+        # one plugin's broken gate must not break every chat turn (SillyTavern skips it too)
+        log.warning("tool %s: should_register failed (%s); left out", tool.name, type(exc).__name__)
+        return False
     return bool(verdict)
 
 

@@ -30,7 +30,11 @@ from typing import Any
 
 import httpx2
 
+from tavernkit import log_redaction
 from tavernkit.text.macros.registry import MacroRuntimeError
+
+# renderer-only use still gets no URL query or header in httpx2's DEBUG lines
+log_redaction.install("httpx2", "httpcore2")
 
 __all__ = ["UrlPolicy", "UrlRefused", "fetch_url", "url_provider"]
 

@@ -1,0 +1,561 @@
+"""One ``tavernkit chat`` session: input lines and slash commands, each one
+:class:`~tavernkit.chat.service.ChatService` (or library) call.
+
+Bad arguments answer a usage line on stderr and change nothing (:mod:`.slash`). Commands that
+delete or overwrite text (``/edit``, ``/delete``, ``/regen``) snapshot the chat first, so
+``/undo`` puts it back (:mod:`tavernkit.chat.undo`). Ctrl-C while a reply streams stops it
+(the text shown is kept, marked stopped); at the prompt it ends the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from rich.markup import escape
+
+from tavernkit.chat.authors_note import NOTE_ROLES, authors_note, set_authors_note
+from tavernkit.chat.incomplete import incomplete_reply
+from tavernkit.chat.inspect import inspection
+from tavernkit.chat.lorebooks import set_chat_lorebook
+from tavernkit.chat.personas import Personas
+from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
+from tavernkit.chat.service import TurnOutcome
+from tavernkit.chat.undo import UndoStack, take_snapshot
+from tavernkit.cli.chat_display import (
+    ChatConsoleSink,
+    JsonSink,
+    out,
+    print_message,
+    report_outcome,
+    say_error,
+    swipe_counter,
+)
+from tavernkit.cli.failures import Where, where_for
+from tavernkit.cli.slash import (
+    COMMANDS,
+    UsageError,
+    help_text,
+    message_number,
+    no_argument,
+    positive_number,
+    split_command,
+)
+from tavernkit.errors import NotFound, TavernKitError
+from tavernkit.facade import Tavern
+from tavernkit.models.chat import Message
+from tavernkit.models.profile import ConnectionProfile
+
+__all__ = ["Session", "leave_if_input_blocked", "read_line"]
+
+_ROLE_NAMES = {number: name for name, number in NOTE_ROLES.items()}
+
+
+class Session:
+    """One interactive (or ``--once``) chat in a terminal."""
+
+    def __init__(self, tk: Tavern, chat_id: str, *, as_json: bool, overrides: dict[str, Any]):
+        self.tk = tk
+        self.chats = tk.chats
+        self.chat_id = chat_id
+        self.as_json = as_json
+        self.overrides = overrides
+        self.prefill: str | None = None
+        self.last_reasoning = ""
+        self.undo_stack = UndoStack()
+        self._suggestion = ""
+        self._generating = False
+        self._sigint_installed = False
+        self._qr_depth = 0
+        #: set by Ctrl-C at the prompt: the session ends
+        self.interrupted = asyncio.Event()
+
+    # -- Ctrl-C ------------------------------------------------------------------------------
+
+    def on_sigint(self) -> None:
+        if self._generating:
+            self.chats.stop(self.chat_id)
+        else:
+            self.interrupted.set()
+
+    @contextlib.contextmanager
+    def sigint_handler(self) -> Iterator[None]:
+        """Ctrl-C goes to :meth:`on_sigint` while the block runs (where signals can be set)."""
+        if self._sigint_installed:  # nested (a turn inside the interactive loop)
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGINT, self.on_sigint)
+            self._sigint_installed = True
+        try:
+            yield
+        finally:
+            if self._sigint_installed:
+                loop.remove_signal_handler(signal.SIGINT)
+                self._sigint_installed = False
+        self._qr_depth = 0
+
+    # -- turns -------------------------------------------------------------------------------
+
+    async def run_turn(
+        self, verb: Callable[..., Awaitable[TurnOutcome]], *args: Any
+    ) -> TurnOutcome:
+        # A mistyped --profile or --persona fails here, before the message is stored.
+        await self.chats.check_overrides(self.overrides or None)
+        sink: ChatConsoleSink | JsonSink
+        if self.as_json:
+            sink = JsonSink(out)
+        else:
+            # The wait before the first token can be long (the embedded model loads then).
+            name = await self._speaker(verb)
+            status = out.status("waiting for the model…", spinner="dots")
+            status.start()
+            sink = ChatConsoleSink(out, status, name)
+        kwargs: dict[str, Any] = {"sink": sink, "overrides": self.overrides or None}
+        if verb in (self.chats.send, self.chats.swipe, self.chats.regenerate) and self.prefill:
+            kwargs["prefill"], self.prefill = self.prefill, None
+        self._generating = True
+        try:
+            with self.sigint_handler():
+                outcome = await verb(self.chat_id, *args, **kwargs)
+        finally:
+            self._generating = False
+            if isinstance(sink, ChatConsoleSink):
+                sink.stop_status(header=False)
+        if outcome.reasoning:
+            self.last_reasoning = outcome.reasoning
+        if isinstance(sink, JsonSink):
+            sink.line(
+                {
+                    "event": "done",
+                    "kind": outcome.kind,
+                    "status": outcome.status,
+                    "chat_id": self.chat_id,
+                    "message_index": outcome.message_index,
+                    "swipe_index": outcome.swipe_index,
+                    "model": outcome.model,
+                    "text": outcome.text,
+                    "reasoning": outcome.reasoning,
+                }
+            )
+        where = await self._where(outcome) if outcome.status == "failed" else Where()
+        console_sink = sink if isinstance(sink, ChatConsoleSink) else None
+        report_outcome(outcome, console_sink, where)
+        if console_sink is not None and outcome.message_id is not None:
+            stored = await self.tk.store.get_message(outcome.message_id, owner=self.tk.owner)
+            counter = swipe_counter(Message.model_validate(stored.data))
+            out.print(f"  [dim]#{outcome.message_index} {counter}[/]")
+        return outcome
+
+    async def _where(self, outcome: TurnOutcome) -> Where:
+        """What is safe to say about the connection a failed turn used."""
+        ref = self.overrides.get("profile") or (await self.tk.settings()).selections.profile
+        profile: Any = None
+        if ref:
+            with contextlib.suppress(NotFound):
+                profile = await self.tk.store.get("connection_profile", ref, owner=self.tk.owner)
+        attempts = outcome.result.attempts if outcome.result is not None else []
+        key_id = next((a.key_id for a in reversed(attempts) if a.key_id), None)
+        return await where_for(
+            self.tk.store,
+            profile if isinstance(profile, ConnectionProfile) else None,
+            key_id,
+            owner=self.tk.owner,
+        )
+
+    async def _speaker(self, verb: Callable[..., Awaitable[TurnOutcome]]) -> str:
+        if verb == self.chats.impersonate:
+            return "(you)"
+        stored = await self.chats.load(self.chat_id)
+        return stored.info.character_name or "Character"
+
+    async def history(self, last: int = 20) -> None:
+        stored = await self.chats.load(self.chat_id)
+        if not stored.messages:
+            out.print("[dim]no messages[/]")
+            return
+        start = max(len(stored.messages) - last, 0)
+        if start:
+            out.print(f"[dim]… {start} earlier messages[/]")
+        for entry in stored.messages[start:]:
+            message = Message.model_validate(entry.data)
+            unfinished = incomplete_reply(entry)
+            print_message(
+                entry.position, message, incomplete=unfinished.text() if unfinished else ""
+            )
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    async def command(self, line: str) -> bool:
+        """Run one input line; ``False`` ends the session."""
+        if not line.startswith("/"):
+            try:
+                await self.run_turn(self.chats.send, line)
+            except TavernKitError as exc:
+                say_error(f"error: {exc}")
+            return True
+        name, rest = split_command(line)
+        command = COMMANDS.get(name)
+        if command is None:
+            say_error(f"unknown command /{name}; /help lists them")
+            return True
+        if command.name == "quit":
+            return False
+        handler = getattr(self, f"cmd_{command.name}")
+        try:
+            await handler(rest)
+        except UsageError as exc:
+            say_error(f"usage: {exc.command.usage}  ({exc.problem})")
+        except TavernKitError as exc:
+            say_error(f"error: {exc}")
+        return True
+
+    async def _count(self) -> int:
+        return len((await self.chats.load(self.chat_id)).messages)
+
+    async def _snapshot(self, label: str) -> None:
+        snapshot = await take_snapshot(self.tk.store, self.chat_id, label, owner=self.tk.owner)
+        self.undo_stack.push(snapshot)
+
+    # -- commands ----------------------------------------------------------------------------
+
+    async def cmd_help(self, arg: str) -> None:
+        no_argument(COMMANDS["help"], arg)
+        out.print(help_text(), markup=False, soft_wrap=True)
+
+    async def cmd_swipe(self, arg: str) -> None:
+        command = COMMANDS["swipe"]
+        if not arg:
+            await self.run_turn(self.chats.swipe)
+            return
+        stored = await self.chats.load(self.chat_id)
+        if not stored.messages:
+            raise command.error("the chat is empty")
+        current = Message.model_validate(stored.messages[-1].data)
+        count = len(current.swipes or [])
+        if arg == "back":
+            if (current.swipe_id or 0) == 0:
+                raise command.error("this is the first swipe")
+            index = (current.swipe_id or 0) - 1
+        else:
+            number = positive_number(command, arg, "the swipe number")
+            if number > count:
+                raise command.error(f"no swipe {number}; the last reply has {count}")
+            index = number - 1
+        message = await self.chats.select_swipe(self.chat_id, index)
+        print_message(len(stored.messages) - 1, message)
+
+    async def cmd_regen(self, arg: str) -> None:
+        no_argument(COMMANDS["regen"], arg)
+        await self._snapshot("regen")
+        try:
+            await self.run_turn(self.chats.regenerate)
+        except TavernKitError:
+            self.undo_stack.discard_last()
+            raise
+
+    async def cmd_continue(self, arg: str) -> None:
+        no_argument(COMMANDS["continue"], arg)
+        await self.run_turn(self.chats.continue_)
+
+    async def cmd_impersonate(self, arg: str) -> None:
+        no_argument(COMMANDS["impersonate"], arg)
+        outcome = await self.run_turn(self.chats.impersonate)
+        if outcome.text and not self.as_json:
+            out.print("[dim](send it with /send, or type your own)[/]")
+        self._suggestion = outcome.text
+
+    async def cmd_send(self, arg: str) -> None:
+        no_argument(COMMANDS["send"], arg)
+        text = self._suggestion
+        if not text:
+            raise COMMANDS["send"].error("no impersonated message to send; /impersonate first")
+        self._suggestion = ""
+        await self.run_turn(self.chats.send, text)
+
+    async def cmd_prefill(self, arg: str) -> None:
+        self.prefill = arg or None
+        if arg:
+            out.print(f"[dim]the next reply starts with: {escape(arg)}[/]")
+        else:
+            out.print("[dim]prefill off[/]")
+
+    async def cmd_stop(self, arg: str) -> None:
+        no_argument(COMMANDS["stop"], arg)
+        if not self.chats.stop(self.chat_id):
+            out.print("[dim]nothing is generating[/]")
+
+    async def cmd_undo(self, arg: str) -> None:
+        no_argument(COMMANDS["undo"], arg)
+        if not len(self.undo_stack):
+            raise COMMANDS["undo"].error("nothing to undo in this session")
+        snapshot = await self.undo_stack.undo(self.tk.store, owner=self.tk.owner)
+        self.chat_id = snapshot.chat_id
+        out.print(f"[dim]undid /{escape(snapshot.label)}[/]")
+
+    async def cmd_delete(self, arg: str) -> None:
+        command = COMMANDS["delete"]
+        index = message_number(command, arg, await self._count())
+        await self._snapshot("delete")
+        await self.chats.delete(self.chat_id, index)
+        out.print(f"[dim]deleted message #{index} (/undo brings it back)[/]")
+
+    async def cmd_edit(self, arg: str) -> None:
+        command = COMMANDS["edit"]
+        count = await self._count()
+        first, _, text = arg.partition(" ")
+        if first.isdigit():
+            index = message_number(command, first, count)
+            text = text.strip()
+            if not text:
+                raise command.error(f"no new text for message #{index}")
+        else:
+            if not arg:
+                raise command.error("no new text (an empty message is /delete)")
+            if count == 0:
+                raise command.error("the chat has no messages")
+            index, text = count - 1, arg
+        await self._snapshot("edit")
+        message = await self.chats.edit(self.chat_id, index, text)
+        print_message(index, message)
+        out.print("[dim](/undo brings the old text back)[/]")
+
+    async def cmd_branch(self, arg: str) -> None:
+        command = COMMANDS["branch"]
+        index = message_number(command, arg, await self._count()) if arg else None
+        info = await self.chats.branch(self.chat_id, index)
+        self.chat_id = info.id
+        out.print(f"[dim]now in branch {escape(info.name)} ({info.id})[/]")
+
+    async def cmd_history(self, arg: str) -> None:
+        last = positive_number(COMMANDS["history"], arg, "the count") if arg else 20
+        await self.history(last)
+
+    async def cmd_persona(self, arg: str) -> None:
+        personas = Personas(self.tk.store, owner=self.tk.owner)
+        if not arg:
+            current = await personas.for_chat(self.chat_id)
+            who = (
+                current.name
+                if current is not None
+                else (await self.tk.settings()).selections.user_name
+            )
+            out.print(f"[dim]you speak as[/] {escape(who)}")
+            names = [info.name for info in await personas.list()]
+            if names:
+                out.print(f"[dim]personas: {escape(', '.join(names))}[/]")
+            return
+        persona = await personas.set_for_chat(self.chat_id, None if arg == "off" else arg)
+        if persona is None:
+            out.print("[dim]this chat uses the default persona again[/]")
+        else:
+            out.print(f"[dim]in this chat you speak as[/] {escape(persona.name)}")
+
+    async def cmd_note(self, arg: str) -> None:
+        command = COMMANDS["note"]
+        store, owner = self.tk.store, self.tk.owner
+        key, _, value = arg.partition(" ")
+        value = value.strip()
+        if not arg:
+            note = await authors_note(store, self.chat_id, owner=owner)
+        elif arg == "off":
+            note = await set_authors_note(store, self.chat_id, owner=owner, text="")
+        elif key in ("depth", "every"):
+            if not value:
+                raise command.error(f"/note {key} needs a number")
+            number = positive_number(command, value, f"the {key}", zero=True)
+            if key == "depth":
+                note = await set_authors_note(store, self.chat_id, owner=owner, depth=number)
+            else:
+                note = await set_authors_note(store, self.chat_id, owner=owner, interval=number)
+        elif key == "role":
+            if value not in NOTE_ROLES:
+                raise command.error(f"the role must be system, user or assistant, not {value!r}")
+            note = await set_authors_note(store, self.chat_id, owner=owner, role=NOTE_ROLES[value])
+        else:
+            note = await set_authors_note(store, self.chat_id, owner=owner, text=arg)
+        if not note.prompt:
+            out.print("[dim]no author's note in this chat[/]")
+            return
+        role = _ROLE_NAMES.get(note.role, str(note.role))
+        out.print(
+            f"[dim]author's note (depth {note.depth}, every {note.interval}, {role}):[/] "
+            f"{escape(note.prompt)}"
+        )
+
+    async def cmd_book(self, arg: str) -> None:
+        store, owner = self.tk.store, self.tk.owner
+        if arg:
+            book = await set_chat_lorebook(
+                store, self.chat_id, None if arg == "off" else arg, owner=owner
+            )
+            if book is None:
+                out.print("[dim]this chat has no lorebook of its own now[/]")
+            else:
+                out.print(f"[dim]this chat's lorebook:[/] {escape(book.name)}")
+            return
+        stored = await self.chats.load(self.chat_id)
+        current = (stored.header.get("chat_metadata") or {}).get("world_info")
+        out.print(
+            f"[dim]this chat's lorebook:[/] {escape(current)}"
+            if current
+            else "[dim]this chat has no lorebook of its own (/book NAME binds one)[/]"
+        )
+
+    async def cmd_rename(self, arg: str) -> None:
+        command = COMMANDS["rename"]
+        if not arg:
+            raise command.error("a new name is needed")
+        await self.tk.store.rename_chat(self.chat_id, arg, owner=self.tk.owner)
+        out.print(f"[dim]this chat is now called {escape(arg)}[/]")
+
+    async def cmd_chats(self, arg: str) -> None:
+        no_argument(COMMANDS["chats"], arg)
+        stored = await self.chats.load(self.chat_id)
+        for info in await self.tk.store.list_chats(
+            owner=self.tk.owner, character=stored.info.character_id
+        ):
+            mark = " *" if info.id == self.chat_id else ""
+            out.print(
+                f"[bold]{escape(info.name)}[/]{mark} [dim]{info.message_count} messages, "
+                f"{info.updated:%Y-%m-%d %H:%M}[/]"
+            )
+
+    async def cmd_open(self, arg: str) -> None:
+        if not arg:
+            raise COMMANDS["open"].error("name the chat to open (/chats lists them)")
+        info = await self.tk.store.get_chat_info(arg, owner=self.tk.owner)
+        self.chat_id = info.id
+        out.print(f"[dim]now in chat {escape(info.name)}[/]")
+        await self.history()
+
+    async def cmd_qr(self, arg: str) -> None:
+        command = COMMANDS["qr"]
+        replies = QuickReplies(self.tk.store, owner=self.tk.owner)
+        verb, _, rest = arg.partition(" ")
+        label, _, text = rest.strip().partition(" ")
+        if not arg:
+            saved = await replies.list()
+            for reply in saved:
+                out.print(f"[bold]{escape(reply.label)}[/] {escape(reply.message)}")
+            if not saved:
+                out.print("[dim]no quick replies; /qr add LABEL TEXT saves one[/]")
+        elif verb == "add":
+            if not label or not text.strip():
+                raise command.error("/qr add needs a label and the text to send")
+            await replies.save(label, text.strip())
+            out.print(f"[dim]saved quick reply {escape(label)}[/]")
+        elif verb == "remove":
+            if not label or text:
+                raise command.error("/qr remove needs one label")
+            await replies.remove(label)
+            out.print(f"[dim]removed quick reply {escape(label)}[/]")
+        else:
+            if rest:
+                raise command.error(f"a label is one word; to save it: /qr add {verb} TEXT")
+            if self._qr_depth >= 3:
+                raise command.error("quick replies call each other too deeply")
+            reply = await replies.get(verb)
+            self._qr_depth += 1
+            try:
+                commands, lines = quick_reply_lines(reply.message)
+                for line in lines:
+                    if not commands:
+                        await self.run_turn(self.chats.send, line)
+                    elif not await self.command(line):
+                        break
+            finally:
+                self._qr_depth -= 1
+
+    async def cmd_think(self, arg: str) -> None:
+        no_argument(COMMANDS["think"], arg)
+        stored = await self.chats.load(self.chat_id)
+        reasoning = self.last_reasoning
+        for entry in reversed(stored.messages):
+            message = Message.model_validate(entry.data)
+            if not message.is_user and message.has_reasoning:
+                reasoning = message.current_reasoning
+                break
+        if reasoning:
+            out.print(reasoning, style="dim italic", markup=False, highlight=False)
+        else:
+            out.print("[dim]no reasoning[/]")
+
+    async def cmd_prompt(self, arg: str) -> None:
+        no_argument(COMMANDS["prompt"], arg)
+        data = inspection(await self.chats.preview(self.chat_id, overrides=self.overrides))
+        from tavernkit.cli.prompt_cmd import print_inspection
+
+        print_inspection(out, data)
+
+    async def cmd_lore(self, arg: str) -> None:
+        no_argument(COMMANDS["lore"], arg)
+        data = inspection(await self.chats.preview(self.chat_id, overrides=self.overrides))
+        if not data["lorebook"]:
+            out.print("[dim]no lorebook entry fires for the next turn[/]")
+        for key, entry in data["lorebook"].items():
+            label = entry["comment"] or key
+            out.print(f"[bold]{escape(label)}[/] [dim]{escape(key)}: {escape(entry['why'])}[/]")
+
+    async def cmd_vars(self, arg: str) -> None:
+        no_argument(COMMANDS["vars"], arg)
+        stored = await self.chats.load(self.chat_id)
+        local = (stored.header.get("chat_metadata") or {}).get("variables") or {}
+        glob = await self.tk.store.get_global_variables(owner=self.tk.owner)
+        for scope, values in (("local", local), ("global", glob)):
+            for key, value in values.items():
+                out.print(f"[dim]{scope}[/] {escape(key)} = {escape(json.dumps(value))}")
+        if not local and not glob:
+            out.print("[dim]no variables[/]")
+
+
+_reader: threading.Thread | None = None
+
+
+def leave_if_input_blocked(code: int) -> None:
+    """End the process now if a reader thread is still blocked in ``input()`` (the session
+    ended on Ctrl-C): letting the interpreter finalize under a thread holding stdin's lock
+    aborts it. Called after the Tavern is closed, so nothing is left unwritten."""
+    if _reader is not None and _reader.is_alive():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+async def read_line(prompt: str, interrupted: asyncio.Event) -> str | None:
+    """One input line, or ``None`` at end of input or when ``interrupted`` is set (Ctrl-C).
+
+    The blocking ``input()`` runs in a daemon thread of its own, not the loop's executor: an
+    executor thread would keep the process waiting for Enter after Ctrl-C."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None) -> None:
+        if not done.done():
+            done.set_result(value)
+
+    def reader() -> None:
+        try:
+            line: str | None = input(prompt)
+        except (EOFError, KeyboardInterrupt, ValueError, OSError):
+            line = None
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, line)
+
+    global _reader
+    _reader = threading.Thread(target=reader, name="tavernkit-input", daemon=True)
+    _reader.start()
+    stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait((done, stop), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    return done.result() if done.done() else None

@@ -1,0 +1,107 @@
+"""Logging filters that keep secrets and chat text out of the libraries' log lines.
+
+Our own loggers log outcomes, ids and counts only. The libraries under the store and the
+HTTP layer log more at DEBUG: the SQLite driver (``aiosqlite``) logs every call with its SQL
+and bound values (API keys, messages), the HTTP transport (``httpcore2.*``) logs request and
+response details, and the HTTP client (``httpx2``) logs each URL at INFO, where a user's base
+URL may carry a key in its query or credentials. Raising those loggers' levels would also
+hide the lines that help (which call ran, which connection opened, which status came back),
+and a user who sets them to DEBUG would get the secrets back; so each gets a filter on its
+logger that rewrites the record in place, keeping its shape and dropping the data:
+
+- ``aiosqlite``: an operation is named by its function (``execute``, ``commit``), an error by
+  its type; SQL text and parameters never reach a handler;
+- ``httpcore2.*``: the trace event name, plus ``host``/``port`` of a connect;
+- ``httpx2``: URLs without query string or user info.
+
+The store installs the first when it is imported, the HTTP layer the others: whoever uses the
+library installs its filter. :func:`install` is idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["install", "redact_url"]
+
+_HTTPCORE_LOGGERS = (
+    "httpcore2.connection",
+    "httpcore2.http11",
+    "httpcore2.http2",
+    "httpcore2.proxy",
+    "httpcore2.socks",
+)
+_CONNECT_DETAILS = re.compile(r"\b(?:host|port)=(?:'[^']*'|\d+)")
+
+
+def redact_url(url: object) -> str:
+    """``url`` without its query string and user info (either may hold a key)."""
+    try:
+        parts = urlsplit(str(url))
+    except ValueError:
+        return "<url>"
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "") if parts.netloc else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _operation(value: object) -> str:
+    """A safe name for what aiosqlite logs: a call by its function's name, an error by type."""
+    if isinstance(value, BaseException):
+        return type(value).__name__
+    func = value.func if isinstance(value, functools.partial) else value
+    name = getattr(func, "__name__", None)
+    return name if isinstance(name, str) else type(value).__name__
+
+
+class _SqliteDriverFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.args:
+            args = record.args if isinstance(record.args, tuple) else (record.args,)
+            record.args = tuple(_operation(a) for a in args)
+        return True
+
+
+class _TransportFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        event, _, details = message.partition(" ")
+        kept = _CONNECT_DETAILS.findall(details) if event.startswith("connect_") else []
+        record.msg = " ".join([event, *kept])
+        record.args = None
+        return True
+
+
+class _ClientFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_url(a) if _looks_like_url(a) else a for a in record.args)
+        return True
+
+
+def _looks_like_url(value: object) -> bool:
+    return type(value).__name__ == "URL" or (
+        isinstance(value, str) and value.startswith(("http://", "https://"))
+    )
+
+
+_FILTERS: dict[str, type[logging.Filter]] = {
+    "aiosqlite": _SqliteDriverFilter,
+    "httpx2": _ClientFilter,
+    **dict.fromkeys(_HTTPCORE_LOGGERS, _TransportFilter),
+}
+
+
+def install(*names: str) -> None:
+    """Put the redacting filter on each named logger (``aiosqlite``, ``httpx2``,
+    ``httpcore2``: the transport's loggers under it), once."""
+    for name in names:
+        targets = [n for n in _FILTERS if n == name or n.startswith(name + ".")]
+        for target in targets:
+            logger = logging.getLogger(target)
+            kind = _FILTERS[target]
+            if not any(isinstance(f, kind) for f in logger.filters):
+                logger.addFilter(kind())

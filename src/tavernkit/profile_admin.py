@@ -1,0 +1,311 @@
+"""Connection profiles, their key pools and fallback chains, edited without touching the store.
+
+``Tavern.profiles`` is a :class:`ProfileAdmin`; ``tavernkit profile ...`` is a thin layer over it::
+
+    async with Tavern() as tk:
+        await tk.profiles.add(
+            "gpt", source="openai", model="gpt-4o",
+            keys=["sk-first...", "env:OPENAI_KEY_2"],   # a pool of two keys
+            timeouts=ProfileTimeouts(first_byte=180),
+        )
+        await tk.profiles.add_fallback("gpt", "claude", model="claude-sonnet-4")
+        for summary in await tk.profiles.summaries():
+            print(summary.name, summary.pool_size, summary.fallbacks)
+
+Keys: a key given as ``env:NAME`` is a reference to that environment variable, read at each
+request (never stored); any other value is a secret, stored through the store's key table
+(kept out of the database: :mod:`tavernkit.store.key_files`). The profile holds only the
+references. Nothing here returns a secret: a summary shows a key's label and fingerprint, or
+``$NAME`` for an environment key.
+
+Fallbacks: a profile's chain is the stored :class:`~tavernkit.models.profile.FallbackChain` its
+``fallback_chain`` names (one named after the profile is made on the first ``add_fallback``).
+An entry is ``(profile, model)``: the same profile with two models is two entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tavernkit.errors import Conflict, FormatError, NotFound
+from tavernkit.models.profile import (
+    ApiFamily,
+    ConnectionProfile,
+    CredentialRef,
+    FallbackChain,
+    FallbackEntry,
+    ProfileTimeouts,
+)
+from tavernkit.models.settings import Settings
+from tavernkit.store.protocol import Store
+
+__all__ = ["ProfileAdmin", "ProfileSummary", "parse_fallback", "parse_key"]
+
+PROFILE = "connection_profile"
+CHAIN = "fallback_chain"
+ENV_PREFIX = "env:"
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileSummary:
+    """What ``profile list`` shows: never a secret."""
+
+    name: str
+    api: str
+    source: str
+    model: str | None
+    base_url: str | None
+    active: bool
+    #: one label per key of the pool: ``label (fingerprint)`` for a stored key, ``$NAME`` for
+    #: an environment key
+    keys: tuple[str, ...]
+    #: the chain in order, as ``profile`` or ``profile:model``
+    fallbacks: tuple[str, ...]
+    timeouts: ProfileTimeouts
+
+    @property
+    def pool_size(self) -> int:
+        return len(self.keys)
+
+
+def parse_key(value: str) -> CredentialRef | str:
+    """``env:NAME`` → a reference to that environment variable; anything else is a secret."""
+    if value.startswith(ENV_PREFIX):
+        name = value[len(ENV_PREFIX) :].strip()
+        if not name or not name.replace("_", "").isalnum():
+            raise FormatError(
+                "an environment key is env:NAME with NAME letters, digits and '_'",
+                source="<key>",
+                field="key",
+            )
+        return CredentialRef(env=name, label=name)
+    if not value.strip():
+        raise FormatError("an API key must not be empty", source="<key>", field="key")
+    return value
+
+
+def parse_fallback(value: str) -> tuple[str, str | None]:
+    """``OTHER`` or ``OTHER:MODEL`` (split at the first colon: model names may hold more)."""
+    profile, sep, model = value.partition(":")
+    profile = profile.strip()
+    if not profile or (sep and not model.strip()):
+        raise FormatError(
+            f"a fallback is PROFILE or PROFILE:MODEL, not {value!r}",
+            source="<fallback>",
+            field="fallback",
+        )
+    return profile, model.strip() or None
+
+
+def _entry_label(entry: FallbackEntry) -> str:
+    return f"{entry.profile}:{entry.model}" if entry.model else entry.profile
+
+
+class ProfileAdmin:
+    """The connection profiles of one owner (see the module docstring)."""
+
+    def __init__(self, store: Store, owner: str) -> None:
+        self.store = store
+        self.owner = owner
+
+    # -- profiles ----------------------------------------------------------------------------
+
+    async def get(self, name: str) -> ConnectionProfile:
+        try:
+            profile = await self.store.get(PROFILE, name, owner=self.owner)
+        except NotFound:
+            profile = None
+        if not isinstance(profile, ConnectionProfile):
+            raise NotFound(f"no connection profile {name!r}")
+        return profile
+
+    async def _put(self, kind: str, doc: ConnectionProfile | FallbackChain) -> None:
+        """Write ``doc`` over the record of its name (a new one when there is none)."""
+        try:
+            stored = await self.store.get_record(kind, doc.name, owner=self.owner)
+            record_id: str | None = stored.info.id
+        except NotFound:
+            record_id = None
+        await self.store.put(kind, doc, owner=self.owner, id=record_id)
+
+    async def add(
+        self,
+        name: str,
+        *,
+        api: ApiFamily = "chat",
+        source: str = "openai",
+        base_url: str | None = None,
+        model: str | None = None,
+        keys: Sequence[str | CredentialRef] = (),
+        preset: str | None = None,
+        timeouts: ProfileTimeouts | None = None,
+        replace: bool = False,
+        activate: bool = False,
+    ) -> ConnectionProfile:
+        """Add (or with ``replace``, overwrite) profile ``name`` with a pool of ``keys``.
+
+        Everything is checked before anything is written: a bad key spec, a taken name
+        without ``replace`` or an invalid field raises and stores nothing. Replacing keeps the
+        profile's fallback chain and deletes the stored keys the new profile no longer uses.
+        """
+        if not name.strip():
+            raise FormatError("a profile needs a name", source="<profile>", field="name")
+        specs = [k if isinstance(k, CredentialRef) else parse_key(k) for k in keys]
+        old: ConnectionProfile | None = None
+        try:
+            old = await self.get(name)
+        except NotFound:
+            old = None
+        if old is not None and not replace:
+            raise Conflict(f"a profile named {name!r} exists; replace it to overwrite")
+        draft = ConnectionProfile(
+            name=name,
+            api=api,
+            source=source,
+            base_url=base_url,
+            model=model,
+            chat_preset=preset,
+            timeouts=timeouts or ProfileTimeouts(),
+            fallback_chain=old.fallback_chain if old is not None else None,
+        )  # validated before any key is stored
+        credentials: list[CredentialRef] = []
+        added: list[str] = []
+        try:
+            for n, spec in enumerate(specs, start=1):
+                if isinstance(spec, CredentialRef):
+                    credentials.append(spec)
+                    continue
+                label = name if len(specs) == 1 else f"{name} #{n}"
+                key_id = await self.store.add_api_key(source, spec, owner=self.owner, label=label)
+                added.append(key_id)
+                credentials.append(CredentialRef(key_id=key_id, label=label))
+            profile = draft.model_copy(update={"credentials": credentials})
+            await self._put(PROFILE, profile)
+        except BaseException:
+            for key_id in added:  # nothing half-written: the keys of a profile never stored
+                await self.store.delete_api_key(key_id, owner=self.owner)
+            raise
+        if old is not None:
+            kept = {c.key_id for c in credentials if c.key_id}
+            await self._delete_keys([c for c in old.credentials if c.key_id not in kept])
+        if activate:
+            settings = await self._settings()
+            settings.selections.profile = name
+            await self.store.put_settings(settings, owner=self.owner)
+        return profile
+
+    async def _settings(self) -> Settings:
+        stored = await self.store.get_settings(owner=self.owner)
+        return stored if isinstance(stored, Settings) else Settings()
+
+    async def _delete_keys(self, refs: Sequence[CredentialRef]) -> None:
+        for ref in refs:
+            if ref.key_id:
+                try:
+                    await self.store.delete_api_key(ref.key_id, owner=self.owner)
+                except NotFound:
+                    continue  # already gone: the goal is reached
+
+    async def remove(self, name: str) -> None:
+        """Remove profile ``name``, the keys stored for it and the chain made for it."""
+        profile = await self.get(name)
+        await self._delete_keys(profile.credentials)
+        if profile.fallback_chain == name:
+            with contextlib.suppress(NotFound):
+                await self.store.delete(CHAIN, name, owner=self.owner)
+        await self.store.delete(PROFILE, name, owner=self.owner)
+        settings = await self._settings()
+        if settings.selections.profile == name:
+            settings.selections.profile = None
+            await self.store.put_settings(settings, owner=self.owner)
+
+    # -- fallback chains ---------------------------------------------------------------------
+
+    async def _chain(self, profile: ConnectionProfile) -> FallbackChain:
+        if profile.fallback_chain:
+            try:
+                chain = await self.store.get(CHAIN, profile.fallback_chain, owner=self.owner)
+            except NotFound:
+                chain = None
+            if isinstance(chain, FallbackChain):
+                return chain
+            return FallbackChain(name=profile.fallback_chain)
+        return FallbackChain(name=profile.name)
+
+    async def fallbacks(self, name: str) -> list[FallbackEntry]:
+        """Profile ``name``'s fallback chain, in order."""
+        profile = await self.get(name)
+        return list((await self._chain(profile)).entries) if profile.fallback_chain else []
+
+    async def add_fallback(
+        self, name: str, other: str, *, model: str | None = None
+    ) -> list[FallbackEntry]:
+        """Append ``other`` (optionally with another ``model``) to ``name``'s chain."""
+        profile = await self.get(name)
+        await self.get(other)  # a chain entry must name a profile that exists
+        if other == name and (model is None or model == profile.model):
+            raise Conflict(f"{name!r} cannot be its own fallback with the same model")
+        chain = await self._chain(profile)
+        entry = FallbackEntry(profile=other, model=model)
+        if any(e.profile == other and e.model == model for e in chain.entries):
+            raise Conflict(f"{_entry_label(entry)} is already in {name!r}'s fallback chain")
+        chain = chain.model_copy(update={"entries": [*chain.entries, entry]})
+        await self._put(CHAIN, chain)
+        if profile.fallback_chain != chain.name:
+            await self._put(PROFILE, profile.model_copy(update={"fallback_chain": chain.name}))
+        return list(chain.entries)
+
+    async def remove_fallback(
+        self, name: str, other: str, *, model: str | None = None
+    ) -> list[FallbackEntry]:
+        """Remove ``other`` (with ``model``, when given) from ``name``'s chain."""
+        profile = await self.get(name)
+        chain = await self._chain(profile)
+        kept = [
+            e
+            for e in chain.entries
+            if not (e.profile == other and (model is None or e.model == model))
+        ]
+        if len(kept) == len(chain.entries) or not profile.fallback_chain:
+            label = f"{other}:{model}" if model else other
+            raise NotFound(f"{label} is not in {name!r}'s fallback chain")
+        await self._put(CHAIN, chain.model_copy(update={"entries": kept}))
+        return kept
+
+    # -- listing -----------------------------------------------------------------------------
+
+    async def summaries(self) -> list[ProfileSummary]:
+        """Every profile with its pool and chain, by name; never a secret."""
+        store, owner = self.store, self.owner
+        keys = {
+            k.id: f"{k.label or k.provider} ({k.fingerprint})"
+            for k in await store.list_api_keys(owner=owner)
+        }
+        active = (await self._settings()).selections.profile
+        out = []
+        for info in await store.list(PROFILE, owner=owner):
+            profile = await store.get(PROFILE, info.id, owner=owner)
+            if not isinstance(profile, ConnectionProfile):
+                continue
+            labels = tuple(
+                keys.get(c.key_id, "missing key") if c.key_id else f"${c.env}"
+                for c in profile.credentials
+                if c.key_id or c.env
+            )
+            chain = await self._chain(profile) if profile.fallback_chain else None
+            out.append(
+                ProfileSummary(
+                    name=profile.name,
+                    api=profile.api,
+                    source=profile.source,
+                    model=profile.model,
+                    base_url=profile.base_url,
+                    active=profile.name == active,
+                    keys=labels,
+                    fallbacks=tuple(_entry_label(e) for e in chain.entries) if chain else (),
+                    timeouts=profile.timeouts,
+                )
+            )
+        return sorted(out, key=lambda s: s.name)

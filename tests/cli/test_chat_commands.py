@@ -1,0 +1,122 @@
+"""Every slash command of ``tavernkit chat`` with bad arguments: a usage line on stderr, the
+session goes on, nothing is stored and nothing is sent; destructive commands are undoable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chat._server import Reply
+from cli.test_chat_cli import ThreadServer, cli, home, messages, server
+from tavernkit.cli.slash import COMMANDS
+
+__all__ = ["home", "server"]  # fixtures used here
+
+#: (input line, what the usage line must say): at least one per command taking arguments
+BAD = [
+    ("/swipe abc", "the swipe number must be a number, not 'abc'"),
+    ("/swipe 0", "the swipe number must be 1 or more"),
+    ("/swipe 9", "no swipe 9; the last reply has 2"),
+    ("/regen now", "/regen takes no argument"),
+    ("/continue 2", "/continue takes no argument"),
+    ("/impersonate me", "/impersonate takes no argument"),
+    ("/send x", "/send takes no argument"),
+    ("/send", "no impersonated message to send"),
+    ("/stop it", "/stop takes no argument"),
+    ("/undo 3", "/undo takes no argument"),
+    ("/undo", "nothing to undo in this session"),
+    ("/delete", "a message number is needed"),
+    ("/delete abc", "the message number must be a number, not 'abc'"),
+    ("/delete 99", "no message #99; the chat has #0 to #2"),
+    ("/delete -1", "no message #-1"),
+    ("/edit", "no new text"),
+    ("/edit 2", "no new text for message #2"),
+    ("/edit 7 text", "no message #7"),
+    ("/branch x", "the message number must be a number, not 'x'"),
+    ("/branch 5", "no message #5"),
+    ("/history abc", "the count must be a number"),
+    ("/history 0", "the count must be 1 or more"),
+    ("/note depth", "/note depth needs a number"),
+    ("/note depth deep", "the depth must be a number"),
+    ("/note every -1", "the every must be 0 or more"),
+    ("/note role king", "the role must be system, user or assistant, not 'king'"),
+    ("/rename", "a new name is needed"),
+    ("/chats all", "/chats takes no argument"),
+    ("/open", "name the chat to open"),
+    ("/qr add x", "/qr add needs a label and the text to send"),
+    ("/qr remove", "/qr remove needs one label"),
+    ("/qr two words", "a label is one word"),
+    ("/think hard", "/think takes no argument"),
+    ("/prompt x", "/prompt takes no argument"),
+    ("/lore x", "/lore takes no argument"),
+    ("/vars x", "/vars takes no argument"),
+    ("/help me", "/help takes no argument"),
+]
+#: commands whose every argument is valid (/prefill TEXT; a /persona or /book NAME is looked up)
+ANY_ARGUMENT = {"prefill", "persona", "book", "quit"}
+
+
+def test_every_command_is_driven_with_bad_arguments() -> None:
+    driven = {line[1:].split(" ")[0] for line, _ in BAD}
+    assert {c.name for c in COMMANDS.values()} - ANY_ARGUMENT <= driven
+
+
+def test_bad_arguments_answer_usage_lines_and_change_nothing(
+    home: Path, server: ThreadServer
+) -> None:
+    server.script(Reply(text="One."), Reply(text="Two."))
+    setup = cli("chat", "Mira", input="Hi\n/swipe\n/quit\n")
+    assert setup.exit_code == 0, setup.output
+    before = [m.to_wire() for m in messages(home)]
+    sent = len(server.bodies)
+    script = "\n".join(
+        [line for line, _ in BAD] + ["/nosuch", "/persona nobody", "/book nosuch", "/quit"]
+    )
+    result = cli("chat", "Mira", input=script + "\n")
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    usage = [line for line in result.stderr.splitlines() if line.startswith("usage: ")]
+    assert len(usage) == len(BAD), result.stderr
+    for (line, problem), got in zip(BAD, usage, strict=True):
+        name = line.split(" ")[0]
+        assert got.startswith(f"usage: {COMMANDS[name[1:]].usage}  ("), (line, got)
+        assert problem in got, (line, got)
+    assert "unknown command /nosuch; /help lists them" in result.stderr
+    assert "error: no persona named 'nobody'" in result.stderr
+    assert "error: no lorebook 'nosuch'" in result.stderr
+    assert [m.to_wire() for m in messages(home)] == before
+    assert len(server.bodies) == sent
+
+
+def test_edit_delete_and_regen_are_undone_in_reverse_order(
+    home: Path, server: ThreadServer
+) -> None:
+    server.script(Reply(text="First."), Reply(text="Second."), Reply(text="Third."))
+    assert cli("chat", "Mira", input="Hi\nMore\n/quit\n").exit_code == 0
+    original = [m.to_wire() for m in messages(home)]
+    assert [m["mes"] for m in original][1:] == ["Hi", "First.", "More", "Second."]
+    script = ["/edit 2 Changed.", "/delete 1", "/regen", "/undo", "/undo", "/undo", "/quit"]
+    result = cli("chat", "Mira", input="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.output
+    assert "undid /regen" in result.output and "undid /edit" in result.output
+    assert [m.to_wire() for m in messages(home)] == original
+
+
+def test_an_edit_of_one_message_is_undone_by_rewriting_that_message_only(
+    home: Path, server: ThreadServer
+) -> None:
+    server.script(Reply(text="Reply."))
+    assert cli("chat", "Mira", input="Hi\n/quit\n").exit_code == 0
+    before = messages(home)
+    result = cli("chat", "Mira", input="/edit 1 Hello\n/undo\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "(/undo brings the old text back)" in result.output
+    assert [m.mes for m in messages(home)] == [m.mes for m in before]
+
+
+def test_help_lists_every_command_and_history_of_an_empty_chat(home: Path) -> None:
+    result = cli("chat", "Mira", "--new", input="/delete 0\n/history\n/help\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "no messages" in result.stdout
+    lines = [line.removeprefix("> ") for line in result.stdout.splitlines()]  # after the prompt
+    listed = {line.split(" ")[0] for line in lines if line.startswith("/")}
+    assert listed == {f"/{c.name}" for c in COMMANDS.values()}
