@@ -174,8 +174,9 @@ class Session:
     async def _speaker(self, verb: Callable[..., Awaitable[TurnOutcome]]) -> str:
         if verb == self.chats.impersonate:
             return "(you)"
-        stored = await self.chats.load(self.chat_id)
-        return stored.info.character_name or "Character"
+        # The chat's listing line (one row), not the chat: this runs before every turn.
+        info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
+        return info.character_name or "Character"
 
     async def history(self, last: int = 20) -> None:
         stored = await self.chats.load(self.chat_id)
