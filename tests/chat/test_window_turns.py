@@ -252,3 +252,31 @@ async def test_a_window_shares_unchanged_messages_and_rereads_edited_ones(
     edited = await load_chat_state(tk.store, chat_id=chat_id, window=20)
     assert edited.messages[-1].mes == "Edited."
     assert edited.messages[-1] is not first.messages[-1]
+
+
+@pytest.mark.parametrize("text", ["Plain words.", "{{char}}, with a macro."])
+async def test_a_user_message_is_stored_under_the_persona_that_applies(
+    tavern: tuple[Tavern, str], text: str
+) -> None:
+    """Typed text without a macro takes the short path (no chat state); the name it is stored
+    under follows the same precedence as a full load: the turn's, the chat's, the default."""
+    from tavernkit.chat.personas import Personas
+    from tavernkit.generation.abort import AbortController
+
+    tk, chat_id = tavern
+    personas = Personas(tk.store, owner=tk.owner)
+    await personas.create("Zed")
+    await personas.create("Ann")
+    await personas.set_default("Zed")
+    service = ChatService(tk, clock=StepClock())
+    controller = AbortController()
+    controller.abort()  # the reply is not the point: the turn stops before any request
+    names = []
+    for lock, override in ((None, None), ("Ann", None), ("Ann", "Zed")):
+        await personas.set_for_chat(chat_id, lock)
+        overrides = {"persona": override} if override else None
+        await service.send(chat_id, text, overrides=overrides, abort=controller.signal)
+        stored = await tk.store.load_chat(chat_id)
+        user = next(m for m in reversed(stored.messages) if m.data.get("is_user"))
+        names.append(user.data["name"])
+    assert names == ["Zed", "Ann", "Zed"]
