@@ -318,13 +318,11 @@ class ChatService:
         """Replace the last reply with a new one (its swipes go with it)."""
 
         async def drop_last_reply(chat_id: str) -> None:
-            stored = await self.load(chat_id)
-            if stored.messages and not stored.messages[-1].data.get("is_user"):
-                if len(stored.messages) == 1:
+            window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
+            if window.tail and not window.tail[-1].data.get("is_user"):
+                if window.info.message_count == 1:
                     raise Conflict("the greeting cannot be regenerated; swipe it instead")
-                await self.store.truncate_chat(
-                    chat_id, stored.messages[-1].position, owner=self.owner
-                )
+                await self.store.truncate_chat(chat_id, window.tail[-1].position, owner=self.owner)
 
         turn = _Turn("regenerate", interrupt, abort, sink, prefill, stream, overrides)
         return await self._turn(chat_id, turn, before=drop_last_reply)
