@@ -1,4 +1,4 @@
-"""A chat turn through the embedded model (skipped when llama.cpp or the model is missing)."""
+"""A chat turn through the embedded model (skipped when xllamacpp or the model is missing)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,11 @@ import pytest
 from tavernkit.chat import ChatService
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
+from tavernkit.providers.local_engine import local_model_missing
 
-
-def _available() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from tavernkit.providers.local_model import find_model_path
-    except ImportError:
-        return False
-    return find_model_path() is not None
-
-
-pytestmark = pytest.mark.skipif(not _available(), reason="the embedded model is not installed")
+pytestmark = pytest.mark.skipif(
+    local_model_missing() is not None, reason=str(local_model_missing())
+)
 
 
 async def test_send_and_swipe_with_the_embedded_model(tmp_path: Path) -> None:
