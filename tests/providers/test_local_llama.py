@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import Any
 
 import jsonschema
@@ -61,6 +62,11 @@ async def collect(provider: LocalLlamaProvider, request: Any, **kw: Any) -> list
 
 def text_of(events: list[StreamEvent]) -> str:
     return "".join(e.text for e in events if isinstance(e, TextDelta))
+
+
+def fresh(text: str) -> str:
+    """``text`` behind a unique first line, so no slot has any of it cached."""
+    return f"Session {uuid.uuid4()}.\n{text}"
 
 
 async def drained(provider: LocalLlamaProvider, within: float = 60) -> bool:
@@ -138,7 +144,7 @@ async def test_abort_during_prompt_evaluation_returns_at_once() -> None:
     nothing of the abandoned decode is streamed, and the model is usable again after."""
     provider = real_provider(seed=3)
     request = ChatPrompt(
-        (ChatMessage("system", LONG_SYSTEM), ChatMessage("user", "Tell me more.")),
+        (ChatMessage("system", fresh(LONG_SYSTEM)), ChatMessage("user", "Tell me more.")),
         sampling=Sampling(max_tokens=64),
     )
     abort = asyncio.Event()
@@ -155,7 +161,7 @@ async def test_abort_during_prompt_evaluation_returns_at_once() -> None:
 async def test_abort_returns_within_half_a_second() -> None:
     provider = real_provider(seed=3)
     request = ChatPrompt(
-        (ChatMessage("system", LONG_SYSTEM + " again"), ChatMessage("user", "Go on.")),
+        (ChatMessage("system", fresh(LONG_SYSTEM)), ChatMessage("user", "Go on.")),
         sampling=Sampling(max_tokens=64),
     )
     abort = asyncio.Event()
@@ -192,8 +198,8 @@ async def test_next_turn_reuses_the_kv_cache_of_its_own_chat(base: LocalLlamaPro
     """Turn 2 of a chat evaluates only what follows turn 1's prompt, even after another chat
     used the model in between (each active chat keeps a slot)."""
     greedy = Sampling(max_tokens=8, temperature=0.0, seed=1)
-    chat_a = [ChatMessage("system", LONG_SYSTEM[:1500]), ChatMessage("user", "Hello!")]
-    chat_b = [ChatMessage("system", "You are a pirate. " * 40), ChatMessage("user", "Ahoy!")]
+    chat_a = [ChatMessage("system", fresh(LONG_SYSTEM[:1500])), ChatMessage("user", "Hello!")]
+    chat_b = [ChatMessage("system", fresh("You are a pirate. " * 40)), ChatMessage("user", "Ahoy!")]
     first_a = await base.complete(ChatPrompt(tuple(chat_a), sampling=greedy))
     await base.complete(ChatPrompt(tuple(chat_b), sampling=greedy))
     chat_a += [ChatMessage("assistant", first_a.text), ChatMessage("user", "And then?")]
@@ -335,3 +341,27 @@ async def test_grammar_forced_reasoning_is_split(base: LocalLlamaProvider) -> No
     assert "<think>" not in text
     assert "</think>" not in text
     assert "<think>" not in reasoning
+
+
+@pytest.mark.parametrize("shifted", [0, 64])
+async def test_a_dropped_early_message_and_shifted_reuse(shifted: int) -> None:
+    """A message that drops out early in the prompt (a lorebook entry no longer active) ends
+    exact prefix reuse there; ``shifted_reuse`` also reuses the chunk after it."""
+    provider = real_provider(seed=1, slots=1, shifted_reuse=shifted)
+    greedy = Sampling(max_tokens=4, temperature=0.0)
+    main = ChatMessage("system", "Write Wren's next reply in a chat with the visitor.")
+    entry = ChatMessage("system", "The lamp is a Fresnel lens turned by clockwork. " * 6)
+    card = ChatMessage("system", LONG_SYSTEM[:1800])
+    main = ChatMessage("system", fresh(main.content))
+    with_entry = (main, entry, card, ChatMessage("user", "Hello!"))
+    without = (main, card, ChatMessage("user", "Hello!"))
+    await provider.complete(ChatPrompt(with_entry, sampling=greedy))
+    second = await provider.complete(ChatPrompt(without, sampling=greedy))
+    assert second.usage is not None
+    assert second.usage.input_tokens is not None
+    assert second.usage.cached_input_tokens is not None
+    reused = second.usage.cached_input_tokens / second.usage.input_tokens
+    if shifted:
+        assert reused > 0.8
+    else:
+        assert reused < 0.2

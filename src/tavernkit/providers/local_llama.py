@@ -177,7 +177,7 @@ class LocalLlamaProvider:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
         worker = threading.Thread(
-            target=self._work, args=(server, call, stop, put), name="tavernkit-local", daemon=True
+            target=self._work, args=(server, call, stop, put), name="tavernkit-local"
         )
         worker.start()
         delivered = False
