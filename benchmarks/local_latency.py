@@ -143,8 +143,12 @@ async def stops(tk: Tavern, chat_id: str, overrides: dict[str, Any]) -> None:
         controller = AbortController()
         sink = FirstText()
 
-        async def fire(sink: FirstText = sink, controller: AbortController = controller) -> float:
-            if after_first:
+        async def fire(
+            sink: FirstText = sink,
+            controller: AbortController = controller,
+            late: bool = after_first,
+        ) -> float:
+            if late:
                 while sink.first is None:
                     await asyncio.sleep(0.005)
             else:
