@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from turn import NullSink  # benchmarks/turn.py: the sink that ignores everything
+
 from tavernkit.facade import Tavern
 from tavernkit.generation.abort import AbortController
-from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import SinkEvent
 from tavernkit.providers.events import TextDelta
 
@@ -46,7 +47,7 @@ USER_TURNS = (
 TARGETS = {"turn5": 3.0, "fresh": 8.0, "stop": 0.5}
 
 
-class FirstText:
+class FirstText(NullSink):
     """A sink that notes when the first text arrives."""
 
     def __init__(self) -> None:
@@ -58,15 +59,6 @@ class FirstText:
 
     async def emit(self, event: SinkEvent) -> None:
         self.emit_nowait(event)
-
-    async def flush(self) -> None:
-        pass
-
-    async def finalize(self, result: TurnResult) -> None:
-        pass
-
-    async def cleanup(self) -> None:
-        pass
 
 
 def verdict(value: float, target: float) -> str:
