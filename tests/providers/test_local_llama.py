@@ -365,3 +365,23 @@ async def test_a_dropped_early_message_and_shifted_reuse(shifted: int) -> None:
         assert reused > 0.8
     else:
         assert reused < 0.2
+
+
+async def test_a_chat_coming_back_after_others_finds_its_cache(base: LocalLlamaProvider) -> None:
+    """More chats than slots: a slot handed to another chat saves its cache to the bounded RAM
+    cache first, so chat A, back after B, C and D used both slots, re-evaluates almost nothing."""
+    greedy = Sampling(max_tokens=4, temperature=0.0)
+    chats = {k: ChatMessage("system", fresh(f"You are {k}, a sailor. " * 40)) for k in "ABCD"}
+    usages = []
+    for k in "ABCDA":
+        result = await base.complete(
+            ChatPrompt((chats[k], ChatMessage("user", "Hi")), sampling=greedy)
+        )
+        usages.append(result.usage)
+    first, back = usages[0], usages[-1]
+    assert first is not None
+    assert back is not None
+    assert first.cached_input_tokens == 0
+    assert back.input_tokens is not None
+    assert back.cached_input_tokens is not None
+    assert back.cached_input_tokens >= back.input_tokens - 4
