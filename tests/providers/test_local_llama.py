@@ -381,7 +381,8 @@ async def test_a_chat_coming_back_after_others_finds_its_cache(base: LocalLlamaP
     first, back = usages[0], usages[-1]
     assert first is not None
     assert back is not None
-    assert first.cached_input_tokens == 0
+    assert first.cached_input_tokens is not None
+    assert first.cached_input_tokens < 8  # at most the template's opening tokens
     assert back.input_tokens is not None
     assert back.cached_input_tokens is not None
     assert back.cached_input_tokens >= back.input_tokens - 4
