@@ -103,14 +103,27 @@ class TurnPrompt:
     def from_chat_prompt(
         cls, prompt: ChatPrompt, *, prefill: str = "", trim: bool = True
     ) -> TurnPrompt:
-        """Every non-system message is history; the last user message is the trigger.
+        """The blocks of ``prompt``, read from the labels the prompt builder gave its messages
+        (see :class:`~tavernkit.providers.request.MessageLabel`): only history (chat messages
+        and their tool exchanges) may be trimmed, so preset entries, examples, world-info
+        depth injections and an in-chat author's note stay whatever the window; tool-only
+        messages are flagged for a model without tools; the last user message of the history
+        (the trigger) and the last history message (a continued reply) are protected. A
+        message without a label in a labelled prompt (a hook's addition) is kept whole.
+
+        A request without any label (built by hand, not by the prompt builder) falls back to
+        a guess: every non-system message is history, the last user message the trigger.
         ``trim=False`` keeps every message (a task's own messages must reach the model whole:
         a prompt too long for the model is then ``ContextTooLong``, not a silent cut)."""
-        last_user = max((i for i, m in enumerate(prompt.messages) if m.role == "user"), default=-1)
-        blocks = tuple(
-            TurnBlock(m, history=trim and m.role != "system", protected=i == last_user)
-            for i, m in enumerate(prompt.messages)
-        )
+        messages = prompt.messages
+        if any(m.label is not None for m in messages):
+            blocks = _labelled_blocks(messages, trim)
+        else:
+            last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+            blocks = tuple(
+                TurnBlock(m, history=trim and m.role != "system", protected=i == last_user)
+                for i, m in enumerate(messages)
+            )
         return cls(
             blocks,
             sampling=prompt.sampling,
@@ -142,6 +155,23 @@ class TurnPrompt:
         if trigger >= 0:
             converted[trigger] = replace(converted[trigger], protected=True)
         return cls(tuple(converted), **kwargs)
+
+
+def _labelled_blocks(messages: Sequence[ChatMessage], trim: bool) -> tuple[TurnBlock, ...]:
+    history = [m.label is not None and m.label.trimmable for m in messages]
+    last = max((i for i, h in enumerate(history) if h), default=-1)
+    trigger = max(
+        (i for i, h in enumerate(history) if h and messages[i].role == "user"), default=-1
+    )
+    return tuple(
+        TurnBlock(
+            m,
+            history=trim and history[i],
+            protected=i in (last, trigger),
+            requires_tool_calling=m.label is not None and m.label.tool_only,
+        )
+        for i, m in enumerate(messages)
+    )
 
 
 def _chat_message(message: Mapping[str, Any]) -> ChatMessage:

@@ -6,6 +6,13 @@ adapters take :mod:`tavernkit.providers.request` values (typed messages plus sam
 output format). :func:`to_provider_request` is the one crossing point, so the turn runner never
 hand-builds provider messages: names, tool calls and results, reasoning with its signature and
 image parts all survive, and block flags decide what a model without tools receives.
+
+Every message carries its block's :class:`~tavernkit.providers.request.MessageLabel` (source,
+identifier, tool-only flag, entries, tokens), so the labels survive from the builder to each
+attempt: :class:`~tavernkit.generation.adapt.TurnPrompt` trims only history, drops tool-only
+messages for a model without tools, and the prompt inspector reads the same labelled request
+the turn sends. Post-processing that merges messages merges their labels
+(:func:`merged_label`).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from tavernkit.providers.request import (
     ChatPrompt,
     ContentPart,
     ImagePart,
+    MessageLabel,
     ResponseFormat,
     Role,
     Sampling,
@@ -32,9 +40,42 @@ from tavernkit.providers.request import (
     ToolSpec,
 )
 
-__all__ = ["message_from_dict", "to_provider_request"]
+__all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_request"]
 
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+#: the key that carries block indices through post-processing (never sent: the conversion
+#: to typed messages reads only the message fields)
+BLOCKS_KEY = "_blocks"
+
+
+def block_label(block: prompt_request.PromptBlock) -> MessageLabel:
+    return MessageLabel(
+        kind=block.source,
+        identifier=block.identifier,
+        message_index=block.message_index,
+        tool_only=block.requires_tool_calling,
+        entries=block.entries,
+        tokens=block.tokens,
+    )
+
+
+def merged_label(labels: Sequence[MessageLabel]) -> MessageLabel:
+    """One label for messages post-processing merged into one. The result is history only
+    when every part is (a chat message squashed with an injection must stay), tool-only only
+    when every part is; otherwise it takes the first part's kind that is not history."""
+    if len(labels) == 1:
+        return labels[0]
+    kinds = [label.kind for label in labels]
+    fixed = [k for k in kinds if k not in ("history", "tool")]
+    kind = fixed[0] if fixed else ("history" if "history" in kinds else "tool")
+    return MessageLabel(
+        kind=kind,
+        identifier="+".join(label.identifier for label in labels),
+        message_index=next((x.message_index for x in labels if x.message_index is not None), None),
+        tool_only=all(label.tool_only for label in labels),
+        entries=tuple(dict.fromkeys(e for label in labels for e in label.entries)),
+        tokens=sum(label.tokens for label in labels),
+    )
 
 
 @overload
@@ -129,9 +170,12 @@ def to_provider_request(
     chat = prompt if tool_calling is not False else prompt.without_tool_blocks()
     blocks = chat.blocks
     cache_at = _cache_index(blocks) if cache_prefix else -1
+    labels = [block_label(b) for b in blocks]
     raw = [dict(b.message) for b in blocks]
     post = bool(source and source != "openai") or bool(post_processing)
     if post:
+        for i, message in enumerate(raw):
+            message[BLOCKS_KEY] = [i]
         raw = prepare_for_provider(
             raw,
             source or "",
@@ -146,7 +190,10 @@ def to_provider_request(
         if cache_at >= 0:
             cache_at = max((i for i, m in enumerate(raw) if m.get("role") == "system"), default=-1)
     messages = tuple(
-        message_from_dict(m, cache=i == cache_at, where=f"messages[{i}]") for i, m in enumerate(raw)
+        message_from_dict(
+            m, cache=i == cache_at, where=f"messages[{i}]", label=_label_of(m, i, labels, post)
+        )
+        for i, m in enumerate(raw)
     )
     return ChatPrompt(
         messages,
@@ -158,6 +205,18 @@ def to_provider_request(
         reasoning_effort=reasoning_effort,
         reasoning_budget=reasoning_budget,
     )
+
+
+def _label_of(
+    message: Mapping[str, Any], index: int, labels: Sequence[MessageLabel], post: bool
+) -> MessageLabel:
+    if not post:
+        return labels[index]
+    parts = message.get(BLOCKS_KEY)
+    if not parts:
+        # a message post-processing added (a placeholder user turn, Claude's prefill)
+        return MessageLabel(kind="control", identifier="postProcessing")
+    return merged_label([labels[i] for i in parts])
 
 
 def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
@@ -172,7 +231,11 @@ def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
 
 
 def message_from_dict(
-    message: Mapping[str, Any], *, cache: bool = False, where: str = "message"
+    message: Mapping[str, Any],
+    *,
+    cache: bool = False,
+    where: str = "message",
+    label: MessageLabel | None = None,
 ) -> ChatMessage:
     """One OpenAI-shape message (as ``ChatPrompt.messages`` holds them) as a typed message.
 
@@ -195,6 +258,7 @@ def message_from_dict(
         tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
         reasoning_blocks=tuple(blocks),
         cache=cache,
+        label=label,
     )
 
 

@@ -227,6 +227,9 @@ def merge_messages(
             and message["role"] != "tool"
         ):
             last["content"] = f"{last['content']}\n\n{message['content']}"
+            if "_blocks" in message:
+                # the prompt blocks a merged message came from (see prompt.convert)
+                last["_blocks"] = [*last.get("_blocks", ()), *message["_blocks"]]
         else:
             merged.append(message)
 

@@ -22,6 +22,7 @@ __all__ = [
     "ChatPrompt",
     "ContentPart",
     "ImagePart",
+    "MessageLabel",
     "PromptRequest",
     "ResponseFormat",
     "Role",
@@ -68,12 +69,40 @@ ContentPart = TextPart | ImagePart
 
 
 @dataclass(frozen=True, slots=True)
+class MessageLabel:
+    """Where one message of a chat request came from, as the prompt builder labelled it.
+
+    ``kind`` is the builder's block source (``preset``, ``history``, ``example``,
+    ``injection``, ``extension``, ``control``, ``tool``): each attempt reads it to re-trim for
+    its own window (only ``history`` and ``tool`` messages may be dropped, so world-info depth
+    injections and an in-chat author's note stay), and ``tool_only`` to leave out earlier
+    tool calls and results for a model without tools. ``identifier`` / ``message_index`` /
+    ``entries`` / ``tokens`` are what the prompt inspector shows.
+    """
+
+    kind: str
+    identifier: str = ""
+    message_index: int | None = None
+    tool_only: bool = False
+    entries: tuple[str, ...] = ()
+    tokens: int = 0
+
+    @property
+    def trimmable(self) -> bool:
+        """History (chat messages and their tool exchanges) is what a window may drop."""
+        return self.kind in ("history", "tool")
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One message. ``content`` is text or parts (text and images).
 
     ``reasoning_blocks`` / ``tool_calls`` are an earlier assistant turn's, sent back so that
     signatures (Claude thinking, Gemini thought signatures, OpenRouter details) round-trip.
     ``cache`` marks the last message of the stable prefix (Anthropic ``cache_control``).
+    ``label`` is the prompt builder's provenance (``None`` for a message built elsewhere: a
+    hook's addition, a task's own message); it is not part of the message's value, so two
+    messages with the same content compare equal whatever their provenance.
     """
 
     role: Role
@@ -83,6 +112,7 @@ class ChatMessage:
     tool_call_id: str | None = None
     reasoning_blocks: tuple[ReasoningBlock, ...] = ()
     cache: bool = False
+    label: MessageLabel | None = field(default=None, compare=False)
 
     def text(self) -> str:
         if isinstance(self.content, str):
