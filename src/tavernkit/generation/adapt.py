@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tavernkit.errors import ContextTooLong
+from tavernkit.prompt.convert import message_from_dict
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ContentPart,
     ImagePart,
+    MessageLabel,
     ResponseFormat,
     Sampling,
     TextPart,
@@ -139,22 +140,21 @@ class TurnPrompt:
     @classmethod
     def from_blocks(cls, blocks: Sequence[Any], **kwargs: Any) -> TurnPrompt:
         """From the prompt engine's labelled blocks (anything with ``message`` as an
-        OpenAI-shaped dict, ``source`` and ``requires_tool_calling``)."""
-        converted = [
-            TurnBlock(
-                _chat_message(b.message),
-                history=getattr(b, "source", "") == "history",
-                requires_tool_calling=bool(getattr(b, "requires_tool_calling", False)),
+        OpenAI-shaped dict, ``source`` and ``requires_tool_calling``): each message gets its
+        block's label and the blocks follow the rule of :meth:`from_chat_prompt`."""
+        messages = tuple(
+            message_from_dict(
+                b.message,
+                where=f"blocks[{i}].message",
+                label=MessageLabel(
+                    kind=str(getattr(b, "source", "") or "preset"),
+                    identifier=str(getattr(b, "identifier", "") or ""),
+                    tool_only=bool(getattr(b, "requires_tool_calling", False)),
+                ),
             )
-            for b in blocks
-        ]
-        trigger = max(
-            (i for i, b in enumerate(converted) if b.history and b.message.role == "user"),
-            default=-1,
+            for i, b in enumerate(blocks)
         )
-        if trigger >= 0:
-            converted[trigger] = replace(converted[trigger], protected=True)
-        return cls(tuple(converted), **kwargs)
+        return cls(_labelled_blocks(messages, trim=True), **kwargs)
 
 
 def _labelled_blocks(messages: Sequence[ChatMessage], trim: bool) -> tuple[TurnBlock, ...]:
@@ -172,30 +172,6 @@ def _labelled_blocks(messages: Sequence[ChatMessage], trim: bool) -> tuple[TurnB
         )
         for i, m in enumerate(messages)
     )
-
-
-def _chat_message(message: Mapping[str, Any]) -> ChatMessage:
-    role = str(message.get("role") or "user")
-    if role not in ("system", "user", "assistant", "tool"):
-        role = "user"
-    content = message.get("content")
-    parts: str | tuple[ContentPart, ...]
-    if isinstance(content, list):
-        out: list[ContentPart] = []
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("type") == "image_url":
-                image = part.get("image_url")
-                url = image.get("url") if isinstance(image, Mapping) else image
-                out.append(ImagePart(url=str(url or "")))
-            elif part.get("text") is not None:
-                out.append(TextPart(str(part["text"])))
-        parts = tuple(out)
-    else:
-        parts = "" if content is None else str(content)
-    name = message.get("name")
-    return ChatMessage(role, parts, name=str(name) if name else None)  # type: ignore[arg-type]
 
 
 class Fitter(Protocol):
