@@ -23,7 +23,7 @@ from typing import Any, overload
 
 from tavernkit.errors import FormatError
 from tavernkit.prompt import request as prompt_request
-from tavernkit.prompt.postprocess import PromptNames, prepare_for_provider
+from tavernkit.prompt.postprocess import BLOCKS_KEY, PromptNames, prepare_for_provider
 from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
 from tavernkit.providers.request import (
     ChatMessage,
@@ -43,9 +43,6 @@ from tavernkit.providers.request import (
 __all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_request"]
 
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
-#: the key that carries block indices through post-processing (never sent: the conversion
-#: to typed messages reads only the message fields)
-BLOCKS_KEY = "_blocks"
 
 
 def block_label(block: prompt_request.PromptBlock) -> MessageLabel:
