@@ -242,9 +242,17 @@ def message_from_dict(
     role = message.get("role")
     if role not in _ROLES:
         raise FormatError(f"unknown message role {role!r}", source="prompt", field=f"{where}.role")
-    content = _content(message.get("content"), where)
-    calls = tuple(_tool_calls(message.get("tool_calls") or (), where))
-    blocks = list(_reasoning_blocks(message, where))
+    content = message.get("content")
+    if content.__class__ is not str:  # plain text, the common case, needs no checking
+        content = _content(content, where)
+    raw_calls = message.get("tool_calls")
+    calls = tuple(_tool_calls(raw_calls, where)) if raw_calls else ()
+    has_reasoning = message.get("reasoning_blocks") or message.get("reasoning")
+    blocks = (
+        tuple(_reasoning_blocks(message, where))
+        if has_reasoning or message.get("signature")
+        else ()
+    )
     name = message.get("name")
     tool_call_id = message.get("tool_call_id")
     return ChatMessage(
@@ -253,7 +261,7 @@ def message_from_dict(
         name=str(name) if name else None,
         tool_calls=calls,
         tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
-        reasoning_blocks=tuple(blocks),
+        reasoning_blocks=blocks,
         cache=cache,
         label=label,
     )

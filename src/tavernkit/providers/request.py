@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
 
@@ -68,8 +68,7 @@ class ImagePart:
 ContentPart = TextPart | ImagePart
 
 
-@dataclass(frozen=True, slots=True)
-class MessageLabel:
+class MessageLabel(NamedTuple):
     """Where one message of a chat request came from, as the prompt builder labelled it.
 
     ``kind`` is the builder's block source (``preset``, ``history``, ``example``,
@@ -77,7 +76,9 @@ class MessageLabel:
     its own window (only ``history`` and ``tool`` messages may be dropped, so world-info depth
     injections and an in-chat author's note stay), and ``tool_only`` to leave out earlier
     tool calls and results for a model without tools. ``identifier`` / ``message_index`` /
-    ``entries`` / ``tokens`` are what the prompt inspector shows.
+    ``entries`` / ``tokens`` are what the prompt inspector shows. A named tuple: one is made
+    per message of every turn, and a tuple is made several times faster than a frozen
+    dataclass.
     """
 
     kind: str
