@@ -20,6 +20,7 @@ from tavernkit.chat import service as chat_service
 from tavernkit.chat.authors_note import NOTE_POSITIONS, NOTE_ROLES, set_authors_note
 from tavernkit.chat.inspect import inspection
 from tavernkit.generation.adapt import ByteEstimate, message_tokens
+from tavernkit.generation.adapt_text import TextTurnPrompt
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import (
     CapabilityOverrides,
@@ -27,7 +28,7 @@ from tavernkit.models.profile import (
     FallbackChain,
     FallbackEntry,
 )
-from tavernkit.providers.request import ChatPrompt
+from tavernkit.providers.request import ChatPrompt, TextPrompt
 from tavernkit.tools import FunctionTool
 
 from ._server import Reply
@@ -226,3 +227,66 @@ async def test_the_inspector_and_the_turn_read_the_same_labelled_request(
     assert rows == [(x.identifier, x.kind, x.tokens) for x in labels if x is not None]
     assert any(b["source"] == "injection" and b["content"] == LORE for b in data["blocks"])
     assert data["request"]["messages"] == world.server.requests[0].body["messages"]
+
+
+async def test_a_smaller_text_fallback_trims_history_and_keeps_injections(world: World) -> None:
+    """Text completion: the builder's pieces reach the attempt, so a smaller fallback window
+    drops the oldest chat messages and keeps the author's note (without them the prompt is
+    one fixed block, and the fallback could only fail as too long)."""
+    store = world.tk.store
+    base = {"api": "text", "source": "openai", "base_url": world.server.base_url + "/v1"}
+    await store.put(
+        "connection_profile",
+        ConnectionProfile.model_validate({**base, "name": "tg", "model": "t1"}).model_copy(
+            update={"fallback_chain": "text-backup"}
+        ),
+    )
+    await store.put(
+        "fallback_chain", FallbackChain(name="text-backup", entries=[FallbackEntry(profile="tg2")])
+    )
+    settings = await world.tk.settings()
+    settings.selections.profile = "tg"
+    await store.put_settings(settings)
+    info = await world.chats.new_chat("Mira")
+    texts = await _long_chat(world, info.id, pairs=4)
+    await set_authors_note(
+        store,
+        info.id,
+        owner=world.tk.owner,
+        text=NOTE,
+        depth=99,
+        interval=1,
+        position=NOTE_POSITIONS["in_chat"],
+    )
+    preview = await world.chats.preview(info.id)
+    request = preview.request
+    assert isinstance(request, TextPrompt)
+    assert request.prompt.index(NOTE) < request.prompt.index(texts[0])
+
+    # a window for the fixed pieces, the trigger and the two newest chat messages
+    prompt = TextTurnPrompt.from_text_prompt(request)
+    counter = ByteEstimate()
+    history = [b for b in prompt.blocks if b.history and not b.protected]
+    fixed = sum(counter.count(b.text) for b in prompt.blocks if b not in history)
+    newest = sum(counter.count(b.text) for b in history[-2:])
+    window = RESERVE + counter.count(prompt.opening) + fixed + newest + 1
+    await store.put(
+        "connection_profile",
+        ConnectionProfile.model_validate(
+            {
+                **base,
+                "name": "tg2",
+                "model": "t2",
+                "capabilities": {"context_window": window, "max_output_tokens": RESERVE},
+            }
+        ),
+    )
+    world.server.script(
+        Reply(status=500, error={"error": {"message": "down"}}), Reply(text=" Nearly.")
+    )
+    out = await world.chats.send(info.id, "")
+    assert out.status == "completed", out.error
+    primary, fallback = (str(r.body["prompt"]) for r in world.server.requests)
+    assert primary == request.prompt
+    assert NOTE in fallback and fallback.endswith(prompt.opening)
+    assert [t for t in texts if t in fallback] == texts[-3:]

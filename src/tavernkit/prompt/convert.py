@@ -163,6 +163,7 @@ def to_provider_request(
             stop=tuple(prompt.stop if stop is None else stop),
             response_format=response_format,
             grammar=grammar,
+            pieces=prompt.pieces,
         )
     chat = prompt if tool_calling is not False else prompt.without_tool_blocks()
     blocks = chat.blocks

@@ -206,6 +206,10 @@ class TextPrompt:
     response_format: ResponseFormat | None = None
     #: a raw grammar (GBNF) for backends that accept one
     grammar: str | None = None
+    #: the prompt builder's labelled pieces, ``(kind, text)``, joining to ``prompt`` exactly
+    #: (``history`` ones may be re-trimmed per attempt); ``()``: one fixed prompt. Provenance,
+    #: not part of the request's value.
+    pieces: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 PromptRequest = ChatPrompt | TextPrompt
