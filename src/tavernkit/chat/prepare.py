@@ -33,6 +33,7 @@ from tavernkit.prompt.from_chat_state import (
     state_substitute,
 )
 from tavernkit.prompt.postprocess import PromptNames
+from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import ReplayRng, windowed, without_last
@@ -279,7 +280,9 @@ async def _prepare_state(
             main_api = "textgenerationwebui"
     build_state = state
     drop = kind == "swipe" and main_api != "openai"
-    if without_last_reply and state.messages and not state.messages[-1].is_user:
+    if without_last_reply and len(chat_before_generation(state.messages, kind)) < len(
+        state.messages
+    ):
         drop = True  # a preview of a regeneration: the reply it replaces is gone by then
     if drop and state.chat is not None:
         # The chat-completion builder leaves the swiped reply out itself; the text one does not.

@@ -35,6 +35,7 @@ __all__ = [
     "PromptState",
     "Substitute",
     "TokenBudgetExceeded",
+    "chat_before_generation",
     "names_only_substitute",
 ]
 
@@ -166,6 +167,22 @@ def names_only_substitute(user: str, char: str) -> Substitute:
         return out
 
     return substitute
+
+
+def chat_before_generation(messages: Sequence[Message], kind: str) -> Sequence[Message]:
+    """The chat a generation of ``kind`` scans and builds from, given the chat as it stood
+    when the generation was asked for.
+
+    A regeneration first removes the reply it replaces (the last message, when it is not the
+    user's), as SillyTavern 1.18's ``Generate('regenerate')`` deletes it before the world-info
+    scan and the build: in-chat injections (depth prompts, the author's note, world info at
+    depth) are then placed relative to the remaining chat, and the scan never reads the
+    removed reply. Every other kind builds from the chat as it is. Apply it once, where the
+    chat still holds the reply (the chat service removes it from the store itself).
+    """
+    if kind == "regenerate" and messages and not messages[-1].is_user:
+        return messages[:-1]
+    return messages
 
 
 @dataclass(slots=True)
