@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from tavernkit.errors import NotFound
 from tavernkit.generation.keys import (
     CooldownStore,
     InMemoryCooldownStore,
@@ -235,7 +236,6 @@ class _Builder:
 
 
 async def _get(store: Store, kind: str, name: str, owner: str) -> Any:
-    from tavernkit.errors import NotFound
 
     try:
         return await store.get(kind, name, owner=owner)

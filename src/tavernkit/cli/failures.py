@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from tavernkit.errors import GenerateTaskError, ProviderError, ProviderTimeout
 from tavernkit.generation.result import TurnError, classify_error
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.providers.local_model import find_model_path
 from tavernkit.store.protocol import Store
 
 __all__ = ["Where", "failure_line", "host_of", "task_failure_line", "where_for"]
@@ -94,8 +95,6 @@ async def where_for(
     profile: the embedded model) that sent the stored key ``key_id`` (``None``: the profile's
     first stored key, else its environment variable)."""
     if profile is None or profile.api == "local":
-        from tavernkit.providers.local_model import find_model_path
-
         return Where(source="local", model_file=find_model_path())
     credential = None
     # A profile with one credential sends it without a key pool, so no attempt names it.

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +29,7 @@ from pydantic_core import PydanticSerializationError
 from tavernkit.errors import FormatError, LimitExceeded
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.models.chat import Chat, ChatHeader, Message
+from tavernkit.models.send_date import format_send_date, parse_send_date
 
 __all__ = [
     "chat_to_jsonl",
@@ -247,109 +247,3 @@ def _line(record: ChatHeader | Message, field: str) -> str:
 def write_chat_jsonl(chat: Chat, path: Path) -> None:
     """Write the chat to ``path`` atomically (the old file stays whole if anything fails)."""
     atomic_write_bytes(Path(path), chat_to_jsonl(chat).encode("utf-8"))
-
-
-# --- send_date -------------------------------------------------------------------------------
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-_MONTHS = {
-    name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
-
-# "June 19, 2023 2:20pm" (the message time stamp of 2023-era SillyTavern and TavernAI)
-_MERIDIEM = re.compile(
-    r"([A-Za-z]+)\.?\s+(\d{1,2}),\s*(\d{4})\s+(\d{1,2}):(\d{1,2})\s*([ap]m)", re.IGNORECASE
-)
-# "2024-07-12@01h31m37s123ms", "2024-7-12@01h31m37s", "2024-6-5 @14h 56m 50s 682ms"
-_HUMANIZED = re.compile(
-    r"(\d{4})-(\d{1,2})-(\d{1,2})\s*@(\d{1,2})h\s*(\d{1,2})m\s*(\d{1,2})s(?:\s*(\d{1,3})ms)?"
-)
-_ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def parse_send_date(value: object, *, tz: tzinfo = UTC) -> datetime | None:
-    """A message date in any format SillyTavern has written, as an aware datetime.
-
-    Accepts ISO 8601 (what 1.18 writes), epoch milliseconds (a number or a string of digits),
-    ``"June 19, 2023 2:20pm"``, ``"2024-07-12@01h31m37s123ms"`` and the spaced
-    ``"2024-6-5 @14h 56m 50s 682ms"`` (each of the humanized forms with or without the
-    milliseconds and the spaces). Epoch 0 is "no date", as falsy values are to SillyTavern.
-    Formats without a zone were local time on the machine
-    that wrote them; they are read in ``tz``. Returns ``None`` for anything unreadable (as
-    SillyTavern shows an invalid date rather than failing).
-    """
-    if isinstance(value, bool) or not value:
-        return None
-    if isinstance(value, int | float):
-        return _from_epoch_ms(value)
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    if text.isascii() and text.isdigit():
-        return _from_epoch_ms(int(text)) if int(text) else None
-    try:
-        if match := _HUMANIZED.search(text):
-            year, month, day, hour, minute, second, ms = match.groups()
-            return datetime(
-                int(year),
-                int(month),
-                int(day),
-                int(hour),
-                int(minute),
-                int(second),
-                int(ms or 0) * 1000,
-                tzinfo=tz,
-            )
-        if match := _MERIDIEM.search(text):
-            month_name, day, year, hour, minute, meridiem = match.groups()
-            month_number = _MONTHS.get(month_name.lower())
-            if month_number is None:
-                return None
-            hour24 = int(hour) % 12 + (12 if meridiem.lower() == "pm" else 0)
-            return datetime(int(year), month_number, int(day), hour24, int(minute), tzinfo=tz)
-        if _ISO_START.match(text):
-            parsed = datetime.fromisoformat(text)
-            return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=tz)
-    except ValueError:
-        return None
-    return None
-
-
-def _from_epoch_ms(value: float) -> datetime | None:
-    try:
-        return _EPOCH + timedelta(milliseconds=value)
-    except (OverflowError, ValueError):
-        return None
-
-
-def format_send_date(moment: datetime) -> str:
-    """``moment`` as JavaScript's ``Date.prototype.toISOString`` writes it (UTC, milliseconds,
-    ``Z``), the form SillyTavern 1.18 stores. A naive datetime is taken as UTC."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    moment = moment.astimezone(UTC)
-    return (
-        f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}T"
-        f"{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}."
-        f"{moment.microsecond // 1000:03d}Z"
-    )

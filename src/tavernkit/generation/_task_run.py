@@ -65,7 +65,7 @@ from tavernkit.tools.validate import (
     resolve_required_function_name,
     validate_calls,
 )
-from tavernkit.worldinfo.result import WorldInfoResult
+from tavernkit.worldinfo.result import DepthGroup, ExampleEntry, WorldInfoResult
 
 __all__ = ["TaskServices", "run_task", "world_info_from_mapping"]
 
@@ -95,7 +95,6 @@ class TaskServices:
 def world_info_from_mapping(data: Mapping[str, Any]) -> WorldInfoResult:
     """A :class:`WorldInfoResult` from its ``to_st()`` shape (a snapshot that went through
     JSON); the activated list keeps only keys, which is all a prompt build reads."""
-    from tavernkit.worldinfo.result import DepthGroup, ExampleEntry
 
     def strs(key: str) -> tuple[str, ...]:
         return tuple(str(x) for x in data.get(key) or ())

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from tavernkit.models._base import Number, ValueModel, WireModel
+from tavernkit.models.send_date import parse_send_date
 
 __all__ = [
     "LEGACY_REASONING_PLACEHOLDER",
@@ -313,7 +314,6 @@ class Message(WireModel):
 
     def sent_at_in(self, tz: tzinfo) -> datetime | None:
         """``send_date`` parsed, reading naive legacy formats as local time in ``tz``."""
-        from tavernkit.formats.chats import parse_send_date
 
         return parse_send_date(self.send_date, tz=tz)
 

@@ -21,7 +21,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import OutsideWindow, visible_indices
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
-from tavernkit.prompt.card import CardFields, card_fields
+from tavernkit.prompt.card import CardFields, base_chat_replace, card_fields
 from tavernkit.prompt.chat_history import (
     ChatHistory,
     HistoryOptions,
@@ -433,8 +433,6 @@ def _example_blocks(
         return []
     blocks = parse_mes_examples(mes_examples)
     if wi is not None:
-        from tavernkit.prompt.card import base_chat_replace
-
         for example in wi.examples:
             if not example.content:
                 continue

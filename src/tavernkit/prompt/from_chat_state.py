@@ -26,6 +26,7 @@ from tavernkit.prompt.state import ExtensionPrompt, PromptState
 from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
+from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.scan import scan as wi_scan
 
@@ -155,8 +156,6 @@ def state_substitute(
     scopes (copies of the chat's and the owner's global variables unless ``variables`` — any
     ``Variables`` implementation — is given, so a dry build changes nothing)."""
     if variables is None:
-        from tavernkit.text.variables import InMemoryVariables
-
         local = state.chat.metadata.variables if state.chat is not None else None
         variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
     return macro_substitute(

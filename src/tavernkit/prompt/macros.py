@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.text.macros.env import env_from_chat_state
+from tavernkit.text.macros.evaluator import substitute_macros
+from tavernkit.text.variables import InMemoryVariables
 
 if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
@@ -62,7 +65,6 @@ class MacroSubstitute:
             return text
         if self._rendered is not None:
             return self._rendered(text, original=original, dynamic=dynamic)
-        from tavernkit.text.macros.evaluator import substitute_macros
 
         env = self.env
         if original is not None or dynamic:
@@ -85,7 +87,6 @@ def macro_substitute(
     fields themselves where SillyTavern does (``baseChatReplace``). ``env_overrides`` are
     passed to the environment (``clock=``, ``rng=``, ``variables=``, ``tz=``...).
     """
-    from tavernkit.text.macros.env import env_from_chat_state
 
     values: dict[str, Any] = {
         "user": state.user,
@@ -101,8 +102,6 @@ def macro_substitute(
         if isinstance(metadata.chat_id_hash, int):
             values["chat_id_hash"] = metadata.chat_id_hash
         if metadata.variables is not None and "variables" not in env_overrides:
-            from tavernkit.text.variables import InMemoryVariables
-
             values["variables"] = InMemoryVariables(metadata.variables)
     messages = state.messages  # not copied: a turn's window is read from its newest end
     values["message_count"] = len(messages)

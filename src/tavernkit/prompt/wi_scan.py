@@ -18,6 +18,7 @@ from tavernkit.models.chat_window import MessageWindow, OutsideWindow
 from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.worldinfo.result import WorldInfoResult
+from tavernkit.worldinfo.scan import scan as wi_scan
 
 __all__ = ["prompt_budget", "scan_texts", "scan_world_info"]
 
@@ -140,8 +141,6 @@ def scan_world_info(
     group rolls (a fresh unseeded generator by default). ``card`` is the build's evaluated card
     fields: pass the ones the prompt will use, so a card's macros run once per generation."""
     if scan is None:
-        from tavernkit.worldinfo.scan import scan as wi_scan
-
         scan = wi_scan
     fields = card if card is not None else card_fields(state, substitute)
     include_names = _include_names(settings)

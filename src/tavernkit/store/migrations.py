@@ -28,6 +28,7 @@ import aiosqlite
 
 from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
+from tavernkit.store.key_files import KeyFiles, key_dir_for
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
 
@@ -142,7 +143,6 @@ async def _m002_key_uses(db: aiosqlite.Connection) -> None:
 async def _m003_keys_out_of_db(db: aiosqlite.Connection) -> None:
     # API key secrets move to private files beside the database (tavernkit.store.key_files):
     # a database file is what gets copied and shared; it keeps the rows, not the secrets.
-    from tavernkit.store.key_files import KeyFiles, key_dir_for
 
     async with db.execute("PRAGMA database_list") as cur:
         main = next((row[2] for row in await cur.fetchall() if row[1] == "main"), "")

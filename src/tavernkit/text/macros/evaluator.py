@@ -48,6 +48,7 @@ from tavernkit.text.macros.parser import (
     parse_template,
 )
 from tavernkit.text.macros.registry import MacroCall, MacroDef, MacroRegistry, MacroRuntimeError
+from tavernkit.text.macros.seeding import content_hash
 from tavernkit.text.macros.shorthand import eval_shorthand
 from tavernkit.text.variables import ReadOnlyVariables, VariableStore
 
@@ -198,8 +199,6 @@ class Evaluation:
     def content_hash(self) -> int:
         template = self.template
         if template.content_hash is None:
-            from tavernkit.text.macros.seeding import content_hash
-
             template.content_hash = content_hash(template.source)
         return template.content_hash
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
 
 __all__ = ["format_moment", "humanize", "parse_moment"]
 
@@ -238,8 +238,6 @@ def parse_moment(text: str, tz: object) -> datetime | None:
     except ValueError:
         return None
     if zone:
-        from datetime import timezone
-
         if zone == "Z":
             return value.replace(tzinfo=UTC)
         sign = 1 if zone[0] == "+" else -1

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+from tavernkit.models.preset import GLOBAL_CHARACTER_ID
 from tavernkit.text.macros.env import Compat, MacroEnv
 from tavernkit.text.macros.registry import MacroRegistry
 from tavernkit.text.render.context import AsyncBridge, RenderContext
@@ -170,7 +171,6 @@ class PromptRenderer:
     ) -> PresetRenderResult:
         """Render each enabled prompt of the preset's active order (markers and empty prompts
         have no text of their own and are skipped) into ``{"role", "content"}`` messages."""
-        from tavernkit.models.preset import GLOBAL_CHARACTER_ID
 
         order = preset.active_order(GLOBAL_CHARACTER_ID if character_id is None else character_id)
         messages: list[dict[str, Any]] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from tavernkit.text.macros.registry import MacroCall, MacroRegistry, MacroRuntimeError
+from tavernkit.text.macros.registry import ArgSpec, MacroCall, MacroRegistry, MacroRuntimeError
 from tavernkit.text.macros.timefmt import format_moment, humanize, parse_moment
 
 __all__ = ["register"]
@@ -85,6 +85,5 @@ def register(registry: MacroRegistry) -> None:
 
 
 def _optional(name: str):  # type: ignore[no-untyped-def]
-    from tavernkit.text.macros.registry import ArgSpec
 
     return ArgSpec(name, optional=True)

@@ -1,0 +1,259 @@
+"""The house's import rules, read from the source (``ast``) and checked in fresh interpreters.
+
+- every module imports on its own, in any order (no module works only because another one
+  happened to be imported first);
+- no cycle among module-level runtime imports, and none even when the ``if TYPE_CHECKING:``
+  imports are counted (a type-only circle is still a circle a reader must untangle);
+- nothing below the facade imports the facade (``tavernkit.facade``): only the CLI, which sits
+  on top of it, and the package face, which re-exports it lazily;
+- no function-level imports, except of optional dependencies (the embedded model, the
+  embedder) and the few listed in ``_DEFERRED`` below, each with its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: third-party packages that are optional extras (``local``, ``embed``): imported where they are
+#: used, so the core installs and imports without them
+_OPTIONAL = frozenset({"xllamacpp", "onnxruntime", "tokenizers", "numpy"})
+
+#: function-level imports still allowed, as (importing module, imported module), each with why;
+#: this list only shrinks
+_DEFERRED: dict[tuple[str, str], str] = {
+    # The macro catalogue: the built-in macros evaluate their arguments through the evaluator,
+    # and the evaluator's default registry is the catalogue of built-ins. Registering the
+    # catalogue on first use keeps ``text.macros.evaluator`` importable on its own.
+    ("tavernkit.text.macros.evaluator", "tavernkit.text.macros.builtins"): "macro catalogue",
+    # quicktok (a core dependency) loads its Rust extension and encodings on import (~20 ms);
+    # a prompt built without a tokenizer selected never pays for it.
+    ("tavernkit.text.tokens", "quicktok"): "heavy, needed only when counting tokens",
+}
+
+#: still open, closed by the runtime (issue 14 step 2); these lists only shrink
+_OPEN_DEFERRED: dict[tuple[str, str], str] = {
+    ("tavernkit.facade", "tavernkit."): "the facade builds its services lazily",
+    ("tavernkit.context", "tavernkit."): "the request API calls back into the context",
+    ("tavernkit.generation.task", "tavernkit.generation._task_run"): "task <-> _task_run",
+    ("tavernkit.generation.profiles", "tavernkit.providers.local_llama"): "embedded model",
+    ("tavernkit.cli.chat_session", "tavernkit.cli.prompt_cmd"): "cli chat <-> prompt_cmd",
+}
+#: type-only circles still open (each a sorted list of modules)
+_OPEN_TYPE_CYCLES: list[list[str]] = [
+    ["tavernkit.generation.options", "tavernkit.generation.sending"],
+    [
+        "tavernkit.text.macros.evaluator",
+        "tavernkit.text.macros.parser",
+        "tavernkit.text.macros.registry",
+        "tavernkit.text.macros.shorthand",
+    ],
+    ["tavernkit.generation._task_run", "tavernkit.generation.task"],
+    [
+        "tavernkit.chat.service",
+        "tavernkit.context",
+        "tavernkit.facade",
+        "tavernkit.generation._requests",
+        "tavernkit.generation.service_classes",
+        "tavernkit.generation.services",
+    ],
+]
+_OPEN_FACADE_IMPORTERS = [
+    "tavernkit.chat.service",
+    "tavernkit.context",
+    "tavernkit.generation.card_edit",
+]
+
+
+@dataclass
+class _Module:
+    name: str
+    path: Path
+    is_package: bool
+    runtime: set[str] = field(default_factory=set)
+    type_only: set[str] = field(default_factory=set)
+    #: (function name, line, imported module)
+    in_functions: list[tuple[str, int, str]] = field(default_factory=list)
+
+
+def _scan() -> dict[str, _Module]:
+    modules: dict[str, _Module] = {}
+    for path in sorted((SRC / "tavernkit").rglob("*.py")):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts.pop()
+        modules[".".join(parts)] = _Module(".".join(parts), path, is_package)
+    for module in modules.values():
+        tree = ast.parse(module.path.read_text(encoding="utf-8"))
+        _walk_body(module, modules, tree.body, type_only=False)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Import | ast.ImportFrom):
+                        for target in _targets(module, modules, inner):
+                            module.in_functions.append((node.name, inner.lineno, target))
+    return modules
+
+
+def _walk_body(
+    module: _Module, modules: dict[str, _Module], body: list[ast.stmt], *, type_only: bool
+) -> None:
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            into = module.type_only if type_only else module.runtime
+            into.update(t for t in _targets(module, modules, node) if t in modules)
+        elif isinstance(node, ast.If):
+            checking = "TYPE_CHECKING" in ast.unparse(node.test)
+            _walk_body(module, modules, node.body, type_only=type_only or checking)
+            _walk_body(module, modules, node.orelse, type_only=type_only)
+        elif isinstance(node, ast.Try):
+            for part in (node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                _walk_body(module, modules, part, type_only=type_only)
+
+
+def _targets(module: _Module, modules: dict[str, _Module], node: ast.stmt) -> list[str]:
+    """The modules an import statement loads: ``from a import b`` is ``a.b`` when that is a
+    module, else ``a``."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    assert isinstance(node, ast.ImportFrom)
+    if node.level:
+        base = module.name.split(".") if module.is_package else module.name.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        prefix = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        prefix = node.module or ""
+    out = []
+    for alias in node.names:
+        candidate = f"{prefix}.{alias.name}"
+        out.append(candidate if candidate in modules else prefix)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+MODULES = _scan()
+
+
+def test_the_scan_sees_the_whole_package() -> None:
+    # a guard for the checks below: a scan that found nothing would pass them all
+    assert len(MODULES) > 150
+    assert "tavernkit.facade" in MODULES["tavernkit.cli._common"].runtime | set().union(
+        *(m.runtime | m.type_only for m in MODULES.values() if m.name.startswith("tavernkit.cli"))
+    )
+    assert any(m.type_only for m in MODULES.values())
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_module_imports_in_a_fresh_interpreter_in_any_order(seed: int) -> None:
+    names = sorted(MODULES)
+    random.Random(seed).shuffle(names)
+    code = (
+        "import importlib, sys\n"
+        "failed = []\n"
+        f"for name in {names!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        failed.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+        "print('\\n'.join(failed))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC), "PATH": ""},
+    )
+    assert done.stdout.strip() == "", done.stdout
+
+
+def test_no_cycle_among_module_level_runtime_imports() -> None:
+    assert _cycles({name: m.runtime for name, m in MODULES.items()}) == []
+
+
+def test_no_cycle_even_counting_type_checking_imports() -> None:
+    graph = {name: m.runtime | m.type_only for name, m in MODULES.items()}
+    open_ = [c for c in _cycles(graph) if c not in _OPEN_TYPE_CYCLES]
+    assert open_ == []
+
+
+def test_nothing_below_the_facade_imports_the_facade() -> None:
+    above = ("tavernkit.cli", "tavernkit.facade")
+    importers = sorted(
+        name
+        for name, m in MODULES.items()
+        if "tavernkit.facade" in m.runtime | m.type_only
+        and not name.startswith(above)
+        and name != "tavernkit"
+    )
+    assert [i for i in importers if i not in _OPEN_FACADE_IMPORTERS] == []
+
+
+def test_no_function_level_imports_but_optional_dependencies() -> None:
+    found = sorted(
+        f"{name}:{line} ({function}) imports {target}"
+        for name, m in MODULES.items()
+        for function, line, target in m.in_functions
+        if target.split(".")[0] not in _OPTIONAL
+        and not any(
+            name == where and target.startswith(what)
+            for where, what in {**_DEFERRED, **_OPEN_DEFERRED}
+        )
+    )
+    assert found == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    # the checker itself, on a made-up graph: a -> b -> c -> a, and d alone
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
