@@ -116,7 +116,7 @@ async def test_abort_signal_semantics() -> None:
 
 async def test_card_edit_proposes_literal_macro_edits_and_applies_them(tmp_path: Path) -> None:
     from generation._scripted_server import Reply, ScriptedServer
-    from tavernkit.generation.card_edit import apply_edits, propose_edits
+    from tavernkit.assist.card_edit import apply_edits, propose_edits
     from tavernkit.models.character import Card
 
     new = "Mira keeps the lighthouse and teases {{user}} about the weather."
@@ -132,7 +132,7 @@ async def test_card_edit_proposes_literal_macro_edits_and_applies_them(tmp_path:
             edits, text = await propose_edits(context(tk), card, "Make her teasing.")
             assert [(e.field, e.new) for e in edits] == [("description", new)]
             assert "+Mira keeps the lighthouse" in edits[0].diff()
-            await apply_edits(tk, "Mira", edits)
+            await apply_edits(tk.runtime, "Mira", edits)
             stored = await tk.store.get("character", "Mira")
         finally:
             await tk.close()

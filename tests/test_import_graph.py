@@ -41,7 +41,6 @@ _DEFERRED: dict[tuple[str, str], str] = {
 
 #: still open, closed by the runtime (issue 14 step 2); these lists only shrink
 _OPEN_DEFERRED: dict[tuple[str, str], str] = {
-    ("tavernkit.facade", "tavernkit."): "the facade builds its services lazily",
     ("tavernkit.context", "tavernkit."): "the request API calls back into the context",
     ("tavernkit.generation.task", "tavernkit.generation._task_run"): "task <-> _task_run",
     ("tavernkit.generation.profiles", "tavernkit.providers.local_llama"): "embedded model",
@@ -58,19 +57,13 @@ _OPEN_TYPE_CYCLES: list[list[str]] = [
     ],
     ["tavernkit.generation._task_run", "tavernkit.generation.task"],
     [
-        "tavernkit.chat.service",
         "tavernkit.context",
-        "tavernkit.facade",
         "tavernkit.generation._requests",
         "tavernkit.generation.service_classes",
         "tavernkit.generation.services",
     ],
 ]
-_OPEN_FACADE_IMPORTERS = [
-    "tavernkit.chat.service",
-    "tavernkit.context",
-    "tavernkit.generation.card_edit",
-]
+_OPEN_FACADE_IMPORTERS: list[str] = []
 
 
 @dataclass

@@ -21,10 +21,11 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
 
 import httpx2
 
+from tavernkit.chat.slots import ChatSlots
 from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.generation import _task_prompt as tp
 from tavernkit.generation._task_run import TaskServices, world_info_from_mapping
@@ -51,6 +52,7 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
+from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tools.capability import (
     ToolCapabilities,
@@ -67,7 +69,6 @@ from tavernkit.tools.registry import FunctionTool, ToolAction, ToolRegistry, too
 from tavernkit.worldinfo.result import WorldInfoResult
 
 if TYPE_CHECKING:
-    from tavernkit.facade import Tavern
     from tavernkit.generation.plan import Plan
     from tavernkit.generation.services import (
         ChatCompletionService,
@@ -76,10 +77,21 @@ if TYPE_CHECKING:
         TextCompletionService,
     )
 
-__all__ = ["ConnectionProfiles", "TavernContext"]
+__all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+class LoudChats(Protocol):
+    """What ``generate_quiet_prompt(quiet_to_loud=True)`` needs of the chat service (which
+    owns every write to a chat): its turn slots and the appending of a reply."""
+
+    slots: ChatSlots
+
+    async def append_reply(
+        self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
+    ) -> int: ...
 
 
 class ConnectionProfiles:
@@ -90,18 +102,18 @@ class ConnectionProfiles:
         self._context = context
 
     async def list(self) -> list[ConnectionProfile]:
-        tavern = self._context.tavern
+        runtime = self._context.runtime
         out = []
-        for info in await tavern.store.list("connection_profile", owner=tavern.owner):
-            profile = await tavern.store.get("connection_profile", info.id, owner=tavern.owner)
+        for info in await runtime.store.list("connection_profile", owner=runtime.owner):
+            profile = await runtime.store.get("connection_profile", info.id, owner=runtime.owner)
             if isinstance(profile, ConnectionProfile):
                 out.append(profile)
         return sorted(out, key=lambda p: p.name)
 
     async def get(self, name: str) -> ConnectionProfile | None:
-        tavern = self._context.tavern
+        runtime = self._context.runtime
         try:
-            profile = await tavern.store.get("connection_profile", name, owner=tavern.owner)
+            profile = await runtime.store.get("connection_profile", name, owner=runtime.owner)
         except NotFound:
             return None
         return profile if isinstance(profile, ConnectionProfile) else None
@@ -132,7 +144,8 @@ def _parameters_of(
 
 
 class TavernContext:
-    """The per-chat view of a :class:`~tavernkit.facade.Tavern` (see the module docstring).
+    """The per-chat view of a Tavern's :class:`~tavernkit.runtime.Runtime` (see the module
+    docstring).
 
     ``client`` (an ``httpx2.AsyncClient``), ``retry``, ``rng``, ``local_factory``,
     ``environ`` and ``key_clock`` (epoch seconds, for key cooldowns) are injection points for
@@ -144,9 +157,10 @@ class TavernContext:
 
     def __init__(
         self,
-        tavern: Tavern,
+        runtime: Runtime,
         chat_id: str | None = None,
         *,
+        chats: LoudChats | None = None,
         client: httpx2.AsyncClient | None = None,
         retry: RetryPolicy | None = None,
         rng: random.Random | None = None,
@@ -155,13 +169,14 @@ class TavernContext:
         before_request: BeforeRequest | None = None,
         key_clock: Callable[[], float] = time.time,
     ) -> None:
-        self.tavern = tavern
+        self.runtime = runtime
+        self._chats = chats
         self.chat_id = chat_id
         self.client = client
         self.retry = retry or RetryPolicy()
         self.rng = rng or random.Random()
         # the Tavern's shared embedded model unless one is injected: loaded once per process
-        self.local_factory: LocalFactory = local_factory or tavern.local_provider
+        self.local_factory: LocalFactory = local_factory or runtime.local_models
         self.environ = environ
         self.before_request = before_request
         self.key_clock = key_clock
@@ -171,12 +186,12 @@ class TavernContext:
 
     @property
     def tools(self) -> ToolRegistry:
-        return self.tavern.tools
+        return self.runtime.tools
 
     async def chat_state(self) -> ChatState:
         """Everything a turn of this context reads, loaded now."""
-        tavern = self.tavern
-        return await load_chat_state(tavern.store, owner=tavern.owner, chat_id=self.chat_id)
+        runtime = self.runtime
+        return await load_chat_state(runtime.store, owner=runtime.owner, chat_id=self.chat_id)
 
     async def _profile(self, name: str) -> ConnectionProfile | None:
         if name:
@@ -188,7 +203,7 @@ class TavernContext:
                     details={"field": "api_preset_name", "value": name},
                 )
             return profile
-        settings = await self.tavern.settings()
+        settings = await self.runtime.settings()
         selected = settings.selections.profile
         return await self.connection_profiles.get(selected) if selected else None
 
@@ -211,7 +226,7 @@ class TavernContext:
         model_override: str = "",
         api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
     ) -> ResolvedConnection:
-        store, owner = self.tavern.store, self.tavern.owner
+        store, owner = self.runtime.store, self.runtime.owner
 
         async def load_secret(key_id: str) -> str:
             return await store.get_api_key_secret(key_id, owner=owner)
@@ -231,19 +246,19 @@ class TavernContext:
         Tavern's cooldowns, fallback chain), see :func:`tavernkit.chat.plan.task_plan`."""
         from tavernkit.chat.plan import PlanSources, task_plan
 
-        tavern = self.tavern
+        runtime = self.runtime
         sources = PlanSources(
-            tavern.store,
-            tavern.owner,
+            runtime.store,
+            runtime.owner,
             self._resolve,
             self.key_clock,
             os.environ if self.environ is None else self.environ,
-            tavern.key_cooldowns,
+            runtime.key_cooldowns,
         )
         return await task_plan(connection, sources)
 
     async def _preset(self, name: str) -> ChatCompletionPreset | None:
-        store, owner = self.tavern.store, self.tavern.owner
+        store, owner = self.runtime.store, self.runtime.owner
         try:
             preset = await store.get("chat_preset", name, owner=owner)
         except NotFound:
@@ -257,7 +272,7 @@ class TavernContext:
     def _before_request(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
         """The context's own ``before_request`` then the plugins' hooks, for ``scope``
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
-        return before_request_hook(self.tavern.plugins, scope, own=self.before_request)
+        return before_request_hook(self.runtime.plugins, scope, own=self.before_request)
 
     def _services(self, *, api_settings_override: Any = None) -> TaskServices:
         async def connection(name: str, model_override: str) -> ResolvedConnection:
@@ -267,7 +282,7 @@ class TavernContext:
             load_state=self.chat_state,
             resolve_connection=connection,
             load_preset=self._preset,
-            generations=self.tavern.generations,
+            generations=self.runtime.generations,
             chat_id=self.chat_id,
             retry=self.retry,
             rng=self.rng,
@@ -469,9 +484,16 @@ class TavernContext:
                 "quiet_to_loud appends to the chat: open the context with a chat_id",
                 details={"field": "quiet_to_loud"},
             )
-        tavern = self.tavern
-        chat_id = (await tavern.store.get_chat_info(self.chat_id, owner=tavern.owner)).id
-        chats = tavern.chats
+        runtime = self.runtime
+        chat_id = (await runtime.store.get_chat_info(self.chat_id, owner=runtime.owner)).id
+        chats = self._chats
+        if chats is None:
+            raise GenerateTaskError(
+                "unsupported_api",
+                "quiet_to_loud appends through the chat service: open the context with "
+                "tk.context(chat_id)",
+                details={"field": "quiet_to_loud"},
+            )
         async with chats.slots.turn(chat_id):
             text = await generate_quiet_prompt(
                 self._services(), connection, dataclasses.replace(quiet, quiet_to_loud=False)
@@ -542,12 +564,12 @@ class TavernContext:
 
     def stop_generation(self) -> bool:
         """Abort every generation running for this context's chat; whether any was."""
-        return self.tavern.generations.stop(self.chat_id)
+        return self.runtime.generations.stop(self.chat_id)
 
     @property
     def streaming_processor(self) -> StreamingProcessor | None:
         """The generation in flight for this chat (read-only), or ``None`` when idle."""
-        return self.tavern.generations.current(self.chat_id)
+        return self.runtime.generations.current(self.chat_id)
 
     async def get_chat_completion_model(self) -> str:
         """The model the active profile sends to (the embedded model's when none is set)."""

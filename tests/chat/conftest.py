@@ -89,7 +89,9 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     async with HangingServer() as server:
         tk = await make_world(tmp_path / "home", server)
         try:
-            chats = ChatService(tk, clock=StepClock(), new_id=lambda: "id-1", stream_interval=0)
+            chats = ChatService(
+                tk.runtime, clock=StepClock(), new_id=lambda: "id-1", stream_interval=0
+            )
             yield World(tk, chats, server)
         finally:
             await tk.close()

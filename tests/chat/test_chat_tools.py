@@ -234,7 +234,7 @@ async def test_tool_rounds_are_bounded_and_a_reply_of_calls_only_fails_unstored(
     await _tools_profile(world, native=True)
     dice = Dice()
     world.tk.tools.register_function_tool(_roll_tool(dice))
-    chats = ChatService(world.tk, stream_interval=0, max_tool_rounds=2)
+    chats = ChatService(world.tk.runtime, stream_interval=0, max_tool_rounds=2)
     world.server.script(Reply(tool_calls=[("roll", ROLL)]))  # the model never stops calling
     info = await chats.new_chat("Mira")
     out = await chats.send(info.id, "Roll forever")
@@ -315,7 +315,7 @@ async def test_a_model_without_native_tools_gets_them_through_prompt_xml(world: 
     world.tk.tools.register_function_tool(_roll_tool(dice))
     trigger = make_trigger_signal(random.Random(7))
     payload = XmlProtocol(trigger).render_calls([("roll", ROLL)])
-    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(7))
+    chats = ChatService(world.tk.runtime, stream_interval=0, tool_rng=random.Random(7))
     world.server.script(
         Reply(text=f"Let me see.\n{payload}"),
         Reply(text="A four."),
@@ -357,7 +357,10 @@ async def test_prompt_json_asked_for_is_used_even_where_native_tools_work(world:
     trigger = make_trigger_signal(random.Random(11))
     payload = JsonProtocol(trigger).render_calls([("roll", ROLL)])
     chats = ChatService(
-        world.tk, stream_interval=0, function_call_mode="prompt_json", tool_rng=random.Random(11)
+        world.tk.runtime,
+        stream_interval=0,
+        function_call_mode="prompt_json",
+        tool_rng=random.Random(11),
     )
     world.server.script(Reply(text=payload), Reply(text="Four it is."))
     info = await chats.new_chat("Mira")
@@ -373,7 +376,7 @@ async def test_an_unreadable_protocol_payload_is_shown_as_text(world: World) -> 
     dice = Dice()
     world.tk.tools.register_function_tool(_roll_tool(dice))
     trigger = make_trigger_signal(random.Random(5))
-    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(5))
+    chats = ChatService(world.tk.runtime, stream_interval=0, tool_rng=random.Random(5))
     world.server.script(Reply(text=f"Hmm.\n{trigger}\nnot a call at all"))
     info = await chats.new_chat("Mira")
     out = await chats.send(info.id, "Roll")
@@ -401,7 +404,7 @@ async def test_a_fallback_without_native_tools_speaks_the_protocol_in_the_same_t
     dice = Dice()
     world.tk.tools.register_function_tool(_roll_tool(dice))
     trigger = make_trigger_signal(random.Random(2))
-    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(2))
+    chats = ChatService(world.tk.runtime, stream_interval=0, tool_rng=random.Random(2))
     world.server.script(
         Reply(status=503, error={"error": {"message": "busy"}}),
         Reply(text=XmlProtocol(trigger).render_calls([("roll", ROLL)])),
@@ -436,7 +439,7 @@ async def test_the_protocol_payload_stays_hidden_however_it_arrives(
     world.tk.tools.register_function_tool(_roll_tool(dice))
     trigger = make_trigger_signal(random.Random(9))
     text = "Rolling now. " + XmlProtocol(trigger).render_calls([("roll", ROLL)])
-    chats = ChatService(world.tk, stream_interval=0, tool_rng=random.Random(9))
+    chats = ChatService(world.tk.runtime, stream_interval=0, tool_rng=random.Random(9))
     world.server.script(Reply(text=text, chunks=list(text)), Reply(text="Four."))
     info = await chats.new_chat("Mira")
     sink = RecordingSink()
@@ -529,8 +532,8 @@ async def test_a_crash_between_the_two_writes_keeps_the_reply(
 
 async def test_bad_tool_settings_are_typed_errors(world: World) -> None:
     with pytest.raises(GenerateTaskError) as mode:
-        ChatService(world.tk, function_call_mode="telepathy")
+        ChatService(world.tk.runtime, function_call_mode="telepathy")
     assert mode.value.code == "invalid_input" and "telepathy" in mode.value.message
     with pytest.raises(GenerateTaskError) as rounds:
-        ChatService(world.tk, max_tool_rounds=0)
+        ChatService(world.tk.runtime, max_tool_rounds=0)
     assert rounds.value.details["field"] == "max_tool_rounds"

@@ -104,7 +104,7 @@ async def test_concurrent_chats_never_meet_a_store_error_and_keep_what_was_deliv
         tk = await make_world(tmp_path / "home", server)
         try:
             # a throttle this short keeps the store sink's timer often mid-write at a stream's end
-            chats = ChatService(tk, clock=StepClock(), stream_interval=0.01)
+            chats = ChatService(tk.runtime, clock=StepClock(), stream_interval=0.01)
             infos = [await chats.new_chat("Mira") for _ in range(CHATS)]
             tally = {"completed": 0, "aborted": 0, "failed": 0, "cancelled": 0}
             results = await asyncio.gather(

@@ -20,7 +20,7 @@ async def test_send_and_swipe_with_the_embedded_model(tmp_path: Path) -> None:
     from tavernkit.cli.chat import ensure_character
 
     async with Tavern(tmp_path / "home", load_plugins=False) as tk:
-        chats = ChatService(tk)
+        chats = ChatService(tk.runtime)
         character = await ensure_character(tk, None)
         info = await chats.new_chat(character)
         small = {"max_tokens": 12}
@@ -40,7 +40,7 @@ async def test_swipes_sample_anew_without_a_seed(tmp_path: Path) -> None:
     from tavernkit.cli.chat import ensure_character
 
     async with Tavern(tmp_path / "home", load_plugins=False) as tk:
-        chats = ChatService(tk)
+        chats = ChatService(tk.runtime)
         info = await chats.new_chat(await ensure_character(tk, None))
         small = {"max_tokens": 16}
         first = await chats.send(info.id, "Tell me about the sea.", overrides=small)
@@ -58,7 +58,7 @@ async def test_a_stop_during_prompt_evaluation_hands_back_at_once(tmp_path: Path
     from tavernkit.generation.abort import AbortController
 
     async with Tavern(tmp_path / "home", load_plugins=False) as tk:
-        chats = ChatService(tk)
+        chats = ChatService(tk.runtime)
         info = await chats.new_chat(await ensure_character(tk, None))
         controller = AbortController()
         fired: list[float] = []

@@ -156,7 +156,7 @@ async def test_rate_limited_key_rotates_to_the_next_and_cools_in_the_store(world
     assert state.cooldown_until is not None and state.cooldown_until.timestamp() == NOW + 90
     # the next turn (a new service: a new process) skips the cooling key straight away
     world.server.script(Reply(text="Again."))
-    later = ChatService(world.tk, key_clock=lambda: NOW + 10, stream_interval=0)
+    later = ChatService(world.tk.runtime, key_clock=lambda: NOW + 10, stream_interval=0)
     again = await later.send(info.id, "Once more")
     assert again.text == "Again."
     assert _keys(world)[-1] == "Bearer sk-two"

@@ -79,7 +79,7 @@ async def test_a_fallback_without_tools_gets_no_earlier_tool_calls_or_results(
     )
     await _fallback(world, supports_tools=False)
     # native only: an attempt on a model without tools gets no tools at all
-    chats = ChatService(world.tk, stream_interval=0, function_call_mode="native")
+    chats = ChatService(world.tk.runtime, stream_interval=0, function_call_mode="native")
     world.server.script(
         Reply(tool_calls=[("roll", {"sides": 6})]),
         Reply(text="You rolled a four."),

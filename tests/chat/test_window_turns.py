@@ -147,7 +147,7 @@ async def _configure(tk: Tavern, case: str) -> None:
 async def _preview(tk: Tavern, chat_id: str, kind: str, first: int) -> PreparedTurn:
     windows.clear()
     windows.first = first
-    service = ChatService(tk, clock=StepClock(), rng=random.Random(11).random)
+    service = ChatService(tk.runtime, clock=StepClock(), rng=random.Random(11).random)
     return await service.preview(chat_id, kind=kind)
 
 
@@ -268,7 +268,7 @@ async def test_a_user_message_is_stored_under_the_persona_that_applies(
     await personas.create("Zed")
     await personas.create("Ann")
     await personas.set_default("Zed")
-    service = ChatService(tk, clock=StepClock())
+    service = ChatService(tk.runtime, clock=StepClock())
     controller = AbortController()
     controller.abort()  # the reply is not the point: the turn stops before any request
     names = []

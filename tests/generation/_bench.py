@@ -60,7 +60,9 @@ class Bench:
 
     def service(self) -> ChatService:
         """A chat service on this bench's Tavern (a new one: nothing kept in it)."""
-        return ChatService(self.tk, stream_interval=0, environ=self.environ, client=self.client)
+        return ChatService(
+            self.tk.runtime, stream_interval=0, environ=self.environ, client=self.client
+        )
 
     def context(self, **options: Any) -> TavernContext:
         return self.tk.context(self.chat_id or None, environ=self.environ, **options)

@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
@@ -52,15 +52,13 @@ from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.macros import may_hold_macros
+from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.modes import resolve_function_call_mode
-
-if TYPE_CHECKING:
-    from tavernkit.facade import Tavern
 
 __all__ = ["ChatService", "TurnOutcome"]
 
@@ -84,7 +82,8 @@ class _Turn:
 
 
 class ChatService:
-    """The chat verbs over one :class:`~tavernkit.facade.Tavern` (its store and owner).
+    """The chat verbs over one :class:`~tavernkit.runtime.Runtime` (a Tavern's store, owner,
+    plugins, tools and running generations; ``tk.chats`` is the Tavern's one service).
 
     ``clock`` gives the wall time stamped on messages; ``new_id`` the chat integrity ids;
     ``client``, ``local_factory`` and ``environ`` reach the provider resolution (tests inject
@@ -98,7 +97,7 @@ class ChatService:
 
     def __init__(
         self,
-        tavern: Tavern,
+        runtime: Runtime,
         *,
         clock: Callable[[], datetime] | None = None,
         new_id: Callable[[], str] | None = None,
@@ -112,11 +111,11 @@ class ChatService:
         max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
         tool_rng: random.Random | None = None,
     ) -> None:
-        self.tavern = tavern
+        self.runtime = runtime
         self.clock = clock or (lambda: datetime.now(UTC))
         self.new_id = new_id or (lambda: str(uuid.uuid4()))
         self.client = client
-        self.local_factory: LocalFactory = local_factory or tavern.local_provider
+        self.local_factory: LocalFactory = local_factory or runtime.local_models
         self.environ = environ
         self.rng = rng
         self.stream_interval = stream_interval
@@ -135,11 +134,11 @@ class ChatService:
 
     @property
     def store(self) -> Store:
-        return self.tavern.store
+        return self.runtime.store
 
     @property
     def owner(self) -> str:
-        return self.tavern.owner
+        return self.runtime.owner
 
     @property
     def replies(self) -> ReplyWriter:
@@ -263,7 +262,7 @@ class ChatService:
     def stop(self, chat_id: str) -> bool:
         """Stop the chat's running turn; what it delivered stays. Whether one was running."""
         stopped = self.slots.stop(chat_id)
-        return self.tavern.generations.stop(chat_id) or stopped
+        return self.runtime.generations.stop(chat_id) or stopped
 
     async def send(
         self,
@@ -428,12 +427,12 @@ class ChatService:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
-            renderer=self.tavern.prompt_renderer,
+            renderer=self.runtime.prompt_renderer,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
             prepared = replace(prepared, request=offer.apply(prepared.request))
-        request = hooked_request(self.tavern.plugins, chat_id, kind, prepared.request)
+        request = hooked_request(self.runtime.plugins, chat_id, kind, prepared.request)
         if request is prepared.request:
             return prepared
         return replace(prepared, request=request, built_request=prepared.request)
@@ -549,7 +548,7 @@ class ChatService:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
-            renderer=self.tavern.prompt_renderer,
+            renderer=self.runtime.prompt_renderer,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)
@@ -571,14 +570,14 @@ class ChatService:
         )
         if offer is not None:
             offer.attach(plan)
-        with self.tavern.generations.track(chat_id, controller, processor):
+        with self.runtime.generations.track(chat_id, controller, processor):
             result = await run_request(
                 plan,
                 request,
                 TeeSink(sinks),
                 chat_id=chat_id,
                 kind=kind,
-                plugins=self.tavern.plugins,
+                plugins=self.runtime.plugins,
                 prefill=turn.prefill or "",
                 stream=turn.stream,
                 abort=signals,
@@ -594,7 +593,7 @@ class ChatService:
 
     async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
         return await offer_tools(
-            self.tavern.tools,
+            self.runtime.tools,
             kind,
             prepared.connection,
             mode=self.function_call_mode,
@@ -615,7 +614,7 @@ class ChatService:
             )
 
         return PlanSources(
-            self.store, self.owner, resolve, self.key_clock, environ, self.tavern.key_cooldowns
+            self.store, self.owner, resolve, self.key_clock, environ, self.runtime.key_cooldowns
         )
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:

@@ -1,5 +1,5 @@
 """``tavernkit card edit NAME "INSTRUCTION"``: argument parsing and printing around the
-character-editor assistant of :mod:`tavernkit.generation.card_edit`."""
+character-editor assistant of :mod:`tavernkit.assist.card_edit`."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tavernkit.cli._common import HomeOption
-from tavernkit.errors import GenerateTaskError, TavernKitError
-from tavernkit.facade import Tavern
-from tavernkit.generation.card_edit import (
+from tavernkit.assist.card_edit import (
     EDITABLE_FIELDS,
     FieldEdit,
     apply_edits,
     load_card,
     propose_edits,
 )
+from tavernkit.cli._common import HomeOption
+from tavernkit.errors import GenerateTaskError, TavernKitError
+from tavernkit.facade import Tavern
 
 __all__ = ["EDITABLE_FIELDS", "FieldEdit", "apply_edits", "card_app", "propose_edits"]
 
@@ -42,7 +42,7 @@ def edit(
 
     async def run() -> None:
         async with Tavern(home) as tk:
-            card = await load_card(tk, name)
+            card = await load_card(tk.runtime, name)
             edits, text = await propose_edits(
                 tk.context(),
                 card,
@@ -59,7 +59,7 @@ def edit(
                 if item.reason:
                     out.print(f"[dim]# {escape(item.reason)}[/]")
             if yes or typer.confirm(f"Apply {len(edits)} change(s) to {name}?", default=False):
-                await apply_edits(tk, name, edits)
+                await apply_edits(tk.runtime, name, edits)
                 out.print(f"updated [bold]{escape(name)}[/]")
             else:
                 out.print("nothing changed")

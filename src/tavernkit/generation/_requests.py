@@ -162,7 +162,7 @@ class _Sender:
         on_delta: Any = None,
     ) -> Completion:
         ctx = self.ctx
-        hooks = chat_turn_hooks(ctx.tavern.plugins, scope)
+        hooks = chat_turn_hooks(ctx.runtime.plugins, scope)
         request = hooks.before(ctx.chat_id, kind, request)
 
         def after(result: TurnResult) -> None:
@@ -178,7 +178,7 @@ class _Sender:
             before_request=ctx._before_request(scope),
             sink=sink,
             continuation=False,
-            owner=ctx.tavern.owner,
+            owner=ctx.runtime.owner,
             turn_id=f"request:{kind}",
             on_result=after,
             plan=await ctx._plan(connection),
@@ -342,7 +342,7 @@ async def construct_prompt(
     )
     template = instruct
     if isinstance(template, str):
-        loaded = await ctx.tavern.store.get("instruct", template, owner=ctx.tavern.owner)
+        loaded = await ctx.runtime.store.get("instruct", template, owner=ctx.runtime.owner)
         template = loaded if isinstance(loaded, InstructTemplate) else None
     template = template or pstate.instruct
     settings = dict(instruct_settings or {})

@@ -12,14 +12,12 @@ from __future__ import annotations
 import difflib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tavernkit.context import TavernContext
 from tavernkit.errors import TavernKitError
 from tavernkit.models.character import Card
-
-if TYPE_CHECKING:
-    from tavernkit.context import TavernContext
-    from tavernkit.facade import Tavern
+from tavernkit.runtime import Runtime
 
 __all__ = [
     "EDITABLE_FIELDS",
@@ -121,22 +119,22 @@ async def propose_edits(
     return list(edits.values()), result.assistant_text
 
 
-async def apply_edits(tk: Tavern, ref: str, edits: list[FieldEdit]) -> Card:
+async def apply_edits(runtime: Runtime, ref: str, edits: list[FieldEdit]) -> Card:
     """Store the card ``ref`` with ``edits`` applied (same record; blobs kept; the V1
     duplicates are refreshed from ``data`` by the card writers on export)."""
-    record = await tk.store.get_record("character", ref, owner=tk.owner)
-    card = await tk.store.get("character", record.info.id, owner=tk.owner)
+    record = await runtime.store.get_record("character", ref, owner=runtime.owner)
+    card = await runtime.store.get("character", record.info.id, owner=runtime.owner)
     if not isinstance(card, Card):
         raise TavernKitError(f"{ref!r} is not a character card")
     for edit in edits:
         setattr(card.data, edit.field, edit.new)
-    await tk.store.put("character", card, owner=tk.owner, id=record.info.id)
+    await runtime.store.put("character", card, owner=runtime.owner, id=record.info.id)
     return card
 
 
-async def load_card(tk: Tavern, ref: str) -> Card:
+async def load_card(runtime: Runtime, ref: str) -> Card:
     """The stored character ``ref`` (name or id), or a one-line error."""
-    card = await tk.store.get("character", ref, owner=tk.owner)
+    card = await runtime.store.get("character", ref, owner=runtime.owner)
     if not isinstance(card, Card):
         raise TavernKitError(f"{ref!r} is not a character card")
     return card

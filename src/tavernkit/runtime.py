@@ -1,0 +1,100 @@
+"""``Runtime``: what the services below the facade share — one data dir's store, its owner, the
+plugin manager, the prompt renderer, the tool registry, the running generations, the key
+cooldowns of environment keys, the embedded models and the clock.
+
+:class:`~tavernkit.facade.Tavern` builds one and passes it down: the chat service, the plugin
+context (:class:`~tavernkit.context.TavernContext`) and the request API take a ``Runtime``, never
+the Tavern, so nothing below the facade imports the facade. The store is attached when the
+Tavern opens and detached when it closes; reading it in between is a clear error.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pluggy
+
+from tavernkit.errors import TavernKitError
+from tavernkit.generation.abort import ActiveGenerations
+from tavernkit.generation.keys import InMemoryCooldownStore
+from tavernkit.generation.profiles import ProviderLike, local_provider
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.settings import Settings
+from tavernkit.providers.local_call import LOCAL_MODEL_NAME
+from tavernkit.providers.profiles import ModelProfile
+from tavernkit.store.sqlite import SqliteStore
+from tavernkit.text.render import PromptRenderer
+from tavernkit.tools.registry import ToolRegistry
+
+__all__ = ["LocalModels", "Runtime"]
+
+
+class LocalModels:
+    """The embedded models of one runtime, by model name: each made on first use and shared
+    by every chat turn and task, so a model file (hundreds of MB) is loaded once per process,
+    not once per turn. The model profile is passed with each call, so sharing loses nothing."""
+
+    def __init__(self, make: Callable[[ConnectionProfile, ModelProfile], ProviderLike]) -> None:
+        self._make = make
+        self._made: dict[str, ProviderLike] = {}
+
+    def __call__(self, profile: ConnectionProfile, model_profile: ModelProfile) -> ProviderLike:
+        name = profile.model or LOCAL_MODEL_NAME
+        provider = self._made.get(name)
+        if provider is None:
+            provider = self._made[name] = self._make(profile, model_profile)
+        return provider
+
+
+class Runtime:
+    """The shared parts of one Tavern (see the module docstring). ``clock`` (epoch seconds) is
+    the default clock of key cooldowns."""
+
+    def __init__(
+        self,
+        *,
+        owner: str,
+        plugins: pluggy.PluginManager,
+        tools: ToolRegistry | None = None,
+        prompt_renderer: PromptRenderer | None = None,
+        local_models: LocalModels | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.owner = owner
+        self.plugins = plugins
+        #: function tools offered to this runtime's chats (never shared between Taverns)
+        self.tools = tools if tools is not None else ToolRegistry()
+        #: the template service every prompt evaluates its macros through
+        self.prompt_renderer = prompt_renderer or PromptRenderer()
+        #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
+        self.generations = ActiveGenerations()
+        #: cooldowns and use counts of keys read from environment variables, shared by every
+        #: chat turn and task (a stored key's live in the store, across processes; an
+        #: environment key has no row there, so it rests here, for the process)
+        self.key_cooldowns = InMemoryCooldownStore()
+        self.local_models = local_models or LocalModels(local_provider)
+        self.clock = clock
+        self._store: SqliteStore | None = None
+
+    @property
+    def store(self) -> SqliteStore:
+        if self._store is None:
+            raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
+        return self._store
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
+
+    def attach(self, store: SqliteStore) -> None:
+        self._store = store
+
+    def detach(self) -> SqliteStore | None:
+        store, self._store = self._store, None
+        return store
+
+    async def settings(self) -> Settings:
+        """The owner's settings (defaults until some are stored or imported)."""
+        stored = await self.store.get_settings(owner=self.owner)
+        return stored if isinstance(stored, Settings) else Settings()
