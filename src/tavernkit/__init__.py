@@ -1,10 +1,16 @@
 """tavernkit: an engine, server and CLI for character chat with LLMs, compatible with the
 SillyTavern ecosystem.
 
-The public surface is re-exported here; everything else may move between releases. The names
-are imported on first use (module ``__getattr__``), so ``import tavernkit`` costs only this
-module and the errors: a script or a CLI command that needs one part does not pay for building
-every model class and the whole generation engine.
+``__all__`` is the public surface: what an integrator needs (the facade, the chat service and
+its outcome, the plugin context, sinks, aborts, tools) and every exception a caller may catch.
+Everything else may move between releases. The names are imported on first use (module
+``__getattr__``), so ``import tavernkit`` costs only this module and the errors: a script or a
+CLI command that needs one part does not pay for building every model class and the whole
+generation engine.
+
+As httpx does, each public name's ``__module__`` reads ``"tavernkit"`` (tracebacks and reprs
+show ``tavernkit.NotFound``, the name to import): the exceptions' at import, the lazy names'
+when first resolved here.
 """
 
 from __future__ import annotations
@@ -13,22 +19,57 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.errors import (
+    Aborted,
+    AbortError,
+    AuthError,
+    BadRequest,
+    ChatBusy,
     Conflict,
+    ContentFiltered,
+    ContextTooLong,
+    EmbedderUnavailable,
+    EmbeddingInputError,
     FormatError,
     GenerateTaskError,
     LimitExceeded,
+    LocalModelMissing,
+    MissingCredential,
+    MissingDependency,
+    ModelUnavailable,
+    NetworkError,
     NotFound,
+    OutsideWindow,
+    Overloaded,
     PluginError,
+    PresetEditError,
+    ProtocolError,
+    ProviderError,
+    ProviderTimeout,
+    PullError,
+    QuotaExhausted,
+    RateLimited,
+    RequestAborted,
     StoreError,
+    StreamInterrupted,
+    StructuredOutputError,
     TavernKitError,
+    TokenBudgetExceeded,
+    ToolArgumentsError,
+    ToolCallParseError,
+    TurnFailure,
+    UsageError,
 )
 
 if TYPE_CHECKING:
+    from tavernkit.chat.reply import TurnOutcome
+    from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
     from tavernkit.facade import Tavern
     from tavernkit.generation.abort import AbortController, AbortSignal
+    from tavernkit.generation.sink import ResponseSink
     from tavernkit.generation.task import TaskResult
     from tavernkit.library import ImportResult, Library
+    from tavernkit.runtime import Runtime
     from tavernkit.tools.calls import ToolCall
     from tavernkit.tools.registry import FunctionTool
 
@@ -36,36 +77,122 @@ if TYPE_CHECKING:
 _LAZY: dict[str, str] = {
     "AbortController": "tavernkit.generation.abort",
     "AbortSignal": "tavernkit.generation.abort",
+    "ChatService": "tavernkit.chat.service",
     "FunctionTool": "tavernkit.tools.registry",
     "ImportResult": "tavernkit.library",
     "Library": "tavernkit.library",
+    "ResponseSink": "tavernkit.generation.sink",
+    "Runtime": "tavernkit.runtime",
     "TaskResult": "tavernkit.generation.task",
     "Tavern": "tavernkit.facade",
     "TavernContext": "tavernkit.context",
     "ToolCall": "tavernkit.tools.calls",
+    "TurnOutcome": "tavernkit.chat.reply",
 }
+
+#: the exceptions (classes, already imported with the errors) in ``__all__``
+_ERRORS = (
+    AbortError,
+    Aborted,
+    AuthError,
+    BadRequest,
+    ChatBusy,
+    Conflict,
+    ContentFiltered,
+    ContextTooLong,
+    EmbedderUnavailable,
+    EmbeddingInputError,
+    FormatError,
+    GenerateTaskError,
+    LimitExceeded,
+    LocalModelMissing,
+    MissingCredential,
+    MissingDependency,
+    ModelUnavailable,
+    NetworkError,
+    NotFound,
+    OutsideWindow,
+    Overloaded,
+    PluginError,
+    PresetEditError,
+    ProtocolError,
+    ProviderError,
+    ProviderTimeout,
+    PullError,
+    QuotaExhausted,
+    RateLimited,
+    RequestAborted,
+    StoreError,
+    StreamInterrupted,
+    StructuredOutputError,
+    TavernKitError,
+    TokenBudgetExceeded,
+    ToolArgumentsError,
+    ToolCallParseError,
+    TurnFailure,
+    UsageError,
+)
 
 __all__ = [
     "AbortController",
+    "AbortError",
     "AbortSignal",
+    "Aborted",
+    "AuthError",
+    "BadRequest",
+    "ChatBusy",
+    "ChatService",
     "Conflict",
+    "ContentFiltered",
+    "ContextTooLong",
+    "EmbedderUnavailable",
+    "EmbeddingInputError",
     "FormatError",
     "FunctionTool",
     "GenerateTaskError",
     "ImportResult",
     "Library",
     "LimitExceeded",
+    "LocalModelMissing",
+    "MissingCredential",
+    "MissingDependency",
+    "ModelUnavailable",
+    "NetworkError",
     "NotFound",
+    "OutsideWindow",
+    "Overloaded",
     "PluginError",
+    "PresetEditError",
+    "ProtocolError",
+    "ProviderError",
+    "ProviderTimeout",
+    "PullError",
+    "QuotaExhausted",
+    "RateLimited",
+    "RequestAborted",
+    "ResponseSink",
+    "Runtime",
     "StoreError",
+    "StreamInterrupted",
+    "StructuredOutputError",
     "TaskResult",
     "Tavern",
     "TavernContext",
     "TavernKitError",
+    "TokenBudgetExceeded",
+    "ToolArgumentsError",
     "ToolCall",
+    "ToolCallParseError",
+    "TurnFailure",
+    "TurnOutcome",
+    "UsageError",
 ]
 
 __version__ = "0.1.0"
+
+for _error in _ERRORS:
+    _error.__module__ = "tavernkit"
+del _error
 
 
 def __getattr__(name: str) -> Any:
@@ -73,6 +200,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'tavernkit' has no attribute {name!r}")
     value = getattr(import_module(module), name)
+    value.__module__ = "tavernkit"
     globals()[name] = value  # the next read is a plain module attribute
     return value
 

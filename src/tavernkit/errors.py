@@ -11,23 +11,48 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ChatBusy               a turn is already generating in that chat
-    └── ProviderError          a model provider failed; the class says what policy may do
-        ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
-        │   └── MissingCredential   no key is configured for a provider that needs one
-        ├── QuotaExhausted     billing/quota used up (rotate the key; retrying cannot help)
-        ├── RateLimited        too many requests now (retry after ``retry_after``)
-        ├── Overloaded         the service is busy or failing (5xx, 529): retry, then fall back
-        ├── ContextTooLong     the prompt does not fit the model's context window
-        ├── ContentFiltered    a safety filter blocked the prompt or the reply
-        ├── BadRequest         the request itself is wrong (fix it; retrying cannot help)
-        │   └── ModelUnavailable    unknown, deprecated or unsupported model
-        ├── NetworkError       connection failed or timed out before a usable answer
-        │   └── ProviderTimeout     connect / first-byte / idle-between-events timeout
-        ├── StreamInterrupted  a stream broke after some text was delivered
-        └── ProtocolError      the provider answered with bytes we cannot understand
-    GenerateTaskError          what ``generate_task`` raises: one ``code`` a caller can switch on
-    RequestAborted             base of the abort types (a signal's ``AbortError``, a provider's
-                               ``Aborted``); not a ``TavernKitError``: an abort is not a failure
+    ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
+    ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
+    ├── PresetEditError        a preset edit is not possible (unknown or built-in prompt...)
+    ├── EmbedderUnavailable    the ``embed`` extra or one of its files is missing
+    ├── EmbeddingInputError    a text to embed is not a string (also TypeError)
+    ├── UsageError             a slash command got arguments it cannot use (terminal chat)
+    ├── ProviderError          a model provider failed; the class says what policy may do
+    │   ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
+    │   │   └── MissingCredential   no key is configured for a provider that needs one
+    │   ├── QuotaExhausted     billing/quota used up (rotate the key; retrying cannot help)
+    │   ├── RateLimited        too many requests now (retry after ``retry_after``)
+    │   ├── Overloaded         the service is busy or failing (5xx, 529): retry, then fall back
+    │   ├── ContextTooLong     the prompt does not fit the model's context window
+    │   ├── ContentFiltered    a safety filter blocked the prompt or the reply
+    │   ├── BadRequest         the request itself is wrong (fix it; retrying cannot help)
+    │   │   └── ModelUnavailable    unknown, deprecated or unsupported model
+    │   │       ├── LocalModelMissing   the embedded model's file is not installed
+    │   │       │   └── PullError       ``pull_model`` could not fetch or unpack it
+    │   │       └── MissingDependency   the embedded model's engine (xllamacpp) is missing
+    │   ├── NetworkError       connection failed or timed out before a usable answer
+    │   │   └── ProviderTimeout     connect / first-byte / idle-between-events timeout
+    │   ├── StreamInterrupted  a stream broke after some text was delivered
+    │   ├── ProtocolError      the provider answered with bytes we cannot understand
+    │   └── TurnFailure        a failure the turn runner decides itself (empty reply, keys
+    │                          cooling...), classified like a provider's
+    └── GenerateTaskError      what ``generate_task`` raises: one ``code`` a caller can switch on
+        ├── ToolCallParseError     a tool call could not be read or is not acceptable
+        │   └── ToolArgumentsError a call's arguments break its tool's JSON Schema
+        └── StructuredOutputError  the reply is not JSON or breaks the schema
+    RequestAborted             base of the abort types; not a ``TavernKitError``: an abort is
+    ├── AbortError             not a failure. A signal's abort (``throw_if_aborted``) ...
+    └── Aborted                ... and a provider's (internal; turned into a finish event)
+
+Internal control flow, never raised to a caller: ``StreamTimeout`` (a first-byte or idle
+timeout fired; providers turn it into ``ProviderTimeout``), ``Unusable`` (a fallback entry the
+resolver cannot use: skipped), ``ReviewUnavailable`` (the reply review cannot run),
+``MacroRuntimeError`` / ``UrlRefused`` (a macro handler keeps its macro as written and records a
+warning) and ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError).
+
+Each class is re-exported from the module that raises it (``tavernkit.tools.errors``,
+``tavernkit.providers.http``...), so either import works; callers match them by type, never by
+name.
 
 Messages never carry secrets (API keys): callers pass field names and file names, not values.
 """
@@ -35,35 +60,61 @@ Messages never carry secrets (API keys): callers pass field names and file names
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal, Protocol, get_args
 
 __all__ = [
+    "AbortError",
+    "Aborted",
     "AuthError",
     "BadRequest",
     "ChatBusy",
     "Conflict",
     "ContentFiltered",
     "ContextTooLong",
+    "DiceError",
+    "EmbedderUnavailable",
+    "EmbeddingInputError",
+    "ErrorClass",
     "FormatError",
     "GenerateTaskError",
     "GenerateTaskErrorCode",
     "LimitExceeded",
+    "LocalModelMissing",
+    "MacroRuntimeError",
     "MissingCredential",
+    "MissingDependency",
     "ModelUnavailable",
     "NetworkError",
     "NotFound",
+    "OutsideWindow",
     "Overloaded",
+    "ParseProblem",
     "PluginError",
+    "PresetEditError",
     "ProtocolError",
     "ProviderError",
     "ProviderTimeout",
+    "PullError",
     "QuotaExhausted",
     "RateLimited",
     "RequestAborted",
+    "ReviewUnavailable",
+    "SchemaIssue",
+    "SlashUsage",
     "StoreError",
     "StreamInterrupted",
+    "StreamTimeout",
+    "StructuredOutputError",
     "TavernKitError",
+    "TokenBudgetExceeded",
+    "ToolArgumentsError",
+    "ToolCallParseError",
+    "TurnFailure",
+    "Unusable",
+    "UrlRefused",
+    "UsageError",
     "task_error_from",
 ]
 
@@ -416,3 +467,259 @@ def task_error_from(exc: BaseException) -> GenerateTaskError:
         err = GenerateTaskError("unknown", f"generate_task failed: {exc!r}", cause=exc)
     err.__cause__ = exc
     return err
+
+
+# --- the layers' own errors (each re-exported from the module that raises it) -----------
+
+
+ErrorClass = Literal[
+    "auth",
+    "missing_credential",
+    "quota",
+    "rate_limit",
+    "overloaded",
+    "context_too_long",
+    "content_filter",
+    "model_unavailable",
+    "bad_request",
+    "timeout",
+    "network",
+    "interrupted",
+    "protocol",
+    "empty_response",
+    "length_cap",
+    "speaker_guard",
+    "keys_cooling",
+    "not_admitted",
+    "no_credentials",
+    "unknown",
+]
+
+
+class TurnFailure(ProviderError):
+    """A failure the runner decides itself (empty reply, speaker guard, all keys cooling,
+    admission refused): not from a provider, but policy switches on it the same way."""
+
+    def __init__(self, error_class: ErrorClass, message: str, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.error_class: ErrorClass = error_class
+
+
+class AbortError(RequestAborted):
+    """Raised by :meth:`AbortSignal.throw_if_aborted`; a
+    :class:`~tavernkit.errors.RequestAborted`, which
+    :func:`tavernkit.errors.task_error_from` maps to ``aborted``."""
+
+
+class Aborted(RequestAborted):
+    """The caller aborted the request (internal; providers turn it into a finish event)."""
+
+
+class StreamTimeout(Exception):
+    """A first-byte or idle timeout fired (internal; ``phase`` says which)."""
+
+    def __init__(self, phase: str, seconds: float) -> None:
+        super().__init__(f"no data for {seconds:g} s ({phase})")
+        self.phase = phase
+        self.seconds = seconds
+
+
+class LocalModelMissing(ModelUnavailable):
+    """No GGUF file for the local model was found."""
+
+
+class MissingDependency(ModelUnavailable):
+    """The local model needs an optional dependency that is not installed."""
+
+    def __init__(self, module: str, *, extra: str = "local", model: str | None = None) -> None:
+        super().__init__(
+            f"the local model needs {module!r}: pip install 'tavernkit[{extra}]'",
+            provider="local",
+            model=model,
+        )
+        self.module = module
+        self.extra = extra
+
+
+class PullError(LocalModelMissing):
+    """``pull_model`` could not fetch or unpack the model."""
+
+
+class Unusable(Exception):
+    """The resolver cannot use an entry (no credentials, unknown model...): skip it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class ReviewUnavailable(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class OutsideWindow(TavernKitError, LookupError):
+    """A build read message ``index``, which the turn did not load. A ``TavernKitError``, so
+    the places that contain a failing macro or provider let it through to the loader."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        super().__init__(f"message {index} is outside the loaded window")
+
+
+class PresetEditError(TavernKitError):
+    """The edit is not possible (unknown prompt, built-in prompt, duplicate id...)."""
+
+
+class TokenBudgetExceeded(TavernKitError):
+    """The prompts that must be sent do not fit the context (SillyTavern's
+    "Mandatory prompts exceed the context size")."""
+
+    def __init__(self, identifier: str, needed: int, available: int) -> None:
+        self.identifier = identifier
+        self.needed = needed
+        self.available = available
+        super().__init__(
+            f"Mandatory prompts exceed the context size: {identifier!r} needs {needed} tokens, "
+            f"{available} left"
+        )
+
+
+class DiceError(ValueError):
+    """The formula is not a roll, or exceeds the caps."""
+
+
+class MacroRuntimeError(Exception):
+    """Raised by a handler to keep its macro as written and record a warning."""
+
+
+class UrlRefused(MacroRuntimeError):
+    """The policy does not allow this request."""
+
+
+#: What went wrong in a prompt-protocol reply; the corrective message is chosen by it.
+ParseProblem = Literal[
+    "missing_trigger",
+    "missing_block",
+    "malformed_xml",
+    "bad_cdata",
+    "bad_json",
+    "bad_shape",
+    "no_calls",
+    "unknown_function",
+    "invalid_arguments",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaIssue:
+    """One JSON-Schema violation: where (``$.a[0].b``), what, and which keyword failed."""
+
+    path: str
+    message: str
+    keyword: str = ""
+
+
+class ToolCallParseError(GenerateTaskError):
+    """A tool call could not be read or is not acceptable (``tool_call_parse``)."""
+
+    def __init__(
+        self,
+        problem: ParseProblem,
+        message: str,
+        *,
+        raw_text: str | None = None,
+        raw_arguments: str | None = None,
+        name: str | None = None,
+        cause: BaseException | None = None,
+        details: Mapping[str, Any] | None = None,
+    ):
+        info: dict[str, Any] = {"problem": problem}
+        if name is not None:
+            info["name"] = name
+        if raw_arguments is not None:
+            info["raw_arguments"] = raw_arguments
+        if raw_text is not None:
+            info["raw_text"] = raw_text
+        info.update(details or {})
+        super().__init__("tool_call_parse", message, cause=cause, details=info)
+        self.problem: ParseProblem = problem
+        self.raw_text = raw_text
+        self.raw_arguments = raw_arguments
+        self.name = name
+
+
+class ToolArgumentsError(ToolCallParseError):
+    """A call's arguments break its tool's JSON Schema; ``issues`` lists every violation."""
+
+    def __init__(
+        self, name: str, issues: Sequence[SchemaIssue], *, raw_arguments: str, index: int = 0
+    ):
+        shown = "; ".join(f"{i.path}: {i.message}" for i in issues[:6])
+        more = f" (+{len(issues) - 6} more)" if len(issues) > 6 else ""
+        super().__init__(
+            "invalid_arguments",
+            f"tool call #{index + 1} {name!r}: arguments do not match the schema: {shown}{more}",
+            raw_arguments=raw_arguments,
+            name=name,
+            details={"errors": [asdict(i) for i in issues]},
+        )
+        self.issues = tuple(issues)
+
+
+class StructuredOutputError(GenerateTaskError):
+    """The reply is not JSON, or its JSON breaks the schema (``json_schema_violation``).
+
+    ``issues`` is empty when the text could not be parsed at all; ``data`` is the parsed
+    value when it could.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        text: str,
+        issues: Sequence[SchemaIssue] = (),
+        data: Any = None,
+        parsed: bool = False,
+        cause: BaseException | None = None,
+    ):
+        details: dict[str, Any] = {"text": text, "errors": [asdict(i) for i in issues]}
+        if parsed:
+            details["json_data"] = data
+        super().__init__("json_schema_violation", message, cause=cause, details=details)
+        self.text = text
+        self.issues = tuple(issues)
+        self.data = data
+
+
+class EmbedderUnavailable(TavernKitError):
+    """The embedder cannot run here: a package of the ``embed`` extra or one of its files is
+    missing or not the expected file. The message says which, and how to fix it."""
+
+
+class EmbeddingInputError(TavernKitError, TypeError):
+    """A text to embed is not a string; ``index`` is its position in the batch."""
+
+    def __init__(self, message: str, *, index: int) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+class SlashUsage(Protocol):
+    """What :class:`UsageError` reads of a slash command (``tavernkit.cli.slash``)."""
+
+    @property
+    def usage(self) -> str: ...
+    @property
+    def summary(self) -> str: ...
+
+
+class UsageError(TavernKitError):
+    """A slash command was given arguments it cannot use; ``usage`` is its syntax line."""
+
+    def __init__(self, command: SlashUsage, problem: str) -> None:
+        self.command = command
+        self.problem = problem
+        super().__init__(f"{problem}; usage: {command.usage}  ({command.summary})")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import UsageError as UsageError
 
 __all__ = [
     "COMMANDS",
@@ -22,15 +22,6 @@ __all__ = [
     "positive_number",
     "split_command",
 ]
-
-
-class UsageError(TavernKitError):
-    """A slash command was given arguments it cannot use; ``usage`` is its syntax line."""
-
-    def __init__(self, command: SlashCommand, problem: str) -> None:
-        self.command = command
-        self.problem = problem
-        super().__init__(f"{problem}; usage: {command.usage}  ({command.summary})")
 
 
 @dataclass(frozen=True)

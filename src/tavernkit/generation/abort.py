@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tavernkit.errors import RequestAborted
+from tavernkit.errors import AbortError as AbortError
 
 __all__ = [
     "AbortController",
@@ -28,12 +28,6 @@ __all__ = [
     "ActiveGenerations",
     "StreamingProcessor",
 ]
-
-
-class AbortError(RequestAborted):
-    """Raised by :meth:`AbortSignal.throw_if_aborted`; a
-    :class:`~tavernkit.errors.RequestAborted`, which
-    :func:`tavernkit.errors.task_error_from` maps to ``aborted``."""
 
 
 class AbortSignal:

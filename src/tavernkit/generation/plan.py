@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from tavernkit.errors import Unusable as Unusable
 from tavernkit.generation.result import AttemptRecord
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
@@ -170,14 +171,6 @@ class AttemptTarget:
     samplers: Mapping[str, Any] = field(default_factory=dict)
     user_max_tokens: int | None = None
     fitter: Fitter | None = None
-
-
-class Unusable(Exception):
-    """The resolver cannot use an entry (no credentials, unknown model...): skip it."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 EntryResolver = Callable[["PlanEntry", FundingScope], Awaitable[AttemptTarget]]

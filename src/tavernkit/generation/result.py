@@ -27,6 +27,8 @@ from tavernkit.errors import (
     RateLimited,
     StreamInterrupted,
 )
+from tavernkit.errors import ErrorClass as ErrorClass
+from tavernkit.errors import TurnFailure as TurnFailure
 from tavernkit.providers.events import Usage
 
 if TYPE_CHECKING:
@@ -48,28 +50,6 @@ __all__ = [
     "root_cause",
 ]
 
-ErrorClass = Literal[
-    "auth",
-    "missing_credential",
-    "quota",
-    "rate_limit",
-    "overloaded",
-    "context_too_long",
-    "content_filter",
-    "model_unavailable",
-    "bad_request",
-    "timeout",
-    "network",
-    "interrupted",
-    "protocol",
-    "empty_response",
-    "length_cap",
-    "speaker_guard",
-    "keys_cooling",
-    "not_admitted",
-    "no_credentials",
-    "unknown",
-]
 
 TurnStatus = Literal["completed", "failed", "aborted"]
 
@@ -88,15 +68,6 @@ _CLASSES: tuple[tuple[type[ProviderError], ErrorClass], ...] = (
     (NetworkError, "network"),
     (ProtocolError, "protocol"),
 )
-
-
-class TurnFailure(ProviderError):
-    """A failure the runner decides itself (empty reply, speaker guard, all keys cooling,
-    admission refused): not from a provider, but policy switches on it the same way."""
-
-    def __init__(self, error_class: ErrorClass, message: str, **kwargs: Any) -> None:
-        super().__init__(message, **kwargs)
-        self.error_class: ErrorClass = error_class
 
 
 def root_cause(error: BaseException) -> BaseException:

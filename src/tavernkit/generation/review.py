@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from tavernkit.errors import ProviderError
+from tavernkit.errors import ReviewUnavailable as ReviewUnavailable
 from tavernkit.generation.continuation import fill
 from tavernkit.generation.plan import FundingScope, Plan, PlanEntry, Unusable, endpoint_usable
 from tavernkit.generation.result import add_usage, classify_error
@@ -267,12 +268,6 @@ class ReviewPacket:
     size: int
     #: where the per-candidate part starts (everything before it is stable for the turn)
     stable_prefix: int
-
-
-class ReviewUnavailable(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _escape(text: str) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import OutsideWindow as OutsideWindow
 from tavernkit.models.chat import Message
 
 __all__ = [
@@ -30,15 +30,6 @@ __all__ = [
     "count_visible",
     "visible_indices",
 ]
-
-
-class OutsideWindow(TavernKitError, LookupError):
-    """A build read message ``index``, which the turn did not load. A ``TavernKitError``, so
-    the places that contain a failing macro or provider let it through to the loader."""
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-        super().__init__(f"message {index} is outside the loaded window")
 
 
 @dataclass(frozen=True, slots=True)

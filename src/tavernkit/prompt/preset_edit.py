@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import PresetEditError as PresetEditError
 from tavernkit.models.preset import (
     GLOBAL_CHARACTER_ID,
     INJECTION_ABSOLUTE,
@@ -30,10 +30,6 @@ __all__ = [
 ]
 
 _ROLES = ("system", "user", "assistant")
-
-
-class PresetEditError(TavernKitError):
-    """The edit is not possible (unknown prompt, built-in prompt, duplicate id...)."""
 
 
 def _wire(preset: ChatCompletionPreset) -> dict[str, Any]:

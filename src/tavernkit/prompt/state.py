@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import TokenBudgetExceeded as TokenBudgetExceeded
 from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import count_user
@@ -41,20 +41,6 @@ __all__ = [
 
 #: SillyTavern's generation types (``Generate(type)``).
 GenerationType = Literal["normal", "continue", "impersonate", "swipe", "regenerate", "quiet"]
-
-
-class TokenBudgetExceeded(TavernKitError):
-    """The prompts that must be sent do not fit the context (SillyTavern's
-    "Mandatory prompts exceed the context size")."""
-
-    def __init__(self, identifier: str, needed: int, available: int) -> None:
-        self.identifier = identifier
-        self.needed = needed
-        self.available = available
-        super().__init__(
-            f"Mandatory prompts exceed the context size: {identifier!r} needs {needed} tokens, "
-            f"{available} left"
-        )
 
 
 class ExtensionPosition:

@@ -21,7 +21,9 @@ from typing import Any, Protocol
 import httpx2
 
 from tavernkit import log_redaction
-from tavernkit.errors import ProtocolError, RequestAborted
+from tavernkit.errors import Aborted as Aborted
+from tavernkit.errors import ProtocolError
+from tavernkit.errors import StreamTimeout as StreamTimeout
 from tavernkit.providers.sse import SSEDecoder, SSEEvent
 
 __all__ = ["AbortLike", "Aborted", "StreamTimeout", "Timeouts", "iter_sse", "read_body"]
@@ -48,19 +50,6 @@ class AbortLike(Protocol):
     def is_set(self) -> bool: ...
 
     async def wait(self) -> object: ...
-
-
-class Aborted(RequestAborted):
-    """The caller aborted the request (internal; providers turn it into a finish event)."""
-
-
-class StreamTimeout(Exception):
-    """A first-byte or idle timeout fired (internal; ``phase`` says which)."""
-
-    def __init__(self, phase: str, seconds: float) -> None:
-        super().__init__(f"no data for {seconds:g} s ({phase})")
-        self.phase = phase
-        self.seconds = seconds
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

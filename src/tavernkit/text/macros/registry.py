@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from tavernkit.errors import MacroRuntimeError as MacroRuntimeError
 from tavernkit.jscompat import (
     is_false_boolean,
     is_true_boolean,
@@ -38,10 +39,6 @@ ArgType = Literal["string", "integer", "number", "boolean"]
 Availability = Literal["all", "default", "st-1.18"]
 _NAME = re.compile(r"[a-zA-Z][\w-]*", re.ASCII)
 _INTEGER = re.compile(r"-?\d+", re.ASCII)
-
-
-class MacroRuntimeError(Exception):
-    """Raised by a handler to keep its macro as written and record a warning."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from typing import Any
 import httpx2
 
 from tavernkit import log_redaction
+from tavernkit.errors import UrlRefused as UrlRefused
 from tavernkit.text.macros.registry import MacroRuntimeError
 
 # renderer-only use still gets no URL query or header in httpx2's DEBUG lines
@@ -40,10 +41,6 @@ __all__ = ["UrlPolicy", "UrlRefused", "fetch_url", "url_provider"]
 
 _METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"})
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-class UrlRefused(MacroRuntimeError):
-    """The policy does not allow this request."""
 
 
 @dataclass(frozen=True, slots=True)
