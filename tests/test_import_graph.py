@@ -40,27 +40,14 @@ _DEFERRED: dict[tuple[str, str], str] = {
 }
 
 #: still open, closed by the runtime (issue 14 step 2); these lists only shrink
-_OPEN_DEFERRED: dict[tuple[str, str], str] = {
-    ("tavernkit.context", "tavernkit."): "the request API calls back into the context",
-    ("tavernkit.generation.task", "tavernkit.generation._task_run"): "task <-> _task_run",
-    ("tavernkit.generation.profiles", "tavernkit.providers.local_llama"): "embedded model",
-    ("tavernkit.cli.chat_session", "tavernkit.cli.prompt_cmd"): "cli chat <-> prompt_cmd",
-}
+_OPEN_DEFERRED: dict[tuple[str, str], str] = {}
 #: type-only circles still open (each a sorted list of modules)
 _OPEN_TYPE_CYCLES: list[list[str]] = [
-    ["tavernkit.generation.options", "tavernkit.generation.sending"],
     [
         "tavernkit.text.macros.evaluator",
         "tavernkit.text.macros.parser",
         "tavernkit.text.macros.registry",
         "tavernkit.text.macros.shorthand",
-    ],
-    ["tavernkit.generation._task_run", "tavernkit.generation.task"],
-    [
-        "tavernkit.context",
-        "tavernkit.generation._requests",
-        "tavernkit.generation.service_classes",
-        "tavernkit.generation.services",
     ],
 ]
 _OPEN_FACADE_IMPORTERS: list[str] = []

@@ -67,9 +67,9 @@ if TYPE_CHECKING:
     from tavernkit.facade import Tavern
     from tavernkit.generation.abort import AbortController, AbortSignal
     from tavernkit.generation.sink import ResponseSink
-    from tavernkit.generation.task import TaskResult
     from tavernkit.library import ImportResult, Library
     from tavernkit.runtime import Runtime
+    from tavernkit.tasks.options import TaskResult
     from tavernkit.tools.calls import ToolCall
     from tavernkit.tools.registry import FunctionTool
 
@@ -83,7 +83,7 @@ _LAZY: dict[str, str] = {
     "Library": "tavernkit.library",
     "ResponseSink": "tavernkit.generation.sink",
     "Runtime": "tavernkit.runtime",
-    "TaskResult": "tavernkit.generation.task",
+    "TaskResult": "tavernkit.tasks.options",
     "Tavern": "tavernkit.facade",
     "TavernContext": "tavernkit.context",
     "ToolCall": "tavernkit.tools.calls",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernkit import AbortController, GenerateTaskError
-from tavernkit.generation.services import StreamChunk
+from tavernkit.context.request_primitives import StreamChunk
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.templates import InstructTemplate
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tavernkit import GenerateTaskError
-from tavernkit.generation.task import TaskDone, TaskReasoningDelta, TaskTextDelta, TaskToolCallEvent
 from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.tasks import TaskDone, TaskReasoningDelta, TaskTextDelta, TaskToolCallEvent
 from tavernkit.tools.structured import parse_structured
 
 from ._helpers import context, profile, setup_tavern

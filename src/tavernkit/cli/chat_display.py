@@ -14,6 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
+from rich.table import Table
 
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.cli.failures import Where, failure_line
@@ -34,6 +35,7 @@ __all__ = [
     "err",
     "local_model_hint",
     "out",
+    "print_inspection",
     "print_message",
     "report_outcome",
     "say_error",
@@ -190,3 +192,51 @@ def report_outcome(outcome: TurnOutcome, sink: ChatConsoleSink | None, where: Wh
         say_error(f"error: {line}")
         if hint:
             say_error(f"hint: {hint}")
+
+
+def print_inspection(console: Console, data: dict[str, Any]) -> None:
+    """The inspector as a table: one row per block, then the lorebook entries."""
+    title = (
+        f"{data['kind']} turn -> {data['profile']} ({data['source']}, {data['model'] or '-'}): "
+        f"{data['total_tokens']} tokens of {data['budget'] or '?'} budget"
+    )
+    table = Table(title=title, title_justify="left")
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("source", style="cyan", no_wrap=True)
+    table.add_column("role", no_wrap=True)
+    table.add_column("tokens", justify="right")
+    table.add_column("content", overflow="fold")
+    for i, block in enumerate(data["blocks"]):
+        source = block.get("source", "")
+        label = f"{source}: {block.get('identifier', '')}"
+        if block.get("entries"):
+            label += " [" + ", ".join(block["entries"]) + "]"
+        if block.get("message_index") is not None:
+            label += f" (message #{block['message_index']})"
+        table.add_row(
+            str(i),
+            escape(label),
+            escape(str(block.get("role", ""))),
+            str(block.get("tokens", "")),
+            escape(_text(block.get("content"))),
+        )
+    console.print(table)
+    if "request_as_built" in data:
+        console.print(
+            "[yellow]plugin hooks changed the request:[/] the blocks are the prompt as built; "
+            "what is sent is the hooks' version (--format json shows both: request, "
+            "request_as_built)"
+        )
+    for key, entry in data["lorebook"].items():
+        console.print(
+            f"[bold]lorebook[/] {escape(entry['comment'] or key)} [dim]{escape(key)}: "
+            f"{escape(entry['why'])}[/]"
+        )
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "[image]")) for p in content if isinstance(p, dict))
+    return ""

@@ -33,6 +33,7 @@ from tavernkit.cli.chat_display import (
     ChatConsoleSink,
     JsonSink,
     out,
+    print_inspection,
     print_message,
     report_outcome,
     say_error,
@@ -495,8 +496,6 @@ class Session:
     async def cmd_prompt(self, arg: str) -> None:
         no_argument(COMMANDS["prompt"], arg)
         data = inspection(await self.chats.preview(self.chat_id, overrides=self.overrides))
-        from tavernkit.cli.prompt_cmd import print_inspection
-
         print_inspection(out, data)
 
     async def cmd_lore(self, arg: str) -> None:

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from tavernkit.generation.continuation import ContinuationConfig
 from tavernkit.generation.review import ReviewConfig
-from tavernkit.generation.sending import BeforeRequest, Observe
+from tavernkit.providers.events import StreamEvent
+from tavernkit.providers.request import PromptRequest
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.tools.registry import FunctionTool
 
-__all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions"]
+__all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "BeforeRequest", "Observe", "TurnOptions"]
+
+#: may replace the outgoing request (``None``: send it unchanged); gets ``(request, stream)``
+BeforeRequest = Callable[[PromptRequest, bool], "PromptRequest | None"]
+#: sees every provider event; may be a coroutine function
+Observe = Callable[[StreamEvent], "Awaitable[None] | None"]
 
 DEFAULT_TOOLS_RAN_DIRECTIVE = (
     "These tools already ran during this reply; their results are final and they must not "

@@ -34,6 +34,8 @@ from tavernkit.providers.gemini import GeminiAdapter
 from tavernkit.providers.http import AbortLike, Timeouts
 from tavernkit.providers.kobold import KoboldAdapter
 from tavernkit.providers.llamacpp import LlamaCppAdapter
+from tavernkit.providers.local_call import LOCAL_MODEL_NAME
+from tavernkit.providers.local_llama import LocalLlamaProvider
 from tavernkit.providers.novelai import NovelAIAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.openai_text import OpenAITextAdapter
@@ -66,7 +68,7 @@ ChatFamily = str
 
 #: The profile used when none is configured: the embedded offline model.
 EMBEDDED_PROFILE = ConnectionProfile(
-    name="embedded", api="local", source="local", model="smollm2-135m-instruct"
+    name="embedded", api="local", source="local", model=LOCAL_MODEL_NAME
 )
 
 #: source -> (default base URL, auth scheme, key required)
@@ -306,11 +308,8 @@ def profile_timeouts(settings: ProfileTimeouts) -> Timeouts:
 
 def local_provider(profile: ConnectionProfile, model_profile: ModelProfile) -> ProviderLike:
     """A new embedded model for ``profile`` (loaded on its first request). A process should
-    hold one per model: ``Tavern.local_provider`` is the shared one."""
-    # imported here: the embedded model's module is only needed when it is used
-    from tavernkit.providers.local_llama import LocalLlamaProvider
-
-    return LocalLlamaProvider(model=profile.model or "smollm2-135m-instruct", profile=model_profile)
+    hold one per model: ``Runtime.local_models`` holds the shared ones."""
+    return LocalLlamaProvider(model=profile.model or LOCAL_MODEL_NAME, profile=model_profile)
 
 
 async def resolve_connection(

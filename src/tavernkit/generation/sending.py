@@ -29,6 +29,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from tavernkit.errors import ProviderError
+from tavernkit.generation.options import BeforeRequest as BeforeRequest
+from tavernkit.generation.options import Observe as Observe
+from tavernkit.generation.options import TurnOptions
 from tavernkit.providers.accumulator import Accumulator, Completion
 from tavernkit.providers.events import Finish, StreamEvent
 from tavernkit.providers.http import AbortLike
@@ -37,7 +40,6 @@ from tavernkit.providers.request import PromptRequest
 from tavernkit.providers.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from tavernkit.generation.options import TurnOptions
     from tavernkit.providers.provider import Provider
 
 __all__ = [
@@ -49,10 +51,6 @@ __all__ = [
     "sending_provider",
 ]
 
-#: may replace the outgoing request (``None``: send it unchanged); gets ``(request, stream)``
-BeforeRequest = Callable[[PromptRequest, bool], "PromptRequest | None"]
-#: sees every provider event; may be a coroutine function
-Observe = Callable[[StreamEvent], "Awaitable[None] | None"]
 Sleep = Callable[[float], Awaitable[object]]
 
 _ABORTED = object()

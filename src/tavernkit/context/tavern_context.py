@@ -1,17 +1,4 @@
-"""``TavernContext``: what a plugin or a bot holds (the analogue of a front end's
-``getContext()``), returned by ``Tavern.context(chat_id=None)``.
-
-It knows the active character, persona, chat, connection profile and presets (read from the
-store's settings at each call, so a change of selection is seen by the next call) and offers
-every generation call: ``generate_task`` (the one to use), its stream, the tool loop, the
-lower-level ``generate_raw`` / ``generate_quiet_prompt``, and the prompt preview. Nothing here
-persists a generation, except ``generate_quiet_prompt(quiet_to_loud=True)``, which hands its
-reply to the chat service to append.
-
-Capability questions (``is_tool_calling_supported``, ``can_perform_tool_calls``,
-``get_chat_completion_model``) are ``async`` here, unlike in the reference front end: they
-read the active profile from the store.
-"""
+"""``TavernContext``, the plugin context (see :mod:`tavernkit.context`)."""
 
 from __future__ import annotations
 
@@ -21,39 +8,50 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 import httpx2
 
+from tavernkit.chat.plan import PlanSources, task_plan
 from tavernkit.chat.slots import ChatSlots
-from tavernkit.errors import GenerateTaskError, NotFound
-from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._task_run import TaskServices, world_info_from_mapping
-from tavernkit.generation.abort import AbortSignal, StreamingProcessor
-from tavernkit.generation.hooks import RequestScope, before_request_hook
-from tavernkit.generation.profiles import (
-    EMBEDDED_PROFILE,
-    LocalFactory,
-    ResolvedConnection,
-    resolve_connection,
-)
-from tavernkit.generation.raw import (
+from tavernkit.context.raw_generation import (
     QuietOptions,
     RawOptions,
     generate_quiet_prompt,
     generate_raw,
     generate_raw_data,
 )
+from tavernkit.context.request_primitives import (
+    ChatCompletionService,
+    ConnectionManagerRequestService,
+    StreamChunk,
+    TextCompletionService,
+    send_chat_request,
+    send_generation_request,
+    send_streaming_request,
+)
+from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.generation.abort import AbortSignal, StreamingProcessor
+from tavernkit.generation.hooks import RequestScope, before_request_hook
+from tavernkit.generation.plan import Plan
+from tavernkit.generation.profiles import (
+    EMBEDDED_PROFILE,
+    LocalFactory,
+    ResolvedConnection,
+    resolve_connection,
+)
 from tavernkit.generation.sending import BeforeRequest
-from tavernkit.generation.task import TaskOptions, TaskResult, TaskStream
-from tavernkit.generation.task import generate_task as _generate_task
-from tavernkit.generation.task import generate_task_stream as _generate_task_stream
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.tasks import prompt as tp
+from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
+from tavernkit.tasks.run import TaskServices, world_info_from_mapping
+from tavernkit.tasks.run import generate_task as _generate_task
+from tavernkit.tasks.run import generate_task_stream as _generate_task_stream
 from tavernkit.tools.capability import (
     ToolCapabilities,
 )
@@ -67,15 +65,6 @@ from tavernkit.tools.loop import ToolLoopResult
 from tavernkit.tools.loop import run_tool_loop as _run_tool_loop
 from tavernkit.tools.registry import FunctionTool, ToolAction, ToolRegistry, tools_from_specs
 from tavernkit.worldinfo.result import WorldInfoResult
-
-if TYPE_CHECKING:
-    from tavernkit.generation.plan import Plan
-    from tavernkit.generation.services import (
-        ChatCompletionService,
-        ConnectionManagerRequestService,
-        StreamChunk,
-        TextCompletionService,
-    )
 
 __all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
 
@@ -121,7 +110,7 @@ class ConnectionProfiles:
     async def resolve(self, name: str = "", *, model_override: str = "") -> ResolvedConnection:
         """The connection a call with ``api_preset_name=name`` would use (the active profile
         for ``""``, the embedded model when none is configured)."""
-        return await self._context._connection(name, model_override)
+        return await self._context.resolve_named(name, model_override)
 
 
 def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,7 +196,7 @@ class TavernContext:
         selected = settings.selections.profile
         return await self.connection_profiles.get(selected) if selected else None
 
-    async def _connection(
+    async def resolve_named(
         self,
         name: str,
         model_override: str = "",
@@ -241,10 +230,9 @@ class TavernContext:
             environ=self.environ,
         )
 
-    async def _plan(self, connection: ResolvedConnection) -> Plan:
+    async def plan_for(self, connection: ResolvedConnection) -> Plan:
         """The plan a generation on ``connection`` runs: the chat turn's (key pool with the
         Tavern's cooldowns, fallback chain), see :func:`tavernkit.chat.plan.task_plan`."""
-        from tavernkit.chat.plan import PlanSources, task_plan
 
         runtime = self.runtime
         sources = PlanSources(
@@ -257,7 +245,7 @@ class TavernContext:
         )
         return await task_plan(connection, sources)
 
-    async def _preset(self, name: str) -> ChatCompletionPreset | None:
+    async def preset_named(self, name: str) -> ChatCompletionPreset | None:
         store, owner = self.runtime.store, self.runtime.owner
         try:
             preset = await store.get("chat_preset", name, owner=owner)
@@ -269,25 +257,25 @@ class TavernContext:
             ) from None
         return preset if isinstance(preset, ChatCompletionPreset) else None
 
-    def _before_request(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
+    def request_hooks(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
         """The context's own ``before_request`` then the plugins' hooks, for ``scope``
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
         return before_request_hook(self.runtime.plugins, scope, own=self.before_request)
 
     def _services(self, *, api_settings_override: Any = None) -> TaskServices:
         async def connection(name: str, model_override: str) -> ResolvedConnection:
-            return await self._connection(name, model_override, api_settings_override)
+            return await self.resolve_named(name, model_override, api_settings_override)
 
         return TaskServices(
             load_state=self.chat_state,
             resolve_connection=connection,
-            load_preset=self._preset,
+            load_preset=self.preset_named,
             generations=self.runtime.generations,
             chat_id=self.chat_id,
             retry=self.retry,
             rng=self.rng,
-            before_request=self._before_request(),
-            plan_for=self._plan,
+            before_request=self.request_hooks(),
+            plan_for=self.plan_for,
         )
 
     # -- generate_task -----------------------------------------------------------------------
@@ -314,7 +302,7 @@ class TavernContext:
         substitute_macros: bool = True,
     ) -> TaskResult:
         """One LLM request with profile, preset, world info, envelope, tools or schema, and a
-        normalized :class:`~tavernkit.generation.task.TaskResult`. Raises
+        normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises
         :class:`~tavernkit.errors.GenerateTaskError`."""
         options = TaskOptions(**_task_kwargs(locals()))
         return await _generate_task(self._services(), options)
@@ -337,7 +325,7 @@ class TavernContext:
         chat, when ``messages`` is empty and ``fallback_to_current_chat``). The result is
         reusable as ``runtime_world_info`` (``result.to_st()`` for JSON)."""
         state = await self.chat_state()
-        connection = await self._connection("")
+        connection = await self.resolve_named("")
         pstate = tp.connection_prompt_state(state, connection, state.chat_preset)
         scan_messages: Sequence[Mapping[str, Any]] | None = tp.validate_task_messages(messages)
         if not messages and fallback_to_current_chat:
@@ -369,8 +357,8 @@ class TavernContext:
     ) -> list[dict[str, Any]]:
         """The messages ``generate_task`` would wrap around ``messages``, without sending."""
         state = await self.chat_state()
-        connection = await self._connection("")
-        preset = await self._preset(llm_preset_name) if llm_preset_name else state.chat_preset
+        connection = await self.resolve_named("")
+        preset = await self.preset_named(llm_preset_name) if llm_preset_name else state.chat_preset
         pstate = tp.prompt_state_for(
             state,
             preset=preset,
@@ -407,7 +395,7 @@ class TavernContext:
         return self.tools.unregister_function_tool(name)
 
     async def _capabilities(self) -> ToolCapabilities:
-        return (await self._connection("")).capabilities
+        return (await self.resolve_named("")).capabilities
 
     async def is_tool_calling_supported(self) -> bool:
         """Whether the active profile's model calls tools natively."""
@@ -446,18 +434,18 @@ class TavernContext:
 
     async def generate_raw(self, prompt: str = "", **options: Any) -> str:
         """A literal prompt: no chat, no card, no world info (see
-        :mod:`tavernkit.generation.raw`). Options: ``api``, ``instruct_override``,
+        :mod:`tavernkit.context.raw_generation`). Options: ``api``, ``instruct_override``,
         ``quiet_to_loud``, ``system_prompt``, ``response_length``, ``trim_names``,
         ``prefill``, ``json_schema``, ``llm_preset_name``, ``api_preset_name``,
         ``api_settings_override``, ``abort``."""
         raw = RawOptions(prompt=prompt, **options)
-        connection = await self._connection(raw.api_preset_name, "", raw.api_settings_override)
+        connection = await self.resolve_named(raw.api_preset_name, "", raw.api_settings_override)
         return await generate_raw(self._services(), connection, raw)
 
     async def generate_raw_data(self, prompt: str = "", **options: Any) -> dict[str, Any]:
         """:meth:`generate_raw`'s response unprocessed, as an OpenAI-shaped body."""
         raw = RawOptions(prompt=prompt, **options)
-        connection = await self._connection(raw.api_preset_name, "", raw.api_settings_override)
+        connection = await self.resolve_named(raw.api_preset_name, "", raw.api_settings_override)
         return await generate_raw_data(self._services(), connection, raw)
 
     async def generate_quiet_prompt(self, quiet_prompt: str = "", **options: Any) -> str:
@@ -467,7 +455,7 @@ class TavernContext:
         ``response_length``, ``force_ch_id``, ``json_schema``, ``remove_reasoning``,
         ``trim_to_sentence``, ``abort``."""
         quiet = QuietOptions(quiet_prompt=quiet_prompt, **options)
-        connection = await self._connection("")
+        connection = await self.resolve_named("")
         if not quiet.quiet_to_loud:
             return await generate_quiet_prompt(self._services(), connection, quiet)
         return await self._quiet_to_loud(connection, quiet)
@@ -501,7 +489,7 @@ class TavernContext:
             await chats.append_reply(chat_id, text, model=connection.model)
         return text
 
-    # -- the primitives (tavernkit.generation.services) -------------------------------------
+    # -- the primitives (tavernkit.context.request_primitives) -------------------------------------
 
     async def send_chat_request(
         self,
@@ -515,7 +503,6 @@ class TavernContext:
         ``api_settings_override``, ``request_scope`` (``"main"`` runs the main chat's
         hooks, ``"extension_internal"`` skips them), ``function_call_options``,
         ``json_schema``. Returns the OpenAI-shaped response body."""
-        from tavernkit.generation.services import send_chat_request
 
         return await send_chat_request(self, kind, messages, abort, **options)
 
@@ -527,7 +514,6 @@ class TavernContext:
         **options: Any,
     ) -> AsyncIterator[StreamChunk]:
         """:meth:`send_chat_request` as an async generator of ``StreamChunk``."""
-        from tavernkit.generation.services import send_streaming_request
 
         return send_streaming_request(self, kind, messages, abort, **options)
 
@@ -539,26 +525,22 @@ class TavernContext:
         **options: Any,
     ) -> dict[str, Any]:
         """``data`` routed by the connection's API family (``messages`` or ``prompt``)."""
-        from tavernkit.generation.services import send_generation_request
 
         return await send_generation_request(self, kind, data, abort, **options)
 
     @property
     def chat_completion_service(self) -> ChatCompletionService:
-        from tavernkit.generation.services import ChatCompletionService
 
         return ChatCompletionService(self)
 
     @property
     def text_completion_service(self) -> TextCompletionService:
-        from tavernkit.generation.services import TextCompletionService
 
         return TextCompletionService(self)
 
     @property
     def connection_manager(self) -> ConnectionManagerRequestService:
         """``ConnectionManagerRequestService``: send through a profile by name."""
-        from tavernkit.generation.services import ConnectionManagerRequestService
 
         return ConnectionManagerRequestService(self)
 
@@ -573,5 +555,5 @@ class TavernContext:
 
     async def get_chat_completion_model(self) -> str:
         """The model the active profile sends to (the embedded model's when none is set)."""
-        connection = await self._connection("")
+        connection = await self.resolve_named("")
         return connection.model or EMBEDDED_PROFILE.model or ""

@@ -1,5 +1,5 @@
 """The three service classes of the reference front end, over the primitives of
-:mod:`tavernkit.generation.services` (same resolution, same one-attempt send, same hooks).
+:mod:`tavernkit.context.request_primitives` (same resolution, same one-attempt send, same hooks).
 
 - :class:`ChatCompletionService` / :class:`TextCompletionService`: ``create_request_data``,
   ``send_request``, ``process_request`` (a named preset's samplers under the data's own);
@@ -14,11 +14,10 @@ request is background work, not a chat turn.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tavernkit.errors import GenerateTaskError
-from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._requests import (
+from tavernkit.context.port import RequestPort
+from tavernkit.context.request_data import (
     _chat_request,
     _scope,
     _Sender,
@@ -26,15 +25,14 @@ from tavernkit.generation._requests import (
     _text_prompt,
     construct_prompt,
 )
+from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.extract import completion_to_openai
 from tavernkit.generation.profiles import ResolvedConnection, family_of
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.templates import InstructTemplate
 from tavernkit.providers.request import PromptRequest
-
-if TYPE_CHECKING:
-    from tavernkit.context import TavernContext
+from tavernkit.tasks import prompt as tp
 
 __all__ = ["ChatCompletionService", "ConnectionManagerRequestService", "TextCompletionService"]
 
@@ -69,7 +67,7 @@ async def _answer(
 class ChatCompletionService:
     """Chat-completion requests without the generation pipeline (the reference's class)."""
 
-    def __init__(self, ctx: TavernContext) -> None:
+    def __init__(self, ctx: RequestPort) -> None:
         self.ctx = ctx
 
     def create_request_data(self, custom: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -133,7 +131,7 @@ class ChatCompletionService:
 class TextCompletionService:
     """Text-completion requests without the generation pipeline (the reference's class)."""
 
-    def __init__(self, ctx: TavernContext) -> None:
+    def __init__(self, ctx: RequestPort) -> None:
         self.ctx = ctx
 
     def create_request_data(self, custom: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -199,7 +197,7 @@ _ICONS = {"chat": "fa-solid fa-comments", "text": "fa-solid fa-align-left"}
 class ConnectionManagerRequestService:
     """Send through a connection profile by name, whatever profile is active."""
 
-    def __init__(self, ctx: TavernContext) -> None:
+    def __init__(self, ctx: RequestPort) -> None:
         self.ctx = ctx
 
     def get_allowed_types(self) -> dict[str, str]:
@@ -216,7 +214,7 @@ class ConnectionManagerRequestService:
         if profile_id and profile is None:
             return ""
         if profile is None:
-            return _ICONS[(await self.ctx._connection("")).family]
+            return _ICONS[(await self.ctx.resolve_named("")).family]
         return _ICONS[family_of(profile)]
 
     async def _require(self, profile_id: str) -> ConnectionProfile:
@@ -265,7 +263,7 @@ class ConnectionManagerRequestService:
         custom = dict(custom or {})
         data: dict[str, Any] = {"max_tokens": max_tokens, **(override_payload or {})}
         data["stream"] = bool(custom.get("stream"))
-        connection = await self.ctx._connection(profile_id, str(data.get("model") or ""))
+        connection = await self.ctx.resolve_named(profile_id, str(data.get("model") or ""))
         if isinstance(prompt, str):
             data["prompt" if connection.family == "text" else "messages"] = (
                 prompt if connection.family == "text" else [{"role": "user", "content": prompt}]

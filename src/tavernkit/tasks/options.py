@@ -1,35 +1,12 @@
-"""``generate_task``: one call for every LLM request, one normalized result whatever the backend.
-
-The pipeline (:mod:`tavernkit.generation._task_run`), in this order:
-
-1. **validation** before anything else (``tools`` with ``json_schema``, ``custom`` world info
-   without messages, an unknown source or mode: ``invalid_input``);
-2. **profile** (where: connection, model, keys) and **preset** (how: samplers, prompt order)
-   resolved separately and combined;
-3. **world info**: ``none`` / ``task`` / ``chat`` / ``custom``, always a dry run (sticky and
-   cooldown never advance), or a reusable ``runtime_world_info`` snapshot;
-4. **macros** in the task messages with side effects stripped (not at all when
-   ``substitute_macros=False``; the envelope is evaluated either way);
-5. **envelope**: the preset's prompt around the task messages (card optional);
-6. **tools / schema**: native tools, or the ``prompt_xml`` / ``prompt_json`` protocol (history
-   rewrite, instructions, streaming detector, bounded corrective retries); native structured
-   output where the profile has it, else a schema instruction;
-7. **dispatch** through the turn runner (``generation.turn.run_turn``) with a one-attempt plan
-   plus the provider's retry policy (:mod:`tavernkit.generation.one_attempt`): the chat family
-   gets messages, the text family the folded prompt; continuation is off for tool and JSON
-   tasks;
-8. **normalization** to :class:`TaskResult`; failures are :class:`GenerateTaskError` by code.
-
-A task persists nothing and runs with ``request_scope="extension_internal"``: the main chat's
-hooks do not see it.
-"""
+"""The options, result and stream events of ``generate_task`` (:mod:`tavernkit.tasks`; the
+pipeline that runs them is :mod:`tavernkit.tasks.run`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
@@ -50,8 +27,6 @@ __all__ = [
     "TaskTextDelta",
     "TaskToolCallEvent",
     "WorldInfoSource",
-    "generate_task",
-    "generate_task_stream",
 ]
 
 WorldInfoSource = Literal["none", "task", "chat", "custom"]
@@ -255,29 +230,3 @@ class TaskStream:
     def cancel(self) -> None:
         if self._task is not None:
             self._task.cancel()
-
-
-if TYPE_CHECKING:
-    from tavernkit.generation._task_run import TaskServices
-
-
-async def generate_task(services: TaskServices, options: TaskOptions) -> TaskResult:
-    """Run a task to its result (``options`` are validated first). The context's
-    :meth:`~tavernkit.context.TavernContext.generate_task` is the keyword-argument face of
-    this."""
-    from tavernkit.generation._task_run import run_task
-
-    return await run_task(services, options.validate(), None)
-
-
-def generate_task_stream(services: TaskServices, options: TaskOptions) -> TaskStream:
-    """A :class:`TaskStream` of the task. Validation runs here, synchronously, so a wrong
-    call fails at the call site rather than at the first ``async for``."""
-    from tavernkit.generation._task_run import run_task
-
-    options.validate()
-
-    async def runner(emit: Emit) -> TaskResult:
-        return await run_task(services, options, emit)
-
-    return TaskStream(runner)

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.errors import GenerateTaskError
-from tavernkit.generation import _task_prompt as tp
-from tavernkit.generation._task_run import TaskServices
 from tavernkit.generation.abort import AbortController, AbortSignal
 from tavernkit.generation.abort import StreamingProcessor as Processor
 from tavernkit.generation.extract import completion_to_openai
@@ -48,6 +46,8 @@ from tavernkit.providers.request import (
     Sampling,
     TextPrompt,
 )
+from tavernkit.tasks import prompt as tp
+from tavernkit.tasks.run import TaskServices
 from tavernkit.tools.structured import parse_structured, schema_instruction, unwrap_json_schema
 
 __all__ = [

@@ -26,10 +26,10 @@ Only native tool calling here: the prompt protocols belong to ``generate_task``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from tavernkit.errors import GenerateTaskError
-from tavernkit.generation._requests import (
+from tavernkit.context.port import RequestPort
+from tavernkit.context.request_data import (
     StreamChunk,
     _as_messages,
     _chat_request,
@@ -39,20 +39,18 @@ from tavernkit.generation._requests import (
     _text_prompt,
     construct_prompt,
 )
-from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.extract import completion_to_openai
-from tavernkit.generation.service_classes import (
+from tavernkit.context.service_classes import (
     ChatCompletionService,
     ConnectionManagerRequestService,
     TextCompletionService,
 )
+from tavernkit.errors import GenerateTaskError
+from tavernkit.generation.abort import AbortSignal
+from tavernkit.generation.extract import completion_to_openai
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.providers.request import (
     PromptRequest,
 )
-
-if TYPE_CHECKING:
-    from tavernkit.context import TavernContext
 
 __all__ = [
     "ChatCompletionService",
@@ -67,7 +65,7 @@ __all__ = [
 
 
 async def send_chat_request(
-    ctx: TavernContext,
+    ctx: RequestPort,
     kind: str,
     messages: Sequence[Mapping[str, Any]],
     abort: AbortSignal | None = None,
@@ -101,7 +99,7 @@ async def send_chat_request(
 
 
 async def send_streaming_request(
-    ctx: TavernContext,
+    ctx: RequestPort,
     kind: str,
     messages: Sequence[Mapping[str, Any]],
     abort: AbortSignal | None = None,
@@ -138,7 +136,7 @@ async def send_streaming_request(
 
 
 async def send_generation_request(
-    ctx: TavernContext,
+    ctx: RequestPort,
     kind: str,
     data: Mapping[str, Any],
     abort: AbortSignal | None = None,

@@ -1,5 +1,5 @@
-"""The shared parts of the request primitives (:mod:`tavernkit.generation.services`) and the
-service classes (:mod:`tavernkit.generation.service_classes`): request data -> provider request,
+"""The shared parts of the request primitives (:mod:`tavernkit.context.request_primitives`) and the
+service classes (:mod:`tavernkit.context.service_classes`): request data -> provider request,
 resolution through the context, and the one-attempt send with the request-scope hooks."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from tavernkit.context.port import RequestPort
 from tavernkit.errors import GenerateTaskError
-from tavernkit.generation import _task_prompt as tp
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.extract import completion_to_openai
 from tavernkit.generation.hooks import REQUEST_SCOPES, RequestScope, chat_turn_hooks
@@ -34,13 +34,11 @@ from tavernkit.providers.request import (
     TextPrompt,
     ToolSpec,
 )
+from tavernkit.tasks import prompt as tp
 from tavernkit.tools.modes import FunctionCallOptions
 from tavernkit.tools.registry import tools_from_specs
 from tavernkit.tools.structured import unwrap_json_schema
 from tavernkit.tools.validate import normalize_tool_choice
-
-if TYPE_CHECKING:
-    from tavernkit.context import TavernContext
 
 __all__ = ["StreamChunk", "construct_prompt"]
 
@@ -123,13 +121,13 @@ def _tools(
 class _Sender:
     """What every primitive shares: the context, resolution and the send itself."""
 
-    def __init__(self, ctx: TavernContext) -> None:
+    def __init__(self, ctx: RequestPort) -> None:
         self.ctx = ctx
 
     async def connection(
         self, api_preset_name: str = "", override: Any = None, model: str = ""
     ) -> ResolvedConnection:
-        return await self.ctx._connection(api_preset_name.strip(), model, override)
+        return await self.ctx.resolve_named(api_preset_name.strip(), model, override)
 
     async def chat_sampling(
         self, llm_preset_name: str, data: Mapping[str, Any], include_preset: bool = True
@@ -137,7 +135,7 @@ class _Sender:
         if not include_preset:
             return _sampling(Sampling(), data)
         if llm_preset_name.strip():
-            preset = await self.ctx._preset(llm_preset_name.strip())
+            preset = await self.ctx.preset_named(llm_preset_name.strip())
         else:
             preset = (await self.ctx.chat_state()).chat_preset
         return _sampling(sampling_from_preset(preset), data)
@@ -175,13 +173,13 @@ class _Sender:
             stream=stream,
             abort=abort,
             retry=ctx.retry,
-            before_request=ctx._before_request(scope),
+            before_request=ctx.request_hooks(scope),
             sink=sink,
             continuation=False,
             owner=ctx.runtime.owner,
             turn_id=f"request:{kind}",
             on_result=after,
-            plan=await ctx._plan(connection),
+            plan=await ctx.plan_for(connection),
         )
 
 
@@ -322,7 +320,7 @@ async def _text_prompt(
 
 
 async def construct_prompt(
-    ctx: TavernContext,
+    ctx: RequestPort,
     messages: Sequence[Mapping[str, Any]],
     instruct: InstructTemplate | str | None = None,
     instruct_settings: Mapping[str, Any] | None = None,
@@ -331,7 +329,7 @@ async def construct_prompt(
     template (given, named, else the selected one; ``instruct_settings`` override its fields;
     ``{"enabled": False}`` gives ``Name: text`` lines)."""
     state = await ctx.chat_state()
-    connection = await ctx._connection("")
+    connection = await ctx.resolve_named("")
     pstate = tp.prompt_state_for(
         state,
         preset=state.chat_preset,

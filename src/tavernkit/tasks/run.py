@@ -1,4 +1,4 @@
-"""The ``generate_task`` pipeline (see :mod:`tavernkit.generation.task` for the steps).
+"""The ``generate_task`` pipeline (see :mod:`tavernkit.tasks.options` for the steps).
 
 Collaborators come in through :class:`TaskServices` (the context builds it from its store and
 settings), so the pipeline itself holds no global state and tests can inject each one.
@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.errors import GenerateTaskError
-from tavernkit.generation import _task_prompt as tp
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
 from tavernkit.generation.one_attempt import send_one
@@ -26,14 +25,6 @@ from tavernkit.generation.profiles import (
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sending import BeforeRequest
 from tavernkit.generation.sink import SinkEvent
-from tavernkit.generation.task import (
-    Emit,
-    TaskOptions,
-    TaskReasoningDelta,
-    TaskResult,
-    TaskTextDelta,
-    TaskToolCallEvent,
-)
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import MacroSubstitute
@@ -49,6 +40,16 @@ from tavernkit.providers.request import (
     ToolSpec,
 )
 from tavernkit.providers.retry import RetryPolicy
+from tavernkit.tasks import prompt as tp
+from tavernkit.tasks.options import (
+    Emit,
+    TaskOptions,
+    TaskReasoningDelta,
+    TaskResult,
+    TaskStream,
+    TaskTextDelta,
+    TaskToolCallEvent,
+)
 from tavernkit.tools import protocol_for
 from tavernkit.tools._protocol import PromptProtocol
 from tavernkit.tools._scan import StreamDetector
@@ -67,9 +68,15 @@ from tavernkit.tools.validate import (
 )
 from tavernkit.worldinfo.result import DepthGroup, ExampleEntry, WorldInfoResult
 
-__all__ = ["TaskServices", "run_task", "world_info_from_mapping"]
+__all__ = [
+    "TaskServices",
+    "generate_task",
+    "generate_task_stream",
+    "run_task",
+    "world_info_from_mapping",
+]
 
-log = logging.getLogger("tavernkit.generation.task")
+log = logging.getLogger("tavernkit.tasks")
 
 
 @dataclass
@@ -544,3 +551,21 @@ def _native_calls(completion: Completion) -> list[ToolCall]:
             )
         calls.append(coerce_tool_call(call, index))
     return calls
+
+
+async def generate_task(services: TaskServices, options: TaskOptions) -> TaskResult:
+    """Run a task to its result (``options`` are validated first). The context's
+    :meth:`~tavernkit.context.TavernContext.generate_task` is the keyword-argument face of
+    this."""
+    return await run_task(services, options.validate(), None)
+
+
+def generate_task_stream(services: TaskServices, options: TaskOptions) -> TaskStream:
+    """A :class:`TaskStream` of the task. Validation runs here, synchronously, so a wrong
+    call fails at the call site rather than at the first ``async for``."""
+    options.validate()
+
+    async def runner(emit: Emit) -> TaskResult:
+        return await run_task(services, options, emit)
+
+    return TaskStream(runner)
