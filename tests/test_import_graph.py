@@ -41,7 +41,9 @@ _DEFERRED: dict[tuple[str, str], str] = {
 
 #: still open, closed by the runtime (issue 14 step 2); these lists only shrink
 _OPEN_DEFERRED: dict[tuple[str, str], str] = {}
-#: type-only circles still open (each a sorted list of modules)
+#: type-only circles still open (each a sorted list of modules). The macro catalogue's: a macro
+#: handler (registry, shorthand) is typed with the evaluator's ``Evaluation`` it is called
+#: with, and the evaluator runs the registry's handlers; at runtime the circle is open.
 _OPEN_TYPE_CYCLES: list[list[str]] = [
     [
         "tavernkit.text.macros.evaluator",

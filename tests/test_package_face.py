@@ -159,3 +159,25 @@ def test_a_rewritten_exception_still_pickles() -> None:
     error = pickle.loads(pickle.dumps(NotFound("no character 'Mira'")))
     assert type(error) is NotFound
     assert str(error) == "no character 'Mira'"
+
+
+def test_the_generation_face_resolves_each_name_to_its_module() -> None:
+    import tavernkit.generation as generation
+    from tavernkit.generation.keys import KeyPool
+    from tavernkit.generation.turn import run_turn
+
+    assert generation.run_turn is run_turn
+    assert generation.KeyPool is KeyPool
+    for name in generation.__all__:
+        assert getattr(generation, name) is not None, name
+    assert set(generation.__all__) <= set(dir(generation))
+    with pytest.raises(AttributeError, match="no_such_stage"):
+        generation.no_such_stage  # noqa: B018
+
+
+def test_a_light_generation_module_does_not_load_the_runner() -> None:
+    code = (
+        "import sys, tavernkit.generation.abort\nprint('tavernkit.generation.turn' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -15,9 +15,9 @@ when first resolved here.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tavernkit._lazy_face import lazy_face
 from tavernkit.errors import (
     Aborted,
     AbortError,
@@ -195,15 +195,4 @@ for _error in _ERRORS:
 del _error
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tavernkit' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    value.__module__ = "tavernkit"
-    globals()[name] = value  # the next read is a plain module attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_face("tavernkit", globals(), _LAZY, module_name="tavernkit")

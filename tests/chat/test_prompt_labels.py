@@ -19,8 +19,8 @@ from tavernkit.chat import ChatService
 from tavernkit.chat import service as chat_service
 from tavernkit.chat.authors_note import NOTE_POSITIONS, NOTE_ROLES, set_authors_note
 from tavernkit.chat.inspect import inspection
-from tavernkit.generation.adapt import ByteEstimate, message_tokens
-from tavernkit.generation.adapt_text import TextTurnPrompt
+from tavernkit.generation.attempt.chat_prompt import ByteEstimate, message_tokens
+from tavernkit.generation.attempt.text_prompt import TextTurnPrompt
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import (
     CapabilityOverrides,

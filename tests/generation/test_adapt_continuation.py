@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from tavernkit.errors import ContextTooLong
-from tavernkit.generation.adapt import TurnBlock, TurnPrompt, adapt_request, clamp_max_tokens
+from tavernkit.generation.attempt.chat_prompt import (
+    TurnBlock,
+    TurnPrompt,
+    adapt_request,
+    clamp_max_tokens,
+)
 from tavernkit.generation.continuation import (
     ClauseBuffer,
     ContinuationConfig,

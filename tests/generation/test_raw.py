@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tavernkit import GenerateTaskError
-from tavernkit.generation.extract import (
+from tavernkit.context.response_message import (
     extract_all_function_calls,
     extract_message_from_data,
     get_response_message_content,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tavernkit.generation.one_attempt import one_attempt_plan, task_error_for
+from tavernkit.generation.attempt.one_request import one_attempt_plan, task_error_for
 from tavernkit.generation.result import TurnError, TurnFailure, TurnResult
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.templates import InstructTemplate

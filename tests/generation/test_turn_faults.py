@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from tavernkit.errors import RateLimited
-from tavernkit.generation.adapt import TurnBlock, TurnPrompt
+from tavernkit.generation.attempt.chat_prompt import TurnBlock, TurnPrompt
 from tavernkit.generation.continuation import ContinuationConfig
 from tavernkit.generation.keys import KeyPool, PoolKey
 from tavernkit.generation.plan import EndpointRef, FundingScope, TurnContext

@@ -4,8 +4,8 @@ opening — against a scripted OpenAI-compatible text-completion server on loopb
 
 from __future__ import annotations
 
-from tavernkit.generation.adapt import ByteEstimate
-from tavernkit.generation.adapt_text import TextTurnPrompt, adapt_text_request
+from tavernkit.generation.attempt.chat_prompt import ByteEstimate
+from tavernkit.generation.attempt.text_prompt import TextTurnPrompt, adapt_text_request
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.generation.turn import TurnOptions, run_turn
 from tavernkit.providers.profiles import FAMILY_DEFAULTS

@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Any
 
-from tavernkit.generation.adapt import TurnBlock, TurnPrompt
+from tavernkit.generation.attempt.chat_prompt import TurnBlock, TurnPrompt
 from tavernkit.generation.plan import TurnContext
 from tavernkit.generation.review import ContentSelection, ReviewConfig, ReviewEvidence
 from tavernkit.generation.sink import RecordingSink

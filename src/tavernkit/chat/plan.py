@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from tavernkit.errors import NotFound
+from tavernkit.generation.attempt.sending import ProviderWrapper
 from tavernkit.generation.keys import (
     CooldownStore,
     InMemoryCooldownStore,
@@ -50,7 +51,6 @@ from tavernkit.generation.plan import (
     Unusable,
 )
 from tavernkit.generation.profiles import ProviderLike, ResolvedConnection
-from tavernkit.generation.sending import ProviderWrapper
 from tavernkit.models.profile import ConnectionProfile, CredentialRef, FallbackChain
 from tavernkit.providers.events import StreamEvent
 from tavernkit.providers.http import AbortLike

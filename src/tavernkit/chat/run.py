@@ -1,9 +1,10 @@
 """Step 5 of a chat turn: send the prepared request through the turn runner.
 
 Both prompt families go through :func:`~tavernkit.generation.turn.run_turn`: a chat prompt as a
-:class:`~tavernkit.generation.adapt.TurnPrompt`, a text-completion prompt (kobold, textgen,
+:class:`~tavernkit.generation.attempt.chat_prompt.TurnPrompt`, a text-completion prompt
+(kobold, textgen,
 NovelAI, the embedded model in text mode) as a
-:class:`~tavernkit.generation.adapt_text.TextTurnPrompt`, where a manual prefill is the
+:class:`~tavernkit.generation.attempt.text_prompt.TextTurnPrompt`, where a manual prefill is the
 prompt's tail. So key rotation, fallbacks, continuation of a cut stream and the request hooks
 hold for every chat turn alike.
 
@@ -22,13 +23,13 @@ from collections.abc import Callable, Sequence
 import pluggy
 
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.adapt import TurnPrompt
-from tavernkit.generation.adapt_text import TextTurnPrompt
+from tavernkit.generation.attempt.chat_prompt import TurnPrompt
+from tavernkit.generation.attempt.sending import Sleep
+from tavernkit.generation.attempt.text_prompt import TextTurnPrompt
 from tavernkit.generation.hooks import before_request_hook, chat_turn_hooks
 from tavernkit.generation.options import TurnOptions
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sending import Sleep
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.turn import run_turn
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt

@@ -29,9 +29,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tavernkit.generation.attempt.sending import ProviderWrapper
 from tavernkit.generation.plan import AttemptTarget, FundingScope, Plan, PlanEntry
 from tavernkit.generation.profiles import ResolvedConnection
-from tavernkit.generation.sending import ProviderWrapper
 from tavernkit.providers.events import (
     Finish,
     ProviderErrorEvent,

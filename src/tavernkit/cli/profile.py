@@ -24,7 +24,7 @@ from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.cli.failures import task_failure_line, where_for
 from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.facade import Tavern
-from tavernkit.generation.one_attempt import send_one
+from tavernkit.generation.attempt.one_request import send_one
 from tavernkit.models.profile import (
     ApiFamily,
     ConnectionProfile,

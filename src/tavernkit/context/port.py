@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.hooks import RequestScope
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import ResolvedConnection
-from tavernkit.generation.sending import BeforeRequest
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState

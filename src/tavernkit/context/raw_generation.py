@@ -4,7 +4,7 @@ instruction at the end).
 
 ``generate_raw`` post-processes its text: stop strings cut, reasoning removed, names trimmed,
 whitespace trimmed. ``generate_raw_data`` returns the response as an OpenAI-shaped body instead
-(what :func:`~tavernkit.generation.extract.extract_message_from_data` reads), for callers that
+(what :func:`~tavernkit.context.response_message.extract_message_from_data` reads), for callers that
 need what the string folds away (reasoning, tool calls, usage).
 
 ``quiet_to_loud`` (append the result to the chat) needs the chat service, which owns every
@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.extract import completion_to_openai
-from tavernkit.generation.one_attempt import send_one
+from tavernkit.generation.attempt.one_request import send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,

@@ -39,6 +39,7 @@ from tavernkit.context.request_data import (
     _text_prompt,
     construct_prompt,
 )
+from tavernkit.context.response_message import completion_to_openai
 from tavernkit.context.service_classes import (
     ChatCompletionService,
     ConnectionManagerRequestService,
@@ -46,7 +47,6 @@ from tavernkit.context.service_classes import (
 )
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.extract import completion_to_openai
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.providers.request import (
     PromptRequest,

@@ -25,9 +25,9 @@ from tavernkit.context.request_data import (
     _text_prompt,
     construct_prompt,
 )
+from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.extract import completion_to_openai
 from tavernkit.generation.profiles import ResolvedConnection, family_of
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.templates import InstructTemplate

@@ -32,6 +32,7 @@ from tavernkit.context.request_primitives import (
 )
 from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortSignal, StreamingProcessor
+from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.hooks import RequestScope, before_request_hook
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import (
@@ -40,7 +41,6 @@ from tavernkit.generation.profiles import (
     ResolvedConnection,
     resolve_connection,
 )
-from tavernkit.generation.sending import BeforeRequest
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState

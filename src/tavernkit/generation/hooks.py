@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 import pluggy
 
+from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sending import BeforeRequest
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
 
 __all__ = [

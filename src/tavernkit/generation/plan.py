@@ -37,7 +37,7 @@ from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
 
 if TYPE_CHECKING:
-    from tavernkit.generation.adapt import Fitter
+    from tavernkit.generation.attempt.chat_prompt import Fitter
     from tavernkit.generation.keys import KeyPool
 
 __all__ = [

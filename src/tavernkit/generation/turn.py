@@ -22,11 +22,12 @@ Rules that are easy to get wrong:
   is the reply (possibly empty), as in SillyTavern;
 - logs carry outcomes, attempt ids, key ids and budgets, never prompts, drafts or keys.
 
-Both prompt families run here: a chat prompt (:class:`~tavernkit.generation.adapt.TurnPrompt`)
-and a text-completion prompt (:class:`~tavernkit.generation.adapt_text.TextTurnPrompt`, where a
+Both prompt families run here: a chat prompt
+(:class:`~tavernkit.generation.attempt.chat_prompt.TurnPrompt`) and a text-completion prompt
+(:class:`~tavernkit.generation.attempt.text_prompt.TextTurnPrompt`, where a
 prefill or carried text is simply the prompt's tail). Text models have no native tools and no
 reviewer call shape, so a text turn runs neither. Every request goes through
-:class:`~tavernkit.generation.sending.SendingProvider` (``before_request`` hooks, the
+:class:`~tavernkit.generation.attempt.sending.SendingProvider` (``before_request`` hooks, the
 provider's same-request retry policy, abort before the first event, observation). Tool calls
 the model makes when the turn has no tools of its own to run (a task that returns them to its
 caller) complete the attempt as they are.
@@ -42,9 +43,10 @@ from dataclasses import replace
 from typing import Literal
 
 from tavernkit.errors import ContextTooLong, ProviderError
-from tavernkit.generation.adapt import ByteEstimate, TokenCounter, TurnPrompt
-from tavernkit.generation.adapt_text import TextTurnPrompt, attempt_request
-from tavernkit.generation.attempt_log import Outcome, attempt_record
+from tavernkit.generation.attempt.chat_prompt import ByteEstimate, TokenCounter, TurnPrompt
+from tavernkit.generation.attempt.log import Outcome, attempt_record
+from tavernkit.generation.attempt.sending import sending_provider
+from tavernkit.generation.attempt.text_prompt import TextTurnPrompt, attempt_request
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
@@ -78,7 +80,6 @@ from tavernkit.generation.review import (
     review_unavailable,
     revision_directive,
 )
-from tavernkit.generation.sending import sending_provider
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
 from tavernkit.providers.events import TextDelta, Usage

@@ -9,7 +9,8 @@ image parts all survive, and block flags decide what a model without tools recei
 
 Every message carries its block's :class:`~tavernkit.providers.request.MessageLabel` (source,
 identifier, tool-only flag, entries, tokens), so the labels survive from the builder to each
-attempt: :class:`~tavernkit.generation.adapt.TurnPrompt` trims only history, drops tool-only
+attempt: :class:`~tavernkit.generation.attempt.chat_prompt.TurnPrompt` trims only history,
+drops tool-only
 messages for a model without tools, and the prompt inspector reads the same labelled request
 the turn sends. Post-processing that merges messages merges their labels
 (:func:`merged_label`).

@@ -15,7 +15,8 @@ from typing import Any
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.one_attempt import send_one
+from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import (
     ResolvedConnection,
@@ -23,7 +24,6 @@ from tavernkit.generation.profiles import (
     sampling_from_textgen,
 )
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sending import BeforeRequest
 from tavernkit.generation.sink import SinkEvent
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState

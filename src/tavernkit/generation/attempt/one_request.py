@@ -23,14 +23,14 @@ from typing import cast
 
 from tavernkit.errors import GenerateTaskError, GenerateTaskErrorCode, task_error_from
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.adapt import TurnPrompt
-from tavernkit.generation.adapt_text import TextTurnPrompt
+from tavernkit.generation.attempt.chat_prompt import TurnPrompt
+from tavernkit.generation.attempt.sending import BeforeRequest, Observe, Sleep
+from tavernkit.generation.attempt.text_prompt import TextTurnPrompt
 from tavernkit.generation.continuation import ContinuationConfig
 from tavernkit.generation.options import TurnOptions
 from tavernkit.generation.plan import AttemptTarget, FundingScope, Plan, PlanEntry, TurnContext
 from tavernkit.generation.profiles import ResolvedConnection
 from tavernkit.generation.result import TurnFailure, TurnResult
-from tavernkit.generation.sending import BeforeRequest, Observe, Sleep
 from tavernkit.generation.sink import ResponseSink, SinkEvent
 from tavernkit.generation.turn import run_turn
 from tavernkit.models._base import DEFAULT_OWNER

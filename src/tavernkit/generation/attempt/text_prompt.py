@@ -1,7 +1,7 @@
 """Per-attempt context for the text-completion family (kobold, textgen, llama.cpp, the embedded
 model in text mode): one folded prompt string, shaped for each attempt's model.
 
-The rules are those of :mod:`~tavernkit.generation.adapt`, in text form:
+The rules are those of :mod:`~tavernkit.generation.attempt.chat_prompt`, in text form:
 
 - the prompt is kept as blocks (story string, examples, one block per chat message...) so a
   smaller fallback window is fitted **from the untrimmed original**, oldest history first,
@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.errors import ContextTooLong
-from tavernkit.generation.adapt import TokenCounter, TurnPrompt, adapt_request, apply_samplers
+from tavernkit.generation.attempt.chat_prompt import (
+    TokenCounter,
+    TurnPrompt,
+    adapt_request,
+    apply_samplers,
+)
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
