@@ -1,9 +1,12 @@
 """``Tavern``: the one object an application, a bot or the CLI holds.
 
-It owns the store, the plugin manager and the format registry of one data dir and one owner,
-and hands out the services built on them (:class:`~tavernkit.library.Library` today; the chat
-service, ``context()`` and ``prompt_renderer`` as their issues land). Use it as an async
-context manager so the database is closed::
+It builds the :class:`~tavernkit.runtime.Runtime` of one data dir and one owner (store,
+plugins, tools, renderer, running generations, key cooldowns, embedded models) and hands out
+the services built on it: :attr:`Tavern.library`, :attr:`Tavern.chats` (one
+:class:`~tavernkit.chat.ChatService`), :meth:`Tavern.context` (a
+:class:`~tavernkit.context.TavernContext`) and :attr:`Tavern.profiles`. Those services get the
+runtime, never the Tavern: nothing below this module imports it. Use it as an async context
+manager so the database is closed::
 
     async with Tavern() as tk:
         await tk.library.import_file("card.png")

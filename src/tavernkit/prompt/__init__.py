@@ -1,5 +1,11 @@
 """Prompt assembly: chat-completion message lists and text-completion prompt strings built
-exactly as SillyTavern 1.18 builds them (see ``ARCHITECTURE.md``, layer "prompt")."""
+exactly as SillyTavern 1.18 builds them (see ``ARCHITECTURE.md``, layer "prompt").
+
+World info's outputs are placed by :mod:`.extensions` (the positions keyed like SillyTavern's
+extension prompts: before/after the card, author's note top/bottom, outlets, ``@depth``) and
+in-chat by :func:`.chat_history.inject_prompts`; which output an entry's ``position`` selects
+is :mod:`tavernkit.worldinfo.assemble`. :mod:`.convert` gives each provider message its block's
+label, which the turn runner's attempts read (:mod:`tavernkit.generation.attempt`)."""
 
 from __future__ import annotations
 

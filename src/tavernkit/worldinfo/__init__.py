@@ -6,6 +6,11 @@
 timed-effects state. It is pure: the same inputs and RNG give the same result, and a dry run
 changes no state. Books are compiled once per content and cached in a :class:`WorldInfoEngine`.
 
+Where an activated entry's ``position`` (before/after the card, the examples, the author's
+note, ``@depth``, outlets) decides the output it lands in: :mod:`.assemble`; where those
+outputs go into the prompt: :mod:`tavernkit.prompt.extensions` and
+:func:`tavernkit.prompt.chat_history.inject_prompts` (in-chat depths).
+
 ``compat="st-1.18"`` reproduces SillyTavern 1.18 bug for bug (the conformance suite runs this
 way). The default mode fixes these SillyTavern behaviours:
 
