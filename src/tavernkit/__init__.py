@@ -90,49 +90,6 @@ _LAZY: dict[str, str] = {
     "TurnOutcome": "tavernkit.chat.reply",
 }
 
-#: the exceptions (classes, already imported with the errors) in ``__all__``
-_ERRORS = (
-    AbortError,
-    Aborted,
-    AuthError,
-    BadRequest,
-    ChatBusy,
-    Conflict,
-    ContentFiltered,
-    ContextTooLong,
-    EmbedderUnavailable,
-    EmbeddingInputError,
-    FormatError,
-    GenerateTaskError,
-    LimitExceeded,
-    LocalModelMissing,
-    MissingCredential,
-    MissingDependency,
-    ModelUnavailable,
-    NetworkError,
-    NotFound,
-    OutsideWindow,
-    Overloaded,
-    PluginError,
-    PresetEditError,
-    ProtocolError,
-    ProviderError,
-    ProviderTimeout,
-    PullError,
-    QuotaExhausted,
-    RateLimited,
-    RequestAborted,
-    StoreError,
-    StreamInterrupted,
-    StructuredOutputError,
-    TavernKitError,
-    TokenBudgetExceeded,
-    ToolArgumentsError,
-    ToolCallParseError,
-    TurnFailure,
-    UsageError,
-)
-
 __all__ = [
     "AbortController",
     "AbortError",
@@ -190,9 +147,12 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-for _error in _ERRORS:
-    _error.__module__ = "tavernkit"
-del _error
+# the exceptions are imported already (above): rewrite theirs now, as httpx does
+for _name in __all__:
+    _value = globals().get(_name)
+    if isinstance(_value, type) and issubclass(_value, BaseException):
+        _value.__module__ = "tavernkit"
+del _name, _value
 
 
 __getattr__, __dir__ = lazy_face("tavernkit", globals(), _LAZY, module_name="tavernkit")
