@@ -326,3 +326,23 @@ async def test_renderer_providers_reach_chat_turns(world: World) -> None:
     await world.chats.send(info.id, "Does the tide turn {{tide_time}}?")
     body = world.server.requests[-1].body
     assert body["messages"][-1]["content"] == "Does the tide turn at nine?"
+
+
+async def test_a_verb_refuses_an_option_no_verb_takes_before_writing(world: World) -> None:
+    info = await world.chats.new_chat("Mira")
+    with pytest.raises(TypeError, match="strem"):
+        await world.chats.send(info.id, "Hello", strem=False)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="prefill"):
+        await world.chats.continue_(info.id, prefill="So")  # type: ignore[call-arg]
+    assert len((await world.chats.load(info.id)).messages) == 1
+    assert world.server.requests == []
+
+
+async def test_the_shared_options_keep_their_defaults_per_verb(world: World) -> None:
+    world.server.script(Reply(text="Aye."), Reply(text="A summary."))
+    info = await world.chats.new_chat("Mira")
+    await world.chats.send(info.id, "Ready?")
+    await world.chats.quiet(info.id, "Summarize the chat.")
+    sent, quiet = (r.body for r in world.server.requests)
+    assert sent["stream"] is True  # the verbs stream by default
+    assert not quiet.get("stream")  # a quiet generation does not

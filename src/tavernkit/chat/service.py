@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan
@@ -60,25 +60,51 @@ from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.modes import resolve_function_call_mode
 
-__all__ = ["ChatService", "TurnOutcome"]
+__all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
 
 Overrides = TurnOverrides | Mapping[str, Any] | None
 
 
-@dataclass(frozen=True)
+class TurnKeywords(TypedDict, total=False):
+    """The keyword options every turn verb takes alike, declared once (each verb adds its
+    own): ``stream`` (default true; false for :meth:`ChatService.quiet`), ``overrides`` (a
+    :class:`~tavernkit.chat.prepare.TurnOverrides` or its mapping), ``sink`` (who else sees the
+    reply's events), ``interrupt`` (stop a running turn of the chat instead of raising
+    ``ChatBusy``) and ``abort``."""
+
+    stream: bool
+    overrides: Overrides
+    sink: ResponseSink | None
+    interrupt: bool
+    abort: AbortSignal | None
+
+
+_TURN_KEYWORDS = frozenset(TurnKeywords.__annotations__)
+
+
+@dataclass(frozen=True, kw_only=True)
 class _Turn:
     """One verb's call: its generation type and the options every verb passes alike."""
 
     kind: str
-    interrupt: bool
-    abort: AbortSignal | None
-    sink: ResponseSink | None
-    prefill: str | None
-    stream: bool
-    overrides: Overrides
+    interrupt: bool = False
+    abort: AbortSignal | None = None
+    sink: ResponseSink | None = None
+    prefill: str | None = None
+    stream: bool = True
+    overrides: Overrides = None
     quiet_prompt: str = ""
     quiet_name: str | None = None
     loud: bool = False
+
+    @classmethod
+    def of(cls, kind: str, options: TurnKeywords, **own: Any) -> _Turn:
+        """The turn of verb ``kind`` with the caller's ``options`` and the verb's ``own``; an
+        option no verb takes is a ``TypeError`` naming it, as for any keyword."""
+        unknown = sorted(set(options) - _TURN_KEYWORDS)
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) for {kind}: {', '.join(unknown)}")
+        return cls(kind=kind, **own, **options)
 
 
 class ChatService:
@@ -271,20 +297,16 @@ class ChatService:
         *,
         attachments: Sequence[ImagePart | str] = (),
         prefill: str | None = None,
-        stream: bool = True,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """Store the user's message (``text`` plus image ``attachments``), then generate the
         character's reply. An empty ``text`` with no attachments just asks for a reply."""
 
         async def store_input(chat_id: str) -> None:
             if text or attachments:
-                await self._store_user_message(chat_id, text, attachments, overrides)
+                await self._store_user_message(chat_id, text, attachments, options.get("overrides"))
 
-        turn = _Turn("normal", interrupt, abort, sink, prefill, stream, overrides)
+        turn = _Turn.of("normal", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=store_input)
 
     async def swipe(
@@ -292,15 +314,11 @@ class ChatService:
         chat_id: str,
         *,
         prefill: str | None = None,
-        stream: bool = True,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """A new alternative for the last reply, shown; the earlier ones (and their
         reasoning) stay as swipes to go back to with :meth:`select_swipe`."""
-        turn = _Turn("swipe", interrupt, abort, sink, prefill, stream, overrides)
+        turn = _Turn.of("swipe", options, prefill=prefill)
         return await self._turn(chat_id, turn)
 
     async def regenerate(
@@ -308,11 +326,7 @@ class ChatService:
         chat_id: str,
         *,
         prefill: str | None = None,
-        stream: bool = True,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """Replace the last reply with a new one (its swipes go with it)."""
 
@@ -323,38 +337,28 @@ class ChatService:
                     raise Conflict("the greeting cannot be regenerated; swipe it instead")
                 await self.store.truncate_chat(chat_id, window.tail[-1].position, owner=self.owner)
 
-        turn = _Turn("regenerate", interrupt, abort, sink, prefill, stream, overrides)
+        turn = _Turn.of("regenerate", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=drop_last_reply)
 
     async def continue_(
         self,
         chat_id: str,
-        *,
-        stream: bool = True,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """Extend the last reply; the new text is appended to its shown swipe. A model that
         starts by repeating the reply has that copy stripped, byte for byte (the matcher the
         turn runner uses for carried text), so the reply is never doubled."""
-        turn = _Turn("continue", interrupt, abort, sink, None, stream, overrides)
+        turn = _Turn.of("continue", options)
         return await self._turn(chat_id, turn)
 
     async def impersonate(
         self,
         chat_id: str,
-        *,
-        stream: bool = True,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """Write the user's next message. Nothing is stored: as in SillyTavern the text is a
         suggestion for the input box; send it with :meth:`send`."""
-        turn = _Turn("impersonate", interrupt, abort, sink, None, stream, overrides)
+        turn = _Turn.of("impersonate", options)
         return await self._turn(chat_id, turn)
 
     async def quiet(
@@ -364,23 +368,14 @@ class ChatService:
         *,
         quiet_to_loud: bool = False,
         quiet_name: str | None = None,
-        stream: bool = False,
-        overrides: Overrides = None,
-        sink: ResponseSink | None = None,
-        interrupt: bool = False,
-        abort: AbortSignal | None = None,
+        **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """A background generation on the chat with ``quiet_prompt`` as the last instruction.
         Nothing is stored unless ``quiet_to_loud``, which appends the reply as the
         character's message (``generate_quiet_prompt(quiet_to_loud=True)``)."""
-        turn = _Turn(
+        turn = _Turn.of(
             "quiet",
-            interrupt,
-            abort,
-            sink,
-            None,
-            stream,
-            overrides,
+            {"stream": False, **options},
             quiet_prompt=quiet_prompt,
             quiet_name=quiet_name,
             loud=quiet_to_loud,
