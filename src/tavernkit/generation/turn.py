@@ -39,7 +39,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from tavernkit.errors import ContextTooLong, ProviderError
@@ -82,6 +82,7 @@ from tavernkit.generation.review import (
 )
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
+from tavernkit.providers.accumulator import Completion, ToolCall
 from tavernkit.providers.events import TextDelta, Usage
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
@@ -94,6 +95,30 @@ __all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions", "run_turn"]
 log = logging.getLogger("tavernkit.generation.turn")
 
 Sleep = Callable[[float], Awaitable[object]]
+
+
+#: what an attempt does after a reply streamed: ``restart`` the reply (fresh pipe), ``more``
+#: (a tool round ran: request again) or ``done``
+_Step = Literal["restart", "more", "done"]
+
+
+@dataclass
+class _Generation:
+    """One attempt's generation across its restarts and tool rounds."""
+
+    pipe: TextPipe
+    history: list[ChatMessage] = field(default_factory=list)
+    invocations: list[InvocationRecord] = field(default_factory=list)
+    usage: Usage | None = None
+    reasoning: list[str] = field(default_factory=list)
+    #: directives a restart adds (the speaker rule, a review's revision)
+    extra: list[str] = field(default_factory=list)
+    retried_empty: bool = False
+    retried_speaker: bool = False
+    rounds: int = 0
+
+    def failed(self, error: BaseException) -> Outcome:
+        return Outcome(False, error, usage=self.usage, invocations=self.invocations)
 
 
 class _Turn:
@@ -277,20 +302,12 @@ class _Turn:
         suppress: bool,
         rotate: bool = False,
     ) -> Outcome:
-        target = attempt.target
-        options = self.options
-        if rotate and options.retry is not None and options.retry.rate_limits:
-            # another key is ready: a rate limit moves to it instead of waiting on this one
-            options = replace(options, retry=replace(options.retry, rate_limits=False))
-        try:
-            secret = await target.pool.secret(key) if target.pool is not None and key else None
-            provider = sending_provider(
-                target.make_provider(secret), options, self.abort, self.sleep
-            )
-        except ProviderError as exc:
-            return Outcome(False, exc)
-        except Exception as exc:  # a loader failure: this credential cannot be used
-            return Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
+        """One attempt: its provider, then request -> stream -> next step, until the reply is
+        done or failed. A step may restart the reply (a wrong-speaker start, an empty reply,
+        a review revision: a fresh pipe) or run a tool round (same pipe, longer history)."""
+        provider = await self._attempt_provider(attempt, key, rotate)
+        if isinstance(provider, Outcome):
+            return provider
 
         def new_pipe() -> TextPipe:
             return TextPipe(
@@ -303,121 +320,182 @@ class _Turn:
                 echo=self.options.continues,
             )
 
-        pipe = new_pipe()
-        history: list[ChatMessage] = []
-        invocations: list[InvocationRecord] = []
-        usage: Usage | None = None
-        reasoning: list[str] = []
-        extra: list[str] = []
-        retried_empty = retried_speaker = False
-        rounds = 0
+        gen = _Generation(new_pipe())
         while True:
-            tail: list[ChatMessage] = []
-            directives = self._directives(extra, not history)
-            native = prefill.message if prefill.mode == "native" and not history else None
-            if prefill.mode == "directive" and not history:
-                directives.append(prefill.directive)
-            if directives:
-                tail.append(tail_directive(*directives))
-            if native is not None:
-                tail.append(native)
+            native, directives, tail = self._round_tail(gen, prefill)
             try:
                 request = attempt_request(
                     self.request,
-                    target,
+                    attempt.target,
                     self.tokenizer,
-                    tools_enabled=target.tools_enabled and rounds < self.options.max_tool_rounds,
+                    tools_enabled=attempt.target.tools_enabled
+                    and gen.rounds < self.options.max_tool_rounds,
                     tail=tail,
-                    after=[*self.shared_history, *history],
+                    after=[*self.shared_history, *gen.history],
                     prefill=native.text() if native is not None else "",
                     directives=directives,
                     default_reserve=self.options.default_reserve,
                     token_cache=self.token_cache,
                 )
             except ContextTooLong as exc:
-                return Outcome(False, exc, invocations=invocations)
+                return Outcome(False, exc, invocations=gen.invocations)
             completion, error = await self.delivery.stream(
                 provider.stream(
                     request,
                     model=attempt.entry.model,
-                    profile=target.profile,
+                    profile=attempt.target.profile,
                     stream=self.options.stream,
                     abort=self.abort,
                 ),
-                pipe,
+                gen.pipe,
                 seq,
             )
-            usage = add_usage(usage, completion.usage)
+            gen.usage = add_usage(gen.usage, completion.usage)
             if error is None and completion.finish_reason == "aborted":
-                return Outcome(False, aborted=True, usage=usage, invocations=invocations)
+                return Outcome(False, aborted=True, usage=gen.usage, invocations=gen.invocations)
             if error is not None:
-                await self._fail_stream(pipe, seq, error, suppress)
-                return Outcome(False, error, usage=usage, invocations=invocations)
+                await self._fail_stream(gen.pipe, seq, error, suppress)
+                return gen.failed(error)
             if completion.reasoning:
-                reasoning.append(completion.reasoning)
-            rest = pipe.finish()
-            if pipe.wrong_speaker:
-                if retried_speaker:
-                    error = TurnFailure("speaker_guard", "reply started as the wrong speaker")
-                    return Outcome(False, error, usage=usage, invocations=invocations)
-                retried_speaker = True
-                user = self.options.user_names[0] if self.options.user_names else "the user"
-                char = self.options.char_name or "your character"
-                extra.append(
-                    fill(self.options.continuation.speaker_directive, char=char, user=user)
-                )
-                pipe = new_pipe()
-                continue
-            if rest:
-                self.delivery.send(seq, TextDelta(rest))
-            if completion.tool_calls and not self.tools:
-                break  # calls the turn has no tools to run are the caller's: done
-            calls = completion.tool_calls if self.tools and not pipe.cut else []
-            if calls and rounds < self.options.max_tool_rounds:
-                rounds += 1
-                head = prefill.text if native is not None and rounds == 1 else ""
-                history.append(
-                    ChatMessage("assistant", head + completion.text, tool_calls=tuple(calls))
-                )
-                records = await self.replay.run_round(calls, rounds)
-                invocations += records
-                if any(r.stealth for r in records):
-                    break  # a stealth tool ends the loop: no follow-up generation (ST)
-                history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
-                continue
-            if not pipe.visible.strip():
-                if completion.finish_reason == "length":
-                    error = TurnFailure("length_cap", "the output-token cap ended an empty reply")
-                    return Outcome(False, error, usage=usage, invocations=invocations)
-                if self.carried:
-                    break  # the carried text was the whole reply
-                if not retried_empty:
-                    retried_empty = True
-                    pipe = new_pipe()
-                    continue
-                error = TurnFailure("empty_response", "the model returned an empty reply")
-                return Outcome(False, error, usage=usage, invocations=invocations)
-            if self.review is not None and not self.review_state.ended:
-                assert isinstance(request, ChatPrompt)
-                revise = await self._review(attempt, provider, request, pipe, invocations)
-                if revise is not None:
-                    history += [ChatMessage("assistant", pipe.visible)]
-                    extra = [revise]
-                    pipe = new_pipe()
-                    continue
-            break
-        if hold and pipe.visible:
-            self.delivery.send(seq, TextDelta(pipe.visible))
+                gen.reasoning.append(completion.reasoning)
+            step = await self._next_step(
+                gen, attempt, provider, request, completion, seq, prefill, native
+            )
+            if isinstance(step, Outcome):
+                return step
+            if step == "done":
+                break
+            if step == "restart":
+                gen.pipe = new_pipe()
+        if hold and gen.pipe.visible:
+            self.delivery.send(seq, TextDelta(gen.pipe.visible))
         await self.delivery.drain()
         if self.review is not None:
-            self.shared_history += history
+            self.shared_history += gen.history
         return Outcome(
             True,
             completion=completion,
-            reasoning="\n\n".join(reasoning),
-            usage=usage,
-            invocations=invocations,
+            reasoning="\n\n".join(gen.reasoning),
+            usage=gen.usage,
+            invocations=gen.invocations,
         )
+
+    async def _attempt_provider(
+        self, attempt: Attempt, key: PoolKey | None, rotate: bool
+    ) -> Provider | Outcome:
+        """The attempt's provider (its key's secret loaded, wrapped by the sending rules), or
+        the failed outcome of a credential that cannot be used."""
+        target = attempt.target
+        options = self.options
+        if rotate and options.retry is not None and options.retry.rate_limits:
+            # another key is ready: a rate limit moves to it instead of waiting on this one
+            options = replace(options, retry=replace(options.retry, rate_limits=False))
+        try:
+            secret = await target.pool.secret(key) if target.pool is not None and key else None
+            return sending_provider(target.make_provider(secret), options, self.abort, self.sleep)
+        except ProviderError as exc:
+            return Outcome(False, exc)
+        except Exception as exc:  # a loader failure: this credential cannot be used
+            return Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
+
+    def _round_tail(
+        self, gen: _Generation, prefill: PrefillPlan
+    ) -> tuple[ChatMessage | None, list[str], list[ChatMessage]]:
+        """What this request ends with: the directives (tools ran, a restart's instruction,
+        a directive prefill on the first request) and a native prefill (first request only).
+        Returns ``(native prefill, directives, tail)``."""
+        first = not gen.history
+        directives = self._directives(gen.extra, first)
+        native = prefill.message if prefill.mode == "native" and first else None
+        if prefill.mode == "directive" and first:
+            directives.append(prefill.directive)
+        tail: list[ChatMessage] = []
+        if directives:
+            tail.append(tail_directive(*directives))
+        if native is not None:
+            tail.append(native)
+        return native, directives, tail
+
+    async def _next_step(
+        self,
+        gen: _Generation,
+        attempt: Attempt,
+        provider: Provider,
+        request: ChatPrompt | TextPrompt,
+        completion: Completion,
+        seq: int,
+        prefill: PrefillPlan,
+        native: ChatMessage | None,
+    ) -> _Step | Outcome:
+        """After a reply streamed: restart it (wrong speaker, empty, revised), run a tool
+        round, end the attempt as failed, or be done."""
+        pipe = gen.pipe
+        rest = pipe.finish()
+        if pipe.wrong_speaker:
+            return self._speaker_restart(gen)
+        if rest:
+            self.delivery.send(seq, TextDelta(rest))
+        if completion.tool_calls and not self.tools:
+            return "done"  # calls the turn has no tools to run are the caller's: done
+        calls = completion.tool_calls if self.tools and not pipe.cut else []
+        if calls and gen.rounds < self.options.max_tool_rounds:
+            return await self._tool_round(gen, completion, calls, prefill, native)
+        if not pipe.visible.strip():
+            return self._empty_reply(gen, completion)
+        if self.review is not None and not self.review_state.ended:
+            assert isinstance(request, ChatPrompt)
+            revise = await self._review(attempt, provider, request, pipe, gen.invocations)
+            if revise is not None:
+                gen.history += [ChatMessage("assistant", pipe.visible)]
+                gen.extra = [revise]
+                return "restart"
+        return "done"
+
+    def _speaker_restart(self, gen: _Generation) -> _Step | Outcome:
+        """The reply started as the user: once, restart it with the speaker directive."""
+        if gen.retried_speaker:
+            return gen.failed(TurnFailure("speaker_guard", "reply started as the wrong speaker"))
+        gen.retried_speaker = True
+        user = self.options.user_names[0] if self.options.user_names else "the user"
+        char = self.options.char_name or "your character"
+        gen.extra.append(fill(self.options.continuation.speaker_directive, char=char, user=user))
+        return "restart"
+
+    async def _tool_round(
+        self,
+        gen: _Generation,
+        completion: Completion,
+        calls: Sequence[ToolCall],
+        prefill: PrefillPlan,
+        native: ChatMessage | None,
+    ) -> _Step:
+        """Run the reply's tool calls; their results extend the history for the next
+        request (a stealth tool ends the loop: no follow-up generation, as in SillyTavern)."""
+        gen.rounds += 1
+        head = prefill.text if native is not None and gen.rounds == 1 else ""
+        gen.history.append(
+            ChatMessage("assistant", head + completion.text, tool_calls=tuple(calls))
+        )
+        records = await self.replay.run_round(calls, gen.rounds)
+        gen.invocations += records
+        if any(r.stealth for r in records):
+            return "done"
+        gen.history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
+        return "more"
+
+    def _empty_reply(self, gen: _Generation, completion: Completion) -> _Step | Outcome:
+        """A reply with nothing visible: a cap's cut fails, carried text is the whole reply,
+        else one retry on the same key, then the failure."""
+        if completion.finish_reason == "length":
+            return gen.failed(
+                TurnFailure("length_cap", "the output-token cap ended an empty reply")
+            )
+        if self.carried:
+            return "done"  # the carried text was the whole reply
+        if not gen.retried_empty:
+            gen.retried_empty = True
+            return "restart"
+        return gen.failed(TurnFailure("empty_response", "the model returned an empty reply"))
 
     async def _fail_stream(
         self, pipe: TextPipe, seq: int, error: BaseException, suppress: bool
