@@ -11,6 +11,7 @@ examples while they fit.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavernkit.jscompat import js_trim, js_trim_start
@@ -109,6 +110,201 @@ def _system_texts(
     return system, jailbreak
 
 
+@dataclass(frozen=True, slots=True)
+class _Build:
+    """What the stages of one text-completion build read alike."""
+
+    state: PromptState
+    sub: Substitute
+    names: InstructNames
+    context: ContextTemplate
+    #: the instruct template (its defaults when none is set); used only when ``is_instruct``
+    instruct: InstructTemplate
+    is_instruct: bool
+    kind: str
+
+
+def _examples(
+    build: _Build, wi: WorldInfoResult | None, fields: CardFields
+) -> tuple[list[str], list[str]]:
+    """The example blocks, world info's example entries before (position 0) or after them,
+    formatted for instruct mode; also the blocks as parsed (``mesExamplesRaw``)."""
+    state, sub, context = build.state, build.sub, build.context
+    heading = (
+        "<START>\n"
+        if build.is_instruct
+        else (f"{sub(context.example_separator)}\n" if context.example_separator else "")
+    )
+    examples = parse_mes_examples(fields.mes_examples, heading=heading)
+    for wi_example in wi.examples if wi is not None else ():
+        if not wi_example.content:
+            continue
+        parsed = parse_mes_examples(
+            base_chat_replace(wi_example.content, state, sub), heading=heading
+        )
+        if wi_example.position == 0:
+            examples[0:0] = parsed
+        else:
+            examples.extend(parsed)
+    raw_examples = list(examples)
+    if build.is_instruct:
+        examples = format_instruct_examples(
+            build.instruct,
+            sub,
+            build.names,
+            examples,
+            example_separator=context.example_separator,
+        )
+    return examples, raw_examples
+
+
+def _story_params(
+    build: _Build,
+    wi: WorldInfoResult | None,
+    fields: CardFields,
+    system: str,
+    extension_prompts: dict[str, ExtensionPrompt],
+    before_anchor: str,
+) -> dict[str, str]:
+    """The story string's parameters but the examples (``mesExamples``, added by the
+    caller): the card, world info before/after, the extension anchors."""
+    state = build.state
+    after_anchor = extension_prompt_text(
+        extension_prompts, build.sub, position=ExtensionPosition.IN_PROMPT
+    )
+    wi_before = wi.before if wi is not None else ""
+    wi_after = wi.after if wi is not None else ""
+    return {
+        "description": fields.description,
+        "personality": fields.personality,
+        "persona": fields.persona if state.persona_position == PersonaPosition.IN_PROMPT else "",
+        "scenario": fields.scenario,
+        "system": system,
+        "char": state.char,
+        "user": state.user,
+        "wiBefore": wi_before,
+        "wiAfter": wi_after,
+        "loreBefore": wi_before,
+        "loreAfter": wi_after,
+        "anchorBefore": js_trim(before_anchor),
+        "anchorAfter": js_trim(after_anchor),
+    }
+
+
+def _chat_items(build: _Build) -> list[_Item]:
+    """The chat's messages the build sends, oldest first, with their reasoning added."""
+    state = build.state
+    chat = core_chat(state.messages, build.kind, tools=False)
+    texts = add_reasoning_to_messages(state, chat, kind=build.kind, substitute=build.sub)
+    return [
+        _Item(
+            name=m.name,
+            is_user=m.is_user,
+            text=texts.get(i, m.text),
+            narrator=m.extra.type == "narrator",
+            force_avatar=bool(m.force_avatar),
+        )
+        for i, m in chat
+    ]
+
+
+def _format_item(build: _Build, item: _Item, force: int | None = None) -> str:
+    """One chat item as the prompt writes it (instruct sequences, or ``name: text``)."""
+    char_name = item.name or build.state.char
+    item_name = item.name if item.is_user else char_name
+    if build.is_instruct:
+        return format_instruct_chat(
+            build.instruct,
+            build.sub,
+            build.names,
+            name=item_name,
+            text=item.text,
+            is_user=item.is_user,
+            is_narrator=item.narrator,
+            force_avatar=item.force_avatar,
+            force_sequence=force,
+        )
+    if item.name and not item.narrator:
+        return f"{item_name}: {item.text}\n"
+    return f"{item.text}\n"
+
+
+def _chat_lines(
+    build: _Build, items: list[_Item], injected_positions: list[int]
+) -> tuple[list[str], list[int], list[int]]:
+    """The items formatted, newest first (the first and the last user message with their
+    forced sequences; a continued reply cut after its text), with the newest-first indices
+    of the user messages and of the injections."""
+    is_instruct, is_continue = build.is_instruct, build.kind == "continue"
+    total = len(items)
+    last_user = max((k for k, it in enumerate(items) if it.is_user), default=-1)
+    chat2: list[str] = [""] * total  # newest first
+    user_indices: list[int] = []
+    for j, item in enumerate(items):
+        i = total - 1 - j
+        text = _format_item(build, item)
+        if j == 0 and is_instruct:
+            text = _format_item(build, item, FIRST)
+        if last_user >= 0 and j == last_user and is_instruct:
+            text = _format_item(build, item, LAST)
+        if i == 0 and is_continue:
+            if is_instruct:
+                text = _format_item(build, item, LAST)
+            end = text.rfind(item.text)
+            text = text[: end + len(item.text)] if end >= 0 else text
+            chat2[i] = text
+            continue
+        chat2[i] = text
+        if item.is_user:
+            user_indices.append(i)
+    injected = sorted(total - 1 - p for p in injected_positions)
+    return chat2, user_indices, injected
+
+
+def _alignment(build: _Build) -> str:
+    """The instruct template's user alignment message, formatted ("" when none)."""
+    template = build.instruct
+    if not (build.is_instruct and template.user_alignment_message):
+        return ""
+    return format_instruct_chat(
+        template,
+        build.sub,
+        build.names,
+        name=build.state.user,
+        text=build.sub(template.user_alignment_message),
+        is_user=True,
+        is_narrator=False,
+        force_sequence=FIRST,
+    )
+
+
+def _fill_chat(
+    chat2: list[str],
+    injected: list[int],
+    count: Callable[[str], int],
+    token_count: int,
+    max_prompt: int,
+) -> dict[int, str]:
+    """The chat lines that fit (newest first; injections before the other lines, as
+    SillyTavern fills them), by newest-first index in the order they were added."""
+    added: dict[int, str] = {}
+    for index in injected:
+        if index >= len(chat2):
+            continue
+        token_count += count(chat2[index].replace("\r", ""))
+        if token_count >= max_prompt:
+            break  # the other lines are still tried, with this one's tokens counted (ST)
+        added[index] = chat2[index]
+    for index, item_text in enumerate(chat2):
+        if index in added:
+            continue
+        token_count += count(item_text.replace("\r", ""))
+        if token_count >= max_prompt:
+            return added
+        added[index] = item_text
+    return added
+
+
 def build_text_completion(
     state: PromptState,
     wi: WorldInfoResult | None = None,
@@ -142,6 +338,7 @@ def build_text_completion(
     bind_card_fields(sub, fields)
     user, char = state.user, state.char
     names = InstructNames(user=user, char=char, in_group=in_group)
+    build = _Build(state, sub, names, context, instruct_template, is_instruct, kind)
     is_continue = kind == "continue"
     is_impersonate = kind == "impersonate"
     if force_name2 is None:
@@ -154,55 +351,13 @@ def build_text_completion(
     system, jailbreak = _system_texts(state, fields.system, fields.jailbreak, sub)
     extension_prompts = dict(build_extension_prompts(state, wi, fields))
 
-    # Examples: blocks, world-info example entries around them, instruct formatting.
-    heading = (
-        "<START>\n"
-        if is_instruct
-        else (f"{sub(context.example_separator)}\n" if context.example_separator else "")
-    )
-    examples = parse_mes_examples(fields.mes_examples, heading=heading)
-    for wi_example in wi.examples if wi is not None else ():
-        if not wi_example.content:
-            continue
-        parsed = parse_mes_examples(
-            base_chat_replace(wi_example.content, state, sub), heading=heading
-        )
-        if wi_example.position == 0:
-            examples[0:0] = parsed
-        else:
-            examples.extend(parsed)
-    raw_examples = list(examples)
-    if is_instruct:
-        examples = format_instruct_examples(
-            instruct_template, sub, names, examples, example_separator=context.example_separator
-        )
-
-    # Story string.
+    examples, raw_examples = _examples(build, wi, fields)
     before_anchor = js_trim_start(
         extension_prompt_text(extension_prompts, sub, position=ExtensionPosition.BEFORE_PROMPT)
     )
-    after_anchor = extension_prompt_text(
-        extension_prompts, sub, position=ExtensionPosition.IN_PROMPT
-    )
-    wi_before = wi.before if wi is not None else ""
-    wi_after = wi.after if wi is not None else ""
-    params = {
-        "description": fields.description,
-        "personality": fields.personality,
-        "persona": fields.persona if state.persona_position == PersonaPosition.IN_PROMPT else "",
-        "scenario": fields.scenario,
-        "system": system,
-        "char": char,
-        "user": user,
-        "wiBefore": wi_before,
-        "wiAfter": wi_after,
-        "loreBefore": wi_before,
-        "loreAfter": wi_after,
-        "anchorBefore": js_trim(before_anchor),
-        "anchorAfter": js_trim(after_anchor),
-        "mesExamples": "".join(examples),
-        "mesExamplesRaw": "".join(raw_examples),
-    }
+    params = _story_params(build, wi, fields, system, extension_prompts, before_anchor)
+    params["mesExamples"] = "".join(examples)
+    params["mesExamplesRaw"] = "".join(raw_examples)
     story = render_story(state, context, instruct, params, sub)
     if context.story_string_position == ExtensionPosition.IN_CHAT:
         extension_prompts[STORY_STRING_KEY] = ExtensionPrompt(
@@ -213,18 +368,7 @@ def build_text_completion(
         examples = []
 
     # Chat items, oldest first, with depth injections and post-history instructions.
-    chat = core_chat(state.messages, kind, tools=False)
-    texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
-    items = [
-        _Item(
-            name=m.name,
-            is_user=m.is_user,
-            text=texts.get(i, m.text),
-            narrator=m.extra.type == "narrator",
-            force_avatar=bool(m.force_avatar),
-        )
-        for i, m in chat
-    ]
+    items = _chat_items(build)
     injected_positions = _inject(items, extension_prompts, sub, names, is_continue)
     if jailbreak:
         phi = _Item(name=user, is_user=True, text=jailbreak, injected=True)
@@ -232,61 +376,10 @@ def build_text_completion(
         items.insert(at, phi)
         injected_positions = [p + (1 if p >= at else 0) for p in injected_positions] + [at]
 
-    def fmt(item: _Item, force: int | None = None) -> str:
-        char_name = item.name or char
-        item_name = item.name if item.is_user else char_name
-        if is_instruct:
-            return format_instruct_chat(
-                instruct_template,
-                sub,
-                names,
-                name=item_name,
-                text=item.text,
-                is_user=item.is_user,
-                is_narrator=item.narrator,
-                force_avatar=item.force_avatar,
-                force_sequence=force,
-            )
-        if item.name and not item.narrator:
-            return f"{item_name}: {item.text}\n"
-        return f"{item.text}\n"
+    chat2, user_indices, injected = _chat_lines(build, items, injected_positions)
+    cycle = ""  # a continued reply, moved out of the chat lines below
 
-    total = len(items)
-    last_user = max((k for k, it in enumerate(items) if it.is_user), default=-1)
-    chat2: list[str] = [""] * total  # newest first
-    user_indices: list[int] = []
-    cycle = ""
-    for j, item in enumerate(items):
-        i = total - 1 - j
-        text = fmt(item)
-        if j == 0 and is_instruct:
-            text = fmt(item, FIRST)
-        if last_user >= 0 and j == last_user and is_instruct:
-            text = fmt(item, LAST)
-        if i == 0 and is_continue:
-            if is_instruct:
-                text = fmt(item, LAST)
-            end = text.rfind(item.text)
-            text = text[: end + len(item.text)] if end >= 0 else text
-            chat2[i] = text
-            continue
-        chat2[i] = text
-        if item.is_user:
-            user_indices.append(i)
-    injected = sorted(total - 1 - p for p in injected_positions)
-
-    alignment = ""
-    if is_instruct and instruct_template.user_alignment_message:
-        alignment = format_instruct_chat(
-            instruct_template,
-            sub,
-            names,
-            name=user,
-            text=sub(instruct_template.user_alignment_message),
-            is_user=True,
-            is_narrator=False,
-            force_sequence=FIRST,
-        )
+    alignment = _alignment(build)
 
     if not chat2:
         chat2.append("")
@@ -309,29 +402,9 @@ def build_text_completion(
             injected = [k - 1 for k in injected if k > 0]
             user_indices = [k - 1 for k in user_indices if k > 0]
 
-    added: dict[int, str] = {}
-    token_count = messages_token_count()
-    last_added = -1
-    for index in injected:
-        if index >= len(chat2):
-            continue
-        token_count += count(chat2[index].replace("\r", ""))
-        if token_count < max_prompt:
-            chat_text += chat2[index]
-            added[index] = chat2[index]
-            last_added = max(last_added, index)
-        else:
-            break
-    for index, item_text in enumerate(chat2):
-        if index in added:
-            continue
-        token_count += count(item_text.replace("\r", ""))
-        if token_count < max_prompt:
-            chat_text += item_text
-            added[index] = item_text
-            last_added = max(last_added, index)
-        else:
-            break
+    added = _fill_chat(chat2, injected, count, messages_token_count(), max_prompt)
+    chat_text += "".join(added.values())
+    last_added = max(added, default=-1)
     arr = [added[k] for k in sorted(added)]
     # newest first, as ``arr``: what each piece is, so an attempt can re-trim history only
     arr_kinds = ["injection" if k in injected else "history" for k in sorted(added)]
