@@ -254,6 +254,11 @@ class TavernContext:
             ) from None
         return preset if isinstance(preset, ChatCompletionPreset) else None
 
+    async def _bound_preset(self, connection: ResolvedConnection) -> ChatCompletionPreset | None:
+        from tavernkit.chat.profile_preset import load_bound_preset
+
+        return await load_bound_preset(self.tavern.store, connection, owner=self.tavern.owner)
+
     def _before_request(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
         """The context's own ``before_request`` then the plugins' hooks, for ``scope``
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
@@ -273,6 +278,7 @@ class TavernContext:
             rng=self.rng,
             before_request=self._before_request(),
             plan_for=self._plan,
+            bound_preset=self._bound_preset,
         )
 
     # -- generate_task -----------------------------------------------------------------------
