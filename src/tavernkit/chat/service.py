@@ -35,9 +35,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
-from tavernkit.chat.plan import PlanSources, chat_plan
+from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
+from tavernkit.chat.review_setup import review_config, review_settings
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -544,12 +545,26 @@ class ChatService:
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
+        sources = self._plan_sources()
+        settings = review_settings(prepared)
+        pinned = None
+        if settings is not None and settings.reviewer_profile:
+            pinned = await pinned_reviewer_spec(
+                sources, settings.reviewer_profile, settings.reviewer_model
+            )
+        review = (
+            review_config(prepared, request, pinned[0] if pinned else None)
+            if settings is not None
+            else None
+        )
         plan = await chat_plan(
             prepared.connection,
-            self._plan_sources(),
+            sources,
             kind=kind,
             reasoning_template=prepared.state.reasoning,
             auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
+            seed=_turn_seed(chat_id, prepared),
+            reviewer=pinned,
         )
         if offer is not None:
             offer.attach(plan)
@@ -569,6 +584,7 @@ class ChatService:
                 tools=offer.tools if offer is not None else (),
                 max_tool_rounds=self.max_tool_rounds,
                 continues=target.prefix if kind == "continue" else "",
+                review=review,
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
@@ -622,6 +638,15 @@ class ChatService:
         if changed:
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(prepared.variables, prepared.state.global_variables)
+
+
+def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:
+    """The randomizer's seed of this turn: the chat and the turn's place in it (messages so
+    far, and the swipes of the last one, so a swipe draws afresh while one turn, e.g. a
+    preview then its send, draws the same lead)."""
+    messages = prepared.state.messages
+    swipes = len(messages[-1].swipes or ()) if messages else 0
+    return f"{chat_id}:{len(messages)}:{swipes}"
 
 
 def _message_at(stored: StoredChat, index: int) -> Any:
