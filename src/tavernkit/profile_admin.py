@@ -65,6 +65,11 @@ class ProfileSummary:
     #: the chain in order, as ``profile`` or ``profile:model``
     fallbacks: tuple[str, ...]
     timeouts: ProfileTimeouts
+    #: the bound chat preset (``profile add --preset``), the response review setting and
+    #: whether the chain's randomizer is on
+    preset: str | None = None
+    review: ReviewSettings | None = None
+    randomize: bool = False
 
     @property
     def pool_size(self) -> int:
@@ -335,6 +340,9 @@ class ProfileAdmin:
                     keys=labels,
                     fallbacks=tuple(_entry_label(e) for e in chain.entries) if chain else (),
                     timeouts=profile.timeouts,
+                    preset=profile.chat_preset,
+                    review=profile.review,
+                    randomize=chain.randomize if chain else False,
                 )
             )
         return sorted(out, key=lambda s: s.name)
