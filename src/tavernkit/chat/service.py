@@ -642,8 +642,8 @@ class ChatService:
 
 def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:
     """The randomizer's seed of this turn: the chat and the turn's place in it (messages so
-    far, and the swipes of the last one, so a swipe draws afresh while one turn, e.g. a
-    preview then its send, draws the same lead)."""
+    far, and the swipes of the last one, so a swipe draws afresh while one turn's draw
+    is reproducible)."""
     messages = prepared.state.messages
     swipes = len(messages[-1].swipes or ()) if messages else 0
     return f"{chat_id}:{len(messages)}:{swipes}"
