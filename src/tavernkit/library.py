@@ -16,6 +16,7 @@ was only ever the copy embedded in a card (it carries ``originalData``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 from tavernkit.chat.greetings import chat_name
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
+from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chats import chat_to_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook
@@ -139,7 +141,21 @@ class Library:
         character: str | None = None,
         replace: bool = False,
     ) -> list[ImportResult]:
-        """Detect ``data`` by content, read it and store what it holds."""
+        """Detect ``data`` by content, read it and store what it holds. JSON text with bytes
+        that are not UTF-8 is read with them replaced by U+FFFD, as SillyTavern reads it; the
+        results' ``note`` names the offsets (see :mod:`tavernkit.formats.bad_bytes`)."""
+        data, repaired = repair_utf8(data, source=source)
+        results = await self._import_data(data, source, character, replace)
+        if repaired is None:
+            return results
+        return [
+            dataclasses.replace(r, note=f"{r.note}; {repaired}" if r.note else repaired)
+            for r in results
+        ]
+
+    async def _import_data(
+        self, data: bytes, source: str, character: str | None, replace: bool
+    ) -> list[ImportResult]:
         handler, value = self.formats.read(data, source)
         stem = Path(source).stem if not source.startswith("<") else None
         if isinstance(value, ImportedCard):
