@@ -15,8 +15,8 @@ was only ever the copy embedded in a card (it carries ``originalData``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
