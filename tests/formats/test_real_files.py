@@ -37,9 +37,8 @@ def lost(original: Any, written: Any, path: str = "$") -> list[str]:
     if isinstance(original, list):
         if not isinstance(written, list) or len(written) != len(original):
             return [f"{path}: {original!r:.60} became {written!r:.60}"]
-        return [
-            m for n, (a, b) in enumerate(zip(original, written)) for m in lost(a, b, f"{path}[{n}]")
-        ]
+        pairs = enumerate(zip(original, written, strict=True))
+        return [m for n, (a, b) in pairs for m in lost(a, b, f"{path}[{n}]")]
     if type(original) is not type(written) or original != written:
         return [f"{path}: {original!r:.60} became {written!r:.60}"]
     return []
