@@ -30,7 +30,7 @@ from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_byt
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chats import chat_to_jsonl
-from tavernkit.formats.lorebooks import character_book_to_lorebook
+from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
 from tavernkit.models._base import DEFAULT_OWNER
@@ -449,11 +449,35 @@ class Library:
             return found, chat_to_jsonl(stored.to_chat()).encode()
         value = await self.store.get(found.kind, found.id, owner=self.owner)
         options: dict[str, Any] = {"spec": spec}
-        if found.kind == "character":
+        if found.kind == "character" and isinstance(value, Card):
+            value = await self._with_linked_book(value, found.id)
             options["image"] = await self.store.get_blob(
                 "character", found.id, "avatar", owner=self.owner
             )
         return found, writer(value, **options)
+
+    async def _with_linked_book(self, card: Card, card_id: str) -> Card:
+        """``card`` with its embedded book as the linked lorebook now is: the book imported
+        from the card's ``character_book`` is the same book, so editing it and exporting the
+        card writes the edits (SillyTavern embeds the linked world on export). An unedited book
+        leaves the card's own ``character_book`` exactly as read."""
+        embedded = card.data.character_book
+        if embedded is None:
+            return card
+        linked = await self.store.links("character", card_id, "lorebook", owner=self.owner)
+        own = embedded.name or f"{card.data.name}'s Lorebook"
+        chosen = next((i for i in linked if i.name == own), linked[0] if linked else None)
+        if chosen is None:
+            return card
+        book = await self.store.get("lorebook", chosen.id, owner=self.owner)
+        if not isinstance(book, Lorebook):
+            return card
+        as_read = character_book_to_lorebook(embedded, character_name=card.data.name)
+        if _wire(book).get("entries") == _wire(as_read).get("entries"):
+            return card
+        card = card.model_copy(deep=True)
+        card.data.character_book = lorebook_to_character_book(book, name=embedded.name)
+        return card
 
     async def export_file(
         self,
