@@ -458,9 +458,9 @@ class Library:
 
     async def _with_linked_book(self, card: Card, card_id: str) -> Card:
         """``card`` with its embedded book as the linked lorebook now is: the book imported
-        from the card's ``character_book`` is the same book, so editing it and exporting the
-        card writes the edits (SillyTavern embeds the linked world on export). An unedited book
-        leaves the card's own ``character_book`` exactly as read."""
+        from the card's ``character_book`` (known by the ``originalData`` it keeps) is the same
+        book, so editing it and exporting the card writes the edits. An unedited book, or a
+        linked book that did not come from this card, leaves ``character_book`` as read."""
         embedded = card.data.character_book
         if embedded is None:
             return card
@@ -472,8 +472,13 @@ class Library:
         book = await self.store.get("lorebook", chosen.id, owner=self.owner)
         if not isinstance(book, Lorebook):
             return card
-        as_read = character_book_to_lorebook(embedded, character_name=card.data.name)
-        if _wire(book).get("entries") == _wire(as_read).get("entries"):
+        stored, as_read = (
+            _wire(book),
+            _wire(character_book_to_lorebook(embedded, character_name=card.data.name)),
+        )
+        if stored.get("originalData") != as_read.get("originalData"):
+            return card  # another book (a world file of that name): not the card's own
+        if stored.get("entries") == as_read.get("entries"):
             return card
         card = card.model_copy(deep=True)
         card.data.character_book = lorebook_to_character_book(book, name=embedded.name)
