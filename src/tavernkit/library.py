@@ -40,7 +40,7 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
-__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "Found", "ImportResult", "Library"]
+__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 
 #: Where ``show NAME`` and ``export NAME`` look, in order, when no kind is given.
 SEARCH_ORDER: tuple[str, ...] = (
@@ -253,7 +253,9 @@ class Library:
         self, imported: ImportedCard, source: str, replace: bool
     ) -> list[ImportResult]:
         character = imported.character
-        blobs = {"avatar": imported.avatar} if imported.avatar is not None else None
+        blobs = {"avatar": imported.avatar} if imported.avatar is not None else {}
+        kept = _charx_blobs(imported)
+        blobs.update(kept)
         results = [
             await self._put(
                 "character",
@@ -261,10 +263,12 @@ class Library:
                 character.name,
                 source,
                 replace,
-                blobs=blobs,
+                blobs=blobs or None,
                 note=f"read as {imported.spec_found}",
             )
         ]
+        if results[0].status != "kept":
+            await self._drop_stale_charx_blobs(results[0].id, set(kept))
         if character.character_book is not None:
             # SillyTavern imports the embedded book as a world-info book of its own and links it
             # to the character; we do the same at once instead of asking.
@@ -290,6 +294,46 @@ class Library:
                     "character", results[0].id, "lorebook", "lorebook", result.id, owner=self.owner
                 )
         return results
+
+    async def _drop_stale_charx_blobs(self, card_id: str, kept: set[str]) -> None:
+        """A replaced card keeps no asset of the archive it replaced."""
+        for blob in await self.store.list_blobs("character", card_id, owner=self.owner):
+            if blob.startswith(_CHARX_PREFIXES) and blob not in kept:
+                await self.store.set_blob("character", card_id, blob, None, owner=self.owner)
+
+    async def card_assets(self, name: str) -> list[CardAsset]:
+        """The assets a CHARX card brought (every ``data.assets`` file: icons, backgrounds,
+        emotions, others) and its other archive members (``module.risum``...), in archive
+        order; :meth:`card_asset` reads one. A PNG or JSON card has none."""
+        found = await self.find(name, kind="character")
+        out: list[CardAsset] = []
+        for blob in await self.store.list_blobs("character", found.id, owner=self.owner):
+            for prefix, role in _ROLES:
+                if blob.startswith(prefix):
+                    out.append(CardAsset(role, blob.removeprefix(prefix)))
+        return out
+
+    async def card_asset(self, name: str, asset: CardAsset) -> bytes:
+        """The bytes of one of :meth:`card_assets`; :class:`NotFound` names a missing one."""
+        found = await self.find(name, kind="character")
+        prefix = _ASSET if asset.role == "asset" else _FILE
+        data = await self.store.get_blob(
+            "character", found.id, prefix + asset.ref, owner=self.owner
+        )
+        if data is None:
+            raise NotFound(f"{found.name!r} has no {asset.role} {asset.ref!r}")
+        return data
+
+    async def _charx_parts(self, card_id: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        assets: dict[str, bytes] = {}
+        files: dict[str, bytes] = {}
+        for blob in await self.store.list_blobs("character", card_id, owner=self.owner):
+            for prefix, into in ((_ASSET, assets), (_FILE, files)):
+                if blob.startswith(prefix):
+                    data = await self.store.get_blob("character", card_id, blob, owner=self.owner)
+                    if data is not None:
+                        into[blob.removeprefix(prefix)] = data
+        return assets, files
 
     async def _import_chat(
         self, chat: Chat, name: str, source: str, character: str | None, replace: bool
@@ -454,6 +498,8 @@ class Library:
             options["image"] = await self.store.get_blob(
                 "character", found.id, "avatar", owner=self.owner
             )
+            if fmt == "charx":
+                options["assets"], options["extra_files"] = await self._charx_parts(found.id)
         return found, writer(value, **options)
 
     async def _with_linked_book(self, card: Card, card_id: str) -> Card:
@@ -606,6 +652,29 @@ def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     except ValueError:
         return False
     return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
+
+
+#: blob names of a CHARX card's assets (by their ``data.assets`` URI) and other members
+_ASSET = "charx-asset:"
+_FILE = "charx-file:"
+_CHARX_PREFIXES = (_ASSET, _FILE)
+_ROLES: tuple[tuple[str, Literal["asset", "file"]], ...] = ((_ASSET, "asset"), (_FILE, "file"))
+
+
+@dataclass(frozen=True, slots=True)
+class CardAsset:
+    """One file a CHARX card brought: ``role`` ``asset`` (``ref`` is its URI in
+    ``data.assets``, e.g. ``embeded://assets/icon/images/main.png``) or ``file`` (another
+    archive member, ``ref`` its path, e.g. ``module.risum``)."""
+
+    role: Literal["asset", "file"]
+    ref: str
+
+
+def _charx_blobs(imported: ImportedCard) -> dict[str, bytes]:
+    blobs = {_ASSET + uri: data for uri, data in imported.assets.items()}
+    blobs.update((_FILE + path, data) for path, data in imported.extra_files.items())
+    return blobs
 
 
 def _wire(model: BaseModel) -> dict[str, Any]:
