@@ -5,6 +5,8 @@ unusable reviewer delivers the reply."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import Literal
 
 import pytest
 
@@ -121,3 +123,44 @@ async def test_setting_a_missing_reviewer_writes_nothing(world: World) -> None:
     assert await chat_review(world.tk.store, info.id, owner="default") is None
     with pytest.raises(FormatError, match="PROFILE:MODEL"):
         parse_review("critic:")
+
+
+async def test_the_tool_checkpoint_rejects_a_call_before_it_runs(world: World) -> None:
+    from tavernkit.generation.review import ProposedCall
+    from tavernkit.models.profile import CapabilityOverrides
+    from tavernkit.tools import FunctionTool
+
+    runs: list[dict[str, object]] = []
+    seen: list[str] = []
+
+    async def checkpoint(calls: Sequence[ProposedCall]) -> dict[str, Literal["approve", "reject"]]:
+        seen.extend(c.name for c in calls)
+        return {c.identity: "reject" for c in calls}
+
+    tool = FunctionTool(
+        name="roll",
+        description="Roll a die",
+        parameters={"type": "object", "properties": {"sides": {"type": "integer"}}},
+        action=lambda args: runs.append(args) or 4,
+    )
+    world.tk.tools.register_function_tool(tool)
+    await use_profile(
+        world,
+        "reviewed",
+        model="m1",
+        review={},
+        capabilities=CapabilityOverrides(supports_tools=True).model_dump(),
+    )
+    world.chats.review_tool_checkpoint = checkpoint
+    world.server.script(
+        Reply(tool_calls=[("roll", {"sides": 6})]),
+        Reply(text="No dice tonight."),
+        Reply(text=verdict("pass")),
+    )
+    info = await world.chats.new_chat("Mira")
+    out = await world.chats.send(info.id, "Roll for me")
+    assert out.status == "completed", out.error
+    assert out.text == "No dice tonight."
+    assert seen == ["roll"] and runs == []  # rejected before it ran
+    follow_up = world.server.requests[1].body["messages"]
+    assert any("reject" in str(m.get("content", "")).lower() for m in follow_up)

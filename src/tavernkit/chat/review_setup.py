@@ -11,6 +11,8 @@ The chat's own setting (``chat_metadata.tavernkit_review``) wins over its profil
   packet is full (the packet bounds itself);
 - **tools**: the catalogue the turn offers.
 
+Proposed tool calls pass ``ChatService.review_tool_checkpoint`` (when given) before they run:
+a rejected call does not run, the model is told, and the rejection lasts for the turn.
 Impersonation and quiet turns are never reviewed (the turn runner's rule).
 """
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.errors import FormatError
 from tavernkit.generation.plan import PlanEntry
-from tavernkit.generation.review import ReviewConfig, ReviewEvidence
+from tavernkit.generation.review import ReviewConfig, ReviewEvidence, ToolCheckpoint
 from tavernkit.models.chat import ChatMetadata
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest
@@ -55,11 +57,16 @@ def _persona(prepared: PreparedTurn) -> str | None:
 
 
 def review_config(
-    prepared: PreparedTurn, request: PromptRequest, reviewer: PlanEntry | None
+    prepared: PreparedTurn,
+    request: PromptRequest,
+    reviewer: PlanEntry | None,
+    *,
+    tool_checkpoint: ToolCheckpoint | None = None,
 ) -> ReviewConfig | None:
     """The turn's review settings with its evidence; ``reviewer`` is the pinned reviewer's
-    plan entry (``None``: inherited). ``None`` for a text-completion request (the reviewer
-    call is a chat request)."""
+    plan entry (``None``: inherited); ``tool_checkpoint`` approves or rejects proposed tool
+    calls before they run. ``None`` for a text-completion request (the reviewer call is a
+    chat request)."""
     if not isinstance(request, ChatPrompt):
         return None
     talk = [m for m in request.messages if m.role != "system"]
@@ -75,7 +82,10 @@ def review_config(
         tools=request.tools,
     )
     return ReviewConfig(
-        enabled=True, evidence=evidence, reviewer=reviewer if reviewer is not None else "inherited"
+        enabled=True,
+        evidence=evidence,
+        reviewer=reviewer if reviewer is not None else "inherited",
+        tool_checkpoint=tool_checkpoint,
     )
 
 

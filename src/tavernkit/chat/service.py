@@ -39,6 +39,7 @@ from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import review_config, review_settings
+from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -109,6 +110,7 @@ class ChatService:
         function_call_mode: str = "auto",
         max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
         tool_rng: random.Random | None = None,
+        review_tool_checkpoint: ToolCheckpoint | None = None,
     ) -> None:
         self.tavern = tavern
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -129,6 +131,9 @@ class ChatService:
         self.function_call_mode = function_call_mode
         self.max_tool_rounds = max_tool_rounds
         self.tool_rng = tool_rng or random.Random()
+        #: with response review on, the tool calls a model proposes pass this checkpoint
+        #: before they run (approve/reject each; a rejection lasts for the turn)
+        self.review_tool_checkpoint = review_tool_checkpoint
         self.slots = ChatSlots()
 
     @property
@@ -553,7 +558,12 @@ class ChatService:
                 sources, settings.reviewer_profile, settings.reviewer_model
             )
         review = (
-            review_config(prepared, request, pinned[0] if pinned else None)
+            review_config(
+                prepared,
+                request,
+                pinned[0] if pinned else None,
+                tool_checkpoint=self.review_tool_checkpoint,
+            )
             if settings is not None
             else None
         )
