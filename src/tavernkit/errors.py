@@ -26,6 +26,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
         ├── StreamInterrupted  a stream broke after some text was delivered
         └── ProtocolError      the provider answered with bytes we cannot understand
     GenerateTaskError          what ``generate_task`` raises: one ``code`` a caller can switch on
+    RequestAborted             base of the abort types (a signal's ``AbortError``, a provider's
+                               ``Aborted``); not a ``TavernKitError``: an abort is not a failure
 
 Messages never carry secrets (API keys): callers pass field names and file names, not values.
 """
@@ -58,6 +60,7 @@ __all__ = [
     "ProviderTimeout",
     "QuotaExhausted",
     "RateLimited",
+    "RequestAborted",
     "StoreError",
     "StreamInterrupted",
     "TavernKitError",
@@ -67,6 +70,13 @@ __all__ = [
 
 class TavernKitError(Exception):
     """Base class of every error tavernkit raises on purpose."""
+
+
+class RequestAborted(Exception):
+    """The base of every abort type: :class:`tavernkit.generation.abort.AbortError` (a
+    signal's ``throw_if_aborted``) and the providers' internal ``Aborted``. Aborts are matched
+    by this type (never by class name); it is not a :class:`TavernKitError`, because an abort
+    is the caller's choice, not a failure a ``except TavernKitError`` should report."""
 
 
 class FormatError(TavernKitError, ValueError):
@@ -345,10 +355,6 @@ _PROVIDER_CODES: tuple[tuple[type[ProviderError], GenerateTaskErrorCode], ...] =
     (ProtocolError, "unknown"),
 )
 
-# Abort types live above this module (the providers' ``Aborted``, the facade's abort
-# signal); they are recognised by class name so errors.py imports nothing from above.
-_ABORT_CLASS_NAMES = frozenset({"Aborted", "AbortError"})
-
 
 def _provider_details(exc: ProviderError) -> dict[str, Any]:
     details: dict[str, Any] = {}
@@ -381,9 +387,7 @@ def task_error_from(exc: BaseException) -> GenerateTaskError:
     if isinstance(exc, GenerateTaskError):
         return exc
     err: GenerateTaskError
-    if isinstance(exc, asyncio.CancelledError) or any(
-        cls.__name__ in _ABORT_CLASS_NAMES for cls in type(exc).__mro__
-    ):
+    if isinstance(exc, asyncio.CancelledError | RequestAborted):
         err = GenerateTaskError("aborted", "request aborted", cause=exc)
     elif isinstance(exc, StreamInterrupted):
         inner = exc.cause

@@ -1,85 +1,67 @@
-"""One embedded model per Tavern: chat turns and generate_task share one LocalLlamaProvider,
-so the model file is loaded once. A stand-in for ``llama_cpp`` counts the loads (no
-llama-cpp-python or model file needed)."""
+"""One embedded model per Tavern: chat turns and generate_task share one loaded model, so the
+GGUF is loaded once. The real model runs; the loads are counted where xllamacpp's ``Server`` is
+made (skipped when the embedded model is not installed)."""
 
 from __future__ import annotations
 
 import json
-import types
-from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from tavernkit.facade import Tavern
 from tavernkit.models.settings import Settings
-from tavernkit.providers import local_llama
+from tavernkit.providers import local_engine
+from tavernkit.providers.local_engine import local_model_missing
 
 from .conftest import CARD
 
 
-class FakeLlama:
-    """llama-cpp-python's chunk shapes for a fixed reply; every instance is one model load."""
-
-    loads: list[str] = []  # noqa: RUF012 - reset by the fixture
-    metadata: dict[str, str] = {}  # noqa: RUF012
-
-    def __init__(self, *, model_path: str, **_: Any) -> None:
-        FakeLlama.loads.append(model_path)
-        self.calls: list[dict[str, Any]] = []
-
-    def _chunks(self, chat: bool, reply: str) -> Iterator[dict[str, Any]]:
-        if chat:
-            yield {"id": "c", "choices": [{"delta": {"role": "assistant"}}]}
-        for n, word in enumerate(reply.split(" ")):
-            piece = word if n == 0 else " " + word
-            body = {"delta": {"content": piece}} if chat else {"text": piece}
-            yield {"id": "c", "choices": [{**body, "finish_reason": None}]}
-        end = {"delta": {}} if chat else {"text": ""}
-        yield {"id": "c", "choices": [{**end, "finish_reason": "stop"}]}
-
-    def create_chat_completion(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        self.calls.append(kwargs)
-        return self._chunks(True, f"Reply {len(self.calls)}.")
-
-    def create_completion(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        self.calls.append(kwargs)
-        return self._chunks(False, f"Reply {len(self.calls)}.")
-
-    def tokenize(self, data: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
-        return list(range(len(data.split()) + (1 if add_bos else 0)))
-
-
 @pytest.fixture
-def fake_llama(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> type[FakeLlama]:
-    FakeLlama.loads = []
-    model = tmp_path / "model.gguf"
-    model.write_bytes(b"GGUF")
-    module = types.SimpleNamespace(Llama=FakeLlama)
-    monkeypatch.setattr(local_llama, "import_llama_cpp", lambda: module)
-    monkeypatch.setattr(local_llama, "require_model_path", lambda: model)
-    return FakeLlama
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    reason = local_model_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    real = local_engine.import_xllamacpp()
+    made: list[str] = []
+
+    def server(params: Any) -> Any:
+        made.append(params.model.path)
+        return real.Server(params)
+
+    module = SimpleNamespace(
+        CommonParams=real.CommonParams,
+        common_reasoning_format=real.common_reasoning_format,
+        Server=server,
+    )
+    monkeypatch.setattr(local_engine, "import_xllamacpp", lambda: module)
+    return made
 
 
 async def test_turns_and_tasks_of_one_tavern_load_the_model_once(
-    tmp_path: Path, fake_llama: type[FakeLlama]
+    tmp_path: Path, loads: list[str]
 ) -> None:
+    small = {"max_tokens": 8}
     async with Tavern(tmp_path / "home", load_plugins=False) as tk:
         await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
         settings = Settings()
         settings.selections.user_name = "Ada"
         await tk.store.put_settings(settings)
         info = await tk.chats.new_chat("Mira")  # no profile configured: the embedded model
-        first = await tk.chats.send(info.id, "Hello")
-        second = await tk.chats.send(info.id, "And again")
+        first = await tk.chats.send(info.id, "Hello", overrides=small)
+        second = await tk.chats.send(info.id, "And again", overrides=small)
         assert first.status == second.status == "completed", (first.error, second.error)
-        assert (first.text, second.text) == ("Reply 1.", "Reply 2.")
-        task = await tk.context(info.id).generate_task([{"role": "user", "content": "Sum up."}])
-        assert task.assistant_text == "Reply 3."
-        assert len(fake_llama.loads) == 1
+        assert first.text.strip()
+        assert second.text.strip()
+        task = await tk.context(info.id).generate_task(
+            [{"role": "user", "content": "Sum up in three words."}]
+        )
+        assert task.assistant_text.strip()
+        assert len(loads) == 1
     async with Tavern(tmp_path / "home", load_plugins=False) as other:
         # another Tavern (another process, say) has its own
-        out = await other.chats.send(info.id, "Hi")
+        out = await other.chats.send(info.id, "Hi", overrides=small)
         assert out.status == "completed"
-        assert len(fake_llama.loads) == 2
+        assert len(loads) == 2

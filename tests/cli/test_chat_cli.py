@@ -321,13 +321,9 @@ def test_a_killed_process_leaves_the_partial_reply_in_the_store(
 
 
 def _local_model_available() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
+    from tavernkit.providers.local_engine import local_model_missing
 
-        from tavernkit.providers.local_model import find_model_path
-    except ImportError:
-        return False
-    return find_model_path() is not None
+    return local_model_missing() is None
 
 
 @pytest.mark.skipif(not _local_model_available(), reason="the embedded model is not installed")
@@ -395,24 +391,24 @@ def test_a_resumed_chat_shows_the_stored_fallback_notices(
 
 
 def _fail_loading(monkeypatch: pytest.MonkeyPatch, step: str, error: Exception) -> None:
-    """Make the embedded model's ``step`` (importing llama_cpp, finding the GGUF) fail as it
+    """Make the embedded model's ``step`` (importing xllamacpp, finding the GGUF) fail as it
     does on a machine without them, whatever this one has installed."""
-    from tavernkit.providers import local_llama
+    from tavernkit.providers import local_engine
 
     def fail(*args: object, **kwargs: object) -> Any:
         raise error
 
-    monkeypatch.setattr(local_llama, step, fail)
+    monkeypatch.setattr(local_engine, step, fail)
 
 
-@pytest.mark.parametrize("missing", ["llama_cpp", "gguf"])
+@pytest.mark.parametrize("missing", ["xllamacpp", "gguf"])
 def test_a_missing_embedded_model_prints_a_hint_naming_the_fix(
     monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     from tavernkit.providers.local_model import LocalModelMissing, MissingDependency
 
-    if missing == "llama_cpp":
-        _fail_loading(monkeypatch, "import_llama_cpp", MissingDependency("llama-cpp-python"))
+    if missing == "xllamacpp":
+        _fail_loading(monkeypatch, "import_xllamacpp", MissingDependency("xllamacpp"))
     else:
         missing_file = LocalModelMissing("no local model found", provider="local")
         _fail_loading(monkeypatch, "require_model_path", missing_file)

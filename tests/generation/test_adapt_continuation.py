@@ -25,7 +25,14 @@ from tavernkit.generation.result import FallbackNotice, NoticeFailure, TurnError
 from tavernkit.generation.sink import ConsoleSink, ErrorEvent, NoticeEvent, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.providers.profiles import FAMILY_DEFAULTS
-from tavernkit.providers.request import ChatMessage, ChatPrompt, ImagePart, Sampling, TextPart
+from tavernkit.providers.request import (
+    ChatMessage,
+    ChatPrompt,
+    ImagePart,
+    MessageLabel,
+    Sampling,
+    TextPart,
+)
 
 
 class Words:
@@ -69,6 +76,50 @@ def test_history_is_retrimmed_from_the_untrimmed_original() -> None:
     kept = [m.content for m in small.request.messages]
     assert kept[-2] == "message number 9"  # newest history survives, oldest goes first
     assert len(big.request.messages) == len(PROMPT.blocks)
+
+
+def _labelled(role: str, text: str, kind: str, tool_only: bool = False) -> ChatMessage:
+    return ChatMessage(role, text, label=MessageLabel(kind=kind, tool_only=tool_only))  # type: ignore[arg-type]
+
+
+def test_labels_decide_what_a_window_drops_and_what_a_model_without_tools_gets() -> None:
+    labelled = ChatPrompt(
+        (
+            _labelled("system", "main prompt", "preset"),
+            _labelled("user", "an injection at depth ninety nine", "injection"),
+            _labelled("user", "oldest chat message one", "history"),
+            _labelled("assistant", "", "tool", tool_only=True),
+            _labelled("tool", "four", "tool", tool_only=True),
+            _labelled("assistant", "an older reply two", "history"),
+            _labelled("user", "the trigger message", "history"),
+            _labelled("assistant", "an author's note in chat", "extension"),
+            _labelled("assistant", "the reply being continued", "history"),
+        ),
+        sampling=Sampling(max_tokens=20),
+    )
+    prompt = TurnPrompt.from_chat_prompt(labelled)
+    assert [b.history for b in prompt.blocks] == [0, 0, 1, 1, 1, 1, 1, 0, 1]
+    # the trigger and the continued reply are protected
+    assert [b.protected for b in prompt.blocks] == [0, 0, 0, 0, 0, 0, 1, 0, 1]
+    assert [b.requires_tool_calling for b in prompt.blocks] == [0, 0, 0, 1, 1, 0, 0, 0, 0]
+    # a window (20 reserved) for what must stay: 6 + 10 + 7 + 9 + 8 tokens (words + 4)
+    tight = adapt_request(prompt, profile(context_window=20 + 40), Words())
+    assert [m.text() for m in tight.request.messages] == [
+        "main prompt",
+        "an injection at depth ninety nine",
+        "the trigger message",
+        "an author's note in chat",
+        "the reply being continued",
+    ]
+    assert tight.dropped_history == 4
+    no_tools = adapt_request(prompt, profile(supports_tools=False), Words())
+    assert no_tools.dropped_tool_blocks == 2
+    assert [m.role for m in no_tools.request.messages].count("tool") == 0
+    # a request nobody labelled keeps the old guess: every non-system message is history
+    guessed = TurnPrompt.from_chat_prompt(
+        ChatPrompt(tuple(replace(m, label=None) for m in labelled.messages))
+    )
+    assert [b.history for b in guessed.blocks] == [0, 1, 1, 1, 1, 1, 1, 1, 1]
 
 
 def test_prefill_tokens_are_reserved_but_not_trimmed_as_history() -> None:

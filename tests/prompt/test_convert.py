@@ -130,6 +130,40 @@ def test_merge_post_processing_for_openai_compatible_sources() -> None:
     assert req.messages[0].content == "Main.\n\nCard."
 
 
+def test_every_message_carries_its_block_label() -> None:
+    req = to_provider_request(PROMPT)
+    labels = [m.label for m in req.messages]
+    assert all(label is not None for label in labels)
+    assert [(x.kind, x.identifier, x.tool_only) for x in labels if x is not None] == [
+        (b.source, b.identifier, b.requires_tool_calling) for b in PROMPT.blocks
+    ]
+
+
+def test_merged_messages_merge_their_labels() -> None:
+    injected = ChatPrompt(
+        blocks=(
+            block({"role": "system", "content": "Main."}, "main"),
+            block({"role": "user", "content": "Old"}, "chatHistory-1", "history"),
+            block({"role": "user", "content": "[Note]"}, "authorsNote", "injection"),
+            block({"role": "user", "content": "Hi"}, "chatHistory-2", "history", entries=("w.1",)),
+            block({"role": "assistant", "content": "Yo"}, "chatHistory-3", "history"),
+        )
+    )
+    req = to_provider_request(injected, post_processing="merge")
+    assert [m.text() for m in req.messages] == ["Main.", "Old\n\n[Note]\n\nHi", "Yo"]
+    merged = req.messages[1].label
+    assert merged is not None
+    # a chat message squashed with an injection is no longer history a window may drop
+    assert merged.kind == "injection" and not merged.trimmable
+    assert merged.identifier == "chatHistory-1+authorsNote+chatHistory-2"
+    assert merged.entries == ("w.1",) and merged.tokens == 3
+    last = req.messages[2].label
+    assert last is not None and last.kind == "history" and last.trimmable
+    # the bookkeeping key never reaches the wire
+    body = OpenAIChatAdapter().build_request(req, model="m", stream=False).body
+    assert "_blocks" not in str(body)
+
+
 def test_text_prompt_keeps_prompt_and_stop() -> None:
     text = TextPrompt(prompt="Once upon", stop=["\nUser:"])
     req = to_provider_request(text, sampling=Sampling(max_tokens=5))

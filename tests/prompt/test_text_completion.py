@@ -52,13 +52,41 @@ def test_plain_prompt_and_stop_strings() -> None:
 def test_impersonate_and_continue_lines() -> None:
     impersonated = build(state(), kind="impersonate")
     assert impersonated.prompt.endswith("User: Hi Aria.\nUser:")
-    assert impersonated.stop[0] == "\nAria:"
+    # SillyTavern 1.18 stops an impersonation at both participants' prefixes, the
+    # character's first (the order of its grp_tc_impersonate request)
+    assert impersonated.stop == ["\nAria:", "\nUser:", "\n***"]
     messages = [
         Message.new("User", "Hi Aria.", is_user=True),
         Message.new("Aria", "Well, I", is_user=False),
     ]
     continued = build(state(messages=messages), kind="continue")
     assert continued.prompt.endswith("User: Hi Aria.\nAria: Well, I")
+
+
+def test_impersonate_stop_strings_names_then_instruct_sequences() -> None:
+    chatml = InstructTemplate(
+        input_sequence="<|im_start|>user",
+        output_sequence="<|im_start|>assistant",
+        system_sequence="<|im_start|>system",
+        stop_sequence="<|im_end|>",
+        input_suffix="<|im_end|>\n",
+        output_suffix="<|im_end|>\n",
+        system_suffix="<|im_end|>\n",
+        sequences_as_stop_strings=True,
+    )
+    s = state(
+        instruct=chatml,
+        instruct_enabled=True,
+        context=ContextTemplate(story_string=STORY, chat_start="", example_separator=""),
+    )
+    sequences = [
+        "\n<|im_end|>",
+        "\n<|im_start|>user",
+        "\n<|im_start|>assistant",
+        "\n<|im_start|>system",
+    ]
+    assert build(s, kind="impersonate").stop == ["\nAria:", "\nUser:", *sequences]
+    assert build(s).stop == ["\nUser:", *sequences]  # a normal turn: the user's prefix only
 
 
 def test_instruct_prompt_with_sequences() -> None:

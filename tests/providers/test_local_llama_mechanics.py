@@ -1,30 +1,19 @@
-"""LocalLlamaProvider's plumbing against a scripted stand-in for ``llama_cpp.Llama``: request
-mapping, the worker thread, abort and cancellation, errors before and after the first event.
-Runs without llama-cpp-python; test_local_llama.py runs the real model."""
+"""The embedded model's plumbing: request bodies (pure), thread defaults, engine parameters,
+load failures, and a failure after output began (a real model whose stream breaks midway)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tavernkit.errors import BadRequest, ContextTooLong, StreamInterrupted
-from tavernkit.models.templates import ReasoningTemplate
-from tavernkit.providers import local_llama
-from tavernkit.providers.events import (
-    Finish,
-    ProviderErrorEvent,
-    ReasoningDelta,
-    ResponseMeta,
-    StreamEvent,
-    TextDelta,
-    Usage,
-)
-from tavernkit.providers.local_llama import LocalLlamaProvider, build_call
+from tavernkit.errors import BadRequest, ProviderError, StreamInterrupted
+from tavernkit.providers import local_engine
+from tavernkit.providers.events import ProviderErrorEvent, StreamEvent, TextDelta
+from tavernkit.providers.local_call import JSON_GBNF, build_call
+from tavernkit.providers.local_engine import LocalEngine, default_threads, local_model_missing
+from tavernkit.providers.local_llama import LocalLlamaProvider
 from tavernkit.providers.local_model import MissingDependency
 from tavernkit.providers.profiles import resolve_model
 from tavernkit.providers.request import (
@@ -38,76 +27,24 @@ from tavernkit.providers.request import (
     ToolSpec,
 )
 
+from ._local import real_provider
+
 PROMPT = ChatPrompt((ChatMessage("system", "Be brief."), ChatMessage("user", "hi")))
 
 
-class FakeLlama:
-    """Yields ``pieces`` in llama-cpp-python's chunk shapes, one per ``delay`` seconds."""
-
-    metadata: dict[str, str] = {}  # noqa: RUF012
-
-    def __init__(
-        self,
-        pieces: list[str],
-        *,
-        delay: float = 0.0,
-        fail_at: int | None = None,
-        error: Exception | None = None,
-        finish: str = "stop",
-    ) -> None:
-        self.pieces = pieces
-        self.delay = delay
-        self.fail_at = fail_at
-        self.error = error or RuntimeError("decode failed")
-        self.finish = finish
-        self.calls: list[dict[str, Any]] = []
-        self.produced = 0
-        self.closed = threading.Event()
-
-    def _chunks(self, chat: bool) -> Iterator[dict[str, Any]]:
-        try:
-            if chat:
-                yield {"id": "chatcmpl-1", "choices": [{"delta": {"role": "assistant"}}]}
-            for i, piece in enumerate(self.pieces):
-                if self.fail_at == i:
-                    raise self.error
-                time.sleep(self.delay)
-                self.produced += 1
-                body = {"delta": {"content": piece}} if chat else {"text": piece}
-                yield {"id": "cmpl-1", "choices": [{**body, "finish_reason": None}]}
-            end = {"delta": {}} if chat else {"text": ""}
-            yield {"id": "cmpl-1", "choices": [{**end, "finish_reason": self.finish}]}
-        finally:
-            self.closed.set()
-
-    def create_chat_completion(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        self.calls.append(kwargs)
-        return self._chunks(chat=True)
-
-    def create_completion(self, **kwargs: Any) -> Iterator[dict[str, Any]]:
-        self.calls.append(kwargs)
-        return self._chunks(chat=False)
-
-    def tokenize(self, data: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
-        return list(range(len(data.split()) + (1 if add_bos else 0)))
-
-
-async def collect(provider: LocalLlamaProvider, request: Any, **kw: Any) -> list[StreamEvent]:
-    return [event async for event in provider.stream(request, **kw)]
-
-
-# -- request mapping ---------------------------------------------------------------------------
+# -- request bodies ----------------------------------------------------------------------------
 
 
 def test_unset_samplers_get_the_small_model_defaults() -> None:
     request = ChatPrompt(
         (ChatMessage("user", "hi"),), sampling=Sampling(repetition_penalty=1.0, temperature=1.2)
     )
-    kwargs = build_call(request).kwargs
+    body = build_call(request).body
     # 1.0 is SillyTavern's "off" default: the 135M model loops without a penalty.
-    assert kwargs["repeat_penalty"] == 1.15
-    assert kwargs["temperature"] == 1.2  # set by the request: kept
-    assert kwargs["top_p"] == 0.9
+    assert body["repeat_penalty"] == 1.15
+    assert body["temperature"] == 1.2  # set by the request: kept
+    assert body["top_p"] == 0.9
+    assert "seed" not in body  # none set: llama.cpp draws a random one per generation
 
 
 def test_build_chat_call_maps_samplers_and_stop() -> None:
@@ -119,48 +56,57 @@ def test_build_chat_call_maps_samplers_and_stop() -> None:
             top_k=20,
             tfs=0.9,
             repetition_penalty=1.1,
+            repetition_penalty_range=64,
             seed=5,
             logit_bias={"42": -100},
-            backend={"mirostat_mode": 2},
+            backend={"mirostat_mode": 2, "mirostat_eta": 0.2},
         ),
         stop=("\nUser:",),
     )
     call = build_call(request)
     assert call.kind == "chat"
-    assert call.kwargs == {
+    assert call.body == {
         "messages": [{"role": "user", "content": "hi"}],
         "max_tokens": 40,
         "temperature": 0.7,
         "top_k": 20,
-        "tfs_z": 0.9,
         "top_p": 0.9,  # the small model's default fills what the request left unset
         "repeat_penalty": 1.1,
+        "repeat_last_n": 64,
         "seed": 5,
-        "logit_bias": {42: -100.0},
-        "mirostat_mode": 2,
+        "logit_bias": [[42, -100.0]],
+        "mirostat": 2,
+        "mirostat_eta": 0.2,
         "stop": ["\nUser:"],
     }
-    assert call.grammar is None
+    assert call.downgrades == ("tail-free sampling (tfs) is not in llama.cpp: ignored",)
 
 
 def test_build_call_images_are_downgraded_and_reported() -> None:
     message = ChatMessage("user", (TextPart("look"), ImagePart(data="AAAA")))
     call = build_call(ChatPrompt((message,)), default_max_tokens=9)
-    assert call.kwargs["messages"][0]["content"].startswith("look\n[image omitted")
-    assert call.kwargs["max_tokens"] == 9
+    assert call.body["messages"][0]["content"].startswith("look\n[image omitted")
+    assert call.body["max_tokens"] == 9
     assert call.downgrades == ("image replaced by a text placeholder",)
 
 
-def test_build_call_json_grammars() -> None:
+def test_build_call_json_constraints() -> None:
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
     chat = build_call(ChatPrompt(PROMPT.messages, response_format=ResponseFormat(schema)))
-    assert chat.grammar is not None
-    assert chat.grammar[0] == "json_schema"
+    assert chat.body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"schema": schema},
+    }
+    any_chat = build_call(ChatPrompt(PROMPT.messages, response_format=ResponseFormat(None)))
+    assert any_chat.body["response_format"] == {"type": "json_object"}
     text = build_call(TextPrompt("x", response_format=ResponseFormat(None)))
-    assert (text.kind, text.grammar) == ("text", ("json", ""))
+    assert (text.kind, text.body["grammar"]) == ("text", JSON_GBNF)
+    typed = build_call(TextPrompt("x", response_format=ResponseFormat(schema)))
+    assert typed.body["json_schema"] == schema
     raw = build_call(TextPrompt("x", grammar='root ::= "a"', response_format=ResponseFormat()))
-    assert raw.grammar == ("gbnf", 'root ::= "a"')
-    assert raw.kwargs["prompt"] == "x"
+    assert raw.body["grammar"] == 'root ::= "a"'
+    assert "json_schema" not in raw.body
+    assert raw.body["prompt"] == "x"
 
 
 @pytest.mark.parametrize(
@@ -182,137 +128,97 @@ def test_local_profile() -> None:
     assert profile.reasoning_format == "tags"
 
 
-# -- streaming ---------------------------------------------------------------------------------
+# -- threads and engine parameters -------------------------------------------------------------
 
 
-async def test_streams_events_with_seed_and_usage() -> None:
-    fake = FakeLlama(["Hello", " there", "."])
-    provider = LocalLlamaProvider(llama=fake, seed=11)
-    events = await collect(provider, PROMPT)
-    assert events == [
-        ResponseMeta("chatcmpl-1", "smollm2-135m-instruct"),
-        TextDelta("Hello"),
-        TextDelta(" there"),
-        TextDelta("."),
-        Finish("stop", "stop"),
-        Usage(input_tokens=None, output_tokens=2, total_tokens=None),
-    ]
-    assert fake.calls[0]["seed"] == 11  # the provider's seed when the request sets none
-    assert fake.calls[0]["stream"] is True
+def test_thread_defaults_follow_the_measurements() -> None:
+    assert default_threads(1, {}) == (1, 1)
+    assert default_threads(2, {}) == (1, 2)  # 2 generation threads collapse on a busy 2-core box
+    assert default_threads(8, {}) == (4, 4)
+    assert default_threads(6, {}) == (3, 4)
+    assert default_threads(2, {"TAVERNKIT_LOCAL_THREADS": "3"}) == (3, 3)
 
 
-async def test_text_family_and_complete() -> None:
-    fake = FakeLlama(["Once", " more"], finish="length")
-    provider = LocalLlamaProvider(llama=fake)
-    result = await provider.complete(TextPrompt("Tell me a story", sampling=Sampling(seed=3)))
-    assert (result.text, result.finish_reason) == ("Once more", "length")
-    assert result.usage is not None
-    assert result.usage.input_tokens == 5  # four words + BOS in the fake tokenizer
-    assert fake.calls[0]["prompt"] == "Tell me a story"
-    assert fake.calls[0]["seed"] == 3
+@pytest.mark.parametrize("raw", ["0", "-1", "many"])
+def test_a_bad_thread_override_is_named(raw: str) -> None:
+    with pytest.raises(ValueError, match="TAVERNKIT_LOCAL_THREADS"):
+        default_threads(2, {"TAVERNKIT_LOCAL_THREADS": raw})
 
 
-async def test_reasoning_tags_are_split_when_a_template_is_set() -> None:
-    fake = FakeLlama(["<think>", "hm", "</think>", "\nYes"])
-    provider = LocalLlamaProvider(llama=fake, reasoning_template=ReasoningTemplate())
-    events = await collect(provider, PROMPT)
-    assert [e for e in events if isinstance(e, TextDelta | ReasoningDelta)] == [
-        ReasoningDelta("hm"),
-        TextDelta("Yes"),
-    ]
-    plain = LocalLlamaProvider(llama=FakeLlama(["<think>x</think>y"]))
-    assert TextDelta("<think>x</think>y") in await collect(plain, PROMPT)
+def test_engine_parameters_bound_memory_and_reuse_the_cache(tmp_path: Path) -> None:
+    if local_model_missing() is not None:
+        pytest.skip(str(local_model_missing()))
+    params = LocalEngine(n_ctx=3000, slots=3, n_threads=1).params(tmp_path / "m.gguf")
+    assert params.n_parallel == 3
+    assert params.n_ctx == 9000  # llama.cpp splits it: 3,000 per slot
+    assert params.cache_prompt
+    assert params.cache_ram_mib == 256
+    assert params.cpuparams.n_threads == 1
+    assert params.cpuparams.poll == 0
+    assert params.cpuparams_batch.poll == 0
 
 
-async def test_abort_stops_generation_promptly() -> None:
-    fake = FakeLlama([f"t{i} " for i in range(500)], delay=0.005)
-    provider = LocalLlamaProvider(llama=fake)
-    abort = asyncio.Event()
-    events: list[StreamEvent] = []
-    async for event in provider.stream(PROMPT, abort=abort):
-        events.append(event)
-        if sum(isinstance(e, TextDelta) for e in events) == 3:
-            abort.set()
-    assert events[-1] == Finish("aborted")
-    assert fake.closed.is_set()  # the worker left the generator before stream() returned
-    assert fake.produced < 20
-    assert not provider._lock.locked()
+# -- load failures -----------------------------------------------------------------------------
 
 
-async def test_preset_abort_generates_nothing() -> None:
-    fake = FakeLlama(["x"])
-    abort = asyncio.Event()
-    abort.set()
-    assert await collect(LocalLlamaProvider(llama=fake), PROMPT, abort=abort) == [Finish("aborted")]
-    assert fake.calls == []
-
-
-async def test_task_cancellation_stops_the_worker() -> None:
-    fake = FakeLlama([f"t{i} " for i in range(500)], delay=0.005)
-    provider = LocalLlamaProvider(llama=fake)
-    first = asyncio.Event()
-
-    async def consume() -> None:
-        async for event in provider.stream(PROMPT):
-            if isinstance(event, TextDelta):
-                first.set()
-
-    task = asyncio.create_task(consume())
-    await first.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    await asyncio.to_thread(fake.closed.wait, 2)
-    assert fake.closed.is_set()
-    assert fake.produced < 50
-    # the model is free again for the next request
-    fake2 = FakeLlama(["ok"])
-    result = await provider.with_options(llama=fake2).complete(PROMPT)
-    assert result.text == "ok"
-
-
-async def test_failure_before_output_is_raised() -> None:
-    provider = LocalLlamaProvider(
-        llama=FakeLlama(
-            ["a"],
-            fail_at=0,
-            error=ValueError("Requested tokens (9000) exceed context window of 4096"),
-        )
-    )
-    with pytest.raises(ContextTooLong) as info:
-        await collect(provider, PROMPT)
-    assert (info.value.n_prompt, info.value.n_ctx) == (9000, 4096)
-
-
-async def test_failure_after_output_ends_the_stream() -> None:
-    provider = LocalLlamaProvider(llama=FakeLlama(["a", "b", "c"], fail_at=2))
-    events = await collect(provider, PROMPT)
-    assert events[1:3] == [TextDelta("a"), TextDelta("b")]
-    last = events[-1]
-    assert isinstance(last, ProviderErrorEvent)
-    assert isinstance(last.error, StreamInterrupted)
-    result = await LocalLlamaProvider(llama=FakeLlama(["a", "b"], fail_at=1)).complete(PROMPT)
-    assert result.text == "a"
-    assert isinstance(result.error, StreamInterrupted)
-
-
-async def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_xllamacpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     def missing(name: str) -> Any:
         raise ImportError(name)
 
-    monkeypatch.setattr(local_llama.importlib, "import_module", missing)
-    with pytest.raises(MissingDependency, match=r"tavernkit\[local\]"):
-        await collect(LocalLlamaProvider(), PROMPT)
+    monkeypatch.setattr(local_engine.importlib, "import_module", missing)
+    with pytest.raises(MissingDependency, match=r"tavernkit\[local\]") as info:
+        [e async for e in LocalLlamaProvider().stream(PROMPT)]
+    assert info.value.module == "xllamacpp"
 
 
-async def test_closing_the_stream_stops_the_worker_through_the_splitter() -> None:
-    fake = FakeLlama(["<think>", *[f"t{i} " for i in range(500)]], delay=0.005)
-    provider = LocalLlamaProvider(llama=fake, reasoning_template=ReasoningTemplate())
-    stream = provider.stream(PROMPT)
-    async for event in stream:
-        if isinstance(event, ReasoningDelta):
-            break
-    await stream.aclose()
-    assert fake.closed.is_set()
-    assert fake.produced < 50
-    assert not provider._lock.locked()
+async def test_a_file_that_is_no_gguf_is_a_typed_load_error(tmp_path: Path) -> None:
+    if local_model_missing() is not None:
+        pytest.skip(str(local_model_missing()))
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"GGUF not really")
+    with pytest.raises(ProviderError, match=r"cannot load junk\.gguf"):
+        await LocalLlamaProvider(model_path=junk).complete(PROMPT)
+    with pytest.raises(ProviderError, match="no such file"):
+        await LocalLlamaProvider(model_path=tmp_path / "absent.gguf").complete(PROMPT)
+
+
+# -- a stream that breaks after output began ---------------------------------------------------
+
+
+class BreaksMidway:
+    """The real server, whose stream breaks off after ``after`` chunks (a decode failure
+    cannot be provoked on demand in llama.cpp itself). xllamacpp swallows a callback's
+    exception and ends the stream there, without a finish reason."""
+
+    def __init__(self, server: Any, after: int) -> None:
+        self.server = server
+        self.after = after
+
+    def handle_chat_completions(self, body: dict[str, Any], callback: Any) -> Any:
+        seen = 0
+
+        def forward(chunk: Any) -> bool:
+            nonlocal seen
+            seen += 1
+            if seen > self.after:
+                raise RuntimeError("decode failed")
+            return bool(callback(chunk))
+
+        return self.server.handle_chat_completions(body, forward)
+
+
+async def test_failure_after_output_ends_the_stream() -> None:
+    real = real_provider(seed=1)
+    provider = real.with_options()
+    assert provider.engine is not None
+    provider.engine = local_engine.LocalEngine(loaded=BreaksMidway(real.load(), after=6))
+    request = ChatPrompt(PROMPT.messages, sampling=Sampling(max_tokens=40))
+    events: list[StreamEvent] = [e async for e in provider.stream(request)]
+    assert any(isinstance(e, TextDelta) for e in events)
+    last = events[-1]
+    assert isinstance(last, ProviderErrorEvent)
+    assert isinstance(last.error, StreamInterrupted)
+    assert "without a finish reason" in str(last.error)
+    early = real.with_options(engine=LocalEngine(loaded=BreaksMidway(real.load(), after=0)))
+    with pytest.raises(ProviderError, match="without a finish reason"):
+        await early.complete(request)

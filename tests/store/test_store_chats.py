@@ -198,19 +198,21 @@ async def test_a_write_costs_the_same_on_a_2500_message_chat_as_on_a_10_message_
         costs.append((stats.statements, stats.changes, stats.sql_chars))
     small, big = costs
     assert big[:2] == small[:2], f"{op}: {small} for 10 messages, {big} for 2500"
-    # The bytes sent differ only by the digits of a position (10 vs 2500); a rewrite of the
-    # chat would send hundreds of kilobytes.
-    assert abs(big[2] - small[2]) <= 4, f"{op}: {small} for 10 messages, {big} for 2500"
+    # The bytes sent differ only by the digits of a position (10 vs 2500), traced again for
+    # each step of the trigger that counts the message; a rewrite of the chat would send
+    # hundreds of kilobytes.
+    assert abs(big[2] - small[2]) <= 8, f"{op}: {small} for 10 messages, {big} for 2500"
     statements, changes, _ = small
-    # One message (or swipe) row, its swipe row, the chat's updated stamp: a handful at most.
-    assert statements <= 5 and changes <= 3
+    # One message (or swipe) row, its swipe row, the chat's updated stamp and message counts
+    # (kept by triggers): a handful at most.
+    assert statements <= 8 and changes <= 4
 
 
 async def test_append_message_adds_one_row_at_the_end(store: SqliteStore) -> None:
     chat_id = await _chat_with(store, 2, "c")
     async with store.trace() as stats:
         stored = await store.append_message(chat_id, Message.new("You", "Hello", is_user=True))
-    assert stats.changes == 2  # the message row and the chat's updated stamp
+    assert stats.changes == 3  # the message row, the chat's counts and its updated stamp
     assert stored.position == 2
     loaded = await store.load_chat(chat_id)
     assert loaded.messages[-1].data == {

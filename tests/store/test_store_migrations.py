@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import stat
 from datetime import UTC, datetime
@@ -112,3 +113,35 @@ async def test_a_file_that_is_not_a_database_raises_store_error(tmp_path: Path) 
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreError, match="cannot open database"):
         await open_store(path)
+
+
+async def test_004_flags_the_messages_of_an_older_database(db_path: Path) -> None:
+    """A database made before 004 gets each message's flags from its JSON, so the counts of a
+    turn's window are right for chats stored before the upgrade."""
+    now = lambda: datetime(2025, 1, 1, tzinfo=UTC)  # noqa: E731
+    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+        await apply_migrations(db, now=now, migrations=MIGRATIONS[:2])
+        await db.execute(
+            "INSERT INTO chats (id, owner, name, header, created, updated) "
+            "VALUES ('c', 'default', 'old', '{}', '2025-01-01', '2025-01-01')"
+        )
+        bodies = [
+            {"name": "Mira", "is_user": False, "mes": "Hi."},
+            {"name": "Ada", "is_user": True, "is_system": "true", "mes": "(hidden)"},
+            {"name": "Ada", "is_user": 1, "mes": "Yes."},
+            {"is_system": True, "extra": {"tool_invocations": [{"name": "roll"}]}, "mes": ""},
+        ]
+        for i, body in enumerate(bodies):
+            await db.execute(
+                "INSERT INTO messages (id, chat_id, position, body, extracted, mes) "
+                "VALUES (?, 'c', ?, ?, '', NULL)",
+                (f"m{i}", i, json.dumps(body)),
+            )
+    async with await open_store(db_path) as store:
+        window = await store.load_chat_window("c", last=1)
+    # head: the first message (visible); tail: the newest; the gap holds messages 1 and 2
+    assert window.gap.total == 2
+    assert (window.gap.hidden, window.gap.user, window.gap.hidden_tools) == (1, 2, 0)
+    async with await open_store(db_path) as store:
+        window = await store.load_chat_window("c", last=3)
+    assert window.complete and len(window.tail) == 3 and len(window.head) == 1

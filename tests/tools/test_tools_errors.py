@@ -26,6 +26,8 @@ from tavernkit.errors import (
     TavernKitError,
     task_error_from,
 )
+from tavernkit.generation.abort import AbortError
+from tavernkit.providers.http import Aborted as ProviderAborted
 
 
 def test_fields_and_defaults() -> None:
@@ -105,13 +107,20 @@ def test_stream_interrupted_keeps_delivered_text() -> None:
 def test_aborts_and_other_exceptions() -> None:
     assert task_error_from(asyncio.CancelledError()).code == "aborted"
 
-    class Aborted(Exception):
-        pass
-
-    class SubAbort(Aborted):
+    class SubAbort(AbortError):
         pass
 
     assert task_error_from(SubAbort()).code == "aborted"
+    assert task_error_from(ProviderAborted()).code == "aborted"
+
+    # Matched by type, not by name: an unrelated class that happens to be called
+    # ``AbortError`` or ``Aborted`` is no abort.
+    class Aborted(Exception):
+        pass
+
+    namesake = type("AbortError", (Exception,), {})
+    assert task_error_from(Aborted()).code == "unknown"
+    assert task_error_from(namesake()).code == "unknown"
     assert task_error_from(TimeoutError()).code == "network"
     fmt = task_error_from(FormatError("bad", source="x.json", field="a.b"))
     assert fmt.code == "invalid_input"

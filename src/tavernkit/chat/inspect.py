@@ -17,6 +17,7 @@ from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
     ImagePart,
+    MessageLabel,
     PromptRequest,
     TextPart,
 )
@@ -117,25 +118,30 @@ def inspection(prepared: PreparedTurn) -> dict[str, Any]:
     connection = prepared.connection
     blocks: list[dict[str, Any]] = []
     total = budget = 0
-    if isinstance(prompt, built.ChatPrompt):
-        view = prompt.inspect()
-        total, budget = view.total_tokens, view.budget
-        for row, block in zip(view.rows, prompt.blocks, strict=True):
-            blocks.append(
-                {
-                    "identifier": row.identifier,
-                    "source": row.source,
-                    "role": row.role,
-                    "tokens": row.tokens,
-                    "message_index": row.message_index,
-                    "entries": list(row.entries),
-                    "content": block.message.get("content"),
-                }
-            )
-    else:
+    as_built = prepared.built_request if prepared.built_request is not None else prepared.request
+    if isinstance(prompt, built.TextPrompt):
         total, budget = prompt.token_count, prompt.budget
         for name, text in prompt.sections:
             blocks.append({"identifier": name, "source": name, "content": text})
+    else:
+        # The rows are the labelled messages of the request the turn runs (the same object
+        # the runner trims per attempt), not a second reading of the builder's blocks.
+        budget = prompt.budget
+        messages = as_built.messages if isinstance(as_built, ChatPrompt) else ()
+        for message in messages:
+            label = message.label or MessageLabel(kind="control", identifier="added")
+            total += label.tokens
+            blocks.append(
+                {
+                    "identifier": label.identifier,
+                    "source": label.kind,
+                    "role": message.role,
+                    "tokens": label.tokens,
+                    "message_index": label.message_index,
+                    "entries": list(label.entries),
+                    "content": _message_json(message)["content"],
+                }
+            )
     data: dict[str, Any] = {
         "chat_id": prepared.state.chat_id,
         "kind": prompt.kind,

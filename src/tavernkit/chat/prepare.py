@@ -7,6 +7,7 @@ same code (as a dry run), so what ``tavernkit prompt`` shows is what the next tu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,11 +34,19 @@ from tavernkit.prompt.from_chat_state import (
     state_substitute,
 )
 from tavernkit.prompt.postprocess import PromptNames
+from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
-from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
+from tavernkit.text.tokens import (
+    ByteEstimateTokenizer,
+    CachedTokenizer,
+    QuicktokTokenizer,
+    Tokenizer,
+    encoding_for_model,
+)
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -158,7 +167,14 @@ async def resolve_profile(
 def _tokenizer(main_api: str, model: str | None, tokenizer_setting: int) -> Tokenizer:
     if main_api != "openai" and tokenizer_setting == 0:
         return ByteEstimateTokenizer()
-    return tokenizer_for_model(model or "")
+    return _shared_tokenizer(encoding_for_model(model or ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_tokenizer(encoding: str) -> CachedTokenizer:
+    """One counting cache per encoding for every turn of the process: a turn re-sends mostly
+    the messages the last one sent, so their counts are found, not recomputed."""
+    return CachedTokenizer(QuicktokTokenizer(encoding))
 
 
 async def prepare_turn(
@@ -189,8 +205,54 @@ async def prepare_turn(
     providers work in chat prompts. A dry run (a preview) also records why each lorebook entry
     fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
     and the prompt, as SillyTavern evaluates them once per generation.
+
+    Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
+    is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
+    so the turn is the same as a build over the whole chat.
     """
-    state = await load_chat_state(store, owner=owner, chat_id=chat_id, persona=overrides.persona)
+    replay = ReplayRng(rng) if rng is not None else None
+
+    async def attempt(window: int) -> PreparedTurn:
+        state = await load_chat_state(
+            store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+        )
+        return await _prepare_state(
+            store,
+            state,
+            owner=owner,
+            kind=kind,
+            overrides=overrides,
+            quiet_prompt=quiet_prompt,
+            quiet_name=quiet_name,
+            dry_run=dry_run,
+            without_last_reply=without_last_reply,
+            rng=replay.restart() if replay is not None else None,
+            client=client,
+            local_factory=local_factory,
+            environ=environ,
+            renderer=renderer,
+        )
+
+    return await windowed(chat_id, attempt)
+
+
+async def _prepare_state(
+    store: Store,
+    state: ChatState,
+    *,
+    owner: str,
+    kind: str,
+    overrides: TurnOverrides,
+    quiet_prompt: str,
+    quiet_name: str | None,
+    dry_run: bool,
+    without_last_reply: bool,
+    rng: Callable[[], float] | None,
+    client: Any,
+    local_factory: LocalFactory | None,
+    environ: Mapping[str, str] | None,
+    renderer: PromptRenderer | None,
+) -> PreparedTurn:
     if overrides.profile:
         try:
             profile = await store.get("connection_profile", overrides.profile, owner=owner)
@@ -220,11 +282,13 @@ async def prepare_turn(
             main_api = "textgenerationwebui"
     build_state = state
     drop = kind == "swipe" and main_api != "openai"
-    if without_last_reply and state.messages and not state.messages[-1].is_user:
+    if without_last_reply and len(chat_before_generation(state.messages, kind)) < len(
+        state.messages
+    ):
         drop = True  # a preview of a regeneration: the reply it replaces is gone by then
     if drop and state.chat is not None:
         # The chat-completion builder leaves the swiped reply out itself; the text one does not.
-        chat = state.chat.model_copy(update={"messages": state.chat.messages[:-1]})
+        chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
         build_state = state.model_copy(update={"chat": chat})
     compat = overrides.compat or state.compat
     pstate = prompt_state_from_chat_state(build_state, model=connection.model, main_api=main_api)

@@ -105,10 +105,11 @@ class ReplyWriter:
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
-        stored = await self.store.load_chat(chat_id, owner=self.owner)
-        if not stored.messages or stored.messages[-1].data.get("is_user"):
+        # the last message only: a swipe or continue costs the same whatever the chat's length
+        window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
+        if not window.tail or window.tail[-1].data.get("is_user"):
             raise Conflict(f"there is no reply to {'swipe' if kind == 'swipe' else 'continue'}")
-        entry = stored.messages[-1]
+        entry = window.tail[-1]
         message = Message.model_validate(entry.data)
         if kind == "continue":
             message.ensure_swipes()

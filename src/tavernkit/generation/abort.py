@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from tavernkit.errors import RequestAborted
+
 __all__ = [
     "AbortController",
     "AbortError",
@@ -28,9 +30,10 @@ __all__ = [
 ]
 
 
-class AbortError(Exception):
-    """Raised by :meth:`AbortSignal.throw_if_aborted`. Its class name is what
-    :func:`tavernkit.errors.task_error_from` recognises as ``aborted``."""
+class AbortError(RequestAborted):
+    """Raised by :meth:`AbortSignal.throw_if_aborted`; a
+    :class:`~tavernkit.errors.RequestAborted`, which
+    :func:`tavernkit.errors.task_error_from` maps to ``aborted``."""
 
 
 class AbortSignal:

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tavernkit.errors import ContextTooLong
+from tavernkit.prompt.convert import message_from_dict
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ContentPart,
     ImagePart,
+    MessageLabel,
     ResponseFormat,
     Sampling,
     TextPart,
@@ -103,14 +104,27 @@ class TurnPrompt:
     def from_chat_prompt(
         cls, prompt: ChatPrompt, *, prefill: str = "", trim: bool = True
     ) -> TurnPrompt:
-        """Every non-system message is history; the last user message is the trigger.
+        """The blocks of ``prompt``, read from the labels the prompt builder gave its messages
+        (see :class:`~tavernkit.providers.request.MessageLabel`): only history (chat messages
+        and their tool exchanges) may be trimmed, so preset entries, examples, world-info
+        depth injections and an in-chat author's note stay whatever the window; tool-only
+        messages are flagged for a model without tools; the last user message of the history
+        (the trigger) and the last history message (a continued reply) are protected. A
+        message without a label in a labelled prompt (a hook's addition) is kept whole.
+
+        A request without any label (built by hand, not by the prompt builder) falls back to
+        a guess: every non-system message is history, the last user message the trigger.
         ``trim=False`` keeps every message (a task's own messages must reach the model whole:
         a prompt too long for the model is then ``ContextTooLong``, not a silent cut)."""
-        last_user = max((i for i, m in enumerate(prompt.messages) if m.role == "user"), default=-1)
-        blocks = tuple(
-            TurnBlock(m, history=trim and m.role != "system", protected=i == last_user)
-            for i, m in enumerate(prompt.messages)
-        )
+        messages = prompt.messages
+        if any(m.label is not None for m in messages):
+            blocks = _labelled_blocks(messages, trim)
+        else:
+            last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+            blocks = tuple(
+                TurnBlock(m, history=trim and m.role != "system", protected=i == last_user)
+                for i, m in enumerate(messages)
+            )
         return cls(
             blocks,
             sampling=prompt.sampling,
@@ -126,46 +140,38 @@ class TurnPrompt:
     @classmethod
     def from_blocks(cls, blocks: Sequence[Any], **kwargs: Any) -> TurnPrompt:
         """From the prompt engine's labelled blocks (anything with ``message`` as an
-        OpenAI-shaped dict, ``source`` and ``requires_tool_calling``)."""
-        converted = [
-            TurnBlock(
-                _chat_message(b.message),
-                history=getattr(b, "source", "") == "history",
-                requires_tool_calling=bool(getattr(b, "requires_tool_calling", False)),
+        OpenAI-shaped dict, ``source`` and ``requires_tool_calling``): each message gets its
+        block's label and the blocks follow the rule of :meth:`from_chat_prompt`."""
+        messages = tuple(
+            message_from_dict(
+                b.message,
+                where=f"blocks[{i}].message",
+                label=MessageLabel(
+                    kind=str(getattr(b, "source", "") or "preset"),
+                    identifier=str(getattr(b, "identifier", "") or ""),
+                    tool_only=bool(getattr(b, "requires_tool_calling", False)),
+                ),
             )
-            for b in blocks
-        ]
-        trigger = max(
-            (i for i, b in enumerate(converted) if b.history and b.message.role == "user"),
-            default=-1,
+            for i, b in enumerate(blocks)
         )
-        if trigger >= 0:
-            converted[trigger] = replace(converted[trigger], protected=True)
-        return cls(tuple(converted), **kwargs)
+        return cls(_labelled_blocks(messages, trim=True), **kwargs)
 
 
-def _chat_message(message: Mapping[str, Any]) -> ChatMessage:
-    role = str(message.get("role") or "user")
-    if role not in ("system", "user", "assistant", "tool"):
-        role = "user"
-    content = message.get("content")
-    parts: str | tuple[ContentPart, ...]
-    if isinstance(content, list):
-        out: list[ContentPart] = []
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("type") == "image_url":
-                image = part.get("image_url")
-                url = image.get("url") if isinstance(image, Mapping) else image
-                out.append(ImagePart(url=str(url or "")))
-            elif part.get("text") is not None:
-                out.append(TextPart(str(part["text"])))
-        parts = tuple(out)
-    else:
-        parts = "" if content is None else str(content)
-    name = message.get("name")
-    return ChatMessage(role, parts, name=str(name) if name else None)  # type: ignore[arg-type]
+def _labelled_blocks(messages: Sequence[ChatMessage], trim: bool) -> tuple[TurnBlock, ...]:
+    history = [m.label is not None and m.label.trimmable for m in messages]
+    last = max((i for i, h in enumerate(history) if h), default=-1)
+    trigger = max(
+        (i for i, h in enumerate(history) if h and messages[i].role == "user"), default=-1
+    )
+    return tuple(
+        TurnBlock(
+            m,
+            history=trim and history[i],
+            protected=i in (last, trigger),
+            requires_tool_calling=m.label is not None and m.label.tool_only,
+        )
+        for i, m in enumerate(messages)
+    )
 
 
 class Fitter(Protocol):

@@ -78,15 +78,21 @@ class TextTurnPrompt:
 
     @classmethod
     def from_text_prompt(cls, prompt: TextPrompt, *, prefill: str = "") -> TextTurnPrompt:
-        """A finished prompt string as one fixed block and its last line as the opening
-        (the line a text prompt ends with is where the reply starts: ``Mira:`` or an
-        instruct output sequence), so directives can go before it."""
+        """A finished prompt string and its last line as the opening (the line a text prompt
+        ends with is where the reply starts: ``Mira:`` or an instruct output sequence), so
+        directives can go before it. With the builder's labelled ``pieces`` each chat message
+        is a ``history`` block a smaller window may drop (oldest first; the last one, the
+        trigger, never) while the story string, examples and in-chat injections stay;
+        without them the prompt is one fixed block."""
         body = prompt.prompt
         stripped = body.rstrip("\n")
         cut = stripped.rfind("\n") + 1
         head, opening = body[:cut], body[cut:]
+        blocks = _labelled_blocks(prompt.pieces, cut) if prompt.pieces else ()
+        if not blocks:
+            blocks = (TextBlock(head),) if head else ()
         return cls(
-            (TextBlock(head),) if head else (),
+            blocks,
             opening=opening,
             sampling=prompt.sampling,
             stop=prompt.stop,
@@ -114,6 +120,25 @@ class TextTurnPrompt:
         ]
         blocks += [TextBlock(t) for t in tail]
         return cls(tuple(blocks), opening=opening, **kwargs)
+
+
+def _labelled_blocks(pieces: Sequence[tuple[str, str]], cut: int) -> tuple[TextBlock, ...]:
+    """The pieces before ``cut`` (where the opening starts) as blocks; the piece the cut
+    falls in keeps its part before it. ``()`` when no history piece lies before the cut."""
+    blocks: list[TextBlock] = []
+    at = 0
+    for kind, text in pieces:
+        if at >= cut:
+            break
+        part = text[: cut - at]
+        at += len(text)
+        if part:
+            blocks.append(TextBlock(part, history=kind == "history"))
+    last = max((i for i, b in enumerate(blocks) if b.history), default=-1)
+    if last < 0:
+        return ()
+    blocks[last] = TextBlock(blocks[last].text, history=True, protected=True)
+    return tuple(blocks)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,13 @@ adapters take :mod:`tavernkit.providers.request` values (typed messages plus sam
 output format). :func:`to_provider_request` is the one crossing point, so the turn runner never
 hand-builds provider messages: names, tool calls and results, reasoning with its signature and
 image parts all survive, and block flags decide what a model without tools receives.
+
+Every message carries its block's :class:`~tavernkit.providers.request.MessageLabel` (source,
+identifier, tool-only flag, entries, tokens), so the labels survive from the builder to each
+attempt: :class:`~tavernkit.generation.adapt.TurnPrompt` trims only history, drops tool-only
+messages for a model without tools, and the prompt inspector reads the same labelled request
+the turn sends. Post-processing that merges messages merges their labels
+(:func:`merged_label`).
 """
 
 from __future__ import annotations
@@ -16,13 +23,14 @@ from typing import Any, overload
 
 from tavernkit.errors import FormatError
 from tavernkit.prompt import request as prompt_request
-from tavernkit.prompt.postprocess import PromptNames, prepare_for_provider
+from tavernkit.prompt.postprocess import BLOCKS_KEY, PromptNames, prepare_for_provider
 from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
     ContentPart,
     ImagePart,
+    MessageLabel,
     ResponseFormat,
     Role,
     Sampling,
@@ -32,9 +40,39 @@ from tavernkit.providers.request import (
     ToolSpec,
 )
 
-__all__ = ["message_from_dict", "to_provider_request"]
+__all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_request"]
 
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
+
+
+def block_label(block: prompt_request.PromptBlock) -> MessageLabel:
+    return MessageLabel(
+        kind=block.source,
+        identifier=block.identifier,
+        message_index=block.message_index,
+        tool_only=block.requires_tool_calling,
+        entries=block.entries,
+        tokens=block.tokens,
+    )
+
+
+def merged_label(labels: Sequence[MessageLabel]) -> MessageLabel:
+    """One label for messages post-processing merged into one. The result is history only
+    when every part is (a chat message squashed with an injection must stay), tool-only only
+    when every part is; otherwise it takes the first part's kind that is not history."""
+    if len(labels) == 1:
+        return labels[0]
+    kinds = [label.kind for label in labels]
+    fixed = [k for k in kinds if k not in ("history", "tool")]
+    kind = fixed[0] if fixed else ("history" if "history" in kinds else "tool")
+    return MessageLabel(
+        kind=kind,
+        identifier="+".join(label.identifier for label in labels),
+        message_index=next((x.message_index for x in labels if x.message_index is not None), None),
+        tool_only=all(label.tool_only for label in labels),
+        entries=tuple(dict.fromkeys(e for label in labels for e in label.entries)),
+        tokens=sum(label.tokens for label in labels),
+    )
 
 
 @overload
@@ -125,13 +163,17 @@ def to_provider_request(
             stop=tuple(prompt.stop if stop is None else stop),
             response_format=response_format,
             grammar=grammar,
+            pieces=prompt.pieces,
         )
     chat = prompt if tool_calling is not False else prompt.without_tool_blocks()
     blocks = chat.blocks
     cache_at = _cache_index(blocks) if cache_prefix else -1
+    labels = [block_label(b) for b in blocks]
     raw = [dict(b.message) for b in blocks]
     post = bool(source and source != "openai") or bool(post_processing)
     if post:
+        for i, message in enumerate(raw):
+            message[BLOCKS_KEY] = [i]
         raw = prepare_for_provider(
             raw,
             source or "",
@@ -146,7 +188,10 @@ def to_provider_request(
         if cache_at >= 0:
             cache_at = max((i for i, m in enumerate(raw) if m.get("role") == "system"), default=-1)
     messages = tuple(
-        message_from_dict(m, cache=i == cache_at, where=f"messages[{i}]") for i, m in enumerate(raw)
+        message_from_dict(
+            m, cache=i == cache_at, where=f"messages[{i}]", label=_label_of(m, i, labels, post)
+        )
+        for i, m in enumerate(raw)
     )
     return ChatPrompt(
         messages,
@@ -158,6 +203,18 @@ def to_provider_request(
         reasoning_effort=reasoning_effort,
         reasoning_budget=reasoning_budget,
     )
+
+
+def _label_of(
+    message: Mapping[str, Any], index: int, labels: Sequence[MessageLabel], post: bool
+) -> MessageLabel:
+    if not post:
+        return labels[index]
+    parts = message.get(BLOCKS_KEY)
+    if not parts:
+        # a message post-processing added (a placeholder user turn, Claude's prefill)
+        return MessageLabel(kind="control", identifier="postProcessing")
+    return merged_label([labels[i] for i in parts])
 
 
 def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
@@ -172,7 +229,11 @@ def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
 
 
 def message_from_dict(
-    message: Mapping[str, Any], *, cache: bool = False, where: str = "message"
+    message: Mapping[str, Any],
+    *,
+    cache: bool = False,
+    where: str = "message",
+    label: MessageLabel | None = None,
 ) -> ChatMessage:
     """One OpenAI-shape message (as ``ChatPrompt.messages`` holds them) as a typed message.
 
@@ -182,9 +243,17 @@ def message_from_dict(
     role = message.get("role")
     if role not in _ROLES:
         raise FormatError(f"unknown message role {role!r}", source="prompt", field=f"{where}.role")
-    content = _content(message.get("content"), where)
-    calls = tuple(_tool_calls(message.get("tool_calls") or (), where))
-    blocks = list(_reasoning_blocks(message, where))
+    content = message.get("content")
+    if content.__class__ is not str:  # plain text, the common case, needs no checking
+        content = _content(content, where)
+    raw_calls = message.get("tool_calls")
+    calls = tuple(_tool_calls(raw_calls, where)) if raw_calls else ()
+    has_reasoning = message.get("reasoning_blocks") or message.get("reasoning")
+    blocks = (
+        tuple(_reasoning_blocks(message, where))
+        if has_reasoning or message.get("signature")
+        else ()
+    )
     name = message.get("name")
     tool_call_id = message.get("tool_call_id")
     return ChatMessage(
@@ -193,8 +262,9 @@ def message_from_dict(
         name=str(name) if name else None,
         tool_calls=calls,
         tool_call_id=str(tool_call_id) if tool_call_id is not None else None,
-        reasoning_blocks=tuple(blocks),
+        reasoning_blocks=blocks,
         cache=cache,
+        label=label,
     )
 
 

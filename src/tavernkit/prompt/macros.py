@@ -8,7 +8,7 @@ call of the build, so variables set by one prompt (``{{setvar}}``) are seen by t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.prompt.state import PromptState, Substitute
@@ -17,11 +17,18 @@ if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
     from tavernkit.text.render import PromptRenderer
 
-__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute"]
+__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute", "may_hold_macros"]
 
 # Characters without which a text cannot hold a macro (``{{x}}``), a legacy tag (``<USER>``) or
 # an escape the engine would unescape; such texts skip the engine entirely.
 _MACRO_CHARS = ("{", "<", "\\")
+
+
+def may_hold_macros(text: str) -> bool:
+    """Whether ``text`` has a character a macro, legacy tag or escape needs (see
+    ``_MACRO_CHARS``); the engine leaves any other text as it is."""
+    # Three substring tests beat a generator over _MACRO_CHARS on long chat messages.
+    return bool(text) and ("{" in text or "<" in text or "\\" in text)
 
 
 class MacroSubstitute:
@@ -51,8 +58,7 @@ class MacroSubstitute:
         original: str | None = None,
         dynamic: Mapping[str, str] | None = None,
     ) -> str:
-        # Three substring tests beat a generator over _MACRO_CHARS on long chat messages.
-        if not text or ("{" not in text and "<" not in text and "\\" not in text):
+        if not may_hold_macros(text):
             return text
         if self._rendered is not None:
             return self._rendered(text, original=original, dynamic=dynamic)
@@ -98,7 +104,7 @@ def macro_substitute(
             from tavernkit.text.variables import InMemoryVariables
 
             values["variables"] = InMemoryVariables(metadata.variables)
-    messages = list(state.messages)
+    messages = state.messages  # not copied: a turn's window is read from its newest end
     values["message_count"] = len(messages)
     values["last_message_id"] = len(messages) - 1 if messages else None
     values.update(env_overrides)
@@ -106,7 +112,7 @@ def macro_substitute(
     return MacroSubstitute(env, compat=compat, renderer=renderer)
 
 
-def _tail(messages: list[Any]) -> list[Any]:
+def _tail(messages: Sequence[Any]) -> Sequence[Any]:
     """The shortest tail holding the last visible user and character messages: all that the
     chat macros read besides the counts (a long chat need not be walked on every build)."""
     seen_user = seen_char = False

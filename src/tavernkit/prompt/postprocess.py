@@ -31,6 +31,7 @@ from typing import Any, Literal
 from tavernkit.errors import FormatError
 
 __all__ = [
+    "BLOCKS_KEY",
     "POST_PROCESSING_TYPES",
     "PROMPT_PLACEHOLDER",
     "ClaudePrompt",
@@ -78,6 +79,10 @@ _MODES: dict[str, tuple[bool, bool, bool, bool]] = {
 }
 
 Message = dict[str, Any]
+#: where :mod:`tavernkit.prompt.convert` keeps the indices of the prompt blocks a message came
+#: from while it is post-processed (merging joins them, so a merged message knows its blocks'
+#: labels); the conversion to typed messages reads only the message fields, so it is never sent
+BLOCKS_KEY = "_blocks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +232,8 @@ def merge_messages(
             and message["role"] != "tool"
         ):
             last["content"] = f"{last['content']}\n\n{message['content']}"
+            if BLOCKS_KEY in message:
+                last[BLOCKS_KEY] = [*last.get(BLOCKS_KEY, ()), *message[BLOCKS_KEY]]
         else:
             merged.append(message)
 

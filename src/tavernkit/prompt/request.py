@@ -136,6 +136,10 @@ class TextPrompt:
     activated_entries: tuple[str, ...] = ()
     #: Pieces of the prompt in order (story string, examples, messages...), for inspection.
     sections: tuple[tuple[str, str], ...] = ()
+    #: The prompt as labelled pieces, ``(kind, text)``, joining to ``prompt`` exactly: one per
+    #: chat message (``history``) or in-chat injection (``injection``), the rest whole; ``()``
+    #: when the builder could not split it.
+    pieces: tuple[tuple[str, str], ...] = ()
 
 
 PromptRequest = ChatPrompt | TextPrompt

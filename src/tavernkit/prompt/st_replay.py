@@ -18,7 +18,7 @@ from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import macro_substitute
 from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.prompt.st_state import prompt_state_from_st
-from tavernkit.prompt.state import PromptState
+from tavernkit.prompt.state import PromptState, chat_before_generation
 from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
@@ -56,6 +56,9 @@ class Replay:
         scan: Callable[..., Any] | None = None,
     ) -> ChatPrompt | TextPrompt:
         state = self.state
+        chat = chat_before_generation(state.messages, kind)
+        if len(chat) != len(state.messages):
+            state = state.replace(messages=list(chat))
         tokenizer = tokenizer if tokenizer is not None else self.default_tokenizer()
         sub = macro_substitute(state, compat=self.compat)
         # once per generation, shared by the scan and the builder (as in ``Generate``)

@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 from tavernkit.errors import TavernKitError
 from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
+from tavernkit.models.chat_window import count_user
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
@@ -34,6 +35,7 @@ __all__ = [
     "PromptState",
     "Substitute",
     "TokenBudgetExceeded",
+    "chat_before_generation",
     "names_only_substitute",
 ]
 
@@ -119,7 +121,7 @@ class AuthorsNote:
         if self.interval == 1:
             # Every turn: no need to count a long chat's user messages.
             return True
-        user_count = sum(1 for m in messages if m.is_user)
+        user_count = count_user(messages)  # the store counts what a turn did not load
         if user_count <= 0:
             return False
         if user_count >= self.interval:
@@ -165,6 +167,22 @@ def names_only_substitute(user: str, char: str) -> Substitute:
         return out
 
     return substitute
+
+
+def chat_before_generation(messages: Sequence[Message], kind: str) -> Sequence[Message]:
+    """The chat a generation of ``kind`` scans and builds from, given the chat as it stood
+    when the generation was asked for.
+
+    A regeneration first removes the reply it replaces (the last message, when it is not the
+    user's), as SillyTavern 1.18's ``Generate('regenerate')`` deletes it before the world-info
+    scan and the build: in-chat injections (depth prompts, the author's note, world info at
+    depth) are then placed relative to the remaining chat, and the scan never reads the
+    removed reply. Every other kind builds from the chat as it is. Apply it once, where the
+    chat still holds the reply (the chat service removes it from the store itself).
+    """
+    if kind == "regenerate" and messages and not messages[-1].is_user:
+        return messages[:-1]
+    return messages
 
 
 @dataclass(slots=True)

@@ -19,11 +19,17 @@ def stop_strings(
     names: InstructNames,
     kind: str,
 ) -> list[str]:
-    """``getStoppingStrings``: speaker names, instruct sequences, context separators, custom."""
+    """``getStoppingStrings``: speaker names, instruct sequences, context separators, custom.
+
+    The names come first: the other side's prefix (the user's, or the character's when
+    impersonating), then always the user's own (so an impersonation stops at both
+    participants' prefixes, character first), then the character's for a continue of a user
+    message; duplicates keep their first place."""
     out: list[str] = []
     if context.names_as_stop_strings:
         char_line, user_line = f"\n{names.char}:", f"\n{names.user}:"
         out.append(char_line if kind == "impersonate" else user_line)
+        out.append(user_line)
         if kind == "continue" and state.messages and state.messages[-1].is_user:
             out.append(char_line)
     if instruct is not None:

@@ -333,9 +333,12 @@ def build_text_completion(
         else:
             break
     arr = [added[k] for k in sorted(added)]
+    # newest first, as ``arr``: what each piece is, so an attempt can re-trim history only
+    arr_kinds = ["injection" if k in injected else "history" for k in sorted(added)]
     if alignment and last_added not in user_indices:
         chat_text += alignment
         arr.append(alignment)
+        arr_kinds.append("control")
 
     token_count = messages_token_count()
     example_count = 0
@@ -349,6 +352,7 @@ def build_text_completion(
                 break
 
     mes_send = list(reversed(arr))
+    send_kinds = list(reversed(arr_kinds))
     if (
         mes_send
         and not is_continue
@@ -373,6 +377,7 @@ def build_text_completion(
             force_name2=force_name2,
         )
     if is_continue and cycle:
+        send_kinds = []  # the fitting rewrites the list: no pieces for a continue
         mes_send, example_count = _fit_continue(
             mes_send,
             examples,
@@ -397,6 +402,13 @@ def build_text_completion(
     prompt = (story + mes_examples + body + cache).replace("\r", "")
     if settings.collapse_newlines:
         prompt = collapse_newlines(prompt)
+    pieces = _pieces(
+        prompt,
+        [("story", story), ("examples", mes_examples), ("separator", chat_separator)],
+        list(zip(send_kinds, mes_send, strict=True)) if len(send_kinds) == len(mes_send) else [],
+        cache,
+        collapse=settings.collapse_newlines,
+    )
     stop = stop_strings(
         state,
         context,
@@ -419,7 +431,30 @@ def build_text_completion(
             ("chat", body),
             ("continue", cache),
         ),
+        pieces=pieces,
     )
+
+
+def _pieces(
+    prompt: str,
+    head: list[tuple[str, str]],
+    chat: list[tuple[str, str]],
+    tail: str,
+    *,
+    collapse: bool,
+) -> tuple[tuple[str, str], ...]:
+    """The prompt as labelled pieces (``(kind, text)``: ``history`` pieces are chat messages,
+    the rest is kept whole), or ``()`` when they would not join back to ``prompt`` exactly
+    (newline collapsing across a boundary, a continue's refit): a prompt is then one piece."""
+    if not chat:
+        return ()
+    parts = [*head, *chat, ("continue", tail)]
+    pieces = tuple(
+        (kind, collapse_newlines(text.replace("\r", "")) if collapse else text.replace("\r", ""))
+        for kind, text in parts
+        if text
+    )
+    return pieces if "".join(t for _, t in pieces) == prompt else ()
 
 
 def _inject(

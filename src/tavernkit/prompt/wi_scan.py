@@ -10,9 +10,11 @@ generations both go through here, so they cannot drift apart.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, overload
 
+from tavernkit.models.chat import Message
+from tavernkit.models.chat_window import MessageWindow, OutsideWindow
 from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.worldinfo.result import WorldInfoResult
@@ -20,29 +22,87 @@ from tavernkit.worldinfo.result import WorldInfoResult
 __all__ = ["prompt_budget", "scan_texts", "scan_world_info"]
 
 
-def scan_texts(state: PromptState, substitute: Substitute, *, include_names: bool) -> list[str]:
+def scan_texts(state: PromptState, substitute: Substitute, *, include_names: bool) -> Sequence[str]:
     """The chat as world info scans it: newest first (the first visible message substituted).
 
-    The scan wants every message (timed effects count them), so this is the one per-message
-    pass of a build that cannot stop early: one comprehension keeps it as cheap as Python
-    allows, and the first visible message is redone with its macros afterwards.
+    The scan wants every message's place (timed effects count them) but reads only the newest
+    few hundred, so over a :class:`~tavernkit.models.chat_window.MessageWindow` the messages the
+    turn did not load are counted, and reading one raises
+    :class:`~tavernkit.models.chat_window.OutsideWindow`. Over a plain list this is one
+    comprehension (as cheap as Python allows) and the first visible message is redone with its
+    macros afterwards.
     """
     messages = state.messages
+    if isinstance(messages, MessageWindow) and not messages.complete:
+        head = _texts(messages.head, include_names)
+        tail = _texts(messages.tail, include_names)
+        if not head:  # the store's flags and the model disagree: read the whole chat
+            raise OutsideWindow(len(messages.head))
+        first = next(m for m in messages.head if not m.is_system)
+        head[0] = _first_text(first, substitute, include_names)
+        head.reverse()
+        tail.reverse()
+        gap = messages.gap
+        return _NewestTexts(tail, gap.total - gap.hidden, head)
+    out = _texts(messages, include_names)
+    if not out:
+        return out
+    first = next(m for m in messages if not m.is_system)
+    out[0] = _first_text(first, substitute, include_names)
+    out.reverse()
+    return out
+
+
+def _texts(messages: Iterable[Message], include_names: bool) -> list[str]:
     if include_names:
-        out = [
+        return [
             f"{m.name}: {m.mes}" if m.mes.__class__ is str else f"{m.name}: {m.text}"
             for m in messages
             if not m.is_system
         ]
-    else:
-        out = [m.mes if m.mes.__class__ is str else m.text for m in messages if not m.is_system]
-    if not out:
-        return out
-    first = next(m for m in messages if not m.is_system)
+    return [m.mes if m.mes.__class__ is str else m.text for m in messages if not m.is_system]
+
+
+def _first_text(first: Message, substitute: Substitute, include_names: bool) -> str:
     text = substitute(first.mes if isinstance(first.mes, str) else first.text)
-    out[0] = f"{first.name}: {text}" if include_names else text
-    out.reverse()
-    return out
+    return f"{first.name}: {text}" if include_names else text
+
+
+class _NewestTexts(Sequence[str]):
+    """Scan texts newest first: the tail's, ``skipped`` not loaded, then the head's."""
+
+    __slots__ = ("_head", "_skipped", "_tail")
+
+    def __init__(self, tail: list[str], skipped: int, head: list[str]) -> None:
+        self._tail = tail
+        self._skipped = skipped
+        self._head = head
+
+    def __len__(self) -> int:
+        return len(self._tail) + self._skipped + len(self._head)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step == 1 and stop <= len(self._tail):
+                return self._tail[start:stop]
+            return [self[i] for i in range(start, stop, step)]
+        n = len(self)
+        i = index + n if index < 0 else index
+        if not 0 <= i < n:
+            raise IndexError("scan text index out of range")
+        if i < len(self._tail):
+            return self._tail[i]
+        i -= len(self._tail) + self._skipped
+        if i < 0:
+            raise OutsideWindow(i)
+        return self._head[i]
 
 
 def prompt_budget(state: PromptState, *, is_chat: bool) -> int:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import httpx2
 
 from tavernkit import log_redaction
-from tavernkit.errors import ProtocolError
+from tavernkit.errors import ProtocolError, RequestAborted
 from tavernkit.providers.sse import SSEDecoder, SSEEvent
 
 __all__ = ["AbortLike", "Aborted", "StreamTimeout", "Timeouts", "iter_sse", "read_body"]
@@ -50,7 +50,7 @@ class AbortLike(Protocol):
     async def wait(self) -> object: ...
 
 
-class Aborted(Exception):
+class Aborted(RequestAborted):
     """The caller aborted the request (internal; providers turn it into a finish event)."""
 
 

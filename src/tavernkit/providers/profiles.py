@@ -246,7 +246,7 @@ CATALOGUE: dict[tuple[str, str], ModelProfile] = {
             codename="smollm2",
             context_window=8192,
             max_output_tokens=2048,
-            notes="SmolLM2-135M-Instruct Q4_1, in-process through llama-cpp-python",
+            notes="SmolLM2-135M-Instruct Q4_1, in-process through xllamacpp (llama.cpp)",
         ),
     )
 }

@@ -16,6 +16,8 @@ Keys never leave this object except in the auth header: every error body is scru
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -51,6 +53,13 @@ __all__ = ["AuthScheme", "KeySource", "Provider"]
 AuthScheme = Literal["bearer", "x-api-key", "x-goog-api-key", "none"]
 #: a fixed key, or a callable asked once per request (key pools rotate behind it)
 KeySource = str | Callable[[], str | None] | None
+
+
+@functools.cache
+def _default_ssl_context() -> ssl.SSLContext:
+    """The certificate store a client without its own verifies against, loaded once: loading
+    it costs tens of milliseconds, which a per-request client would pay on every turn."""
+    return httpx2.create_ssl_context()
 
 
 @dataclass
@@ -126,7 +135,9 @@ class Provider:
         key = self._key(model)
         ctx = ErrorContext(self.name, model, (key,) if key else ())
         own = self.client is None
-        client = self.client or httpx2.AsyncClient(timeout=self.timeouts.httpx())
+        client = self.client or httpx2.AsyncClient(
+            timeout=self.timeouts.httpx(), verify=_default_ssl_context()
+        )
         try:
             http_request, streamed = self._request(client, request, model, stream, profile, key)
             async for event in self._send(client, http_request, streamed, ctx, abort):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
 
@@ -22,6 +22,7 @@ __all__ = [
     "ChatPrompt",
     "ContentPart",
     "ImagePart",
+    "MessageLabel",
     "PromptRequest",
     "ResponseFormat",
     "Role",
@@ -67,6 +68,32 @@ class ImagePart:
 ContentPart = TextPart | ImagePart
 
 
+class MessageLabel(NamedTuple):
+    """Where one message of a chat request came from, as the prompt builder labelled it.
+
+    ``kind`` is the builder's block source (``preset``, ``history``, ``example``,
+    ``injection``, ``extension``, ``control``, ``tool``): each attempt reads it to re-trim for
+    its own window (only ``history`` and ``tool`` messages may be dropped, so world-info depth
+    injections and an in-chat author's note stay), and ``tool_only`` to leave out earlier
+    tool calls and results for a model without tools. ``identifier`` / ``message_index`` /
+    ``entries`` / ``tokens`` are what the prompt inspector shows. A named tuple: one is made
+    per message of every turn, and a tuple is made several times faster than a frozen
+    dataclass.
+    """
+
+    kind: str
+    identifier: str = ""
+    message_index: int | None = None
+    tool_only: bool = False
+    entries: tuple[str, ...] = ()
+    tokens: int = 0
+
+    @property
+    def trimmable(self) -> bool:
+        """History (chat messages and their tool exchanges) is what a window may drop."""
+        return self.kind in ("history", "tool")
+
+
 @dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One message. ``content`` is text or parts (text and images).
@@ -74,6 +101,9 @@ class ChatMessage:
     ``reasoning_blocks`` / ``tool_calls`` are an earlier assistant turn's, sent back so that
     signatures (Claude thinking, Gemini thought signatures, OpenRouter details) round-trip.
     ``cache`` marks the last message of the stable prefix (Anthropic ``cache_control``).
+    ``label`` is the prompt builder's provenance (``None`` for a message built elsewhere: a
+    hook's addition, a task's own message); it is not part of the message's value, so two
+    messages with the same content compare equal whatever their provenance.
     """
 
     role: Role
@@ -83,6 +113,7 @@ class ChatMessage:
     tool_call_id: str | None = None
     reasoning_blocks: tuple[ReasoningBlock, ...] = ()
     cache: bool = False
+    label: MessageLabel | None = field(default=None, compare=False)
 
     def text(self) -> str:
         if isinstance(self.content, str):
@@ -175,6 +206,10 @@ class TextPrompt:
     response_format: ResponseFormat | None = None
     #: a raw grammar (GBNF) for backends that accept one
     grammar: str | None = None
+    #: the prompt builder's labelled pieces, ``(kind, text)``, joining to ``prompt`` exactly
+    #: (``history`` ones may be re-trimmed per attempt); ``()``: one fixed prompt. Provenance,
+    #: not part of the request's value.
+    pieces: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
 
 PromptRequest = ChatPrompt | TextPrompt

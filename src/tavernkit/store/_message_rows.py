@@ -20,10 +20,33 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SplitMessage", "SwipeRow", "dumps", "join_message", "split_message"]
+from pydantic import TypeAdapter, ValidationError
+
+from tavernkit.models.chat_window import MessageCounts
+
+__all__ = [
+    "FLAG_HIDDEN",
+    "FLAG_TOOLS",
+    "FLAG_USER",
+    "SplitMessage",
+    "SwipeRow",
+    "count_messages",
+    "dumps",
+    "join_message",
+    "message_flags",
+    "split_message",
+]
+
+#: Bits of a ``messages`` row's ``flags`` column: what the message model reads as ``is_system``,
+#: ``is_user`` and a non-empty ``extra.tool_invocations``. They let a turn count the messages it
+#: does not load (hidden, user, hidden with tool calls) with one indexed query.
+FLAG_HIDDEN = 1
+FLAG_USER = 2
+FLAG_TOOLS = 4
 
 _ORDER = ("mes", "swipes", "swipe_info")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_BOOL: TypeAdapter[bool] = TypeAdapter(bool)
 
 
 def dumps(value: Any) -> str:
@@ -31,6 +54,44 @@ def dumps(value: Any) -> str:
     surrogates, which UTF-8 (and so SQLite) cannot hold: they are written as ``\\uXXXX``."""
     out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", out)
+
+
+def _as_bool(value: object) -> bool:
+    """``value`` as the message model's ``bool`` fields read it (pydantic's lax bool); a value
+    the model would refuse counts as false (such a message does not load anyway)."""
+    if value is True or value is False:
+        return value
+    try:
+        return _BOOL.validate_python(value)
+    except ValidationError:
+        return False
+
+
+def message_flags(body: Mapping[str, Any]) -> int:
+    """The ``flags`` bits of a message's JSON (see :data:`FLAG_HIDDEN`)."""
+    flags = 0
+    if _as_bool(body.get("is_system", False)):
+        flags |= FLAG_HIDDEN
+    if _as_bool(body.get("is_user", False)):
+        flags |= FLAG_USER
+    extra = body.get("extra")
+    if isinstance(extra, Mapping):
+        calls = extra.get("tool_invocations")
+        if isinstance(calls, list) and calls:
+            flags |= FLAG_TOOLS
+    return flags
+
+
+def count_messages(messages: Iterable[Mapping[str, Any]]) -> MessageCounts:
+    """The :class:`MessageCounts` of message JSON documents (what the flags columns sum)."""
+    total = hidden = user = hidden_tools = 0
+    for message in messages:
+        flags = message_flags(message)
+        total += 1
+        hidden += flags & FLAG_HIDDEN
+        user += (flags & FLAG_USER) >> 1
+        hidden_tools += (flags & (FLAG_HIDDEN | FLAG_TOOLS)) == (FLAG_HIDDEN | FLAG_TOOLS)
+    return MessageCounts(total, hidden, user, hidden_tools)
 
 
 def _storable(text: object) -> bool:
@@ -56,6 +117,10 @@ class SplitMessage:
     @property
     def body_json(self) -> str:
         return dumps(self.body)
+
+    @property
+    def flags(self) -> int:
+        return message_flags(self.body)
 
     @property
     def extracted_text(self) -> str:

@@ -216,22 +216,28 @@ class SqliteBase:
         self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
     ) -> tuple[RecordInfo, str]:
         """(info, data JSON) of the record ``ref`` names: its id, else its name."""
-        self._check_kind(kind)
-        cols = "kind, id, name, owner, created, updated, data"
-        async with db.execute(
-            f"SELECT {cols} FROM records WHERE id = ? AND owner = ? AND kind = ?",
-            (ref, owner, kind),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            async with db.execute(
-                f"SELECT {cols} FROM records WHERE owner = ? AND kind = ? AND name = ? LIMIT 2",
-                (owner, kind, ref),
-            ) as cur:
-                rows = list(await cur.fetchall())
-            if not rows:
-                raise NotFound(f"no {kind} {ref!r}")
-            if len(rows) > 1:
-                raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
-            row = rows[0]
+        row = await self._record_row(
+            db, kind, ref, owner, "kind, id, name, owner, created, updated, data"
+        )
         return self._info(row), str(row[6])
+
+    async def _record_row(
+        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str, cols: str
+    ) -> Any:
+        """Columns ``cols`` of the record ``ref`` names: its id, else its name."""
+        self._check_kind(kind)
+        # One query (one trip to the database thread): the id's row sorts first if there is one.
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT {cols}, id FROM records WHERE owner = ? AND kind = ? "
+                "AND (id = ? OR name = ?) ORDER BY id = ? DESC LIMIT 2",
+                (owner, kind, ref, ref, ref),
+            )
+        )
+        if rows and rows[0][-1] == ref:
+            return rows[0][:-1]
+        if not rows:
+            raise NotFound(f"no {kind} {ref!r}")
+        if len(rows) > 1:
+            raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
+        return rows[0][:-1]

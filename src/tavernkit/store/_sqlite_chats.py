@@ -22,26 +22,37 @@ from pydantic import BaseModel
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
+    FLAG_HIDDEN,
     SplitMessage,
     SwipeRow,
+    count_messages,
     decode_extracted,
     dumps,
     encode_extracted,
     join_message,
+    message_flags,
     split_message,
 )
 from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
-from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
+from tavernkit.store.protocol import (
+    ChatInfo,
+    MessageCounts,
+    StoredChat,
+    StoredChatWindow,
+    StoredMessage,
+)
 
 __all__ = ["SqliteChats"]
 
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
 _SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
 
+# msg_* are counters the triggers of migration 004 keep: no read counts a chat's messages.
 _CHAT_COLS = (
-    "c.id, c.name, c.owner, c.character_id, c.character_name, "
-    "(SELECT COUNT(*) FROM messages m WHERE m.chat_id = c.id), c.created, c.updated"
+    "c.id, c.name, c.owner, c.character_id, c.character_name, c.msg_total, c.created, c.updated"
 )
+_HEADER_COL = 8
+_COUNT_COLS = ", c.header, c.msg_total, c.msg_hidden, c.msg_user, c.msg_hidden_tools"
 
 
 def _chat_info(row: Any) -> ChatInfo:
@@ -94,18 +105,16 @@ class _MessageState:
 class SqliteChats(SqliteBase):
     # -- reading ---------------------------------------------------------------------------
     async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
-        async with db.execute(
-            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.id = ? AND c.owner = ?",
-            (ref, owner),
-        ) as cur:
-            row = await cur.fetchone()
-        if row is not None:
-            return row
-        async with db.execute(
-            f"SELECT {_CHAT_COLS}, c.header FROM chats c WHERE c.owner = ? AND c.name = ? LIMIT 2",
-            (owner, ref),
-        ) as cur:
-            rows = list(await cur.fetchall())
+        # One query (one trip to the database thread): the id's row sorts first if there is one.
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c WHERE c.owner = ? "
+                "AND (c.id = ? OR c.name = ?) ORDER BY c.id = ? DESC LIMIT 2",
+                (owner, ref, ref, ref),
+            )
+        )
+        if rows and rows[0][0] == ref:
+            return rows[0]
         if not rows:
             raise NotFound(f"no chat {ref!r}")
         if len(rows) > 1:
@@ -154,7 +163,73 @@ class SqliteChats(SqliteBase):
                     self._stored_message(m[0], m[1], m[2:], swipes.get(m[0], []))
                     for m in await cur.fetchall()
                 ]
-        return StoredChat(info=_chat_info(row), header=json.loads(row[8]), messages=messages)
+        return StoredChat(
+            info=_chat_info(row), header=json.loads(row[_HEADER_COL]), messages=messages
+        )
+
+    async def load_chat_window(
+        self, ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> StoredChatWindow:
+        if last < 1:
+            raise StoreError(f"a chat window holds at least one message, not {last}")
+        async with self._read() as db:
+            row = await self._chat_row(db, ref, owner)
+            chat_id, total = row[0], int(row[5])
+            counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
+            # The newest ``last`` by the (chat_id, position) index, read newest first.
+            tail = await self._message_rows(
+                db,
+                "WHERE chat_id = ? ORDER BY position DESC LIMIT ?",
+                (chat_id, last),
+            )
+            tail.reverse()
+            head: list[StoredMessage] = []
+            if len(tail) < total:
+                # The oldest messages up to the first visible one (what the scan substitutes).
+                first = await self._scalar(
+                    db,
+                    "SELECT position FROM messages WHERE chat_id = ? AND flags & ? = 0 "
+                    "ORDER BY position LIMIT 1",
+                    (chat_id, FLAG_HIDDEN),
+                )
+                upto = tail[0].position - 1 if first is None else min(first, tail[0].position - 1)
+                head = await self._message_rows(
+                    db, "WHERE chat_id = ? AND position <= ? ORDER BY position", (chat_id, upto)
+                )
+        loaded = count_messages(m.data for m in (*head, *tail))
+        return StoredChatWindow(
+            info=_chat_info(row),
+            header=json.loads(row[_HEADER_COL]),
+            head=head,
+            tail=tail,
+            gap=counts.minus(loaded),
+        )
+
+    @staticmethod
+    async def _scalar(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+        rows = list(await db.execute_fetchall(sql, params))
+        return rows[0][0] if rows else None
+
+    async def _message_rows(
+        self, db: aiosqlite.Connection, where: str, params: tuple[Any, ...]
+    ) -> list[StoredMessage]:
+        """The messages ``where`` selects (in its order), with their swipes."""
+        rows = list(
+            await db.execute_fetchall(
+                f"SELECT id, position, body, extracted, mes FROM messages {where}", params
+            )
+        )
+        swipes: dict[str, list[SwipeRow]] = {}
+        ids = [r[0] for r in rows]
+        for start in range(0, len(ids), 500):  # SQLite's bound-parameter limit
+            chunk = ids[start : start + 500]
+            for s in await db.execute_fetchall(
+                "SELECT message_id, idx, text, info, partial FROM swipes WHERE message_id IN "
+                f"({','.join('?' * len(chunk))})",
+                chunk,
+            ):
+                swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
+        return [self._stored_message(r[0], r[1], r[2:], swipes.get(r[0], [])) for r in rows]
 
     @staticmethod
     def _stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
@@ -222,10 +297,10 @@ class SqliteChats(SqliteBase):
         ids = [self._new_id() for _ in docs]
         splits = [split_message(d) for d in docs]
         await db.executemany(
-            "INSERT INTO messages (id, chat_id, position, body, extracted, mes) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO messages (id, chat_id, position, body, extracted, mes, flags) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
-                (mid, chat_id, start + i, s.body_json, s.extracted_text, s.mes)
+                (mid, chat_id, start + i, s.body_json, s.extracted_text, s.mes, s.flags)
                 for i, (mid, s) in enumerate(zip(ids, splits, strict=True))
             ],
         )
@@ -311,14 +386,16 @@ class SqliteChats(SqliteBase):
         doc = to_json_doc(message, source="<chat message>")
         async with self._write() as db:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
-            async with db.execute(
-                "SELECT c.id, (SELECT MAX(position) FROM messages WHERE chat_id = c.id) "
-                "FROM chats c WHERE c.id = ? AND c.owner = ?",
-                (chat_id, owner),
-            ) as cur:
-                row = await cur.fetchone()
-            if row is None:
+            found = list(
+                await db.execute_fetchall(
+                    "SELECT c.id, (SELECT MAX(position) FROM messages WHERE chat_id = c.id) "
+                    "FROM chats c WHERE c.id = ? AND c.owner = ?",
+                    (chat_id, owner),
+                )
+            )
+            if not found:
                 raise NotFound(f"no chat {chat_id!r}")
+            row = found[0]
             position = 0 if row[1] is None else int(row[1]) + 1
             (mid,) = await self._insert_messages(db, chat_id, position, [doc])
             await self._touch(db, chat_id)
@@ -347,14 +424,20 @@ class SqliteChats(SqliteBase):
     @staticmethod
     async def _write_message(db: aiosqlite.Connection, mid: str, split: SplitMessage) -> None:
         await db.execute(
-            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
-            (split.body_json, split.extracted_text, split.mes, mid),
+            "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
+            (split.body_json, split.extracted_text, split.mes, split.flags, mid),
         )
 
     async def _save_state(self, db: aiosqlite.Connection, st: _MessageState) -> None:
         await db.execute(
-            "UPDATE messages SET body = ?, extracted = ?, mes = ? WHERE id = ?",
-            (dumps(st.body), encode_extracted(st.extracted), st.mes, st.id),
+            "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
+            (
+                dumps(st.body),
+                encode_extracted(st.extracted),
+                st.mes,
+                message_flags(st.body),
+                st.id,
+            ),
         )
 
     async def truncate_chat(

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from tavernkit.errors import NotFound
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
+from tavernkit.models.chat import ChatHeader
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
@@ -28,8 +29,9 @@ from tavernkit.models.templates import (
     SystemPrompt,
 )
 from tavernkit.store.protocol import Store
+from tavernkit.worldinfo.index import default_engine
 
-__all__ = ["load_chat_state"]
+__all__ = ["load_chat_state", "load_user_name"]
 
 _T = TypeVar("_T")
 
@@ -38,7 +40,8 @@ async def _maybe(store: Store, kind: str, ref: str | None, owner: str) -> Any:
     if not ref:
         return None
     try:
-        return await store.get(kind, ref, owner=owner)
+        # Shared and read-only: the engines treat the state as a value and never edit it.
+        return await store.get_shared(kind, ref, owner=owner)
     except NotFound:
         return None
 
@@ -51,10 +54,17 @@ async def load_chat_state(
     character: str | None = None,
     persona: str | None = None,
     settings: Settings | None = None,
+    window: int | None = None,
 ) -> ChatState:
     """Gather one turn's inputs. ``character`` and ``persona`` override the chat's and the
     settings' selections; a selection naming a record that no longer exists is ignored (the
-    turn runs without it) rather than failing the turn."""
+    turn runs without it) rather than failing the turn.
+
+    With ``window``, only the chat's newest ``window`` messages (and the oldest up to its first
+    visible one) are loaded: the chat's messages are then a
+    :class:`~tavernkit.models.chat_window.MessageWindow`, which raises
+    :class:`~tavernkit.models.chat_window.OutsideWindow` when a build reads past what was
+    loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
     if settings is None:
         stored = await store.get_settings(owner=owner)
         settings = stored if isinstance(stored, Settings) else Settings()
@@ -63,7 +73,12 @@ async def load_chat_state(
 
     chat = None
     char_ref = character
-    if chat_id is not None:
+    if chat_id is not None and window is not None:
+        stored_window = await store.load_chat_window(chat_id, last=window, owner=owner)
+        chat = stored_window.to_chat()
+        chat_id = stored_window.info.id
+        char_ref = char_ref or stored_window.info.character_id
+    elif chat_id is not None:
         stored_chat = await store.load_chat(chat_id, owner=owner)
         chat = stored_chat.to_chat()
         chat_id = stored_chat.info.id
@@ -79,10 +94,7 @@ async def load_chat_state(
 
     # The turn's persona, else the one locked to the chat, else the default.
     locked = chat.metadata.persona if chat is not None else None
-    persona_model = await _maybe(store, "persona", persona or locked or sel.persona, owner)
-    if not isinstance(persona_model, Persona):
-        persona_model = None
-    user_name = persona_model.name if persona_model and persona_model.name else sel.user_name
+    persona_model, user_name = await _persona(store, owner, settings, persona or locked)
 
     books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
 
@@ -117,6 +129,30 @@ async def load_chat_state(
         character_filename=card.data.name if card is not None else None,
         global_variables=await store.get_global_variables(owner=owner),
     )
+
+
+async def _persona(
+    store: Store, owner: str, settings: Settings, persona: str | None
+) -> tuple[Persona | None, str]:
+    """The turn's persona (``persona`` overrides the selection) and the user's name."""
+    sel = settings.selections
+    found = await _maybe(store, "persona", persona or sel.persona, owner)
+    model = found if isinstance(found, Persona) else None
+    return model, model.name if model is not None and model.name else sel.user_name
+
+
+async def load_user_name(
+    store: Store, chat_id: str, *, owner: str = DEFAULT_OWNER, persona: str | None = None
+) -> str:
+    """The name the user's messages in ``chat_id`` are stored under (the persona's: the turn's,
+    else the one locked to the chat, else the selected one; else the settings'): what storing a
+    typed message needs, without loading the chat's messages, card or books."""
+    stored = await store.get_settings(owner=owner)
+    settings = stored if isinstance(stored, Settings) else Settings()
+    if persona is None:
+        header = (await store.load_chat_window(chat_id, last=1, owner=owner)).header
+        persona = ChatHeader.model_validate(header).chat_metadata.persona
+    return (await _persona(store, owner, settings, persona))[1]
 
 
 def _typed(value: Any, cls: type[_T]) -> _T | None:
@@ -166,7 +202,22 @@ async def _collect_books(
         if name in seen:
             continue
         seen.add(name)
-        book = await _maybe(store, "lorebook", name, owner)
-        if isinstance(book, Lorebook):
+        book = await _lorebook(store, name, owner)
+        if book is not None:
             books.append(ScopedBook(name=name, scope=scope, book=book))
     return books
+
+
+async def _lorebook(store: Store, name: str, owner: str) -> Lorebook | None:
+    """The shared model of lorebook ``name``, vouched for to the world-info engine: a book it
+    has not compiled yet is compiled from the stored JSON, found by that JSON's hash."""
+    try:
+        record = await store.get_shared_record("lorebook", name, owner=owner)
+    except NotFound:
+        return None
+    if not isinstance(record.model, Lorebook):
+        return None
+    books = default_engine().books
+    if not books.knows(record.model):
+        books.register(record.model, record.digest, record.data)
+    return record.model

@@ -19,6 +19,7 @@ Schema notes:
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -26,6 +27,7 @@ from datetime import datetime
 import aiosqlite
 
 from tavernkit.errors import StoreError
+from tavernkit.store._message_rows import message_flags
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
 
@@ -161,11 +163,60 @@ async def _m003_keys_out_of_db(db: aiosqlite.Connection) -> None:
         await db.execute("PRAGMA secure_delete = OFF")
 
 
+def _count_change(sign: str, row: str) -> str:
+    """SET clause adding (``+``) or removing (``-``) message ``row`` from its chat's counts."""
+    return (
+        f"msg_total = msg_total {sign} 1, "
+        f"msg_hidden = msg_hidden {sign} ({row}.flags & 1), "
+        f"msg_user = msg_user {sign} (({row}.flags & 2) >> 1), "
+        f"msg_hidden_tools = msg_hidden_tools {sign} (({row}.flags & 5) = 5)"
+    )
+
+
+async def _m004_turn_path(db: aiosqlite.Connection) -> None:
+    # A turn loads the chat's tail, not the chat: the messages it leaves out are counted, by
+    # their flags (hidden, user, tool calls; see _message_rows.message_flags), in counters on
+    # the chat's row that triggers keep, so no read walks the chat's messages to count them.
+    # Records get a revision that every write bumps, so a process can keep what it made of a
+    # record (a validated lorebook, its compiled entries) until the record changes.
+    await db.execute("ALTER TABLE messages ADD COLUMN flags INTEGER NOT NULL DEFAULT 0")
+    async with db.execute("SELECT id, body FROM messages") as cur:
+        rows = [(message_flags(json.loads(body)), mid) async for mid, body in cur]
+    await db.executemany("UPDATE messages SET flags = ? WHERE id = ?", rows)
+    for column in ("msg_total", "msg_hidden", "msg_user", "msg_hidden_tools"):
+        await db.execute(f"ALTER TABLE chats ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+    await db.execute(
+        "UPDATE chats SET "
+        "msg_total = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id), "
+        "msg_hidden = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 1), "
+        "msg_user = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 2), "
+        "msg_hidden_tools = (SELECT COUNT(*) FROM messages m WHERE m.chat_id = chats.id "
+        "AND m.flags & 5 = 5)"
+    )
+    await _run(
+        db,
+        [
+            "CREATE TRIGGER messages_counted_in AFTER INSERT ON messages BEGIN "
+            f"UPDATE chats SET {_count_change('+', 'NEW')} WHERE id = NEW.chat_id; END",
+            "CREATE TRIGGER messages_counted_out AFTER DELETE ON messages BEGIN "
+            f"UPDATE chats SET {_count_change('-', 'OLD')} WHERE id = OLD.chat_id; END",
+            "CREATE TRIGGER messages_recounted AFTER UPDATE OF flags, chat_id ON messages "
+            "WHEN OLD.flags != NEW.flags OR OLD.chat_id != NEW.chat_id BEGIN "
+            f"UPDATE chats SET {_count_change('-', 'OLD')} WHERE id = OLD.chat_id; "
+            f"UPDATE chats SET {_count_change('+', 'NEW')} WHERE id = NEW.chat_id; END",
+        ],
+    )
+    await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
     ("002_key_uses", _m002_key_uses),
     ("003_keys_out_of_db", _m003_keys_out_of_db),
+    ("004_turn_path", _m004_turn_path),
 )
 
 

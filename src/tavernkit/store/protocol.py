@@ -20,16 +20,18 @@ save, which is what makes its long chats slow).
 from __future__ import annotations
 
 import builtins
+from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import FormatError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Chat, ChatHeader, Message
+from tavernkit.models.chat_window import MessageCounts, MessageWindow
 
 __all__ = [
     "KINDS",
@@ -39,14 +41,19 @@ __all__ = [
     "Document",
     "JsonValue",
     "KeyState",
+    "MessageCounts",
     "ModelRegistry",
     "RecordInfo",
     "RecordRef",
+    "SharedRecord",
     "Store",
     "StoredChat",
+    "StoredChatWindow",
     "StoredMessage",
     "StoredRecord",
 ]
+
+_M = TypeVar("_M", bound=BaseModel)
 
 #: A value JSON can hold (what global variables and metadata values are).
 JsonValue = Any
@@ -112,6 +119,17 @@ class StoredRecord:
 
     info: RecordInfo
     data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SharedRecord:
+    """A record as :meth:`Store.get_shared_record` shares it: the validated model, the JSON it
+    was validated from (``model.to_wire() == data`` for the open formats: their models are
+    lossless) and a hash of that JSON. All three are shared and read-only."""
+
+    model: BaseModel
+    data: dict[str, Any]
+    digest: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,17 +200,72 @@ class StoredChat:
         """The chat as the :class:`~tavernkit.models.chat.Chat` model (raises
         :class:`~tavernkit.errors.FormatError` naming the message if one no longer validates)."""
         source = f"<store chat {self.info.id}>"
-        try:
-            header = ChatHeader.model_validate(self.header)
-        except ValidationError as exc:
-            raise FormatError(str(exc), source=source, field="header") from exc
-        messages: builtins.list[Message] = []
-        for m in self.messages:
-            try:
-                messages.append(Message.model_validate(m.data))
-            except ValidationError as exc:
-                raise FormatError(str(exc), source=source, field=f"messages[{m.position}]") from exc
-        return Chat(header=header, messages=messages)
+        header = _validate_part(ChatHeader, self.header, source, "header")
+        return Chat(header=header, messages=[_message(m, source) for m in self.messages])
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChatWindow:
+    """The part of a chat a turn reads: the newest messages (``tail``), the oldest ones up to the
+    first visible message (``head``, empty when ``tail`` reaches the start) and the counts of the
+    messages between them (``gap``), which are not read. ``info.message_count`` is the whole
+    chat's length."""
+
+    info: ChatInfo
+    header: dict[str, Any]
+    head: builtins.list[StoredMessage]
+    tail: builtins.list[StoredMessage]
+    gap: MessageCounts = field(default_factory=MessageCounts)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the window holds every message of the chat."""
+        return self.gap.total == 0
+
+    def to_chat(self) -> Chat:
+        """The chat as the :class:`~tavernkit.models.chat.Chat` model whose ``messages`` is a
+        :class:`~tavernkit.models.chat_window.MessageWindow` (a plain list when the window
+        holds the whole chat); raises :class:`~tavernkit.errors.FormatError` as
+        :meth:`StoredChat.to_chat` does."""
+        source = f"<store chat {self.info.id}>"
+        header = _validate_part(ChatHeader, self.header, source, "header")
+        head = [_window_message(m, source) for m in self.head]
+        tail = [_window_message(m, source) for m in self.tail]
+        if self.complete:
+            return Chat(header=header, messages=[*head, *tail])
+        window = MessageWindow(head, tail, self.gap)
+        # Constructed, not validated: the window is a Sequence, not the list the field holds.
+        return Chat.model_construct(header=header, messages=window)  # type: ignore[arg-type]
+
+
+def _validate_part(cls: type[_M], data: Any, source: str, where: str) -> _M:
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise FormatError(str(exc), source=source, field=where) from exc
+
+
+def _message(m: StoredMessage, source: str) -> Message:
+    return _validate_part(Message, m.data, source, f"messages[{m.position}]")
+
+
+#: message id -> (its JSON, the model made of it): a turn's window is mostly the last turn's.
+_WINDOW_MESSAGES: OrderedDict[str, tuple[dict[str, Any], Message]] = OrderedDict()
+_WINDOW_MESSAGES_MAX = 4096
+
+
+def _window_message(m: StoredMessage, source: str) -> Message:
+    """The model of a window's message, shared with the last turn's window while the message's
+    JSON is unchanged (an edited message is validated again): turns read, never edit, it."""
+    known = _WINDOW_MESSAGES.get(m.id)
+    if known is not None and known[0] == m.data:
+        _WINDOW_MESSAGES.move_to_end(m.id)
+        return known[1]
+    message = _message(m, source)
+    _WINDOW_MESSAGES[m.id] = (m.data, message)
+    if len(_WINDOW_MESSAGES) > _WINDOW_MESSAGES_MAX:
+        _WINDOW_MESSAGES.popitem(last=False)
+    return message
 
 
 @runtime_checkable
@@ -225,6 +298,22 @@ class Store(Protocol):
 
     async def get(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
         """The record (by id, else by name) validated by the model registered for ``kind``."""
+        ...
+
+    async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        """What :meth:`get` returns, but one model shared by every call until the record is
+        written again (each write bumps its revision): the turn path reads lorebooks, presets
+        and cards this way, so a big record is validated once per revision, not once per turn,
+        and the world-info engine finds its compiled form by identity. Callers must treat it as
+        read-only (copy it to edit)."""
+        ...
+
+    async def get_shared_record(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> SharedRecord:
+        """:meth:`get_shared`'s model with the JSON it was validated from and that JSON's hash
+        (what the world-info engine keys a compiled lorebook by, so it neither dumps the model
+        nor recompiles an unchanged book)."""
         ...
 
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
@@ -337,6 +426,14 @@ class Store(Protocol):
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo: ...
 
     async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat: ...
+
+    async def load_chat_window(
+        self, ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> StoredChatWindow:
+        """The newest ``last`` messages of a chat, the oldest up to its first visible message
+        and the counts of those between (see :class:`StoredChatWindow`): what a turn reads,
+        at a cost that does not grow with the chat's length."""
+        ...
 
     async def delete_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 

@@ -19,6 +19,7 @@ import hashlib
 import json
 import sqlite3
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,7 @@ from tavernkit.store.protocol import (
     ModelRegistry,
     RecordInfo,
     RecordRef,
+    SharedRecord,
     StoredRecord,
 )
 from tavernkit.store.registry import default_models
@@ -113,8 +115,16 @@ async def open_store(
     )
 
 
+#: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
+_SHARED_MAX = 64
+
+
 class SqliteStore(SqliteChats):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shared: OrderedDict[tuple[str, str, str, str, int], SharedRecord] = OrderedDict()
 
     async def __aenter__(self) -> Self:
         return self
@@ -184,7 +194,8 @@ class SqliteStore(SqliteChats):
                 )
             else:
                 await db.execute(
-                    "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ? WHERE id = ?",
+                    "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ?, "
+                    "revision = revision + 1 WHERE id = ?",
                     (name, name_key, dumps(data), now, rid),
                 )
             for blob, content in (blobs or {}).items():
@@ -208,6 +219,42 @@ class SqliteStore(SqliteChats):
         rec = await self.get_record(kind, ref, owner=owner)
         return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>")
 
+    async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
+        return (await self.get_shared_record(kind, ref, owner=owner)).model
+
+    async def get_shared_record(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> SharedRecord:
+        # One small indexed row says whether the model made last time is still the record's:
+        # (id, created, revision) changes with every write, and with a delete and re-create.
+        async with self._read() as db:
+            key = await self._revision_key(db, kind, ref, owner)
+            hit = self._shared.get(key)
+            if hit is not None:
+                self._shared.move_to_end(key)
+                return hit
+            rows = list(
+                await db.execute_fetchall("SELECT data FROM records WHERE id = ?", (key[2],))
+            )
+        if not rows:  # deleted between the two reads
+            raise NotFound(f"no {kind} {ref!r}")
+        text = str(rows[0][0])
+        data = json.loads(text)  # validation reads it and keeps no reference it could edit
+        model = self._validate(kind, data, f"<store {kind} {key[2]}>")
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
+        shared = SharedRecord(model=model, data=data, digest=digest.hexdigest())
+        self._shared[key] = shared
+        if len(self._shared) > _SHARED_MAX:
+            self._shared.popitem(last=False)
+        return shared
+
+    async def _revision_key(
+        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
+    ) -> tuple[str, str, str, str, int]:
+        row = await self._record_row(db, kind, ref, owner, "id, created, revision")
+        rid, created, revision = row
+        return (owner, kind, str(rid), str(created), int(revision))
+
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
         async with (
@@ -224,6 +271,8 @@ class SqliteStore(SqliteChats):
         async with self._write() as db:
             info, _ = await self._resolve(db, kind, ref, owner)
             await db.execute("DELETE FROM records WHERE id = ?", (info.id,))
+        for key in [k for k in self._shared if k[2] == info.id]:
+            del self._shared[key]
 
     async def get_blob(
         self, kind: str, ref: str, blob: str = "avatar", *, owner: str = DEFAULT_OWNER
@@ -301,24 +350,25 @@ class SqliteStore(SqliteChats):
     ) -> builtins.list[RecordInfo]:
         async with self._read() as db:
             src, _ = await self._resolve(db, kind, ref, owner)
-            async with db.execute(
+            rows = await db.execute_fetchall(
                 "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM record_links l "
                 "JOIN records r ON r.id = l.to_id WHERE l.from_id = ? AND l.rel = ? "
                 "ORDER BY l.position",
                 (src.id, rel),
-            ) as cur:
-                return [self._info(r) for r in await cur.fetchall()]
+            )
+        return [self._info(r) for r in rows]
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
-        async with (
-            self._read() as db,
-            db.execute("SELECT data FROM settings WHERE owner = ?", (owner,)) as cur,
-        ):
-            row = await cur.fetchone()
-        if row is None:
+        # execute_fetchall: one trip to the database thread (a cursor takes three); every
+        # turn reads the settings.
+        async with self._read() as db:
+            rows = list(
+                await db.execute_fetchall("SELECT data FROM settings WHERE owner = ?", (owner,))
+            )
+        if not rows:
             return None
-        return self._validate("settings", json.loads(row[0]), "<store settings>")
+        return self._validate("settings", json.loads(rows[0][0]), "<store settings>")
 
     async def put_settings(
         self, settings: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
@@ -334,13 +384,11 @@ class SqliteStore(SqliteChats):
             )
 
     async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
-        async with (
-            self._read() as db,
-            db.execute(
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
-            ) as cur,
-        ):
-            return {str(r[0]): json.loads(r[1]) for r in await cur.fetchall()}
+            )
+        return {str(r[0]): json.loads(r[1]) for r in rows}
 
     async def set_global_variable(
         self, name: str, value: JsonValue, *, owner: str = DEFAULT_OWNER

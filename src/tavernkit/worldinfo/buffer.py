@@ -110,9 +110,10 @@ class ScanBuffer:
         regex_literals: Mapping[int, int] | None = None,
     ) -> None:
         self.regex_literals = regex_literals or {}
-        # Trimmed on first use: a scan usually looks at a few of a long chat's messages.
-        self._raw = chat[:MAX_SCAN_DEPTH]
-        self.n_messages = len(self._raw)
+        # Read and trimmed on first use: a scan usually looks at a few of a long chat's
+        # messages (and a turn may not have loaded the others).
+        self._raw = chat
+        self.n_messages = min(len(chat), MAX_SCAN_DEPTH)
         self.messages: list[str] = []
         self.fields = tuple(f if isinstance(f, str) else "" for f in fields)
         self.field_mask = sum(1 << i for i, f in enumerate(self.fields) if f)

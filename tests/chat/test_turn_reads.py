@@ -1,0 +1,45 @@
+"""Every turn verb reads a window of the chat, never the whole chat: ``send``, ``swipe``,
+``continue_`` and ``regenerate`` on a long chat never call ``Store.load_chat`` (whose cost
+grows with the chat's length)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tavernkit.store.protocol import StoredChat
+
+from ._server import Reply
+from .conftest import World
+
+
+async def test_turn_verbs_never_load_the_whole_chat(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = await world.chats.new_chat("Mira")
+    for i in range(40):
+        await world.tk.store.append_message(
+            info.id, {"name": "Ada" if i % 2 else "Mira", "is_user": bool(i % 2), "mes": f"m{i}"}
+        )
+    whole_loads: list[str] = []
+    load_chat = world.tk.store.load_chat
+
+    async def counting_load_chat(ref: str, **kwargs: Any) -> StoredChat:
+        whole_loads.append(ref)
+        return await load_chat(ref, **kwargs)
+
+    monkeypatch.setattr(world.tk.store, "load_chat", counting_load_chat)
+    world.server.script(
+        Reply(text="One."), Reply(text="Two."), Reply(text=" more."), Reply(text="Three.")
+    )
+    assert (await world.chats.send(info.id, "Hello")).status == "completed"
+    assert (await world.chats.swipe(info.id)).status == "completed"
+    assert (await world.chats.continue_(info.id)).status == "completed"
+    assert (await world.chats.regenerate(info.id)).status == "completed"
+    assert whole_loads == []
+    # and what they wrote is where it belongs
+    monkeypatch.undo()
+    stored = await world.tk.store.load_chat(info.id)
+    assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hello", "Three."]
+    assert stored.info.message_count == 43

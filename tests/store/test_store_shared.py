@@ -1,0 +1,56 @@
+"""``get_shared``: one validated model per record revision, a new one after every write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tavernkit.errors import NotFound
+from tavernkit.models.lorebook import Lorebook
+from tavernkit.store import SqliteStore, open_store
+
+BOOK = {"entries": {"0": {"uid": 0, "key": ["bell"], "content": "The bell rings."}}}
+
+
+async def test_the_same_revision_gives_the_same_model_by_id_and_by_name(
+    store: SqliteStore,
+) -> None:
+    ref = await store.put("lorebook", BOOK, name="Coast")
+    first = await store.get_shared("lorebook", "Coast")
+    assert isinstance(first, Lorebook)
+    assert await store.get_shared("lorebook", ref.id) is first
+    assert first == await store.get("lorebook", "Coast")
+
+
+async def test_a_write_bumps_the_revision_and_the_next_read_sees_it(store: SqliteStore) -> None:
+    ref = await store.put("lorebook", BOOK, name="Coast")
+    before = await store.get_shared("lorebook", "Coast")
+    edited = {"entries": {"0": {**BOOK["entries"]["0"], "content": "The bell is silent."}}}
+    await store.put("lorebook", edited, name="Coast", id=ref.id)
+    after = await store.get_shared("lorebook", "Coast")
+    assert after is not before
+    assert isinstance(after, Lorebook) and after.to_wire() == edited
+
+
+async def test_a_deleted_record_is_not_served_from_memory(store: SqliteStore) -> None:
+    ref = await store.put("lorebook", BOOK, name="Coast")
+    old = await store.get_shared("lorebook", "Coast")
+    await store.delete("lorebook", ref.id)
+    with pytest.raises(NotFound):
+        await store.get_shared("lorebook", "Coast")
+    # re-created under the same id: a fresh model, not the one of the deleted record
+    await store.put("lorebook", {"entries": {}}, name="Coast", id=ref.id)
+    fresh = await store.get_shared("lorebook", ref.id)
+    assert fresh is not old
+    assert isinstance(fresh, Lorebook) and fresh.to_wire() == {"entries": {}}
+
+
+async def test_another_process_sees_the_edits_of_this_one(db_path: Path) -> None:
+    async with await open_store(db_path) as a, await open_store(db_path) as b:
+        ref = await a.put("lorebook", BOOK, name="Coast")
+        seen = await b.get_shared("lorebook", "Coast")
+        await a.put("lorebook", {"entries": {}}, name="Coast", id=ref.id)
+        now = await b.get_shared("lorebook", "Coast")
+        assert now is not seen
+        assert isinstance(now, Lorebook) and now.to_wire() == {"entries": {}}
