@@ -72,9 +72,10 @@ class WireModel(BaseModel):
         obj = handler(data)
         if isinstance(data, dict) and obj is not data:
             obj._key_order = tuple(data)
-            spelled = {a: n for n, a in _aliased(cls) if n in data and a not in data}
-            if spelled:
-                obj._spelled = spelled
+            aliased = _aliased(cls)
+            if aliased and not aliased.keys().isdisjoint(data):  # rare: one C-speed test
+                spelled = {a: n for n, a in aliased.items() if n in data and a not in data}
+                obj._spelled = spelled or None
         return obj
 
     @model_serializer(mode="wrap")
@@ -105,17 +106,17 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-_ALIASED: dict[type[BaseModel], tuple[tuple[str, str], ...]] = {}
+_ALIASED: dict[type[BaseModel], dict[str, str]] = {}
 
 
-def _aliased(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """``(attribute, alias)`` of ``cls``'s fields whose JSON name differs (cached per class)."""
+def _aliased(cls: type[BaseModel]) -> dict[str, str]:
+    """Attribute -> alias of ``cls``'s fields whose JSON name differs (cached per class)."""
     pairs = _ALIASED.get(cls)
     if pairs is None:
-        pairs = tuple(
-            (name, info.alias)
+        pairs = {
+            name: info.alias
             for name, info in cls.model_fields.items()
             if info.alias and info.alias != name
-        )
+        }
         _ALIASED[cls] = pairs
     return pairs
