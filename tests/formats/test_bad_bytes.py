@@ -51,3 +51,16 @@ def test_many_bad_bytes_are_counted_and_the_first_listed() -> None:
     assert fixed == ('{"a": "' + "x\ufffd" * 8 + '"}').encode()
     assert warning is not None and warning.startswith("f.json: 8 byte sequence(s)")
     assert "0xff at byte 8" in warning and "and 3 more" in warning
+
+
+def test_the_import_command_names_the_offset(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tavernkit.cli import app
+
+    data, offset = _with_cp1252_quote()
+    path = tmp_path / "community.json"
+    path.write_bytes(data)
+    result = CliRunner().invoke(app, ["import", str(path), "--home", str(tmp_path / "home")])
+    assert result.exit_code == 0, result.output
+    assert f"at byte {offset}" in " ".join(result.output.split())
