@@ -69,10 +69,8 @@ async def test_chat_setting_wins_over_the_profile(world: World) -> None:
     await use_profile(world, "reviewed", model="m1", review={})
     world.server.script(Reply(text="Aboard."))
     info = await world.chats.new_chat("Mira")
-    await set_chat_review(world.tk.store, info.id, ReviewSettings(enabled=False), owner="default")
-    assert await chat_review(world.tk.store, info.id, owner="default") == ReviewSettings(
-        enabled=False
-    )
+    await world.chats.set_review(info.id, ReviewSettings(enabled=False))
+    assert await world.chats.review(info.id) == ReviewSettings(enabled=False)
     assert (await world.chats.send(info.id, "Can I board?")).text == "Aboard."
     assert _reviews(world) == []
 

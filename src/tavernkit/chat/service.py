@@ -38,7 +38,12 @@ from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
-from tavernkit.chat.review_setup import review_config, review_settings
+from tavernkit.chat.review_setup import (
+    chat_review,
+    review_config,
+    review_settings,
+    set_chat_review,
+)
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -50,7 +55,7 @@ from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
-from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.profile import ConnectionProfile, ReviewSettings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.macros import may_hold_macros
@@ -187,6 +192,16 @@ class ChatService:
 
     async def load(self, chat_id: str) -> StoredChat:
         return await self.store.load_chat(chat_id, owner=self.owner)
+
+    async def review(self, chat_ref: str) -> ReviewSettings | None:
+        """The chat's own response-review setting (``None``: its profile's holds)."""
+        return await chat_review(self.store, await self._chat_id(chat_ref), owner=self.owner)
+
+    async def set_review(self, chat_ref: str, settings: ReviewSettings | None) -> None:
+        """Turn response review of the chat's turns on (inherited or pinned reviewer) or off;
+        ``None`` clears it so the profile's setting holds (see :mod:`.review_setup`)."""
+        chat_id = await self._chat_id(chat_ref)
+        await set_chat_review(self.store, chat_id, settings, owner=self.owner)
 
     async def latest_chat(self, character: str) -> ChatInfo | None:
         """The character's most recently updated chat."""
