@@ -179,7 +179,7 @@ async def fresh_turn_main(home: str, chat_id: str) -> None:
     tk = await Tavern(Path(home), load_plugins=False).open()
     try:
         begin = time.perf_counter()
-        outcome = await ChatService(tk, stream_interval=0.2).send(chat_id, "A fresh process asks.")
+        outcome = await ChatService(tk.runtime, stream_interval=0.2).send(chat_id, "A fresh process asks.")
         turn = time.perf_counter() - begin
     finally:
         await tk.close()
@@ -194,7 +194,7 @@ async def run_cell(
     with tempfile.TemporaryDirectory() as tmp:
         tk, chat_id = await build_store(Path(tmp) / "home", server.base_url, messages, entries)
         try:
-            chats = ChatService(tk, stream_interval=0.2)
+            chats = ChatService(tk.runtime, stream_interval=0.2)
             times: list[float] = []
             peaks: list[float] = []
             rng = random.Random(7)

@@ -15,6 +15,7 @@ was only ever the copy embedded in a card (it carries ``originalData``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,9 +27,10 @@ from pydantic import BaseModel
 from tavernkit.chat.greetings import chat_name
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
+from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chats import chat_to_jsonl
-from tavernkit.formats.lorebooks import character_book_to_lorebook
+from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
 from tavernkit.models._base import DEFAULT_OWNER
@@ -38,7 +40,7 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
-__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "Found", "ImportResult", "Library"]
+__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 
 #: Where ``show NAME`` and ``export NAME`` look, in order, when no kind is given.
 SEARCH_ORDER: tuple[str, ...] = (
@@ -139,7 +141,21 @@ class Library:
         character: str | None = None,
         replace: bool = False,
     ) -> list[ImportResult]:
-        """Detect ``data`` by content, read it and store what it holds."""
+        """Detect ``data`` by content, read it and store what it holds. JSON text with bytes
+        that are not UTF-8 is read with them replaced by U+FFFD, as SillyTavern reads it; the
+        results' ``note`` names the offsets (see :mod:`tavernkit.formats.bad_bytes`)."""
+        data, repaired = repair_utf8(data, source=source)
+        results = await self._import_data(data, source, character, replace)
+        if repaired is None:
+            return results
+        return [
+            dataclasses.replace(r, note=f"{r.note}; {repaired}" if r.note else repaired)
+            for r in results
+        ]
+
+    async def _import_data(
+        self, data: bytes, source: str, character: str | None, replace: bool
+    ) -> list[ImportResult]:
         handler, value = self.formats.read(data, source)
         stem = Path(source).stem if not source.startswith("<") else None
         if isinstance(value, ImportedCard):
@@ -237,7 +253,9 @@ class Library:
         self, imported: ImportedCard, source: str, replace: bool
     ) -> list[ImportResult]:
         character = imported.character
-        blobs = {"avatar": imported.avatar} if imported.avatar is not None else None
+        blobs = {"avatar": imported.avatar} if imported.avatar is not None else {}
+        kept = _charx_blobs(imported)
+        blobs.update(kept)
         results = [
             await self._put(
                 "character",
@@ -245,10 +263,12 @@ class Library:
                 character.name,
                 source,
                 replace,
-                blobs=blobs,
+                blobs=blobs or None,
                 note=f"read as {imported.spec_found}",
             )
         ]
+        if results[0].status != "kept":
+            await self._drop_stale_charx_blobs(results[0].id, set(kept))
         if character.character_book is not None:
             # SillyTavern imports the embedded book as a world-info book of its own and links it
             # to the character; we do the same at once instead of asking.
@@ -274,6 +294,46 @@ class Library:
                     "character", results[0].id, "lorebook", "lorebook", result.id, owner=self.owner
                 )
         return results
+
+    async def _drop_stale_charx_blobs(self, card_id: str, kept: set[str]) -> None:
+        """A replaced card keeps no asset of the archive it replaced."""
+        for blob in await self.store.list_blobs("character", card_id, owner=self.owner):
+            if blob.startswith(_CHARX_PREFIXES) and blob not in kept:
+                await self.store.set_blob("character", card_id, blob, None, owner=self.owner)
+
+    async def card_assets(self, name: str) -> list[CardAsset]:
+        """The assets a CHARX card brought (every ``data.assets`` file: icons, backgrounds,
+        emotions, others) and its other archive members (``module.risum``...), in archive
+        order; :meth:`card_asset` reads one. A PNG or JSON card has none."""
+        found = await self.find(name, kind="character")
+        out: list[CardAsset] = []
+        for blob in await self.store.list_blobs("character", found.id, owner=self.owner):
+            for prefix, role in _ROLES:
+                if blob.startswith(prefix):
+                    out.append(CardAsset(role, blob.removeprefix(prefix)))
+        return out
+
+    async def card_asset(self, name: str, asset: CardAsset) -> bytes:
+        """The bytes of one of :meth:`card_assets`; :class:`NotFound` names a missing one."""
+        found = await self.find(name, kind="character")
+        prefix = _ASSET if asset.role == "asset" else _FILE
+        data = await self.store.get_blob(
+            "character", found.id, prefix + asset.ref, owner=self.owner
+        )
+        if data is None:
+            raise NotFound(f"{found.name!r} has no {asset.role} {asset.ref!r}")
+        return data
+
+    async def _charx_parts(self, card_id: str) -> tuple[dict[str, bytes], dict[str, bytes]]:
+        assets: dict[str, bytes] = {}
+        files: dict[str, bytes] = {}
+        for blob in await self.store.list_blobs("character", card_id, owner=self.owner):
+            for prefix, into in ((_ASSET, assets), (_FILE, files)):
+                if blob.startswith(prefix):
+                    data = await self.store.get_blob("character", card_id, blob, owner=self.owner)
+                    if data is not None:
+                        into[blob.removeprefix(prefix)] = data
+        return assets, files
 
     async def _import_chat(
         self, chat: Chat, name: str, source: str, character: str | None, replace: bool
@@ -433,11 +493,42 @@ class Library:
             return found, chat_to_jsonl(stored.to_chat()).encode()
         value = await self.store.get(found.kind, found.id, owner=self.owner)
         options: dict[str, Any] = {"spec": spec}
-        if found.kind == "character":
+        if found.kind == "character" and isinstance(value, Card):
+            value = await self._with_linked_book(value, found.id)
             options["image"] = await self.store.get_blob(
                 "character", found.id, "avatar", owner=self.owner
             )
+            if fmt == "charx":
+                options["assets"], options["extra_files"] = await self._charx_parts(found.id)
         return found, writer(value, **options)
+
+    async def _with_linked_book(self, card: Card, card_id: str) -> Card:
+        """``card`` with its embedded book as the linked lorebook now is: the book imported
+        from the card's ``character_book`` (known by the ``originalData`` it keeps) is the same
+        book, so editing it and exporting the card writes the edits. An unedited book, or a
+        linked book that did not come from this card, leaves ``character_book`` as read."""
+        embedded = card.data.character_book
+        if embedded is None:
+            return card
+        linked = await self.store.links("character", card_id, "lorebook", owner=self.owner)
+        own = embedded.name or f"{card.data.name}'s Lorebook"
+        chosen = next((i for i in linked if i.name == own), linked[0] if linked else None)
+        if chosen is None:
+            return card
+        book = await self.store.get("lorebook", chosen.id, owner=self.owner)
+        if not isinstance(book, Lorebook):
+            return card
+        stored, as_read = (
+            _wire(book),
+            _wire(character_book_to_lorebook(embedded, character_name=card.data.name)),
+        )
+        if stored.get("originalData") != as_read.get("originalData"):
+            return card  # another book (a world file of that name): not the card's own
+        if stored.get("entries") == as_read.get("entries"):
+            return card
+        card = card.model_copy(deep=True)
+        card.data.character_book = lorebook_to_character_book(book, name=embedded.name)
+        return card
 
     async def export_file(
         self,
@@ -561,6 +652,29 @@ def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     except ValueError:
         return False
     return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
+
+
+#: blob names of a CHARX card's assets (by their ``data.assets`` URI) and other members
+_ASSET = "charx-asset:"
+_FILE = "charx-file:"
+_CHARX_PREFIXES = (_ASSET, _FILE)
+_ROLES: tuple[tuple[str, Literal["asset", "file"]], ...] = ((_ASSET, "asset"), (_FILE, "file"))
+
+
+@dataclass(frozen=True, slots=True)
+class CardAsset:
+    """One file a CHARX card brought: ``role`` ``asset`` (``ref`` is its URI in
+    ``data.assets``, e.g. ``embeded://assets/icon/images/main.png``) or ``file`` (another
+    archive member, ``ref`` its path, e.g. ``module.risum``)."""
+
+    role: Literal["asset", "file"]
+    ref: str
+
+
+def _charx_blobs(imported: ImportedCard) -> dict[str, bytes]:
+    blobs = {_ASSET + uri: data for uri, data in imported.assets.items()}
+    blobs.update((_FILE + path, data) for path, data in imported.extra_files.items())
+    return blobs
 
 
 def _wire(model: BaseModel) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from tavernkit.models.profile import (
     FallbackChain,
     FallbackEntry,
     ProfileTimeouts,
+    ReviewSettings,
 )
 from tavernkit.models.settings import Settings
 from tavernkit.store.protocol import Store
@@ -64,6 +65,11 @@ class ProfileSummary:
     #: the chain in order, as ``profile`` or ``profile:model``
     fallbacks: tuple[str, ...]
     timeouts: ProfileTimeouts
+    #: the bound chat preset (``profile add --preset``), the response review setting and
+    #: whether the chain's randomizer is on
+    preset: str | None = None
+    review: ReviewSettings | None = None
+    randomize: bool = False
 
     @property
     def pool_size(self) -> int:
@@ -141,6 +147,7 @@ class ProfileAdmin:
         keys: Sequence[str | CredentialRef] = (),
         preset: str | None = None,
         timeouts: ProfileTimeouts | None = None,
+        review: ReviewSettings | None = None,
         replace: bool = False,
         activate: bool = False,
     ) -> ConnectionProfile:
@@ -149,6 +156,8 @@ class ProfileAdmin:
         Everything is checked before anything is written: a bad key spec, a taken name
         without ``replace`` or an invalid field raises and stores nothing. Replacing keeps the
         profile's fallback chain and deletes the stored keys the new profile no longer uses.
+        ``review`` turns response review on for the profile's chat turns (a pinned reviewer
+        must name a stored profile).
         """
         if not name.strip():
             raise FormatError("a profile needs a name", source="<profile>", field="name")
@@ -160,6 +169,7 @@ class ProfileAdmin:
             old = None
         if old is not None and not replace:
             raise Conflict(f"a profile named {name!r} exists; replace it to overwrite")
+        await self._check_reviewer(name, review)
         draft = ConnectionProfile(
             name=name,
             api=api,
@@ -169,6 +179,7 @@ class ProfileAdmin:
             chat_preset=preset,
             timeouts=timeouts or ProfileTimeouts(),
             fallback_chain=old.fallback_chain if old is not None else None,
+            review=review,
         )  # validated before any key is stored
         credentials: list[CredentialRef] = []
         added: list[str] = []
@@ -233,6 +244,29 @@ class ProfileAdmin:
                 return chain
             return FallbackChain(name=profile.fallback_chain)
         return FallbackChain(name=profile.name)
+
+    async def _check_reviewer(self, name: str, review: ReviewSettings | None) -> None:
+        pinned = review.reviewer_profile if review is not None else None
+        if pinned and pinned != name:
+            await self.get(pinned)  # NotFound names the missing reviewer profile
+
+    async def set_review(self, name: str, review: ReviewSettings | None) -> ConnectionProfile:
+        """Set (``None``: clear) the response review of profile ``name``'s chat turns."""
+        profile = await self.get(name)
+        await self._check_reviewer(name, review)
+        profile = profile.model_copy(update={"review": review})
+        await self._put(PROFILE, profile)
+        return profile
+
+    async def set_randomize(self, name: str, on: bool) -> FallbackChain:
+        """Turn the randomizer of ``name``'s fallback chain on or off (brief 003: each turn
+        promotes one pool member to lead, seeded per turn)."""
+        profile = await self.get(name)
+        if not profile.fallback_chain:
+            raise NotFound(f"{name!r} has no fallback chain to randomize; add a fallback first")
+        chain = (await self._chain(profile)).model_copy(update={"randomize": on})
+        await self._put(CHAIN, chain)
+        return chain
 
     async def fallbacks(self, name: str) -> list[FallbackEntry]:
         """Profile ``name``'s fallback chain, in order."""
@@ -306,6 +340,9 @@ class ProfileAdmin:
                     keys=labels,
                     fallbacks=tuple(_entry_label(e) for e in chain.entries) if chain else (),
                     timeouts=profile.timeouts,
+                    preset=profile.chat_preset,
+                    review=profile.review,
+                    randomize=chain.randomize if chain else False,
                 )
             )
         return sorted(out, key=lambda s: s.name)

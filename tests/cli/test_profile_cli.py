@@ -94,7 +94,7 @@ def test_fallback_add_list_remove() -> None:
         (("profile", "fallback", "main", "add", "ghost"), "no connection profile 'ghost'"),
         (("profile", "fallback", "main", "add", "main"), "its own fallback"),
         (("profile", "fallback", "main", "add", ":m"), "PROFILE or PROFILE:MODEL"),
-        (("profile", "fallback", "main", "swap", "x"), "add, remove or list"),
+        (("profile", "fallback", "main", "swap", "x"), "add, remove, list, randomize or ordered"),
         (("profile", "add", "other", "--key", "env:"), "env:NAME"),
         (("profile", "add", "other", "--idle-timeout", "0"), "--idle-timeout must be"),
         (("profile", "add", "main"), "exists"),

@@ -234,6 +234,23 @@ async def test_messages_render_in_order_sharing_chat_variables() -> None:
     assert [m["content"] for m in out] == ["set", "mood=calm"]
 
 
+async def test_setvar_carries_to_the_next_message_with_default_options(tmp_path: Any) -> None:
+    from tavernkit.facade import Tavern
+
+    messages = [
+        {"role": "system", "content": "{{setvar::mood::calm}}set"},
+        {"role": "user", "content": "mood={{getvar::mood}}"},
+    ]
+    out = await PromptRenderer().render_messages(messages)
+    assert [m["content"] for m in out] == ["set", "mood=calm"]
+    async with Tavern(tmp_path / "home", load_plugins=False) as tk:
+        out = await tk.prompt_renderer.render_messages(messages)
+    assert [m["content"] for m in out] == ["set", "mood=calm"]
+    # and each call starts afresh: nothing leaks from one list into the next
+    out = await PromptRenderer().render_messages(messages[1:])
+    assert out[0]["content"] == "mood="
+
+
 async def test_render_preset_template() -> None:
     preset = ChatCompletionPreset.model_validate(
         {

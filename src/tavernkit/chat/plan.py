@@ -22,12 +22,21 @@ a turn the primary answers). An entry whose prompt family differs from the prima
 text-completion fallback behind a chat profile) is skipped: the prompt was built once, for the
 primary's family, and a chat prompt cannot be re-folded into a text one here.
 
+- **Randomizer** (brief 003): a chain with ``randomize`` on promotes one member of the pool
+  (the primary and the chain's entries) to lead each turn, keeping the rest in order. The
+  draw is seeded per turn (``seed``: the chat service passes the turn's identity, so one turn
+  always draws the same lead and the next turn draws afresh).
+- **Pinned reviewer**: a reviewer profile named by the review settings is one more entry the
+  plan can resolve (:func:`pinned_reviewer_spec`), never attempted as an author; it is
+  resolved, like a fallback, only when a review runs.
+
 When the model writes its reasoning inline (``reasoning_format == "tags"``) and a reasoning
 template is known, every attempt's stream is split into reasoning and reply as it arrives.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -60,7 +69,15 @@ from tavernkit.providers.reasoning_stream import Delimiters, split_tag_reasoning
 from tavernkit.providers.request import PromptRequest
 from tavernkit.store.protocol import Store
 
-__all__ = ["PlanSources", "TagSplittingProvider", "chat_plan", "entry_source", "task_plan"]
+__all__ = [
+    "PinnedReviewerSpec",
+    "PlanSources",
+    "TagSplittingProvider",
+    "chat_plan",
+    "entry_source",
+    "pinned_reviewer_spec",
+    "task_plan",
+]
 
 #: resolves a profile (with its credentials) to a connection, as the turn's own was resolved
 Resolve = Callable[[ConnectionProfile], Awaitable[ResolvedConnection]]
@@ -192,15 +209,19 @@ class _Builder:
         fixed = self._wrap(provider, connection)
         return AttemptTarget(make_provider=lambda _secret: fixed, profile=connection.model_profile)
 
-    async def fallbacks(
-        self, primary: ConnectionProfile
-    ) -> list[tuple[PlanEntry, ConnectionProfile | None, str | None, CredentialRef | None]]:
+    async def chain(self, primary: ConnectionProfile) -> FallbackChain | None:
         if not primary.fallback_chain:
-            return []
+            return None
         store, owner = self.sources.store, self.sources.owner
         chain = await _get(store, "fallback_chain", primary.fallback_chain, owner)
-        if not isinstance(chain, FallbackChain):
+        return chain if isinstance(chain, FallbackChain) else None
+
+    async def fallbacks(
+        self, chain: FallbackChain | None
+    ) -> list[tuple[PlanEntry, ConnectionProfile | None, str | None, CredentialRef | None]]:
+        if chain is None:
             return []
+        store, owner = self.sources.store, self.sources.owner
         out: list[tuple[PlanEntry, ConnectionProfile | None, str | None, CredentialRef | None]] = []
         for item in chain.entries:
             profile = await _get(store, "connection_profile", item.profile, owner)
@@ -243,6 +264,31 @@ async def _get(store: Store, kind: str, name: str, owner: str) -> Any:
         return None
 
 
+#: a pinned reviewer: its plan entry, the stored profile (``None``: not stored, so unusable)
+#: and the model it is pinned to
+PinnedReviewerSpec = tuple[PlanEntry, ConnectionProfile | None, str | None]
+
+
+async def pinned_reviewer_spec(
+    sources: PlanSources, profile_name: str, model: str | None = None
+) -> PinnedReviewerSpec:
+    """The plan entry of a reviewer pinned to ``profile_name`` (and ``model``); pass the spec
+    to :func:`chat_plan` and its entry to the review settings. A profile that is not stored
+    still gets an entry: resolving it fails, so review is unavailable and the reply goes out.
+    """
+    profile = await _get(sources.store, "connection_profile", profile_name, sources.owner)
+    if not isinstance(profile, ConnectionProfile):
+        entry = PlanEntry(model or "", "?", f"profile:{profile_name}", label=profile_name)
+        return entry, None, model
+    chosen = model or profile.model or ""
+    label = f"{profile.name}/{chosen}" if chosen else profile.name
+    return (
+        PlanEntry(chosen, profile.source, entry_source(profile, None), label=label),
+        profile,
+        model,
+    )
+
+
 async def chat_plan(
     connection: ResolvedConnection,
     sources: PlanSources,
@@ -250,8 +296,12 @@ async def chat_plan(
     kind: str,
     reasoning_template: Delimiters | None = None,
     auto_parse_reasoning: bool = False,
+    seed: str | int | None = None,
+    reviewer: PinnedReviewerSpec | None = None,
 ) -> Plan:
-    """The plan of one chat turn on ``connection`` (see the module docstring)."""
+    """The plan of one chat turn on ``connection`` (see the module docstring). ``seed`` seeds
+    the randomizer of a chain that has it on (``None``: an unseeded draw); ``reviewer`` makes
+    a pinned reviewer resolvable by the plan."""
     builder = _Builder(sources, connection.family, reasoning_template, auto_parse_reasoning)
     primary = PlanEntry(
         connection.model or "",
@@ -261,20 +311,28 @@ async def chat_plan(
     )
     specs: dict[PlanEntry, tuple[ConnectionProfile | None, str | None, CredentialRef | None]] = {}
     entries = [primary]
-    for entry, profile, model, credential in await builder.fallbacks(connection.profile):
+    chain = await builder.chain(connection.profile)
+    for entry, profile, model, credential in await builder.fallbacks(chain):
         if entry.identity == primary.identity or entry in specs:
             continue  # the same model through the same credentials would fail the same way
         specs[entry] = (profile, model, credential)
         entries.append(entry)
 
+    side = dict(specs)
+    if reviewer is not None and reviewer[0] not in side and reviewer[0] != primary:
+        side[reviewer[0]] = (reviewer[1], reviewer[2], None)
+
     async def resolver(entry: PlanEntry, _scope: FundingScope) -> AttemptTarget:
         if entry == primary:
             return builder.target(connection)
-        return await builder.resolve_fallback(*specs[entry])
+        return await builder.resolve_fallback(*side[entry])
 
     owner = sources.owner
+    randomize = chain is not None and chain.randomize
     return Plan(
         entries,
+        randomize=randomize,
+        rng=random.Random(seed) if randomize and seed is not None else None,
         resolver=resolver,
         scope=FundingScope("user", owner),
         context=TurnContext(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernkit.chat.profile_preset import with_profile_preset
 from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.generation.profiles import (
     LocalFactory,
@@ -272,6 +273,7 @@ async def _prepare_state(
         local_factory=local_factory,
         environ=environ,
     )
+    state = await with_profile_preset(store, state, connection, owner=owner)
     if connection.family == "chat":
         main_api = "openai"
     else:

@@ -30,6 +30,7 @@ from tavernkit.generation.hooks import before_request_hook, chat_turn_hooks
 from tavernkit.generation.options import TurnOptions
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.result import TurnResult
+from tavernkit.generation.review import ReviewConfig
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.turn import run_turn
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
@@ -83,12 +84,13 @@ async def run_request(
     sleep: Sleep = asyncio.sleep,
     tools: Sequence[FunctionTool] = (),
     max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
+    review: ReviewConfig | None = None,
 ) -> TurnResult:
     """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
     result, never raise. ``tools`` are the ones the turn offers (see :mod:`.tools`): the
     runner runs the calls the model makes, at most ``max_tool_rounds`` rounds, then asks for
     the reply with tools off. ``continues`` is the text a continued reply already holds (its
-    echo is stripped)."""
+    echo is stripped). ``review`` turns response review on (see :mod:`.review_setup`)."""
     hooks = chat_turn_hooks(plugins, "main")
     request = hooks.before(chat_id, kind, request)
     options = TurnOptions(
@@ -100,6 +102,7 @@ async def run_request(
         turn_id=f"{chat_id or '-'}:{kind}",
         tools=tuple(tools),
         max_tool_rounds=max_tool_rounds,
+        review=review,
     )
     result = await run_turn(
         plan,

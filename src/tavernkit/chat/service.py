@@ -35,9 +35,15 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
-from tavernkit.chat.plan import PlanSources, chat_plan
+from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
+from tavernkit.chat.review_setup import (
+    chat_review,
+    review_config,
+    review_settings,
+    set_chat_review,
+)
 from tavernkit.chat.run import hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
@@ -45,10 +51,11 @@ from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
+from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
-from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.profile import ConnectionProfile, ReviewSettings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.macros import may_hold_macros
@@ -136,6 +143,7 @@ class ChatService:
         function_call_mode: str = "auto",
         max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
         tool_rng: random.Random | None = None,
+        review_tool_checkpoint: ToolCheckpoint | None = None,
     ) -> None:
         self.runtime = runtime
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -156,6 +164,9 @@ class ChatService:
         self.function_call_mode = function_call_mode
         self.max_tool_rounds = max_tool_rounds
         self.tool_rng = tool_rng or random.Random()
+        #: with response review on, the tool calls a model proposes pass this checkpoint
+        #: before they run (approve/reject each; a rejection lasts for the turn)
+        self.review_tool_checkpoint = review_tool_checkpoint
         self.slots = ChatSlots()
 
     @property
@@ -206,6 +217,16 @@ class ChatService:
 
     async def load(self, chat_id: str) -> StoredChat:
         return await self.store.load_chat(chat_id, owner=self.owner)
+
+    async def review(self, chat_ref: str) -> ReviewSettings | None:
+        """The chat's own response-review setting (``None``: its profile's holds)."""
+        return await chat_review(self.store, await self._chat_id(chat_ref), owner=self.owner)
+
+    async def set_review(self, chat_ref: str, settings: ReviewSettings | None) -> None:
+        """Turn response review of the chat's turns on (inherited or pinned reviewer) or off;
+        ``None`` clears it so the profile's setting holds (see :mod:`.review_setup`)."""
+        chat_id = await self._chat_id(chat_ref)
+        await set_chat_review(self.store, chat_id, settings, owner=self.owner)
 
     async def latest_chat(self, character: str) -> ChatInfo | None:
         """The character's most recently updated chat."""
@@ -556,12 +577,31 @@ class ChatService:
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
+        sources = self._plan_sources()
+        settings = review_settings(prepared)
+        pinned = None
+        if settings is not None and settings.reviewer_profile:
+            pinned = await pinned_reviewer_spec(
+                sources, settings.reviewer_profile, settings.reviewer_model
+            )
+        review = (
+            review_config(
+                prepared,
+                request,
+                pinned[0] if pinned else None,
+                tool_checkpoint=self.review_tool_checkpoint,
+            )
+            if settings is not None
+            else None
+        )
         plan = await chat_plan(
             prepared.connection,
-            self._plan_sources(),
+            sources,
             kind=kind,
             reasoning_template=prepared.state.reasoning,
             auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
+            seed=_turn_seed(chat_id, prepared),
+            reviewer=pinned,
         )
         if offer is not None:
             offer.attach(plan)
@@ -581,6 +621,7 @@ class ChatService:
                 tools=offer.tools if offer is not None else (),
                 max_tool_rounds=self.max_tool_rounds,
                 continues=target.prefix if kind == "continue" else "",
+                review=review,
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
@@ -634,6 +675,15 @@ class ChatService:
         if changed:
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(prepared.variables, prepared.state.global_variables)
+
+
+def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:
+    """The randomizer's seed of this turn: the chat and the turn's place in it (messages so
+    far, and the swipes of the last one, so a swipe draws afresh while one turn's draw
+    is reproducible)."""
+    messages = prepared.state.messages
+    swipes = len(messages[-1].swipes or ()) if messages else 0
+    return f"{chat_id}:{len(messages)}:{swipes}"
 
 
 def _message_at(stored: StoredChat, index: int) -> Any:

@@ -5,6 +5,10 @@ imported from the package data on first use), so the command works offline on a 
 Every action is one :class:`~tavernkit.chat.service.ChatService` call; the session and its
 slash commands are in :mod:`.chat_session`, the display in :mod:`.chat_display`.
 
+``--review`` turns response review on for the chat (kept in its metadata, winning over the
+profile's setting): ``inherited`` (the replying model reviews), ``PROFILE[:MODEL]`` (a pinned
+reviewer), ``off``, or ``profile`` (clear the chat's own setting).
+
 Options are checked before anything is written: an unknown ``--profile`` or ``--persona``
 ends the command with one error line and the chat untouched.
 """
@@ -19,10 +23,11 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from tavernkit.chat.review_setup import check_reviewer, parse_review, set_chat_review
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session, leave_if_input_blocked, read_line
-from tavernkit.errors import NotFound, TavernKitError
+from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
 
 __all__ = ["DEMO_CHARACTER", "chat_command", "ensure_character", "open_chat"]
@@ -94,6 +99,14 @@ def chat_command(
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    review: Annotated[
+        str | None,
+        typer.Option(
+            "--review",
+            help="Review this chat's replies before they show (kept for the chat): "
+            "inherited, off, PROFILE, PROFILE:MODEL, or profile (the profile's setting).",
+        ),
+    ] = None,
     home: Annotated[
         Path | None,
         typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
@@ -104,13 +117,21 @@ def chat_command(
         err.print("[bold red]error:[/] --chat and --new cannot be used together")
         raise typer.Exit(2)
     overrides = {k: v for k, v in (("profile", profile), ("persona", persona)) if v}
+    try:
+        review_setting = parse_review(review) if review not in (None, "profile") else None
+    except FormatError as exc:
+        err.print(f"[bold red]error:[/] {escape(exc.reason)}")
+        raise typer.Exit(2) from None
 
     async def main() -> int:
         async with Tavern(home) as tk:
             # Checked first: a mistyped name must not create a chat or store a message.
             await tk.chats.check_overrides(overrides or None)
+            await check_reviewer(tk.store, review_setting, owner=tk.owner)
             char_id = await ensure_character(tk, character) if chat is None else ""
             chat_id, fresh = await open_chat(tk.chats, char_id, chat=chat, new=new, persona=persona)
+            if review is not None:
+                await set_chat_review(tk.store, chat_id, review_setting, owner=tk.owner)
             session = Session(tk, chat_id, as_json=as_json, overrides=overrides)
             if once is not None:
                 outcome = await session.run_turn(tk.chats.send, once)

@@ -1,11 +1,14 @@
-"""``tavernkit profile add|list|remove|fallback|test``: connection profiles.
+"""``tavernkit profile add|list|remove|fallback|review|test``: connection profiles.
 
 A profile may hold a pool of keys: ``--key`` repeats, each ``env:NAME`` (an environment
 variable, read at each request and never stored), ``prompt`` (asked for, hidden: nothing lands
 in the shell history) or the key itself. Typed keys go to the store's key table (kept out of
 the database, see :mod:`tavernkit.store.key_files`), apart from the profile, which keeps only
 their ids. ``fallback NAME add|remove OTHER[:MODEL]`` and ``fallback NAME list`` edit the
-profile's fallback chain. No command prints a key: ``list`` shows the pool's size, its key
+profile's fallback chain; ``fallback NAME randomize|ordered`` turns its randomizer on or off
+(brief 003). ``add --review`` and ``review NAME inherited|off|PROFILE[:MODEL]|clear`` set
+response review of the profile's chat turns; ``add --preset`` binds the profile's own
+chat-completion preset. No command prints a key: ``list`` shows the pool's size, its key
 labels and fingerprints, and the chain. Everything here goes through
 :class:`tavernkit.profile_admin.ProfileAdmin` (``Tavern.profiles``), the Python API.
 """
@@ -20,6 +23,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.chat.prepare import resolve_for_state
+from tavernkit.chat.review_setup import parse_review
 from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.cli.failures import task_failure_line, where_for
 from tavernkit.errors import FormatError, GenerateTaskError
@@ -29,7 +33,9 @@ from tavernkit.models.profile import (
     ApiFamily,
     ConnectionProfile,
     CredentialRef,
+    FallbackChain,
     ProfileTimeouts,
+    ReviewSettings,
 )
 from tavernkit.models.state import ChatState
 from tavernkit.profile_admin import ProfileSummary, parse_fallback, parse_key
@@ -101,6 +107,13 @@ def add(
         typer.Option("--idle-timeout", help="Seconds between two data events (60)."),
     ] = None,
     preset: Annotated[str | None, typer.Option("--preset", help="Bound chat preset.")] = None,
+    review: Annotated[
+        str | None,
+        typer.Option(
+            "--review",
+            help="Review replies before they show: inherited, off, PROFILE or PROFILE:MODEL.",
+        ),
+    ] = None,
     default: Annotated[bool, typer.Option("--default", help="Make it the active profile.")] = False,
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a profile of that name.")
@@ -121,6 +134,7 @@ def add(
         connect=connect_timeout, first_byte=first_byte_timeout, idle=idle_timeout
     )
     specs = _keys(key or [], key_env or [])
+    settings = _review(review) if review is not None else None
 
     async def action(tk: Tavern) -> ConnectionProfile:
         return await tk.profiles.add(
@@ -132,6 +146,7 @@ def add(
             keys=specs,
             preset=preset,
             timeouts=timeouts,
+            review=settings,
             replace=replace,
             activate=default,
         )
@@ -139,6 +154,43 @@ def add(
     profile = run_in_tavern(home, action)
     pool = f", {len(profile.credentials)} keys" if len(profile.credentials) > 1 else ""
     out.print(f"added profile [bold]{escape(name)}[/]{pool}" + (" (active)" if default else ""))
+
+
+def _review(value: str) -> ReviewSettings:
+    try:
+        return parse_review(value)
+    except FormatError as exc:
+        raise _usage(exc.reason) from None
+
+
+def review_label(review: ReviewSettings | None) -> str:
+    """How ``list`` shows a review setting."""
+    if review is None:
+        return "none"
+    if not review.enabled:
+        return "off"
+    if not review.reviewer_profile:
+        return "inherited"
+    pinned = review.reviewer_profile
+    return f"{pinned}:{review.reviewer_model}" if review.reviewer_model else pinned
+
+
+@profile_app.command("review")
+def review_command(
+    name: Annotated[str, typer.Argument(help="The profile whose turns are reviewed.")],
+    setting: Annotated[
+        str, typer.Argument(help="inherited, off, PROFILE, PROFILE:MODEL, or clear.")
+    ],
+    home: HomeOption = None,
+) -> None:
+    """Turn response review of a profile's chat turns on (inherited or pinned reviewer) or off."""
+    settings = None if setting == "clear" else _review(setting)
+
+    async def action(tk: Tavern) -> ConnectionProfile:
+        return await tk.profiles.set_review(name, settings)
+
+    profile = run_in_tavern(home, action)
+    out.print(f"review of [bold]{escape(name)}[/]: {escape(review_label(profile.review))}")
 
 
 def _timeouts(summary: ProfileSummary) -> str:
@@ -168,7 +220,12 @@ def list_(home: HomeOption = None) -> None:
         out.print(f"[bold]{escape(p.name)}[/]{' *' if p.active else ''}  {escape(where)}")
         keys = ", ".join(p.keys) if p.keys else "none"
         out.print(f"  keys ({p.pool_size}): {escape(keys)}")
-        out.print(f"  fallbacks: {escape(' → '.join(p.fallbacks) or 'none')}")
+        randomized = " (randomized)" if p.randomize else ""
+        out.print(f"  fallbacks: {escape(' → '.join(p.fallbacks) or 'none')}{randomized}")
+        if p.preset:
+            out.print(f"  preset: {escape(p.preset)}")
+        if p.review is not None:
+            out.print(f"  review: {escape(review_label(p.review))}")
         if _timeouts(p) != "-":
             out.print(f"  timeouts: {escape(_timeouts(p))}")
 
@@ -187,17 +244,28 @@ def remove(name: Annotated[str, typer.Argument()], home: HomeOption = None) -> N
 @profile_app.command("fallback")
 def fallback(
     name: Annotated[str, typer.Argument(help="The profile whose chain this edits.")],
-    action: Annotated[str, typer.Argument(help="add, remove or list.")],
+    action: Annotated[
+        str, typer.Argument(help="add, remove, list, randomize (on) or ordered (off).")
+    ],
     target: Annotated[
         str | None, typer.Argument(help="OTHER or OTHER:MODEL (for add and remove).")
     ] = None,
     home: HomeOption = None,
 ) -> None:
     """Edit a profile's fallback chain: the profiles (and models) tried when it fails."""
-    if action not in ("add", "remove", "list"):
-        raise _usage("the action is add, remove or list")
-    if action == "list" and target is not None:
-        raise _usage("list takes no OTHER[:MODEL]")
+    if action not in ("add", "remove", "list", "randomize", "ordered"):
+        raise _usage("the action is add, remove, list, randomize or ordered")
+    if action in ("list", "randomize", "ordered") and target is not None:
+        raise _usage(f"{action} takes no OTHER[:MODEL]")
+    if action in ("randomize", "ordered"):
+
+        async def toggle(tk: Tavern) -> FallbackChain:
+            return await tk.profiles.set_randomize(name, action == "randomize")
+
+        run_in_tavern(home, toggle)
+        state = "randomized (one member leads each turn)" if action == "randomize" else "ordered"
+        out.print(f"{escape(name)}'s fallback chain is {state}")
+        return
     other: str | None = None
     model: str | None = None
     if action != "list":

@@ -13,6 +13,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 import httpx2
 
 from tavernkit.chat.plan import PlanSources, task_plan
+from tavernkit.chat.profile_preset import load_bound_preset
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.context.raw_generation import (
     QuietOptions,
@@ -257,6 +258,10 @@ class TavernContext:
             ) from None
         return preset if isinstance(preset, ChatCompletionPreset) else None
 
+    async def bound_preset(self, connection: ResolvedConnection) -> ChatCompletionPreset | None:
+        """The chat-completion preset bound to ``connection``'s profile, if any."""
+        return await load_bound_preset(self.runtime.store, connection, owner=self.runtime.owner)
+
     def request_hooks(self, scope: RequestScope = "extension_internal") -> BeforeRequest | None:
         """The context's own ``before_request`` then the plugins' hooks, for ``scope``
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
@@ -276,6 +281,7 @@ class TavernContext:
             rng=self.rng,
             before_request=self.request_hooks(),
             plan_for=self.plan_for,
+            bound_preset=self.bound_preset,
         )
 
     # -- generate_task -----------------------------------------------------------------------

@@ -379,6 +379,10 @@ def _validate(model: type[Card], obj: dict[str, Any], *, source: str, prefix: st
 # --- writing ---------------------------------------------------------------------------------
 
 
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
 def card_to_json(card: Card | Character, *, spec: CardSpec = "v2") -> dict[str, Any]:
     """The card as SillyTavern stores it: ``data`` plus the V1 top-level copies of its main
     fields, ``spec`` set to V2 (``2.0``) or V3 (``3.0``). A card that was read keeps its key
@@ -405,6 +409,11 @@ def card_to_json(card: Card | Character, *, spec: CardSpec = "v2") -> dict[str, 
     derived["spec_version"] = "2.0" if spec == "v2" else "3.0"
     derived["data"] = data
     derived["tags"] = data["tags"]
+    for key in ("tags", "creatorcomment"):
+        # A read card's empty V1 copy keeps its own spelling of "empty" (SillyTavern's own
+        # Flux the Cat card has ``"tags": ""``): the value is the same, only its type differs.
+        if key in wire and _empty(wire[key]) and _empty(derived[key]):
+            derived[key] = wire[key]
     # A card that was read keeps its own order (WireModel remembers it); a new one gets ST's.
     if card._key_order:
         out = dict(wire)

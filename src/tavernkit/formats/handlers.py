@@ -9,6 +9,7 @@ the detectors through a small cache (every detector sees every imported file).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
@@ -119,8 +120,15 @@ def _write_card_json(value: Card | Character, *, spec: str = "v2", **_: Any) -> 
     return (dump_json(card_to_json(value, spec="v3" if spec == "v3" else "v2")) + "\n").encode()
 
 
-def _write_card_charx(value: Card | Character, *, image: bytes | None = None, **_: Any) -> bytes:
-    return card_to_charx(value, image)
+def _write_card_charx(
+    value: Card | Character,
+    *,
+    image: bytes | None = None,
+    assets: Mapping[str, bytes] | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
+    **_: Any,
+) -> bytes:
+    return card_to_charx(value, image, assets, extra_files=extra_files)
 
 
 # --- the rest ------------------------------------------------------------------------------

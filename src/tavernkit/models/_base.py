@@ -12,6 +12,8 @@ order). :class:`WireModel` therefore
   new record whose defaults are written too.
 
 Python attribute names are snake_case; the JSON names are kept as aliases where they differ.
+A file that spells a key like the attribute (``automation_id`` where SillyTavern writes
+``automationId``) fills the field and gets that key back exactly as it was read.
 """
 
 from __future__ import annotations
@@ -54,6 +56,15 @@ class WireModel(BaseModel):
     )
 
     _key_order: tuple[str, ...] = PrivateAttr(default=())
+    #: alias -> attribute name, for fields the input spelled by attribute name
+    _spelled: dict[str, str] | None = PrivateAttr(default=None)
+
+    def __init__(self, /, **data: Any) -> None:
+        super().__init__(**data)
+        self._spelled = None  # keyword arguments are Python names, not a file's spelling
+
+    # validation must not route through this __init__ (it would lose ``by_name=False``)
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     @model_validator(mode="wrap")
     @classmethod
@@ -61,11 +72,17 @@ class WireModel(BaseModel):
         obj = handler(data)
         if isinstance(data, dict) and obj is not data:
             obj._key_order = tuple(data)
+            aliased = _aliased(cls)
+            if aliased and not aliased.keys().isdisjoint(data):  # rare: one C-speed test
+                spelled = {a: n for n, a in aliased.items() if n in data and a not in data}
+                obj._spelled = spelled or None
         return obj
 
     @model_serializer(mode="wrap")
     def _dump_in_key_order(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
+        if self._spelled and isinstance(out, dict):
+            out = {self._spelled.get(k, k): v for k, v in out.items()}
         if not self._key_order or not isinstance(out, dict):
             return out
         ordered = {k: out[k] for k in self._key_order if k in out}
@@ -79,6 +96,7 @@ class WireModel(BaseModel):
         too, in declaration order (as SillyTavern writes a record it creates)."""
         obj = cls.model_validate(fields)
         obj._key_order = ()
+        obj._spelled = None
         obj.__pydantic_fields_set__.update(type(obj).model_fields)
         return obj
 
@@ -86,3 +104,19 @@ class WireModel(BaseModel):
         """The JSON-ready mapping in the external format's names and the original key order,
         holding only the keys that were read, given or assigned (see :meth:`create`)."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+_ALIASED: dict[type[BaseModel], dict[str, str]] = {}
+
+
+def _aliased(cls: type[BaseModel]) -> dict[str, str]:
+    """Attribute -> alias of ``cls``'s fields whose JSON name differs (cached per class)."""
+    pairs = _ALIASED.get(cls)
+    if pairs is None:
+        pairs = {
+            name: info.alias
+            for name, info in cls.model_fields.items()
+            if info.alias and info.alias != name
+        }
+        _ALIASED[cls] = pairs
+    return pairs

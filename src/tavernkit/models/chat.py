@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal, Self
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
 from tavernkit.models._base import Number, ValueModel, WireModel
+from tavernkit.models.profile import ReviewSettings
 from tavernkit.models.send_date import parse_send_date
 
 __all__ = [
@@ -487,6 +488,8 @@ class ChatMetadata(WireModel):
     last_in_context_message_id: int | None = Field(default=None, alias="lastInContextMessageId")
     script_injects: dict[str, Any] | None = None
     attachments: list[Any] | None = None
+    #: tavernkit's per-chat response review setting (wins over the profile's)
+    review: ReviewSettings | None = Field(default=None, alias="tavernkit_review")
 
 
 class ChatHeader(WireModel):

@@ -23,6 +23,7 @@ __all__ = [
     "FallbackChain",
     "FallbackEntry",
     "ProfileTimeouts",
+    "ReviewSettings",
 ]
 
 #: The prompt shape a profile needs: chat messages, a text prompt, or a legacy backend.
@@ -67,6 +68,21 @@ class ProfileTimeouts(ValueModel):
     idle: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
+class ReviewSettings(ValueModel):
+    """Response review ("drafting", brief 003) of chat turns, set per profile or per chat.
+
+    ``enabled`` off turns review off where the other level turns it on (a chat's setting wins
+    over its profile's). The reviewer is inherited (``reviewer_profile`` unset: the author
+    attempt's own model and key, whichever key or fallback answered) or pinned: a stored
+    profile, optionally with another model, re-validated like any attempt; a pinned reviewer
+    that cannot be used makes review *unavailable* for the turn, and the reply is delivered.
+    """
+
+    enabled: bool = True
+    reviewer_profile: str | None = None
+    reviewer_model: str | None = None
+
+
 class ConnectionProfile(ValueModel):
     """One way to reach one model (SillyTavern's connection profile, plus several keys)."""
 
@@ -88,6 +104,8 @@ class ConnectionProfile(ValueModel):
     #: the stored :class:`FallbackChain` tried, in order, when this profile fails a chat turn
     #: (the chain belongs to the primary it backs up, so switching profiles switches chains)
     fallback_chain: str | None = None
+    #: response review of this profile's chat turns (``None``: off unless the chat turns it on)
+    review: ReviewSettings | None = None
 
 
 class FallbackEntry(ValueModel):
@@ -106,6 +124,10 @@ class FallbackChain(ValueModel):
 
     name: str
     entries: list[FallbackEntry] = Field(default_factory=list)
+    #: brief 003's randomizer: each turn promotes one member of the pool (the primary and
+    #: these entries) to lead, the rest keep their order; seeded per turn (see
+    #: :func:`tavernkit.chat.plan.chat_plan`)
+    randomize: bool = False
 
 
 class CustomEndpoint(ValueModel):

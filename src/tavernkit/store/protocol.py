@@ -334,6 +334,12 @@ class Store(Protocol):
         """Store ``data`` under ``blob`` for the record; ``None`` removes it."""
         ...
 
+    async def list_blobs(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[str]:
+        """The names of the record's blobs, in the order they were first stored."""
+        ...
+
     async def link(
         self,
         kind: str,

@@ -297,6 +297,16 @@ class SqliteStore(SqliteChats):
             else:
                 await self._put_blob(db, info.id, blob, data)
 
+    async def list_blobs(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[str]:
+        async with self._read() as db:
+            info, _ = await self._resolve(db, kind, ref, owner)
+            async with db.execute(
+                "SELECT name FROM record_blobs WHERE record_id = ? ORDER BY rowid", (info.id,)
+            ) as cur:
+                return [str(row[0]) for row in await cur.fetchall()]
+
     async def link(
         self,
         kind: str,

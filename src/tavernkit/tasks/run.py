@@ -94,6 +94,11 @@ class TaskServices:
     #: the plan a request on a connection runs (the chat turn's: key pool, cooldowns,
     #: fallback chain); ``None``: the connection alone
     plan_for: Callable[[ResolvedConnection], Awaitable[Plan]] | None = None
+    #: the chat preset bound to a connection's profile (``profile add --preset``), used when
+    #: the task names no ``llm_preset_name``; ``None``: profiles bind no preset
+    bound_preset: Callable[[ResolvedConnection], Awaitable[ChatCompletionPreset | None]] | None = (
+        None
+    )
 
     async def plan(self, connection: ResolvedConnection) -> Plan | None:
         return await self.plan_for(connection) if self.plan_for is not None else None
@@ -352,6 +357,8 @@ async def run_task(services: TaskServices, options: TaskOptions, emit: Emit | No
         options.api_preset_name.strip(), options.model_override
     )
     preset = state.chat_preset
+    if services.bound_preset is not None:
+        preset = await services.bound_preset(connection) or preset
     if options.llm_preset_name.strip():
         if connection.family != "chat":
             log.warning(

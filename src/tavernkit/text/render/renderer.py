@@ -290,6 +290,10 @@ class PromptRenderer:
         options: RenderOptions | None,
     ) -> tuple[list[dict[str, Any]], list[str], tuple[str, ...]]:
         options = self._options(options)
+        if options.env is None:
+            # one environment for the whole list: a {{setvar}} in one message is read by the
+            # next (a fresh default per message would drop it)
+            options = dataclasses.replace(options, env=MacroEnv())
         out: list[dict[str, Any]] = []
         used: dict[str, None] = {}
         warnings: list[str] = []

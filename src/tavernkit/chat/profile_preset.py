@@ -1,0 +1,58 @@
+"""A connection profile's own completion preset (``profile add --preset``).
+
+SillyTavern binds a chat-completion preset to a connection profile: selecting the profile
+selects its preset. Connection and preset are still resolved apart (brief 000): the profile
+says where to send, the preset how to sample, and a per-request ``llm_preset_name`` names
+another preset without touching the connection. So the order is: ``llm_preset_name`` when
+given, else the profile's own preset, else the globally selected one.
+
+Only the chat-completion family reads a chat preset; a text profile's binding is ignored here
+(its samplers come from the text-generation preset).
+"""
+
+from __future__ import annotations
+
+from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.generation.profiles import ResolvedConnection
+from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.state import ChatState
+from tavernkit.store.protocol import Store
+
+__all__ = ["load_bound_preset", "with_profile_preset"]
+
+
+async def load_bound_preset(
+    store: Store, connection: ResolvedConnection, *, owner: str
+) -> ChatCompletionPreset | None:
+    """The preset bound to ``connection``'s profile; ``None`` when it binds none (or is not
+    of the chat family). A binding to a preset that is not stored is an ``invalid_input``
+    error naming the profile and the preset (never a silent fall back to another preset)."""
+    name = connection.profile.chat_preset
+    if not name or connection.family != "chat":
+        return None
+    try:
+        preset = await store.get("chat_preset", name, owner=owner)
+    except NotFound:
+        raise GenerateTaskError(
+            "invalid_input",
+            f"connection profile {connection.profile.name!r} binds chat-completion preset "
+            f"{name!r}, which is not stored",
+            details={"field": "chat_preset", "profile": connection.profile.name, "value": name},
+        ) from None
+    if not isinstance(preset, ChatCompletionPreset):
+        raise GenerateTaskError(
+            "invalid_input",
+            f"{name!r} is not a chat-completion preset",
+            details={"field": "chat_preset", "profile": connection.profile.name, "value": name},
+        )
+    return preset
+
+
+async def with_profile_preset(
+    store: Store, state: ChatState, connection: ResolvedConnection, *, owner: str
+) -> ChatState:
+    """``state`` with its chat preset replaced by the profile's own, when it binds one."""
+    preset = await load_bound_preset(store, connection, owner=owner)
+    if preset is None:
+        return state
+    return state.model_copy(update={"chat_preset": preset})
