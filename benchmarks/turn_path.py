@@ -179,7 +179,8 @@ async def fresh_turn_main(home: str, chat_id: str) -> None:
     tk = await Tavern(Path(home), load_plugins=False).open()
     try:
         begin = time.perf_counter()
-        outcome = await ChatService(tk.runtime, stream_interval=0.2).send(chat_id, "A fresh process asks.")
+        chats = ChatService(tk.runtime, stream_interval=0.2)
+        outcome = await chats.send(chat_id, "A fresh process asks.")
         turn = time.perf_counter() - begin
     finally:
         await tk.close()
