@@ -10,7 +10,7 @@ import pytest
 
 from generation._helpers import context, profile, setup_tavern  # tests/ is on sys.path
 from tavernkit import AbortController, AbortSignal, GenerateTaskError, Tavern
-from tavernkit.errors import task_error_from
+from tavernkit.errors import TavernKitError, task_error_from
 from tavernkit.generation.abort import AbortError
 from tavernkit.generation.profiles import EMBEDDED_PROFILE, apply_settings_override
 from tavernkit.models.profile import ConnectionProfile, CredentialRef
@@ -141,3 +141,21 @@ async def test_card_edit_proposes_literal_macro_edits_and_applies_them(tmp_path:
     assert "talks to {{user}}" in sent[-1]["content"]
     assert isinstance(stored, Card) and stored.data.description == new
     assert text == "One change."
+
+
+async def test_the_services_take_the_runtime_and_name_the_call_for_a_tavern(
+    tmp_path: Path,
+) -> None:
+    from tavernkit.chat.service import ChatService
+    from tavernkit.context import TavernContext
+
+    async with Tavern(tmp_path / "home", load_plugins=False) as tk:
+        with pytest.raises(TypeError, match=r"ChatService\(tk\.runtime"):
+            ChatService(tk)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"TavernContext\(tk\.runtime"):
+            TavernContext(tk)  # type: ignore[arg-type]
+        assert tk.chats.runtime is tk.runtime
+        assert tk.context("c1").runtime is tk.runtime
+        assert tk.runtime.store is tk.store
+    with pytest.raises(TavernKitError, match="not open"):
+        tk.runtime.store  # noqa: B018

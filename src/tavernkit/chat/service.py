@@ -145,6 +145,10 @@ class ChatService:
         tool_rng: random.Random | None = None,
         review_tool_checkpoint: ToolCheckpoint | None = None,
     ) -> None:
+        if not isinstance(runtime, Runtime):
+            # a Tavern here was the old call: say the new one rather than fail deep inside
+            got = type(runtime).__name__
+            raise TypeError(f"expected a Runtime, got {got}: use ChatService(tk.runtime, ...)")
         self.runtime = runtime
         self.clock = clock or (lambda: datetime.now(UTC))
         self.new_id = new_id or (lambda: str(uuid.uuid4()))

@@ -159,6 +159,13 @@ class TavernContext:
         before_request: BeforeRequest | None = None,
         key_clock: Callable[[], float] = time.time,
     ) -> None:
+        if not isinstance(runtime, Runtime):
+            # a Tavern here was the old call: say the new one rather than fail deep inside
+            got = type(runtime).__name__
+            raise TypeError(
+                f"expected a Runtime, got {got}: use tk.context(chat_id) "
+                "or TavernContext(tk.runtime, ...)"
+            )
         self.runtime = runtime
         self._chats = chats
         self.chat_id = chat_id
