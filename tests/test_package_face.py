@@ -181,3 +181,30 @@ def test_a_light_generation_module_does_not_load_the_runner() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("face", "module", "named_as"),
+    [
+        # which output a lorebook entry's position selects, and where it goes in the prompt
+        ("tavernkit.worldinfo", "tavernkit.worldinfo.assemble", ":mod:`.assemble`"),
+        ("tavernkit.prompt", "tavernkit.prompt.extensions", ":mod:`.extensions`"),
+        # where Retry-After becomes a key's cooldown
+        ("tavernkit.generation", "tavernkit.generation.keys", ":mod:`.keys`"),
+        # where a swipe is persisted while streaming
+        ("tavernkit.chat", "tavernkit.chat.sink", ":mod:`.sink`"),
+        ("tavernkit.context", "tavernkit.context.request_primitives", ":mod:`.request_primitives`"),
+    ],
+)
+def test_where_things_are_is_one_hop_from_a_face(face: str, module: str, named_as: str) -> None:
+    doc = importlib.import_module(face).__doc__ or ""
+    assert named_as in doc
+    importlib.import_module(module)
+
+
+def test_retry_after_becomes_a_cooldown_where_the_generation_face_says() -> None:
+    from tavernkit.generation import CooldownPolicy
+
+    policy = CooldownPolicy()
+    # a Retry-After longer than the class's own rest wins
+    assert policy.cooldown("rate_limit", 1, 600.0) >= 600.0
