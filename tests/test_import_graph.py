@@ -34,9 +34,6 @@ _DEFERRED: dict[tuple[str, str], str] = {
     # and the evaluator's default registry is the catalogue of built-ins. Registering the
     # catalogue on first use keeps ``text.macros.evaluator`` importable on its own.
     ("tavernkit.text.macros.evaluator", "tavernkit.text.macros.builtins"): "macro catalogue",
-    # quicktok (a core dependency) loads its Rust extension and encodings on import (~20 ms);
-    # a prompt built without a tokenizer selected never pays for it.
-    ("tavernkit.text.tokens", "quicktok"): "heavy, needed only when counting tokens",
 }
 
 #: still open, closed by the runtime (issue 14 step 2); these lists only shrink
