@@ -3,11 +3,12 @@
 - every module imports on its own, in any order (no module works only because another one
   happened to be imported first);
 - no cycle among module-level runtime imports, and none even when the ``if TYPE_CHECKING:``
-  imports are counted (a type-only circle is still a circle a reader must untangle);
+  imports are counted (a type-only circle is still a circle a reader must untangle), but the
+  macro catalogue's, listed in ``_TYPE_ONLY_BACK_EDGES`` with its reason;
 - nothing below the facade imports the facade (``tavernkit.facade``): only the CLI, which sits
   on top of it, and the package face, which re-exports it lazily;
 - no function-level imports, except of optional dependencies (the embedded model, the
-  embedder) and the few listed in ``_DEFERRED`` below, each with its reason.
+  embedder).
 """
 
 from __future__ import annotations
@@ -27,29 +28,15 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: used, so the core installs and imports without them
 _OPTIONAL = frozenset({"xllamacpp", "onnxruntime", "tokenizers", "numpy"})
 
-#: function-level imports still allowed, as (importing module, imported module), each with why;
-#: this list only shrinks
-_DEFERRED: dict[tuple[str, str], str] = {
-    # The macro catalogue: the built-in macros evaluate their arguments through the evaluator,
-    # and the evaluator's default registry is the catalogue of built-ins. Registering the
-    # catalogue on first use keeps ``text.macros.evaluator`` importable on its own.
-    ("tavernkit.text.macros.evaluator", "tavernkit.text.macros.builtins"): "macro catalogue",
-}
 
-#: still open, closed by the runtime (issue 14 step 2); these lists only shrink
-_OPEN_DEFERRED: dict[tuple[str, str], str] = {}
-#: type-only circles still open (each a sorted list of modules). The macro catalogue's: a macro
-#: handler (registry, shorthand) is typed with the evaluator's ``Evaluation`` it is called
-#: with, and the evaluator runs the registry's handlers; at runtime the circle is open.
-_OPEN_TYPE_CYCLES: list[list[str]] = [
-    [
-        "tavernkit.text.macros.evaluator",
-        "tavernkit.text.macros.parser",
-        "tavernkit.text.macros.registry",
-        "tavernkit.text.macros.shorthand",
-    ],
-]
-_OPEN_FACADE_IMPORTERS: list[str] = []
+#: type-only imports that close a circle, each with why (this list only shrinks). The macro
+#: catalogue's: a macro handler (``registry.MacroCall``, ``shorthand``) is typed with the
+#: evaluator's ``Evaluation`` it is called with, while the evaluator runs the registry's
+#: handlers; at runtime the circle is open.
+_TYPE_ONLY_BACK_EDGES: dict[tuple[str, str], str] = {
+    ("tavernkit.text.macros.registry", "tavernkit.text.macros.evaluator"): "macro catalogue",
+    ("tavernkit.text.macros.shorthand", "tavernkit.text.macros.evaluator"): "macro catalogue",
+}
 
 
 @dataclass
@@ -201,9 +188,13 @@ def test_no_cycle_among_module_level_runtime_imports() -> None:
 
 
 def test_no_cycle_even_counting_type_checking_imports() -> None:
-    graph = {name: m.runtime | m.type_only for name, m in MODULES.items()}
-    open_ = [c for c in _cycles(graph) if c not in _OPEN_TYPE_CYCLES]
-    assert open_ == []
+    graph = {
+        name: m.runtime | {t for t in m.type_only if (name, t) not in _TYPE_ONLY_BACK_EDGES}
+        for name, m in MODULES.items()
+    }
+    assert _cycles(graph) == []
+    for where, what in _TYPE_ONLY_BACK_EDGES:
+        assert what in MODULES[where].type_only  # an exception that no longer applies goes
 
 
 def test_nothing_below_the_facade_imports_the_facade() -> None:
@@ -215,7 +206,7 @@ def test_nothing_below_the_facade_imports_the_facade() -> None:
         and not name.startswith(above)
         and name != "tavernkit"
     )
-    assert [i for i in importers if i not in _OPEN_FACADE_IMPORTERS] == []
+    assert importers == []
 
 
 def test_no_function_level_imports_but_optional_dependencies() -> None:
@@ -224,10 +215,6 @@ def test_no_function_level_imports_but_optional_dependencies() -> None:
         for name, m in MODULES.items()
         for function, line, target in m.in_functions
         if target.split(".")[0] not in _OPTIONAL
-        and not any(
-            name == where and target.startswith(what)
-            for where, what in {**_DEFERRED, **_OPEN_DEFERRED}
-        )
     )
     assert found == []
 

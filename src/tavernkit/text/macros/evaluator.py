@@ -37,6 +37,7 @@ from tavernkit.jscompat import (
     has_astral,
     js_trim,
 )
+from tavernkit.text.macros.builtins import default_registry
 from tavernkit.text.macros.env import MacroEnv
 from tavernkit.text.macros.output import ELSE_MARKER, normalize_result, postprocess, trim_scoped
 from tavernkit.text.macros.parser import (
@@ -475,8 +476,6 @@ _DEFAULT: list[MacroRegistry] = []
 
 def _default_registry() -> MacroRegistry:
     if not _DEFAULT:
-        from tavernkit.text.macros.builtins import default_registry
-
         _DEFAULT.append(default_registry())
     return _DEFAULT[0]
 

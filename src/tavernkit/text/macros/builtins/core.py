@@ -9,8 +9,8 @@ from functools import lru_cache
 
 from tavernkit.jscompat import is_false_boolean, js_trim
 from tavernkit.text.macros.dice import DiceError, roll_dice
-from tavernkit.text.macros.evaluator import ELSE_MARKER, trim_scoped
 from tavernkit.text.macros.lexer import scan_document
+from tavernkit.text.macros.output import ELSE_MARKER, trim_scoped
 from tavernkit.text.macros.parser import Template
 from tavernkit.text.macros.registry import ArgSpec, MacroCall, MacroRegistry, MacroRuntimeError
 from tavernkit.text.macros.seeding import seeded_random, string_hash
