@@ -21,8 +21,7 @@ from tavernkit.generation.keys import InMemoryCooldownStore
 from tavernkit.generation.profiles import ProviderLike, local_provider
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
-from tavernkit.providers.local_call import LOCAL_MODEL_NAME
-from tavernkit.providers.profiles import ModelProfile
+from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
 from tavernkit.store.sqlite import SqliteStore
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry

@@ -34,12 +34,11 @@ from tavernkit.providers.gemini import GeminiAdapter
 from tavernkit.providers.http import AbortLike, Timeouts
 from tavernkit.providers.kobold import KoboldAdapter
 from tavernkit.providers.llamacpp import LlamaCppAdapter
-from tavernkit.providers.local_call import LOCAL_MODEL_NAME
 from tavernkit.providers.local_llama import LocalLlamaProvider
 from tavernkit.providers.novelai import NovelAIAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.openai_text import OpenAITextAdapter
-from tavernkit.providers.profiles import ModelProfile, resolve_model
+from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile, resolve_model
 from tavernkit.providers.provider import AuthScheme, Provider
 from tavernkit.providers.request import PromptRequest, Sampling
 from tavernkit.providers.retry import RetryPolicy

@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 from tavernkit.errors import BadRequest
 from tavernkit.providers.openai_chat import image_placeholder
+from tavernkit.providers.profiles import LOCAL_MODEL_NAME as LOCAL_MODEL_NAME
 from tavernkit.providers.request import ImagePart, PromptRequest, TextPart, TextPrompt
 
 __all__ = ["JSON_GBNF", "LOCAL_MODEL_NAME", "SMALL_MODEL_DEFAULTS", "LocalCall", "build_call"]
 
-LOCAL_MODEL_NAME = "smollm2-135m-instruct"
 
 #: Samplers the 135M model needs to stay coherent, used where the request leaves them unset. A
 #: repetition penalty of exactly 1 (SillyTavern's preset default, "off") counts as unset: without

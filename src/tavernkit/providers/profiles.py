@@ -20,9 +20,13 @@ from typing import Any, Literal
 
 from tavernkit.errors import ModelUnavailable
 
+#: the embedded model's name (the one written into profiles, the model table and requests)
+LOCAL_MODEL_NAME = "smollm2-135m-instruct"
+
 __all__ = [
     "CATALOGUE",
     "FAMILY_DEFAULTS",
+    "LOCAL_MODEL_NAME",
     "ModelProfile",
     "ModelStatus",
     "ReasoningFormat",
@@ -235,14 +239,14 @@ CATALOGUE: dict[tuple[str, str], ModelProfile] = {
         ),
         _m(
             "text",
-            "smollm2-135m-instruct",
+            LOCAL_MODEL_NAME,
             codename="smollm2",
             context_window=8192,
             max_output_tokens=2048,
         ),
         _m(
             "local",
-            "smollm2-135m-instruct",
+            LOCAL_MODEL_NAME,
             codename="smollm2",
             context_window=8192,
             max_output_tokens=2048,
