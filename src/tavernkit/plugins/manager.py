@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pluggy
 
+import tavernkit.plugins.hookspecs as hookspecs
 from tavernkit.errors import PluginError, TavernKitError
-from tavernkit.plugins import hookspecs
 
 if TYPE_CHECKING:
     import typer

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import tavernkit.tasks.prompt as tp
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
@@ -40,7 +41,6 @@ from tavernkit.providers.request import (
     ToolSpec,
 )
 from tavernkit.providers.retry import RetryPolicy
-from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.options import (
     Emit,
     TaskOptions,
