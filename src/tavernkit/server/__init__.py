@@ -1,0 +1,1 @@
+"""The HTTP server (``tavernkit serve``): FastAPI routes over the Tavern's services."""
