@@ -26,7 +26,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 #: third-party packages that are optional extras (``local``, ``embed``): imported where they are
 #: used, so the core installs and imports without them
-_OPTIONAL = frozenset({"xllamacpp", "onnxruntime", "tokenizers", "numpy"})
+_OPTIONAL = frozenset(
+    {"xllamacpp", "onnxruntime", "tokenizers", "numpy", "fastapi", "starlette", "uvicorn"}
+    | {"multipart", "argon2", "asyncpg", "redis", "mcp"}
+)
 
 
 #: type-only imports that close a circle, each with why (this list only shrinks). The macro
