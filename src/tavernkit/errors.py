@@ -16,6 +16,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── PresetEditError        a preset edit is not possible (unknown or built-in prompt...)
     ├── EmbedderUnavailable    the ``embed`` extra or one of its files is missing
     ├── EmbeddingInputError    a text to embed is not a string (also TypeError)
+    ├── EmbeddingError         an embeddings endpoint failed or answered the wrong shape
+    ├── MemoryConfigError      memory settings name what does not exist (also ValueError)
     ├── UsageError             a slash command got arguments it cannot use (terminal chat)
     ├── ProviderError          a model provider failed; the class says what policy may do
     │   ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
@@ -75,6 +77,7 @@ __all__ = [
     "ContextTooLong",
     "DiceError",
     "EmbedderUnavailable",
+    "EmbeddingError",
     "EmbeddingInputError",
     "ErrorClass",
     "FormatError",
@@ -83,6 +86,7 @@ __all__ = [
     "LimitExceeded",
     "LocalModelMissing",
     "MacroRuntimeError",
+    "MemoryConfigError",
     "MissingCredential",
     "MissingDependency",
     "ModelUnavailable",
@@ -705,6 +709,21 @@ class EmbeddingInputError(TavernKitError, TypeError):
     def __init__(self, message: str, *, index: int) -> None:
         super().__init__(message)
         self.index = index
+
+
+class EmbeddingError(TavernKitError):
+    """Embeddings could not be made: the endpoint failed (``status`` when it answered) or
+    returned another number or size of vectors than asked for. The message names the endpoint
+    and the model, never a key."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class MemoryConfigError(TavernKitError, ValueError):
+    """Memory settings that cannot work: an unknown embedder, a profile without an
+    embeddings endpoint, a summary that is edited on a chat too short to hold it."""
 
 
 class SlashUsage(Protocol):

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from tavernkit.models._base import ValueModel
+from tavernkit.models.memory import MemorySettings
 
 __all__ = [
     "POWER_USER_PROMPT_KEYS",
@@ -118,6 +119,7 @@ class Settings(ValueModel):
     prompt: PromptSettings = Field(default_factory=PromptSettings)
     reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
     selections: Selections = Field(default_factory=Selections)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     compat: Compat = "default"
 
 
