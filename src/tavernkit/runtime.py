@@ -19,6 +19,7 @@ from tavernkit.errors import TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
 from tavernkit.generation.keys import InMemoryCooldownStore
 from tavernkit.generation.profiles import ProviderLike, local_provider
+from tavernkit.memory.spaces import MemorySpaces
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
@@ -73,6 +74,8 @@ class Runtime:
         #: environment key has no row there, so it rests here, for the process)
         self.key_cooldowns = InMemoryCooldownStore()
         self.local_models = local_models or LocalModels(local_provider)
+        #: memory's vector collections (chat memory, vectorized lorebook entries)
+        self.memory = MemorySpaces()
         self.clock = clock
         self._store: SqliteStore | None = None
 

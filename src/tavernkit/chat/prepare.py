@@ -21,6 +21,7 @@ from tavernkit.generation.profiles import (
     sampling_from_preset,
     sampling_from_textgen,
 )
+from tavernkit.memory.turn import TurnMemory
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import request as built
@@ -193,6 +194,7 @@ async def prepare_turn(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     renderer: PromptRenderer | None = None,
+    memory: TurnMemory | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -205,6 +207,9 @@ async def prepare_turn(
     providers work in chat prompts. A dry run (a preview) also records why each lorebook entry
     fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
     and the prompt, as SillyTavern evaluates them once per generation.
+
+    ``memory`` (the chat service's ``ChatMemory``) applies the owner's memory settings before
+    the world-info scan: vectorized entries, recalled messages, the summary.
 
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
@@ -231,6 +236,7 @@ async def prepare_turn(
             local_factory=local_factory,
             environ=environ,
             renderer=renderer,
+            memory=memory,
         )
 
     return await windowed(chat_id, attempt)
@@ -252,6 +258,7 @@ async def _prepare_state(
     local_factory: LocalFactory | None,
     environ: Mapping[str, str] | None,
     renderer: PromptRenderer | None,
+    memory: TurnMemory | None = None,
 ) -> PreparedTurn:
     if overrides.profile:
         try:
@@ -299,6 +306,11 @@ async def _prepare_state(
         build_state, pstate, compat=compat, variables=variables, renderer=renderer
     )
     card = card_fields(pstate, substitute) if pstate.character is not None else None
+    step = None
+    if memory is not None:  # before the scan: it reads the rearranged chat
+        step = await memory(build_state, pstate, substitute, owner=owner, kind=kind,
+                            dry_run=dry_run, compat=compat)  # fmt: skip
+        build_state, pstate = step.chat_state(build_state), step.state
     wi = scan_for_state(
         build_state,
         pstate,
@@ -310,6 +322,7 @@ async def _prepare_state(
         dry_run=dry_run,
         card=card,
         explain=dry_run,
+        force_activate=step.force_activate if step is not None else (),
     )
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
@@ -328,6 +341,7 @@ async def _prepare_state(
         dry_run=dry_run,
         renderer=renderer,
         card=card,
+        extension_prompts=step.prompts if step is not None else None,
         **options,
     )
     user_name = state.user_name

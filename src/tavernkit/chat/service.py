@@ -35,6 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
+from tavernkit.chat.memory_setup import ChatMemory
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
@@ -167,6 +168,8 @@ class ChatService:
             )
         self.function_call_mode = function_call_mode
         self.max_tool_rounds = max_tool_rounds
+        #: the owner's memory settings applied to every turn (vectors, summary injection)
+        self.memory = ChatMemory(runtime, client=client, environ=environ)
         self.tool_rng = tool_rng or random.Random()
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
@@ -448,6 +451,7 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            memory=self.memory,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
@@ -569,6 +573,7 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            memory=self.memory,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)

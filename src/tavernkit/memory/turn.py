@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tavernkit.memory.chat_memory import VECTORS_KEY, recall, sync_chat
 from tavernkit.memory.collections import VectorCollections
@@ -27,7 +27,10 @@ from tavernkit.models.chat import Message
 from tavernkit.models.memory import MemorySettings
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
 
-__all__ = ["MemoryStep", "apply_memory"]
+if TYPE_CHECKING:
+    from tavernkit.models.state import ChatState
+
+__all__ = ["MemoryStep", "TurnMemory", "apply_memory"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +42,34 @@ class MemoryStep:
     recalled: tuple[Message, ...] = ()
     prompts: dict[str, ExtensionPrompt] = field(default_factory=dict)
 
+    def chat_state(self, state: ChatState) -> ChatState:
+        """``state`` with the recalled messages left out of its chat (what the prompt
+        builder reads)."""
+        if not self.recalled or state.chat is None:
+            return state
+        gone = {id(m) for m in self.recalled}
+        kept = [m for m in state.chat.messages if id(m) not in gone]
+        return state.model_copy(update={"chat": state.chat.model_copy(update={"messages": kept})})
+
     def scan_options(self) -> dict[str, Any]:
         """Keyword arguments for ``worldinfo.scan``."""
         return {"force_activate": self.force_activate} if self.force_activate else {}
+
+
+class TurnMemory(Protocol):
+    """What the turn preparation calls (``chat.memory_setup.ChatMemory``)."""
+
+    async def __call__(
+        self,
+        state: ChatState,
+        prompt_state: PromptState,
+        substitute: Callable[[str], str],
+        *,
+        owner: str,
+        kind: str,
+        dry_run: bool,
+        compat: str,
+    ) -> MemoryStep: ...
 
 
 async def apply_memory(

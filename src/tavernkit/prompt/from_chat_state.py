@@ -11,7 +11,7 @@ builder, whichever the connection's API family calls for.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.models.character import Character
@@ -184,11 +184,13 @@ def scan_for_state(
     dry_run: bool = False,
     card: CardFields | None = None,
     explain: bool = False,
+    force_activate: Iterable[str] = (),
 ) -> WorldInfoResult | None:
     """The world-info scan over the state's books (``None`` when it has none); the result's
     ``timed_state`` is the chat's next ``timedWorldInfo``. ``card``: the build's evaluated card
     fields, when the caller shares them with the prompt builder. ``explain`` records why each
-    entry fired or not (``WorldInfoResult.explain``; off on the hot path)."""
+    entry fired or not (``WorldInfoResult.explain``; off on the hot path). ``force_activate``:
+    ``"world.uid"`` keys activated as if a key matched (vectorized entries)."""
     if not state.books:
         return None
     return scan_world_info(
@@ -205,6 +207,7 @@ def scan_for_state(
         dry_run=dry_run,
         card=card,
         scan=functools.partial(wi_scan, explain=True) if explain else None,
+        force_activate=force_activate,
     )
 
 

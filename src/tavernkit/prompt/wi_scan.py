@@ -134,14 +134,19 @@ def scan_world_info(
     dry_run: bool = False,
     scan: Callable[..., Any] | None = None,
     card: CardFields | None = None,
+    force_activate: Iterable[str] = (),
 ) -> WorldInfoResult:
     """Scan ``books`` (``(name, data, scope)`` tuples or ``worldinfo.Book`` values) for the
     chat of ``state``. ``settings`` is anything ``ScanSettings.coerce`` reads (SillyTavern's
     ``world_info_*`` mapping, our ``WorldInfoSettings`` model...). ``rng`` feeds probability and
     group rolls (a fresh unseeded generator by default). ``card`` is the build's evaluated card
-    fields: pass the ones the prompt will use, so a card's macros run once per generation."""
+    fields: pass the ones the prompt will use, so a card's macros run once per generation.
+    ``force_activate``: ``"world.uid"`` keys activated as if a key matched (vectorized
+    entries)."""
     if scan is None:
         scan = wi_scan
+    # only when there are any: a caller's own scan function may not take the argument
+    forced: dict[str, Any] = {"force_activate": force_activate} if force_activate else {}
     fields = card if card is not None else card_fields(state, substitute)
     include_names = _include_names(settings)
     metadata = state.chat_metadata
@@ -168,6 +173,7 @@ def scan_world_info(
         rng=rng if rng is not None else random.Random().random,
         dry_run=dry_run,
         compat=compat,
+        **forced,
     )
     return result
 

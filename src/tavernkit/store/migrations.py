@@ -211,12 +211,36 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
 
 
+async def _m007_memory_vectors(db: aiosqlite.Connection) -> None:
+    # Memory's vectors (chat memory, vectorized lorebook entries): float32 blobs searched with
+    # numpy (sqlite-vec cannot load here). One row per item; ``seq`` keeps insertion order,
+    # which breaks score ties as SillyTavern's index does; ``space`` is the embedder's name.
+    await _run(
+        db,
+        [
+            """CREATE TABLE memory_vectors (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                owner TEXT NOT NULL,
+                collection TEXT NOT NULL,
+                space TEXT NOT NULL,
+                hash INTEGER NOT NULL,
+                label INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                vector BLOB NOT NULL
+            )""",
+            "CREATE INDEX memory_vectors_by_hash ON memory_vectors "
+            "(owner, collection, space, hash)",
+        ],
+    )
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
     ("002_key_uses", _m002_key_uses),
     ("003_keys_out_of_db", _m003_keys_out_of_db),
     ("004_turn_path", _m004_turn_path),
+    ("007_memory_vectors", _m007_memory_vectors),
 )
 
 

@@ -34,6 +34,7 @@ from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
 from tavernkit.store._sqlite_chats import SqliteChats
+from tavernkit.store._sqlite_vectors import SqliteVectors
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
@@ -119,7 +120,7 @@ async def open_store(
 _SHARED_MAX = 64
 
 
-class SqliteStore(SqliteChats):
+class SqliteStore(SqliteChats, SqliteVectors):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

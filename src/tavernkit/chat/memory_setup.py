@@ -1,0 +1,110 @@
+"""Memory in a chat turn: the owner's ``Settings.memory`` applied before the world-info scan
+(``memory.apply_memory``), with the embedder the settings name and the store's vectors.
+
+``vectors.embedder``: ``"local"`` is the offline MiniLM embedder (extra ``embed``);
+``"profile:<name>"`` that connection profile's OpenAI-compatible ``/embeddings`` endpoint
+(its base URL and key; the model is ``vectors.embedding_model``, else the profile's). A
+chat's collection is ``chat:<chat id>``, a lorebook's ``world_<cyrb53(name)>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tavernkit.chat.prepare import resolve_profile
+from tavernkit.errors import MemoryConfigError, NotFound
+from tavernkit.memory.embedding import EndpointEmbedder, TextEmbedder
+from tavernkit.memory.turn import MemoryStep, apply_memory
+from tavernkit.models.memory import VectorSettings
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
+from tavernkit.prompt.state import PromptState
+from tavernkit.runtime import Runtime
+
+__all__ = ["ChatMemory", "chat_collection"]
+
+
+def chat_collection(chat_id: str) -> str:
+    return f"chat:{chat_id}"
+
+
+class ChatMemory:
+    """The :class:`~tavernkit.memory.turn.TurnMemory` of a chat service."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        client: Any = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.client = client
+        self.environ = environ
+        self._endpoints: dict[tuple[str, str, str], EndpointEmbedder] = {}
+
+    async def embedder(self, settings: VectorSettings, *, owner: str) -> TextEmbedder:
+        """The embedder ``settings`` name (see the module docstring)."""
+        spec = settings.embedder.strip()
+        if spec in ("", "local"):
+            return self.runtime.memory.local()
+        if not spec.startswith("profile:"):
+            raise MemoryConfigError(
+                f"unknown embedder {spec!r}: use 'local' or 'profile:<connection profile>'"
+            )
+        name = spec.removeprefix("profile:")
+        store = self.runtime.store
+        try:
+            profile = await store.get("connection_profile", name, owner=owner)
+        except NotFound:
+            raise MemoryConfigError(f"the embedder names no connection profile {name!r}") from None
+        if not isinstance(profile, ConnectionProfile) or not profile.base_url:
+            raise MemoryConfigError(f"connection profile {name!r} has no base URL for embeddings")
+        model = settings.embedding_model or profile.model or ""
+        if not model:
+            raise MemoryConfigError(f"no embedding model: set vectors.embedding_model ({name!r})")
+        key = (owner, name, model)
+        found = self._endpoints.get(key)
+        if found is None:
+            connection = await resolve_profile(
+                store, profile, owner=owner, client=self.client, environ=self.environ
+            )
+            keys = getattr(connection.provider, "keys", None)
+            secret = keys() if callable(keys) else keys
+            found = self._endpoints[key] = EndpointEmbedder(
+                profile.base_url,
+                model,
+                key=secret if isinstance(secret, str) else None,
+                client=self.client,
+            )
+        return found
+
+    async def __call__(
+        self,
+        state: ChatState,
+        prompt_state: PromptState,
+        substitute: Callable[[str], str],
+        *,
+        owner: str,
+        kind: str,
+        dry_run: bool,
+        compat: str,
+    ) -> MemoryStep:
+        settings = state.settings.memory
+        vectors = settings.vectors
+        collections = None
+        if vectors.active and kind != "quiet" and not dry_run:
+            embedder = await self.embedder(vectors, owner=owner)
+            collections = self.runtime.memory.collections(self.runtime.store, owner, embedder)
+        return await apply_memory(
+            prompt_state,
+            settings,
+            books=[(b.name, b.book, b.scope) for b in state.books],
+            collections=collections,
+            chat_collection=chat_collection(state.chat_id) if state.chat_id else None,
+            substitute=substitute,
+            kind=kind,
+            dry_run=dry_run,
+            compat=compat == "st-1.18",
+        )
