@@ -14,12 +14,14 @@ manager so the database is closed::
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 import pluggy
 
+from tavernkit.assist.summary import summarize
 from tavernkit.chat.service import ChatService
 from tavernkit.context import TavernContext
 from tavernkit.errors import StoreError, TavernKitError
@@ -39,6 +41,8 @@ from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.sqlite import SqliteStore, open_store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 __all__ = ["Tavern"]
 
@@ -165,4 +169,16 @@ class Tavern:
         its one-turn-per-chat rule covers every caller."""
         if self._chats is None:
             self._chats = ChatService(self.runtime)
+            self._chats.after_reply = self._after_reply
         return self._chats
+
+    async def _after_reply(self, chat_id: str) -> None:
+        """The rolling summary after a reply (``Settings.memory.summary``); a failure is
+        logged by class, never raised into the finished turn."""
+        settings = (await self.runtime.settings()).memory.summary
+        if not settings.active:
+            return
+        try:
+            await summarize(self.context(chat_id), settings=settings)
+        except TavernKitError as exc:
+            log.warning("summary of chat %s failed: %s", chat_id, type(exc).__name__)

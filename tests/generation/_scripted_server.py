@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Self
 
@@ -68,6 +68,10 @@ class ScriptedServer:
         self.requests: list[Recorded] = []
         self._server: asyncio.Server | None = None
         self.base_url = ""
+        #: ``/embeddings``: the vector of each input text (None: no embeddings endpoint);
+        #: ``embed_status`` other than 200 answers every embeddings request with that error
+        self.embed: Callable[[str], list[float]] | None = None
+        self.embed_status = 200
 
     async def __aenter__(self) -> Self:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
@@ -101,6 +105,9 @@ class ScriptedServer:
             length = int(headers.get("content-length", "0"))
             body = json.loads(await reader.readexactly(length)) if length else {}
             self.requests.append(Recorded(path.split("?")[0], headers, body))
+            if path.split("?")[0].endswith("/embeddings") and self.embed is not None:
+                await self._embeddings(writer, body)
+                return
             reply = self._next()
             if reply.delay:
                 await asyncio.sleep(reply.delay)
@@ -134,6 +141,19 @@ class ScriptedServer:
             + payload
         )
         await writer.drain()
+
+    async def _embeddings(self, writer: asyncio.StreamWriter, body: dict[str, Any]) -> None:
+        assert self.embed is not None
+        if self.embed_status != 200:
+            error = {"error": {"message": "embedding failed"}}
+            await self._json(writer, self.embed_status, error, Reply())
+            return
+        texts = body.get("input") or []
+        data = [
+            {"object": "embedding", "index": i, "embedding": self.embed(t)}
+            for i, t in enumerate([texts] if isinstance(texts, str) else texts)
+        ]
+        await self._json(writer, 200, {"object": "list", "data": data}, Reply())
 
     # -- OpenAI ------------------------------------------------------------------------------
 

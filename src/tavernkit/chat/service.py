@@ -170,6 +170,8 @@ class ChatService:
         self.max_tool_rounds = max_tool_rounds
         #: the owner's memory settings applied to every turn (vectors, summary injection)
         self.memory = ChatMemory(runtime, client=client, environ=environ)
+        #: awaited after each completed reply that was stored (the facade's: the summary)
+        self.after_reply: Callable[[str], Awaitable[None]] | None = None
         self.tool_rng = tool_rng or random.Random()
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
@@ -554,7 +556,11 @@ class ChatService:
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             if before is not None:
                 await before(chat_id)
-            return await self._generate(chat_id, turn, controller)
+            outcome = await self._generate(chat_id, turn, controller)
+        stored = turn.loud or turn.kind not in ("quiet", "impersonate")
+        if self.after_reply is not None and outcome.status == "completed" and stored:
+            await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
+        return outcome
 
     async def _generate(
         self, chat_id: str, turn: _Turn, controller: AbortController
