@@ -1,12 +1,15 @@
-"""The rolling summary of a chat, made through ``generate_task`` (SillyTavern's Summarize
-with the main API; the pure rules are :mod:`tavernkit.memory.summary`).
+"""The rolling summary of a chat (SillyTavern's Summarize with the main API; the pure rules
+are :mod:`tavernkit.memory.summary`), made through the plugin API's background generations.
 
 :func:`summarize` runs after a reply (the facade's chat service calls it when the owner's
 ``Settings.memory.summary.source`` is ``"main"``): when :func:`~tavernkit.memory.summary.
-summary_due` says so, a Raw builder (``prompt_builder`` 1 or 2) asks
-``generate_task([system: prompt, user: the new messages], include_character_card=False)``;
-the Classic builder (0) asks the same task with the character card and the chat's world info,
-the summary prompt as the last system message after the new messages. The reply is stored in
+summary_due` says so, a Raw builder (``prompt_builder`` 1 or 2) asks ``generate_raw`` with
+the summary prompt as system prompt and the new messages as the prompt (SillyTavern's
+``generateRaw``: no card, no world info); the Classic builder (0) asks
+``generate_quiet_prompt`` with the summary prompt (SillyTavern's ``generateQuietPrompt``: the
+whole character prompt, the summary prompt last). Both are the very calls SillyTavern's
+extension makes, so the summary request equals SillyTavern's (the memory goldens check the
+prompts); ``generate_task`` would wrap them in its own task envelope. The reply is stored in
 ``extra.memory`` of the message SillyTavern stores it on, and thrown away when the chat
 changed meanwhile (a message added or removed). :func:`set_summary` edits the current
 summary (SillyTavern's summary box: the second-to-last message); :func:`current_summary`
@@ -16,9 +19,7 @@ reads it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tavernkit.context import TavernContext
 from tavernkit.errors import MemoryConfigError
@@ -55,17 +56,6 @@ async def _messages(runtime: Runtime, chat_id: str) -> tuple[list[str], list[Mes
     return ids, [Message.model_validate(m.data) for m in stored.messages]
 
 
-def _classic_messages(messages: Sequence[Message], start: int, prompt: str) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for message in messages[start:]:
-        if message.is_system or not message.text:
-            continue
-        role = "user" if message.is_user else "assistant"
-        out.append({"role": role, "content": message.text})
-    out.append({"role": "system", "content": prompt})
-    return out
-
-
 async def summarize(
     context: TavernContext, *, force: bool = False, settings: SummarySettings | None = None
 ) -> SummaryUpdate | None:
@@ -86,6 +76,7 @@ async def summarize(
     substitute = macro_substitute(prompt_state_from_chat_state(state), compat=state.compat)
     last_used = -1
     response = settings.override_response_length or state.settings.prompt.amount_gen
+    length = settings.override_response_length or None
     if settings.prompt_builder in (1, 2):
         request = raw_summary_request(
             messages,
@@ -97,21 +88,17 @@ async def summarize(
         if request is None:
             return None
         last_used = request.last_used
-        result = await context.generate_task(
-            request.messages(), include_character_card=False, substitute_macros=False
+        reply = await context.generate_raw(
+            request.text, system_prompt=request.prompt, response_length=length
         )
     else:
         prompt = summary_task_prompt(settings, substitute)
         if not prompt:
             return None
-        start = max(0, min(len(messages) - 1, _latest_index(messages) + 1))
-        result = await context.generate_task(
-            _classic_messages(messages, start, prompt),
-            include_character_card=True,
-            world_info_source="chat",
-            substitute_macros=False,
+        reply = await context.generate_quiet_prompt(
+            prompt, skip_wian=settings.skip_wian, response_length=length
         )
-    text = result.assistant_text.strip()
+    text = reply.strip()
     if not text:
         return None
     now_ids, now = await _messages(runtime, chat_id)
@@ -123,13 +110,6 @@ async def summarize(
     message.extra.memory = text
     await runtime.store.update_message(ids[target], message, owner=runtime.owner)
     return SummaryUpdate(text, target)
-
-
-def _latest_index(messages: Sequence[Message]) -> int:
-    for index in range(len(messages) - 2, -1, -1):
-        if messages[index].extra.memory:
-            return index
-    return -1
 
 
 async def current_summary(runtime: Runtime, chat_id: str) -> str:

@@ -26,6 +26,11 @@ class MemorySpaces:
             self._local = self._make_local()
         return self._local
 
+    def set_local(self, embedder: TextEmbedder) -> None:
+        """Use ``embedder`` as the offline one (an embedder already loaded, e.g. shared by
+        several Taverns of one process)."""
+        self._local = embedder
+
     def collections(
         self, rows: VectorRows | None, owner: str, embedder: TextEmbedder
     ) -> VectorCollections:
