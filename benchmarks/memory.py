@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import numpy as np  # noqa: E402
+
 from chat._server import HangingServer, Reply  # noqa: E402
 from chat.conftest import make_world  # noqa: E402
-
 from tavernkit.embed import MiniLMEmbedder  # noqa: E402
 from tavernkit.memory.embedding import LocalEmbedder  # noqa: E402
 from tavernkit.memory.index import VectorIndex  # noqa: E402
@@ -46,12 +46,48 @@ from tavernkit.models.lorebook import Lorebook  # noqa: E402
 from tavernkit.store.sqlite import open_store  # noqa: E402
 
 TARGET_MS = 50.0
-SUBJECTS = ["the ferry", "the silver key", "the old mill", "the harbour", "the lantern",
-            "the northern temple", "the wolf pack", "the baker", "the storm", "the map"]  # fmt: skip
-VERBS = ["was seen near", "was hidden under", "was repaired beside", "was sold at",
-         "was lost behind", "was found inside", "was painted on", "was carried past"]  # fmt: skip
-PLACES = ["the well", "the blue stone", "the market square", "the river fort", "the gate",
-          "the kitchen yard", "the eastern ridge", "the cellar", "the lighthouse"]  # fmt: skip
+SUBJECTS = [
+    "the " + s
+    for s in [
+        "ferry",
+        "silver key",
+        "old mill",
+        "harbour",
+        "lantern",
+        "northern temple",
+        "wolf pack",
+        "baker",
+        "storm",
+        "map",
+    ]
+]
+VERBS = [
+    f"was {v}"
+    for v in [
+        "seen near",
+        "hidden under",
+        "repaired beside",
+        "sold at",
+        "lost behind",
+        "found inside",
+        "painted on",
+        "carried past",
+    ]
+]
+PLACES = [
+    "the " + p
+    for p in [
+        "well",
+        "blue stone",
+        "market square",
+        "river fort",
+        "gate",
+        "kitchen yard",
+        "eastern ridge",
+        "cellar",
+        "lighthouse",
+    ]
+]
 
 
 def message_text(i: int) -> str:
@@ -87,8 +123,10 @@ async def retrieval(embedder: MiniLMEmbedder, total: int) -> None:
     index = VectorIndex(loaded.shape[1])
     index.add(loaded_items, loaded)
     index.query(loaded[0], 10)  # the first query joins the pending rows into one matrix
-    questions = [f"What {VERBS[i % 8].split()[1]} {SUBJECTS[i % 10]} near {PLACES[i % 9]}?"
-                 for i in range(50)]  # fmt: skip
+    questions = [
+        f"What {VERBS[i % 8].split()[1]} {SUBJECTS[i % 10]} near {PLACES[i % 9]}?"
+        for i in range(50)
+    ]
     queries = embedder.embed(questions)
     reference = vectors.astype(np.float64)
     times, recalls = [], []
@@ -140,8 +178,10 @@ async def _chat(tk: object, length: int) -> str:
     store = tk.store  # type: ignore[attr-defined]
     info = await chats.new_chat("Mira")
     for i in range(length):
-        await store.append_message(info.id, Message.new("Ada" if i % 2 == 0 else "Mira",
-                                   message_text(i), is_user=i % 2 == 0))  # fmt: skip
+        await store.append_message(
+            info.id,
+            Message.new("Ada" if i % 2 == 0 else "Mira", message_text(i), is_user=i % 2 == 0),
+        )
     return str(info.id)
 
 
@@ -149,8 +189,16 @@ async def _turns(tk: object, embedder: MiniLMEmbedder, count: int, length: int) 
     runtime = tk.runtime  # type: ignore[attr-defined]
     store = tk.store  # type: ignore[attr-defined]
     runtime.memory.set_local(LocalEmbedder(embedder))
-    entries = {str(i): {"uid": i, "key": [], "content": message_text(9000 + i),
-                        "vectorized": True, "position": 0} for i in range(50)}  # fmt: skip
+    entries = {
+        str(i): {
+            "uid": i,
+            "key": [],
+            "content": message_text(9000 + i),
+            "vectorized": True,
+            "position": 0,
+        }
+        for i in range(50)
+    }
     await store.put("lorebook", Lorebook.model_validate({"entries": entries}), name="Lore")
     plain, remembered = await _chat(tk, length), await _chat(tk, length)
 
@@ -176,8 +224,10 @@ async def _turns(tk: object, embedder: MiniLMEmbedder, count: int, length: int) 
         off.append(await one(plain, False, i))
         on.append(await one(remembered, True, i))
     added = statistics.median(on) - statistics.median(off)
-    print(f"turn on a {length:,}-message chat ({count} interleaved turns each; first turn with "
-          f"memory indexed the chat in {index_s:.1f} s):")  # fmt: skip
+    print(
+        f"turn on a {length:,}-message chat ({count} interleaved turns each; first turn with "
+        f"memory indexed the chat in {index_s:.1f} s):"
+    )
     print(
         f"  memory off {statistics.median(off):.1f} ms, on {statistics.median(on):.1f} ms "
         f"median: +{added:.1f} ms ({statistics.median(on) / statistics.median(off):.2f}x); "
