@@ -11,9 +11,9 @@ Embeddings come from ``embedder``: ``"local"`` (the offline MiniLM embedder of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from tavernkit.models._base import ValueModel
 
@@ -25,6 +25,18 @@ DEFAULT_SUMMARY_PROMPT = (
     "facts. Limit the summary to {{words}} words or less. Your response should include nothing "
     "but the summary."
 )
+
+
+def _int_from_text(value: Any) -> Any:
+    # The UI stores some numbers as strings ("2", the radio buttons' ``position``);
+    # SillyTavern converts them where it uses them.
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return value
+
+
+#: an int that SillyTavern may have stored as its decimal string
+UiInt = Annotated[int, BeforeValidator(_int_from_text)]
 
 
 class _Lenient(ValueModel):
@@ -46,31 +58,21 @@ class VectorSettings(_Lenient):
     enabled_world_info: bool = False
     enabled_for_all: bool = False
     template: str = "Past events:\n{{text}}"
-    position: int = 0
-    depth: int = 2
-    protect: int = 5
-    insert: int = 3
-    query: int = 2
+    position: UiInt = 0
+    depth: UiInt = 2
+    protect: UiInt = 5
+    insert: UiInt = 3
+    query: UiInt = 2
     message_chunk_size: int = 400
     force_chunk_delimiter: str = ""
     score_threshold: float = 0.25
-    max_entries: int = 5
+    max_entries: UiInt = 5
     include_wi: bool = False
     keep_hidden: bool = False
     #: ours: ``"local"`` or ``"profile:<connection profile>"``
     embedder: str = "local"
     #: ours: the model asked of a profile's ``/embeddings`` endpoint
     embedding_model: str = ""
-
-    @field_validator(
-        "position", "depth", "protect", "insert", "query", "max_entries", mode="before"
-    )
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        # The UI stores some of these as strings ("2"); SillyTavern converts them when used.
-        return (
-            int(value) if isinstance(value, str) and value.strip().lstrip("-").isdigit() else value
-        )
 
     @property
     def active(self) -> bool:
@@ -98,20 +100,12 @@ class SummarySettings(_Lenient):
     max_messages_per_request: int = Field(0, alias="maxMessagesPerRequest")
     prompt_interval: int = Field(10, alias="promptInterval")
     prompt_force_words: int = Field(0, alias="promptForceWords")
-    prompt_builder: int = 0
+    prompt_builder: UiInt = 0
     template: str = "[Summary: {{summary}}]"
-    position: int = 0
-    depth: int = 2
-    role: int = 0
+    position: UiInt = 0
+    depth: UiInt = 2
+    role: UiInt = 0
     scan: bool = False
-
-    @field_validator("position", "depth", "role", "prompt_builder", mode="before")
-    @classmethod
-    def _number(cls, value: Any) -> Any:
-        # The radio buttons store ``position`` as a string; setExtensionPrompt converts it.
-        return (
-            int(value) if isinstance(value, str) and value.strip().lstrip("-").isdigit() else value
-        )
 
     @property
     def active(self) -> bool:
