@@ -8,15 +8,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conformance.mock_embedder import MockEmbedder
 from generation._scripted_server import ScriptedServer
 from tavernkit.errors import EmbeddingError
+from tavernkit.memory.chat_memory import Recall, recall, sync_chat
 from tavernkit.memory.collections import VectorCollections
 from tavernkit.memory.embedding import EndpointEmbedder
 from tavernkit.memory.index import VectorIndex
 from tavernkit.memory.summary import latest_summary, summary_due, summary_prompt
 from tavernkit.memory.text import query_text, split_recursive
 from tavernkit.models.chat import Message, MessageExtra
-from tavernkit.models.memory import SummarySettings
+from tavernkit.models.memory import SummarySettings, VectorSettings
 from tavernkit.prompt.state import ExtensionPosition
 from tavernkit.store.sqlite import open_store
 
@@ -160,3 +162,32 @@ def test_local_embedder_name_names_the_model() -> None:
     from tavernkit.memory.embedding import LocalEmbedder
 
     assert LocalEmbedder().name == "local:all-MiniLM-L6-v2-onnx-int8"
+
+
+async def _recall(compat: bool, **settings: object) -> Recall:
+    texts = ["red apple pie", "green apple tart", "blue boat", "grey stone", "black cat", "q"]
+    chat = [Message.new("A", t, is_user=True) for t in texts]
+    fields: dict[str, object] = {"protect": 1, "insert": 2, "query": 1, **settings}
+    vectors = VectorSettings.model_validate({"enabled_chats": True, **fields})
+    collections = VectorCollections(MockEmbedder())
+    await sync_chat(collections, "c", chat[:-1], vectors, lambda s: s)
+    chat[-1] = Message.new("A", "apple", is_user=True)
+    return await recall(chat, vectors, collections, "c", lambda s: s, compat=compat)
+
+
+async def test_recall_keeps_sillytavern_quirks_only_in_compat() -> None:
+    quirky = await _recall(True)
+    # the two apple messages are adjacent: SillyTavern's removal skips the second one, so it
+    # stays in the history and is injected too
+    assert [m.text for m in quirky.recalled] == ["green apple tart", "red apple pie"]
+    assert [m.text for m in quirky.messages][:2] == ["green apple tart", "blue boat"]
+    fixed = await _recall(False)
+    assert [m.text for m in fixed.messages][:2] == ["blue boat", "grey stone"]
+    assert fixed.prompt is not None
+    assert fixed.prompt.value == "Past events:\nA: green apple tart\n\nA: red apple pie"
+    # the score threshold: ignored by SillyTavern's chat path, applied otherwise
+    assert (await _recall(True, score_threshold=0.99)).prompt is not None
+    assert (await _recall(False, score_threshold=0.99)).prompt is None
+    # protect 0 retains the whole chat in SillyTavern (slice(-0)), none otherwise
+    assert (await _recall(True, protect=0)).prompt is None
+    assert (await _recall(False, protect=0)).recalled
