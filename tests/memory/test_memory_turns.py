@@ -176,3 +176,14 @@ async def test_rolling_summary_is_made_stored_injected_and_editable(
     await set_summary(world.tk.runtime, chat_id, "Edited: the key is under the stone.")
     await world.tk.chats.send(chat_id, "And now?")
     assert "[Summary: Edited: the key is under the stone.]" in _contents(world.sent())
+
+
+async def test_deleting_a_chat_deletes_its_vectors(memory_world: MemoryWorld) -> None:
+    world = memory_world
+    await _memory_on(world, enabled_chats=True, protect=2, insert=1, query=1)
+    chat_id = await world.chat_with(OLD_CHAT)
+    await world.tk.chats.send(chat_id, "Where did we hide the silver key?")
+    space = world.tk.runtime.memory.local().name
+    assert (await world.tk.store.load_vectors(f"chat:{chat_id}", space))[1] is not None
+    await world.tk.store.delete_chat(chat_id)
+    assert (await world.tk.store.load_vectors(f"chat:{chat_id}", space))[1] is None

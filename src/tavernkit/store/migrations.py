@@ -214,7 +214,8 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
 async def _m007_memory_vectors(db: aiosqlite.Connection) -> None:
     # Memory's vectors (chat memory, vectorized lorebook entries): float32 blobs searched with
     # numpy (sqlite-vec cannot load here). One row per item; ``seq`` keeps insertion order,
-    # which breaks score ties as SillyTavern's index does; ``space`` is the embedder's name.
+    # which breaks score ties as SillyTavern's index does; ``space`` is the embedder's name; a
+    # chat's collection is ``chat:<chat id>`` (``chat.memory_setup.chat_collection``).
     await _run(
         db,
         [
@@ -230,6 +231,10 @@ async def _m007_memory_vectors(db: aiosqlite.Connection) -> None:
             )""",
             "CREATE INDEX memory_vectors_by_hash ON memory_vectors "
             "(owner, collection, space, hash)",
+            # a deleted chat takes its collection with it (SillyTavern purges it too)
+            "CREATE TRIGGER chats_vectors_purged AFTER DELETE ON chats BEGIN "
+            "DELETE FROM memory_vectors WHERE owner = OLD.owner "
+            "AND collection = 'chat:' || OLD.id; END",
         ],
     )
 
