@@ -89,6 +89,8 @@ class Tavern:
         return self
 
     async def close(self) -> None:
+        if self._chats is not None:
+            await self._chats.memory.settle()  # no background sync outlives the store
         store = self.runtime.detach()
         self._library = None
         if store is not None:

@@ -58,16 +58,20 @@ async def test_chat_vectors_are_embedded_once_per_text(memory_world: MemoryWorld
     await _memory_on(world, enabled_chats=True, protect=2, insert=1, query=1)
     chat_id = await world.chat_with(OLD_CHAT)
     spaces = world.tk.runtime.memory
+    world.server.script(Reply(text="Under the stone."), Reply(text="It burns whale oil."))
     await world.tk.chats.send(chat_id, "Where did we hide the silver key?")
     collections = spaces.collections(world.tk.store, world.tk.runtime.owner, spaces.local())
+    await world.tk.chats.memory.settle()
     first = collections.embedded
-    # greeting + the old chat, then the query (the new message waits for the next turn)
-    assert first == 1 + len(OLD_CHAT) + 1
+    # greeting + the old chat, the query, then (after the reply, in the background) the
+    # user message and the reply
+    assert first == 1 + len(OLD_CHAT) + 1 + 2
     await world.tk.chats.send(chat_id, "And the lantern?")
-    # the previous user message and reply, plus the new query: nothing else is re-embedded
+    await world.tk.chats.memory.settle()
+    # the new query, the new user message and reply: nothing else is re-embedded
     assert collections.embedded - first == 3
     rows = await world.tk.store.load_vectors(f"chat:{chat_id}", spaces.local().name)
-    assert len(rows[0]) == 1 + len(OLD_CHAT) + 2
+    assert len(rows[0]) == 1 + len(OLD_CHAT) + 4  # both turns' messages, once each
 
 
 async def test_vectorized_entry_without_keys_activates_by_meaning(
@@ -183,6 +187,7 @@ async def test_deleting_a_chat_deletes_its_vectors(memory_world: MemoryWorld) ->
     await _memory_on(world, enabled_chats=True, protect=2, insert=1, query=1)
     chat_id = await world.chat_with(OLD_CHAT)
     await world.tk.chats.send(chat_id, "Where did we hide the silver key?")
+    await world.tk.chats.memory.settle()
     space = world.tk.runtime.memory.local().name
     assert (await world.tk.store.load_vectors(f"chat:{chat_id}", space))[1] is not None
     await world.tk.store.delete_chat(chat_id)

@@ -558,8 +558,10 @@ class ChatService:
                 await before(chat_id)
             outcome = await self._generate(chat_id, turn, controller)
         stored = turn.loud or turn.kind not in ("quiet", "impersonate")
-        if self.after_reply is not None and outcome.status == "completed" and stored:
-            await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
+        if outcome.status == "completed" and stored:
+            self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
+            if self.after_reply is not None:
+                await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
         return outcome
 
     async def _generate(

@@ -8,6 +8,7 @@ points here (JavaScript splits surrogate pairs, which only changes texts with em
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 
@@ -69,8 +70,11 @@ def chunk_delimiters(force_delimiter: str) -> tuple[str, ...]:
     return (force_delimiter, *DEFAULT_DELIMITERS) if force_delimiter else DEFAULT_DELIMITERS
 
 
+@functools.lru_cache(maxsize=262_144)
 def message_hash(text: str) -> int:
-    """``getStringHash``: a chat text's identity in its collection (cyrb53, 53 bits)."""
+    """``getStringHash``: a chat text's identity in its collection (cyrb53, 53 bits).
+    Remembered: every turn re-hashes the whole chat to find what is new, and cyrb53 in
+    Python is the costliest part of a memory turn (SillyTavern memoises it too)."""
     return cyrb53(text)
 
 

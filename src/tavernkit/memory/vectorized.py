@@ -19,7 +19,7 @@ from typing import Any
 
 from tavernkit.jscompat import cyrb53
 from tavernkit.memory.collections import Item, VectorCollections
-from tavernkit.memory.text import query_text
+from tavernkit.memory.text import message_hash, query_text
 from tavernkit.models.chat import Message
 from tavernkit.models.memory import VectorSettings
 from tavernkit.worldinfo.compile import CompiledBook
@@ -52,7 +52,7 @@ def vectorized_items(
             vectorized = bool(entry.wire.get("vectorized")) or settings.enabled_for_all
             if entry.disable or not entry.content or not vectorized:
                 continue
-            digest = cyrb53(entry.content)
+            digest = message_hash(entry.content)
             if digest not in seen:
                 seen.add(digest)
                 uid = entry.uid if isinstance(entry.uid, int) else 0
@@ -91,6 +91,6 @@ async def vectorized_activations(
     keys: set[str] = set()
     for book in _compiled(books, compat):
         for entry in book.entries:
-            if entry.content and cyrb53(entry.content) in activated:
+            if entry.content and message_hash(entry.content) in activated:
                 keys.add(entry.key_id)
     return frozenset(keys)
