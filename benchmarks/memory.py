@@ -15,7 +15,8 @@ Run: ``.venv/bin/python benchmarks/memory.py [--messages 100000] [--turns 15]``.
 3. Added cost to a turn: ``ChatService.send`` on a 1,000-message chat against a scripted
    OpenAI-compatible server on loopback, memory off (the baseline, same run) and on (chat
    vectors + vectorized world info, the offline embedder), medians of interleaved runs. The
-   target is < 50 ms added with the offline embedder on 2 cores.
+   target is < 50 ms added with the offline embedder on 2 cores. The new messages are
+   embedded after the reply in the background (printed separately, awaited between turns).
 """
 
 from __future__ import annotations
@@ -209,11 +210,19 @@ async def _turns(tk: object, embedder: MiniLMEmbedder, count: int, length: int) 
         vectors.enabled_chats = vectors.enabled_world_info = on
         await store.put_settings(settings)
 
+    background: list[float] = []
+
     async def one(chat_id: str, on: bool, i: int) -> float:
         await memory(on)
+        chats = tk.chats  # type: ignore[attr-defined]
         start = time.perf_counter()
-        await tk.chats.send(chat_id, f"What happened with {SUBJECTS[i % 10]}?")  # type: ignore[attr-defined]
-        return (time.perf_counter() - start) * 1000
+        await chats.send(chat_id, f"What happened with {SUBJECTS[i % 10]}?")
+        took = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        await chats.memory.settle()  # the after-reply indexing, outside the turn's time
+        if on:
+            background.append((time.perf_counter() - start) * 1000)
+        return took
 
     start = time.perf_counter()
     await one(remembered, True, 0)  # indexes the chat's 1,000 messages once
@@ -232,6 +241,10 @@ async def _turns(tk: object, embedder: MiniLMEmbedder, count: int, length: int) 
         f"  memory off {statistics.median(off):.1f} ms, on {statistics.median(on):.1f} ms "
         f"median: +{added:.1f} ms ({statistics.median(on) / statistics.median(off):.2f}x); "
         f"target < {TARGET_MS:.0f} ms added: {'met' if added < TARGET_MS else 'NOT met'}"
+    )
+    print(
+        f"  after each reply, embedding its two messages in the background: "
+        f"{statistics.median(background):.1f} ms median"
     )
 
 
