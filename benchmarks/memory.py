@@ -216,7 +216,8 @@ async def _turns(tk: object, embedder: MiniLMEmbedder, count: int, length: int) 
         await memory(on)
         chats = tk.chats  # type: ignore[attr-defined]
         start = time.perf_counter()
-        await chats.send(chat_id, f"What happened with {SUBJECTS[i % 10]}?")
+        # a new question each turn: no query embedding is found in the cache
+        await chats.send(chat_id, f"What happened with {SUBJECTS[i % 10]} on day {i * 7}?")
         took = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         await chats.memory.settle()  # the after-reply indexing, outside the turn's time
