@@ -192,3 +192,20 @@ async def test_deleting_a_chat_deletes_its_vectors(memory_world: MemoryWorld) ->
     assert (await world.tk.store.load_vectors(f"chat:{chat_id}", space))[1] is not None
     await world.tk.store.delete_chat(chat_id)
     assert (await world.tk.store.load_vectors(f"chat:{chat_id}", space))[1] is None
+
+
+async def test_a_failed_summary_never_fails_the_finished_turn(
+    memory_world: MemoryWorld, caplog: pytest.LogCaptureFixture
+) -> None:
+    world = memory_world
+    settings = await world.tk.settings()
+    settings.memory.summary.source, settings.memory.summary.prompt_interval = "main", 2
+    settings.memory.summary.prompt_builder = 1
+    await world.tk.store.put_settings(settings)
+    chat_id = await world.chat_with([])
+    world.server.script(Reply(text="Hello."), Reply(status=500, error={"error": "down"}))
+    with caplog.at_level("WARNING", logger="tavernkit.facade"):
+        out = await world.tk.chats.send(chat_id, "Hi.")
+    assert out.status == "completed" and out.text == "Hello."
+    assert any("summary of chat" in r.getMessage() for r in caplog.records)
+    assert await current_summary(world.tk.runtime, chat_id) == ""
