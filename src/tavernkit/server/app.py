@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import install_error_handlers
@@ -63,6 +64,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
         app.include_router(router)
     return app

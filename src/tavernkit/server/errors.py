@@ -90,8 +90,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    type_ = "LimitExceeded" if exc.status_code == 413 else "HTTPError"
     return JSONResponse(
-        error_body("HTTPError", str(exc.detail)),
+        error_body(type_, str(exc.detail)),
         status_code=exc.status_code,
         headers=dict(exc.headers or {}),
     )

@@ -3,7 +3,7 @@ dependencies that hand them to routes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -13,6 +13,7 @@ from tavernkit.server.accounts import Accounts
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
+from tavernkit.server.thumbnails import Thumbnails
 
 __all__ = ["ServerState", "server_state"]
 
@@ -27,6 +28,7 @@ class ServerState:
     tavern: Tavern
     accounts: Accounts
     limiter: RateLimiter
+    thumbnails: Thumbnails = field(default_factory=Thumbnails)
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store)."""

@@ -5,11 +5,26 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tavernkit.server.routes import auth, health
+from tavernkit.server.routes import (
+    auth,
+    characters,
+    chats,
+    documents,
+    health,
+    profiles,
+    transfer,
+    variables,
+)
 
 __all__ = ["ROUTERS"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     auth.router,
+    characters.router,
+    chats.router,
+    documents.router,
+    profiles.router,
+    variables.router,
+    transfer.router,
 )
