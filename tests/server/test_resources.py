@@ -11,11 +11,10 @@ import httpx2 as httpx
 import pytest
 from PIL import Image
 
-from tavernkit.library import EXPORT_FORMATS
-from tavernkit.server.routes.transfer import ExportFormat, ExportKind
-
 from tavernkit.formats.cards import card_to_png
+from tavernkit.library import EXPORT_FORMATS
 from tavernkit.models.character import Card
+from tavernkit.server.routes.transfer import ExportFormat, ExportKind
 
 from . import _cards
 from ._cards import LOREBOOK, PRESET, card_file
@@ -255,23 +254,23 @@ async def test_export_every_format_and_reimport(local: LiveServer) -> None:
 
 
 async def test_import_recognises_by_content_and_caps_size(tmp_path: Path) -> None:
-    async with live_server(settings(tmp_path / "home", upload_max_bytes=4096)) as server:
-        async with server.client() as c:
-            # a lorebook under a misleading name is still a lorebook
-            r = await c.post("/import", files={"file": ("card.png", json.dumps(LOREBOOK).encode())})
-            assert r.status_code == 201 and r.json()[0]["kind"] == "lorebook"
-            r = await c.post("/import", files={"file": ("x.bin", b"\x00\x01 not a format")})
-            assert r.status_code == 422 and r.json()["error"]["type"] == "FormatError"
-            big = b"x" * 10_000
-            r = await c.post("/import/raw", content=big)
-            assert r.status_code == 413 and r.json()["error"]["type"] == "LimitExceeded"
+    capped = settings(tmp_path / "home", upload_max_bytes=4096)
+    async with live_server(capped) as server, server.client() as c:
+        # a lorebook under a misleading name is still a lorebook
+        r = await c.post("/import", files={"file": ("card.png", json.dumps(LOREBOOK).encode())})
+        assert r.status_code == 201 and r.json()[0]["kind"] == "lorebook"
+        r = await c.post("/import", files={"file": ("x.bin", b"\x00\x01 not a format")})
+        assert r.status_code == 422 and r.json()["error"]["type"] == "FormatError"
+        big = b"x" * 10_000
+        r = await c.post("/import/raw", content=big)
+        assert r.status_code == 413 and r.json()["error"]["type"] == "LimitExceeded"
 
-            async def chunks():  # no Content-Length: cut off while it arrives
-                for _ in range(10):
-                    yield b"y" * 1000
+        async def chunks():  # no Content-Length: cut off while it arrives
+            for _ in range(10):
+                yield b"y" * 1000
 
-            r = await c.post("/import/raw", content=chunks())
-            assert r.status_code == 413 and r.json()["error"]["type"] == "LimitExceeded"
-            r = await c.post("/import", files={"file": ("big.json", big)})
-            assert r.status_code == 413
-            assert (await c.get("/lorebooks")).json()["total"] == 1
+        r = await c.post("/import/raw", content=chunks())
+        assert r.status_code == 413 and r.json()["error"]["type"] == "LimitExceeded"
+        r = await c.post("/import", files={"file": ("big.json", big)})
+        assert r.status_code == 413
+        assert (await c.get("/lorebooks")).json()["total"] == 1
