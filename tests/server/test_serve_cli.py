@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -11,6 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx2 as httpx
+import pytest
+
+from tavernkit.errors import ServerConfigError
+from tavernkit.server.listen import listening_socket
 
 _RUN = "from tavernkit.cli import main; main()"
 
@@ -73,3 +79,30 @@ def test_serve_with_accounts_creates_the_admin(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/auth/me", timeout=5).status_code == 401
         r = httpx.post(f"{url}/auth/login", json={"name": "root", "password": password}, timeout=5)
         assert r.status_code == 200 and r.json()["is_admin"] is True
+
+
+async def test_accepted_connections_have_nagle_off() -> None:
+    # with Nagle on, each small keep-alive answer waited ~40 ms for the client's delayed ACK
+    seen: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    listener = listening_socket("127.0.0.1", 0)
+    server = await asyncio.start_server(on_connect, sock=listener)
+    async with server:
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+    assert seen and seen[0] != 0
+
+
+def test_a_taken_port_is_a_clear_error() -> None:
+    taken = listening_socket("127.0.0.1", 0)
+    with taken, pytest.raises(ServerConfigError, match=r"cannot listen on 127\.0\.0\.1"):
+        listening_socket("127.0.0.1", taken.getsockname()[1])

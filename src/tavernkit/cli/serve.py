@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +26,7 @@ try:
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
+    from tavernkit.server.listen import listening_socket
 except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
     _MISSING: str | None = _missing.name or "fastapi"
 else:
@@ -35,20 +35,6 @@ else:
 __all__ = ["serve_command"]
 
 PASSWORD_ENV = "TAVERNKIT_ADMIN_PASSWORD"
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as exc:
-        sock.close()
-        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
 
 
 async def _create_admin(settings: ServerSettings, name: str, password: str) -> None:
@@ -97,7 +83,10 @@ def serve_command(
         except TavernKitError as exc:
             raise fail(str(exc)) from None
     app = create_app(settings)
-    sock = _bind(host, port)
+    try:
+        sock = listening_socket(host, port)
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     who = "accounts on" if settings.accounts else "one local user, no login"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
