@@ -70,9 +70,28 @@ async def _avatar(tk: UserTavern, ref: str) -> bytes:
     return image
 
 
+#: how an image file starts -> its media type (a card's avatar is a PNG, a CHARX's may not be)
+_IMAGE_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+)
+
+
+def _image_type(image: bytes) -> str:
+    if image[:4] == b"RIFF" and image[8:12] == b"WEBP":
+        return "image/webp"
+    for magic, media in _IMAGE_MAGIC:
+        if image.startswith(magic):
+            return media
+    return "application/octet-stream"
+
+
 @router.get("/{ref}/avatar", response_class=Response)
 async def get_avatar(ref: str, tk: UserTavern) -> Response:
-    return Response(await _avatar(tk, ref), media_type="image/png")
+    """The avatar as stored (the image of a PNG card, without re-encoding)."""
+    image = await _avatar(tk, ref)
+    return Response(image, media_type=_image_type(image), headers={"Cache-Control": "private"})
 
 
 @router.get("/{ref}/thumbnail", response_class=Response)

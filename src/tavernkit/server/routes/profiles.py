@@ -12,7 +12,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from tavernkit.errors import PermissionDenied
-from tavernkit.models.profile import ApiFamily, ProfileTimeouts, ReviewSettings
+from tavernkit.models.profile import ApiFamily, ProfileTimeouts
 from tavernkit.profile_admin import ENV_PREFIX, ProfileSummary
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
 from tavernkit.server.routes._common import State
@@ -20,39 +20,6 @@ from tavernkit.server.routes._common import State
 __all__ = ["router"]
 
 router = APIRouter(prefix="/profiles", tags=["profiles"])
-
-
-class Profile(BaseModel):
-    name: str
-    api: str
-    source: str
-    model: str | None
-    base_url: str | None
-    active: bool
-    #: one label per key: ``label (fingerprint)``, or ``$NAME`` for an environment key
-    keys: list[str]
-    fallbacks: list[str]
-    preset: str | None
-    timeouts: ProfileTimeouts
-    review: ReviewSettings | None
-    randomize: bool
-
-    @classmethod
-    def of(cls, s: ProfileSummary) -> Profile:
-        return cls(
-            name=s.name,
-            api=s.api,
-            source=s.source,
-            model=s.model,
-            base_url=s.base_url,
-            active=s.active,
-            keys=list(s.keys),
-            fallbacks=list(s.fallbacks),
-            preset=s.preset,
-            timeouts=s.timeouts,
-            review=s.review,
-            randomize=s.randomize,
-        )
 
 
 class NewProfile(BaseModel):
@@ -69,28 +36,29 @@ class NewProfile(BaseModel):
     activate: bool = False
 
 
-async def _summary(tk: UserTavern, name: str) -> Profile:
+async def _summary(tk: UserTavern, name: str) -> ProfileSummary:
     for summary in await tk.profiles.summaries():
         if summary.name == name:
-            return Profile.of(summary)
+            return summary
     await tk.profiles.get(name)  # NotFound
     raise AssertionError("unreachable")
 
 
 @router.get("")
-async def list_profiles(tk: UserTavern) -> list[Profile]:
-    return [Profile.of(s) for s in await tk.profiles.summaries()]
+async def list_profiles(tk: UserTavern) -> list[ProfileSummary]:
+    """Every profile, its keys shown as ``label (fingerprint)`` or ``$NAME`` (never a secret)."""
+    return await tk.profiles.summaries()
 
 
 @router.get("/{name}")
-async def get_profile(name: str, tk: UserTavern) -> Profile:
+async def get_profile(name: str, tk: UserTavern) -> ProfileSummary:
     return await _summary(tk, name)
 
 
 @router.post("", status_code=201)
 async def create_profile(
     body: NewProfile, tk: UserTavern, who: CurrentPrincipal, state: State
-) -> Profile:
+) -> ProfileSummary:
     """Create (``replace``: overwrite) a profile with its pool of keys; nothing is stored when
     any part is refused."""
     server_keys = any(k.startswith(ENV_PREFIX) for k in body.keys)
