@@ -19,7 +19,7 @@ from tavernkit.server.accounts import Accounts
 from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
-from tavernkit.server.errors import install_error_handlers
+from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.state import ServerState
@@ -66,5 +66,5 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
-        app.include_router(router)
+        app.include_router(router, responses=ERROR_RESPONSES)
     return app
