@@ -153,9 +153,7 @@ async def test_login_rate_limit_per_user(users: Users) -> None:
         assert r.status_code == 200
 
 
-async def test_no_password_or_token_in_logs(
-    users: Users, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_no_password_or_token_in_logs(users: Users, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     async with users.server.client() as c:
         await c.post("/auth/login", json={"name": "ann", "password": "wrong password 123"})

@@ -35,7 +35,7 @@ NOT_OWNED = {"/health", "/auth/login", "/auth/logout", "/auth/me", "/openapi.jso
 #: writes by name into the caller's own namespace: bob's lands in his, ann's stays as it was
 UPSERTS = {("PUT", "/variables/{name}")}
 #: admin-only: bob is refused whatever he names
-ADMIN_ONLY = {"/users", "/users/{user_id}"}
+ADMIN_ONLY = {"/users", "/users/{user_id}", "/shared/profiles", "/shared/profiles/{name}"}
 
 
 async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
@@ -119,7 +119,8 @@ async def test_no_route_reaches_another_users_data(users: Users) -> None:
         for method, operation in sorted(operations.items()):
             method = method.upper()
             if template in ADMIN_ONLY:
-                r = await bob.request(method, template.replace("{user_id}", "x"), json={})
+                url = template.replace("{user_id}", "x").replace("{name}", "x")
+                r = await bob.request(method, url, json={})
                 assert r.status_code == 403, (method, template, r.text)
                 continue
             if "{" not in template:

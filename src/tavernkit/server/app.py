@@ -22,6 +22,7 @@ from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.settings import ServerSettings
+from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
 
 __all__ = ["create_app"]
@@ -46,11 +47,13 @@ def create_app(
         await tk.open()
         try:
             rate = limiter if limiter is not None else InMemoryRateLimiter()
+            shared = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
                 accounts=Accounts(tk.store, settings, rate),
                 limiter=rate,
+                shared=shared,
             )
             yield
         finally:

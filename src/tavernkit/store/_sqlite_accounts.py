@@ -13,7 +13,7 @@ from tavernkit.store.accounts import SessionRecord, TokenRecord, UserRecord
 
 __all__ = ["SqliteAccounts"]
 
-_USER_COLUMNS = "id, name, owner, is_admin, created"
+_USER_COLUMNS = "id, name, owner, is_admin, created, shared_fallback"
 #: a session's expiry (a token's last use) is written again only when it moves by more than this
 _EXTEND_STEP = timedelta(minutes=1)
 
@@ -25,6 +25,7 @@ def _user(row: tuple[object, ...]) -> UserRecord:
         owner=str(row[2]),
         is_admin=bool(row[3]),
         created=datetime.fromisoformat(str(row[4])),
+        shared_fallback=bool(row[5]),
     )
 
 
@@ -67,7 +68,7 @@ class SqliteAccounts(SqliteBase):
                 )
         except Conflict:
             raise Conflict(f"a user named {name.strip()!r} (or that owner) exists") from None
-        return UserRecord(user_id, name.strip(), owner, is_admin, datetime.fromisoformat(now))
+        return UserRecord(user_id, name.strip(), owner, is_admin, datetime.fromisoformat(now), True)
 
     async def get_user(self, user_id: str) -> UserRecord:
         async with (
@@ -90,7 +91,7 @@ class SqliteAccounts(SqliteBase):
             row = await cur.fetchone()
         if row is None:
             raise NotFound("no such user")
-        return _user(tuple(row)), str(row[5])
+        return _user(tuple(row)), str(row[6])
 
     async def list_users(self) -> builtins.list[UserRecord]:
         async with (
@@ -108,6 +109,14 @@ class SqliteAccounts(SqliteBase):
         async with self._write() as db:
             cur = await db.execute(
                 "UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no user {user_id!r}")
+
+    async def set_shared_fallback(self, user_id: str, allowed: bool) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE users SET shared_fallback = ? WHERE id = ?", (int(allowed), user_id)
             )
             if cur.rowcount == 0:
                 raise NotFound(f"no user {user_id!r}")

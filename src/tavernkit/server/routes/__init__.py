@@ -25,6 +25,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     chats.router,
     documents.router,
     profiles.router,
+    profiles.shared_router,
     variables.router,
     transfer.router,
 )

@@ -11,13 +11,14 @@ from typing import Annotated
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from tavernkit.errors import PermissionDenied
+from tavernkit.errors import PermissionDenied, ServerConfigError
+from tavernkit.facade import Tavern
 from tavernkit.models.profile import ApiFamily, ProfileTimeouts
 from tavernkit.profile_admin import ENV_PREFIX, ProfileSummary
-from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.auth import AdminPrincipal, CurrentPrincipal, UserTavern
 from tavernkit.server.routes._common import State
 
-__all__ = ["router"]
+__all__ = ["router", "shared_router"]
 
 router = APIRouter(prefix="/profiles", tags=["profiles"])
 
@@ -36,7 +37,7 @@ class NewProfile(BaseModel):
     activate: bool = False
 
 
-async def _summary(tk: UserTavern, name: str) -> ProfileSummary:
+async def _summary(tk: Tavern, name: str) -> ProfileSummary:
     for summary in await tk.profiles.summaries():
         if summary.name == name:
             return summary
@@ -64,6 +65,10 @@ async def create_profile(
     server_keys = any(k.startswith(ENV_PREFIX) for k in body.keys)
     if server_keys and state.settings.accounts and not who.is_admin:
         raise PermissionDenied("only an admin may use the server's environment keys")
+    return await _add(tk, body)
+
+
+async def _add(tk: Tavern, body: NewProfile) -> ProfileSummary:
     await tk.profiles.add(
         body.name,
         api=body.api,
@@ -83,3 +88,35 @@ async def create_profile(
 async def delete_profile(name: str, tk: UserTavern) -> None:
     """Delete the profile with the keys stored for it."""
     await tk.profiles.remove(name)
+
+
+# -- the server's shared profiles (admins only) ----------------------------------------------
+
+shared_router = APIRouter(prefix="/shared/profiles", tags=["profiles"])
+
+
+def _server(state: State) -> Tavern:
+    if state.shared is None:
+        raise ServerConfigError("accounts are off: there is no shared route to configure")
+    return state.shared.server
+
+
+@shared_router.get("")
+async def list_shared_profiles(admin: AdminPrincipal, state: State) -> list[ProfileSummary]:
+    """The server's own profiles; ``ServerSettings.shared_profile`` names the one personal
+    turns fall back to (see :mod:`tavernkit.server.shared_route`)."""
+    return await _server(state).profiles.summaries()
+
+
+@shared_router.post("", status_code=201)
+async def create_shared_profile(
+    body: NewProfile, admin: AdminPrincipal, state: State
+) -> ProfileSummary:
+    """A profile paid by the server (its keys, ``env:NAME`` ones too), never readable by a
+    user's own routes."""
+    return await _add(_server(state), body)
+
+
+@shared_router.delete("/{name}", status_code=204)
+async def delete_shared_profile(name: str, admin: AdminPrincipal, state: State) -> None:
+    await _server(state).profiles.remove(name)
