@@ -18,7 +18,7 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState, ScopedBook
 from tavernkit.models.templates import ContextTemplate
-from tavernkit.prompt.from_chat_state import build_prompt_for_state
+from tavernkit.prompt.pipeline import PromptTarget, prepare
 from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.text.variables import InMemoryVariables
@@ -70,13 +70,13 @@ def test_a_card_macro_is_evaluated_once_and_shared_with_the_scan(main_api: str) 
     sides = set()
     for seed in range(12):
         variables = InMemoryVariables()
-        prompt = build_prompt_for_state(
+        prompt = prepare(
             state,
-            tokenizer=ByteEstimateTokenizer(),
+            PromptTarget(tokenizer=ByteEstimateTokenizer()),
             variables=variables,
             rng=random.Random(seed).random,
             dry_run=True,
-        )
+        ).prompt
         text = _text(prompt)
         side = str(variables.get("side"))
         sides.add(side)

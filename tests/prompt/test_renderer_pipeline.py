@@ -8,7 +8,7 @@ from typing import Any
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.models.settings import Settings
-from tavernkit.prompt.from_chat_state import build_prompt_for_state
+from tavernkit.prompt.pipeline import prepare
 from tavernkit.prompt.request import ChatPrompt
 from tavernkit.store.chat_state import load_chat_state
 
@@ -35,8 +35,8 @@ async def test_registered_function_and_variable_reach_the_prompt(tmp_path: Path)
 
         tk.prompt_renderer.register_function_provider("weather", weather)
         tk.prompt_renderer.set_variable("mood", "calm")
-        prompt = build_prompt_for_state(state, renderer=tk.prompt_renderer)
-        plain = build_prompt_for_state(state)
+        prompt = prepare(state, renderer=tk.prompt_renderer).prompt
+        plain = prepare(state).prompt
 
     assert isinstance(prompt, ChatPrompt) and isinstance(plain, ChatPrompt)
     text = "\n".join(str(m["content"]) for m in prompt.messages)

@@ -24,15 +24,9 @@ from tavernkit.generation.profiles import (
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import request as built
-from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.convert import to_provider_request
-from tavernkit.prompt.from_chat_state import (
-    build_prompt_for_state,
-    main_api_for,
-    prompt_state_from_chat_state,
-    scan_for_state,
-    state_substitute,
-)
+from tavernkit.prompt.from_chat_state import main_api_of
+from tavernkit.prompt.pipeline import PromptTarget, prepare
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
@@ -274,12 +268,7 @@ async def _prepare_state(
         environ=environ,
     )
     state = await with_profile_preset(store, state, connection, owner=owner)
-    if connection.family == "chat":
-        main_api = "openai"
-    else:
-        main_api = main_api_for(state)
-        if main_api == "openai":
-            main_api = "textgenerationwebui"
+    main_api = main_api_of(family=connection.family, api=connection.api)
     build_state = state
     drop = kind == "swipe" and main_api != "openai"
     if without_last_reply and len(chat_before_generation(state.messages, kind)) < len(
@@ -290,46 +279,26 @@ async def _prepare_state(
         # The chat-completion builder leaves the swiped reply out itself; the text one does not.
         chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
         build_state = state.model_copy(update={"chat": chat})
-    compat = overrides.compat or state.compat
-    pstate = prompt_state_from_chat_state(build_state, model=connection.model, main_api=main_api)
     local = state.chat.metadata.variables if state.chat is not None else None
     variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
     tokens = _tokenizer(main_api, connection.model, state.settings.prompt.tokenizer)
-    substitute = state_substitute(
-        build_state, pstate, compat=compat, variables=variables, renderer=renderer
-    )
-    card = card_fields(pstate, substitute) if pstate.character is not None else None
-    wi = scan_for_state(
-        build_state,
-        pstate,
-        substitute,
-        kind=kind,
-        tokenizer=tokens,
-        compat=compat,
-        rng=rng,
-        dry_run=dry_run,
-        card=card,
-        explain=dry_run,
-    )
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
         options["quiet_name"] = quiet_name
-    prompt = build_prompt_for_state(
+    assembled = prepare(
         build_state,
-        kind=kind,
-        wi_result=wi,
-        tokenizer=tokens,
-        compat=compat,
-        quiet_prompt=quiet_prompt,
-        model=connection.model,
-        main_api=main_api,
-        rng=rng,
+        PromptTarget(main_api, connection.model, tokenizer=tokens),
+        kind,
+        compat=overrides.compat or state.compat,
         variables=variables,
-        dry_run=dry_run,
         renderer=renderer,
-        card=card,
+        rng=rng,
+        quiet_prompt=quiet_prompt,
+        dry_run=dry_run,
+        explain=dry_run,
         **options,
     )
+    prompt, wi, compat = assembled.prompt, assembled.wi, assembled.session.compat
     user_name = state.user_name
     char_name = state.character.name if state.character is not None else ""
     names = PromptNames(char_name=char_name, user_name=user_name)

@@ -57,8 +57,8 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile, ReviewSettings
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.macros import may_hold_macros
+from tavernkit.prompt.pipeline import begin
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
@@ -200,8 +200,7 @@ class ChatService:
         card = state.card
         if not isinstance(card, Card):
             raise NotFound(f"no character {character!r}")
-        pstate = prompt_state_from_chat_state(state)
-        substitute = state_substitute(state, pstate, compat=state.compat)
+        substitute = begin(state).substitute
         now = self.clock()
         greeting = greeting_message(
             card.data.name,
@@ -507,10 +506,7 @@ class ChatService:
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-            pstate = prompt_state_from_chat_state(state)
-            substitute = state_substitute(
-                state, pstate, compat=ov.compat or state.compat, variables=variables
-            )
+            substitute = begin(state, compat=ov.compat, variables=variables).substitute
             return state, variables, substitute(text)
 
         state, variables, typed = await windowed(chat_id, read)
