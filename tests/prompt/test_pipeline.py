@@ -69,9 +69,7 @@ def test_main_api_of_a_state_is_its_profile_then_its_settings() -> None:
 def test_the_target_family_picks_the_builder() -> None:
     state = _state()
     assert isinstance(prepare(state, rng=random.Random(0).random).prompt, ChatPrompt)
-    text = prepare(
-        state, PromptTarget(main_api="textgenerationwebui"), rng=random.Random(0).random
-    )
+    text = prepare(state, PromptTarget(main_api="textgenerationwebui"), rng=random.Random(0).random)
     assert isinstance(text.prompt, TextPrompt)
     assert text.session.prompt_state.settings.main_api == "textgenerationwebui"
 

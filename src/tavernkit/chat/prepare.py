@@ -101,6 +101,16 @@ class PreparedTurn:
         character = self.state.character
         return character.name if character is not None else ""
 
+    def request_for(self, source: str) -> PromptRequest:
+        """The built prompt converted for an attempt on ``source``: SillyTavern's provider
+        post-processing (squash, merge, Claude/Gemini conversion) run on the prompt builder's
+        labelled blocks, with this turn's names and sampling; a text prompt is its request."""
+        if not isinstance(self.prompt, built.ChatPrompt):
+            return self.request
+        return to_provider_request(
+            self.prompt, sampling=self.request.sampling, source=source, names=self.names
+        )
+
     def changed_local_variables(self) -> dict[str, Any] | None:
         """The chat's variables after the build, when a macro changed them."""
         before = self.state.chat.metadata.variables if self.state.chat is not None else None

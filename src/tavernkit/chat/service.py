@@ -44,7 +44,7 @@ from tavernkit.chat.review_setup import (
     review_settings,
     set_chat_review,
 )
-from tavernkit.chat.run import hooked_request, run_request
+from tavernkit.chat.run import ReshapeRequest, hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
@@ -59,6 +59,7 @@ from tavernkit.models.profile import ConnectionProfile, ReviewSettings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
+from tavernkit.providers.request import ChatPrompt
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
@@ -622,6 +623,8 @@ class ChatService:
                 max_tool_rounds=self.max_tool_rounds,
                 continues=target.prefix if kind == "continue" else "",
                 review=review,
+                source=prepared.connection.source,
+                reshape=_reshape(prepared, offer),
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
@@ -690,3 +693,16 @@ def _message_at(stored: StoredChat, index: int) -> Any:
     if not 0 <= index < len(stored.messages):
         raise NotFound(f"no message {index} in chat {stored.info.name!r}")
     return stored.messages[index]
+
+
+def _reshape(prepared: PreparedTurn, offer: ChatTools | None) -> ReshapeRequest:
+    """The turn's request remade from the blocks for a fallback attempt on another source."""
+
+    def reshape(source: str) -> ChatPrompt:
+        request = prepared.request_for(source)
+        if offer is not None:
+            request = offer.apply(request)
+        assert isinstance(request, ChatPrompt)  # only chat prompts are reshaped
+        return request
+
+    return reshape

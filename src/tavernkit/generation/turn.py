@@ -148,7 +148,8 @@ class _Turn:
         self.failures: list[NoticeFailure] = []
         self.shared_history: list[ChatMessage] = []
         self.counters = TurnCounters()
-        self.token_cache: dict[int, int] = {}
+        # per source the prompt was shaped for: a block index means one message of one shape
+        self.shaped: dict[str, tuple[TurnPrompt | TextTurnPrompt, dict[int, int]]] = {}
         self.guard = SpeakerGuard(options.user_names)
         self.last_error: BaseException | None = None
         self.last_model: str | None = None
@@ -321,11 +322,12 @@ class _Turn:
             )
 
         gen = _Generation(new_pipe())
+        prompt, token_cache = self._shaped_for(attempt.entry.provider)
         while True:
             native, directives, tail = self._round_tail(gen, prefill)
             try:
                 request = attempt_request(
-                    self.request,
+                    prompt,
                     attempt.target,
                     self.tokenizer,
                     tools_enabled=attempt.target.tools_enabled
@@ -335,7 +337,7 @@ class _Turn:
                     prefill=native.text() if native is not None else "",
                     directives=directives,
                     default_reserve=self.options.default_reserve,
-                    token_cache=self.token_cache,
+                    token_cache=token_cache,
                 )
             except ContextTooLong as exc:
                 return Outcome(False, exc, invocations=gen.invocations)
@@ -379,6 +381,16 @@ class _Turn:
             usage=gen.usage,
             invocations=gen.invocations,
         )
+
+    def _shaped_for(self, source: str) -> tuple[TurnPrompt | TextTurnPrompt, dict[int, int]]:
+        """The turn's prompt post-processed for ``source`` (made once per source, from the
+        blocks) and its token counts."""
+        shaped = self.shaped.get(source)
+        if shaped is None:
+            request = self.request
+            prompt = request.for_source(source) if isinstance(request, TurnPrompt) else request
+            shaped = self.shaped[source] = (prompt, {})
+        return shaped
 
     async def _attempt_provider(
         self, attempt: Attempt, key: PoolKey | None, rotate: bool
