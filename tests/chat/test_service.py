@@ -8,10 +8,12 @@ import json
 import pytest
 
 from tavernkit.chat.incomplete import incomplete_reply
-from tavernkit.chat.inspect import wire_body
+from tavernkit.chat.inspect import inspection, wire_body
 from tavernkit.errors import ChatBusy, Conflict
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
+from tavernkit.plugins.hookspecs import hookimpl
+from tavernkit.providers.request import PromptRequest
 
 from ._server import HangReply, Reply
 from .conftest import World
@@ -253,6 +255,38 @@ async def test_preview_is_what_the_provider_receives(world: World) -> None:
     preview = await world.chats.preview(info.id)
     await world.chats.send(info.id, "")
     assert wire_body(preview)["messages"] == world.server.requests[-1].body["messages"]
+
+
+class _TurnRequests:
+    """Records the request each main-chat turn hands the turn runner."""
+
+    def __init__(self) -> None:
+        self.seen: list[PromptRequest] = []
+
+    @hookimpl
+    def before_chat_turn(self, chat_id: str | None, kind: str, request: PromptRequest) -> None:
+        self.seen.append(request)
+
+
+async def test_the_inspector_and_the_provider_receive_the_same_object(world: World) -> None:
+    # One request family: the preview's request is a provider request, the one the turn
+    # hands the runner, labels and all; the inspector's rows and wire body are read from it.
+    recorder = _TurnRequests()
+    world.tk.plugins.register(recorder, name="recorder")
+    world.server.script(Reply(text="Ok."))
+    info = await world.chats.new_chat("Mira")
+    await world.tk.store.append_message(info.id, {"name": "Ada", "is_user": True, "mes": "Hi"})
+    preview = await world.chats.preview(info.id)
+    shown = inspection(preview)
+    assert (await world.chats.send(info.id, "")).status == "completed"
+    sent = recorder.seen[-1]
+    assert type(sent) is type(preview.request)
+    assert sent == preview.request
+    assert [m.label for m in sent.messages] == [m.label for m in preview.request.messages]
+    assert [b["identifier"] for b in shown["blocks"]] == [
+        m.label.identifier if m.label is not None else "added" for m in sent.messages
+    ]
+    assert shown["request"] == world.server.requests[-1].body
 
 
 async def test_quiet_stores_nothing_unless_quiet_to_loud(world: World) -> None:

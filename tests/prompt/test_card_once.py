@@ -18,8 +18,8 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState, ScopedBook
 from tavernkit.models.templates import ContextTemplate
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.pipeline import PromptTarget, prepare
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.text.variables import InMemoryVariables
 
@@ -58,8 +58,8 @@ def _state(main_api: str) -> ChatState:
     )
 
 
-def _text(prompt: ChatPrompt | TextPrompt) -> str:
-    if isinstance(prompt, TextPrompt):
+def _text(prompt: AssembledChat | AssembledText) -> str:
+    if isinstance(prompt, AssembledText):
         return prompt.prompt
     return "\n".join(str(m.get("content", "")) for m in prompt.messages)
 

@@ -30,9 +30,9 @@ from tavernkit.models.templates import (
     SystemPrompt,
     migrate_legacy_instruct,
 )
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.from_chat_state import main_api_of, prompt_state_from_chat_state
 from tavernkit.prompt.pipeline import PromptTarget, prepare
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -76,7 +76,7 @@ async def test_demo_card_chat_completion_end_to_end(tmp_path: Path) -> None:
     state = await _demo_state(tmp_path)
     assert main_api_of(state) == "openai"
     result = prepare(state, PromptTarget(tokenizer=ByteEstimateTokenizer()), rng=lambda: 0.0).prompt
-    assert isinstance(result, ChatPrompt)
+    assert isinstance(result, AssembledChat)
     messages = result.messages
     text = "\n".join(str(m["content"]) for m in messages)
     # The card, the persona and the chat, with names filled in by the macro engine.
@@ -102,7 +102,7 @@ async def test_build_does_not_change_the_state_variables(tmp_path: Path) -> None
     assert state.chat is not None
     state.chat.metadata.note_prompt = "{{setvar::mood::calm}}{{getglobalvar::weather}}"
     result = prepare(state, PromptTarget(tokenizer=ByteEstimateTokenizer()), rng=lambda: 0.0).prompt
-    assert isinstance(result, ChatPrompt)
+    assert isinstance(result, AssembledChat)
     assert {"role": "system", "content": "stormy"} in result.messages
     assert state.chat.metadata.variables == {"mood": "wary"}
 
@@ -120,7 +120,7 @@ async def test_text_completion_by_profile(tmp_path: Path) -> None:
     assert (prompt_state.max_context, prompt_state.max_response) == (2048, 100)
     assert prompt_state.user == "Ada" and prompt_state.char == "Wren"
     result = prepare(state, rng=lambda: 0.0).prompt
-    assert isinstance(result, TextPrompt)
+    assert isinstance(result, AssembledText)
     assert result.prompt.endswith("Ada: It did. Does the lamp ever go out?\nWren:")
     assert "\nAda:" in result.stop
 
@@ -237,9 +237,9 @@ async def test_store_built_state_matches_sillytavern(name: str, tmp_path: Path) 
     ).prompt
     body = case["request_body"]
     if case["api"] == "cc":
-        assert isinstance(result, ChatPrompt)
+        assert isinstance(result, AssembledChat)
         assert result.messages == body["messages"]
     else:
-        assert isinstance(result, TextPrompt)
+        assert isinstance(result, AssembledText)
         assert result.prompt == body["prompt"]
         assert result.stop == body.get("stop", body.get("stopping_strings"))

@@ -14,9 +14,9 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import BookScope, ChatState, ScopedBook
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.from_chat_state import main_api_of
 from tavernkit.prompt.pipeline import PromptTarget, begin, prepare
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -68,9 +68,9 @@ def test_main_api_of_a_state_is_its_profile_then_its_settings() -> None:
 
 def test_the_target_family_picks_the_builder() -> None:
     state = _state()
-    assert isinstance(prepare(state, rng=random.Random(0).random).prompt, ChatPrompt)
+    assert isinstance(prepare(state, rng=random.Random(0).random).prompt, AssembledChat)
     text = prepare(state, PromptTarget(main_api="textgenerationwebui"), rng=random.Random(0).random)
-    assert isinstance(text.prompt, TextPrompt)
+    assert isinstance(text.prompt, AssembledText)
     assert text.session.prompt_state.settings.main_api == "textgenerationwebui"
 
 
@@ -80,7 +80,7 @@ def test_a_characters_extra_book_scans_as_a_character_book() -> None:
     assembled = prepare(_state("character_extra"), rng=random.Random(0).random)
     assert assembled.wi is not None
     assert [e.content for e in assembled.wi.activated] == ["LORE-LAMP"]
-    assert isinstance(assembled.prompt, ChatPrompt)
+    assert isinstance(assembled.prompt, AssembledChat)
     assert any("LORE-LAMP" in str(m.get("content")) for m in assembled.prompt.messages)
 
 
@@ -89,7 +89,7 @@ def test_a_given_scan_is_reused_not_redone() -> None:
     given = WorldInfoResult()
     assembled = prepare(state, wi=given)
     assert assembled.wi is given
-    assert isinstance(assembled.prompt, ChatPrompt)
+    assert isinstance(assembled.prompt, AssembledChat)
     assert not any("LORE-LAMP" in str(m.get("content")) for m in assembled.prompt.messages)
 
 

@@ -23,7 +23,7 @@ from tavernkit.generation.profiles import (
 )
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
-from tavernkit.prompt import request as built
+from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
 from tavernkit.prompt.from_chat_state import main_api_of
 from tavernkit.prompt.pipeline import PromptTarget, prepare
@@ -86,7 +86,7 @@ class PreparedTurn:
     state: ChatState
     connection: ResolvedConnection
     main_api: str
-    prompt: built.ChatPrompt | built.TextPrompt
+    prompt: built.AssembledChat | built.AssembledText
     request: PromptRequest
     wi: WorldInfoResult | None
     variables: InMemoryVariables
@@ -105,7 +105,7 @@ class PreparedTurn:
         """The built prompt converted for an attempt on ``source``: SillyTavern's provider
         post-processing (squash, merge, Claude/Gemini conversion) run on the prompt builder's
         labelled blocks, with this turn's names and sampling; a text prompt is its request."""
-        if not isinstance(self.prompt, built.ChatPrompt):
+        if not isinstance(self.prompt, built.AssembledChat):
             return self.request
         return to_provider_request(
             self.prompt, sampling=self.request.sampling, source=source, names=self.names
@@ -313,7 +313,7 @@ async def _prepare_state(
     char_name = state.character.name if state.character is not None else ""
     names = PromptNames(char_name=char_name, user_name=user_name)
     request: PromptRequest
-    if isinstance(prompt, built.ChatPrompt):
+    if isinstance(prompt, built.AssembledChat):
         max_tokens = overrides.max_tokens
         if max_tokens is None and state.chat_preset is None:
             # no preset to say how long a reply may be: SillyTavern's response length setting

@@ -31,7 +31,7 @@ from tavernkit.generation.profiles import (
     sampling_from_textgen,
 )
 from tavernkit.models.state import ChatState
-from tavernkit.prompt import request as built
+from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
 from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.prompt.reasoning import parse_reasoning
@@ -334,7 +334,7 @@ async def generate_quiet_prompt(
             text_prompt = session.build(
                 "quiet", wi, quiet_prompt=quiet_prompt, quiet_name=options.quiet_name
             )
-            assert isinstance(text_prompt, built.TextPrompt)
+            assert isinstance(text_prompt, built.AssembledText)
             stops = tuple(text_prompt.stop)
             settings = state.settings.prompt
             sampling: Sampling = sampling_from_textgen(
@@ -356,7 +356,7 @@ async def generate_quiet_prompt(
                 quiet_image=options.quiet_image,
                 inline_images=options.quiet_image is not None,
             )
-            assert isinstance(chat_prompt, built.ChatPrompt)
+            assert isinstance(chat_prompt, built.AssembledChat)
             sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
             request = to_provider_request(
                 chat_prompt, sampling=sampling, response_format=fmt if native else None

@@ -21,6 +21,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import OutsideWindow, visible_indices
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt.assembled import AssembledChat, BlockSource
 from tavernkit.prompt.card import CardFields, base_chat_replace, card_fields
 from tavernkit.prompt.chat_history import (
     ChatHistory,
@@ -37,7 +38,6 @@ from tavernkit.prompt.examples import parse_example_block, parse_mes_examples
 from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outlets
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
 from tavernkit.prompt.reasoning import add_reasoning_to_messages
-from tavernkit.prompt.request import BlockSource, ChatPrompt
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
@@ -223,7 +223,7 @@ def build_chat_completion(
     in_group: bool = False,
     history: Sequence[OpenAIMessage] | None = None,
     card: CardFields | None = None,
-) -> ChatPrompt:
+) -> AssembledChat:
     """Build the message list SillyTavern would send for ``state`` (pure).
 
     ``wi`` is this turn's world-info result; ``kind`` the generation type (normal, continue,
@@ -392,7 +392,7 @@ def build_chat_completion(
     if preset.squash_system_messages and not dry_run:
         flat = squash_system_messages(flat, counter.message)
     activated = tuple(a.key for a in wi.activated) if wi is not None else ()
-    return ChatPrompt(
+    return AssembledChat(
         blocks=completion.blocks(flat),
         budget=budget,
         kind=kind,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.extensions import worldinfo_outlets
@@ -30,7 +31,6 @@ from tavernkit.prompt.from_chat_state import (
     state_substitute,
 )
 from tavernkit.prompt.macros import MacroSubstitute
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
 from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.prompt.wi_scan import scan_world_info
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from tavernkit.text.render import PromptRenderer
 
 __all__ = [
-    "AssembledPrompt",
+    "PreparedPrompt",
     "PromptSession",
     "PromptTarget",
     "begin",
@@ -172,7 +172,7 @@ class PromptSession:
         quiet_prompt: str = "",
         dry_run: bool = False,
         **builder_options: Any,
-    ) -> ChatPrompt | TextPrompt:
+    ) -> AssembledChat | AssembledText:
         """The chat- or text-completion builder over ``wi`` (its outlets bound to the
         session's macros). ``builder_options`` go to the builder (``tool_tokens=``...)."""
         if wi is not None:
@@ -226,11 +226,11 @@ def begin(
 
 
 @dataclass(frozen=True, slots=True)
-class AssembledPrompt:
+class PreparedPrompt:
     """What :func:`prepare` made: the built prompt, the world-info result it was built over
     (``None`` without books) and the session, for callers that read its parts."""
 
-    prompt: ChatPrompt | TextPrompt
+    prompt: AssembledChat | AssembledText
     wi: WorldInfoResult | None
     session: PromptSession
 
@@ -250,7 +250,7 @@ def prepare(
     dry_run: bool = False,
     explain: bool = False,
     **builder_options: Any,
-) -> AssembledPrompt:
+) -> PreparedPrompt:
     """Build the prompt of one generation from the store's state, SillyTavern's way.
 
     ``generation_type`` (``normal``, ``swipe``, ``regenerate``, ``continue``, ``impersonate``,
@@ -258,10 +258,10 @@ def prepare(
     continue prefill, impersonation prompt). The scan runs unless ``wi`` is given (a scan to
     reuse; its timed state is then the caller's to save); ``explain`` makes it record why each
     entry fired. The target's family decides the builder: ``openai`` builds a
-    :class:`~tavernkit.prompt.request.ChatPrompt`, anything else a
-    :class:`~tavernkit.prompt.request.TextPrompt`. A card's macros are evaluated once and shared
-    by the scan and the builder: a ``{{random}}`` in the description is rolled once and an
-    ``{{incvar}}`` moves once per build.
+    :class:`~tavernkit.prompt.assembled.AssembledChat`, anything else a
+    :class:`~tavernkit.prompt.assembled.AssembledText`. A card's macros are evaluated once and
+    shared by the scan and the builder: a ``{{random}}`` in the description is rolled once and
+    an ``{{incvar}}`` moves once per build.
     """
     session = begin(
         state,
@@ -276,4 +276,4 @@ def prepare(
     prompt = session.build(
         generation_type, wi, quiet_prompt=quiet_prompt, dry_run=dry_run, **builder_options
     )
-    return AssembledPrompt(prompt, wi, session)
+    return PreparedPrompt(prompt, wi, session)

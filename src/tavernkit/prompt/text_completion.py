@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tavernkit.jscompat import js_trim, js_trim_start
 from tavernkit.models.persona import PersonaPosition
 from tavernkit.models.templates import ContextTemplate, InstructTemplate
+from tavernkit.prompt.assembled import AssembledText
 from tavernkit.prompt.card import (
     CardFields,
     base_chat_replace,
@@ -41,7 +42,6 @@ from tavernkit.prompt.instruct import (
 )
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
 from tavernkit.prompt.reasoning import add_reasoning_to_messages
-from tavernkit.prompt.request import TextPrompt
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 from tavernkit.prompt.stop_strings import stop_strings
 from tavernkit.prompt.story_string import render_story_string
@@ -319,7 +319,7 @@ def build_text_completion(
     force_name2: bool | None = None,
     in_group: bool = False,
     card: CardFields | None = None,
-) -> TextPrompt:
+) -> AssembledText:
     """Build the prompt string and stop strings SillyTavern would send for ``state`` (pure).
 
     ``tokenizer`` defaults to SillyTavern's byte estimate (tokenizer "None"). ``card`` is the
@@ -491,7 +491,7 @@ def build_text_completion(
         kind,
     )
     activated = tuple(a.key for a in wi.activated) if wi is not None else ()
-    return TextPrompt(
+    return AssembledText(
         prompt=prompt,
         stop=stop,
         kind=kind,
