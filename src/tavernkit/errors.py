@@ -37,6 +37,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── TurnFailure        a failure the turn runner decides itself (empty reply, keys
     │                          cooling...), classified like a provider's
     └── GenerateTaskError      what ``generate_task`` raises: one ``code`` a caller can switch on
+        ├── ChatTurnError          a chat turn (a ChatService verb or preview) cannot run as
+        │                          asked: a bad override, an unknown profile or persona...
         ├── ToolCallParseError     a tool call could not be read or is not acceptable
         │   └── ToolArgumentsError a call's arguments break its tool's JSON Schema
         └── StructuredOutputError  the reply is not JSON or breaks the schema
@@ -70,6 +72,7 @@ __all__ = [
     "AuthError",
     "BadRequest",
     "ChatBusy",
+    "ChatTurnError",
     "Conflict",
     "ContentFiltered",
     "ContextTooLong",
@@ -374,7 +377,26 @@ class GenerateTaskError(TavernKitError):
         super().__init__(f"[{code}] {message}")
 
     def __repr__(self) -> str:
-        return f"GenerateTaskError({self.code!r}, {self.message!r})"
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+class ChatTurnError(GenerateTaskError):
+    """What a chat turn raises when it cannot run as asked (``ChatService`` verbs and
+    previews): an unknown override, profile or persona, a profile bound to a missing preset,
+    a connection that cannot be resolved. The same ``code`` and ``details`` as
+    :class:`GenerateTaskError`, which it subclasses so callers that caught that keep working;
+    catch this type to tell a chat turn's refusal from a task's.
+
+    A turn that *starts* and then fails does not raise: it ends in a failed ``TurnOutcome``.
+    """
+
+    @classmethod
+    def of(cls, error: GenerateTaskError) -> ChatTurnError:
+        """``error`` (raised by code chat turns share with tasks) as a chat turn's error: the
+        same code, message, cause and details (raise it ``from error``)."""
+        if isinstance(error, ChatTurnError):
+            return error
+        return cls(error.code, error.message, error.cause, error.details)
 
 
 #: The map from the provider error tree to task codes, most specific class first (a subclass

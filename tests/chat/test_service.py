@@ -9,9 +9,10 @@ import pytest
 
 from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.inspect import inspection, wire_body
-from tavernkit.errors import ChatBusy, Conflict
+from tavernkit.errors import ChatBusy, ChatTurnError, Conflict, GenerateTaskError
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
+from tavernkit.models.profile import ConnectionProfile
 from tavernkit.plugins.hookspecs import hookimpl
 from tavernkit.providers.request import PromptRequest
 
@@ -380,3 +381,25 @@ async def test_the_shared_options_keep_their_defaults_per_verb(world: World) -> 
     sent, quiet = (r.body for r in world.server.requests)
     assert sent["stream"] is True  # the verbs stream by default
     assert not quiet.get("stream")  # a quiet generation does not
+
+
+async def test_a_turn_that_cannot_run_raises_a_chat_turn_error(world: World) -> None:
+    # ChatTurnError is a chat turn's own type; it subclasses GenerateTaskError (same codes and
+    # details), so code that caught that keeps working.
+    info = await world.chats.new_chat("Mira")
+    with pytest.raises(ChatTurnError) as unknown:
+        await world.chats.send(info.id, "Hello", overrides={"profile": "nowhere"})
+    assert unknown.value.code == "invalid_input"
+    assert unknown.value.details["field"] == "profile"
+    assert isinstance(unknown.value, GenerateTaskError)
+    assert repr(unknown.value).startswith("ChatTurnError('invalid_input'")
+    # the connection resolver is shared with generate_task: its error is re-raised as the
+    # turn's, chained to the original
+    await world.tk.store.put("connection_profile", ConnectionProfile(name="bare", source="x-y"))
+    with pytest.raises(ChatTurnError) as unresolved:
+        await world.chats.preview(info.id, overrides={"profile": "bare"})
+    assert unresolved.value.details["field"] == "base_url"
+    cause = unresolved.value.__cause__
+    assert isinstance(cause, GenerateTaskError) and not isinstance(cause, ChatTurnError)
+    # nothing was stored by the refused send
+    assert [m.mes for m in await _messages(world, info.id)] == ["Welcome aboard, Ada."]

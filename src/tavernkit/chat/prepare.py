@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.chat.profile_preset import with_profile_preset
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
 from tavernkit.generation.profiles import (
     LocalFactory,
     ResolvedConnection,
@@ -71,7 +71,7 @@ class TurnOverrides:
             return value
         unknown = set(value) - set(cls.__dataclass_fields__)
         if unknown:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 f"unknown turn override {sorted(unknown)[0]!r}",
                 details={"field": f"overrides.{sorted(unknown)[0]}"},
@@ -261,22 +261,25 @@ async def _prepare_state(
         try:
             profile = await store.get("connection_profile", overrides.profile, owner=owner)
         except NotFound:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 f"no connection profile named {overrides.profile!r}",
                 details={"field": "profile", "value": overrides.profile},
             ) from None
         if isinstance(profile, ConnectionProfile):
             state = state.model_copy(update={"profile": profile})
-    connection = await resolve_for_state(
-        store,
-        state,
-        owner=owner,
-        model=overrides.model or "",
-        client=client,
-        local_factory=local_factory,
-        environ=environ,
-    )
+    try:
+        connection = await resolve_for_state(
+            store,
+            state,
+            owner=owner,
+            model=overrides.model or "",
+            client=client,
+            local_factory=local_factory,
+            environ=environ,
+        )
+    except GenerateTaskError as exc:  # the resolver is shared with tasks
+        raise ChatTurnError.of(exc) from exc
     state = await with_profile_preset(store, state, connection, owner=owner)
     main_api = main_api_of(family=connection.family, api=connection.api)
     build_state = state

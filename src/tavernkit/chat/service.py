@@ -48,7 +48,7 @@ from tavernkit.chat.run import ReshapeRequest, hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
-from tavernkit.errors import Conflict, GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
@@ -159,9 +159,12 @@ class ChatService:
         self.rng = rng
         self.stream_interval = stream_interval
         self.key_clock = key_clock
-        resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        try:
+            resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        except GenerateTaskError as exc:  # the check is shared with tasks
+            raise ChatTurnError.of(exc) from exc
         if max_tool_rounds < 1:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 "max_tool_rounds must be at least 1",
                 details={"field": "max_tool_rounds"},
@@ -459,7 +462,7 @@ class ChatService:
 
     async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
         """``overrides`` checked against the store before a turn writes anything: a profile or
-        persona that does not exist is a :class:`~tavernkit.errors.GenerateTaskError`
+        persona that does not exist is a :class:`~tavernkit.errors.ChatTurnError`
         (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
         the user's message stored without a reply."""
         ov = TurnOverrides.of(overrides)
@@ -473,7 +476,7 @@ class ChatService:
                 await self.store.get_record(kind, ref, owner=self.owner)
             except NotFound:
                 label = "connection profile" if field == "profile" else "persona"
-                raise GenerateTaskError(
+                raise ChatTurnError(
                     "invalid_input",
                     f"no {label} named {ref!r}",
                     details={"field": field, "value": ref},
