@@ -1,6 +1,6 @@
 """Every turn verb reads a window of the chat, never the whole chat: ``send``, ``swipe``,
 ``continue_`` and ``regenerate`` on a long chat never call ``Store.load_chat`` (whose cost
-grows with the chat's length)."""
+grows with the chat's length); ``send`` loads the chat's state once."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tavernkit.chat import prepare, service
+from tavernkit.store import chat_state
 from tavernkit.store.protocol import StoredChat
 
 from ._server import Reply
@@ -43,3 +45,24 @@ async def test_turn_verbs_never_load_the_whole_chat(
     stored = await world.tk.store.load_chat(info.id)
     assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hello", "Three."]
     assert stored.info.message_count == 43
+
+
+async def test_send_loads_the_chat_state_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Storing typed text reads only the user's name; the turn's one prepare step loads the
+    # state (card, books, presets, the chat's tail) and builds from it.
+    loads: list[str] = []
+    real = chat_state.load_chat_state
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        loads.append(str(kwargs.get("chat_id")))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(prepare, "load_chat_state", counting)
+    monkeypatch.setattr(service, "load_chat_state", counting)
+    info = await world.chats.new_chat("Mira")
+    loads.clear()
+    world.server.script(Reply(text="One."))
+    assert (await world.chats.send(info.id, "Hello")).status == "completed"
+    assert loads == [info.id]
