@@ -39,6 +39,7 @@ from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outle
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
 from tavernkit.prompt.reasoning import add_reasoning_to_messages
 from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.prompt.text_chat import user_prompt_bias
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -248,7 +249,7 @@ def build_chat_completion(
     texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
 
     if bias is None:
-        bias = "" if kind in ("impersonate", "continue") else _prompt_bias(state, sub)
+        bias = "" if kind in ("impersonate", "continue") else user_prompt_bias(state, sub)
     result = build_prompt_collection(
         state,
         preset,
@@ -442,19 +443,6 @@ def _example_blocks(
             else:
                 blocks.extend(parsed)
     return [parse_example_block(b, user=state.user, char=state.char) for b in blocks]
-
-
-def _prompt_bias(state: PromptState, sub: Substitute) -> str:
-    """``getBiasStrings`` without typed input: the last user message's bias, else the
-    user prompt bias setting."""
-    bias = ""
-    for message in reversed(state.messages):
-        if message.is_user or message.is_system or message.extra.type == "narrator":
-            if message.extra.bias and message.extra.bias.strip():
-                bias = message.extra.bias
-            break
-    bias = bias or state.settings.user_prompt_bias or ""
-    return sub(bias) if bias else ""
 
 
 def squash_system_messages(messages: list[Msg], count: Any) -> list[Msg]:

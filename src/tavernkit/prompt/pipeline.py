@@ -177,30 +177,19 @@ class PromptSession:
         session's macros). ``builder_options`` go to the builder (``tool_tokens=``...)."""
         if wi is not None:
             self.substitute.env.outlets = worldinfo_outlets(wi)
+        shared: dict[str, Any] = {
+            "kind": kind,
+            "tokenizer": self.tokenizer,
+            "compat": self.compat,
+            "substitute": self.substitute,
+            "quiet_prompt": quiet_prompt,
+            "card": self.card,
+        }
         if self.is_chat:
             return build_chat_completion(
-                self.prompt_state,
-                wi,
-                kind=kind,
-                tokenizer=self.tokenizer,
-                compat=self.compat,
-                substitute=self.substitute,
-                quiet_prompt=quiet_prompt,
-                dry_run=dry_run,
-                card=self.card,
-                **builder_options,
+                self.prompt_state, wi, dry_run=dry_run, **shared, **builder_options
             )
-        return build_text_completion(
-            self.prompt_state,
-            wi,
-            kind=kind,
-            tokenizer=self.tokenizer,
-            compat=self.compat,
-            substitute=self.substitute,
-            quiet_prompt=quiet_prompt,
-            card=self.card,
-            **builder_options,
-        )
+        return build_text_completion(self.prompt_state, wi, **shared, **builder_options)
 
 
 def begin(

@@ -117,8 +117,8 @@ def inject_in_chat(
 
 
 def user_prompt_bias(state: PromptState, sub: Substitute) -> str:
-    """The text the reply opens with: the newest user (or narrator) message's own bias,
-    else the setting's, macro-substituted."""
+    """``getBiasStrings`` without typed input, for both builders: the newest user (or
+    narrator) message's own bias, else the user prompt bias setting, macro-substituted."""
     bias = ""
     for message in reversed(state.messages):
         if message.is_user or message.is_system or message.extra.type == "narrator":
