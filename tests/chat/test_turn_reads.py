@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tavernkit.chat import prepare, service
+from tavernkit.chat.authors_note import set_authors_note
 from tavernkit.store import chat_state
 from tavernkit.store.protocol import StoredChat
 
@@ -63,6 +64,21 @@ async def test_send_loads_the_chat_state_once(
     monkeypatch.setattr(service, "load_chat_state", counting)
     info = await world.chats.new_chat("Mira")
     loads.clear()
-    world.server.script(Reply(text="One."))
+    world.server.script(Reply(text="One."), Reply(text="Two."))
     assert (await world.chats.send(info.id, "Hello")).status == "completed"
     assert loads == [info.id]
+    # Text with macros: the state loaded to evaluate them is the one the turn builds from,
+    # as the store holds it after the message (appended) and its variables (set).
+    await set_authors_note(
+        world.tk.store, info.id, owner=world.tk.owner, text="Mood: {{getvar::mood}}", depth=0
+    )
+    loads.clear()
+    out = await world.chats.send(info.id, "{{setvar::mood::calm}}Hi {{char}}")
+    assert out.status == "completed", out.error
+    assert loads == [info.id]
+    sent = world.server.requests[-1].body["messages"]
+    assert any(m["content"] == "Hi Mira" for m in sent if m["role"] == "user")
+    assert any("Mood: calm" in str(m["content"]) for m in sent)
+    stored = await world.chats.load(info.id)
+    assert stored.header["chat_metadata"]["variables"] == {"mood": "calm"}
+    assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hi Mira", "Two."]

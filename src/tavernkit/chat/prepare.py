@@ -21,6 +21,8 @@ from tavernkit.generation.profiles import (
     sampling_from_preset,
     sampling_from_textgen,
 )
+from tavernkit.models.chat import ChatMetadata, Message
+from tavernkit.models.chat_window import MessageWindow
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
@@ -47,6 +49,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 __all__ = [
     "PreparedTurn",
     "TurnOverrides",
+    "after_user_message",
     "prepare_turn",
     "resolve_for_state",
     "resolve_profile",
@@ -197,6 +200,7 @@ async def prepare_turn(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     renderer: PromptRenderer | None = None,
+    state: ChatState | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -212,17 +216,22 @@ async def prepare_turn(
 
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
-    so the turn is the same as a build over the whole chat.
+    so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
+    caller already loaded it (``send`` after storing a message with macros), used for the
+    first build instead of loading it again.
     """
     replay = ReplayRng(rng) if rng is not None else None
+    preloaded = [state] if state is not None else []
 
     async def attempt(window: int) -> PreparedTurn:
-        state = await load_chat_state(
-            store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
-        )
+        loaded = preloaded.pop() if preloaded else None
+        if loaded is None:
+            loaded = await load_chat_state(
+                store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+            )
         return await _prepare_state(
             store,
-            state,
+            loaded,
             owner=owner,
             kind=kind,
             overrides=overrides,
@@ -238,6 +247,36 @@ async def prepare_turn(
         )
 
     return await windowed(chat_id, attempt)
+
+
+def after_user_message(
+    state: ChatState,
+    message: Message,
+    metadata: ChatMetadata | None,
+    global_variables: Mapping[str, Any],
+) -> ChatState:
+    """``state`` as the store holds it once ``message`` is appended, with the chat's new
+    ``metadata`` (``None``: unchanged) and the owner's global variables."""
+    chat = state.chat
+    if chat is None:
+        return state
+    messages = chat.messages
+    appended: list[Message] | MessageWindow = (
+        messages.with_message(message)
+        if isinstance(messages, MessageWindow)
+        else [*messages, message]
+    )
+    header = (
+        chat.header
+        if metadata is None
+        else chat.header.model_copy(update={"chat_metadata": metadata})
+    )
+    return state.model_copy(
+        update={
+            "chat": chat.model_copy(update={"messages": appended, "header": header}),
+            "global_variables": dict(global_variables),
+        }
+    )
 
 
 async def _prepare_state(

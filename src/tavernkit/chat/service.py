@@ -36,7 +36,13 @@ from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
-from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
+from tavernkit.chat.prepare import (
+    PreparedTurn,
+    TurnOverrides,
+    after_user_message,
+    prepare_turn,
+    resolve_profile,
+)
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import (
     chat_review,
@@ -330,9 +336,11 @@ class ChatService:
         """Store the user's message (``text`` plus image ``attachments``), then generate the
         character's reply. An empty ``text`` with no attachments just asks for a reply."""
 
-        async def store_input(chat_id: str) -> None:
+        async def store_input(chat_id: str) -> ChatState | None:
             if text or attachments:
-                await self._store_user_message(chat_id, text, attachments, options.get("overrides"))
+                overrides = options.get("overrides")
+                return await self._store_user_message(chat_id, text, attachments, overrides)
+            return None
 
         turn = _Turn.of("normal", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=store_input)
@@ -495,7 +503,11 @@ class ChatService:
         text: str,
         attachments: Sequence[ImagePart | str],
         overrides: Overrides,
-    ) -> None:
+    ) -> ChatState | None:
+        """Store the user's message, its macros evaluated. Typed text without macros is stored
+        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
+        and returned as it is after the store (message appended, variables set), so the turn
+        builds from it instead of loading it again."""
         ov = TurnOverrides.of(overrides)
         if not may_hold_macros(text):
             # Stored as typed: the chat, the card and the books are not read at all.
@@ -503,7 +515,7 @@ class ChatService:
             await self.store.append_message(
                 chat_id, self._user_message(user, text, attachments), owner=self.owner
             )
-            return
+            return None
 
         async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
             state = await load_chat_state(
@@ -516,11 +528,13 @@ class ChatService:
         state, variables, typed = await windowed(chat_id, read)
         message = self._user_message(state.user_name, typed, attachments)
         await self.store.append_message(chat_id, message, owner=self.owner)
+        metadata = None
         if variables.local_vars != state.local_variables and state.chat is not None:
             metadata = state.chat.metadata.model_copy(deep=True)
             metadata.variables = variables.local_vars
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(variables, state.global_variables)
+        return after_user_message(state, message, metadata, variables.global_vars)
 
     def _user_message(
         self, name: str, text: str, attachments: Sequence[ImagePart | str]
@@ -541,19 +555,22 @@ class ChatService:
         chat_ref: str,
         turn: _Turn,
         *,
-        before: Callable[[str], Awaitable[None]] | None = None,
+        before: Callable[[str], Awaitable[ChatState | None]] | None = None,
     ) -> TurnOutcome:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate."""
         chat_id = await self._chat_id(chat_ref)
         await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            if before is not None:
-                await before(chat_id)
-            return await self._generate(chat_id, turn, controller)
+            state = await before(chat_id) if before is not None else None
+            return await self._generate(chat_id, turn, controller, state)
 
     async def _generate(
-        self, chat_id: str, turn: _Turn, controller: AbortController
+        self,
+        chat_id: str,
+        turn: _Turn,
+        controller: AbortController,
+        state: ChatState | None = None,
     ) -> TurnOutcome:
         kind = turn.kind
         prepared = await prepare_turn(
@@ -564,6 +581,7 @@ class ChatService:
             overrides=TurnOverrides.of(turn.overrides),
             quiet_prompt=turn.quiet_prompt,
             quiet_name=turn.quiet_name,
+            state=state,
             rng=self.rng,
             client=self.client,
             local_factory=self.local_factory,
