@@ -100,24 +100,13 @@ def start_postgres() -> Iterator[PostgresCluster]:
         shutil.chown(root, "postgres", "postgres")
     data, log = root / "data", root / "server.log"
     port = _free_port()
-    run = {"check": True, "capture_output": True, "text": True}
+    initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "tk", "-E", "UTF8"]
+    # Durability is pointless for a throwaway cluster; the tests measure nothing on it.
+    options = f"-p {port} -k {root} -h 127.0.0.1 -c fsync=off -c full_page_writes=off"
+    start = [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w"]
     try:
-        subprocess.run(
-            _as_cluster_owner(
-                [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "tk"]
-                + ["-E", "UTF8", "--locale=C", "--no-sync"]
-            ),
-            **run,  # type: ignore[call-overload]
-        )
-        # Durability is pointless for a throwaway cluster; the tests measure nothing on it.
-        options = f"-p {port} -k {root} -h 127.0.0.1 -c fsync=off -c full_page_writes=off"
-        subprocess.run(
-            _as_cluster_owner(
-                [str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log)]
-                + ["-w", "start"]
-            ),
-            **run,  # type: ignore[call-overload]
-        )
+        for argv in ([*initdb, "--locale=C", "--no-sync"], [*start, "start"]):
+            subprocess.run(_as_cluster_owner(argv), check=True, capture_output=True, text=True)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"cannot start PostgreSQL: {exc.stderr or exc.stdout}") from exc
@@ -150,9 +139,9 @@ def start_redis() -> Iterator[RedisServer]:
         raise AssertionError("unreachable")
     port = _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="tk-redis-"))
+    argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
     proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        + ["--dir", str(workdir)],
+        [*argv, "no", "--dir", str(workdir)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -253,4 +253,3 @@ async def open_postgres_store(
         clock=clock,
         new_id=new_id or new_record_id,
     )
-
