@@ -11,12 +11,12 @@ from pathlib import Path
 
 import asyncpg
 import pytest
-from _services import PostgresCluster
 
+from _services import PostgresCluster
 from tavernkit.errors import FormatError, StoreError
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store, open_store
-from tavernkit.store.pg_migrations import PG_MIGRATIONS
 from tavernkit.store.migrations import MIGRATIONS
+from tavernkit.store.pg_migrations import PG_MIGRATIONS
 
 SECRET = "sk-Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
 HEADER = {"user_name": "You", "character_name": "Ava", "chat_metadata": {}}
