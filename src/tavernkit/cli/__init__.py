@@ -83,6 +83,18 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "character_app",
         "Characters: rename, duplicate, delete, lorebooks.",
     ),
+    LazyCommand(
+        "migrate",
+        "tavernkit.cli.data",
+        "migrate",
+        "Create or update a database's tables (the server and the CLI also do it on open).",
+    ),
+    LazyCommand(
+        "copy-data",
+        "tavernkit.cli.data",
+        "copy_data",
+        "Copy everything between the home's SQLite file and an empty PostgreSQL database.",
+    ),
 )
 
 app = typer.Typer(

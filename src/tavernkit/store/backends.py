@@ -21,14 +21,18 @@ async def open_store(
     models: ModelRegistry | None = None,
     clock: Callable[[], datetime] | None = None,
     new_id: Callable[[], str] = new_record_id,
+    key_dir: Path | None = None,
 ) -> Store:
     """The store at ``target``, opened (created and migrated as needed): PostgreSQL for a
-    ``postgresql://`` / ``postgres://`` URL, SQLite for a path (default: the data dir's)."""
-    if is_postgres_url(target):
-        assert isinstance(target, str)
+    ``postgresql://`` / ``postgres://`` URL (its key secrets in ``key_dir``, default
+    :func:`~tavernkit.store.postgres.default_key_dir`), SQLite for a path (default: the data
+    dir's; its keys beside it)."""
+    if isinstance(target, str) and is_postgres_url(target):
         if clock is None:
-            return await open_postgres_store(target, models=models, new_id=new_id)
-        return await open_postgres_store(target, models=models, clock=clock, new_id=new_id)
+            return await open_postgres_store(target, models=models, new_id=new_id, key_dir=key_dir)
+        return await open_postgres_store(
+            target, models=models, clock=clock, new_id=new_id, key_dir=key_dir
+        )
     if clock is None:
         return await open_sqlite_store(target, models=models, new_id=new_id)
     return await open_sqlite_store(target, models=models, clock=clock, new_id=new_id)

@@ -15,7 +15,8 @@ API key secrets: a database server is what gets dumped, replicated and shared, s
 SQLite, it keeps the key rows and never the secrets (a CHECK refuses them). They live in private
 files (:class:`~tavernkit.store.key_files.KeyFiles`: a 0700 folder, one 0600 file per key) on
 the machine that runs tavernkit: ``TAVERNKIT_KEY_DIR`` when set (point the processes of one
-deployment at one folder), else ``<data dir>/postgres-keys/<host>_<port>_<database>``.
+deployment at one folder), else ``<data dir>/postgres-keys/<host>_<port>_<database>``
+(:func:`default_key_dir`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ if TYPE_CHECKING:
     import aiosqlite
     import asyncpg
 
-__all__ = ["PostgresStore", "is_postgres_url", "open_postgres_store", "redact_url"]
+__all__ = [
+    "PostgresStore",
+    "default_key_dir",
+    "is_postgres_url",
+    "open_postgres_store",
+    "redact_url",
+]
 
 _URL = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
 
@@ -63,7 +70,10 @@ def redact_url(url: str) -> str:
     return parts._replace(netloc=netloc).geturl()
 
 
-def _default_key_dir(url: str) -> Path:
+def default_key_dir(url: str) -> Path:
+    """Where the key secrets of the database at ``url`` live on this machine:
+    ``TAVERNKIT_KEY_DIR`` when set, else ``<data dir>/postgres-keys/<host>_<port>_<database>``.
+    They belong to the database, not to a home: ``--home`` does not move them."""
     env = os.environ.get("TAVERNKIT_KEY_DIR")
     if env:
         return Path(env)
@@ -248,7 +258,7 @@ async def open_postgres_store(
     return PostgresStore(
         pool,
         url,
-        key_dir=key_dir or _default_key_dir(url),
+        key_dir=key_dir or default_key_dir(url),
         models=default_models() if models is None else models,
         clock=clock,
         new_id=new_id or new_record_id,
