@@ -89,8 +89,10 @@ def copy_data(
     ] = None,
     home: HomeOption = None,
 ) -> None:
-    """Copy everything between the home's SQLite file and an empty PostgreSQL database (or
-    back into an empty home): records, chats, settings, keys and their secrets."""
+    """Copy everything between the home's SQLite file and an empty PostgreSQL database.
+
+    ``--to URL`` copies the home into the database, ``--from URL`` the database into an empty
+    home: records, chats, settings, API keys and their secrets, row for row."""
     if (to is None) == (from_ is None):
         raise fail("give exactly one of --to URL or --from URL")
     folder = _home(home)
