@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tavernkit.errors import Conflict, StoreError
+from tavernkit.store.postgres import PostgresStore
 from tavernkit.store.sqlite import SqliteStore
 
 __all__ = ["COPIED_TABLES", "CopyReport", "applied_migrations", "copy_store"]
@@ -87,6 +88,8 @@ async def copy_store(source: SqliteStore, target: SqliteStore) -> CopyReport:
             target.key_files.delete(key_id)
         raise
     report.secrets = len(written)
+    if isinstance(target, PostgresStore):
+        await target.refresh_statistics()
     return report
 
 

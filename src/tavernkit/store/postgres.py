@@ -148,6 +148,11 @@ class PostgresStore(SqliteStore):
     async def pragma(self, name: str) -> Any:
         raise StoreError("PRAGMA is SQLite's; a PostgreSQL store has none")
 
+    async def refresh_statistics(self) -> None:
+        """``ANALYZE``: fresh planner statistics after a bulk load (a copy, a big import), so
+        the first turns do not wait for autovacuum to notice the new rows."""
+        await self.execute_admin("ANALYZE")
+
     async def execute_admin(self, sql: str) -> str:
         """Run one statement outside the store's calls (tests and ``tavernkit migrate``)."""
         self._check_open()
