@@ -17,6 +17,7 @@ from tavernkit.errors import FormatError, StoreError
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store, open_store
 from tavernkit.store.migrations import MIGRATIONS
 from tavernkit.store.pg_migrations import PG_MIGRATIONS
+from tavernkit.store.sqlite import open_store as open_sqlite_store
 
 SECRET = "sk-Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
 HEADER = {"user_name": "You", "character_name": "Ava", "chat_metadata": {}}
@@ -196,3 +197,33 @@ async def test_open_store_picks_the_backend_from_the_target(
     with pytest.raises(StoreError) as info:
         await open_store(secret_url)
     assert SECRET not in str(info.value) and "***" in str(info.value)
+
+
+async def test_the_tables_mirror_sqlites_column_for_column(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    await (await open_postgres_store(postgres_url, key_dir=tmp_path)).close()
+    async with await open_sqlite_store(tmp_path / "t.db") as lite, lite._read() as db:
+        tables = [
+            r[0]
+            for r in await db.execute_fetchall(
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+            )
+        ]
+        sqlite_columns = {
+            t: [r[1] for r in await db.execute_fetchall(f"PRAGMA table_info({t})")] for t in tables
+        }
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
+        )
+    finally:
+        await conn.close()
+    pg_columns: dict[str, list[str]] = {}
+    for table, column in rows:
+        pg_columns.setdefault(table, []).append(column)
+    # record_blobs.seq stands in for SQLite's rowid
+    assert pg_columns.pop("record_blobs") == [*sqlite_columns.pop("record_blobs"), "seq"]
+    assert pg_columns == sqlite_columns

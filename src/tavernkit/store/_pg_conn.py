@@ -32,6 +32,10 @@ _DIALECT = (
     ),
     ("ORDER BY rowid", "ORDER BY seq"),
 )
+#: an INSERT of plain values (no ON CONFLICT, no SELECT), which COPY can do for many rows
+_PLAIN_INSERT = re.compile(
+    r"INSERT INTO (?P<table>\w+) \((?P<columns>[\w, ]+)\) VALUES \([?, ]+\)", re.IGNORECASE
+)
 #: a SELECT these make a group or a set, which FOR UPDATE cannot lock
 _UNLOCKABLE = re.compile(r"\b(GROUP BY|DISTINCT|UNION|COUNT\()", re.IGNORECASE)
 
@@ -148,6 +152,14 @@ class PgConn:
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         batch = [tuple(r) for r in rows]
-        if batch:
+        if not batch:
+            return
+        plain = _PLAIN_INSERT.fullmatch(sql)
+        if plain is not None and len(batch) > 1:
+            # One COPY, not a statement per row: the counting triggers fire once, and an
+            # import of a long chat is one round trip per table.
+            columns = [c.strip() for c in plain["columns"].split(",")]
+            await self._conn.copy_records_to_table(plain["table"], records=batch, columns=columns)
+        else:
             await self._conn.executemany(self._sql(sql), batch)
-            self._seen(sql, len(batch))
+        self._seen(sql, len(batch))
