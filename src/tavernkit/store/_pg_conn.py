@@ -36,6 +36,8 @@ _DIALECT = (
 _PLAIN_INSERT = re.compile(
     r"INSERT INTO (?P<table>\w+) \((?P<columns>[\w, ]+)\) VALUES \([?, ]+\)", re.IGNORECASE
 )
+#: a statement whose rows come back (the rest give a row count)
+_RETURNS_ROWS = re.compile(r"\s*(SELECT|WITH)\b|.*\bRETURNING\b", re.IGNORECASE | re.DOTALL)
 #: a SELECT these make a group or a set, which FOR UPDATE cannot lock
 _UNLOCKABLE = re.compile(r"\b(GROUP BY|DISTINCT|UNION|COUNT\()", re.IGNORECASE)
 
@@ -130,7 +132,7 @@ class PgConn:
 
     async def _execute(self, sql: str, params: Sequence[Any]) -> PgCursor:
         text = self._sql(sql)
-        if text.lstrip().upper().startswith("SELECT"):
+        if _RETURNS_ROWS.match(text):
             rows = [tuple(r) for r in await self._conn.fetch(text, *params)]
             if self._writing and "(SELECT" in text:
                 # A locking read that waited for another writer rechecks the locked row but
