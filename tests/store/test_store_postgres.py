@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import stat
+import time
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from _services import PostgresCluster
-from tavernkit.errors import FormatError, StoreError
+from tavernkit.errors import FormatError, RateLimited, StoreError
+from tavernkit.generation.keys import KeyPool, PoolKey, StoreCooldownStore
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store, open_store
 from tavernkit.store.migrations import MIGRATIONS
 from tavernkit.store.pg_migrations import PG_MIGRATIONS
@@ -227,3 +229,35 @@ async def test_the_tables_mirror_sqlites_column_for_column(
     # record_blobs.seq stands in for SQLite's rowid
     assert pg_columns.pop("record_blobs") == [*sqlite_columns.pop("record_blobs"), "seq"]
     assert pg_columns == sqlite_columns
+
+
+async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    a, b = await _two(postgres_url, tmp_path)
+    try:
+        ids = [await a.add_api_key("openai", f"{SECRET}{i}", owner="ann") for i in range(2)]
+
+        def pool(store: PostgresStore) -> KeyPool:
+            async def secret(key: PoolKey) -> str:
+                return await store.get_api_key_secret(key.key_id, owner="ann")
+
+            keys = [PoolKey(i) for i in ids]
+            return KeyPool(
+                "ann",
+                "openai",
+                keys,
+                load_secret=secret,
+                store=StoreCooldownStore(store),
+                clock=time.time,
+            )
+
+        first = await pool(a).select()
+        assert first is not None and first.key_id == ids[0]
+        await pool(a).record_failure(first, RateLimited("slow down", status=429))
+        other = await pool(b).select()
+        assert other is not None and other.key_id == ids[1]
+        assert await pool(b).secret(other) == f"{SECRET}1"
+    finally:
+        await a.close()
+        await b.close()
