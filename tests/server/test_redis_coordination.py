@@ -5,15 +5,18 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from tavernkit.errors import RateLimited
+from tavernkit.errors import CoordinationError, RateLimited
 from tavernkit.generation.keys import KeyPool, KeyStatus, PoolKey
 from tavernkit.server.coordination import TurnEvent
 from tavernkit.server.redis_coordination import RedisCoordination, coordination_from_url
+
+SECRET = "Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
 
 
 @pytest.fixture
@@ -171,3 +174,24 @@ async def test_a_429_seen_by_one_process_benches_the_key_for_all(
     assert await b.cooldowns.get("bob", "openai", "k1") == KeyStatus("k1")
     await pool_b.record_success(picked)
     assert (await a.cooldowns.get("ann", "openai", "k2")).uses == 1
+
+
+async def test_an_unreachable_redis_is_a_coordination_error_without_the_password() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    down = coordination_from_url(f"redis://:pw-{SECRET}@127.0.0.1:{port}/0")
+    try:
+        calls = [
+            down.events.append("t", "text", {}),
+            down.locks.acquire("c", "h", lease_s=1),
+            down.rate_limiter.hit("k", limit=1, window_s=1),
+            down.cooldowns.get("o", "p", "k"),
+            _collect(down.events.read("t")),
+        ]
+        for call in calls:
+            with pytest.raises(CoordinationError, match=f"127.0.0.1:{port}") as info:
+                await call
+            assert SECRET not in str(info.value)
+    finally:
+        await down.aclose()

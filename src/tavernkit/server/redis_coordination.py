@@ -24,13 +24,16 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import quote
 
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 from redis.typing import EncodableT, FieldT
 
+from tavernkit.errors import CoordinationError
 from tavernkit.generation.keys import KeyStatus
 from tavernkit.server.coordination import RateDecision, TurnEvent
 
@@ -48,6 +51,23 @@ _CLOSED = "__closed__"
 _EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 
 
+@asynccontextmanager
+async def _guard(where: str) -> AsyncIterator[None]:
+    """Redis's own errors as :class:`~tavernkit.errors.CoordinationError` naming ``where``
+    (the server, without its password); they never carry the values sent."""
+    try:
+        yield
+    except RedisError as exc:
+        raise CoordinationError(f"Redis at {where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _where(client: aioredis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix:{kwargs['path']}"
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
 def _part(value: str) -> str:
     """One part of a Redis key, quoted so that no owner or id can forge another's key."""
     return quote(value, safe="")
@@ -58,6 +78,7 @@ class RedisTurnEventLog:
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:", block_ms: int = 1000):
         self._redis = client
+        self._where = _where(client)
         self._prefix = prefix
         #: how long one XREAD waits before the reader checks that the log still exists (a
         #: process that died mid-turn never closes it; its TTL-less stream is gone only when
@@ -74,12 +95,13 @@ class RedisTurnEventLog:
             "type": type,
             "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":")),
         }
-        event_id = await self._redis.xadd(self._key(turn_id), fields)
+        async with _guard(self._where):
+            event_id = await self._redis.xadd(self._key(turn_id), fields)
         return _text(event_id)
 
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
         key = self._key(turn_id)
-        async with self._redis.pipeline(transaction=True) as pipe:
+        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
             pipe.xadd(key, {"type": _CLOSED, "data": "{}"})
             pipe.pexpire(key, max(1, int(ttl_s * 1000)))
             await pipe.execute()
@@ -90,14 +112,17 @@ class RedisTurnEventLog:
         return self._read(self._key(turn_id), turn_id, after or "0-0")
 
     async def _read(self, key: str, turn_id: str, last: str) -> AsyncIterator[TurnEvent]:
-        if not await self._redis.exists(key):
+        async with _guard(self._where):
+            known = await self._redis.exists(key)
+        if not known:
             raise KeyError(turn_id)
         while True:
-            # [[stream, [(id, {field: value}), ...]]] (typed by redis-py as any reply)
-            reply: Any = await self._redis.xread({key: last}, count=256, block=self._block_ms)
-            if not reply:
-                if not await self._redis.exists(key):
+            async with _guard(self._where):
+                # [[stream, [(id, {field: value}), ...]]] (typed by redis-py as any reply)
+                reply: Any = await self._redis.xread({key: last}, count=256, block=self._block_ms)
+                if not reply and not await self._redis.exists(key):
                     return  # expired (or deleted) without an end marker
+            if not reply:
                 continue
             for entry_id, fields in reply[0][1]:
                 last = _text(entry_id)
@@ -127,6 +152,7 @@ class RedisChatLock:
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
         self._redis = client
+        self._where = _where(client)
         self._prefix = prefix
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
@@ -135,16 +161,20 @@ class RedisChatLock:
         return f"{self._prefix}chatlock:{_part(chat_id)}"
 
     async def acquire(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
-        return bool(await self._redis.set(self._key(chat_id), holder, nx=True, px=_ms(lease_s)))
+        async with _guard(self._where):
+            return bool(await self._redis.set(self._key(chat_id), holder, nx=True, px=_ms(lease_s)))
 
     async def renew(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
-        return bool(await self._renew(keys=[self._key(chat_id)], args=[holder, _ms(lease_s)]))
+        async with _guard(self._where):
+            return bool(await self._renew(keys=[self._key(chat_id)], args=[holder, _ms(lease_s)]))
 
     async def release(self, chat_id: str, holder: str) -> None:
-        await self._release(keys=[self._key(chat_id)], args=[holder])
+        async with _guard(self._where):
+            await self._release(keys=[self._key(chat_id)], args=[holder])
 
     async def holder(self, chat_id: str) -> str | None:
-        value = await self._redis.get(self._key(chat_id))
+        async with _guard(self._where):
+            value = await self._redis.get(self._key(chat_id))
         return None if value is None else _text(value)
 
 
@@ -176,15 +206,17 @@ class RedisRateLimiter:
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
         self._prefix = prefix
+        self._where = _where(client)
         self._hit = client.register_script(_HIT)
 
     async def hit(self, key: str, *, limit: int, window_s: float) -> RateDecision:
         if limit < 1 or window_s <= 0:
             raise ValueError(f"a rate limit needs limit >= 1, window_s > 0: {limit}, {window_s}")
-        allowed, wait_ms = await self._hit(
-            keys=[f"{self._prefix}rate:{_part(key)}"],
-            args=[limit, _ms(window_s), uuid.uuid4().hex],
-        )
+        async with _guard(self._where):
+            allowed, wait_ms = await self._hit(
+                keys=[f"{self._prefix}rate:{_part(key)}"],
+                args=[limit, _ms(window_s), uuid.uuid4().hex],
+            )
         if allowed:
             return RateDecision(True)
         return RateDecision(False, retry_after_s=int(wait_ms) / 1000)
@@ -199,6 +231,7 @@ class RedisCooldownStore:
         self, client: aioredis.Redis, *, prefix: str = "tk:", keep_s: float = 30 * 86400
     ) -> None:
         self._redis = client
+        self._where = _where(client)
         self._prefix = prefix
         self._keep_ms = _ms(keep_s)
 
@@ -206,18 +239,20 @@ class RedisCooldownStore:
         return f"{self._prefix}keystate:{_part(owner)}:{_part(provider)}:{_part(key_id)}"
 
     async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
-        raw = await self._redis.get(self._key(owner, provider, key_id))
+        async with _guard(self._where):
+            raw = await self._redis.get(self._key(owner, provider, key_id))
         if raw is None:
             return KeyStatus(key_id)
         fields = json.loads(_text(raw))
         return KeyStatus(**{**fields, "key_id": key_id})
 
     async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
-        await self._redis.set(
-            self._key(owner, provider, status.key_id),
-            json.dumps(asdict(status), separators=(",", ":")),
-            px=self._keep_ms,
-        )
+        async with _guard(self._where):
+            await self._redis.set(
+                self._key(owner, provider, status.key_id),
+                json.dumps(asdict(status), separators=(",", ":")),
+                px=self._keep_ms,
+            )
 
 
 @dataclass(frozen=True, slots=True)
