@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 __all__ = ["PostgresCluster", "RedisServer", "missing", "start_postgres", "start_redis"]
@@ -64,6 +63,8 @@ class PostgresCluster:
 
     async def create_database(self) -> str:
         """A fresh, empty database; its URL."""
+        import asyncpg  # the scale extra: only the tests that use PostgreSQL need it
+
         # letters only: tests look for pieces of made-up secrets in reprs, which name the URL
         name = "t_" + "".join(random.choices("ghjkmnpqrstvwxyz", k=16))
         admin = await asyncpg.connect(self.url())
@@ -74,6 +75,8 @@ class PostgresCluster:
         return self.url(name)
 
     async def drop_database(self, url: str) -> None:
+        import asyncpg
+
         name = url.rsplit("/", 1)[-1]
         admin = await asyncpg.connect(self.url())
         try:

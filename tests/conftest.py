@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-import redis.asyncio
 
 from _services import PostgresCluster, RedisServer, start_postgres, start_redis
 
@@ -73,6 +72,8 @@ def redis_server() -> Iterator[RedisServer]:
 @pytest.fixture
 async def redis_url(redis_server: RedisServer) -> str:
     """The session's redis-server, emptied for this test."""
+    import redis.asyncio  # the scale extra: only the tests that use Redis need it
+
     client = redis.asyncio.Redis.from_url(redis_server.url)
     try:
         await client.flushall()
