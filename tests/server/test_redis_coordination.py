@@ -10,11 +10,16 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio
 
 from tavernkit.errors import CoordinationError, RateLimited
 from tavernkit.generation.keys import KeyPool, KeyStatus, PoolKey
 from tavernkit.server.coordination import TurnEvent
-from tavernkit.server.redis_coordination import RedisCoordination, coordination_from_url
+from tavernkit.server.redis_coordination import (
+    RedisCoordination,
+    RedisTurnEventLog,
+    coordination_from_url,
+)
 
 SECRET = "Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
 
@@ -92,6 +97,22 @@ async def test_unknown_turns_bad_ids_and_the_ttl(
     await asyncio.sleep(0.35)
     with pytest.raises(KeyError):  # dropped after its TTL
         await _collect(b.events.read("t3"))
+
+
+async def test_a_log_its_process_never_closed_expires_and_its_readers_end(
+    redis_url: str,
+) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    crashed = RedisTurnEventLog(client, block_ms=50, open_ttl_s=0.3)
+    try:
+        await crashed.append("t4", "text", {"delta": "half a rep"})  # then the process dies
+        reader = asyncio.create_task(_collect(crashed.read("t4")))
+        events = await asyncio.wait_for(reader, 5)  # ends once the log expired
+        assert [e.data["delta"] for e in events] == ["half a rep"]
+        with pytest.raises(KeyError):
+            await _collect(crashed.read("t4"))
+    finally:
+        await client.aclose()
 
 
 # -- chat lock -----------------------------------------------------------------------------------

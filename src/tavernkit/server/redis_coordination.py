@@ -76,14 +76,23 @@ def _part(value: str) -> str:
 class RedisTurnEventLog:
     """:class:`~tavernkit.server.coordination.TurnEventLog` on Redis streams."""
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:", block_ms: int = 1000):
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str = "tk:",
+        block_ms: int = 1000,
+        open_ttl_s: float = 86400,
+    ):
         self._redis = client
         self._where = _where(client)
         self._prefix = prefix
-        #: how long one XREAD waits before the reader checks that the log still exists (a
-        #: process that died mid-turn never closes it; its TTL-less stream is gone only when
-        #: someone deletes it, and its readers must not wait forever on an expired one)
+        #: how long one XREAD waits before the reader checks that the log still exists (its
+        #: readers must not wait forever on a log that expired without an end marker)
         self._block_ms = block_ms
+        #: the TTL every append renews: a process that dies mid-turn never closes its log,
+        #: which then goes this long after its last event instead of staying forever
+        self._open_ttl_ms = _ms(open_ttl_s)
 
     def _key(self, turn_id: str) -> str:
         return f"{self._prefix}turn:{_part(turn_id)}"
@@ -95,8 +104,11 @@ class RedisTurnEventLog:
             "type": type,
             "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":")),
         }
-        async with _guard(self._where):
-            event_id = await self._redis.xadd(self._key(turn_id), fields)
+        key = self._key(turn_id)
+        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, fields)
+            pipe.pexpire(key, self._open_ttl_ms)
+            event_id, _ = await pipe.execute()
         return _text(event_id)
 
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
