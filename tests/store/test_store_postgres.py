@@ -261,3 +261,35 @@ async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another
     finally:
         await a.close()
         await b.close()
+
+
+async def test_streaming_swiping_and_appending_at_once_across_processes(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    a, b = await _two(postgres_url, tmp_path)
+    try:
+        chat = await a.create_chat(HEADER, [bot("first")], name="c")
+        mid = (await a.load_chat(chat.id)).messages[0].id
+
+        async def stream() -> None:
+            for i in range(30):
+                await a.update_swipe_text(mid, 0, "x" * i, complete=i == 29)
+
+        async def swipe() -> None:
+            for i in range(10):
+                await b.append_swipe(mid, f"take {i}", activate=False)
+
+        async def append() -> None:
+            for i in range(10):
+                await b.append_message(chat.id, bot(f"later {i}"))
+
+        await asyncio.gather(stream(), swipe(), append(), stream())
+        loaded = await a.load_chat(chat.id)
+        first = loaded.messages[0]
+        assert first.data["swipes"] == ["x" * 29] + [f"take {i}" for i in range(10)]
+        assert first.data["mes"] == "x" * 29 and first.partial_swipes == ()
+        assert [m.position for m in loaded.messages] == list(range(11))
+        assert loaded.info.message_count == 11
+    finally:
+        await a.close()
+        await b.close()

@@ -164,6 +164,16 @@ class PostgresStore(SqliteStore):
                 raise map_pg_error(exc) from exc
             raise
 
+    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
+        # The message's and its chat's rows first, as every other writer of a chat takes them
+        # (the write transaction's SELECTs lock what they read): streaming into a swipe would
+        # otherwise lock the swipe, then the message, the reverse of a swipe append's order.
+        await db.execute_fetchall(
+            "SELECT m.id FROM messages m JOIN chats c ON c.id = m.chat_id "
+            "WHERE m.id = ? AND c.owner = ?",
+            (message_id, owner),
+        )
+
     # -- connections and transactions -----------------------------------------------------
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
