@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import stat
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncpg
@@ -29,82 +30,75 @@ def bot(text: str) -> dict[str, object]:
     return {"name": "Ava", "is_user": False, "mes": text, "swipes": [text], "swipe_id": 0}
 
 
-async def _two(url: str, tmp_path: Path) -> tuple[PostgresStore, PostgresStore]:
+@pytest.fixture
+async def two(postgres_url: str, tmp_path: Path) -> AsyncIterator[tuple[PostgresStore, ...]]:
+    """Two "processes": two stores, each with its own pool, on one database and key folder."""
     keys = tmp_path / "keys"
-    return (
-        await open_postgres_store(url, key_dir=keys),
-        await open_postgres_store(url, key_dir=keys),
-    )
+    a = await open_postgres_store(postgres_url, key_dir=keys)
+    b = await open_postgres_store(postgres_url, key_dir=keys)
+    try:
+        yield a, b
+    finally:
+        await a.close()
+        await b.close()
 
 
 async def test_two_processes_appending_to_one_chat_get_one_gapless_order(
-    postgres_url: str, tmp_path: Path
+    two: tuple[PostgresStore, ...],
 ) -> None:
-    a, b = await _two(postgres_url, tmp_path)
-    try:
-        chat = await a.create_chat(HEADER, [bot("hi")], name="c")
-        writes = [
-            store.append_message(chat.id, bot(f"{name}{i}"))
-            for i in range(15)
-            for name, store in (("a", a), ("b", b))
-        ]
-        stored = await asyncio.gather(*writes)
-        assert sorted(m.position for m in stored) == list(range(1, 31))
-        loaded = await b.load_chat(chat.id)
-        assert [m.position for m in loaded.messages] == list(range(31))
-        assert loaded.info.message_count == 31  # the trigger's counter saw every append
-        window = await a.load_chat_window(chat.id, last=5)
-        assert [m.position for m in window.tail] == [26, 27, 28, 29, 30]
-        assert [m.position for m in window.head] == [0]  # up to the first visible message
-        assert window.gap.total == 25
-    finally:
-        await a.close()
-        await b.close()
+    a, b = two
+    chat = await a.create_chat(HEADER, [bot("hi")], name="c")
+    writes = [
+        store.append_message(chat.id, bot(f"{name}{i}"))
+        for i in range(15)
+        for name, store in (("a", a), ("b", b))
+    ]
+    stored = await asyncio.gather(*writes)
+    assert sorted(m.position for m in stored) == list(range(1, 31))
+    loaded = await b.load_chat(chat.id)
+    assert [m.position for m in loaded.messages] == list(range(31))
+    assert loaded.info.message_count == 31  # the trigger's counter saw every append
+    window = await a.load_chat_window(chat.id, last=5)
+    assert [m.position for m in window.tail] == [26, 27, 28, 29, 30]
+    assert [m.position for m in window.head] == [0]  # up to the first visible message
+    assert window.gap.total == 25
 
 
 async def test_two_processes_adding_swipes_to_one_message_lose_none(
-    postgres_url: str, tmp_path: Path
+    two: tuple[PostgresStore, ...],
 ) -> None:
-    a, b = await _two(postgres_url, tmp_path)
-    try:
-        chat = await a.create_chat(HEADER, [bot("first")], name="c")
-        mid = (await a.load_chat(chat.id)).messages[0].id
-        indexes = await asyncio.gather(
-            *(s.append_swipe(mid, f"take {i}") for i in range(10) for s in (a, b))
-        )
-        assert sorted(indexes) == list(range(1, 21))
-        message = await b.get_message(mid)
-        assert len(message.data["swipes"]) == 21
-    finally:
-        await a.close()
-        await b.close()
+    a, b = two
+    chat = await a.create_chat(HEADER, [bot("first")], name="c")
+    mid = (await a.load_chat(chat.id)).messages[0].id
+    indexes = await asyncio.gather(
+        *(s.append_swipe(mid, f"take {i}") for i in range(10) for s in (a, b))
+    )
+    assert sorted(indexes) == list(range(1, 21))
+    message = await b.get_message(mid)
+    assert len(message.data["swipes"]) == 21
 
 
 async def test_revisions_count_every_write_of_every_process(
-    postgres_url: str, tmp_path: Path
+    two: tuple[PostgresStore, ...], postgres_url: str
 ) -> None:
-    a, b = await _two(postgres_url, tmp_path)
-    try:
-        ref = await a.put("persona", {"name": "P", "description": "0"})
-        first = await b.get_shared("persona", ref.id)
-        await asyncio.gather(
-            *(
-                s.put("persona", {"name": "P", "description": str(i)}, id=ref.id)
-                for i in range(1, 11)
-                for s in (a, b)
-            )
+    a, b = two
+    ref = await a.put("persona", {"name": "P", "description": "0"})
+    first = await b.get_shared("persona", ref.id)
+    await asyncio.gather(
+        *(
+            s.put("persona", {"name": "P", "description": str(i)}, id=ref.id)
+            for i in range(1, 11)
+            for s in (a, b)
         )
-        conn = await asyncpg.connect(postgres_url)
-        try:
-            revision = await conn.fetchval("SELECT revision FROM records WHERE id = $1", ref.id)
-        finally:
-            await conn.close()
-        assert revision == 21
-        # b's shared model is replaced once a's writes bump the revision
-        assert await b.get_shared("persona", ref.id) is not first
+    )
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        revision = await conn.fetchval("SELECT revision FROM records WHERE id = $1", ref.id)
     finally:
-        await a.close()
-        await b.close()
+        await conn.close()
+    assert revision == 21
+    # b's shared model is replaced once a's writes bump the revision
+    assert await b.get_shared("persona", ref.id) is not first
 
 
 async def test_processes_starting_at_once_migrate_once(postgres_url: str, tmp_path: Path) -> None:
@@ -232,64 +226,56 @@ async def test_the_tables_mirror_sqlites_column_for_column(
 
 
 async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another(
-    postgres_url: str, tmp_path: Path
+    two: tuple[PostgresStore, ...],
 ) -> None:
-    a, b = await _two(postgres_url, tmp_path)
-    try:
-        ids = [await a.add_api_key("openai", f"{SECRET}{i}", owner="ann") for i in range(2)]
+    a, b = two
+    ids = [await a.add_api_key("openai", f"{SECRET}{i}", owner="ann") for i in range(2)]
 
-        def pool(store: PostgresStore) -> KeyPool:
-            async def secret(key: PoolKey) -> str:
-                return await store.get_api_key_secret(key.key_id, owner="ann")
+    def pool(store: PostgresStore) -> KeyPool:
+        async def secret(key: PoolKey) -> str:
+            return await store.get_api_key_secret(key.key_id, owner="ann")
 
-            keys = [PoolKey(i) for i in ids]
-            return KeyPool(
-                "ann",
-                "openai",
-                keys,
-                load_secret=secret,
-                store=StoreCooldownStore(store),
-                clock=time.time,
-            )
+        keys = [PoolKey(i) for i in ids]
+        return KeyPool(
+            "ann",
+            "openai",
+            keys,
+            load_secret=secret,
+            store=StoreCooldownStore(store),
+            clock=time.time,
+        )
 
-        first = await pool(a).select()
-        assert first is not None and first.key_id == ids[0]
-        await pool(a).record_failure(first, RateLimited("slow down", status=429))
-        other = await pool(b).select()
-        assert other is not None and other.key_id == ids[1]
-        assert await pool(b).secret(other) == f"{SECRET}1"
-    finally:
-        await a.close()
-        await b.close()
+    first = await pool(a).select()
+    assert first is not None and first.key_id == ids[0]
+    await pool(a).record_failure(first, RateLimited("slow down", status=429))
+    other = await pool(b).select()
+    assert other is not None and other.key_id == ids[1]
+    assert await pool(b).secret(other) == f"{SECRET}1"
 
 
 async def test_streaming_swiping_and_appending_at_once_across_processes(
-    postgres_url: str, tmp_path: Path
+    two: tuple[PostgresStore, ...],
 ) -> None:
-    a, b = await _two(postgres_url, tmp_path)
-    try:
-        chat = await a.create_chat(HEADER, [bot("first")], name="c")
-        mid = (await a.load_chat(chat.id)).messages[0].id
+    a, b = two
+    chat = await a.create_chat(HEADER, [bot("first")], name="c")
+    mid = (await a.load_chat(chat.id)).messages[0].id
 
-        async def stream() -> None:
-            for i in range(30):
-                await a.update_swipe_text(mid, 0, "x" * i, complete=i == 29)
+    async def stream() -> None:
+        for i in range(30):
+            await a.update_swipe_text(mid, 0, "x" * i, complete=i == 29)
 
-        async def swipe() -> None:
-            for i in range(10):
-                await b.append_swipe(mid, f"take {i}", activate=False)
+    async def swipe() -> None:
+        for i in range(10):
+            await b.append_swipe(mid, f"take {i}", activate=False)
 
-        async def append() -> None:
-            for i in range(10):
-                await b.append_message(chat.id, bot(f"later {i}"))
+    async def append() -> None:
+        for i in range(10):
+            await b.append_message(chat.id, bot(f"later {i}"))
 
-        await asyncio.gather(stream(), swipe(), append(), stream())
-        loaded = await a.load_chat(chat.id)
-        first = loaded.messages[0]
-        assert first.data["swipes"] == ["x" * 29] + [f"take {i}" for i in range(10)]
-        assert first.data["mes"] == "x" * 29 and first.partial_swipes == ()
-        assert [m.position for m in loaded.messages] == list(range(11))
-        assert loaded.info.message_count == 11
-    finally:
-        await a.close()
-        await b.close()
+    await asyncio.gather(stream(), swipe(), append(), stream())
+    loaded = await a.load_chat(chat.id)
+    first = loaded.messages[0]
+    assert first.data["swipes"] == ["x" * 29] + [f"take {i}" for i in range(10)]
+    assert first.data["mes"] == "x" * 29 and first.partial_swipes == ()
+    assert [m.position for m in loaded.messages] == list(range(11))
+    assert loaded.info.message_count == 11
