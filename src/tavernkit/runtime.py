@@ -22,7 +22,7 @@ from tavernkit.generation.profiles import ProviderLike, local_provider
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
-from tavernkit.store.sqlite import SqliteStore
+from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry
 
@@ -74,10 +74,10 @@ class Runtime:
         self.key_cooldowns = InMemoryCooldownStore()
         self.local_models = local_models or LocalModels(local_provider)
         self.clock = clock
-        self._store: SqliteStore | None = None
+        self._store: Store | None = None
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> Store:
         if self._store is None:
             raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
         return self._store
@@ -86,10 +86,10 @@ class Runtime:
     def is_open(self) -> bool:
         return self._store is not None
 
-    def attach(self, store: SqliteStore) -> None:
+    def attach(self, store: Store) -> None:
         self._store = store
 
-    def detach(self) -> SqliteStore | None:
+    def detach(self) -> Store | None:
         store, self._store = self._store, None
         return store
 
