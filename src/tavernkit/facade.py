@@ -15,6 +15,7 @@ manager so the database is closed::
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -37,8 +38,10 @@ from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.runtime import Runtime
+from tavernkit.store.backends import open_store
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
-from tavernkit.store.sqlite import SqliteStore, open_store
+from tavernkit.store.postgres import is_postgres_url, redact_url
+from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry
 
@@ -57,8 +60,12 @@ class Tavern:
         *,
         owner: str = DEFAULT_OWNER,
         load_plugins: bool = True,
+        database: str | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else data_dir(create=False)
+        #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
+        #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
+        self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
         self.plugins: pluggy.PluginManager = get_plugin_manager(load_entrypoints=load_plugins)
         self.formats = FormatRegistry.from_plugins(self.plugins)
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
@@ -69,8 +76,51 @@ class Tavern:
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
         self._library: Library | None = None
         self._chats: ChatService | None = None
+        #: owner -> that owner's view (see :meth:`for_owner`); None on a view itself
+        self._views: dict[str, Tavern] | None = {}
+        #: a view borrows its parent's store: closing the view never closes the store
+        self._borrowed = False
+
+    def for_owner(self, owner: str) -> Tavern:
+        """The Tavern of ``owner`` over this Tavern's open store: its own runtime (tools,
+        running generations, one chat service), sharing the store, the plugins, the formats,
+        the prompt renderer, the embedded models and the environment keys' cooldowns. Made once
+        per owner and cached, so a server builds one per user, not one per request; the view
+        stays usable while this Tavern is open and is detached when it closes. Asking for this
+        Tavern's own owner returns this Tavern."""
+        if owner == self.owner:
+            return self
+        if self._views is None:
+            raise TavernKitError("for_owner is asked of the Tavern that made the view")
+        if not self.runtime.is_open:
+            raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
+        view = self._views.get(owner)
+        if view is None:
+            view = object.__new__(Tavern)
+            view.home = self.home
+            view.plugins = self.plugins
+            view.formats = self.formats
+            view.runtime = Runtime(
+                owner=owner,
+                plugins=self.plugins,
+                prompt_renderer=self.runtime.prompt_renderer,
+                local_models=self.runtime.local_models,
+                clock=self.runtime.clock,
+            )
+            # environment keys are the process's, whoever's turn uses them
+            view.runtime.key_cooldowns = self.runtime.key_cooldowns
+            self.plugins.hook.register_tools(register=view.runtime.tools.register_function_tool)
+            view._chats = None
+            view._views = None
+            view._borrowed = True
+            view.runtime.attach(self.store)
+            view._library = Library(self.store, self.formats, owner=owner)
+            self._views[owner] = view
+        return view
 
     async def open(self) -> Self:
+        if self._borrowed and not self.runtime.is_open:
+            raise TavernKitError("this owner's view was closed with the Tavern that made it")
         if not self.runtime.is_open:
             try:
                 self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -83,17 +133,31 @@ class Tavern:
                 raise StoreError(
                     f"cannot create the data folder {self.home}: {exc.strerror or exc}"
                 ) from None
-            store = await open_store(self.home / DB_FILE_NAME)
+            store = await self._open_store()
             self.runtime.attach(store)
             self._library = Library(store, self.formats, owner=self.owner)
         return self
 
+    async def _open_store(self) -> Store:
+        if self.database is None:
+            return await open_store(self.home / DB_FILE_NAME)
+        if not is_postgres_url(self.database):
+            raise StoreError(
+                f"not a database URL: {redact_url(self.database)!r} "
+                "(expected postgresql://user@host:port/database)"
+            )
+        return await open_store(self.database)
+
     async def close(self) -> None:
         if self._chats is not None:
             await self._chats.memory.settle()  # no background sync outlives the store
+        for view in (self._views or {}).values():
+            await view.close()
+        if self._views is not None:
+            self._views.clear()
         store = self.runtime.detach()
         self._library = None
-        if store is not None:
+        if store is not None and not self._borrowed:
             await store.close()
 
     async def __aenter__(self) -> Self:
@@ -112,7 +176,7 @@ class Tavern:
         return self.runtime.owner
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> Store:
         return self.runtime.store
 
     @property

@@ -28,8 +28,9 @@ from tavernkit.memory.summary import (
 from tavernkit.memory.turn import apply_memory
 from tavernkit.models.chat import Message
 from tavernkit.models.memory import MemorySettings, SummarySettings, VectorSettings
+from tavernkit.prompt.assembled import AssembledChat as ChatPrompt
+from tavernkit.prompt.assembled import AssembledText as TextPrompt
 from tavernkit.prompt.macros import macro_substitute
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.prompt.st_replay import Replay, prepare_replay
 from tavernkit.worldinfo import scan as wi_scan
 

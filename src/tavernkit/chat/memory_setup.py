@@ -22,6 +22,7 @@ from typing import Any
 from tavernkit.chat.prepare import resolve_profile
 from tavernkit.errors import MemoryConfigError, NotFound, TavernKitError
 from tavernkit.memory.chat_memory import sync_chat
+from tavernkit.memory.collections import VectorRows
 from tavernkit.memory.embedding import EndpointEmbedder, TextEmbedder
 from tavernkit.memory.turn import MemoryStep, apply_memory
 from tavernkit.models.memory import VectorSettings
@@ -77,7 +78,7 @@ class ChatMemory:
             if not vectors.enabled_chats:
                 return
             embedder = await self.embedder(vectors, owner=owner)
-            collections = self.runtime.memory.collections(self.runtime.store, owner, embedder)
+            collections = self.runtime.memory.collections(self._rows(), owner, embedder)
             pstate = prompt_state_from_chat_state(state)
             substitute = macro_substitute(pstate, compat=state.compat)
             await sync_chat(
@@ -93,6 +94,12 @@ class ChatMemory:
             await asyncio.shield(task)
         for c in [c for c, t in self._pending.items() if t.done()]:
             del self._pending[c]
+
+    def _rows(self) -> VectorRows | None:
+        """The store's vector rows; a store without them (PostgreSQL, for now) keeps the
+        vectors in this process only (re-embedded after a restart)."""
+        store = self.runtime.store
+        return store if isinstance(store, VectorRows) else None
 
     async def embedder(self, settings: VectorSettings, *, owner: str) -> TextEmbedder:
         """The embedder ``settings`` name (see the module docstring)."""
@@ -150,7 +157,7 @@ class ChatMemory:
                 if vectors.enabled_chats:
                     self._recalling.add(state.chat_id)
             embedder = await self.embedder(vectors, owner=owner)
-            collections = self.runtime.memory.collections(self.runtime.store, owner, embedder)
+            collections = self.runtime.memory.collections(self._rows(), owner, embedder)
         return await apply_memory(
             prompt_state,
             settings,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tavernkit.memory.embedding import TextEmbedder
 from tavernkit.memory.index import Hit, VectorIndex
@@ -28,6 +28,7 @@ __all__ = ["Item", "VectorCollections", "VectorRows"]
 Item = tuple[int, str, int]
 
 
+@runtime_checkable
 class VectorRows(Protocol):
     """Persistent rows of collections (implemented by the SQLite store)."""
 

@@ -15,6 +15,7 @@ the summary but no recall); the summary is injected for every kind.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,6 +30,7 @@ from tavernkit.prompt.state import ExtensionPrompt, PromptState
 
 if TYPE_CHECKING:
     from tavernkit.models.state import ChatState
+    from tavernkit.prompt.pipeline import PromptSession
 
 __all__ = ["MemoryStep", "TurnMemory", "apply_memory"]
 
@@ -50,6 +52,15 @@ class MemoryStep:
         gone = {id(m) for m in self.recalled}
         kept = [m for m in state.chat.messages if id(m) not in gone]
         return state.model_copy(update={"chat": state.chat.model_copy(update={"messages": kept})})
+
+    def session(self, session: PromptSession) -> PromptSession:
+        """``session`` building from the memory-applied state (its card not yet evaluated:
+        nothing before the scan reads it)."""
+        if self.state is session.prompt_state:
+            return session
+        return dataclasses.replace(
+            session, state=self.chat_state(session.state), prompt_state=self.state
+        )
 
     def scan_options(self) -> dict[str, Any]:
         """Keyword arguments for ``worldinfo.scan``."""

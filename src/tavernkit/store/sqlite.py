@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 from tavernkit.errors import FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
+from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
 from tavernkit.store._sqlite_chats import SqliteChats
 from tavernkit.store._sqlite_vectors import SqliteVectors
@@ -58,7 +59,8 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _new_id() -> str:
+def new_record_id() -> str:
+    """A new row id (what every store uses unless a test pins ``new_id``)."""
     return uuid.uuid4().hex
 
 
@@ -80,7 +82,7 @@ async def open_store(
     *,
     models: ModelRegistry | None = None,
     clock: Callable[[], datetime] = _utc_now,
-    new_id: Callable[[], str] = _new_id,
+    new_id: Callable[[], str] = new_record_id,
 ) -> SqliteStore:
     """Open (creating and migrating as needed) the database at ``path``, by default
     ``tavernkit.db`` in the data dir. ``models`` maps kinds to the classes ``get`` validates
@@ -120,7 +122,7 @@ async def open_store(
 _SHARED_MAX = 64
 
 
-class SqliteStore(SqliteChats, SqliteVectors):
+class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
