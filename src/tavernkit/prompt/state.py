@@ -19,6 +19,7 @@ from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import count_user
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.prompt.group_context import GroupPromptContext
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
 from tavernkit.models.templates import (
     ContextTemplate,
@@ -204,6 +205,8 @@ class PromptState:
     max_response: int | None = None
     #: ``extra.api`` of the current connection (reasoning is carried only from the same API).
     api: str = ""
+    #: The group around the drafted member (``character``) in a group turn; ``None`` solo.
+    group: GroupPromptContext | None = None
 
     @property
     def user(self) -> str:
