@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tavernkit.models.character import Character
 from tavernkit.prompt.group_context import GroupPromptContext, PromptMember
-from tavernkit.prompt.macros import MacroSubstitute
+from tavernkit.prompt.macros import MacroSubstitute, group_macro_values
 from tavernkit.prompt.state import Substitute
 
 __all__ = [
@@ -31,12 +31,17 @@ __all__ = [
 ]
 
 
-def member_substitute(substitute: Substitute, name: str) -> Substitute:
-    """``substitute`` with ``{{char}}`` as member ``name`` (join mode resolves each member's
-    fields as that member). Evaluators other than the macro engine's get ``char`` as a
-    per-call macro."""
+def member_substitute(
+    substitute: Substitute, name: str, context: GroupPromptContext | None = None
+) -> Substitute:
+    """``substitute`` with ``{{char}}`` (and ``{{notChar}}``) as member ``name``: join mode
+    resolves each member's fields as that member. Evaluators other than the macro engine's
+    get ``char`` as a per-call macro."""
     if isinstance(substitute, MacroSubstitute):
-        env = dataclasses.replace(substitute.env, char=name)
+        changes: dict[str, str] = {"char": name}
+        if context is not None:
+            changes["not_char"] = group_macro_values(context, name)["not_char"]
+        env = dataclasses.replace(substitute.env, **changes)  # type: ignore[arg-type]
         return MacroSubstitute(env, compat=substitute.compat)
 
     def as_member(
@@ -86,7 +91,7 @@ def join_field(
             continue
         if examples and not value.startswith("<START>"):
             value = "<START>\n" + value
-        sub = member_substitute(substitute, member.name)
+        sub = member_substitute(substitute, member.name, context)
         value = _FIELDNAME.sub(label, value).strip()
         prefix = _FIELDNAME.sub(label, context.join_prefix)
         suffix = _FIELDNAME.sub(label, context.join_suffix)
@@ -105,7 +110,7 @@ def joined_depth_prompts(
         depth = member.character.depth_prompt
         if depth is None or not depth.prompt.strip():
             continue
-        text = prepare(depth.prompt.strip(), member_substitute(substitute, member.name))
+        text = prepare(depth.prompt.strip(), member_substitute(substitute, member.name, context))
         out.append(JoinedDepthPrompt(text, depth.depth, depth.role))
     return tuple(out)
 
