@@ -203,9 +203,7 @@ def _skipped(message: Message, *, allow_system: bool) -> bool:
     )
 
 
-def _swipe_targets(
-    request: SelectionRequest, rng: Rng, *, allow_system: bool
-) -> list[GroupMember]:
+def _swipe_targets(request: SelectionRequest, rng: Rng, *, allow_system: bool) -> list[GroupMember]:
     """``activateSwipe``: the last non-user speaker (membership is not checked in SillyTavern;
     here a speaker must still be a member to have a card)."""
     members = request.members

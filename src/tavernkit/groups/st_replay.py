@@ -91,8 +91,15 @@ def replay_group_turn(
     turns: list[GroupReplayTurn] = []
     for i, member in enumerate(speakers):
         if i == 0 and user_input and kind not in ("impersonate", "quiet", "continue", "swipe"):
-            chat_raw.append({"name": user_name, "is_user": True, "is_system": False,
-                             "mes": user_input, "extra": {}})
+            chat_raw.append(
+                {
+                    "name": user_name,
+                    "is_user": True,
+                    "is_system": False,
+                    "mes": user_input,
+                    "extra": {},
+                }
+            )
         member_inputs = dict(inputs)
         member_inputs["card"] = cards[member.avatar]
         member_inputs["card_avatar"] = member.avatar
@@ -113,9 +120,16 @@ def replay_group_turn(
             scan=scan,
         )
         turns.append(GroupReplayTurn(member, prompt))
-        chat_raw.append({"name": member.name, "is_user": False, "is_system": False,
-                         "mes": replies(i, member), "extra": {},
-                         "original_avatar": member.avatar})
+        chat_raw.append(
+            {
+                "name": member.name,
+                "is_user": False,
+                "is_system": False,
+                "mes": replies(i, member),
+                "extra": {},
+                "original_avatar": member.avatar,
+            }
+        )
     return turns
 
 

@@ -68,16 +68,10 @@ def card_fields(state: PromptState, substitute: Substitute) -> CardFields:
         def prepare(text: str, sub: Substitute) -> str:
             return base_chat_replace(text, state, sub)
 
-        description = join_field(
-            group, "Description", lambda c: c.description, prepare, substitute
-        )
-        personality = join_field(
-            group, "Personality", lambda c: c.personality, prepare, substitute
-        )
+        description = join_field(group, "Description", lambda c: c.description, prepare, substitute)
+        personality = join_field(group, "Personality", lambda c: c.personality, prepare, substitute)
         if not (meta and meta.scenario and meta.scenario.strip()):
-            scenario_text = join_field(
-                group, "Scenario", lambda c: c.scenario, prepare, substitute
-            )
+            scenario_text = join_field(group, "Scenario", lambda c: c.scenario, prepare, substitute)
         if not (meta and meta.mes_example and meta.mes_example.strip()):
             examples_text = join_field(
                 group,

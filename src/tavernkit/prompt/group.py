@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tavernkit.models.character import Character
@@ -38,10 +38,9 @@ def member_substitute(
     resolves each member's fields as that member. Evaluators other than the macro engine's
     get ``char`` as a per-call macro."""
     if isinstance(substitute, MacroSubstitute):
-        changes: dict[str, str] = {"char": name}
+        env = dataclasses.replace(substitute.env, char=name)
         if context is not None:
-            changes["not_char"] = group_macro_values(context, name)["not_char"]
-        env = dataclasses.replace(substitute.env, **changes)  # type: ignore[arg-type]
+            env.not_char = group_macro_values(context, name)["not_char"]
         return MacroSubstitute(env, compat=substitute.compat)
 
     def as_member(
@@ -49,11 +48,11 @@ def member_substitute(
         /,
         *,
         original: str | None = None,
-        dynamic: object = None,
+        dynamic: Mapping[str, str] | None = None,
     ) -> str:
-        return substitute(text, original=original, dynamic={"char": name})
+        return substitute(text, original=original, dynamic={**(dynamic or {}), "char": name})
 
-    return as_member  # type: ignore[return-value]
+    return as_member
 
 
 _FIELDNAME = re.compile(r"<FIELDNAME>", re.IGNORECASE)

@@ -19,7 +19,6 @@ from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import count_user
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
-from tavernkit.prompt.group_context import GroupPromptContext
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
 from tavernkit.models.templates import (
     ContextTemplate,
@@ -27,6 +26,7 @@ from tavernkit.models.templates import (
     ReasoningTemplate,
     SystemPrompt,
 )
+from tavernkit.prompt.group_context import GroupPromptContext
 
 __all__ = [
     "AuthorsNote",
