@@ -1,0 +1,110 @@
+"""Groups in the store: owned ``group`` records, their members resolved to stored characters,
+and the chats that belong to them.
+
+A group record is the SillyTavern group file (:class:`Group`). Its ``members`` are character
+avatar file names, as SillyTavern writes them; a stored character is that member when its
+card's ``avatar`` is that file name, or when its name is the file name without the extension
+(``Alice.png`` is the character ``Alice``). ``chats`` and ``chat_id`` hold the names of the
+group's chats in the store (a SillyTavern group chat is ``group chats/<name>.jsonl``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tavernkit.errors import FormatError, NotFound
+from tavernkit.groups.models import Group, GroupMember, resolve_members
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.character import Card, Character
+from tavernkit.store.protocol import Store
+
+__all__ = [
+    "GROUP_KIND",
+    "LoadedGroup",
+    "attach_chat",
+    "avatar_name",
+    "group_of_chat",
+    "load_group",
+]
+
+GROUP_KIND = "group"
+
+
+def avatar_name(character_name: str) -> str:
+    """The avatar file name SillyTavern gives a character imported under this name."""
+    return f"{character_name}.png"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedGroup:
+    """A stored group with its members resolved: ``id`` is the record's id, ``members`` the
+    members found in the store (list order, muted included), ``missing`` the avatars of
+    members that match no stored character (SillyTavern drops those when a group opens)."""
+
+    id: str
+    group: Group
+    members: list[GroupMember]
+    missing: list[str]
+
+    def member(self, name: str) -> GroupMember:
+        """The member called ``name`` (case-insensitive), or with that avatar; a
+        :class:`~tavernkit.errors.NotFound` naming the members otherwise."""
+        wanted = name.strip().casefold()
+        for member in self.members:
+            if member.avatar.casefold() == wanted or member.name.casefold() == wanted:
+                return member
+        names = ", ".join(m.name for m in self.members) or "none"
+        raise NotFound(f"group {self.group.name!r} has no member {name!r} (members: {names})")
+
+
+async def _roster(store: Store, owner: str) -> dict[str, Character]:
+    """Every stored character by avatar file name: the card's ``avatar`` when it has one,
+    and ``<name>.png`` always."""
+    roster: dict[str, Character] = {}
+    for info in await store.list("character", owner=owner):
+        card = await store.get("character", info.id, owner=owner)
+        if not isinstance(card, Card):
+            continue
+        avatar = (card.model_extra or {}).get("avatar")
+        if isinstance(avatar, str) and avatar and avatar != "none":
+            roster.setdefault(avatar, card.data)
+        roster.setdefault(avatar_name(card.data.name or info.name), card.data)
+    return roster
+
+
+async def load_group(store: Store, ref: str, *, owner: str = DEFAULT_OWNER) -> LoadedGroup:
+    """The group with id or name ``ref`` and its members."""
+    stored = await store.get_record(GROUP_KIND, ref, owner=owner)
+    group = Group.model_validate(stored.data)
+    roster = await _roster(store, owner)
+    members = resolve_members(group, roster)
+    missing = [m for m in group.members if m not in roster]
+    return LoadedGroup(stored.info.id, group, members, missing)
+
+
+async def group_of_chat(
+    store: Store, chat_name: str, *, owner: str = DEFAULT_OWNER
+) -> LoadedGroup | None:
+    """The stored group that lists the chat ``chat_name``, or ``None`` (a solo chat)."""
+    for info in await store.list(GROUP_KIND, owner=owner):
+        stored = await store.get_record(GROUP_KIND, info.id, owner=owner)
+        group = Group.model_validate(stored.data)
+        if chat_name in group.chats or chat_name == group.chat_id:
+            return await load_group(store, info.id, owner=owner)
+    return None
+
+
+async def attach_chat(
+    store: Store, ref: str, chat_name: str, *, owner: str = DEFAULT_OWNER, current: bool = True
+) -> Group:
+    """List ``chat_name`` among the group's chats (``current``: and make it the open one)."""
+    if not chat_name:
+        raise FormatError("a group chat needs a name", field="chat_id")
+    stored = await store.get_record(GROUP_KIND, ref, owner=owner)
+    group = Group.model_validate(stored.data)
+    if chat_name not in group.chats:
+        group.chats = [*group.chats, chat_name]
+    if current or not group.chat_id:
+        group.chat_id = chat_name
+    await store.put(GROUP_KIND, group, owner=owner, name=stored.info.name, id=stored.info.id)
+    return group
