@@ -21,6 +21,7 @@ from tavernkit.generation.profiles import (
     sampling_from_preset,
     sampling_from_textgen,
 )
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import request as built
@@ -193,6 +194,8 @@ async def prepare_turn(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     renderer: PromptRenderer | None = None,
+    character: str | None = None,
+    group: GroupPromptContext | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -206,6 +209,9 @@ async def prepare_turn(
     fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
     and the prompt, as SillyTavern evaluates them once per generation.
 
+    A group turn names the drafted member's ``character`` (its card, books and depth prompt
+    replace the chat's) and its ``group`` context (the other members, join settings).
+
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
     so the turn is the same as a build over the whole chat.
@@ -214,8 +220,15 @@ async def prepare_turn(
 
     async def attempt(window: int) -> PreparedTurn:
         state = await load_chat_state(
-            store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+            store,
+            owner=owner,
+            chat_id=chat_id,
+            character=character,
+            persona=overrides.persona,
+            window=window,
         )
+        if group is not None:
+            state = state.model_copy(update={"group": group})
         return await _prepare_state(
             store,
             state,

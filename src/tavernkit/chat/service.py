@@ -35,6 +35,14 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
+from tavernkit.chat.group_speaker import GroupSpeaker
+from tavernkit.chat.group_turn import (
+    GroupTurnOutcome,
+    mark_greeting,
+    pick_greeting,
+    run_group_turn,
+    speaker_for,
+)
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
@@ -53,6 +61,7 @@ from tavernkit.generation.abort import AbortController, AbortSignal, StreamingPr
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.generation.sink import ResponseSink
+from tavernkit.groups.records import attach_chat, load_group
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile, ReviewSettings
@@ -103,6 +112,8 @@ class _Turn:
     quiet_prompt: str = ""
     quiet_name: str | None = None
     loud: bool = False
+    #: a group turn's drafted member (see :mod:`.group_turn`); ``None`` in a solo chat
+    member: GroupSpeaker | None = None
 
     @classmethod
     def of(cls, kind: str, options: TurnKeywords, **own: Any) -> _Turn:
@@ -407,6 +418,98 @@ class ChatService:
         )
         return await self._turn(chat_id, turn)
 
+    # -- group chats (the logic: :mod:`.group_turn`) ------------------------------------------
+
+    async def new_group_chat(
+        self, group: str, *, name: str | None = None, rng: Callable[[], float] | None = None
+    ) -> ChatInfo:
+        """A new chat of the stored group ``group`` (id or name), listed in the group and
+        made its open chat: every member's greeting in list order, muted members included
+        (one greeting each, drawn from ``rng``), as SillyTavern opens a fresh group chat."""
+        loaded = await load_group(self.store, group, owner=self.owner)
+        now = self.clock()
+        messages: list[Message] = []
+        for member in loaded.members:
+            text = pick_greeting(member, rng or random.random)
+            if text is None:
+                continue
+            state = await load_chat_state(
+                self.store, owner=self.owner, character=loaded.character_ids[member.avatar]
+            )
+            state = state.model_copy(update={"group": speaker_for(loaded, member).context})
+            substitute = state_substitute(
+                state, prompt_state_from_chat_state(state), compat=state.compat
+            )
+            greeting = Message.new(
+                member.name, substitute(text.strip()), is_user=False, send_date=iso_timestamp(now)
+            )
+            greeting.ensure_swipes()
+            messages.append(mark_greeting(greeting, member))
+        header = ChatHeader.new(ChatMetadata(integrity=self.new_id()))
+        info = await self.store.create_chat(
+            header, messages, owner=self.owner, name=name or chat_name(loaded.group.name, now)
+        )
+        await attach_chat(self.store, loaded.id, info.name, owner=self.owner)
+        return info
+
+    async def group_turn(
+        self,
+        chat_id: str,
+        kind: str = "normal",
+        *,
+        text: str = "",
+        member: str | None = None,
+        quiet_prompt: str = "",
+        rng: Callable[[], float] | None = None,
+        **options: Unpack[TurnKeywords],
+    ) -> GroupTurnOutcome:
+        """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
+        one or several members reply per the group's strategy, or ``member`` (a name) when
+        given, whatever the strategy and mute state. ``kind`` is ``normal``, ``regenerate``
+        (replaces the last batch of replies), ``swipe``/``continue`` (the last speaker),
+        ``impersonate`` (a random member's view; nothing stored) or ``quiet`` (with
+        ``quiet_prompt``; nothing stored). ``rng`` draws the selection (SillyTavern's
+        ``Math.random``)."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        base = _Turn.of(
+            kind,
+            {"stream": False, **options} if kind == "quiet" else options,
+            quiet_prompt=quiet_prompt,
+        )
+        await self.check_overrides(base.overrides)
+
+        async def store_input(chat_id: str) -> None:
+            await self._store_user_message(chat_id, text, (), base.overrides)
+
+        async def generate(
+            chat_id: str, member_kind: str, speaker: GroupSpeaker, controller: AbortController
+        ) -> TurnOutcome:
+            return await self._generate(
+                chat_id, replace(base, kind=member_kind, member=speaker), controller
+            )
+
+        return await run_group_turn(
+            self.store,
+            owner=self.owner,
+            slots=self.slots,
+            chat_id=info.id,
+            chat_name=info.name,
+            kind=kind,
+            text=text,
+            member=member,
+            rng=rng,
+            interrupt=base.interrupt,
+            batch=int(self.clock().timestamp() * 1000),
+            store_input=store_input,
+            generate=generate,
+        )
+
+    async def trigger(
+        self, chat_id: str, member: str, **options: Unpack[TurnKeywords]
+    ) -> GroupTurnOutcome:
+        """``/trigger NAME``: the group member ``member`` replies now (muted or not)."""
+        return await self.group_turn(chat_id, "normal", member=member, **options)
+
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
     ) -> int:
@@ -569,16 +672,20 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            character=turn.member.character_id if turn.member else None,
+            group=turn.member.context if turn.member else None,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)
         request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
-        target = await replies.open(chat_id, kind, prepared, turn.loud)
+        target = await replies.open(chat_id, kind, prepared, turn.loud, speaker=turn.member)
         store_sink = replies.sink(target, self.stream_interval)
         sinks = [s for s in (store_sink, turn.sink) if s is not None]
         signals = AbortSignal.any(controller.signal, turn.abort)
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
+        if turn.member is not None:
+            names = (*names, *turn.member.others)  # a member's reply ends where another's starts
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
         sources = self._plan_sources()

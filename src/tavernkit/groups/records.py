@@ -10,7 +10,7 @@ group's chats in the store (a SillyTavern group chat is ``group chats/<name>.jso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.groups.models import Group, GroupMember, resolve_members
@@ -45,6 +45,8 @@ class LoadedGroup:
     group: Group
     members: list[GroupMember]
     missing: list[str]
+    #: member avatar -> the stored character's id
+    character_ids: dict[str, str] = field(default_factory=dict)
 
     def member(self, name: str) -> GroupMember:
         """The member called ``name`` (case-insensitive), or with that avatar; a
@@ -57,18 +59,18 @@ class LoadedGroup:
         raise NotFound(f"group {self.group.name!r} has no member {name!r} (members: {names})")
 
 
-async def _roster(store: Store, owner: str) -> dict[str, Character]:
-    """Every stored character by avatar file name: the card's ``avatar`` when it has one,
-    and ``<name>.png`` always."""
-    roster: dict[str, Character] = {}
+async def _roster(store: Store, owner: str) -> dict[str, tuple[str, Character]]:
+    """Every stored character (id, data) by avatar file name: the card's ``avatar`` when it
+    has one, and ``<name>.png`` always."""
+    roster: dict[str, tuple[str, Character]] = {}
     for info in await store.list("character", owner=owner):
         card = await store.get("character", info.id, owner=owner)
         if not isinstance(card, Card):
             continue
         avatar = (card.model_extra or {}).get("avatar")
         if isinstance(avatar, str) and avatar and avatar != "none":
-            roster.setdefault(avatar, card.data)
-        roster.setdefault(avatar_name(card.data.name or info.name), card.data)
+            roster.setdefault(avatar, (info.id, card.data))
+        roster.setdefault(avatar_name(card.data.name or info.name), (info.id, card.data))
     return roster
 
 
@@ -77,9 +79,10 @@ async def load_group(store: Store, ref: str, *, owner: str = DEFAULT_OWNER) -> L
     stored = await store.get_record(GROUP_KIND, ref, owner=owner)
     group = Group.model_validate(stored.data)
     roster = await _roster(store, owner)
-    members = resolve_members(group, roster)
+    members = resolve_members(group, {avatar: c for avatar, (_, c) in roster.items()})
     missing = [m for m in group.members if m not in roster]
-    return LoadedGroup(stored.info.id, group, members, missing)
+    ids = {m.avatar: roster[m.avatar][0] for m in members}
+    return LoadedGroup(stored.info.id, group, members, missing, ids)
 
 
 async def group_of_chat(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from tavernkit.models.character import Character
-from tavernkit.prompt.group_context import GroupPromptContext, PromptMember
+from tavernkit.models.group_context import GroupPromptContext, PromptMember
 from tavernkit.prompt.macros import MacroSubstitute, group_macro_values
 from tavernkit.prompt.state import Substitute
 

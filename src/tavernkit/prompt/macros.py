@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from tavernkit.prompt.group_context import GroupPromptContext
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.macros.env import env_from_chat_state
 from tavernkit.text.macros.evaluator import substitute_macros

@@ -17,6 +17,7 @@ from tavernkit.errors import TokenBudgetExceeded as TokenBudgetExceeded
 from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import count_user
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
@@ -26,7 +27,6 @@ from tavernkit.models.templates import (
     ReasoningTemplate,
     SystemPrompt,
 )
-from tavernkit.prompt.group_context import GroupPromptContext
 
 __all__ = [
     "AuthorsNote",

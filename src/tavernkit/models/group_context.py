@@ -1,7 +1,8 @@
 """The group around a drafted speaker, as a prompt build reads it (:attr:`PromptState.group`).
 
-Kept apart from :mod:`tavernkit.prompt.group` (the helpers that evaluate member fields) so
-that :mod:`tavernkit.prompt.state` can hold it without importing the macro engine.
+A plain value among the models (not in :mod:`tavernkit.prompt.group`, the helpers that
+evaluate member fields) so that :class:`~tavernkit.models.state.ChatState` and
+:class:`~tavernkit.prompt.state.PromptState` can both carry it.
 """
 
 from __future__ import annotations

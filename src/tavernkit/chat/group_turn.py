@@ -1,0 +1,209 @@
+"""A turn of a group chat: choose the members who reply, then run one generation per member.
+
+This is SillyTavern 1.18's ``generateGroupWrapper`` over tavernkit's chat turns
+(:class:`~tavernkit.chat.service.ChatService` runs each member's generation):
+
+1. the group of the chat is loaded and its members resolved to stored characters;
+2. the speakers are chosen from the chat as it stands, before the user's new message
+   (:func:`~tavernkit.groups.selection.select_speakers`: the strategy, or the forced member,
+   or the special types' rules), drawing from the injected ``rng``;
+3. the user's message (if any) is stored, then every speaker generates in order with its own
+   card, books and depth prompt and the group around it; each sees the replies before it.
+   A reply that fails or is stopped ends the batch there.
+
+Nobody activated (manual strategy with typed input, every member muted) stores the user's
+message and generates nothing. SillyTavern also posts an *empty* user message when the box
+was empty; tavernkit posts nothing then (an empty message only clutters the chat).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from tavernkit.chat.group_speaker import GroupSpeaker, set_group_avatar
+from tavernkit.chat.reply import TurnOutcome
+from tavernkit.chat.slots import ChatSlots
+from tavernkit.errors import Conflict, NotFound
+from tavernkit.generation.abort import AbortController
+from tavernkit.groups.models import GroupMember
+from tavernkit.groups.prompt import group_prompt_context
+from tavernkit.groups.records import LoadedGroup, group_of_chat
+from tavernkit.groups.selection import Rng, SelectionRequest, select_speakers
+from tavernkit.models.chat import Message
+from tavernkit.store.protocol import Store
+
+__all__ = [
+    "GroupReply",
+    "GroupTurnOutcome",
+    "group_for_chat",
+    "mark_greeting",
+    "pick_greeting",
+    "run_group_turn",
+    "speaker_for",
+]
+
+#: How many of the newest messages the selection reads first; older ones are read only when
+#: the strategy must look further back (pooled: to the last user message).
+_SELECTION_WINDOW = 64
+
+#: One member's generation: (chat id, generation kind, speaker, the batch's abort controller).
+MemberGeneration = Callable[[str, str, GroupSpeaker, AbortController], Awaitable[TurnOutcome]]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReply:
+    """One member's part of a group turn."""
+
+    name: str
+    avatar: str
+    outcome: TurnOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTurnOutcome:
+    """What a group turn left: each drafted member's outcome, in reply order (empty when
+    nobody was activated), and whether the user's message was stored."""
+
+    kind: str
+    replies: list[GroupReply] = field(default_factory=list)
+    user_message_stored: bool = False
+
+    @property
+    def status(self) -> str:
+        """``completed`` when every reply completed (or none was due), else the first
+        reply's status that was not (``failed`` or ``aborted``)."""
+        for reply in self.replies:
+            if reply.outcome.status != "completed":
+                return reply.outcome.status
+        return "completed"
+
+    @property
+    def text(self) -> str:
+        """The last reply's text (the quiet or impersonated text of such a turn)."""
+        return self.replies[-1].outcome.text if self.replies else ""
+
+
+async def group_for_chat(store: Store, chat_name: str, *, owner: str) -> LoadedGroup:
+    """The group the chat belongs to; :class:`~tavernkit.errors.NotFound` for a solo chat."""
+    loaded = await group_of_chat(store, chat_name, owner=owner)
+    if loaded is None:
+        raise NotFound(f"chat {chat_name!r} belongs to no group")
+    return loaded
+
+
+def speaker_for(
+    loaded: LoadedGroup, member: GroupMember, *, batch: int | None = None
+) -> GroupSpeaker:
+    """The generation of ``member`` within its group."""
+    context = group_prompt_context(loaded.group, loaded.members, member)
+    others = tuple(dict.fromkeys(m.name for m in loaded.members if m.name != member.name))
+    return GroupSpeaker(
+        character_id=loaded.character_ids[member.avatar],
+        avatar=member.avatar,
+        context=context,
+        others=others,
+        batch=batch,
+    )
+
+
+async def _selection_chat(store: Store, chat_id: str, *, owner: str) -> list[Message]:
+    window = await store.load_chat_window(chat_id, last=_SELECTION_WINDOW, owner=owner)
+    messages = [Message.model_validate(m.data) for m in window.tail]
+    if window.complete or any(m.is_user for m in messages):
+        return messages
+    stored = await store.load_chat(chat_id, owner=owner)
+    return [Message.model_validate(m.data) for m in stored.messages]
+
+
+async def run_group_turn(
+    store: Store,
+    *,
+    owner: str,
+    slots: ChatSlots,
+    chat_id: str,
+    chat_name: str,
+    kind: str,
+    text: str = "",
+    member: str | None = None,
+    rng: Rng | None = None,
+    interrupt: bool = False,
+    batch: int | None = None,
+    store_input: Callable[[str], Awaitable[None]],
+    generate: MemberGeneration,
+) -> GroupTurnOutcome:
+    """One group turn of ``kind`` (see the module docstring); ``member`` (a name or avatar)
+    forces that member to reply, whatever the strategy and mute state (``/trigger``).
+
+    ``store_input`` stores the user's message; ``generate`` runs one member's generation.
+    """
+    loaded = await group_for_chat(store, chat_name, owner=owner)
+    if not loaded.members:
+        raise Conflict(f"group {loaded.group.name!r} has no members to reply")
+    forced = loaded.member(member).avatar if member is not None else None
+    async with slots.turn(chat_id, interrupt=interrupt) as controller:
+        chat = await _selection_chat(store, chat_id, owner=owner)
+        if kind == "regenerate":
+            chat = chat[: len(chat) - await _drop_last_batch(store, chat_id, chat, owner=owner)]
+        request = SelectionRequest(
+            group=loaded.group,
+            members=loaded.members,
+            chat=chat,
+            user_input=text,
+            kind="normal" if kind == "regenerate" else kind,
+            force=forced,
+        )
+        speakers = select_speakers(request, rng if rng is not None else random.random)
+        stored_input = False
+        if text and kind in ("normal", "regenerate"):
+            await store_input(chat_id)
+            stored_input = True
+        member_kind = kind if kind in ("swipe", "impersonate", "quiet", "continue") else "normal"
+        replies: list[GroupReply] = []
+        for speaker in speakers:
+            outcome = await generate(
+                chat_id, member_kind, speaker_for(loaded, speaker, batch=batch), controller
+            )
+            replies.append(GroupReply(speaker.name, speaker.avatar, outcome))
+            if outcome.status != "completed":
+                break
+        return GroupTurnOutcome(kind, replies, stored_input)
+
+
+async def _drop_last_batch(
+    store: Store, chat_id: str, chat: Sequence[Message], *, owner: str
+) -> int:
+    """``regenerateGroup``: delete the trailing character replies of the last batch (same
+    ``extra.gen_id`` as the last message; all trailing replies for messages without one).
+    Returns how many went."""
+    if not chat or chat[-1].is_user or chat[-1].is_system:
+        return 0
+    batch = chat[-1].extra.gen_id
+    count = 0
+    for message in reversed(chat):
+        if message.is_user or message.is_system:
+            break
+        if batch is not None and message.extra.gen_id != batch:
+            break
+        count += 1
+    window = await store.load_chat_window(chat_id, last=count, owner=owner)
+    await store.truncate_chat(chat_id, window.tail[0].position, owner=owner)
+    return count
+
+
+def pick_greeting(member: GroupMember, rng: Rng) -> str | None:
+    """A member's greeting for a new group chat: one of ``first_mes`` and the alternate
+    greetings (empty ones dropped), uniformly at random; ``None`` when it has none. Unlike a
+    solo chat, the alternates do not become swipes."""
+    character = member.character
+    options = [g for g in (character.first_mes, *character.alternate_greetings) if g]
+    if not options:
+        return None
+    return options[int(rng() * len(options))]
+
+
+def mark_greeting(message: Message, member: GroupMember) -> Message:
+    """``message`` as the member's greeting in a group chat (speaker avatar fields)."""
+    set_group_avatar(message, member.avatar)
+    return message
