@@ -25,6 +25,10 @@ class GroupSpeaker:
     #: replies of the last batch
     batch: int | None = None
 
+    @property
+    def name(self) -> str:
+        return self.context.members[self.context.speaker].name
+
 
 def mark_group_reply(message: Message, speaker: GroupSpeaker) -> None:
     """Mark ``message`` as ``speaker``'s, as SillyTavern's ``saveReply`` does in a group:

@@ -461,6 +461,7 @@ class ChatService:
         member: str | None = None,
         quiet_prompt: str = "",
         rng: Callable[[], float] | None = None,
+        member_sink: Callable[[str], ResponseSink | None] | None = None,
         **options: Unpack[TurnKeywords],
     ) -> GroupTurnOutcome:
         """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
@@ -469,7 +470,8 @@ class ChatService:
         (replaces the last batch of replies), ``swipe``/``continue`` (the last speaker),
         ``impersonate`` (a random member's view; nothing stored) or ``quiet`` (with
         ``quiet_prompt``; nothing stored). ``rng`` draws the selection (SillyTavern's
-        ``Math.random``)."""
+        ``Math.random``); ``member_sink`` gives each member's reply a sink of its own (by
+        the member's name) instead of the one ``sink``."""
         info = await self.store.get_chat_info(chat_id, owner=self.owner)
         base = _Turn.of(
             kind,
@@ -484,9 +486,9 @@ class ChatService:
         async def generate(
             chat_id: str, member_kind: str, speaker: GroupSpeaker, controller: AbortController
         ) -> TurnOutcome:
-            return await self._generate(
-                chat_id, replace(base, kind=member_kind, member=speaker), controller
-            )
+            sink = member_sink(speaker.name) if member_sink is not None else base.sink
+            turn = replace(base, kind=member_kind, member=speaker, sink=sink)
+            return await self._generate(chat_id, turn, controller)
 
         return await run_group_turn(
             self.store,
