@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tavernkit.errors import NotFound
+from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.models.chat import Message
 
@@ -225,3 +225,28 @@ async def test_group_verbs_name_what_is_wrong(world: World) -> None:
     assert len(await _messages(world, solo.id)) == 1  # nothing stored
     with pytest.raises(NotFound):
         await world.chats.new_group_chat("No such group")
+
+
+async def test_generate_quiet_prompt_takes_the_forced_members_view(world: World) -> None:
+    chat_id = await _group(world, 1)
+    count = len(await _messages(world, chat_id))
+    context = world.tk.context(chat_id)
+    world.server.script(Reply(text="Bob's quiet line."))
+    text = await context.generate_quiet_prompt("Speak as {{char}}.", force_ch_id=1)
+    assert text == "Bob's quiet line."
+    sent = _sent(world, 0)
+    assert sent[1]["content"] == "Bob is a merchant. Others: Alice, Cara."
+    assert sent[-2:] == [
+        {"role": "system", "content": "[Write the next reply only as Bob.]"},
+        {"role": "system", "content": "Speak as Bob."},
+    ]
+    # By name; and without force, the last speaker (Cara greeted last).
+    world.server.script(Reply(text="ok"))
+    await context.generate_quiet_prompt("As {{char}}.", force_ch_id="alice")
+    assert _sent(world, 1)[-1]["content"] == "As Alice."
+    await context.generate_quiet_prompt("As {{char}}.", quiet_to_loud=True)
+    assert _sent(world, 2)[-1]["content"] == "As Cara."
+    assert len(await _messages(world, chat_id)) == count  # quiet_to_loud does nothing here
+    with pytest.raises(GenerateTaskError, match="not a member index") as info:
+        await context.generate_quiet_prompt("x", force_ch_id=5)
+    assert info.value.details["field"] == "force_ch_id"
