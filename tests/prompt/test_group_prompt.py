@@ -10,7 +10,7 @@ from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.group_context import GroupPromptContext, PromptMember
 from tavernkit.models.preset import ChatCompletionPreset
-from tavernkit.models.settings import PromptSettings
+from tavernkit.models.settings import PromptSettings, ReasoningSettings
 from tavernkit.models.templates import ContextTemplate
 from tavernkit.prompt import PromptState, build_chat_completion, build_text_completion
 from tavernkit.prompt.card import card_fields
@@ -131,3 +131,16 @@ def test_text_completion_stops_at_every_other_member() -> None:
 
 def _tc_settings() -> PromptSettings:
     return PromptSettings(main_api="textgenerationwebui")
+
+
+def test_only_the_speakers_own_reasoning_goes_back_into_the_prompt() -> None:
+    state = _state(0)
+    bob = Message.new("Bob", "Hello.", is_user=False)
+    bob.extra.reasoning = "Bob's secret plan."
+    alice = Message.new("Alice", "Hm.", is_user=False)
+    alice.extra.reasoning = "Alice thinks."
+    state = state.replace(
+        messages=[bob, alice], reasoning=ReasoningSettings(add_to_prompts=True, max_additions=5)
+    )
+    sent = " ".join(str(m["content"]) for m in _messages(state))
+    assert "Alice thinks." in sent and "Bob's secret plan." not in sent

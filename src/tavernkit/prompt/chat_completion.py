@@ -331,7 +331,13 @@ def build_chat_completion(
             in_group=in_group,
             texts=texts,
             carry_reasoning=(
-                (lambda m: m.extra.api == state.api and m.extra.model == state.model)
+                (
+                    lambda m: (
+                        m.extra.api == state.api
+                        and m.extra.model == state.model
+                        and (state.group is None or m.name == state.char)
+                    )
+                )
                 if state.api
                 else None
             ),
