@@ -115,3 +115,27 @@ def test_trigger_outside_a_group_and_group_with_a_character_are_refused(
     assert result.exit_code == 2 and "not both" in result.output
     result = cli("chat", "--group", "Nope", "--once", "hi")
     assert result.exit_code == 1 and "Nope" in result.output
+
+
+def test_group_export_and_group_chat_import_through_the_cli(
+    home: Path, server: ThreadServer, tmp_path: Path
+) -> None:
+    _setup(home, tmp_path, strategy=1)
+    target = tmp_path / "out.json"
+    result = cli("export", "Camp", "--format", "json", "-o", str(target))
+    assert result.exit_code == 0, result.output
+    exported = json.loads(target.read_text())
+    assert exported["members"] == ["Alice.png", "Bob.png"] and exported["name"] == "Camp"
+    header = {"chat_metadata": {}, "user_name": "unused", "character_name": "unused"}
+    line = {"name": "Bob", "is_user": False, "mes": "Old times.", "original_avatar": "Bob.png"}
+    chat = tmp_path / "old camp.jsonl"
+    chat.write_text(json.dumps(header) + "\n" + json.dumps(line))
+    exported["chats"] = ["old camp"]
+    group_file = tmp_path / "camp2.json"
+    group_file.write_text(json.dumps(exported))
+    result = cli("import", "--replace", str(group_file), str(chat))
+    assert result.exit_code == 0, result.output
+    server.script(Reply(text="Alice remembers."), Reply(text="Bob too."))
+    result = cli("chat", "--group", "Camp", "--chat", "old camp", "--once", "Remember?")
+    assert result.exit_code == 0, result.output
+    assert "Alice remembers." in result.output
