@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.models.chat import Message
 
@@ -250,3 +250,27 @@ async def test_generate_quiet_prompt_takes_the_forced_members_view(world: World)
     with pytest.raises(GenerateTaskError, match="not a member index") as info:
         await context.generate_quiet_prompt("x", force_ch_id=5)
     assert info.value.details["field"] == "force_ch_id"
+
+
+async def test_swipe_gives_the_last_speaker_a_new_alternative(world: World) -> None:
+    chat_id = await _group(world, 1)
+    world.server.script(Reply(text="Cara's other take."))
+    out = await world.chats.group_turn(chat_id, "swipe")
+    assert [r.name for r in out.replies] == ["Cara"]
+    last = (await _messages(world, chat_id))[-1]
+    assert (last.name, last.mes, last.swipe_id) == ("Cara", "Cara's other take.", 1)
+    assert _sent(world, 0)[-1] == {
+        "role": "system",
+        "content": "[Write the next reply only as Cara.]",
+    }
+    # the swiped greeting itself is not in the prompt
+    assert not any("I am Cara." in str(m["content"]) for m in _sent(world, 0))
+
+
+async def test_an_auto_mode_tick_lets_the_manual_group_talk_on(world: World) -> None:
+    chat_id = await _group(world, 2)
+    world.server.script(Reply(text="Meanwhile..."))
+    out = await world.chats.group_turn(chat_id, auto=True, rng=Mulberry32(20261201))
+    assert [r.name for r in out.replies] == ["Bob"] and not out.user_message_stored
+    with pytest.raises(Conflict, match="takes no user message"):
+        await world.chats.group_turn(chat_id, text="hi", auto=True)

@@ -115,3 +115,32 @@ async def test_a_chat_imported_into_a_named_group_is_listed_there(tmp_path: Path
         loaded = await load_group(tk.store, group["name"], owner=tk.owner)
         assert loaded.group.chats == ["camp night"] and loaded.group.chat_id == "camp night"
         assert chat.name == "camp night"
+
+
+async def test_members_resolve_by_name_then_by_the_cards_own_avatar(tmp_path: Path) -> None:
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "avatar": "default_Seraphina.png",
+        "data": {"name": "Seraphina", "first_mes": "Hello."},
+    }
+    plain = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Finn"}}
+    group = {
+        "id": "7",
+        "name": "Glade",
+        "members": ["default_Seraphina.png", "Finn.png", "Nobody.png"],
+        "activation_strategy": 1,
+        "chat_id": "",
+        "chats": [],
+    }
+    async with Tavern(tmp_path / "home", load_plugins=False) as tk:
+        for value in (card, plain, group):
+            await tk.library.import_bytes(json.dumps(value).encode(), source="x.json")
+        loaded = await load_group(tk.store, "Glade", owner=tk.owner)
+        assert [(m.avatar, m.name) for m in loaded.members] == [
+            ("default_Seraphina.png", "Seraphina"),
+            ("Finn.png", "Finn"),
+        ]
+        assert loaded.missing == ["Nobody.png"]
+        seraphina = await tk.store.get_record("character", "Seraphina", owner=tk.owner)
+        assert loaded.character_ids["default_Seraphina.png"] == seraphina.info.id

@@ -128,6 +128,7 @@ async def run_group_turn(
     text: str = "",
     member: str | None = None,
     rng: Rng | None = None,
+    auto: bool = False,
     interrupt: bool = False,
     batch: int | None = None,
     store_input: Callable[[str], Awaitable[None]],
@@ -135,6 +136,8 @@ async def run_group_turn(
 ) -> GroupTurnOutcome:
     """One group turn of ``kind`` (see the module docstring); ``member`` (a name or avatar)
     forces that member to reply, whatever the strategy and mute state (``/trigger``).
+    ``auto`` is an auto-mode tick: the members talk among themselves (no user message; the
+    manual strategy drafts one at random).
 
     ``store_input`` stores the user's message; ``generate`` runs one member's generation.
     """
@@ -142,6 +145,8 @@ async def run_group_turn(
     if not loaded.members:
         raise Conflict(f"group {loaded.group.name!r} has no members to reply")
     forced = loaded.member(member).avatar if member is not None else None
+    if auto and text:
+        raise Conflict("an auto-mode tick takes no user message")
     async with slots.turn(chat_id, interrupt=interrupt) as controller:
         chat = await _selection_chat(store, chat_id, owner=owner)
         if kind == "regenerate":
@@ -153,6 +158,7 @@ async def run_group_turn(
             user_input=text,
             kind="normal" if kind == "regenerate" else kind,
             force=forced,
+            auto=auto,
         )
         speakers = select_speakers(request, rng if rng is not None else random.random)
         stored_input = False

@@ -461,6 +461,7 @@ class ChatService:
         member: str | None = None,
         quiet_prompt: str = "",
         rng: Callable[[], float] | None = None,
+        auto: bool = False,
         member_sink: Callable[[str], ResponseSink | None] | None = None,
         **options: Unpack[TurnKeywords],
     ) -> GroupTurnOutcome:
@@ -470,8 +471,10 @@ class ChatService:
         (replaces the last batch of replies), ``swipe``/``continue`` (the last speaker),
         ``impersonate`` (a random member's view; nothing stored) or ``quiet`` (with
         ``quiet_prompt``; nothing stored). ``rng`` draws the selection (SillyTavern's
-        ``Math.random``); ``member_sink`` gives each member's reply a sink of its own (by
-        the member's name) instead of the one ``sink``."""
+        ``Math.random``); ``auto`` is an auto-mode tick (the members go on among themselves;
+        call it every ``Group.auto_mode_delay`` seconds while nothing else runs);
+        ``member_sink`` gives each member's reply a sink of its own (by the member's name)
+        instead of the one ``sink``."""
         info = await self.store.get_chat_info(chat_id, owner=self.owner)
         base = _Turn.of(
             kind,
@@ -500,6 +503,7 @@ class ChatService:
             text=text,
             member=member,
             rng=rng,
+            auto=auto,
             interrupt=base.interrupt,
             batch=int(self.clock().timestamp() * 1000),
             store_input=store_input,

@@ -3,8 +3,8 @@ and the chats that belong to them.
 
 A group record is the SillyTavern group file (:class:`Group`). Its ``members`` are character
 avatar file names, as SillyTavern writes them; a stored character is that member when its
-card's ``avatar`` is that file name, or when its name is the file name without the extension
-(``Alice.png`` is the character ``Alice``). ``chats`` and ``chat_id`` hold the names of the
+name is the file name without the extension (``Alice.png`` is the character ``Alice``), or else
+when its card's ``avatar`` is that file name. ``chats`` and ``chat_id`` hold the names of the
 group's chats in the store (a SillyTavern group chat is ``group chats/<name>.jsonl``).
 """
 
@@ -59,18 +59,28 @@ class LoadedGroup:
         raise NotFound(f"group {self.group.name!r} has no member {name!r} (members: {names})")
 
 
-async def _roster(store: Store, owner: str) -> dict[str, tuple[str, Character]]:
-    """Every stored character (id, data) by avatar file name: the card's ``avatar`` when it
-    has one, and ``<name>.png`` always."""
+async def _roster(store: Store, avatars: list[str], owner: str) -> dict[str, tuple[str, Character]]:
+    """The stored characters (id, data) of ``avatars``: by name first (``Alice.png`` is the
+    character ``Alice``, one lookup each), then, only for avatars still unknown, by the
+    ``avatar`` a stored card carries (one pass over the characters)."""
     roster: dict[str, tuple[str, Character]] = {}
+    for avatar in dict.fromkeys(avatars):
+        stem = avatar.rsplit(".", 1)[0] if "." in avatar else avatar
+        try:
+            stored = await store.get_record("character", stem, owner=owner)
+        except NotFound:
+            continue
+        roster[avatar] = (stored.info.id, Card.model_validate(stored.data).data)
+    unknown = {a for a in avatars if a not in roster}
+    if not unknown:
+        return roster
     for info in await store.list("character", owner=owner):
         card = await store.get("character", info.id, owner=owner)
         if not isinstance(card, Card):
             continue
         avatar = (card.model_extra or {}).get("avatar")
-        if isinstance(avatar, str) and avatar and avatar != "none":
+        if isinstance(avatar, str) and avatar in unknown:
             roster.setdefault(avatar, (info.id, card.data))
-        roster.setdefault(avatar_name(card.data.name or info.name), (info.id, card.data))
     return roster
 
 
@@ -78,7 +88,7 @@ async def load_group(store: Store, ref: str, *, owner: str = DEFAULT_OWNER) -> L
     """The group with id or name ``ref`` and its members."""
     stored = await store.get_record(GROUP_KIND, ref, owner=owner)
     group = Group.model_validate(stored.data)
-    roster = await _roster(store, owner)
+    roster = await _roster(store, group.members, owner)
     members = resolve_members(group, {avatar: c for avatar, (_, c) in roster.items()})
     missing = [m for m in group.members if m not in roster]
     ids = {m.avatar: roster[m.avatar][0] for m in members}
