@@ -78,9 +78,9 @@ async def _roster(store: Store, avatars: list[str], owner: str) -> dict[str, tup
         card = await store.get("character", info.id, owner=owner)
         if not isinstance(card, Card):
             continue
-        avatar = (card.model_extra or {}).get("avatar")
-        if isinstance(avatar, str) and avatar in unknown:
-            roster.setdefault(avatar, (info.id, card.data))
+        own = (card.model_extra or {}).get("avatar")
+        if isinstance(own, str) and own in unknown:
+            roster.setdefault(own, (info.id, card.data))
     return roster
 
 
