@@ -8,7 +8,10 @@ from typing import Any
 
 import pytest
 
+from tavernkit.chat.group_turn import speaker_for
+from tavernkit.chat.prepare import TurnOverrides, prepare_turn
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
+from tavernkit.groups.records import load_group
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.models.chat import Message
 
@@ -274,3 +277,21 @@ async def test_an_auto_mode_tick_lets_the_manual_group_talk_on(world: World) -> 
     assert [r.name for r in out.replies] == ["Bob"] and not out.user_message_stored
     with pytest.raises(Conflict, match="takes no user message"):
         await world.chats.group_turn(chat_id, text="hi", auto=True)
+
+
+async def test_a_prepared_member_turn_names_the_group_for_the_provider(world: World) -> None:
+    chat_id = await _group(world, 1)
+    loaded = await load_group(world.tk.store, "Camp", owner=world.tk.owner)
+    speaker = speaker_for(loaded, loaded.member("Bob"))
+    prepared = await prepare_turn(
+        world.tk.store,
+        owner=world.tk.owner,
+        chat_id=chat_id,
+        kind="normal",
+        overrides=TurnOverrides(),
+        character=speaker.character_id,
+        group=speaker.context,
+    )
+    assert prepared.char_name == "Bob"
+    assert prepared.names.group_names == ("Alice", "Bob", "Cara")
+    assert speaker.others == ("Alice", "Cara")

@@ -345,7 +345,8 @@ async def _prepare_state(
     )
     user_name = state.user_name
     char_name = state.character.name if state.character is not None else ""
-    names = PromptNames(char_name=char_name, user_name=user_name)
+    group_names = tuple(state.group.names) if state.group is not None else ()
+    names = PromptNames(char_name=char_name, user_name=user_name, group_names=group_names)
     request: PromptRequest
     if isinstance(prompt, built.ChatPrompt):
         max_tokens = overrides.max_tokens
