@@ -295,3 +295,13 @@ async def test_a_prepared_member_turn_names_the_group_for_the_provider(world: Wo
     assert prepared.char_name == "Bob"
     assert prepared.names.group_names == ("Alice", "Bob", "Cara")
     assert speaker.others == ("Alice", "Cara")
+
+
+async def test_solo_verbs_refuse_a_group_chat(world: World) -> None:
+    chat_id = await _group(world, 1)
+    with pytest.raises(Conflict, match=r"group 'Camp'.*use group_turn"):
+        await world.chats.send(chat_id, "hello")
+    with pytest.raises(Conflict):
+        await world.chats.regenerate(chat_id)
+    assert len(await _messages(world, chat_id)) == 3  # the greetings only
+    assert world.server.requests == []

@@ -139,3 +139,24 @@ def test_group_export_and_group_chat_import_through_the_cli(
     result = cli("chat", "--group", "Camp", "--chat", "old camp", "--once", "Remember?")
     assert result.exit_code == 0, result.output
     assert "Alice remembers." in result.output
+
+
+def test_resuming_a_group_chat_by_name_is_a_group_session(
+    home: Path, server: ThreadServer, tmp_path: Path
+) -> None:
+    _setup(home, tmp_path, strategy=2)
+    assert cli("chat", "--group", "Camp", "--once", "noted").exit_code == 0
+    chat_name = _group_chat_name(home)
+    server.script(Reply(text="Alice, resumed."))
+    result = cli("chat", "--chat", chat_name, input="/trigger Alice\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert "Alice, resumed." in result.output
+
+
+def _group_chat_name(home: Path) -> str:
+    async def load() -> str:
+        async with Tavern(home, load_plugins=False) as tk:
+            group = await tk.store.get_record("group", "Camp", owner=tk.owner)
+            return str(group.data["chat_id"])
+
+    return asyncio.run(load())

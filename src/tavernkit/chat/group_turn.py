@@ -40,6 +40,7 @@ __all__ = [
     "group_for_chat",
     "mark_greeting",
     "pick_greeting",
+    "refuse_group_chat",
     "run_group_turn",
     "speaker_for",
 ]
@@ -91,6 +92,16 @@ async def group_for_chat(store: Store, chat_name: str, *, owner: str) -> LoadedG
     if loaded is None:
         raise NotFound(f"chat {chat_name!r} belongs to no group")
     return loaded
+
+
+async def refuse_group_chat(store: Store, chat_name: str, *, owner: str) -> None:
+    """A :class:`~tavernkit.errors.Conflict` when the chat is a group's: a solo turn there
+    would speak as whichever character is selected."""
+    loaded = await group_of_chat(store, chat_name, owner=owner)
+    if loaded is not None:
+        raise Conflict(
+            f"chat {chat_name!r} is group {loaded.group.name!r}'s: use group_turn or trigger"
+        )
 
 
 def speaker_for(

@@ -40,6 +40,7 @@ from tavernkit.chat.group_turn import (
     GroupTurnOutcome,
     mark_greeting,
     pick_greeting,
+    refuse_group_chat,
     run_group_turn,
     speaker_for,
 )
@@ -653,8 +654,12 @@ class ChatService:
         before: Callable[[str], Awaitable[None]] | None = None,
     ) -> TurnOutcome:
         """Every generating verb: take the chat's slot, run the verb's own first step
-        (``before``: store the user's input, drop the reply being regenerated), then generate."""
-        chat_id = await self._chat_id(chat_ref)
+        (``before``: store the user's input, drop the reply being regenerated), then generate.
+        A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
+        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+        chat_id = info.id
+        if info.character_id is None:  # only a chat with no character can be a group's
+            await refuse_group_chat(self.store, info.name, owner=self.owner)
         await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             if before is not None:

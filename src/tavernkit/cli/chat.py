@@ -27,7 +27,7 @@ from tavernkit.chat.review_setup import check_reviewer, parse_review, set_chat_r
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session, leave_if_input_blocked, read_line
-from tavernkit.cli.group_session import open_group_chat
+from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
 
@@ -141,17 +141,20 @@ def chat_command(
             # Checked first: a mistyped name must not create a chat or store a message.
             await tk.chats.check_overrides(overrides or None)
             await check_reviewer(tk.store, review_setting, owner=tk.owner)
-            if group is not None:
-                chat_id, fresh = await open_group_chat(tk.chats, group, chat=chat, new=new)
+            group_name = group
+            if group_name is not None:
+                chat_id, fresh = await open_group_chat(tk.chats, group_name, chat=chat, new=new)
             else:
                 char_id = await ensure_character(tk, character) if chat is None else ""
                 chat_id, fresh = await open_chat(
                     tk.chats, char_id, chat=chat, new=new, persona=persona
                 )
+                if chat is not None:  # a group's chat resumed by name is a group session
+                    group_name = await group_name_of_chat(tk.chats, chat_id)
             if review is not None:
                 await set_chat_review(tk.store, chat_id, review_setting, owner=tk.owner)
-            session = Session(tk, chat_id, as_json=as_json, overrides=overrides, group=group)
-            if once is not None and group is not None:
+            session = Session(tk, chat_id, as_json=as_json, overrides=overrides, group=group_name)
+            if once is not None and group_name is not None:
                 turn = await session.group_turn("normal", text=once)
                 return 0 if turn.status == "completed" else 1
             if once is not None:

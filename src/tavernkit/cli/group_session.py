@@ -16,9 +16,9 @@ from tavernkit.cli.chat_display import ChatConsoleSink, JsonSink, out, report_ou
 from tavernkit.cli.failures import Where
 from tavernkit.errors import NotFound
 from tavernkit.generation.sink import ResponseSink
-from tavernkit.groups.records import load_group
+from tavernkit.groups.records import group_of_chat, load_group
 
-__all__ = ["open_group_chat", "run_group_turn"]
+__all__ = ["group_name_of_chat", "open_group_chat", "run_group_turn"]
 
 
 async def open_group_chat(
@@ -34,6 +34,15 @@ async def open_group_chat(
             raise NotFound(f"chat {chat!r} is not a chat of group {loaded.group.name!r}")
         return info.id, False
     return (await chats.new_group_chat(loaded.id)).id, True
+
+
+async def group_name_of_chat(chats: ChatService, chat_id: str) -> str | None:
+    """The name of the group whose chat this is, or ``None`` for a solo chat."""
+    info = await chats.store.get_chat_info(chat_id, owner=chats.owner)
+    if info.character_id is not None:
+        return None
+    loaded = await group_of_chat(chats.store, info.name, owner=chats.owner)
+    return loaded.group.name if loaded is not None else None
 
 
 async def run_group_turn(
