@@ -305,3 +305,19 @@ async def test_solo_verbs_refuse_a_group_chat(world: World) -> None:
         await world.chats.regenerate(chat_id)
     assert len(await _messages(world, chat_id)) == 3  # the greetings only
     assert world.server.requests == []
+
+
+async def test_preview_shows_a_members_turn_without_sending(world: World) -> None:
+    chat_id = await _group(world, 0, disabled_members=["Alice.png"])
+    prepared = await world.chats.preview(chat_id)
+    assert prepared.char_name == "Bob"  # the first unmuted member
+    prepared = await world.chats.preview(chat_id, member="Cara")
+    assert prepared.char_name == "Cara"
+    assert prepared.prompt.messages[-1] == {
+        "role": "system",
+        "content": "[Write the next reply only as Cara.]",
+    }
+    assert world.server.requests == []
+    solo = await world.chats.new_chat("Mira")
+    with pytest.raises(NotFound, match="not a group chat"):
+        await world.chats.preview(solo.id, member="Cara")

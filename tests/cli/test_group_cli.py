@@ -160,3 +160,12 @@ def _group_chat_name(home: Path) -> str:
             return str(group.data["chat_id"])
 
     return asyncio.run(load())
+
+
+def test_prompt_shows_a_members_turn(home: Path, tmp_path: Path, server: ThreadServer) -> None:
+    _setup(home, tmp_path, strategy=2)
+    assert cli("chat", "--group", "Camp", "--once", "noted").exit_code == 0
+    result = cli("prompt", _group_chat_name(home), "--member", "Bob", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "[Write the next reply only as Bob.]" in result.output
+    assert server.bodies == []

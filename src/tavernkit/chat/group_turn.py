@@ -40,6 +40,7 @@ __all__ = [
     "group_for_chat",
     "mark_greeting",
     "pick_greeting",
+    "preview_speaker",
     "refuse_group_chat",
     "run_group_turn",
     "speaker_for",
@@ -102,6 +103,29 @@ async def refuse_group_chat(store: Store, chat_name: str, *, owner: str) -> None
         raise Conflict(
             f"chat {chat_name!r} is group {loaded.group.name!r}'s: use group_turn or trigger"
         )
+
+
+async def preview_speaker(
+    store: Store, chat_id: str, member: str | None, *, owner: str
+) -> GroupSpeaker | None:
+    """Whose turn a preview of a group chat shows: ``member``, else the first unmuted member
+    (the list strategy's first speaker; the other strategies draw, which a preview must not).
+    ``None`` for a solo chat, where naming a ``member`` is a
+    :class:`~tavernkit.errors.NotFound`."""
+    info = await store.get_chat_info(chat_id, owner=owner)
+    loaded = None
+    if info.character_id is None:
+        loaded = await group_of_chat(store, info.name, owner=owner)
+    if loaded is None:
+        if member is not None:
+            raise NotFound(f"chat {info.name!r} is not a group chat: it has no member {member!r}")
+        return None
+    if member is not None:
+        return speaker_for(loaded, loaded.member(member))
+    enabled = [m for m in loaded.members if not m.muted] or loaded.members
+    if not enabled:
+        raise Conflict(f"group {loaded.group.name!r} has no members to reply")
+    return speaker_for(loaded, enabled[0])
 
 
 def speaker_for(

@@ -40,6 +40,7 @@ from tavernkit.chat.group_turn import (
     GroupTurnOutcome,
     mark_greeting,
     pick_greeting,
+    preview_speaker,
     refuse_group_chat,
     run_group_turn,
     speaker_for,
@@ -539,12 +540,15 @@ class ChatService:
         *,
         kind: str = "normal",
         overrides: Overrides = None,
+        member: str | None = None,
     ) -> PreparedTurn:
         """The turn the next generation of ``kind`` would run (a dry run: nothing is stored,
         no timed effect advances). The plugins' request hooks run on it as in a turn, so
         ``request`` is what would be sent; ``built_request`` keeps the request as built when
-        a hook changed it (see :func:`~tavernkit.chat.run.hooked_request`)."""
+        a hook changed it (see :func:`~tavernkit.chat.run.hooked_request`). In a group chat
+        it is ``member``'s turn (default: the first unmuted member's)."""
         chat_id = await self._chat_id(chat_id)
+        speaker = await preview_speaker(self.store, chat_id, member, owner=self.owner)
         prepared = await prepare_turn(
             self.store,
             owner=self.owner,
@@ -558,6 +562,8 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            character=speaker.character_id if speaker else None,
+            group=speaker.context if speaker else None,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
