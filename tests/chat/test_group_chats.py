@@ -321,3 +321,20 @@ async def test_preview_shows_a_members_turn_without_sending(world: World) -> Non
     solo = await world.chats.new_chat("Mira")
     with pytest.raises(NotFound, match="not a group chat"):
         await world.chats.preview(solo.id, member="Cara")
+
+
+async def test_renderer_providers_reach_each_members_joined_fields(world: World) -> None:
+    for card in CARDS:
+        card["data"]["personality"] = "{{mood_of}} as {{char}}"
+    try:
+        world.tk.prompt_renderer.register_function_provider(
+            "mood_of", lambda args, variables, configurable: "calm"
+        )
+        chat_id = await _group(world, 1, generation_mode=1)
+        world.server.script(Reply(text="ok"))
+        await world.chats.trigger(chat_id, "Bob")
+        personality = _sent(world, 0)[2]["content"]
+        assert personality == "calm as Alice\ncalm as Bob\ncalm as Cara"
+    finally:
+        for card in CARDS:
+            card["data"]["personality"] = ""
