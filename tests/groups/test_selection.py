@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from tavernkit.groups.models import Group, GroupMember, resolve_members, st_talkativeness
+from tavernkit.groups.models import (
+    Group,
+    GroupMember,
+    find_member,
+    resolve_members,
+    st_talkativeness,
+)
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.groups.selection import SelectionRequest, extract_words, select_speakers, shuffle
 from tavernkit.models.character import Character
@@ -162,3 +168,15 @@ def test_shuffle_draws_once_per_item_from_the_end() -> None:
     rng = Fixed(0.0, 0.0, 0.0)
     assert shuffle(["a", "b", "c"], rng) == ["b", "c", "a"]
     assert rng.drawn == 3
+
+
+def test_find_member_takes_an_index_a_name_or_a_unique_prefix() -> None:
+    _, members = _members(("Alice", 0.5), ("Alina", 0.5), ("Bob", 0.5))
+    assert find_member(members, "2") is members[2]
+    assert find_member(members, "9") is None
+    assert find_member(members, "ALICE") is members[0]
+    assert find_member(members, "bob.png") is members[2]
+    assert find_member(members, "Bo") is members[2]  # unique prefix
+    assert find_member(members, "Ali") is None  # two members start so: nobody
+    assert find_member(members, "lina") is members[1]  # unique part
+    assert find_member(members, " ") is None

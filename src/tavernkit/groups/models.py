@@ -25,6 +25,7 @@ __all__ = [
     "GenerationMode",
     "Group",
     "GroupMember",
+    "find_member",
     "resolve_members",
     "st_talkativeness",
 ]
@@ -172,5 +173,25 @@ def resolve_members(group: Group, roster: Mapping[str, Character]) -> list[Group
     ]
 
 
-def member_names(members: Sequence[GroupMember]) -> list[str]:
-    return [m.name for m in members]
+def find_member(members: Sequence[GroupMember], ref: str) -> GroupMember | None:
+    """The member ``ref`` names, as ``/trigger`` finds one (``findGroupMemberId``): a number is
+    an index into the member list; otherwise the member whose name or avatar file is ``ref``
+    (case-insensitive), else the one whose name starts with it, else the one whose name holds
+    it (SillyTavern searches fuzzily; an ambiguous prefix or part finds nobody)."""
+    wanted = ref.strip()
+    if wanted.isdigit():
+        index = int(wanted)
+        return members[index] if index < len(members) else None
+    folded = wanted.casefold()
+    if not folded:
+        return None
+    for member in members:
+        if folded in (member.name.casefold(), member.avatar.casefold()):
+            return member
+    for test in (str.startswith, str.__contains__):
+        found = {m.avatar: m for m in members if test(m.name.casefold(), folded)}
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if found:
+            return None
+    return None

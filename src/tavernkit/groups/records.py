@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tavernkit.errors import FormatError, NotFound
-from tavernkit.groups.models import Group, GroupMember, resolve_members
+from tavernkit.groups.models import Group, GroupMember, find_member, resolve_members
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card, Character
 from tavernkit.store.protocol import Store
@@ -49,12 +49,12 @@ class LoadedGroup:
     character_ids: dict[str, str] = field(default_factory=dict)
 
     def member(self, name: str) -> GroupMember:
-        """The member called ``name`` (case-insensitive), or with that avatar; a
-        :class:`~tavernkit.errors.NotFound` naming the members otherwise."""
-        wanted = name.strip().casefold()
-        for member in self.members:
-            if member.avatar.casefold() == wanted or member.name.casefold() == wanted:
-                return member
+        """The member ``name`` finds (:func:`~tavernkit.groups.models.find_member`: an index,
+        a name or avatar, a unique prefix); a :class:`~tavernkit.errors.NotFound` naming the
+        members otherwise."""
+        found = find_member(self.members, name)
+        if found is not None:
+            return found
         names = ", ".join(m.name for m in self.members) or "none"
         raise NotFound(f"group {self.group.name!r} has no member {name!r} (members: {names})")
 

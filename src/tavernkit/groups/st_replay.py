@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.groups.models import Group, GroupMember, resolve_members
+from tavernkit.groups.models import Group, GroupMember, find_member, resolve_members
 from tavernkit.groups.prompt import group_prompt_context
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.groups.selection import SelectionRequest, select_speakers
@@ -78,7 +78,8 @@ def replay_group_turn(
     generate = dict(inputs.get("generate") or {})
     kind = str(generate.get("type") or "normal")
     forced = _forced_name(generate)
-    force = next((m.avatar for m in members if m.name == forced), None) if forced else None
+    found = find_member(members, forced) if forced else None
+    force = found.avatar if found is not None else None
     user_input = str(inputs.get("user_input") or "")
     request = SelectionRequest(
         group=group, members=members, chat=chat, user_input=user_input, kind=kind, force=force
