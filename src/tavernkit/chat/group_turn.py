@@ -21,7 +21,9 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from tavernkit.chat.greetings import chat_name, iso_timestamp
 from tavernkit.chat.group_speaker import GroupSpeaker, set_group_avatar
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.slots import ChatSlots
@@ -29,14 +31,17 @@ from tavernkit.errors import Conflict, NotFound
 from tavernkit.generation.abort import AbortController
 from tavernkit.groups.models import GroupMember
 from tavernkit.groups.prompt import group_prompt_context
-from tavernkit.groups.records import LoadedGroup, group_of_chat
+from tavernkit.groups.records import LoadedGroup, attach_chat, group_of_chat, load_group
 from tavernkit.groups.selection import Rng, SelectionRequest, select_speakers
-from tavernkit.models.chat import Message
-from tavernkit.store.protocol import Store
+from tavernkit.models.chat import ChatHeader, ChatMetadata, Message
+from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
+from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.protocol import ChatInfo, Store
 
 __all__ = [
     "GroupReply",
     "GroupTurnOutcome",
+    "create_group_chat",
     "group_for_chat",
     "mark_greeting",
     "pick_greeting",
@@ -231,6 +236,45 @@ async def _drop_last_batch(
     window = await store.load_chat_window(chat_id, last=count, owner=owner)
     await store.truncate_chat(chat_id, window.tail[0].position, owner=owner)
     return count
+
+
+async def create_group_chat(
+    store: Store,
+    group: str,
+    *,
+    owner: str,
+    name: str | None,
+    now: datetime,
+    integrity: str,
+    rng: Rng,
+) -> ChatInfo:
+    """A new chat of the stored group ``group``, listed in the group and made its open chat,
+    with every member's greeting in list order, muted members included (each evaluated as
+    that member, in the group), as SillyTavern opens a fresh group chat."""
+    loaded = await load_group(store, group, owner=owner)
+    messages: list[Message] = []
+    for member in loaded.members:
+        text = pick_greeting(member, rng)
+        if text is None:
+            continue
+        state = await load_chat_state(
+            store, owner=owner, character=loaded.character_ids[member.avatar]
+        )
+        state = state.model_copy(update={"group": speaker_for(loaded, member).context})
+        substitute = state_substitute(
+            state, prompt_state_from_chat_state(state), compat=state.compat
+        )
+        greeting = Message.new(
+            member.name, substitute(text.strip()), is_user=False, send_date=iso_timestamp(now)
+        )
+        greeting.ensure_swipes()
+        messages.append(mark_greeting(greeting, member))
+    header = ChatHeader.new(ChatMetadata(integrity=integrity))
+    info = await store.create_chat(
+        header, messages, owner=owner, name=name or chat_name(loaded.group.name, now)
+    )
+    await attach_chat(store, loaded.id, info.name, owner=owner)
+    return info
 
 
 def pick_greeting(member: GroupMember, rng: Rng) -> str | None:

@@ -38,12 +38,10 @@ from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.group_speaker import GroupSpeaker
 from tavernkit.chat.group_turn import (
     GroupTurnOutcome,
-    mark_greeting,
-    pick_greeting,
+    create_group_chat,
     preview_speaker,
     refuse_group_chat,
     run_group_turn,
-    speaker_for,
 )
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
@@ -63,7 +61,6 @@ from tavernkit.generation.abort import AbortController, AbortSignal, StreamingPr
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.generation.sink import ResponseSink
-from tavernkit.groups.records import attach_chat, load_group
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile, ReviewSettings
@@ -428,31 +425,15 @@ class ChatService:
         """A new chat of the stored group ``group`` (id or name), listed in the group and
         made its open chat: every member's greeting in list order, muted members included
         (one greeting each, drawn from ``rng``), as SillyTavern opens a fresh group chat."""
-        loaded = await load_group(self.store, group, owner=self.owner)
-        now = self.clock()
-        messages: list[Message] = []
-        for member in loaded.members:
-            text = pick_greeting(member, rng or random.random)
-            if text is None:
-                continue
-            state = await load_chat_state(
-                self.store, owner=self.owner, character=loaded.character_ids[member.avatar]
-            )
-            state = state.model_copy(update={"group": speaker_for(loaded, member).context})
-            substitute = state_substitute(
-                state, prompt_state_from_chat_state(state), compat=state.compat
-            )
-            greeting = Message.new(
-                member.name, substitute(text.strip()), is_user=False, send_date=iso_timestamp(now)
-            )
-            greeting.ensure_swipes()
-            messages.append(mark_greeting(greeting, member))
-        header = ChatHeader.new(ChatMetadata(integrity=self.new_id()))
-        info = await self.store.create_chat(
-            header, messages, owner=self.owner, name=name or chat_name(loaded.group.name, now)
+        return await create_group_chat(
+            self.store,
+            group,
+            owner=self.owner,
+            name=name,
+            now=self.clock(),
+            integrity=self.new_id(),
+            rng=rng or random.random,
         )
-        await attach_chat(self.store, loaded.id, info.name, owner=self.owner)
-        return info
 
     async def group_turn(
         self,
