@@ -169,3 +169,18 @@ def test_prompt_shows_a_members_turn(home: Path, tmp_path: Path, server: ThreadS
     assert result.exit_code == 0, result.output
     assert "[Write the next reply only as Bob.]" in result.output
     assert server.bodies == []
+
+
+def test_list_groups_and_import_a_chat_into_a_named_group(home: Path, tmp_path: Path) -> None:
+    _setup(home, tmp_path, strategy=1)
+    listed = cli("list", "groups")
+    assert listed.exit_code == 0 and "Camp" in listed.output
+    header = {"chat_metadata": {}, "user_name": "unused", "character_name": "unused"}
+    line = {"name": "User", "is_user": True, "mes": "Anyone?"}
+    chat = tmp_path / "lonely.jsonl"
+    chat.write_text(json.dumps(header) + "\n" + json.dumps(line))
+    result = cli("import", "--group", "Camp", str(chat))
+    assert result.exit_code == 0, result.output
+    shown = cli("show", "Camp", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["chats"] == ["lonely"]
