@@ -8,11 +8,13 @@ from typing import Any
 
 import pytest
 
-from tavernkit.chat.group_turn import speaker_for
+from tavernkit.chat.group_turn import pick_greeting, speaker_for
 from tavernkit.chat.prepare import TurnOverrides, prepare_turn
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
+from tavernkit.groups.models import GroupMember
 from tavernkit.groups.records import load_group
 from tavernkit.groups.rng import Mulberry32
+from tavernkit.models.character import Character
 from tavernkit.models.chat import Message
 
 from ._server import Reply
@@ -57,7 +59,7 @@ async def _group(world: World, strategy: int, **fields: Any) -> str:
         **fields,
     }
     await world.tk.library.import_bytes(json.dumps(group).encode(), source="camp.json")
-    info = await world.chats.new_group_chat("Camp", rng=lambda: 0.0)
+    info = await world.chats.new_group_chat("Camp", rng=Mulberry32(7))
     return info.id
 
 
@@ -338,3 +340,24 @@ async def test_renderer_providers_reach_each_members_joined_fields(world: World)
     finally:
         for card in CARDS:
             card["data"]["personality"] = ""
+
+
+async def test_regenerate_after_the_greetings_replaces_the_last_greeting_only(
+    world: World,
+) -> None:
+    chat_id = await _group(world, 2)
+    greetings = await _messages(world, chat_id)
+    assert len({m.extra.gen_id for m in greetings}) == 3  # a batch each
+    world.server.script(Reply(text="Again."))
+    out = await world.chats.group_turn(chat_id, "regenerate", rng=Mulberry32(20261201))
+    assert [r.name for r in out.replies] == ["Bob"]
+    after = await _messages(world, chat_id)
+    assert [m.mes for m in after] == [greetings[0].mes, greetings[1].mes, "Again."]
+
+
+def test_a_members_greeting_is_one_of_its_non_empty_greetings() -> None:
+    card = Character(name="Ivy", first_mes="", alternate_greetings=["Hi.", "", "Yo."])
+    member = GroupMember("Ivy.png", card)
+    assert pick_greeting(member, lambda: 0.6) == "Yo."
+    assert pick_greeting(member, lambda: 0.0) == "Hi."
+    assert pick_greeting(GroupMember("Z.png", Character(name="Z")), lambda: 0.0) is None

@@ -268,6 +268,9 @@ async def create_group_chat(
             member.name, substitute(text.strip()), is_user=False, send_date=iso_timestamp(now)
         )
         greeting.ensure_swipes()
+        # SillyTavern's greeting batch id (Date.now() * Math.random() * 1e6): each greeting is
+        # a batch of its own, so a group regenerate replaces the last one only.
+        greeting.extra.gen_id = now.timestamp() * 1000 * rng() * 1e6
         messages.append(mark_greeting(greeting, member))
     header = ChatHeader.new(ChatMetadata(integrity=integrity))
     info = await store.create_chat(
