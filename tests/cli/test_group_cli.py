@@ -184,3 +184,34 @@ def test_list_groups_and_import_a_chat_into_a_named_group(home: Path, tmp_path: 
     shown = cli("show", "Camp", "--json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["chats"] == ["lonely"]
+
+
+def test_group_commands_make_and_edit_a_group(
+    home: Path, server: ThreadServer, tmp_path: Path
+) -> None:
+    for name in ("Alice", "Bob"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(_card(name)))
+        assert cli("import", str(path)).exit_code == 0
+    made = cli("group", "create", "Duo", "Alice", "Bob", "--strategy", "list")
+    assert made.exit_code == 0, made.output
+    assert "created Duo: Alice, Bob (list, swap)" in made.output
+    assert cli("group", "create", "Duo", "Alice").exit_code == 1  # taken
+    assert "no character" in cli("group", "create", "Trio", "Nobody").output.lower()
+    muted = cli("group", "mute", "Duo", "bob")
+    assert "Alice, Bob (muted)" in muted.output
+    added = cli("group", "add", "Duo", "Mira")
+    assert "Duo: Mira, Alice, Bob (muted)" in added.output  # added first, as ST adds
+    assert cli("group", "add", "Duo", "Mira").exit_code == 1
+    changed = cli("group", "set", "Duo", "--mode", "join", "--self", "--prefix", "[<FIELDNAME>]")
+    assert "(list, join)" in changed.output
+    assert cli("group", "set", "Duo", "--strategy", "loud").exit_code == 1
+    assert "Duo: Alice, Bob (muted)" in cli("group", "remove", "Duo", "0").output
+
+    server.script(Reply(text="Alice speaks."))
+    result = cli("chat", "--group", "Duo", "--once", "Hello?")
+    assert result.exit_code == 0, result.output
+    body = server.bodies[-1]["messages"]
+    assert body[1]["content"].startswith("[Description]")  # join mode with the prefix
+    unmuted = cli("group", "unmute", "Duo", "Bob")
+    assert "Bob (muted)" not in unmuted.output

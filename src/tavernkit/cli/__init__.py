@@ -83,6 +83,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "character_app",
         "Characters: rename, duplicate, delete, lorebooks.",
     ),
+    LazyCommand(
+        "group",
+        "tavernkit.cli.group_cmd",
+        "group_app",
+        "Groups: members, mutes and reply strategy (chat with one: chat --group).",
+    ),
 )
 
 app = typer.Typer(

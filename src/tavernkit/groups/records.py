@@ -10,9 +10,11 @@ group's chats in the store (a SillyTavern group chat is ``group chats/<name>.jso
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
-from tavernkit.errors import FormatError, NotFound
+from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.groups.models import Group, GroupMember, find_member, resolve_members
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card, Character
@@ -23,8 +25,11 @@ __all__ = [
     "LoadedGroup",
     "attach_chat",
     "avatar_name",
+    "create_group",
+    "edit_group",
     "group_of_chat",
     "load_group",
+    "member_avatar",
 ]
 
 GROUP_KIND = "group"
@@ -121,3 +126,52 @@ async def attach_chat(
         group.chat_id = chat_name
     await store.put(GROUP_KIND, group, owner=owner, name=stored.info.name, id=stored.info.id)
     return group
+
+
+async def member_avatar(store: Store, character: str, *, owner: str) -> str:
+    """The avatar file name that makes the stored character ``character`` (id or name) a
+    member: its card's ``avatar``, else ``<name>.png``."""
+    stored = await store.get_record("character", character, owner=owner)
+    card = Card.model_validate(stored.data)
+    own = (card.model_extra or {}).get("avatar")
+    if isinstance(own, str) and own and own != "none":
+        return own
+    return avatar_name(card.data.name or stored.info.name)
+
+
+async def create_group(
+    store: Store,
+    name: str,
+    characters: list[str],
+    *,
+    owner: str = DEFAULT_OWNER,
+    created_ms: int,
+    **fields: Any,
+) -> LoadedGroup:
+    """A new stored group of the stored ``characters`` (ids or names, in list order) with
+    SillyTavern's defaults for a group it creates (``fields`` on top, e.g.
+    ``activation_strategy``); its id is the creation time in ms, as SillyTavern's."""
+    if not name.strip():
+        raise FormatError("a group needs a name", field="name")
+    try:
+        await store.get_record(GROUP_KIND, name, owner=owner)
+    except NotFound:
+        pass
+    else:
+        raise Conflict(f"a group named {name!r} already exists")
+    members = [await member_avatar(store, c, owner=owner) for c in characters]
+    group = Group.create(id=str(created_ms), name=name, members=members, **fields)
+    ref = await store.put(GROUP_KIND, group, owner=owner, name=name)
+    return await load_group(store, ref.id, owner=owner)
+
+
+async def edit_group(
+    store: Store, ref: str, change: Callable[[LoadedGroup], None], *, owner: str = DEFAULT_OWNER
+) -> LoadedGroup:
+    """Apply ``change`` to the stored group ``ref`` (it edits ``loaded.group`` in place) and
+    store it; a ``change`` that raises stores nothing."""
+    loaded = await load_group(store, ref, owner=owner)
+    stored = await store.get_record(GROUP_KIND, loaded.id, owner=owner)
+    change(loaded)
+    await store.put(GROUP_KIND, loaded.group, owner=owner, name=stored.info.name, id=loaded.id)
+    return await load_group(store, loaded.id, owner=owner)
