@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from tavernkit.models.character import Character
@@ -24,7 +24,6 @@ __all__ = [
     "GroupPromptContext",
     "JoinedDepthPrompt",
     "PromptMember",
-    "example_speakers",
     "join_field",
     "joined_depth_prompts",
     "member_substitute",
@@ -112,7 +111,3 @@ def joined_depth_prompts(
         text = prepare(depth.prompt.strip(), member_substitute(substitute, member.name, context))
         out.append(JoinedDepthPrompt(text, depth.depth, depth.role))
     return tuple(out)
-
-
-def example_speakers(context: GroupPromptContext | None) -> Sequence[str]:
-    return context.names if context is not None else ()
