@@ -49,10 +49,6 @@ class GroupPromptContext:
     def names(self) -> list[str]:
         return [m.name for m in self.members]
 
-    def other_names(self, speaker_name: str) -> list[str]:
-        """Every other member's name, list order (stop strings, reply clean-up)."""
-        return [m.name for m in self.members if m.name != speaker_name]
-
     def joined_members(self) -> list[PromptMember]:
         """The members whose cards a join carries: muted ones only in mode 2 or when drafted."""
         return [
