@@ -89,6 +89,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "group_app",
         "Groups: members, mutes and reply strategy (chat with one: chat --group).",
     ),
+    LazyCommand(
+        "serve",
+        "tavernkit.cli.serve",
+        "serve_command",
+        "Serve the HTTP API (local user on 127.0.0.1; accounts for anything else).",
+    ),
 )
 
 app = typer.Typer(

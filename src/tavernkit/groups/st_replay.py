@@ -20,7 +20,7 @@ from tavernkit.groups.rng import Mulberry32
 from tavernkit.groups.selection import SelectionRequest, select_speakers
 from tavernkit.models.character import Character
 from tavernkit.models.chat import Message
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.st_replay import prepare_replay
 
 __all__ = ["GroupReplayTurn", "member_generation_kind", "replay_group_turn"]
@@ -33,7 +33,7 @@ class GroupReplayTurn:
     """One speaker's request of the turn: who was drafted and the prompt built for it."""
 
     member: GroupMember
-    prompt: ChatPrompt | TextPrompt
+    prompt: AssembledChat | AssembledText
 
 
 def member_generation_kind(kind: str) -> str:
