@@ -23,6 +23,7 @@ from tavernkit.generation.profiles import (
 )
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import MessageWindow
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
@@ -200,6 +201,8 @@ async def prepare_turn(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     renderer: PromptRenderer | None = None,
+    character: str | None = None,
+    group: GroupPromptContext | None = None,
     state: ChatState | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
@@ -214,6 +217,9 @@ async def prepare_turn(
     fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
     and the prompt, as SillyTavern evaluates them once per generation.
 
+    A group turn names the drafted member's ``character`` (its card, books and depth prompt
+    replace the chat's) and its ``group`` context (the other members, join settings).
+
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
     so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
@@ -227,8 +233,15 @@ async def prepare_turn(
         loaded = preloaded.pop() if preloaded else None
         if loaded is None:
             loaded = await load_chat_state(
-                store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+                store,
+                owner=owner,
+                chat_id=chat_id,
+                character=character,
+                persona=overrides.persona,
+                window=window,
             )
+        if group is not None:
+            loaded = loaded.model_copy(update={"group": group})
         return await _prepare_state(
             store,
             loaded,
@@ -353,7 +366,8 @@ async def _prepare_state(
     prompt, wi, compat = assembled.prompt, assembled.wi, assembled.session.compat
     user_name = state.user_name
     char_name = state.character.name if state.character is not None else ""
-    names = PromptNames(char_name=char_name, user_name=user_name)
+    group_names = tuple(state.group.names) if state.group is not None else ()
+    names = PromptNames(char_name=char_name, user_name=user_name, group_names=group_names)
     request: PromptRequest
     if isinstance(prompt, built.AssembledChat):
         max_tokens = overrides.max_tokens
