@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.worldinfo import Book, WorldInfoEngine, compile_book, scan
-from tavernkit.worldinfo.compile import BookCache
+from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.replay import ScenarioReplay
 
 REPO = Path(__file__).resolve().parent.parent

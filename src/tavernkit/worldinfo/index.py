@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernkit.jscompat import js_to_number, js_trim
-from tavernkit.worldinfo.compile import BookCache, CompiledBook, CompiledEntry
+from tavernkit.worldinfo.book_cache import BookCache
+from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry
 from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
 from tavernkit.worldinfo.result import ActivatedEntry
@@ -69,6 +70,8 @@ class ScanIndex:
     has_groups: bool = False
     #: Result records by entry index, reused across scans while an entry's content is the same.
     activated_cache: dict[int, ActivatedEntry] = field(default_factory=dict)
+    #: The compiled books the index was built from, in ``select_books`` order.
+    books: tuple[CompiledBook, ...] = ()
 
 
 def order_entries(
@@ -189,6 +192,7 @@ def build_index(
         regex_literals=literal_ids,
         view_keys=[_view_key(e) for e in entries],
         has_groups=any(e.group_names for e in entries),
+        books=tuple(b for _, b in books),
     )
 
 
@@ -250,14 +254,17 @@ class WorldInfoEngine:
         compat: bool,
     ) -> ScanIndex:
         compiled = [(b.scope, self.compile(b, compat=compat)) for b in select_books(books)]
+        # Compiled books by identity (the index pins them, so an id is never reused while its
+        # index is kept): a compiled book is a value, and asking for its digest could cost a
+        # hash of the whole book.
         key = (
-            tuple((scope, c.name, c.digest, id(c)) for scope, c in compiled),
+            tuple((scope, id(c)) for scope, c in compiled),
             strategy,
             case_sensitive,
             whole_words,
         )
         hit = self._indexes.get(key)
-        if hit is not None:
+        if hit is not None and all(a is b for a, (_, b) in zip(hit.books, compiled, strict=True)):
             self._indexes.move_to_end(key)
             return hit
         idx = build_index(compiled, strategy, case_sensitive, whole_words)
