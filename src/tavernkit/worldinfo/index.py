@@ -117,25 +117,38 @@ def build_index(
     levels: set[float] = set()
     warnings: list[str] = [w for _, b in books for w in b.warnings]
 
-    def slots(keys: tuple[str, ...], cs: bool, ww: bool) -> tuple[KeySlot, ...]:
+    # A big book repeats keys: each (key, case, whole words) is made a slot once, with whether
+    # the matcher indexes it (precomputed per segment) or it must be checked per entry.
+    made: dict[tuple[str, bool, bool], tuple[KeySlot, bool]] = {}
+
+    def slot(raw: str, cs: bool, ww: bool) -> tuple[KeySlot, bool]:
+        if raw == "":
+            found: tuple[KeySlot, bool] = ((raw, -1), True)
+        elif has_macro(raw):
+            found = ((raw, None), False)
+        else:
+            nid = table.intern(js_trim(raw), cs, ww)
+            found = ((raw, nid), table.get(nid).kind in INDEXED_KINDS)
+        made[(raw, cs, ww)] = found
+        return found
+
+    def slots(keys: tuple[str, ...], cs: bool, ww: bool) -> tuple[tuple[KeySlot, ...], bool]:
         out: list[KeySlot] = []
+        indexed = True
         for raw in keys:
-            if raw == "":
-                out.append((raw, -1))
-            elif has_macro(raw):
-                out.append((raw, None))
-            else:
-                out.append((raw, table.intern(js_trim(raw), cs, ww)))
-        return tuple(out)
+            found = made.get((raw, cs, ww)) or slot(raw, cs, ww)
+            out.append(found[0])
+            indexed = indexed and found[1]
+        return tuple(out), indexed
 
     for i, e in enumerate(entries):
         cs = case_sensitive if e.case_sensitive is None else e.case_sensitive
         ww = whole_words if e.match_whole_words is None else e.match_whole_words
         cs_list.append(cs)
         ww_list.append(ww)
-        p = slots(e.keys, cs, ww)
+        p, p_indexed = slots(e.keys, cs, ww)
         primary.append(p)
-        secondary.append(slots(e.secondary, cs, ww))
+        secondary.append(slots(e.secondary, cs, ww)[0] if e.secondary else ())
         if e.group_names:
             score_p.append(tuple(table.intern(k, cs, ww) for k in e.keys))
             score_s.append(tuple(table.intern(k, cs, ww) for k in e.secondary))
@@ -146,13 +159,7 @@ def build_index(
             levels.add(e.delay_until_recursion)
         if e.disable:
             continue
-        indexable = e.scan_depth is None and not e.constant and not e.decorators
-        if indexable:
-            for _, nid in p:
-                if nid is None or (nid >= 0 and table.get(nid).kind not in INDEXED_KINDS):
-                    indexable = False
-                    break
-        if indexable:
+        if p_indexed and e.scan_depth is None and not e.constant and not e.decorators:
             for _, nid in p:
                 if nid is not None and nid >= 0:
                     lst = by_needle.setdefault(nid, [])
@@ -190,7 +197,7 @@ def build_index(
         warnings=tuple(warnings),
         position={id(e): i for i, e in enumerate(entries)},
         regex_literals=literal_ids,
-        view_keys=[_view_key(e) for e in entries],
+        view_keys=[(None, e.match_mask) if e.scan_depth is None else _view_key(e) for e in entries],
         has_groups=any(e.group_names for e in entries),
         books=tuple(b for _, b in books),
     )
