@@ -26,6 +26,7 @@ from tavernkit.jscompat import (
     js_to_number,
     js_truthy,
 )
+from tavernkit.worldinfo.columns import compile_plain
 from tavernkit.worldinfo.decorators import parse_decorators
 from tavernkit.worldinfo.entry import MATCH_FLAGS, CompiledEntry, new_entry
 from tavernkit.worldinfo.json_check import STR_TYPE, all_json, is_json
@@ -41,6 +42,8 @@ __all__ = [
     "compile_entries",
     "content_digest",
 ]
+
+_DICT = frozenset((dict,))
 
 #: Limits that turn absurd books into warnings instead of a stalled scan.
 MAX_ENTRIES = 200_000
@@ -284,6 +287,18 @@ def compile_entries(
         order = js_key_order(entries)
     raws = [entries[k] for k in order[:MAX_ENTRIES]]
     checked = not dumped and all_json(raws)
+    plain = None
+    if checked or (dumped and _DICT.issuperset(map(type, raws))):
+        plain = compile_plain(
+            name,
+            raws if dumped else list(map(dict, raws)),
+            max_keys=MAX_KEYS_PER_ENTRY,
+            max_key_chars=MAX_KEY_CHARS,
+            max_content_chars=MAX_CONTENT_CHARS,
+        )
+    if plain is not None:
+        compiled.extend(plain)  # no entry skipped, coerced or duplicated: no warning to add
+        raws = []
     for raw_key, raw in zip(order, raws, strict=False):
         entry = _compile_entry(name, raw_key, raw, warnings, compat, dumped, checked)
         if entry is None:

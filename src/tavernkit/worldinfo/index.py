@@ -4,9 +4,11 @@ set and settings and reused across scans (the per-turn cost is then the chat tex
 from __future__ import annotations
 
 import functools
+import gc
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -117,38 +119,49 @@ def build_index(
     levels: set[float] = set()
     warnings: list[str] = [w for _, b in books for w in b.warnings]
 
-    # A big book repeats keys: each (key, case, whole words) is made a slot once, with whether
-    # the matcher indexes it (precomputed per segment) or it must be checked per entry.
-    made: dict[tuple[str, bool, bool], tuple[KeySlot, bool]] = {}
+    # A big book repeats keys: each (key, case, whole words) is made a slot once, and whether
+    # the matcher indexes it (its presence per segment precomputed) is remembered with it.
+    made: dict[tuple[bool, bool], tuple[dict[str, KeySlot], set[str]]] = {}
 
-    def slot(raw: str, cs: bool, ww: bool) -> tuple[KeySlot, bool]:
-        if raw == "":
-            found: tuple[KeySlot, bool] = ((raw, -1), True)
-        elif has_macro(raw):
-            found = ((raw, None), False)
-        else:
-            nid = table.intern(js_trim(raw), cs, ww)
-            found = ((raw, nid), table.get(nid).kind in INDEXED_KINDS)
-        made[(raw, cs, ww)] = found
-        return found
+    def flags_memo(cs: bool, ww: bool) -> tuple[dict[str, KeySlot], set[str]]:
+        memo = made.get((cs, ww))
+        if memo is None:
+            memo = made[(cs, ww)] = ({}, set())
+        return memo
 
-    def slots(keys: tuple[str, ...], cs: bool, ww: bool) -> tuple[tuple[KeySlot, ...], bool]:
-        out: list[KeySlot] = []
-        indexed = True
+    def fill(keys: tuple[str, ...], cs: bool, ww: bool) -> None:
+        slot_of, unindexed = flags_memo(cs, ww)
         for raw in keys:
-            found = made.get((raw, cs, ww)) or slot(raw, cs, ww)
-            out.append(found[0])
-            indexed = indexed and found[1]
-        return tuple(out), indexed
+            if raw in slot_of:
+                continue
+            if raw == "":
+                slot_of[raw] = (raw, -1)
+            elif has_macro(raw):
+                slot_of[raw] = (raw, None)
+                unindexed.add(raw)
+            else:
+                nid = table.intern(js_trim(raw), cs, ww)
+                slot_of[raw] = (raw, nid)
+                if table.get(nid).kind not in INDEXED_KINDS:
+                    unindexed.add(raw)
 
     for i, e in enumerate(entries):
         cs = case_sensitive if e.case_sensitive is None else e.case_sensitive
         ww = whole_words if e.match_whole_words is None else e.match_whole_words
         cs_list.append(cs)
         ww_list.append(ww)
-        p, p_indexed = slots(e.keys, cs, ww)
+        slot_of, unindexed = made.get((cs, ww)) or flags_memo(cs, ww)
+        keys = e.keys
+        if not all(map(slot_of.__contains__, keys)):
+            fill(keys, cs, ww)
+        p = tuple(map(slot_of.__getitem__, keys))
         primary.append(p)
-        secondary.append(slots(e.secondary, cs, ww)[0] if e.secondary else ())
+        if e.secondary:
+            if not all(map(slot_of.__contains__, e.secondary)):
+                fill(e.secondary, cs, ww)
+            secondary.append(tuple(map(slot_of.__getitem__, e.secondary)))
+        else:
+            secondary.append(())
         if e.group_names:
             score_p.append(tuple(table.intern(k, cs, ww) for k in e.keys))
             score_s.append(tuple(table.intern(k, cs, ww) for k in e.secondary))
@@ -159,7 +172,12 @@ def build_index(
             levels.add(e.delay_until_recursion)
         if e.disable:
             continue
-        if p_indexed and e.scan_depth is None and not e.constant and not e.decorators:
+        if (
+            e.scan_depth is None
+            and not e.constant
+            and not e.decorators
+            and (not unindexed or unindexed.isdisjoint(keys))
+        ):
             for _, nid in p:
                 if nid is not None and nid >= 0:
                     lst = by_needle.setdefault(nid, [])
@@ -210,6 +228,24 @@ def _view_key(e: CompiledEntry) -> tuple[Any, int]:
     return ("nan" if math.isnan(depth) else depth, e.match_mask)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused (if it runs) while a book is compiled and indexed.
+
+    Compiling a big book allocates tens of thousands of objects, none in a cycle, and every
+    700 allocations start a collection; now and then one walks the whole heap, which in a
+    process holding long chats and books costs more than the compile itself.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def select_books(books: Sequence[Book]) -> list[Book]:
     """SillyTavern's de-duplication of book sources: a character book already global, or the
     chat or persona book, is skipped; the chat book is skipped if global; the persona book if
@@ -255,6 +291,17 @@ class WorldInfoEngine:
         self,
         books: Sequence[Book],
         *,
+        strategy: int,
+        case_sensitive: bool,
+        whole_words: bool,
+        compat: bool,
+    ) -> ScanIndex:
+        with gc_paused():
+            return self._index(books, strategy, case_sensitive, whole_words, compat)
+
+    def _index(
+        self,
+        books: Sequence[Book],
         strategy: int,
         case_sensitive: bool,
         whole_words: bool,
