@@ -19,7 +19,8 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.worldinfo import compile as wi_compile
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.compile import CompiledEntry, compile_book, content_digest
-from tavernkit.worldinfo.index import Book, WorldInfoEngine, gc_paused
+from tavernkit.worldinfo.gc_pause import gc_paused
+from tavernkit.worldinfo.index import Book, WorldInfoEngine
 from tavernkit.worldinfo.json_check import all_json, is_json
 
 _FIELDS = [f.name for f in fields(CompiledEntry) if f.name != "_hash"]

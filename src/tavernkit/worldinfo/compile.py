@@ -29,6 +29,7 @@ from tavernkit.jscompat import (
 from tavernkit.worldinfo.columns import compile_plain
 from tavernkit.worldinfo.decorators import parse_decorators
 from tavernkit.worldinfo.entry import MATCH_FLAGS, CompiledEntry, new_entry
+from tavernkit.worldinfo.gc_pause import gc_paused
 from tavernkit.worldinfo.json_check import STR_TYPE, all_json, is_json
 
 __all__ = [
@@ -279,6 +280,19 @@ def compile_entries(
     """Compile a book's ``entries`` mapping (see :func:`compile_book`). ``dumped``: the entries
     are a fresh JSON dump nobody else holds (neither checked nor copied); ``digest``: the
     content hash the caller already knows; ``order``: ``js_key_order(entries)`` if known."""
+    with gc_paused():
+        return _compile_entries(name, entries, warnings, compat, dumped, digest, order)
+
+
+def _compile_entries(
+    name: str,
+    entries: Mapping[str, Any],
+    warnings: list[str],
+    compat: bool,
+    dumped: bool,
+    digest: str | None,
+    order: list[str] | None,
+) -> CompiledBook:
     if len(entries) > MAX_ENTRIES:
         warnings.append(f"{name}: more than {MAX_ENTRIES} entries; the rest skipped")
     compiled: list[CompiledEntry] = []

@@ -4,17 +4,16 @@ set and settings and reused across scans (the per-turn cost is then the chat tex
 from __future__ import annotations
 
 import functools
-import gc
 import math
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernkit.jscompat import js_to_number, js_trim
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry
+from tavernkit.worldinfo.gc_pause import gc_paused
 from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
 from tavernkit.worldinfo.result import ActivatedEntry
@@ -226,24 +225,6 @@ def _view_key(e: CompiledEntry) -> tuple[Any, int]:
         return (None, e.match_mask)
     depth = js_to_number(e.scan_depth)
     return ("nan" if math.isnan(depth) else depth, e.match_mask)
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused (if it runs) while a book is compiled and indexed.
-
-    Compiling a big book allocates tens of thousands of objects, none in a cycle, and every
-    700 allocations start a collection; now and then one walks the whole heap, which in a
-    process holding long chats and books costs more than the compile itself.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def select_books(books: Sequence[Book]) -> list[Book]:
