@@ -18,10 +18,13 @@ from pydantic import ValidationError
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.worldinfo import compile as wi_compile
 from tavernkit.worldinfo.book_cache import BookCache
+from tavernkit.worldinfo.buffer import ScanBuffer
 from tavernkit.worldinfo.compile import CompiledEntry, compile_book, content_digest
 from tavernkit.worldinfo.gc_pause import gc_paused
 from tavernkit.worldinfo.index import Book, WorldInfoEngine
 from tavernkit.worldinfo.json_check import all_json, is_json
+from tavernkit.worldinfo.matcher import NeedleTable, SegmentMatcher
+from tavernkit.worldinfo.regex_keys import RegexGuard, parse_regex_key
 
 _FIELDS = [f.name for f in fields(CompiledEntry) if f.name != "_hash"]
 
@@ -257,3 +260,14 @@ def test_the_collector_is_paused_while_compiling_and_restored_after() -> None:
         assert not gc.isenabled()  # a caller's own choice is kept
     finally:
         gc.enable()
+
+
+def test_an_indexed_needle_matches_a_view_not_scanned_yet() -> None:
+    # A word-shaped regex key is indexed (its presence per message is precomputed); asking
+    # about a view before the scan loop scanned its messages used to answer False.
+    key = parse_regex_key("/\\ba\\b/")
+    assert key is not None
+    table = NeedleTable()
+    nid = table.intern(key.source, False, True)
+    buffer = ScanBuffer(["a"], [""] * 6, [], table, SegmentMatcher(table), RegexGuard(), print)
+    assert buffer.matches(nid, buffer.view_for(1, 0, 0, False))
