@@ -271,3 +271,38 @@ def test_an_indexed_needle_matches_a_view_not_scanned_yet() -> None:
     nid = table.intern(key.source, False, True)
     buffer = ScanBuffer(["a"], [""] * 6, [], table, SegmentMatcher(table), RegexGuard(), print)
     assert buffer.matches(nid, buffer.view_for(1, 0, 0, False))
+
+
+def test_a_book_is_hashed_only_when_a_copy_comes_to_be_compared() -> None:
+    cache = BookCache()
+    raw = {"entries": {"0": {"uid": 0, "key": ["bell"], "keysecondary": [], "content": "x"}}}
+    first = cache.get("Coast", raw, compat=True)
+    assert not first.has_digest  # nothing of that name was cached: nothing to compare with
+    assert cache.get("Coast", copy.deepcopy(raw), compat=True) is first
+    assert first.has_digest
+    assert first.digest == content_digest("Coast", [("0", raw["entries"]["0"])])
+
+
+def test_a_book_edited_in_place_before_it_was_hashed_is_never_found_by_a_copy() -> None:
+    cache = BookCache()
+    raw: dict[str, Any] = {
+        "entries": {
+            "0": {
+                "uid": 0,
+                "key": ["bell"],
+                "keysecondary": [],
+                "content": "x",
+                "characterFilter": {"names": ["Mira"], "tags": []},
+            }
+        }
+    }
+    first = cache.get("Coast", raw, compat=True)
+    raw["entries"]["0"]["key"].append("horn")  # nested: the compiled wire shares this list
+    edited = cache.get("Coast", copy.deepcopy(raw), compat=True)
+    assert edited is not first and edited.entries[0].keys == ("bell", "horn")
+    raw["entries"]["0"]["characterFilter"]["names"].append("Tam")  # two levels down
+    again = cache.get("Coast", copy.deepcopy(raw), compat=True)
+    assert again is not edited and again.entries[0].wire["characterFilter"]["names"] == [
+        "Mira",
+        "Tam",
+    ]

@@ -23,6 +23,10 @@ class BookCache:
     """Compiled books by (name, compat, content digest): compile once, reuse while the book is
     unchanged. Bounded, least-recently-used first out.
 
+    A book first seen under a name no cached book bears is compiled without hashing it: no
+    copy could be found by that hash. It is hashed (see ``CompiledBook.digest``) when another
+    object of that name comes to be compared with it.
+
     A book whose content the caller already vouches for (:meth:`register`: a store record
     read by its revision, with the JSON it was validated from) is found by that digest without
     being dumped, and compiled from that JSON on a miss: the model's ``to_wire()`` of a big
@@ -86,26 +90,40 @@ class BookCache:
         dumped = callable(getattr(book, "to_wire", None))
         entries, warnings = book_entries_wire(book, source=name)
         order = js_key_order(entries)
-        digest = content_digest(name, book_pairs(entries, order))
-        same = self._by_digest.get((name, compat, digest))
-        if same is not None:
-            return self._keep(book, same)
+        digest: str | None = None
+        # A copy can only be of a book of this name: with none cached, nothing is hashed.
+        if any(c.name == name and c.compat == compat for c in self._items.values()):
+            digest = content_digest(name, book_pairs(entries, order))
+            same = self._find(name, compat, digest)
+            if same is not None:
+                return self._keep(book, same)
         # The entries just read, not a second ``to_wire()`` of a model book.
         compiled = compile_entries(
             name, entries, warnings, compat=compat, dumped=dumped, digest=digest, order=order
         )
         return self._keep(book, compiled)
 
+    def _find(self, name: str, compat: bool, digest: str) -> CompiledBook | None:
+        hit = self._by_digest.get((name, compat, digest))
+        if hit is not None:
+            return hit
+        for c in self._items.values():  # books of this name compiled before any comparison
+            if c.name == name and c.compat == compat and not c.has_digest:
+                self._by_digest[(name, compat, c.digest)] = c
+        return self._by_digest.get((name, compat, digest))
+
     def _keep(self, book: Any, compiled: CompiledBook) -> CompiledBook:
         self._items[id(compiled)] = compiled
         self._items.move_to_end(id(compiled))
-        self._by_digest[(compiled.name, compiled.compat, compiled.digest)] = compiled
+        if compiled.has_digest:
+            self._by_digest[(compiled.name, compiled.compat, compiled.digest)] = compiled
         if len(self._by_identity) > 4 * self.maxsize:
             self._by_identity.clear()
         self._by_identity[id(book)] = (book, compiled)
         while len(self._items) > self.maxsize:
             _, old = self._items.popitem(last=False)
-            key = (old.name, old.compat, old.digest)
-            if self._by_digest.get(key) is old:
-                del self._by_digest[key]
+            if old.has_digest:
+                key = (old.name, old.compat, old.digest)
+                if self._by_digest.get(key) is old:
+                    del self._by_digest[key]
         return compiled

@@ -57,15 +57,43 @@ _identity_digests = itertools.count()
 
 @dataclass(slots=True, eq=False)
 class CompiledBook:
-    """A book's entries in SillyTavern's file order, plus the warnings compiling raised;
-    ``digest`` identifies the content it was compiled from (see :func:`content_digest`)."""
+    """A book's entries in SillyTavern's file order, plus the warnings compiling raised.
+
+    ``digest`` identifies the content it was compiled from (see :func:`content_digest`). A
+    plain book compiled without one (nothing asked for it yet) gets it on first use, from the
+    entries as compiled: their wires are this book's own copies, and what they hold nested is
+    checked against the snapshot taken when compiling (``_nested``); if the caller edited any
+    of it in place since, the book gets a digest no other book has, so no copy ever finds it.
+    """
 
     name: str
-    digest: str
     entries: tuple[CompiledEntry, ...]
     warnings: tuple[str, ...] = ()
     compat: bool = True
+    _digest: str | None = field(default=None, repr=False)
+    #: For a digest left for later: the entries' keys, and the snapshot of their nested
+    #: containers (``None`` when the entries are a dump nobody else holds).
+    _raw_keys: tuple[str, ...] = field(default=(), repr=False)
+    _nested: list[list[Any]] | None = field(default=None, repr=False)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def has_digest(self) -> bool:
+        return self._digest is not None
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            wires = [e.wire for e in self.entries]
+            now: list[list[Any]] = []
+            if self._nested is not None and not (all_json(wires, keep=now) and now == self._nested):
+                self._digest = f"identity:{next(_identity_digests)}"  # edited since compiled
+            else:
+                self._digest = content_digest(
+                    self.name, list(zip(self._raw_keys, wires, strict=True))
+                )
+            self._nested = None
+        return self._digest
 
 
 def content_digest(name: str, pairs: list[tuple[str, Any]]) -> str:
@@ -300,7 +328,8 @@ def _compile_entries(
     if order is None:
         order = js_key_order(entries)
     raws = [entries[k] for k in order[:MAX_ENTRIES]]
-    checked = not dumped and all_json(raws)
+    snapshot: list[list[Any]] | None = [] if digest is None and not dumped else None
+    checked = not dumped and all_json(raws, keep=snapshot)
     plain = None
     if checked or (dumped and _DICT.issuperset(map(type, raws))):
         plain = compile_plain(
@@ -325,6 +354,11 @@ def _compile_entries(
         else:
             seen[entry.key_id] = raw_key
         compiled.append(entry)
-    if digest is None:
-        digest = content_digest(name, book_pairs(entries, order))
-    return CompiledBook(name, digest, tuple(compiled), tuple(warnings), compat)
+    if digest is not None or warnings or plain is None or len(compiled) != len(order):
+        if digest is None:  # the compiled entries do not spell the source: hash it now
+            digest = content_digest(name, book_pairs(entries, order))
+        return CompiledBook(name, tuple(compiled), tuple(warnings), compat, digest)
+    # A plain book with every entry compiled: its digest waits until something asks for it.
+    return CompiledBook(
+        name, tuple(compiled), (), compat, None, tuple(order), None if dumped else snapshot
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from itertools import chain, compress
+from operator import methodcaller
 from typing import Any
 
 __all__ = ["STR_TYPE", "all_json", "is_json"]
@@ -13,16 +14,21 @@ _SCALARS = frozenset((str, bool, int, float, type(None)))
 _JSONISH = _SCALARS | {list, dict}
 _CONTAINERS = frozenset((list, dict))
 _DICT = frozenset((dict,))
+_COPY = methodcaller("copy")  # list.copy / dict.copy: the level holds exact types only
 _LIST = frozenset((list,))
 STR_TYPE = frozenset((str,))
 #: Containers nested deeper than this are not JSON here (SillyTavern's files never come close).
 _MAX_DEPTH = 64
 
 
-def all_json(entries: list[Any]) -> bool:
+def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
     """Whether every entry is JSON made of exact builtin types, checked level by level with
     C-level iteration (``map``/``chain``/``compress``), not a Python call per value.
-    ``False`` only means "check each entry" (:func:`is_json`)."""
+    ``False`` only means "check each entry" (:func:`is_json`).
+
+    ``keep`` (when given) receives, level by level below the entries, a shallow copy of each
+    container found: together they are a snapshot of everything nested in the entries, which
+    :func:`all_json` of the same entries later reproduces (``==``) unless one was edited."""
     level = entries
     depth = 0
     while level:
@@ -40,6 +46,8 @@ def all_json(entries: list[Any]) -> bool:
                 (dicts if c.__class__ is dict else lists).append(c)
         else:
             return False
+        if keep is not None and depth:
+            keep.append(list(map(_COPY, level)))
         # The set of all keys is small (entries share their field names): its types are cheap.
         if dicts and not STR_TYPE.issuperset(map(type, set(chain.from_iterable(dicts)))):
             return False
