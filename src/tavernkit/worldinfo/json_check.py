@@ -49,7 +49,7 @@ def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
         if keep is not None and depth:
             keep.append(list(map(_COPY, level)))
         # The set of all keys is small (entries share their field names): its types are cheap.
-        if dicts and not STR_TYPE.issuperset(map(type, set(chain.from_iterable(dicts)))):
+        if dicts and not STR_TYPE.issuperset(map(type, set().union(*dicts))):
             return False
         values = list(chain(chain.from_iterable(map(dict.values, dicts)), *lists))
         types = list(map(type, values))
