@@ -70,12 +70,14 @@ from tavernkit.errors import (
 )
 
 if TYPE_CHECKING:
+    from tavernkit.chat.group_turn import GroupTurnOutcome
     from tavernkit.chat.reply import TurnOutcome
     from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
     from tavernkit.facade import Tavern
     from tavernkit.generation.abort import AbortController, AbortSignal
     from tavernkit.generation.sink import ResponseSink
+    from tavernkit.groups.models import Group
     from tavernkit.library import ImportResult, Library
     from tavernkit.runtime import Runtime
     from tavernkit.tasks.options import TaskResult
@@ -88,6 +90,8 @@ _LAZY: dict[str, str] = {
     "AbortSignal": "tavernkit.generation.abort",
     "ChatService": "tavernkit.chat.service",
     "FunctionTool": "tavernkit.tools.registry",
+    "Group": "tavernkit.groups.models",
+    "GroupTurnOutcome": "tavernkit.chat.group_turn",
     "ImportResult": "tavernkit.library",
     "Library": "tavernkit.library",
     "ResponseSink": "tavernkit.generation.sink",
@@ -120,6 +124,8 @@ __all__ = [
     "FormatError",
     "FunctionTool",
     "GenerateTaskError",
+    "Group",
+    "GroupTurnOutcome",
     "ImportResult",
     "Library",
     "LimitExceeded",

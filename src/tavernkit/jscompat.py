@@ -281,6 +281,8 @@ def is_array_index(key: str) -> bool:
 def js_key_order(keys: Iterable[str]) -> list[str]:
     """Object property order: integer-like keys ascending, then the rest in insertion order."""
     keys = list(keys)
+    if keys == list(map(str, range(len(keys)))):
+        return keys  # "0", "1", ... in order (a lorebook's usual uids): already JS's order
     index_keys = [k for k in keys if is_array_index(k)]
     if not index_keys:
         return keys

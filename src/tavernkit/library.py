@@ -34,6 +34,9 @@ from tavernkit.formats.chats import chat_to_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
+from tavernkit.groups.files import is_group_chat
+from tavernkit.groups.models import Group
+from tavernkit.groups.records import attach_chat, group_of_chat, load_group
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
@@ -57,6 +60,7 @@ SEARCH_ORDER: tuple[str, ...] = (
     "novel_preset",
     "persona",
     "connection_profile",
+    "group",
 )
 
 #: preset kind (formats.presets) -> store kind
@@ -78,6 +82,7 @@ EXPORT_FORMATS: dict[tuple[str, str], str] = {
     ("character", "charx"): "card-charx",
     ("lorebook", "json"): "lorebook-json",
     ("chat", "jsonl"): "chat-jsonl",
+    ("group", "json"): "group-json",
     **{(kind, "json"): "preset-json" for kind in _PRESET_STORE_KIND.values()},
 }
 
@@ -127,13 +132,20 @@ class Library(Characters):
     # -- import ---------------------------------------------------------------------------
 
     async def import_file(
-        self, path: Path | str, *, character: str | None = None, replace: bool = False
+        self,
+        path: Path | str,
+        *,
+        character: str | None = None,
+        group: str | None = None,
+        replace: bool = False,
     ) -> list[ImportResult]:
         path = Path(path)
         cap = max(self.limits.image_bytes, self.limits.archive_unpacked_bytes)
         cap = max(cap, self.limits.chat_file_bytes)
         data = read_limited(path, cap)
-        return await self.import_bytes(data, source=str(path), character=character, replace=replace)
+        return await self.import_bytes(
+            data, source=str(path), character=character, group=group, replace=replace
+        )
 
     async def import_bytes(
         self,
@@ -141,13 +153,18 @@ class Library(Characters):
         *,
         source: str = "<bytes>",
         character: str | None = None,
+        group: str | None = None,
         replace: bool = False,
     ) -> list[ImportResult]:
         """Detect ``data`` by content, read it and store what it holds. JSON text with bytes
         that are not UTF-8 is read with them replaced by U+FFFD, as SillyTavern reads it; the
-        results' ``note`` names the offsets (see :mod:`tavernkit.formats.bad_bytes`)."""
+        results' ``note`` names the offsets (see :mod:`tavernkit.formats.bad_bytes`).
+
+        ``group`` (a stored group's id or name) imports a chat as that group's chat; a chat
+        whose messages carry speakers' ``original_avatar`` is a group chat anyway, attached to
+        the stored group that lists its name."""
         data, repaired = repair_utf8(data, source=source)
-        results = await self._import_data(data, source, character, replace)
+        results = await self._import_data(data, source, character, replace, group)
         if repaired is None:
             return results
         return [
@@ -156,7 +173,12 @@ class Library(Characters):
         ]
 
     async def _import_data(
-        self, data: bytes, source: str, character: str | None, replace: bool
+        self,
+        data: bytes,
+        source: str,
+        character: str | None,
+        replace: bool,
+        group: str | None = None,
     ) -> list[ImportResult]:
         handler, value = self.formats.read(data, source)
         stem = Path(source).stem if not source.startswith("<") else None
@@ -170,6 +192,10 @@ class Library(Characters):
                 return [ImportResult("lorebook", same.name, same.id, "unchanged", source)]
             name = value.name or stem or "Lorebook"
             return [await self._put("lorebook", value, name, source, replace)]
+        if isinstance(value, Group):
+            return [await self._put("group", value, value.name or stem or "Group", source, replace)]
+        if isinstance(value, Chat) and character is None and (group or is_group_chat(value)):
+            return [await self._import_group_chat(value, stem or "group chat", source, group)]
         if isinstance(value, Chat):
             return [await self._import_chat(value, stem or "chat", source, character, replace)]
         if isinstance(value, ImportedSettings):
@@ -352,6 +378,32 @@ class Library(Characters):
             created = await self._create_chat(lines, name, char_id)
             return ImportResult("chat", name, created.id, "replaced", source)
         created = await self._create_chat(lines, name, char_id)
+        return ImportResult("chat", name, created.id, "imported", source)
+
+    async def _import_group_chat(
+        self, chat: Chat, name: str, source: str, group: str | None
+    ) -> ImportResult:
+        """A group chat, named after its file (SillyTavern's chat id), attached to no
+        character and listed in its group: ``group``, else the stored group that lists the
+        name. The same lines under that name are this chat (``unchanged``)."""
+        lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        owner = self.owner
+        if group is None:
+            found = await group_of_chat(self.store, name, owner=owner)
+            group = found.id if found is not None else None
+        else:
+            group = (await load_group(self.store, group, owner=owner)).id
+        for info in await self.store.list_chats(owner=owner):
+            if info.name == name and info.character_id is None:
+                stored = await self.store.load_chat(info.id, owner=owner)
+                if stored.lines() != lines:
+                    raise Conflict(
+                        f"a chat named {name!r} already exists and differs from {source}"
+                    )
+                return ImportResult("chat", name, info.id, "unchanged", source)
+        created = await self._create_chat(lines, name, None)
+        if group is not None:
+            await attach_chat(self.store, group, name, owner=owner)
         return ImportResult("chat", name, created.id, "imported", source)
 
     async def _character_id(self, name: str) -> str:

@@ -21,6 +21,7 @@ BAD = [
     ("/impersonate me", "/impersonate takes no argument"),
     ("/send x", "/send takes no argument"),
     ("/send", "no impersonated message to send"),
+    ("/trigger Alice", "this is not a group chat"),
     ("/stop it", "/stop takes no argument"),
     ("/undo 3", "/undo takes no argument"),
     ("/undo", "nothing to undo in this session"),

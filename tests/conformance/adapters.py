@@ -461,3 +461,51 @@ def build_perf_prompt(inputs: Mapping[str, Any]) -> list[dict[str, Any]]:
         scan=WORLDINFO_ENGINE.load() if _has_books(case_inputs) else None,
     )
     return list(result.messages)
+
+
+# --- groups ----------------------------------------------------------------------------------
+
+GROUP_ENGINE = EngineRef(
+    "tavernkit.groups.st_replay", "replay_group_turn", "group chats not implemented yet (issue 21)"
+)
+
+
+@dataclass(frozen=True)
+class GroupRequestOutcome:
+    """One request of a group turn: the drafted member's name and the prompt part."""
+
+    drafted: str
+    prompt: PromptOutcome
+
+
+def build_group_requests(case: Mapping[str, Any]) -> list[GroupRequestOutcome]:
+    """Every request of one group turn (README §5), in order.
+
+    The speakers come from the group wrapper's selection with mulberry32 seeded by
+    ``random_seed`` (README §5 "Randomness"); each later speaker sees the earlier replies,
+    whose texts are the ones the recording's ``chat_after`` gained.
+    """
+    engine = GROUP_ENGINE.load()
+    from tavernkit.groups.st_replay import recorded_replies
+
+    replies = recorded_replies(case)
+    ref = CHAT_PROMPT_ENGINE if case["api"] == "cc" else TEXT_PROMPT_ENGINE
+    prompt_engine = ref.load()
+    turns = engine(
+        case["inputs"],
+        case.get("effective_settings") or {},
+        seed=case.get("random_seed"),
+        replies=lambda i, member: replies[i] if i < len(replies) else "",
+        compat=COMPAT,
+        engine=prompt_engine,
+        scan=WORLDINFO_ENGINE.load() if case["inputs"].get("books") else None,
+    )
+    out = []
+    for turn in turns:
+        result = turn.prompt
+        if case["api"] == "cc":
+            outcome = PromptOutcome(messages=result.messages)
+        else:
+            outcome = PromptOutcome(prompt=result.prompt, stop=list(result.stop))
+        out.append(GroupRequestOutcome(turn.member.name, outcome))
+    return out

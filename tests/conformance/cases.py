@@ -35,6 +35,7 @@ PERF_DIR = "st-1.18-perf"
 MACROS = "macros"
 WORLDINFO = "worldinfo"
 PROMPTS = "prompts"
+GROUPS = "groups"
 PERF = "perf"
 
 # Keys a case must carry for its comparison to mean anything (README schema). Optional keys
@@ -69,6 +70,7 @@ WORLDINFO_RESULT_KEYS = (
 )
 PROMPT_KEYS = ("id", "api", "inputs", "effective_settings", "request_body")
 PROMPT_APIS = ("cc", "tc", "kobold")
+GROUP_KEYS = ("id", "api", "inputs", "effective_settings", "drafted_member", "requests")
 PERF_MACRO_SET_KEYS = ("id", "kind", "local_vars_before", "global_vars_before")
 
 
@@ -207,9 +209,19 @@ def discover_prompts(root: Path) -> list[Case]:
     return _discover_files(root / ST_DIR / "prompts", PROMPTS)
 
 
+def discover_groups(root: Path) -> list[Case]:
+    """One case per ``st-1.18/groups/<id>.json`` group turn; id = the file name's stem."""
+    return _discover_files(root / ST_DIR / "groups", GROUPS)
+
+
 def discover_all(root: Path) -> list[Case]:
     """Every golden case of ``st-1.18/`` (the perf anchors are not golden cases)."""
-    return [*discover_macros(root), *discover_worldinfo(root), *discover_prompts(root)]
+    return [
+        *discover_macros(root),
+        *discover_worldinfo(root),
+        *discover_prompts(root),
+        *discover_groups(root),
+    ]
 
 
 def discover_perf(root: Path) -> list[Case]:
@@ -308,6 +320,7 @@ def validate(family: str, data: Mapping[str, Any], where: str, *, expected_id: s
         MACROS: _macro_problems,
         WORLDINFO: _worldinfo_problems,
         PROMPTS: _prompt_problems,
+        GROUPS: _group_problems,
         PERF: _perf_problems,
     }
     problems = checks[family](data, expected_id)
@@ -373,6 +386,21 @@ def _prompt_problems(data: Mapping[str, Any], expected_id: str) -> list[str]:
             problems.append(f"missing key 'request_body.{wanted}'")
     if "inputs" in data and not isinstance(data["inputs"], dict):
         problems.append("'inputs' is not an object")
+    return problems
+
+
+def _group_problems(data: Mapping[str, Any], expected_id: str) -> list[str]:
+    problems = _missing(data, GROUP_KEYS) + _id_problems(data, expected_id)
+    if "api" in data and data["api"] not in ("cc", "tc"):
+        problems.append(f"'api' is {data['api']!r}, expected 'cc' or 'tc'")
+    inputs = data.get("inputs")
+    if isinstance(inputs, dict):
+        problems += _missing(inputs, ("group", "chat", "generate"), "inputs.")
+    elif "inputs" in data:
+        problems.append("'inputs' is not an object")
+    for index, request in enumerate(data.get("requests") or []):
+        if not isinstance(request, dict) or "request_body" not in request:
+            problems.append(f"requests[{index}] has no 'request_body'")
     return problems
 
 

@@ -83,11 +83,33 @@ def prompt_case(case_id: str, api: str = "cc") -> dict[str, Any]:
     }
 
 
+def group_case(case_id: str) -> dict[str, Any]:
+    """A group turn of one member with no card text (README §5 shape)."""
+    return {
+        "id": case_id,
+        "api": "cc",
+        "inputs": {
+            "group": {"members": [], "activation_strategy": 1, "cards": []},
+            "chat": [],
+            "user_input": "",
+            "generate": {"type": "normal"},
+        },
+        "effective_settings": {},
+        "drafted_member": [],
+        "random_seed": 1,
+        "random_consumed": [],
+        "requests": [],
+    }
+
+
 def write_folder(root: Path, *, macros: list[Any] | None = None) -> Path:
-    """Write st-1.18/ with two macro lines, one world-info scenario and two prompt cases."""
+    """Write st-1.18/ with two macro lines, one world-info scenario, two prompt cases and a
+    group case."""
     st = root / "st-1.18"
     (st / "worldinfo").mkdir(parents=True)
     (st / "prompts").mkdir()
+    (st / "groups").mkdir()
+    write_json(st / "groups" / "g_cc.json", group_case("g_cc"))
     lines = macros if macros is not None else [macro_case("m_one"), macro_case("m_two")]
     text = "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
     (st / "macros.jsonl").write_text(text + "\n\n", encoding="utf-8")

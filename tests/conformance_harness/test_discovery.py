@@ -14,7 +14,14 @@ import pytest
 
 from conformance import cases
 
-from .synthetic import macro_case, prompt_case, worldinfo_case, write_folder, write_json
+from .synthetic import (
+    group_case,
+    macro_case,
+    prompt_case,
+    worldinfo_case,
+    write_folder,
+    write_json,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # hypothesis is not used by the conformance modules; not loading it halves each run's start-up.
@@ -30,7 +37,8 @@ def test_discovers_every_family_by_case_id(tmp_path: Path) -> None:
     assert ids(cases.discover_macros(tmp_path)) == ["m_one", "m_two"]
     assert ids(cases.discover_worldinfo(tmp_path)) == ["wi_a"]
     assert ids(cases.discover_prompts(tmp_path)) == ["p_cc", "p_tc"]
-    assert len(cases.discover_all(tmp_path)) == 5
+    assert ids(cases.discover_groups(tmp_path)) == ["g_cc"]
+    assert len(cases.discover_all(tmp_path)) == 6
     for case in cases.discover_all(tmp_path):
         assert case.load()["id"] == case.id
 
@@ -100,6 +108,24 @@ def test_prompt_schema_checks(tmp_path: Path) -> None:
         found["p_x"].load()
     with pytest.raises(cases.MalformedCase, match=r"request_body\.messages"):
         found["p_y"].load()
+
+
+def test_group_schema_checks(tmp_path: Path) -> None:
+    write_folder(tmp_path)
+    folder = tmp_path / "st-1.18" / "groups"
+    broken = group_case("g_bad")
+    del broken["inputs"]["group"]
+    broken["api"] = "kobold"
+    broken["requests"] = [{"drafted_member": {}}]
+    write_json(folder / "g_bad.json", broken)
+    found = {case.id: case for case in cases.discover_groups(tmp_path)}
+    assert found["g_cc"].load()["id"] == "g_cc"
+    with pytest.raises(cases.MalformedCase) as info:
+        found["g_bad"].load()
+    message = str(info.value)
+    assert "missing key inputs.'group'" in message
+    assert "'api' is 'kobold'" in message
+    assert "requests[0] has no 'request_body'" in message
 
 
 def test_perf_inputs_discovery(tmp_path: Path) -> None:
@@ -181,6 +207,8 @@ def test_suite_collects_one_item_per_case(tmp_path: Path) -> None:
     items = sorted(line for line in run.stdout.splitlines() if "::" in line)
     assert items == [
         "tests/conformance/test_cases_present.py::test_cases_present",
+        "tests/conformance/test_groups.py::test_group_prompts[g_cc]",
+        "tests/conformance/test_groups.py::test_group_speakers[g_cc]",
         "tests/conformance/test_macros.py::test_macro[m_one]",
         "tests/conformance/test_macros.py::test_macro[m_two]",
         "tests/conformance/test_perf_inputs.py::test_perf_output[no-perf-cases]",

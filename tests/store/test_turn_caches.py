@@ -11,6 +11,7 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.worldinfo import book_cache
 from tavernkit.worldinfo import compile as wi_compile
 from tavernkit.worldinfo.index import default_engine
 
@@ -49,13 +50,13 @@ async def _state_books(store: SqliteStore) -> list[Lorebook]:
 def compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the books compiled (a spy around the real compiler)."""
     seen: list[str] = []
-    real = wi_compile._compile_entries
+    real = book_cache.compile_entries
 
     def spy(name: str, *args: object, **kwargs: object) -> wi_compile.CompiledBook:
         seen.append(name)
         return real(name, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(wi_compile, "_compile_entries", spy)
+    monkeypatch.setattr(book_cache, "compile_entries", spy)
     default_engine().books.clear()
     return seen
 

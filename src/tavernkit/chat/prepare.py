@@ -24,6 +24,7 @@ from tavernkit.generation.profiles import (
 from tavernkit.memory.turn import TurnMemory
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import MessageWindow
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
@@ -201,6 +202,8 @@ async def prepare_turn(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     renderer: PromptRenderer | None = None,
+    character: str | None = None,
+    group: GroupPromptContext | None = None,
     state: ChatState | None = None,
     memory: TurnMemory | None = None,
 ) -> PreparedTurn:
@@ -219,6 +222,9 @@ async def prepare_turn(
     ``memory`` (the chat service's ``ChatMemory``) applies the owner's memory settings before
     the world-info scan: vectorized entries, recalled messages, the summary.
 
+    A group turn names the drafted member's ``character`` (its card, books and depth prompt
+    replace the chat's) and its ``group`` context (the other members, join settings).
+
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
     so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
@@ -232,8 +238,15 @@ async def prepare_turn(
         loaded = preloaded.pop() if preloaded else None
         if loaded is None:
             loaded = await load_chat_state(
-                store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+                store,
+                owner=owner,
+                chat_id=chat_id,
+                character=character,
+                persona=overrides.persona,
+                window=window,
             )
+        if group is not None:
+            loaded = loaded.model_copy(update={"group": group})
         return await _prepare_state(
             store,
             loaded,
@@ -369,7 +382,8 @@ async def _prepare_state(
     compat = session.compat
     user_name = state.user_name
     char_name = state.character.name if state.character is not None else ""
-    names = PromptNames(char_name=char_name, user_name=user_name)
+    group_names = tuple(state.group.names) if state.group is not None else ()
+    names = PromptNames(char_name=char_name, user_name=user_name, group_names=group_names)
     request: PromptRequest
     if isinstance(prompt, built.AssembledChat):
         max_tokens = overrides.max_tokens

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
@@ -89,10 +90,17 @@ class ReplyWriter:
         return message
 
     async def open(
-        self, chat_id: str, kind: str, prepared: PreparedTurn, loud: bool
+        self,
+        chat_id: str,
+        kind: str,
+        prepared: PreparedTurn,
+        loud: bool,
+        *,
+        speaker: GroupSpeaker | None = None,
     ) -> ReplyTarget:
         """Store the reply's place, empty and partial (nothing for impersonation or a quiet
-        prompt that stays quiet)."""
+        prompt that stays quiet). ``speaker``: the group member whose reply it is (its
+        ``original_avatar`` and batch id go on the message)."""
         if kind == "impersonate" or (kind == "quiet" and not loud):
             return ReplyTarget("none")
         if kind in ("swipe", "continue"):
@@ -100,6 +108,8 @@ class ReplyWriter:
         message = self.reply_message(
             prepared.char_name, prepared.main_api, prepared.connection.model
         )
+        if speaker is not None:
+            mark_group_reply(message, speaker)
         stored = await self.store.append_message(chat_id, message, owner=self.owner)
         await self.store.update_swipe_text(stored.id, 0, "", complete=False, owner=self.owner)
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)

@@ -35,6 +35,14 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
+from tavernkit.chat.group_speaker import GroupSpeaker
+from tavernkit.chat.group_turn import (
+    GroupTurnOutcome,
+    create_group_chat,
+    preview_speaker,
+    refuse_group_chat,
+    run_group_turn,
+)
 from tavernkit.chat.memory_setup import ChatMemory
 from tavernkit.chat.plan import PlanSources, SharedRoute, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import (
@@ -111,6 +119,8 @@ class _Turn:
     quiet_prompt: str = ""
     quiet_name: str | None = None
     loud: bool = False
+    #: a group turn's drafted member (see :mod:`.group_turn`); ``None`` in a solo chat
+    member: GroupSpeaker | None = None
 
     @classmethod
     def of(cls, kind: str, options: TurnKeywords, **own: Any) -> _Turn:
@@ -426,6 +436,88 @@ class ChatService:
         )
         return await self._turn(chat_id, turn)
 
+    # -- group chats (the logic: :mod:`.group_turn`) ------------------------------------------
+
+    async def new_group_chat(
+        self, group: str, *, name: str | None = None, rng: Callable[[], float] | None = None
+    ) -> ChatInfo:
+        """A new chat of the stored group ``group`` (id or name), listed in the group and
+        made its open chat: every member's greeting in list order, muted members included
+        (one greeting each, drawn from ``rng``), as SillyTavern opens a fresh group chat."""
+        return await create_group_chat(
+            self.store,
+            group,
+            owner=self.owner,
+            name=name,
+            now=self.clock(),
+            integrity=self.new_id(),
+            rng=rng or random.random,
+        )
+
+    async def group_turn(
+        self,
+        chat_id: str,
+        kind: str = "normal",
+        *,
+        text: str = "",
+        member: str | None = None,
+        quiet_prompt: str = "",
+        rng: Callable[[], float] | None = None,
+        auto: bool = False,
+        member_sink: Callable[[str], ResponseSink | None] | None = None,
+        **options: Unpack[TurnKeywords],
+    ) -> GroupTurnOutcome:
+        """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
+        one or several members reply per the group's strategy, or ``member`` (a name) when
+        given, whatever the strategy and mute state. ``kind`` is ``normal``, ``regenerate``
+        (replaces the last batch of replies), ``swipe``/``continue`` (the last speaker),
+        ``impersonate`` (a random member's view; nothing stored) or ``quiet`` (with
+        ``quiet_prompt``; nothing stored). ``rng`` draws the selection (SillyTavern's
+        ``Math.random``); ``auto`` is an auto-mode tick (the members go on among themselves;
+        call it every ``Group.auto_mode_delay`` seconds while nothing else runs);
+        ``member_sink`` gives each member's reply a sink of its own (by the member's name)
+        instead of the one ``sink``."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        base = _Turn.of(
+            kind,
+            {"stream": False, **options} if kind == "quiet" else options,
+            quiet_prompt=quiet_prompt,
+        )
+        await self.check_overrides(base.overrides)
+
+        async def store_input(chat_id: str) -> None:
+            await self._store_user_message(chat_id, text, (), base.overrides)
+
+        async def generate(
+            chat_id: str, member_kind: str, speaker: GroupSpeaker, controller: AbortController
+        ) -> TurnOutcome:
+            sink = member_sink(speaker.name) if member_sink is not None else base.sink
+            turn = replace(base, kind=member_kind, member=speaker, sink=sink)
+            return await self._generate(chat_id, turn, controller)
+
+        return await run_group_turn(
+            self.store,
+            owner=self.owner,
+            slots=self.slots,
+            chat_id=info.id,
+            chat_name=info.name,
+            kind=kind,
+            text=text,
+            member=member,
+            rng=rng,
+            auto=auto,
+            interrupt=base.interrupt,
+            batch=int(self.clock().timestamp() * 1000),
+            store_input=store_input,
+            generate=generate,
+        )
+
+    async def trigger(
+        self, chat_id: str, member: str, **options: Unpack[TurnKeywords]
+    ) -> GroupTurnOutcome:
+        """``/trigger NAME``: the group member ``member`` replies now (muted or not)."""
+        return await self.group_turn(chat_id, "normal", member=member, **options)
+
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
     ) -> int:
@@ -448,12 +540,15 @@ class ChatService:
         *,
         kind: str = "normal",
         overrides: Overrides = None,
+        member: str | None = None,
     ) -> PreparedTurn:
         """The turn the next generation of ``kind`` would run (a dry run: nothing is stored,
         no timed effect advances). The plugins' request hooks run on it as in a turn, so
         ``request`` is what would be sent; ``built_request`` keeps the request as built when
-        a hook changed it (see :func:`~tavernkit.chat.run.hooked_request`)."""
+        a hook changed it (see :func:`~tavernkit.chat.run.hooked_request`). In a group chat
+        it is ``member``'s turn (default: the first unmuted member's)."""
         chat_id = await self._chat_id(chat_id)
+        speaker = await preview_speaker(self.store, chat_id, member, owner=self.owner)
         prepared = await prepare_turn(
             self.store,
             owner=self.owner,
@@ -468,6 +563,8 @@ class ChatService:
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
             memory=self.memory,
+            character=speaker.character_id if speaker else None,
+            group=speaker.context if speaker else None,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
@@ -567,8 +664,12 @@ class ChatService:
         before: Callable[[str], Awaitable[ChatState | None]] | None = None,
     ) -> TurnOutcome:
         """Every generating verb: take the chat's slot, run the verb's own first step
-        (``before``: store the user's input, drop the reply being regenerated), then generate."""
-        chat_id = await self._chat_id(chat_ref)
+        (``before``: store the user's input, drop the reply being regenerated), then generate.
+        A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
+        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+        chat_id = info.id
+        if info.character_id is None:  # only a chat with no character can be a group's
+            await refuse_group_chat(self.store, info.name, owner=self.owner)
         await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             state = await before(chat_id) if before is not None else None
@@ -603,16 +704,20 @@ class ChatService:
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
             memory=self.memory,
+            character=turn.member.character_id if turn.member else None,
+            group=turn.member.context if turn.member else None,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)
         request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
-        target = await replies.open(chat_id, kind, prepared, turn.loud)
+        target = await replies.open(chat_id, kind, prepared, turn.loud, speaker=turn.member)
         store_sink = replies.sink(target, self.stream_interval)
         sinks = [s for s in (store_sink, turn.sink) if s is not None]
         signals = AbortSignal.any(controller.signal, turn.abort)
         names = (prepared.state.user_name,) if kind != "impersonate" else ()
+        if turn.member is not None:
+            names = (*names, *turn.member.others)  # a member's reply ends where another's starts
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
         sources = self._plan_sources()

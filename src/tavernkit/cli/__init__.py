@@ -84,6 +84,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Characters: rename, duplicate, delete, lorebooks.",
     ),
     LazyCommand(
+        "group",
+        "tavernkit.cli.group_cmd",
+        "group_app",
+        "Groups: members, mutes and reply strategy (chat with one: chat --group).",
+    ),
+    LazyCommand(
         "serve",
         "tavernkit.cli.serve",
         "serve_command",

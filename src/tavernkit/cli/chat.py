@@ -27,6 +27,7 @@ from tavernkit.chat.review_setup import check_reviewer, parse_review, set_chat_r
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session, leave_if_input_blocked, read_line
+from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
 
@@ -66,7 +67,8 @@ async def open_chat(
 
 async def _interactive(session: Session, fresh: bool) -> None:
     stored = await session.chats.load(session.chat_id)
-    who = stored.info.character_name or "the character"
+    who = f"group {session.group}" if session.group else stored.info.character_name
+    who = who or "the character"
     out.print(f"[dim]chat {escape(stored.info.name)} with {escape(who)}; /help for commands[/]")
     await session.history(20 if not fresh else 1)
     with session.sigint_handler():
@@ -89,6 +91,14 @@ def chat_command(
     ] = None,
     persona: Annotated[str | None, typer.Option("--persona", help="Persona to speak as.")] = None,
     chat: Annotated[str | None, typer.Option("--chat", help="Chat id or name to resume.")] = None,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            help="Chat with a stored group (its open chat; --new: a new one); "
+            "/trigger NAME asks one member.",
+        ),
+    ] = None,
     new: Annotated[bool, typer.Option("--new", help="Start a new chat.")] = False,
     once: Annotated[
         str | None,
@@ -116,6 +126,9 @@ def chat_command(
     if chat is not None and new:
         err.print("[bold red]error:[/] --chat and --new cannot be used together")
         raise typer.Exit(2)
+    if group is not None and character is not None:
+        err.print("[bold red]error:[/] name a character or --group, not both")
+        raise typer.Exit(2)
     overrides = {k: v for k, v in (("profile", profile), ("persona", persona)) if v}
     try:
         review_setting = parse_review(review) if review not in (None, "profile") else None
@@ -128,11 +141,22 @@ def chat_command(
             # Checked first: a mistyped name must not create a chat or store a message.
             await tk.chats.check_overrides(overrides or None)
             await check_reviewer(tk.store, review_setting, owner=tk.owner)
-            char_id = await ensure_character(tk, character) if chat is None else ""
-            chat_id, fresh = await open_chat(tk.chats, char_id, chat=chat, new=new, persona=persona)
+            group_name = group
+            if group_name is not None:
+                chat_id, fresh = await open_group_chat(tk.chats, group_name, chat=chat, new=new)
+            else:
+                char_id = await ensure_character(tk, character) if chat is None else ""
+                chat_id, fresh = await open_chat(
+                    tk.chats, char_id, chat=chat, new=new, persona=persona
+                )
+                if chat is not None:  # a group's chat resumed by name is a group session
+                    group_name = await group_name_of_chat(tk.chats, chat_id)
             if review is not None:
                 await set_chat_review(tk.store, chat_id, review_setting, owner=tk.owner)
-            session = Session(tk, chat_id, as_json=as_json, overrides=overrides)
+            session = Session(tk, chat_id, as_json=as_json, overrides=overrides, group=group_name)
+            if once is not None and group_name is not None:
+                turn = await session.group_turn("normal", text=once)
+                return 0 if turn.status == "completed" else 1
             if once is not None:
                 outcome = await session.run_turn(tk.chats.send, once)
                 return 0 if outcome.status == "completed" else 1

@@ -22,6 +22,7 @@ from typing import Any
 from rich.markup import escape
 
 from tavernkit.chat.authors_note import NOTE_ROLES, authors_note, set_authors_note
+from tavernkit.chat.group_turn import GroupTurnOutcome
 from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lorebooks import set_chat_lorebook
@@ -40,6 +41,7 @@ from tavernkit.cli.chat_display import (
     swipe_counter,
 )
 from tavernkit.cli.failures import Where, where_for
+from tavernkit.cli.group_session import run_group_turn
 from tavernkit.cli.slash import (
     COMMANDS,
     UsageError,
@@ -62,10 +64,20 @@ _ROLE_NAMES = {number: name for name, number in NOTE_ROLES.items()}
 class Session:
     """One interactive (or ``--once``) chat in a terminal."""
 
-    def __init__(self, tk: Tavern, chat_id: str, *, as_json: bool, overrides: dict[str, Any]):
+    def __init__(
+        self,
+        tk: Tavern,
+        chat_id: str,
+        *,
+        as_json: bool,
+        overrides: dict[str, Any],
+        group: str | None = None,
+    ):
         self.tk = tk
         self.chats = tk.chats
         self.chat_id = chat_id
+        #: the group whose chat this is (``--group``): turns go through the group
+        self.group = group
         self.as_json = as_json
         self.overrides = overrides
         self.prefill: str | None = None
@@ -201,7 +213,10 @@ class Session:
         """Run one input line; ``False`` ends the session."""
         if not line.startswith("/"):
             try:
-                await self.run_turn(self.chats.send, line)
+                if self.group is not None:
+                    await self.group_turn("normal", text=line)
+                else:
+                    await self.run_turn(self.chats.send, line)
             except TavernKitError as exc:
                 say_error(f"error: {exc}")
             return True
@@ -221,6 +236,24 @@ class Session:
             say_error(f"error: {exc}")
         return True
 
+    async def group_turn(
+        self, kind: str, *, text: str = "", member: str | None = None
+    ) -> GroupTurnOutcome:
+        self._generating = True
+        try:
+            with self.sigint_handler():
+                return await run_group_turn(
+                    self.chats,
+                    self.chat_id,
+                    kind,
+                    as_json=self.as_json,
+                    overrides=self.overrides,
+                    text=text,
+                    member=member,
+                )
+        finally:
+            self._generating = False
+
     async def _count(self) -> int:
         info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
         return info.message_count
@@ -235,8 +268,19 @@ class Session:
         no_argument(COMMANDS["help"], arg)
         out.print(help_text(), markup=False, soft_wrap=True)
 
+    async def cmd_trigger(self, arg: str) -> None:
+        command = COMMANDS["trigger"]
+        if self.group is None:
+            raise command.error("this is not a group chat (start one with --group NAME)")
+        if not arg.strip():
+            raise command.error("name the member who should reply")
+        await self.group_turn("normal", member=arg.strip())
+
     async def cmd_swipe(self, arg: str) -> None:
         command = COMMANDS["swipe"]
+        if not arg and self.group is not None:
+            await self.group_turn("swipe")
+            return
         if not arg:
             await self.run_turn(self.chats.swipe)
             return
@@ -261,18 +305,28 @@ class Session:
         no_argument(COMMANDS["regen"], arg)
         await self._snapshot("regen")
         try:
-            await self.run_turn(self.chats.regenerate)
+            if self.group is not None:
+                await self.group_turn("regenerate")
+            else:
+                await self.run_turn(self.chats.regenerate)
         except TavernKitError:
             self.undo_stack.discard_last()
             raise
 
     async def cmd_continue(self, arg: str) -> None:
         no_argument(COMMANDS["continue"], arg)
+        if self.group is not None:
+            await self.group_turn("continue")
+            return
         await self.run_turn(self.chats.continue_)
 
     async def cmd_impersonate(self, arg: str) -> None:
         no_argument(COMMANDS["impersonate"], arg)
-        outcome = await self.run_turn(self.chats.impersonate)
+        outcome: TurnOutcome | GroupTurnOutcome
+        if self.group is not None:
+            outcome = await self.group_turn("impersonate")
+        else:
+            outcome = await self.run_turn(self.chats.impersonate)
         if outcome.text and not self.as_json:
             out.print("[dim](send it with /send, or type your own)[/]")
         self._suggestion = outcome.text
@@ -283,6 +337,9 @@ class Session:
         if not text:
             raise COMMANDS["send"].error("no impersonated message to send; /impersonate first")
         self._suggestion = ""
+        if self.group is not None:
+            await self.group_turn("normal", text=text)
+            return
         await self.run_turn(self.chats.send, text)
 
     async def cmd_prefill(self, arg: str) -> None:

@@ -37,6 +37,10 @@ def prompt_command(
     kind: Annotated[str, typer.Option("--kind", help=f"One of {', '.join(_KINDS)}.")] = "normal",
     fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
     profile: Annotated[str | None, typer.Option("--profile", "-p")] = None,
+    member: Annotated[
+        str | None,
+        typer.Option("--member", help="Group chats: whose turn (default: the first unmuted)."),
+    ] = None,
     home: Annotated[
         Path | None,
         typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
@@ -60,7 +64,10 @@ def prompt_command(
                         tk.chats, character, chat=None, new=True, persona=None
                     )
             overrides = {"profile": profile} if profile else None
-            return inspection(await tk.chats.preview(chat_id, kind=kind, overrides=overrides))
+            prepared = await tk.chats.preview(
+                chat_id, kind=kind, overrides=overrides, member=member
+            )
+            return inspection(prepared)
 
     try:
         data = asyncio.run(main())

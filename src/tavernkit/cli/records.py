@@ -32,16 +32,21 @@ _LIST_KINDS: dict[str, tuple[str, ...]] = {
     "templates": ("instruct", "context", "sysprompt", "reasoning"),
     "personas": ("persona",),
     "profiles": ("connection_profile",),
+    "groups": ("group",),
     "chats": (),
 }
 
 
 def import_(
     files: Annotated[
-        list[Path], typer.Argument(help="Cards, lorebooks, presets, templates, chats.")
+        list[Path],
+        typer.Argument(help="Cards, lorebooks, presets, templates, groups, chats."),
     ],
     character: Annotated[
         str | None, typer.Option("--character", "-c", help="Attach imported chats to this one.")
+    ] = None,
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", help="Import chats as this group's chats.")
     ] = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a different record of the same name.")
@@ -55,7 +60,9 @@ def import_(
         failed = 0
         for path in files:
             try:
-                results = await tk.library.import_file(path, character=character, replace=replace)
+                results = await tk.library.import_file(
+                    path, character=character, group=group, replace=replace
+                )
             except TavernKitError as exc:
                 failed += 1
                 err.print(f"[bold red]error:[/] {escape(str(exc))}")
@@ -76,7 +83,9 @@ def _print_import(result: ImportResult) -> None:
 def list_(
     what: Annotated[
         str,
-        typer.Argument(help="characters, lorebooks, presets, templates, personas, profiles, chats"),
+        typer.Argument(
+            help="characters, lorebooks, presets, templates, personas, profiles, groups, chats"
+        ),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
     home: HomeOption = None,

@@ -41,6 +41,7 @@ _TABLE = (
     SlashCommand("continue", "/continue", "extend the last reply"),
     SlashCommand("impersonate", "/impersonate", "write your next message for you"),
     SlashCommand("send", "/send", "send the impersonated message"),
+    SlashCommand("trigger", "/trigger NAME", "group chats: member NAME replies now (muted too)"),
     SlashCommand("prefill", "/prefill [TEXT]", "start the next reply with TEXT (none: off)"),
     SlashCommand("stop", "/stop", "stop the reply being generated (Ctrl-C does too)"),
     SlashCommand("edit", "/edit [N] TEXT", "replace message N's text (default: the last)"),

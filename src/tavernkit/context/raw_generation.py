@@ -14,6 +14,7 @@ no-op.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping
@@ -87,7 +88,7 @@ class QuietOptions:
     quiet_image: str | None = None
     quiet_name: str | None = None
     response_length: int | None = None
-    force_ch_id: int | None = None
+    force_ch_id: int | str | None = None
     json_schema: Mapping[str, Any] | None = None
     remove_reasoning: bool = True
     trim_to_sentence: bool = False
@@ -290,13 +291,21 @@ async def generate_quiet_prompt(
     a dry run; nothing is stored."""
     if options.quiet_to_loud:
         raise _quiet_to_loud_unavailable()
-    if options.force_ch_id is not None:
+    group_state = None
+    if services.load_group_state is not None:
+        group_state = await services.load_group_state(options.force_ch_id)
+    elif options.force_ch_id is not None:
         raise GenerateTaskError(
             "invalid_input",
-            "force_ch_id binds a group member, and group chats do not exist yet",
+            "force_ch_id names a group member, and this context has no group chat",
             details={"field": "force_ch_id"},
         )
-    state = await services.load_state()
+    if group_state is not None:
+        # As SillyTavern's group wrapper: the member's view; skipWIAN and quietName dropped.
+        state = group_state
+        options = dataclasses.replace(options, skip_wian=False, quiet_name=None)
+    else:
+        state = await services.load_state()
     schema, fmt = _schema(options.json_schema)
     native = fmt is not None and connection.native_json_schema
     quiet_prompt = options.quiet_prompt

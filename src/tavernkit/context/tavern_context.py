@@ -15,6 +15,7 @@ import httpx2
 from tavernkit.chat.plan import PlanSources, task_plan
 from tavernkit.chat.profile_preset import load_bound_preset
 from tavernkit.chat.slots import ChatSlots
+from tavernkit.context.group_quiet import group_quiet_state, is_group_chat
 from tavernkit.context.raw_generation import (
     QuietOptions,
     RawOptions,
@@ -278,8 +279,13 @@ class TavernContext:
         async def connection(name: str, model_override: str) -> ResolvedConnection:
             return await self.resolve_named(name, model_override, api_settings_override)
 
+        async def group_state(force: int | str | None) -> ChatState | None:
+            runtime = self.runtime
+            return await group_quiet_state(runtime.store, self.chat_id, force, owner=runtime.owner)
+
         return TaskServices(
             load_state=self.chat_state,
+            load_group_state=group_state,
             resolve_connection=connection,
             load_preset=self.preset_named,
             generations=self.runtime.generations,
@@ -466,9 +472,18 @@ class TavernContext:
         ``quiet_to_loud`` the reply is also appended to the chat as the character's message.
         Options: ``quiet_to_loud``, ``skip_wian``, ``quiet_image``, ``quiet_name``,
         ``response_length``, ``force_ch_id``, ``json_schema``, ``remove_reasoning``,
-        ``trim_to_sentence``, ``abort``."""
+        ``trim_to_sentence``, ``abort``.
+
+        In a group chat the generation takes the view of the member ``force_ch_id`` names
+        (an index into the group's members, or a name), else of the last speaker; as in
+        SillyTavern, ``quiet_to_loud``, ``skip_wian`` and ``quiet_name`` do nothing there
+        (:mod:`tavernkit.context.group_quiet`)."""
         quiet = QuietOptions(quiet_prompt=quiet_prompt, **options)
         connection = await self.resolve_named("")
+        if quiet.quiet_to_loud and await is_group_chat(
+            self.runtime.store, self.chat_id, owner=self.runtime.owner
+        ):
+            quiet = dataclasses.replace(quiet, quiet_to_loud=False)
         if not quiet.quiet_to_loud:
             return await generate_quiet_prompt(self._services(), connection, quiet)
         return await self._quiet_to_loud(connection, quiet)

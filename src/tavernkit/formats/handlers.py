@@ -32,6 +32,8 @@ from tavernkit.formats.lorebooks import is_lorebook, lorebook_to_bytes, read_lor
 from tavernkit.formats.png import is_png, read_text_chunks
 from tavernkit.formats.presets import preset_kind, preset_to_json, read_preset
 from tavernkit.formats.settings import is_st_settings, read_st_settings
+from tavernkit.groups.files import group_to_json, is_group_file, read_group
+from tavernkit.groups.models import Group
 from tavernkit.models.character import Card, Character
 from tavernkit.models.chat import Chat
 from tavernkit.models.lorebook import Lorebook
@@ -168,6 +170,18 @@ def _read_settings(data: bytes, source: str) -> Any:
     return read_st_settings(data, source=source)
 
 
+def _is_group(data: bytes) -> bool:
+    return is_group_file(_json(data))
+
+
+def _read_group(data: bytes, source: str) -> Group:
+    return read_group(data, source=source)
+
+
+def _write_group(value: Group, **_: Any) -> bytes:
+    return group_to_json(value)
+
+
 def _is_chat(data: bytes) -> bool:
     return _json(data) is _NOT_JSON and is_chat_jsonl(data)
 
@@ -199,6 +213,7 @@ BUILTIN_FORMATS: tuple[BuiltinFormat, ...] = (
     BuiltinFormat("card-png", "card", 100, _is_png_card, _read_card, _write_card_png),
     BuiltinFormat("card-charx", "card", 90, _is_charx, _read_card, _write_card_charx),
     BuiltinFormat("st-settings", "settings", 70, _is_settings, _read_settings),
+    BuiltinFormat("group-json", "group", 65, _is_group, _read_group, _write_group),
     BuiltinFormat("card-json", "card", 60, _is_json_card, _read_card, _write_card_json),
     BuiltinFormat("chat-jsonl", "chat", 50, _is_chat, _read_chat, _write_chat),
     BuiltinFormat("lorebook-json", "lorebook", 40, _is_lorebook, _read_lorebook, _write_lorebook),

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.models.character import Card, Character
 from tavernkit.models.chat import Chat, Message
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
@@ -65,6 +66,8 @@ class ChatState(BaseModel):
     #: The avatar file name without extension: what lorebook character filters compare.
     character_filename: str | None = None
     global_variables: dict[str, Any] = Field(default_factory=dict)
+    #: A group turn: the members around ``card`` (the drafted one); ``None`` in a solo chat.
+    group: GroupPromptContext | None = None
 
     @property
     def character(self) -> Character | None:

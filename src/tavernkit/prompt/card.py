@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from tavernkit.prompt.group import JoinedDepthPrompt, join_field, joined_depth_prompts
 from tavernkit.prompt.state import PromptState, Substitute
 
 __all__ = ["CardFields", "base_chat_replace", "card_fields", "collapse_newlines"]
@@ -41,6 +42,9 @@ class CardFields:
     jailbreak: str
     depth_prompt: str
     creator_notes: str
+    #: Join mode of a group turn: every member's depth prompt (``DEPTH_PROMPT_<i>``), which
+    #: replace ``depth_prompt``; ``None`` otherwise.
+    group_depth_prompts: tuple[JoinedDepthPrompt, ...] | None = None
 
 
 def card_fields(state: PromptState, substitute: Substitute) -> CardFields:
@@ -53,11 +57,36 @@ def card_fields(state: PromptState, substitute: Substitute) -> CardFields:
     )
     settings = state.settings
     depth = char.depth_prompt
+    description = base_chat_replace(char.description.strip(), state, substitute)
+    personality = base_chat_replace(char.personality.strip(), state, substitute)
+    scenario_text = base_chat_replace(scenario.strip(), state, substitute)
+    examples_text = base_chat_replace(examples.strip(), state, substitute)
+    group_depth: tuple[JoinedDepthPrompt, ...] | None = None
+    group = state.group
+    if group is not None and group.join:
+        # Join mode: each field over the members; a chat override still replaces the join.
+        def prepare(text: str, sub: Substitute) -> str:
+            return base_chat_replace(text, state, sub)
+
+        description = join_field(group, "Description", lambda c: c.description, prepare, substitute)
+        personality = join_field(group, "Personality", lambda c: c.personality, prepare, substitute)
+        if not (meta and meta.scenario and meta.scenario.strip()):
+            scenario_text = join_field(group, "Scenario", lambda c: c.scenario, prepare, substitute)
+        if not (meta and meta.mes_example and meta.mes_example.strip()):
+            examples_text = join_field(
+                group,
+                "Example Messages",
+                lambda c: c.mes_example,
+                prepare,
+                substitute,
+                examples=True,
+            )
+        group_depth = joined_depth_prompts(group, prepare, substitute)
     return CardFields(
-        description=base_chat_replace(char.description.strip(), state, substitute),
-        personality=base_chat_replace(char.personality.strip(), state, substitute),
-        scenario=base_chat_replace(scenario.strip(), state, substitute),
-        mes_examples=base_chat_replace(examples.strip(), state, substitute),
+        description=description,
+        personality=personality,
+        scenario=scenario_text,
+        mes_examples=examples_text,
         persona=base_chat_replace(state.persona_description.strip(), state, substitute),
         system=(
             _keep_original(system.strip(), state, substitute)
@@ -71,6 +100,7 @@ def card_fields(state: PromptState, substitute: Substitute) -> CardFields:
         ),
         depth_prompt=base_chat_replace(depth.prompt.strip() if depth else "", state, substitute),
         creator_notes=base_chat_replace((char.creator_notes or "").strip(), state, substitute),
+        group_depth_prompts=group_depth,
     )
 
 

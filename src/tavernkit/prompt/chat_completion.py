@@ -239,6 +239,7 @@ def build_chat_completion(
     not fit.
     """
     preset = state.preset if state.preset is not None else ChatCompletionPreset()
+    in_group = in_group or state.group is not None
     counter = _Counter(tokenizer if tokenizer is not None else tokenizer_for_model(state.model))
     sub = substitute or macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
     fields = card if card is not None else card_fields(state, sub)
@@ -331,7 +332,13 @@ def build_chat_completion(
             in_group=in_group,
             texts=texts,
             carry_reasoning=(
-                (lambda m: m.extra.api == state.api and m.extra.model == state.model)
+                (
+                    lambda m: (
+                        m.extra.api == state.api
+                        and m.extra.model == state.model
+                        and (state.group is None or m.name == state.char)
+                    )
+                )
                 if state.api
                 else None
             ),
@@ -360,6 +367,14 @@ def build_chat_completion(
         )
         nudge = counter.make("system", nudge_text, "continueNudge", source="control")
     new_chat_text = preset.new_group_chat_prompt if in_group else preset.new_chat_prompt
+    group_nudge = None
+    if in_group and kind != "impersonate":
+        template = preset.group_nudge_prompt
+        if state.group is not None and state.group.nudge is not None:
+            template = state.group.nudge
+        nudge_text = sub(template) if template else ""
+        if nudge_text:
+            group_nudge = counter.make("system", nudge_text, "groupNudge", source="control")
     options = HistoryOptions(
         names_behavior=preset.names_behavior,
         inline_images=inline_images,
@@ -373,6 +388,7 @@ def build_chat_completion(
             if preset.send_if_empty
             else None
         ),
+        group_nudge=group_nudge,
     )
     example_blocks = _example_blocks(state, wi, fields.mes_examples, sub)
     header = counter.make(
@@ -442,7 +458,17 @@ def _example_blocks(
                 blocks[0:0] = parsed
             else:
                 blocks.extend(parsed)
-    return [parse_example_block(b, user=state.user, char=state.char) for b in blocks]
+    members = state.group.names if state.group is not None else ()
+    return [
+        parse_example_block(
+            b,
+            user=state.user,
+            char=state.char,
+            group_members=members,
+            in_group=state.group is not None,
+        )
+        for b in blocks
+    ]
 
 
 def squash_system_messages(messages: list[Msg], count: Any) -> list[Msg]:

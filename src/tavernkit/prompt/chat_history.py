@@ -299,6 +299,8 @@ class HistoryOptions:
     continue_nudge: Msg | None
     new_chat: Msg
     send_if_empty: Msg | None
+    #: A group turn's nudge (``[Write the next reply only as ...]``): the last history message.
+    group_nudge: Msg | None = None
 
 
 def fill_history(
@@ -317,6 +319,8 @@ def fill_history(
     history = MsgCollection("chatHistory")
     completion.add(history, prompts.index("chatHistory"))
     completion.reserve(options.new_chat.tokens)
+    if options.group_nudge is not None:
+        completion.reserve(options.group_nudge.tokens)
 
     total = len(messages)
     continue_collection: MsgCollection | None = None
@@ -391,6 +395,9 @@ def fill_history(
 
     completion.free(options.new_chat.tokens)
     completion.insert_at_start(options.new_chat, "chatHistory")
+    if options.group_nudge is not None:
+        completion.free(options.group_nudge.tokens)
+        completion.insert(options.group_nudge, "chatHistory")
 
     if continue_collection is not None:
         completion.free(continue_collection.tokens)

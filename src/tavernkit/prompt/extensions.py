@@ -83,13 +83,20 @@ def build_extension_prompts(
         an_text = merge_authors_note(wi.an_top, an_text, wi.an_bottom)
     out[AUTHORS_NOTE_KEY] = ExtensionPrompt(an_text, note.position, note.depth, note.role)
 
-    depth_prompt = state.character.depth_prompt
-    out[DEPTH_PROMPT_KEY] = ExtensionPrompt(
-        fields.depth_prompt,
-        ExtensionPosition.IN_CHAT,
-        depth_prompt.depth if depth_prompt else 4,
-        role_number(depth_prompt.role if depth_prompt else "system"),
-    )
+    if fields.group_depth_prompts is not None:
+        # Join mode: one prompt per member that has one, numbered over those members only.
+        for i, joined in enumerate(fields.group_depth_prompts):
+            out[f"{DEPTH_PROMPT_KEY}_{i}"] = ExtensionPrompt(
+                joined.text, ExtensionPosition.IN_CHAT, joined.depth, role_number(joined.role)
+            )
+    else:
+        depth_prompt = state.character.depth_prompt
+        out[DEPTH_PROMPT_KEY] = ExtensionPrompt(
+            fields.depth_prompt,
+            ExtensionPosition.IN_CHAT,
+            depth_prompt.depth if depth_prompt else 4,
+            role_number(depth_prompt.role if depth_prompt else "system"),
+        )
 
     if persona and position == PersonaPosition.AT_DEPTH:
         depth = state.persona.depth if state.persona else state.settings.persona_description_depth

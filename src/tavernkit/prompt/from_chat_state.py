@@ -139,6 +139,7 @@ def prompt_state_from_chat_state(
         max_response=max_response,
         # Reasoning of earlier messages is sent back only to the API and model that wrote it.
         api=api,
+        group=state.group,
     )
 
 

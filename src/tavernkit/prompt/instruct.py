@@ -39,6 +39,8 @@ class InstructNames:
     user: str
     char: str
     in_group: bool = False
+    #: every group member's name, list order (example speakers; stop strings)
+    members: tuple[str, ...] = ()
 
 
 def _apply(text: str, instruct: InstructTemplate, sub: Substitute, name: str) -> str:
@@ -163,6 +165,9 @@ def format_instruct_examples(
         return [start.sub(lambda _m: heading, b, count=1) for b in blocks]
     include_names = instruct.names_behavior == "always"
     force = instruct.names_behavior == "force"
+    # In a group with names on, each example message keeps its speaker's ``Name: `` from the
+    # parse (another member's line stays that member's), so no name is added again.
+    group_names = names.in_group and (include_names or force)
 
     def seq(text: str, name: str) -> str:
         if not instruct.macro:
@@ -182,7 +187,11 @@ def format_instruct_examples(
     out: list[str] = []
     for block in blocks:
         messages = parse_example_block(
-            block.replace("\r", ""), user=names.user, char=names.char, in_group=False
+            block.replace("\r", ""),
+            user=names.user,
+            char=names.char,
+            group_members=names.members,
+            in_group=group_names,
         )
         if not messages:
             continue
@@ -191,7 +200,7 @@ def format_instruct_examples(
         for example in messages:
             is_user = example.name == "example_user"
             this_name = names.user if is_user else names.char
-            named = include_names or (force and (names.in_group or is_user))
+            named = not group_names and (include_names or (force and (names.in_group or is_user)))
             content = f"{this_name}: {example.content}" if named else example.content
             prefix = input_prefix if is_user else output_prefix
             suffix = input_suffix if is_user else output_suffix

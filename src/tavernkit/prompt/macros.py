@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.macros.env import env_from_chat_state
 from tavernkit.text.macros.evaluator import substitute_macros
@@ -20,7 +21,13 @@ if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
     from tavernkit.text.render import PromptRenderer
 
-__all__ = ["MacroSubstitute", "bind_card_fields", "macro_substitute", "may_hold_macros"]
+__all__ = [
+    "MacroSubstitute",
+    "bind_card_fields",
+    "group_macro_values",
+    "macro_substitute",
+    "may_hold_macros",
+]
 
 # Characters without which a text cannot hold a macro (``{{x}}``), a legacy tag (``<USER>``) or
 # an escape the engine would unescape; such texts skip the engine entirely.
@@ -97,6 +104,8 @@ def macro_substitute(
     }
     if outlets:
         values["outlets"] = dict(outlets)
+    if state.group is not None:
+        values.update(group_macro_values(state.group, state.char))
     metadata = state.chat_metadata
     if metadata is not None:
         if isinstance(metadata.chat_id_hash, int):
@@ -109,6 +118,18 @@ def macro_substitute(
     values.update(env_overrides)
     env = env_from_chat_state({"character": state.character, "messages": _tail(messages)}, **values)
     return MacroSubstitute(env, compat=compat, renderer=renderer)
+
+
+def group_macro_values(context: GroupPromptContext, speaker_name: str) -> dict[str, str]:
+    """``{{group}}``/``{{charIfNotGroup}}`` (every member), ``{{groupNotMuted}}`` and
+    ``{{notChar}}`` (the other unmuted members, no user), as 1.18's new macro engine has them."""
+    return {
+        "group": ", ".join(context.names),
+        "group_not_muted": ", ".join(m.name for m in context.members if not m.muted),
+        "not_char": ", ".join(
+            m.name for m in context.members if not m.muted and m.name != speaker_name
+        ),
+    }
 
 
 def _tail(messages: Sequence[Any]) -> Sequence[Any]:

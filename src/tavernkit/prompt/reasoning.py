@@ -137,7 +137,7 @@ def add_reasoning_to_messages(
     Newest first: each message with stored reasoning gets ``prefix+reasoning+suffix+separator``
     in front, until ``max_additions`` are used. A continued message always gets its reasoning
     back (only ``prefix+reasoning`` when its text is still empty), so the model resumes inside
-    the block.
+    the block. In a group turn only the drafted member's own messages carry their reasoning.
     """
     settings = state.reasoning
     template = state.reasoning_template or ReasoningTemplate()
@@ -147,6 +147,8 @@ def add_reasoning_to_messages(
     used = 0
     for position in range(len(chat) - 1, -1, -1):
         index, message = chat[position]
+        if state.group is not None and message.name != state.char:
+            continue  # another member's thoughts are not the speaker's to see
         is_prefix = kind == "continue" and position == len(chat) - 1
         reasoning = message.extra.reasoning or ""
         if (is_prefix or (enabled and used < limit)) and (

@@ -17,6 +17,7 @@ from tavernkit.errors import TokenBudgetExceeded as TokenBudgetExceeded
 from tavernkit.models.character import Character
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import count_user
+from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.persona import Persona, PersonaPosition
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import PromptSettings, ReasoningSettings
@@ -204,6 +205,8 @@ class PromptState:
     max_response: int | None = None
     #: ``extra.api`` of the current connection (reasoning is carried only from the same API).
     api: str = ""
+    #: The group around the drafted member (``character``) in a group turn; ``None`` solo.
+    group: GroupPromptContext | None = None
 
     @property
     def user(self) -> str:

@@ -32,6 +32,13 @@ def stop_strings(
         out.append(user_line)
         if kind == "continue" and state.messages and state.messages[-1].is_user:
             out.append(char_line)
+        if names.in_group and (names.char or kind == "impersonate"):
+            # Every other member (every member when impersonating) ends the reply too.
+            out.extend(
+                f"\n{member}:"
+                for member in names.members
+                if member != names.char or kind == "impersonate"
+            )
     if instruct is not None:
         out.extend(instruct_stop_sequences(instruct, sub, names))
     if context.use_stop_strings:

@@ -331,7 +331,13 @@ def build_text_completion(
     fields = card if card is not None else card_fields(state, sub)
     bind_card_fields(sub, fields)
     user, char = state.user, state.char
-    names = InstructNames(user=user, char=char, in_group=in_group)
+    group = state.group
+    names = InstructNames(
+        user=user,
+        char=char,
+        in_group=in_group or group is not None,
+        members=tuple(group.names) if group is not None else (),
+    )
     build = _Build(state, sub, names, context, instruct_template, is_instruct, kind)
     is_continue = kind == "continue"
     is_impersonate = kind == "impersonate"

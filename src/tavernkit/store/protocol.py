@@ -85,6 +85,7 @@ KINDS: frozenset[str] = frozenset(
         "fallback_chain",
         "custom_endpoint",
         "quick_reply_set",
+        "group",
     }
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from tavernkit.groups.models import Group
 from tavernkit.models.character import Card
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
@@ -46,5 +47,6 @@ def default_models() -> dict[str, type[BaseModel]]:
         "fallback_chain": FallbackChain,
         "custom_endpoint": CustomEndpoint,
         "quick_reply_set": QuickReplySet,
+        "group": Group,
         "settings": Settings,
     }

@@ -99,6 +99,9 @@ class TaskServices:
     bound_preset: Callable[[ResolvedConnection], Awaitable[ChatCompletionPreset | None]] | None = (
         None
     )
+    #: a group chat's quiet-generation state, as the member ``force_ch_id`` names (or the
+    #: last speaker) sees the chat; ``None`` back for a solo chat
+    load_group_state: Callable[[int | str | None], Awaitable[ChatState | None]] | None = None
 
     async def plan(self, connection: ResolvedConnection) -> Plan | None:
         return await self.plan_for(connection) if self.plan_for is not None else None

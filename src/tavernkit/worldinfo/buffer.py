@@ -227,6 +227,8 @@ class ScanBuffer:
             # Presence per segment is known: the first message, the fields, inject, recursion.
             if view.empty:
                 return False
+            if min(view.n_msgs, self.n_messages) > len(self.buckets):
+                self.scan_to(view.n_msgs)  # a view not scanned yet (the scan loop scans first)
             first = self.first_msg.get(nid)
             if first is not None and first < view.n_msgs:
                 return True

@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tavernkit.jscompat import js_to_number, js_trim
-from tavernkit.worldinfo.compile import BookCache, CompiledBook, CompiledEntry
+from tavernkit.worldinfo.book_cache import BookCache
+from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry
+from tavernkit.worldinfo.gc_pause import gc_paused
 from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
 from tavernkit.worldinfo.result import ActivatedEntry
@@ -69,6 +71,8 @@ class ScanIndex:
     has_groups: bool = False
     #: Result records by entry index, reused across scans while an entry's content is the same.
     activated_cache: dict[int, ActivatedEntry] = field(default_factory=dict)
+    #: The compiled books the index was built from, in ``select_books`` order.
+    books: tuple[CompiledBook, ...] = ()
 
 
 def order_entries(
@@ -114,25 +118,49 @@ def build_index(
     levels: set[float] = set()
     warnings: list[str] = [w for _, b in books for w in b.warnings]
 
-    def slots(keys: tuple[str, ...], cs: bool, ww: bool) -> tuple[KeySlot, ...]:
-        out: list[KeySlot] = []
+    # A big book repeats keys: each (key, case, whole words) is made a slot once, and whether
+    # the matcher indexes it (its presence per segment precomputed) is remembered with it.
+    made: dict[tuple[bool, bool], tuple[dict[str, KeySlot], set[str]]] = {}
+
+    def flags_memo(cs: bool, ww: bool) -> tuple[dict[str, KeySlot], set[str]]:
+        memo = made.get((cs, ww))
+        if memo is None:
+            memo = made[(cs, ww)] = ({}, set())
+        return memo
+
+    def fill(keys: tuple[str, ...], cs: bool, ww: bool) -> None:
+        slot_of, unindexed = flags_memo(cs, ww)
         for raw in keys:
+            if raw in slot_of:
+                continue
             if raw == "":
-                out.append((raw, -1))
+                slot_of[raw] = (raw, -1)
             elif has_macro(raw):
-                out.append((raw, None))
+                slot_of[raw] = (raw, None)
+                unindexed.add(raw)
             else:
-                out.append((raw, table.intern(js_trim(raw), cs, ww)))
-        return tuple(out)
+                nid = table.intern(js_trim(raw), cs, ww)
+                slot_of[raw] = (raw, nid)
+                if table.get(nid).kind not in INDEXED_KINDS:
+                    unindexed.add(raw)
 
     for i, e in enumerate(entries):
         cs = case_sensitive if e.case_sensitive is None else e.case_sensitive
         ww = whole_words if e.match_whole_words is None else e.match_whole_words
         cs_list.append(cs)
         ww_list.append(ww)
-        p = slots(e.keys, cs, ww)
+        slot_of, unindexed = made.get((cs, ww)) or flags_memo(cs, ww)
+        keys = e.keys
+        if not all(map(slot_of.__contains__, keys)):
+            fill(keys, cs, ww)
+        p = tuple(map(slot_of.__getitem__, keys))
         primary.append(p)
-        secondary.append(slots(e.secondary, cs, ww))
+        if e.secondary:
+            if not all(map(slot_of.__contains__, e.secondary)):
+                fill(e.secondary, cs, ww)
+            secondary.append(tuple(map(slot_of.__getitem__, e.secondary)))
+        else:
+            secondary.append(())
         if e.group_names:
             score_p.append(tuple(table.intern(k, cs, ww) for k in e.keys))
             score_s.append(tuple(table.intern(k, cs, ww) for k in e.secondary))
@@ -143,13 +171,12 @@ def build_index(
             levels.add(e.delay_until_recursion)
         if e.disable:
             continue
-        indexable = e.scan_depth is None and not e.constant and not e.decorators
-        if indexable:
-            for _, nid in p:
-                if nid is None or (nid >= 0 and table.get(nid).kind not in INDEXED_KINDS):
-                    indexable = False
-                    break
-        if indexable:
+        if (
+            e.scan_depth is None
+            and not e.constant
+            and not e.decorators
+            and (not unindexed or unindexed.isdisjoint(keys))
+        ):
             for _, nid in p:
                 if nid is not None and nid >= 0:
                     lst = by_needle.setdefault(nid, [])
@@ -187,8 +214,9 @@ def build_index(
         warnings=tuple(warnings),
         position={id(e): i for i, e in enumerate(entries)},
         regex_literals=literal_ids,
-        view_keys=[_view_key(e) for e in entries],
+        view_keys=[(None, e.match_mask) if e.scan_depth is None else _view_key(e) for e in entries],
         has_groups=any(e.group_names for e in entries),
+        books=tuple(b for _, b in books),
     )
 
 
@@ -249,15 +277,29 @@ class WorldInfoEngine:
         whole_words: bool,
         compat: bool,
     ) -> ScanIndex:
+        with gc_paused():
+            return self._index(books, strategy, case_sensitive, whole_words, compat)
+
+    def _index(
+        self,
+        books: Sequence[Book],
+        strategy: int,
+        case_sensitive: bool,
+        whole_words: bool,
+        compat: bool,
+    ) -> ScanIndex:
         compiled = [(b.scope, self.compile(b, compat=compat)) for b in select_books(books)]
+        # Compiled books by identity (the index pins them, so an id is never reused while its
+        # index is kept): a compiled book is a value, and asking for its digest could cost a
+        # hash of the whole book.
         key = (
-            tuple((scope, c.name, c.digest, id(c)) for scope, c in compiled),
+            tuple((scope, id(c)) for scope, c in compiled),
             strategy,
             case_sensitive,
             whole_words,
         )
         hit = self._indexes.get(key)
-        if hit is not None:
+        if hit is not None and all(a is b for a, (_, b) in zip(hit.books, compiled, strict=True)):
             self._indexes.move_to_end(key)
             return hit
         idx = build_index(compiled, strategy, case_sensitive, whole_words)

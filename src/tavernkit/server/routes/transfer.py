@@ -29,6 +29,7 @@ ExportKind = Literal[
     "chat",
     "chat_preset",
     "context",
+    "group",
     "instruct",
     "kobold_preset",
     "lorebook",
@@ -114,7 +115,7 @@ async def export_record(
     spec: Annotated[Literal["v2", "v3"], Query()] = "v2",
 ) -> Response:
     """The record (id or name) in one of SillyTavern's formats: a character as ``png``,
-    ``json`` or ``charx``; a chat as ``jsonl``; a lorebook or preset as ``json``."""
+    ``json`` or ``charx``; a chat as ``jsonl``; a lorebook, preset or group as ``json``."""
     found, data = await tk.library.export_bytes(ref, format, kind=kind, spec=spec)
     filename = quote(f"{found.name}.{format}")
     return Response(
