@@ -96,7 +96,7 @@ class Completion:
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str = "stop"
-    usage: dict[str, int | None] | None = None
+    usage: dict[str, Any] | None = None
 
 
 class CharacterContext(TavernContext):
@@ -293,4 +293,3 @@ def completion_id() -> str:
 
 def now() -> int:
     return int(time.time())
-

@@ -13,6 +13,7 @@ from tavernkit.server.accounts import Accounts
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
+from tavernkit.server.turns import TurnHub
 
 __all__ = ["ServerState", "server_state"]
 
@@ -27,6 +28,8 @@ class ServerState:
     tavern: Tavern
     accounts: Accounts
     limiter: RateLimiter
+    #: the chat turns this process runs (``/chats/{id}/turns``)
+    turns: TurnHub
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store)."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tavernkit.server.routes import auth, health
+from tavernkit.server.routes import auth, health, openai, tasks, turns
 
 __all__ = ["ROUTERS"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     auth.router,
+    turns.router,
+    tasks.router,
+    openai.router,
 )

@@ -141,5 +141,3 @@ def _task_frame(event: TaskEvent) -> bytes:
         return sse_event(None, "tool_call", tool_call_body(event.call))
     assert isinstance(event, TaskDone)
     return sse_event(None, "result", task_result_body(event.result))
-
-

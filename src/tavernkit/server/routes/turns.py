@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
@@ -127,7 +126,6 @@ async def turn_events(
     turn_id: str,
     tk: UserTavern,
     hub: Hub,
-    request: Request,
     last_event_id: Annotated[str | None, Header(max_length=100)] = None,
     after: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
@@ -157,5 +155,3 @@ async def stop_turn(chat_id: str, turn_id: str, tk: UserTavern, hub: Hub) -> Any
     if stopped:
         await hub.wait(turn_id)  # answered once the shown text is stored
     return TurnStopped(stopped=stopped)
-
-
