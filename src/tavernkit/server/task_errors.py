@@ -5,6 +5,10 @@ Upstream failures are the gateway's (502, 504) and a busy upstream is 429 with
 ``Retry-After``; a missing upstream key is 424 (the request depended on a credential the
 server lacks), never 401, which would tell the client its own credentials to this server are
 wrong. ``details`` keeps only what the error class documents as safe to show.
+
+The message of an error that came from the upstream is never passed on: a provider's error
+text can echo the key it was sent (an admin's shared key, to a user), so the client gets the
+error's class and code instead; the operator's log has the rest.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from tavernkit.errors import GenerateTaskError
+from tavernkit.errors import GenerateTaskError, ProviderError
 
-__all__ = ["TASK_STATUS", "task_error_body", "task_error_response"]
+__all__ = ["TASK_STATUS", "safe_message", "task_error_body", "task_error_response"]
 
 TASK_STATUS: dict[str, int] = {
     "invalid_input": 400,
@@ -34,11 +38,32 @@ TASK_STATUS: dict[str, int] = {
 
 #: the details a client may see (the rejected raw arguments and delivered text can echo the
 #: prompt back, which the caller sent anyway; nothing here is a secret)
-_SAFE_DETAILS = ("field", "value", "retry_after", "quota", "delivered_text", "raw", "errors")
+_SAFE_DETAILS = (
+    "field",
+    "value",
+    "retry_after",
+    "quota",
+    "status",
+    "delivered_text",
+    "raw",
+    "errors",
+)
+
+
+def safe_message(exc: GenerateTaskError) -> str:
+    """``exc``'s message, or its class and code when the upstream wrote it."""
+    cause = exc.cause if exc.cause is not None else exc.__cause__
+    if isinstance(cause, ProviderError):
+        return f"the upstream model failed: {type(cause).__name__} ({exc.code})"
+    return exc.message
 
 
 def task_error_body(exc: GenerateTaskError) -> dict[str, Any]:
-    error: dict[str, Any] = {"type": "GenerateTaskError", "code": exc.code, "message": exc.message}
+    error: dict[str, Any] = {
+        "type": "GenerateTaskError",
+        "code": exc.code,
+        "message": safe_message(exc),
+    }
     field = exc.details.get("field")
     if isinstance(field, str):
         error["field"] = field

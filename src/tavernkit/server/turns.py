@@ -36,6 +36,7 @@ from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog
+from tavernkit.server.task_errors import safe_message
 
 __all__ = ["TURN_KINDS", "EventLogSink", "TurnHub", "TurnRequest", "TurnStarted"]
 
@@ -249,7 +250,7 @@ class TurnHub:
     async def _fail(self, turn_id: str, exc: Exception, *, safe: bool = True) -> None:
         code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
         message = (
-            (exc.message if isinstance(exc, GenerateTaskError) else str(exc))
+            (safe_message(exc) if isinstance(exc, GenerateTaskError) else str(exc))
             if safe
             else "the turn failed (see the server log)"
         )

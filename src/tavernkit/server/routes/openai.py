@@ -47,7 +47,7 @@ from tavernkit.server.openai_facade import (
 )
 from tavernkit.server.sse import sse_data, sse_response
 from tavernkit.server.state import server_state
-from tavernkit.server.task_errors import TASK_STATUS
+from tavernkit.server.task_errors import TASK_STATUS, safe_message
 
 __all__ = ["ChatCompletionRequest", "OpenAIError", "router"]
 
@@ -116,7 +116,7 @@ def openai_error(exc: BaseException) -> OpenAIError:
             headers["Retry-After"] = str(max(1, round(retry_after + 0.5)))
         return OpenAIError(
             status,
-            exc.message,
+            safe_message(exc),
             type=_type_for(status),
             param=field if isinstance(field, str) else None,
             code=exc.code,
