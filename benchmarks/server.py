@@ -46,6 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import httpx2
 
+sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
+
 TTFT_TARGET_MS = 2.0
 P99_TARGET_MS = 50.0
 
@@ -95,8 +97,9 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
                 key, _, value = line.decode().partition(":")
                 headers[key.lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
-            asked = _PIECES.search(body)  # the client's message says how long a reply it wants
-            count = int(asked.group(1)) if asked else chunks
+            # the newest message saying how long a reply it wants (the history has older ones)
+            asked = _PIECES.findall(body)
+            count = int(asked[-1]) if asked else chunks
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
             )
@@ -245,7 +248,6 @@ async def turn_stream(
 
 async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Samples) -> None:
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
-    # the upstream's default length (--chunks): no "pieces=" in the message
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if data == "[DONE]":
@@ -287,6 +289,7 @@ async def client_main(
 ) -> None:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
+        print("warming up...")
         for _ in range(3):  # warm both sides up
             await first_direct(client, upstream)
             await first_facade(client, server)
@@ -306,12 +309,13 @@ async def client_main(
         )
 
         n = args.streams
+        print(f"{n} concurrent streams, direct then through the server...")
 
         async def one_direct(i: int, out: Samples) -> None:
             await direct_stream(client, upstream, out)
 
         async def one_turn(i: int, out: Samples) -> None:
-            await turn_stream(client, server, chats[i], out, "Hi")
+            await turn_stream(client, server, chats[i], out, f"Hi pieces={args.chunks}")
 
         base, base_ok = await concurrent(n, one_direct, args.ramp, args.deadline)
         via, via_ok = await concurrent(n, one_turn, args.ramp, args.deadline)
