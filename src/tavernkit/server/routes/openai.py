@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -56,26 +57,17 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
-class OpenAIError(Exception):
-    """An error answered in OpenAI's shape."""
+@dataclass(frozen=True)
+class OpenAIError:
+    """An error answered in OpenAI's shape (a value, not an exception: every error the
+    routes raise is a tavernkit one, turned into this by :func:`openai_error`)."""
 
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.param = param
-        self.code = code
-        self.headers = headers or {}
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    param: str | None = None
+    code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         return {
@@ -105,11 +97,9 @@ def _type_for(status: int) -> str:
 
 def openai_error(exc: BaseException) -> OpenAIError:
     """``exc`` as OpenAI would say it (a bug is a bare 500 naming nothing)."""
-    if isinstance(exc, OpenAIError):
-        return exc
     if isinstance(exc, GenerateTaskError):
         status = TASK_STATUS.get(exc.code, 502)
-        field = exc.details.get("field")
+        name = exc.details.get("field")
         headers: dict[str, str] = {}
         retry_after = exc.details.get("retry_after")
         if exc.code == "rate_limit" and isinstance(retry_after, int | float):
@@ -118,7 +108,7 @@ def openai_error(exc: BaseException) -> OpenAIError:
             status,
             safe_message(exc),
             type=_type_for(status),
-            param=field if isinstance(field, str) else None,
+            param=name if isinstance(name, str) else None,
             code=exc.code,
             headers=headers,
         )
@@ -182,11 +172,12 @@ async def _user_tavern(request: Request) -> Tavern:
     return state.tavern_for(principal)
 
 
-async def _request_body(request: Request) -> ChatCompletionRequest:
+async def _request_body(request: Request) -> ChatCompletionRequest | OpenAIError:
+    """The request, or the 400 that says what is wrong with it (never echoing the input)."""
     try:
         raw = json.loads(await request.body())
     except (ValueError, UnicodeDecodeError):
-        raise OpenAIError(400, "the request body is not valid JSON", code="invalid_json") from None
+        return OpenAIError(400, "the request body is not valid JSON", code="invalid_json")
     try:
         return ChatCompletionRequest.model_validate(raw)
     except ValidationError as exc:
@@ -195,7 +186,7 @@ async def _request_body(request: Request) -> ChatCompletionRequest:
         missing = first.get("type") == "missing"
         message = f"{param}: {first.get('msg')}" if param else str(first.get("msg"))
         code = "missing_required_parameter" if missing else "invalid_value"
-        raise OpenAIError(400, message, param=param, code=code) from None
+        return OpenAIError(400, message, param=param, code=code)
 
 
 def _model_entry(model: FacadeModel) -> dict[str, Any]:
@@ -239,6 +230,8 @@ async def chat_completions(request: Request) -> Response:
         principal = await current_principal(request, state)
         tk = state.tavern_for(principal)
         body = await _request_body(request)
+        if isinstance(body, OpenAIError):
+            return body.response()
         found = await resolve_model(tk, body.model)
         await state.admit_turn(principal)
         fields = body.model_dump(exclude_none=True)
