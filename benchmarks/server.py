@@ -29,9 +29,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -339,6 +341,7 @@ async def client_main(
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: where a stuck run is
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--streams", type=int, default=500)
@@ -359,7 +362,6 @@ def main() -> None:
         profile = os.environ.get("TAVERNKIT_BENCH_PROFILE")  # a path: cProfile the server
         if profile:
             import cProfile
-            import signal
 
             profiler = cProfile.Profile()
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
