@@ -99,6 +99,8 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
                 key, _, value = line.decode().partition(":")
                 headers[key.lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
+            if os.environ.get("TAVERNKIT_BENCH_TRACE"):
+                print("upstream got", len(body), "bytes", headers, file=sys.stderr, flush=True)
             # the newest message saying how long a reply it wants (the history has older ones)
             asked = _PIECES.findall(body)
             count = int(asked[-1]) if asked else chunks
@@ -118,6 +120,8 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
             }
             writer.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
             await writer.drain()
+            if os.environ.get("TAVERNKIT_BENCH_TRACE"):
+                print("upstream answered", count, file=sys.stderr, flush=True)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -206,7 +210,7 @@ async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
     body = {
         "model": "profile/bench",
         "stream": True,
-        "messages": [{"role": "user", "content": "Hi"}],
+        "messages": [{"role": "user", "content": SHORT}],
     }
     start, elapsed = time.perf_counter(), 0.0
     async with client.stream("POST", f"{server}/v1/chat/completions", json=body) as r:
@@ -297,10 +301,17 @@ async def client_main(
             await first_facade(client, server)
             await turn_stream(client, server, chats[0], None)
         direct, facade, turn = [], [], []
+        trace = bool(os.environ.get("TAVERNKIT_BENCH_TRACE"))
         for i in range(args.runs):  # interleaved, so drift in the load hits all three alike
             direct.append(await first_direct(client, upstream))
+            if trace:
+                print("direct", i, file=sys.stderr, flush=True)
             facade.append(await first_facade(client, server))
+            if trace:
+                print("facade", i, file=sys.stderr, flush=True)
             turn.append(await turn_stream(client, server, chats[i % len(chats)], None))
+            if trace:
+                print("turn", i, file=sys.stderr, flush=True)
         d, f, t = (statistics.median(x) * 1000 for x in (direct, facade, turn))
         print(f"time to first token, p50 of {args.runs} (ms):")
         print(f"  direct {d:.2f}   facade {f:.2f} (+{f - d:.2f})   turn {t:.2f} (+{t - d:.2f})")
