@@ -47,33 +47,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import httpx2
+from turn_path import CARD  # the same card as the turn-path benchmark
 
 sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
 
 TTFT_TARGET_MS = 2.0
 P99_TARGET_MS = 50.0
-
-CARD = {
-    "spec": "chara_card_v2",
-    "spec_version": "2.0",
-    "data": {
-        "name": "Mira",
-        "description": "{{char}} keeps the ferry. {{user}} is a passenger.",
-        "personality": "calm",
-        "scenario": "A ferry crossing at dusk.",
-        "first_mes": "Welcome aboard, {{user}}.",
-        "mes_example": "",
-        "alternate_greetings": [],
-        "creator_notes": "",
-        "system_prompt": "",
-        "post_history_instructions": "",
-        "tags": [],
-        "creator": "bench",
-        "character_version": "1",
-        "extensions": {},
-    },
-}
-
 
 _PIECES = re.compile(rb"pieces=(\d+)")
 
