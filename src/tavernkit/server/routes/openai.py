@@ -139,10 +139,6 @@ def openai_error(exc: BaseException) -> OpenAIError:
     return OpenAIError(500, "internal server error", type="api_error", code="internal_error")
 
 
-class StreamOptions(BaseModel):
-    include_usage: bool = False
-
-
 class ChatCompletionRequest(BaseModel):
     """The chat-completion request fields the facade reads; others are accepted and ignored,
     as clients send many."""
@@ -152,7 +148,9 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(min_length=1, max_length=400)
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
     stream: bool = False
-    stream_options: StreamOptions | None = None
+    #: ``{"include_usage": true}`` asks for a usage chunk (a plain mapping, so the OpenAPI
+    #: document needs no definitions of its own)
+    stream_options: dict[str, bool] | None = None
     n: int | None = Field(None, ge=1, le=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
@@ -242,7 +240,7 @@ async def chat_completions(request: Request) -> Response:
         first = await anext(items)  # fails here with its real status, before any 200
     except Exception as exc:
         return openai_error(exc).response()
-    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    include_usage = bool((body.stream_options or {}).get("include_usage"))
     return sse_response(_chunks(items, first, body.model, include_usage), ping_s=None)
 
 
