@@ -144,6 +144,7 @@ async def test_bad_turn_requests_are_refused_with_a_named_error(site: Site) -> N
     bad_id = await site.client.get(started["events"], headers={"Last-Event-ID": "x-1"})
     assert bad_id.status_code == 422
     assert bad_id.json()["error"]["field"] == "Last-Event-ID"
+    await asyncio.wait_for(site.server.state.turns.wait(started["turn_id"]), 10)
     assert len((await site.tk.chats.load(chat)).messages) == 3  # only the good turn wrote
 
 
@@ -161,6 +162,8 @@ async def test_another_users_turn_is_not_found(tmp_path: Path, users: Users) -> 
         assert (await users.bob.get(f"{base}/{turn}/events")).status_code == 404
         assert (await users.bob.delete(f"{base}/{turn}")).status_code == 404
         assert state.turns.running(turn)  # bob's DELETE did not stop it
+        task = {"task_messages": [{"role": "user", "content": "hi"}], "chat_id": chat}
+        assert (await users.bob.post("/tasks", json=task)).status_code == 404
         upstream.release.set()
         await asyncio.wait_for(state.turns.wait(turn), 10)
 

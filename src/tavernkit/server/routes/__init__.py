@@ -5,13 +5,32 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tavernkit.server.routes import auth, health, openai, tasks, turns
+from tavernkit.server.routes import (
+    auth,
+    characters,
+    chats,
+    documents,
+    health,
+    openai,
+    profiles,
+    tasks,
+    transfer,
+    turns,
+    variables,
+)
 
 __all__ = ["ROUTERS"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     auth.router,
+    characters.router,
+    chats.router,
+    documents.router,
+    profiles.router,
+    profiles.shared_router,
+    variables.router,
+    transfer.router,
     turns.router,
     tasks.router,
     openai.router,
