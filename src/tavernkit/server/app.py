@@ -17,13 +17,15 @@ from fastapi import FastAPI
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
 from tavernkit.server.body_limit import BodyLimit
-from tavernkit.server.coordination import RateLimiter
+from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog
+from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
+from tavernkit.server.turns import TurnHub
 
 __all__ = ["create_app"]
 
@@ -33,10 +35,15 @@ def create_app(
     *,
     tavern: Tavern | None = None,
     limiter: RateLimiter | None = None,
+    event_log: TurnEventLog | None = None,
+    chat_lock: ChatLock | None = None,
 ) -> FastAPI:
     """The server app. ``tavern`` defaults to one over ``settings.home``; a Tavern the caller
     passed open stays open after the app stops, one the app opened is closed. ``limiter``
-    defaults to the in-memory one (a multi-process server passes a shared one). Raises
+    defaults to the in-memory one (a multi-process server passes a shared one), as do
+    ``event_log`` and ``chat_lock`` (the turns' events and the one-turn-per-chat lock). At
+    shutdown running turns get a few seconds to finish, then are stopped keeping what they
+    showed. Raises
     :class:`~tavernkit.errors.ServerConfigError` for unsafe settings."""
     settings.check()
 
@@ -45,6 +52,10 @@ def create_app(
         tk = tavern if tavern is not None else Tavern(settings.home)
         opened_here = not tk.runtime.is_open
         await tk.open()
+        hub = TurnHub(
+            event_log if event_log is not None else InMemoryTurnEventLog(),
+            chat_lock if chat_lock is not None else InMemoryChatLock(),
+        )
         try:
             rate = limiter if limiter is not None else InMemoryRateLimiter()
             shared = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
@@ -53,10 +64,12 @@ def create_app(
                 tavern=tk,
                 accounts=Accounts(tk.store, settings, rate),
                 limiter=rate,
+                turns=hub,
                 shared=shared,
             )
             yield
         finally:
+            await hub.close()
             app.state.server = None
             if opened_here:
                 await tk.close()

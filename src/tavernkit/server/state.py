@@ -15,6 +15,7 @@ from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.thumbnails import Thumbnails
+from tavernkit.server.turns import TurnHub
 
 __all__ = ["ServerState", "server_state"]
 
@@ -29,6 +30,8 @@ class ServerState:
     tavern: Tavern
     accounts: Accounts
     limiter: RateLimiter
+    #: the chat turns this process runs (``/chats/{id}/turns``)
+    turns: TurnHub
     thumbnails: Thumbnails = field(default_factory=Thumbnails)
     #: each user's fallback to the server's shared route (accounts on only)
     shared: SharedRoutes | None = None

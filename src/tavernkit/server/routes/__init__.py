@@ -11,8 +11,11 @@ from tavernkit.server.routes import (
     chats,
     documents,
     health,
+    openai,
     profiles,
+    tasks,
     transfer,
+    turns,
     variables,
 )
 
@@ -28,4 +31,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     profiles.shared_router,
     variables.router,
     transfer.router,
+    turns.router,
+    tasks.router,
+    openai.router,
 )
