@@ -30,6 +30,7 @@ from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
+from tavernkit.plugins.extend import plugin_renderer, plugin_sources
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
@@ -60,7 +61,12 @@ class Tavern:
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
         #: running generations, key cooldowns, embedded models); the chat service and every
         #: context get this, never the Tavern
-        self.runtime = Runtime(owner=owner, plugins=self.plugins)
+        self.runtime = Runtime(
+            owner=owner,
+            plugins=self.plugins,
+            prompt_renderer=plugin_renderer(self.plugins),
+            provider_sources=plugin_sources(self.plugins),
+        )
         # the plugins' ``register_tools`` hooks fill the registry first
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
         self._library: Library | None = None

@@ -22,6 +22,7 @@ from tavernkit.generation.profiles import ProviderLike, local_provider
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
+from tavernkit.providers.sources import ProviderSources
 from tavernkit.store.sqlite import SqliteStore
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.registry import ToolRegistry
@@ -58,6 +59,7 @@ class Runtime:
         tools: ToolRegistry | None = None,
         prompt_renderer: PromptRenderer | None = None,
         local_models: LocalModels | None = None,
+        provider_sources: ProviderSources | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.owner = owner
@@ -74,6 +76,8 @@ class Runtime:
         self.key_cooldowns = InMemoryCooldownStore()
         self.local_models = local_models or LocalModels(local_provider)
         self.clock = clock
+        #: hosted APIs plugins added (``register_providers``), by profile ``source``
+        self.provider_sources = provider_sources or ProviderSources()
         self._store: SqliteStore | None = None
 
     @property

@@ -36,6 +36,7 @@ from tavernkit.prompt.from_chat_state import (
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
+from tavernkit.providers.sources import ProviderSource
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
@@ -127,6 +128,7 @@ async def resolve_for_state(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> ResolvedConnection:
     return await resolve_profile(
         store,
@@ -136,6 +138,7 @@ async def resolve_for_state(
         client=client,
         local_factory=local_factory,
         environ=environ,
+        sources=sources,
     )
 
 
@@ -148,6 +151,7 @@ async def resolve_profile(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> ResolvedConnection:
     """``profile`` (the embedded model for ``None``) resolved with the store's keys."""
 
@@ -161,6 +165,7 @@ async def resolve_profile(
         client=client,
         local_factory=local_factory,
         environ=environ,
+        sources=sources,
     )
 
 
@@ -192,6 +197,7 @@ async def prepare_turn(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
     renderer: PromptRenderer | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
@@ -230,6 +236,7 @@ async def prepare_turn(
             client=client,
             local_factory=local_factory,
             environ=environ,
+            sources=sources,
             renderer=renderer,
         )
 
@@ -252,6 +259,7 @@ async def _prepare_state(
     local_factory: LocalFactory | None,
     environ: Mapping[str, str] | None,
     renderer: PromptRenderer | None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> PreparedTurn:
     if overrides.profile:
         try:
@@ -272,6 +280,7 @@ async def _prepare_state(
         client=client,
         local_factory=local_factory,
         environ=environ,
+        sources=sources,
     )
     state = await with_profile_preset(store, state, connection, owner=owner)
     if connection.family == "chat":

@@ -448,6 +448,7 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            sources=self.runtime.provider_sources,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
@@ -569,6 +570,7 @@ class ChatService:
             local_factory=self.local_factory,
             environ=self.environ,
             renderer=self.runtime.prompt_renderer,
+            sources=self.runtime.provider_sources,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)
@@ -651,6 +653,7 @@ class ChatService:
                 client=self.client,
                 local_factory=self.local_factory,
                 environ=self.environ,
+                sources=self.runtime.provider_sources,
             )
 
         return PlanSources(

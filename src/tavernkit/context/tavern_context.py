@@ -236,6 +236,7 @@ class TavernContext:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
+            sources=self.runtime.provider_sources,
         )
 
     async def plan_for(self, connection: ResolvedConnection) -> Plan:
