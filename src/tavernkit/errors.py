@@ -10,6 +10,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
+    ├── ToolSourceError        an MCP server registration is invalid, or its server failed
     ├── ChatBusy               a turn is already generating in that chat
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
     ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
@@ -111,6 +112,7 @@ __all__ = [
     "TokenBudgetExceeded",
     "ToolArgumentsError",
     "ToolCallParseError",
+    "ToolSourceError",
     "TurnFailure",
     "Unusable",
     "UrlRefused",
@@ -176,6 +178,16 @@ class Conflict(StoreError):
 
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+class ToolSourceError(TavernKitError):
+    """An MCP server registration is invalid, its server could not be started or reached, or
+    a tool call on it failed. ``source`` is the registration's name. The message never holds
+    the registration's credential."""
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"MCP server {source!r}: {message}" if source else message)
 
 
 class ChatBusy(TavernKitError):

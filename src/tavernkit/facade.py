@@ -39,6 +39,7 @@ from tavernkit.runtime import Runtime
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.sqlite import SqliteStore, open_store
 from tavernkit.text.render import PromptRenderer
+from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
 
 __all__ = ["Tavern"]
@@ -91,6 +92,7 @@ class Tavern:
         return self
 
     async def close(self) -> None:
+        await self.runtime.mcp.close()
         store = self.runtime.detach()
         self._library = None
         if store is not None:
@@ -125,6 +127,12 @@ class Tavern:
     def tools(self) -> ToolRegistry:
         """The function tools offered to this Tavern's chats (never shared between Taverns)."""
         return self.runtime.tools
+
+    @property
+    def mcp(self) -> McpTools:
+        """This owner's MCP server registrations (add, remove, enable a server or one of its
+        tools); their tools are offered to chat turns with ``tools``' own."""
+        return self.runtime.mcp
 
     @property
     def prompt_renderer(self) -> PromptRenderer:

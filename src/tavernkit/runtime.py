@@ -25,6 +25,7 @@ from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
 from tavernkit.providers.sources import ProviderSources
 from tavernkit.store.sqlite import SqliteStore
 from tavernkit.text.render import PromptRenderer
+from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
 
 __all__ = ["LocalModels", "Runtime"]
@@ -78,6 +79,9 @@ class Runtime:
         self.clock = clock
         #: hosted APIs plugins added (``register_providers``), by profile ``source``
         self.provider_sources = provider_sources or ProviderSources()
+        #: the owner's MCP servers; their tools are offered through ``tools`` like native ones
+        self.mcp = McpTools(self)
+        self.tools.add_source(self.mcp)
         self._store: SqliteStore | None = None
 
     @property

@@ -420,6 +420,13 @@ class TavernContext:
         profile (see :mod:`tavernkit.tools.capability`)."""
         return _can_perform(kind, await self._capabilities(), mode)
 
+    async def mcp_tools(self, server: str | None = None) -> list[FunctionTool]:
+        """The owner's MCP tools as function tools for ``generate_task(tools=...)`` and
+        :meth:`run_tool_loop`: every enabled ``tools`` registration's (the disabled tools
+        left out), or only ``server``'s."""
+        mcp = self.runtime.mcp
+        return await (mcp.function_tools(server) if server is not None else mcp.tools())
+
     async def run_tool_loop(
         self,
         task_messages: Sequence[Mapping[str, Any]],

@@ -84,6 +84,7 @@ KINDS: frozenset[str] = frozenset(
         "fallback_chain",
         "custom_endpoint",
         "quick_reply_set",
+        "mcp_server",
     }
 )
 

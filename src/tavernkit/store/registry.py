@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from tavernkit.models.character import Card
 from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile, CustomEndpoint, FallbackChain
@@ -47,4 +48,5 @@ def default_models() -> dict[str, type[BaseModel]]:
         "custom_endpoint": CustomEndpoint,
         "quick_reply_set": QuickReplySet,
         "settings": Settings,
+        MCP_SERVER_KIND: McpServer,
     }
