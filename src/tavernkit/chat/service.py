@@ -52,6 +52,7 @@ from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
+from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
@@ -596,6 +597,7 @@ class ChatService:
                 request,
                 pinned[0] if pinned else None,
                 tool_checkpoint=self.review_tool_checkpoint,
+                rule_checker=McpRuleChecker(self.runtime.mcp),
             )
             if settings is not None
             else None

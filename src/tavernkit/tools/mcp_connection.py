@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +27,22 @@ from tavernkit.errors import ToolSourceError
 from tavernkit.models.mcp import McpServer
 
 __all__ = ["McpConnection", "McpTool", "call_result_text"]
+
+#: the SDK's transports trace every JSON-RPC message at DEBUG, and those carry drafts, tool
+#: arguments and rule reports: never let those into a log, whatever the host's level
+_PAYLOAD_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.stdio")
+
+
+class _DropPayloadTraces(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+def _drop_payload_traces() -> None:
+    for name in _PAYLOAD_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropPayloadTraces) for f in logger.filters):
+            logger.addFilter(_DropPayloadTraces())
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +90,7 @@ class McpConnection:
 
     async def start(self) -> None:
         """Open the session; a ``ToolSourceError`` when it cannot be opened in time."""
+        _drop_payload_traces()
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
         ready = asyncio.ensure_future(self._ready.wait())
         try:

@@ -131,6 +131,11 @@ class McpTools:
         """The tools of one registration (errors raise: the caller asked for this one)."""
         info = await self._require(name)
         server = await self._load(info)
+        if server.purpose != "tools":
+            raise ToolSourceError(
+                "a prose_linter's tools are the response reviewer's, never the author's",
+                source=server.name,
+            )
         if not server.enabled:
             return []
         return await self._function_tools(info, server)
