@@ -11,6 +11,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
+    ├── TemplateError          a ChatLuna template's block condition is malformed or failed
     ├── ChatBusy               a turn is already generating in that chat
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
     ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
@@ -109,6 +110,7 @@ __all__ = [
     "StreamTimeout",
     "StructuredOutputError",
     "TavernKitError",
+    "TemplateError",
     "TokenBudgetExceeded",
     "ToolArgumentsError",
     "ToolCallParseError",
@@ -178,6 +180,12 @@ class Conflict(StoreError):
 
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+class TemplateError(TavernKitError, ValueError):
+    """A ChatLuna-dialect template cannot be rendered: a block condition (``{if ...}``,
+    ``{for ...}``, ``{while ...}``, ``{repeat ...}``) does not parse or fails, which fails the
+    whole render as in ChatLuna (an expression tag that fails renders ``''`` instead)."""
 
 
 class ToolSourceError(TavernKitError):

@@ -29,6 +29,7 @@ from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
+from tavernkit.formats.chatluna import lorebook_from_chatluna
 from tavernkit.formats.chats import chat_to_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.formats.presets import kind_of
@@ -36,6 +37,7 @@ from tavernkit.formats.settings import ImportedSettings
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
+from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
@@ -172,6 +174,8 @@ class Library:
             return [await self._import_chat(value, stem or "chat", source, character, replace)]
         if isinstance(value, ImportedSettings):
             return await self._import_settings(value, source, replace)
+        if isinstance(value, ChatLunaPreset):
+            return await self._import_chatluna(value, source, replace)
         if handler.kind == "preset" and isinstance(value, BaseModel):
             kind = _PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
             name = getattr(value, "name", None) or stem or kind
@@ -180,6 +184,21 @@ class Library:
             f"format {handler.name!r} read a value tavernkit cannot store ({type(value).__name__})",
             source=source,
         )
+
+    async def _import_chatluna(
+        self, preset: ChatLunaPreset, source: str, replace: bool
+    ) -> list[ImportResult]:
+        """The preset, and its ``world_lores`` as a lorebook of the same name; both are
+        checked for conflicts before either is written."""
+        name = preset.name or preset.keywords[0]
+        book = lorebook_from_chatluna(preset)
+        await self._decide(CHATLUNA_PRESET_KIND, preset, name, source, replace)
+        if book is not None:
+            await self._decide("lorebook", book, name, source, replace)
+        results = [await self._put(CHATLUNA_PRESET_KIND, preset, name, source, replace)]
+        if book is not None:
+            results.append(await self._put("lorebook", book, name, source, replace))
+        return results
 
     async def _same_lorebook(self, book: Lorebook) -> RecordInfo | None:
         """The stored book with exactly these entries: a world file names no book (SillyTavern

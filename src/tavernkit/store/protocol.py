@@ -85,6 +85,7 @@ KINDS: frozenset[str] = frozenset(
         "custom_endpoint",
         "quick_reply_set",
         "mcp_server",
+        "chatluna_preset",
     }
 )
 

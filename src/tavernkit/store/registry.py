@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from tavernkit.models.character import Card
+from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
 from tavernkit.models.persona import Persona
@@ -49,4 +50,5 @@ def default_models() -> dict[str, type[BaseModel]]:
         "quick_reply_set": QuickReplySet,
         "settings": Settings,
         MCP_SERVER_KIND: McpServer,
+        CHATLUNA_PRESET_KIND: ChatLunaPreset,
     }
