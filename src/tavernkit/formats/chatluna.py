@@ -105,10 +105,11 @@ def lorebook_from_chatluna(preset: ChatLunaPreset) -> Lorebook | None:
     if not entries:
         return None
     defaults = preset.lore_defaults()
-    book = Lorebook(
+    # ChatLuna's book-wide settings (scan depth, token limit...) have no per-book slot in
+    # SillyTavern's format: kept for an export back to ChatLuna
+    extensions = {"chatluna": defaults.model_dump(exclude_none=True)} if defaults else {}
+    return Lorebook(
         entries={str(uid): _entry(uid, lore, defaults) for uid, lore in enumerate(entries)},
         name=preset.name,
+        extensions=extensions,
     )
-    if defaults is not None:
-        book.extensions["chatluna"] = defaults.model_dump(exclude_none=True)
-    return book
