@@ -160,12 +160,13 @@ async def test_world_lore_and_authors_note_become_records(tmp_path: Path) -> Non
 
 async def test_a_preset_exports_and_reads_back(tmp_path: Path) -> None:
     async with Tavern(tmp_path, load_plugins=False) as tk:
-        (result,) = await tk.library.import_file(FIXTURES / "catgirl.yml")
+        (imported,) = await tk.library.import_file(FIXTURES / "catgirl.yml")
         preset = await tk.store.get("chatluna_preset", "catgirl", owner=tk.owner)
         handler = tk.formats.get("chatluna-preset")
         assert handler.write is not None
         data = handler.write(preset)
         back = handler.read(data, "catgirl.yml")
+    assert imported.status == "imported"
     assert back.model_dump() == preset.model_dump()
 
 
