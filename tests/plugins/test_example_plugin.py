@@ -108,20 +108,12 @@ async def _tavern(home: Path, server: ScriptedServer) -> Tavern:
 async def test_the_entry_point_is_found_like_an_installed_plugin(site: Path) -> None:
     pm = get_plugin_manager()
     assert pm.has_plugin("example")
-    hooks = {
+    missing = [
         name
         for name in HOOKS
-        if any(i.plugin_name == "example" for i in getattr(pm.hook, name).get_hookimpls())
-    }
-    assert hooks == {
-        "register_providers",
-        "register_macros",
-        "register_template_functions",
-        "register_tools",
-        "register_formats",
-        "register_commands",
-        "register_routes",
-    }
+        if not any(i.plugin_name == "example" for i in getattr(pm.hook, name).get_hookimpls())
+    ]
+    assert missing == []
 
 
 async def test_macro_and_template_function_render_in_the_tavern(site: Path, tmp_path: Path) -> None:
