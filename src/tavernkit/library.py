@@ -56,6 +56,7 @@ SEARCH_ORDER: tuple[str, ...] = (
     "textgen_preset",
     "kobold_preset",
     "novel_preset",
+    "chatluna_preset",
     "persona",
     "connection_profile",
 )
@@ -79,6 +80,7 @@ EXPORT_FORMATS: dict[tuple[str, str], str] = {
     ("character", "charx"): "card-charx",
     ("lorebook", "json"): "lorebook-json",
     ("chat", "jsonl"): "chat-jsonl",
+    (CHATLUNA_PRESET_KIND, "yaml"): "chatluna-preset",
     **{(kind, "json"): "preset-json" for kind in _PRESET_STORE_KIND.values()},
 }
 
@@ -725,4 +727,5 @@ def _label(kind: str) -> str:
         "context": "context template",
         "reasoning": "reasoning template",
         "connection_profile": "connection profile",
+        CHATLUNA_PRESET_KIND: "ChatLuna preset",
     }.get(kind, kind)

@@ -204,3 +204,23 @@ def test_yaml_cards_are_not_taken_for_presets() -> None:
     assert not is_chatluna_preset(b"name: Mira\ngreeting: Hello\ncontext: A keeper\n")
     assert not is_chatluna_preset(b'{"keywords": ["a"], "prompts": []}')
     assert is_chatluna_preset((FIXTURES / "catgirl.yml").read_bytes())
+
+
+def test_the_cli_imports_lists_shows_and_exports_a_preset(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tavernkit.cli import app
+
+    runner = CliRunner()
+
+    def run(*args: str) -> str:
+        result = runner.invoke(app, list(args))
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "imported chatluna_preset catgirl" in run("import", str(FIXTURES / "catgirl.yml"))
+    assert "catgirl chatluna_preset" in run("list", "presets")
+    assert "用户{sender}说: {prompt}" in run("show", "catgirl")
+    out = tmp_path / "catgirl.yml"
+    run("export", "catgirl", "-f", "yaml", "-o", str(out))
+    assert "unchanged chatluna_preset catgirl" in run("import", str(out))
