@@ -313,3 +313,35 @@ async def test_a_server_that_cannot_start_is_a_typed_error(tmp_path: Path) -> No
         with pytest.raises(ToolSourceError, match="'ghost': could not connect"):
             await tk.context().mcp_tools("ghost")
         assert await tk.context().mcp_tools() == []
+
+
+def test_the_mcp_cli_registers_lists_switches_and_removes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tavernkit.cli import app
+
+    runner = CliRunner()
+    home = ["--home", str(tmp_path)]
+
+    def run(command: str, *args: str) -> str:
+        result = runner.invoke(app, ["mcp", command, *home, *args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "registered MCP server calc (stdio)" in run(
+        "add", "calc", "--key-env", "NOT_SET_ANYWHERE", "--", sys.executable, SERVER_SCRIPT
+    )
+    listed = run("list")
+    assert "calc" in listed and "stdio" in listed and "tools" in listed
+    run("disable", "calc", "shout")
+    # the credential names an unset variable: connecting is a one-line typed error
+    failed = runner.invoke(app, ["mcp", "tools", *home, "calc"])
+    assert failed.exit_code == 1 and "NOT_SET_ANYWHERE" in failed.output
+    run("add", "calc", "--replace", "--", sys.executable, SERVER_SCRIPT)
+    run("disable", "calc", "shout")
+    offered = run("tools", "calc")
+    assert "calc__add" in offered and "calc__shout" not in offered
+    run("remove", "calc")
+    assert "no MCP servers" in run("list")
+    bad = runner.invoke(app, ["mcp", "add", *home, "web", "--url", "ftp://x"])
+    assert bad.exit_code == 1 and "http:// or https:// url" in bad.output

@@ -83,6 +83,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "character_app",
         "Characters: rename, duplicate, delete, lorebooks.",
     ),
+    LazyCommand(
+        "mcp",
+        "tavernkit.cli.mcp",
+        "mcp_app",
+        "MCP servers: tools for chats, or the review's prose linter.",
+    ),
 )
 
 app = typer.Typer(
