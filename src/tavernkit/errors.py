@@ -79,6 +79,7 @@ __all__ = [
     "EmbedderUnavailable",
     "EmbeddingInputError",
     "ErrorClass",
+    "ExprError",
     "FormatError",
     "GenerateTaskError",
     "GenerateTaskErrorCode",
@@ -186,6 +187,12 @@ class TemplateError(TavernKitError, ValueError):
     """A ChatLuna-dialect template cannot be rendered: a block condition (``{if ...}``,
     ``{for ...}``, ``{while ...}``, ``{repeat ...}``) does not parse or fails, which fails the
     whole render as in ChatLuna (an expression tag that fails renders ``''`` instead)."""
+
+
+class ExprError(ValueError):
+    """Internal to the ChatLuna dialect: an expression that does not parse (its tag is kept
+    as text) or fails (its tag renders ``''``); in a block condition it becomes a
+    :class:`TemplateError`."""
 
 
 class ToolSourceError(TavernKitError):

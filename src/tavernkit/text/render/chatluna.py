@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from tavernkit.errors import TemplateError
+from tavernkit.errors import ExprError, TemplateError
 from tavernkit.jscompat import js_number_to_string, js_strict_eq, js_to_number, js_truthy
 from tavernkit.text.macros.env import MacroEnv
 from tavernkit.text.render.chatluna_functions import BuiltinFunction, builtin_functions
@@ -36,7 +36,6 @@ from tavernkit.text.render.chatluna_parse import (
     Binary,
     Call,
     Expr,
-    ExprError,
     Expression,
     ForBlock,
     Identifier,
@@ -69,10 +68,6 @@ class _Undefined:
 
 
 UNDEFINED: Any = _Undefined()
-
-
-class _TagFailed(Exception):
-    """An error inside an expression tag: the tag renders ``''``."""
 
 
 def js_display(value: Any) -> str:
@@ -217,13 +212,13 @@ class _Evaluation:
             name = expr.callee.name
             function = self._function(name)
             if function is None:
-                raise _TagFailed(f"Unknown function: {name}")
+                raise ExprError(f"Unknown function: {name}")
             args = [js_display(self.evaluate(arg)) for arg in expr.args]
             self._seen(name)
             return function(args)
         callee = self.evaluate(expr.callee)
         if not callable(callee):
-            raise _TagFailed("Expression is not callable")
+            raise ExprError("Expression is not callable")
         args = [js_display(self.evaluate(arg)) for arg in expr.args]
         return self.context.bridge.resolve(callee(args))
 
@@ -319,7 +314,7 @@ class _Evaluation:
         """A block header: evaluated without a guard, so an error fails the render."""
         try:
             return self.evaluate(expr)
-        except _TagFailed as exc:
+        except ExprError as exc:
             raise TemplateError(f"in a block condition: {exc}") from None
 
     def _expression(self, node: Expression) -> str:
@@ -333,7 +328,7 @@ class _Evaluation:
             # a tag that threw reports none of its names
             for name in list(used)[before:]:
                 del used[name]
-            reason = str(exc) if isinstance(exc, _TagFailed) else f"{type(exc).__name__}: {exc}"
+            reason = str(exc) if isinstance(exc, ExprError) else f"{type(exc).__name__}: {exc}"
             self.warnings.append(f"{{{node.raw.strip()}}}: {reason}")
             return ""
         return "" if value is None else js_display(value)  # String(value ?? '')

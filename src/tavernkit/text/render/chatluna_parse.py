@@ -21,11 +21,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tavernkit.errors import ExprError
+
 __all__ = [
     "Binary",
     "Block",
     "Call",
-    "ExprError",
     "Expression",
     "ForBlock",
     "Identifier",
@@ -42,10 +43,6 @@ __all__ = [
     "parse_expression",
     "parse_template",
 ]
-
-
-class ExprError(ValueError):
-    """An expression that does not parse (its tag is then kept as text)."""
 
 
 # -- expression AST ---------------------------------------------------------------------------
