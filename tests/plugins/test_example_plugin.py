@@ -282,6 +282,7 @@ def _extend(*plugins: object) -> None:
         ((_Taker(source="openai"),), "provider source 'openai' is built in"),
         ((_Taker(source="mine"), _Taker(source="mine")), "'mine' is registered twice"),
         ((_Taker(source="Bad Name"),), "provider source name 'Bad Name' is invalid"),
+        ((_Taker(macro="user"), _Taker()), "plugin 'p0' in register_macros: macro 'user'"),
         ((_Taker(function="f"), _Taker(function="f")), "template function 'f' is registered twice"),
     ],
 )
@@ -302,3 +303,15 @@ def test_a_failing_route_plugin_is_named() -> None:
     pm.register(Broken(), name="broken-routes")
     with pytest.raises(PluginError, match="'broken-routes' failed in register_routes"):
         add_plugin_routes(pm, object())
+
+
+def test_a_provider_source_is_checked_when_registered() -> None:
+    from tavernkit.providers.sources import ProviderSources
+
+    sources = ProviderSources()
+    with pytest.raises(PluginError, match="adapter must make an Adapter"):
+        sources.register(ProviderSource("x", adapter=42))  # type: ignore[arg-type]
+    with pytest.raises(PluginError, match="expects a ProviderSource"):
+        sources.register({"name": "x"})  # type: ignore[arg-type]
+    sources.register(ProviderSource("fine"))
+    assert list(sources) == ["fine"] and sources["fine"].auth == "bearer"

@@ -140,10 +140,14 @@ def add_plugin_routes(pm: pluggy.PluginManager, app: object) -> None:
 
 def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: object) -> None:
     """Call every implementation of ``hook`` (in registration order), naming the plugin that
-    fails: a tavernkit error passes through as it is, any other becomes a ``PluginError``."""
+    fails: a ``PluginError`` (something it registered was refused) gets the plugin's name in
+    front, another tavernkit error passes through as it is, any other exception becomes a
+    ``PluginError``."""
     for impl in getattr(pm.hook, hook).get_hookimpls():
         try:
             impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+        except PluginError as exc:
+            raise PluginError(f"plugin {impl.plugin_name!r} in {hook}: {exc}") from exc
         except TavernKitError:
             raise
         except Exception as exc:

@@ -57,6 +57,8 @@ class ProviderSources(Mapping[str, ProviderSource]):
                 f"register_providers expects a ProviderSource, got {type(source).__name__}"
             )
         name = source.name
+        if not callable(source.adapter):
+            raise PluginError(f"provider source {name!r}: adapter must make an Adapter")
         if not _NAME.fullmatch(name):
             raise PluginError(
                 f"provider source name {name!r} is invalid: lower-case letters, digits, '_.-'"
