@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-from tavernkit.prompt.request import ChatPrompt
+from tavernkit.prompt.assembled import AssembledChat
 from tavernkit.prompt.st_replay import perf_case_inputs, prepare_replay
 from tavernkit.text.tokens import CachedTokenizer, QuicktokTokenizer, encoding_for_model
 
@@ -78,9 +78,9 @@ def main() -> int:
     inner.count("warm up the vocabulary")
     vocab_ms = (time.perf_counter() - t0) * 1000
 
-    def build(tokenizer: CachedTokenizer) -> ChatPrompt:
+    def build(tokenizer: CachedTokenizer) -> AssembledChat:
         result = replay.run(kind="normal", tokenizer=tokenizer)
-        assert isinstance(result, ChatPrompt)
+        assert isinstance(result, AssembledChat)
         return result
 
     # First build (compiles the lorebook, fills the caches), also the correctness check.

@@ -10,10 +10,11 @@ import pytest
 
 from generation._helpers import context, profile, setup_tavern  # tests/ is on sys.path
 from tavernkit import AbortController, AbortSignal, GenerateTaskError, Tavern
-from tavernkit.errors import TavernKitError, task_error_from
+from tavernkit.errors import TavernKitError
 from tavernkit.generation.abort import AbortError
 from tavernkit.generation.profiles import EMBEDDED_PROFILE, apply_settings_override
 from tavernkit.models.profile import ConnectionProfile, CredentialRef
+from tavernkit.task_errors import task_error_from
 
 
 async def test_profiles_list_resolve_and_model(tmp_path: Path) -> None:

@@ -90,8 +90,9 @@ def _walk_body(
 
 
 def _targets(module: _Module, modules: dict[str, _Module], node: ast.stmt) -> list[str]:
-    """The modules an import statement loads: ``from a import b`` is ``a.b`` when that is a
-    module, else ``a``."""
+    """The modules an import statement loads: ``from a import b`` is ``a`` (its
+    ``__init__`` runs first, whatever is imported from it) and also ``a.b`` when that is a
+    module."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     assert isinstance(node, ast.ImportFrom)
@@ -101,10 +102,11 @@ def _targets(module: _Module, modules: dict[str, _Module], node: ast.stmt) -> li
         prefix = ".".join([*base, *([node.module] if node.module else [])])
     else:
         prefix = node.module or ""
-    out = []
+    out = [prefix]
     for alias in node.names:
         candidate = f"{prefix}.{alias.name}"
-        out.append(candidate if candidate in modules else prefix)
+        if candidate in modules:
+            out.append(candidate)
     return out
 
 
@@ -226,3 +228,19 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     # the checker itself, on a made-up graph: a -> b -> c -> a, and d alone
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_from_a_package_import_a_submodule_is_an_edge_to_both() -> None:
+    # ``from pkg import sibling`` runs ``pkg/__init__`` before it reads ``sibling``: both are
+    # loaded, so a face that (even type-only) imports its importer closes a circle
+    module = MODULES["tavernkit.chat.prepare"]
+    statement = ast.parse("from tavernkit.prompt import pipeline, PromptTarget").body[0]
+    assert _targets(module, MODULES, statement) == ["tavernkit.prompt", "tavernkit.prompt.pipeline"]
+    relative = ast.parse("from . import prepare").body[0]
+    assert _targets(MODULES["tavernkit.chat.service"], MODULES, relative) == [
+        "tavernkit.chat",
+        "tavernkit.chat.prepare",
+    ]
+    # a name imported from a module is an edge to that module alone
+    plain = ast.parse("from tavernkit.prompt.pipeline import prepare").body[0]
+    assert _targets(module, MODULES, plain) == ["tavernkit.prompt.pipeline"]

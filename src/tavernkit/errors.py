@@ -39,6 +39,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── TurnFailure        a failure the turn runner decides itself (empty reply, keys
     │                          cooling...), classified like a provider's
     └── GenerateTaskError      what ``generate_task`` raises: one ``code`` a caller can switch on
+        ├── ChatTurnError          a chat turn (a ChatService verb or preview) cannot run as
+        │                          asked: a bad override, an unknown profile or persona...
         ├── ToolCallParseError     a tool call could not be read or is not acceptable
         │   └── ToolArgumentsError a call's arguments break its tool's JSON Schema
         └── StructuredOutputError  the reply is not JSON or breaks the schema
@@ -61,7 +63,6 @@ Messages never carry secrets (API keys): callers pass field names and file names
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol, get_args
@@ -72,6 +73,7 @@ __all__ = [
     "AuthError",
     "BadRequest",
     "ChatBusy",
+    "ChatTurnError",
     "Conflict",
     "ContentFiltered",
     "ContextTooLong",
@@ -120,7 +122,6 @@ __all__ = [
     "Unusable",
     "UrlRefused",
     "UsageError",
-    "task_error_from",
 ]
 
 
@@ -378,10 +379,10 @@ _CODES: frozenset[str] = frozenset(get_args(GenerateTaskErrorCode))
 class GenerateTaskError(TavernKitError):
     """The one error ``generate_task`` and its helpers raise; callers switch on ``code``.
 
-    ``cause`` is the underlying exception when there was one (also chained as
-    ``__cause__`` by :func:`task_error_from`); ``details`` is diagnostic context that is safe
-    to log (the rejected raw arguments, schema errors, ``retry_after``, ``delivered_text``),
-    never a secret.
+    ``cause`` is the underlying exception when there was one (also chained as ``__cause__``
+    by :func:`tavernkit.task_errors.task_error_from`, which maps any exception onto a code);
+    ``details`` is diagnostic context that is safe to log (the rejected raw arguments, schema
+    errors, ``retry_after``, ``delivered_text``), never a secret.
     """
 
     def __init__(
@@ -401,99 +402,26 @@ class GenerateTaskError(TavernKitError):
         super().__init__(f"[{code}] {message}")
 
     def __repr__(self) -> str:
-        return f"GenerateTaskError({self.code!r}, {self.message!r})"
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
 
 
-#: The map from the provider error tree to task codes, most specific class first (a subclass
-#: must come before its base). Decisions that are not obvious:
-#:
-#: * ``QuotaExhausted`` -> ``rate_limit``: for a caller both mean "this key cannot serve now";
-#:   ``details["quota"]`` tells them apart (a quota will not recover by waiting).
-#: * ``Overloaded`` (5xx, 529) -> ``network``: the service failed to answer; like a network
-#:   failure it is transient and worth a later retry, and it is not the caller's rate.
-#: * ``ContextTooLong`` -> ``context_budget``: the prompt does not fit the model's window.
-#: * ``ModelUnavailable`` -> ``unsupported_api``: the resolved model cannot serve the request.
-#: * ``BadRequest`` -> ``invalid_input``: the request itself is wrong; retrying cannot help.
-#: * ``ContentFiltered`` -> ``no_response``: the backend returned nothing usable.
-#: * ``ProtocolError`` -> ``unknown``: bytes we could not read say nothing about the cause.
-#: * ``StreamInterrupted`` -> its classified ``cause``'s code when it has one, else
-#:   ``network``; the text delivered so far is in ``details["delivered_text"]``.
-_PROVIDER_CODES: tuple[tuple[type[ProviderError], GenerateTaskErrorCode], ...] = (
-    (MissingCredential, "auth_missing"),
-    (AuthError, "auth_missing"),
-    (QuotaExhausted, "rate_limit"),
-    (RateLimited, "rate_limit"),
-    (ContextTooLong, "context_budget"),
-    (ModelUnavailable, "unsupported_api"),
-    (BadRequest, "invalid_input"),
-    (ContentFiltered, "no_response"),
-    (ProviderTimeout, "network"),
-    (NetworkError, "network"),
-    (Overloaded, "network"),
-    (ProtocolError, "unknown"),
-)
+class ChatTurnError(GenerateTaskError):
+    """What a chat turn raises when it cannot run as asked (``ChatService`` verbs and
+    previews): an unknown override, profile or persona, a profile bound to a missing preset,
+    a connection that cannot be resolved. The same ``code`` and ``details`` as
+    :class:`GenerateTaskError`, which it subclasses so callers that caught that keep working;
+    catch this type to tell a chat turn's refusal from a task's.
 
-
-def _provider_details(exc: ProviderError) -> dict[str, Any]:
-    details: dict[str, Any] = {}
-    for key in ("status", "provider", "model", "request_id"):
-        value = getattr(exc, key)
-        if value is not None:
-            details[key] = value
-    if exc.code is not None:
-        details["provider_code"] = exc.code
-    details["retryable"] = bool(exc.retryable)
-    return details
-
-
-def _provider_code(exc: ProviderError) -> GenerateTaskErrorCode:
-    for cls, code in _PROVIDER_CODES:
-        if isinstance(exc, cls):
-            return code
-    return "unknown"
-
-
-def task_error_from(exc: BaseException) -> GenerateTaskError:
-    """The :class:`GenerateTaskError` for any exception, decided by its type only.
-
-    A ``GenerateTaskError`` comes back unchanged (never double-wrapped). Cancellation and
-    abort types give ``aborted``; ``TimeoutError`` gives ``network``; a ``FormatError`` gives
-    ``invalid_input``; provider errors map through the table above (``retry_after`` and the
-    status land in ``details``); anything else is ``unknown``. The message text of ``exc``
-    is copied for people, never inspected.
+    A turn that *starts* and then fails does not raise: it ends in a failed ``TurnOutcome``.
     """
-    if isinstance(exc, GenerateTaskError):
-        return exc
-    err: GenerateTaskError
-    if isinstance(exc, asyncio.CancelledError | RequestAborted):
-        err = GenerateTaskError("aborted", "request aborted", cause=exc)
-    elif isinstance(exc, StreamInterrupted):
-        inner = exc.cause
-        code = _provider_code(inner) if inner is not None else "network"
-        details = _provider_details(inner) if inner is not None else _provider_details(exc)
-        details["delivered_text"] = exc.delivered_text
-        if inner is not None and inner.retry_after is not None:
-            details["retry_after"] = inner.retry_after
-        err = GenerateTaskError(code, f"stream interrupted: {exc}", cause=exc, details=details)
-    elif isinstance(exc, ProviderError):
-        code = _provider_code(exc)
-        details = _provider_details(exc)
-        if code == "rate_limit":
-            details["retry_after"] = exc.retry_after
-            details["quota"] = isinstance(exc, QuotaExhausted)
-        if isinstance(exc, ContextTooLong):
-            details["n_prompt"] = exc.n_prompt
-            details["n_ctx"] = exc.n_ctx
-        err = GenerateTaskError(code, str(exc), cause=exc, details=details)
-    elif isinstance(exc, TimeoutError):
-        err = GenerateTaskError("network", f"timed out: {exc}", cause=exc)
-    elif isinstance(exc, FormatError):
-        details = {k: v for k, v in (("source", exc.source), ("field", exc.field)) if v}
-        err = GenerateTaskError("invalid_input", str(exc), cause=exc, details=details)
-    else:
-        err = GenerateTaskError("unknown", f"generate_task failed: {exc!r}", cause=exc)
-    err.__cause__ = exc
-    return err
+
+    @classmethod
+    def of(cls, error: GenerateTaskError) -> ChatTurnError:
+        """``error`` (raised by code chat turns share with tasks) as a chat turn's error: the
+        same code, message, cause and details (raise it ``from error``)."""
+        if isinstance(error, ChatTurnError):
+            return error
+        return cls(error.code, error.message, error.cause, error.details)
 
 
 # --- the layers' own errors (each re-exported from the module that raises it) -----------
@@ -535,7 +463,7 @@ class TurnFailure(ProviderError):
 class AbortError(RequestAborted):
     """Raised by :meth:`AbortSignal.throw_if_aborted`; a
     :class:`~tavernkit.errors.RequestAborted`, which
-    :func:`tavernkit.errors.task_error_from` maps to ``aborted``."""
+    :func:`tavernkit.task_errors.task_error_from` maps to ``aborted``."""
 
 
 class Aborted(RequestAborted):

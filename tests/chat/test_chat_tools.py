@@ -15,7 +15,7 @@ import pytest
 
 from tavernkit.chat import ChatService
 from tavernkit.chat.tool_messages import SYSTEM_USER_NAME
-from tavernkit.errors import GenerateTaskError
+from tavernkit.errors import ChatTurnError
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import (
@@ -531,9 +531,9 @@ async def test_a_crash_between_the_two_writes_keeps_the_reply(
 
 
 async def test_bad_tool_settings_are_typed_errors(world: World) -> None:
-    with pytest.raises(GenerateTaskError) as mode:
+    with pytest.raises(ChatTurnError) as mode:
         ChatService(world.tk.runtime, function_call_mode="telepathy")
     assert mode.value.code == "invalid_input" and "telepathy" in mode.value.message
-    with pytest.raises(GenerateTaskError) as rounds:
+    with pytest.raises(ChatTurnError) as rounds:
         ChatService(world.tk.runtime, max_tool_rounds=0)
     assert rounds.value.details["field"] == "max_tool_rounds"

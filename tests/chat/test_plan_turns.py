@@ -389,3 +389,37 @@ async def test_preview_without_hooks_that_change_it_shows_one_request(world: Wor
     preview = await world.chats.preview(info.id)
     assert preview.built_request is None
     assert "request_as_built" not in inspection(preview)
+
+
+async def test_a_fallback_to_claude_converts_from_the_blocks_as_a_direct_request_would(
+    world: World,
+) -> None:
+    # The primary is OpenAI-shaped; the fallback speaks Anthropic's Messages API. Its request
+    # must be SillyTavern's Claude conversion of the prompt builder's labelled blocks (system
+    # prompt, names, user-first), exactly what a turn sent straight to that profile sends, not
+    # the Claude adapter's reading of the OpenAI-shaped messages of the first attempt.
+    claude = ConnectionProfile(
+        name="claude",
+        api="chat",
+        source="claude",
+        base_url=world.server.base_url,
+        model="claude-sonnet-4-5",
+    )
+    await world.tk.store.put("connection_profile", claude)
+    await world.tk.store.put(
+        "fallback_chain", FallbackChain(name="backup", entries=[FallbackEntry(profile="claude")])
+    )
+    await _update_profile(world, "scripted", fallback_chain="backup")
+    info = await world.chats.new_chat("Mira")
+    await world.tk.store.append_message(info.id, {"name": "Ada", "is_user": True, "mes": "Hello"})
+    direct = inspection(await world.chats.preview(info.id, overrides={"profile": "claude"}))
+    world.server.script(Reply(status=500, error={"error": {"message": "down"}}), Reply(text="Hi."))
+    out = await world.chats.send(info.id, "")
+    assert out.status == "completed", out.error
+    first, second = world.server.requests
+    assert first.path == "/v1/chat/completions" and second.path == "/v1/messages"
+    assert second.body == direct["request"]
+    # the conversion really differs from the first attempt's shape: SillyTavern's Claude
+    # converter (no system prompt) turns the system messages into user turns
+    assert first.body["messages"][0]["role"] == "system"
+    assert {m["role"] for m in second.body["messages"]} <= {"user", "assistant"}

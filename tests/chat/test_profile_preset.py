@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tavernkit.errors import GenerateTaskError
+from tavernkit.errors import ChatTurnError
 from tavernkit.models.preset import ChatCompletionPreset
 
 from ._server import Reply
@@ -60,7 +60,7 @@ async def test_generate_task_uses_the_bound_preset_and_llm_preset_name_overrides
 async def test_a_binding_to_a_missing_preset_names_profile_and_preset(world: World) -> None:
     await use_profile(world, "dangling", model="m1", chat_preset="gone")
     info = await world.chats.new_chat("Mira")
-    with pytest.raises(GenerateTaskError) as caught:
+    with pytest.raises(ChatTurnError) as caught:
         await world.chats.send(info.id, "Ready?")
     assert caught.value.code == "invalid_input"
     assert "'dangling'" in str(caught.value) and "'gone'" in str(caught.value)

@@ -8,10 +8,13 @@ import json
 import pytest
 
 from tavernkit.chat.incomplete import incomplete_reply
-from tavernkit.chat.inspect import wire_body
-from tavernkit.errors import ChatBusy, Conflict
+from tavernkit.chat.inspect import inspection, wire_body
+from tavernkit.errors import ChatBusy, ChatTurnError, Conflict, GenerateTaskError
 from tavernkit.generation.sink import RecordingSink
 from tavernkit.models.chat import Message
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.plugins.hookspecs import hookimpl
+from tavernkit.providers.request import PromptRequest
 
 from ._server import HangReply, Reply
 from .conftest import World
@@ -255,6 +258,38 @@ async def test_preview_is_what_the_provider_receives(world: World) -> None:
     assert wire_body(preview)["messages"] == world.server.requests[-1].body["messages"]
 
 
+class _TurnRequests:
+    """Records the request each main-chat turn hands the turn runner."""
+
+    def __init__(self) -> None:
+        self.seen: list[PromptRequest] = []
+
+    @hookimpl
+    def before_chat_turn(self, chat_id: str | None, kind: str, request: PromptRequest) -> None:
+        self.seen.append(request)
+
+
+async def test_the_inspector_and_the_provider_receive_the_same_object(world: World) -> None:
+    # One request family: the preview's request is a provider request, the one the turn
+    # hands the runner, labels and all; the inspector's rows and wire body are read from it.
+    recorder = _TurnRequests()
+    world.tk.plugins.register(recorder, name="recorder")
+    world.server.script(Reply(text="Ok."))
+    info = await world.chats.new_chat("Mira")
+    await world.tk.store.append_message(info.id, {"name": "Ada", "is_user": True, "mes": "Hi"})
+    preview = await world.chats.preview(info.id)
+    shown = inspection(preview)
+    assert (await world.chats.send(info.id, "")).status == "completed"
+    sent = recorder.seen[-1]
+    assert type(sent) is type(preview.request)
+    assert sent == preview.request
+    assert [m.label for m in sent.messages] == [m.label for m in preview.request.messages]
+    assert [b["identifier"] for b in shown["blocks"]] == [
+        m.label.identifier if m.label is not None else "added" for m in sent.messages
+    ]
+    assert shown["request"] == world.server.requests[-1].body
+
+
 async def test_quiet_stores_nothing_unless_quiet_to_loud(world: World) -> None:
     world.server.script(Reply(text="Quiet."), Reply(text="Loud."))
     info = await world.chats.new_chat("Mira")
@@ -346,3 +381,25 @@ async def test_the_shared_options_keep_their_defaults_per_verb(world: World) -> 
     sent, quiet = (r.body for r in world.server.requests)
     assert sent["stream"] is True  # the verbs stream by default
     assert not quiet.get("stream")  # a quiet generation does not
+
+
+async def test_a_turn_that_cannot_run_raises_a_chat_turn_error(world: World) -> None:
+    # ChatTurnError is a chat turn's own type; it subclasses GenerateTaskError (same codes and
+    # details), so code that caught that keeps working.
+    info = await world.chats.new_chat("Mira")
+    with pytest.raises(ChatTurnError) as unknown:
+        await world.chats.send(info.id, "Hello", overrides={"profile": "nowhere"})
+    assert unknown.value.code == "invalid_input"
+    assert unknown.value.details["field"] == "profile"
+    assert isinstance(unknown.value, GenerateTaskError)
+    assert repr(unknown.value).startswith("ChatTurnError('invalid_input'")
+    # the connection resolver is shared with generate_task: its error is re-raised as the
+    # turn's, chained to the original
+    await world.tk.store.put("connection_profile", ConnectionProfile(name="bare", source="x-y"))
+    with pytest.raises(ChatTurnError) as unresolved:
+        await world.chats.preview(info.id, overrides={"profile": "bare"})
+    assert unresolved.value.details["field"] == "base_url"
+    cause = unresolved.value.__cause__
+    assert isinstance(cause, GenerateTaskError) and not isinstance(cause, ChatTurnError)
+    # nothing was stored by the refused send
+    assert [m.mes for m in await _messages(world, info.id)] == ["Welcome aboard, Ada."]

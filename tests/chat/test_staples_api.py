@@ -19,7 +19,7 @@ from tavernkit.chat.personas import Personas
 from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
 from tavernkit.chat.search import search_chats
 from tavernkit.chat.undo import UndoStack, restore_snapshot, take_snapshot
-from tavernkit.errors import Conflict, FormatError, GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, Conflict, FormatError, NotFound
 from tavernkit.models.lorebook import Lorebook
 
 from ._server import Reply
@@ -200,7 +200,7 @@ async def test_characters_rename_duplicate_delete(world: World) -> None:
 async def test_check_overrides_names_the_unknown_record(world: World) -> None:
     info = await world.chats.new_chat("Mira")
     for overrides, field in (({"profile": "nope"}, "profile"), ({"persona": "nobody"}, "persona")):
-        with pytest.raises(GenerateTaskError) as caught:
+        with pytest.raises(ChatTurnError) as caught:
             await world.chats.send(info.id, "lost?", overrides=overrides)
         assert caught.value.code == "invalid_input" and caught.value.details["field"] == field
     assert len((await world.chats.load(info.id)).messages) == 1

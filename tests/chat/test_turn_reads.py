@@ -1,6 +1,6 @@
 """Every turn verb reads a window of the chat, never the whole chat: ``send``, ``swipe``,
 ``continue_`` and ``regenerate`` on a long chat never call ``Store.load_chat`` (whose cost
-grows with the chat's length)."""
+grows with the chat's length); ``send`` loads the chat's state once."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from tavernkit.chat import prepare, service
+from tavernkit.chat.authors_note import set_authors_note
+from tavernkit.store import chat_state
 from tavernkit.store.protocol import StoredChat
 
 from ._server import Reply
@@ -43,3 +46,39 @@ async def test_turn_verbs_never_load_the_whole_chat(
     stored = await world.tk.store.load_chat(info.id)
     assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hello", "Three."]
     assert stored.info.message_count == 43
+
+
+async def test_send_loads_the_chat_state_once(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Storing typed text reads only the user's name; the turn's one prepare step loads the
+    # state (card, books, presets, the chat's tail) and builds from it.
+    loads: list[str] = []
+    real = chat_state.load_chat_state
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        loads.append(str(kwargs.get("chat_id")))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(prepare, "load_chat_state", counting)
+    monkeypatch.setattr(service, "load_chat_state", counting)
+    info = await world.chats.new_chat("Mira")
+    loads.clear()
+    world.server.script(Reply(text="One."), Reply(text="Two."))
+    assert (await world.chats.send(info.id, "Hello")).status == "completed"
+    assert loads == [info.id]
+    # Text with macros: the state loaded to evaluate them is the one the turn builds from,
+    # as the store holds it after the message (appended) and its variables (set).
+    await set_authors_note(
+        world.tk.store, info.id, owner=world.tk.owner, text="Mood: {{getvar::mood}}", depth=0
+    )
+    loads.clear()
+    out = await world.chats.send(info.id, "{{setvar::mood::calm}}Hi {{char}}")
+    assert out.status == "completed", out.error
+    assert loads == [info.id]
+    sent = world.server.requests[-1].body["messages"]
+    assert any(m["content"] == "Hi Mira" for m in sent if m["role"] == "user")
+    assert any("Mood: calm" in str(m["content"]) for m in sent)
+    stored = await world.chats.load(info.id)
+    assert stored.header["chat_metadata"]["variables"] == {"mood": "calm"}
+    assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hi Mira", "Two."]

@@ -52,6 +52,8 @@ async def test_charx_assets_and_module_survive_import_and_export(tmp_path: Path)
         assert await tk.library.card_asset("Zip", joy) == b"RIFFwebp"
         with pytest.raises(NotFound, match="no asset"):
             await tk.library.card_asset("Zip", CardAsset("asset", "embeded://nope.png"))
+        with pytest.raises(NotFound, match="no character named 'Zap'"):
+            await tk.library.card_assets("Zap")
         _, written = await tk.library.export_bytes(result.id, "charx", kind="character")
     archive = read_charx(written)
     assert {p: archive.files[p] for p in MEMBERS} == MEMBERS

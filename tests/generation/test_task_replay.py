@@ -12,10 +12,11 @@ import httpx2
 import pytest
 
 from tavernkit import GenerateTaskError
-from tavernkit.errors import ProviderError, task_error_from
+from tavernkit.errors import ProviderError
 from tavernkit.generation.profiles import resolve_connection
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.providers.request import ChatMessage, ChatPrompt
+from tavernkit.task_errors import task_error_from
 
 from ._helpers import context, mock_client, profile, setup_tavern
 

@@ -18,8 +18,8 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState, ScopedBook
 from tavernkit.models.templates import ContextTemplate
-from tavernkit.prompt.from_chat_state import build_prompt_for_state
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
+from tavernkit.prompt.pipeline import PromptTarget, prepare
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.text.variables import InMemoryVariables
 
@@ -58,8 +58,8 @@ def _state(main_api: str) -> ChatState:
     )
 
 
-def _text(prompt: ChatPrompt | TextPrompt) -> str:
-    if isinstance(prompt, TextPrompt):
+def _text(prompt: AssembledChat | AssembledText) -> str:
+    if isinstance(prompt, AssembledText):
         return prompt.prompt
     return "\n".join(str(m.get("content", "")) for m in prompt.messages)
 
@@ -70,13 +70,13 @@ def test_a_card_macro_is_evaluated_once_and_shared_with_the_scan(main_api: str) 
     sides = set()
     for seed in range(12):
         variables = InMemoryVariables()
-        prompt = build_prompt_for_state(
+        prompt = prepare(
             state,
-            tokenizer=ByteEstimateTokenizer(),
+            PromptTarget(tokenizer=ByteEstimateTokenizer()),
             variables=variables,
             rng=random.Random(seed).random,
             dry_run=True,
-        )
+        ).prompt
         text = _text(prompt)
         side = str(variables.get("side"))
         sides.add(side)

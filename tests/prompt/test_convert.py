@@ -10,9 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError
+from tavernkit.prompt.assembled import AssembledChat, AssembledText, PromptBlock
 from tavernkit.prompt.convert import message_from_dict, to_provider_request
 from tavernkit.prompt.postprocess import PromptNames
-from tavernkit.prompt.request import ChatPrompt, PromptBlock, TextPrompt
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.request import ImagePart, Sampling, TextPart, ToolSpec
@@ -24,7 +24,7 @@ def block(message: dict[str, Any], ident: str, source: Any = "preset", **kw: Any
     return PromptBlock(message=message, identifier=ident, source=source, tokens=1, **kw)
 
 
-PROMPT = ChatPrompt(
+PROMPT = AssembledChat(
     blocks=(
         block({"role": "system", "content": "Main."}, "main"),
         block({"role": "system", "content": "Card."}, "charDescription"),
@@ -91,7 +91,7 @@ def test_everything_survives() -> None:
 
 
 def test_openai_body_carries_the_built_messages() -> None:
-    plain = ChatPrompt(tuple(b for b in PROMPT.blocks if b.source != "tool"))
+    plain = AssembledChat(tuple(b for b in PROMPT.blocks if b.source != "tool"))
     body = OpenAIChatAdapter().build_request(to_provider_request(plain), model="m", stream=False)
     expected = [
         {k: v for k, v in msg.items() if k not in ("reasoning", "signature")}
@@ -140,7 +140,7 @@ def test_every_message_carries_its_block_label() -> None:
 
 
 def test_merged_messages_merge_their_labels() -> None:
-    injected = ChatPrompt(
+    injected = AssembledChat(
         blocks=(
             block({"role": "system", "content": "Main."}, "main"),
             block({"role": "user", "content": "Old"}, "chatHistory-1", "history"),
@@ -165,7 +165,7 @@ def test_merged_messages_merge_their_labels() -> None:
 
 
 def test_text_prompt_keeps_prompt_and_stop() -> None:
-    text = TextPrompt(prompt="Once upon", stop=["\nUser:"])
+    text = AssembledText(prompt="Once upon", stop=["\nUser:"])
     req = to_provider_request(text, sampling=Sampling(max_tokens=5))
     assert (req.prompt, req.stop, req.sampling.max_tokens) == ("Once upon", ("\nUser:",), 5)
     assert to_provider_request(text, stop=["END"]).stop == ("END",)
@@ -197,6 +197,6 @@ def test_plain_messages_round_trip_through_the_openai_adapter(
         {"role": role, "content": content, **({"name": name} if name else {})}
         for role, content, name in items
     ]
-    prompt = ChatPrompt(tuple(block(m, f"b{i}") for i, m in enumerate(messages)))
+    prompt = AssembledChat(tuple(block(m, f"b{i}") for i, m in enumerate(messages)))
     body = OpenAIChatAdapter().build_request(to_provider_request(prompt), model="m", stream=False)
     assert body.body["messages"] == messages

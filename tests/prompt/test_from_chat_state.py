@@ -30,12 +30,9 @@ from tavernkit.models.templates import (
     SystemPrompt,
     migrate_legacy_instruct,
 )
-from tavernkit.prompt.from_chat_state import (
-    build_prompt_for_state,
-    main_api_for,
-    prompt_state_from_chat_state,
-)
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
+from tavernkit.prompt.from_chat_state import main_api_of, prompt_state_from_chat_state
+from tavernkit.prompt.pipeline import PromptTarget, prepare
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -77,9 +74,9 @@ async def _demo_state(tmp_path: Path, *, settings: Settings | None = None) -> Ch
 
 async def test_demo_card_chat_completion_end_to_end(tmp_path: Path) -> None:
     state = await _demo_state(tmp_path)
-    assert main_api_for(state) == "openai"
-    result = build_prompt_for_state(state, tokenizer=ByteEstimateTokenizer(), rng=lambda: 0.0)
-    assert isinstance(result, ChatPrompt)
+    assert main_api_of(state) == "openai"
+    result = prepare(state, PromptTarget(tokenizer=ByteEstimateTokenizer()), rng=lambda: 0.0).prompt
+    assert isinstance(result, AssembledChat)
     messages = result.messages
     text = "\n".join(str(m["content"]) for m in messages)
     # The card, the persona and the chat, with names filled in by the macro engine.
@@ -104,8 +101,8 @@ async def test_build_does_not_change_the_state_variables(tmp_path: Path) -> None
     state = await _demo_state(tmp_path)
     assert state.chat is not None
     state.chat.metadata.note_prompt = "{{setvar::mood::calm}}{{getglobalvar::weather}}"
-    result = build_prompt_for_state(state, tokenizer=ByteEstimateTokenizer(), rng=lambda: 0.0)
-    assert isinstance(result, ChatPrompt)
+    result = prepare(state, PromptTarget(tokenizer=ByteEstimateTokenizer()), rng=lambda: 0.0).prompt
+    assert isinstance(result, AssembledChat)
     assert {"role": "system", "content": "stormy"} in result.messages
     assert state.chat.metadata.variables == {"mood": "wary"}
 
@@ -122,8 +119,8 @@ async def test_text_completion_by_profile(tmp_path: Path) -> None:
     assert prompt_state.settings.main_api == "textgenerationwebui"
     assert (prompt_state.max_context, prompt_state.max_response) == (2048, 100)
     assert prompt_state.user == "Ada" and prompt_state.char == "Wren"
-    result = build_prompt_for_state(state, rng=lambda: 0.0)
-    assert isinstance(result, TextPrompt)
+    result = prepare(state, rng=lambda: 0.0).prompt
+    assert isinstance(result, AssembledText)
     assert result.prompt.endswith("Ada: It did. Does the lamp ever go out?\nWren:")
     assert "\nAda:" in result.stop
 
@@ -232,17 +229,17 @@ async def test_store_built_state_matches_sillytavern(name: str, tmp_path: Path) 
         state = await _store_case(tk, case)
     model = case["inputs"]["settings"].get("cc_custom_model")
     generate = case["inputs"].get("generate") or {}
-    result = build_prompt_for_state(
+    result = prepare(
         state,
-        kind=str(generate.get("type") or "normal"),
-        model=model,
+        PromptTarget(model=model),
+        str(generate.get("type") or "normal"),
         rng=random.Random(0).random,
-    )
+    ).prompt
     body = case["request_body"]
     if case["api"] == "cc":
-        assert isinstance(result, ChatPrompt)
+        assert isinstance(result, AssembledChat)
         assert result.messages == body["messages"]
     else:
-        assert isinstance(result, TextPrompt)
+        assert isinstance(result, AssembledText)
         assert result.prompt == body["prompt"]
         assert result.stop == body.get("stop", body.get("stopping_strings"))

@@ -20,12 +20,11 @@ from tavernkit.errors import FormatError
 from tavernkit.prompt.postprocess import (
     PROMPT_PLACEHOLDER,
     PromptNames,
-    convert_claude_messages,
-    convert_google_prompt,
     merge_messages,
     post_process_prompt,
     prepare_for_provider,
 )
+from tavernkit.prompt.vendor_converters import convert_claude_messages, convert_google_prompt
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.gemini import GeminiAdapter
 from tavernkit.providers.request import ChatPrompt

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tavernkit.models.chat import Message
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.st_replay import replay_generation
 from tavernkit.prompt.state import chat_before_generation
 
@@ -50,8 +50,8 @@ def _with_reply(inputs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _text(result: ChatPrompt | TextPrompt) -> Any:
-    if isinstance(result, ChatPrompt):
+def _text(result: AssembledChat | AssembledText) -> Any:
+    if isinstance(result, AssembledChat):
         return result.messages
     return (result.prompt, result.stop)
 
@@ -82,7 +82,7 @@ def test_regenerate_places_injections_relative_to_the_chat_without_the_reply(
     kept = replay_generation(replied, effective, kind="normal")
     assert REPLY in str(_text(kept)) and _text(kept) != _text(expected)
     if injected is not None:
-        assert isinstance(regenerated, TextPrompt) and isinstance(kept, TextPrompt)
+        assert isinstance(regenerated, AssembledText) and isinstance(kept, AssembledText)
         last_user = inputs["chat"][-1]["mes"]
         # the note at depth 2 sits two messages above the end of the remaining chat
         prompt = regenerated.prompt

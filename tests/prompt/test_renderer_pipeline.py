@@ -8,8 +8,8 @@ from typing import Any
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.models.settings import Settings
-from tavernkit.prompt.from_chat_state import build_prompt_for_state
-from tavernkit.prompt.request import ChatPrompt
+from tavernkit.prompt.assembled import AssembledChat
+from tavernkit.prompt.pipeline import prepare
 from tavernkit.store.chat_state import load_chat_state
 
 DEMO = Path(__file__).resolve().parents[2] / "src" / "tavernkit" / "data" / "wren.json"
@@ -35,10 +35,10 @@ async def test_registered_function_and_variable_reach_the_prompt(tmp_path: Path)
 
         tk.prompt_renderer.register_function_provider("weather", weather)
         tk.prompt_renderer.set_variable("mood", "calm")
-        prompt = build_prompt_for_state(state, renderer=tk.prompt_renderer)
-        plain = build_prompt_for_state(state)
+        prompt = prepare(state, renderer=tk.prompt_renderer).prompt
+        plain = prepare(state).prompt
 
-    assert isinstance(prompt, ChatPrompt) and isinstance(plain, ChatPrompt)
+    assert isinstance(prompt, AssembledChat) and isinstance(plain, AssembledChat)
     text = "\n".join(str(m["content"]) for m in prompt.messages)
     assert "fog over Saltmarrow calm" in text
     assert calls and calls[0][0] == "Saltmarrow"

@@ -24,10 +24,10 @@ from tavernkit.errors import (
     RateLimited,
     StreamInterrupted,
     TavernKitError,
-    task_error_from,
 )
 from tavernkit.generation.abort import AbortError
 from tavernkit.providers.http import Aborted as ProviderAborted
+from tavernkit.task_errors import task_error_from
 
 
 def test_fields_and_defaults() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tavernkit.chat.prepare import PreparedTurn
-from tavernkit.prompt import request as built
+from tavernkit.prompt import assembled as built
 from tavernkit.providers.base import Adapter
 from tavernkit.providers.request import (
     ChatMessage,
@@ -119,7 +119,7 @@ def inspection(prepared: PreparedTurn) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     total = budget = 0
     as_built = prepared.built_request if prepared.built_request is not None else prepared.request
-    if isinstance(prompt, built.TextPrompt):
+    if isinstance(prompt, built.AssembledText):
         total, budget = prompt.token_count, prompt.budget
         for name, text in prompt.sections:
             blocks.append({"identifier": name, "source": name, "content": text})

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.chat.profile_preset import with_profile_preset
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
 from tavernkit.generation.profiles import (
     LocalFactory,
     ResolvedConnection,
@@ -21,18 +21,14 @@ from tavernkit.generation.profiles import (
     sampling_from_preset,
     sampling_from_textgen,
 )
+from tavernkit.models.chat import ChatMetadata, Message
+from tavernkit.models.chat_window import MessageWindow
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
-from tavernkit.prompt import request as built
-from tavernkit.prompt.card import card_fields
+from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
-from tavernkit.prompt.from_chat_state import (
-    build_prompt_for_state,
-    main_api_for,
-    prompt_state_from_chat_state,
-    scan_for_state,
-    state_substitute,
-)
+from tavernkit.prompt.from_chat_state import main_api_of
+from tavernkit.prompt.pipeline import PromptTarget, prepare
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
@@ -54,6 +50,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 __all__ = [
     "PreparedTurn",
     "TurnOverrides",
+    "after_user_message",
     "prepare_turn",
     "resolve_for_state",
     "resolve_profile",
@@ -78,7 +75,7 @@ class TurnOverrides:
             return value
         unknown = set(value) - set(cls.__dataclass_fields__)
         if unknown:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 f"unknown turn override {sorted(unknown)[0]!r}",
                 details={"field": f"overrides.{sorted(unknown)[0]}"},
@@ -93,7 +90,7 @@ class PreparedTurn:
     state: ChatState
     connection: ResolvedConnection
     main_api: str
-    prompt: built.ChatPrompt | built.TextPrompt
+    prompt: built.AssembledChat | built.AssembledText
     request: PromptRequest
     wi: WorldInfoResult | None
     variables: InMemoryVariables
@@ -107,6 +104,16 @@ class PreparedTurn:
     def char_name(self) -> str:
         character = self.state.character
         return character.name if character is not None else ""
+
+    def request_for(self, source: str) -> PromptRequest:
+        """The built prompt converted for an attempt on ``source``: SillyTavern's provider
+        post-processing (squash, merge, Claude/Gemini conversion) run on the prompt builder's
+        labelled blocks, with this turn's names and sampling; a text prompt is its request."""
+        if not isinstance(self.prompt, built.AssembledChat):
+            return self.request
+        return to_provider_request(
+            self.prompt, sampling=self.request.sampling, source=source, names=self.names
+        )
 
     def changed_local_variables(self) -> dict[str, Any] | None:
         """The chat's variables after the build, when a macro changed them."""
@@ -199,6 +206,7 @@ async def prepare_turn(
     environ: Mapping[str, str] | None = None,
     sources: Mapping[str, ProviderSource] | None = None,
     renderer: PromptRenderer | None = None,
+    state: ChatState | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -214,17 +222,22 @@ async def prepare_turn(
 
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
-    so the turn is the same as a build over the whole chat.
+    so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
+    caller already loaded it (``send`` after storing a message with macros), used for the
+    first build instead of loading it again.
     """
     replay = ReplayRng(rng) if rng is not None else None
+    preloaded = [state] if state is not None else []
 
     async def attempt(window: int) -> PreparedTurn:
-        state = await load_chat_state(
-            store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
-        )
+        loaded = preloaded.pop() if preloaded else None
+        if loaded is None:
+            loaded = await load_chat_state(
+                store, owner=owner, chat_id=chat_id, persona=overrides.persona, window=window
+            )
         return await _prepare_state(
             store,
-            state,
+            loaded,
             owner=owner,
             kind=kind,
             overrides=overrides,
@@ -241,6 +254,36 @@ async def prepare_turn(
         )
 
     return await windowed(chat_id, attempt)
+
+
+def after_user_message(
+    state: ChatState,
+    message: Message,
+    metadata: ChatMetadata | None,
+    global_variables: Mapping[str, Any],
+) -> ChatState:
+    """``state`` as the store holds it once ``message`` is appended, with the chat's new
+    ``metadata`` (``None``: unchanged) and the owner's global variables."""
+    chat = state.chat
+    if chat is None:
+        return state
+    messages = chat.messages
+    appended: list[Message] | MessageWindow = (
+        messages.with_message(message)
+        if isinstance(messages, MessageWindow)
+        else [*messages, message]
+    )
+    header = (
+        chat.header
+        if metadata is None
+        else chat.header.model_copy(update={"chat_metadata": metadata})
+    )
+    return state.model_copy(
+        update={
+            "chat": chat.model_copy(update={"messages": appended, "header": header}),
+            "global_variables": dict(global_variables),
+        }
+    )
 
 
 async def _prepare_state(
@@ -265,30 +308,28 @@ async def _prepare_state(
         try:
             profile = await store.get("connection_profile", overrides.profile, owner=owner)
         except NotFound:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 f"no connection profile named {overrides.profile!r}",
                 details={"field": "profile", "value": overrides.profile},
             ) from None
         if isinstance(profile, ConnectionProfile):
             state = state.model_copy(update={"profile": profile})
-    connection = await resolve_for_state(
-        store,
-        state,
-        owner=owner,
-        model=overrides.model or "",
-        client=client,
-        local_factory=local_factory,
-        environ=environ,
-        sources=sources,
-    )
+    try:
+        connection = await resolve_for_state(
+            store,
+            state,
+            owner=owner,
+            model=overrides.model or "",
+            client=client,
+            local_factory=local_factory,
+            environ=environ,
+            sources=sources,
+        )
+    except GenerateTaskError as exc:  # the resolver is shared with tasks
+        raise ChatTurnError.of(exc) from exc
     state = await with_profile_preset(store, state, connection, owner=owner)
-    if connection.family == "chat":
-        main_api = "openai"
-    else:
-        main_api = main_api_for(state)
-        if main_api == "openai":
-            main_api = "textgenerationwebui"
+    main_api = main_api_of(family=connection.family, api=connection.api)
     build_state = state
     drop = kind == "swipe" and main_api != "openai"
     if without_last_reply and len(chat_before_generation(state.messages, kind)) < len(
@@ -299,51 +340,31 @@ async def _prepare_state(
         # The chat-completion builder leaves the swiped reply out itself; the text one does not.
         chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
         build_state = state.model_copy(update={"chat": chat})
-    compat = overrides.compat or state.compat
-    pstate = prompt_state_from_chat_state(build_state, model=connection.model, main_api=main_api)
     local = state.chat.metadata.variables if state.chat is not None else None
     variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
     tokens = _tokenizer(main_api, connection.model, state.settings.prompt.tokenizer)
-    substitute = state_substitute(
-        build_state, pstate, compat=compat, variables=variables, renderer=renderer
-    )
-    card = card_fields(pstate, substitute) if pstate.character is not None else None
-    wi = scan_for_state(
-        build_state,
-        pstate,
-        substitute,
-        kind=kind,
-        tokenizer=tokens,
-        compat=compat,
-        rng=rng,
-        dry_run=dry_run,
-        card=card,
-        explain=dry_run,
-    )
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
         options["quiet_name"] = quiet_name
-    prompt = build_prompt_for_state(
+    assembled = prepare(
         build_state,
-        kind=kind,
-        wi_result=wi,
-        tokenizer=tokens,
-        compat=compat,
-        quiet_prompt=quiet_prompt,
-        model=connection.model,
-        main_api=main_api,
-        rng=rng,
+        PromptTarget(main_api, connection.model, tokenizer=tokens),
+        kind,
+        compat=overrides.compat or state.compat,
         variables=variables,
-        dry_run=dry_run,
         renderer=renderer,
-        card=card,
+        rng=rng,
+        quiet_prompt=quiet_prompt,
+        dry_run=dry_run,
+        explain=dry_run,
         **options,
     )
+    prompt, wi, compat = assembled.prompt, assembled.wi, assembled.session.compat
     user_name = state.user_name
     char_name = state.character.name if state.character is not None else ""
     names = PromptNames(char_name=char_name, user_name=user_name)
     request: PromptRequest
-    if isinstance(prompt, built.ChatPrompt):
+    if isinstance(prompt, built.AssembledChat):
         max_tokens = overrides.max_tokens
         if max_tokens is None and state.chat_preset is None:
             # no preset to say how long a reply may be: SillyTavern's response length setting

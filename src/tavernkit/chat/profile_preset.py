@@ -12,7 +12,7 @@ Only the chat-completion family reads a chat preset; a text profile's binding is
 
 from __future__ import annotations
 
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, NotFound
 from tavernkit.generation.profiles import ResolvedConnection
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
@@ -33,14 +33,14 @@ async def load_bound_preset(
     try:
         preset = await store.get("chat_preset", name, owner=owner)
     except NotFound:
-        raise GenerateTaskError(
+        raise ChatTurnError(
             "invalid_input",
             f"connection profile {connection.profile.name!r} binds chat-completion preset "
             f"{name!r}, which is not stored",
             details={"field": "chat_preset", "profile": connection.profile.name, "value": name},
         ) from None
     if not isinstance(preset, ChatCompletionPreset):
-        raise GenerateTaskError(
+        raise ChatTurnError(
             "invalid_input",
             f"{name!r} is not a chat-completion preset",
             details={"field": "chat_preset", "profile": connection.profile.name, "value": name},

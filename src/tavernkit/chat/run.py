@@ -37,15 +37,33 @@ from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.registry import FunctionTool
 
-__all__ = ["hooked_request", "run_request", "turn_prompt"]
+__all__ = ["ReshapeRequest", "hooked_request", "run_request", "turn_prompt"]
 
 
-def turn_prompt(request: PromptRequest, prefill: str = "") -> TurnPrompt | TextTurnPrompt:
-    """The runner's form of a chat turn's request (history trimmable per attempt)."""
+#: the chat request post-processed for another chat-completion source, from the blocks
+ReshapeRequest = Callable[[str], ChatPrompt]
+
+
+def turn_prompt(
+    request: PromptRequest,
+    prefill: str = "",
+    *,
+    source: str = "",
+    reshape: ReshapeRequest | None = None,
+) -> TurnPrompt | TextTurnPrompt:
+    """The runner's form of a chat turn's request (history trimmable per attempt).
+    ``source``: the source ``request`` was post-processed for; ``reshape`` remakes it for an
+    attempt on another source (see :meth:`TurnPrompt.for_source`)."""
     if isinstance(request, TextPrompt):
         return TextTurnPrompt.from_text_prompt(request, prefill=prefill)
-    assert isinstance(request, ChatPrompt)
-    return TurnPrompt.from_chat_prompt(request, prefill=prefill)
+    if reshape is None:
+        return TurnPrompt.from_chat_prompt(request, prefill=prefill, source=source)
+    remake = reshape
+
+    def shaped(other: str) -> TurnPrompt:
+        return TurnPrompt.from_chat_prompt(remake(other), prefill=prefill, source=other)
+
+    return TurnPrompt.from_chat_prompt(request, prefill=prefill, source=source, reshape=shaped)
 
 
 def hooked_request(
@@ -85,14 +103,22 @@ async def run_request(
     tools: Sequence[FunctionTool] = (),
     max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
     review: ReviewConfig | None = None,
+    source: str = "",
+    reshape: ReshapeRequest | None = None,
 ) -> TurnResult:
     """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
     result, never raise. ``tools`` are the ones the turn offers (see :mod:`.tools`): the
     runner runs the calls the model makes, at most ``max_tool_rounds`` rounds, then asks for
     the reply with tools off. ``continues`` is the text a continued reply already holds (its
-    echo is stripped). ``review`` turns response review on (see :mod:`.review_setup`)."""
+    echo is stripped). ``review`` turns response review on (see :mod:`.review_setup`).
+    ``source`` is the chat-completion source ``request`` was post-processed for and
+    ``reshape`` remakes it from the blocks for a fallback attempt on another source; a
+    request a ``before_chat_turn`` hook replaced is the hook's and is sent as it is."""
     hooks = chat_turn_hooks(plugins, "main")
+    built = request
     request = hooks.before(chat_id, kind, request)
+    if request is not built:
+        reshape = None
     options = TurnOptions(
         stream=stream,
         char_name=char_name,
@@ -106,7 +132,7 @@ async def run_request(
     )
     result = await run_turn(
         plan,
-        turn_prompt(request, prefill),
+        turn_prompt(request, prefill, source=source, reshape=reshape),
         sink,
         clock=clock,
         sleep=sleep,

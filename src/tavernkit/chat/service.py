@@ -36,7 +36,13 @@ from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
-from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn, resolve_profile
+from tavernkit.chat.prepare import (
+    PreparedTurn,
+    TurnOverrides,
+    after_user_message,
+    prepare_turn,
+    resolve_profile,
+)
 from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import (
     chat_review,
@@ -44,11 +50,11 @@ from tavernkit.chat.review_setup import (
     review_settings,
     set_chat_review,
 )
-from tavernkit.chat.run import hooked_request, run_request
+from tavernkit.chat.run import ReshapeRequest, hooked_request, run_request
 from tavernkit.chat.sink import TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
-from tavernkit.errors import Conflict, GenerateTaskError, NotFound
+from tavernkit.errors import ChatTurnError, Conflict, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
@@ -58,8 +64,9 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile, ReviewSettings
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.prompt.macros import may_hold_macros
+from tavernkit.prompt.pipeline import begin
+from tavernkit.providers.request import ChatPrompt
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
@@ -159,9 +166,12 @@ class ChatService:
         self.rng = rng
         self.stream_interval = stream_interval
         self.key_clock = key_clock
-        resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        try:
+            resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        except GenerateTaskError as exc:  # the check is shared with tasks
+            raise ChatTurnError.of(exc) from exc
         if max_tool_rounds < 1:
-            raise GenerateTaskError(
+            raise ChatTurnError(
                 "invalid_input",
                 "max_tool_rounds must be at least 1",
                 details={"field": "max_tool_rounds"},
@@ -201,8 +211,7 @@ class ChatService:
         card = state.card
         if not isinstance(card, Card):
             raise NotFound(f"no character {character!r}")
-        pstate = prompt_state_from_chat_state(state)
-        substitute = state_substitute(state, pstate, compat=state.compat)
+        substitute = begin(state).substitute
         now = self.clock()
         greeting = greeting_message(
             card.data.name,
@@ -328,9 +337,11 @@ class ChatService:
         """Store the user's message (``text`` plus image ``attachments``), then generate the
         character's reply. An empty ``text`` with no attachments just asks for a reply."""
 
-        async def store_input(chat_id: str) -> None:
+        async def store_input(chat_id: str) -> ChatState | None:
             if text or attachments:
-                await self._store_user_message(chat_id, text, attachments, options.get("overrides"))
+                overrides = options.get("overrides")
+                return await self._store_user_message(chat_id, text, attachments, overrides)
+            return None
 
         turn = _Turn.of("normal", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=store_input)
@@ -461,7 +472,7 @@ class ChatService:
 
     async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
         """``overrides`` checked against the store before a turn writes anything: a profile or
-        persona that does not exist is a :class:`~tavernkit.errors.GenerateTaskError`
+        persona that does not exist is a :class:`~tavernkit.errors.ChatTurnError`
         (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
         the user's message stored without a reply."""
         ov = TurnOverrides.of(overrides)
@@ -475,7 +486,7 @@ class ChatService:
                 await self.store.get_record(kind, ref, owner=self.owner)
             except NotFound:
                 label = "connection profile" if field == "profile" else "persona"
-                raise GenerateTaskError(
+                raise ChatTurnError(
                     "invalid_input",
                     f"no {label} named {ref!r}",
                     details={"field": field, "value": ref},
@@ -494,7 +505,11 @@ class ChatService:
         text: str,
         attachments: Sequence[ImagePart | str],
         overrides: Overrides,
-    ) -> None:
+    ) -> ChatState | None:
+        """Store the user's message, its macros evaluated. Typed text without macros is stored
+        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
+        and returned as it is after the store (message appended, variables set), so the turn
+        builds from it instead of loading it again."""
         ov = TurnOverrides.of(overrides)
         if not may_hold_macros(text):
             # Stored as typed: the chat, the card and the books are not read at all.
@@ -502,27 +517,26 @@ class ChatService:
             await self.store.append_message(
                 chat_id, self._user_message(user, text, attachments), owner=self.owner
             )
-            return
+            return None
 
         async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
             state = await load_chat_state(
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-            pstate = prompt_state_from_chat_state(state)
-            substitute = state_substitute(
-                state, pstate, compat=ov.compat or state.compat, variables=variables
-            )
+            substitute = begin(state, compat=ov.compat, variables=variables).substitute
             return state, variables, substitute(text)
 
         state, variables, typed = await windowed(chat_id, read)
         message = self._user_message(state.user_name, typed, attachments)
         await self.store.append_message(chat_id, message, owner=self.owner)
+        metadata = None
         if variables.local_vars != state.local_variables and state.chat is not None:
             metadata = state.chat.metadata.model_copy(deep=True)
             metadata.variables = variables.local_vars
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(variables, state.global_variables)
+        return after_user_message(state, message, metadata, variables.global_vars)
 
     def _user_message(
         self, name: str, text: str, attachments: Sequence[ImagePart | str]
@@ -543,19 +557,22 @@ class ChatService:
         chat_ref: str,
         turn: _Turn,
         *,
-        before: Callable[[str], Awaitable[None]] | None = None,
+        before: Callable[[str], Awaitable[ChatState | None]] | None = None,
     ) -> TurnOutcome:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate."""
         chat_id = await self._chat_id(chat_ref)
         await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            if before is not None:
-                await before(chat_id)
-            return await self._generate(chat_id, turn, controller)
+            state = await before(chat_id) if before is not None else None
+            return await self._generate(chat_id, turn, controller, state)
 
     async def _generate(
-        self, chat_id: str, turn: _Turn, controller: AbortController
+        self,
+        chat_id: str,
+        turn: _Turn,
+        controller: AbortController,
+        state: ChatState | None = None,
     ) -> TurnOutcome:
         kind = turn.kind
         prepared = await prepare_turn(
@@ -566,6 +583,7 @@ class ChatService:
             overrides=TurnOverrides.of(turn.overrides),
             quiet_prompt=turn.quiet_prompt,
             quiet_name=turn.quiet_name,
+            state=state,
             rng=self.rng,
             client=self.client,
             local_factory=self.local_factory,
@@ -630,6 +648,8 @@ class ChatService:
                 max_tool_rounds=self.max_tool_rounds,
                 continues=target.prefix if kind == "continue" else "",
                 review=review,
+                source=prepared.connection.source,
+                reshape=_reshape(prepared, offer),
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
@@ -699,3 +719,16 @@ def _message_at(stored: StoredChat, index: int) -> Any:
     if not 0 <= index < len(stored.messages):
         raise NotFound(f"no message {index} in chat {stored.info.name!r}")
     return stored.messages[index]
+
+
+def _reshape(prepared: PreparedTurn, offer: ChatTools | None) -> ReshapeRequest:
+    """The turn's request remade from the blocks for a fallback attempt on another source."""
+
+    def reshape(source: str) -> ChatPrompt:
+        request = prepared.request_for(source)
+        if offer is not None:
+            request = offer.apply(request)
+        assert isinstance(request, ChatPrompt)  # only chat prompts are reshaped
+        return request
+
+    return reshape

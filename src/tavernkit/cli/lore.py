@@ -4,7 +4,6 @@ no timed effect advances and nothing is stored."""
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 from collections.abc import Callable
@@ -20,8 +19,7 @@ from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.state import ScopedBook
-from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
-from tavernkit.prompt.wi_scan import scan_world_info
+from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.worldinfo import Book, WorldInfoResult, scan
@@ -90,23 +88,10 @@ async def _scan_chat(
     state = state.model_copy(
         update={"books": [ScopedBook(name=name, scope="global", book=lorebook)]}
     )
-    pstate = prompt_state_from_chat_state(state)
-    sub = state_substitute(state, pstate, compat=state.compat)
-    # What ``scan_for_state`` does for a turn, with the scan asked to explain itself.
-    return scan_world_info(
-        pstate,
-        [(b.name, b.book, b.scope) for b in state.books],
-        state.settings.world_info,
-        sub,
-        kind=kind,
-        is_chat=pstate.settings.main_api == "openai",
-        count_tokens=ByteEstimateTokenizer().count,
-        character_filename=state.character_filename,
-        rng=rng,
-        compat=state.compat,
-        dry_run=True,
-        scan=functools.partial(scan, explain=True),
-    )
+    # The turn's own scan (the prompt pipeline's), asked to explain itself.
+    session = begin(state, PromptTarget(tokenizer=ByteEstimateTokenizer()))
+    result = session.scan(kind, rng=rng, dry_run=True, explain=True)
+    return result if result is not None else WorldInfoResult()
 
 
 async def _scan_text(

@@ -31,13 +31,11 @@ from tavernkit.generation.profiles import (
     sampling_from_textgen,
 )
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.card import card_fields
-from tavernkit.prompt.chat_completion import build_chat_completion
+from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
-from tavernkit.prompt.extensions import worldinfo_outlets
+from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
-from tavernkit.prompt.text_completion import build_text_completion
 from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.request import (
     ChatPrompt,
@@ -48,6 +46,7 @@ from tavernkit.providers.request import (
 )
 from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.run import TaskServices
+from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.tools.structured import parse_structured, schema_instruction, unwrap_json_schema
 
 __all__ = [
@@ -303,39 +302,39 @@ async def generate_quiet_prompt(
     quiet_prompt = options.quiet_prompt
     if schema is not None and not native:
         quiet_prompt = f"{quiet_prompt}\n\n{schema_instruction(schema)}".strip()
-    pstate = tp.connection_prompt_state(state, connection, state.chat_preset)
-    if options.skip_wian:
-        pstate = pstate.replace(authors_note=AuthorsNote(prompt=""))
+    text_family = connection.family == "text"
+    target = PromptTarget.for_connection(
+        connection.family,
+        connection.api,
+        model=connection.model,
+        source=connection.source,
+        # the text builder's own default: SillyTavern's byte estimate
+        tokenizer=ByteEstimateTokenizer() if text_family else None,
+    )
     # one evaluator and one evaluation of the card for the scan and the prompt, as in Generate
-    substitute = tp.make_substitute(pstate, None, state.compat, state)
-    card = card_fields(pstate, substitute)
+    session = begin(state, target)
+    if options.skip_wian:
+        session.prompt_state = session.prompt_state.replace(authors_note=AuthorsNote(prompt=""))
     wi = None
     if not options.skip_wian:
-        wi = tp.scan_world_info(
+        wi = tp.scan_task_world_info(
             state,
-            pstate,
+            session.prompt_state,
             None,
             trigger="quiet",
-            substitute=substitute,
+            substitute=session.substitute,
             rng=services.rng,
             compat=state.compat,
-            card=card,
+            card=session.card,
         )
-        substitute.env.outlets = worldinfo_outlets(wi)
     stops: tuple[str, ...] = ()
     request: PromptRequest
     try:
-        if connection.family == "text":
-            text_prompt = build_text_completion(
-                pstate,
-                wi,
-                kind="quiet",
-                compat=state.compat,
-                substitute=substitute,
-                quiet_prompt=quiet_prompt,
-                quiet_name=options.quiet_name,
-                card=card,
+        if text_family:
+            text_prompt = session.build(
+                "quiet", wi, quiet_prompt=quiet_prompt, quiet_name=options.quiet_name
             )
+            assert isinstance(text_prompt, built.AssembledText)
             stops = tuple(text_prompt.stop)
             settings = state.settings.prompt
             sampling: Sampling = sampling_from_textgen(
@@ -350,17 +349,14 @@ async def generate_quiet_prompt(
                 response_format=fmt if native else None,
             )
         else:
-            chat_prompt = build_chat_completion(
-                pstate,
+            chat_prompt = session.build(
+                "quiet",
                 wi,
-                kind="quiet",
-                compat=state.compat,
-                substitute=substitute,
                 quiet_prompt=quiet_prompt,
                 quiet_image=options.quiet_image,
                 inline_images=options.quiet_image is not None,
-                card=card,
             )
+            assert isinstance(chat_prompt, built.AssembledChat)
             sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
             request = to_provider_request(
                 chat_prompt, sampling=sampling, response_format=fmt if native else None

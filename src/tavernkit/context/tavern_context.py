@@ -350,7 +350,7 @@ class TavernContext:
                     details={"field": "fallback_to_current_chat"},
                 )
             scan_messages = None
-        return tp.scan_world_info(
+        return tp.scan_task_world_info(
             state,
             pstate,
             scan_messages,

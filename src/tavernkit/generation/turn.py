@@ -38,27 +38,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Literal
 
 from tavernkit.errors import ContextTooLong, ProviderError
 from tavernkit.generation.attempt.chat_prompt import ByteEstimate, TokenCounter, TurnPrompt
 from tavernkit.generation.attempt.log import Outcome, attempt_record
 from tavernkit.generation.attempt.sending import sending_provider
+from tavernkit.generation.attempt.steps import Generation, ReplySteps
 from tavernkit.generation.attempt.text_prompt import TextTurnPrompt, attempt_request
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
     TextPipe,
-    fill,
     plan_prefill,
-    tail_directive,
 )
 from tavernkit.generation.delivery import Delivery
 from tavernkit.generation.keys import PoolKey, rotates_key
 from tavernkit.generation.options import DEFAULT_TOOLS_RAN_DIRECTIVE, TurnOptions
-from tavernkit.generation.plan import Attempt, Plan, PlanEntry
+from tavernkit.generation.plan import Attempt, Plan
 from tavernkit.generation.result import (
     AttemptRecord,
     FallbackNotice,
@@ -73,21 +72,14 @@ from tavernkit.generation.result import (
 )
 from tavernkit.generation.review import (
     ReviewConfig,
-    ReviewerContext,
     ReviewState,
-    pinned_reviewer,
-    review_candidate,
-    review_unavailable,
-    revision_directive,
 )
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
-from tavernkit.providers.accumulator import Completion, ToolCall
-from tavernkit.providers.events import TextDelta, Usage
+from tavernkit.providers.events import TextDelta
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt, TextPrompt
-from tavernkit.tools.loop import InvocationRecord
 from tavernkit.tools.registry import FunctionTool
 
 __all__ = ["DEFAULT_TOOLS_RAN_DIRECTIVE", "TurnOptions", "run_turn"]
@@ -97,31 +89,7 @@ log = logging.getLogger("tavernkit.generation.turn")
 Sleep = Callable[[float], Awaitable[object]]
 
 
-#: what an attempt does after a reply streamed: ``restart`` the reply (fresh pipe), ``more``
-#: (a tool round ran: request again) or ``done``
-_Step = Literal["restart", "more", "done"]
-
-
-@dataclass
-class _Generation:
-    """One attempt's generation across its restarts and tool rounds."""
-
-    pipe: TextPipe
-    history: list[ChatMessage] = field(default_factory=list)
-    invocations: list[InvocationRecord] = field(default_factory=list)
-    usage: Usage | None = None
-    reasoning: list[str] = field(default_factory=list)
-    #: directives a restart adds (the speaker rule, a review's revision)
-    extra: list[str] = field(default_factory=list)
-    retried_empty: bool = False
-    retried_speaker: bool = False
-    rounds: int = 0
-
-    def failed(self, error: BaseException) -> Outcome:
-        return Outcome(False, error, usage=self.usage, invocations=self.invocations)
-
-
-class _Turn:
+class _Turn(ReplySteps):
     def __init__(
         self,
         plan: Plan,
@@ -148,7 +116,8 @@ class _Turn:
         self.failures: list[NoticeFailure] = []
         self.shared_history: list[ChatMessage] = []
         self.counters = TurnCounters()
-        self.token_cache: dict[int, int] = {}
+        # per source the prompt was shaped for: a block index means one message of one shape
+        self.shaped: dict[str, tuple[TurnPrompt | TextTurnPrompt, dict[int, int]]] = {}
         self.guard = SpeakerGuard(options.user_names)
         self.last_error: BaseException | None = None
         self.last_model: str | None = None
@@ -260,12 +229,6 @@ class _Turn:
 
     # -- one key -----------------------------------------------------------------------------
 
-    def _directives(self, extra: Sequence[str], first_round: bool) -> list[str]:
-        out = []
-        if self.replay.completed and self.review is None and first_round:
-            out.append(fill(self.options.tools_ran_directive, tools=self.replay.summary()))
-        return out + list(extra)
-
     async def _key_attempt(
         self, attempt: Attempt, key: PoolKey | None, suppress: bool, *, rotate: bool = False
     ) -> Outcome:
@@ -320,12 +283,13 @@ class _Turn:
                 echo=self.options.continues,
             )
 
-        gen = _Generation(new_pipe())
+        gen = Generation(new_pipe())
+        prompt, token_cache = self._shaped_for(attempt.entry.provider)
         while True:
             native, directives, tail = self._round_tail(gen, prefill)
             try:
                 request = attempt_request(
-                    self.request,
+                    prompt,
                     attempt.target,
                     self.tokenizer,
                     tools_enabled=attempt.target.tools_enabled
@@ -335,7 +299,7 @@ class _Turn:
                     prefill=native.text() if native is not None else "",
                     directives=directives,
                     default_reserve=self.options.default_reserve,
-                    token_cache=self.token_cache,
+                    token_cache=token_cache,
                 )
             except ContextTooLong as exc:
                 return Outcome(False, exc, invocations=gen.invocations)
@@ -380,6 +344,16 @@ class _Turn:
             invocations=gen.invocations,
         )
 
+    def _shaped_for(self, source: str) -> tuple[TurnPrompt | TextTurnPrompt, dict[int, int]]:
+        """The turn's prompt post-processed for ``source`` (made once per source, from the
+        blocks) and its token counts."""
+        shaped = self.shaped.get(source)
+        if shaped is None:
+            request = self.request
+            prompt = request.for_source(source) if isinstance(request, TurnPrompt) else request
+            shaped = self.shaped[source] = (prompt, {})
+        return shaped
+
     async def _attempt_provider(
         self, attempt: Attempt, key: PoolKey | None, rotate: bool
     ) -> Provider | Outcome:
@@ -397,158 +371,6 @@ class _Turn:
             return Outcome(False, exc)
         except Exception as exc:  # a loader failure: this credential cannot be used
             return Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
-
-    def _round_tail(
-        self, gen: _Generation, prefill: PrefillPlan
-    ) -> tuple[ChatMessage | None, list[str], list[ChatMessage]]:
-        """What this request ends with: the directives (tools ran, a restart's instruction,
-        a directive prefill on the first request) and a native prefill (first request only).
-        Returns ``(native prefill, directives, tail)``."""
-        first = not gen.history
-        directives = self._directives(gen.extra, first)
-        native = prefill.message if prefill.mode == "native" and first else None
-        if prefill.mode == "directive" and first:
-            directives.append(prefill.directive)
-        tail: list[ChatMessage] = []
-        if directives:
-            tail.append(tail_directive(*directives))
-        if native is not None:
-            tail.append(native)
-        return native, directives, tail
-
-    async def _next_step(
-        self,
-        gen: _Generation,
-        attempt: Attempt,
-        provider: Provider,
-        request: ChatPrompt | TextPrompt,
-        completion: Completion,
-        seq: int,
-        prefill: PrefillPlan,
-        native: ChatMessage | None,
-    ) -> _Step | Outcome:
-        """After a reply streamed: restart it (wrong speaker, empty, revised), run a tool
-        round, end the attempt as failed, or be done."""
-        pipe = gen.pipe
-        rest = pipe.finish()
-        if pipe.wrong_speaker:
-            return self._speaker_restart(gen)
-        if rest:
-            self.delivery.send(seq, TextDelta(rest))
-        if completion.tool_calls and not self.tools:
-            return "done"  # calls the turn has no tools to run are the caller's: done
-        calls = completion.tool_calls if self.tools and not pipe.cut else []
-        if calls and gen.rounds < self.options.max_tool_rounds:
-            return await self._tool_round(gen, completion, calls, prefill, native)
-        if not pipe.visible.strip():
-            return self._empty_reply(gen, completion)
-        if self.review is not None and not self.review_state.ended:
-            assert isinstance(request, ChatPrompt)
-            revise = await self._review(attempt, provider, request, pipe, gen.invocations)
-            if revise is not None:
-                gen.history += [ChatMessage("assistant", pipe.visible)]
-                gen.extra = [revise]
-                return "restart"
-        return "done"
-
-    def _speaker_restart(self, gen: _Generation) -> _Step | Outcome:
-        """The reply started as the user: once, restart it with the speaker directive."""
-        if gen.retried_speaker:
-            return gen.failed(TurnFailure("speaker_guard", "reply started as the wrong speaker"))
-        gen.retried_speaker = True
-        user = self.options.user_names[0] if self.options.user_names else "the user"
-        char = self.options.char_name or "your character"
-        gen.extra.append(fill(self.options.continuation.speaker_directive, char=char, user=user))
-        return "restart"
-
-    async def _tool_round(
-        self,
-        gen: _Generation,
-        completion: Completion,
-        calls: Sequence[ToolCall],
-        prefill: PrefillPlan,
-        native: ChatMessage | None,
-    ) -> _Step:
-        """Run the reply's tool calls; their results extend the history for the next
-        request (a stealth tool ends the loop: no follow-up generation, as in SillyTavern)."""
-        gen.rounds += 1
-        head = prefill.text if native is not None and gen.rounds == 1 else ""
-        gen.history.append(
-            ChatMessage("assistant", head + completion.text, tool_calls=tuple(calls))
-        )
-        records = await self.replay.run_round(calls, gen.rounds)
-        gen.invocations += records
-        if any(r.stealth for r in records):
-            return "done"
-        gen.history += [ChatMessage("tool", r.result, tool_call_id=r.id) for r in records]
-        return "more"
-
-    def _empty_reply(self, gen: _Generation, completion: Completion) -> _Step | Outcome:
-        """A reply with nothing visible: a cap's cut fails, carried text is the whole reply,
-        else one retry on the same key, then the failure."""
-        if completion.finish_reason == "length":
-            return gen.failed(
-                TurnFailure("length_cap", "the output-token cap ended an empty reply")
-            )
-        if self.carried:
-            return "done"  # the carried text was the whole reply
-        if not gen.retried_empty:
-            gen.retried_empty = True
-            return "restart"
-        return gen.failed(TurnFailure("empty_response", "the model returned an empty reply"))
-
-    async def _fail_stream(
-        self, pipe: TextPipe, seq: int, error: BaseException, suppress: bool
-    ) -> None:
-        """What a failed attempt leaves: delivered text becomes carried text."""
-        timeout = classify_error(error)[0] == "timeout"
-        settle = self.options.continuation.settle_seconds
-        await self.delivery.give_up(
-            pipe, seq, visible=not suppress, settle=settle if timeout else None, sleep=self.sleep
-        )
-        if not suppress:
-            await self.sink.flush()
-        self.carried += self.delivery.delivered(seq)
-
-    # -- review ------------------------------------------------------------------------------
-
-    async def _review(
-        self,
-        attempt: Attempt,
-        provider: Provider,
-        request: ChatPrompt,
-        pipe: TextPipe,
-        invocations: Sequence[InvocationRecord],
-    ) -> str | None:
-        """Review the held candidate; the revision directive when the author must revise."""
-        review, state = self.review, self.review_state
-        assert review is not None
-        self.counters.reviews += 1
-        max_tokens = request.sampling.max_tokens
-        if isinstance(review.reviewer, PlanEntry):
-            ctx = await pinned_reviewer(
-                self.plan, review.reviewer, attempt.scope, max_tokens=max_tokens, abort=self.abort
-            )
-            if ctx is None:
-                review_unavailable(state, "pinned_reviewer_unusable")
-                return None
-        else:
-
-            async def admit() -> bool:
-                entry = attempt.entry
-                return await self.plan.admit(entry.model, attempt.scope, "review", entry)
-
-            profile = attempt.target.profile
-            model = attempt.entry.model
-            ctx = ReviewerContext(provider, profile, model, max_tokens, admit, self.abort)
-        done = [*self.replay.completed.values(), *invocations]
-        outcomes = [(r.name, r.args, r.result) for r in done if not r.error]
-        verdict = await review_candidate(state, review, pipe.visible, ctx, tool_outcomes=outcomes)
-        if verdict.result != "revise" or state.revisions >= review.max_revisions:
-            return None
-        state.revisions += 1
-        self.counters.revisions += 1
-        return revision_directive(verdict, review)
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -83,6 +83,10 @@ class MessageWindow(Sequence[Message]):
     def tail(self) -> list[Message]:
         return self._tail
 
+    def with_message(self, message: Message) -> MessageWindow:
+        """The window of the chat with ``message`` appended (the newest, in the tail)."""
+        return MessageWindow(self._head, [*self._tail, message], self.gap)
+
     def without_last(self) -> MessageWindow:
         """The window of the chat minus its newest message (a swipe's or regeneration's view)."""
         if not self._tail:

@@ -9,15 +9,16 @@ label, which the turn runner's attempts read (:mod:`tavernkit.generation.attempt
 
 from __future__ import annotations
 
-from tavernkit.prompt.chat_completion import build_chat_completion
-from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
-from tavernkit.prompt.request import (
-    ChatPrompt,
+from tavernkit.prompt.assembled import (
+    Assembled,
+    AssembledChat,
+    AssembledText,
     PromptBlock,
     PromptInspection,
-    PromptRequest,
-    TextPrompt,
 )
+from tavernkit.prompt.chat_completion import build_chat_completion
+from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
+from tavernkit.prompt.pipeline import PreparedPrompt, PromptSession, PromptTarget, begin, prepare
 from tavernkit.prompt.state import (
     AuthorsNote,
     ExtensionPrompt,
@@ -28,18 +29,23 @@ from tavernkit.prompt.state import (
 from tavernkit.prompt.text_completion import build_text_completion
 
 __all__ = [
+    "Assembled",
+    "AssembledChat",
+    "AssembledText",
     "AuthorsNote",
-    "ChatPrompt",
     "ExtensionPrompt",
     "MacroSubstitute",
+    "PreparedPrompt",
     "PromptBlock",
     "PromptInspection",
-    "PromptRequest",
+    "PromptSession",
     "PromptState",
+    "PromptTarget",
     "Substitute",
-    "TextPrompt",
     "TokenBudgetExceeded",
+    "begin",
     "build_chat_completion",
     "build_text_completion",
     "macro_substitute",
+    "prepare",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavernkit.prompt.request import BlockSource, PromptBlock
+from tavernkit.prompt.assembled import BlockSource, PromptBlock
 from tavernkit.prompt.state import TokenBudgetExceeded
 
 __all__ = ["Completion", "Msg", "MsgCollection"]

@@ -21,6 +21,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import OutsideWindow, visible_indices
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt.assembled import AssembledChat, BlockSource
 from tavernkit.prompt.card import CardFields, base_chat_replace, card_fields
 from tavernkit.prompt.chat_history import (
     ChatHistory,
@@ -37,8 +38,8 @@ from tavernkit.prompt.examples import parse_example_block, parse_mes_examples
 from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outlets
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
 from tavernkit.prompt.reasoning import add_reasoning_to_messages
-from tavernkit.prompt.request import BlockSource, ChatPrompt
 from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.prompt.text_chat import user_prompt_bias
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
 
@@ -223,7 +224,7 @@ def build_chat_completion(
     in_group: bool = False,
     history: Sequence[OpenAIMessage] | None = None,
     card: CardFields | None = None,
-) -> ChatPrompt:
+) -> AssembledChat:
     """Build the message list SillyTavern would send for ``state`` (pure).
 
     ``wi`` is this turn's world-info result; ``kind`` the generation type (normal, continue,
@@ -248,7 +249,7 @@ def build_chat_completion(
     texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
 
     if bias is None:
-        bias = "" if kind in ("impersonate", "continue") else _prompt_bias(state, sub)
+        bias = "" if kind in ("impersonate", "continue") else user_prompt_bias(state, sub)
     result = build_prompt_collection(
         state,
         preset,
@@ -392,7 +393,7 @@ def build_chat_completion(
     if preset.squash_system_messages and not dry_run:
         flat = squash_system_messages(flat, counter.message)
     activated = tuple(a.key for a in wi.activated) if wi is not None else ()
-    return ChatPrompt(
+    return AssembledChat(
         blocks=completion.blocks(flat),
         budget=budget,
         kind=kind,
@@ -442,19 +443,6 @@ def _example_blocks(
             else:
                 blocks.extend(parsed)
     return [parse_example_block(b, user=state.user, char=state.char) for b in blocks]
-
-
-def _prompt_bias(state: PromptState, sub: Substitute) -> str:
-    """``getBiasStrings`` without typed input: the last user message's bias, else the
-    user prompt bias setting."""
-    bias = ""
-    for message in reversed(state.messages):
-        if message.is_user or message.is_system or message.extra.type == "narrator":
-            if message.extra.bias and message.extra.bias.strip():
-                bias = message.extra.bias
-            break
-    bias = bias or state.settings.user_prompt_bias or ""
-    return sub(bias) if bias else ""
 
 
 def squash_system_messages(messages: list[Msg], count: Any) -> list[Msg]:

@@ -1,7 +1,7 @@
 """From what the prompt builders return to what the provider adapters read.
 
-The builders give a :class:`tavernkit.prompt.request.ChatPrompt` (blocks with provenance, each
-message a plain OpenAI-shape dict) or a :class:`~tavernkit.prompt.request.TextPrompt`; the
+The builders give a :class:`tavernkit.prompt.assembled.AssembledChat` (blocks with provenance, each
+message a plain OpenAI-shape dict) or a :class:`~tavernkit.prompt.assembled.AssembledText`; the
 adapters take :mod:`tavernkit.providers.request` values (typed messages plus samplers, tools and
 output format). :func:`to_provider_request` is the one crossing point, so the turn runner never
 hand-builds provider messages: names, tool calls and results, reasoning with its signature and
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from tavernkit.errors import FormatError
-from tavernkit.prompt import request as prompt_request
+from tavernkit.prompt import assembled
 from tavernkit.prompt.postprocess import BLOCKS_KEY, PromptNames, prepare_for_provider
 from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
 from tavernkit.providers.request import (
@@ -46,7 +46,7 @@ __all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_requ
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
 
-def block_label(block: prompt_request.PromptBlock) -> MessageLabel:
+def block_label(block: assembled.PromptBlock) -> MessageLabel:
     return MessageLabel(
         kind=block.source,
         identifier=block.identifier,
@@ -78,7 +78,7 @@ def merged_label(labels: Sequence[MessageLabel]) -> MessageLabel:
 
 @overload
 def to_provider_request(
-    prompt: prompt_request.ChatPrompt,
+    prompt: assembled.AssembledChat,
     *,
     sampling: Sampling | None = ...,
     stop: Sequence[str] | None = ...,
@@ -101,7 +101,7 @@ def to_provider_request(
 
 @overload
 def to_provider_request(
-    prompt: prompt_request.TextPrompt,
+    prompt: assembled.AssembledText,
     *,
     sampling: Sampling | None = ...,
     stop: Sequence[str] | None = ...,
@@ -123,7 +123,7 @@ def to_provider_request(
 
 
 def to_provider_request(
-    prompt: prompt_request.ChatPrompt | prompt_request.TextPrompt,
+    prompt: assembled.AssembledChat | assembled.AssembledText,
     *,
     sampling: Sampling | None = None,
     stop: Sequence[str] | None = None,
@@ -157,7 +157,7 @@ def to_provider_request(
       (:func:`~tavernkit.prompt.postprocess.prepare_for_provider`) before conversion; with
       neither ``source`` nor ``post_processing`` the messages go as built.
     """
-    if isinstance(prompt, prompt_request.TextPrompt):
+    if isinstance(prompt, assembled.AssembledText):
         return TextPrompt(
             prompt.prompt,
             sampling=sampling or Sampling(),
@@ -218,7 +218,7 @@ def _label_of(
     return merged_label([labels[i] for i in parts])
 
 
-def _cache_index(blocks: Sequence[prompt_request.PromptBlock]) -> int:
+def _cache_index(blocks: Sequence[assembled.PromptBlock]) -> int:
     """The last block before the first history/injection/tool block: what stays the same from
     one turn to the next."""
     last = -1

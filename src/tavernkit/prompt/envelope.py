@@ -22,11 +22,11 @@ from typing import Any
 from tavernkit.errors import FormatError
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.prompt.assembled import AssembledChat
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.chat_history import OpenAIMessage
 from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
-from tavernkit.prompt.request import ChatPrompt
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.tokens import Tokenizer
 from tavernkit.worldinfo.result import WorldInfoResult
@@ -101,7 +101,7 @@ def build_task_envelope(
     substitute: Substitute | None = None,
     compat: str = "default",
     literal_task_messages: bool = False,
-) -> ChatPrompt:
+) -> AssembledChat:
     """The preset's prompt with ``task_messages`` in place of the chat history (pure).
     ``literal_task_messages``: see the module docstring."""
     if preset is not None:

@@ -1,45 +1,28 @@
-"""From the store's :class:`~tavernkit.models.state.ChatState` to a built prompt.
+"""From the store's :class:`~tavernkit.models.state.ChatState` to the prompt engine's view.
 
 :func:`prompt_state_from_chat_state` maps what the store gathered for a turn (card, persona,
 preset or templates, settings, profile, chat with its metadata and Author's Note) onto the
-prompt engine's :class:`~tavernkit.prompt.state.PromptState`; :func:`build_prompt_for_state`
-is the one-call pipeline a turn runs: one macro environment (chat and global variables
-included), the world-info scan over the state's books, then the chat- or text-completion
-builder, whichever the connection's API family calls for.
+prompt engine's :class:`~tavernkit.prompt.state.PromptState`; :func:`state_substitute` is the
+build's macro evaluator; :func:`main_api_of` answers which API family a build is for. The
+pipeline that runs them (:func:`tavernkit.prompt.pipeline.prepare`) is one module up.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.card import CardFields, card_fields
-from tavernkit.prompt.chat_completion import build_chat_completion
-from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
-from tavernkit.prompt.request import ChatPrompt, PromptRequest, TextPrompt
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
-from tavernkit.prompt.text_completion import build_text_completion
-from tavernkit.prompt.wi_scan import scan_world_info
-from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
-from tavernkit.worldinfo.result import WorldInfoResult
-from tavernkit.worldinfo.scan import scan as wi_scan
 
 if TYPE_CHECKING:
     from tavernkit.text.render import PromptRenderer
 
-__all__ = [
-    "build_prompt_for_state",
-    "main_api_for",
-    "prompt_state_from_chat_state",
-    "scan_for_state",
-    "state_substitute",
-]
+__all__ = ["main_api_of", "prompt_state_from_chat_state", "state_substitute"]
 
 #: A connection profile's API family -> SillyTavern's ``main_api``.
 _MAIN_API = {
@@ -63,8 +46,24 @@ _MODEL_FIELDS = {
 }
 
 
-def main_api_for(state: ChatState) -> str:
-    """``openai`` (chat completion) or a text API: the profile's family, else the setting."""
+def main_api_of(
+    state: ChatState | None = None, *, family: str | None = None, api: str | None = None
+) -> str:
+    """SillyTavern's ``main_api`` of a build: ``openai`` (chat completion) or a text API —
+    the one answer to "which API family is this".
+
+    With a resolved connection's ``family`` (``chat``/``text``) and ``api``: ``openai`` for the
+    chat family, else the text API the connection speaks (``kobold``, ``novel``, else
+    ``textgenerationwebui``). Without one: the state's profile's API, else the settings'
+    ``main_api``.
+    """
+    if family is not None:
+        if family == "chat":
+            return "openai"
+        text_api = _MAIN_API.get(api or "text", "textgenerationwebui")
+        return "textgenerationwebui" if text_api == "openai" else text_api
+    if state is None:
+        return "openai"
     if state.profile is not None:
         return _MAIN_API.get(state.profile.api, state.settings.prompt.main_api)
     return state.settings.prompt.main_api
@@ -95,7 +94,7 @@ def prompt_state_from_chat_state(
     response sizes from the preset; text completion from the settings (``max_context``,
     ``amount_gen``), capped by the profile's context window when it declares one.
     """
-    api = main_api or main_api_for(state)
+    api = main_api or main_api_of(state)
     is_chat = api == "openai"
     profile = state.profile
     prompt_settings = state.settings.prompt
@@ -161,134 +160,3 @@ def state_substitute(
     return macro_substitute(
         prompt_state, compat=compat, variables=variables, renderer=renderer, **env_overrides
     )
-
-
-def _default_tokenizer(prompt_state: PromptState, is_chat: bool) -> Tokenizer:
-    if is_chat:
-        return tokenizer_for_model(prompt_state.model)
-    # Text completion with tokenizer NONE (SillyTavern's default): the byte estimate.
-    if prompt_state.settings.tokenizer == 0:
-        return ByteEstimateTokenizer()
-    return tokenizer_for_model(prompt_state.model)
-
-
-def scan_for_state(
-    state: ChatState,
-    prompt_state: PromptState,
-    substitute: MacroSubstitute,
-    *,
-    kind: str = "normal",
-    tokenizer: Tokenizer,
-    compat: str,
-    rng: Callable[[], float] | None = None,
-    dry_run: bool = False,
-    card: CardFields | None = None,
-    explain: bool = False,
-) -> WorldInfoResult | None:
-    """The world-info scan over the state's books (``None`` when it has none); the result's
-    ``timed_state`` is the chat's next ``timedWorldInfo``. ``card``: the build's evaluated card
-    fields, when the caller shares them with the prompt builder. ``explain`` records why each
-    entry fired or not (``WorldInfoResult.explain``; off on the hot path)."""
-    if not state.books:
-        return None
-    return scan_world_info(
-        prompt_state,
-        [(b.name, b.book, b.scope) for b in state.books],
-        state.settings.world_info,
-        substitute,
-        kind=kind,
-        is_chat=prompt_state.settings.main_api == "openai",
-        count_tokens=tokenizer.count,
-        character_filename=state.character_filename,
-        rng=rng,
-        compat=compat,
-        dry_run=dry_run,
-        card=card,
-        scan=functools.partial(wi_scan, explain=True) if explain else None,
-    )
-
-
-def build_prompt_for_state(
-    state: ChatState,
-    *,
-    kind: str = "normal",
-    wi_result: WorldInfoResult | None = None,
-    tokenizer: Tokenizer | None = None,
-    compat: str | None = None,
-    quiet_prompt: str = "",
-    model: str | None = None,
-    main_api: str | None = None,
-    rng: Callable[[], float] | None = None,
-    variables: Any = None,
-    extension_prompts: Mapping[str, ExtensionPrompt] | None = None,
-    dry_run: bool = False,
-    renderer: PromptRenderer | None = None,
-    card: CardFields | None = None,
-    **builder_options: Any,
-) -> PromptRequest:
-    """Build the prompt of one turn from the store's state, SillyTavern's way.
-
-    The world-info scan runs when ``wi_result`` is None (books from ``state.books``, settings
-    from ``state.settings.world_info``, the same macro evaluator as the prompt); pass a result
-    to reuse a scan (its timed state is then the caller's to save). ``compat`` defaults to the
-    state's setting. The API family comes from the profile, else the settings' ``main_api``:
-    ``openai`` builds a :class:`ChatPrompt`, anything else a :class:`TextPrompt`.
-    ``builder_options`` go to the builder (``tool_tokens=``, ``inline_images=``...).
-    ``renderer`` (``Tavern.prompt_renderer``) makes every macro go through the renderer service,
-    so its registered functions and variables work in this prompt.
-
-    The card fields are macro-evaluated once, before the scan, and both the scan and the
-    builder read that one result, as SillyTavern's ``Generate`` does: a ``{{random}}`` in the
-    description is rolled once and an ``{{incvar}}`` moves once per build. A caller that ran
-    its own scan passes the fields it scanned with as ``card``.
-    """
-    prompt_state = prompt_state_from_chat_state(
-        state, model=model, main_api=main_api, extension_prompts=extension_prompts
-    )
-    is_chat = prompt_state.settings.main_api == "openai"
-    mode = compat or state.compat
-    tokens = tokenizer if tokenizer is not None else _default_tokenizer(prompt_state, is_chat)
-    sub = state_substitute(state, prompt_state, compat=mode, variables=variables, renderer=renderer)
-    fields = card if card is not None else card_fields(prompt_state, sub)
-    wi = wi_result
-    if wi is None:
-        wi = scan_for_state(
-            state,
-            prompt_state,
-            sub,
-            kind=kind,
-            tokenizer=tokens,
-            compat=mode,
-            rng=rng,
-            dry_run=dry_run,
-            card=fields,
-        )
-    if wi is not None:
-        sub.env.outlets = worldinfo_outlets(wi)
-    result: ChatPrompt | TextPrompt
-    if is_chat:
-        result = build_chat_completion(
-            prompt_state,
-            wi,
-            kind=kind,
-            tokenizer=tokens,
-            compat=mode,
-            substitute=sub,
-            quiet_prompt=quiet_prompt,
-            dry_run=dry_run,
-            card=fields,
-            **builder_options,
-        )
-    else:
-        result = build_text_completion(
-            prompt_state,
-            wi,
-            kind=kind,
-            tokenizer=tokens,
-            compat=mode,
-            substitute=sub,
-            quiet_prompt=quiet_prompt,
-            card=fields,
-            **builder_options,
-        )
-    return result

@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.card import card_fields
 from tavernkit.prompt.chat_completion import build_chat_completion
 from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import macro_substitute
-from tavernkit.prompt.request import ChatPrompt, TextPrompt
 from tavernkit.prompt.st_state import prompt_state_from_st
 from tavernkit.prompt.state import PromptState, chat_before_generation
 from tavernkit.prompt.text_completion import build_text_completion
@@ -54,7 +54,7 @@ class Replay:
         rng: Callable[[], float] | None = None,
         engine: Callable[..., Any] | None = None,
         scan: Callable[..., Any] | None = None,
-    ) -> ChatPrompt | TextPrompt:
+    ) -> AssembledChat | AssembledText:
         state = self.state
         chat = chat_before_generation(state.messages, kind)
         if len(chat) != len(state.messages):
@@ -82,7 +82,7 @@ class Replay:
             sub.env.outlets = worldinfo_outlets(wi)
         if engine is None:
             engine = build_chat_completion if self.is_chat else build_text_completion
-        result: ChatPrompt | TextPrompt = engine(
+        result: AssembledChat | AssembledText = engine(
             state,
             wi,
             kind=kind,
@@ -131,7 +131,7 @@ def replay_generation(
     rng: Callable[[], float] | None = None,
     engine: Callable[..., Any] | None = None,
     scan: Callable[..., Any] | None = None,
-) -> ChatPrompt | TextPrompt:
+) -> AssembledChat | AssembledText:
     """Build the request prompt of a prompt case (``inputs`` + ``effective_settings``).
 
     ``engine`` overrides the builder (chat or text by the case's API); ``scan`` the world-info

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from tavernkit.jscompat import js_trim, js_trim_start
 from tavernkit.models.persona import PersonaPosition
 from tavernkit.models.templates import ContextTemplate, InstructTemplate
+from tavernkit.prompt.assembled import AssembledText
 from tavernkit.prompt.card import (
     CardFields,
     base_chat_replace,
@@ -36,36 +37,29 @@ from tavernkit.prompt.instruct import (
     InstructNames,
     format_instruct_chat,
     format_instruct_examples,
-    format_instruct_prompt,
     format_instruct_story_string,
 )
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
 from tavernkit.prompt.reasoning import add_reasoning_to_messages
-from tavernkit.prompt.request import TextPrompt
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 from tavernkit.prompt.stop_strings import stop_strings
 from tavernkit.prompt.story_string import render_story_string
+from tavernkit.prompt.text_chat import (
+    ChatItem,
+    cleanup_continue,
+    fit_continue,
+    inject_in_chat,
+    labelled_pieces,
+    last_prompt_line,
+    user_prompt_bias,
+)
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer
 from tavernkit.worldinfo.result import WorldInfoResult
 
 __all__ = ["STORY_STRING_KEY", "build_text_completion", "render_story"]
 
 STORY_STRING_KEY = "__STORY_STRING__"
-_MAX_INJECTION_DEPTH = 10000
 _TRIM_AROUND = re.compile(r"(?:\r?\n)*\{\{trim\}\}(?:\r?\n)*")
-
-
-@dataclass(slots=True)
-class _Item:
-    """A chat line before formatting (a message, an injection or the post-history text)."""
-
-    name: str
-    is_user: bool
-    text: str
-    narrator: bool = False
-    force_avatar: bool = False
-    injected: bool = False
-    original_text: str = ""
 
 
 def render_story(
@@ -191,13 +185,13 @@ def _story_params(
     }
 
 
-def _chat_items(build: _Build) -> list[_Item]:
+def _chat_items(build: _Build) -> list[ChatItem]:
     """The chat's messages the build sends, oldest first, with their reasoning added."""
     state = build.state
     chat = core_chat(state.messages, build.kind, tools=False)
     texts = add_reasoning_to_messages(state, chat, kind=build.kind, substitute=build.sub)
     return [
-        _Item(
+        ChatItem(
             name=m.name,
             is_user=m.is_user,
             text=texts.get(i, m.text),
@@ -208,7 +202,7 @@ def _chat_items(build: _Build) -> list[_Item]:
     ]
 
 
-def _format_item(build: _Build, item: _Item, force: int | None = None) -> str:
+def _format_item(build: _Build, item: ChatItem, force: int | None = None) -> str:
     """One chat item as the prompt writes it (instruct sequences, or ``name: text``)."""
     char_name = item.name or build.state.char
     item_name = item.name if item.is_user else char_name
@@ -230,7 +224,7 @@ def _format_item(build: _Build, item: _Item, force: int | None = None) -> str:
 
 
 def _chat_lines(
-    build: _Build, items: list[_Item], injected_positions: list[int]
+    build: _Build, items: list[ChatItem], injected_positions: list[int]
 ) -> tuple[list[str], list[int], list[int]]:
     """The items formatted, newest first (the first and the last user message with their
     forced sequences; a continued reply cut after its text), with the newest-first indices
@@ -319,7 +313,7 @@ def build_text_completion(
     force_name2: bool | None = None,
     in_group: bool = False,
     card: CardFields | None = None,
-) -> TextPrompt:
+) -> AssembledText:
     """Build the prompt string and stop strings SillyTavern would send for ``state`` (pure).
 
     ``tokenizer`` defaults to SillyTavern's byte estimate (tokenizer "None"). ``card`` is the
@@ -369,9 +363,9 @@ def build_text_completion(
 
     # Chat items, oldest first, with depth injections and post-history instructions.
     items = _chat_items(build)
-    injected_positions = _inject(items, extension_prompts, sub, names, is_continue)
+    injected_positions = inject_in_chat(items, extension_prompts, sub, names, is_continue)
     if jailbreak:
-        phi = _Item(name=user, is_user=True, text=jailbreak, injected=True)
+        phi = ChatItem(name=user, is_user=True, text=jailbreak, injected=True)
         at = len(items) - 1 if is_continue and items else len(items)
         items.insert(at, phi)
         injected_positions = [p + (1 if p >= at else 0) for p in injected_positions] + [at]
@@ -433,10 +427,10 @@ def build_text_completion(
     ):
         mes_send[-1] = re.sub(r"\n?$", "", mes_send[-1], count=1)
 
-    prompt_bias = "" if is_impersonate or is_continue else _bias(state, sub)
+    prompt_bias = "" if is_impersonate or is_continue else user_prompt_bias(state, sub)
     mes_examples = pinned if pinned is not None else "".join(examples[:example_count])
     if mes_send:
-        mes_send[-1] = _last_line(
+        mes_send[-1] = last_prompt_line(
             mes_send[-1],
             state=state,
             instruct=instruct_template if is_instruct else None,
@@ -451,7 +445,7 @@ def build_text_completion(
         )
     if is_continue and cycle:
         send_kinds = []  # the fitting rewrites the list: no pieces for a continue
-        mes_send, example_count = _fit_continue(
+        mes_send, example_count = fit_continue(
             mes_send,
             examples,
             example_count,
@@ -470,12 +464,12 @@ def build_text_completion(
         last = mes_send[-1]
         bias = js_trim_start(prompt_bias)
         mes_send[-1] = last + (bias if last[-1:].isspace() else f" {bias}")
-    cache = _cleanup_cache(cycle, char, prompt_bias, is_instruct) if cycle else ""
+    cache = cleanup_continue(cycle, char, prompt_bias, is_instruct) if cycle else ""
     body = chat_separator + "".join(mes_send)
     prompt = (story + mes_examples + body + cache).replace("\r", "")
     if settings.collapse_newlines:
         prompt = collapse_newlines(prompt)
-    pieces = _pieces(
+    pieces = labelled_pieces(
         prompt,
         [("story", story), ("examples", mes_examples), ("separator", chat_separator)],
         list(zip(send_kinds, mes_send, strict=True)) if len(send_kinds) == len(mes_send) else [],
@@ -491,7 +485,7 @@ def build_text_completion(
         kind,
     )
     activated = tuple(a.key for a in wi.activated) if wi is not None else ()
-    return TextPrompt(
+    return AssembledText(
         prompt=prompt,
         stop=stop,
         kind=kind,
@@ -506,188 +500,3 @@ def build_text_completion(
         ),
         pieces=pieces,
     )
-
-
-def _pieces(
-    prompt: str,
-    head: list[tuple[str, str]],
-    chat: list[tuple[str, str]],
-    tail: str,
-    *,
-    collapse: bool,
-) -> tuple[tuple[str, str], ...]:
-    """The prompt as labelled pieces (``(kind, text)``: ``history`` pieces are chat messages,
-    the rest is kept whole), or ``()`` when they would not join back to ``prompt`` exactly
-    (newline collapsing across a boundary, a continue's refit): a prompt is then one piece."""
-    if not chat:
-        return ()
-    parts = [*head, *chat, ("continue", tail)]
-    pieces = tuple(
-        (kind, collapse_newlines(text.replace("\r", "")) if collapse else text.replace("\r", ""))
-        for kind, text in parts
-        if text
-    )
-    return pieces if "".join(t for _, t in pieces) == prompt else ()
-
-
-def _inject(
-    items: list[_Item],
-    prompts: dict[str, ExtensionPrompt],
-    sub: Substitute,
-    names: InstructNames,
-    is_continue: bool,
-) -> list[int]:
-    """``doChatInject``: in-chat extension prompts as pseudo-messages (system, user, assistant
-    order per depth); returns their positions in ``items`` (oldest first)."""
-    in_chat = [p for p in prompts.values() if p.position == ExtensionPosition.IN_CHAT and p.value]
-    if any(p.depth is None for p in in_chat):
-        depths = list(range(_MAX_INJECTION_DEPTH + 1))
-    else:
-        depths = sorted({p.depth for p in in_chat if p.depth is not None and p.depth >= 0})
-    newest_first = list(reversed(items))
-    inserted_at: list[int] = []
-    total = 0
-    role_names = {0: "", 1: names.user, 2: names.char}
-    for depth in depths:
-        role_items: list[_Item] = []
-        for role in (0, 1, 2):
-            text = js_trim_start(
-                extension_prompt_text(
-                    prompts,
-                    sub,
-                    position=ExtensionPosition.IN_CHAT,
-                    depth=depth,
-                    role=role,
-                    wrap=False,
-                )
-            )
-            if text:
-                role_items.append(
-                    _Item(
-                        name=role_names[role],
-                        is_user=role == 1,
-                        text=text,
-                        narrator=role == 0,
-                        injected=True,
-                    )
-                )
-        if role_items:
-            at = (1 if is_continue and depth == 0 else depth) + total
-            at = min(at, len(newest_first))
-            newest_first[at:at] = role_items
-            inserted_at.extend(range(at, at + len(role_items)))
-            total += len(role_items)
-    newest_first.reverse()
-    items[:] = newest_first
-    return [len(items) - 1 - k for k in inserted_at]
-
-
-def _bias(state: PromptState, sub: Substitute) -> str:
-    bias = ""
-    for message in reversed(state.messages):
-        if message.is_user or message.is_system or message.extra.type == "narrator":
-            if message.extra.bias and message.extra.bias.strip():
-                bias = message.extra.bias
-            break
-    bias = bias or state.settings.user_prompt_bias or ""
-    return sub(bias) if bias else ""
-
-
-def _last_line(
-    text: str,
-    *,
-    state: PromptState,
-    instruct: InstructTemplate | None,
-    sub: Substitute,
-    names: InstructNames,
-    kind: str,
-    quiet_prompt: str,
-    quiet_to_loud: bool,
-    quiet_name: str | None,
-    prompt_bias: str,
-    force_name2: bool,
-) -> str:
-    """``modifyLastPromptLine``: the quiet prompt, then the line that opens the reply."""
-    is_continue = kind == "continue"
-    is_impersonate = kind == "impersonate"
-    if quiet_prompt:
-        if instruct is not None:
-            text += format_instruct_chat(
-                instruct,
-                sub,
-                names,
-                name=names.user,
-                text=quiet_prompt,
-                is_user=False,
-                is_narrator=True,
-            )
-        else:
-            return text + f"\n{quiet_prompt}"
-    if instruct is not None and not is_continue:
-        if quiet_prompt and not quiet_to_loud and not is_impersonate:
-            name = quiet_name or "System"
-        else:
-            name = names.user if is_impersonate else names.char
-        text += format_instruct_prompt(
-            instruct,
-            sub,
-            names,
-            name=name,
-            is_impersonate=is_impersonate,
-            prompt_bias=prompt_bias,
-            is_quiet=bool(quiet_prompt) and kind == "quiet",
-            quiet_to_loud=quiet_to_loud,
-        )
-    if instruct is None and is_impersonate and not is_continue:
-        if not text.endswith("\n"):
-            text += "\n"
-        text += names.user + ":"
-    messages = state.messages
-    continuing_first = len(messages) == 1 and is_continue
-    if instruct is None and force_name2 and not continuing_first and not is_impersonate:
-        if not text.endswith("\n"):
-            text += "\n"
-        if not is_continue or not (messages and messages[-1].is_user):
-            text += f"{names.char}:"
-    return text
-
-
-def _cleanup_cache(cache: str, char: str, bias: str, is_instruct: bool) -> str:
-    if js_trim_start(cache).startswith(f"{char}:"):
-        cache = js_trim_start(cache.replace(f"{char}:", "", 1))
-    if bias and js_trim_start(cache).startswith(bias):
-        cache = cache.replace(bias, "", 1)
-    if cache and not cache[0].isspace() and not is_instruct:
-        cache = " " + cache
-    return cache
-
-
-def _fit_continue(
-    mes_send: list[str],
-    examples: list[str],
-    example_count: int,
-    pinned: str | None,
-    story: str,
-    separator: str,
-    cache: str,
-    quiet_prompt: str,
-    max_prompt: int,
-    count: object,
-    padding: int,
-) -> tuple[list[str], int]:
-    """``checkPromptSize`` for continuations: drop examples, then the oldest messages."""
-    assert callable(count)
-    messages = list(mes_send)
-    while True:
-        shown = pinned if pinned is not None else "".join(examples[:example_count])
-        prompt = "".join(
-            [story, shown, separator + "".join(messages), "\n", cache, quiet_prompt]
-        ).replace("\r", "")
-        if count(prompt) + padding <= max_prompt:
-            return messages, example_count
-        if example_count > 0:
-            example_count -= 1
-        elif messages:
-            messages.pop(0)
-        else:
-            return messages, example_count

@@ -19,6 +19,7 @@ from tavernkit.prompt.card import CardFields, card_fields
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.scan import scan as wi_scan
+from tavernkit.worldinfo.tokens import estimate_tokens
 
 __all__ = ["prompt_budget", "scan_texts", "scan_world_info"]
 
@@ -127,28 +128,34 @@ def scan_world_info(
     *,
     kind: str = "normal",
     is_chat: bool,
-    count_tokens: Callable[[str], int],
+    count_tokens: Callable[[str], int] | None = None,
     character_filename: str | None = None,
     rng: Callable[[], float] | None = None,
     compat: str = "default",
     dry_run: bool = False,
     scan: Callable[..., Any] | None = None,
     card: CardFields | None = None,
+    texts: Sequence[str] | None = None,
 ) -> WorldInfoResult:
     """Scan ``books`` (``(name, data, scope)`` tuples or ``worldinfo.Book`` values) for the
     chat of ``state``. ``settings`` is anything ``ScanSettings.coerce`` reads (SillyTavern's
     ``world_info_*`` mapping, our ``WorldInfoSettings`` model...). ``rng`` feeds probability and
     group rolls (a fresh unseeded generator by default). ``card`` is the build's evaluated card
-    fields: pass the ones the prompt will use, so a card's macros run once per generation."""
+    fields: pass the ones the prompt will use, so a card's macros run once per generation.
+    ``texts`` replaces the chat as scanned (newest first, :func:`scan_texts`'s shape: a task's
+    own messages); ``count_tokens`` defaults to the scan's estimate. A character's extra books
+    (scope ``character_extra``) scan as character books, as in SillyTavern."""
     if scan is None:
         scan = wi_scan
     fields = card if card is not None else card_fields(state, substitute)
     include_names = _include_names(settings)
     metadata = state.chat_metadata
     timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
+    if texts is None:
+        texts = scan_texts(state, substitute, include_names=include_names)
     result: WorldInfoResult = scan(
-        list(books),
-        scan_texts(state, substitute, include_names=include_names),
+        [_scoped(b) for b in books],
+        texts,
         max_context=prompt_budget(state, is_chat=is_chat),
         settings=settings,
         global_scan_data={
@@ -164,12 +171,19 @@ def scan_world_info(
         character_filename=character_filename,
         timed_state=timed,
         substitute=substitute,
-        count_tokens=count_tokens,
         rng=rng if rng is not None else random.Random().random,
         dry_run=dry_run,
         compat=compat,
+        count_tokens=count_tokens if count_tokens is not None else estimate_tokens,
     )
     return result
+
+
+def _scoped(book: Any) -> Any:
+    """``book`` with a character's extra book (``character_extra``) as a character book."""
+    if isinstance(book, tuple) and len(book) > 2 and book[2] == "character_extra":
+        return (book[0], book[1], "character", *book[3:])
+    return book
 
 
 def _include_names(settings: Any) -> bool:

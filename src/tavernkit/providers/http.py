@@ -20,16 +20,16 @@ from typing import Any, Protocol
 
 import httpx2
 
-from tavernkit import log_redaction
 from tavernkit.errors import Aborted as Aborted
 from tavernkit.errors import ProtocolError
 from tavernkit.errors import StreamTimeout as StreamTimeout
+from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.providers.sse import SSEDecoder, SSEEvent
 
 __all__ = ["AbortLike", "Aborted", "StreamTimeout", "Timeouts", "iter_sse", "read_body"]
 
 # The client logs URLs, the transport request and response details: neither may carry a key.
-log_redaction.install("httpx2", "httpcore2")
+install_log_redaction("httpx2", "httpcore2")
 
 
 @dataclass(frozen=True, slots=True)

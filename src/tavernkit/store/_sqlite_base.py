@@ -16,15 +16,15 @@ from typing import Any
 import aiosqlite
 from pydantic import BaseModel
 
-from tavernkit import log_redaction
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
 
 # aiosqlite logs each call with its SQL and bound values at DEBUG: keys and messages.
-log_redaction.install("aiosqlite")
+install_log_redaction("aiosqlite")
 
 
 @dataclass(slots=True)

@@ -1,8 +1,8 @@
 """The prompt side of a task: state, world info, macros, envelope, and the shape per family.
 
 Pure functions over a :class:`~tavernkit.models.state.ChatState`, on top of the prompt
-engine's own bridges: :func:`~tavernkit.prompt.from_chat_state.prompt_state_from_chat_state`
-(the state of one build), :func:`~tavernkit.prompt.from_chat_state.state_substitute` (one macro
+engine's own bridges: :func:`~tavernkit.prompt.pipeline.prompt_state` (the state of one
+build), :func:`~tavernkit.prompt.from_chat_state.state_substitute` (one macro
 evaluator with copies of the chat's and the owner's variables, so a task writes nothing),
 :func:`~tavernkit.prompt.envelope.build_task_envelope` (with its task messages kept literal)
 and :func:`~tavernkit.prompt.convert.message_from_dict` (OpenAI-shaped dicts to provider
@@ -20,11 +20,11 @@ from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
 from tavernkit.models.templates import InstructTemplate
-from tavernkit.prompt.card import CardFields, card_fields
+from tavernkit.prompt.card import CardFields
 from tavernkit.prompt.convert import message_from_dict
 from tavernkit.prompt.envelope import build_task_envelope
 from tavernkit.prompt.extensions import worldinfo_outlets
-from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
+from tavernkit.prompt.from_chat_state import main_api_of, state_substitute
 from tavernkit.prompt.instruct import (
     InstructNames,
     format_instruct_chat,
@@ -32,16 +32,15 @@ from tavernkit.prompt.instruct import (
     instruct_stop_sequences,
 )
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
+from tavernkit.prompt.pipeline import PromptTarget, prompt_state
 from tavernkit.prompt.state import PromptState, TokenBudgetExceeded
+from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.providers.request import ChatMessage
 from tavernkit.text.macros.evaluator import substitute_macros
 from tavernkit.tools.calls import coerce_tool_call
 from tavernkit.tools.prompt_xml import XmlProtocol
 from tavernkit.worldinfo.buffer import scan_chat
-from tavernkit.worldinfo.index import Book
 from tavernkit.worldinfo.result import WorldInfoResult
-from tavernkit.worldinfo.scan import scan
-from tavernkit.worldinfo.settings import ScanSettings
 
 if TYPE_CHECKING:
     from tavernkit.generation.profiles import ResolvedConnection
@@ -53,7 +52,7 @@ __all__ = [
     "fold_messages",
     "has_tool_history",
     "prompt_state_for",
-    "scan_world_info",
+    "scan_task_world_info",
     "substitute_task_messages",
     "to_provider_messages",
 ]
@@ -62,10 +61,6 @@ Message = dict[str, Any]
 _ROLES = ("system", "user", "assistant", "tool")
 #: the trigger used only to write earlier tool exchanges as text for text-family backends
 _HISTORY_TRIGGER = "<Function_Hist_Start/>"
-
-
-#: a text-family connection's API -> SillyTavern's ``main_api``
-_TEXT_MAIN_API = {"kobold": "kobold", "novel": "novel"}
 
 
 def prompt_state_for(
@@ -80,9 +75,10 @@ def prompt_state_for(
     """The prompt engine's view of ``state`` for one request to a resolved connection (which
     may not be the active profile: ``api_preset_name``), with ``preset`` (which may not be
     the selected one: ``llm_preset_name``)."""
-    main_api = _TEXT_MAIN_API.get(api, "textgenerationwebui") if text_family else "openai"
-    built = prompt_state_from_chat_state(state, model=model or None, main_api=main_api)
-    return built.replace(preset=preset, source=source or built.source)
+    target = PromptTarget(
+        main_api_of(family="text" if text_family else "chat", api=api), model or None, source
+    )
+    return prompt_state(state, target).replace(preset=preset)
 
 
 def connection_prompt_state(
@@ -169,7 +165,7 @@ def _openai_calls(calls: Any, where: str) -> list[Any]:
     return out
 
 
-def scan_world_info(
+def scan_task_world_info(
     state: ChatState,
     pstate: PromptState,
     messages: Sequence[Mapping[str, Any]] | None,
@@ -182,7 +178,9 @@ def scan_world_info(
 ) -> WorldInfoResult:
     """A dry-run scan of ``state``'s books against ``messages`` (task-shaped dicts), or the
     chat itself when ``messages`` is ``None``. Sticky and cooldown never advance. ``card``:
-    the card fields the build that follows will use (evaluated once, shared)."""
+    the card fields the build that follows will use (evaluated once, shared). The scan is the
+    prompt pipeline's (:func:`tavernkit.prompt.wi_scan.scan_world_info`) over the task's
+    texts, with the budget of the preset (SillyTavern's defaults when there is none)."""
     if not state.books:
         return WorldInfoResult()
     wi_settings = state.settings.world_info
@@ -205,38 +203,19 @@ def scan_world_info(
             if _content_text(m.get("content"))
         ]
         texts = scan_chat(rows, include_names=wi_settings.include_names, trigger=trigger)
-    preset = pstate.preset or ChatCompletionPreset()
-    if pstate.max_context is not None and pstate.max_response is not None:
-        max_prompt = pstate.max_context - pstate.max_response
-    else:
-        max_prompt = preset.openai_max_context - preset.openai_max_tokens
-    fields = card if card is not None else card_fields(pstate, substitute)
-    metadata = pstate.chat_metadata
-    timed = metadata.timed_world_info.to_wire() if metadata and metadata.timed_world_info else None
-    return scan(
-        [
-            Book(b.name, b.book, b.scope if b.scope != "character_extra" else "character")
-            for b in state.books
-        ],
-        texts,
-        max_context=max_prompt,
-        settings=ScanSettings.from_model(wi_settings),
-        global_scan_data={
-            "personaDescription": fields.persona,
-            "characterDescription": fields.description,
-            "characterPersonality": fields.personality,
-            "characterDepthPrompt": fields.depth_prompt,
-            "scenario": fields.scenario,
-            "creatorNotes": fields.creator_notes,
-            "trigger": trigger,
-        },
-        trigger=trigger,
+    return scan_world_info(
+        pstate.replace(preset=pstate.preset or ChatCompletionPreset()),
+        [(b.name, b.book, b.scope) for b in state.books],
+        wi_settings,
+        substitute,
+        kind=trigger,
+        is_chat=True,
         character_filename=state.character_filename,
-        timed_state=timed,
-        substitute=substitute,
         rng=rng.random,
-        dry_run=True,
         compat=compat,
+        dry_run=True,
+        card=card,
+        texts=texts,
     )
 
 

@@ -338,7 +338,7 @@ async def _resolve_world_info(
     else:
         messages = None
     substitute = tp.make_substitute(pstate, None, compat, state)
-    return tp.scan_world_info(
+    return tp.scan_task_world_info(
         state,
         pstate,
         messages,

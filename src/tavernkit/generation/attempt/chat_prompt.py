@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -85,10 +85,20 @@ class TurnBlock:
     requires_tool_calling: bool = False
 
 
+#: the same prompt post-processed for another chat-completion source, from its blocks
+Reshape = Callable[[str], "TurnPrompt"]
+
+
 @dataclass(frozen=True, slots=True)
 class TurnPrompt:
     """The untrimmed prompt of a turn, as the prompt engine assembled it for the planned
-    model, plus the turn's manual or preset ``prefill`` (already macro-evaluated)."""
+    model, plus the turn's manual or preset ``prefill`` (already macro-evaluated).
+
+    ``source`` is the chat-completion source its messages were post-processed for (squash,
+    merge, Claude/Gemini conversion); ``reshape`` makes the same prompt for another source
+    from the prompt builder's labelled blocks, so a fallback attempt to another family gets
+    what a direct request to it would (:meth:`for_source`), never a conversion of the first
+    family's output."""
 
     blocks: tuple[TurnBlock, ...]
     sampling: Sampling = field(default_factory=Sampling)
@@ -99,10 +109,25 @@ class TurnPrompt:
     reasoning_effort: str | None = None
     reasoning_budget: int | None = None
     prefill: str = ""
+    source: str = ""
+    reshape: Reshape | None = field(default=None, compare=False, repr=False)
+
+    def for_source(self, source: str) -> TurnPrompt:
+        """This prompt for an attempt on ``source``: itself when it was made for that source
+        (or cannot be remade), else the prompt remade from the blocks for it."""
+        if self.reshape is None or not source or source == self.source:
+            return self
+        return self.reshape(source)
 
     @classmethod
     def from_chat_prompt(
-        cls, prompt: ChatPrompt, *, prefill: str = "", trim: bool = True
+        cls,
+        prompt: ChatPrompt,
+        *,
+        prefill: str = "",
+        trim: bool = True,
+        source: str = "",
+        reshape: Reshape | None = None,
     ) -> TurnPrompt:
         """The blocks of ``prompt``, read from the labels the prompt builder gave its messages
         (see :class:`~tavernkit.providers.request.MessageLabel`): only history (chat messages
@@ -135,6 +160,8 @@ class TurnPrompt:
             reasoning_effort=prompt.reasoning_effort,
             reasoning_budget=prompt.reasoning_budget,
             prefill=prefill,
+            source=source,
+            reshape=reshape,
         )
 
     @classmethod

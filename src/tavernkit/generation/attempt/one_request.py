@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from tavernkit.errors import GenerateTaskError, GenerateTaskErrorCode, task_error_from
+from tavernkit.errors import GenerateTaskError, GenerateTaskErrorCode
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.attempt.chat_prompt import TurnPrompt
 from tavernkit.generation.attempt.sending import BeforeRequest, Observe, Sleep
@@ -39,6 +39,7 @@ from tavernkit.providers.events import StreamEvent, TextDelta
 from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import PromptRequest, TextPrompt
 from tavernkit.providers.retry import RetryPolicy
+from tavernkit.task_errors import task_error_from
 
 __all__ = ["NullSink", "one_attempt_plan", "send_one", "task_error_for", "turn_request"]
 

@@ -30,12 +30,12 @@ from typing import Any
 
 import httpx2
 
-from tavernkit import log_redaction
 from tavernkit.errors import UrlRefused as UrlRefused
+from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.text.macros.registry import MacroRuntimeError
 
 # renderer-only use still gets no URL query or header in httpx2's DEBUG lines
-log_redaction.install("httpx2", "httpcore2")
+install_log_redaction("httpx2", "httpcore2")
 
 __all__ = ["UrlPolicy", "UrlRefused", "fetch_url", "url_provider"]
 

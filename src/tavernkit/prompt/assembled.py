@@ -1,10 +1,13 @@
-"""What the prompt builders return: :class:`ChatPrompt` and :class:`TextPrompt`.
+"""What the prompt builders return: :class:`AssembledChat` and :class:`AssembledText`.
 
 A chat prompt is a list of :class:`PromptBlock` values, each one message plus where it came
 from (preset entry, chat message, example, injection...) and its token count, so the turn
 runner can drop tool-only blocks for a model without tools and re-trim without rebuilding, and
-the prompt inspector can show which block came from where. ``messages`` is the plain OpenAI
-shape the provider adapters send.
+the prompt inspector can show which block came from where. These are the builders' own values
+(messages as plain OpenAI-shaped dicts), not requests: the one request family is
+:mod:`tavernkit.providers.request` (``PromptRequest``), which
+:func:`~tavernkit.prompt.convert.to_provider_request` makes from them with each message
+carrying its block's label, and which both the prompt inspector and the provider adapters read.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "Assembled",
+    "AssembledChat",
+    "AssembledText",
     "BlockSource",
-    "ChatPrompt",
     "InspectionRow",
     "PromptBlock",
     "PromptInspection",
-    "PromptRequest",
-    "TextPrompt",
 ]
 
 #: Where a block came from.
@@ -85,7 +88,7 @@ class PromptInspection:
 
 
 @dataclass(frozen=True, slots=True)
-class ChatPrompt:
+class AssembledChat:
     """A chat-completion request's prompt part."""
 
     blocks: tuple[PromptBlock, ...]
@@ -103,10 +106,10 @@ class ChatPrompt:
     def token_count(self) -> int:
         return sum(b.tokens for b in self.blocks)
 
-    def without_tool_blocks(self) -> ChatPrompt:
+    def without_tool_blocks(self) -> AssembledChat:
         """The same prompt for a model without tool calling (tool-only blocks dropped)."""
         kept = tuple(b for b in self.blocks if not b.requires_tool_calling)
-        return ChatPrompt(kept, self.budget, self.kind, self.activated_entries, self.warnings)
+        return AssembledChat(kept, self.budget, self.kind, self.activated_entries, self.warnings)
 
     def inspect(self) -> PromptInspection:
         rows = tuple(
@@ -125,7 +128,7 @@ class ChatPrompt:
 
 
 @dataclass(frozen=True, slots=True)
-class TextPrompt:
+class AssembledText:
     """A text-completion request's prompt part: the prompt string and its stop strings."""
 
     prompt: str
@@ -142,7 +145,7 @@ class TextPrompt:
     pieces: tuple[tuple[str, str], ...] = ()
 
 
-PromptRequest = ChatPrompt | TextPrompt
+Assembled = AssembledChat | AssembledText
 
 
 def _preview(content: Any, limit: int = 80) -> str:
