@@ -126,14 +126,14 @@ async def test_macro_and_template_function_render_in_the_tavern(site: Path, tmp_
     assert plain.text == "{{shout::ahoy}}|{{wordcount::a}}"
 
 
-async def test_the_plugin_provider_sends_a_generate_task(
+async def test_the_plugin_provider_and_macros_serve_a_generate_task(
     site: Path, tmp_path: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EXAMPLE_CLOUD_KEY", "sk-example-123")
     server.script(Reply(text="Aye."))
     tk = await _tavern(tmp_path / "home", server)
     try:
-        task = [{"role": "user", "content": "Say aye."}]
+        task = [{"role": "user", "content": "Say {{shout::aye}} ({{wordcount::a b}} words)."}]
         result = await tk.context(retry=RetryPolicy(max_retries=0)).generate_task(task)
     finally:
         await tk.close()
@@ -143,6 +143,8 @@ async def test_the_plugin_provider_sends_a_generate_task(
     assert sent.headers["x-api-key"] == "sk-example-123"
     assert "authorization" not in sent.headers
     assert sent.path == "/v1/chat/completions" and sent.body["model"] == "cloud-1"
+    # the task's own macros went through the Tavern's renderer too
+    assert sent.body["messages"][-1]["content"] == "Say AYE! (2 words)."
 
 
 async def test_a_chat_turn_uses_the_plugin_provider_macro_function_and_tool(

@@ -290,6 +290,7 @@ class TavernContext:
             before_request=self.request_hooks(),
             plan_for=self.plan_for,
             bound_preset=self.bound_preset,
+            renderer=self.runtime.prompt_renderer,
         )
 
     # -- generate_task -----------------------------------------------------------------------
@@ -355,7 +356,9 @@ class TavernContext:
             pstate,
             scan_messages,
             trigger=type,
-            substitute=tp.make_substitute(pstate, None, state.compat, state),
+            substitute=tp.make_substitute(
+                pstate, None, state.compat, state, self.runtime.prompt_renderer
+            ),
             rng=self.rng,
             compat=state.compat,
         )
@@ -386,10 +389,11 @@ class TavernContext:
             if isinstance(runtime_world_info, Mapping)
             else runtime_world_info
         )
-        substitute = tp.make_substitute(pstate, wi, state.compat, state)
+        renderer = self.runtime.prompt_renderer
+        substitute = tp.make_substitute(pstate, wi, state.compat, state, renderer)
         task = tp.validate_task_messages(messages)
         if substitute_macros:
-            task = tp.substitute_task_messages(task, substitute, state.compat)
+            task = tp.substitute_task_messages(task, substitute, state.compat, renderer)
         return tp.build_envelope(
             pstate,
             wi,

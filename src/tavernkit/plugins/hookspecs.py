@@ -26,9 +26,8 @@ Request hooks (the generation issues):
 Extension hooks (issue 22), each called once per ``Tavern`` as it is made:
 
 - ``register_macros(register)``: macros for the macro engine (name, handler, arity...), on the
-  Tavern's own macro registry, so that Tavern's renderer (chat-turn prompts, previews,
-  ``render_template``) has them and no other Tavern does (``generate_task``'s own task
-  messages are still evaluated by the default engine, without them);
+  Tavern's own macro registry, so that Tavern's renderer (chat turns, previews,
+  ``generate_task``, ``render_template``) has them and no other Tavern does;
 - ``register_template_functions(register)``: function providers of the prompt renderer
   (``{{name::a::b}}`` in the macro syntax, ``{name(a, b)}`` in ChatLuna's);
 - ``register_providers(register)``: hosted APIs, as ``ProviderSource`` records (base URL,
