@@ -9,16 +9,13 @@ scripted OpenAI-compatible server on loopback, the route on a real uvicorn serve
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx2
 import pytest
 
 from generation._scripted_server import Reply, ScriptedServer
@@ -215,33 +212,19 @@ def test_the_plugin_command_runs_from_the_tavernkit_cli(site: Path) -> None:
     assert done.stdout.strip() == "hello Ada, from the example plugin"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+async def test_the_plugin_route_is_served_by_tavernkit_serve(site: Path, tmp_path: Path) -> None:
+    from server._live import live_server
+    from tavernkit.server.settings import ServerSettings
 
-
-async def test_the_plugin_route_is_served(site: Path) -> None:
-    import uvicorn
-    from fastapi import FastAPI
-
-    app = FastAPI()
-    add_plugin_routes(get_plugin_manager(), app)
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            await asyncio.sleep(0.01)
-        async with httpx2.AsyncClient() as client:
-            reply = await client.get(f"http://127.0.0.1:{port}/plugins/example/ping")
-    finally:
-        server.should_exit = True
-        await serving
+    async with (
+        live_server(ServerSettings(home=tmp_path / "home")) as server,
+        server.client() as client,
+    ):
+        reply = await client.get("/plugins/example/ping")
+        schema = (await client.get("/openapi.json")).json()
     assert reply.status_code == 200
     assert reply.json() == {"plugin": "example", "reply": "pong"}
+    assert "/plugins/example/ping" in schema["paths"]
 
 
 # -- the hooks' rules, with in-file plugins ----------------------------------------------------

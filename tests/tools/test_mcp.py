@@ -345,3 +345,13 @@ def test_the_mcp_cli_registers_lists_switches_and_removes(tmp_path: Path) -> Non
     assert "no MCP servers" in run("list")
     bad = runner.invoke(app, ["mcp", "add", *home, "web", "--url", "ftp://x"])
     assert bad.exit_code == 1 and "http:// or https:// url" in bad.output
+
+
+async def test_an_owner_view_has_its_own_mcp_servers(tmp_path: Path) -> None:
+    async with Tavern(tmp_path, load_plugins=False) as tk:
+        bob = tk.for_owner("bob")
+        await tk.mcp.add(stdio())
+        assert await bob.mcp.registrations() == []
+        assert bob.mcp is not tk.mcp
+        # the plugins' provider sources are the Tavern's, shared with every view
+        assert bob.runtime.provider_sources is tk.runtime.provider_sources

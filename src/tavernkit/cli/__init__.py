@@ -89,6 +89,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "mcp_app",
         "MCP servers: tools for chats, or the review's prose linter.",
     ),
+    LazyCommand(
+        "serve",
+        "tavernkit.cli.serve",
+        "serve_command",
+        "Serve the HTTP API (local user on 127.0.0.1; accounts for anything else).",
+    ),
 )
 
 app = typer.Typer(
