@@ -78,7 +78,9 @@ class Runtime:
         self.local_models = local_models or LocalModels(local_provider)
         self.clock = clock
         #: hosted APIs plugins added (``register_providers``), by profile ``source``
-        self.provider_sources = provider_sources or ProviderSources()
+        self.provider_sources = (
+            provider_sources if provider_sources is not None else ProviderSources()
+        )
         #: the owner's MCP servers; their tools are offered through ``tools`` like native ones
         self.mcp = McpTools(self)
         self.tools.add_source(self.mcp)
