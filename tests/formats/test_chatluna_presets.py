@@ -224,3 +224,21 @@ def test_the_cli_imports_lists_shows_and_exports_a_preset(tmp_path: Path) -> Non
     out = tmp_path / "catgirl.yml"
     run("export", "catgirl", "-f", "yaml", "-o", str(out))
     assert "unchanged chatluna_preset catgirl" in run("import", str(out))
+
+
+async def test_the_server_imports_and_exports_a_preset(tmp_path: Path) -> None:
+    from server._live import live_server
+    from tavernkit.server.settings import ServerSettings
+
+    data = (FIXTURES / "catgirl.yml").read_bytes()
+    async with (
+        live_server(ServerSettings(home=tmp_path / "home")) as server,
+        server.client() as c,
+    ):
+        first = await c.post("/import", files={"file": ("catgirl.yml", data)})
+        exported = await c.get("/export/chatluna_preset/catgirl", params={"format": "yaml"})
+        again = await c.post("/import", files={"file": ("catgirl.yml", exported.content)})
+    assert first.status_code == 201 and first.json()[0]["kind"] == "chatluna_preset"
+    assert exported.status_code == 200
+    assert exported.headers["content-type"].startswith("application/yaml")
+    assert again.json()[0]["status"] == "unchanged"
