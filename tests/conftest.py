@@ -8,9 +8,12 @@ so the suite passes on a fresh clone without it.
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
+from _services import PostgresCluster, RedisServer, start_postgres, start_redis
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,3 +46,37 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("tavernkit-home")
     monkeypatch.setenv("TAVERNKIT_HOME", str(home))
     return home
+
+
+# -- real PostgreSQL and Redis servers (tests/_services.py): one of each per session --------
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    with start_postgres() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+async def postgres_url(postgres_cluster: PostgresCluster) -> AsyncIterator[str]:
+    """A fresh, empty database on the session's cluster, dropped after the test."""
+    url = await postgres_cluster.create_database()
+    yield url
+    await postgres_cluster.drop_database(url)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with start_redis() as server:
+        yield server
+
+
+@pytest.fixture
+async def redis_url(redis_server: RedisServer) -> str:
+    """The session's redis-server, emptied for this test."""
+    import redis.asyncio  # the scale extra: only the tests that use Redis need it
+
+    client = redis.asyncio.Redis.from_url(redis_server.url)
+    try:
+        await client.flushall()
+    finally:
+        await client.aclose()
+    return redis_server.url

@@ -83,6 +83,7 @@ __all__ = [
     "Conflict",
     "ContentFiltered",
     "ContextTooLong",
+    "CoordinationError",
     "DiceError",
     "EmbedderUnavailable",
     "EmbeddingInputError",
@@ -180,6 +181,12 @@ class LimitExceeded(FormatError):
 
 class StoreError(TavernKitError):
     """Persistence failed."""
+
+
+class CoordinationError(TavernKitError):
+    """What the server processes share (Redis: turn event logs, chat locks, rate limits, key
+    cooldowns) could not be reached or answered wrongly. The message names the server without
+    its password."""
 
 
 class NotFound(StoreError, LookupError):

@@ -14,6 +14,7 @@ manager so the database is closed::
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -36,8 +37,10 @@ from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.runtime import Runtime
+from tavernkit.store.backends import open_store
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
-from tavernkit.store.sqlite import SqliteStore, open_store
+from tavernkit.store.postgres import is_postgres_url, redact_url
+from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
@@ -55,8 +58,12 @@ class Tavern:
         *,
         owner: str = DEFAULT_OWNER,
         load_plugins: bool = True,
+        database: str | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else data_dir(create=False)
+        #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
+        #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
+        self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
         self.plugins: pluggy.PluginManager = get_plugin_manager(load_entrypoints=load_plugins)
         self.formats = FormatRegistry.from_plugins(self.plugins)
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
@@ -131,10 +138,20 @@ class Tavern:
                 raise StoreError(
                     f"cannot create the data folder {self.home}: {exc.strerror or exc}"
                 ) from None
-            store = await open_store(self.home / DB_FILE_NAME)
+            store = await self._open_store()
             self.runtime.attach(store)
             self._library = Library(store, self.formats, owner=self.owner)
         return self
+
+    async def _open_store(self) -> Store:
+        if self.database is None:
+            return await open_store(self.home / DB_FILE_NAME)
+        if not is_postgres_url(self.database):
+            raise StoreError(
+                f"not a database URL: {redact_url(self.database)!r} "
+                "(expected postgresql://user@host:port/database)"
+            )
+        return await open_store(self.database)
 
     async def close(self) -> None:
         for view in (self._views or {}).values():
@@ -163,7 +180,7 @@ class Tavern:
         return self.runtime.owner
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> Store:
         return self.runtime.store
 
     @property

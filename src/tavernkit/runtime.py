@@ -23,7 +23,7 @@ from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
 from tavernkit.providers.sources import ProviderSources
-from tavernkit.store.sqlite import SqliteStore
+from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
@@ -84,10 +84,10 @@ class Runtime:
         #: the owner's MCP servers; their tools are offered through ``tools`` like native ones
         self.mcp = McpTools(self)
         self.tools.add_source(self.mcp)
-        self._store: SqliteStore | None = None
+        self._store: Store | None = None
 
     @property
-    def store(self) -> SqliteStore:
+    def store(self) -> Store:
         if self._store is None:
             raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
         return self._store
@@ -96,10 +96,10 @@ class Runtime:
     def is_open(self) -> bool:
         return self._store is not None
 
-    def attach(self, store: SqliteStore) -> None:
+    def attach(self, store: Store) -> None:
         self._store = store
 
-    def detach(self) -> SqliteStore | None:
+    def detach(self) -> Store | None:
         store, self._store = self._store, None
         return store
 

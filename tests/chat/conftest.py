@@ -58,8 +58,8 @@ class World:
     server: HangingServer
 
 
-async def make_world(home: Path, server: HangingServer) -> Tavern:
-    tk = await Tavern(home, load_plugins=False).open()
+async def make_world(home: Path, server: HangingServer, database: str | None = None) -> Tavern:
+    tk = await Tavern(home, load_plugins=False, database=database).open()
     await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
     profile = ConnectionProfile(
         name="scripted", api="chat", source="openai", base_url=server.base_url + "/v1", model="m1"

@@ -12,6 +12,10 @@ import pytest
 
 from tavernkit.store import SqliteStore
 
+#: SQLite only (tests/store/conftest.py): the cancellation fires from SQLite's statement trace,
+#: on its thread, mid-statement; tests/store/test_store_postgres.py cancels PostgreSQL writes.
+BACKENDS = ("sqlite",)
+
 Write = Callable[[], Awaitable[object]]
 
 

@@ -208,11 +208,13 @@ async def test_a_write_costs_the_same_on_a_2500_message_chat_as_on_a_10_message_
     assert statements <= 8 and changes <= 4
 
 
-async def test_append_message_adds_one_row_at_the_end(store: SqliteStore) -> None:
+async def test_append_message_adds_one_row_at_the_end(store: SqliteStore, backend: str) -> None:
     chat_id = await _chat_with(store, 2, "c")
     async with store.trace() as stats:
         stored = await store.append_message(chat_id, Message.new("You", "Hello", is_user=True))
-    assert stats.changes == 3  # the message row, the chat's counts and its updated stamp
+    # the message row, the chat's counts (a trigger's, which only SQLite's trace counts) and
+    # its updated stamp
+    assert stats.changes == (3 if backend == "sqlite" else 2)
     assert stored.position == 2
     loaded = await store.load_chat(chat_id)
     assert loaded.messages[-1].data == {

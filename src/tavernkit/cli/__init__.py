@@ -95,6 +95,18 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "serve_command",
         "Serve the HTTP API (local user on 127.0.0.1; accounts for anything else).",
     ),
+    LazyCommand(
+        "migrate",
+        "tavernkit.cli.data",
+        "migrate",
+        "Create or update a database's tables (the server and the CLI also do it on open).",
+    ),
+    LazyCommand(
+        "copy-data",
+        "tavernkit.cli.data",
+        "copy_data",
+        "Copy everything between the home's SQLite file and an empty PostgreSQL database.",
+    ),
 )
 
 app = typer.Typer(

@@ -1,9 +1,11 @@
 """tavernkit.store: persistence behind the :class:`Store` protocol; SQLite is the embedded
-default (:func:`open_store`)."""
+default, PostgreSQL the one several processes share (:func:`open_store` picks by target)."""
 
 from __future__ import annotations
 
+from tavernkit.store.backends import open_store
 from tavernkit.store.paths import data_dir, default_db_path
+from tavernkit.store.postgres import PostgresStore, open_postgres_store
 from tavernkit.store.protocol import (
     KINDS,
     UNIQUE_NAME_KINDS,
@@ -19,7 +21,7 @@ from tavernkit.store.protocol import (
     StoredMessage,
     StoredRecord,
 )
-from tavernkit.store.sqlite import SqliteStore, WriteStats, open_store
+from tavernkit.store.sqlite import SqliteStore, WriteStats
 
 __all__ = [
     "KINDS",
@@ -29,6 +31,7 @@ __all__ = [
     "Document",
     "KeyState",
     "ModelRegistry",
+    "PostgresStore",
     "RecordInfo",
     "RecordRef",
     "SqliteStore",
@@ -39,5 +42,6 @@ __all__ = [
     "WriteStats",
     "data_dir",
     "default_db_path",
+    "open_postgres_store",
     "open_store",
 ]

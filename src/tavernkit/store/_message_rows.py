@@ -94,9 +94,15 @@ def count_messages(messages: Iterable[Mapping[str, Any]]) -> MessageCounts:
     return MessageCounts(total, hidden, user, hidden_tools)
 
 
+#: what a TEXT column of one of the stores cannot hold: lone surrogates (UTF-8 has no bytes
+#: for them) and NUL (PostgreSQL's text has none)
+_UNSTORABLE = re.compile("[\ud800-\udfff\x00]")
+
+
 def _storable(text: object) -> bool:
-    """A string a TEXT column can hold as it is (no lone surrogates); others stay in the JSON."""
-    return isinstance(text, str) and _SURROGATE.search(text) is None
+    """A string every store's TEXT column can hold as it is; others stay in the JSON (where
+    they are escaped)."""
+    return isinstance(text, str) and _UNSTORABLE.search(text) is None
 
 
 @dataclass(frozen=True, slots=True)

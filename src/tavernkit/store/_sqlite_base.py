@@ -68,7 +68,7 @@ def map_sqlite_error(exc: sqlite3.Error) -> StoreError:
     return StoreError(f"database error: {exc}")
 
 
-def _unencodable(exc: UnicodeEncodeError) -> FormatError:
+def unencodable_error(exc: UnicodeEncodeError) -> FormatError:
     # Only the position is named: the text itself may be a secret.
     return FormatError(
         f"text with a character UTF-8 cannot encode (a lone surrogate) at index {exc.start}",
@@ -130,7 +130,7 @@ class SqliteBase:
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc) from exc
             except UnicodeEncodeError as exc:
-                raise _unencodable(exc) from exc
+                raise unencodable_error(exc) from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -151,7 +151,7 @@ class SqliteBase:
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc) from exc
             except UnicodeEncodeError as exc:
-                raise _unencodable(exc) from exc
+                raise unencodable_error(exc) from exc
 
     async def _rollback(self) -> None:
         """End the open transaction, if any. It is asked of the database, not of

@@ -510,6 +510,7 @@ class SqliteChats(SqliteBase):
         owner: str = DEFAULT_OWNER,
     ) -> None:
         async with self._write() as db:
+            await self._lock_message(db, message_id, owner)
             cur = await db.execute(
                 "UPDATE swipes SET text = ?, partial = ? WHERE message_id = ? AND idx = ? "
                 "AND text IS NOT NULL AND message_id IN (SELECT m.id FROM messages m "
@@ -530,6 +531,11 @@ class SqliteChats(SqliteBase):
                     "(SELECT chat_id FROM messages WHERE id = ?)",
                     (self._now(), message_id),
                 )
+
+    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
+        """Take the row locks of a message and its chat before writing its swipes; a store
+        whose writers lock rows (PostgreSQL) needs every writer of a chat to take them in one
+        order. SQLite has one writer at a time: nothing to do."""
 
     async def set_active_swipe(
         self, message_id: str, swipe_index: int, *, owner: str = DEFAULT_OWNER

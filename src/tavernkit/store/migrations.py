@@ -30,7 +30,7 @@ from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 
-__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = ["M001_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -41,97 +41,98 @@ async def _run(db: aiosqlite.Connection, statements: Sequence[str]) -> None:
         await db.execute(sql)
 
 
+#: the tables of ``001_initial`` (the PostgreSQL store's mirror derives its own from them)
+M001_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE records (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        name_key TEXT,
+        data TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        UNIQUE (owner, kind, name_key)
+    )""",
+    "CREATE INDEX records_by_name ON records (owner, kind, name)",
+    """CREATE TABLE record_blobs (
+        record_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (record_id, name)
+    )""",
+    """CREATE TABLE record_links (
+        from_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+        rel TEXT NOT NULL,
+        to_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (from_id, rel, to_id)
+    )""",
+    "CREATE INDEX record_links_to ON record_links (to_id)",
+    """CREATE TABLE settings (
+        owner TEXT PRIMARY KEY,
+        data TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )""",
+    """CREATE TABLE global_variables (
+        owner TEXT NOT NULL,
+        name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        updated TEXT NOT NULL,
+        PRIMARY KEY (owner, name)
+    )""",
+    """CREATE TABLE api_keys (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        label TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        created TEXT NOT NULL
+    )""",
+    "CREATE INDEX api_keys_by_owner ON api_keys (owner, provider)",
+    """CREATE TABLE key_state (
+        key_id TEXT PRIMARY KEY REFERENCES api_keys (id) ON DELETE CASCADE,
+        cooldown_until TEXT,
+        failures INTEGER NOT NULL DEFAULT 0,
+        last_error_code TEXT,
+        last_used TEXT,
+        updated TEXT NOT NULL
+    )""",
+    """CREATE TABLE chats (
+        id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
+        character_id TEXT REFERENCES records (id) ON DELETE SET NULL,
+        character_name TEXT,
+        name TEXT NOT NULL,
+        header TEXT NOT NULL,
+        created TEXT NOT NULL,
+        updated TEXT NOT NULL
+    )""",
+    "CREATE INDEX chats_by_owner ON chats (owner, character_id, updated)",
+    "CREATE INDEX chats_by_name ON chats (owner, name)",
+    """CREATE TABLE messages (
+        id TEXT PRIMARY KEY,
+        chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        extracted TEXT NOT NULL,
+        mes TEXT,
+        UNIQUE (chat_id, position)
+    )""",
+    """CREATE TABLE swipes (
+        message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        text TEXT,
+        info TEXT,
+        partial INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (message_id, idx)
+    )""",
+)
+
+
 async def _m001_initial(db: aiosqlite.Connection) -> None:
-    await _run(
-        db,
-        [
-            """CREATE TABLE records (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                kind TEXT NOT NULL,
-                name TEXT NOT NULL,
-                name_key TEXT,
-                data TEXT NOT NULL,
-                created TEXT NOT NULL,
-                updated TEXT NOT NULL,
-                UNIQUE (owner, kind, name_key)
-            )""",
-            "CREATE INDEX records_by_name ON records (owner, kind, name)",
-            """CREATE TABLE record_blobs (
-                record_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
-                name TEXT NOT NULL,
-                data BLOB NOT NULL,
-                PRIMARY KEY (record_id, name)
-            )""",
-            """CREATE TABLE record_links (
-                from_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
-                rel TEXT NOT NULL,
-                to_id TEXT NOT NULL REFERENCES records (id) ON DELETE CASCADE,
-                position INTEGER NOT NULL,
-                PRIMARY KEY (from_id, rel, to_id)
-            )""",
-            "CREATE INDEX record_links_to ON record_links (to_id)",
-            """CREATE TABLE settings (
-                owner TEXT PRIMARY KEY,
-                data TEXT NOT NULL,
-                updated TEXT NOT NULL
-            )""",
-            """CREATE TABLE global_variables (
-                owner TEXT NOT NULL,
-                name TEXT NOT NULL,
-                value TEXT NOT NULL,
-                updated TEXT NOT NULL,
-                PRIMARY KEY (owner, name)
-            )""",
-            """CREATE TABLE api_keys (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                provider TEXT NOT NULL,
-                label TEXT NOT NULL,
-                secret TEXT NOT NULL,
-                fingerprint TEXT NOT NULL,
-                created TEXT NOT NULL
-            )""",
-            "CREATE INDEX api_keys_by_owner ON api_keys (owner, provider)",
-            """CREATE TABLE key_state (
-                key_id TEXT PRIMARY KEY REFERENCES api_keys (id) ON DELETE CASCADE,
-                cooldown_until TEXT,
-                failures INTEGER NOT NULL DEFAULT 0,
-                last_error_code TEXT,
-                last_used TEXT,
-                updated TEXT NOT NULL
-            )""",
-            """CREATE TABLE chats (
-                id TEXT PRIMARY KEY,
-                owner TEXT NOT NULL,
-                character_id TEXT REFERENCES records (id) ON DELETE SET NULL,
-                character_name TEXT,
-                name TEXT NOT NULL,
-                header TEXT NOT NULL,
-                created TEXT NOT NULL,
-                updated TEXT NOT NULL
-            )""",
-            "CREATE INDEX chats_by_owner ON chats (owner, character_id, updated)",
-            "CREATE INDEX chats_by_name ON chats (owner, name)",
-            """CREATE TABLE messages (
-                id TEXT PRIMARY KEY,
-                chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
-                position INTEGER NOT NULL,
-                body TEXT NOT NULL,
-                extracted TEXT NOT NULL,
-                mes TEXT,
-                UNIQUE (chat_id, position)
-            )""",
-            """CREATE TABLE swipes (
-                message_id TEXT NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
-                idx INTEGER NOT NULL,
-                text TEXT,
-                info TEXT,
-                partial INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (message_id, idx)
-            )""",
-        ],
-    )
+    await _run(db, M001_STATEMENTS)
 
 
 async def _m002_key_uses(db: aiosqlite.Connection) -> None:
@@ -211,42 +212,43 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
 
 
+#: the server's accounts (005), as plain SQL both backends run
+M005_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL UNIQUE,
+            owner TEXT NOT NULL UNIQUE,
+            password_hash TEXT NOT NULL,
+            is_admin INTEGER NOT NULL DEFAULT 0,
+            shared_fallback INTEGER NOT NULL DEFAULT 1,
+            created TEXT NOT NULL
+        )""",
+    """CREATE TABLE api_tokens (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            token_hash TEXT NOT NULL UNIQUE,
+            label TEXT NOT NULL,
+            created TEXT NOT NULL,
+            last_used TEXT
+        )""",
+    "CREATE INDEX api_tokens_by_user ON api_tokens (user_id)",
+    """CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+            session_hash TEXT NOT NULL UNIQUE,
+            created TEXT NOT NULL,
+            expires TEXT NOT NULL
+        )""",
+    "CREATE INDEX sessions_by_user ON sessions (user_id)",
+)
+
+
 async def _m005_accounts(db: aiosqlite.Connection) -> None:
     # The server's accounts. Names are unique whatever their case (name_key is the casefolded
     # name); tokens and sessions are kept as SHA-256 hashes only, and go with their user.
     # shared_fallback: the user lets their turns fall back to the server's shared route.
-    await _run(
-        db,
-        [
-            """CREATE TABLE users (
-                id TEXT PRIMARY KEY,
-                name TEXT NOT NULL,
-                name_key TEXT NOT NULL UNIQUE,
-                owner TEXT NOT NULL UNIQUE,
-                password_hash TEXT NOT NULL,
-                is_admin INTEGER NOT NULL DEFAULT 0,
-                shared_fallback INTEGER NOT NULL DEFAULT 1,
-                created TEXT NOT NULL
-            )""",
-            """CREATE TABLE api_tokens (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                token_hash TEXT NOT NULL UNIQUE,
-                label TEXT NOT NULL,
-                created TEXT NOT NULL,
-                last_used TEXT
-            )""",
-            "CREATE INDEX api_tokens_by_user ON api_tokens (user_id)",
-            """CREATE TABLE sessions (
-                id TEXT PRIMARY KEY,
-                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
-                session_hash TEXT NOT NULL UNIQUE,
-                created TEXT NOT NULL,
-                expires TEXT NOT NULL
-            )""",
-            "CREATE INDEX sessions_by_user ON sessions (user_id)",
-        ],
-    )
+    await _run(db, list(M005_STATEMENTS))
 
 
 #: Applied in this order, each once. Append only.

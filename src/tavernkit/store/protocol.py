@@ -32,6 +32,7 @@ from tavernkit.errors import FormatError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Chat, ChatHeader, Message
 from tavernkit.models.chat_window import MessageCounts, MessageWindow
+from tavernkit.store.accounts import AccountStore
 
 __all__ = [
     "KINDS",
@@ -271,7 +272,7 @@ def _window_message(m: StoredMessage, source: str) -> Message:
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(AccountStore, Protocol):
     """Async persistence for everything a user owns. Every call is scoped by ``owner``; a record
     of another owner is :class:`~tavernkit.errors.NotFound`, never visible.
 

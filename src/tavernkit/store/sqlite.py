@@ -58,7 +58,8 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _new_id() -> str:
+def new_record_id() -> str:
+    """A new row id (what every store uses unless a test pins ``new_id``)."""
     return uuid.uuid4().hex
 
 
@@ -80,7 +81,7 @@ async def open_store(
     *,
     models: ModelRegistry | None = None,
     clock: Callable[[], datetime] = _utc_now,
-    new_id: Callable[[], str] = _new_id,
+    new_id: Callable[[], str] = new_record_id,
 ) -> SqliteStore:
     """Open (creating and migrating as needed) the database at ``path``, by default
     ``tavernkit.db`` in the data dir. ``models`` maps kinds to the classes ``get`` validates

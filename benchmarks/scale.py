@@ -1,0 +1,132 @@
+"""The store under several processes' data: PostgreSQL against the embedded SQLite, and a long
+chat against a short one.
+
+Run: ``.venv/bin/python benchmarks/scale.py [--quick] [--database postgresql://...]``.
+
+Without ``--database`` it starts a throwaway PostgreSQL cluster the way the tests do
+(tests/_services.py: initdb + pg_ctl on a free loopback port, fsync off) and removes it after.
+For each backend and each chat length (10, 1,000 and 100,000 messages; 20,000 with ``--quick``) it
+makes one chat, then times ``--appends`` appends of one message each (what a turn writes) and
+as many reads of the turn's window (``load_chat_window(last=160)``, what a turn reads).
+
+Printed: the median and p99 of each, then the ratios, all measured in this run: long ÷ short
+per backend (appends: 100,000 ÷ 10; window reads: 100,000 ÷ 1,000, the first length whose
+window is full; flat, ~1.0, means the cost does not follow the chat's length) and PostgreSQL ÷
+SQLite (a round trip over loopback TCP per statement against an
+in-process library call). The two-process server figures (turns per second and p99 added
+latency for 1 vs 2 ``tavernkit serve`` processes) need the server and are not here yet. The
+figures are noisy on a shared machine: say what the load was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _services import start_postgres  # type: ignore[import-not-found]
+
+from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store
+from tavernkit.store.sqlite import open_store as open_sqlite_store
+
+WINDOW = 160
+
+
+def _message(i: int) -> dict[str, Any]:
+    text = f"message {i}: the ferry leaves at dusk, the lantern swings in the wind"
+    if i % 2:
+        return {"name": "You", "is_user": True, "mes": text, "extra": {}}
+    return {"name": "Mira", "is_user": False, "mes": text, "swipes": [text], "swipe_id": 0}
+
+
+async def _timed(n: int, call: Callable[[], Awaitable[object]]) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        await call()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _p99(values: list[float]) -> float:
+    return sorted(values)[max(0, int(len(values) * 0.99) - 1)]
+
+
+async def _measure(store: SqliteStore, length: int, appends: int) -> dict[str, list[float]]:
+    chat = await store.create_chat(
+        {"chat_metadata": {}}, [_message(i) for i in range(length)], name=f"chat {length}"
+    )
+    if isinstance(store, PostgresStore):
+        # what autovacuum does within a minute of a bulk load (and copy-data does at once)
+        await store.refresh_statistics()
+    reply = _message(0)
+    append = await _timed(appends, lambda: store.append_message(chat.id, reply))
+    window = await _timed(appends, lambda: store.load_chat_window(chat.id, last=WINDOW))
+    return {"append": append, "window": window}
+
+
+async def run(url: str, lengths: tuple[int, int, int], appends: int, folder: Path) -> None:
+    results: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for backend in ("sqlite", "postgres"):
+        for length in lengths:
+            if backend == "sqlite":
+                store = await open_sqlite_store(folder / f"bench-{length}.db")
+            else:
+                store = await open_postgres_store(url, key_dir=folder / "keys")
+            try:
+                start = time.perf_counter()
+                results[(backend, length)] = await _measure(store, length, appends)
+                took = time.perf_counter() - start
+            finally:
+                await store.close()
+            cell = results[(backend, length)]
+            print(
+                f"{backend:8} {length:>7} msgs  append p50 {statistics.median(cell['append']):6.2f}"
+                f" ms p99 {_p99(cell['append']):6.2f} ms   window({WINDOW}) p50 "
+                f"{statistics.median(cell['window']):6.2f} ms p99 {_p99(cell['window']):6.2f} ms"
+                f"   ({took:.1f} s with the import)"
+            )
+    short, middle, long = lengths
+    print("\nratios (medians, this run):")
+
+    def median(backend: str, length: int, op: str) -> float:
+        return statistics.median(results[(backend, length)][op])
+
+    for backend in ("sqlite", "postgres"):
+        ratio = median(backend, long, "append") / median(backend, short, "append")
+        print(f"  {backend:8} append {long} ÷ {short} messages: {ratio:5.2f}x")
+        # a window holds WINDOW messages only once the chat is that long: compare from there
+        ratio = median(backend, long, "window") / median(backend, middle, "window")
+        print(f"  {backend:8} window {long} ÷ {middle} messages: {ratio:5.2f}x")
+    for op in ("append", "window"):
+        for length in lengths:
+            ratio = median("postgres", length, op) / median("sqlite", length, op)
+            print(f"  postgres ÷ sqlite {op:6} at {length:>7} messages: {ratio:5.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="20,000 messages, not 100,000")
+    parser.add_argument("--appends", type=int, default=200)
+    parser.add_argument("--database", help="an empty PostgreSQL database to use")
+    args = parser.parse_args()
+    lengths = (10, 1_000, 20_000 if args.quick else 100_000)
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tk-scale-")))
+        url = args.database or stack.enter_context(start_postgres()).url()
+        asyncio.run(run(url, lengths, args.appends, folder))
+
+
+if __name__ == "__main__":
+    main()

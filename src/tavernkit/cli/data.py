@@ -1,0 +1,119 @@
+"""``tavernkit migrate`` and ``tavernkit copy-data``: bring a database's schema up to date, and
+move a home's data between the embedded SQLite file and a PostgreSQL database.
+
+Plain functions: :mod:`tavernkit.cli` registers them by name and imports this module only when
+one of them runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from tavernkit.cli._common import HomeOption, fail
+from tavernkit.errors import TavernKitError
+from tavernkit.store.admin import applied_migrations, copy_store
+from tavernkit.store.paths import DB_FILE_NAME, data_dir
+from tavernkit.store.postgres import (
+    is_postgres_url,
+    open_postgres_store,
+    redact_url,
+)
+from tavernkit.store.sqlite import SqliteStore
+from tavernkit.store.sqlite import open_store as open_sqlite_store
+
+__all__ = ["copy_data", "migrate"]
+
+out = Console(highlight=False)
+
+DatabaseOption = Annotated[
+    str | None,
+    typer.Option(
+        "--database",
+        envvar="TAVERNKIT_DATABASE_URL",
+        help="A postgresql:// URL (default: the home's SQLite file).",
+    ),
+]
+
+
+def _home(home: Path | None) -> Path:
+    return home if home is not None else data_dir()
+
+
+async def _open(database: str | None, home: Path) -> SqliteStore:
+    if database is None:
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return await open_sqlite_store(home / DB_FILE_NAME)
+    if not is_postgres_url(database):
+        raise typer.BadParameter(
+            f"not a PostgreSQL URL: {redact_url(database)!r} (postgresql://user@host:port/db)"
+        )
+    return await open_postgres_store(database)
+
+
+def _where(database: str | None, home: Path) -> str:
+    return redact_url(database) if database is not None else str(home / DB_FILE_NAME)
+
+
+def migrate(database: DatabaseOption = None, home: HomeOption = None) -> None:
+    """Create or update a database's tables (the server and the CLI also do it on open)."""
+    folder = _home(home)
+
+    async def run() -> list[tuple[str, str]]:
+        store = await _open(database, folder)
+        try:
+            return await applied_migrations(store)
+        finally:
+            await store.close()
+
+    try:
+        applied = asyncio.run(run())
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"{escape(_where(database, folder))}: up to date")
+    for name, when in applied:
+        out.print(f"  {escape(name)}  (applied {escape(when)})")
+
+
+def copy_data(
+    to: Annotated[
+        str | None, typer.Option("--to", help="Copy the home's data into this database URL.")
+    ] = None,
+    from_: Annotated[
+        str | None,
+        typer.Option("--from", help="Copy this database URL's data into the home (empty)."),
+    ] = None,
+    home: HomeOption = None,
+) -> None:
+    """Copy everything between the home's SQLite file and an empty PostgreSQL database.
+
+    ``--to URL`` copies the home into the database, ``--from URL`` the database into an empty
+    home: records, chats, settings, API keys and their secrets, row for row."""
+    if (to is None) == (from_ is None):
+        raise fail("give exactly one of --to URL or --from URL")
+    folder = _home(home)
+    source_at, target_at = (None, to) if to is not None else (from_, None)
+
+    async def run() -> dict[str, int]:
+        source = await _open(source_at, folder)
+        try:
+            target = await _open(target_at, folder)
+            try:
+                report = await copy_store(source, target)
+            finally:
+                await target.close()
+        finally:
+            await source.close()
+        return {**report.rows, "key secrets": report.secrets}
+
+    try:
+        counts = asyncio.run(run())
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"copied {escape(_where(source_at, folder))} -> {escape(_where(target_at, folder))}")
+    for what, count in counts.items():
+        out.print(f"  {escape(what)}: {count}")

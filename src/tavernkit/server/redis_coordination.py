@@ -1,0 +1,302 @@
+"""What several server processes share, in Redis (redis-py's asyncio client): the
+implementations of :mod:`tavernkit.server.coordination`'s protocols and of
+:class:`~tavernkit.generation.keys.CooldownStore`.
+
+- :class:`RedisTurnEventLog`: one stream per turn (``XADD``; event ids are the stream's ids, so
+  they increase strictly and any process resumes a client from its ``Last-Event-ID``). A reader
+  reads after an id, then blocks (``XREAD BLOCK``) for live events; closing appends an end
+  marker and sets the stream's TTL, so readers end after the last event and late reconnects
+  still find it for ``ttl_s``.
+- :class:`RedisChatLock`: ``SET NX PX`` with the holder as value; renew and release are Lua
+  compare-and-extend / compare-and-delete, so a holder never extends or drops another's lock,
+  and a crashed holder's lock ends with its lease.
+- :class:`RedisRateLimiter`: a sliding window per key (a sorted set of hit times, trimmed and
+  counted in one Lua script on the server's clock, so processes with skewed clocks agree).
+- :class:`RedisCooldownStore`: each key's :class:`~tavernkit.generation.keys.KeyStatus` as one
+  JSON value, so a 429 seen through one process benches the key for every process.
+
+:func:`coordination_from_url` builds the four on one connection pool.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import quote
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+from redis.typing import EncodableT, FieldT
+
+from tavernkit.errors import CoordinationError
+from tavernkit.generation.keys import KeyStatus
+from tavernkit.server.coordination import RateDecision, TurnEvent
+
+__all__ = [
+    "RedisChatLock",
+    "RedisCooldownStore",
+    "RedisCoordination",
+    "RedisRateLimiter",
+    "RedisTurnEventLog",
+    "coordination_from_url",
+]
+
+#: the stream entry that ends a turn's log (a type no event has)
+_CLOSED = "__closed__"
+_EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
+
+
+@asynccontextmanager
+async def _guard(where: str) -> AsyncIterator[None]:
+    """Redis's own errors as :class:`~tavernkit.errors.CoordinationError` naming ``where``
+    (the server, without its password); they never carry the values sent."""
+    try:
+        yield
+    except RedisError as exc:
+        raise CoordinationError(f"Redis at {where}: {type(exc).__name__}: {exc}") from exc
+
+
+def _where(client: aioredis.Redis) -> str:
+    kwargs = client.connection_pool.connection_kwargs
+    if "path" in kwargs:
+        return f"unix:{kwargs['path']}"
+    return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
+
+
+def _part(value: str) -> str:
+    """One part of a Redis key, quoted so that no owner or id can forge another's key."""
+    return quote(value, safe="")
+
+
+class RedisTurnEventLog:
+    """:class:`~tavernkit.server.coordination.TurnEventLog` on Redis streams."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        *,
+        prefix: str = "tk:",
+        block_ms: int = 1000,
+        open_ttl_s: float = 86400,
+    ):
+        self._redis = client
+        self._where = _where(client)
+        self._prefix = prefix
+        #: how long one XREAD waits before the reader checks that the log still exists (its
+        #: readers must not wait forever on a log that expired without an end marker)
+        self._block_ms = block_ms
+        #: the TTL every append renews: a process that dies mid-turn never closes its log,
+        #: which then goes this long after its last event instead of staying forever
+        self._open_ttl_ms = _ms(open_ttl_s)
+
+    def _key(self, turn_id: str) -> str:
+        return f"{self._prefix}turn:{_part(turn_id)}"
+
+    async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+        if type == _CLOSED:
+            raise ValueError(f"{type!r} is not an event type")
+        fields: dict[FieldT, EncodableT] = {
+            "type": type,
+            "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":")),
+        }
+        key = self._key(turn_id)
+        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, fields)
+            pipe.pexpire(key, self._open_ttl_ms)
+            event_id, _ = await pipe.execute()
+        return _text(event_id)
+
+    async def close(self, turn_id: str, *, ttl_s: float) -> None:
+        key = self._key(turn_id)
+        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
+            pipe.xadd(key, {"type": _CLOSED, "data": "{}"})
+            pipe.pexpire(key, max(1, int(ttl_s * 1000)))
+            await pipe.execute()
+
+    def read(self, turn_id: str, after: str | None = None) -> AsyncIterator[TurnEvent]:
+        if after is not None and not _EVENT_ID.fullmatch(after):
+            raise ValueError(f"not an event id: {after!r}")
+        return self._read(self._key(turn_id), turn_id, after or "0-0")
+
+    async def _read(self, key: str, turn_id: str, last: str) -> AsyncIterator[TurnEvent]:
+        async with _guard(self._where):
+            known = await self._redis.exists(key)
+        if not known:
+            raise KeyError(turn_id)
+        while True:
+            async with _guard(self._where):
+                # [[stream, [(id, {field: value}), ...]]] (typed by redis-py as any reply)
+                reply: Any = await self._redis.xread({key: last}, count=256, block=self._block_ms)
+                if not reply and not await self._redis.exists(key):
+                    return  # expired (or deleted) without an end marker
+            if not reply:
+                continue
+            for entry_id, fields in reply[0][1]:
+                last = _text(entry_id)
+                values = {_text(k): _text(v) for k, v in fields.items()}
+                if values.get("type") == _CLOSED:
+                    return
+                yield TurnEvent(id=last, type=values["type"], data=json.loads(values["data"]))
+
+
+#: KEYS[1] the lock; ARGV[1] the holder, ARGV[2] the lease in ms
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+class RedisChatLock:
+    """:class:`~tavernkit.server.coordination.ChatLock` with a lease, in Redis."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
+        self._redis = client
+        self._where = _where(client)
+        self._prefix = prefix
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    def _key(self, chat_id: str) -> str:
+        return f"{self._prefix}chatlock:{_part(chat_id)}"
+
+    async def acquire(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
+        async with _guard(self._where):
+            return bool(await self._redis.set(self._key(chat_id), holder, nx=True, px=_ms(lease_s)))
+
+    async def renew(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
+        async with _guard(self._where):
+            return bool(await self._renew(keys=[self._key(chat_id)], args=[holder, _ms(lease_s)]))
+
+    async def release(self, chat_id: str, holder: str) -> None:
+        async with _guard(self._where):
+            await self._release(keys=[self._key(chat_id)], args=[holder])
+
+    async def holder(self, chat_id: str) -> str | None:
+        async with _guard(self._where):
+            value = await self._redis.get(self._key(chat_id))
+        return None if value is None else _text(value)
+
+
+#: KEYS[1] the window's sorted set; ARGV[1] limit, ARGV[2] window in ms, ARGV[3] a unique
+#: member. Returns {allowed (0/1), ms until the next hit would be allowed}.
+_HIT = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+    redis.call('ZADD', KEYS[1], now, ARGV[3])
+    redis.call('PEXPIRE', KEYS[1], window)
+    return {1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = window
+if oldest[2] then
+    wait = tonumber(oldest[2]) + window - now
+end
+return {0, math.max(wait, 1)}
+"""
+
+
+class RedisRateLimiter:
+    """:class:`~tavernkit.server.coordination.RateLimiter`: a sliding window per key."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
+        self._prefix = prefix
+        self._where = _where(client)
+        self._hit = client.register_script(_HIT)
+
+    async def hit(self, key: str, *, limit: int, window_s: float) -> RateDecision:
+        if limit < 1 or window_s <= 0:
+            raise ValueError(f"a rate limit needs limit >= 1, window_s > 0: {limit}, {window_s}")
+        async with _guard(self._where):
+            allowed, wait_ms = await self._hit(
+                keys=[f"{self._prefix}rate:{_part(key)}"],
+                args=[limit, _ms(window_s), uuid.uuid4().hex],
+            )
+        if allowed:
+            return RateDecision(True)
+        return RateDecision(False, retry_after_s=int(wait_ms) / 1000)
+
+
+class RedisCooldownStore:
+    """:class:`~tavernkit.generation.keys.CooldownStore` shared by every process. Statuses
+    carry epoch seconds (the key pool's clock must be ``time.time``), so every process reads
+    one cooldown the same way; each expires ``keep_s`` after its last write."""
+
+    def __init__(
+        self, client: aioredis.Redis, *, prefix: str = "tk:", keep_s: float = 30 * 86400
+    ) -> None:
+        self._redis = client
+        self._where = _where(client)
+        self._prefix = prefix
+        self._keep_ms = _ms(keep_s)
+
+    def _key(self, owner: str, provider: str, key_id: str) -> str:
+        return f"{self._prefix}keystate:{_part(owner)}:{_part(provider)}:{_part(key_id)}"
+
+    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+        async with _guard(self._where):
+            raw = await self._redis.get(self._key(owner, provider, key_id))
+        if raw is None:
+            return KeyStatus(key_id)
+        fields = json.loads(_text(raw))
+        return KeyStatus(**{**fields, "key_id": key_id})
+
+    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+        async with _guard(self._where):
+            await self._redis.set(
+                self._key(owner, provider, status.key_id),
+                json.dumps(asdict(status), separators=(",", ":")),
+                px=self._keep_ms,
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class RedisCoordination:
+    """The four shared parts on one Redis connection pool; :meth:`aclose` closes it."""
+
+    client: aioredis.Redis
+    events: RedisTurnEventLog
+    locks: RedisChatLock
+    rate_limiter: RedisRateLimiter
+    cooldowns: RedisCooldownStore
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+def coordination_from_url(redis_url: str, *, prefix: str = "tk:") -> RedisCoordination:
+    """The Redis implementations of the server's shared parts, on the server at
+    ``redis_url`` (``redis://host:port/db``). Nothing connects until the first call."""
+    client = aioredis.Redis.from_url(redis_url)
+    return RedisCoordination(
+        client=client,
+        events=RedisTurnEventLog(client, prefix=prefix),
+        locks=RedisChatLock(client, prefix=prefix),
+        rate_limiter=RedisRateLimiter(client, prefix=prefix),
+        cooldowns=RedisCooldownStore(client, prefix=prefix),
+    )
+
+
+def _ms(seconds: float) -> int:
+    return max(1, int(seconds * 1000))
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value

@@ -1,0 +1,280 @@
+"""The PostgreSQL store (asyncpg): the same :class:`~tavernkit.store.protocol.Store` as the
+embedded SQLite one, for several server processes sharing one database.
+
+It is the SQLite store's code on another connection: the record, chat, message and swipe logic
+(and so the lossless row layout of :mod:`tavernkit.store._message_rows`) is
+:class:`~tavernkit.store.sqlite.SqliteStore`'s, whose SQL is written in the dialect both
+databases share; :class:`~tavernkit.store._pg_conn.PgConn` bridges the driver and the few
+functions that differ. What this module changes is how a call gets a connection: a pool, one
+pooled connection per read (a read-only REPEATABLE READ transaction, so a read of several
+statements sees one state) or per write (a READ COMMITTED transaction whose SELECTs lock the
+rows they read), so calls of one process run concurrently and several processes write safely.
+Migrations: :mod:`tavernkit.store.pg_migrations`.
+
+API key secrets: a database server is what gets dumped, replicated and shared, so, as with
+SQLite, it keeps the key rows and never the secrets (a CHECK refuses them). They live in private
+files (:class:`~tavernkit.store.key_files.KeyFiles`: a 0700 folder, one 0600 file per key) on
+the machine that runs tavernkit: ``TAVERNKIT_KEY_DIR`` when set (point the processes of one
+deployment at one folder), else ``<data dir>/postgres-keys/<host>_<port>_<database>``
+(:func:`default_key_dir`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
+
+from tavernkit.errors import Conflict, FormatError, StoreError
+from tavernkit.store._pg_conn import PgConn
+from tavernkit.store._sqlite_base import WriteStats, unencodable_error
+from tavernkit.store.key_files import KeyFiles
+from tavernkit.store.paths import data_dir
+from tavernkit.store.pg_migrations import apply_pg_migrations
+from tavernkit.store.protocol import ModelRegistry
+from tavernkit.store.registry import default_models
+from tavernkit.store.sqlite import SqliteStore, new_record_id
+
+if TYPE_CHECKING:
+    import aiosqlite
+    import asyncpg
+
+__all__ = [
+    "PostgresStore",
+    "default_key_dir",
+    "is_postgres_url",
+    "open_postgres_store",
+    "redact_url",
+]
+
+_URL = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
+
+
+def is_postgres_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL database (``postgresql://`` or ``postgres://``)."""
+    return isinstance(target, str) and _URL.match(target) is not None
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its password (what errors and logs may show)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return parts._replace(netloc=netloc).geturl()
+
+
+def default_key_dir(url: str) -> Path:
+    """Where the key secrets of the database at ``url`` live on this machine:
+    ``TAVERNKIT_KEY_DIR`` when set, else ``<data dir>/postgres-keys/<host>_<port>_<database>``.
+    They belong to the database, not to a home: ``--home`` does not move them."""
+    env = os.environ.get("TAVERNKIT_KEY_DIR")
+    if env:
+        return Path(env)
+    parts = urlsplit(url)
+    database = parts.path.lstrip("/") or parts.username or "postgres"
+    label = f"{parts.hostname or 'local'}_{parts.port or 5432}_{database}"
+    return data_dir() / "postgres-keys" / re.sub(r"[^A-Za-z0-9._-]", "_", label)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def map_pg_error(exc: BaseException, what: str = "database error") -> StoreError | FormatError:
+    """A driver error as the store's own. PostgreSQL's message names constraints and types,
+    never bound values (those are in its DETAIL, which is not shown)."""
+    import asyncpg  # optional extra, imported where used
+
+    if isinstance(exc, asyncpg.DataError):
+        # Raised before the query is sent, for a value the driver cannot encode; its message
+        # quotes the value (a secret, maybe), so only the cause's kind is named.
+        cause = exc.__cause__
+        if isinstance(cause, UnicodeEncodeError):
+            return unencodable_error(cause)
+        return FormatError(f"a value the database cannot take ({type(cause).__name__})")
+    message = getattr(exc, "message", None) or str(exc)
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        return Conflict(f"already exists ({message})")
+    unstorable = asyncpg.CharacterNotInRepertoireError | asyncpg.UntranslatableCharacterError
+    if isinstance(exc, unstorable):
+        return FormatError(f"text PostgreSQL cannot hold (a NUL character?): {message}")
+    return StoreError(f"{what}: {message}")
+
+
+class PostgresStore(SqliteStore):
+    """The :class:`~tavernkit.store.protocol.Store` on a PostgreSQL database (see the module
+    docstring). :attr:`path` is the folder of the API key files."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        url: str,
+        *,
+        key_dir: Path,
+        models: ModelRegistry,
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str],
+    ) -> None:
+        # The base keeps a connection for close(); here that is the pool.
+        super().__init__(pool, key_dir, models=models, clock=clock, new_id=new_id)
+        self._pool = pool
+        self._url = url
+        self._tracer: Callable[[str, int], None] | None = None
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({redact_url(self._url)!r})"
+
+    @property
+    def url(self) -> str:
+        """The database URL, without its password."""
+        return redact_url(self._url)
+
+    @property
+    def key_files(self) -> KeyFiles:
+        return KeyFiles(self._path)
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            await self._pool.close()
+
+    async def pragma(self, name: str) -> Any:
+        raise StoreError("PRAGMA is SQLite's; a PostgreSQL store has none")
+
+    async def refresh_statistics(self) -> None:
+        """``ANALYZE``: fresh planner statistics after a bulk load (a copy, a big import), so
+        the first turns do not wait for autovacuum to notice the new rows."""
+        await self.execute_admin("ANALYZE")
+
+    async def execute_admin(self, sql: str) -> str:
+        """Run one statement outside the store's calls (tests and ``tavernkit migrate``)."""
+        self._check_open()
+        try:
+            async with self._pool.acquire() as conn:
+                return str(await conn.execute(sql))
+        except Exception as exc:
+            if _is_driver_error(exc):
+                raise map_pg_error(exc) from exc
+            raise
+
+    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
+        # The message's and its chat's rows first, as every other writer of a chat takes them
+        # (the write transaction's SELECTs lock what they read): streaming into a swipe would
+        # otherwise lock the swipe, then the message, the reverse of a swipe append's order.
+        await db.execute_fetchall(
+            "SELECT m.id FROM messages m JOIN chats c ON c.id = m.chat_id "
+            "WHERE m.id = ? AND c.owner = ?",
+            (message_id, owner),
+        )
+
+    # -- connections and transactions -----------------------------------------------------
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._connection(writing=False) as db:
+            yield db
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._connection(writing=True) as db:
+            yield db
+
+    @asynccontextmanager
+    async def _connection(self, *, writing: bool) -> AsyncIterator[aiosqlite.Connection]:
+        self._check_open()
+        try:
+            async with self._pool.acquire() as conn:
+                transaction = (
+                    conn.transaction()
+                    if writing
+                    else conn.transaction(isolation="repeatable_read", readonly=True)
+                )
+                async with transaction:
+                    adapter = PgConn(conn, writing=writing, on_statement=self._tracer)
+                    # The shared code is typed on aiosqlite's connection; PgConn has the part
+                    # of its surface that code uses (execute, execute_fetchall, executemany).
+                    yield cast("aiosqlite.Connection", adapter)
+        except UnicodeEncodeError as exc:
+            raise unencodable_error(exc) from exc
+        except Exception as exc:
+            if _is_driver_error(exc):
+                raise map_pg_error(exc) from exc
+            raise
+
+    @asynccontextmanager
+    async def trace(self, each: Callable[[str], None] | None = None) -> AsyncIterator[WriteStats]:
+        """Count the statements and the rows they changed (rows changed by triggers are not
+        counted here, unlike SQLite's count) of the calls made inside the block."""
+        stats = WriteStats()
+
+        def on_statement(sql: str, changes: int) -> None:
+            if each is not None:
+                each(sql)
+            stats.statements += 1
+            stats.sql_chars += len(sql)
+            stats.changes += changes
+
+        self._tracer = on_statement
+        try:
+            yield stats
+        finally:
+            self._tracer = None
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    import asyncpg  # optional extra, imported where used
+
+    return isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError)
+
+
+async def open_postgres_store(
+    url: str,
+    *,
+    models: ModelRegistry | None = None,
+    clock: Callable[[], datetime] = _utc_now,
+    new_id: Callable[[], str] | None = None,
+    key_dir: Path | None = None,
+    min_size: int = 1,
+    max_size: int = 10,
+) -> PostgresStore:
+    """Connect to the database at ``url`` (a pool of ``min_size`` to ``max_size``
+    connections), migrate it as needed and return the store. Errors name the URL without its
+    password."""
+    try:
+        import asyncpg  # optional extra: pip install 'tavernkit[scale]'
+    except ImportError as exc:
+        raise StoreError(
+            "a PostgreSQL store needs asyncpg: pip install 'tavernkit[scale]'"
+        ) from exc
+    if not is_postgres_url(url):
+        raise StoreError(f"not a PostgreSQL URL: {redact_url(url)!r}")
+    try:
+        pool = await asyncio.wait_for(
+            asyncpg.create_pool(url, min_size=min_size, max_size=max_size), timeout=30
+        )
+    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        raise StoreError(f"cannot connect to {redact_url(url)}: {exc}") from None
+    except ValueError as exc:  # a malformed URL
+        raise StoreError(f"not a usable PostgreSQL URL {redact_url(url)!r}: {exc}") from None
+    try:
+        async with pool.acquire() as conn:
+            await apply_pg_migrations(conn, now=clock)
+    except BaseException as exc:
+        await pool.close()
+        if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError):
+            raise StoreError(f"cannot migrate {redact_url(url)}: {exc}") from exc
+        raise
+    return PostgresStore(
+        pool,
+        url,
+        key_dir=key_dir or default_key_dir(url),
+        models=default_models() if models is None else models,
+        clock=clock,
+        new_id=new_id or new_record_id,
+    )

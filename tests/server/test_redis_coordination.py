@@ -1,0 +1,218 @@
+"""The Redis implementations of what server processes share, against a real redis-server
+(tests/_services.py). Each "process" is its own client with its own connections, built by
+``coordination_from_url`` as a server process builds it."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio
+
+from tavernkit.errors import CoordinationError, RateLimited
+from tavernkit.generation.keys import KeyPool, KeyStatus, PoolKey
+from tavernkit.server.coordination import TurnEvent
+from tavernkit.server.redis_coordination import (
+    RedisCoordination,
+    RedisTurnEventLog,
+    coordination_from_url,
+)
+
+SECRET = "Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
+
+
+@pytest.fixture
+async def two(redis_url: str) -> AsyncIterator[tuple[RedisCoordination, RedisCoordination]]:
+    a, b = coordination_from_url(redis_url), coordination_from_url(redis_url)
+    try:
+        yield a, b
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+async def _collect(events: AsyncIterator[TurnEvent]) -> list[TurnEvent]:
+    return [e async for e in events]
+
+
+# -- turn event log ----------------------------------------------------------------------------
+async def test_a_turn_written_by_one_process_is_read_and_resumed_through_another(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    ids = [await a.events.append("t1", "text", {"delta": f"chunk {i} é"}) for i in range(3)]
+    assert ids == sorted(ids, key=lambda i: tuple(map(int, i.split("-"))))
+    assert len(set(ids)) == 3
+    reader = asyncio.create_task(_collect(b.events.read("t1")))
+    resumed = asyncio.create_task(_collect(b.events.read("t1", after=ids[1])))
+    await asyncio.sleep(0.05)
+    assert not reader.done()  # waits for live events
+    live = await a.events.append("t1", "done", {"finish": "stop"})
+    await a.events.close("t1", ttl_s=30)
+    everything = await asyncio.wait_for(reader, 5)
+    assert [(e.id, e.type, dict(e.data)) for e in everything] == [
+        (ids[0], "text", {"delta": "chunk 0 é"}),
+        (ids[1], "text", {"delta": "chunk 1 é"}),
+        (ids[2], "text", {"delta": "chunk 2 é"}),
+        (live, "done", {"finish": "stop"}),
+    ]
+    assert [e.id for e in await asyncio.wait_for(resumed, 5)] == [ids[2], live]
+    # a reconnect after the end replays from its id and ends
+    assert [e.id for e in await _collect(a.events.read("t1", after=ids[2]))] == [live]
+
+
+async def test_a_second_client_joins_a_turn_live(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    await a.events.append("t2", "text", {"delta": "a"})
+    first = asyncio.create_task(_collect(a.events.read("t2")))
+    second = asyncio.create_task(_collect(b.events.read("t2")))
+    await asyncio.sleep(0.05)
+    for text in "bcd":
+        await a.events.append("t2", "text", {"delta": text})
+        await asyncio.sleep(0.01)
+    await b.events.close("t2", ttl_s=30)  # any process may close it
+    one, other = await asyncio.wait_for(asyncio.gather(first, second), 5)
+    assert [e.data["delta"] for e in one] == list("abcd")
+    assert one == other
+
+
+async def test_unknown_turns_bad_ids_and_the_ttl(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    with pytest.raises(KeyError):
+        await _collect(b.events.read("never"))
+    with pytest.raises(ValueError, match="not an event id"):
+        b.events.read("t3", after="1-0; FLUSHALL")
+    with pytest.raises(ValueError):
+        await a.events.append("t3", "__closed__", {})
+    await a.events.append("t3", "text", {"delta": "x"})
+    await a.events.close("t3", ttl_s=0.2)
+    assert len(await _collect(b.events.read("t3"))) == 1
+    await asyncio.sleep(0.35)
+    with pytest.raises(KeyError):  # dropped after its TTL
+        await _collect(b.events.read("t3"))
+
+
+async def test_a_log_its_process_never_closed_expires_and_its_readers_end(
+    redis_url: str,
+) -> None:
+    client = redis.asyncio.Redis.from_url(redis_url)
+    crashed = RedisTurnEventLog(client, block_ms=50, open_ttl_s=0.3)
+    try:
+        await crashed.append("t4", "text", {"delta": "half a rep"})  # then the process dies
+        reader = asyncio.create_task(_collect(crashed.read("t4")))
+        events = await asyncio.wait_for(reader, 5)  # ends once the log expired
+        assert [e.data["delta"] for e in events] == ["half a rep"]
+        with pytest.raises(KeyError):
+            await _collect(crashed.read("t4"))
+    finally:
+        await client.aclose()
+
+
+# -- chat lock -----------------------------------------------------------------------------------
+async def test_one_holder_per_chat_across_processes(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    assert await a.locks.acquire("c1", "proc-a", lease_s=10)
+    assert not await b.locks.acquire("c1", "proc-b", lease_s=10)
+    assert await b.locks.holder("c1") == "proc-a"
+    await b.locks.release("c1", "proc-b")  # not its lock: nothing happens
+    assert not await b.locks.renew("c1", "proc-b", lease_s=10)
+    assert await b.locks.holder("c1") == "proc-a"
+    assert await a.locks.renew("c1", "proc-a", lease_s=10)
+    await a.locks.release("c1", "proc-a")
+    assert await b.locks.holder("c1") is None
+    assert await b.locks.acquire("c1", "proc-b", lease_s=10)
+    # two processes racing for a free chat: exactly one wins
+    wins = await asyncio.gather(
+        *(p.locks.acquire("c2", name, lease_s=10) for name, p in (("a", a), ("b", b)) * 5)
+    )
+    assert wins.count(True) == 1
+
+
+async def test_a_crashed_holders_lease_ends_and_a_renewed_one_does_not(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    assert await a.locks.acquire("crash", "proc-a", lease_s=0.2)  # then "crashes"
+    assert await a.locks.acquire("alive", "proc-a", lease_s=0.3)
+    await asyncio.sleep(0.15)
+    assert await a.locks.renew("alive", "proc-a", lease_s=1)
+    await asyncio.sleep(0.25)
+    assert await b.locks.holder("crash") is None
+    assert await b.locks.acquire("crash", "proc-b", lease_s=10)
+    assert await b.locks.holder("alive") == "proc-a"
+    assert not await a.locks.renew("crash", "proc-a", lease_s=10)  # it lost the lock
+
+
+# -- rate limiter --------------------------------------------------------------------------------
+async def test_a_rate_limit_counts_the_hits_of_every_process(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    decisions = [await p.rate_limiter.hit("turns:ann", limit=3, window_s=0.4) for p in (a, b, a)]
+    assert all(d.allowed for d in decisions)
+    denied = await b.rate_limiter.hit("turns:ann", limit=3, window_s=0.4)
+    assert not denied.allowed and 0 < denied.retry_after_s <= 0.4
+    assert (await a.rate_limiter.hit("turns:bob", limit=3, window_s=0.4)).allowed
+    await asyncio.sleep(denied.retry_after_s + 0.05)
+    assert (await b.rate_limiter.hit("turns:ann", limit=3, window_s=0.4)).allowed
+    with pytest.raises(ValueError):
+        await a.rate_limiter.hit("x", limit=0, window_s=1)
+
+
+# -- key cooldowns -------------------------------------------------------------------------------
+async def test_a_429_seen_by_one_process_benches_the_key_for_all(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    keys = [PoolKey("k1"), PoolKey("k2")]
+
+    async def secret(key: PoolKey) -> str:
+        return f"secret-{key.key_id}"
+
+    pool_a, pool_b = (
+        KeyPool("ann", "openai", keys, load_secret=secret, store=p.cooldowns, clock=time.time)
+        for p in (a, b)
+    )
+    first = await pool_a.select()
+    assert first is not None and first.key_id == "k1"
+    cooled = await pool_a.record_failure(first, RateLimited("slow down", status=429))
+    assert cooled is not None and cooled >= 60
+    picked = await pool_b.select()
+    assert picked is not None and picked.key_id == "k2"  # b skips the key a saw fail
+    status = await b.cooldowns.get("ann", "openai", "k1")
+    assert status.error_class == "rate_limit" and status.failures == 1
+    assert status.cooldown_until is not None and status.cooldown_until > time.time() + 50
+    # another owner's key of the same id is another key
+    assert await b.cooldowns.get("bob", "openai", "k1") == KeyStatus("k1")
+    await pool_b.record_success(picked)
+    assert (await a.cooldowns.get("ann", "openai", "k2")).uses == 1
+
+
+async def test_an_unreachable_redis_is_a_coordination_error_without_the_password() -> None:
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    down = coordination_from_url(f"redis://:pw-{SECRET}@127.0.0.1:{port}/0")
+    try:
+        calls = [
+            down.events.append("t", "text", {}),
+            down.locks.acquire("c", "h", lease_s=1),
+            down.rate_limiter.hit("k", limit=1, window_s=1),
+            down.cooldowns.get("o", "p", "k"),
+            _collect(down.events.read("t")),
+        ]
+        for call in calls:
+            with pytest.raises(CoordinationError, match=f"127.0.0.1:{port}") as info:
+                await call
+            assert SECRET not in str(info.value)
+    finally:
+        await down.aclose()
