@@ -58,6 +58,7 @@ INTEGRATOR_NAMES = {
 #: exceptions the library uses for its own control flow, never raised to a caller
 INTERNAL_ERRORS = {
     "DiceError",
+    "ExprError",
     "MacroRuntimeError",
     "ReviewUnavailable",
     "StreamTimeout",

@@ -10,6 +10,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
+    ├── ToolSourceError        an MCP server registration is invalid, or its server failed
+    ├── TemplateError          a ChatLuna template's block condition is malformed or failed
     ├── ChatBusy               a turn is already generating in that chat
     ├── AccessError            the server refused a caller (``tavernkit.server``)
     │   ├── NotAuthenticated   no valid token, session or password (HTTP 401)
@@ -89,6 +91,7 @@ __all__ = [
     "EmbeddingError",
     "EmbeddingInputError",
     "ErrorClass",
+    "ExprError",
     "FormatError",
     "GenerateTaskError",
     "GenerateTaskErrorCode",
@@ -124,10 +127,12 @@ __all__ = [
     "StreamTimeout",
     "StructuredOutputError",
     "TavernKitError",
+    "TemplateError",
     "TokenBudgetExceeded",
     "TooManyAttempts",
     "ToolArgumentsError",
     "ToolCallParseError",
+    "ToolSourceError",
     "TurnFailure",
     "Unusable",
     "UrlRefused",
@@ -198,6 +203,28 @@ class Conflict(StoreError):
 
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
+
+
+class TemplateError(TavernKitError, ValueError):
+    """A ChatLuna-dialect template cannot be rendered: a block condition (``{if ...}``,
+    ``{for ...}``, ``{while ...}``, ``{repeat ...}``) does not parse or fails, which fails the
+    whole render as in ChatLuna (an expression tag that fails renders ``''`` instead)."""
+
+
+class ExprError(ValueError):
+    """Internal to the ChatLuna dialect: an expression that does not parse (its tag is kept
+    as text) or fails (its tag renders ``''``); in a block condition it becomes a
+    :class:`TemplateError`."""
+
+
+class ToolSourceError(TavernKitError):
+    """An MCP server registration is invalid, its server could not be started or reached, or
+    a tool call on it failed. ``source`` is the registration's name. The message never holds
+    the registration's credential."""
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"MCP server {source!r}: {message}" if source else message)
 
 
 class ChatBusy(TavernKitError):

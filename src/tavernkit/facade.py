@@ -33,6 +33,7 @@ from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
+from tavernkit.plugins.extend import plugin_renderer, plugin_sources
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
@@ -43,6 +44,7 @@ from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.postgres import is_postgres_url, redact_url
 from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
+from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,12 @@ class Tavern:
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
         #: running generations, key cooldowns, embedded models); the chat service and every
         #: context get this, never the Tavern
-        self.runtime = Runtime(owner=owner, plugins=self.plugins)
+        self.runtime = Runtime(
+            owner=owner,
+            plugins=self.plugins,
+            prompt_renderer=plugin_renderer(self.plugins),
+            provider_sources=plugin_sources(self.plugins),
+        )
         # the plugins' ``register_tools`` hooks fill the registry first
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
         self._library: Library | None = None
@@ -83,8 +90,9 @@ class Tavern:
 
     def for_owner(self, owner: str) -> Tavern:
         """The Tavern of ``owner`` over this Tavern's open store: its own runtime (tools,
-        running generations, one chat service), sharing the store, the plugins, the formats,
-        the prompt renderer, the embedded models and the environment keys' cooldowns. Made once
+        running generations, one chat service, its MCP servers), sharing the store, the plugins,
+        the formats, the prompt renderer, the plugins' provider sources, the embedded models and
+        the environment keys' cooldowns. Made once
         per owner and cached, so a server builds one per user, not one per request; the view
         stays usable while this Tavern is open and is detached when it closes. Asking for this
         Tavern's own owner returns this Tavern."""
@@ -105,6 +113,7 @@ class Tavern:
                 plugins=self.plugins,
                 prompt_renderer=self.runtime.prompt_renderer,
                 local_models=self.runtime.local_models,
+                provider_sources=self.runtime.provider_sources,
                 clock=self.runtime.clock,
             )
             # environment keys are the process's, whoever's turn uses them
@@ -155,6 +164,7 @@ class Tavern:
             await view.close()
         if self._views is not None:
             self._views.clear()
+        await self.runtime.mcp.close()
         store = self.runtime.detach()
         self._library = None
         if store is not None and not self._borrowed:
@@ -189,6 +199,12 @@ class Tavern:
     def tools(self) -> ToolRegistry:
         """The function tools offered to this Tavern's chats (never shared between Taverns)."""
         return self.runtime.tools
+
+    @property
+    def mcp(self) -> McpTools:
+        """This owner's MCP server registrations (add, remove, enable a server or one of its
+        tools); their tools are offered to chat turns with ``tools``' own."""
+        return self.runtime.mcp
 
     @property
     def prompt_renderer(self) -> PromptRenderer:

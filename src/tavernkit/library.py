@@ -30,6 +30,7 @@ from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
+from tavernkit.formats.chatluna import lorebook_from_chatluna
 from tavernkit.formats.chats import chat_to_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.formats.presets import kind_of
@@ -40,6 +41,7 @@ from tavernkit.groups.records import attach_chat, group_of_chat, load_group
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
+from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
@@ -58,6 +60,7 @@ SEARCH_ORDER: tuple[str, ...] = (
     "textgen_preset",
     "kobold_preset",
     "novel_preset",
+    "chatluna_preset",
     "persona",
     "connection_profile",
     "group",
@@ -83,6 +86,7 @@ EXPORT_FORMATS: dict[tuple[str, str], str] = {
     ("lorebook", "json"): "lorebook-json",
     ("chat", "jsonl"): "chat-jsonl",
     ("group", "json"): "group-json",
+    (CHATLUNA_PRESET_KIND, "yaml"): "chatluna-preset",
     **{(kind, "json"): "preset-json" for kind in _PRESET_STORE_KIND.values()},
 }
 
@@ -200,6 +204,8 @@ class Library(Characters):
             return [await self._import_chat(value, stem or "chat", source, character, replace)]
         if isinstance(value, ImportedSettings):
             return await self._import_settings(value, source, replace)
+        if isinstance(value, ChatLunaPreset):
+            return await self._import_chatluna(value, source, replace)
         if handler.kind == "preset" and isinstance(value, BaseModel):
             kind = _PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
             name = getattr(value, "name", None) or stem or kind
@@ -208,6 +214,21 @@ class Library(Characters):
             f"format {handler.name!r} read a value tavernkit cannot store ({type(value).__name__})",
             source=source,
         )
+
+    async def _import_chatluna(
+        self, preset: ChatLunaPreset, source: str, replace: bool
+    ) -> list[ImportResult]:
+        """The preset, and its ``world_lores`` as a lorebook of the same name; both are
+        checked for conflicts before either is written."""
+        name = preset.name or preset.keywords[0]
+        book = lorebook_from_chatluna(preset)
+        await self._decide(CHATLUNA_PRESET_KIND, preset, name, source, replace)
+        if book is not None:
+            await self._decide("lorebook", book, name, source, replace)
+        results = [await self._put(CHATLUNA_PRESET_KIND, preset, name, source, replace)]
+        if book is not None:
+            results.append(await self._put("lorebook", book, name, source, replace))
+        return results
 
     async def _same_lorebook(self, book: Lorebook) -> RecordInfo | None:
         """The stored book with exactly these entries: a world file names no book (SillyTavern
@@ -628,4 +649,5 @@ def _label(kind: str) -> str:
         "context": "context template",
         "reasoning": "reasoning template",
         "connection_profile": "connection profile",
+        CHATLUNA_PRESET_KIND: "ChatLuna preset",
     }.get(kind, kind)

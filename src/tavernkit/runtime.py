@@ -23,8 +23,10 @@ from tavernkit.memory.spaces import MemorySpaces
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
+from tavernkit.providers.sources import ProviderSources
 from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
+from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
 
 __all__ = ["LocalModels", "Runtime"]
@@ -59,6 +61,7 @@ class Runtime:
         tools: ToolRegistry | None = None,
         prompt_renderer: PromptRenderer | None = None,
         local_models: LocalModels | None = None,
+        provider_sources: ProviderSources | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.owner = owner
@@ -77,6 +80,13 @@ class Runtime:
         #: memory's vector collections (chat memory, vectorized lorebook entries)
         self.memory = MemorySpaces()
         self.clock = clock
+        #: hosted APIs plugins added (``register_providers``), by profile ``source``
+        self.provider_sources = (
+            provider_sources if provider_sources is not None else ProviderSources()
+        )
+        #: the owner's MCP servers; their tools are offered through ``tools`` like native ones
+        self.mcp = McpTools(self)
+        self.tools.add_source(self.mcp)
         self._store: Store | None = None
 
     @property

@@ -41,6 +41,10 @@ def sample(kind: str, name: str) -> dict[str, Any]:
         return {"name": name, "entries": [{"profile": "a"}, {"profile": "a", "model": "b"}]}
     if kind == "custom_endpoint":
         return {"name": name, "base_url": "http://127.0.0.1:5000/v1"}
+    if kind == "chatluna_preset":
+        return {"name": name, "keywords": ["k"], "prompts": [], "zz_unknown": {"nested": [1]}}
+    if kind == "mcp_server":
+        return {"name": name, "transport": "http", "url": "http://127.0.0.1/mcp"}
     return {"name": name, "zz_unknown": {"nested": [1, "two"]}, "temp": 0.7, "n": 100}
 
 

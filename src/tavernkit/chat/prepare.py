@@ -34,6 +34,7 @@ from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.prompt.state import chat_before_generation
 from tavernkit.providers.request import PromptRequest
+from tavernkit.providers.sources import ProviderSource
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
@@ -136,6 +137,7 @@ async def resolve_for_state(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> ResolvedConnection:
     return await resolve_profile(
         store,
@@ -145,6 +147,7 @@ async def resolve_for_state(
         client=client,
         local_factory=local_factory,
         environ=environ,
+        sources=sources,
     )
 
 
@@ -157,6 +160,7 @@ async def resolve_profile(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> ResolvedConnection:
     """``profile`` (the embedded model for ``None``) resolved with the store's keys."""
 
@@ -170,6 +174,7 @@ async def resolve_profile(
         client=client,
         local_factory=local_factory,
         environ=environ,
+        sources=sources,
     )
 
 
@@ -201,6 +206,7 @@ async def prepare_turn(
     client: Any = None,
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
     renderer: PromptRenderer | None = None,
     character: str | None = None,
     group: GroupPromptContext | None = None,
@@ -261,6 +267,7 @@ async def prepare_turn(
             client=client,
             local_factory=local_factory,
             environ=environ,
+            sources=sources,
             renderer=renderer,
             memory=memory,
         )
@@ -315,6 +322,7 @@ async def _prepare_state(
     environ: Mapping[str, str] | None,
     renderer: PromptRenderer | None,
     memory: TurnMemory | None = None,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> PreparedTurn:
     if overrides.profile:
         try:
@@ -336,6 +344,7 @@ async def _prepare_state(
             client=client,
             local_factory=local_factory,
             environ=environ,
+            sources=sources,
         )
     except GenerateTaskError as exc:  # the resolver is shared with tasks
         raise ChatTurnError.of(exc) from exc

@@ -21,7 +21,12 @@ from __future__ import annotations
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.errors import FormatError
 from tavernkit.generation.plan import PlanEntry
-from tavernkit.generation.review import ReviewConfig, ReviewEvidence, ToolCheckpoint
+from tavernkit.generation.review import (
+    ReviewConfig,
+    ReviewEvidence,
+    RuleChecker,
+    ToolCheckpoint,
+)
 from tavernkit.models.chat import ChatMetadata
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest
@@ -62,11 +67,12 @@ def review_config(
     reviewer: PlanEntry | None,
     *,
     tool_checkpoint: ToolCheckpoint | None = None,
+    rule_checker: RuleChecker | None = None,
 ) -> ReviewConfig | None:
     """The turn's review settings with its evidence; ``reviewer`` is the pinned reviewer's
     plan entry (``None``: inherited); ``tool_checkpoint`` approves or rejects proposed tool
-    calls before they run. ``None`` for a text-completion request (the reviewer call is a
-    chat request)."""
+    calls before they run; ``rule_checker`` (the owner's prose linter) reports to the reviewer.
+    ``None`` for a text-completion request (the reviewer call is a chat request)."""
     if not isinstance(request, ChatPrompt):
         return None
     talk = [m for m in request.messages if m.role != "system"]
@@ -86,6 +92,7 @@ def review_config(
         evidence=evidence,
         reviewer=reviewer if reviewer is not None else "inherited",
         tool_checkpoint=tool_checkpoint,
+        rule_checker=rule_checker,
     )
 
 

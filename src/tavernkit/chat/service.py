@@ -67,6 +67,7 @@ from tavernkit.errors import ChatTurnError, Conflict, GenerateTaskError, NotFoun
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
+from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
@@ -565,6 +566,7 @@ class ChatService:
             memory=self.memory,
             character=speaker.character_id if speaker else None,
             group=speaker.context if speaker else None,
+            sources=self.runtime.provider_sources,
         )
         offer = await self._offer_tools(kind, prepared)
         if offer is not None:
@@ -706,6 +708,7 @@ class ChatService:
             memory=self.memory,
             character=turn.member.character_id if turn.member else None,
             group=turn.member.context if turn.member else None,
+            sources=self.runtime.provider_sources,
         )
         await self._save_turn_state(chat_id, prepared)
         offer = await self._offer_tools(kind, prepared)
@@ -733,6 +736,7 @@ class ChatService:
                 request,
                 pinned[0] if pinned else None,
                 tool_checkpoint=self.review_tool_checkpoint,
+                rule_checker=McpRuleChecker(self.runtime.mcp),
             )
             if settings is not None
             else None
@@ -792,6 +796,7 @@ class ChatService:
                 client=self.client,
                 local_factory=self.local_factory,
                 environ=self.environ,
+                sources=self.runtime.provider_sources,
             )
 
         return PlanSources(

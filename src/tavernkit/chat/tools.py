@@ -117,7 +117,7 @@ async def offer_tools(
     """The tools a turn of ``kind`` on ``connection`` offers; ``None`` when it offers none
     (no tool registered or allowed now, a kind or profile that cannot call tools). ``rng``
     draws the protocol's trigger line (injected so tests know it)."""
-    if not len(registry) or connection.family != "chat":
+    if not (len(registry) or registry.has_sources) or connection.family != "chat":
         return None
     caps = connection.capabilities
     if not can_perform_tool_calls(kind, caps, mode):

@@ -90,6 +90,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Groups: members, mutes and reply strategy (chat with one: chat --group).",
     ),
     LazyCommand(
+        "mcp",
+        "tavernkit.cli.mcp",
+        "mcp_app",
+        "MCP servers: tools for chats, or the review's prose linter.",
+    ),
+    LazyCommand(
         "serve",
         "tavernkit.cli.serve",
         "serve_command",

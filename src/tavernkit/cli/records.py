@@ -28,7 +28,13 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 _LIST_KINDS: dict[str, tuple[str, ...]] = {
     "characters": ("character",),
     "lorebooks": ("lorebook",),
-    "presets": ("chat_preset", "textgen_preset", "kobold_preset", "novel_preset"),
+    "presets": (
+        "chat_preset",
+        "textgen_preset",
+        "kobold_preset",
+        "novel_preset",
+        "chatluna_preset",
+    ),
     "templates": ("instruct", "context", "sysprompt", "reasoning"),
     "personas": ("persona",),
     "profiles": ("connection_profile",),

@@ -237,6 +237,7 @@ class TavernContext:
             client=self.client,
             local_factory=self.local_factory,
             environ=self.environ,
+            sources=self.runtime.provider_sources,
         )
 
     async def plan_for(self, connection: ResolvedConnection) -> Plan:
@@ -295,6 +296,7 @@ class TavernContext:
             before_request=self.request_hooks(),
             plan_for=self.plan_for,
             bound_preset=self.bound_preset,
+            renderer=self.runtime.prompt_renderer,
         )
 
     # -- generate_task -----------------------------------------------------------------------
@@ -360,7 +362,9 @@ class TavernContext:
             pstate,
             scan_messages,
             trigger=type,
-            substitute=tp.make_substitute(pstate, None, state.compat, state),
+            substitute=tp.make_substitute(
+                pstate, None, state.compat, state, self.runtime.prompt_renderer
+            ),
             rng=self.rng,
             compat=state.compat,
         )
@@ -391,10 +395,11 @@ class TavernContext:
             if isinstance(runtime_world_info, Mapping)
             else runtime_world_info
         )
-        substitute = tp.make_substitute(pstate, wi, state.compat, state)
+        renderer = self.runtime.prompt_renderer
+        substitute = tp.make_substitute(pstate, wi, state.compat, state, renderer)
         task = tp.validate_task_messages(messages)
         if substitute_macros:
-            task = tp.substitute_task_messages(task, substitute, state.compat)
+            task = tp.substitute_task_messages(task, substitute, state.compat, renderer)
         return tp.build_envelope(
             pstate,
             wi,
@@ -424,6 +429,13 @@ class TavernContext:
         """The capability table's answer for a generation of ``kind`` on the active
         profile (see :mod:`tavernkit.tools.capability`)."""
         return _can_perform(kind, await self._capabilities(), mode)
+
+    async def mcp_tools(self, server: str | None = None) -> list[FunctionTool]:
+        """The owner's MCP tools as function tools for ``generate_task(tools=...)`` and
+        :meth:`run_tool_loop`: every enabled ``tools`` registration's (the disabled tools
+        left out), or only ``server``'s."""
+        mcp = self.runtime.mcp
+        return await (mcp.function_tools(server) if server is not None else mcp.tools())
 
     async def run_tool_loop(
         self,

@@ -27,6 +27,7 @@ from tavernkit.formats.cards import (
     read_card,
 )
 from tavernkit.formats.charx import is_zip
+from tavernkit.formats.chatluna import is_chatluna_preset, read_chatluna_preset, write_chatluna
 from tavernkit.formats.chats import chat_to_jsonl, is_chat_jsonl, read_chat_jsonl
 from tavernkit.formats.lorebooks import is_lorebook, lorebook_to_bytes, read_lorebook
 from tavernkit.formats.png import is_png, read_text_chunks
@@ -218,5 +219,14 @@ BUILTIN_FORMATS: tuple[BuiltinFormat, ...] = (
     BuiltinFormat("chat-jsonl", "chat", 50, _is_chat, _read_chat, _write_chat),
     BuiltinFormat("lorebook-json", "lorebook", 40, _is_lorebook, _read_lorebook, _write_lorebook),
     BuiltinFormat("preset-json", "preset", 30, _is_preset, _read_preset, _write_preset),
+    # YAML, like card-yaml, but with keys of its own (keywords + prompts): tried first
+    BuiltinFormat(
+        "chatluna-preset",
+        "chatluna_preset",
+        5,
+        is_chatluna_preset,
+        read_chatluna_preset,
+        write_chatluna,
+    ),
     BuiltinFormat("card-yaml", "card", 0, _is_yaml_card, _read_card),
 )

@@ -42,10 +42,12 @@ from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile, resolve
 from tavernkit.providers.provider import AuthScheme, Provider
 from tavernkit.providers.request import PromptRequest, Sampling
 from tavernkit.providers.retry import RetryPolicy
+from tavernkit.providers.sources import ProviderSource
 from tavernkit.providers.st_samplers import sampling_from_textgen_settings
 from tavernkit.tools.capability import ToolCapabilities
 
 __all__ = [
+    "BUILTIN_SOURCES",
     "EMBEDDED_PROFILE",
     "ChatFamily",
     "LocalFactory",
@@ -87,6 +89,23 @@ _SOURCES: dict[str, tuple[str, AuthScheme, bool]] = {
 }
 _ANTHROPIC = frozenset({"claude", "anthropic"})
 _GEMINI = frozenset({"makersuite", "google", "gemini", "vertexai"})
+#: source names a plugin's ``register_providers`` may not take (see ``ProviderSources``)
+BUILTIN_SOURCES = (
+    frozenset(_SOURCES)
+    | _ANTHROPIC
+    | _GEMINI
+    | {
+        "local",
+        "custom",
+        "llamacpp",
+        "llama.cpp",
+        "vllm",
+        "openai-compatible",
+        "textgenerationwebui",
+        "kobold",
+        "koboldcpp",
+    }
+)
 
 #: the fields ``api_settings_override`` may set (a profile's own, plus SillyTavern's names)
 _OVERRIDE_ALIASES = {
@@ -258,8 +277,10 @@ def apply_settings_override(
         ) from exc
 
 
-def _model_profile(profile: ConnectionProfile, model: str | None) -> ModelProfile:
-    family = model_family(profile)
+def _model_profile(
+    profile: ConnectionProfile, model: str | None, plugin: ProviderSource | None = None
+) -> ModelProfile:
+    family = plugin.family if plugin is not None else model_family(profile)
     try:
         base = resolve_model(family, model or "*", provider=profile.source)
     except ModelUnavailable as exc:
@@ -321,9 +342,12 @@ async def resolve_connection(
     local_factory: LocalFactory | None = None,
     environ: Mapping[str, str] | None = None,
     tools_enabled: bool = True,
+    sources: Mapping[str, ProviderSource] | None = None,
 ) -> ResolvedConnection:
     """The provider, model and capabilities for ``profile`` (the embedded model when
-    ``None``), with ``api_settings_override`` and ``model_override`` applied.
+    ``None``), with ``api_settings_override`` and ``model_override`` applied. ``sources``
+    are the plugins' provider sources (``Runtime.provider_sources``): a chat-API profile whose
+    ``source`` names one sends with its base URL, auth, adapter and capability family.
 
     A hosted source without a key is not an error here: the provider raises
     ``MissingCredential`` (``auth_missing``) when asked to send, so listing and previews work
@@ -333,7 +357,8 @@ async def resolve_connection(
     if model_override.strip():
         resolved = resolved.model_copy(update={"model": model_override.strip()})
     model = resolved.model
-    model_profile = _model_profile(resolved, model)
+    plugin = (sources or {}).get(resolved.source.lower()) if resolved.api == "chat" else None
+    model_profile = _model_profile(resolved, model, plugin)
     caps = ToolCapabilities(
         supports_tools=model_profile.supports_tools,
         api_family="chat" if family_of(resolved) == "chat" else "text",
@@ -343,6 +368,10 @@ async def resolve_connection(
     if resolved.api == "local":
         provider = (local_factory or local_provider)(resolved, model_profile)
         return ResolvedConnection(resolved, provider, model, model_profile, caps)
+    if plugin is not None:
+        return await _plugin_connection(
+            resolved, plugin, model_profile, caps, load_secret, client, environ
+        )
     base_url = resolved.base_url or default_base_url(resolved)
     if not base_url:
         raise GenerateTaskError(
@@ -367,6 +396,39 @@ async def resolve_connection(
         profile=model_profile,
     )
     return ResolvedConnection(resolved, provider, model, model_profile, caps)
+
+
+async def _plugin_connection(
+    resolved: ConnectionProfile,
+    plugin: ProviderSource,
+    model_profile: ModelProfile,
+    caps: ToolCapabilities,
+    load_secret: SecretLoader | None,
+    client: httpx2.AsyncClient | None,
+    environ: Mapping[str, str] | None,
+) -> ResolvedConnection:
+    base_url = resolved.base_url or plugin.base_url
+    if not base_url:
+        raise GenerateTaskError(
+            "invalid_input",
+            f"connection profile {resolved.name!r} has no base URL and provider source "
+            f"{plugin.name!r} has no default",
+            details={"field": "base_url", "profile": resolved.name},
+        )
+    secret = await _secret(resolved, load_secret, os.environ if environ is None else environ)
+    provider = Provider(
+        name=plugin.name,
+        base_url=base_url,
+        adapter=plugin.adapter(),
+        model=resolved.model,
+        auth=plugin.auth,
+        keys=secret,
+        key_required=plugin.key_required and not resolved.base_url,
+        client=client,
+        timeouts=profile_timeouts(resolved.timeouts),
+        profile=model_profile,
+    )
+    return ResolvedConnection(resolved, provider, resolved.model, model_profile, caps)
 
 
 def _number(value: Any) -> Any:

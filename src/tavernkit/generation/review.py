@@ -22,9 +22,14 @@ categories) or ``unavailable``. A turn gets at most two reviews and one revision
 current prose through, while tool calls rejected earlier stay blocked. Proposed tool calls have
 their own pre-execution checkpoint (approve/reject; rejections last for the turn).
 
-An external rule checker (a "prose linter", an MCP tool in later work) plugs in through
-:class:`RuleChecker`: its report (at most 32 KB) reaches only the reviewer, marked advisory; a
-failing checker lets review proceed, and an empty report approves nothing.
+An external rule checker (a "prose linter": the owner's ``prose_linter`` MCP registration, see
+:mod:`tavernkit.generation.rule_checker`) plugs in through :class:`RuleChecker`. Its report (at
+most 32 KB) reaches only the reviewer, as ``<prose_linter_report advisory="true">``, and makes
+the review a detailed one (the packet says ``depth="detailed"`` and the reviewer is told to
+weigh each point); it never reaches the author's revision directive, the stored chat or the
+logs. A failing checker lets review proceed without a report; an empty report is shown as
+empty and approves nothing (the reviewer's verdict decides); a checker that answers ``None``
+(no registration, or a disabled or removed one) is no checker at all.
 """
 
 from __future__ import annotations
@@ -320,7 +325,8 @@ def build_packet(
         return "[redacted]" if contains_credential(text) else _escape(text)
 
     coverage: list[str] = []
-    head: list[str] = [f'<review rubric="{RUBRIC}">']
+    depth = ' depth="detailed"' if linter_report is not None else ""
+    head: list[str] = [f'<review rubric="{RUBRIC}"{depth}>']
     if selection.persona and evidence.persona:
         head.append(f"<persona>\n{scrubbed(evidence.persona)}\n</persona>")
         coverage.append("persona")
@@ -340,11 +346,10 @@ def build_packet(
     coverage += ["trigger", "reply_target"]
 
     tail: list[str] = [f'<candidate status="pending">\n{scrubbed(candidate)}\n</candidate>']
-    if linter_report:
-        report = linter_report.encode()[:LINTER_LIMIT].decode("utf-8", "ignore")
-        tail.append(
-            f'<prose_linter_report advisory="true">\n{scrubbed(report)}\n</prose_linter_report>'
-        )
+    if linter_report is not None:
+        report = linter_report.encode()[:LINTER_LIMIT].decode("utf-8", "ignore").strip()
+        body = scrubbed(report) if report else EMPTY_LINTER_REPORT
+        tail.append(f'<prose_linter_report advisory="true">\n{body}\n</prose_linter_report>')
         coverage.append("prose_linter_report")
     if findings:
         body = "\n".join(
@@ -398,7 +403,8 @@ def build_packet(
 
 
 class RuleChecker(Protocol):
-    """An external prose checker (later: an MCP "prose linter"); ``None`` = nothing to say."""
+    """An external prose checker: its report on ``text``, or ``None`` when there is no
+    checker to ask (which is not the same as an empty report)."""
 
     async def check(self, text: str) -> str | None: ...
 
@@ -421,6 +427,13 @@ REVIEWER_INSTRUCTIONS = (
     "category, the problem and a direction for the author. Use unavailable when the evidence "
     "is not enough to judge."
 )
+DETAILED_REVIEW_INSTRUCTIONS = (
+    'A rule checker\'s report is attached as <prose_linter_report advisory="true">. Review in '
+    "detail: weigh each point of the report against the candidate and the evidence. The report "
+    "is advisory (it may be wrong), and a report with nothing in it does not approve the "
+    "candidate: judge the candidate yourself."
+)
+EMPTY_LINTER_REPORT = "(the rule checker reported nothing; this does not approve the candidate)"
 DEFAULT_REVISION_DIRECTIVE = (
     "A reviewer read your draft reply and asks for a revision. Write the whole reply again, "
     "fixing these points:\n{findings}"
@@ -471,13 +484,16 @@ class ReviewerContext:
 
 
 async def _ask(
-    ctx: ReviewerContext, packet: ReviewPacket, config: ReviewConfig
+    ctx: ReviewerContext, packet: ReviewPacket, config: ReviewConfig, *, detailed: bool = False
 ) -> tuple[Verdict, Usage | None]:
     tools = config.selection.tools
     # Anthropic's structured call forces a tool, which the API refuses with extended thinking
     thinking = None if ctx.profile.family == "anthropic" else config.thinking_level
+    instructions = REVIEWER_INSTRUCTIONS
+    if detailed:
+        instructions += "\n\n" + DETAILED_REVIEW_INSTRUCTIONS
     request = ChatPrompt(
-        (ChatMessage("system", REVIEWER_INSTRUCTIONS), ChatMessage("user", packet.text)),
+        (ChatMessage("system", instructions), ChatMessage("user", packet.text)),
         sampling=Sampling(max_tokens=ctx.max_tokens),
         response_format=ResponseFormat(verdict_schema(tools), name="review_verdict"),
         reasoning_effort=thinking,
@@ -508,7 +524,9 @@ async def review_candidate(
         try:
             report = await config.rule_checker.check(candidate)
         except Exception as exc:  # a broken checker must not block the reply
+            # the class only: a checker's message may quote the private draft
             log.warning("review: rule checker failed (%s)", type(exc).__name__)
+            report = None
     try:
         packet = build_packet(
             config.evidence,
@@ -525,7 +543,7 @@ async def review_candidate(
         return _end(state, Verdict("unavailable", reason="admission_refused"))
     state.reviews += 1
     try:
-        verdict, usage = await _ask(ctx, packet, config)
+        verdict, usage = await _ask(ctx, packet, config, detailed=report is not None)
     except ProviderError as exc:
         cls, code = classify_error(exc)
         log.warning("review: reviewer failed: %s (%s)", cls, code)

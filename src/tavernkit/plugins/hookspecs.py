@@ -23,14 +23,21 @@ Request hooks (the generation issues):
   ``request_scope="extension_internal"`` (every ``generate_task``, a plugin's background
   call) skips them, so a plugin reacting to chat turns is not triggered by its own requests.
 
-Hooks later issues add here, with the same ``register`` style (kept out until the types they
-pass exist, so no plugin can depend on a signature nobody implemented):
+Extension hooks (issue 22), each called once per ``Tavern`` as it is made:
 
-- ``register_macros(register)``: macros for the macro engine (name, arity, handler);
-- ``register_template_functions(register)``: functions for the prompt renderer's templates;
-- ``register_providers(register)``: wire adapters and providers (base URL, auth, capabilities);
-- ``on_message_stored(...)``: a main-chat hook, skipped by ``extension_internal`` like the
-  two above.
+- ``register_macros(register)``: macros for the macro engine (name, handler, arity...), on the
+  Tavern's own macro registry, so that Tavern's renderer (chat turns, previews,
+  ``generate_task``, ``render_template``) has them and no other Tavern does;
+- ``register_template_functions(register)``: function providers of the prompt renderer
+  (``{{name::a::b}}`` in the macro syntax, ``{name(a, b)}`` in ChatLuna's);
+- ``register_providers(register)``: hosted APIs, as ``ProviderSource`` records (base URL,
+  auth, wire adapter, capability family) that a connection profile names by ``source``.
+
+Server hook: ``register_routes(app)`` gives each plugin the server's FastAPI application
+once, when ``tavernkit serve`` builds it (``add_plugin_routes`` is what the server calls).
+
+Not yet here (no type to pass exists): ``on_message_stored(...)``, a main-chat hook skipped
+by ``extension_internal`` like the turn hooks.
 """
 
 from __future__ import annotations
@@ -47,6 +54,9 @@ if TYPE_CHECKING:
     from tavernkit.generation.result import TurnResult
     from tavernkit.plugins.formats import RegisterFormat
     from tavernkit.providers.request import PromptRequest
+    from tavernkit.providers.sources import ProviderSource
+    from tavernkit.text.macros.registry import MacroDef
+    from tavernkit.text.render.types import FunctionProvider
     from tavernkit.tools.registry import FunctionTool
 
 __all__ = [
@@ -58,6 +68,10 @@ __all__ = [
     "hookspec",
     "register_commands",
     "register_formats",
+    "register_macros",
+    "register_providers",
+    "register_routes",
+    "register_template_functions",
     "register_tools",
 ]
 
@@ -117,3 +131,33 @@ def before_chat_turn(
 def after_chat_turn(chat_id: str | None, kind: str, result: TurnResult) -> None:
     """A main-chat turn ended (completed, failed or aborted; ``result.text`` is what was
     delivered). Never called for ``request_scope="extension_internal"``."""
+
+
+@hookspec
+def register_macros(register: Callable[..., MacroDef]) -> None:
+    """Register macros: ``register(name, handler, *, args=0, list=False, aliases=(),
+    description="", strict_args=True, delay_arg_resolution=False)`` (the keywords of
+    ``MacroRegistry.register``). ``handler(call: MacroCall)`` returns the text; ``call.args``
+    are the evaluated arguments. A built-in macro's name (or one another plugin took) is a
+    ``PluginError``: a plugin adds macros, it does not change SillyTavern's."""
+
+
+@hookspec
+def register_template_functions(register: Callable[[str, FunctionProvider], object]) -> None:
+    """Register prompt-renderer functions: ``register(name, handler)`` with
+    ``handler(args: list[str], variables: Mapping, configurable: Mapping) -> str`` (may be
+    ``async``). They work in every template syntax and shadow a macro of the same name."""
+
+
+@hookspec
+def register_providers(register: Callable[[ProviderSource], None]) -> None:
+    """Register hosted APIs: ``register(ProviderSource(name, base_url=..., auth=...,
+    key_required=..., adapter=..., family=...))``. A chat-API connection profile whose
+    ``source`` is ``name`` sends through it. Built-in source names cannot be taken."""
+
+
+@hookspec
+def register_routes(app: object) -> None:
+    """Add HTTP routes to the server's FastAPI application (``@app.get(...)``,
+    ``app.include_router(router)``). Called once per application by ``tavernkit serve``;
+    never called outside the server, so a plugin may import FastAPI inside this hook."""

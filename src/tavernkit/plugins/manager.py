@@ -30,6 +30,8 @@ __all__ = [
     "LOAD_PLUGINS_ENV",
     "EntryPointLike",
     "add_plugin_commands",
+    "add_plugin_routes",
+    "call_each",
     "get_plugin_manager",
     "load_entrypoint_plugins",
     "plugin_allow_list",
@@ -127,14 +129,30 @@ def load_entrypoint_plugins(
 
 def add_plugin_commands(pm: pluggy.PluginManager, cli: typer.Typer) -> None:
     """Let every plugin add its sub-commands to ``cli`` (called once by the CLI at start-up)."""
-    for impl in pm.hook.register_commands.get_hookimpls():
+    call_each(pm, "register_commands", cli=cli)
+
+
+def add_plugin_routes(pm: pluggy.PluginManager, app: object) -> None:
+    """Let every plugin add its routes to the server's FastAPI ``app`` (the server calls this
+    once per application it builds)."""
+    call_each(pm, "register_routes", app=app)
+
+
+def call_each(pm: pluggy.PluginManager, hook: str, **kwargs: object) -> None:
+    """Call every implementation of ``hook`` (in registration order), naming the plugin that
+    fails: a ``PluginError`` (something it registered was refused) gets the plugin's name in
+    front, another tavernkit error passes through as it is, any other exception becomes a
+    ``PluginError``."""
+    for impl in getattr(pm.hook, hook).get_hookimpls():
         try:
-            impl.function(**({"cli": cli} if "cli" in impl.argnames else {}))
+            impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+        except PluginError as exc:
+            raise PluginError(f"plugin {impl.plugin_name!r} in {hook}: {exc}") from exc
         except TavernKitError:
             raise
         except Exception as exc:
             raise PluginError(
-                f"plugin {impl.plugin_name!r} failed in register_commands: {exc}"
+                f"plugin {impl.plugin_name!r} failed in {hook}: {type(exc).__name__}: {exc}"
             ) from exc
 
 

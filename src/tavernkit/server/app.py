@@ -3,8 +3,8 @@
 The app is a face over :class:`~tavernkit.facade.Tavern`: its lifespan opens the data home's
 store (or takes an open Tavern), ``app.state.server`` holds the
 :class:`~tavernkit.server.state.ServerState` the routes share, every router of
-:data:`~tavernkit.server.routes.ROUTERS` is included, and every error leaves as typed JSON
-(:mod:`tavernkit.server.errors`).
+:data:`~tavernkit.server.routes.ROUTERS` is included, then the plugins' ``register_routes``
+routes, and every error leaves as typed JSON (:mod:`tavernkit.server.errors`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from tavernkit.facade import Tavern
+from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
 from tavernkit.server.accounts import Accounts
 from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog
@@ -83,4 +84,6 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)
+    # the plugins' routes come last, so a plugin adds routes and never shadows the server's
+    add_plugin_routes(tavern.plugins if tavern is not None else get_plugin_manager(), app)
     return app

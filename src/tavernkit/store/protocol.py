@@ -86,6 +86,8 @@ KINDS: frozenset[str] = frozenset(
         "custom_endpoint",
         "quick_reply_set",
         "group",
+        "mcp_server",
+        "chatluna_preset",
     }
 )
 

@@ -11,7 +11,9 @@ from pydantic import BaseModel
 
 from tavernkit.groups.models import Group
 from tavernkit.models.character import Card
+from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile, CustomEndpoint, FallbackChain
@@ -49,4 +51,6 @@ def default_models() -> dict[str, type[BaseModel]]:
         "quick_reply_set": QuickReplySet,
         "group": Group,
         "settings": Settings,
+        MCP_SERVER_KIND: McpServer,
+        CHATLUNA_PRESET_KIND: ChatLunaPreset,
     }

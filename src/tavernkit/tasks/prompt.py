@@ -13,7 +13,7 @@ sequences, or ``Name: text`` lines (also ``TextCompletionService.construct_promp
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.errors import FormatError, GenerateTaskError
@@ -44,6 +44,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 
 if TYPE_CHECKING:
     from tavernkit.generation.profiles import ResolvedConnection
+    from tavernkit.text.render import PromptRenderer
 
 __all__ = [
     "Message",
@@ -224,41 +225,51 @@ def make_substitute(
     wi: WorldInfoResult | None,
     compat: str,
     state: ChatState | None = None,
+    renderer: PromptRenderer | None = None,
 ) -> MacroSubstitute:
     """The build's one macro evaluator (world-info outlets bound when there is a result).
     With ``state``, ``{{getvar}}`` and friends read copies of the chat's and the owner's
-    variables (a task never writes them)."""
+    variables (a task never writes them). With ``renderer`` (the Tavern's) every macro goes
+    through it, so its providers and the plugins' macros work in tasks as in chat turns."""
     if state is None:
-        return macro_substitute(pstate, outlets=worldinfo_outlets(wi), compat=compat)
-    substitute = state_substitute(state, pstate, compat=compat)
+        return macro_substitute(
+            pstate, outlets=worldinfo_outlets(wi), compat=compat, renderer=renderer
+        )
+    substitute = state_substitute(state, pstate, compat=compat, renderer=renderer)
     if wi is not None:
         substitute.env.outlets = worldinfo_outlets(wi)
     return substitute
 
 
 def substitute_task_messages(
-    messages: Sequence[Message], substitute: MacroSubstitute, compat: str
+    messages: Sequence[Message],
+    substitute: MacroSubstitute,
+    compat: str,
+    renderer: PromptRenderer | None = None,
 ) -> list[Message]:
     """Macros in the task messages' text, side effects (``{{setvar}}``...) stripped so a
-    task never writes chat variables."""
+    task never writes chat variables; through ``renderer`` when given."""
+    if renderer is not None:
+        evaluate: Callable[[str], str] = renderer.substitute_for(
+            substitute.env,
+            compat=compat,  # type: ignore[arg-type]
+            skip_side_effects=True,
+        )
+    else:
+
+        def evaluate(text: str) -> str:
+            return substitute_macros(text, substitute.env, skip_side_effects=True, compat=compat)
+
     out: list[Message] = []
     for message in messages:
         content = message.get("content")
         if isinstance(content, str) and content:
-            message = {
-                **message,
-                "content": substitute_macros(
-                    content, substitute.env, skip_side_effects=True, compat=compat
-                ),
-            }
+            message = {**message, "content": evaluate(content)}
         elif isinstance(content, list):
             parts = []
             for part in content:
                 if isinstance(part, Mapping) and isinstance(part.get("text"), str):
-                    text = substitute_macros(
-                        part["text"], substitute.env, skip_side_effects=True, compat=compat
-                    )
-                    part = {**part, "text": text}
+                    part = {**part, "text": evaluate(part["text"])}
                 parts.append(part)
             message = {**message, "content": parts}
         out.append(message)

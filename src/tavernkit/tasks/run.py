@@ -50,6 +50,7 @@ from tavernkit.tasks.options import (
     TaskTextDelta,
     TaskToolCallEvent,
 )
+from tavernkit.text.render import PromptRenderer
 from tavernkit.tools import protocol_for
 from tavernkit.tools._protocol import PromptProtocol
 from tavernkit.tools._scan import StreamDetector
@@ -102,6 +103,8 @@ class TaskServices:
     #: a group chat's quiet-generation state, as the member ``force_ch_id`` names (or the
     #: last speaker) sees the chat; ``None`` back for a solo chat
     load_group_state: Callable[[int | str | None], Awaitable[ChatState | None]] | None = None
+    #: the Tavern's renderer: its providers and the plugins' macros evaluate the task's macros
+    renderer: PromptRenderer | None = None
 
     async def plan(self, connection: ResolvedConnection) -> Plan | None:
         return await self.plan_for(connection) if self.plan_for is not None else None
@@ -317,7 +320,12 @@ class _Run:
 
 
 async def _resolve_world_info(
-    run_opts: TaskOptions, state: ChatState, pstate: PromptState, compat: str, rng: random.Random
+    run_opts: TaskOptions,
+    state: ChatState,
+    pstate: PromptState,
+    compat: str,
+    rng: random.Random,
+    renderer: PromptRenderer | None = None,
 ) -> WorldInfoResult | None:
     snapshot = run_opts.runtime_world_info
     if snapshot and not run_opts.force_world_info_resimulate:
@@ -340,7 +348,7 @@ async def _resolve_world_info(
         messages = tp.validate_task_messages(run_opts.custom_world_info_messages)
     else:
         messages = None
-    substitute = tp.make_substitute(pstate, None, compat, state)
+    substitute = tp.make_substitute(pstate, None, compat, state, renderer)
     return tp.scan_task_world_info(
         state,
         pstate,
@@ -373,10 +381,12 @@ async def run_task(services: TaskServices, options: TaskOptions, emit: Emit | No
             preset = await services.load_preset(options.llm_preset_name.strip())
     compat = state.compat
     pstate = tp.connection_prompt_state(state, connection, preset)
-    wi = await _resolve_world_info(options, state, pstate, compat, services.rng)
-    substitute = tp.make_substitute(pstate, wi, compat, state)
+    wi = await _resolve_world_info(options, state, pstate, compat, services.rng, services.renderer)
+    substitute = tp.make_substitute(pstate, wi, compat, state, services.renderer)
     if options.substitute_macros:
-        task_messages = tp.substitute_task_messages(task_messages, substitute, compat)
+        task_messages = tp.substitute_task_messages(
+            task_messages, substitute, compat, services.renderer
+        )
     messages = tp.build_envelope(
         pstate,
         wi,

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tavernkit.errors import GenerateTaskError
 
@@ -22,6 +22,7 @@ __all__ = [
     "FunctionTool",
     "ToolAction",
     "ToolRegistry",
+    "ToolSource",
     "check_tool_name",
     "tools_from_specs",
 ]
@@ -126,13 +127,31 @@ async def _allowed(tool: FunctionTool) -> bool:
     return bool(verdict)
 
 
+class ToolSource(Protocol):
+    """Tools that come from elsewhere (an owner's MCP servers): asked before every
+    generation, as ``should_register`` is, for the tools it offers now."""
+
+    async def tools(self, kind: str = "normal") -> list[FunctionTool]: ...
+
+
 class ToolRegistry:
-    """The tools registered on one ``Tavern``, in registration order."""
+    """The tools registered on one ``Tavern``, in registration order, then its sources'."""
 
     def __init__(self, tools: Iterable[FunctionTool] = ()) -> None:
         self._tools: dict[str, FunctionTool] = {}
+        self._sources: list[ToolSource] = []
         for tool in tools:
             self.register_function_tool(tool)
+
+    def add_source(self, source: ToolSource) -> None:
+        """Offer ``source``'s tools after the registered ones (a name a registered tool
+        already has is left out of that generation and logged: the registered tool wins)."""
+        self._sources.append(source)
+
+    @property
+    def has_sources(self) -> bool:
+        """Whether tools may come from a source (so an empty registry may still offer some)."""
+        return bool(self._sources)
 
     def register_function_tool(self, tool: FunctionTool, *, replace: bool = False) -> None:
         """Add ``tool``; a second tool with the same name is ``invalid_input`` unless
@@ -170,8 +189,17 @@ class ToolRegistry:
         ``should_register`` says yes now. Whether the kind may call tools at all is
         :func:`tavernkit.tools.capability.can_perform_tool_calls`'s question, not this one's;
         ``kind`` is accepted so callers read the same at both places."""
-        del kind
-        return [tool for tool in list(self._tools.values()) if await _allowed(tool)]
+        offered = [tool for tool in list(self._tools.values()) if await _allowed(tool)]
+        names = {tool.name for tool in offered}
+        for source in self._sources:
+            for tool in await source.tools(kind):
+                if tool.name in names or tool.name in self._tools:
+                    log.warning("tool %s of a tool source shadows another; left out", tool.name)
+                    continue
+                if await _allowed(tool):
+                    names.add(tool.name)
+                    offered.append(tool)
+        return offered
 
 
 def tools_from_specs(

@@ -22,12 +22,14 @@ _MEDIA = {
     "json": "application/json",
     "charx": "application/zip",
     "jsonl": "application/x-ndjson",
+    "yaml": "application/yaml",
 }
 #: the kinds an export may name: the library's EXPORT_FORMATS (a test keeps them equal)
 ExportKind = Literal[
     "character",
     "chat",
     "chat_preset",
+    "chatluna_preset",
     "context",
     "group",
     "instruct",
@@ -38,7 +40,7 @@ ExportKind = Literal[
     "sysprompt",
     "textgen_preset",
 ]
-ExportFormat = Literal["charx", "json", "jsonl", "png"]
+ExportFormat = Literal["charx", "json", "jsonl", "png", "yaml"]
 
 
 class Imported(BaseModel):
@@ -115,7 +117,8 @@ async def export_record(
     spec: Annotated[Literal["v2", "v3"], Query()] = "v2",
 ) -> Response:
     """The record (id or name) in one of SillyTavern's formats: a character as ``png``,
-    ``json`` or ``charx``; a chat as ``jsonl``; a lorebook, preset or group as ``json``."""
+    ``json`` or ``charx``; a chat as ``jsonl``; a lorebook, preset or group as ``json``; a
+    ChatLuna preset as ``yaml``."""
     found, data = await tk.library.export_bytes(ref, format, kind=kind, spec=spec)
     filename = quote(f"{found.name}.{format}")
     return Response(

@@ -34,6 +34,7 @@ import httpx2
 from tavernkit.models.preset import GLOBAL_CHARACTER_ID
 from tavernkit.text.macros.env import Compat, MacroEnv
 from tavernkit.text.macros.registry import MacroRegistry
+from tavernkit.text.render.chatluna import ChatLunaSyntax
 from tavernkit.text.render.context import AsyncBridge, RenderContext
 from tavernkit.text.render.syntax import MacroSyntax, TemplateSyntax
 from tavernkit.text.render.types import (
@@ -46,6 +47,7 @@ from tavernkit.text.render.types import (
 from tavernkit.text.render.url import UrlPolicy, url_provider
 
 if TYPE_CHECKING:
+    from tavernkit.models.chatluna import ChatLunaPreset
     from tavernkit.models.preset import ChatCompletionPreset
 
 __all__ = ["PromptRenderer", "RendererSubstitute"]
@@ -82,7 +84,10 @@ class PromptRenderer:
         self._statics: dict[str, str] = {}
         self._functions: dict[str, FunctionProvider] = {}
         self._variable_providers: list[VariableProvider] = []
-        self._syntaxes: dict[str, TemplateSyntax] = {"macros": MacroSyntax(registry)}
+        self._syntaxes: dict[str, TemplateSyntax] = {
+            "macros": MacroSyntax(registry),
+            "chatluna": ChatLunaSyntax(),
+        }
         self.default_syntax = "macros"
         self.url_policy = url or UrlPolicy()
         self._builtin_functions: dict[str, FunctionProvider] = {}
@@ -185,6 +190,37 @@ class PromptRenderer:
             identifiers.append(item.identifier)
         rendered, used, warnings = await self._render_message_list(messages, variables, options)
         return PresetRenderResult(rendered, used, identifiers, warnings)
+
+    async def render_chatluna_preset(
+        self,
+        preset: ChatLunaPreset,
+        variables: Mapping[str, Any] | None = None,
+        options: RenderOptions | None = None,
+    ) -> PresetRenderResult:
+        """ChatLuna's ``renderPresetTemplate``: every prompt of the preset rendered in
+        ChatLuna's dialect (whatever ``options.syntax`` says) into ``{"role", "content"}``
+        messages, content parts kept as parts with their text rendered. ``identifiers[i]``
+        is the prompt's ``type`` (``description``, ``first_message``...) or its index."""
+        options = dataclasses.replace(options or _DEFAULT_OPTIONS, syntax="chatluna")
+        messages = [{"role": p.role, "content": p.content} for p in preset.prompts]
+        identifiers = [p.type or str(n) for n, p in enumerate(preset.prompts)]
+        rendered, used, warnings = await self._render_message_list(messages, variables, options)
+        return PresetRenderResult(rendered, used, identifiers, warnings)
+
+    async def format_chatluna_input(
+        self,
+        preset: ChatLunaPreset,
+        prompt: str,
+        variables: Mapping[str, Any] | None = None,
+        options: RenderOptions | None = None,
+    ) -> RenderResult:
+        """A user message wrapped in the preset's ``format_user_prompt`` (default
+        ``{prompt}``), as ChatLuna's ``formatUserPromptString`` does: ``variables`` (the sender's
+        ``sender``, ``sender_id``... and the system variables) with ``prompt`` on top."""
+        options = dataclasses.replace(options or _DEFAULT_OPTIONS, syntax="chatluna")
+        return await self.render_template(
+            preset.input_format, {**(variables or {}), "prompt": prompt}, options
+        )
 
     def render_sync(
         self,
