@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.service import ChatService
 from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound, TavernKitError
@@ -38,17 +39,28 @@ from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog
 from tavernkit.server.task_errors import safe_message
 
-__all__ = ["TURN_KINDS", "EventLogSink", "TurnHub", "TurnRequest", "TurnStarted"]
+__all__ = [
+    "GROUP_TURN_KINDS",
+    "TURN_KINDS",
+    "EventLogSink",
+    "TurnHub",
+    "TurnRequest",
+    "TurnStarted",
+]
 
 #: the verbs a server turn runs (a quiet prompt is a task, not a turn)
 TURN_KINDS = ("send", "swipe", "regenerate", "continue", "impersonate")
+#: a group chat's verbs: the solo ones, and ``trigger`` (``member`` replies now)
+GROUP_TURN_KINDS = (*TURN_KINDS, "trigger")
 
 
 @dataclass(frozen=True)
 class TurnRequest:
     """One turn as a client asks for it. ``text`` and ``attachments`` (image URLs) are for
     ``send``; ``prefill`` for ``send``, ``swipe`` and ``regenerate``; ``overrides`` is a
-    :class:`~tavernkit.chat.prepare.TurnOverrides` mapping."""
+    :class:`~tavernkit.chat.prepare.TurnOverrides` mapping. ``group``: a group chat's turn
+    (:meth:`~tavernkit.chat.ChatService.group_turn`; ``member`` forces who replies, and is
+    required by ``trigger``)."""
 
     kind: str = "send"
     text: str = ""
@@ -56,6 +68,8 @@ class TurnRequest:
     prefill: str | None = None
     overrides: Mapping[str, Any] | None = None
     interrupt: bool = False
+    group: bool = False
+    member: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,8 +130,37 @@ def _turn_error_data(error_class: str, code: str, message: str | None = None) ->
     }
 
 
-def outcome_data(outcome: TurnOutcome) -> dict[str, Any]:
-    """The ``done`` event of a turn that ran (its stored place; the text is in the log)."""
+class MemberSink(EventLogSink):
+    """A group member's part of a group turn's log: a ``notice`` with ``kind: "member"``
+    (its name and avatar) before the member's first event, then its events."""
+
+    def __init__(self, log: TurnEventLog, turn_id: str, name: str, avatar: str) -> None:
+        super().__init__(log, turn_id)
+        self.name = name
+        self.avatar = avatar
+        self._announced = False
+
+    async def emit(self, event: SinkEvent) -> None:
+        if not self._announced and sink_event_entry(event) is not None:
+            self._announced = True
+            data = {"kind": "member", "name": self.name, "avatar": self.avatar}
+            await self.log.append(self.turn_id, "notice", data)
+        await super().emit(event)
+
+
+def outcome_data(outcome: TurnOutcome | GroupTurnOutcome) -> dict[str, Any]:
+    """The ``done`` event of a turn that ran (its stored place; the text is in the log); a
+    group turn's lists each member's reply in order, under ``replies``."""
+    if isinstance(outcome, GroupTurnOutcome):
+        return {
+            "status": outcome.status,
+            "kind": outcome.kind,
+            "user_message_stored": outcome.user_message_stored,
+            "replies": [
+                {"name": r.name, "avatar": r.avatar, **outcome_data(r.outcome)}
+                for r in outcome.replies
+            ],
+        }
     return {
         "status": outcome.status,
         "kind": outcome.kind,
@@ -172,11 +215,16 @@ class TurnHub:
         """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
         :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")`` or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
-        if request.kind not in TURN_KINDS:
+        kinds = GROUP_TURN_KINDS if request.group else TURN_KINDS
+        if request.kind not in kinds:
             raise GenerateTaskError(
                 "invalid_input",
-                f"unknown turn kind {request.kind!r} (one of {', '.join(TURN_KINDS)})",
+                f"unknown turn kind {request.kind!r} (one of {', '.join(kinds)})",
                 details={"field": "kind"},
+            )
+        if request.kind == "trigger" and not request.member:
+            raise GenerateTaskError(
+                "invalid_input", "a trigger names the member", details={"field": "member"}
             )
         info = await chats.store.get_chat_info(chat_ref, owner=chats.owner)
         await chats.check_overrides(request.overrides)
@@ -331,7 +379,9 @@ async def _run_verb(
     request: TurnRequest,
     sink: EventLogSink,
     controller: AbortController,
-) -> TurnOutcome:
+) -> TurnOutcome | GroupTurnOutcome:
+    if request.group:
+        return await _run_group_verb(chats, chat_id, request, sink, controller)
     common: dict[str, Any] = {
         "sink": sink,
         "abort": controller.signal,
@@ -354,3 +404,33 @@ async def _run_verb(
     if kind == "continue":
         return await chats.continue_(chat_id, **common)
     return await chats.impersonate(chat_id, **common)
+
+
+#: a group turn's verb -> :meth:`ChatService.group_turn`'s kind
+_GROUP_KIND = {"send": "normal", "trigger": "normal"}
+
+
+async def _run_group_verb(
+    chats: ChatService,
+    chat_id: str,
+    request: TurnRequest,
+    sink: EventLogSink,
+    controller: AbortController,
+) -> GroupTurnOutcome:
+    info = await chats.store.get_chat_info(chat_id, owner=chats.owner)
+    loaded = await group_for_chat(chats.store, info.name, owner=chats.owner)
+    avatars = {m.name: m.avatar for m in loaded.members}
+
+    def member_sink(name: str) -> MemberSink:
+        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""))
+
+    return await chats.group_turn(
+        chat_id,
+        _GROUP_KIND.get(request.kind, request.kind),
+        text=request.text if request.kind == "send" else "",
+        member=request.member,
+        member_sink=member_sink,
+        abort=controller.signal,
+        overrides=request.overrides,
+        interrupt=request.interrupt,
+    )

@@ -21,12 +21,13 @@ from tavernkit.errors import FormatError, GenerateTaskError, NotFound
 from tavernkit.facade import Tavern
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
 from tavernkit.server.coordination import TurnEvent
+from tavernkit.server.principal import Principal
 from tavernkit.server.sse import sse_event, sse_response
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.server.task_errors import task_error_response
 from tavernkit.server.turns import TurnHub, TurnRequest
 
-__all__ = ["router"]
+__all__ = ["TurnOverridesBody", "TurnStartedBody", "begin_turn", "router"]
 
 router = APIRouter(tags=["turns"])
 
@@ -85,7 +86,6 @@ async def start_turn(
     chat_id: str, body: TurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
 ) -> Any:
     """Start a turn of the chat (409 when the chat is generating, unless ``interrupt``)."""
-    await state.admit_turn(principal)
     overrides = body.overrides.model_dump(exclude_none=True) if body.overrides else None
     request = TurnRequest(
         kind=body.kind,
@@ -95,6 +95,15 @@ async def start_turn(
         overrides=overrides,
         interrupt=body.interrupt,
     )
+    return await begin_turn(state, principal, tk, chat_id, request)
+
+
+async def begin_turn(
+    state: ServerState, principal: Principal, tk: Tavern, chat_id: str, request: TurnRequest
+) -> Any:
+    """Count the turn against the principal's rate, start it on the hub, and answer where
+    its events stream (what every turn-starting route answers)."""
+    await state.admit_turn(principal)
     try:
         started = await state.turns.start(tk.chats, chat_id, request)
     except GenerateTaskError as exc:

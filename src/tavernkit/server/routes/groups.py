@@ -1,0 +1,257 @@
+"""Groups and their chats over HTTP: make, list, read, edit (members, mutes, strategy) and
+delete groups, open a group chat, and start a group turn.
+
+A group is the caller's own ``group`` record (:mod:`tavernkit.groups.records`). Members are
+named by the stored characters they are (id or name) when added, and by their member name
+(or avatar, or list index) when muted. A group turn runs on the server's turn machinery, as a
+solo turn does (:class:`~tavernkit.server.turns.TurnHub`): ``POST /chats/{id}/group-turns``
+answers 202 with the turn id, its events stream at the same
+``/chats/{id}/turns/{turn}/events`` (each member's reply opens with a ``notice`` of
+``kind: "member"``; the ``done`` event lists every member's reply under ``replies``),
+``DELETE`` there stops it, and a busy chat is 409.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from tavernkit.chat.group_turn import group_for_chat
+from tavernkit.errors import Conflict
+from tavernkit.groups.models import ActivationStrategy, GenerationMode
+from tavernkit.groups.records import (
+    GROUP_KIND,
+    LoadedGroup,
+    create_group,
+    edit_group,
+    load_group,
+    member_avatar,
+)
+from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.routes._common import Page, PageQuery, State, page_of
+from tavernkit.server.routes.chats import ChatLine
+from tavernkit.server.routes.turns import TurnOverridesBody, TurnStartedBody, begin_turn
+from tavernkit.server.turns import TurnRequest
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["groups"])
+
+Strategy = Literal["natural", "list", "manual", "pooled"]
+Mode = Literal["swap", "join", "join-muted"]
+
+_MODES: dict[str, GenerationMode] = {
+    "swap": GenerationMode.SWAP,
+    "join": GenerationMode.APPEND,
+    "join-muted": GenerationMode.APPEND_DISABLED,
+}
+_MODE_NAMES = {mode: name for name, mode in _MODES.items()}
+
+
+class MemberBody(BaseModel):
+    name: str
+    avatar: str
+    muted: bool
+    character_id: str
+
+
+class GroupBody(BaseModel):
+    id: str
+    name: str
+    #: the members found in the store, in reply order (muted ones included)
+    members: list[MemberBody]
+    #: member avatars that match no stored character
+    missing: list[str]
+    #: ``None`` for a strategy SillyTavern does not know (nobody is drafted)
+    strategy: Strategy | None
+    mode: Mode
+    allow_self_responses: bool
+    auto_mode_delay: float
+    join_prefix: str
+    join_suffix: str
+    #: the group's chats (their names), and the one open
+    chats: list[str]
+    chat: str
+
+    @classmethod
+    def of(cls, loaded: LoadedGroup) -> GroupBody:
+        group = loaded.group
+        strategy = group.strategy
+        return cls(
+            id=loaded.id,
+            name=group.name,
+            members=[
+                MemberBody(
+                    name=m.name,
+                    avatar=m.avatar,
+                    muted=m.muted,
+                    character_id=loaded.character_ids[m.avatar],
+                )
+                for m in loaded.members
+            ],
+            missing=loaded.missing,
+            strategy=None if strategy is None else _strategy_name(strategy),
+            mode=_MODE_NAMES[group.mode],
+            allow_self_responses=group.allow_self_responses,
+            auto_mode_delay=float(group.auto_mode_delay),
+            join_prefix=group.generation_mode_join_prefix,
+            join_suffix=group.generation_mode_join_suffix,
+            chats=list(group.chats),
+            chat=group.chat_id,
+        )
+
+
+def _strategy_name(strategy: ActivationStrategy) -> Strategy:
+    return strategy.name.lower()  # type: ignore[return-value]
+
+
+class GroupSettingsBody(BaseModel):
+    """How a group replies; a field left out keeps its value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    strategy: Strategy | None = None
+    mode: Mode | None = None
+    allow_self_responses: bool | None = None
+    auto_mode_delay: float | None = Field(None, ge=1, le=86_400)
+    join_prefix: str | None = Field(None, max_length=10_000)
+    join_suffix: str | None = Field(None, max_length=10_000)
+
+    def fields(self) -> dict[str, Any]:
+        """The given settings as :class:`~tavernkit.groups.models.Group` fields."""
+        values = {
+            "activation_strategy": None
+            if self.strategy is None
+            else int(ActivationStrategy[self.strategy.upper()]),
+            "generation_mode": None if self.mode is None else int(_MODES[self.mode]),
+            "allow_self_responses": self.allow_self_responses,
+            "auto_mode_delay": self.auto_mode_delay,
+            "generation_mode_join_prefix": self.join_prefix,
+            "generation_mode_join_suffix": self.join_suffix,
+        }
+        return {k: v for k, v in values.items() if v is not None}
+
+
+class NewGroup(GroupSettingsBody):
+    name: str = Field(min_length=1, max_length=500)
+    #: stored characters (ids or names), in reply order
+    members: list[str] = Field(max_length=200)
+
+
+class GroupPatch(GroupSettingsBody):
+    """An edit: ``members`` replaces the member list (stored characters, ids or names, in
+    reply order); ``muted`` replaces who is muted (members, by name)."""
+
+    members: list[str] | None = Field(None, max_length=200)
+    muted: list[str] | None = Field(None, max_length=200)
+
+
+class NewGroupChat(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(None, min_length=1, max_length=500)
+
+
+class GroupTurnBody(BaseModel):
+    """A group turn: ``send`` (``text`` may be empty: the members go on), ``trigger``
+    (``member`` replies now, muted or not), ``regenerate`` (the last batch of replies again),
+    ``swipe`` / ``continue`` (the last speaker), ``impersonate``. ``member`` on a ``send``
+    makes that member the one who replies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["send", "trigger", "swipe", "regenerate", "continue", "impersonate"] = "send"
+    text: str = Field("", max_length=200_000)
+    member: str | None = Field(None, min_length=1, max_length=500)
+    overrides: TurnOverridesBody | None = None
+    interrupt: bool = False
+
+
+@router.get("/groups")
+async def list_groups(tk: UserTavern, paging: PageQuery) -> Page[GroupBody]:
+    infos, total = page_of(await tk.store.list(GROUP_KIND, owner=tk.owner), paging)
+    items = [GroupBody.of(await load_group(tk.store, i.id, owner=tk.owner)) for i in infos]
+    return Page(items=items, total=total, offset=paging.offset, limit=paging.limit)
+
+
+@router.post("/groups", status_code=201)
+async def create_group_route(body: NewGroup, tk: UserTavern) -> GroupBody:
+    """A group of stored characters (409 when the name is taken; 404 naming a character that
+    is not the caller's)."""
+    loaded = await create_group(
+        tk.store,
+        body.name,
+        body.members,
+        owner=tk.owner,
+        created_ms=int(time.time() * 1000),
+        **body.fields(),
+    )
+    return GroupBody.of(loaded)
+
+
+@router.get("/groups/{ref}")
+async def get_group(ref: str, tk: UserTavern) -> GroupBody:
+    return GroupBody.of(await load_group(tk.store, ref, owner=tk.owner))
+
+
+@router.patch("/groups/{ref}")
+async def edit_group_route(ref: str, body: GroupPatch, tk: UserTavern) -> GroupBody:
+    """Edit the group; nothing is stored when any part names something that is not there."""
+    await load_group(tk.store, ref, owner=tk.owner)  # the caller's group, before anything else
+    avatars = (
+        None
+        if body.members is None
+        else [await member_avatar(tk.store, c, owner=tk.owner) for c in body.members]
+    )
+    if avatars is not None and len(set(avatars)) != len(avatars):
+        raise Conflict("a character is named twice in members")
+
+    def change(loaded: LoadedGroup) -> None:
+        group = loaded.group
+        if body.muted is not None:
+            muted = [loaded.member(m).avatar for m in body.muted]
+            group.disabled_members = list(dict.fromkeys(muted))
+        if avatars is not None:
+            group.members = avatars
+            group.disabled_members = [m for m in group.disabled_members if m in avatars]
+        for key, value in body.fields().items():
+            setattr(group, key, value)
+
+    return GroupBody.of(await edit_group(tk.store, ref, change, owner=tk.owner))
+
+
+@router.delete("/groups/{ref}", status_code=204)
+async def delete_group(ref: str, tk: UserTavern) -> None:
+    """Delete the group (its chats stay, as chats with no character)."""
+    loaded = await load_group(tk.store, ref, owner=tk.owner)
+    await tk.store.delete(GROUP_KIND, loaded.id, owner=tk.owner)
+
+
+@router.post("/groups/{ref}/chats", status_code=201)
+async def new_group_chat(ref: str, body: NewGroupChat, tk: UserTavern) -> ChatLine:
+    """A new chat of the group, made its open chat, with every member's greeting."""
+    return ChatLine.of(await tk.chats.new_group_chat(ref, name=body.name))
+
+
+@router.post("/chats/{chat_id}/group-turns", status_code=202, response_model=TurnStartedBody)
+async def start_group_turn(
+    chat_id: str, body: GroupTurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
+) -> Any:
+    """Start a turn of a group chat (404 for a solo chat or an unknown member; 409 when the
+    chat is generating, unless ``interrupt``)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    loaded = await group_for_chat(tk.store, info.name, owner=tk.owner)
+    if body.member is not None:
+        loaded.member(body.member)
+    request = TurnRequest(
+        kind=body.kind,
+        text=body.text,
+        overrides=body.overrides.model_dump(exclude_none=True) if body.overrides else None,
+        interrupt=body.interrupt,
+        group=True,
+        member=body.member,
+    )
+    return await begin_turn(state, principal, tk, info.id, request)
