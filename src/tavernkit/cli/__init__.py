@@ -90,6 +90,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Groups: members, mutes and reply strategy (chat with one: chat --group).",
     ),
     LazyCommand(
+        "memory",
+        "tavernkit.cli.memory_cmd",
+        "memory_app",
+        "Memory: vectorized entries, chat memory and the rolling summary.",
+    ),
+    LazyCommand(
         "mcp",
         "tavernkit.cli.mcp",
         "mcp_app",
