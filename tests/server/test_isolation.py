@@ -28,6 +28,12 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/chats/{chat_id}/messages/{index}/swipe"): {"swipe": 0},
     ("PUT", "/chats/{chat_id}/variables/{name}"): {"value": 1},
     ("POST", "/chats/{chat_id}/turns"): {"text": "hi"},
+    ("POST", "/chats/{chat_id}/group-turns"): {"text": "hi"},
+    ("PUT", "/chats/{chat_id}/summary"): {"text": "stolen"},
+    ("PATCH", "/groups/{ref}"): {"muted": [], "strategy": "manual"},
+    ("POST", "/groups/{ref}/chats"): {},
+    ("PUT", "/mcp/servers/{name}/enabled"): {"enabled": False},
+    ("PUT", "/mcp/servers/{name}/tools/{tool}/enabled"): {"enabled": False},
     ("PUT", "/variables/{name}"): {"value": 1},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
@@ -49,6 +55,11 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
     await ann.put("/variables/secret", json={"value": "ann's"})
     await ann.post("/profiles", json={"name": "annp", "keys": ["sk-ann-0123456789"]})
     token = (await ann.get("/auth/tokens")).json()[0]["id"]
+    r = await ann.post("/groups", json={"name": "ann-crew", "members": ["Mira"]})
+    assert r.status_code == 201, r.text
+    group = r.json()["id"]
+    mcp = {"name": "annm", "url": "http://127.0.0.1:9/mcp", "token": "ann-mcp-token-0123"}
+    assert (await ann.post("/mcp/servers", json=mcp)).status_code == 201
     docs = {}
     for path in DOCUMENT_PATHS:
         body = LOREBOOK if path == "lorebooks" else {"name": f"ann-{path}", "base_url": "http://a"}
@@ -59,6 +70,7 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
         "char": char_id,
         "chat": chat,
         "token": token,
+        "group": group,
         **{f"doc:{p}": i for p, i in docs.items()},
     }
 
@@ -76,6 +88,10 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
         return ["/v1/models/character/Mira", "/v1/models/profile/annp"]
     if template.startswith("/export/{kind}/{ref}"):
         return [f"/export/character/{world['char']}", "/export/character/Mira"]
+    if template.startswith("/groups/{ref}"):
+        return [template.replace("{ref}", world["group"]), template.replace("{ref}", "ann-crew")]
+    if template.startswith("/mcp/servers/{name}"):
+        return [template.replace("{name}", "annm").replace("{tool}", "add")]
     if template.startswith("/profiles/{name}"):
         return [template.replace("{name}", "annp")]
     if template == "/variables/{name}":
@@ -96,6 +112,10 @@ async def _snapshot(ann: httpx.AsyncClient, world: dict[str, str]) -> list[Any]:
         f"/chats/{chat}",
         f"/chats/{chat}/messages",
         f"/chats/{chat}/variables",
+        f"/chats/{chat}/summary",
+        f"/groups/{world['group']}",
+        "/mcp/servers",
+        "/memory/settings",
         "/variables",
         "/profiles",
         "/auth/tokens",

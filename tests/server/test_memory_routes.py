@@ -81,7 +81,9 @@ async def _chat_of_two(home: Path) -> str:
         await tk.library.import_bytes(json.dumps(card).encode(), source="mira.json")
         chat = (await tk.chats.new_chat("Mira")).id
         await tk.store.append_message(chat, Message.new("Ada", "Hi", is_user=True), owner=tk.owner)
-        await tk.store.append_message(chat, Message.new("Ada", "Hello", is_user=True), owner=tk.owner)
+        await tk.store.append_message(
+            chat, Message.new("Ada", "Hello", is_user=True), owner=tk.owner
+        )
         return chat
 
 
