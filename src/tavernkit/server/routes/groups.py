@@ -43,12 +43,12 @@ router = APIRouter(tags=["groups"])
 Strategy = Literal["natural", "list", "manual", "pooled"]
 Mode = Literal["swap", "join", "join-muted"]
 
-_MODES: dict[str, GenerationMode] = {
+_MODES: dict[Mode, GenerationMode] = {
     "swap": GenerationMode.SWAP,
     "join": GenerationMode.APPEND,
     "join-muted": GenerationMode.APPEND_DISABLED,
 }
-_MODE_NAMES = {mode: name for name, mode in _MODES.items()}
+_MODE_NAMES: dict[GenerationMode, Mode] = {mode: name for name, mode in _MODES.items()}
 
 
 class MemberBody(BaseModel):
