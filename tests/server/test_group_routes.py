@@ -156,6 +156,37 @@ async def test_trigger_reaches_a_muted_member_and_regenerate_replaces_the_batch(
     assert stored[-1] == ("Mira", "Mira again.") and ("Finn", "Finn, woken up.") not in stored
 
 
+async def test_swipe_continue_and_impersonate_in_a_group_chat(site: Site) -> None:
+    await _crew(site, strategy="list")
+    chat = await _group_chat(site)
+    site.upstream.script(Reply(text="Mira here."), Reply(text="Finn here."))
+    await _events(
+        site, (await site.client.post(f"/chats/{chat}/group-turns", json={})).json()["events"]
+    )
+    after_send = await _stored(site, chat)
+    assert after_send[-2:] == [("Mira", "Mira here."), ("Finn", "Finn here.")]
+
+    site.upstream.script(Reply(text="Finn, once more."))
+    r = await site.client.post(f"/chats/{chat}/group-turns", json={"kind": "swipe"})
+    events = await _events(site, r.json()["events"])
+    assert _by_member(events) == [("Finn", "Finn, once more.")]  # the last speaker
+    last = (await site.tk.chats.load(chat)).messages[-1].data
+    assert last["swipes"] == ["Finn here.", "Finn, once more."] and last["swipe_id"] == 1
+
+    site.upstream.script(Reply(text=" And the tide."))
+    r = await site.client.post(f"/chats/{chat}/group-turns", json={"kind": "continue"})
+    await _events(site, r.json()["events"])
+    assert (await _stored(site, chat))[-1] == ("Finn", "Finn, once more. And the tide.")
+
+    before = await _stored(site, chat)
+    site.upstream.script(Reply(text="Ada would say hi."))
+    r = await site.client.post(f"/chats/{chat}/group-turns", json={"kind": "impersonate"})
+    events = await _events(site, r.json()["events"])
+    assert events[-1].data["status"] == "completed"
+    assert "".join(e.data["text"] for e in events if e.type == "text") == "Ada would say hi."
+    assert await _stored(site, chat) == before  # an impersonation stores nothing
+
+
 @pytest.mark.parametrize(
     ("body", "status", "error"),
     [

@@ -154,7 +154,9 @@ async def register_mcp_server(
     try:
         McpServer.model_validate(fields)  # checked before the key is stored
     except ValidationError as exc:
-        raise FormatError(str(exc.errors()[0]["msg"]), field="transport") from None
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise FormatError(str(first["msg"]), field=where) from None
     credential = None
     if body.key_env is not None:
         credential = CredentialRef(env=body.key_env, label=body.key_env)
