@@ -5,7 +5,10 @@ key; stdio servers and server environment keys are an admin's only."""
 
 from __future__ import annotations
 
+import logging
 import sys
+
+import pytest
 
 from tools._mcp_server import serve_http
 
@@ -22,8 +25,9 @@ async def _keys(users: Users, user: str) -> list[str]:
 
 
 async def test_a_registration_keeps_its_token_write_only_and_lists_its_tools(
-    users: Users,
+    users: Users, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     ann = users.ann
     async with serve_http(token=SECRET) as (url, seen):
         r = await ann.post("/mcp/servers", json={"name": "web", "url": url, "token": SECRET})
@@ -66,6 +70,7 @@ async def test_a_registration_keeps_its_token_write_only_and_lists_its_tools(
     assert await _keys(users, "ann") == []
     assert (await ann.get("/mcp/servers/web")).status_code == 404
     assert (await ann.get("/mcp/servers")).json() == []
+    assert SECRET not in caplog.text and "other-token" not in caplog.text
 
 
 async def test_a_bad_registration_stores_nothing(users: Users) -> None:
