@@ -98,3 +98,13 @@ async def test_stdio_servers_and_server_keys_are_an_admins(users: Users) -> None
     assert r.status_code == 201, r.text
     r = await users.admin.post("/mcp/servers", json=env)
     assert r.status_code == 201 and r.json()["credential"] == "$HOME"
+
+
+async def test_an_unreachable_server_is_a_typed_error_without_its_token(users: Users) -> None:
+    async with serve_http(token=SECRET) as (url, _seen):
+        pass  # the port is closed again
+    body = {"name": "gone", "url": url, "token": SECRET}
+    assert (await users.ann.post("/mcp/servers", json=body)).status_code == 201
+    r = await users.ann.get("/mcp/servers/gone/tools")
+    assert r.status_code == 400 and r.json()["error"]["type"] == "ToolSourceError"
+    assert SECRET not in r.text and "gone" in r.json()["error"]["message"]
