@@ -11,6 +11,11 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ChatBusy               a turn is already generating in that chat
+    ├── AccessError            the server refused a caller (``tavernkit.server``)
+    │   ├── NotAuthenticated   no valid token, session or password (HTTP 401)
+    │   ├── PermissionDenied   signed in, but not allowed (HTTP 403; a bad CSRF token too)
+    │   └── TooManyAttempts    a per-user rate limit (logins, turns) was hit (HTTP 429)
+    ├── ServerConfigError      the server's settings are unsafe or invalid (refuses to start)
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
     ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
     ├── PresetEditError        a preset edit is not possible (unknown or built-in prompt...)
@@ -68,6 +73,7 @@ from typing import Any, Literal, Protocol, get_args
 __all__ = [
     "AbortError",
     "Aborted",
+    "AccessError",
     "AuthError",
     "BadRequest",
     "ChatBusy",
@@ -89,10 +95,12 @@ __all__ = [
     "MissingDependency",
     "ModelUnavailable",
     "NetworkError",
+    "NotAuthenticated",
     "NotFound",
     "OutsideWindow",
     "Overloaded",
     "ParseProblem",
+    "PermissionDenied",
     "PluginError",
     "PresetEditError",
     "ProtocolError",
@@ -104,6 +112,7 @@ __all__ = [
     "RequestAborted",
     "ReviewUnavailable",
     "SchemaIssue",
+    "ServerConfigError",
     "SlashUsage",
     "StoreError",
     "StreamInterrupted",
@@ -111,6 +120,7 @@ __all__ = [
     "StructuredOutputError",
     "TavernKitError",
     "TokenBudgetExceeded",
+    "TooManyAttempts",
     "ToolArgumentsError",
     "ToolCallParseError",
     "TurnFailure",
@@ -186,6 +196,33 @@ class ChatBusy(TavernKitError):
     def __init__(self, chat_id: str) -> None:
         self.chat_id = chat_id
         super().__init__(f"chat {chat_id!r} is already generating a reply")
+
+
+class AccessError(TavernKitError):
+    """The server refused the caller. Messages never say whether a user name exists."""
+
+
+class NotAuthenticated(AccessError):
+    """No valid bearer token, session cookie or password was given (HTTP 401)."""
+
+
+class PermissionDenied(AccessError):
+    """The caller is known but may not do this: not an admin, or a cookie request without the
+    session's CSRF token (HTTP 403)."""
+
+
+class TooManyAttempts(AccessError):
+    """A per-user rate limit (logins, turns) was hit; ``retry_after_s`` says when the next
+    attempt is allowed (HTTP 429 with ``Retry-After``)."""
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
+
+
+class ServerConfigError(TavernKitError):
+    """The server's settings are invalid or unsafe (e.g. a non-loopback address with accounts
+    off): the server refuses to start."""
 
 
 class ProviderError(TavernKitError):

@@ -65,8 +65,51 @@ class Tavern:
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
         self._library: Library | None = None
         self._chats: ChatService | None = None
+        #: owner -> that owner's view (see :meth:`for_owner`); None on a view itself
+        self._views: dict[str, Tavern] | None = {}
+        #: a view borrows its parent's store: closing the view never closes the store
+        self._borrowed = False
+
+    def for_owner(self, owner: str) -> Tavern:
+        """The Tavern of ``owner`` over this Tavern's open store: its own runtime (tools,
+        running generations, one chat service), sharing the store, the plugins, the formats,
+        the prompt renderer, the embedded models and the environment keys' cooldowns. Made once
+        per owner and cached, so a server builds one per user, not one per request; the view
+        stays usable while this Tavern is open and is detached when it closes. Asking for this
+        Tavern's own owner returns this Tavern."""
+        if owner == self.owner:
+            return self
+        if self._views is None:
+            raise TavernKitError("for_owner is asked of the Tavern that made the view")
+        if not self.runtime.is_open:
+            raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
+        view = self._views.get(owner)
+        if view is None:
+            view = object.__new__(Tavern)
+            view.home = self.home
+            view.plugins = self.plugins
+            view.formats = self.formats
+            view.runtime = Runtime(
+                owner=owner,
+                plugins=self.plugins,
+                prompt_renderer=self.runtime.prompt_renderer,
+                local_models=self.runtime.local_models,
+                clock=self.runtime.clock,
+            )
+            # environment keys are the process's, whoever's turn uses them
+            view.runtime.key_cooldowns = self.runtime.key_cooldowns
+            self.plugins.hook.register_tools(register=view.runtime.tools.register_function_tool)
+            view._chats = None
+            view._views = None
+            view._borrowed = True
+            view.runtime.attach(self.store)
+            view._library = Library(self.store, self.formats, owner=owner)
+            self._views[owner] = view
+        return view
 
     async def open(self) -> Self:
+        if self._borrowed and not self.runtime.is_open:
+            raise TavernKitError("this owner's view was closed with the Tavern that made it")
         if not self.runtime.is_open:
             try:
                 self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -85,9 +128,13 @@ class Tavern:
         return self
 
     async def close(self) -> None:
+        for view in (self._views or {}).values():
+            await view.close()
+        if self._views is not None:
+            self._views.clear()
         store = self.runtime.detach()
         self._library = None
-        if store is not None:
+        if store is not None and not self._borrowed:
             await store.close()
 
     async def __aenter__(self) -> Self:

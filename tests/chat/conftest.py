@@ -60,16 +60,22 @@ class World:
 
 async def make_world(home: Path, server: HangingServer) -> Tavern:
     tk = await Tavern(home, load_plugins=False).open()
+    await stock_world(tk, server.base_url)
+    return tk
+
+
+async def stock_world(tk: Tavern, base_url: str) -> None:
+    """Mira, a profile on the scripted server at ``base_url`` selected, and Ada as the user,
+    in an open Tavern."""
     await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
     profile = ConnectionProfile(
-        name="scripted", api="chat", source="openai", base_url=server.base_url + "/v1", model="m1"
+        name="scripted", api="chat", source="openai", base_url=base_url + "/v1", model="m1"
     )
-    await tk.store.put("connection_profile", profile)
+    await tk.store.put("connection_profile", profile, owner=tk.owner)
     settings = Settings()
     settings.selections.profile = "scripted"
     settings.selections.user_name = "Ada"
-    await tk.store.put_settings(settings)
-    return tk
+    await tk.store.put_settings(settings, owner=tk.owner)
 
 
 async def use_profile(world: World, name: str, **fields: Any) -> None:

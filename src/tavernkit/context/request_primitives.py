@@ -106,11 +106,16 @@ async def send_streaming_request(
     **options: Any,
 ) -> AsyncIterator[StreamChunk]:
     """:func:`send_chat_request` streamed (the ``before_request`` hooks see ``stream=True``);
-    raises ``aborted`` at once when ``abort`` already fired."""
+    raises ``aborted`` at once when ``abort`` already fired. ``data`` is request data with
+    SillyTavern's keys (``max_tokens``, ``temperature``, ``stop``...) applied on top of the
+    preset's samplers, as :func:`send_generation_request` takes it."""
     if abort is not None and abort.aborted:
         raise GenerateTaskError("aborted", "request aborted", details={"delivered_text": ""})
     scope = _scope(options.pop("request_scope", "main"))
+    data = dict(options.pop("data", None) or {})
     json_schema = options.pop("json_schema", None)
+    if json_schema is not None or "json_schema" not in data:
+        data["json_schema"] = json_schema
     sender = _Sender(ctx)
     connection, request = await _chat_request(
         sender,
@@ -121,7 +126,7 @@ async def send_streaming_request(
         api_preset_name=options.pop("api_preset_name", ""),
         api_settings_override=options.pop("api_settings_override", None),
         function_call_options=options.pop("function_call_options", None),
-        data={"json_schema": json_schema},
+        data=data,
     )
     if options:
         raise GenerateTaskError(

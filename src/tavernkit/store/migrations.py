@@ -211,12 +211,49 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
     await db.execute("ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1")
 
 
+async def _m005_accounts(db: aiosqlite.Connection) -> None:
+    # The server's accounts. Names are unique whatever their case (name_key is the casefolded
+    # name); tokens and sessions are kept as SHA-256 hashes only, and go with their user.
+    await _run(
+        db,
+        [
+            """CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                name_key TEXT NOT NULL UNIQUE,
+                owner TEXT NOT NULL UNIQUE,
+                password_hash TEXT NOT NULL,
+                is_admin INTEGER NOT NULL DEFAULT 0,
+                created TEXT NOT NULL
+            )""",
+            """CREATE TABLE api_tokens (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                token_hash TEXT NOT NULL UNIQUE,
+                label TEXT NOT NULL,
+                created TEXT NOT NULL,
+                last_used TEXT
+            )""",
+            "CREATE INDEX api_tokens_by_user ON api_tokens (user_id)",
+            """CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+                session_hash TEXT NOT NULL UNIQUE,
+                created TEXT NOT NULL,
+                expires TEXT NOT NULL
+            )""",
+            "CREATE INDEX sessions_by_user ON sessions (user_id)",
+        ],
+    )
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
     ("002_key_uses", _m002_key_uses),
     ("003_keys_out_of_db", _m003_keys_out_of_db),
     ("004_turn_path", _m004_turn_path),
+    ("005_accounts", _m005_accounts),
 )
 
 

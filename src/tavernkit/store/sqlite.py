@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 from tavernkit.errors import FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
+from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
 from tavernkit.store._sqlite_chats import SqliteChats
 from tavernkit.store.key_files import KeyFiles, key_dir_for
@@ -119,7 +120,7 @@ async def open_store(
 _SHARED_MAX = 64
 
 
-class SqliteStore(SqliteChats):
+class SqliteStore(SqliteChats, SqliteAccounts):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

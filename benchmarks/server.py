@@ -1,0 +1,376 @@
+"""What the server adds to a streamed reply, against a scripted upstream on loopback.
+
+Run: ``.venv/bin/python benchmarks/server.py [--runs 40] [--streams 500]``.
+
+Three processes on 127.0.0.1: a scripted OpenAI-compatible upstream, ``tavernkit serve``'s
+app (uvicorn, one process, a fresh data dir in a temp folder) and this client. Every upstream
+chunk carries the upstream's ``time.monotonic_ns()`` (one clock for every process of the
+machine), so a client knows when each piece left the upstream.
+
+1. **Added time to first token** (``--runs`` sequential requests each): the first content
+   byte of a streamed reply, from the moment the request was sent, for
+   - direct: the request straight to the upstream;
+   - facade: ``POST /v1/chat/completions`` on ``profile/bench`` (the proxy path);
+   - turn: ``POST /chats/{id}/turns`` then ``GET .../events`` (the user's message and the
+     reply are stored, the prompt is built from the card and the chat).
+   Printed: p50 of each and the p50 added over direct (target: < 2 ms added).
+2. **Concurrent streaming turns**: ``--streams`` turns at once, one per chat, each reply
+   ``--chunks`` pieces ``--pace`` seconds apart; the latency of every piece (client arrival
+   minus upstream send) against the same number of direct streams. Printed: p50/p99 of both
+   and the p99 added (target: 500 streams, < 50 ms added), and how many streams completed.
+
+Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
+at the end whatever happens. Ratios and differences are within one run; on a shared machine
+print the load next to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import httpx2
+
+TTFT_TARGET_MS = 2.0
+P99_TARGET_MS = 50.0
+
+CARD = {
+    "spec": "chara_card_v2",
+    "spec_version": "2.0",
+    "data": {
+        "name": "Mira",
+        "description": "{{char}} keeps the ferry. {{user}} is a passenger.",
+        "personality": "calm",
+        "scenario": "A ferry crossing at dusk.",
+        "first_mes": "Welcome aboard, {{user}}.",
+        "mes_example": "",
+        "alternate_greetings": [],
+        "creator_notes": "",
+        "system_prompt": "",
+        "post_history_instructions": "",
+        "tags": [],
+        "creator": "bench",
+        "character_version": "1",
+        "extensions": {},
+    },
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+# -- the upstream ----------------------------------------------------------------------------
+
+
+async def serve_upstream(port: int, chunks: int, pace: float) -> None:
+    """An OpenAI-compatible streaming upstream: ``chunks`` pieces ``pace`` seconds apart,
+    each ``"<monotonic_ns>. "``, then a usage chunk and ``[DONE]``."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            headers: dict[str, str] = {}
+            await reader.readline()
+            while (line := (await reader.readline()).strip()) != b"":
+                key, _, value = line.decode().partition(":")
+                headers[key.lower()] = value.strip()
+            await reader.readexactly(int(headers.get("content-length", "0")))
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+            )
+            for i in range(chunks):
+                if i:
+                    await asyncio.sleep(pace)
+                text = f"{time.monotonic_ns()}. "
+                frame = {"choices": [{"index": 0, "delta": {"content": text}}]}
+                writer.write(f"data: {json.dumps(frame)}\n\n".encode())
+                await writer.drain()
+            end = {
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": chunks, "total_tokens": 10},
+            }
+            writer.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=4096)
+    async with server:
+        await server.serve_forever()
+
+
+# -- the server ------------------------------------------------------------------------------
+
+
+async def serve_app(home: Path, port: int, upstream: int, chats: int, ready: Path) -> None:
+    import uvicorn
+
+    from tavernkit.facade import Tavern
+    from tavernkit.models.profile import ConnectionProfile
+    from tavernkit.models.settings import Settings
+    from tavernkit.server.app import create_app
+    from tavernkit.server.settings import RateLimit, ServerSettings
+
+    tk = await Tavern(home, load_plugins=False).open()
+    await tk.library.import_bytes(json.dumps(CARD).encode(), source="mira.json")
+    profile = ConnectionProfile(
+        name="bench",
+        api="chat",
+        source="openai",
+        base_url=f"http://127.0.0.1:{upstream}/v1",
+        model="m1",
+    )
+    await tk.store.put("connection_profile", profile)
+    settings = Settings()
+    settings.selections.profile = "bench"
+    settings.selections.user_name = "Ada"
+    await tk.store.put_settings(settings)
+    ids = [(await tk.chats.new_chat("Mira")).id for _ in range(chats)]
+    conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
+    app = create_app(conf, tavern=tk)
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        timeout_keep_alive=60,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    ready.write_text(json.dumps(ids))
+    await task
+    await tk.close()
+
+
+# -- the client ------------------------------------------------------------------------------
+
+
+async def sse_lines(response: httpx2.Response) -> AsyncIterator[str]:
+    async for line in response.aiter_lines():
+        if line.startswith("data: "):
+            yield line[6:]
+
+
+def sent_ns(text: str) -> list[int]:
+    return [int(piece) for piece in text.replace(".", " ").split() if piece.isdigit()]
+
+
+async def first_direct(client: httpx2.AsyncClient, upstream: str) -> float:
+    body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    start, elapsed = time.perf_counter(), 0.0
+    async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
+        async for data in sse_lines(r):
+            if not elapsed and '"content"' in data:
+                elapsed = time.perf_counter() - start
+    return elapsed
+
+
+async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
+    body = {"model": "profile/bench", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    start, elapsed = time.perf_counter(), 0.0
+    async with client.stream("POST", f"{server}/v1/chat/completions", json=body) as r:
+        async for data in sse_lines(r):
+            if not elapsed and data != "[DONE]":
+                choices = json.loads(data)["choices"]
+                if choices and choices[0]["delta"].get("content"):
+                    elapsed = time.perf_counter() - start
+    return elapsed
+
+
+async def turn_stream(
+    client: httpx2.AsyncClient, server: str, chat: str, latencies: list[float] | None
+) -> float:
+    """One turn: the time to its first text event; each piece's latency into ``latencies``."""
+    start = time.perf_counter()
+    started = await client.post(f"{server}/chats/{chat}/turns", json={"text": "Hi"})
+    started.raise_for_status()
+    first = 0.0
+    async with client.stream("GET", f"{server}{started.json()['events']}") as r:
+        event = ""
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "text":
+                now = time.monotonic_ns()
+                if not first:
+                    first = time.perf_counter() - start
+                if latencies is not None:
+                    latencies += [(now - ns) / 1e6 for ns in sent_ns(json.loads(line[6:])["text"])]
+    return first
+
+
+async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: list[float]) -> None:
+    body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
+        async for data in sse_lines(r):
+            if data == "[DONE]":
+                break
+            now = time.monotonic_ns()
+            content = json.loads(data)["choices"][0]["delta"].get("content") or ""
+            latencies += [(now - ns) / 1e6 for ns in sent_ns(content)]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def concurrent(
+    n: int, run: Any, deadline: float
+) -> tuple[list[float], int]:
+    latencies: list[float] = []
+    results = await asyncio.wait_for(
+        asyncio.gather(*(run(i, latencies) for i in range(n)), return_exceptions=True), deadline
+    )
+    ok = sum(1 for r in results if not isinstance(r, BaseException))
+    return latencies, ok
+
+
+async def client_main(args: argparse.Namespace, upstream: str, server: str, chats: list[str]) -> None:
+    limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
+    async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
+        for _ in range(3):  # warm both sides up
+            await first_direct(client, upstream)
+            await first_facade(client, server)
+            await turn_stream(client, server, chats[0], None)
+        direct, facade, turn = [], [], []
+        for i in range(args.runs):  # interleaved, so drift in the load hits all three alike
+            direct.append(await first_direct(client, upstream))
+            facade.append(await first_facade(client, server))
+            turn.append(await turn_stream(client, server, chats[i % len(chats)], None))
+        d, f, t = (statistics.median(x) * 1000 for x in (direct, facade, turn))
+        print(f"time to first token, p50 of {args.runs} (ms):")
+        print(f"  direct {d:.2f}   facade {f:.2f} (+{f - d:.2f})   turn {t:.2f} (+{t - d:.2f})")
+        print(
+            f"  added p50: facade {f - d:.2f} ms, turn {t - d:.2f} ms "
+            f"(target < {TTFT_TARGET_MS} ms; ratio facade/direct {f / d:.2f}x, "
+            f"turn/direct {t / d:.2f}x)"
+        )
+
+        n = args.streams
+
+        async def one_direct(i: int, out: list[float]) -> None:
+            await direct_stream(client, upstream, out)
+
+        async def one_turn(i: int, out: list[float]) -> None:
+            await turn_stream(client, server, chats[i], out)
+
+        started = time.perf_counter()
+        base, base_ok = await concurrent(n, one_direct, args.deadline)
+        base_s = time.perf_counter() - started
+        started = time.perf_counter()
+        via, via_ok = await concurrent(n, one_turn, args.deadline)
+        via_s = time.perf_counter() - started
+        print(f"{n} concurrent streams x {args.chunks} pieces, {args.pace * 1000:.0f} ms apart:")
+        print(
+            f"  direct: {base_ok}/{n} done in {base_s:.1f} s, piece latency "
+            f"p50 {pct(base, 0.5):.2f} ms p99 {pct(base, 0.99):.2f} ms"
+        )
+        print(
+            f"  turns:  {via_ok}/{n} done in {via_s:.1f} s, piece latency "
+            f"p50 {pct(via, 0.5):.2f} ms p99 {pct(via, 0.99):.2f} ms"
+        )
+        added = pct(via, 0.99) - pct(base, 0.99)
+        print(
+            f"  p99 added {added:.2f} ms (target < {P99_TARGET_MS} ms at 500 streams); "
+            f"ratio p99 turns/direct {pct(via, 0.99) / max(pct(base, 0.99), 1e-9):.2f}x"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--streams", type=int, default=500)
+    parser.add_argument("--chunks", type=int, default=20)
+    parser.add_argument("--pace", type=float, default=0.05)
+    parser.add_argument("--deadline", type=float, default=120.0)
+    parser.add_argument("--role", choices=["client", "upstream", "server"], default="client")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--upstream-port", type=int, default=0)
+    parser.add_argument("--home", type=Path)
+    parser.add_argument("--ready", type=Path)
+    args = parser.parse_args()
+    if args.role == "upstream":
+        asyncio.run(serve_upstream(args.port, args.chunks, args.pace))
+        return
+    if args.role == "server":
+        asyncio.run(
+            serve_app(args.home, args.port, args.upstream_port, args.streams, args.ready)
+        )
+        return
+    load = os.getloadavg()
+    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    up_port, app_port = free_port(), free_port()
+    me = [sys.executable, __file__]
+    common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ready = Path(tmp) / "ready.json"
+        procs = [
+            subprocess.Popen([*me, "--role", "upstream", "--port", str(up_port), *common]),
+            subprocess.Popen(
+                [
+                    *me,
+                    "--role",
+                    "server",
+                    "--port",
+                    str(app_port),
+                    "--upstream-port",
+                    str(up_port),
+                    "--home",
+                    str(Path(tmp) / "home"),
+                    "--ready",
+                    str(ready),
+                    "--streams",
+                    str(args.streams),
+                ]
+            ),
+        ]
+        try:
+            limit = time.monotonic() + args.deadline
+            while not ready.exists():
+                if time.monotonic() > limit or any(p.poll() is not None for p in procs):
+                    raise SystemExit("the server did not start")
+                time.sleep(0.1)
+            chats = json.loads(ready.read_text())
+            asyncio.run(
+                client_main(
+                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{app_port}", chats
+                )
+            )
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    load = os.getloadavg()
+    print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""Accounts for the server: argon2 password hashes, API tokens and browser sessions over the
+store's :class:`~tavernkit.store.accounts.AccountStore`.
+
+Secrets handed to a client (an API token, a session cookie) are 256-bit random strings that
+are shown once and stored as their SHA-256. A session's CSRF token is derived from its secret
+(``HMAC`` of the cookie value), so nothing more is stored and it cannot be computed without the
+HttpOnly cookie. Password checks always run argon2, whether the user exists or not, so the time
+of a failed login does not say which names exist.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import argon2
+import argon2.profiles
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from tavernkit.errors import FormatError, NotAuthenticated, NotFound, TooManyAttempts
+from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.server.coordination import RateLimiter
+from tavernkit.server.principal import Principal
+from tavernkit.server.settings import ServerSettings
+from tavernkit.store.accounts import AccountStore, TokenRecord, UserRecord
+
+__all__ = ["Accounts", "IssuedToken", "LoginSession", "hash_secret"]
+
+#: what an API token starts with, so a leaked one is easy to recognise and scan for
+TOKEN_PREFIX = "tk_"
+_MIN_PASSWORD = 8
+
+
+def hash_secret(secret: str) -> str:
+    """The stored form of a token or session secret (SHA-256 hex)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def csrf_for(session_secret: str) -> str:
+    """The CSRF token of the session whose cookie holds ``session_secret``."""
+    return hmac.new(session_secret.encode("utf-8"), b"tavernkit-csrf", "sha256").hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedToken:
+    """A new API token: ``token`` is shown this once and never again."""
+
+    record: TokenRecord
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoginSession:
+    """A new browser session: ``secret`` goes in the cookie, ``csrf_token`` in the
+    ``X-CSRF-Token`` header of every request that changes something."""
+
+    user: UserRecord
+    secret: str
+    csrf_token: str
+    expires: datetime
+
+
+def _principal(user: UserRecord, via: str, session_id: str | None = None) -> Principal:
+    return Principal(
+        user_id=user.id,
+        owner=user.owner,
+        is_admin=user.is_admin,
+        via="token" if via == "token" else "session",
+        name=user.name,
+        session_id=session_id,
+    )
+
+
+class Accounts:
+    """Users, tokens, sessions and the login rate limit of one server."""
+
+    def __init__(
+        self,
+        store: AccountStore,
+        settings: ServerSettings,
+        limiter: RateLimiter,
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._limiter = limiter
+        params = getattr(argon2.profiles, settings.password_profile)
+        self._hasher = argon2.PasswordHasher.from_parameters(params)
+        # verified against when the user does not exist, so both paths cost one argon2 check
+        self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
+
+    @property
+    def store(self) -> AccountStore:
+        return self._store
+
+    # -- users --------------------------------------------------------------------------
+    async def create_user(self, name: str, password: str, *, is_admin: bool = False) -> UserRecord:
+        """A new user. The first user made gets the default owner, so the data of the local
+        single-user mode becomes theirs when accounts are turned on; every other user gets an
+        owner of their own."""
+        if len(password) < _MIN_PASSWORD:
+            raise FormatError(
+                f"a password needs at least {_MIN_PASSWORD} characters", field="password"
+            )
+        first = await self._store.count_users() == 0
+        owner = DEFAULT_OWNER if first else f"user:{secrets.token_hex(8)}"
+        return await self._store.create_user(
+            name, self._hasher.hash(password), owner=owner, is_admin=is_admin
+        )
+
+    async def authenticate(self, name: str, password: str) -> UserRecord:
+        """The user whose name and password these are; raises
+        :class:`~tavernkit.errors.TooManyAttempts` past the login rate limit (counted per
+        user name) and :class:`~tavernkit.errors.NotAuthenticated` otherwise, never saying
+        whether the name exists."""
+        rate = self._settings.login_rate
+        decision = await self._limiter.hit(
+            f"login:{name.strip().casefold()}", limit=rate.limit, window_s=rate.window_s
+        )
+        if not decision.allowed:
+            raise TooManyAttempts(
+                "too many login attempts for this user; try again later",
+                retry_after_s=decision.retry_after_s,
+            )
+        try:
+            user, stored = await self._store.find_user(name)
+        except NotFound:
+            user, stored = None, self._dummy_hash
+        try:
+            self._hasher.verify(stored, password)
+        except (VerificationError, InvalidHashError):
+            user = None
+        if user is None:
+            raise NotAuthenticated("wrong user name or password")
+        if self._hasher.check_needs_rehash(stored):
+            await self._store.set_password_hash(user.id, self._hasher.hash(password))
+        return user
+
+    # -- sessions -----------------------------------------------------------------------
+    async def login(self, name: str, password: str) -> LoginSession:
+        user = await self.authenticate(name, password)
+        secret = secrets.token_urlsafe(32)
+        expires = datetime.now(UTC) + timedelta(seconds=self._settings.session_ttl_s)
+        await self._store.create_session(user.id, hash_secret(secret), expires=expires)
+        return LoginSession(user, secret, csrf_for(secret), expires)
+
+    async def logout(self, session_secret: str) -> None:
+        await self._store.delete_session(hash_secret(session_secret))
+
+    async def principal_for_session(self, session_secret: str) -> Principal | None:
+        now = datetime.now(UTC)
+        found = await self._store.user_for_session(
+            hash_secret(session_secret),
+            now=now,
+            extend_to=now + timedelta(seconds=self._settings.session_ttl_s),
+        )
+        if found is None:
+            return None
+        session, user = found
+        return _principal(user, "session", session.id)
+
+    # -- API tokens ---------------------------------------------------------------------
+    async def issue_token(self, user_id: str, label: str = "") -> IssuedToken:
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        record = await self._store.add_token(user_id, hash_secret(token), label=label)
+        return IssuedToken(record, token)
+
+    async def principal_for_token(self, token: str) -> Principal | None:
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        user = await self._store.user_for_token(hash_secret(token))
+        return None if user is None else _principal(user, "token")

@@ -1,0 +1,110 @@
+"""Who a request is: the ``current_principal`` dependency every route uses, and
+``tavern_for`` (the principal's own Tavern).
+
+With accounts off (loopback only, see :class:`~tavernkit.server.settings.ServerSettings`)
+every request is the one local user, but only when it is addressed to a loopback name (the
+``Host`` header: a DNS-rebinding page gets a 403) and, for a change, when it comes from no
+other origin (the ``Origin`` header: another site's form posting to localhost gets a 403).
+
+With accounts on, a request proves who it is with ``Authorization: Bearer tk_...`` (an API
+token) or the session cookie a login set; a cookie request that changes something (any method
+but GET, HEAD, OPTIONS) must also carry the session's ``X-CSRF-Token``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+from urllib.parse import urlsplit
+
+from fastapi import Depends, Request
+
+from tavernkit.errors import NotAuthenticated, PermissionDenied
+from tavernkit.facade import Tavern
+from tavernkit.server.accounts import csrf_for
+from tavernkit.server.principal import LOCAL_USER_ID, Principal
+from tavernkit.server.settings import is_loopback
+from tavernkit.server.state import ServerState, server_state
+
+__all__ = [
+    "CSRF_HEADER",
+    "SESSION_COOKIE",
+    "AdminPrincipal",
+    "CurrentPrincipal",
+    "UserTavern",
+    "admin_principal",
+    "current_principal",
+    "tavern_for",
+]
+
+SESSION_COOKIE = "tavernkit_session"
+CSRF_HEADER = "X-CSRF-Token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def _host_name(netloc: str) -> str:
+    return urlsplit(f"//{netloc}").hostname or ""
+
+
+def _local_principal(request: Request, state: ServerState) -> Principal:
+    host = request.headers.get("host", "")
+    if host and not is_loopback(_host_name(host)):
+        raise PermissionDenied(f"this server answers only to a loopback host name, not {host!r}")
+    origin = request.headers.get("origin")
+    foreign = bool(origin) and not is_loopback(_host_name(urlsplit(origin or "").netloc))
+    if request.method not in _SAFE_METHODS and foreign:
+        raise PermissionDenied("a change from another site's page is refused")
+    return Principal(
+        user_id=LOCAL_USER_ID, owner=state.tavern.owner, is_admin=True, via="local", name="local"
+    )
+
+
+async def current_principal(
+    request: Request, state: Annotated[ServerState, Depends(server_state)]
+) -> Principal:
+    """The principal of the request; raises :class:`~tavernkit.errors.NotAuthenticated`
+    (401) or :class:`~tavernkit.errors.PermissionDenied` (403, a missing CSRF token)."""
+    if not state.settings.accounts:
+        return _local_principal(request, state)
+    authorization = request.headers.get("authorization")
+    if authorization is not None:
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise NotAuthenticated("the Authorization header must be 'Bearer <token>'")
+        principal = await state.accounts.principal_for_token(token.strip())
+        if principal is None:
+            raise NotAuthenticated("unknown or revoked API token")
+        return principal
+    secret = request.cookies.get(SESSION_COOKIE)
+    if not secret:
+        raise NotAuthenticated("sign in (POST /auth/login) or send an API token")
+    principal = await state.accounts.principal_for_session(secret)
+    if principal is None:
+        raise NotAuthenticated("the session has expired or was signed out; sign in again")
+    if request.method not in _SAFE_METHODS:
+        sent = request.headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(sent.encode(), csrf_for(secret).encode()):
+            raise PermissionDenied(f"a change made with a session needs its {CSRF_HEADER} header")
+    return principal
+
+
+CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
+
+
+async def admin_principal(principal: CurrentPrincipal) -> Principal:
+    """:func:`current_principal`, refusing anyone but an admin (403)."""
+    if not principal.is_admin:
+        raise PermissionDenied("only an admin may do this")
+    return principal
+
+
+async def tavern_for(
+    principal: CurrentPrincipal, state: Annotated[ServerState, Depends(server_state)]
+) -> Tavern:
+    """The principal's own Tavern (the dependency resource routes take)."""
+    return state.tavern_for(principal)
+
+
+#: what a route's parameters say: ``tk: UserTavern``, ``who: CurrentPrincipal``
+UserTavern = Annotated[Tavern, Depends(tavern_for)]
+AdminPrincipal = Annotated[Principal, Depends(admin_principal)]

@@ -1,0 +1,110 @@
+"""How errors leave the server: every tavernkit error as a 4xx JSON body
+``{"error": {"type", "message", "field"?}}`` with the status its class means, request
+validation failures as 422 in the same shape, and anything else as a bare 500 that names
+nothing (the traceback goes to the log, never to the client).
+
+Messages of tavernkit errors never carry secrets (see :mod:`tavernkit.errors`); the body
+uses the error's class name as ``type`` so clients match by type, as Python callers do.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tavernkit.errors import (
+    ChatBusy,
+    Conflict,
+    FormatError,
+    LimitExceeded,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    TavernKitError,
+    TooManyAttempts,
+)
+
+__all__ = ["error_body", "install_error_handlers", "status_for"]
+
+log = logging.getLogger(__name__)
+
+#: most specific first: the first class an error is an instance of gives its status
+_STATUS: tuple[tuple[type[BaseException], int], ...] = (
+    (NotAuthenticated, 401),
+    (PermissionDenied, 403),
+    (NotFound, 404),
+    (ChatBusy, 409),
+    (Conflict, 409),
+    (LimitExceeded, 413),
+    (FormatError, 422),
+    (TooManyAttempts, 429),
+)
+
+
+def status_for(exc: TavernKitError) -> int:
+    """The HTTP status of a tavernkit error (400 for classes with no status of their own)."""
+    for cls, status in _STATUS:
+        if isinstance(exc, cls):
+            return status
+    return 400
+
+
+def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"type": type_, "message": message}
+    if field is not None:
+        error["field"] = field
+    return {"error": error}
+
+
+async def _tavernkit_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TavernKitError)
+    field = getattr(exc, "field", None)
+    headers: dict[str, str] = {}
+    if isinstance(exc, TooManyAttempts):
+        headers["Retry-After"] = str(max(1, round(exc.retry_after_s + 0.5)))
+    if isinstance(exc, NotAuthenticated):
+        headers["WWW-Authenticate"] = "Bearer"
+    return JSONResponse(
+        error_body(type(exc).__name__, str(exc), field if isinstance(field, str) else None),
+        status_code=status_for(exc),
+        headers=headers,
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = [str(part) for part in first.get("loc", ())]
+    # the input itself is never echoed: it may be a password or a key
+    message = str(first.get("msg", "invalid request"))
+    return JSONResponse(
+        error_body("ValidationError", message, ".".join(loc) or None), status_code=422
+    )
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(
+        error_body("HTTPError", str(exc.detail)),
+        status_code=exc.status_code,
+        headers=dict(exc.headers or {}),
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    # a bug: logged with its type and traceback server-side; the client learns nothing of it
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
+    return JSONResponse(error_body("InternalError", "internal server error"), status_code=500)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(TavernKitError, _tavernkit_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,18 @@
+"""The server's routers, included by :func:`~tavernkit.server.app.create_app` in this order.
+A new group of routes is a module here with a ``router`` and one line in :data:`ROUTERS`."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from tavernkit.server.routes import auth, health, openai, tasks, turns
+
+__all__ = ["ROUTERS"]
+
+ROUTERS: tuple[APIRouter, ...] = (
+    health.router,
+    auth.router,
+    turns.router,
+    tasks.router,
+    openai.router,
+)

@@ -1,0 +1,181 @@
+"""Sign-in and accounts: ``/auth/login``, ``/auth/logout``, ``/auth/me``, the caller's API
+tokens (``/auth/tokens``) and, for admins, users (``/users``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
+from pydantic import BaseModel, Field
+
+from tavernkit.errors import NotAuthenticated, PermissionDenied, ServerConfigError
+from tavernkit.server.accounts import csrf_for
+from tavernkit.server.auth import SESSION_COOKIE, AdminPrincipal, CurrentPrincipal
+from tavernkit.server.principal import Principal
+from tavernkit.server.state import ServerState, server_state
+from tavernkit.store.accounts import TokenRecord, UserRecord
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["accounts"])
+State = Annotated[ServerState, Depends(server_state)]
+
+
+class LoginRequest(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class Me(BaseModel):
+    user_id: str
+    name: str
+    is_admin: bool
+    via: str
+    #: the session's CSRF token (cookie sessions only): send it as ``X-CSRF-Token``
+    csrf_token: str | None = None
+
+
+class User(BaseModel):
+    id: str
+    name: str
+    is_admin: bool
+    created: datetime
+
+    @classmethod
+    def of(cls, user: UserRecord) -> User:
+        return cls(id=user.id, name=user.name, is_admin=user.is_admin, created=user.created)
+
+
+class NewUser(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+    password: str = Field(min_length=8, max_length=1024)
+    is_admin: bool = False
+
+
+class Token(BaseModel):
+    id: str
+    label: str
+    created: datetime
+    last_used: datetime | None
+
+    @classmethod
+    def of(cls, record: TokenRecord) -> Token:
+        return cls(
+            id=record.id, label=record.label, created=record.created, last_used=record.last_used
+        )
+
+
+class NewToken(BaseModel):
+    label: str = Field(default="", max_length=200)
+
+
+class IssuedTokenBody(Token):
+    #: the token itself: shown in this answer only, never again
+    token: str
+
+
+def _me(principal: Principal, request: Request) -> Me:
+    csrf = None
+    secret = request.cookies.get(SESSION_COOKIE)
+    if principal.via == "session" and secret:
+        csrf = csrf_for(secret)
+    return Me(
+        user_id=principal.user_id,
+        name=principal.name,
+        is_admin=principal.is_admin,
+        via=principal.via,
+        csrf_token=csrf,
+    )
+
+
+def _accounts_on(state: ServerState) -> None:
+    if not state.settings.accounts:
+        raise ServerConfigError("accounts are off: this server has one local user, no logins")
+
+
+@router.post("/auth/login")
+async def login(body: LoginRequest, response: Response, state: State) -> Me:
+    """Sign in with a name and password: sets the HttpOnly session cookie and answers the
+    session's CSRF token (401 for a wrong name or password, 429 past the login rate limit)."""
+    _accounts_on(state)
+    session = await state.accounts.login(body.name, body.password)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session.secret,
+        max_age=int(state.settings.session_ttl_s),
+        httponly=True,
+        samesite="lax",
+        secure=state.settings.secure_cookies,
+        path="/",
+    )
+    return Me(
+        user_id=session.user.id,
+        name=session.user.name,
+        is_admin=session.user.is_admin,
+        via="session",
+        csrf_token=session.csrf_token,
+    )
+
+
+@router.post("/auth/logout", status_code=204)
+async def logout(
+    principal: CurrentPrincipal, request: Request, response: Response, state: State
+) -> None:
+    """End the cookie session (a token caller revokes its token instead)."""
+    secret = request.cookies.get(SESSION_COOKIE)
+    if principal.via != "session" or not secret:
+        raise NotAuthenticated("no session to sign out of")
+    await state.accounts.logout(secret)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+
+
+@router.get("/auth/me")
+async def me(principal: CurrentPrincipal, request: Request) -> Me:
+    return _me(principal, request)
+
+
+@router.get("/auth/tokens")
+async def list_tokens(principal: CurrentPrincipal, state: State) -> list[Token]:
+    _accounts_on(state)
+    return [Token.of(t) for t in await state.accounts.store.list_tokens(principal.user_id)]
+
+
+@router.post("/auth/tokens", status_code=201)
+async def create_token(
+    body: NewToken, principal: CurrentPrincipal, state: State
+) -> IssuedTokenBody:
+    """A new API token for the caller, shown in this answer only (stored hashed)."""
+    _accounts_on(state)
+    issued = await state.accounts.issue_token(principal.user_id, body.label)
+    return IssuedTokenBody(**Token.of(issued.record).model_dump(), token=issued.token)
+
+
+@router.delete("/auth/tokens/{token_id}", status_code=204)
+async def delete_token(token_id: str, principal: CurrentPrincipal, state: State) -> None:
+    _accounts_on(state)
+    await state.accounts.store.delete_token(principal.user_id, token_id)
+
+
+@router.get("/users")
+async def list_users(admin: AdminPrincipal, state: State) -> list[User]:
+    _accounts_on(state)
+    return [User.of(u) for u in await state.accounts.store.list_users()]
+
+
+@router.post("/users", status_code=201)
+async def create_user(body: NewUser, admin: AdminPrincipal, state: State) -> User:
+    """An admin creates a user (409 when the name is taken, whatever its case)."""
+    _accounts_on(state)
+    return User.of(
+        await state.accounts.create_user(body.name, body.password, is_admin=body.is_admin)
+    )
+
+
+@router.delete("/users/{user_id}", status_code=204)
+async def delete_user(user_id: str, admin: AdminPrincipal, state: State) -> None:
+    """Delete a user with their tokens and sessions (an admin cannot delete themselves)."""
+    _accounts_on(state)
+    if user_id == admin.user_id:
+        raise PermissionDenied("an admin cannot delete their own account")
+    await state.accounts.store.delete_user(user_id)

@@ -1,0 +1,157 @@
+"""Chat turns over HTTP: start one, watch its events (SSE, resumable, joinable), stop it.
+
+``POST /chats/{chat}/turns`` answers 202 with the turn id as soon as the turn is checked and
+started (:class:`~tavernkit.server.turns.TurnHub`); the turn then belongs to the server.
+``GET .../turns/{turn}/events`` streams the turn's log from the start, or from after the
+``Last-Event-ID`` header (or ``?after=``) on a reconnect; any number of clients may watch one
+turn. A client that goes away stops only its own stream. ``DELETE .../turns/{turn}`` stops
+the turn; what it showed stays stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.responses import Response
+
+from tavernkit.errors import FormatError, GenerateTaskError, NotFound
+from tavernkit.facade import Tavern
+from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.coordination import TurnEvent
+from tavernkit.server.sse import sse_event, sse_response
+from tavernkit.server.state import ServerState, server_state
+from tavernkit.server.task_errors import task_error_response
+from tavernkit.server.turns import TurnHub, TurnRequest
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["turns"])
+
+State = Annotated[ServerState, Depends(server_state)]
+
+
+class TurnOverridesBody(BaseModel):
+    """Per-turn choices that win over the stored selections."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: str | None = Field(None, max_length=200)
+    persona: str | None = Field(None, max_length=200)
+    model: str | None = Field(None, max_length=200)
+    max_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    compat: str | None = Field(None, max_length=40)
+
+
+class TurnBody(BaseModel):
+    """A turn to start: ``kind`` is the verb; ``text`` and ``attachments`` (image URLs) are
+    the user's message of a ``send``; ``interrupt`` stops a running turn of the chat instead
+    of answering 409."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["send", "swipe", "regenerate", "continue", "impersonate"] = "send"
+    text: str = Field("", max_length=200_000)
+    attachments: list[str] = Field(default_factory=list, max_length=16)
+    prefill: str | None = Field(None, max_length=20_000)
+    overrides: TurnOverridesBody | None = None
+    interrupt: bool = False
+
+
+class TurnStartedBody(BaseModel):
+    turn_id: str
+    chat_id: str
+    kind: str
+    #: where the turn's events stream
+    events: str
+
+
+class TurnStopped(BaseModel):
+    #: whether the turn was still running (and is now stopped)
+    stopped: bool
+
+
+def turn_hub(state: State) -> TurnHub:
+    return state.turns
+
+
+Hub = Annotated[TurnHub, Depends(turn_hub)]
+
+
+@router.post("/chats/{chat_id}/turns", status_code=202, response_model=TurnStartedBody)
+async def start_turn(
+    chat_id: str, body: TurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
+) -> Any:
+    """Start a turn of the chat (409 when the chat is generating, unless ``interrupt``)."""
+    await state.admit_turn(principal)
+    overrides = body.overrides.model_dump(exclude_none=True) if body.overrides else None
+    request = TurnRequest(
+        kind=body.kind,
+        text=body.text,
+        attachments=tuple(body.attachments),
+        prefill=body.prefill,
+        overrides=overrides,
+        interrupt=body.interrupt,
+    )
+    try:
+        started = await state.turns.start(tk.chats, chat_id, request)
+    except GenerateTaskError as exc:
+        return task_error_response(exc)
+    return TurnStartedBody(
+        turn_id=started.turn_id,
+        chat_id=started.chat_id,
+        kind=started.kind,
+        events=f"/chats/{started.chat_id}/turns/{started.turn_id}/events",
+    )
+
+
+async def _owned_turn(tk: Tavern, hub: TurnHub, chat_id: str, turn_id: str) -> str:
+    """The chat's id, when the turn is of a chat the caller owns; 404 otherwise (the same
+    answer for another user's turn as for no turn, so ids cannot be probed)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    if await hub.turn_chat(turn_id) != info.id:
+        raise NotFound(f"no turn {turn_id!r} in this chat")
+    return info.id
+
+
+@router.get(
+    "/chats/{chat_id}/turns/{turn_id}/events",
+    response_class=Response,
+    responses={200: {"content": {"text/event-stream": {}}}},
+)
+async def turn_events(
+    chat_id: str,
+    turn_id: str,
+    tk: UserTavern,
+    hub: Hub,
+    last_event_id: Annotated[str | None, Header(max_length=100)] = None,
+    after: Annotated[str | None, Query(max_length=100)] = None,
+) -> Response:
+    """The turn's events as SSE (``id``, ``event``: text, reasoning, tool, notice, error,
+    done; ``data``: JSON), from after ``Last-Event-ID`` (or ``after``) when given."""
+    await _owned_turn(tk, hub, chat_id, turn_id)
+    since = last_event_id if last_event_id is not None else after
+    try:
+        events = hub.log.read(turn_id, since or None)
+    except ValueError as exc:
+        raise FormatError(str(exc), field="Last-Event-ID") from None
+    except KeyError:
+        raise NotFound(f"no turn {turn_id!r} in this chat") from None
+    return sse_response(_frames(events))
+
+
+async def _frames(events: AsyncIterator[TurnEvent]) -> AsyncIterator[bytes]:
+    async for event in events:
+        yield sse_event(event.id, event.type, event.data)
+
+
+@router.delete("/chats/{chat_id}/turns/{turn_id}", response_model=TurnStopped)
+async def stop_turn(chat_id: str, turn_id: str, tk: UserTavern, hub: Hub) -> Any:
+    """Stop the turn; what it delivered stays stored and in its events."""
+    await _owned_turn(tk, hub, chat_id, turn_id)
+    stopped = hub.stop(turn_id)
+    if stopped:
+        await hub.wait(turn_id)  # answered once the shown text is stored
+    return TurnStopped(stopped=stopped)

@@ -1,0 +1,88 @@
+"""``ServerSettings``: what ``tavernkit serve`` and :func:`~tavernkit.server.app.create_app`
+are configured with, checked once before the server starts."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tavernkit.errors import ServerConfigError
+
+__all__ = ["PASSWORD_PROFILES", "RateLimit", "ServerSettings", "is_loopback"]
+
+#: the argon2 parameter sets ``password_profile`` may name (argon2.profiles)
+PASSWORD_PROFILES = frozenset({"RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"})
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """At most ``limit`` events per ``window_s`` seconds (per user)."""
+
+    limit: int
+    window_s: float
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine (``localhost``,
+    ``127.0.0.0/8``, ``::1``); ``0.0.0.0``, ``::`` and every other address do not."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """The server's configuration.
+
+    ``accounts`` off (the default) serves one local user without login, and is only allowed
+    on a loopback ``host``: :meth:`check` refuses any other address unless accounts are on.
+    """
+
+    #: the data dir (``None``: ``$TAVERNKIT_HOME`` or the platform's user data dir)
+    home: Path | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    accounts: bool = False
+    #: the largest import upload (multipart or raw body) accepted, in bytes
+    upload_max_bytes: int = 32 * 1024 * 1024
+    #: failed and successful password logins per user name
+    login_rate: RateLimit = field(default_factory=lambda: RateLimit(10, 60.0))
+    #: chat turns started per user (the turn routes take it from here)
+    turn_rate: RateLimit = field(default_factory=lambda: RateLimit(60, 60.0))
+    #: how long a browser session lasts without use, in seconds
+    session_ttl_s: float = 14 * 24 * 3600.0
+    #: mark session cookies ``Secure`` (set it when a TLS proxy fronts the server)
+    secure_cookies: bool = False
+    #: the largest page a paged listing returns
+    page_max: int = 200
+    #: the argon2 parameters passwords are hashed with (a name in ``argon2.profiles``;
+    #: ``CHEAPEST`` is for tests only)
+    password_profile: str = "RFC_9106_LOW_MEMORY"
+
+    def check(self) -> ServerSettings:
+        """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
+        invalid; returns ``self``."""
+        if not self.accounts and not is_loopback(self.host):
+            raise ServerConfigError(
+                f"refusing to serve {self.host} without accounts: anyone who can reach that "
+                "address would get full access; turn accounts on (--accounts) or bind 127.0.0.1"
+            )
+        if not 0 <= self.port <= 65535:
+            raise ServerConfigError(f"port {self.port} is not between 0 and 65535")
+        if self.upload_max_bytes <= 0:
+            raise ServerConfigError("upload_max_bytes must be positive")
+        for name, rate in (("login_rate", self.login_rate), ("turn_rate", self.turn_rate)):
+            if rate.limit <= 0 or rate.window_s <= 0:
+                raise ServerConfigError(f"{name} needs a positive limit and window")
+        if self.password_profile not in PASSWORD_PROFILES:
+            raise ServerConfigError(
+                f"password_profile {self.password_profile!r} is not one of "
+                + ", ".join(sorted(PASSWORD_PROFILES))
+            )
+        if self.page_max <= 0:
+            raise ServerConfigError("page_max must be positive")
+        return self

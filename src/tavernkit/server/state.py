@@ -1,0 +1,57 @@
+"""``ServerState``: the objects one server holds (``app.state.server``), and the
+dependencies that hand them to routes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from tavernkit.errors import TavernKitError, TooManyAttempts
+from tavernkit.facade import Tavern
+from tavernkit.server.accounts import Accounts
+from tavernkit.server.coordination import RateLimiter
+from tavernkit.server.principal import Principal
+from tavernkit.server.settings import ServerSettings
+from tavernkit.server.turns import TurnHub
+
+__all__ = ["ServerState", "server_state"]
+
+
+@dataclass(slots=True)
+class ServerState:
+    """What the routes of one server share. ``tavern`` is the server's own (its owner is the
+    local user's); each principal works through :meth:`tavern_for`, a view over the same
+    store."""
+
+    settings: ServerSettings
+    tavern: Tavern
+    accounts: Accounts
+    limiter: RateLimiter
+    #: the chat turns this process runs (``/chats/{id}/turns``)
+    turns: TurnHub
+
+    def tavern_for(self, principal: Principal) -> Tavern:
+        """The Tavern of ``principal``'s owner (cached; shares the one store)."""
+        return self.tavern.for_owner(principal.owner)
+
+    async def admit_turn(self, principal: Principal) -> None:
+        """Count one turn against the principal's turn rate limit; raises
+        :class:`~tavernkit.errors.TooManyAttempts` when it is used up (the turn routes call
+        this before starting a turn)."""
+        rate = self.settings.turn_rate
+        decision = await self.limiter.hit(
+            f"turns:{principal.user_id}", limit=rate.limit, window_s=rate.window_s
+        )
+        if not decision.allowed:
+            raise TooManyAttempts(
+                "too many turns started; try again later", retry_after_s=decision.retry_after_s
+            )
+
+
+def server_state(request: Request) -> ServerState:
+    """The dependency every route reaches the server's objects through."""
+    state = getattr(request.app.state, "server", None)
+    if not isinstance(state, ServerState):
+        raise TavernKitError("the server is not started (no lifespan ran)")
+    return state

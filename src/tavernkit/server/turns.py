@@ -1,0 +1,351 @@
+"""Turns that belong to the server, not to the request that asked for them.
+
+:meth:`TurnHub.start` checks the turn (the chat exists for the owner, the overrides name
+records that exist), takes the chat's :class:`~tavernkit.server.coordination.ChatLock` (a busy
+chat is :class:`~tavernkit.errors.ChatBusy` unless ``interrupt``) and runs the
+:class:`~tavernkit.chat.ChatService` verb as a task of the hub. The task runs and persists to
+the end whoever is watching: a client that disconnects only stops reading. Its events go to a
+:class:`~tavernkit.server.coordination.TurnEventLog` through :class:`EventLogSink`, so any
+number of clients read the same turn from any event on (``Last-Event-ID``).
+
+Every turn's log is, in order: one ``notice`` with ``kind: "started"`` (the turn's chat and
+verb: a process that did not start the turn checks the chat from it), the reply's ``text``,
+``reasoning``, ``tool`` and fallback ``notice`` events as they are delivered, an ``error``
+when the turn failed, and exactly one ``done`` (status ``completed``, ``failed`` or
+``aborted``, and where the reply is stored). :meth:`TurnHub.stop` aborts a turn; what was
+delivered stays stored and is in the log.
+
+The lock's lease is renewed while the turn runs, so a crashed process frees the chat after
+one lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavernkit.chat.reply import TurnOutcome
+from tavernkit.chat.service import ChatService
+from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound, TavernKitError
+from tavernkit.generation.abort import AbortController
+from tavernkit.generation.result import TurnResult
+from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
+from tavernkit.providers.events import ReasoningDelta, TextDelta
+from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog
+from tavernkit.server.task_errors import safe_message
+
+__all__ = ["TURN_KINDS", "EventLogSink", "TurnHub", "TurnRequest", "TurnStarted"]
+
+#: the verbs a server turn runs (a quiet prompt is a task, not a turn)
+TURN_KINDS = ("send", "swipe", "regenerate", "continue", "impersonate")
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """One turn as a client asks for it. ``text`` and ``attachments`` (image URLs) are for
+    ``send``; ``prefill`` for ``send``, ``swipe`` and ``regenerate``; ``overrides`` is a
+    :class:`~tavernkit.chat.prepare.TurnOverrides` mapping."""
+
+    kind: str = "send"
+    text: str = ""
+    attachments: Sequence[str] = ()
+    prefill: str | None = None
+    overrides: Mapping[str, Any] | None = None
+    interrupt: bool = False
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    turn_id: str
+    chat_id: str
+    kind: str
+
+
+class EventLogSink:
+    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
+    log, one log event per sink event (empty deltas are dropped)."""
+
+    def __init__(self, log: TurnEventLog, turn_id: str) -> None:
+        self.log = log
+        self.turn_id = turn_id
+
+    async def emit(self, event: SinkEvent) -> None:
+        entry = sink_event_entry(event)
+        if entry is not None:
+            await self.log.append(self.turn_id, *entry)
+
+    async def flush(self) -> None:
+        return None
+
+    async def finalize(self, result: TurnResult) -> None:
+        return None
+
+    async def cleanup(self) -> None:
+        return None
+
+
+def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
+    """The log's (type, data) of one sink event; ``None`` for one with nothing to show."""
+    if isinstance(event, TextDelta):
+        return ("text", {"text": event.text}) if event.text else None
+    if isinstance(event, ReasoningDelta):
+        return ("reasoning", {"text": event.text}) if event.text else None
+    if isinstance(event, ToolEvent):
+        return "tool", {
+            "name": event.name,
+            "display": event.display,
+            "replayed": event.replayed,
+            "error": event.error,
+        }
+    if isinstance(event, NoticeEvent):
+        return "notice", {"kind": "fallback", "text": event.notice.text(), **event.notice.to_json()}
+    if isinstance(event, ErrorEvent):
+        return "error", _turn_error_data(event.error.error_class, event.error.code)
+    return None
+
+
+def _turn_error_data(error_class: str, code: str, message: str | None = None) -> dict[str, Any]:
+    return {
+        "class": error_class,
+        "code": code,
+        "message": message or f"Generation failed: {error_class} ({code})",
+    }
+
+
+def outcome_data(outcome: TurnOutcome) -> dict[str, Any]:
+    """The ``done`` event of a turn that ran (its stored place; the text is in the log)."""
+    return {
+        "status": outcome.status,
+        "kind": outcome.kind,
+        "message_index": outcome.message_index,
+        "swipe_index": outcome.swipe_index,
+        "model": outcome.model,
+        "error": None
+        if outcome.error is None
+        else {"class": outcome.error.error_class, "code": outcome.error.code},
+    }
+
+
+@dataclass
+class _Running:
+    chat_key: str
+    controller: AbortController
+    task: asyncio.Task[None] | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class TurnHub:
+    """The turns one server process runs (see the module docstring).
+
+    ``ttl_s``: how long a finished turn's events stay readable for late reconnects;
+    ``lease_s``: the chat lock's lease, renewed every third of it while a turn runs;
+    ``interrupt_wait_s``: how long an interrupting turn waits for the chat to be free (the
+    stopped turn writes what it delivered first).
+    """
+
+    def __init__(
+        self,
+        log: TurnEventLog,
+        lock: ChatLock,
+        *,
+        ttl_s: float = 600.0,
+        lease_s: float = 30.0,
+        interrupt_wait_s: float = 10.0,
+    ) -> None:
+        self.log = log
+        self.lock = lock
+        self.ttl_s = ttl_s
+        self.lease_s = lease_s
+        self.interrupt_wait_s = interrupt_wait_s
+        self._running: dict[str, _Running] = {}
+        self._by_chat: dict[str, str] = {}
+
+    @staticmethod
+    def chat_key(owner: str, chat_id: str) -> str:
+        return f"{owner}:{chat_id}"
+
+    async def start(self, chats: ChatService, chat_ref: str, request: TurnRequest) -> TurnStarted:
+        """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
+        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")`` or
+        :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
+        if request.kind not in TURN_KINDS:
+            raise GenerateTaskError(
+                "invalid_input",
+                f"unknown turn kind {request.kind!r} (one of {', '.join(TURN_KINDS)})",
+                details={"field": "kind"},
+            )
+        info = await chats.store.get_chat_info(chat_ref, owner=chats.owner)
+        await chats.check_overrides(request.overrides)
+        key = self.chat_key(chats.owner, info.id)
+        turn_id = uuid.uuid4().hex
+        await self._take(key, turn_id, interrupt=request.interrupt)
+        running = _Running(key, AbortController())
+        self._running[turn_id] = running
+        self._by_chat[key] = turn_id
+        try:
+            await self.log.append(
+                turn_id,
+                "notice",
+                {"kind": "started", "turn": turn_id, "chat": info.id, "verb": request.kind},
+            )
+        except BaseException:
+            await self._forget(turn_id, running)
+            raise
+        running.task = asyncio.create_task(self._run(chats, info.id, turn_id, running, request))
+        return TurnStarted(turn_id, info.id, request.kind)
+
+    async def _take(self, key: str, turn_id: str, *, interrupt: bool) -> None:
+        if await self.lock.acquire(key, turn_id, lease_s=self.lease_s):
+            return
+        if not interrupt:
+            raise ChatBusy(key.partition(":")[2])
+        current = self._by_chat.get(key)
+        if current is not None:
+            self.stop(current)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.interrupt_wait_s
+        while loop.time() < deadline:
+            if current is not None and current in self._running:
+                # the stopped turn writes what it delivered, then frees the chat
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._running[current].done.wait(), deadline - loop.time()
+                    )
+            if await self.lock.acquire(key, turn_id, lease_s=self.lease_s):
+                return
+            await asyncio.sleep(0.05)
+        raise ChatBusy(key.partition(":")[2])
+
+    async def _run(
+        self,
+        chats: ChatService,
+        chat_id: str,
+        turn_id: str,
+        running: _Running,
+        request: TurnRequest,
+    ) -> None:
+        renewer = asyncio.create_task(self._renew(running.chat_key, turn_id))
+        try:
+            try:
+                outcome = await _run_verb(
+                    chats, chat_id, request, EventLogSink(self.log, turn_id), running.controller
+                )
+            except TavernKitError as exc:
+                await self._fail(turn_id, exc)
+            except Exception as exc:  # a bug must still end the log, without its message
+                await self._fail(turn_id, exc, safe=False)
+            else:
+                await self.log.append(turn_id, "done", outcome_data(outcome))
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await self.log.close(turn_id, ttl_s=self.ttl_s)
+            await self._forget(turn_id, running)
+
+    async def _fail(self, turn_id: str, exc: Exception, *, safe: bool = True) -> None:
+        code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
+        message = (
+            (safe_message(exc) if isinstance(exc, GenerateTaskError) else str(exc))
+            if safe
+            else "the turn failed (see the server log)"
+        )
+        await self.log.append(turn_id, "error", _turn_error_data(type(exc).__name__, code, message))
+        await self.log.append(
+            turn_id,
+            "done",
+            {"status": "failed", "error": {"class": type(exc).__name__, "code": code}},
+        )
+
+    async def _renew(self, key: str, turn_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            await self.lock.renew(key, turn_id, lease_s=self.lease_s)
+
+    async def _forget(self, turn_id: str, running: _Running) -> None:
+        self._running.pop(turn_id, None)
+        if self._by_chat.get(running.chat_key) == turn_id:
+            del self._by_chat[running.chat_key]
+        await self.lock.release(running.chat_key, turn_id)
+        running.done.set()
+
+    def stop(self, turn_id: str) -> bool:
+        """Stop a running turn of this process (what it delivered stays); whether it was
+        running here."""
+        running = self._running.get(turn_id)
+        if running is None:
+            return False
+        return running.controller.abort("stopped")
+
+    def running(self, turn_id: str) -> bool:
+        return turn_id in self._running
+
+    async def wait(self, turn_id: str) -> None:
+        """Return when the turn (of this process) has ended and its log is closed."""
+        running = self._running.get(turn_id)
+        if running is not None:
+            await running.done.wait()
+
+    async def started(self, turn_id: str) -> TurnEvent:
+        """The turn's ``started`` notice; ``KeyError`` for a turn the log does not know."""
+        async for event in self.log.read(turn_id):
+            if event.type == "notice" and event.data.get("kind") == "started":
+                return event
+            break
+        raise KeyError(turn_id)
+
+    async def turn_chat(self, turn_id: str) -> str:
+        """The chat id a turn belongs to; :class:`~tavernkit.errors.NotFound` when unknown."""
+        try:
+            event = await self.started(turn_id)
+        except KeyError:
+            raise NotFound(f"no turn {turn_id!r}") from None
+        return str(event.data["chat"])
+
+    async def close(self, *, grace_s: float = 5.0) -> None:
+        """Shut down: let running turns finish for ``grace_s``, then stop the rest; each
+        stored what it delivered when this returns."""
+        pending = [r.done.wait() for r in self._running.values()]
+        if pending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*pending), grace_s)
+        for turn_id in list(self._running):
+            self.stop(turn_id)
+        tasks = [r.task for r in self._running.values() if r.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _run_verb(
+    chats: ChatService,
+    chat_id: str,
+    request: TurnRequest,
+    sink: EventLogSink,
+    controller: AbortController,
+) -> TurnOutcome:
+    common: dict[str, Any] = {
+        "sink": sink,
+        "abort": controller.signal,
+        "overrides": request.overrides,
+        "interrupt": request.interrupt,
+    }
+    kind = request.kind
+    if kind == "send":
+        return await chats.send(
+            chat_id,
+            request.text,
+            attachments=list(request.attachments),
+            prefill=request.prefill,
+            **common,
+        )
+    if kind == "swipe":
+        return await chats.swipe(chat_id, prefill=request.prefill, **common)
+    if kind == "regenerate":
+        return await chats.regenerate(chat_id, prefill=request.prefill, **common)
+    if kind == "continue":
+        return await chats.continue_(chat_id, **common)
+    return await chats.impersonate(chat_id, **common)

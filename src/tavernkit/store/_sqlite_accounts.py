@@ -1,0 +1,208 @@
+"""The server's accounts (users, API tokens, sessions) in SQLite: the
+:class:`~tavernkit.store.accounts.AccountStore` half of
+:class:`~tavernkit.store.sqlite.SqliteStore`."""
+
+from __future__ import annotations
+
+import builtins
+from datetime import datetime, timedelta
+
+from tavernkit.errors import Conflict, NotFound, StoreError
+from tavernkit.store._sqlite_base import SqliteBase
+from tavernkit.store.accounts import SessionRecord, TokenRecord, UserRecord
+
+__all__ = ["SqliteAccounts"]
+
+_USER_COLUMNS = "id, name, owner, is_admin, created"
+#: a session's expiry is written again only when it moves by more than this
+_EXTEND_STEP = timedelta(minutes=1)
+
+
+def _user(row: tuple[object, ...]) -> UserRecord:
+    return UserRecord(
+        id=str(row[0]),
+        name=str(row[1]),
+        owner=str(row[2]),
+        is_admin=bool(row[3]),
+        created=datetime.fromisoformat(str(row[4])),
+    )
+
+
+def _token(row: tuple[object, ...]) -> TokenRecord:
+    return TokenRecord(
+        id=str(row[0]),
+        user_id=str(row[1]),
+        label=str(row[2]),
+        created=datetime.fromisoformat(str(row[3])),
+        last_used=datetime.fromisoformat(str(row[4])) if row[4] else None,
+    )
+
+
+def _name_key(name: str) -> str:
+    return name.strip().casefold()
+
+
+class SqliteAccounts(SqliteBase):
+    async def create_user(
+        self, name: str, password_hash: str, *, owner: str, is_admin: bool = False
+    ) -> UserRecord:
+        if not name.strip():
+            raise StoreError("a user needs a name")
+        user_id = self._new_id()
+        now = self._now()
+        try:
+            async with self._write() as db:
+                await db.execute(
+                    "INSERT INTO users (id, name, name_key, owner, password_hash, is_admin, "
+                    "created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        user_id,
+                        name.strip(),
+                        _name_key(name),
+                        owner,
+                        password_hash,
+                        int(is_admin),
+                        now,
+                    ),
+                )
+        except Conflict:
+            raise Conflict(f"a user named {name.strip()!r} (or that owner) exists") from None
+        return UserRecord(user_id, name.strip(), owner, is_admin, datetime.fromisoformat(now))
+
+    async def get_user(self, user_id: str) -> UserRecord:
+        async with (
+            self._read() as db,
+            db.execute(f"SELECT {_USER_COLUMNS} FROM users WHERE id = ?", (user_id,)) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound(f"no user {user_id!r}")
+        return _user(tuple(row))
+
+    async def find_user(self, name: str) -> tuple[UserRecord, str]:
+        async with (
+            self._read() as db,
+            db.execute(
+                f"SELECT {_USER_COLUMNS}, password_hash FROM users WHERE name_key = ?",
+                (_name_key(name),),
+            ) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            raise NotFound("no such user")
+        return _user(tuple(row)), str(row[5])
+
+    async def list_users(self) -> builtins.list[UserRecord]:
+        async with (
+            self._read() as db,
+            db.execute(f"SELECT {_USER_COLUMNS} FROM users ORDER BY name_key") as cur,
+        ):
+            return [_user(tuple(r)) for r in await cur.fetchall()]
+
+    async def count_users(self) -> int:
+        async with self._read() as db, db.execute("SELECT COUNT(*) FROM users") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def set_password_hash(self, user_id: str, password_hash: str) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no user {user_id!r}")
+
+    async def delete_user(self, user_id: str) -> None:
+        async with self._write() as db:
+            cur = await db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            if cur.rowcount == 0:
+                raise NotFound(f"no user {user_id!r}")
+
+    async def add_token(self, user_id: str, token_hash: str, *, label: str) -> TokenRecord:
+        token_id = self._new_id()
+        now = self._now()
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO api_tokens (id, user_id, token_hash, label, created) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (token_id, user_id, token_hash, label, now),
+            )
+        return TokenRecord(token_id, user_id, label, datetime.fromisoformat(now), None)
+
+    async def list_tokens(self, user_id: str) -> builtins.list[TokenRecord]:
+        async with (
+            self._read() as db,
+            db.execute(
+                "SELECT id, user_id, label, created, last_used FROM api_tokens "
+                "WHERE user_id = ? ORDER BY created, id",
+                (user_id,),
+            ) as cur,
+        ):
+            return [_token(tuple(r)) for r in await cur.fetchall()]
+
+    async def delete_token(self, user_id: str, token_id: str) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "DELETE FROM api_tokens WHERE id = ? AND user_id = ?", (token_id, user_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no token {token_id!r}")
+
+    async def user_for_token(self, token_hash: str) -> UserRecord | None:
+        async with self._write() as db:
+            async with db.execute(
+                f"SELECT t.id, {', '.join('u.' + c.strip() for c in _USER_COLUMNS.split(','))} "
+                "FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
+                (token_hash,),
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                return None
+            await db.execute(
+                "UPDATE api_tokens SET last_used = ? WHERE id = ?", (self._now(), row[0])
+            )
+        return _user(tuple(row)[1:])
+
+    async def create_session(
+        self, user_id: str, session_hash: str, *, expires: datetime
+    ) -> SessionRecord:
+        session_id = self._new_id()
+        now = self._now()
+        async with self._write() as db:
+            await db.execute(
+                "INSERT INTO sessions (id, user_id, session_hash, created, expires) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (session_id, user_id, session_hash, now, expires.isoformat()),
+            )
+        return SessionRecord(session_id, user_id, datetime.fromisoformat(now), expires)
+
+    async def user_for_session(
+        self, session_hash: str, *, now: datetime, extend_to: datetime
+    ) -> tuple[SessionRecord, UserRecord] | None:
+        async with self._write() as db:
+            async with db.execute(
+                "SELECT s.id, s.user_id, s.created, s.expires, "
+                f"{', '.join('u.' + c.strip() for c in _USER_COLUMNS.split(','))} "
+                "FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.session_hash = ?",
+                (session_hash,),
+            ) as cur:
+                row = await cur.fetchone()
+            if row is None:
+                return None
+            expires = datetime.fromisoformat(str(row[3]))
+            if expires <= now:
+                await db.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
+                return None
+            if extend_to - expires > _EXTEND_STEP:
+                expires = extend_to
+                await db.execute(
+                    "UPDATE sessions SET expires = ? WHERE id = ?", (expires.isoformat(), row[0])
+                )
+        session = SessionRecord(
+            str(row[0]), str(row[1]), datetime.fromisoformat(str(row[2])), expires
+        )
+        return session, _user(tuple(row)[4:])
+
+    async def delete_session(self, session_hash: str) -> None:
+        async with self._write() as db:
+            await db.execute("DELETE FROM sessions WHERE session_hash = ?", (session_hash,))

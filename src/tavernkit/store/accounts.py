@@ -1,0 +1,102 @@
+"""The server's accounts in the store: users (argon2 password hashes), their API tokens and
+their browser sessions, as a protocol beside :class:`~tavernkit.store.protocol.Store` (a store
+that serves a multi-user server implements both).
+
+Only hashes are stored: a token or a session secret is shown once and kept as its SHA-256
+(they are 256-bit random values, so a fast hash is enough; passwords get argon2 in
+:mod:`tavernkit.server.accounts`). A user's records live under the user's ``owner``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+__all__ = ["AccountStore", "SessionRecord", "TokenRecord", "UserRecord"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    """One user; never the password hash (that has its own call)."""
+
+    id: str
+    name: str
+    owner: str
+    is_admin: bool
+    created: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRecord:
+    """One API token as listed: its label and dates, never the token or its hash."""
+
+    id: str
+    user_id: str
+    label: str
+    created: datetime
+    last_used: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: str
+    user_id: str
+    created: datetime
+    expires: datetime
+
+
+@runtime_checkable
+class AccountStore(Protocol):
+    """Errors as the Store's: :class:`~tavernkit.errors.NotFound`,
+    :class:`~tavernkit.errors.Conflict` (a taken user name),
+    :class:`~tavernkit.errors.StoreError`."""
+
+    async def create_user(
+        self, name: str, password_hash: str, *, owner: str, is_admin: bool = False
+    ) -> UserRecord:
+        """A new user; names are unique whatever their case."""
+        ...
+
+    async def get_user(self, user_id: str) -> UserRecord: ...
+
+    async def find_user(self, name: str) -> tuple[UserRecord, str]:
+        """The user named ``name`` (any case) with its password hash: the login path."""
+        ...
+
+    async def list_users(self) -> builtins.list[UserRecord]: ...
+
+    async def count_users(self) -> int: ...
+
+    async def set_password_hash(self, user_id: str, password_hash: str) -> None: ...
+
+    async def delete_user(self, user_id: str) -> None:
+        """Delete the user with its tokens and sessions (its records stay under its owner)."""
+        ...
+
+    async def add_token(self, user_id: str, token_hash: str, *, label: str) -> TokenRecord: ...
+
+    async def list_tokens(self, user_id: str) -> builtins.list[TokenRecord]: ...
+
+    async def delete_token(self, user_id: str, token_id: str) -> None:
+        """Revoke one of ``user_id``'s tokens (another user's is NotFound)."""
+        ...
+
+    async def user_for_token(self, token_hash: str) -> UserRecord | None:
+        """The user a token hash belongs to (None when unknown); records its last use."""
+        ...
+
+    async def create_session(
+        self, user_id: str, session_hash: str, *, expires: datetime
+    ) -> SessionRecord: ...
+
+    async def user_for_session(
+        self, session_hash: str, *, now: datetime, extend_to: datetime
+    ) -> tuple[SessionRecord, UserRecord] | None:
+        """The live session with that hash and its user (None when unknown or expired; an
+        expired one is deleted). Its expiry is moved to ``extend_to`` when that is more than
+        a minute later, so a busy session writes at most once a minute."""
+        ...
+
+    async def delete_session(self, session_hash: str) -> None: ...

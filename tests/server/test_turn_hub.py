@@ -1,0 +1,140 @@
+"""TurnHub over a real ChatService and a scripted upstream on loopback: the log a turn writes,
+busy chats, interrupt, stop, and checks that run before anything is stored."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from chat._server import HangingServer, HangReply, Reply
+from chat.conftest import StepClock, make_world
+from tavernkit.chat import ChatService
+from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound
+from tavernkit.facade import Tavern
+from tavernkit.server.coordination import TurnEvent
+from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
+from tavernkit.server.turns import TurnHub, TurnRequest
+
+
+class Hub:
+    def __init__(self, tk: Tavern, server: HangingServer) -> None:
+        self.tk = tk
+        self.server = server
+        self.chats = ChatService(tk.runtime, clock=StepClock(), stream_interval=0)
+        self.log = InMemoryTurnEventLog()
+        self.hub = TurnHub(self.log, InMemoryChatLock())
+
+    async def events(self, turn_id: str, after: str | None = None) -> list[TurnEvent]:
+        return [e async for e in self.log.read(turn_id, after)]
+
+
+@pytest.fixture
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
+    async with HangingServer() as server:
+        tk = await make_world(tmp_path / "home", server)
+        try:
+            yield Hub(tk, server)
+        finally:
+            await tk.close()
+
+
+def text_of(events: list[TurnEvent]) -> str:
+    return "".join(str(e.data["text"]) for e in events if e.type == "text")
+
+
+async def test_a_turn_logs_started_text_and_done_and_stores_the_reply(hub: Hub) -> None:
+    hub.server.script(Reply(text="Rough seas tonight, Ada."))
+    info = await hub.chats.new_chat("Mira")
+    started = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    events = await hub.events(started.turn_id)
+    assert events[0].type == "notice" and events[0].data["kind"] == "started"
+    assert events[0].data["chat"] == info.id and events[0].data["verb"] == "send"
+    assert {e.type for e in events[1:-1]} == {"text"}
+    done = events[-1]
+    assert done.type == "done" and done.data["status"] == "completed"
+    assert done.data["message_index"] == 2
+    stored = await hub.chats.load(info.id)
+    assert stored.messages[-1].data["mes"] == text_of(events) == "Rough seas tonight, Ada."
+    assert [int(e.id) for e in events] == list(range(1, len(events) + 1))
+    assert await hub.hub.turn_chat(started.turn_id) == info.id
+    assert not hub.hub.running(started.turn_id)
+
+
+async def test_a_busy_chat_refuses_a_second_turn_unless_it_interrupts(hub: Hub) -> None:
+    hub.server.script(
+        HangReply(text="Partly. said and never finished", hang_after=1), Reply("New.")
+    )
+    info = await hub.chats.new_chat("Mira")
+    first = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    await asyncio.wait_for(hub.server.hanging.wait(), 10)
+    with pytest.raises(ChatBusy):
+        await hub.hub.start(hub.chats, info.id, TurnRequest("swipe"))
+    second = await hub.hub.start(hub.chats, info.id, TurnRequest("swipe", interrupt=True))
+    first_events = await hub.events(first.turn_id)
+    assert first_events[-1].data["status"] == "aborted"
+    second_events = await hub.events(second.turn_id)
+    assert second_events[-1].data["status"] == "completed"
+    stored = await hub.chats.load(info.id)
+    # the stopped reply kept what it showed, as the first swipe; the new one is shown
+    assert stored.messages[-1].data["swipes"] == [text_of(first_events), "New."]
+    assert text_of(first_events).startswith("Partly.")
+
+
+async def test_stop_ends_the_turn_keeping_what_was_shown(hub: Hub) -> None:
+    hub.server.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    info = await hub.chats.new_chat("Mira")
+    started = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    await asyncio.wait_for(hub.server.hanging.wait(), 10)
+    async for event in hub.log.read(started.turn_id):
+        if event.type == "text":
+            break
+    assert hub.hub.stop(started.turn_id)
+    await hub.hub.wait(started.turn_id)
+    events = await hub.events(started.turn_id)
+    assert events[-1].data["status"] == "aborted"
+    stored = await hub.chats.load(info.id)
+    assert stored.messages[-1].data["mes"] == text_of(events)
+    assert text_of(events).startswith("Wait.")
+    assert not hub.hub.stop(started.turn_id)  # over: nothing to stop
+
+
+async def test_bad_turns_are_refused_before_anything_is_stored(hub: Hub) -> None:
+    info = await hub.chats.new_chat("Mira")
+    with pytest.raises(GenerateTaskError) as kind:
+        await hub.hub.start(hub.chats, info.id, TurnRequest("dance"))
+    assert kind.value.details["field"] == "kind"
+    with pytest.raises(GenerateTaskError) as profile:
+        await hub.hub.start(
+            hub.chats, info.id, TurnRequest("send", text="Hi", overrides={"profile": "nope"})
+        )
+    assert profile.value.details["field"] == "profile"
+    with pytest.raises(NotFound):
+        await hub.hub.start(hub.chats, "no-such-chat", TurnRequest("send", text="Hi"))
+    with pytest.raises(NotFound):
+        await hub.hub.turn_chat("no-such-turn")
+    assert len((await hub.chats.load(info.id)).messages) == 1  # the greeting alone
+    assert hub.server.requests == []
+
+
+async def test_a_turn_that_fails_logs_its_error_then_done(hub: Hub) -> None:
+    hub.server.script(Reply(status=401, error={"error": {"message": "bad key sk-secret"}}))
+    info = await hub.chats.new_chat("Mira")
+    started = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    events = await hub.events(started.turn_id)
+    assert [e.type for e in events[1:]] == ["error", "done"]
+    assert events[-1].data["status"] == "failed"
+    assert "sk-secret" not in repr([e.data for e in events])
+
+
+async def test_close_lets_a_running_turn_store_what_it_showed(hub: Hub) -> None:
+    hub.server.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    info = await hub.chats.new_chat("Mira")
+    started = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    await asyncio.wait_for(hub.server.hanging.wait(), 10)
+    await hub.hub.close(grace_s=0.05)
+    events = await hub.events(started.turn_id)
+    assert events[-1].type == "done" and events[-1].data["status"] == "aborted"
+    assert (await hub.chats.load(info.id)).messages[-1].data["mes"] == text_of(events)

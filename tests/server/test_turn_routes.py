@@ -1,0 +1,206 @@
+"""The turn routes over a real uvicorn on loopback, with a scripted upstream: streaming,
+reconnect-resume byte for byte, a turn that outlives its client, a second client joining,
+DELETE, 409, and owner isolation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from chat._server import HangingServer, HangReply, Reply
+from chat.conftest import stock_world
+from tavernkit.facade import Tavern
+
+from ._live import LiveServer, live_server
+from ._sse import Event, events_of, parse_events
+from .conftest import Users, settings
+
+
+@dataclass
+class Site:
+    server: LiveServer
+    upstream: HangingServer
+    client: httpx.AsyncClient
+    tk: Tavern
+
+    async def new_chat(self) -> str:
+        return (await self.tk.chats.new_chat("Mira")).id
+
+    async def start(self, chat: str, **body: Any) -> httpx.Response:
+        return await self.client.post(f"/chats/{chat}/turns", json={"text": "Hello", **body})
+
+    async def stored_reply(self, chat: str) -> str:
+        stored = await self.tk.chats.load(chat)
+        return str(stored.messages[-1].data["mes"])
+
+
+@pytest.fixture
+async def site(tmp_path: Path) -> AsyncIterator[Site]:
+    async with HangingServer() as upstream, live_server(settings(tmp_path / "home")) as server:
+        tk = server.state.tavern
+        await stock_world(tk, upstream.base_url)
+        async with server.client() as client:
+            yield Site(server, upstream, client, tk)
+
+
+async def read_all(client: httpx.AsyncClient, url: str, **headers: str) -> bytes:
+    response = await client.get(url, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return response.content
+
+
+def text_of(events: list[Event]) -> str:
+    return "".join(e.data["text"] for e in events if e.type == "text")
+
+
+async def test_a_turn_streams_its_events_and_stores_the_reply(site: Site) -> None:
+    site.upstream.script(Reply(text="Rough seas tonight, Ada.", pace=0.01))
+    chat = await site.new_chat()
+    started = await site.start(chat)
+    assert started.status_code == 202
+    body = started.json()
+    assert body["chat_id"] == chat and body["kind"] == "send"
+    events = parse_events(await read_all(site.client, body["events"]))
+    assert events[0].type == "notice" and events[0].data["kind"] == "started"
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+    assert [e.id for e in events] == [str(i) for i in range(1, len(events) + 1)]
+    assert text_of(events) == "Rough seas tonight, Ada." == await site.stored_reply(chat)
+
+
+async def test_a_reconnect_resumes_after_the_last_event_byte_for_byte(site: Site) -> None:
+    words = "one two three four five six seven eight nine ten."
+    site.upstream.script(Reply(text=words, chunks=[w + " " for w in words.split()], pace=0.02))
+    chat = await site.new_chat()
+    url = (await site.start(chat)).json()["events"]
+    head: list[Event] = []
+    async with site.client.stream("GET", url) as response:
+        async for event in events_of(response):
+            head.append(event)
+            if event.type == "text":
+                break  # the phone's tab goes to the background mid-reply
+    rest = await read_all(site.client, url, **{"Last-Event-ID": str(head[-1].id)})
+    whole = await read_all(site.client, url)  # the turn has ended: its whole log
+    assert b"".join(e.raw for e in head) + rest == whole
+    assert parse_events(rest)[0].id == str(int(str(head[-1].id)) + 1)
+    # ?after= is the same resume for clients that cannot set headers
+    assert await read_all(site.client, f"{url}?after={head[-1].id}") == rest
+
+
+async def test_a_turn_finishes_and_is_stored_after_its_client_drops(site: Site) -> None:
+    site.upstream.script(HangReply(text="Wait. the rest comes later", hang_after=1))
+    chat = await site.new_chat()
+    started = (await site.start(chat)).json()
+    async with site.client.stream("GET", started["events"]) as response:
+        async for event in events_of(response):
+            if event.type == "text":
+                break
+    # no client is watching any more; the reply goes on
+    site.upstream.release.set()
+    await asyncio.wait_for(site.server.state.turns.wait(started["turn_id"]), 10)
+    assert await site.stored_reply(chat) == "Wait. the rest comes later"
+    events = parse_events(await read_all(site.client, started["events"]))
+    assert events[-1].data["status"] == "completed"
+
+
+async def test_a_second_client_joins_and_sees_the_same_stream(site: Site) -> None:
+    site.upstream.script(HangReply(text="Wait. both of you see this", hang_after=1))
+    chat = await site.new_chat()
+    url = (await site.start(chat)).json()["events"]
+    await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    async with site.server.client() as phone:
+        desktop_task = asyncio.create_task(read_all(site.client, url))
+        phone_task = asyncio.create_task(read_all(phone, url))
+        await asyncio.sleep(0.2)
+        assert not desktop_task.done() and not phone_task.done()
+        site.upstream.release.set()
+        desktop, phone_bytes = await desktop_task, await phone_task
+    assert desktop == phone_bytes
+    assert text_of(parse_events(desktop)) == "Wait. both of you see this"
+
+
+async def test_delete_stops_the_turn_keeping_what_was_shown(site: Site) -> None:
+    site.upstream.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    chat = await site.new_chat()
+    started = (await site.start(chat)).json()
+    async with site.client.stream("GET", started["events"]) as response:
+        async for event in events_of(response):
+            if event.type == "text":
+                break
+    url = f"/chats/{chat}/turns/{started['turn_id']}"
+    stopped = await site.client.delete(url)
+    assert stopped.status_code == 200 and stopped.json() == {"stopped": True}
+    events = parse_events(await read_all(site.client, started["events"]))
+    assert events[-1].data["status"] == "aborted"
+    assert text_of(events) == await site.stored_reply(chat)
+    assert text_of(events).startswith("Wait.")
+    assert (await site.client.delete(url)).json() == {"stopped": False}
+
+
+async def test_a_busy_chat_answers_409_unless_the_turn_interrupts(site: Site) -> None:
+    site.upstream.script(HangReply(text="Partly. said", hang_after=1), Reply(text="Fresh."))
+    chat = await site.new_chat()
+    first = (await site.start(chat)).json()
+    await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    busy = await site.start(chat, kind="swipe")
+    assert busy.status_code == 409
+    assert busy.json()["error"]["type"] == "ChatBusy"
+    second = await site.start(chat, kind="regenerate", interrupt=True)
+    assert second.status_code == 202
+    second_events = parse_events(await read_all(site.client, second.json()["events"]))
+    assert second_events[-1].data["status"] == "completed"
+    first_events = parse_events(await read_all(site.client, first["events"]))
+    assert first_events[-1].data["status"] == "aborted"
+    assert await site.stored_reply(chat) == "Fresh."
+
+
+async def test_bad_turn_requests_are_refused_with_a_named_error(site: Site) -> None:
+    chat = await site.new_chat()
+    bad_kind = await site.start(chat, kind="dance")
+    assert bad_kind.status_code == 422 and bad_kind.json()["error"]["field"] == "body.kind"
+    bad_profile = await site.start(chat, overrides={"profile": "nope"})
+    assert bad_profile.status_code == 400
+    assert bad_profile.json()["error"] == {
+        "type": "GenerateTaskError",
+        "code": "invalid_input",
+        "message": "no connection profile named 'nope'",
+        "field": "profile",
+        "details": {"field": "profile", "value": "nope"},
+    }
+    assert (await site.start("no-such-chat")).status_code == 404
+    assert (await site.client.get(f"/chats/{chat}/turns/nope/events")).status_code == 404
+    site.upstream.script(Reply(text="ok"))
+    started = (await site.start(chat)).json()
+    bad_id = await site.client.get(started["events"], headers={"Last-Event-ID": "x-1"})
+    assert bad_id.status_code == 422
+    assert bad_id.json()["error"]["field"] == "Last-Event-ID"
+    assert len((await site.tk.chats.load(chat)).messages) == 3  # only the good turn wrote
+
+
+async def test_another_users_turn_is_not_found(tmp_path: Path, users: Users) -> None:
+    async with HangingServer([HangReply(text="Private. words", hang_after=1)]) as upstream:
+        state = users.server.state
+        ann_tk = state.tavern.for_owner(await _owner_of(users, "ann"))
+        await stock_world(ann_tk, upstream.base_url)
+        chat = (await ann_tk.chats.new_chat("Mira")).id
+        started = await users.ann.post(f"/chats/{chat}/turns", json={"text": "Hi"})
+        assert started.status_code == 202, started.text
+        turn = started.json()["turn_id"]
+        base = f"/chats/{chat}/turns"
+        assert (await users.bob.post(base, json={"text": "Hi"})).status_code == 404
+        assert (await users.bob.get(f"{base}/{turn}/events")).status_code == 404
+        assert (await users.bob.delete(f"{base}/{turn}")).status_code == 404
+        assert state.turns.running(turn)  # bob's DELETE did not stop it
+        upstream.release.set()
+        await asyncio.wait_for(state.turns.wait(turn), 10)
+
+
+async def _owner_of(users: Users, name: str) -> str:
+    user, _ = await users.server.state.accounts.store.find_user(name)
+    return str(user.owner)
