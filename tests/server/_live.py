@@ -4,9 +4,10 @@ in the test's own event loop, and clients for it."""
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import httpx2 as httpx
@@ -14,10 +15,11 @@ import uvicorn
 from fastapi import FastAPI
 
 from tavernkit.server.app import create_app
+from tavernkit.server.listen import listening_socket
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.state import ServerState
 
-__all__ = ["LiveServer", "live_server"]
+__all__ = ["LiveServer", "live_server", "threaded_server"]
 
 
 @dataclass
@@ -40,9 +42,7 @@ async def live_server(settings: ServerSettings) -> AsyncIterator[LiveServer]:
     """Serve ``settings`` (its host and port are ignored: 127.0.0.1 on a free port) until the
     block ends."""
     app = create_app(settings)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     config = uvicorn.Config(app, lifespan="on", log_level="warning", access_log=False)
     server = uvicorn.Server(config)
@@ -57,4 +57,28 @@ async def live_server(settings: ServerSettings) -> AsyncIterator[LiveServer]:
     finally:
         server.should_exit = True
         await task
+        sock.close()
+
+
+@contextmanager
+def threaded_server(settings: ServerSettings) -> Iterator[str]:
+    """Serve ``settings`` from a thread with its own event loop (for synchronous clients such
+    as schemathesis' ``requests`` calls); the base URL. Stops when the block ends."""
+    app = create_app(settings)
+    sock = listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning"))
+    # uvicorn leaves signals alone off the main thread
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
         sock.close()

@@ -3,6 +3,7 @@ CSRF, API tokens, admin-only user management and the login rate limit."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 
@@ -150,3 +151,18 @@ async def test_login_rate_limit_per_user(users: Users) -> None:
         # another user's logins are counted apart
         r = await c.post("/auth/login", json={"name": "ann", "password": PASSWORD})
         assert r.status_code == 200
+
+
+async def test_no_password_or_token_in_logs(users: Users, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with users.server.client() as c:
+        await c.post("/auth/login", json={"name": "ann", "password": "wrong password 123"})
+        r = await c.post("/auth/login", json={"name": "ann", "password": PASSWORD})
+        csrf = r.json()["csrf_token"]
+        cookie = c.cookies["tavernkit_session"]
+        token = (await c.post("/auth/tokens", json={}, headers={"X-CSRF-Token": csrf})).json()
+    async with users.server.client(headers={"Authorization": f"Bearer {token['token']}"}) as c:
+        assert (await c.get("/auth/me")).status_code == 200
+    assert caplog.records  # the store and the server did log at DEBUG
+    for secret in ("wrong password 123", PASSWORD, cookie, csrf, token["token"]):
+        assert secret not in caplog.text

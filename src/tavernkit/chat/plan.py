@@ -26,6 +26,13 @@ primary's family, and a chat prompt cannot be re-folded into a text one here.
   (the primary and the chain's entries) to lead each turn, keeping the rest in order. The
   draw is seeded per turn (``seed``: the chat service passes the turn's identity, so one turn
   always draws the same lead and the next turn draws afresh).
+- **Shared route** (brief 003's deferred server route): ``PlanSources.shared`` names a profile
+  of another owner (a server's, paid from its keys) that a personal turn falls back to only
+  after every personal attempt failed, and only when the route's admission says yes (the
+  user's setting, the admin's policy, the route's quota and cooldowns): the plan's
+  :class:`~tavernkit.generation.plan.DeferredRoute`. Nothing of it is read on a turn the
+  personal attempts answer; its keys are loaded with its own owner, its attempts are paid by
+  its scope (``AttemptRecord.paid_by``), and a personal attempt is never admitted against it.
 - **Pinned reviewer**: a reviewer profile named by the review settings is one more entry the
   plan can resolve (:func:`pinned_reviewer_spec`), never attempted as an author; it is
   resolved, like a fallback, only when a review runs.
@@ -52,7 +59,10 @@ from tavernkit.generation.keys import (
     StoreCooldownStore,
 )
 from tavernkit.generation.plan import (
+    Admission,
+    AdmissionRequest,
     AttemptTarget,
+    DeferredRoute,
     FundingScope,
     Plan,
     PlanEntry,
@@ -72,6 +82,7 @@ from tavernkit.store.protocol import Store
 __all__ = [
     "PinnedReviewerSpec",
     "PlanSources",
+    "SharedRoute",
     "TagSplittingProvider",
     "chat_plan",
     "entry_source",
@@ -88,7 +99,8 @@ class PlanSources:
     """What building a chat plan reads: the store (profiles, chains, keys, cooldowns), how to
     resolve a profile, the key clock (epoch seconds: cooldowns are stored), the environment
     for ``env`` credentials and where environment keys' cooldowns live (``memory``: pass the
-    Tavern's ``key_cooldowns`` so they outlive the turn)."""
+    Tavern's ``key_cooldowns`` so they outlive the turn). ``shared``: the route a personal turn
+    may fall back to (see the module docstring)."""
 
     store: Store
     owner: str
@@ -96,6 +108,23 @@ class PlanSources:
     key_clock: Callable[[], float]
     environ: Mapping[str, str]
     memory: CooldownStore = field(default_factory=InMemoryCooldownStore)
+    shared: SharedRoute | None = None
+
+
+@dataclass(frozen=True)
+class SharedRoute:
+    """A route paid by someone else (a server) behind a user's own keys.
+
+    ``sources`` are the payer's (its store owner: profiles, chain, keys, cooldowns);
+    ``profile`` names the shared profile there (its fallback chain comes with it); ``scope``
+    is the payer's funding scope; ``admission`` is asked before the route is resolved
+    (``purpose="deferred_route"``) and before each of its attempts (``purpose="attempt"``).
+    """
+
+    sources: PlanSources
+    profile: str
+    scope: FundingScope
+    admission: Admission
 
 
 class TagSplittingProvider(ProviderWrapper):
@@ -322,23 +351,80 @@ async def chat_plan(
     if reviewer is not None and reviewer[0] not in side and reviewer[0] != primary:
         side[reviewer[0]] = (reviewer[1], reviewer[2], None)
 
-    async def resolver(entry: PlanEntry, _scope: FundingScope) -> AttemptTarget:
+    shared = _SharedEntries(sources.shared, builder) if sources.shared is not None else None
+
+    async def resolver(entry: PlanEntry, scope: FundingScope) -> AttemptTarget:
+        if shared is not None and scope == shared.route.scope:
+            return await shared.resolve(entry)
         if entry == primary:
             return builder.target(connection)
         return await builder.resolve_fallback(*side[entry])
 
     owner = sources.owner
+    personal = FundingScope("user", owner)
     randomize = chain is not None and chain.randomize
     return Plan(
         entries,
         randomize=randomize,
         rng=random.Random(seed) if randomize and seed is not None else None,
         resolver=resolver,
-        scope=FundingScope("user", owner),
+        scope=personal,
         context=TurnContext(
             user_id=owner, impersonation=kind == "impersonate", quiet=kind == "quiet"
         ),
+        deferred=shared.deferred() if shared is not None else None,
+        admission=shared.admission(personal) if shared is not None else None,
     )
+
+
+class _SharedEntries:
+    """The entries of a shared route, read from its payer's sources only when the plan asks
+    (after every personal attempt failed), and resolved with the payer's keys."""
+
+    def __init__(self, route: SharedRoute, personal: _Builder) -> None:
+        self.route = route
+        self.builder = _Builder(
+            route.sources, personal.family, personal.template, personal.auto_parse
+        )
+        self.specs: dict[
+            PlanEntry, tuple[ConnectionProfile | None, str | None, CredentialRef | None]
+        ] = {}
+
+    def deferred(self) -> DeferredRoute:
+        return DeferredRoute(scope=self.route.scope, entries=self.entries)
+
+    def admission(self, personal: FundingScope) -> Admission:
+        async def admit(request: AdmissionRequest) -> bool:
+            if request.scope == personal:
+                return True  # the user's own keys: the shared route's rules do not apply
+            return await self.route.admission(request)
+
+        return admit
+
+    async def entries(self) -> list[PlanEntry]:
+        sources = self.route.sources
+        profile = await _get(sources.store, "connection_profile", self.route.profile, sources.owner)
+        if not isinstance(profile, ConnectionProfile):
+            return []
+        model = profile.model or ""
+        head = PlanEntry(
+            model,
+            profile.source,
+            entry_source(profile, None),
+            label=f"shared {profile.name}/{model}" if model else f"shared {profile.name}",
+        )
+        out = [head]
+        self.specs[head] = (profile, None, None)
+        for entry, fallback, fb_model, credential in await self.builder.fallbacks(
+            await self.builder.chain(profile)
+        ):
+            if entry not in self.specs:
+                self.specs[entry] = (fallback, fb_model, credential)
+                out.append(entry)
+        return out
+
+    async def resolve(self, entry: PlanEntry) -> AttemptTarget:
+        return await self.builder.resolve_fallback(*self.specs[entry])
 
 
 async def task_plan(connection: ResolvedConnection, sources: PlanSources) -> Plan:

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
-from tavernkit.chat.plan import PlanSources, chat_plan, pinned_reviewer_spec
+from tavernkit.chat.plan import PlanSources, SharedRoute, chat_plan, pinned_reviewer_spec
 from tavernkit.chat.prepare import (
     PreparedTurn,
     TurnOverrides,
@@ -181,6 +181,9 @@ class ChatService:
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
         self.review_tool_checkpoint = review_tool_checkpoint
+        #: the route this service's turns fall back to when every personal attempt failed (a
+        #: server's shared profile: see :class:`~tavernkit.chat.plan.SharedRoute`)
+        self.shared_route: SharedRoute | None = None
         self.slots = ChatSlots()
 
     @property
@@ -674,7 +677,13 @@ class ChatService:
             )
 
         return PlanSources(
-            self.store, self.owner, resolve, self.key_clock, environ, self.runtime.key_cooldowns
+            self.store,
+            self.owner,
+            resolve,
+            self.key_clock,
+            environ,
+            self.runtime.key_cooldowns,
+            shared=self.shared_route,
         )
 
     async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:

@@ -83,6 +83,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "character_app",
         "Characters: rename, duplicate, delete, lorebooks.",
     ),
+    LazyCommand(
+        "serve",
+        "tavernkit.cli.serve",
+        "serve_command",
+        "Serve the HTTP API (local user on 127.0.0.1; accounts for anything else).",
+    ),
 )
 
 app = typer.Typer(

@@ -16,12 +16,14 @@ from fastapi import FastAPI
 
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
-from tavernkit.server.errors import install_error_handlers
+from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.settings import ServerSettings
+from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
 from tavernkit.server.turns import TurnHub
 
@@ -56,12 +58,14 @@ def create_app(
         )
         try:
             rate = limiter if limiter is not None else InMemoryRateLimiter()
+            shared = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
                 accounts=Accounts(tk.store, settings, rate),
                 limiter=rate,
                 turns=hub,
+                shared=shared,
             )
             yield
         finally:
@@ -76,6 +80,7 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
-        app.include_router(router)
+        app.include_router(router, responses=ERROR_RESPONSES)
     return app

@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from tavernkit.errors import (
@@ -29,7 +30,7 @@ from tavernkit.errors import (
     TooManyAttempts,
 )
 
-__all__ = ["error_body", "install_error_handlers", "status_for"]
+__all__ = ["ERROR_RESPONSES", "ErrorBody", "error_body", "install_error_handlers", "status_for"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,37 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (FormatError, 422),
     (TooManyAttempts, 429),
 )
+
+
+class ErrorDetail(BaseModel):
+    #: the error's class name (``NotFound``, ``FormatError``...; ``ValidationError`` for a
+    #: request that does not match the schema)
+    type: str
+    message: str
+    #: the field at fault, when one is
+    field: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """What every 4xx and 5xx answer holds."""
+
+    error: ErrorDetail
+
+
+#: the error answers every route may give, for the OpenAPI schema (422 replaces FastAPI's
+#: own validation-error shape, which this server never sends)
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (401, "not signed in"),
+        (403, "not allowed"),
+        (404, "no such record for this user"),
+        (409, "a name is taken, or the chat is busy"),
+        (413, "the request body is over the upload limit"),
+        (422, "the input is invalid; ``field`` names what"),
+        (429, "a rate limit; see Retry-After"),
+    )
+}
 
 
 def status_for(exc: TavernKitError) -> int:
@@ -90,8 +122,9 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    type_ = "LimitExceeded" if exc.status_code == 413 else "HTTPError"
     return JSONResponse(
-        error_body("HTTPError", str(exc.detail)),
+        error_body(type_, str(exc.detail)),
         status_code=exc.status_code,
         headers=dict(exc.headers or {}),
     )

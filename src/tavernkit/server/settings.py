@@ -59,6 +59,14 @@ class ServerSettings:
     secure_cookies: bool = False
     #: the largest page a paged listing returns
     page_max: int = 200
+    #: the shared route (brief 003's deferred server route): a connection profile of the
+    #: server's own (``/shared/profiles``) that a user's turn falls back to after every
+    #: attempt with the user's own keys failed; ``None``: no shared route
+    shared_profile: str | None = None
+    #: the admin's policy: whether personal turns may fall back to the shared route at all
+    shared_fallback: bool = True
+    #: fallbacks to the shared route per user (the route's quota admission)
+    shared_rate: RateLimit = field(default_factory=lambda: RateLimit(30, 3600.0))
     #: the argon2 parameters passwords are hashed with (a name in ``argon2.profiles``;
     #: ``CHEAPEST`` is for tests only)
     password_profile: str = "RFC_9106_LOW_MEMORY"
@@ -75,7 +83,12 @@ class ServerSettings:
             raise ServerConfigError(f"port {self.port} is not between 0 and 65535")
         if self.upload_max_bytes <= 0:
             raise ServerConfigError("upload_max_bytes must be positive")
-        for name, rate in (("login_rate", self.login_rate), ("turn_rate", self.turn_rate)):
+        rates = (
+            ("login_rate", self.login_rate),
+            ("turn_rate", self.turn_rate),
+            ("shared_rate", self.shared_rate),
+        )
+        for name, rate in rates:
             if rate.limit <= 0 or rate.window_s <= 0:
                 raise ServerConfigError(f"{name} needs a positive limit and window")
         if self.password_profile not in PASSWORD_PROFILES:

@@ -3,7 +3,7 @@ dependencies that hand them to routes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -14,6 +14,8 @@ from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.turns import TurnHub
+from tavernkit.server.shared_route import SharedRoutes
+from tavernkit.server.thumbnails import Thumbnails
 
 __all__ = ["ServerState", "server_state"]
 
@@ -30,10 +32,17 @@ class ServerState:
     limiter: RateLimiter
     #: the chat turns this process runs (``/chats/{id}/turns``)
     turns: TurnHub
+    thumbnails: Thumbnails = field(default_factory=Thumbnails)
+    #: each user's fallback to the server's shared route (accounts on only)
+    shared: SharedRoutes | None = None
 
     def tavern_for(self, principal: Principal) -> Tavern:
-        """The Tavern of ``principal``'s owner (cached; shares the one store)."""
-        return self.tavern.for_owner(principal.owner)
+        """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts
+        on, its chat turns fall back to the shared route (:mod:`.shared_route`)."""
+        view = self.tavern.for_owner(principal.owner)
+        if self.shared is not None and view.chats.shared_route is None:
+            view.chats.shared_route = self.shared.route_for(principal)
+        return view
 
     async def admit_turn(self, principal: Principal) -> None:
         """Count one turn against the principal's turn rate limit; raises

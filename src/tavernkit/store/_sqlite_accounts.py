@@ -13,8 +13,8 @@ from tavernkit.store.accounts import SessionRecord, TokenRecord, UserRecord
 
 __all__ = ["SqliteAccounts"]
 
-_USER_COLUMNS = "id, name, owner, is_admin, created"
-#: a session's expiry is written again only when it moves by more than this
+_USER_COLUMNS = "id, name, owner, is_admin, created, shared_fallback"
+#: a session's expiry (a token's last use) is written again only when it moves by more than this
 _EXTEND_STEP = timedelta(minutes=1)
 
 
@@ -25,6 +25,7 @@ def _user(row: tuple[object, ...]) -> UserRecord:
         owner=str(row[2]),
         is_admin=bool(row[3]),
         created=datetime.fromisoformat(str(row[4])),
+        shared_fallback=bool(row[5]),
     )
 
 
@@ -67,7 +68,7 @@ class SqliteAccounts(SqliteBase):
                 )
         except Conflict:
             raise Conflict(f"a user named {name.strip()!r} (or that owner) exists") from None
-        return UserRecord(user_id, name.strip(), owner, is_admin, datetime.fromisoformat(now))
+        return UserRecord(user_id, name.strip(), owner, is_admin, datetime.fromisoformat(now), True)
 
     async def get_user(self, user_id: str) -> UserRecord:
         async with (
@@ -90,7 +91,7 @@ class SqliteAccounts(SqliteBase):
             row = await cur.fetchone()
         if row is None:
             raise NotFound("no such user")
-        return _user(tuple(row)), str(row[5])
+        return _user(tuple(row)), str(row[6])
 
     async def list_users(self) -> builtins.list[UserRecord]:
         async with (
@@ -108,6 +109,14 @@ class SqliteAccounts(SqliteBase):
         async with self._write() as db:
             cur = await db.execute(
                 "UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no user {user_id!r}")
+
+    async def set_shared_fallback(self, user_id: str, allowed: bool) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE users SET shared_fallback = ? WHERE id = ?", (int(allowed), user_id)
             )
             if cur.rowcount == 0:
                 raise NotFound(f"no user {user_id!r}")
@@ -149,19 +158,26 @@ class SqliteAccounts(SqliteBase):
                 raise NotFound(f"no token {token_id!r}")
 
     async def user_for_token(self, token_hash: str) -> UserRecord | None:
-        async with self._write() as db:
-            async with db.execute(
-                f"SELECT t.id, {', '.join('u.' + c.strip() for c in _USER_COLUMNS.split(','))} "
-                "FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
+        columns = ", ".join("u." + c.strip() for c in _USER_COLUMNS.split(","))
+        async with (
+            self._read() as db,
+            db.execute(
+                f"SELECT t.id, t.last_used, {columns} FROM api_tokens t "
+                "JOIN users u ON u.id = t.user_id WHERE t.token_hash = ?",
                 (token_hash,),
-            ) as cur:
-                row = await cur.fetchone()
-            if row is None:
-                return None
-            await db.execute(
-                "UPDATE api_tokens SET last_used = ? WHERE id = ?", (self._now(), row[0])
-            )
-        return _user(tuple(row)[1:])
+            ) as cur,
+        ):
+            row = await cur.fetchone()
+        if row is None:
+            return None
+        now = self._clock()
+        # a request is a read: its token's last use is written at most once a minute
+        if row[1] is None or now - datetime.fromisoformat(str(row[1])) > _EXTEND_STEP:
+            async with self._write() as db:
+                await db.execute(
+                    "UPDATE api_tokens SET last_used = ? WHERE id = ?", (now.isoformat(), row[0])
+                )
+        return _user(tuple(row)[2:])
 
     async def create_session(
         self, user_id: str, session_hash: str, *, expires: datetime

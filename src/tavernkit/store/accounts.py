@@ -26,6 +26,8 @@ class UserRecord:
     owner: str
     is_admin: bool
     created: datetime
+    #: the user lets a turn whose own keys all failed fall back to the server's shared route
+    shared_fallback: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +72,8 @@ class AccountStore(Protocol):
     async def count_users(self) -> int: ...
 
     async def set_password_hash(self, user_id: str, password_hash: str) -> None: ...
+
+    async def set_shared_fallback(self, user_id: str, allowed: bool) -> None: ...
 
     async def delete_user(self, user_id: str) -> None:
         """Delete the user with its tokens and sessions (its records stay under its owner)."""

@@ -214,6 +214,7 @@ async def _m004_turn_path(db: aiosqlite.Connection) -> None:
 async def _m005_accounts(db: aiosqlite.Connection) -> None:
     # The server's accounts. Names are unique whatever their case (name_key is the casefolded
     # name); tokens and sessions are kept as SHA-256 hashes only, and go with their user.
+    # shared_fallback: the user lets their turns fall back to the server's shared route.
     await _run(
         db,
         [
@@ -224,6 +225,7 @@ async def _m005_accounts(db: aiosqlite.Connection) -> None:
                 owner TEXT NOT NULL UNIQUE,
                 password_hash TEXT NOT NULL,
                 is_admin INTEGER NOT NULL DEFAULT 0,
+                shared_fallback INTEGER NOT NULL DEFAULT 1,
                 created TEXT NOT NULL
             )""",
             """CREATE TABLE api_tokens (

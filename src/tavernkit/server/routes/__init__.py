@@ -5,7 +5,19 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from tavernkit.server.routes import auth, health, openai, tasks, turns
+from tavernkit.server.routes import (
+    auth,
+    characters,
+    chats,
+    documents,
+    health,
+    openai,
+    profiles,
+    tasks,
+    transfer,
+    turns,
+    variables,
+)
 
 __all__ = ["ROUTERS"]
 
@@ -15,4 +27,11 @@ ROUTERS: tuple[APIRouter, ...] = (
     turns.router,
     tasks.router,
     openai.router,
+    characters.router,
+    chats.router,
+    documents.router,
+    profiles.router,
+    profiles.shared_router,
+    variables.router,
+    transfer.router,
 )

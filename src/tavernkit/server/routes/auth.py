@@ -135,6 +135,29 @@ async def me(principal: CurrentPrincipal, request: Request) -> Me:
     return _me(principal, request)
 
 
+class SharedFallback(BaseModel):
+    #: let a turn whose own keys all failed fall back to the server's shared route
+    allowed: bool
+
+
+@router.get("/auth/me/shared-fallback")
+async def get_shared_fallback(principal: CurrentPrincipal, state: State) -> SharedFallback:
+    _accounts_on(state)
+    user = await state.accounts.store.get_user(principal.user_id)
+    return SharedFallback(allowed=user.shared_fallback)
+
+
+@router.put("/auth/me/shared-fallback")
+async def set_shared_fallback(
+    body: SharedFallback, principal: CurrentPrincipal, state: State
+) -> SharedFallback:
+    """The caller's own setting; the admin's policy (``shared_fallback`` in the server's
+    settings) can still withhold the route."""
+    _accounts_on(state)
+    await state.accounts.store.set_shared_fallback(principal.user_id, body.allowed)
+    return body
+
+
 @router.get("/auth/tokens")
 async def list_tokens(principal: CurrentPrincipal, state: State) -> list[Token]:
     _accounts_on(state)

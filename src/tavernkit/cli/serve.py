@@ -1,0 +1,97 @@
+"""``tavernkit serve``: the HTTP API (FastAPI on uvicorn; the ``server`` extra).
+
+On 127.0.0.1 with no options it serves the one local user without login, with the embedded
+model as the default profile, as ``tavernkit chat`` does. Any other address needs
+``--accounts``; ``--create-admin NAME`` makes the first admin (the password comes from
+``$TAVERNKIT_ADMIN_PASSWORD`` or a prompt), whose data is the local user's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tavernkit.cli._common import HomeOption, fail
+from tavernkit.errors import TavernKitError
+from tavernkit.facade import Tavern
+from tavernkit.server.settings import ServerSettings
+
+try:
+    import uvicorn
+
+    from tavernkit.server.accounts import Accounts
+    from tavernkit.server.app import create_app
+    from tavernkit.server.coordination_memory import InMemoryRateLimiter
+    from tavernkit.server.listen import listening_socket
+except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
+    _MISSING: str | None = _missing.name or "fastapi"
+else:
+    _MISSING = None
+
+__all__ = ["serve_command"]
+
+PASSWORD_ENV = "TAVERNKIT_ADMIN_PASSWORD"
+
+
+async def _create_admin(settings: ServerSettings, name: str, password: str) -> None:
+    async with Tavern(settings.home) as tk:
+        accounts = Accounts(tk.store, settings, InMemoryRateLimiter())
+        await accounts.create_user(name, password, is_admin=True)
+
+
+def serve_command(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8000,
+    accounts: Annotated[
+        bool, typer.Option("--accounts", help="Require sign-in (needed off 127.0.0.1).")
+    ] = False,
+    create_admin: Annotated[
+        str | None,
+        typer.Option(
+            "--create-admin", help=f"Create this admin first (password: ${PASSWORD_ENV})."
+        ),
+    ] = None,
+    secure_cookies: Annotated[
+        bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
+    ] = False,
+    home: HomeOption = None,
+) -> None:
+    """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
+    settings = ServerSettings(
+        home=Path(home) if home is not None else None,
+        host=host,
+        port=port,
+        accounts=accounts or create_admin is not None,
+        secure_cookies=secure_cookies,
+    )
+    if _MISSING is not None:
+        raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
+    try:
+        settings.check()
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    if create_admin is not None:
+        password = os.environ.get(PASSWORD_ENV) or typer.prompt(
+            f"password for {create_admin}", hide_input=True, confirmation_prompt=True
+        )
+        try:
+            asyncio.run(_create_admin(settings, create_admin, password))
+        except TavernKitError as exc:
+            raise fail(str(exc)) from None
+    app = create_app(settings)
+    try:
+        sock = listening_socket(host, port)
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    shown = f"[{host.strip('[]')}]" if ":" in host else host
+    who = "accounts on" if settings.accounts else "one local user, no login"
+    typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

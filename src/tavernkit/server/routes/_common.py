@@ -1,0 +1,78 @@
+"""What the resource routes share: paging, the stored-record body, the dependencies."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any, Generic, TypeVar
+
+from fastapi import Depends, Query
+from pydantic import BaseModel
+
+from tavernkit.server.state import ServerState, server_state
+from tavernkit.store.protocol import RecordInfo, StoredRecord
+
+__all__ = ["Page", "PageQuery", "Paging", "RecordBody", "RecordLine", "State", "page_of"]
+
+State = Annotated[ServerState, Depends(server_state)]
+
+_T = TypeVar("_T")
+
+
+class Paging(BaseModel):
+    offset: int
+    limit: int
+
+
+async def _paging(
+    state: State,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+) -> Paging:
+    cap = state.settings.page_max
+    return Paging(offset=offset, limit=min(limit or cap, cap))
+
+
+#: ``?offset=&limit=`` (limit capped at the server's ``page_max``)
+PageQuery = Annotated[Paging, Depends(_paging)]
+
+
+class Page(BaseModel, Generic[_T]):
+    items: list[_T]
+    total: int
+    offset: int
+    limit: int
+
+
+def page_of(items: Sequence[_T], paging: Paging) -> tuple[list[_T], int]:
+    """The page of ``items`` ``paging`` asks for, and the total."""
+    return list(items[paging.offset : paging.offset + paging.limit]), len(items)
+
+
+class RecordLine(BaseModel):
+    id: str
+    name: str
+    created: datetime
+    updated: datetime
+
+    @classmethod
+    def of(cls, info: RecordInfo) -> RecordLine:
+        return cls(id=info.id, name=info.name, created=info.created, updated=info.updated)
+
+
+class RecordBody(RecordLine):
+    kind: str
+    #: the record's JSON as SillyTavern writes it
+    data: dict[str, Any]
+
+    @classmethod
+    def of_record(cls, stored: StoredRecord) -> RecordBody:
+        info = stored.info
+        return cls(
+            id=info.id,
+            name=info.name,
+            created=info.created,
+            updated=info.updated,
+            kind=info.kind,
+            data=stored.data,
+        )

@@ -1,0 +1,274 @@
+"""Chats and their messages. A chat is never uploaded whole: creating one writes its header
+and greeting, and each change afterwards is one message (or one swipe) — append, edit, delete,
+pick or drop a swipe — or a new chat (a branch). Messages are listed newest first, a page at a
+time, read from the end of the chat (a page costs what it holds, not the chat's length).
+Chat-local variables (``chat_metadata.variables``) are one small header write each."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from pydantic import BaseModel, Field
+
+from tavernkit.errors import NotFound
+from tavernkit.models.chat import Message
+from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import Page, PageQuery, page_of
+from tavernkit.store.protocol import ChatInfo, StoredMessage
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/chats", tags=["chats"])
+
+
+class ChatLine(BaseModel):
+    id: str
+    name: str
+    character_id: str | None
+    character_name: str | None
+    message_count: int
+    created: datetime
+    updated: datetime
+
+    @classmethod
+    def of(cls, info: ChatInfo) -> ChatLine:
+        return cls(
+            id=info.id,
+            name=info.name,
+            character_id=info.character_id,
+            character_name=info.character_name,
+            message_count=info.message_count,
+            created=info.created,
+            updated=info.updated,
+        )
+
+
+class ChatBody(ChatLine):
+    #: the header line (``chat_metadata`` and the rest), as SillyTavern writes it
+    header: dict[str, Any]
+
+
+class MessageBody(BaseModel):
+    id: str
+    index: int
+    #: the message as SillyTavern's JSON (``mes``, ``swipes``, ``swipe_id``, ``extra``...)
+    data: dict[str, Any]
+    #: swipe indexes a failed or interrupted turn left unfinished
+    partial_swipes: list[int]
+
+    @classmethod
+    def of(cls, m: StoredMessage) -> MessageBody:
+        return cls(id=m.id, index=m.position, data=m.data, partial_swipes=list(m.partial_swipes))
+
+
+class NewChat(BaseModel):
+    character: str = Field(min_length=1, description="the character's id or name")
+    name: str | None = Field(default=None, min_length=1, max_length=500)
+    persona: str | None = None
+
+
+class ChatPatch(BaseModel):
+    name: str = Field(min_length=1, max_length=500)
+
+
+class NewMessage(BaseModel):
+    name: str = Field(min_length=1, max_length=500)
+    text: str = Field(max_length=1_000_000)
+    is_user: bool = True
+    is_system: bool = False
+
+
+class MessageEdit(BaseModel):
+    text: str = Field(max_length=1_000_000)
+    reasoning: str | None = Field(default=None, max_length=1_000_000)
+
+
+class SwipeChoice(BaseModel):
+    swipe: int = Field(ge=0)
+
+
+class BranchRequest(BaseModel):
+    #: the last message the branch keeps (default: all of them)
+    message_index: int | None = Field(default=None, ge=0)
+
+
+class VariableValue(BaseModel):
+    value: Any
+
+
+MessageIndex = Annotated[int, Path(ge=0)]
+
+
+@router.get("")
+async def list_chats(
+    tk: UserTavern,
+    paging: PageQuery,
+    character: Annotated[str | None, Query(description="only this character's")] = None,
+) -> Page[ChatLine]:
+    """Chats, most recently updated first."""
+    items, total = page_of(await tk.store.list_chats(owner=tk.owner, character=character), paging)
+    return Page(
+        items=[ChatLine.of(c) for c in items],
+        total=total,
+        offset=paging.offset,
+        limit=paging.limit,
+    )
+
+
+@router.post("", status_code=201)
+async def create_chat(body: NewChat, tk: UserTavern) -> ChatLine:
+    """A new chat with a character, its greetings as the first message's swipes."""
+    return ChatLine.of(
+        await tk.chats.new_chat(body.character, name=body.name, persona=body.persona)
+    )
+
+
+@router.get("/{chat_id}")
+async def get_chat(chat_id: str, tk: UserTavern) -> ChatBody:
+    """The chat's listing line and header (not its messages: see ``/messages``)."""
+    window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
+    return ChatBody(**ChatLine.of(window.info).model_dump(), header=window.header)
+
+
+@router.patch("/{chat_id}")
+async def rename_chat(chat_id: str, body: ChatPatch, tk: UserTavern) -> ChatLine:
+    await tk.store.rename_chat(chat_id, body.name, owner=tk.owner)
+    return ChatLine.of(await tk.store.get_chat_info(chat_id, owner=tk.owner))
+
+
+@router.delete("/{chat_id}", status_code=204)
+async def delete_chat(chat_id: str, tk: UserTavern) -> None:
+    await tk.store.delete_chat(chat_id, owner=tk.owner)
+
+
+@router.post("/{chat_id}/branch", status_code=201)
+async def branch_chat(chat_id: str, body: BranchRequest, tk: UserTavern) -> ChatLine:
+    """A new chat holding the messages up to ``message_index``, naming this one as its
+    ``main_chat`` (SillyTavern's branches)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    return ChatLine.of(await tk.chats.branch(info.id, body.message_index))
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+@router.get("/{chat_id}/messages")
+async def list_messages(chat_id: str, tk: UserTavern, paging: PageQuery) -> Page[MessageBody]:
+    """The chat's messages, newest first: ``offset=0`` is the last message."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    wanted = paging.offset + paging.limit
+    window = await tk.store.load_chat_window(info.id, last=max(wanted, 1), owner=tk.owner)
+    newest_first = [*reversed(window.tail)]
+    if window.complete and len(window.tail) < wanted:
+        newest_first.extend(reversed(window.head))
+    items, _ = page_of(newest_first, paging)
+    return Page(
+        items=[MessageBody.of(m) for m in items],
+        total=window.info.message_count,
+        offset=paging.offset,
+        limit=paging.limit,
+    )
+
+
+async def _message(tk: UserTavern, chat_id: str, index: int) -> StoredMessage:
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    if not 0 <= index < info.message_count:
+        raise NotFound(f"no message {index} in chat {info.name!r}")
+    window = await tk.store.load_chat_window(
+        info.id, last=info.message_count - index, owner=tk.owner
+    )
+    return window.tail[0]
+
+
+@router.post("/{chat_id}/messages", status_code=201)
+async def append_message(chat_id: str, body: NewMessage, tk: UserTavern) -> MessageBody:
+    """Append one message as written (no reply is generated: that is a turn)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    message = Message.new(body.name, body.text, is_user=body.is_user, is_system=body.is_system)
+    if not body.is_user:
+        message.ensure_swipes()
+    return MessageBody.of(await tk.store.append_message(info.id, message, owner=tk.owner))
+
+
+@router.get("/{chat_id}/messages/{index}")
+async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> MessageBody:
+    """Message ``index`` (0 is the first) of the chat."""
+    return MessageBody.of(await _message(tk, chat_id, index))
+
+
+@router.patch("/{chat_id}/messages/{index}")
+async def edit_message(
+    chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern
+) -> MessageBody:
+    """Replace one message's text (its shown swipe too) and, if given, its reasoning."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning)
+    return MessageBody.of(await _message(tk, info.id, index))
+
+
+@router.delete("/{chat_id}/messages/{index}", status_code=204)
+async def delete_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> None:
+    """Delete one message; the later ones move up."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await tk.chats.delete(info.id, index)
+
+
+@router.put("/{chat_id}/messages/{index}/swipe")
+async def select_swipe(
+    chat_id: str, index: MessageIndex, body: SwipeChoice, tk: UserTavern
+) -> MessageBody:
+    """Show swipe ``swipe`` of the message (swiping back and forth)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await tk.chats.select_swipe(info.id, body.swipe, message_index=index)
+    return MessageBody.of(await _message(tk, info.id, index))
+
+
+@router.delete("/{chat_id}/messages/{index}/swipes/{swipe}", status_code=204)
+async def delete_swipe(
+    chat_id: str, index: MessageIndex, swipe: Annotated[int, Path(ge=0)], tk: UserTavern
+) -> None:
+    message = await _message(tk, chat_id, index)
+    count = len(message.data.get("swipes") or [])
+    if not 0 <= swipe < count:
+        raise NotFound(f"no swipe {swipe} (the message has {count})")
+    await tk.store.delete_swipe(message.id, swipe, owner=tk.owner)
+
+
+# -- chat variables ---------------------------------------------------------------------------
+
+
+async def _metadata(tk: UserTavern, chat_id: str) -> tuple[str, dict[str, Any]]:
+    window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
+    return window.info.id, dict(window.header.get("chat_metadata") or {})
+
+
+@router.get("/{chat_id}/variables")
+async def get_chat_variables(chat_id: str, tk: UserTavern) -> dict[str, Any]:
+    _, metadata = await _metadata(tk, chat_id)
+    variables = metadata.get("variables")
+    return dict(variables) if isinstance(variables, dict) else {}
+
+
+@router.put("/{chat_id}/variables/{name}")
+async def set_chat_variable(
+    chat_id: str, name: str, body: VariableValue, tk: UserTavern
+) -> dict[str, Any]:
+    cid, metadata = await _metadata(tk, chat_id)
+    variables = dict(metadata.get("variables") or {})
+    variables[name] = body.value
+    metadata["variables"] = variables
+    await tk.store.update_chat_metadata(cid, metadata, owner=tk.owner)
+    return variables
+
+
+@router.delete("/{chat_id}/variables/{name}", status_code=204)
+async def delete_chat_variable(chat_id: str, name: str, tk: UserTavern) -> None:
+    cid, metadata = await _metadata(tk, chat_id)
+    variables = dict(metadata.get("variables") or {})
+    if name not in variables:
+        raise NotFound(f"no chat variable {name!r}")
+    del variables[name]
+    metadata["variables"] = variables
+    await tk.store.update_chat_metadata(cid, metadata, owner=tk.owner)

@@ -1,0 +1,79 @@
+"""Lorebooks, presets, templates, personas, quick replies and custom endpoints: document
+records of one kind each, listed (paged), read, created, replaced and deleted as JSON.
+
+Each change is one record's row. Every call is the principal's owner's: another owner's
+record is 404, as a missing one is.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import Page, PageQuery, RecordBody, RecordLine, page_of
+
+__all__ = ["DOCUMENT_PATHS", "router"]
+
+#: URL path -> store kind
+DOCUMENT_PATHS: dict[str, str] = {
+    "lorebooks": "lorebook",
+    "personas": "persona",
+    "presets/chat": "chat_preset",
+    "presets/textgen": "textgen_preset",
+    "presets/kobold": "kobold_preset",
+    "presets/novel": "novel_preset",
+    "templates/instruct": "instruct",
+    "templates/context": "context",
+    "templates/sysprompt": "sysprompt",
+    "templates/reasoning": "reasoning",
+    "quick-replies": "quick_reply_set",
+    "endpoints": "custom_endpoint",
+}
+
+router = APIRouter()
+
+JsonObject = Annotated[dict[str, Any], Body(description="the record's JSON")]
+
+
+def _add_routes(path: str, kind: str) -> None:
+    tag = path.split("/")[0]
+    op = kind
+
+    @router.get(f"/{path}", tags=[tag], operation_id=f"list_{op}")
+    async def list_records(tk: UserTavern, paging: PageQuery) -> Page[RecordLine]:
+        items, total = page_of(await tk.store.list(kind, owner=tk.owner), paging)
+        return Page(
+            items=[RecordLine.of(i) for i in items],
+            total=total,
+            offset=paging.offset,
+            limit=paging.limit,
+        )
+
+    @router.get(f"/{path}/{{ref}}", tags=[tag], operation_id=f"get_{op}")
+    async def get_record(ref: str, tk: UserTavern) -> RecordBody:
+        """The record with id (or name) ``ref``."""
+        return RecordBody.of_record(await tk.store.get_record(kind, ref, owner=tk.owner))
+
+    @router.post(f"/{path}", tags=[tag], operation_id=f"create_{op}", status_code=201)
+    async def create_record(body: JsonObject, tk: UserTavern) -> RecordBody:
+        """A new record from its JSON (422 naming the field when it does not validate, 409
+        when its name is taken)."""
+        ref = await tk.store.put(kind, body, owner=tk.owner)
+        return RecordBody.of_record(await tk.store.get_record(kind, ref.id, owner=tk.owner))
+
+    @router.put(f"/{path}/{{ref}}", tags=[tag], operation_id=f"replace_{op}")
+    async def replace_record(ref: str, body: JsonObject, tk: UserTavern) -> RecordBody:
+        """Replace the record's JSON; it keeps its id (and so its links)."""
+        stored = await tk.store.get_record(kind, ref, owner=tk.owner)
+        done = await tk.store.put(kind, body, owner=tk.owner, id=stored.info.id)
+        return RecordBody.of_record(await tk.store.get_record(kind, done.id, owner=tk.owner))
+
+    @router.delete(f"/{path}/{{ref}}", tags=[tag], operation_id=f"delete_{op}", status_code=204)
+    async def delete_record(ref: str, tk: UserTavern) -> None:
+        await tk.store.delete(kind, ref, owner=tk.owner)
+
+
+for _path, _kind in DOCUMENT_PATHS.items():
+    _add_routes(_path, _kind)

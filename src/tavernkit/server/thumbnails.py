@@ -1,0 +1,52 @@
+"""Small thumbnails of character avatars for paged lists: a list of 1,000 cards then costs
+1,000 small images fetched as they scroll into view, not 1,000 full cards and PNGs.
+
+A thumbnail is made on first request (WebP, at most :data:`THUMB_SIZE` pixels a side) and
+kept in a bounded in-process cache keyed by the record's id and update time, so an edited
+avatar gets a new one and nothing is written to the store on a read."""
+
+from __future__ import annotations
+
+import io
+from collections import OrderedDict
+from datetime import datetime
+
+from PIL import Image, UnidentifiedImageError
+
+from tavernkit.errors import FormatError
+
+__all__ = ["THUMB_SIZE", "Thumbnails"]
+
+THUMB_SIZE = 128
+#: a decompression bomb guard: avatars over this many pixels are refused, not decoded
+_MAX_PIXELS = 40_000_000
+
+
+def make_thumbnail(image: bytes) -> bytes:
+    try:
+        with Image.open(io.BytesIO(image)) as img:
+            if img.width * img.height > _MAX_PIXELS:
+                raise FormatError("the avatar is too large to make a thumbnail of", field="avatar")
+            img.thumbnail((THUMB_SIZE, THUMB_SIZE))
+            out = io.BytesIO()
+            img.convert("RGBA").save(out, format="WEBP", quality=80)
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise FormatError(f"the avatar is not an image: {exc}", field="avatar") from None
+    return out.getvalue()
+
+
+class Thumbnails:
+    def __init__(self, max_items: int = 2048) -> None:
+        self._max = max_items
+        self._cache: OrderedDict[tuple[str, datetime], bytes] = OrderedDict()
+
+    def get(self, record_id: str, updated: datetime, image: bytes) -> bytes:
+        key = (record_id, updated)
+        thumb = self._cache.get(key)
+        if thumb is None:
+            thumb = self._cache[key] = make_thumbnail(image)
+            if len(self._cache) > self._max:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        return thumb

@@ -1,0 +1,108 @@
+"""``tavernkit serve`` as a user runs it: a real process that prints its URL and answers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx2 as httpx
+import pytest
+
+from tavernkit.errors import ServerConfigError
+from tavernkit.server.listen import listening_socket
+
+_RUN = "from tavernkit.cli import main; main()"
+
+
+@contextmanager
+def serving(home: Path, *args: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``tavernkit serve --port 0`` until the block ends; the URL it printed."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _RUN, "serve", "--port", "0", "--home", str(home), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    ) as proc:
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            assert line.startswith("tavernkit serving http://"), line
+            yield line.split()[2]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _wait_up(url: str) -> httpx.Response:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return httpx.get(f"{url}/health", timeout=5)
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_serve_local_prints_url_and_serves(tmp_path: Path) -> None:
+    with serving(tmp_path / "home") as url:
+        assert url.startswith("http://127.0.0.1:")
+        assert _wait_up(url).json() == {"status": "ok", "accounts": False}
+        assert httpx.get(f"{url}/auth/me", timeout=5).json()["via"] == "local"
+
+
+def test_serve_refuses_open_address_without_accounts(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, "serve", "--host", "0.0.0.0", "--home", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "without accounts" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_serve_with_accounts_creates_the_admin(tmp_path: Path) -> None:
+    password = "a long admin password"
+    env = {"TAVERNKIT_ADMIN_PASSWORD": password}
+    with serving(tmp_path / "home", "--create-admin", "root", env=env) as url:
+        assert _wait_up(url).json()["accounts"] is True
+        assert httpx.get(f"{url}/auth/me", timeout=5).status_code == 401
+        r = httpx.post(f"{url}/auth/login", json={"name": "root", "password": password}, timeout=5)
+        assert r.status_code == 200 and r.json()["is_admin"] is True
+
+
+async def test_accepted_connections_have_nagle_off() -> None:
+    # with Nagle on, each small keep-alive answer waited ~40 ms for the client's delayed ACK
+    seen: list[int] = []
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        seen.append(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    listener = listening_socket("127.0.0.1", 0)
+    server = await asyncio.start_server(on_connect, sock=listener)
+    async with server:
+        _, writer = await asyncio.open_connection(*listener.getsockname()[:2])
+        for _ in range(100):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+    assert seen and seen[0] != 0
+
+
+def test_a_taken_port_is_a_clear_error() -> None:
+    taken = listening_socket("127.0.0.1", 0)
+    with taken, pytest.raises(ServerConfigError, match=r"cannot listen on 127\.0\.0\.1"):
+        listening_socket("127.0.0.1", taken.getsockname()[1])
