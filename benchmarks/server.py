@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -70,6 +71,9 @@ CARD = {
 }
 
 
+_PIECES = re.compile(rb"pieces=(\d+)")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -90,11 +94,13 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
             while (line := (await reader.readline()).strip()) != b"":
                 key, _, value = line.decode().partition(":")
                 headers[key.lower()] = value.strip()
-            await reader.readexactly(int(headers.get("content-length", "0")))
+            body = await reader.readexactly(int(headers.get("content-length", "0")))
+            asked = _PIECES.search(body)  # the client's message says how long a reply it wants
+            count = int(asked.group(1)) if asked else chunks
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
             )
-            for i in range(chunks):
+            for i in range(count):
                 if i:
                     await asyncio.sleep(pace)
                 text = f"{time.monotonic_ns()}. "
@@ -103,7 +109,7 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
                 await writer.drain()
             end = {
                 "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": chunks, "total_tokens": 10},
+                "usage": {"prompt_tokens": 10, "completion_tokens": count, "total_tokens": 10},
             }
             writer.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
             await writer.drain()
@@ -178,8 +184,11 @@ def sent_ns(text: str) -> list[int]:
     return [int(piece) for piece in text.replace(".", " ").split() if piece.isdigit()]
 
 
+SHORT = "Hi pieces=3"
+
+
 async def first_direct(client: httpx2.AsyncClient, upstream: str) -> float:
-    body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": SHORT}]}
     start, elapsed = time.perf_counter(), 0.0
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
@@ -189,7 +198,11 @@ async def first_direct(client: httpx2.AsyncClient, upstream: str) -> float:
 
 
 async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
-    body = {"model": "profile/bench", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    body = {
+        "model": "profile/bench",
+        "stream": True,
+        "messages": [{"role": "user", "content": "Hi"}],
+    }
     start, elapsed = time.perf_counter(), 0.0
     async with client.stream("POST", f"{server}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
@@ -200,12 +213,19 @@ async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
     return elapsed
 
 
+Samples = list[tuple[int, float]]  # (upstream send time in ns, latency in ms)
+
+
 async def turn_stream(
-    client: httpx2.AsyncClient, server: str, chat: str, latencies: list[float] | None
+    client: httpx2.AsyncClient,
+    server: str,
+    chat: str,
+    latencies: Samples | None,
+    text: str = SHORT,
 ) -> float:
     """One turn: the time to its first text event; each piece's latency into ``latencies``."""
     start = time.perf_counter()
-    started = await client.post(f"{server}/chats/{chat}/turns", json={"text": "Hi"})
+    started = await client.post(f"{server}/chats/{chat}/turns", json={"text": text})
     started.raise_for_status()
     first = 0.0
     async with client.stream("GET", f"{server}{started.json()['events']}") as r:
@@ -218,19 +238,21 @@ async def turn_stream(
                 if not first:
                     first = time.perf_counter() - start
                 if latencies is not None:
-                    latencies += [(now - ns) / 1e6 for ns in sent_ns(json.loads(line[6:])["text"])]
+                    text = json.loads(line[6:])["text"]
+                    latencies += [(ns, (now - ns) / 1e6) for ns in sent_ns(text)]
     return first
 
 
-async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: list[float]) -> None:
+async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Samples) -> None:
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
+    # the upstream's default length (--chunks): no "pieces=" in the message
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if data == "[DONE]":
                 break
             now = time.monotonic_ns()
             content = json.loads(data)["choices"][0]["delta"].get("content") or ""
-            latencies += [(now - ns) / 1e6 for ns in sent_ns(content)]
+            latencies += [(ns, (now - ns) / 1e6) for ns in sent_ns(content)]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -238,18 +260,31 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def concurrent(
-    n: int, run: Any, deadline: float
-) -> tuple[list[float], int]:
-    latencies: list[float] = []
+async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[list[float], int]:
+    """``n`` streams started evenly over ``ramp`` seconds; the latencies of the pieces sent
+    while all of them were open (after the ramp, before the first one ended), and how many
+    streams completed."""
+    samples: Samples = []
+    ends: list[int] = []
+
+    async def one(i: int) -> None:
+        await asyncio.sleep(ramp * i / n)
+        await run(i, samples)
+        ends.append(time.monotonic_ns())
+
+    ramp_end = time.monotonic_ns() + int(ramp * 1e9)
     results = await asyncio.wait_for(
-        asyncio.gather(*(run(i, latencies) for i in range(n)), return_exceptions=True), deadline
+        asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True), deadline
     )
     ok = sum(1 for r in results if not isinstance(r, BaseException))
-    return latencies, ok
+    first_end = min(ends) if ends else ramp_end
+    steady = [ms for ns, ms in samples if ramp_end <= ns <= first_end]
+    return steady, ok
 
 
-async def client_main(args: argparse.Namespace, upstream: str, server: str, chats: list[str]) -> None:
+async def client_main(
+    args: argparse.Namespace, upstream: str, server: str, chats: list[str]
+) -> None:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
         for _ in range(3):  # warm both sides up
@@ -272,25 +307,24 @@ async def client_main(args: argparse.Namespace, upstream: str, server: str, chat
 
         n = args.streams
 
-        async def one_direct(i: int, out: list[float]) -> None:
+        async def one_direct(i: int, out: Samples) -> None:
             await direct_stream(client, upstream, out)
 
-        async def one_turn(i: int, out: list[float]) -> None:
-            await turn_stream(client, server, chats[i], out)
+        async def one_turn(i: int, out: Samples) -> None:
+            await turn_stream(client, server, chats[i], out, "Hi")
 
-        started = time.perf_counter()
-        base, base_ok = await concurrent(n, one_direct, args.deadline)
-        base_s = time.perf_counter() - started
-        started = time.perf_counter()
-        via, via_ok = await concurrent(n, one_turn, args.deadline)
-        via_s = time.perf_counter() - started
-        print(f"{n} concurrent streams x {args.chunks} pieces, {args.pace * 1000:.0f} ms apart:")
+        base, base_ok = await concurrent(n, one_direct, args.ramp, args.deadline)
+        via, via_ok = await concurrent(n, one_turn, args.ramp, args.deadline)
         print(
-            f"  direct: {base_ok}/{n} done in {base_s:.1f} s, piece latency "
+            f"{n} concurrent streams x {args.chunks} pieces {args.pace * 1000:.0f} ms apart, "
+            f"started over {args.ramp:.0f} s; pieces sent while all were open:"
+        )
+        print(
+            f"  direct: {base_ok}/{n} completed, {len(base)} pieces, latency "
             f"p50 {pct(base, 0.5):.2f} ms p99 {pct(base, 0.99):.2f} ms"
         )
         print(
-            f"  turns:  {via_ok}/{n} done in {via_s:.1f} s, piece latency "
+            f"  turns:  {via_ok}/{n} completed, {len(via)} pieces, latency "
             f"p50 {pct(via, 0.5):.2f} ms p99 {pct(via, 0.99):.2f} ms"
         )
         added = pct(via, 0.99) - pct(base, 0.99)
@@ -304,8 +338,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--streams", type=int, default=500)
-    parser.add_argument("--chunks", type=int, default=20)
-    parser.add_argument("--pace", type=float, default=0.05)
+    parser.add_argument("--chunks", type=int, default=40)
+    parser.add_argument("--pace", type=float, default=0.25)
+    parser.add_argument("--ramp", type=float, default=5.0)
     parser.add_argument("--deadline", type=float, default=120.0)
     parser.add_argument("--role", choices=["client", "upstream", "server"], default="client")
     parser.add_argument("--port", type=int, default=0)
@@ -317,12 +352,29 @@ def main() -> None:
         asyncio.run(serve_upstream(args.port, args.chunks, args.pace))
         return
     if args.role == "server":
-        asyncio.run(
-            serve_app(args.home, args.port, args.upstream_port, args.streams, args.ready)
-        )
+        profile = os.environ.get("TAVERNKIT_BENCH_PROFILE")  # a path: cProfile the server
+        if profile:
+            import cProfile
+            import signal
+
+            profiler = cProfile.Profile()
+            signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+            profiler.enable()
+        try:
+            asyncio.run(
+                serve_app(args.home, args.port, args.upstream_port, args.streams, args.ready)
+            )
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if profile:
+                profiler.disable()
+                profiler.dump_stats(profile)
         return
     load = os.getloadavg()
-    print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs")
+    print(
+        f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
+    )
     up_port, app_port = free_port(), free_port()
     me = [sys.executable, __file__]
     common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]

@@ -37,30 +37,49 @@ def sse_data(data: Mapping[str, Any] | str) -> bytes:
 
 
 async def with_keepalive(frames: AsyncIterator[bytes], ping_s: float) -> AsyncIterator[bytes]:
-    """``frames``, with a comment line after every ``ping_s`` seconds of silence (proxies and
-    phones drop idle connections). The pending read is kept across pings, never cancelled,
-    so no event is lost to a ping."""
-    pending: asyncio.Future[bytes] | None = None
+    """``frames``, with a comment line after ``ping_s`` seconds (at most twice that) without
+    a frame: proxies and phones drop idle connections.
+
+    One task reads ``frames`` into a queue and one timer per ``ping_s`` checks whether
+    anything was sent since its last tick; a frame costs a queue put and get, not a task or a
+    timeout of its own (the streams are the server's hottest path)."""
+    queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
+    loop = asyncio.get_running_loop()
+    quiet = [True]  # nothing sent since the last tick
+
+    async def pump() -> None:
+        try:
+            async for frame in frames:
+                queue.put_nowait(frame)
+        except Exception as exc:
+            queue.put_nowait(exc)
+            return
+        queue.put_nowait(None)
+
+    def tick() -> None:
+        nonlocal timer
+        if quiet[0]:
+            queue.put_nowait(_PING)
+        quiet[0] = True
+        timer = loop.call_later(ping_s, tick)
+
+    reader = asyncio.create_task(pump())
+    timer = loop.call_later(ping_s, tick)
     try:
         while True:
-            if pending is None:
-                pending = asyncio.ensure_future(anext(frames))
-            done, _ = await asyncio.wait((pending,), timeout=ping_s)
-            if not done:
-                yield _PING
-                continue
-            try:
-                frame = pending.result()
-            except StopAsyncIteration:
+            item = await queue.get()
+            if item is None:
                 return
-            finally:
-                pending = None
-            yield frame
+            if isinstance(item, BaseException):
+                raise item
+            quiet[0] = False
+            yield item
     finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
+        timer.cancel()
+        if not reader.done():
+            reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
 
 
 def sse_response(
