@@ -1,0 +1,127 @@
+"""The web UI: its static files (``/`` and ``/ui/<file>``, shipped in the package under
+``server/web``) and the two routes only the UI needs: the prompt inspector of a chat's next
+turn and the chat's author's note (a ``chat_metadata`` write).
+
+Every page and script is sent with a Content-Security-Policy that allows only this origin's
+scripts (no inline script, no ``eval``): the UI never turns text into HTML, and this is the
+second wall should anything try."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+from starlette.responses import Response
+
+from tavernkit.chat.inspect import inspection
+from tavernkit.errors import NotFound
+from tavernkit.server.auth import UserTavern
+
+__all__ = ["CONTENT_SECURITY_POLICY", "router"]
+
+router = APIRouter(tags=["ui"])
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+
+#: file suffix -> media type of what the UI ships
+_MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+
+_WEB = resources.files("tavernkit.server") / "web"
+
+
+def _asset(name: str) -> Response:
+    suffix = name[name.rfind(".") :] if "." in name else ""
+    # Only plain names of files that exist in the web folder: no path, no traversal.
+    if "/" in name or "\\" in name or name.startswith(".") or suffix not in _MEDIA_TYPES:
+        raise NotFound(f"no UI file {name!r}")
+    file = _WEB / name
+    if not file.is_file():
+        raise NotFound(f"no UI file {name!r}")
+    return Response(
+        file.read_bytes(),
+        media_type=_MEDIA_TYPES[suffix],
+        headers={
+            "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-cache",
+        },
+    )
+
+
+@router.get("/", response_class=Response, include_in_schema=False)
+async def index() -> Response:
+    """The UI's one page (its screens are ``#/...`` routes of ``app.js``)."""
+    return _asset("index.html")
+
+
+@router.get("/ui/{name}", response_class=Response, include_in_schema=False)
+async def asset(name: str) -> Response:
+    return _asset(name)
+
+
+TurnKind = Literal["normal", "swipe", "regenerate", "continue", "impersonate"]
+
+
+@router.get("/ui/chats/{chat_id}/inspect")
+async def inspect_next_turn(
+    chat_id: str,
+    tk: UserTavern,
+    kind: Annotated[TurnKind, Query()] = "normal",
+) -> dict[str, Any]:
+    """The exact request the chat's next turn of ``kind`` would send (a dry run: nothing is
+    stored), block by block with sources and token counts, and the lorebook entries that fire
+    and why (what ``tavernkit prompt --format json`` prints)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    return inspection(await tk.chats.preview(info.id, kind=kind))
+
+
+class AuthorsNote(BaseModel):
+    """SillyTavern's author's note of one chat (``chat_metadata.note_*``)."""
+
+    text: str = Field("", max_length=100_000)
+    #: 0 after the story string, 1 in chat at ``depth``, 2 before the story string
+    position: Literal[0, 1, 2] = 1
+    depth: int = Field(4, ge=0, le=10_000)
+    #: insert every N user messages (0: never)
+    interval: int = Field(1, ge=0, le=10_000)
+    role: Literal[0, 1, 2] = 0
+
+
+@router.get("/ui/chats/{chat_id}/authors-note")
+async def get_authors_note(chat_id: str, tk: UserTavern) -> AuthorsNote:
+    window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
+    meta = window.header.get("chat_metadata") or {}
+    return AuthorsNote(
+        text=str(meta.get("note_prompt") or ""),
+        position=meta.get("note_position", 1),
+        depth=meta.get("note_depth", 4),
+        interval=meta.get("note_interval", 1),
+        role=meta.get("note_role", 0),
+    )
+
+
+@router.put("/ui/chats/{chat_id}/authors-note")
+async def put_authors_note(chat_id: str, body: AuthorsNote, tk: UserTavern) -> AuthorsNote:
+    """Store the chat's author's note (one header write; the other metadata is kept)."""
+    window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
+    meta = dict(window.header.get("chat_metadata") or {})
+    meta.update(
+        note_prompt=body.text,
+        note_position=body.position,
+        note_depth=body.depth,
+        note_interval=body.interval,
+        note_role=body.role,
+    )
+    await tk.store.update_chat_metadata(window.info.id, meta, owner=tk.owner)
+    return body
