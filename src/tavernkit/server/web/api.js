@@ -42,6 +42,14 @@ function safeJson(text) {
   }
 }
 
+// A page being left closes its streams too; that is no reason to forget their turns.
+let leaving = false;
+for (const type of ["beforeunload", "pagehide"]) {
+  window.addEventListener(type, () => {
+    leaving = true;
+  });
+}
+
 // Where a chat's running turn is remembered, so a reload picks its stream up again.
 const turnKey = (chatId) => `tavernkit.turn.${chatId}`;
 
@@ -81,7 +89,7 @@ export function watchTurn(chatId, eventsUrl, kind, on) {
   }
   source.onerror = () => {
     // A turn the server no longer knows (restarted) cannot resume: stop asking.
-    if (source.readyState === EventSource.CLOSED) {
+    if (source.readyState === EventSource.CLOSED && !leaving) {
       forgetTurn(chatId);
       if (on.lost) on.lost();
     }

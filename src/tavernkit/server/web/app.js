@@ -52,7 +52,8 @@ async function route() {
   } catch (error) {
     reportError(error);
   }
-  view.focus({ preventScroll: true });
+  // Keyboard users land in the new screen (unless it already put focus somewhere in it).
+  if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }
 
 function applyTheme(theme) {

@@ -18,7 +18,9 @@ export async function showChat(view, chatId) {
   let stream = null; // the watched turn: {close, url}
   let turnId = null;
 
-  const log = h("ol", { class: "log", "aria-label": "Messages", "aria-live": "polite" });
+  // data-turns counts the turns shown to their end (the chat re-read after each): what a
+  // script or test waits on.
+  const log = h("ol", { class: "log", "aria-label": "Messages", "aria-live": "polite", dataset: { turns: 0 } });
   const input = h("textarea", {
     rows: 3,
     placeholder: "Type a message (Enter sends, Shift+Enter for a new line)",
@@ -193,6 +195,7 @@ export async function showChat(view, chatId) {
       turnId = null;
       stop.disabled = true;
       await reload().catch(reportError);
+      log.dataset.turns = Number(log.dataset.turns) + 1;
     };
     stream = watchTurn(chat.id, eventsUrl, kind, {
       text(data) {
