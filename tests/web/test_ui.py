@@ -183,7 +183,8 @@ def test_a_reload_mid_stream_resumes_the_reply(page: Page, site: Site) -> None:
     open_chat(page, chat)
     words = "One. Two. Three. Four."
     # the upstream stalls after two pieces, so the reload surely lands mid-reply
-    site.upstream.script(HangReply(text=words, chunks=[w + " " for w in words.split()], hang_after=2))
+    pieces = [w + " " for w in words.split()]
+    site.upstream.script(HangReply(text=words, chunks=pieces, hang_after=2))
     send(page, "Count for me.")
     expect(page.locator(".log .live .body")).to_have_text("One. Two.")
     page.reload()
@@ -261,8 +262,14 @@ def test_the_inspector_shows_the_next_request_and_a_lorebook_entry_firing(
 ) -> None:
     book = {
         "entries": {
-            "0": {"uid": 0, "key": ["lighthouse"], "content": "The lighthouse is haunted.",
-                  "comment": "Haunted lighthouse", "order": 100, "position": 0}
+            "0": {
+                "uid": 0,
+                "key": ["lighthouse"],
+                "content": "The lighthouse is haunted.",
+                "comment": "Haunted lighthouse",
+                "order": 100,
+                "position": 0,
+            }
         }
     }
     site.call(site.tk.library.import_bytes(json.dumps(book).encode(), source="coast.json"))
@@ -272,7 +279,8 @@ def test_the_inspector_shows_the_next_request_and_a_lorebook_entry_firing(
     chat = new_chat(site)
     site.call(
         site.tk.store.append_message(
-            chat, {"name": "Ada", "is_user": True, "mes": "Is the lighthouse lit?"},
+            chat,
+            {"name": "Ada", "is_user": True, "mes": "Is the lighthouse lit?"},
             owner=site.tk.owner,
         )
     )
@@ -321,7 +329,7 @@ def test_the_login_page_signs_in_and_changes_carry_the_csrf_token(
             page.get_by_label("Password").fill(PASSWORD)
             page.get_by_role("button", name="Sign in").click()
             expect(page.get_by_role("heading", name="Characters")).to_be_visible()
-            # a change through the cookie session (an import) is accepted: the CSRF token rides along
+            # a change through the cookie session (an import) is accepted: it carries the CSRF token
             png = card_to_png(Character.create(name="Ann's own"))
             drop_files(page, ".dropzone", {"own.png": png})
             expect(page.get_by_role("button", name="Chat with Ann's own")).to_be_visible()
