@@ -257,22 +257,20 @@ def test_an_xss_corpus_stays_inert(page: Page, site: Site) -> None:
     expect(log.locator(".message").nth(1).locator(".body")).to_have_text(XSS[0])
 
 
-def test_the_inspector_shows_the_next_request_and_a_lorebook_entry_firing(
-    page: Page, site: Site
-) -> None:
-    book = {
-        "entries": {
-            "0": {
-                "uid": 0,
-                "key": ["lighthouse"],
-                "content": "The lighthouse is haunted.",
-                "comment": "Haunted lighthouse",
-                "order": 100,
-                "position": 0,
-            }
-        }
+def test_a_lorebook_edit_shows_in_the_tester_and_the_inspector(page: Page, site: Site) -> None:
+    entry = {
+        "uid": 0,
+        "key": ["harbour"],
+        "content": "The lighthouse is haunted.",
+        "comment": "Haunted lighthouse",
+        "order": 100,
+        "position": 0,
     }
-    site.call(site.tk.library.import_bytes(json.dumps(book).encode(), source="coast.json"))
+    site.call(
+        site.tk.library.import_bytes(
+            json.dumps({"entries": {"0": entry}}).encode(), source="coast.json"
+        )
+    )
     settings = site.call(site.tk.settings())
     settings.world_info.global_books = ["coast"]
     site.call(site.tk.store.put_settings(settings, owner=site.tk.owner))
@@ -284,9 +282,29 @@ def test_the_inspector_shows_the_next_request_and_a_lorebook_entry_firing(
             owner=site.tk.owner,
         )
     )
+    page.goto("/#/lorebooks")
+    page.get_by_role("link", name="coast").click()
+    page.get_by_text("Haunted lighthouse").click()
+    page.get_by_label("Keys", exact=True).fill("lighthouse, beacon")
+    page.get_by_label("Depth", exact=True).fill("2")
+    page.get_by_role("button", name="Save lorebook").click()
+    expect(page.locator("#toast")).to_have_text("Lorebook saved")
+    stored = site.call(site.tk.store.get_record("lorebook", "coast", owner=site.tk.owner))
+    saved = next(iter(stored.data["entries"].values()))
+    assert saved["key"] == ["lighthouse", "beacon"] and saved["depth"] == 2
+    assert saved["content"] == "The lighthouse is haunted."  # untouched fields kept
+
+    page.get_by_label("Text to test").fill("A beacon on the cliff.")
+    page.get_by_role("button", name="Test this text").click()
+    row = page.locator(".lore-test tbody tr")
+    expect(row).to_have_count(1)
+    expect(row.locator("td").nth(1)).to_have_text("yes")
+    expect(row.locator("td").nth(2)).to_contain_text("beacon")
+    screenshot(page, "lorebook")
+
     page.goto(f"/#/inspect/{chat}")
-    expect(page.locator(".blocks tbody tr").first).to_be_visible()
     expect(page.locator(".lore li")).to_contain_text("Haunted lighthouse")
+    expect(page.locator(".lore li")).to_contain_text("lighthouse")
     expect(page.locator(".blocks")).to_contain_text("The lighthouse is haunted.")
     expect(page.locator(".summary")).to_contain_text("tokens")
     screenshot(page, "inspector")

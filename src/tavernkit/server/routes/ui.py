@@ -1,6 +1,6 @@
 """The web UI: its static files (``/`` and ``/ui/<file>``, shipped in the package under
-``server/web``) and the two routes only the UI needs: the prompt inspector of a chat's next
-turn and the chat's author's note (a ``chat_metadata`` write).
+``server/web``) and the routes only the UI needs: the prompt inspector of a chat's next turn,
+the chat's author's note (a ``chat_metadata`` write) and a lorebook's "test this text".
 
 Every page and script is sent with a Content-Security-Policy that allows only this origin's
 scripts (no inline script, no ``eval``): the UI never turns text into HTML, and this is the
@@ -8,6 +8,7 @@ second wall should anything try."""
 
 from __future__ import annotations
 
+import random
 from importlib import resources
 from typing import Annotated, Any, Literal
 
@@ -16,8 +17,10 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from tavernkit.chat.inspect import inspection
+from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
 from tavernkit.errors import NotFound
 from tavernkit.server.auth import UserTavern
+from tavernkit.text.tokens import ByteEstimateTokenizer
 
 __all__ = ["CONTENT_SECURITY_POLICY", "router"]
 
@@ -125,3 +128,21 @@ async def put_authors_note(chat_id: str, body: AuthorsNote, tk: UserTavern) -> A
     )
     await tk.store.update_chat_metadata(window.info.id, meta, owner=tk.owner)
     return body
+
+
+class LoreTest(BaseModel):
+    text: str = Field(max_length=200_000)
+    kind: TurnKind = "normal"
+    #: seeds the probability and group rolls (random when absent)
+    seed: int | None = None
+
+
+@router.post("/ui/lorebooks/{ref}/test")
+async def test_lorebook(ref: str, body: LoreTest, tk: UserTavern) -> list[dict[str, Any]]:
+    """Every entry of the lorebook scanned against ``text`` as a chat's one message: whether
+    it fires and why, its position and tokens (a dry run; what ``tavernkit lore test --text``
+    prints)."""
+    name, lorebook = await lore_book(tk.store, tk.owner, ref)
+    rng = random.Random(body.seed).random
+    result = scan_lore_text(await tk.settings(), name, lorebook, body.text, body.kind, rng)
+    return lore_rows(result, ByteEstimateTokenizer().count)

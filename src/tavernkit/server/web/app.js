@@ -6,6 +6,7 @@ import { showCharacters } from "./characters.js";
 import { showChat } from "./chat.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
+import { showLorebook, showLorebooks } from "./lorebook.js";
 
 const view = document.getElementById("view");
 let leaveScreen = null;
@@ -47,6 +48,8 @@ async function route() {
     }
     if (screen === "login") leaveScreen = await showLogin(view);
     else if (screen === "chat") leaveScreen = await showChat(view, decodeURIComponent(arg));
+    else if (screen === "lorebooks") leaveScreen = await showLorebooks(view);
+    else if (screen === "lorebook") leaveScreen = await showLorebook(view, decodeURIComponent(arg));
     else if (screen === "inspect") leaveScreen = await showInspector(view, decodeURIComponent(arg));
     else leaveScreen = await showCharacters(view);
   } catch (error) {

@@ -84,11 +84,13 @@ export async function showCharacters(view) {
 }
 
 function tile(character) {
+  const image = h("img", { src: character.thumbnail_url, alt: "", loading: "lazy", width: 100, height: 150 });
+  // A card without an image (a JSON import) shows its initial instead of a broken image.
+  image.addEventListener("error", () => {
+    image.replaceWith(h("span", { class: "initial", "aria-hidden": "true" }, character.name.slice(0, 1)));
+  });
   const open = button(
-    [
-      h("img", { src: character.thumbnail_url, alt: "", loading: "lazy", width: 100, height: 150 }),
-      h("span", { class: "name" }, character.name),
-    ],
+    [image, h("span", { class: "name" }, character.name)],
     () => openLatestChat(character).catch(reportError),
     { class: "tile", "aria-label": `Chat with ${character.name}` },
   );
