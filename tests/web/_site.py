@@ -5,13 +5,14 @@ drive a browser from the test's thread."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 from chat._server import HangingServer
-from chat.conftest import stock_world
+from chat.conftest import CARD, stock_world
 from server._live import LiveServer, live_server
 from server.conftest import settings
 from tavernkit.facade import Tavern
@@ -23,9 +24,11 @@ T = TypeVar("T")
 
 class Site:
     """``with Site(home) as site``: a started server with Mira, a profile on the scripted
-    upstream (``site.upstream.script(...)``) and Ada as the user."""
+    upstream (``site.upstream.script(...)``) and Ada as the user; ``scripted=False``: Mira
+    alone, on the default profile (the embedded model)."""
 
-    def __init__(self, home: Path, **overrides: object) -> None:
+    def __init__(self, home: Path, *, scripted: bool = True, **overrides: object) -> None:
+        self._scripted = scripted
         self._settings = settings(home, **overrides)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
@@ -52,7 +55,12 @@ class Site:
 
     async def _main(self) -> None:
         async with HangingServer() as upstream, live_server(self._settings) as server:
-            await stock_world(server.state.tavern, upstream.base_url)
+            if self._scripted:
+                await stock_world(server.state.tavern, upstream.base_url)
+            else:
+                await server.state.tavern.library.import_bytes(
+                    json.dumps(CARD).encode(), source="mira.json"
+                )
             self.upstream, self.server = upstream, server
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()

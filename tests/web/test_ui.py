@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from chat._server import HangReply, Reply
 from tavernkit.formats.cards import card_to_png
 from tavernkit.models.character import Character
+from tavernkit.providers.local_engine import local_model_missing
 
 from ._site import Site
 from .conftest import screenshot
@@ -61,12 +62,12 @@ def send(page: Page, text: str) -> None:
     page.get_by_role("button", name="Send").click()
 
 
-def turn(page: Page, action: Callable[[], object]) -> None:
+def turn(page: Page, action: Callable[[], object], timeout: float = 10_000) -> None:
     """Do ``action`` (which starts a turn) and wait until the turn has been shown to its end
     and the chat read again."""
     done = int(page.locator(".log").get_attribute("data-turns") or 0)
     action()
-    expect(page.locator(".log")).to_have_attribute("data-turns", str(done + 1))
+    expect(page.locator(".log")).to_have_attribute("data-turns", str(done + 1), timeout=timeout)
     expect(page.locator(".log .live")).to_have_count(0)
 
 
@@ -351,5 +352,24 @@ def test_the_login_page_signs_in_and_changes_carry_the_csrf_token(
             png = card_to_png(Character.create(name="Ann's own"))
             drop_files(page, ".dropzone", {"own.png": png})
             expect(page.get_by_role("button", name="Chat with Ann's own")).to_be_visible()
+        finally:
+            context.close()
+
+
+@pytest.mark.skipif(local_model_missing() is not None, reason=str(local_model_missing()))
+def test_a_reply_streams_from_the_embedded_model(browser: Browser, tmp_path: Path) -> None:
+    with Site(tmp_path / "home", scripted=False) as local:
+        context = browser.new_context(base_url=local.url)
+        try:
+            page = context.new_page()
+            page.goto("/")
+            page.get_by_role("button", name="Chat with Mira").click()
+            expect(page.locator(".log .message")).to_have_count(1)
+            turn(page, lambda: send(page, "Hello! Who are you?"), timeout=120_000)
+            chat = local.call(local.tk.store.list_chats(owner=local.tk.owner))[0].id
+            messages = stored_messages(local, chat)
+            assert len(messages) == 3 and messages[-1]["mes"].strip()
+            expect(page.locator(".log .message")).to_have_count(3)
+            assert last_body(page).inner_text().strip()
         finally:
             context.close()

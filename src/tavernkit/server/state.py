@@ -13,9 +13,9 @@ from tavernkit.server.accounts import Accounts
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
-from tavernkit.server.turns import TurnHub
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.thumbnails import Thumbnails
+from tavernkit.server.turns import TurnHub
 
 __all__ = ["ServerState", "server_state"]
 
