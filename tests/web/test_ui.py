@@ -356,6 +356,38 @@ def test_the_login_page_signs_in_and_changes_carry_the_csrf_token(
             context.close()
 
 
+def test_settings_profiles_keep_keys_write_only_and_test_the_connection(
+    page: Page, site: Site
+) -> None:
+    secret = "sk-test-VERYSECRET-0123456789"
+    page.goto("/#/settings")
+    page.get_by_label("Profile name").fill("upstream")
+    page.get_by_label("Base URL").fill(site.upstream.base_url + "/v1")
+    page.get_by_label("Model").fill("m2")
+    page.get_by_label("API key").fill(secret)
+    page.get_by_role("button", name="Add profile").click()
+    row = page.locator('tr[data-profile="upstream"]')
+    expect(row).to_be_visible()
+    expect(page.get_by_label("API key")).to_have_value("")
+    assert secret not in page.content()
+
+    site.upstream.script(Reply(text="OK"))
+    row.get_by_role("button", name="Test upstream").click()
+    expect(row.locator(".check")).to_have_text("OK: OK")
+    assert site.upstream.requests[-1].headers["authorization"] == f"Bearer {secret}"
+    site.upstream.script(Reply(status=401, error={"message": "bad key " + secret}))
+    row.get_by_role("button", name="Test upstream").click()
+    expect(row.locator(".check")).to_contain_text("failed (auth")
+    assert secret not in page.content()
+
+    page.get_by_label("Variable name").fill("tide")
+    page.get_by_label("Variable value").fill("3")
+    page.get_by_role("button", name="Set").click()
+    expect(page.get_by_role("button", name="Delete variable tide")).to_be_visible()
+    assert site.call(site.tk.store.get_global_variables(owner=site.tk.owner))["tide"] == 3
+    screenshot(page, "settings")
+
+
 @pytest.mark.skipif(local_model_missing() is not None, reason=str(local_model_missing()))
 def test_a_reply_streams_from_the_embedded_model(browser: Browser, tmp_path: Path) -> None:
     with Site(tmp_path / "home", scripted=False) as local:

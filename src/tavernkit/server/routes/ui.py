@@ -1,6 +1,7 @@
 """The web UI: its static files (``/`` and ``/ui/<file>``, shipped in the package under
 ``server/web``) and the routes only the UI needs: the prompt inspector of a chat's next turn,
-the chat's author's note (a ``chat_metadata`` write) and a lorebook's "test this text".
+the chat's author's note (a ``chat_metadata`` write), a lorebook's "test this text" and a
+connection profile's "test connection".
 
 Every page and script is sent with a Content-Security-Policy that allows only this origin's
 scripts (no inline script, no ``eval``): the UI never turns text into HTML, and this is the
@@ -18,7 +19,7 @@ from starlette.responses import Response
 
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
-from tavernkit.errors import NotFound
+from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.server.auth import UserTavern
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -146,3 +147,28 @@ async def test_lorebook(ref: str, body: LoreTest, tk: UserTavern) -> list[dict[s
     rng = random.Random(body.seed).random
     result = scan_lore_text(await tk.settings(), name, lorebook, body.text, body.kind, rng)
     return lore_rows(result, ByteEstimateTokenizer().count)
+
+
+class ConnectionCheck(BaseModel):
+    ok: bool
+    #: the reply's first characters when it worked
+    text: str = ""
+    #: the error code when it did not (``generate_task``'s codes: auth, rate_limit, timeout...)
+    code: str | None = None
+    message: str | None = None
+
+
+@router.post("/ui/profiles/{name}/test")
+async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
+    """One tiny request through the profile (its keys, URL and model): ``ok`` with the reply's
+    start, or the typed error's code and message (never the upstream's body or a key)."""
+    await tk.profiles.get(name)  # NotFound for an unknown profile
+    try:
+        result = await tk.context().generate_task(
+            [{"role": "user", "content": "Reply with the single word: OK"}],
+            include_character_card=False,
+            api_preset_name=name,
+        )
+    except GenerateTaskError as exc:
+        return ConnectionCheck(ok=False, code=exc.code, message=str(exc))
+    return ConnectionCheck(ok=True, text=result.assistant_text[:200])

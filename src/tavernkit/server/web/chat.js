@@ -8,6 +8,7 @@ import { api, rememberedTurn, watchTurn } from "./api.js";
 import { reportError, toast } from "./app.js";
 import { button, h } from "./dom.js";
 import { render } from "./markdown.js";
+import { variablesSection } from "./settings.js";
 
 const PERSONA_KEY = "tavernkit.persona";
 
@@ -328,6 +329,7 @@ export async function showChat(view, chatId) {
         personaSelect,
         notePanel,
         h("details", { class: "panel" }, h("summary", {}, "Chats"), newChat, chatSearch, chatList),
+        h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
       ),
       h(
         "section",
