@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Page, expect
 from chat._server import HangReply, Reply
 from tavernkit.formats.cards import card_to_png
 from tavernkit.models.character import Character
+from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.providers.local_engine import local_model_missing
 
 from ._site import Site
@@ -386,6 +387,37 @@ def test_settings_profiles_keep_keys_write_only_and_test_the_connection(
     expect(page.get_by_role("button", name="Delete variable tide")).to_be_visible()
     assert site.call(site.tk.store.get_global_variables(owner=site.tk.owner))["tide"] == 3
     screenshot(page, "settings")
+
+
+def test_the_prompt_manager_reorders_toggles_and_edits_what_the_inspector_shows(
+    page: Page, site: Site
+) -> None:
+    preset = {"name": "Mine", **ChatCompletionPreset().model_dump(mode="json")}
+    site.call(site.tk.store.put("chat_preset", preset, owner=site.tk.owner))
+    settings = site.call(site.tk.settings())
+    settings.selections.chat_preset = "Mine"
+    site.call(site.tk.store.put_settings(settings, owner=site.tk.owner))
+    chat = new_chat(site)
+
+    page.goto("/#/presets")
+    page.get_by_role("link", name="Mine").click()
+    page.get_by_label("Enable Char Personality").uncheck()
+    page.get_by_role("button", name="Move Scenario up").click()
+    page.get_by_role("button", name="Move Scenario up").click()
+    main = page.locator('[data-identifier="main"]')
+    main.get_by_text("Edit").click()
+    main.get_by_label("Content of Main Prompt").fill("Write tersely as {{char}}.")
+    page.get_by_label("Temperature").fill("0.7")
+    page.get_by_role("button", name="Save preset").click()
+    expect(page.locator("#toast")).to_have_text("Preset saved")
+    screenshot(page, "preset")
+
+    page.goto(f"/#/inspect/{chat}")
+    expect(page.locator(".blocks tbody tr").first).to_contain_text("Write tersely as Mira.")
+    names = page.locator(".blocks tbody tr td:first-child").all_inner_texts()
+    assert "charPersonality" not in names
+    assert names.index("scenario") < names.index("charDescription")
+    assert '"temperature": 0.7' in (page.locator(".inspection details pre").text_content() or "")
 
 
 @pytest.mark.skipif(local_model_missing() is not None, reason=str(local_model_missing()))

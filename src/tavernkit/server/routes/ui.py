@@ -20,6 +20,7 @@ from starlette.responses import Response
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
 from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS
 from tavernkit.server.auth import UserTavern
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -172,3 +173,13 @@ async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
     except GenerateTaskError as exc:
         return ConnectionCheck(ok=False, code=exc.code, message=str(exc))
     return ConnectionCheck(ok=True, text=result.assistant_text[:200])
+
+
+@router.get("/ui/presets/chat/defaults")
+async def default_prompts() -> dict[str, Any]:
+    """SillyTavern's default prompts and their order: what a chat preset without its own
+    ``prompts`` / ``prompt_order`` runs with, for the prompt manager to start from."""
+    return {
+        "prompts": [dict(p) for p in DEFAULT_PROMPTS],
+        "order": [{"identifier": i, "enabled": on} for i, on in DEFAULT_PROMPT_ORDER],
+    }

@@ -7,6 +7,7 @@ import { showChat } from "./chat.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook, showLorebooks } from "./lorebook.js";
+import { showPreset, showPresets } from "./preset.js";
 import { showSettings } from "./settings.js";
 
 const view = document.getElementById("view");
@@ -49,6 +50,8 @@ async function route() {
     }
     if (screen === "login") leaveScreen = await showLogin(view);
     else if (screen === "chat") leaveScreen = await showChat(view, decodeURIComponent(arg));
+    else if (screen === "presets") leaveScreen = await showPresets(view);
+    else if (screen === "preset") leaveScreen = await showPreset(view, decodeURIComponent(arg));
     else if (screen === "settings") leaveScreen = await showSettings(view);
     else if (screen === "lorebooks") leaveScreen = await showLorebooks(view);
     else if (screen === "lorebook") leaveScreen = await showLorebook(view, decodeURIComponent(arg));
