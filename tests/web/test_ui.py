@@ -224,6 +224,24 @@ XSS = [
 ]
 
 
+def test_a_fallback_shows_its_notice(page: Page, site: Site) -> None:
+    profiles = site.tk.profiles
+    if not site.call(profiles.fallbacks("scripted")):
+        site.call(profiles.add_fallback("scripted", "scripted", model="m-backup"))
+    chat = new_chat(site)
+    open_chat(page, chat)
+    site.upstream.script(
+        Reply(status=401, error={"message": "no such key"}), Reply(text="Backup reply.")
+    )
+    turn(page, lambda: send(page, "Anyone there?"))
+    expect(last_body(page)).to_have_text("Backup reply.")
+    # the stored notice is shown with the reply (of the swipe that carries it)
+    notice = page.locator(".log .message").last.locator(".notice")
+    expect(notice).to_contain_text("Answered by fallback model m-backup")
+    expect(notice).to_contain_text("m1: auth (401)")
+    site.call(profiles.remove_fallback("scripted", "scripted", model="m-backup"))
+
+
 def test_an_xss_corpus_stays_inert(page: Page, site: Site) -> None:
     chat = new_chat(site)
     for text in XSS:
@@ -329,6 +347,15 @@ def test_the_phone_layout_keeps_the_chat_usable(browser: Browser, site: Site) ->
         turn(page, lambda: page.keyboard.press("Enter"))
         expect(last_body(page)).to_have_text("Aye.")
         screenshot(page, "chat-phone")
+        # light / dark: the switch flips the theme and a reload keeps it
+        theme = page.evaluate("document.documentElement.dataset.theme")
+        page.get_by_role("button", name="Switch light or dark theme").click()
+        flipped = "light" if theme == "dark" else "dark"
+        expect(page.locator("html")).to_have_attribute("data-theme", flipped)
+        page.reload()
+        expect(page.locator("html")).to_have_attribute("data-theme", flipped)
+        expect(page.locator(".log .message").first).to_be_visible()
+        screenshot(page, f"chat-phone-{flipped}")
     finally:
         context.close()
 

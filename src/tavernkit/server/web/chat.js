@@ -41,9 +41,14 @@ export async function showChat(view, chatId) {
     log.lastElementChild?.scrollIntoView({ block: "end" });
   }
 
-  function reasoningOf(data) {
+  // The active swipe's own extra (swipe_info), else the message's.
+  function extraOf(data) {
     const info = (data.swipe_info || [])[data.swipe_id ?? 0];
-    const own = info && info.extra && info.extra.reasoning;
+    return (info && info.extra) || data.extra || {};
+  }
+
+  function reasoningOf(data) {
+    const own = extraOf(data).reasoning;
     const text = own ?? (data.extra && data.extra.reasoning) ?? "";
     return text === "\u200b" ? "" : text;
   }
@@ -57,6 +62,8 @@ export async function showChat(view, chatId) {
       { class: `message ${data.is_user ? "user" : "char"}`, dataset: { index: message.index } },
       h("div", { class: "meta" }, h("span", { class: "name" }, data.name || ""), actions(message, body)),
     );
+    const fallback = (extraOf(data).extensions || {}).fallback_notice;
+    if (fallback && fallback.text) node.append(h("div", { class: "notice", role: "note" }, fallback.text));
     const reasoning = reasoningOf(data);
     if (reasoning) node.append(reasoningPanel(reasoning, false));
     node.append(body);
