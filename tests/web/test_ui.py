@@ -242,6 +242,33 @@ def test_a_fallback_shows_its_notice(page: Page, site: Site) -> None:
     site.call(profiles.remove_fallback("scripted", "scripted", model="m-backup"))
 
 
+def test_impersonate_authors_note_and_the_chat_list(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    site.upstream.script(Reply(text="I step aboard.", pace=0.01))
+    turn(page, page.get_by_role("button", name="Impersonate").click)
+    # an impersonation lands in the composer, not in the chat
+    expect(page.get_by_label("Message", exact=True)).to_have_value("I step aboard.")
+    assert len(stored_messages(site, chat)) == 1
+
+    page.get_by_text("Author's note").click()
+    page.get_by_label("Author's note", exact=True).fill("Keep it foggy.")
+    page.get_by_label("Author's note depth").fill("1")
+    page.get_by_role("button", name="Save note").click()
+    expect(page.locator("#toast")).to_have_text("Author's note saved")
+    meta = site.call(site.tk.chats.load(chat)).header["chat_metadata"]
+    assert meta["note_prompt"] == "Keep it foggy." and meta["note_depth"] == 1
+
+    other = site.call(site.tk.chats.new_chat("Mira", name="Night crossing")).id
+    page.reload()
+    page.get_by_text("Chats", exact=True).click()
+    page.get_by_label("Search chats").fill("night")
+    chats = page.get_by_role("list", name="Chats").get_by_role("link")
+    expect(chats).to_have_count(1)
+    chats.first.click()
+    page.wait_for_url(re.compile(re.escape(other) + "$"))
+
+
 def test_an_xss_corpus_stays_inert(page: Page, site: Site) -> None:
     chat = new_chat(site)
     for text in XSS:
