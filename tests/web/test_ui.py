@@ -202,6 +202,29 @@ async def release(site: Site) -> None:
     site.upstream.release.set()
 
 
+def test_stop_keeps_what_was_shown_and_delete_removes_a_message(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    site.call(hold(site))
+    site.upstream.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    send(page, "Go on.")
+    expect(page.locator(".log .live .body")).to_have_text("Wait.")
+    # Escape in the composer stops the turn (the Stop button does the same)
+    turn(page, lambda: page.get_by_label("Message", exact=True).press("Escape"))
+    expect(last_body(page)).to_have_text("Wait.")
+    assert stored_messages(site, chat)[-1]["mes"].strip() == "Wait."
+    site.call(release(site))
+
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Delete message 3").click()
+    expect(page.locator(".log .message")).to_have_count(2)
+    assert [m["mes"] for m in stored_messages(site, chat)] == ["Welcome aboard, Ada.", "Go on."]
+
+
+async def hold(site: Site) -> None:
+    site.upstream.release.clear()
+
+
 XSS = [
     "<script>window.__xss = 'script'</script>",
     "<img src=x onerror=\"window.__xss='img'\">",
