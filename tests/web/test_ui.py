@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from chat._server import HangReply, Reply
 from tavernkit.formats.cards import card_to_png
@@ -196,6 +196,36 @@ def test_a_reload_mid_stream_resumes_the_reply(page: Page, site: Site) -> None:
     turn(page, lambda: site.call(release(site)))
     assert stored_messages(site, chat)[-1]["mes"].split() == words.split()
     expect(last_body(page)).to_have_text(words)
+
+
+def test_a_dropped_connection_resumes_without_repeating(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    words = "One. Two. Three. Four. Five."
+    site.upstream.script(Reply(text=words, chunks=[w + " " for w in words.split()]))
+    asked: list[dict[str, str]] = []
+
+    def drop_the_first_stream(route: Route) -> None:
+        asked.append({**route.request.all_headers(), "url": route.request.url})
+        if len(asked) > 1:
+            route.continue_()
+            return
+        # the first stream breaks after three events, as a dropped connection would
+        real = route.fetch()
+        frames = re.split(r"\r?\n\r?\n", real.text())
+        route.fulfill(
+            status=200,
+            headers={"content-type": "text/event-stream", "cache-control": "no-cache"},
+            body="\n\n".join(frames[:3]) + "\n\n",
+        )
+
+    page.route(re.compile(r"/turns/[^/]+/events"), drop_the_first_stream)
+    turn(page, lambda: send(page, "Count."), timeout=20_000)
+    assert len(asked) == 2  # the stream broke once and was opened again
+    # what streamed in the page: each piece once, though the first stream broke after three
+    assert page.locator(".log").get_attribute("data-streamed") == words + " "
+    expect(last_body(page)).to_have_text(words)
+    assert stored_messages(site, chat)[-1]["mes"].split() == words.split()
 
 
 async def release(site: Site) -> None:

@@ -66,12 +66,25 @@ export function forgetTurn(chatId) {
 }
 
 // Watch a turn's events from the start (the log replays what was already sent, so a reload
-// rebuilds the whole reply). EventSource reconnects by itself after a dropped connection,
-// sending Last-Event-ID, so nothing is shown twice. `on` maps event types to handlers.
+// rebuilds the whole reply). After a dropped connection EventSource reconnects by itself,
+// sending Last-Event-ID; when the browser gives up instead (it closes the source on a failed
+// reconnect, e.g. while offline) a new source asks for the events after the last one seen
+// (?after=), so nothing is shown twice. `on` maps event types to handlers; `on.lost` runs
+// when the turn cannot be reached after RETRIES tries in a row.
+const RETRIES = 8;
+const RETRY_MS = 750;
+
 export function watchTurn(chatId, eventsUrl, kind, on) {
   localStorage.setItem(turnKey(chatId), JSON.stringify({ url: eventsUrl, kind }));
-  const source = new EventSource(eventsUrl);
+  let source = null;
+  let lastId = "";
+  let failures = 0;
+  let finished = false;
+  let timer = null;
+
   const handle = (type) => (ev) => {
+    failures = 0;
+    if (ev.lastEventId) lastId = ev.lastEventId;
     let data = {};
     try {
       data = JSON.parse(ev.data);
@@ -79,23 +92,37 @@ export function watchTurn(chatId, eventsUrl, kind, on) {
       /* a frame without JSON carries nothing for the UI */
     }
     if (type === "done") {
+      finished = true;
       source.close();
       forgetTurn(chatId);
     }
     if (on[type]) on[type](data, ev.lastEventId);
   };
-  for (const type of ["text", "reasoning", "tool", "notice", "error", "done"]) {
-    source.addEventListener(type, handle(type));
-  }
-  source.onerror = () => {
-    // A turn the server no longer knows (restarted) cannot resume: stop asking.
-    if (source.readyState === EventSource.CLOSED && !leaving) {
-      forgetTurn(chatId);
-      if (on.lost) on.lost();
+
+  const open = () => {
+    const url = lastId ? `${eventsUrl}?${new URLSearchParams({ after: lastId })}` : eventsUrl;
+    source = new EventSource(url);
+    for (const type of ["text", "reasoning", "tool", "notice", "error", "done"]) {
+      source.addEventListener(type, handle(type));
     }
+    source.onerror = () => {
+      if (finished || leaving || source.readyState !== EventSource.CLOSED) return;
+      failures += 1;
+      if (failures >= RETRIES) {
+        // A turn the server no longer knows (it restarted): stop asking.
+        finished = true;
+        forgetTurn(chatId);
+        if (on.lost) on.lost();
+        return;
+      }
+      timer = setTimeout(open, RETRY_MS);
+    };
   };
+  open();
   return {
     close() {
+      finished = true;
+      clearTimeout(timer);
       source.close();
     },
     url: eventsUrl,

@@ -202,6 +202,7 @@ export async function showChat(view, chatId) {
       stream = null;
       turnId = null;
       stop.disabled = true;
+      log.dataset.streamed = text; // the reply as it streamed (before the stored one is read)
       await reload().catch(reportError);
       log.dataset.turns = Number(log.dataset.turns) + 1;
     };
