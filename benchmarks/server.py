@@ -1,6 +1,7 @@
 """What the server adds to a streamed reply, against a scripted upstream on loopback.
 
-Run: ``.venv/bin/python benchmarks/server.py [--runs 40] [--streams 500]``.
+Run: ``.venv/bin/python benchmarks/server.py [--runs 40] [--streams 500] [--store-interval 0.2]``
+(about four minutes on two cores: 500 chats are made first).
 
 Three processes on 127.0.0.1: a scripted OpenAI-compatible upstream, ``tavernkit serve``'s
 app (uvicorn, one process, a fresh data dir in a temp folder) and this client. Every upstream
@@ -14,10 +15,14 @@ machine), so a client knows when each piece left the upstream.
    - turn: ``POST /chats/{id}/turns`` then ``GET .../events`` (the user's message and the
      reply are stored, the prompt is built from the card and the chat).
    Printed: p50 of each and the p50 added over direct (target: < 2 ms added).
-2. **Concurrent streaming turns**: ``--streams`` turns at once, one per chat, each reply
-   ``--chunks`` pieces ``--pace`` seconds apart; the latency of every piece (client arrival
-   minus upstream send) against the same number of direct streams. Printed: p50/p99 of both
-   and the p99 added (target: 500 streams, < 50 ms added), and how many streams completed.
+2. **Concurrent streaming turns**: ``--streams`` turns, one per chat, started evenly over
+   ``--ramp`` seconds, each reply ``--chunks`` pieces ``--pace`` seconds apart (defaults: 500
+   over 20 s, 60 pieces 0.5 s apart: 1,000 pieces a second once all are open); the latency
+   of every piece sent while all streams were open (client arrival minus upstream send),
+   against the same number of direct streams. Printed: p50/p99 of both and the p99 added
+   (target: 500 streams, < 50 ms added), and how many streams completed.
+   ``--store-interval`` is the chat service's ``stream_interval`` (how often a streaming
+   reply is written to the store; 0.2 s by default).
 
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
@@ -29,9 +34,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import faulthandler
 import json
 import os
 import re
+import signal
 import socket
 import statistics
 import subprocess
@@ -45,31 +52,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import httpx2
+from turn_path import CARD  # the same card as the turn-path benchmark
+
+sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
 
 TTFT_TARGET_MS = 2.0
 P99_TARGET_MS = 50.0
-
-CARD = {
-    "spec": "chara_card_v2",
-    "spec_version": "2.0",
-    "data": {
-        "name": "Mira",
-        "description": "{{char}} keeps the ferry. {{user}} is a passenger.",
-        "personality": "calm",
-        "scenario": "A ferry crossing at dusk.",
-        "first_mes": "Welcome aboard, {{user}}.",
-        "mes_example": "",
-        "alternate_greetings": [],
-        "creator_notes": "",
-        "system_prompt": "",
-        "post_history_instructions": "",
-        "tags": [],
-        "creator": "bench",
-        "character_version": "1",
-        "extensions": {},
-    },
-}
-
 
 _PIECES = re.compile(rb"pieces=(\d+)")
 
@@ -95,8 +83,11 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
                 key, _, value = line.decode().partition(":")
                 headers[key.lower()] = value.strip()
             body = await reader.readexactly(int(headers.get("content-length", "0")))
-            asked = _PIECES.search(body)  # the client's message says how long a reply it wants
-            count = int(asked.group(1)) if asked else chunks
+            if os.environ.get("TAVERNKIT_BENCH_TRACE"):
+                print("upstream got", len(body), "bytes", headers, file=sys.stderr, flush=True)
+            # the newest message saying how long a reply it wants (the history has older ones)
+            asked = _PIECES.findall(body)
+            count = int(asked[-1]) if asked else chunks
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
             )
@@ -113,6 +104,8 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
             }
             writer.write(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
             await writer.drain()
+            if os.environ.get("TAVERNKIT_BENCH_TRACE"):
+                print("upstream answered", count, file=sys.stderr, flush=True)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -127,7 +120,9 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
 # -- the server ------------------------------------------------------------------------------
 
 
-async def serve_app(home: Path, port: int, upstream: int, chats: int, ready: Path) -> None:
+async def serve_app(
+    home: Path, port: int, upstream: int, chats: int, ready: Path, store_interval: float
+) -> None:
     import uvicorn
 
     from tavernkit.facade import Tavern
@@ -151,6 +146,8 @@ async def serve_app(home: Path, port: int, upstream: int, chats: int, ready: Pat
     settings.selections.user_name = "Ada"
     await tk.store.put_settings(settings)
     ids = [(await tk.chats.new_chat("Mira")).id for _ in range(chats)]
+    # how often a streaming reply is written to the store (the chat service's option)
+    tk.chats.stream_interval = store_interval
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
@@ -201,7 +198,7 @@ async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
     body = {
         "model": "profile/bench",
         "stream": True,
-        "messages": [{"role": "user", "content": "Hi"}],
+        "messages": [{"role": "user", "content": SHORT}],
     }
     start, elapsed = time.perf_counter(), 0.0
     async with client.stream("POST", f"{server}/v1/chat/completions", json=body) as r:
@@ -245,7 +242,6 @@ async def turn_stream(
 
 async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Samples) -> None:
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
-    # the upstream's default length (--chunks): no "pieces=" in the message
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if data == "[DONE]":
@@ -287,15 +283,23 @@ async def client_main(
 ) -> None:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
+        print("warming up...")
         for _ in range(3):  # warm both sides up
             await first_direct(client, upstream)
             await first_facade(client, server)
             await turn_stream(client, server, chats[0], None)
         direct, facade, turn = [], [], []
+        trace = bool(os.environ.get("TAVERNKIT_BENCH_TRACE"))
         for i in range(args.runs):  # interleaved, so drift in the load hits all three alike
             direct.append(await first_direct(client, upstream))
+            if trace:
+                print("direct", i, file=sys.stderr, flush=True)
             facade.append(await first_facade(client, server))
+            if trace:
+                print("facade", i, file=sys.stderr, flush=True)
             turn.append(await turn_stream(client, server, chats[i % len(chats)], None))
+            if trace:
+                print("turn", i, file=sys.stderr, flush=True)
         d, f, t = (statistics.median(x) * 1000 for x in (direct, facade, turn))
         print(f"time to first token, p50 of {args.runs} (ms):")
         print(f"  direct {d:.2f}   facade {f:.2f} (+{f - d:.2f})   turn {t:.2f} (+{t - d:.2f})")
@@ -306,12 +310,13 @@ async def client_main(
         )
 
         n = args.streams
+        print(f"{n} concurrent streams, direct then through the server...")
 
         async def one_direct(i: int, out: Samples) -> None:
             await direct_stream(client, upstream, out)
 
         async def one_turn(i: int, out: Samples) -> None:
-            await turn_stream(client, server, chats[i], out, "Hi")
+            await turn_stream(client, server, chats[i], out, f"Hi pieces={args.chunks}")
 
         base, base_ok = await concurrent(n, one_direct, args.ramp, args.deadline)
         via, via_ok = await concurrent(n, one_turn, args.ramp, args.deadline)
@@ -335,13 +340,15 @@ async def client_main(
 
 
 def main() -> None:
+    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: where a stuck run is
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--streams", type=int, default=500)
-    parser.add_argument("--chunks", type=int, default=40)
-    parser.add_argument("--pace", type=float, default=0.25)
-    parser.add_argument("--ramp", type=float, default=5.0)
-    parser.add_argument("--deadline", type=float, default=120.0)
+    parser.add_argument("--chunks", type=int, default=60)
+    parser.add_argument("--pace", type=float, default=0.5)
+    parser.add_argument("--ramp", type=float, default=20.0)
+    parser.add_argument("--store-interval", type=float, default=0.2)
+    parser.add_argument("--deadline", type=float, default=200.0)
     parser.add_argument("--role", choices=["client", "upstream", "server"], default="client")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--upstream-port", type=int, default=0)
@@ -355,14 +362,20 @@ def main() -> None:
         profile = os.environ.get("TAVERNKIT_BENCH_PROFILE")  # a path: cProfile the server
         if profile:
             import cProfile
-            import signal
 
             profiler = cProfile.Profile()
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
             profiler.enable()
         try:
             asyncio.run(
-                serve_app(args.home, args.port, args.upstream_port, args.streams, args.ready)
+                serve_app(
+                    args.home,
+                    args.port,
+                    args.upstream_port,
+                    args.streams,
+                    args.ready,
+                    args.store_interval,
+                )
             )
         except KeyboardInterrupt:
             pass
@@ -397,6 +410,8 @@ def main() -> None:
                     str(ready),
                     "--streams",
                     str(args.streams),
+                    "--store-interval",
+                    str(args.store_interval),
                 ]
             ),
         ]

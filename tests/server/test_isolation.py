@@ -79,7 +79,10 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
         return [template.replace("{ref}", world["char"]), template.replace("{ref}", "Mira")]
     if template.startswith(("/chats/{chat_id}", "/ui/chats/{chat_id}")):
         url = template.replace("{chat_id}", world["chat"]).replace("{index}", "1")
-        return [url.replace("{swipe}", "0").replace("{name}", "mood").replace("{turn_id}", "x")]
+        url = url.replace("{turn_id}", "a" * 32)  # any turn: the chat is checked first
+        return [url.replace("{swipe}", "0").replace("{name}", "mood")]
+    if template == "/v1/models/{model}":
+        return ["/v1/models/character/Mira", "/v1/models/profile/annp"]
     if template == "/ui/lorebooks/{ref}/test":
         return [template.replace("{ref}", world["doc:lorebooks"])]
     if template == "/ui/profiles/{name}/test":
@@ -153,7 +156,11 @@ async def test_no_route_reaches_another_users_data(users: Users) -> None:
                     assert r.status_code == 200, (method, url, r.text)
                     continue
                 assert r.status_code == 404, (method, url, r.status_code, r.text)
-                assert r.json()["error"]["type"] == "NotFound"
+                error = r.json()["error"]
+                if template.startswith("/v1/"):  # the OpenAI facade answers in OpenAI's shape
+                    assert error["code"] == "model_not_found", (url, error)
+                else:
+                    assert error["type"] == "NotFound"
                 checked += 1
     assert checked >= 60, checked
     assert await _snapshot(ann, world) == before

@@ -17,6 +17,7 @@ import pytest
 from chat._server import HangingServer, Reply
 from chat.conftest import stock_world
 from tavernkit.facade import Tavern
+from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile, FallbackChain, FallbackEntry
 
 from ._live import LiveServer, live_server
@@ -133,6 +134,28 @@ async def test_a_profile_is_a_proxy_with_the_clients_samplers_and_its_fallbacks(
     sent = facade.sent()
     assert sent["messages"] == messages  # as given: no card, no world info, no macros
     assert sent["temperature"] == 0.25 and sent["max_tokens"] == 9 and sent["stop"] == ["\n"]
+
+
+async def test_a_proxied_request_carries_no_preset_samplers(facade: Facade) -> None:
+    preset = ChatCompletionPreset.model_validate(
+        {"name": "warm", "temperature": 1.7, "openai_max_tokens": 333, "top_p": 0.5}
+    )
+    await facade.tk.store.put("chat_preset", preset, owner=facade.tk.owner)
+    chosen = await facade.tk.settings()
+    chosen.selections.chat_preset = "warm"
+    await facade.tk.store.put_settings(chosen, owner=facade.tk.owner)
+    facade.upstream.script(Reply(text="Plain."), Reply(text="Plain again."))
+    await facade.client.chat.completions.create(model="profile/scripted", messages=HELLO)
+    stream = await facade.client.chat.completions.create(
+        model="profile/scripted", messages=HELLO, stream=True
+    )
+    assert "".join([c.choices[0].delta.content or "" async for c in stream]) == "Plain again."
+    for request in facade.upstream.requests:
+        assert not {"temperature", "max_tokens", "top_p"} & set(request.body)
+    # a character, by contrast, runs with the preset
+    facade.upstream.script(Reply(text="Warmly."))
+    await facade.client.chat.completions.create(model="character/Mira", messages=HELLO)
+    assert facade.sent()["temperature"] == 1.7
 
 
 async def test_a_profile_streams_as_a_proxy(facade: Facade) -> None:

@@ -138,3 +138,16 @@ async def test_close_lets_a_running_turn_store_what_it_showed(hub: Hub) -> None:
     events = await hub.events(started.turn_id)
     assert events[-1].type == "done" and events[-1].data["status"] == "aborted"
     assert (await hub.chats.load(info.id)).messages[-1].data["mes"] == text_of(events)
+
+
+async def test_a_reader_that_saw_done_can_start_the_next_turn_at_once(hub: Hub) -> None:
+    hub.server.script(Reply(text="One."), Reply(text="Two."))
+    info = await hub.chats.new_chat("Mira")
+    first = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hi"))
+    async for event in hub.log.read(first.turn_id):
+        if event.type == "done":
+            break
+    # no wait for the task: the chat is free by the time ``done`` is readable
+    second = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Again"))
+    await hub.hub.wait(second.turn_id)
+    assert [m.data["mes"] for m in (await hub.chats.load(info.id)).messages][-1] == "Two."

@@ -5,48 +5,18 @@ DELETE, 409, and owner isolation."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx2 as httpx
-import pytest
 
 from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import stock_world
-from tavernkit.facade import Tavern
 
-from ._live import LiveServer, live_server
+from ._site import Site, site
 from ._sse import Event, events_of, parse_events
-from .conftest import Users, settings
+from .conftest import Users
 
-
-@dataclass
-class Site:
-    server: LiveServer
-    upstream: HangingServer
-    client: httpx.AsyncClient
-    tk: Tavern
-
-    async def new_chat(self) -> str:
-        return (await self.tk.chats.new_chat("Mira")).id
-
-    async def start(self, chat: str, **body: Any) -> httpx.Response:
-        return await self.client.post(f"/chats/{chat}/turns", json={"text": "Hello", **body})
-
-    async def stored_reply(self, chat: str) -> str:
-        stored = await self.tk.chats.load(chat)
-        return str(stored.messages[-1].data["mes"])
-
-
-@pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
-    async with HangingServer() as upstream, live_server(settings(tmp_path / "home")) as server:
-        tk = server.state.tavern
-        await stock_world(tk, upstream.base_url)
-        async with server.client() as client:
-            yield Site(server, upstream, client, tk)
+__all__ = ["site"]  # the fixture, used by name
 
 
 async def read_all(client: httpx.AsyncClient, url: str, **headers: str) -> bytes:
@@ -97,10 +67,7 @@ async def test_a_turn_finishes_and_is_stored_after_its_client_drops(site: Site) 
     site.upstream.script(HangReply(text="Wait. the rest comes later", hang_after=1))
     chat = await site.new_chat()
     started = (await site.start(chat)).json()
-    async with site.client.stream("GET", started["events"]) as response:
-        async for event in events_of(response):
-            if event.type == "text":
-                break
+    await site.watch_until_text(started["events"])
     # no client is watching any more; the reply goes on
     site.upstream.release.set()
     await asyncio.wait_for(site.server.state.turns.wait(started["turn_id"]), 10)
@@ -129,10 +96,7 @@ async def test_delete_stops_the_turn_keeping_what_was_shown(site: Site) -> None:
     site.upstream.script(HangReply(text="Wait. the rest never comes", hang_after=1))
     chat = await site.new_chat()
     started = (await site.start(chat)).json()
-    async with site.client.stream("GET", started["events"]) as response:
-        async for event in events_of(response):
-            if event.type == "text":
-                break
+    await site.watch_until_text(started["events"])
     url = f"/chats/{chat}/turns/{started['turn_id']}"
     stopped = await site.client.delete(url)
     assert stopped.status_code == 200 and stopped.json() == {"stopped": True}
@@ -180,6 +144,7 @@ async def test_bad_turn_requests_are_refused_with_a_named_error(site: Site) -> N
     bad_id = await site.client.get(started["events"], headers={"Last-Event-ID": "x-1"})
     assert bad_id.status_code == 422
     assert bad_id.json()["error"]["field"] == "Last-Event-ID"
+    await asyncio.wait_for(site.server.state.turns.wait(started["turn_id"]), 10)
     assert len((await site.tk.chats.load(chat)).messages) == 3  # only the good turn wrote
 
 
@@ -197,6 +162,8 @@ async def test_another_users_turn_is_not_found(tmp_path: Path, users: Users) -> 
         assert (await users.bob.get(f"{base}/{turn}/events")).status_code == 404
         assert (await users.bob.delete(f"{base}/{turn}")).status_code == 404
         assert state.turns.running(turn)  # bob's DELETE did not stop it
+        task = {"task_messages": [{"role": "user", "content": "hi"}], "chat_id": chat}
+        assert (await users.bob.post("/tasks", json=task)).status_code == 404
         upstream.release.set()
         await asyncio.wait_for(state.turns.wait(turn), 10)
 

@@ -55,6 +55,13 @@ def serve_command(
             "--create-admin", help=f"Create this admin first (password: ${PASSWORD_ENV})."
         ),
     ] = None,
+    shared_profile: Annotated[
+        str | None,
+        typer.Option(
+            "--shared-profile",
+            help="The server's profile (/shared/profiles) users' turns fall back to.",
+        ),
+    ] = None,
     secure_cookies: Annotated[
         bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
     ] = False,
@@ -67,6 +74,7 @@ def serve_command(
         port=port,
         accounts=accounts or create_admin is not None,
         secure_cookies=secure_cookies,
+        shared_profile=shared_profile,
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")

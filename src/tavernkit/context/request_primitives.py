@@ -108,7 +108,8 @@ async def send_streaming_request(
     """:func:`send_chat_request` streamed (the ``before_request`` hooks see ``stream=True``);
     raises ``aborted`` at once when ``abort`` already fired. ``data`` is request data with
     SillyTavern's keys (``max_tokens``, ``temperature``, ``stop``...) applied on top of the
-    preset's samplers, as :func:`send_generation_request` takes it."""
+    preset's samplers, as :func:`send_generation_request` takes it; ``include_preset=False``
+    sends only those (no preset is read: a proxy's request stays the caller's)."""
     if abort is not None and abort.aborted:
         raise GenerateTaskError("aborted", "request aborted", details={"delivered_text": ""})
     scope = _scope(options.pop("request_scope", "main"))
@@ -127,6 +128,7 @@ async def send_streaming_request(
         api_settings_override=options.pop("api_settings_override", None),
         function_call_options=options.pop("function_call_options", None),
         data=data,
+        include_preset=bool(options.pop("include_preset", True)),
     )
     if options:
         raise GenerateTaskError(
@@ -150,10 +152,12 @@ async def send_generation_request(
     api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
     llm_preset_name: str = "",
     request_scope: str = "main",
+    include_preset: bool = True,
 ) -> dict[str, Any]:
     """Route ``data`` by the connection's API family: ``messages`` to a chat backend (a bare
     ``prompt`` becomes one user message), ``prompt`` to a text backend (``messages`` are
-    folded with the instruct template). Returns the OpenAI-shaped response body."""
+    folded with the instruct template). Returns the OpenAI-shaped response body.
+    ``include_preset=False``: a chat backend gets ``data``'s samplers alone, no preset's."""
     sender = _Sender(ctx)
     scope = _scope(request_scope)
     connection = await sender.connection(
@@ -171,6 +175,7 @@ async def send_generation_request(
             api_settings_override=api_settings_override,
             function_call_options=None,
             data=data,
+            include_preset=include_preset,
         )
     else:
         request = await _text_prompt(sender, data)

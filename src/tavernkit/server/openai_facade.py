@@ -11,7 +11,8 @@ characters of that name) or ``profile/<name>``:
   the preset's do.
 - a **connection profile**: a proxy. The messages go as they are (no envelope, world info or
   macros) through the profile with its key rotation and fallback chain; the client's sampler
-  fields (``temperature``, ``max_tokens``, ``stop``...) and tools go with them.
+  fields (``temperature``, ``max_tokens``, ``stop``...) and tools go with them, and no
+  preset's (what the client did not set, the upstream's defaults decide).
 
 Nothing is stored either way.
 """
@@ -239,7 +240,12 @@ async def _proxy(
         data.setdefault("max_tokens", data.pop("max_completion_tokens"))
     if not stream:
         response = await send_generation_request(
-            ctx, "normal", data, api_preset_name=model.name, request_scope="extension_internal"
+            ctx,
+            "normal",
+            data,
+            api_preset_name=model.name,
+            request_scope="extension_internal",
+            include_preset=False,
         )
         yield _response_completion(response)
         return
@@ -252,6 +258,7 @@ async def _proxy(
         tools=data.get("tools"),
         tool_choice=data.get("tool_choice", "auto"),
         data=data,
+        include_preset=False,
     )
     reasoning = ""
     async for chunk in chunks:

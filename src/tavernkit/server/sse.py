@@ -46,6 +46,7 @@ async def with_keepalive(frames: AsyncIterator[bytes], ping_s: float) -> AsyncIt
     queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
     loop = asyncio.get_running_loop()
     quiet = [True]  # nothing sent since the last tick
+    timer: asyncio.TimerHandle | None = None
 
     async def pump() -> None:
         try:
@@ -75,7 +76,8 @@ async def with_keepalive(frames: AsyncIterator[bytes], ping_s: float) -> AsyncIt
             quiet[0] = False
             yield item
     finally:
-        timer.cancel()
+        if timer is not None:
+            timer.cancel()
         if not reader.done():
             reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -194,6 +194,7 @@ class TurnHub:
             )
         except BaseException:
             await self._forget(turn_id, running)
+            running.done.set()
             raise
         running.task = asyncio.create_task(self._run(chats, info.id, turn_id, running, request))
         return TurnStarted(turn_id, info.id, request.kind)
@@ -244,8 +245,13 @@ class TurnHub:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            await self.log.close(turn_id, ttl_s=self.ttl_s)
-            await self._forget(turn_id, running)
+            # the chat is free before its readers see the end: a client that read ``done``
+            # may start the next turn at once
+            try:
+                await self._forget(turn_id, running)
+            finally:
+                await self.log.close(turn_id, ttl_s=self.ttl_s)
+                running.done.set()
 
     async def _fail(self, turn_id: str, exc: Exception, *, safe: bool = True) -> None:
         code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
@@ -271,7 +277,6 @@ class TurnHub:
         if self._by_chat.get(running.chat_key) == turn_id:
             del self._by_chat[running.chat_key]
         await self.lock.release(running.chat_key, turn_id)
-        running.done.set()
 
     def stop(self, turn_id: str) -> bool:
         """Stop a running turn of this process (what it delivered stays); whether it was

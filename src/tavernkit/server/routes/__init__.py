@@ -25,9 +25,6 @@ __all__ = ["ROUTERS"]
 ROUTERS: tuple[APIRouter, ...] = (
     health.router,
     auth.router,
-    turns.router,
-    tasks.router,
-    openai.router,
     characters.router,
     chats.router,
     documents.router,
@@ -35,5 +32,8 @@ ROUTERS: tuple[APIRouter, ...] = (
     profiles.shared_router,
     variables.router,
     transfer.router,
+    turns.router,
+    tasks.router,
+    openai.router,
     ui.router,
 )

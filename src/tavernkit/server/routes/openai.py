@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -56,26 +57,17 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1", tags=["openai"])
 
 
-class OpenAIError(Exception):
-    """An error answered in OpenAI's shape."""
+@dataclass(frozen=True)
+class OpenAIError:
+    """An error answered in OpenAI's shape (a value, not an exception: every error the
+    routes raise is a tavernkit one, turned into this by :func:`openai_error`)."""
 
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        type: str = "invalid_request_error",
-        param: str | None = None,
-        code: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.type = type
-        self.param = param
-        self.code = code
-        self.headers = headers or {}
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    param: str | None = None
+    code: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
         return {
@@ -105,11 +97,9 @@ def _type_for(status: int) -> str:
 
 def openai_error(exc: BaseException) -> OpenAIError:
     """``exc`` as OpenAI would say it (a bug is a bare 500 naming nothing)."""
-    if isinstance(exc, OpenAIError):
-        return exc
     if isinstance(exc, GenerateTaskError):
         status = TASK_STATUS.get(exc.code, 502)
-        field = exc.details.get("field")
+        name = exc.details.get("field")
         headers: dict[str, str] = {}
         retry_after = exc.details.get("retry_after")
         if exc.code == "rate_limit" and isinstance(retry_after, int | float):
@@ -118,7 +108,7 @@ def openai_error(exc: BaseException) -> OpenAIError:
             status,
             safe_message(exc),
             type=_type_for(status),
-            param=field if isinstance(field, str) else None,
+            param=name if isinstance(name, str) else None,
             code=exc.code,
             headers=headers,
         )
@@ -149,10 +139,6 @@ def openai_error(exc: BaseException) -> OpenAIError:
     return OpenAIError(500, "internal server error", type="api_error", code="internal_error")
 
 
-class StreamOptions(BaseModel):
-    include_usage: bool = False
-
-
 class ChatCompletionRequest(BaseModel):
     """The chat-completion request fields the facade reads; others are accepted and ignored,
     as clients send many."""
@@ -162,7 +148,9 @@ class ChatCompletionRequest(BaseModel):
     model: str = Field(min_length=1, max_length=400)
     messages: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
     stream: bool = False
-    stream_options: StreamOptions | None = None
+    #: ``{"include_usage": true}`` asks for a usage chunk (a plain mapping, so the OpenAPI
+    #: document needs no definitions of its own)
+    stream_options: dict[str, bool] | None = None
     n: int | None = Field(None, ge=1, le=1)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, ge=0, le=1)
@@ -182,11 +170,12 @@ async def _user_tavern(request: Request) -> Tavern:
     return state.tavern_for(principal)
 
 
-async def _request_body(request: Request) -> ChatCompletionRequest:
+async def _request_body(request: Request) -> ChatCompletionRequest | OpenAIError:
+    """The request, or the 400 that says what is wrong with it (never echoing the input)."""
     try:
         raw = json.loads(await request.body())
     except (ValueError, UnicodeDecodeError):
-        raise OpenAIError(400, "the request body is not valid JSON", code="invalid_json") from None
+        return OpenAIError(400, "the request body is not valid JSON", code="invalid_json")
     try:
         return ChatCompletionRequest.model_validate(raw)
     except ValidationError as exc:
@@ -195,7 +184,7 @@ async def _request_body(request: Request) -> ChatCompletionRequest:
         missing = first.get("type") == "missing"
         message = f"{param}: {first.get('msg')}" if param else str(first.get("msg"))
         code = "missing_required_parameter" if missing else "invalid_value"
-        raise OpenAIError(400, message, param=param, code=code) from None
+        return OpenAIError(400, message, param=param, code=code)
 
 
 def _model_entry(model: FacadeModel) -> dict[str, Any]:
@@ -239,6 +228,8 @@ async def chat_completions(request: Request) -> Response:
         principal = await current_principal(request, state)
         tk = state.tavern_for(principal)
         body = await _request_body(request)
+        if isinstance(body, OpenAIError):
+            return body.response()
         found = await resolve_model(tk, body.model)
         await state.admit_turn(principal)
         fields = body.model_dump(exclude_none=True)
@@ -249,7 +240,7 @@ async def chat_completions(request: Request) -> Response:
         first = await anext(items)  # fails here with its real status, before any 200
     except Exception as exc:
         return openai_error(exc).response()
-    include_usage = body.stream_options is not None and body.stream_options.include_usage
+    include_usage = bool((body.stream_options or {}).get("include_usage"))
     return sse_response(_chunks(items, first, body.model, include_usage), ping_s=None)
 
 
