@@ -52,3 +52,13 @@ async def test_the_authors_note_is_stored_and_checked(local: LiveServer) -> None
         assert (await tk.chats.load(chat)).header["chat_metadata"]["note_prompt"] == "Fog."
         missing = await client.get("/ui/chats/nope/authors-note")
         assert missing.status_code == 404
+
+
+async def test_the_demo_character_is_added_once(local: LiveServer) -> None:
+    async with local.client() as client:
+        first = await client.post("/ui/demo-character")
+        again = await client.post("/ui/demo-character")
+        assert first.status_code == again.status_code == 201
+        assert first.json() == again.json() and first.json()["name"] == "Wren"
+        listed = (await client.get("/characters")).json()
+        assert [c["name"] for c in listed["items"]] == ["Wren"]

@@ -5,14 +5,13 @@ drive a browser from the test's thread."""
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 from chat._server import HangingServer
-from chat.conftest import CARD, stock_world
+from chat.conftest import stock_world
 from server._live import LiveServer, live_server
 from server.conftest import settings
 from tavernkit.facade import Tavern
@@ -24,8 +23,8 @@ T = TypeVar("T")
 
 class Site:
     """``with Site(home) as site``: a started server with Mira, a profile on the scripted
-    upstream (``site.upstream.script(...)``) and Ada as the user; ``scripted=False``: Mira
-    alone, on the default profile (the embedded model)."""
+    upstream (``site.upstream.script(...)``) and Ada as the user; ``scripted=False``: a fresh
+    home (no character, the default profile: the embedded model)."""
 
     def __init__(self, home: Path, *, scripted: bool = True, **overrides: object) -> None:
         self._scripted = scripted
@@ -57,10 +56,6 @@ class Site:
         async with HangingServer() as upstream, live_server(self._settings) as server:
             if self._scripted:
                 await stock_world(server.state.tavern, upstream.base_url)
-            else:
-                await server.state.tavern.library.import_bytes(
-                    json.dumps(CARD).encode(), source="mira.json"
-                )
             self.upstream, self.server = upstream, server
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()

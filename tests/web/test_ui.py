@@ -528,13 +528,17 @@ def test_the_prompt_manager_reorders_toggles_and_edits_what_the_inspector_shows(
 
 
 @pytest.mark.skipif(local_model_missing() is not None, reason=str(local_model_missing()))
-def test_a_reply_streams_from_the_embedded_model(browser: Browser, tmp_path: Path) -> None:
+def test_a_fresh_home_chats_with_the_demo_character_on_the_embedded_model(
+    browser: Browser, tmp_path: Path
+) -> None:
     with Site(tmp_path / "home", scripted=False) as local:
         context = browser.new_context(base_url=local.url)
         try:
             page = context.new_page()
             page.goto("/")
-            page.get_by_role("button", name="Chat with Mira").click()
+            # a fresh home: the grid offers the demo character
+            page.get_by_role("button", name="add the demo character (Wren)").click()
+            page.get_by_role("button", name="Chat with Wren").click()
             expect(page.locator(".log .message")).to_have_count(1)
             turn(page, lambda: send(page, "Hello! Who are you?"), timeout=120_000)
             chat = local.call(local.tk.store.list_chats(owner=local.tk.owner))[0].id

@@ -183,3 +183,18 @@ async def default_prompts() -> dict[str, Any]:
         "prompts": [dict(p) for p in DEFAULT_PROMPTS],
         "order": [{"identifier": i, "enabled": on} for i, on in DEFAULT_PROMPT_ORDER],
     }
+
+
+class DemoCharacter(BaseModel):
+    id: str
+    name: str
+
+
+@router.post("/ui/demo-character", status_code=201)
+async def add_demo_character(tk: UserTavern) -> DemoCharacter:
+    """Import the bundled demo card (Wren, the lighthouse keeper, what ``tavernkit chat``
+    starts with), unchanged when it is already there."""
+    data = (resources.files("tavernkit.data") / "wren.json").read_bytes()
+    found = await tk.library.import_bytes(data, source="wren.json")
+    card = next(r for r in found if r.kind == "character")
+    return DemoCharacter(id=card.id, name=card.name)

@@ -31,7 +31,20 @@ export async function showCharacters(view) {
     if (q) query.set("q", q);
     const page = await api("GET", `/characters?${query}`);
     grid.replaceChildren(...page.items.map(tile));
-    if (!page.items.length) grid.append(h("li", { class: "empty" }, "No characters yet."));
+    if (!page.items.length && !q) {
+      grid.append(
+        h(
+          "li",
+          { class: "empty" },
+          "No characters yet. Import a card above, or ",
+          button("add the demo character (Wren)", () =>
+            api("POST", "/ui/demo-character").then(load).catch(reportError),
+          ),
+        ),
+      );
+    } else if (!page.items.length) {
+      grid.append(h("li", { class: "empty" }, "No character matches."));
+    }
     pager.replaceChildren(
       button("Previous", () => turn(-PAGE), { disabled: offset === 0 }),
       h("span", {}, `${page.total ? offset + 1 : 0}–${offset + page.items.length} of ${page.total}`),
