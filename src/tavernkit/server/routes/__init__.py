@@ -16,6 +16,7 @@ from tavernkit.server.routes import (
     tasks,
     transfer,
     turns,
+    ui,
     variables,
 )
 
@@ -34,4 +35,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     turns.router,
     tasks.router,
     openai.router,
+    ui.router,
 )
