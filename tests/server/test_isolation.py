@@ -27,7 +27,6 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/chats/{chat_id}/messages/{index}"): {"text": "stolen"},
     ("PUT", "/chats/{chat_id}/messages/{index}/swipe"): {"swipe": 0},
     ("PUT", "/chats/{chat_id}/variables/{name}"): {"value": 1},
-    ("POST", "/chats/{chat_id}/turns"): {"text": "hi"},
     ("POST", "/chats/{chat_id}/group-turns"): {"text": "hi"},
     ("PUT", "/chats/{chat_id}/summary"): {"text": "stolen"},
     ("PATCH", "/groups/{ref}"): {"muted": [], "strategy": "manual"},
@@ -35,10 +34,20 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/mcp/servers/{name}/enabled"): {"enabled": False},
     ("PUT", "/mcp/servers/{name}/tools/{tool}/enabled"): {"enabled": False},
     ("PUT", "/variables/{name}"): {"value": 1},
+    ("POST", "/chats/{chat_id}/turns"): {"text": "hi"},
+    ("PUT", "/ui/chats/{chat_id}/authors-note"): {"text": "stolen"},
+    ("POST", "/ui/lorebooks/{ref}/test"): {"text": "hi"},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
 #: routes that name nothing of a user's (or only the caller's own account)
-NOT_OWNED = {"/health", "/auth/login", "/auth/logout", "/auth/me", "/openapi.json"}
+NOT_OWNED = {
+    "/health",
+    "/auth/login",
+    "/auth/logout",
+    "/auth/me",
+    "/openapi.json",
+    "/ui/presets/chat/defaults",
+}
 #: writes by name into the caller's own namespace: bob's lands in his, ann's stays as it was
 UPSERTS = {("PUT", "/variables/{name}")}
 #: admin-only: bob is refused whatever he names
@@ -80,12 +89,16 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
     route takes names)."""
     if template.startswith("/characters/{ref}"):
         return [template.replace("{ref}", world["char"]), template.replace("{ref}", "Mira")]
-    if template.startswith("/chats/{chat_id}"):
+    if template.startswith(("/chats/{chat_id}", "/ui/chats/{chat_id}")):
         url = template.replace("{chat_id}", world["chat"]).replace("{index}", "1")
         url = url.replace("{turn_id}", "a" * 32)  # any turn: the chat is checked first
         return [url.replace("{swipe}", "0").replace("{name}", "mood")]
     if template == "/v1/models/{model}":
         return ["/v1/models/character/Mira", "/v1/models/profile/annp"]
+    if template == "/ui/lorebooks/{ref}/test":
+        return [template.replace("{ref}", world["doc:lorebooks"])]
+    if template == "/ui/profiles/{name}/test":
+        return [template.replace("{name}", "annp")]
     if template.startswith("/export/{kind}/{ref}"):
         return [f"/export/character/{world['char']}", "/export/character/Mira"]
     if template.startswith("/groups/{ref}"):

@@ -19,6 +19,7 @@ from tavernkit.server.routes import (
     tasks,
     transfer,
     turns,
+    ui,
     variables,
 )
 
@@ -40,4 +41,5 @@ ROUTERS: tuple[APIRouter, ...] = (
     mcp.router,
     tasks.router,
     openai.router,
+    ui.router,
 )

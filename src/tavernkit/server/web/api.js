@@ -1,0 +1,130 @@
+// The server's HTTP API as the UI uses it: JSON requests that carry the session's CSRF token
+// (a cookie session needs it on every change), typed errors as thrown ApiError, and a turn's
+// event stream (SSE) that survives a dropped connection and a page reload.
+
+let csrfToken = "";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && (body.message || body.detail)) || `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export function setCsrf(token) {
+  csrfToken = token || "";
+}
+
+export async function api(method, path, body, { raw = false } = {}) {
+  const headers = {};
+  if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  let payload;
+  if (body instanceof FormData) {
+    payload = body;
+  } else if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    payload = JSON.stringify(body);
+  }
+  const response = await fetch(path, { method, headers, body: payload, credentials: "same-origin" });
+  if (raw) return response;
+  const text = await response.text();
+  const data = text ? safeJson(text) : null;
+  if (!response.ok) throw new ApiError(response.status, data && (data.error || data));
+  return data;
+}
+
+function safeJson(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}
+
+// A page being left closes its streams too; that is no reason to forget their turns.
+let leaving = false;
+for (const type of ["beforeunload", "pagehide"]) {
+  window.addEventListener(type, () => {
+    leaving = true;
+  });
+}
+
+// Where a chat's running turn is remembered, so a reload picks its stream up again.
+const turnKey = (chatId) => `tavernkit.turn.${chatId}`;
+
+export function rememberedTurn(chatId) {
+  try {
+    return JSON.parse(localStorage.getItem(turnKey(chatId)) || "null");
+  } catch {
+    return null;
+  }
+}
+
+export function forgetTurn(chatId) {
+  localStorage.removeItem(turnKey(chatId));
+}
+
+// Watch a turn's events from the start (the log replays what was already sent, so a reload
+// rebuilds the whole reply). After a dropped connection EventSource reconnects by itself,
+// sending Last-Event-ID; when the browser gives up instead (it closes the source on a failed
+// reconnect, e.g. while offline) a new source asks for the events after the last one seen
+// (?after=), so nothing is shown twice. `on` maps event types to handlers; `on.lost` runs
+// when the turn cannot be reached after RETRIES tries in a row.
+const RETRIES = 8;
+const RETRY_MS = 750;
+
+export function watchTurn(chatId, eventsUrl, kind, on) {
+  localStorage.setItem(turnKey(chatId), JSON.stringify({ url: eventsUrl, kind }));
+  let source = null;
+  let lastId = "";
+  let failures = 0;
+  let finished = false;
+  let timer = null;
+
+  const handle = (type) => (ev) => {
+    failures = 0;
+    if (ev.lastEventId) lastId = ev.lastEventId;
+    let data = {};
+    try {
+      data = JSON.parse(ev.data);
+    } catch {
+      /* a frame without JSON carries nothing for the UI */
+    }
+    if (type === "done") {
+      finished = true;
+      source.close();
+      forgetTurn(chatId);
+    }
+    if (on[type]) on[type](data, ev.lastEventId);
+  };
+
+  const open = () => {
+    const url = lastId ? `${eventsUrl}?${new URLSearchParams({ after: lastId })}` : eventsUrl;
+    source = new EventSource(url);
+    for (const type of ["text", "reasoning", "tool", "notice", "error", "done"]) {
+      source.addEventListener(type, handle(type));
+    }
+    source.onerror = () => {
+      if (finished || leaving || source.readyState !== EventSource.CLOSED) return;
+      failures += 1;
+      if (failures >= RETRIES) {
+        // A turn the server no longer knows (it restarted): stop asking.
+        finished = true;
+        forgetTurn(chatId);
+        if (on.lost) on.lost();
+        return;
+      }
+      timer = setTimeout(open, RETRY_MS);
+    };
+  };
+  open();
+  return {
+    close() {
+      finished = true;
+      clearTimeout(timer);
+      source.close();
+    },
+    url: eventsUrl,
+  };
+}

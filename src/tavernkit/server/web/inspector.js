@@ -1,0 +1,79 @@
+// The prompt inspector: the exact request the chat's next turn would send (a dry run on the
+// server), block by block with its source and token count, the lorebook entries that fire
+// and why, and the wire body.
+
+import { api } from "./api.js";
+import { reportError } from "./app.js";
+import { h } from "./dom.js";
+
+const KINDS = ["normal", "swipe", "regenerate", "continue", "impersonate"];
+
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content.map((part) => (part && part.text) || (part && part.type) || "").join("\n");
+  }
+  return JSON.stringify(content, null, 2);
+}
+
+export async function showInspector(view, chatId) {
+  const kind = h("select", { "aria-label": "Turn kind" }, ...KINDS.map((k) => h("option", { value: k }, k)));
+  const out = h("div", { class: "inspection" });
+
+  async function load() {
+    const data = await api(
+      "GET",
+      `/ui/chats/${encodeURIComponent(chatId)}/inspect?${new URLSearchParams({ kind: kind.value })}`,
+    );
+    const rows = data.blocks.map((block) =>
+      h(
+        "tr",
+        { dataset: { source: block.source } },
+        h("td", {}, block.identifier || ""),
+        h("td", {}, block.source || ""),
+        h("td", {}, block.role || ""),
+        h("td", { class: "num" }, block.tokens ?? ""),
+        h("td", {}, h("pre", {}, contentText(block.content))),
+      ),
+    );
+    const lore = Object.entries(data.lorebook || {}).map(([key, entry]) =>
+      h(
+        "li",
+        { dataset: { entry: key } },
+        h("strong", {}, entry.comment || key),
+        ` (${entry.world}, position ${entry.position}${entry.depth != null ? `, depth ${entry.depth}` : ""}): ${entry.why || ""}`,
+      ),
+    );
+    out.replaceChildren(
+      h(
+        "p",
+        { class: "summary" },
+        `${data.profile} · ${data.api} · ${data.source || ""} ${data.model || ""} · `,
+        h("strong", {}, `${data.total_tokens} tokens`),
+        ` of ${data.budget} budget`,
+      ),
+      h(
+        "table",
+        { class: "blocks" },
+        h("thead", {}, h("tr", {}, ...["Block", "Source", "Role", "Tokens", "Content"].map((t) => h("th", {}, t)))),
+        h("tbody", {}, rows),
+      ),
+      h("h2", {}, "Lorebook entries that fire"),
+      lore.length ? h("ul", { class: "lore" }, lore) : h("p", {}, "None."),
+      h("details", {}, h("summary", {}, "Request body"), h("pre", {}, JSON.stringify(data.request, null, 2))),
+    );
+  }
+
+  kind.addEventListener("change", () => load().catch(reportError));
+  view.append(
+    h(
+      "div",
+      { class: "toolbar" },
+      h("h1", {}, "Prompt inspector"),
+      h("a", { href: `#/chat/${encodeURIComponent(chatId)}` }, "Back to the chat"),
+      kind,
+    ),
+    out,
+  );
+  await load();
+}

@@ -1,0 +1,149 @@
+// Chat-completion presets: the list (#/presets) and the prompt manager of one (#/preset/<id>):
+// the prompts in their order (move up / down, switch on / off), each prompt's text, role and
+// injection (relative, or in chat at a depth), and the samplers. Saved whole with PUT.
+
+import { api } from "./api.js";
+import { reportError, toast } from "./app.js";
+import { button, h } from "./dom.js";
+
+const SAMPLERS = [
+  ["temperature", "Temperature", 0.01],
+  ["top_p", "Top P", 0.01],
+  ["top_k", "Top K", 1],
+  ["min_p", "Min P", 0.01],
+  ["frequency_penalty", "Frequency penalty", 0.01],
+  ["presence_penalty", "Presence penalty", 0.01],
+  ["repetition_penalty", "Repetition penalty", 0.01],
+  ["openai_max_tokens", "Max response tokens", 1],
+  ["openai_max_context", "Context size", 1],
+];
+// SillyTavern keeps the global prompt order under this dummy character id.
+const GLOBAL_ORDER_ID = 100001;
+
+export async function showPresets(view) {
+  const page = await api("GET", "/presets/chat?limit=500");
+  view.append(
+    h("h1", {}, "Chat presets"),
+    h(
+      "ul",
+      { class: "chat-list", "aria-label": "Chat presets" },
+      page.items.map((p) => h("li", {}, h("a", { href: `#/preset/${encodeURIComponent(p.id)}` }, p.name))),
+    ),
+  );
+}
+
+// The order list the prompt manager edits; a preset without prompts or an order starts from
+// SillyTavern's defaults (what it runs with anyway), written out when saved.
+async function orderOf(data) {
+  const lists = Array.isArray(data.prompt_order) ? data.prompt_order : [];
+  const list = lists.find((l) => String(l.character_id) === String(GLOBAL_ORDER_ID)) || lists[lists.length - 1];
+  if (list && list.order.length && (data.prompts || []).length) return list;
+  const defaults = await api("GET", "/ui/presets/chat/defaults");
+  if (!(data.prompts || []).length) data.prompts = defaults.prompts;
+  const made = { character_id: GLOBAL_ORDER_ID, order: list && list.order.length ? list.order : defaults.order };
+  data.prompt_order = [...lists.filter((l) => l !== list), made];
+  return made;
+}
+
+export async function showPreset(view, ref) {
+  const record = await api("GET", `/presets/chat/${encodeURIComponent(ref)}`);
+  const data = structuredClone(record.data);
+  const order = await orderOf(data);
+  const prompts = new Map((data.prompts || []).map((p) => [p.identifier, p]));
+  const list = h("ol", { class: "prompt-order", "aria-label": "Prompt order" });
+
+  function promptItem(item, index) {
+    const prompt = prompts.get(item.identifier) || { identifier: item.identifier, name: item.identifier };
+    const label = prompt.name || item.identifier;
+    const enabled = h("input", { type: "checkbox", checked: item.enabled !== false, "aria-label": `Enable ${label}` });
+    enabled.addEventListener("change", () => {
+      item.enabled = enabled.checked;
+    });
+    const move = (delta) => () => {
+      const to = index + delta;
+      if (to < 0 || to >= order.order.length) return;
+      [order.order[index], order.order[to]] = [order.order[to], order.order[index]];
+      draw();
+      list.querySelector(`[data-identifier="${CSS.escape(item.identifier)}"] button`)?.focus();
+    };
+    const details = h("details", {}, h("summary", {}, "Edit"));
+    if (!prompt.marker) {
+      const content = h("textarea", { rows: 4, "aria-label": `Content of ${label}` });
+      content.value = prompt.content || "";
+      content.addEventListener("input", () => {
+        prompt.content = content.value;
+      });
+      const role = h("select", { "aria-label": `Role of ${label}` }, ["system", "user", "assistant"].map((r) => h("option", { value: r }, r)));
+      role.value = prompt.role || "system";
+      role.addEventListener("change", () => {
+        prompt.role = role.value;
+      });
+      const position = h(
+        "select",
+        { "aria-label": `Injection position of ${label}` },
+        h("option", { value: 0 }, "relative (in the order)"),
+        h("option", { value: 1 }, "in chat at depth"),
+      );
+      position.value = String(prompt.injection_position ?? 0);
+      position.addEventListener("change", () => {
+        prompt.injection_position = Number(position.value);
+      });
+      const depth = h("input", { type: "number", min: 0, value: prompt.injection_depth ?? 4, "aria-label": `Injection depth of ${label}` });
+      depth.addEventListener("input", () => {
+        prompt.injection_depth = Number(depth.value) || 0;
+      });
+      details.append(content, h("div", { class: "row" }, role, position, depth));
+    } else {
+      details.append(h("p", {}, "A marker: its text comes from the card, the chat or the lorebooks."));
+    }
+    return h(
+      "li",
+      { class: "card", dataset: { identifier: item.identifier } },
+      h(
+        "div",
+        { class: "row" },
+        button("↑", move(-1), { "aria-label": `Move ${label} up`, disabled: index === 0 }),
+        button("↓", move(1), { "aria-label": `Move ${label} down`, disabled: index === order.order.length - 1 }),
+        h("label", {}, enabled, ` ${label}`),
+      ),
+      details,
+    );
+  }
+
+  function draw() {
+    list.replaceChildren(...order.order.map(promptItem));
+  }
+  draw();
+
+  const samplers = h(
+    "div",
+    { class: "fields", "aria-label": "Samplers" },
+    SAMPLERS.map(([key, label, step]) => {
+      const input = h("input", { type: "number", step, value: data[key] ?? "", "aria-label": label });
+      input.addEventListener("input", () => {
+        if (input.value !== "") data[key] = Number(input.value);
+      });
+      return h("label", { class: "field" }, label, input);
+    }),
+  );
+  const save = button(
+    "Save preset",
+    async () => {
+      data.prompts = [...prompts.values()];
+      try {
+        await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { name: record.name, ...data });
+        toast("Preset saved", "info");
+      } catch (error) {
+        reportError(error);
+      }
+    },
+    { class: "primary" },
+  );
+  view.append(
+    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    h("h2", {}, "Samplers"),
+    samplers,
+    h("h2", {}, "Prompts"),
+    list,
+  );
+}
