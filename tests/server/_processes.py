@@ -22,6 +22,8 @@ _RUN = "from tavernkit.cli import main; main()"
 class ServeProcess:
     proc: asyncio.subprocess.Process
     url: str
+    #: the line it printed when it started
+    banner: str
 
     def client(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, timeout=20.0)
@@ -64,7 +66,7 @@ async def start_serve(home: Path, *args: str, env: dict[str, str]) -> ServeProce
         proc.kill()
         await proc.wait()
         raise AssertionError(f"tavernkit serve did not start: {line!r}")
-    served = ServeProcess(proc, line.split()[2])
+    served = ServeProcess(proc, line.split()[2], line.strip())
     deadline = time.monotonic() + 60
     async with served.client() as client:
         while True:

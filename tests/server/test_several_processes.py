@@ -86,8 +86,12 @@ async def pair(
                 keys=["env:TK_TEST_KEY_ONE", "env:TK_TEST_KEY_TWO"],
                 replace=True,
             )
+            # B takes the URLs from the environment, A and the doomed one from options
+            by_env = {"TAVERNKIT_DATABASE_URL": database, "TAVERNKIT_REDIS_URL": redis_server.url}
             a, b, doomed = await asyncio.gather(
-                *(start_serve(root / f"home-{n}", *args, env=env) for n in "abc")
+                start_serve(root / "home-a", *args, env=env),
+                start_serve(root / "home-b", "--lock-lease", str(LEASE_S), env={**env, **by_env}),
+                start_serve(root / "home-c", *args, env=env),
             )
             try:
                 yield Pair(a, b, upstream, tk, doomed)
@@ -122,6 +126,11 @@ async def last_message(client: httpx.AsyncClient, chat: str) -> dict[str, Any]:
     page = (await client.get(f"/chats/{chat}/messages", params={"limit": 1})).json()
     item: dict[str, Any] = page["items"][0]
     return item
+
+
+async def test_both_processes_say_what_they_share(pair: Pair) -> None:
+    for served in (pair.a, pair.b):
+        assert served.banner.endswith("(one local user, no login, PostgreSQL, Redis)")
 
 
 async def test_a_turn_started_through_a_resumes_through_b_byte_for_byte(pair: Pair) -> None:
