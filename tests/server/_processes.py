@@ -16,6 +16,8 @@ import httpx2 as httpx
 __all__ = ["ServeProcess", "start_serve"]
 
 _RUN = "from tavernkit.cli import main; main()"
+#: the served process imports this tree's tavernkit (not whatever the venv's install points at)
+_SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 @dataclass
@@ -58,7 +60,7 @@ async def start_serve(home: Path, *args: str, env: dict[str, str]) -> ServeProce
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, **env},
+        env={**os.environ, "PYTHONPATH": _SRC, **env},
     )
     assert proc.stdout is not None
     line = (await asyncio.wait_for(proc.stdout.readline(), 60)).decode()

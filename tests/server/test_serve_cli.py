@@ -106,3 +106,19 @@ def test_a_taken_port_is_a_clear_error() -> None:
     taken = listening_socket("127.0.0.1", 0)
     with taken, pytest.raises(ServerConfigError, match=r"cannot listen on 127\.0\.0\.1"):
         listening_socket("127.0.0.1", taken.getsockname()[1])
+
+
+def test_serve_refuses_a_database_url_of_another_kind_without_its_password(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, "serve", "--home", str(tmp_path), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TAVERNKIT_DATABASE_URL": "mysql://tk:Wq7Rz3Kp@db.example/tk"},
+    )
+    assert done.returncode == 1
+    assert "not a postgresql:// URL" in done.stderr
+    assert "Wq7Rz3Kp" not in done.stderr + done.stdout
+    assert "Traceback" not in done.stderr

@@ -22,7 +22,7 @@ import typer
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.server.settings import ServerSettings
+from tavernkit.server.settings import RateLimit, ServerSettings
 
 try:
     import uvicorn
@@ -96,6 +96,9 @@ def serve_command(
             help="Seconds a chat stays locked by a process that died mid-turn.",
         ),
     ] = 30.0,
+    turn_rate: Annotated[
+        int, typer.Option("--turn-rate", help="Chat turns each user may start per minute.")
+    ] = 60,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -109,6 +112,7 @@ def serve_command(
         database=database or None,
         redis=redis or None,
         turn_lease_s=lock_lease,
+        turn_rate=RateLimit(turn_rate, 60.0),
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
