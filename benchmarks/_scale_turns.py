@@ -70,15 +70,15 @@ async def _one_turn(client: httpx.AsyncClient, chat: str) -> float | None:
     started = await client.post(f"/chats/{chat}/turns", json={"text": "Hello"})
     if started.status_code != 202:
         return None
-    done = False
+    done, status = False, None
+    # to the stream's end, not just ``done``: the chat is free once the log is closed
     async with client.stream("GET", started.json()["events"]) as response:
         async for line in response.aiter_lines():
             if line == "event: done":
                 done = True
-            elif done and line.startswith("data: "):
+            elif done and status is None and line.startswith("data: "):
                 status = json.loads(line[6:]).get("status")
-                return (time.perf_counter() - start) * 1000 if status == "completed" else None
-    return None
+    return (time.perf_counter() - start) * 1000 if status == "completed" else None
 
 
 async def _load(
