@@ -1,21 +1,27 @@
 """The store under several processes' data: PostgreSQL against the embedded SQLite, and a long
 chat against a short one.
 
-Run: ``.venv/bin/python benchmarks/scale.py [--quick] [--database postgresql://...]``.
+Run: ``.venv/bin/python benchmarks/scale.py [--quick] [--database postgresql://...]
+[--redis redis://...] [--part store|turns|all]``.
 
 Without ``--database`` it starts a throwaway PostgreSQL cluster the way the tests do
-(tests/_services.py: initdb + pg_ctl on a free loopback port, fsync off) and removes it after.
-For each backend and each chat length (10, 1,000 and 100,000 messages; 20,000 with ``--quick``) it
-makes one chat, then times ``--appends`` appends of one message each (what a turn writes) and
-as many reads of the turn's window (``load_chat_window(last=160)``, what a turn reads).
+(tests/_services.py: initdb + pg_ctl on a free loopback port, fsync off) and removes it after;
+without ``--redis``, a throwaway ``redis-server``.
 
-Printed: the median and p99 of each, then the ratios, all measured in this run: long ÷ short
-per backend (appends: 100,000 ÷ 10; window reads: 100,000 ÷ 1,000, the first length whose
-window is full; flat, ~1.0, means the cost does not follow the chat's length) and PostgreSQL ÷
-SQLite (a round trip over loopback TCP per statement against an
-in-process library call). The two-process server figures (turns per second and p99 added
-latency for 1 vs 2 ``tavernkit serve`` processes) need the server and are not here yet. The
-figures are noisy on a shared machine: say what the load was.
+**store**: for each backend and each chat length (10, 1,000 and 100,000 messages; 20,000 with
+``--quick``) it makes one chat, then times ``--appends`` appends of one message each (what a
+turn writes) and as many reads of the turn's window (``load_chat_window(last=160)``, what a
+turn reads). Printed: the median and p99 of each, then the ratios, all measured in this run:
+long ÷ short per backend (appends: 100,000 ÷ 10; window reads: 100,000 ÷ 1,000, the first
+length whose window is full; flat, ~1.0, means the cost does not follow the chat's length) and
+PostgreSQL ÷ SQLite (a round trip over loopback TCP per statement against an in-process
+library call).
+
+**turns** (``benchmarks/_scale_turns.py``): turns per second and p99 added latency through
+real ``tavernkit serve`` processes against a scripted upstream: 1 process on SQLite, 1 on
+PostgreSQL + Redis, 2 on PostgreSQL + Redis, with the ratios 2 ÷ 1 and PostgreSQL ÷ SQLite.
+
+The figures are noisy on a shared machine: say what the load was.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _services import start_postgres  # type: ignore[import-not-found]
+from _scale_turns import run_turns  # type: ignore[import-not-found]
 
+from _services import start_postgres, start_redis  # type: ignore[import-not-found]
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store
 from tavernkit.store.sqlite import open_store as open_sqlite_store
 
@@ -120,12 +127,36 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20,000 messages, not 100,000")
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--database", help="an empty PostgreSQL database to use")
+    parser.add_argument("--redis", help="a Redis to use (it is flushed)")
+    parser.add_argument("--part", choices=("store", "turns", "all"), default="all")
+    parser.add_argument("--clients", type=int, default=8, help="turns: concurrent clients")
+    parser.add_argument("--seconds", type=float, default=10.0, help="turns: per set-up")
+    parser.add_argument("--chunks", type=int, default=20, help="turns: pieces per reply")
+    parser.add_argument("--pace", type=float, default=0.005, help="turns: seconds per piece")
     args = parser.parse_args()
     lengths = (10, 1_000, 20_000 if args.quick else 100_000)
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tk-scale-")))
-        url = args.database or stack.enter_context(start_postgres()).url()
-        asyncio.run(run(url, lengths, args.appends, folder))
+        cluster = None if args.database else stack.enter_context(start_postgres())
+        if args.part in ("store", "all"):
+            url = args.database or cluster.url()  # type: ignore[union-attr]
+            asyncio.run(run(url, lengths, args.appends, folder))
+        if args.part in ("turns", "all"):
+            redis_url = args.redis or stack.enter_context(start_redis()).url
+            if cluster is not None:
+                url = asyncio.run(cluster.create_database())
+            else:
+                url = args.database
+            turns = run_turns(
+                url,
+                redis_url,
+                folder,
+                clients=args.clients,
+                seconds=args.seconds,
+                chunks=args.chunks,
+                pace=args.pace,
+            )
+            asyncio.run(turns)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from tavernkit.chat.service import ChatService
 from tavernkit.context import TavernContext
 from tavernkit.errors import StoreError, TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
-from tavernkit.generation.keys import InMemoryCooldownStore
+from tavernkit.generation.keys import CooldownStore
 from tavernkit.generation.profiles import ProviderLike
 from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
@@ -235,7 +235,7 @@ class Tavern:
         return ProfileAdmin(self.store, self.owner)
 
     @property
-    def key_cooldowns(self) -> InMemoryCooldownStore:
+    def key_cooldowns(self) -> CooldownStore:
         """Cooldowns and use counts of keys read from environment variables, shared by every
         chat turn and task of this Tavern (see :class:`~tavernkit.runtime.Runtime`)."""
         return self.runtime.key_cooldowns

@@ -17,7 +17,7 @@ import pluggy
 
 from tavernkit.errors import TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
-from tavernkit.generation.keys import InMemoryCooldownStore
+from tavernkit.generation.keys import CooldownStore, InMemoryCooldownStore
 from tavernkit.generation.profiles import ProviderLike, local_provider
 from tavernkit.memory.spaces import MemorySpaces
 from tavernkit.models.profile import ConnectionProfile
@@ -74,8 +74,9 @@ class Runtime:
         self.generations = ActiveGenerations()
         #: cooldowns and use counts of keys read from environment variables, shared by every
         #: chat turn and task (a stored key's live in the store, across processes; an
-        #: environment key has no row there, so it rests here, for the process)
-        self.key_cooldowns = InMemoryCooldownStore()
+        #: environment key has no row there, so it rests here: this process's memory, or
+        #: Redis for a server of several processes)
+        self.key_cooldowns: CooldownStore = InMemoryCooldownStore()
         self.local_models = local_models or LocalModels(local_provider)
         #: memory's vector collections (chat memory, vectorized lorebook entries)
         self.memory = MemorySpaces()

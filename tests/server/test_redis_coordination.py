@@ -216,3 +216,39 @@ async def test_an_unreachable_redis_is_a_coordination_error_without_the_password
             assert SECRET not in str(info.value)
     finally:
         await down.aclose()
+
+
+# -- stop requests -----------------------------------------------------------------------------
+async def test_a_stop_requested_through_one_process_reaches_every_subscriber(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    seen: list[str] = []
+    ready = asyncio.Event()
+    listener = asyncio.create_task(b.stops.run(seen.append, ready=ready))
+    try:
+        await asyncio.wait_for(ready.wait(), 5)
+        await a.stops.request("turn-1")
+        await a.stops.request("turn/2 é")
+        deadline = time.monotonic() + 5
+        while len(seen) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert seen == ["turn-1", "turn/2 é"]
+    finally:
+        listener.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await listener
+
+
+async def test_a_stop_subscription_to_an_unreachable_redis_is_a_coordination_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    nowhere = coordination_from_url(f"redis://:{SECRET}@127.0.0.1:{port}/0")
+    try:
+        with pytest.raises(CoordinationError) as caught:
+            await nowhere.stops.run(lambda turn: None)
+        assert f"127.0.0.1:{port}" in str(caught.value)
+        assert SECRET not in str(caught.value)
+    finally:
+        await nowhere.aclose()

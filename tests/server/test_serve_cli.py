@@ -59,16 +59,35 @@ def test_serve_local_prints_url_and_serves(tmp_path: Path) -> None:
         assert httpx.get(f"{url}/auth/me", timeout=5).json()["via"] == "local"
 
 
-def test_serve_refuses_open_address_without_accounts(tmp_path: Path) -> None:
+def refused(home: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run ``tavernkit serve ARGS``, which must refuse to start cleanly; its stderr."""
     done = subprocess.run(
-        [sys.executable, "-c", _RUN, "serve", "--host", "0.0.0.0", "--home", str(tmp_path)],
+        [sys.executable, "-c", _RUN, "serve", "--home", str(home), *args],
         capture_output=True,
         text=True,
         timeout=60,
+        env={**os.environ, **(env or {})},
     )
     assert done.returncode == 1
-    assert "without accounts" in done.stderr
     assert "Traceback" not in done.stderr
+    return done.stderr + done.stdout
+
+
+def test_serve_refuses_open_address_without_accounts(tmp_path: Path) -> None:
+    assert "without accounts" in refused(tmp_path, "--host", "0.0.0.0")
+
+
+def test_serve_refuses_a_database_url_of_another_kind_without_its_password(
+    tmp_path: Path,
+) -> None:
+    env = {"TAVERNKIT_DATABASE_URL": "mysql://tk:Wq7Rz3Kp@db.example/tk"}
+    said = refused(tmp_path, "--port", "0", env=env)
+    assert "not a postgresql:// URL" in said
+    assert "Wq7Rz3Kp" not in said
+
+
+def test_serve_refuses_a_turn_rate_below_one(tmp_path: Path) -> None:
+    assert "turn_rate needs a positive limit" in refused(tmp_path, "--turn-rate", "0")
 
 
 def test_serve_with_accounts_creates_the_admin(tmp_path: Path) -> None:

@@ -96,8 +96,8 @@ class ChatMemory:
             del self._pending[c]
 
     def _rows(self) -> VectorRows | None:
-        """The store's vector rows; a store without them (PostgreSQL, for now) keeps the
-        vectors in this process only (re-embedded after a restart)."""
+        """The store's vector rows (SQLite's and PostgreSQL's); a store without them keeps
+        the vectors in this process only (re-embedded after a restart)."""
         store = self.runtime.store
         return store if isinstance(store, VectorRows) else None
 

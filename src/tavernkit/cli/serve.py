@@ -4,6 +4,10 @@ On 127.0.0.1 with no options it serves the one local user without login, with th
 model as the default profile, as ``tavernkit chat`` does. Any other address needs
 ``--accounts``; ``--create-admin NAME`` makes the first admin (the password comes from
 ``$TAVERNKIT_ADMIN_PASSWORD`` or a prompt), whose data is the local user's.
+
+Several processes behind a load balancer: ``--database postgresql://...`` (or
+``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL and ``--redis redis://...`` (or
+``$TAVERNKIT_REDIS_URL``) shares turns, locks, rate limits, key cooldowns and stops.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import typer
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.server.settings import ServerSettings
+from tavernkit.server.settings import RateLimit, ServerSettings
 
 try:
     import uvicorn
@@ -35,10 +39,12 @@ else:
 __all__ = ["serve_command"]
 
 PASSWORD_ENV = "TAVERNKIT_ADMIN_PASSWORD"
+DATABASE_ENV = "TAVERNKIT_DATABASE_URL"
+REDIS_ENV = "TAVERNKIT_REDIS_URL"
 
 
 async def _create_admin(settings: ServerSettings, name: str, password: str) -> None:
-    async with Tavern(settings.home) as tk:
+    async with Tavern(settings.home, database=settings.database) as tk:
         accounts = Accounts(tk.store, settings, InMemoryRateLimiter())
         await accounts.create_user(name, password, is_admin=True)
 
@@ -65,6 +71,34 @@ def serve_command(
     secure_cookies: Annotated[
         bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
     ] = False,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            envvar=DATABASE_ENV,
+            show_envvar=True,
+            help="postgresql:// URL of the data (shared by several processes).",
+        ),
+    ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option(
+            "--redis",
+            envvar=REDIS_ENV,
+            show_envvar=True,
+            help="redis:// URL the processes share turns, locks, limits and cooldowns through.",
+        ),
+    ] = None,
+    lock_lease: Annotated[
+        float,
+        typer.Option(
+            "--lock-lease",
+            help="Seconds a chat stays locked by a process that died mid-turn.",
+        ),
+    ] = 30.0,
+    turn_rate: Annotated[
+        int, typer.Option("--turn-rate", help="Chat turns each user may start per minute.")
+    ] = 60,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -75,6 +109,10 @@ def serve_command(
         accounts=accounts or create_admin is not None,
         secure_cookies=secure_cookies,
         shared_profile=shared_profile,
+        database=database or None,
+        redis=redis or None,
+        turn_lease_s=lock_lease,
+        turn_rate=RateLimit(turn_rate, 60.0),
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
@@ -97,6 +135,10 @@ def serve_command(
         raise fail(str(exc)) from None
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     who = "accounts on" if settings.accounts else "one local user, no login"
+    if settings.database is not None:
+        who += ", PostgreSQL"
+    if settings.redis is not None:
+        who += ", Redis"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     try:

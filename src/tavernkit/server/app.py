@@ -5,20 +5,29 @@ store (or takes an open Tavern), ``app.state.server`` holds the
 :class:`~tavernkit.server.state.ServerState` the routes share, every router of
 :data:`~tavernkit.server.routes.ROUTERS` is included, then the plugins' ``register_routes``
 routes, and every error leaves as typed JSON (:mod:`tavernkit.server.errors`).
+
+Several processes (``settings.database`` and ``settings.redis``): the data is in PostgreSQL,
+and the turn event log, the chat locks, the rate limits, the environment keys' cooldowns and
+the stop requests are Redis's (:mod:`tavernkit.server.redis_coordination`), so any process
+serves any request; stored keys' cooldowns are rows of the shared database already.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from tavernkit.errors import CoordinationError, ServerConfigError
 from tavernkit.facade import Tavern
+from tavernkit.generation.keys import CooldownStore
 from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
 from tavernkit.server.accounts import Accounts
 from tavernkit.server.body_limit import BodyLimit
-from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog
+from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog, TurnStops
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
@@ -27,6 +36,11 @@ from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
 from tavernkit.server.turns import TurnHub
+
+try:  # the 'scale' extra: only a server with settings.redis needs it
+    from tavernkit.server import redis_coordination
+except ModuleNotFoundError:  # pragma: no cover - the test extra installs it
+    redis_coordination = None  # type: ignore[assignment]
 
 __all__ = ["create_app"]
 
@@ -38,42 +52,65 @@ def create_app(
     limiter: RateLimiter | None = None,
     event_log: TurnEventLog | None = None,
     chat_lock: ChatLock | None = None,
+    cooldowns: CooldownStore | None = None,
+    stops: TurnStops | None = None,
 ) -> FastAPI:
-    """The server app. ``tavern`` defaults to one over ``settings.home``; a Tavern the caller
-    passed open stays open after the app stops, one the app opened is closed. ``limiter``
-    defaults to the in-memory one (a multi-process server passes a shared one), as do
-    ``event_log`` and ``chat_lock`` (the turns' events and the one-turn-per-chat lock). At
-    shutdown running turns get a few seconds to finish, then are stopped keeping what they
-    showed. Raises
-    :class:`~tavernkit.errors.ServerConfigError` for unsafe settings."""
+    """The server app. ``tavern`` defaults to one over ``settings.home`` (and
+    ``settings.database``); a Tavern the caller passed open stays open after the app stops,
+    one the app opened is closed. ``limiter``, ``event_log``, ``chat_lock`` (the turns'
+    events and the one-turn-per-chat lock), ``cooldowns`` (the environment keys') and
+    ``stops`` (stop requests to other processes) default to ``settings.redis``'s when it is
+    set, else to this process's memory (no ``stops``). At start the app subscribes to the stop
+    requests, so a Redis it cannot reach fails the start with
+    :class:`~tavernkit.errors.CoordinationError`. At shutdown running turns get a few seconds
+    to finish, then are stopped keeping what they showed. Raises
+    :class:`~tavernkit.errors.ServerConfigError` for unsafe settings (or ``settings.redis``
+    without the ``scale`` extra)."""
     settings.check()
+    if settings.redis is not None and redis_coordination is None:
+        raise ServerConfigError("settings.redis needs redis-py: pip install 'tavernkit[scale]'")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        tk = tavern if tavern is not None else Tavern(settings.home)
-        opened_here = not tk.runtime.is_open
-        await tk.open()
-        hub = TurnHub(
-            event_log if event_log is not None else InMemoryTurnEventLog(),
-            chat_lock if chat_lock is not None else InMemoryChatLock(),
-        )
-        try:
-            rate = limiter if limiter is not None else InMemoryRateLimiter()
-            shared = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
+        async with contextlib.AsyncExitStack() as exit_stack:
+            shared = None
+            if settings.redis is not None and redis_coordination is not None:
+                shared = redis_coordination.coordination_from_url(settings.redis)
+                exit_stack.push_async_callback(shared.aclose)
+            tk = tavern
+            if tk is None:
+                tk = Tavern(settings.home, database=settings.database)
+            opened_here = not tk.runtime.is_open
+            await tk.open()
+            if opened_here:
+                exit_stack.push_async_callback(tk.close)
+            key_cooldowns = cooldowns or (shared.cooldowns if shared is not None else None)
+            if key_cooldowns is not None:
+                # before any owner's view is made: each view takes the Tavern's
+                tk.runtime.key_cooldowns = key_cooldowns
+            hub = TurnHub(
+                event_log or (shared.events if shared else InMemoryTurnEventLog()),
+                chat_lock or (shared.locks if shared else InMemoryChatLock()),
+                lease_s=settings.turn_lease_s,
+                stops=stops or (shared.stops if shared is not None else None),
+            )
+            exit_stack.push_async_callback(hub.close)
+            if hub.stops is not None:
+                await _listen_for_stops(hub, exit_stack)
+            rate = limiter or (shared.rate_limiter if shared else InMemoryRateLimiter())
+            shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
                 accounts=Accounts(tk.store, settings, rate),
                 limiter=rate,
                 turns=hub,
-                shared=shared,
+                shared=shared_route,
             )
-            yield
-        finally:
-            await hub.close()
-            app.state.server = None
-            if opened_here:
-                await tk.close()
+            try:
+                yield
+            finally:
+                app.state.server = None
 
     app = FastAPI(
         title="tavernkit",
@@ -87,3 +124,24 @@ def create_app(
     # the plugins' routes come last, so a plugin adds routes and never shadows the server's
     add_plugin_routes(tavern.plugins if tavern is not None else get_plugin_manager(), app)
     return app
+
+
+async def _listen_for_stops(hub: TurnHub, exit_stack: contextlib.AsyncExitStack) -> None:
+    """Run ``hub``'s stop subscription until the app stops; return once it receives."""
+    assert hub.stops is not None
+    ready = asyncio.Event()
+    task = asyncio.create_task(hub.stops.run(hub.stop, ready=ready))
+
+    async def cancel() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    exit_stack.push_async_callback(cancel)
+    waiting = asyncio.create_task(ready.wait())
+    await asyncio.wait({task, waiting}, timeout=10.0, return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    if task.done():
+        task.result()  # the subscription failed: its CoordinationError
+    if not ready.is_set():
+        raise CoordinationError("the stop-request subscription did not start within 10 s")

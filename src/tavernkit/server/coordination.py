@@ -1,19 +1,21 @@
 """What the processes of one server share, as protocols: the chat turn lock, the turn event log
 and the rate limiter. One process uses the in-memory implementations; several processes use
 the Redis ones (issue 20), so a turn started through one process is resumed through another
-and a chat has one generation across all of them. Key cooldowns already have their protocol
-(:class:`tavernkit.generation.keys.CooldownStore`).
+and a chat has one generation across all of them; :class:`TurnStops` carries a stop
+(``DELETE`` of a turn, an ``interrupt``) to the process that runs the turn. Key cooldowns
+already have their protocol (:class:`tavernkit.generation.keys.CooldownStore`).
 
 Each implementation is tested against the same behaviour; the server holds only these types.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["ChatLock", "RateDecision", "RateLimiter", "TurnEvent", "TurnEventLog"]
+__all__ = ["ChatLock", "RateDecision", "RateLimiter", "TurnEvent", "TurnEventLog", "TurnStops"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,4 +73,20 @@ class RateLimiter(Protocol):
     async def hit(self, key: str, *, limit: int, window_s: float) -> RateDecision:
         """Count one event for ``key`` (e.g. ``turns:<user>``, ``login:<name>``) against at
         most ``limit`` per ``window_s``."""
+        ...
+
+
+class TurnStops(Protocol):
+    """Stop requests between processes: a process asks, the one running the turn stops it
+    (one process needs none: it stops its own turns directly)."""
+
+    async def request(self, turn_id: str) -> None:
+        """Ask every process to stop ``turn_id`` (the one running it does; others ignore it)."""
+        ...
+
+    async def run(
+        self, on_stop: Callable[[str], object], *, ready: asyncio.Event | None = None
+    ) -> None:
+        """Call ``on_stop(turn_id)`` for every request from now on, until cancelled; sets
+        ``ready`` once requests are being received."""
         ...

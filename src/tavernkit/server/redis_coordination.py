@@ -14,16 +14,19 @@ implementations of :mod:`tavernkit.server.coordination`'s protocols and of
   counted in one Lua script on the server's clock, so processes with skewed clocks agree).
 - :class:`RedisCooldownStore`: each key's :class:`~tavernkit.generation.keys.KeyStatus` as one
   JSON value, so a 429 seen through one process benches the key for every process.
+- :class:`RedisTurnStops`: stop requests on one pub/sub channel; every process subscribes at
+  start and stops the turns it runs (a request for a turn nobody runs reaches no one).
 
-:func:`coordination_from_url` builds the four on one connection pool.
+:func:`coordination_from_url` builds the five on one connection pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -43,6 +46,7 @@ __all__ = [
     "RedisCoordination",
     "RedisRateLimiter",
     "RedisTurnEventLog",
+    "RedisTurnStops",
     "coordination_from_url",
 ]
 
@@ -267,15 +271,46 @@ class RedisCooldownStore:
             )
 
 
+class RedisTurnStops:
+    """:class:`~tavernkit.server.coordination.TurnStops` on one Redis pub/sub channel."""
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
+        self._redis = client
+        self._where = _where(client)
+        self._channel = f"{prefix}turnstop"
+
+    async def request(self, turn_id: str) -> None:
+        async with _guard(self._where):
+            await self._redis.publish(self._channel, turn_id)
+
+    async def run(
+        self, on_stop: Callable[[str], object], *, ready: asyncio.Event | None = None
+    ) -> None:
+        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            async with _guard(self._where):
+                await pubsub.subscribe(self._channel)
+            if ready is not None:
+                ready.set()
+            while True:
+                async with _guard(self._where):
+                    message = await pubsub.get_message(timeout=None)
+                if message is not None and message.get("type") == "message":
+                    on_stop(_text(message["data"]))
+        finally:
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+
 @dataclass(frozen=True, slots=True)
 class RedisCoordination:
-    """The four shared parts on one Redis connection pool; :meth:`aclose` closes it."""
+    """The five shared parts on one Redis connection pool; :meth:`aclose` closes it."""
 
     client: aioredis.Redis
     events: RedisTurnEventLog
     locks: RedisChatLock
     rate_limiter: RedisRateLimiter
     cooldowns: RedisCooldownStore
+    stops: RedisTurnStops
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -291,6 +326,7 @@ def coordination_from_url(redis_url: str, *, prefix: str = "tk:") -> RedisCoordi
         locks=RedisChatLock(client, prefix=prefix),
         rate_limiter=RedisRateLimiter(client, prefix=prefix),
         cooldowns=RedisCooldownStore(client, prefix=prefix),
+        stops=RedisTurnStops(client, prefix=prefix),
     )
 
 

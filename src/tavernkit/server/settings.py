@@ -4,15 +4,20 @@ are configured with, checked once before the server starts."""
 from __future__ import annotations
 
 import ipaddress
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tavernkit.errors import ServerConfigError
+from tavernkit.log_redaction import redact_url
 
 __all__ = ["PASSWORD_PROFILES", "RateLimit", "ServerSettings", "is_loopback"]
 
 #: the argon2 parameter sets ``password_profile`` may name (argon2.profiles)
 PASSWORD_PROFILES = frozenset({"RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"})
+
+_POSTGRES_URL = re.compile(r"^postgres(ql)?://", re.IGNORECASE)
+_REDIS_URL = re.compile(r"^(rediss?|unix)://", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +75,14 @@ class ServerSettings:
     #: the argon2 parameters passwords are hashed with (a name in ``argon2.profiles``;
     #: ``CHEAPEST`` is for tests only)
     password_profile: str = "RFC_9106_LOW_MEMORY"
+    #: a ``postgresql://`` URL: the data lives in that database (several processes share
+    #: it); ``None``: the home's SQLite file (or ``$TAVERNKIT_DATABASE_URL``)
+    database: str | None = None
+    #: a ``redis://`` URL: the turn event log, chat locks, rate limits, key cooldowns and
+    #: stop requests are shared through it by every process; ``None``: this process's memory
+    redis: str | None = None
+    #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
+    turn_lease_s: float = 30.0
 
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
@@ -98,4 +111,14 @@ class ServerSettings:
             )
         if self.page_max <= 0:
             raise ServerConfigError("page_max must be positive")
+        if self.database is not None and not _POSTGRES_URL.match(self.database):
+            raise ServerConfigError(
+                f"database {redact_url(self.database)!r} is not a postgresql:// URL"
+            )
+        if self.redis is not None and not _REDIS_URL.match(self.redis):
+            raise ServerConfigError(
+                f"redis {redact_url(self.redis)!r} is not a redis://, rediss:// or unix:// URL"
+            )
+        if self.turn_lease_s <= 0:
+            raise ServerConfigError("turn_lease_s must be positive")
         return self

@@ -13,7 +13,9 @@ verb: a process that did not start the turn checks the chat from it), the reply'
 ``reasoning``, ``tool`` and fallback ``notice`` events as they are delivered, an ``error``
 when the turn failed, and exactly one ``done`` (status ``completed``, ``failed`` or
 ``aborted``, and where the reply is stored). :meth:`TurnHub.stop` aborts a turn; what was
-delivered stays stored and is in the log.
+delivered stays stored and is in the log. :meth:`TurnHub.stop_anywhere` also reaches a turn
+that another process runs (through :class:`~tavernkit.server.coordination.TurnStops`: the
+chat lock names the running turn, the stop request goes to its process).
 
 The lock's lease is renewed while the turn runs, so a crashed process frees the chat after
 one lease.
@@ -36,7 +38,7 @@ from tavernkit.generation.abort import AbortController
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
-from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog
+from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
 from tavernkit.server.task_errors import safe_message
 
 __all__ = [
@@ -187,7 +189,9 @@ class TurnHub:
     ``ttl_s``: how long a finished turn's events stay readable for late reconnects;
     ``lease_s``: the chat lock's lease, renewed every third of it while a turn runs;
     ``interrupt_wait_s``: how long an interrupting turn waits for the chat to be free (the
-    stopped turn writes what it delivered first).
+    stopped turn writes what it delivered first), and a stop for another process's turn
+    waits for that turn's end; ``stops``: the channel to the other processes (``None``: this
+    process is the only one).
     """
 
     def __init__(
@@ -198,9 +202,11 @@ class TurnHub:
         ttl_s: float = 600.0,
         lease_s: float = 30.0,
         interrupt_wait_s: float = 10.0,
+        stops: TurnStops | None = None,
     ) -> None:
         self.log = log
         self.lock = lock
+        self.stops = stops
         self.ttl_s = ttl_s
         self.lease_s = lease_s
         self.interrupt_wait_s = interrupt_wait_s
@@ -255,6 +261,11 @@ class TurnHub:
         current = self._by_chat.get(key)
         if current is not None:
             self.stop(current)
+        elif self.stops is not None:
+            # another process runs the chat's turn: the lock's holder is that turn's id
+            holder = await self.lock.holder(key)
+            if holder is not None:
+                await self.stops.request(holder)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.interrupt_wait_s
         while loop.time() < deadline:
@@ -333,6 +344,24 @@ class TurnHub:
         if running is None:
             return False
         return running.controller.abort("stopped")
+
+    async def stop_anywhere(self, owner: str, chat_id: str, turn_id: str) -> bool:
+        """Stop the turn whichever process runs it, and return once it ended (what it
+        delivered stored); whether it was running. A turn of another process is reached
+        through ``stops`` when the chat's lock names it; without ``stops`` only this
+        process's turns are."""
+        if self.stop(turn_id):
+            await self.wait(turn_id)
+            return True
+        if self.stops is None or await self.lock.holder(self.chat_key(owner, chat_id)) != turn_id:
+            return False
+        await self.stops.request(turn_id)
+        # the other process closes the turn's log after storing what it delivered
+        with contextlib.suppress(TimeoutError, KeyError):
+            async with asyncio.timeout(self.interrupt_wait_s):
+                async for _ in self.log.read(turn_id):
+                    pass
+        return True
 
     def running(self, turn_id: str) -> bool:
         return turn_id in self._running

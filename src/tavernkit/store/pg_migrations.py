@@ -106,9 +106,9 @@ _M004 = (
     "ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1",
 )
 
-# Memory's vectors (SQLite's 007): the same table (float32 blobs as BYTEA). The PostgreSQL
-# store does not read or write them yet (memory keeps its vectors in process there); the
-# table keeps both schemas, and a later pgvector column, in step.
+# Memory's vectors (SQLite's 007): the same table (float32 blobs as BYTEA), read and written by
+# the SQLite store's own code (a collection is loaded whole into one numpy matrix, so no query
+# needs vector operators; pgvector is not packaged for Debian bookworm's PostgreSQL 15).
 _M007 = (
     """CREATE TABLE memory_vectors (
         seq BIGSERIAL PRIMARY KEY,

@@ -5,7 +5,7 @@ started (:class:`~tavernkit.server.turns.TurnHub`); the turn then belongs to the
 ``GET .../turns/{turn}/events`` streams the turn's log from the start, or from after the
 ``Last-Event-ID`` header (or ``?after=``) on a reconnect; any number of clients may watch one
 turn. A client that goes away stops only its own stream. ``DELETE .../turns/{turn}`` stops
-the turn; what it showed stays stored.
+the turn, in whichever process runs it; what it showed stays stored.
 """
 
 from __future__ import annotations
@@ -159,8 +159,7 @@ async def _frames(events: AsyncIterator[TurnEvent]) -> AsyncIterator[bytes]:
 @router.delete("/chats/{chat_id}/turns/{turn_id}", response_model=TurnStopped)
 async def stop_turn(chat_id: str, turn_id: str, tk: UserTavern, hub: Hub) -> Any:
     """Stop the turn; what it delivered stays stored and in its events."""
-    await _owned_turn(tk, hub, chat_id, turn_id)
-    stopped = hub.stop(turn_id)
-    if stopped:
-        await hub.wait(turn_id)  # answered once the shown text is stored
+    owned = await _owned_turn(tk, hub, chat_id, turn_id)
+    # answered once the shown text is stored, by this process or the one running the turn
+    stopped = await hub.stop_anywhere(tk.owner, owned, turn_id)
     return TurnStopped(stopped=stopped)
