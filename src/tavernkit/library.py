@@ -24,20 +24,28 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from tavernkit.characters import CardAsset, Characters, charx_blobs
+from tavernkit.characters import CardAsset, charx_blobs
 from tavernkit.chat.greetings import chat_name
 from tavernkit.errors import Conflict, FormatError, NotFound
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
+from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chatluna import lorebook_from_chatluna
-from tavernkit.formats.chats import chat_to_jsonl
-from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
+from tavernkit.formats.lorebooks import character_book_to_lorebook
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
 from tavernkit.groups.files import is_group_chat
 from tavernkit.groups.models import Group
 from tavernkit.groups.records import attach_chat, group_of_chat, load_group
+from tavernkit.library_export import (
+    EXPORT_FORMATS,
+    PRESET_STORE_KIND,
+    SEARCH_ORDER,
+    Found,
+    LibraryExports,
+    kind_label,
+    record_wire,
+)
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
@@ -48,47 +56,6 @@ from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
 __all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 
-#: Where ``show NAME`` and ``export NAME`` look, in order, when no kind is given.
-SEARCH_ORDER: tuple[str, ...] = (
-    "character",
-    "lorebook",
-    "chat_preset",
-    "instruct",
-    "context",
-    "sysprompt",
-    "reasoning",
-    "textgen_preset",
-    "kobold_preset",
-    "novel_preset",
-    "chatluna_preset",
-    "persona",
-    "connection_profile",
-    "group",
-)
-
-#: preset kind (formats.presets) -> store kind
-_PRESET_STORE_KIND = {
-    "openai": "chat_preset",
-    "instruct": "instruct",
-    "context": "context",
-    "sysprompt": "sysprompt",
-    "reasoning": "reasoning",
-    "textgen": "textgen_preset",
-    "kobold": "kobold_preset",
-    "novel": "novel_preset",
-}
-
-#: (store kind, --format) -> registered format name
-EXPORT_FORMATS: dict[tuple[str, str], str] = {
-    ("character", "png"): "card-png",
-    ("character", "json"): "card-json",
-    ("character", "charx"): "card-charx",
-    ("lorebook", "json"): "lorebook-json",
-    ("chat", "jsonl"): "chat-jsonl",
-    ("group", "json"): "group-json",
-    (CHATLUNA_PRESET_KIND, "yaml"): "chatluna-preset",
-    **{(kind, "json"): "preset-json" for kind in _PRESET_STORE_KIND.values()},
-}
 
 Status = Literal["imported", "unchanged", "replaced", "kept"]
 
@@ -105,18 +72,7 @@ class ImportResult:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
-    """A record found by name: a document record, or a chat."""
-
-    kind: str
-    id: str
-    name: str
-    record: RecordInfo | None = None
-    chat: ChatInfo | None = None
-
-
-class Library(Characters):
+class Library(LibraryExports):
     """Import, find and export records of one owner (and manage its characters:
     :class:`~tavernkit.characters.Characters`)."""
 
@@ -207,7 +163,7 @@ class Library(Characters):
         if isinstance(value, ChatLunaPreset):
             return await self._import_chatluna(value, source, replace)
         if handler.kind == "preset" and isinstance(value, BaseModel):
-            kind = _PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
+            kind = PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
             name = getattr(value, "name", None) or stem or kind
             return [await self._put(kind, value, str(name), source, replace)]
         raise FormatError(
@@ -233,7 +189,7 @@ class Library(Characters):
     async def _same_lorebook(self, book: Lorebook) -> RecordInfo | None:
         """The stored book with exactly these entries: a world file names no book (SillyTavern
         names it after the file), so this is how a re-imported export is known as the same."""
-        entries = _wire(book).get("entries")
+        entries = record_wire(book).get("entries")
         for info in await self.store.list("lorebook", owner=self.owner):
             stored = await self.store.get_record("lorebook", info.id, owner=self.owner)
             if stored.data.get("entries") == entries:
@@ -253,7 +209,7 @@ class Library(Characters):
         """What importing ``record`` as ``name`` would do, and the record it would touch;
         :class:`Conflict` when it must not. Reads only, so a multi-record import can ask for
         every record before it writes any."""
-        data = _wire(record)
+        data = record_wire(record)
         try:
             existing = await self.store.get_record(kind, name, owner=self.owner)
         except NotFound:
@@ -265,7 +221,7 @@ class Library(Characters):
         embedded_copy = "originalData" in existing.data and "originalData" not in data
         if not (replace or (kind == "lorebook" and embedded_copy)):
             raise Conflict(
-                f"{_a(_label(kind))} named {name!r} already exists and differs from {source}; "
+                f"{_a(kind_label(kind))} named {name!r} already exists and differs from {source}; "
                 "import with --replace to overwrite it"
             )
         return existing, "replaced"
@@ -377,7 +333,7 @@ class Library(Characters):
         if not chat.header.chat_metadata.main_chat:
             name = _chat_name(chat, header_name or speaker) or name
         integrity = chat.header.chat_metadata.integrity
-        lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        lines = [record_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
         same_name: ChatInfo | None = None
         for info in await self.store.list_chats(owner=self.owner):
             named = info.name == name and info.character_id == char_id
@@ -407,7 +363,7 @@ class Library(Characters):
         """A group chat, named after its file (SillyTavern's chat id), attached to no
         character and listed in its group: ``group``, else the stored group that lists the
         name. The same lines under that name are this chat (``unchanged``)."""
-        lines = [_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        lines = [record_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
         owner = self.owner
         if group is None:
             found = await group_of_chat(self.store, name, owner=owner)
@@ -471,7 +427,7 @@ class Library(Characters):
             if known is None:
                 ref = await self.store.put("persona", persona, owner=self.owner, name=persona.name)
                 results.append(ImportResult("persona", persona.name, ref.id, "imported", source))
-            elif known.data == _wire(persona):
+            elif known.data == record_wire(persona):
                 results.append(
                     ImportResult("persona", persona.name, known.info.id, "unchanged", source)
                 )
@@ -483,113 +439,6 @@ class Library(Characters):
                     ImportResult("persona", persona.name, known.info.id, "replaced", source)
                 )
         return results
-
-    # -- find -----------------------------------------------------------------------------
-
-    async def find(self, name: str, *, kind: str | None = None) -> Found:
-        """The record called ``name`` (or with that id): characters first, then lorebooks,
-        presets, templates, personas, profiles, and chats last. ``kind`` narrows the search."""
-        kinds = (kind,) if kind and kind != "chat" else () if kind == "chat" else SEARCH_ORDER
-        for candidate in kinds:
-            try:
-                stored = await self.store.get_record(candidate, name, owner=self.owner)
-            except NotFound:
-                continue
-            info = stored.info
-            return Found(candidate, info.id, info.name, record=info)
-        if kind in (None, "chat"):
-            try:
-                chat = await self.store.get_chat_info(name, owner=self.owner)
-            except NotFound:
-                pass
-            else:
-                return Found("chat", chat.id, chat.name, chat=chat)
-        where = _label(kind) if kind else "character, lorebook, preset, template, persona or chat"
-        raise NotFound(f"no {where} named {name!r}")
-
-    # -- export ---------------------------------------------------------------------------
-
-    async def export_bytes(
-        self, name: str, fmt: str, *, kind: str | None = None, spec: str = "v2"
-    ) -> tuple[Found, bytes]:
-        found = await self.find(name, kind=kind)
-        format_name = EXPORT_FORMATS.get((found.kind, fmt))
-        if format_name is None:
-            choices = sorted(f for (k, f) in EXPORT_FORMATS if k == found.kind)
-            raise FormatError(
-                f"a {_label(found.kind)} cannot be exported as {fmt!r} "
-                f"(choose {', '.join(choices) or 'nothing'})",
-                field="format",
-            )
-        writer = self.formats.get(format_name).write
-        assert writer is not None  # EXPORT_FORMATS names writable formats only
-        if found.kind == "chat":
-            stored = await self.store.load_chat(found.id, owner=self.owner)
-            return found, chat_to_jsonl(stored.to_chat()).encode()
-        value = await self.store.get(found.kind, found.id, owner=self.owner)
-        options: dict[str, Any] = {"spec": spec}
-        if found.kind == "character" and isinstance(value, Card):
-            value = await self._with_linked_book(value, found.id)
-            options["image"] = await self.store.get_blob(
-                "character", found.id, "avatar", owner=self.owner
-            )
-            if fmt == "charx":
-                options["assets"], options["extra_files"] = await self._charx_parts(found.id)
-        return found, writer(value, **options)
-
-    async def _with_linked_book(self, card: Card, card_id: str) -> Card:
-        """``card`` with its embedded book as the linked lorebook now is: the book imported
-        from the card's ``character_book`` (known by the ``originalData`` it keeps) is the same
-        book, so editing it and exporting the card writes the edits. An unedited book, or a
-        linked book that did not come from this card, leaves ``character_book`` as read."""
-        embedded = card.data.character_book
-        if embedded is None:
-            return card
-        linked = await self.store.links("character", card_id, "lorebook", owner=self.owner)
-        own = embedded.name or f"{card.data.name}'s Lorebook"
-        chosen = next((i for i in linked if i.name == own), linked[0] if linked else None)
-        if chosen is None:
-            return card
-        book = await self.store.get("lorebook", chosen.id, owner=self.owner)
-        if not isinstance(book, Lorebook):
-            return card
-        stored, as_read = (
-            _wire(book),
-            _wire(character_book_to_lorebook(embedded, character_name=card.data.name)),
-        )
-        if stored.get("originalData") != as_read.get("originalData"):
-            return card  # another book (a world file of that name): not the card's own
-        if stored.get("entries") == as_read.get("entries"):
-            return card
-        card = card.model_copy(deep=True)
-        card.data.character_book = lorebook_to_character_book(book, name=embedded.name)
-        return card
-
-    async def export_file(
-        self,
-        name: str,
-        fmt: str,
-        path: Path | str,
-        *,
-        kind: str | None = None,
-        spec: str = "v2",
-    ) -> Found:
-        """Write the export to ``path`` (atomically: a failed write leaves no part file). A
-        ``path`` that is a folder, or in a folder that does not exist, is a
-        :class:`~tavernkit.errors.FormatError` before anything is read or written."""
-        path = Path(path)
-        if path.is_dir():
-            raise FormatError("is a folder; name the file to write", source=str(path))
-        if not path.parent.is_dir():
-            raise FormatError(
-                f"the folder {path.parent} does not exist; create it first", source=str(path)
-            )
-        found, data = await self.export_bytes(name, fmt, kind=kind, spec=spec)
-        try:
-            atomic_write_bytes(path, data)
-        except OSError as exc:
-            raise FormatError(f"cannot write: {exc.strerror or exc}", source=str(path)) from None
-        return found
 
 
 def _chat_name(chat: Chat, character: str | None) -> str | None:
@@ -620,34 +469,12 @@ def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
 
 
-def _wire(model: BaseModel) -> dict[str, Any]:
-    to_wire = getattr(model, "to_wire", None)
-    data = to_wire() if callable(to_wire) else model.model_dump(mode="json", by_alias=True)
-    assert isinstance(data, dict)
-    return data
-
-
 def _wire_message(message: Any) -> dict[str, Any]:
     to_st = getattr(message, "to_st", None)
     if callable(to_st):
-        return _wire(to_st())
-    return _wire(message)
+        return record_wire(to_st())
+    return record_wire(message)
 
 
 def _a(label: str) -> str:
     return f"{'an' if label[:1] in 'aeiou' else 'a'} {label}"
-
-
-def _label(kind: str) -> str:
-    return {
-        "chat_preset": "chat-completion preset",
-        "textgen_preset": "text-generation preset",
-        "kobold_preset": "KoboldAI preset",
-        "novel_preset": "NovelAI preset",
-        "sysprompt": "system prompt",
-        "instruct": "instruct template",
-        "context": "context template",
-        "reasoning": "reasoning template",
-        "connection_profile": "connection profile",
-        CHATLUNA_PRESET_KIND: "ChatLuna preset",
-    }.get(kind, kind)

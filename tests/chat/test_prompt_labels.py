@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from tavernkit.chat import ChatService
-from tavernkit.chat import service as chat_service
+from tavernkit.chat import ChatService, turn_core
 from tavernkit.chat.authors_note import NOTE_POSITIONS, NOTE_ROLES, set_authors_note
 from tavernkit.chat.inspect import inspection
 from tavernkit.generation.attempt.chat_prompt import ByteEstimate, message_tokens
@@ -203,13 +202,13 @@ async def test_the_inspector_and_the_turn_read_the_same_labelled_request(
     info = await world.chats.new_chat("Mira")
     await _long_chat(world, info.id, pairs=1)
     seen: list[Any] = []
-    real = chat_service.run_request
+    real = turn_core.run_request
 
     async def spy(plan: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
         seen.append(request)
         return await real(plan, request, *args, **kwargs)
 
-    monkeypatch.setattr(chat_service, "run_request", spy)
+    monkeypatch.setattr(turn_core, "run_request", spy)
     preview = await world.chats.preview(info.id)
     data = inspection(preview)
     world.server.script(Reply(text="Soon."))

@@ -19,6 +19,7 @@ import pytest
 
 from tavernkit.models.chat import Message
 from tavernkit.prompt.assembled import AssembledChat, AssembledText
+from tavernkit.prompt.pipeline import PromptBuild
 from tavernkit.prompt.st_replay import replay_generation
 from tavernkit.prompt.state import chat_before_generation
 
@@ -99,3 +100,24 @@ def test_only_a_reply_is_removed_and_only_for_a_regeneration() -> None:
     for kind in ("normal", "swipe", "continue", "impersonate", "quiet"):
         assert list(chat_before_generation([user, reply], kind)) == [user, reply]
     assert list(chat_before_generation([], "regenerate")) == []
+
+
+@pytest.mark.parametrize("name", ["cc_injections.json", "tc_wi_all.json"])
+def test_a_recorded_generation_replays_through_the_pipelines_stages(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the goldens check the pipeline's scan -> build (``PromptBuild.run``, what ``prepare``
+    # runs), not a copy of it: the replay differs only in where its state comes from
+    case = _case(name)
+    seen: list[tuple[str, bool]] = []
+    real = PromptBuild.run
+
+    def spy(self: PromptBuild, generation_type: str = "normal", **kwargs: Any) -> Any:
+        prompt, wi = real(self, generation_type, **kwargs)
+        seen.append((generation_type, wi is not None))
+        return prompt, wi
+
+    monkeypatch.setattr(PromptBuild, "run", spy)
+    result = replay_generation(case["inputs"], case.get("effective_settings"), kind="swipe")
+    assert seen == [("swipe", bool(case["inputs"].get("books")))]
+    assert isinstance(result, AssembledChat if name.startswith("cc_") else AssembledText)

@@ -25,115 +25,31 @@ One generation per chat at a time (:mod:`.slots`): a second turn raises
 
 from __future__ import annotations
 
-import os
-import random
-import time
-import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
-from typing import Any, TypedDict, Unpack
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Unpack
 
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
-from tavernkit.chat.group_speaker import GroupSpeaker
-from tavernkit.chat.group_turn import (
-    GroupTurnOutcome,
-    create_group_chat,
-    preview_speaker,
-    refuse_group_chat,
-    run_group_turn,
-)
-from tavernkit.chat.memory_setup import ChatMemory
-from tavernkit.chat.plan import PlanSources, SharedRoute, chat_plan, pinned_reviewer_spec
-from tavernkit.chat.prepare import (
-    PreparedTurn,
-    TurnOverrides,
-    after_user_message,
-    prepare_turn,
-    resolve_profile,
-)
-from tavernkit.chat.reply import ReplyWriter, TurnOutcome, record_turn_error
-from tavernkit.chat.review_setup import (
-    chat_review,
-    review_config,
-    review_settings,
-    set_chat_review,
-)
-from tavernkit.chat.run import ReshapeRequest, hooked_request, run_request
-from tavernkit.chat.sink import TeeSink
-from tavernkit.chat.slots import ChatSlots
-from tavernkit.chat.tools import ChatTools, offer_tools
-from tavernkit.errors import ChatTurnError, Conflict, GenerateTaskError, NotFound
-from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
-from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
-from tavernkit.generation.review import ToolCheckpoint
-from tavernkit.generation.rule_checker import McpRuleChecker
-from tavernkit.generation.sink import ResponseSink
+from tavernkit.chat.group_turn import preview_speaker
+from tavernkit.chat.group_verbs import GroupVerbs
+from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn
+from tavernkit.chat.reply import TurnOutcome, record_turn_error
+from tavernkit.chat.review_setup import chat_review, set_chat_review
+from tavernkit.chat.run import hooked_request
+from tavernkit.chat.turn_options import Overrides, TurnCall, TurnKeywords
+from tavernkit.errors import Conflict, NotFound
 from tavernkit.models.character import Card
-from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message, TextPart
-from tavernkit.models.profile import ConnectionProfile, ReviewSettings
+from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
+from tavernkit.models.profile import ReviewSettings
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
-from tavernkit.providers.request import ChatPrompt
-from tavernkit.runtime import Runtime
-from tavernkit.store.chat_state import load_chat_state, load_user_name
-from tavernkit.store.chat_window import windowed
-from tavernkit.store.protocol import ChatInfo, Store, StoredChat
-from tavernkit.text.variables import InMemoryVariables
-from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
-from tavernkit.tools.modes import resolve_function_call_mode
+from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.protocol import ChatInfo, StoredChat
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
 
-Overrides = TurnOverrides | Mapping[str, Any] | None
 
-
-class TurnKeywords(TypedDict, total=False):
-    """The keyword options every turn verb takes alike, declared once (each verb adds its
-    own): ``stream`` (default true; false for :meth:`ChatService.quiet`), ``overrides`` (a
-    :class:`~tavernkit.chat.prepare.TurnOverrides` or its mapping), ``sink`` (who else sees the
-    reply's events), ``interrupt`` (stop a running turn of the chat instead of raising
-    ``ChatBusy``) and ``abort``."""
-
-    stream: bool
-    overrides: Overrides
-    sink: ResponseSink | None
-    interrupt: bool
-    abort: AbortSignal | None
-
-
-_TURN_KEYWORDS = frozenset(TurnKeywords.__annotations__)
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Turn:
-    """One verb's call: its generation type and the options every verb passes alike."""
-
-    kind: str
-    interrupt: bool = False
-    abort: AbortSignal | None = None
-    sink: ResponseSink | None = None
-    prefill: str | None = None
-    stream: bool = True
-    overrides: Overrides = None
-    quiet_prompt: str = ""
-    quiet_name: str | None = None
-    loud: bool = False
-    #: a group turn's drafted member (see :mod:`.group_turn`); ``None`` in a solo chat
-    member: GroupSpeaker | None = None
-
-    @classmethod
-    def of(cls, kind: str, options: TurnKeywords, **own: Any) -> _Turn:
-        """The turn of verb ``kind`` with the caller's ``options`` and the verb's ``own``; an
-        option no verb takes is a ``TypeError`` naming it, as for any keyword."""
-        unknown = sorted(set(options) - _TURN_KEYWORDS)
-        if unknown:
-            raise TypeError(f"unexpected keyword argument(s) for {kind}: {', '.join(unknown)}")
-        return cls(kind=kind, **own, **options)
-
-
-class ChatService:
+class ChatService(GroupVerbs):
     """The chat verbs over one :class:`~tavernkit.runtime.Runtime` (a Tavern's store, owner,
     plugins, tools and running generations; ``tk.chats`` is the Tavern's one service).
 
@@ -146,76 +62,6 @@ class ChatService:
     (``auto``, ``native``, ``prompt_xml``, ``prompt_json``) says how, ``max_tool_rounds``
     bounds the tool rounds of one reply, ``tool_rng`` draws the prompt protocols' trigger.
     """
-
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        clock: Callable[[], datetime] | None = None,
-        new_id: Callable[[], str] | None = None,
-        client: Any = None,
-        local_factory: LocalFactory | None = None,
-        environ: Mapping[str, str] | None = None,
-        rng: Callable[[], float] | None = None,
-        stream_interval: float = 0.2,
-        key_clock: Callable[[], float] = time.time,
-        function_call_mode: str = "auto",
-        max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
-        tool_rng: random.Random | None = None,
-        review_tool_checkpoint: ToolCheckpoint | None = None,
-    ) -> None:
-        if not isinstance(runtime, Runtime):
-            # a Tavern here was the old call: say the new one rather than fail deep inside
-            got = type(runtime).__name__
-            raise TypeError(f"expected a Runtime, got {got}: use ChatService(tk.runtime, ...)")
-        self.runtime = runtime
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self.new_id = new_id or (lambda: str(uuid.uuid4()))
-        self.client = client
-        self.local_factory: LocalFactory = local_factory or runtime.local_models
-        self.environ = environ
-        self.rng = rng
-        self.stream_interval = stream_interval
-        self.key_clock = key_clock
-        try:
-            resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
-        except GenerateTaskError as exc:  # the check is shared with tasks
-            raise ChatTurnError.of(exc) from exc
-        if max_tool_rounds < 1:
-            raise ChatTurnError(
-                "invalid_input",
-                "max_tool_rounds must be at least 1",
-                details={"field": "max_tool_rounds"},
-            )
-        self.function_call_mode = function_call_mode
-        self.max_tool_rounds = max_tool_rounds
-        #: the owner's memory settings applied to every turn (vectors, summary injection)
-        self.memory = ChatMemory(runtime, client=client, environ=environ)
-        #: awaited after each completed reply that was stored (the facade's: the summary)
-        self.after_reply: Callable[[str], Awaitable[None]] | None = None
-        self.tool_rng = tool_rng or random.Random()
-        #: with response review on, the tool calls a model proposes pass this checkpoint
-        #: before they run (approve/reject each; a rejection lasts for the turn)
-        self.review_tool_checkpoint = review_tool_checkpoint
-        #: the route this service's turns fall back to when every personal attempt failed (a
-        #: server's shared profile: see :class:`~tavernkit.chat.plan.SharedRoute`)
-        self.shared_route: SharedRoute | None = None
-        self.slots = ChatSlots()
-
-    @property
-    def store(self) -> Store:
-        return self.runtime.store
-
-    @property
-    def owner(self) -> str:
-        return self.runtime.owner
-
-    @property
-    def replies(self) -> ReplyWriter:
-        return ReplyWriter(self.store, self.owner, self._now)
-
-    def _now(self) -> str:
-        return iso_timestamp(self.clock())
 
     # -- chats -------------------------------------------------------------------------------
 
@@ -361,7 +207,7 @@ class ChatService:
                 return await self._store_user_message(chat_id, text, attachments, overrides)
             return None
 
-        turn = _Turn.of("normal", options, prefill=prefill)
+        turn = TurnCall.of("normal", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=store_input)
 
     async def swipe(
@@ -373,7 +219,7 @@ class ChatService:
     ) -> TurnOutcome:
         """A new alternative for the last reply, shown; the earlier ones (and their
         reasoning) stay as swipes to go back to with :meth:`select_swipe`."""
-        turn = _Turn.of("swipe", options, prefill=prefill)
+        turn = TurnCall.of("swipe", options, prefill=prefill)
         return await self._turn(chat_id, turn)
 
     async def regenerate(
@@ -392,7 +238,7 @@ class ChatService:
                     raise Conflict("the greeting cannot be regenerated; swipe it instead")
                 await self.store.truncate_chat(chat_id, window.tail[-1].position, owner=self.owner)
 
-        turn = _Turn.of("regenerate", options, prefill=prefill)
+        turn = TurnCall.of("regenerate", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=drop_last_reply)
 
     async def continue_(
@@ -403,7 +249,7 @@ class ChatService:
         """Extend the last reply; the new text is appended to its shown swipe. A model that
         starts by repeating the reply has that copy stripped, byte for byte (the matcher the
         turn runner uses for carried text), so the reply is never doubled."""
-        turn = _Turn.of("continue", options)
+        turn = TurnCall.of("continue", options)
         return await self._turn(chat_id, turn)
 
     async def impersonate(
@@ -413,7 +259,7 @@ class ChatService:
     ) -> TurnOutcome:
         """Write the user's next message. Nothing is stored: as in SillyTavern the text is a
         suggestion for the input box; send it with :meth:`send`."""
-        turn = _Turn.of("impersonate", options)
+        turn = TurnCall.of("impersonate", options)
         return await self._turn(chat_id, turn)
 
     async def quiet(
@@ -428,7 +274,7 @@ class ChatService:
         """A background generation on the chat with ``quiet_prompt`` as the last instruction.
         Nothing is stored unless ``quiet_to_loud``, which appends the reply as the
         character's message (``generate_quiet_prompt(quiet_to_loud=True)``)."""
-        turn = _Turn.of(
+        turn = TurnCall.of(
             "quiet",
             {"stream": False, **options},
             quiet_prompt=quiet_prompt,
@@ -436,88 +282,6 @@ class ChatService:
             loud=quiet_to_loud,
         )
         return await self._turn(chat_id, turn)
-
-    # -- group chats (the logic: :mod:`.group_turn`) ------------------------------------------
-
-    async def new_group_chat(
-        self, group: str, *, name: str | None = None, rng: Callable[[], float] | None = None
-    ) -> ChatInfo:
-        """A new chat of the stored group ``group`` (id or name), listed in the group and
-        made its open chat: every member's greeting in list order, muted members included
-        (one greeting each, drawn from ``rng``), as SillyTavern opens a fresh group chat."""
-        return await create_group_chat(
-            self.store,
-            group,
-            owner=self.owner,
-            name=name,
-            now=self.clock(),
-            integrity=self.new_id(),
-            rng=rng or random.random,
-        )
-
-    async def group_turn(
-        self,
-        chat_id: str,
-        kind: str = "normal",
-        *,
-        text: str = "",
-        member: str | None = None,
-        quiet_prompt: str = "",
-        rng: Callable[[], float] | None = None,
-        auto: bool = False,
-        member_sink: Callable[[str], ResponseSink | None] | None = None,
-        **options: Unpack[TurnKeywords],
-    ) -> GroupTurnOutcome:
-        """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
-        one or several members reply per the group's strategy, or ``member`` (a name) when
-        given, whatever the strategy and mute state. ``kind`` is ``normal``, ``regenerate``
-        (replaces the last batch of replies), ``swipe``/``continue`` (the last speaker),
-        ``impersonate`` (a random member's view; nothing stored) or ``quiet`` (with
-        ``quiet_prompt``; nothing stored). ``rng`` draws the selection (SillyTavern's
-        ``Math.random``); ``auto`` is an auto-mode tick (the members go on among themselves;
-        call it every ``Group.auto_mode_delay`` seconds while nothing else runs);
-        ``member_sink`` gives each member's reply a sink of its own (by the member's name)
-        instead of the one ``sink``."""
-        info = await self.store.get_chat_info(chat_id, owner=self.owner)
-        base = _Turn.of(
-            kind,
-            {"stream": False, **options} if kind == "quiet" else options,
-            quiet_prompt=quiet_prompt,
-        )
-        await self.check_overrides(base.overrides)
-
-        async def store_input(chat_id: str) -> None:
-            await self._store_user_message(chat_id, text, (), base.overrides)
-
-        async def generate(
-            chat_id: str, member_kind: str, speaker: GroupSpeaker, controller: AbortController
-        ) -> TurnOutcome:
-            sink = member_sink(speaker.name) if member_sink is not None else base.sink
-            turn = replace(base, kind=member_kind, member=speaker, sink=sink)
-            return await self._generate(chat_id, turn, controller)
-
-        return await run_group_turn(
-            self.store,
-            owner=self.owner,
-            slots=self.slots,
-            chat_id=info.id,
-            chat_name=info.name,
-            kind=kind,
-            text=text,
-            member=member,
-            rng=rng,
-            auto=auto,
-            interrupt=base.interrupt,
-            batch=int(self.clock().timestamp() * 1000),
-            store_input=store_input,
-            generate=generate,
-        )
-
-    async def trigger(
-        self, chat_id: str, member: str, **options: Unpack[TurnKeywords]
-    ) -> GroupTurnOutcome:
-        """``/trigger NAME``: the group member ``member`` replies now (muted or not)."""
-        return await self.group_turn(chat_id, "normal", member=member, **options)
 
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
@@ -576,286 +340,8 @@ class ChatService:
             return prepared
         return replace(prepared, request=request, built_request=prepared.request)
 
-    async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
-        """``overrides`` checked against the store before a turn writes anything: a profile or
-        persona that does not exist is a :class:`~tavernkit.errors.ChatTurnError`
-        (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
-        the user's message stored without a reply."""
-        ov = TurnOverrides.of(overrides)
-        for kind, field, ref in (
-            ("connection_profile", "profile", ov.profile),
-            ("persona", "persona", ov.persona),
-        ):
-            if not ref:
-                continue
-            try:
-                await self.store.get_record(kind, ref, owner=self.owner)
-            except NotFound:
-                label = "connection profile" if field == "profile" else "persona"
-                raise ChatTurnError(
-                    "invalid_input",
-                    f"no {label} named {ref!r}",
-                    details={"field": field, "value": ref},
-                ) from None
-        return ov
-
-    # -- internals ---------------------------------------------------------------------------
-
-    async def _chat_id(self, ref: str) -> str:
-        info = await self.store.get_chat_info(ref, owner=self.owner)
-        return info.id
-
-    async def _store_user_message(
-        self,
-        chat_id: str,
-        text: str,
-        attachments: Sequence[ImagePart | str],
-        overrides: Overrides,
-    ) -> ChatState | None:
-        """Store the user's message, its macros evaluated. Typed text without macros is stored
-        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
-        and returned as it is after the store (message appended, variables set), so the turn
-        builds from it instead of loading it again."""
-        ov = TurnOverrides.of(overrides)
-        if not may_hold_macros(text):
-            # Stored as typed: the chat, the card and the books are not read at all.
-            user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
-            await self.store.append_message(
-                chat_id, self._user_message(user, text, attachments), owner=self.owner
-            )
-            return None
-
-        async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
-            state = await load_chat_state(
-                self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
-            )
-            variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-            substitute = begin(state, compat=ov.compat, variables=variables).substitute
-            return state, variables, substitute(text)
-
-        state, variables, typed = await windowed(chat_id, read)
-        message = self._user_message(state.user_name, typed, attachments)
-        await self.store.append_message(chat_id, message, owner=self.owner)
-        metadata = None
-        if variables.local_vars != state.local_variables and state.chat is not None:
-            metadata = state.chat.metadata.model_copy(deep=True)
-            metadata.variables = variables.local_vars
-            await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
-        await self._save_globals(variables, state.global_variables)
-        return after_user_message(state, message, metadata, variables.global_vars)
-
-    def _user_message(
-        self, name: str, text: str, attachments: Sequence[ImagePart | str]
-    ) -> Message:
-        content: str | list[TextPart | ImagePart] = text
-        if attachments:
-            images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
-            content = [*([TextPart(text=text)] if text else []), *images]
-        return Message.new(name, content, is_user=True, send_date=self._now())
-
-    async def _save_globals(self, variables: InMemoryVariables, before: Mapping[str, Any]) -> None:
-        for name, value in variables.global_vars.items():
-            if before.get(name) != value:
-                await self.store.set_global_variable(name, value, owner=self.owner)
-
-    async def _turn(
-        self,
-        chat_ref: str,
-        turn: _Turn,
-        *,
-        before: Callable[[str], Awaitable[ChatState | None]] | None = None,
-    ) -> TurnOutcome:
-        """Every generating verb: take the chat's slot, run the verb's own first step
-        (``before``: store the user's input, drop the reply being regenerated), then generate.
-        A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
-        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
-        chat_id = info.id
-        if info.character_id is None:  # only a chat with no character can be a group's
-            await refuse_group_chat(self.store, info.name, owner=self.owner)
-        await self.check_overrides(turn.overrides)
-        async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            state = await before(chat_id) if before is not None else None
-            outcome = await self._generate(chat_id, turn, controller, state)
-        stored = turn.loud or turn.kind not in ("quiet", "impersonate")
-        if outcome.status == "completed" and stored:
-            self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
-            if self.after_reply is not None:
-                await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
-        return outcome
-
-    async def _generate(
-        self,
-        chat_id: str,
-        turn: _Turn,
-        controller: AbortController,
-        state: ChatState | None = None,
-    ) -> TurnOutcome:
-        kind = turn.kind
-        prepared = await prepare_turn(
-            self.store,
-            owner=self.owner,
-            chat_id=chat_id,
-            kind=kind,
-            overrides=TurnOverrides.of(turn.overrides),
-            quiet_prompt=turn.quiet_prompt,
-            quiet_name=turn.quiet_name,
-            state=state,
-            rng=self.rng,
-            client=self.client,
-            local_factory=self.local_factory,
-            environ=self.environ,
-            renderer=self.runtime.prompt_renderer,
-            memory=self.memory,
-            character=turn.member.character_id if turn.member else None,
-            group=turn.member.context if turn.member else None,
-            sources=self.runtime.provider_sources,
-        )
-        await self._save_turn_state(chat_id, prepared)
-        offer = await self._offer_tools(kind, prepared)
-        request = offer.apply(prepared.request) if offer is not None else prepared.request
-        replies = self.replies
-        target = await replies.open(chat_id, kind, prepared, turn.loud, speaker=turn.member)
-        store_sink = replies.sink(target, self.stream_interval)
-        sinks = [s for s in (store_sink, turn.sink) if s is not None]
-        signals = AbortSignal.any(controller.signal, turn.abort)
-        names = (prepared.state.user_name,) if kind != "impersonate" else ()
-        if turn.member is not None:
-            names = (*names, *turn.member.others)  # a member's reply ends where another's starts
-        char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
-        processor = StreamingProcessor(model=prepared.connection.model)
-        sources = self._plan_sources()
-        settings = review_settings(prepared)
-        pinned = None
-        if settings is not None and settings.reviewer_profile:
-            pinned = await pinned_reviewer_spec(
-                sources, settings.reviewer_profile, settings.reviewer_model
-            )
-        review = (
-            review_config(
-                prepared,
-                request,
-                pinned[0] if pinned else None,
-                tool_checkpoint=self.review_tool_checkpoint,
-                rule_checker=McpRuleChecker(self.runtime.mcp),
-            )
-            if settings is not None
-            else None
-        )
-        plan = await chat_plan(
-            prepared.connection,
-            sources,
-            kind=kind,
-            reasoning_template=prepared.state.reasoning,
-            auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
-            seed=_turn_seed(chat_id, prepared),
-            reviewer=pinned,
-        )
-        if offer is not None:
-            offer.attach(plan)
-        with self.runtime.generations.track(chat_id, controller, processor):
-            result = await run_request(
-                plan,
-                request,
-                TeeSink(sinks),
-                chat_id=chat_id,
-                kind=kind,
-                plugins=self.runtime.plugins,
-                prefill=turn.prefill or "",
-                stream=turn.stream,
-                abort=signals,
-                char_name=char,
-                user_names=names,
-                tools=offer.tools if offer is not None else (),
-                max_tool_rounds=self.max_tool_rounds,
-                continues=target.prefix if kind == "continue" else "",
-                review=review,
-                source=prepared.connection.source,
-                reshape=_reshape(prepared, offer),
-            )
-        processor.state = "finished" if result.status == "completed" else "failed"
-        processor.text = result.text
-        return await replies.finish(chat_id, kind, prepared, target, result)
-
-    async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
-        return await offer_tools(
-            self.runtime.tools,
-            kind,
-            prepared.connection,
-            mode=self.function_call_mode,
-            rng=self.tool_rng,
-        )
-
-    def _plan_sources(self) -> PlanSources:
-        environ = os.environ if self.environ is None else self.environ
-
-        async def resolve(profile: ConnectionProfile) -> ResolvedConnection:
-            return await resolve_profile(
-                self.store,
-                profile,
-                owner=self.owner,
-                client=self.client,
-                local_factory=self.local_factory,
-                environ=self.environ,
-                sources=self.runtime.provider_sources,
-            )
-
-        return PlanSources(
-            self.store,
-            self.owner,
-            resolve,
-            self.key_clock,
-            environ,
-            self.runtime.key_cooldowns,
-            shared=self.shared_route,
-        )
-
-    async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
-        """Variables set by the prompt's macros and the advanced timed world-info state: one
-        metadata write, before the reply (SillyTavern saves them when the scan runs)."""
-        chat = prepared.state.chat
-        if chat is None:
-            return
-        metadata = chat.metadata.model_copy(deep=True)
-        changed = False
-        local = prepared.changed_local_variables()
-        if local is not None:
-            metadata.variables = dict(local)
-            changed = True
-        if prepared.wi is not None:
-            before = metadata.timed_world_info.to_wire() if metadata.timed_world_info else None
-            if prepared.wi.timed_state != (before or {"sticky": {}, "cooldown": {}}):
-                metadata.timed_world_info = type(chat.timed_world_info).model_validate(
-                    prepared.wi.timed_state
-                )
-                changed = True
-        if changed:
-            await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
-        await self._save_globals(prepared.variables, prepared.state.global_variables)
-
-
-def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:
-    """The randomizer's seed of this turn: the chat and the turn's place in it (messages so
-    far, and the swipes of the last one, so a swipe draws afresh while one turn's draw
-    is reproducible)."""
-    messages = prepared.state.messages
-    swipes = len(messages[-1].swipes or ()) if messages else 0
-    return f"{chat_id}:{len(messages)}:{swipes}"
-
 
 def _message_at(stored: StoredChat, index: int) -> Any:
     if not 0 <= index < len(stored.messages):
         raise NotFound(f"no message {index} in chat {stored.info.name!r}")
     return stored.messages[index]
-
-
-def _reshape(prepared: PreparedTurn, offer: ChatTools | None) -> ReshapeRequest:
-    """The turn's request remade from the blocks for a fallback attempt on another source."""
-
-    def reshape(source: str) -> ChatPrompt:
-        request = prepared.request_for(source)
-        if offer is not None:
-            request = offer.apply(request)
-        assert isinstance(request, ChatPrompt)  # only chat prompts are reshaped
-        return request
-
-    return reshape

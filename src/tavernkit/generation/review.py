@@ -34,9 +34,7 @@ empty and approves nothing (the reviewer's verdict decides); a checker that answ
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -46,22 +44,36 @@ from tavernkit.errors import ReviewUnavailable as ReviewUnavailable
 from tavernkit.generation.continuation import fill
 from tavernkit.generation.plan import FundingScope, Plan, PlanEntry, Unusable, endpoint_usable
 from tavernkit.generation.result import add_usage, classify_error
+from tavernkit.generation.review_packet import (
+    CATEGORIES,
+    EMPTY_LINTER_REPORT,
+    LINTER_LIMIT,
+    RUBRIC,
+    Category,
+    ContentSelection,
+    Finding,
+    ReviewEvidence,
+    ReviewPacket,
+    Verdict,
+    build_packet,
+    contains_credential,
+    mask_credentials,
+    parse_verdict,
+    redaction_needed,
+    verdict_schema,
+)
 from tavernkit.providers.events import Usage
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
-from tavernkit.providers.request import (
-    ChatMessage,
-    ChatPrompt,
-    ResponseFormat,
-    Sampling,
-    TextPart,
-    ToolSpec,
-)
+from tavernkit.providers.request import ChatMessage, ChatPrompt, ResponseFormat, Sampling
 
 __all__ = [
     "CATEGORIES",
+    "EMPTY_LINTER_REPORT",
+    "LINTER_LIMIT",
     "RUBRIC",
+    "Category",
     "ContentSelection",
     "Finding",
     "ProposedCall",
@@ -87,319 +99,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("tavernkit.generation.review")
-
-RUBRIC = "roleplay-response-v1"
-Category = Literal[
-    "character", "voice", "initiative", "chemistry", "repetition", "continuity", "tool_use"
-]
-CATEGORIES: tuple[str, ...] = (
-    "character",
-    "voice",
-    "initiative",
-    "chemistry",
-    "repetition",
-    "continuity",
-    "tool_use",
-)
-MAX_FINDINGS = 4
-MAX_FINDING_CHARS = 300
-LINTER_LIMIT = 32 * 1024
-
-_CREDENTIAL_SHAPES = (
-    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bxox[abpr]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-)
-_CREDENTIAL_KEY = re.compile(
-    r"(?:api[_-]?key|apikey|secret|token|password|passwd|authorization|cookie|credential|"
-    r"private[_-]?key|access[_-]?key)",
-    re.IGNORECASE,
-)
-_USER_INFO_KEY = re.compile(
-    r"^(?:email|e-mail|phone|phone_number|address|home_address|ssn|birthday|date_of_birth|"
-    r"real_name|full_name|user_info)$",
-    re.IGNORECASE,
-)
-
-
-def contains_credential(text: str) -> bool:
-    """Whether ``text`` holds something shaped like a secret (a key, a token, a PEM block).
-
-    Shapes only: the log redactor's ``key: value`` heuristic would match ordinary prose."""
-    return any(p.search(text) for p in _CREDENTIAL_SHAPES)
-
-
-def mask_credentials(value: Any) -> Any:
-    """``value`` with everything under a credential-named key (at any depth) masked."""
-    if isinstance(value, Mapping):
-        return {
-            k: "***" if _CREDENTIAL_KEY.search(str(k)) else mask_credentials(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list | tuple):
-        return [mask_credentials(v) for v in value]
-    if isinstance(value, str) and contains_credential(value):
-        return "***"
-    return value
-
-
-def redaction_needed(args: Any) -> str | None:
-    """``"credential"`` or ``"user_info"`` when tool arguments would need redaction."""
-    if isinstance(args, Mapping):
-        for k, v in args.items():
-            if _USER_INFO_KEY.match(str(k)) and v not in (None, ""):
-                return "user_info"
-            if _CREDENTIAL_KEY.search(str(k)) and v not in (None, ""):
-                return "credential"
-            inner = redaction_needed(v)
-            if inner:
-                return inner
-    elif isinstance(args, list | tuple):
-        for v in args:
-            inner = redaction_needed(v)
-            if inner:
-                return inner
-    elif isinstance(args, str) and contains_credential(args):
-        return "credential"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    category: str
-    problem: str
-    direction: str
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    result: Literal["pass", "revise", "unavailable"]
-    findings: tuple[Finding, ...] = ()
-    reason: str = ""
-
-
-def verdict_schema(tools: bool = True) -> dict[str, Any]:
-    categories = [c for c in CATEGORIES if tools or c != "tool_use"]
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["verdict", "findings"],
-        "properties": {
-            "verdict": {"type": "string", "enum": ["pass", "revise", "unavailable"]},
-            "findings": {
-                "type": "array",
-                "maxItems": MAX_FINDINGS,
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["category", "problem", "direction"],
-                    "properties": {
-                        "category": {"type": "string", "enum": categories},
-                        "problem": {"type": "string", "maxLength": MAX_FINDING_CHARS},
-                        "direction": {"type": "string", "maxLength": MAX_FINDING_CHARS},
-                    },
-                },
-            },
-        },
-    }
-
-
-def parse_verdict(text: str, *, tools: bool = True) -> Verdict:
-    """The reviewer's answer; anything outside the schema is ``unavailable`` (malformed)."""
-    try:
-        data = json.loads(text.strip().removeprefix("```json").removesuffix("```"))
-    except ValueError:
-        return Verdict("unavailable", reason="malformed_verdict")
-    if not isinstance(data, Mapping):
-        return Verdict("unavailable", reason="malformed_verdict")
-    result = data.get("verdict")
-    if result == "pass":
-        return Verdict("pass")
-    if result == "unavailable":
-        return Verdict("unavailable", reason="reviewer_unavailable")
-    raw = data.get("findings")
-    if result != "revise" or not isinstance(raw, list) or not 1 <= len(raw) <= MAX_FINDINGS:
-        return Verdict("unavailable", reason="malformed_verdict")
-    findings = []
-    for item in raw:
-        if not isinstance(item, Mapping):
-            return Verdict("unavailable", reason="malformed_verdict")
-        category, problem, direction = (item.get(k) for k in ("category", "problem", "direction"))
-        if (
-            category not in CATEGORIES
-            or (category == "tool_use" and not tools)
-            or not isinstance(problem, str)
-            or not isinstance(direction, str)
-        ):
-            return Verdict("unavailable", reason="malformed_verdict")
-        findings.append(
-            Finding(category, problem[:MAX_FINDING_CHARS], direction[:MAX_FINDING_CHARS])
-        )
-    return Verdict("revise", tuple(findings))
-
-
-@dataclass(frozen=True, slots=True)
-class ContentSelection:
-    """What the reviewer may read ("content to check")."""
-
-    persona: bool = True
-    examples: bool = True
-    recent: bool = True
-    memories: bool = True
-    tools: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class ReviewEvidence:
-    """The turn's fixed evidence; the trigger, reply target and candidate are required."""
-
-    persona: str | None = None
-    trigger: ChatMessage | None = None
-    reply_target: str | None = None
-    history: tuple[ChatMessage, ...] = ()
-    examples: tuple[str, ...] = ()
-    memories: tuple[str, ...] = ()
-    tools: tuple[ToolSpec, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ReviewPacket:
-    text: str
-    coverage: tuple[str, ...]
-    size: int
-    #: where the per-candidate part starts (everything before it is stable for the turn)
-    stable_prefix: int
-
-
-def _escape(text: str) -> str:
-    return text.replace("</", "<\\/")
-
-
-def _message_text(message: ChatMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "".join(p.text if isinstance(p, TextPart) else "[image]" for p in message.content)
-
-
-def _tool_catalogue(tools: Sequence[ToolSpec]) -> str:
-    lines = []
-    for tool in tools:
-        props = tool.parameters.get("properties")
-        names = ", ".join(props) if isinstance(props, Mapping) else ""
-        lines.append(f"- {tool.name}({names}): {tool.description}")
-    return "\n".join(lines)
-
-
-def build_packet(
-    evidence: ReviewEvidence,
-    candidate: str,
-    *,
-    selection: ContentSelection = ContentSelection(),
-    findings: Sequence[Finding] = (),
-    tool_outcomes: Sequence[tuple[str, Any, str]] = (),
-    linter_report: str | None = None,
-    limit_bytes: int = 96_000,
-) -> ReviewPacket:
-    """The reviewer's packet, or :class:`ReviewUnavailable` naming the gap."""
-    if selection.persona and not (evidence.persona or "").strip():
-        raise ReviewUnavailable("missing_persona")
-    if evidence.trigger is None:
-        raise ReviewUnavailable("missing_trigger")
-    if evidence.reply_target is None:
-        raise ReviewUnavailable("missing_reply_target")
-    if not candidate.strip():
-        raise ReviewUnavailable("missing_candidate")
-    if contains_credential(candidate):
-        raise ReviewUnavailable("candidate_contains_credential")
-    outcomes = list(tool_outcomes) if selection.tools else []
-    for _, args, _ in outcomes:
-        why = redaction_needed(args)
-        if why:
-            raise ReviewUnavailable(f"tool_arguments_need_{why}_redaction")
-
-    def scrubbed(text: str) -> str:
-        return "[redacted]" if contains_credential(text) else _escape(text)
-
-    coverage: list[str] = []
-    depth = ' depth="detailed"' if linter_report is not None else ""
-    head: list[str] = [f'<review rubric="{RUBRIC}"{depth}>']
-    if selection.persona and evidence.persona:
-        head.append(f"<persona>\n{scrubbed(evidence.persona)}\n</persona>")
-        coverage.append("persona")
-    if selection.examples and evidence.examples:
-        body = "\n".join(f"<example>{scrubbed(e)}</example>" for e in evidence.examples)
-        head.append(f"<examples>\n{body}\n</examples>")
-        coverage.append("examples")
-    if selection.memories and evidence.memories:
-        body = "\n".join(f"<memory>{scrubbed(m)}</memory>" for m in evidence.memories)
-        head.append(f"<memories>\n{body}\n</memories>")
-        coverage.append("memories")
-    trigger = evidence.trigger
-    head.append(
-        f'<trigger role="{trigger.role}">{scrubbed(_message_text(trigger))}</trigger>\n'
-        f"<reply_target>{scrubbed(evidence.reply_target)}</reply_target>"
-    )
-    coverage += ["trigger", "reply_target"]
-
-    tail: list[str] = [f'<candidate status="pending">\n{scrubbed(candidate)}\n</candidate>']
-    if linter_report is not None:
-        report = linter_report.encode()[:LINTER_LIMIT].decode("utf-8", "ignore").strip()
-        body = scrubbed(report) if report else EMPTY_LINTER_REPORT
-        tail.append(f'<prose_linter_report advisory="true">\n{body}\n</prose_linter_report>')
-        coverage.append("prose_linter_report")
-    if findings:
-        body = "\n".join(
-            f'<finding category="{f.category}">{_escape(f.problem)} -> {_escape(f.direction)}'
-            "</finding>"
-            for f in findings
-        )
-        tail.append(f"<findings>\n{body}\n</findings>")
-        coverage.append("findings")
-    if outcomes:
-        body = "\n".join(
-            f'<tool_outcome name="{name}">'
-            f"{_escape(json.dumps(mask_credentials(args), ensure_ascii=False, default=str))}"
-            f" => {scrubbed(str(mask_credentials(result)))}</tool_outcome>"
-            for name, args, result in outcomes
-        )
-        tail.append(f"<tool_outcomes>\n{body}\n</tool_outcomes>")
-        coverage.append("tool_outcomes")
-    tail.append("</review>")
-
-    tools_part = ""
-    if selection.tools and evidence.tools:
-        tools_part = f"<tools>\n{_escape(_tool_catalogue(evidence.tools))}\n</tools>"
-    fixed_size = sum(len(p.encode()) + 1 for p in (*head, *tail, tools_part))
-    if fixed_size > limit_bytes:
-        raise ReviewUnavailable("packet_too_large")
-
-    context: list[str] = []
-    if selection.recent and evidence.history:
-        budget = limit_bytes - fixed_size - len(b"<context>\n</context>\n")
-        lines = [
-            f'<message role="{m.role}">{scrubbed(_message_text(m))}</message>'
-            for m in evidence.history
-        ]
-        chosen: list[str] = []
-        for n, line in enumerate(reversed(lines)):
-            size = len(line.encode()) + 1
-            if size > budget and n >= 2:
-                break
-            budget -= size
-            chosen.append(line)
-        if budget < 0:
-            raise ReviewUnavailable("packet_too_large")
-        context = ["<context>", *reversed(chosen), "</context>"]
-        coverage.append(f"recent:{len(chosen)}/{len(lines)}")
-    if tools_part:
-        coverage.append("tools")
-    stable = "\n".join([*head, *context, *([tools_part] if tools_part else [])])
-    text = stable + "\n" + "\n".join(tail)
-    return ReviewPacket(text, tuple(coverage), len(text.encode()), len(stable) + 1)
 
 
 class RuleChecker(Protocol):
@@ -433,7 +132,6 @@ DETAILED_REVIEW_INSTRUCTIONS = (
     "is advisory (it may be wrong), and a report with nothing in it does not approve the "
     "candidate: judge the candidate yourself."
 )
-EMPTY_LINTER_REPORT = "(the rule checker reported nothing; this does not approve the candidate)"
 DEFAULT_REVISION_DIRECTIVE = (
     "A reviewer read your draft reply and asks for a revision. Write the whole reply again, "
     "fixing these points:\n{findings}"

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PreparedPrompt",
+    "PromptBuild",
     "PromptSession",
     "PromptTarget",
     "begin",
@@ -101,18 +102,24 @@ def _default_tokenizer(prompt_state: PromptState, is_chat: bool) -> Tokenizer:
     return tokenizer_for_model(prompt_state.model)
 
 
-@dataclass
-class PromptSession:
-    """One build's shared parts: the prompt state, the macro evaluator, the card fields
-    (evaluated once, on first use, and shared by the scan and the builder, as SillyTavern's
-    ``Generate`` evaluates them once), the tokenizer and the compatibility mode."""
+@dataclass(kw_only=True)
+class PromptBuild:
+    """One build's shared parts, whatever the state came from: the prompt state, the macro
+    evaluator, the card fields (evaluated once, on first use, and shared by the scan and the
+    builder, as SillyTavern's ``Generate`` evaluates them once), the tokenizer and the
+    compatibility mode. The books the scan reads come from :meth:`scan_books` (a
+    :class:`PromptSession`'s: its chat state's; a recorded generation's: the recording's)."""
 
-    state: ChatState
     prompt_state: PromptState
     substitute: MacroSubstitute
     compat: str
     _tokenizer: Tokenizer | None = field(default=None, repr=False)
     _card: CardFields | None = field(default=None, repr=False)
+
+    def scan_books(self) -> tuple[Sequence[Any], Any, str | None]:
+        """The world-info scan's books (``(name, data, scope)`` tuples), its settings (anything
+        ``ScanSettings.coerce`` reads) and the character's file name; none by default."""
+        return (), {}, None
 
     @property
     def tokenizer(self) -> Tokenizer:
@@ -141,28 +148,33 @@ class PromptSession:
         texts: Sequence[str] | None = None,
         count_tokens: Callable[[str], int] | None = None,
         force_activate: Iterable[str] = (),
+        scanner: Callable[..., Any] | None = None,
     ) -> WorldInfoResult | None:
-        """The world-info scan over the state's books (``None`` when it has none); the
+        """The world-info scan over the build's books (``None`` when it has none); the
         result's ``timed_state`` is the chat's next ``timedWorldInfo``. ``texts`` replaces the
-        chat as scanned (newest first); ``count_tokens`` the session's tokenizer. ``explain``
+        chat as scanned (newest first); ``count_tokens`` the build's tokenizer. ``explain``
         records why each entry fired or not (off on the hot path). ``force_activate``:
-        ``"world.uid"`` keys activated as if a key matched (vectorized entries)."""
-        if not self.state.books:
+        ``"world.uid"`` keys activated as if a key matched (vectorized entries). ``scanner``
+        replaces ``worldinfo.scan`` (a benchmark's or a test's)."""
+        books, settings, character_filename = self.scan_books()
+        if not books:
             return None
+        if scanner is None and explain:
+            scanner = functools.partial(wi_scan, explain=True)
         return scan_world_info(
             self.prompt_state,
-            [(b.name, b.book, b.scope) for b in self.state.books],
-            self.state.settings.world_info,
+            books,
+            settings,
             self.substitute,
             kind=kind,
             is_chat=self.is_chat,
             count_tokens=count_tokens if count_tokens is not None else self.tokenizer.count,
-            character_filename=self.state.character_filename,
+            character_filename=character_filename,
             rng=rng,
             compat=self.compat,
             dry_run=dry_run,
             card=self.card,
-            scan=functools.partial(wi_scan, explain=True) if explain else None,
+            scan=scanner,
             texts=texts,
             force_activate=force_activate,
         )
@@ -174,10 +186,12 @@ class PromptSession:
         *,
         quiet_prompt: str = "",
         dry_run: bool = False,
+        engine: Callable[..., Any] | None = None,
         **builder_options: Any,
     ) -> AssembledChat | AssembledText:
         """The chat- or text-completion builder over ``wi`` (its outlets bound to the
-        session's macros). ``builder_options`` go to the builder (``tool_tokens=``...)."""
+        build's macros). ``builder_options`` go to the builder (``tool_tokens=``...);
+        ``engine`` replaces the builder the family calls for (a benchmark's or a test's)."""
         if wi is not None:
             self.substitute.env.outlets = worldinfo_outlets(wi)
         shared: dict[str, Any] = {
@@ -188,11 +202,57 @@ class PromptSession:
             "quiet_prompt": quiet_prompt,
             "card": self.card,
         }
+        if engine is not None:
+            built: AssembledChat | AssembledText = engine(
+                self.prompt_state, wi, **shared, **builder_options
+            )
+            return built
         if self.is_chat:
             return build_chat_completion(
                 self.prompt_state, wi, dry_run=dry_run, **shared, **builder_options
             )
         return build_text_completion(self.prompt_state, wi, **shared, **builder_options)
+
+    def run(
+        self,
+        generation_type: str = "normal",
+        *,
+        rng: Callable[[], float] | None = None,
+        wi: WorldInfoResult | None = None,
+        quiet_prompt: str = "",
+        dry_run: bool = False,
+        explain: bool = False,
+        scanner: Callable[..., Any] | None = None,
+        engine: Callable[..., Any] | None = None,
+        **builder_options: Any,
+    ) -> tuple[AssembledChat | AssembledText, WorldInfoResult | None]:
+        """The scan (unless ``wi`` is given), then the build over it: :func:`prepare`'s
+        stages, which a recorded generation's replay runs too."""
+        if wi is None:
+            wi = self.scan(
+                generation_type, rng=rng, dry_run=dry_run, explain=explain, scanner=scanner
+            )
+        prompt = self.build(
+            generation_type,
+            wi,
+            quiet_prompt=quiet_prompt,
+            dry_run=dry_run,
+            engine=engine,
+            **builder_options,
+        )
+        return prompt, wi
+
+
+@dataclass(kw_only=True)
+class PromptSession(PromptBuild):
+    """A build of the store's state (:func:`begin`): the scan reads the state's books, its
+    world-info settings and the character's file name."""
+
+    state: ChatState
+
+    def scan_books(self) -> tuple[Sequence[Any], Any, str | None]:
+        books = [(b.name, b.book, b.scope) for b in self.state.books]
+        return books, self.state.settings.world_info, self.state.character_filename
 
 
 def begin(
@@ -214,7 +274,9 @@ def begin(
     pstate = prompt_state(state, target, extension_prompts=extension_prompts)
     mode = compat or state.compat
     sub = state_substitute(state, pstate, compat=mode, variables=variables, renderer=renderer)
-    return PromptSession(state, pstate, sub, mode, target.tokenizer)
+    return PromptSession(
+        state=state, prompt_state=pstate, substitute=sub, compat=mode, _tokenizer=target.tokenizer
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,9 +325,13 @@ def prepare(
         renderer=renderer,
         extension_prompts=extension_prompts,
     )
-    if wi is None:
-        wi = session.scan(generation_type, rng=rng, dry_run=dry_run, explain=explain)
-    prompt = session.build(
-        generation_type, wi, quiet_prompt=quiet_prompt, dry_run=dry_run, **builder_options
+    prompt, wi = session.run(
+        generation_type,
+        rng=rng,
+        wi=wi,
+        quiet_prompt=quiet_prompt,
+        dry_run=dry_run,
+        explain=explain,
+        **builder_options,
     )
     return PreparedPrompt(prompt, wi, session)

@@ -8,19 +8,15 @@ and handy for checking an exported SillyTavern state against tavernkit.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.prompt.assembled import AssembledChat, AssembledText
-from tavernkit.prompt.card import card_fields
-from tavernkit.prompt.chat_completion import build_chat_completion
-from tavernkit.prompt.extensions import worldinfo_outlets
 from tavernkit.prompt.macros import macro_substitute
+from tavernkit.prompt.pipeline import PromptBuild
 from tavernkit.prompt.st_state import prompt_state_from_st
 from tavernkit.prompt.state import PromptState, chat_before_generation
-from tavernkit.prompt.text_completion import build_text_completion
-from tavernkit.prompt.wi_scan import scan_world_info
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer, tokenizer_for_model
 
 __all__ = ["Replay", "perf_case_inputs", "prepare_replay", "replay_generation"]
@@ -59,40 +55,40 @@ class Replay:
         chat = chat_before_generation(state.messages, kind)
         if len(chat) != len(state.messages):
             state = state.replace(messages=list(chat))
-        tokenizer = tokenizer if tokenizer is not None else self.default_tokenizer()
-        sub = macro_substitute(state, compat=self.compat)
-        # once per generation, shared by the scan and the builder (as in ``Generate``)
-        fields = card_fields(state, sub)
-        wi = None
-        if self.books:
-            wi = scan_world_info(
-                state,
-                self.books,
-                self.wi_settings,
-                sub,
-                kind=kind,
-                is_chat=self.is_chat,
-                count_tokens=tokenizer.count,
-                character_filename=self.avatar.rsplit(".", 1)[0] if self.avatar else None,
-                rng=rng if rng is not None else random.Random(0).random,
-                compat=self.compat,
-                scan=scan,
-                card=fields,
-            )
-            sub.env.outlets = worldinfo_outlets(wi)
-        if engine is None:
-            engine = build_chat_completion if self.is_chat else build_text_completion
-        result: AssembledChat | AssembledText = engine(
-            state,
-            wi,
-            kind=kind,
-            tokenizer=tokenizer,
+        build = _RecordedBuild(
+            prompt_state=state,
+            substitute=macro_substitute(state, compat=self.compat),
             compat=self.compat,
-            substitute=sub,
-            quiet_prompt=quiet_prompt,
-            card=fields,
+            _tokenizer=tokenizer if tokenizer is not None else self.default_tokenizer(),
+            replay=self,
         )
-        return result
+        # the pipeline's stages (scan, then build, sharing the card fields and the macro
+        # environment as SillyTavern's ``Generate`` does); only the state's source differs
+        prompt, _ = build.run(
+            kind,
+            rng=rng if rng is not None else random.Random(0).random,
+            quiet_prompt=quiet_prompt,
+            scanner=scan,
+            engine=engine,
+        )
+        return prompt
+
+
+@dataclass(kw_only=True)
+class _RecordedBuild(PromptBuild):
+    """A build of a recorded generation: the scan reads the recording's books and settings."""
+
+    replay: Replay
+
+    @property
+    def is_chat(self) -> bool:
+        # a recording is chat completion only with its preset (a state's: by its family alone)
+        return self.replay.is_chat
+
+    def scan_books(self) -> tuple[Sequence[Any], Any, str | None]:
+        avatar = self.replay.avatar
+        filename = avatar.rsplit(".", 1)[0] if avatar else None
+        return self.replay.books, self.replay.wi_settings, filename
 
 
 def prepare_replay(

@@ -1,0 +1,408 @@
+"""What every chat turn verb shares (:class:`TurnCore`, the base of
+:class:`~tavernkit.chat.service.ChatService`): the service's parts and settings, the chat's
+slot, the user's stored input, and one generation from prepare to the finished reply —
+prepare (:mod:`.prepare`), plan (:mod:`.plan`), run (:mod:`.run`), finish (:mod:`.reply`).
+After a completed reply that was stored, the owner's memory embeds it in the background and
+``after_reply`` (the facade's rolling summary) runs outside the turn's slot."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from tavernkit.chat.greetings import iso_timestamp
+from tavernkit.chat.group_turn import refuse_group_chat
+from tavernkit.chat.memory_setup import ChatMemory
+from tavernkit.chat.plan import PlanSources, SharedRoute, chat_plan, pinned_reviewer_spec
+from tavernkit.chat.prepare import (
+    PreparedTurn,
+    TurnOverrides,
+    after_user_message,
+    prepare_turn,
+    resolve_profile,
+)
+from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.review_setup import review_config, review_settings
+from tavernkit.chat.run import ReshapeRequest, run_request
+from tavernkit.chat.sink import TeeSink
+from tavernkit.chat.slots import ChatSlots
+from tavernkit.chat.tools import ChatTools, offer_tools
+from tavernkit.chat.turn_options import Overrides, TurnCall
+from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
+from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
+from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
+from tavernkit.generation.review import ToolCheckpoint
+from tavernkit.generation.rule_checker import McpRuleChecker
+from tavernkit.models.chat import ImagePart, Message, TextPart
+from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.state import ChatState
+from tavernkit.prompt.macros import may_hold_macros
+from tavernkit.prompt.pipeline import begin
+from tavernkit.providers.request import ChatPrompt
+from tavernkit.runtime import Runtime
+from tavernkit.store.chat_state import load_chat_state, load_user_name
+from tavernkit.store.chat_window import windowed
+from tavernkit.store.protocol import Store
+from tavernkit.text.variables import InMemoryVariables
+from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
+from tavernkit.tools.modes import resolve_function_call_mode
+
+__all__ = ["TurnCore"]
+
+
+class TurnCore:
+    """The parts and steps the chat verbs share; the verbs are :class:`~.service.ChatService`'s
+    (its docstring says what each constructor argument does)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        new_id: Callable[[], str] | None = None,
+        client: Any = None,
+        local_factory: LocalFactory | None = None,
+        environ: Mapping[str, str] | None = None,
+        rng: Callable[[], float] | None = None,
+        stream_interval: float = 0.2,
+        key_clock: Callable[[], float] = time.time,
+        function_call_mode: str = "auto",
+        max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
+        tool_rng: random.Random | None = None,
+        review_tool_checkpoint: ToolCheckpoint | None = None,
+    ) -> None:
+        if not isinstance(runtime, Runtime):
+            # a Tavern here was the old call: say the new one rather than fail deep inside
+            got = type(runtime).__name__
+            raise TypeError(f"expected a Runtime, got {got}: use ChatService(tk.runtime, ...)")
+        self.runtime = runtime
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.new_id = new_id or (lambda: str(uuid.uuid4()))
+        self.client = client
+        self.local_factory: LocalFactory = local_factory or runtime.local_models
+        self.environ = environ
+        self.rng = rng
+        self.stream_interval = stream_interval
+        self.key_clock = key_clock
+        try:
+            resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
+        except GenerateTaskError as exc:  # the check is shared with tasks
+            raise ChatTurnError.of(exc) from exc
+        if max_tool_rounds < 1:
+            raise ChatTurnError(
+                "invalid_input",
+                "max_tool_rounds must be at least 1",
+                details={"field": "max_tool_rounds"},
+            )
+        self.function_call_mode = function_call_mode
+        self.max_tool_rounds = max_tool_rounds
+        #: the owner's memory settings applied to every turn (vectors, summary injection)
+        self.memory = ChatMemory(runtime, client=client, environ=environ)
+        #: awaited after each completed reply that was stored (the facade's: the summary)
+        self.after_reply: Callable[[str], Awaitable[None]] | None = None
+        self.tool_rng = tool_rng or random.Random()
+        #: with response review on, the tool calls a model proposes pass this checkpoint
+        #: before they run (approve/reject each; a rejection lasts for the turn)
+        self.review_tool_checkpoint = review_tool_checkpoint
+        #: the route this service's turns fall back to when every personal attempt failed (a
+        #: server's shared profile: see :class:`~tavernkit.chat.plan.SharedRoute`)
+        self.shared_route: SharedRoute | None = None
+        self.slots = ChatSlots()
+
+    @property
+    def store(self) -> Store:
+        return self.runtime.store
+
+    @property
+    def owner(self) -> str:
+        return self.runtime.owner
+
+    @property
+    def replies(self) -> ReplyWriter:
+        return ReplyWriter(self.store, self.owner, self._now)
+
+    def _now(self) -> str:
+        return iso_timestamp(self.clock())
+
+    async def check_overrides(self, overrides: Overrides) -> TurnOverrides:
+        """``overrides`` checked against the store before a turn writes anything: a profile or
+        persona that does not exist is a :class:`~tavernkit.errors.ChatTurnError`
+        (``invalid_input``, ``details["field"]`` naming it), so a mistyped name never leaves
+        the user's message stored without a reply."""
+        ov = TurnOverrides.of(overrides)
+        for kind, field, ref in (
+            ("connection_profile", "profile", ov.profile),
+            ("persona", "persona", ov.persona),
+        ):
+            if not ref:
+                continue
+            try:
+                await self.store.get_record(kind, ref, owner=self.owner)
+            except NotFound:
+                label = "connection profile" if field == "profile" else "persona"
+                raise ChatTurnError(
+                    "invalid_input",
+                    f"no {label} named {ref!r}",
+                    details={"field": field, "value": ref},
+                ) from None
+        return ov
+
+    # -- internals ---------------------------------------------------------------------------
+
+    async def _chat_id(self, ref: str) -> str:
+        info = await self.store.get_chat_info(ref, owner=self.owner)
+        return info.id
+
+    async def _store_user_message(
+        self,
+        chat_id: str,
+        text: str,
+        attachments: Sequence[ImagePart | str],
+        overrides: Overrides,
+    ) -> ChatState | None:
+        """Store the user's message, its macros evaluated. Typed text without macros is stored
+        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
+        and returned as it is after the store (message appended, variables set), so the turn
+        builds from it instead of loading it again."""
+        ov = TurnOverrides.of(overrides)
+        if not may_hold_macros(text):
+            # Stored as typed: the chat, the card and the books are not read at all.
+            user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
+            await self.store.append_message(
+                chat_id, self._user_message(user, text, attachments), owner=self.owner
+            )
+            return None
+
+        async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
+            state = await load_chat_state(
+                self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
+            )
+            variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            substitute = begin(state, compat=ov.compat, variables=variables).substitute
+            return state, variables, substitute(text)
+
+        state, variables, typed = await windowed(chat_id, read)
+        message = self._user_message(state.user_name, typed, attachments)
+        await self.store.append_message(chat_id, message, owner=self.owner)
+        metadata = None
+        if variables.local_vars != state.local_variables and state.chat is not None:
+            metadata = state.chat.metadata.model_copy(deep=True)
+            metadata.variables = variables.local_vars
+            await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
+        await self._save_globals(variables, state.global_variables)
+        return after_user_message(state, message, metadata, variables.global_vars)
+
+    def _user_message(
+        self, name: str, text: str, attachments: Sequence[ImagePart | str]
+    ) -> Message:
+        content: str | list[TextPart | ImagePart] = text
+        if attachments:
+            images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
+            content = [*([TextPart(text=text)] if text else []), *images]
+        return Message.new(name, content, is_user=True, send_date=self._now())
+
+    async def _save_globals(self, variables: InMemoryVariables, before: Mapping[str, Any]) -> None:
+        for name, value in variables.global_vars.items():
+            if before.get(name) != value:
+                await self.store.set_global_variable(name, value, owner=self.owner)
+
+    async def _turn(
+        self,
+        chat_ref: str,
+        turn: TurnCall,
+        *,
+        before: Callable[[str], Awaitable[ChatState | None]] | None = None,
+    ) -> TurnOutcome:
+        """Every generating verb: take the chat's slot, run the verb's own first step
+        (``before``: store the user's input, drop the reply being regenerated), then generate.
+        A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
+        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+        chat_id = info.id
+        if info.character_id is None:  # only a chat with no character can be a group's
+            await refuse_group_chat(self.store, info.name, owner=self.owner)
+        await self.check_overrides(turn.overrides)
+        async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
+            state = await before(chat_id) if before is not None else None
+            outcome = await self._generate(chat_id, turn, controller, state)
+        stored = turn.loud or turn.kind not in ("quiet", "impersonate")
+        if outcome.status == "completed" and stored:
+            self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
+            if self.after_reply is not None:
+                await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
+        return outcome
+
+    async def _generate(
+        self,
+        chat_id: str,
+        turn: TurnCall,
+        controller: AbortController,
+        state: ChatState | None = None,
+    ) -> TurnOutcome:
+        kind = turn.kind
+        prepared = await prepare_turn(
+            self.store,
+            owner=self.owner,
+            chat_id=chat_id,
+            kind=kind,
+            overrides=TurnOverrides.of(turn.overrides),
+            quiet_prompt=turn.quiet_prompt,
+            quiet_name=turn.quiet_name,
+            state=state,
+            rng=self.rng,
+            client=self.client,
+            local_factory=self.local_factory,
+            environ=self.environ,
+            renderer=self.runtime.prompt_renderer,
+            memory=self.memory,
+            character=turn.member.character_id if turn.member else None,
+            group=turn.member.context if turn.member else None,
+            sources=self.runtime.provider_sources,
+        )
+        await self._save_turn_state(chat_id, prepared)
+        offer = await self._offer_tools(kind, prepared)
+        request = offer.apply(prepared.request) if offer is not None else prepared.request
+        replies = self.replies
+        target = await replies.open(chat_id, kind, prepared, turn.loud, speaker=turn.member)
+        store_sink = replies.sink(target, self.stream_interval)
+        sinks = [s for s in (store_sink, turn.sink) if s is not None]
+        signals = AbortSignal.any(controller.signal, turn.abort)
+        names = (prepared.state.user_name,) if kind != "impersonate" else ()
+        if turn.member is not None:
+            names = (*names, *turn.member.others)  # a member's reply ends where another's starts
+        char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
+        processor = StreamingProcessor(model=prepared.connection.model)
+        sources = self._plan_sources()
+        settings = review_settings(prepared)
+        pinned = None
+        if settings is not None and settings.reviewer_profile:
+            pinned = await pinned_reviewer_spec(
+                sources, settings.reviewer_profile, settings.reviewer_model
+            )
+        review = (
+            review_config(
+                prepared,
+                request,
+                pinned[0] if pinned else None,
+                tool_checkpoint=self.review_tool_checkpoint,
+                rule_checker=McpRuleChecker(self.runtime.mcp),
+            )
+            if settings is not None
+            else None
+        )
+        plan = await chat_plan(
+            prepared.connection,
+            sources,
+            kind=kind,
+            reasoning_template=prepared.state.reasoning,
+            auto_parse_reasoning=prepared.state.settings.reasoning.auto_parse,
+            seed=_turn_seed(chat_id, prepared),
+            reviewer=pinned,
+        )
+        if offer is not None:
+            offer.attach(plan)
+        with self.runtime.generations.track(chat_id, controller, processor):
+            result = await run_request(
+                plan,
+                request,
+                TeeSink(sinks),
+                chat_id=chat_id,
+                kind=kind,
+                plugins=self.runtime.plugins,
+                prefill=turn.prefill or "",
+                stream=turn.stream,
+                abort=signals,
+                char_name=char,
+                user_names=names,
+                tools=offer.tools if offer is not None else (),
+                max_tool_rounds=self.max_tool_rounds,
+                continues=target.prefix if kind == "continue" else "",
+                review=review,
+                source=prepared.connection.source,
+                reshape=_reshape(prepared, offer),
+            )
+        processor.state = "finished" if result.status == "completed" else "failed"
+        processor.text = result.text
+        return await replies.finish(chat_id, kind, prepared, target, result)
+
+    async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
+        return await offer_tools(
+            self.runtime.tools,
+            kind,
+            prepared.connection,
+            mode=self.function_call_mode,
+            rng=self.tool_rng,
+        )
+
+    def _plan_sources(self) -> PlanSources:
+        environ = os.environ if self.environ is None else self.environ
+
+        async def resolve(profile: ConnectionProfile) -> ResolvedConnection:
+            return await resolve_profile(
+                self.store,
+                profile,
+                owner=self.owner,
+                client=self.client,
+                local_factory=self.local_factory,
+                environ=self.environ,
+                sources=self.runtime.provider_sources,
+            )
+
+        return PlanSources(
+            self.store,
+            self.owner,
+            resolve,
+            self.key_clock,
+            environ,
+            self.runtime.key_cooldowns,
+            shared=self.shared_route,
+        )
+
+    async def _save_turn_state(self, chat_id: str, prepared: PreparedTurn) -> None:
+        """Variables set by the prompt's macros and the advanced timed world-info state: one
+        metadata write, before the reply (SillyTavern saves them when the scan runs)."""
+        chat = prepared.state.chat
+        if chat is None:
+            return
+        metadata = chat.metadata.model_copy(deep=True)
+        changed = False
+        local = prepared.changed_local_variables()
+        if local is not None:
+            metadata.variables = dict(local)
+            changed = True
+        if prepared.wi is not None:
+            before = metadata.timed_world_info.to_wire() if metadata.timed_world_info else None
+            if prepared.wi.timed_state != (before or {"sticky": {}, "cooldown": {}}):
+                metadata.timed_world_info = type(chat.timed_world_info).model_validate(
+                    prepared.wi.timed_state
+                )
+                changed = True
+        if changed:
+            await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
+        await self._save_globals(prepared.variables, prepared.state.global_variables)
+
+
+def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:
+    """The randomizer's seed of this turn: the chat and the turn's place in it (messages so
+    far, and the swipes of the last one, so a swipe draws afresh while one turn's draw
+    is reproducible)."""
+    messages = prepared.state.messages
+    swipes = len(messages[-1].swipes or ()) if messages else 0
+    return f"{chat_id}:{len(messages)}:{swipes}"
+
+
+def _reshape(prepared: PreparedTurn, offer: ChatTools | None) -> ReshapeRequest:
+    """The turn's request remade from the blocks for a fallback attempt on another source."""
+
+    def reshape(source: str) -> ChatPrompt:
+        request = prepared.request_for(source)
+        if offer is not None:
+            request = offer.apply(request)
+        assert isinstance(request, ChatPrompt)  # only chat prompts are reshaped
+        return request
+
+    return reshape

@@ -1,0 +1,34 @@
+"""What the server refuses: :class:`AccessError` and its kinds, and unsafe server settings.
+
+Import these from :mod:`tavernkit.errors` (or ``tavernkit``), which re-exports every one."""
+
+from __future__ import annotations
+
+from tavernkit.error_families.base import TavernKitError
+
+
+class AccessError(TavernKitError):
+    """The server refused the caller. Messages never say whether a user name exists."""
+
+
+class NotAuthenticated(AccessError):
+    """No valid bearer token, session cookie or password was given (HTTP 401)."""
+
+
+class PermissionDenied(AccessError):
+    """The caller is known but may not do this: not an admin, or a cookie request without the
+    session's CSRF token (HTTP 403)."""
+
+
+class TooManyAttempts(AccessError):
+    """A per-user rate limit (logins, turns) was hit; ``retry_after_s`` says when the next
+    attempt is allowed (HTTP 429 with ``Retry-After``)."""
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        self.retry_after_s = retry_after_s
+        super().__init__(message)
+
+
+class ServerConfigError(TavernKitError):
+    """The server's settings are invalid or unsafe (e.g. a non-loopback address with accounts
+    off): the server refuses to start."""

@@ -1,0 +1,112 @@
+"""The roots of the tree (:class:`TavernKitError`, :class:`RequestAborted` and the aborts) and the
+families too small for a module of their own: formats, the store, plugins, templates, tools.
+
+Import these from :mod:`tavernkit.errors` (or ``tavernkit``), which re-exports every one."""
+
+from __future__ import annotations
+
+
+class TavernKitError(Exception):
+    """Base class of every error tavernkit raises on purpose."""
+
+
+class RequestAborted(Exception):
+    """The base of every abort type: :class:`tavernkit.generation.abort.AbortError` (a
+    signal's ``throw_if_aborted``) and the providers' internal ``Aborted``. Aborts are matched
+    by this type (never by class name); it is not a :class:`TavernKitError`, because an abort
+    is the caller's choice, not a failure a ``except TavernKitError`` should report."""
+
+
+class FormatError(TavernKitError, ValueError):
+    """An input could not be read or a value could not be written in an external format.
+
+    ``source`` is the file name (or another label such as ``"<bytes>"``), ``field`` the
+    JSON path or chunk that was wrong (``"data.character_book.entries[3].keys"``).
+    """
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None):
+        self.reason = message
+        self.source = source
+        self.field = field
+        parts = []
+        if source:
+            parts.append(str(source))
+        if field:
+            parts.append(f"field {field!r}")
+        prefix = ": ".join(parts)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+    def with_source(self, source: str) -> FormatError:
+        """The same error naming ``source``, for readers that learn the file name late."""
+        if self.source:
+            return self
+        err = type(self).__new__(type(self))
+        FormatError.__init__(err, self.reason, source=source, field=self.field)
+        return err
+
+
+class LimitExceeded(FormatError):
+    """An input was larger than a configured limit (a guard against bombs and runaway files)."""
+
+
+class StoreError(TavernKitError):
+    """Persistence failed."""
+
+
+class CoordinationError(TavernKitError):
+    """What the server processes share (Redis: turn event logs, chat locks, rate limits, key
+    cooldowns) could not be reached or answered wrongly. The message names the server without
+    its password."""
+
+
+class NotFound(StoreError, LookupError):
+    """No record with that id or name exists for that owner."""
+
+
+class Conflict(StoreError):
+    """The write would break a uniqueness rule or lost a race."""
+
+
+class PluginError(TavernKitError):
+    """A plugin could not be loaded or registered something invalid."""
+
+
+class TemplateError(TavernKitError, ValueError):
+    """A ChatLuna-dialect template cannot be rendered: a block condition (``{if ...}``,
+    ``{for ...}``, ``{while ...}``, ``{repeat ...}``) does not parse or fails, which fails the
+    whole render as in ChatLuna (an expression tag that fails renders ``''`` instead)."""
+
+
+class ExprError(ValueError):
+    """Internal to the ChatLuna dialect: an expression that does not parse (its tag is kept
+    as text) or fails (its tag renders ``''``); in a block condition it becomes a
+    :class:`TemplateError`."""
+
+
+class ToolSourceError(TavernKitError):
+    """An MCP server registration is invalid, its server could not be started or reached, or
+    a tool call on it failed. ``source`` is the registration's name. The message never holds
+    the registration's credential."""
+
+    def __init__(self, message: str, *, source: str | None = None) -> None:
+        self.source = source
+        super().__init__(f"MCP server {source!r}: {message}" if source else message)
+
+
+class ChatBusy(TavernKitError):
+    """A chat already has a turn generating; turns of one chat never interleave. Ask again
+    with ``interrupt=True`` to stop the running turn (its delivered text is kept) first."""
+
+    def __init__(self, chat_id: str) -> None:
+        self.chat_id = chat_id
+        super().__init__(f"chat {chat_id!r} is already generating a reply")
+
+
+class AbortError(RequestAborted):
+    """Raised by :meth:`AbortSignal.throw_if_aborted`; a
+    :class:`~tavernkit.errors.RequestAborted`, which
+    :func:`tavernkit.task_errors.task_error_from` maps to ``aborted``."""
+
+
+class Aborted(RequestAborted):
+    """The caller aborted the request (internal; providers turn it into a finish event)."""
