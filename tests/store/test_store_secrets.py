@@ -15,7 +15,8 @@ from tavernkit.store import KeyState, SqliteStore, open_store
 from tavernkit.store.key_files import key_dir_for
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
 
-SECRET = "sk-Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
+# no run of 4 hex digits in it: a random key id or fingerprint (hex) must not look like a leak
+SECRET = "sk-Q9g8h7j6k5m4n3p2ZYXWVUTSRQ"
 
 
 async def test_secret_is_returned_by_get_api_key_secret_only(store: SqliteStore) -> None:
