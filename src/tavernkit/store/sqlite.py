@@ -52,6 +52,7 @@ from tavernkit.store.protocol import (
     StoredRecord,
 )
 from tavernkit.store.registry import default_models
+from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteStore", "WriteStats", "open_store"]
 
@@ -160,7 +161,11 @@ class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
         if cls is None:
             raise StoreError(f"no model is registered for kind {kind!r}")
         try:
-            return from_stored(cls, data) if stored else cls.model_validate(data)
+            if stored:
+                # a big book is tens of thousands of new objects, none in a cycle
+                with gc_paused():
+                    return from_stored(cls, data)
+            return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else None
             where = ".".join(str(p) for p in first["loc"]) if first else None
