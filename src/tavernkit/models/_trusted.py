@@ -320,13 +320,19 @@ def _literal(allowed: tuple[Any, ...]) -> _Conv:
     return conv
 
 
-def _model(plan: _Plan) -> _Conv:
+def _of_type(t: type, rebuild: Callable[[Any], Any]) -> _Conv:
+    """A converter taking exactly a ``t`` (a JSON list or object) and rebuilding it."""
+
     def conv(v: Any) -> Any:
-        if type(v) is not dict:
-            raise _Reject(plan.cls.__name__)
-        return plan.build(v)
+        if type(v) is not t:
+            raise _Reject(t.__name__)
+        return rebuild(v)
 
     return conv
+
+
+def _model(plan: _Plan) -> _Conv:
+    return _of_type(dict, lambda v: plan.build(v))
 
 
 def _list_of(item: Any) -> _Conv:
@@ -339,32 +345,14 @@ def _list_of(item: Any) -> _Conv:
 
         return strings
     conv = _converter(item)
-
-    def items(v: Any) -> Any:
-        if type(v) is not list:
-            raise _Reject("list")
-        return [conv(x) for x in v]
-
-    return items
+    return _of_type(list, lambda v: [conv(x) for x in v])
 
 
 def _dict_of(value: Any) -> _Conv:
     if value is Any:
-
-        def anys(v: Any) -> Any:
-            if type(v) is not dict:
-                raise _Reject("dict")
-            return dict(v)
-
-        return anys
+        return _of_type(dict, dict)
     conv = _converter(value)
-
-    def values(v: Any) -> Any:
-        if type(v) is not dict:
-            raise _Reject("dict")
-        return {k: conv(x) for k, x in v.items()}
-
-    return values
+    return _of_type(dict, lambda v: {k: conv(x) for k, x in v.items()})
 
 
 def _union_of(args: tuple[Any, ...], union_mode: str | None) -> _Conv:
