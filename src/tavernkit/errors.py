@@ -59,7 +59,9 @@ Internal control flow, never raised to a caller: ``StreamTimeout`` (a first-byte
 timeout fired; providers turn it into ``ProviderTimeout``), ``Unusable`` (a fallback entry the
 resolver cannot use: skipped), ``ReviewUnavailable`` (the reply review cannot run),
 ``MacroRuntimeError`` / ``UrlRefused`` (a macro handler keeps its macro as written and records a
-warning) and ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError).
+warning), ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError) and
+``NotTrusted`` / ``NotPlannable`` (the trusted read path of stored records hands a record or a
+model class to ``model_validate`` instead).
 
 Each class is re-exported from the module that raises it (``tavernkit.tools.errors``,
 ``tavernkit.providers.http``...), so either import works; callers match them by type, never by
@@ -105,6 +107,8 @@ __all__ = [
     "NetworkError",
     "NotAuthenticated",
     "NotFound",
+    "NotPlannable",
+    "NotTrusted",
     "OutsideWindow",
     "Overloaded",
     "ParseProblem",
@@ -741,3 +745,13 @@ class UsageError(TavernKitError):
         self.command = command
         self.problem = problem
         super().__init__(f"{problem}; usage: {command.usage}  ({command.summary})")
+
+
+class NotTrusted(Exception):
+    """Internal: a stored value the trusted read path (``models._trusted``) does not vouch for
+    (a type validation would coerce, a key spelled by attribute name): the record is validated."""
+
+
+class NotPlannable(Exception):
+    """Internal: a model class whose validation the trusted read path does not reproduce (a
+    validator, a constraint, an annotation it does not know): its records are validated."""

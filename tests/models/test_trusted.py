@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from tavernkit.errors import FormatError
+from tavernkit.errors import FormatError, NotTrusted
 from tavernkit.models._base import WireModel
-from tavernkit.models._trusted import _plan_of, _Reject, from_stored, plannable
+from tavernkit.models._trusted import _plan_of, from_stored, plannable
 from tavernkit.models.character import Card
 from tavernkit.models.lorebook import Lorebook, LoreEntry
 from tavernkit.models.preset import ChatCompletionPreset
@@ -161,7 +161,7 @@ def test_a_well_formed_book_is_built_without_validation() -> None:
     }  # fmt: skip
     plan = _plan_of(Lorebook)
     assert plan is not None
-    built = plan.build(book)  # raises _Reject if any part needed validation
+    built = plan.build(book)  # raises NotTrusted if any part needed validation
     expected = Lorebook.model_validate(book)
     assert _state(built) == _state(expected)
     assert json.dumps(built.to_wire()) == json.dumps(book)
@@ -185,7 +185,7 @@ def test_a_well_formed_book_is_built_without_validation() -> None:
 def test_what_validation_would_change_goes_through_validation(entry: dict[str, Any]) -> None:
     plan = _plan_of(LoreEntry)
     assert plan is not None
-    with pytest.raises(_Reject):
+    with pytest.raises(NotTrusted):
         plan.build(entry)
     _assert_same(LoreEntry, entry)
     _assert_same(Lorebook, {"entries": {"0": entry}})

@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from tavernkit.errors import NotPlannable, NotTrusted
 from tavernkit.models._base import WireModel
 from tavernkit.models.lorebook import _AliasedWireModel
 
@@ -35,16 +36,8 @@ __all__ = ["from_stored", "plannable"]
 
 _M = TypeVar("_M", bound=BaseModel)
 
-#: A converter: the value as validation would produce it, or raises :class:`_Reject`.
+#: A converter: the value as validation would produce it, or raises :class:`NotTrusted`.
 _Conv = Callable[[Any], Any]
-
-
-class _Reject(Exception):
-    """A value this fast path does not vouch for: validate the record instead."""
-
-
-class _Unplannable(Exception):
-    """A class or annotation whose validation this module does not reproduce."""
 
 
 #: model_config keys that do not change what validation produces from JSON input.
@@ -72,7 +65,7 @@ def from_stored(cls: type[_M], data: Any) -> _M:
     if plan is not None and type(data) is dict:
         try:
             return plan.build(data)  # type: ignore[no-any-return]
-        except _Reject:
+        except NotTrusted:
             pass
     return cls.model_validate(data)
 
@@ -88,7 +81,7 @@ def _plan_of(cls: type[BaseModel]) -> _Plan | None:
     _PLANS[cls] = None  # a recursive model stays unplanned rather than looping
     try:
         plan: _Plan | None = _Plan(cls)
-    except _Unplannable:
+    except NotPlannable:
         plan = None
     _PLANS[cls] = plan
     return plan
@@ -114,7 +107,7 @@ class _Field:
         #: missing from the input: validation must say so
         self.required = self.factory is None and self.default is PydanticUndefined
         if self.factory is not None and info.default_factory_takes_validated_data:
-            raise _Unplannable(f"factory of {name} reads the data")
+            raise NotPlannable(f"factory of {name} reads the data")
 
 
 class _Plan:
@@ -122,28 +115,28 @@ class _Plan:
 
     def __init__(self, cls: type[BaseModel]) -> None:
         if not issubclass(cls, WireModel):
-            raise _Unplannable("not a WireModel")
+            raise NotPlannable("not a WireModel")
         if not set(cls.model_config) <= _NEUTRAL_CONFIG or cls.model_config.get("extra") != "allow":
-            raise _Unplannable("config")
+            raise NotPlannable("config")
         decorators = cls.__pydantic_decorators__
         if decorators.field_validators or decorators.validators or decorators.root_validators:
-            raise _Unplannable("field validators")
+            raise NotPlannable("field validators")
         trusted = _trusted_validators()
         if any(
             getattr(d.func, "__func__", d.func) not in trusted
             for d in decorators.model_validators.values()
         ):
-            raise _Unplannable("model validators")
+            raise NotPlannable("model validators")
         post_init = cls.model_post_init
         # pydantic's own hook that only fills private attributes (set up below) is fine
         if getattr(post_init, "__qualname__", "") != "init_private_attributes":
-            raise _Unplannable("model_post_init")
+            raise NotPlannable("model_post_init")
         self.cls = cls
         self.fields: list[_Field] = []
         for name, info in cls.model_fields.items():
             mode = _union_mode(info)
             if info.discriminator is not None or info.validate_default:
-                raise _Unplannable(f"constraints on {name}")
+                raise NotPlannable(f"constraints on {name}")
             self.fields.append(_Field(name, info, _converter(info.annotation, mode)))
 
         self.build: Callable[[dict[str, Any]], Any] = self._compile()
@@ -153,7 +146,7 @@ class _Plan:
         # field descriptions per lorebook entry would cost as much as validation itself.
         env: dict[str, Any] = {
             "MISSING": _MISSING,
-            "Reject": _Reject,
+            "Reject": NotTrusted,
             "new": self.cls.__new__,
             "cls": self.cls,
             "setattr": _set,
@@ -261,14 +254,14 @@ def _union_mode(info: FieldInfo) -> str | None:
         if type(item).__name__ == "_PydanticGeneralMetadata" and set(vars(item)) == {"union_mode"}:
             mode = str(vars(item)["union_mode"])
         else:
-            raise _Unplannable(f"constraint {item!r}")
+            raise NotPlannable(f"constraint {item!r}")
     return mode
 
 
 def _exact(t: type) -> _Conv:
     def conv(v: Any) -> Any:
         if type(v) is not t:
-            raise _Reject(t.__name__)
+            raise NotTrusted(t.__name__)
         return v
 
     return conv
@@ -276,7 +269,7 @@ def _exact(t: type) -> _Conv:
 
 def _none(v: Any) -> Any:
     if v is not None:
-        raise _Reject("None")
+        raise NotTrusted("None")
     return v
 
 
@@ -304,9 +297,9 @@ def _converter(annotation: Any, union_mode: str | None = None) -> _Conv:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         plan = _plan_of(annotation)
         if plan is None:
-            raise _Unplannable(f"model {annotation.__name__}")
+            raise NotPlannable(f"model {annotation.__name__}")
         return _model(plan)
-    raise _Unplannable(f"annotation {annotation!r}")
+    raise NotPlannable(f"annotation {annotation!r}")
 
 
 def _literal(allowed: tuple[Any, ...]) -> _Conv:
@@ -314,7 +307,7 @@ def _literal(allowed: tuple[Any, ...]) -> _Conv:
 
     def conv(v: Any) -> Any:
         if (type(v), v) not in exact:
-            raise _Reject("literal")
+            raise NotTrusted("literal")
         return v
 
     return conv
@@ -325,7 +318,7 @@ def _of_type(t: type, rebuild: Callable[[Any], Any]) -> _Conv:
 
     def conv(v: Any) -> Any:
         if type(v) is not t:
-            raise _Reject(t.__name__)
+            raise NotTrusted(t.__name__)
         return rebuild(v)
 
     return conv
@@ -340,7 +333,7 @@ def _list_of(item: Any) -> _Conv:
 
         def strings(v: Any) -> Any:
             if type(v) is not list or not all(type(x) is str for x in v):
-                raise _Reject("list[str]")
+                raise NotTrusted("list[str]")
             return list(v)
 
         return strings
@@ -363,7 +356,7 @@ def _union_of(args: tuple[Any, ...], union_mode: str | None) -> _Conv:
     models = [a for a in args if isinstance(a, type) and issubclass(a, BaseModel)]
     dicts = [a for a in args if typing.get_origin(a) is dict or a is dict]
     if len(models) + len(dicts) > 1 and (union_mode != "left_to_right" or args[0] not in models):
-        raise _Unplannable("ambiguous union")
+        raise NotPlannable("ambiguous union")
     first_model = _converter(args[0]) if models and args[0] in models else None
 
     def conv(v: Any) -> Any:
@@ -374,8 +367,8 @@ def _union_of(args: tuple[Any, ...], union_mode: str | None) -> _Conv:
         for c in convs:
             try:
                 return c(v)
-            except _Reject:
+            except NotTrusted:
                 continue
-        raise _Reject("union")
+        raise NotTrusted("union")
 
     return conv
