@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PrivateAttr, ValidationError
 
 from tavernkit.errors import FormatError, NotTrusted
 from tavernkit.models._base import WireModel
@@ -224,3 +224,15 @@ def test_the_store_reads_every_kind_back_unchanged(data: st.DataObject) -> None:
 
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(run(Path(folder)))
+
+
+def test_a_model_with_a_mutable_private_default_is_left_to_validation() -> None:
+    # Its default would be one object shared by every directly built instance.
+    class Tracked(WireModel):
+        name: str = ""
+        _seen: list[str] = PrivateAttr(default_factory=list)
+
+    assert not plannable(Tracked)
+    a, b = from_stored(Tracked, {"name": "a"}), from_stored(Tracked, {"name": "b"})
+    a._seen.append("x")
+    assert b._seen == []

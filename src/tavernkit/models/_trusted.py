@@ -153,10 +153,7 @@ class _Plan:
             "KEYS": frozenset(f.key for f in self.fields),
             # attribute names that differ from their JSON key: input spelled so is validated
             "NAMES": frozenset(f.name for f in self.fields if f.key != f.name),
-            "PRIVATE": {
-                name: attr.get_default()
-                for name, attr in (self.cls.__private_attributes__ or {}).items()
-            },
+            "PRIVATE": _private_defaults(self.cls),
         }
         # Every field starts at its default (a copy of one template dict keeps the declared
         # order); fields the data has overwrite theirs.
@@ -208,6 +205,18 @@ class _Plan:
         ]
         exec("\n".join(lines), env)  # our own generated code: no input text goes into it
         return env["build"]  # type: ignore[no-any-return]
+
+
+def _private_defaults(cls: type[BaseModel]) -> dict[str, Any]:
+    """The private attributes' defaults, shared by every instance built: so only immutable
+    ones (WireModel's key order and spelling); a mutable or factory default is refused."""
+    out: dict[str, Any] = {}
+    for name, attr in (cls.__private_attributes__ or {}).items():
+        default = attr.get_default()
+        if attr.default_factory is not None or type(default) not in _IMMUTABLE:
+            raise NotPlannable(f"private attribute {name}")
+        out[name] = default
+    return out
 
 
 _MISSING = object()
