@@ -158,7 +158,7 @@ class _Plan:
         # Every field starts at its default (a copy of one template dict keeps the declared
         # order); fields the data has overwrite theirs.
         template: dict[str, Any] = {}
-        lines = ["def build(data):", "    values = TEMPLATE.copy()", "    fs = set()"]
+        lines = ["def build(data):", "    values = TEMPLATE.copy()"]
         for i, f in enumerate(self.fields):
             name, key = repr(f.name), repr(f.key)
             template[f.name] = f.default if type(f.default) in _IMMUTABLE else None
@@ -183,10 +183,13 @@ class _Plan:
             else:
                 env[f"C{i}"] = f.conv
                 lines.append(f"        values[{name}] = C{i}(v)")
-            lines.append(f"        fs.add({name})")
         env["TEMPLATE"] = template
+        env["NAME_OF"] = {f.key: f.name for f in self.fields}
         lines += [
-            "    if len(fs) != len(data):",
+            # the fields set, by C-level set operations rather than a line per field
+            "    present = data.keys() & KEYS",
+            "    fs = set(map(NAME_OF.__getitem__, present))",
+            "    if len(present) != len(data):",
             "        extra = {k: x for k, x in data.items() if k not in KEYS}",
             "        if not NAMES.isdisjoint(extra):",
             "            raise Reject('spelled by attribute name')",
@@ -222,6 +225,7 @@ def _private_defaults(cls: type[BaseModel]) -> dict[str, Any]:
 _MISSING = object()
 _IMMUTABLE = frozenset({int, float, str, bool, type(None), tuple, frozenset})
 _SCALARS = frozenset({str, int, float, bool})
+_STR = frozenset({str})
 
 
 def _exact_types(annotation: Any) -> tuple[type, ...] | None:
@@ -341,7 +345,7 @@ def _list_of(item: Any) -> _Conv:
     if item is str:
 
         def strings(v: Any) -> Any:
-            if type(v) is not list or not all(type(x) is str for x in v):
+            if type(v) is not list or not _STR.issuperset(map(type, v)):
                 raise NotTrusted("list[str]")
             return list(v)
 
