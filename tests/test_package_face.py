@@ -60,6 +60,8 @@ INTERNAL_ERRORS = {
     "DiceError",
     "ExprError",
     "MacroRuntimeError",
+    "NotPlannable",
+    "NotTrusted",
     "ReviewUnavailable",
     "StreamTimeout",
     "Unusable",

@@ -320,6 +320,36 @@ def test_a_killed_process_leaves_the_partial_reply_in_the_store(
     assert reply.partial_swipes == (0,)
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(text="The lamp is lit.", delay=0.5),  # the spinner runs a while first
+        Reply(text="The lamp is lit.", reasoning="Check the wick."),
+        Reply(text="The lamp is lit.", chunks=["The lamp", " is lit."], pace=0.2),
+    ],
+    ids=["delayed", "reasoning", "paced"],
+)
+def test_new_once_prints_the_reply_when_stdout_is_a_pipe(
+    home: Path, server: ThreadServer, monkeypatch: pytest.MonkeyPatch, reply: Reply
+) -> None:
+    # A script reads the reply from a pipe: no terminal, so no live spinner may swallow it.
+    monkeypatch.setenv("TK_TEST_KEY", "sk-test")
+    server.script(reply)
+    env = {**os.environ, "TAVERNKIT_HOME": str(home), "TK_TEST_KEY": "sk-test"}
+    done = subprocess.run(
+        [sys.executable, "-c", _MAIN, "chat", "Mira", "--new", "--once", "Is it lit?"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("Mira: ") and first.endswith("The lamp is lit."), done.stdout
+    assert "\x1b" not in done.stdout  # no terminal control codes in a pipe
+
+
 def _local_model_available() -> bool:
     from tavernkit.providers.local_engine import local_model_missing
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models._trusted import from_stored
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
@@ -51,6 +52,7 @@ from tavernkit.store.protocol import (
     StoredRecord,
 )
 from tavernkit.store.registry import default_models
+from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteStore", "WriteStats", "open_store"]
 
@@ -149,11 +151,20 @@ class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
         return None if row is None else row[0]
 
     # -- document records ---------------------------------------------------------------
-    def _validate(self, kind: str, data: dict[str, Any], source: str) -> BaseModel:
+    def _validate(
+        self, kind: str, data: dict[str, Any], source: str, *, stored: bool = False
+    ) -> BaseModel:
+        """``data`` as kind's model; ``stored`` JSON (read back from our own rows, validated
+        when it was written) takes :func:`~tavernkit.models._trusted.from_stored`'s fast path,
+        which gives the same model."""
         cls = self._models.get(kind)
         if cls is None:
             raise StoreError(f"no model is registered for kind {kind!r}")
         try:
+            if stored:
+                # a big book is tens of thousands of new objects, none in a cycle
+                with gc_paused():
+                    return from_stored(cls, data)
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else None
@@ -220,7 +231,7 @@ class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
 
     async def get(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
         rec = await self.get_record(kind, ref, owner=owner)
-        return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>")
+        return self._validate(kind, rec.data, f"<store {kind} {rec.info.id}>", stored=True)
 
     async def get_shared(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
         return (await self.get_shared_record(kind, ref, owner=owner)).model
@@ -243,7 +254,7 @@ class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
             raise NotFound(f"no {kind} {ref!r}")
         text = str(rows[0][0])
         data = json.loads(text)  # validation reads it and keeps no reference it could edit
-        model = self._validate(kind, data, f"<store {kind} {key[2]}>")
+        model = self._validate(kind, data, f"<store {kind} {key[2]}>", stored=True)
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
         shared = SharedRecord(model=model, data=data, digest=digest.hexdigest())
         self._shared[key] = shared
