@@ -24,6 +24,7 @@ from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.swipe_writer import swipe_writer
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
 from tavernkit.generation.continuation import EchoStripper
@@ -165,6 +166,7 @@ class ReplyWriter:
             prefix=target.prefix,
             reasoning_prefix=target.reasoning_prefix,
             min_interval=min_interval,
+            writer=swipe_writer(self.store),
         )
 
     async def finish(

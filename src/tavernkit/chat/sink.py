@@ -26,13 +26,14 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 
+from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ResponseSink, SinkEvent
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
-from tavernkit.store.protocol import Store
+from tavernkit.store.protocol import Store, SwipeText
 
 __all__ = ["StoreSink", "TeeSink"]
 
@@ -42,7 +43,9 @@ class StoreSink:
 
     ``message`` is the stored reply as it was before the turn (the swipe at ``swipe_index``
     active); ``prefix`` is text the swipe already held (a continued reply), kept in front of
-    what streams.
+    what streams. ``writer``: the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`,
+    which writes the texts of many streaming turns in one transaction (without it, each
+    write is its own ``update_swipe_text``).
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class StoreSink:
         reasoning_prefix: str = "",
         min_interval: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
+        writer: SwipeWriter | None = None,
     ) -> None:
         self.store = store
         self.message_id = message_id
@@ -67,6 +71,7 @@ class StoreSink:
         self.reasoning_prefix = reasoning_prefix
         self.min_interval = min_interval
         self.clock = clock
+        self.writer = writer
         self.text = ""
         self.reasoning = ""
         self._written_text: str | None = None
@@ -131,9 +136,14 @@ class StoreSink:
                 self._written_text = None  # the rewrite cleared the partial mark
             text = self.full_text
             if text != self._written_text:
-                await self.store.update_swipe_text(
-                    self.message_id, self.swipe_index, text, complete=False, owner=self.owner
-                )
+                if self.writer is not None:
+                    await self.writer.write(
+                        SwipeText(self.message_id, self.swipe_index, text, self.owner)
+                    )
+                else:
+                    await self.store.update_swipe_text(
+                        self.message_id, self.swipe_index, text, complete=False, owner=self.owner
+                    )
                 self._written_text = text
 
     async def flush(self) -> None:
