@@ -31,7 +31,7 @@ from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
-from tavernkit.store.protocol import Store
+from tavernkit.store.protocol import Store, SwipeText
 from tavernkit.tools.loop import InvocationRecord
 
 __all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
@@ -112,7 +112,9 @@ class ReplyWriter:
         if speaker is not None:
             mark_group_reply(message, speaker)
         stored = await self.store.append_message(chat_id, message, owner=self.owner)
-        await self.store.update_swipe_text(stored.id, 0, "", complete=False, owner=self.owner)
+        # marked partial by the store's swipe writer: under load, in one transaction with
+        # the pieces of the turns already streaming
+        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner))
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
