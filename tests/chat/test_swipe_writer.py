@@ -81,3 +81,18 @@ async def test_a_batch_that_failed_fails_every_write_in_it(tmp_path: Path) -> No
     assert all(isinstance(r, Exception) and not isinstance(r, NotFound) for r in results)
     with pytest.raises(type(results[0])):
         await one.flush()  # the turn sees the store's error, as it did without the writer
+
+
+async def test_a_writer_cancelled_leaves_no_write_waiting(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one] = await _sinks(store, 1)
+        writer = swipe_writer(store)
+        waiting = asyncio.ensure_future(writer.write(SwipeText(one.message_id, 0, "a")))
+        await asyncio.sleep(0)  # the write is queued and its batch's runner started
+        assert writer._runner is not None
+        writer._runner.cancel()  # as the loop's shutdown does
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, 5)  # ended, not hanging
+    finally:
+        await store.close()

@@ -38,6 +38,7 @@ class SwipeWriter:
         self.store = store
         self._queue: list[tuple[SwipeText, asyncio.Future[None]]] = []
         self._runner: asyncio.Task[None] | None = None
+        self._batch: list[tuple[SwipeText, asyncio.Future[None]]] = []  # in its transaction
         #: how many transactions it ran and how many swipes they wrote (for benchmarks)
         self.batches = 0
         self.writes = 0
@@ -49,27 +50,40 @@ class SwipeWriter:
         self._queue.append((item, future))
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
+            self._runner.add_done_callback(self._ended)
         await asyncio.shield(future)
 
     async def _run(self) -> None:
         await asyncio.sleep(0)  # the writes of this turn of the loop join the first batch
         while self._queue:
-            batch, self._queue = self._queue, []
-            try:
-                missing = set(await self.store.update_swipe_texts([item for item, _ in batch]))
-            except Exception as exc:
-                for _, future in batch:
-                    _settle(future, exc)
-                continue
-            self.batches += 1
-            self.writes += len(batch)
-            for n, (item, future) in enumerate(batch):
-                _settle(
-                    future,
-                    NotFound(f"no swipe {item.swipe_index} on message {item.message_id!r}")
-                    if n in missing
-                    else None,
-                )
+            self._batch, self._queue = self._queue, []
+            await self._write(self._batch)
+        self._batch = []
+
+    def _ended(self, runner: asyncio.Task[None]) -> None:
+        """A runner cancelled (the loop shutting down, even before it ran): no waiter is left
+        hanging on a write it will never make."""
+        if runner.cancelled():
+            for _, future in [*self._batch, *self._queue]:
+                future.cancel()
+            self._batch, self._queue = [], []
+
+    async def _write(self, batch: list[tuple[SwipeText, asyncio.Future[None]]]) -> None:
+        try:
+            missing = set(await self.store.update_swipe_texts([item for item, _ in batch]))
+        except Exception as exc:
+            for _, future in batch:
+                _settle(future, exc)
+            return
+        self.batches += 1
+        self.writes += len(batch)
+        for n, (item, future) in enumerate(batch):
+            _settle(
+                future,
+                NotFound(f"no swipe {item.swipe_index} on message {item.message_id!r}")
+                if n in missing
+                else None,
+            )
 
 
 def _settle(future: asyncio.Future[None], error: Exception | None) -> None:
