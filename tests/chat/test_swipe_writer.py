@@ -10,7 +10,7 @@ import pytest
 
 from tavernkit.chat.sink import StoreSink
 from tavernkit.chat.swipe_writer import swipe_writer
-from tavernkit.errors import NotFound
+from tavernkit.errors import NotFound, StoreError
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import TextDelta
 from tavernkit.store import SqliteStore, open_store
@@ -64,6 +64,30 @@ async def test_a_missing_swipe_fails_its_own_write_only(tmp_path: Path) -> None:
         assert writer.batches == 1  # the three came in one tick: one transaction
         assert (await store.get_message(one.message_id)).data["mes"] == "kept"
         assert (await store.get_message(two.message_id)).data["mes"] == ""
+    finally:
+        await store.close()
+
+
+async def test_a_batch_that_failed_is_written_one_by_one(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one, two] = await _sinks(store, 2)
+        writer = swipe_writer(store)
+        batches: list[int] = []
+
+        async def failing(items: object) -> list[int]:
+            batches.append(1)
+            raise StoreError("the batch's transaction failed")
+
+        store.update_swipe_texts = failing  # type: ignore[method-assign]
+        results = await asyncio.gather(
+            writer.write(SwipeText(one.message_id, 0, "one")),
+            writer.write(SwipeText(two.message_id, 3, "no such swipe")),
+            return_exceptions=True,
+        )
+        assert batches == [1]
+        assert results[0] is None and isinstance(results[1], NotFound)  # each on its own
+        assert (await store.get_message(one.message_id)).data["mes"] == "one"
     finally:
         await store.close()
 

@@ -7,7 +7,8 @@ every write that comes while a batch is in its transaction joins the next one. W
 streaming at once, the store sees a few transactions a tick instead of one per piece, and one
 writer instead of 500 queued on the store's lock. Each caller still waits for its own write
 and gets its own error: a swipe that no longer exists is :class:`~tavernkit.errors.NotFound`
-to its turn only; a batch that failed as a whole fails every write in it.
+to its turn only; when a batch fails as a whole, each of its writes is tried on its own
+(``update_swipe_text``), so only the writes that fail again fail their turns.
 """
 
 from __future__ import annotations
@@ -71,9 +72,10 @@ class SwipeWriter:
     async def _write(self, batch: list[tuple[SwipeText, asyncio.Future[None]]]) -> None:
         try:
             missing = set(await self.store.update_swipe_texts([item for item, _ in batch]))
-        except Exception as exc:
-            for _, future in batch:
-                _settle(future, exc)
+        except Exception:
+            # one write's trouble (a deadlock with another process's rows, say) is not every
+            # turn's: each is tried on its own, and fails alone
+            await _each(self.store, batch)
             return
         self.batches += 1
         self.writes += len(batch)
@@ -84,6 +86,18 @@ class SwipeWriter:
                 if n in missing
                 else None,
             )
+
+
+async def _each(store: Store, batch: list[tuple[SwipeText, asyncio.Future[None]]]) -> None:
+    for item, future in batch:
+        try:
+            await store.update_swipe_text(
+                item.message_id, item.swipe_index, item.text, complete=False, owner=item.owner
+            )
+        except Exception as exc:
+            _settle(future, exc)
+        else:
+            _settle(future, None)
 
 
 def _settle(future: asyncio.Future[None], error: Exception | None) -> None:
