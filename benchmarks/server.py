@@ -24,6 +24,10 @@ machine), so a client knows when each piece left the upstream.
    ``--store-interval`` is the chat service's ``stream_interval`` (how often a streaming
    reply is written to the store; 0.2 s by default).
 
+Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
+``git worktree add /tmp/base main``) measures both phases first with a server importing that
+tavernkit, then with this tree's, and prints each figure before -> after with its target.
+
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
 print the load next to them.
@@ -49,7 +53,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+# TAVERNKIT_BENCH_SRC: the tavernkit to serve (``--baseline-src`` sets it for the "before" run)
+sys.path.insert(
+    0, os.environ.get("TAVERNKIT_BENCH_SRC") or str(Path(__file__).resolve().parent.parent / "src")
+)
 
 import httpx2
 from turn_path import CARD  # the same card as the turn-path benchmark
@@ -280,7 +287,7 @@ async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[li
 
 async def client_main(
     args: argparse.Namespace, upstream: str, server: str, chats: list[str]
-) -> None:
+) -> dict[str, float]:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
         print("warming up...")
@@ -337,6 +344,67 @@ async def client_main(
             f"  p99 added {added:.2f} ms (target < {P99_TARGET_MS} ms at 500 streams); "
             f"ratio p99 turns/direct {pct(via, 0.99) / max(pct(base, 0.99), 1e-9):.2f}x"
         )
+        return {
+            "facade": f - d,
+            "turn": t - d,
+            "p50": pct(via, 0.5) - pct(base, 0.5),
+            "p99": added,
+            "completed": via_ok,
+        }
+
+
+def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
+    """One run of both phases against a fresh upstream and server (the server importing
+    tavernkit from ``src``, else from this tree); the figures client_main prints."""
+    up_port, app_port = free_port(), free_port()
+    me = [sys.executable, __file__]
+    common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
+    with tempfile.TemporaryDirectory() as tmp:
+        ready = Path(tmp) / "ready.json"
+        env = {**os.environ, "TAVERNKIT_BENCH_SRC": src} if src else None
+        procs = [
+            subprocess.Popen([*me, "--role", "upstream", "--port", str(up_port), *common]),
+            subprocess.Popen(
+                [
+                    *me,
+                    "--role",
+                    "server",
+                    "--port",
+                    str(app_port),
+                    "--upstream-port",
+                    str(up_port),
+                    "--home",
+                    str(Path(tmp) / "home"),
+                    "--ready",
+                    str(ready),
+                    "--streams",
+                    str(args.streams),
+                    "--store-interval",
+                    str(args.store_interval),
+                ],
+                env=env,
+            ),
+        ]
+        try:
+            limit = time.monotonic() + args.deadline
+            while not ready.exists():
+                if time.monotonic() > limit or any(p.poll() is not None for p in procs):
+                    raise SystemExit("the server did not start")
+                time.sleep(0.1)
+            chats = json.loads(ready.read_text())
+            return asyncio.run(
+                client_main(
+                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{app_port}", chats
+                )
+            )
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
 
 
 def main() -> None:
@@ -349,6 +417,11 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=20.0)
     parser.add_argument("--store-interval", type=float, default=0.2)
     parser.add_argument("--deadline", type=float, default=200.0)
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="a tavernkit src folder to measure first, as 'before' (a checkout of main, say)",
+    )
     parser.add_argument("--role", choices=["client", "upstream", "server"], default="client")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--upstream-port", type=int, default=0)
@@ -388,53 +461,29 @@ def main() -> None:
     print(
         f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
     )
-    up_port, app_port = free_port(), free_port()
-    me = [sys.executable, __file__]
-    common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
-    with tempfile.TemporaryDirectory() as tmp:
-        ready = Path(tmp) / "ready.json"
-        procs = [
-            subprocess.Popen([*me, "--role", "upstream", "--port", str(up_port), *common]),
-            subprocess.Popen(
-                [
-                    *me,
-                    "--role",
-                    "server",
-                    "--port",
-                    str(app_port),
-                    "--upstream-port",
-                    str(up_port),
-                    "--home",
-                    str(Path(tmp) / "home"),
-                    "--ready",
-                    str(ready),
-                    "--streams",
-                    str(args.streams),
-                    "--store-interval",
-                    str(args.store_interval),
-                ]
-            ),
-        ]
-        try:
-            limit = time.monotonic() + args.deadline
-            while not ready.exists():
-                if time.monotonic() > limit or any(p.poll() is not None for p in procs):
-                    raise SystemExit("the server did not start")
-                time.sleep(0.1)
-            chats = json.loads(ready.read_text())
-            asyncio.run(
-                client_main(
-                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{app_port}", chats
-                )
+    runs: list[tuple[str, dict[str, float]]] = []
+    if args.baseline_src:
+        print(f"== before: the server from {args.baseline_src}")
+        runs.append(("before", measure(args, str(args.baseline_src))))
+        print("== after: this tree's server")
+    runs.append(("after" if runs else "this tree", measure(args, None)))
+    if len(runs) == 2:
+        (_, old), (_, new) = runs
+        print(f"before -> after ({args.streams} streams):")
+        for key, label, target in (
+            ("facade", "added TTFT p50, facade", TTFT_TARGET_MS),
+            ("turn", "added TTFT p50, turn", TTFT_TARGET_MS),
+            ("p50", "added piece latency p50", P99_TARGET_MS),
+            ("p99", "added piece latency p99", P99_TARGET_MS),
+        ):
+            print(
+                f"  {label:26s} {old[key]:9.2f} -> {new[key]:9.2f} ms "
+                f"(target < {target} ms; after/before {new[key] / max(old[key], 1e-9):.2f}x)"
             )
-        finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        print(
+            f"  streams completed         {old['completed']:.0f} -> {new['completed']:.0f} "
+            f"of {args.streams}"
+        )
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

@@ -11,6 +11,7 @@ from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats.chats import chat_to_jsonl, read_chat_jsonl
 from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.store import SqliteStore
+from tavernkit.store.protocol import SwipeText
 
 HEADER: dict[str, Any] = {
     "user_name": "unused",
@@ -351,3 +352,36 @@ async def test_concurrent_appends_are_serialised(store: SqliteStore) -> None:
     loaded = await store.load_chat(chat_id)
     assert [m.position for m in loaded.messages] == list(range(23))
     assert {m.data["mes"] for m in loaded.messages[3:]} == {f"r{i}" for i in range(20)}
+
+
+async def test_many_streaming_swipes_are_written_in_one_transaction(
+    store: SqliteStore, backend: str
+) -> None:
+    ids = [await _chat_with(store, 1, f"c{n}") for n in range(3)]
+    msgs = [(await store.load_chat(chat_id)).messages[0] for chat_id in ids]
+    shown = await store.append_swipe(msgs[1].id, "", complete=False)  # the shown swipe
+    theirs = await store.create_chat(ChatHeader.new(), [bot("hers")], name="t", owner="bob")
+    [hers] = (await store.load_chat(theirs.id, owner="bob")).messages
+    items = [
+        SwipeText(msgs[0].id, 0, "first"),
+        SwipeText(msgs[1].id, shown, "second"),
+        SwipeText(msgs[2].id, 7, "no such swipe"),
+        SwipeText(hers.id, 0, "not mine", owner="alice"),  # another owner's message
+        SwipeText(hers.id, 0, "hers, by her", owner="bob"),
+    ]
+    if backend == "sqlite":  # its statement trace counts the transactions
+        begun: list[str] = []
+        async with store.trace(lambda sql: begun.append(sql) if sql == "BEGIN IMMEDIATE" else 0):
+            assert await store.update_swipe_texts(items) == [2, 3]  # the rest were written
+        assert len(begun) == 1
+    else:
+        assert await store.update_swipe_texts(items) == [2, 3]
+    one = await store.get_message(msgs[0].id)
+    assert (one.data["mes"], one.partial_swipes) == ("first", (0,))
+    two = await store.get_message(msgs[1].id)
+    assert two.data["swipes"][shown] == two.data["mes"] == "second"
+    assert two.partial_swipes == (shown,)
+    assert (await store.get_message(msgs[2].id)).data["mes"] == "message 0"
+    her = await store.get_message(hers.id, owner="bob")
+    assert (her.data["mes"], her.partial_swipes) == ("hers, by her", (0,))
+    assert await store.update_swipe_texts([]) == []

@@ -24,13 +24,14 @@ from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.swipe_writer import swipe_writer
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
 from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
-from tavernkit.store.protocol import Store
+from tavernkit.store.protocol import Store, SwipeText
 from tavernkit.tools.loop import InvocationRecord
 
 __all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
@@ -111,7 +112,9 @@ class ReplyWriter:
         if speaker is not None:
             mark_group_reply(message, speaker)
         stored = await self.store.append_message(chat_id, message, owner=self.owner)
-        await self.store.update_swipe_text(stored.id, 0, "", complete=False, owner=self.owner)
+        # marked partial by the store's swipe writer: under load, in one transaction with
+        # the pieces of the turns already streaming
+        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner))
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
@@ -165,6 +168,7 @@ class ReplyWriter:
             prefix=target.prefix,
             reasoning_prefix=target.reasoning_prefix,
             min_interval=min_interval,
+            writer=swipe_writer(self.store),
         )
 
     async def finish(

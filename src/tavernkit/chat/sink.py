@@ -3,12 +3,17 @@
 
 The store sink writes the swipe being generated with ``update_swipe_text(complete=False)``, so
 a process killed mid-reply leaves the text the user already saw in the store, marked partial.
-Writes are throttled (one per ``min_interval`` seconds) but never dropped: text that arrives
-inside the interval is written by a timer when it ends, so what a crash loses is at most the
-last interval. ``flush`` and ``cleanup`` stop a timer that is still waiting, but wait for one
-that is already writing: the write runs to its end and the store sees it whole. Reasoning has
-no column of its own; when it changes the message row is rewritten (one row, never the chat)
-and the swipe is marked partial again.
+``emit`` never waits for the store: a piece is only added to the text, and a background writer
+stores the text at most once per ``min_interval`` seconds (the first piece at once, in the
+background), so the next sink (the client's stream) sees the piece without a store write in
+front of it. Nothing is dropped: text that arrives while the writer waits or writes is written
+by its next round, and what a crash loses is at most the last interval. ``flush`` stops a
+writer that is still waiting and writes the whole text itself (so what the client was shown is
+what is stored when the turn ends, also when it was stopped); ``cleanup`` stops a waiting
+writer; both wait for a write already under way, which runs to its end and the store sees
+whole. A background write that failed is raised by the next ``emit`` or ``flush``. Reasoning
+has no column of its own; when it changes the message row is rewritten (one row, never the
+chat) and the swipe is marked partial again.
 
 The final write (text, reasoning, model, dates) is the chat service's, after the turn: it
 knows whether the turn completed, failed or was stopped, which the sink does not.
@@ -21,13 +26,14 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 
+from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ResponseSink, SinkEvent
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
-from tavernkit.store.protocol import Store
+from tavernkit.store.protocol import Store, SwipeText
 
 __all__ = ["StoreSink", "TeeSink"]
 
@@ -37,7 +43,9 @@ class StoreSink:
 
     ``message`` is the stored reply as it was before the turn (the swipe at ``swipe_index``
     active); ``prefix`` is text the swipe already held (a continued reply), kept in front of
-    what streams.
+    what streams. ``writer``: the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`,
+    which writes the texts of many streaming turns in one transaction (without it, each
+    write is its own ``update_swipe_text``).
     """
 
     def __init__(
@@ -52,6 +60,7 @@ class StoreSink:
         reasoning_prefix: str = "",
         min_interval: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
+        writer: SwipeWriter | None = None,
     ) -> None:
         self.store = store
         self.message_id = message_id
@@ -62,6 +71,7 @@ class StoreSink:
         self.reasoning_prefix = reasoning_prefix
         self.min_interval = min_interval
         self.clock = clock
+        self.writer = writer
         self.text = ""
         self.reasoning = ""
         self._written_text: str | None = None
@@ -69,6 +79,7 @@ class StoreSink:
         self._last_write = float("-inf")
         self._timer: asyncio.Task[None] | None = None
         self._timer_waiting = False
+        self._stopping = False  # flush or cleanup: the writer ends after the write under way
         self._lock = asyncio.Lock()
 
     @property
@@ -86,20 +97,30 @@ class StoreSink:
             self.reasoning += event.text
         else:
             return
-        wait = self._last_write + self.min_interval - self.clock()
-        if wait <= 0:
-            await self._write()
-        elif self._timer is None or self._timer.done():
-            if self._timer is not None:
-                self._timer.result()  # a timed write that failed fails the turn's next write
-            self._timer_waiting = True
-            self._timer = asyncio.create_task(self._write_later(wait))
+        timer = self._timer
+        if timer is not None and not timer.done():
+            return  # the writer under way takes this piece in its next round
+        if timer is not None:
+            timer.result()  # a background write that failed fails the turn's next piece
+        self._timer_waiting = True
+        self._stopping = False
+        self._timer = asyncio.create_task(self._write_rounds())
 
-    async def _write_later(self, wait: float) -> None:
-        await asyncio.sleep(wait)
-        # From here on the timer is a write under way: flush and cleanup wait for it.
-        self._timer_waiting = False
-        await self._write()
+    def _dirty(self) -> bool:
+        return (
+            self.full_text != self._written_text or self.full_reasoning != self._written_reasoning
+        )
+
+    async def _write_rounds(self) -> None:
+        """Write, then again after each ``min_interval`` while pieces keep coming."""
+        while True:
+            await asyncio.sleep(max(0.0, self._last_write + self.min_interval - self.clock()))
+            # From here on the writer is a write under way: flush and cleanup wait for it.
+            self._timer_waiting = False
+            await self._write()
+            if self._stopping or not self._dirty():
+                return  # flush writes the rest itself
+            self._timer_waiting = True
 
     async def _write(self) -> None:
         async with self._lock:
@@ -115,9 +136,14 @@ class StoreSink:
                 self._written_text = None  # the rewrite cleared the partial mark
             text = self.full_text
             if text != self._written_text:
-                await self.store.update_swipe_text(
-                    self.message_id, self.swipe_index, text, complete=False, owner=self.owner
-                )
+                if self.writer is not None:
+                    await self.writer.write(
+                        SwipeText(self.message_id, self.swipe_index, text, self.owner)
+                    )
+                else:
+                    await self.store.update_swipe_text(
+                        self.message_id, self.swipe_index, text, complete=False, owner=self.owner
+                    )
                 self._written_text = text
 
     async def flush(self) -> None:
@@ -136,6 +162,7 @@ class StoreSink:
         timer, self._timer = self._timer, None
         if timer is None:
             return
+        self._stopping = True
         if self._timer_waiting and not timer.done():
             timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -145,8 +172,9 @@ class StoreSink:
 
 
 class TeeSink:
-    """Every event to every sink, in the order the sinks are given (the store first, so text
-    is durable before it is shown). ``cleanup`` runs every sink's even if one fails."""
+    """Every event to every sink, in the order the sinks are given (the store first: its
+    ``emit`` only takes the piece, its writer stores it in the background). ``cleanup`` runs
+    every sink's even if one fails."""
 
     def __init__(self, sinks: Sequence[ResponseSink]) -> None:
         self.sinks = list(sinks)

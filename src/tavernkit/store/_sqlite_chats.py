@@ -40,9 +40,22 @@ from tavernkit.store.protocol import (
     StoredChat,
     StoredChatWindow,
     StoredMessage,
+    SwipeText,
 )
 
 __all__ = ["SqliteChats"]
+
+# A streaming swipe's text (only a swipe that exists, of a chat of the owner), and the shown
+# swipe's text on its message's ``mes``.
+_SWIPE_TEXT_SQL = (
+    "UPDATE swipes SET text = ?, partial = ? WHERE message_id = ? AND idx = ? "
+    "AND text IS NOT NULL AND message_id IN (SELECT m.id FROM messages m "
+    "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)"
+)
+_SHOWN_TEXT_SQL = (
+    "UPDATE messages SET mes = ? WHERE id = ? AND instr(extracted, 'mes') > 0 "
+    "AND json_extract(body, '$.swipe_id') = ?"
+)
 
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
 _SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
@@ -512,25 +525,71 @@ class SqliteChats(SqliteBase):
         async with self._write() as db:
             await self._lock_message(db, message_id, owner)
             cur = await db.execute(
-                "UPDATE swipes SET text = ?, partial = ? WHERE message_id = ? AND idx = ? "
-                "AND text IS NOT NULL AND message_id IN (SELECT m.id FROM messages m "
-                "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)",
+                _SWIPE_TEXT_SQL,
                 (text, int(not complete), message_id, swipe_index, message_id, owner),
             )
             if cur.rowcount == 0:
                 raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
-            # The shown swipe's text is also the message's ``mes``.
-            await db.execute(
-                "UPDATE messages SET mes = ? WHERE id = ? AND instr(extracted, 'mes') > 0 "
-                "AND json_extract(body, '$.swipe_id') = ?",
-                (text, message_id, swipe_index),
-            )
+            await db.execute(_SHOWN_TEXT_SQL, (text, message_id, swipe_index))
             if complete:
                 await db.execute(
                     "UPDATE chats SET updated = ? WHERE id = "
                     "(SELECT chat_id FROM messages WHERE id = ?)",
                     (self._now(), message_id),
                 )
+
+    async def update_swipe_texts(self, items: Sequence[SwipeText]) -> list[int]:
+        if not items:
+            return []
+        async with self._write() as db:
+            return await self._write_swipe_texts(db, items)
+
+    async def _write_swipe_texts(
+        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
+    ) -> list[int]:
+        """SQLite: one ``executemany`` per statement (one trip to the database thread each,
+        whatever the batch's size); only when fewer rows changed than asked are the swipes
+        looked up one by one to name the missing ones."""
+        before = db.total_changes
+        await db.executemany(
+            _SWIPE_TEXT_SQL,
+            [(i.text, 1, i.message_id, i.swipe_index, i.message_id, i.owner) for i in items],
+        )
+        missing: list[int] = []
+        if db.total_changes - before != len(items):
+            for n, item in enumerate(items):
+                found = await db.execute_fetchall(
+                    "SELECT 1 FROM swipes WHERE message_id = ? AND idx = ? AND text = ? "
+                    "AND message_id IN (SELECT m.id FROM messages m JOIN chats c "
+                    "ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)",
+                    (item.message_id, item.swipe_index, item.text, item.message_id, item.owner),
+                )
+                if not list(found):
+                    missing.append(n)
+        skip = set(missing)
+        await db.executemany(
+            _SHOWN_TEXT_SQL,
+            [(i.text, i.message_id, i.swipe_index) for n, i in enumerate(items) if n not in skip],
+        )
+        return missing
+
+    async def _each_swipe_text(
+        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
+    ) -> list[int]:
+        """One swipe after another, in message id order (a store whose writers lock rows takes
+        them in one order, see :meth:`_lock_message`)."""
+        missing: list[int] = []
+        for n, item in sorted(enumerate(items), key=lambda pair: pair[1].message_id):
+            await self._lock_message(db, item.message_id, item.owner)
+            cur = await db.execute(
+                _SWIPE_TEXT_SQL,
+                (item.text, 1, item.message_id, item.swipe_index, item.message_id, item.owner),
+            )
+            if cur.rowcount == 0:
+                missing.append(n)
+                continue
+            await db.execute(_SHOWN_TEXT_SQL, (item.text, item.message_id, item.swipe_index))
+        return sorted(missing)
 
     async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
         """Take the row locks of a message and its chat before writing its swipes; a store

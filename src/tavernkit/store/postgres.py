@@ -164,6 +164,9 @@ class PostgresStore(SqliteStore):
                 raise map_pg_error(exc) from exc
             raise
 
+    # streaming swipes of many chats: one after another, each message's rows locked first
+    _write_swipe_texts = SqliteStore._each_swipe_text
+
     async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
         # The message's and its chat's rows first, as every other writer of a chat takes them
         # (the write transaction's SELECTs lock what they read): streaming into a swipe would

@@ -52,6 +52,7 @@ __all__ = [
     "StoredChatWindow",
     "StoredMessage",
     "StoredRecord",
+    "SwipeText",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -159,6 +160,16 @@ class KeyState:
     last_used: datetime | None = None
     #: successful uses (the pool's least-used-first order)
     uses: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SwipeText:
+    """One streaming swipe's text for :meth:`Store.update_swipe_texts` (kept partial)."""
+
+    message_id: str
+    swipe_index: int
+    text: str
+    owner: str = DEFAULT_OWNER
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,6 +521,13 @@ class Store(AccountStore, Protocol):
         owner: str = DEFAULT_OWNER,
     ) -> None:
         """Persist a swipe's text as it streams; ``complete`` marks the final write."""
+        ...
+
+    async def update_swipe_texts(self, items: Sequence[SwipeText]) -> builtins.list[int]:
+        """Persist the texts of many streaming swipes (of any chats and owners) in one
+        transaction, each marked partial as ``update_swipe_text(complete=False)`` does; the
+        positions in ``items`` of the swipes that do not exist (for their owner), which are
+        skipped while the others are written."""
         ...
 
     async def set_active_swipe(

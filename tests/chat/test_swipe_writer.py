@@ -1,0 +1,122 @@
+"""The store's one swipe writer: the streaming writes of many turns in few transactions, each
+turn with its own result (real SQLite)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.swipe_writer import swipe_writer
+from tavernkit.errors import NotFound, StoreError
+from tavernkit.models.chat import Message
+from tavernkit.providers.events import TextDelta
+from tavernkit.store import SqliteStore, open_store
+from tavernkit.store.protocol import SwipeText
+
+
+async def _sinks(store: SqliteStore, n: int) -> list[StoreSink]:
+    sinks = []
+    for i in range(n):
+        info = await store.create_chat({"chat_metadata": {}}, name=f"c{i}")
+        message = Message.new("Mira", "", is_user=False, send_date="now")
+        message.ensure_swipes()
+        stored = await store.append_message(info.id, message)
+        sinks.append(StoreSink(store, stored.id, 0, message, writer=swipe_writer(store)))
+    return sinks
+
+
+async def test_the_pieces_of_many_streaming_turns_share_transactions(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        sinks = await _sinks(store, 40)
+        writer = swipe_writer(store)
+        assert swipe_writer(store) is writer  # one per store
+        begun: list[str] = []
+        async with store.trace(lambda sql: begun.append(sql) if sql == "BEGIN IMMEDIATE" else 0):
+            for round_ in range(3):  # every turn gets a piece, all in one tick
+                await asyncio.gather(*(s.emit(TextDelta(f"{round_} ")) for s in sinks))
+                await asyncio.gather(*(s.flush() for s in sinks))
+        assert writer.writes == 40 * 3
+        assert len(begun) == writer.batches < 20  # 120 swipe writes, a few transactions
+        for sink in sinks:
+            got = await store.get_message(sink.message_id)
+            assert (got.data["mes"], got.partial_swipes) == ("0 1 2 ", (0,))
+    finally:
+        await store.close()
+
+
+async def test_a_missing_swipe_fails_its_own_write_only(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one, two] = await _sinks(store, 2)
+        writer = swipe_writer(store)
+        results = await asyncio.gather(
+            writer.write(SwipeText(one.message_id, 0, "kept")),
+            writer.write(SwipeText(two.message_id, 5, "no such swipe")),
+            writer.write(SwipeText(two.message_id, 0, "not theirs", owner="bob")),
+            return_exceptions=True,
+        )
+        assert results[0] is None
+        assert isinstance(results[1], NotFound) and isinstance(results[2], NotFound)
+        assert writer.batches == 1  # the three came in one tick: one transaction
+        assert (await store.get_message(one.message_id)).data["mes"] == "kept"
+        assert (await store.get_message(two.message_id)).data["mes"] == ""
+    finally:
+        await store.close()
+
+
+async def test_a_batch_that_failed_is_written_one_by_one(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one, two] = await _sinks(store, 2)
+        writer = swipe_writer(store)
+        batches: list[int] = []
+
+        async def failing(items: object) -> list[int]:
+            batches.append(1)
+            raise StoreError("the batch's transaction failed")
+
+        store.update_swipe_texts = failing  # type: ignore[method-assign]
+        results = await asyncio.gather(
+            writer.write(SwipeText(one.message_id, 0, "one")),
+            writer.write(SwipeText(two.message_id, 3, "no such swipe")),
+            return_exceptions=True,
+        )
+        assert batches == [1]
+        assert results[0] is None and isinstance(results[1], NotFound)  # each on its own
+        assert (await store.get_message(one.message_id)).data["mes"] == "one"
+    finally:
+        await store.close()
+
+
+async def test_a_batch_that_failed_fails_every_write_in_it(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    [one, two] = await _sinks(store, 2)
+    writer = swipe_writer(store)
+    await store.close()  # every write of the next batch fails
+    results = await asyncio.gather(
+        writer.write(SwipeText(one.message_id, 0, "a")),
+        writer.write(SwipeText(two.message_id, 0, "b")),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, Exception) and not isinstance(r, NotFound) for r in results)
+    with pytest.raises(type(results[0])):
+        await one.flush()  # the turn sees the store's error, as it did without the writer
+
+
+async def test_a_writer_cancelled_leaves_no_write_waiting(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one] = await _sinks(store, 1)
+        writer = swipe_writer(store)
+        waiting = asyncio.ensure_future(writer.write(SwipeText(one.message_id, 0, "a")))
+        await asyncio.sleep(0)  # the write is queued and its batch's runner started
+        assert writer._runner is not None
+        writer._runner.cancel()  # as the loop's shutdown does
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(waiting, 5)  # ended, not hanging
+    finally:
+        await store.close()
