@@ -4,8 +4,9 @@ busy chats, interrupt, stop, and checks that run before anything is stored."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,3 +152,85 @@ async def test_a_reader_that_saw_done_can_start_the_next_turn_at_once(hub: Hub) 
     second = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Again"))
     await hub.hub.wait(second.turn_id)
     assert [m.data["mes"] for m in (await hub.chats.load(info.id)).messages][-1] == "Two."
+
+
+class _DoneSpyLog(InMemoryTurnEventLog):
+    """Records who holds the chat at the moment a turn's ``done`` is appended."""
+
+    def __init__(self, lock: InMemoryChatLock, key: str) -> None:
+        super().__init__()
+        self.lock, self.key = lock, key
+        self.holder_at_done: list[str | None] = []
+
+    async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+        if type == "done":
+            self.holder_at_done.append(await self.lock.holder(self.key))
+        return await super().append(turn_id, type, data)
+
+
+async def test_done_is_appended_after_the_chat_is_free(hub: Hub) -> None:
+    # a client that posts its next turn the moment it reads ``done`` (not the end of the
+    # stream) must not get a 409: the lock is released before ``done`` exists
+    hub.server.script(Reply(text="One."), Reply(status=401, error={"error": {"message": "x"}}))
+    info = await hub.chats.new_chat("Mira")
+    lock = InMemoryChatLock()
+    log = _DoneSpyLog(lock, TurnHub.chat_key(hub.chats.owner, info.id))
+    turns = TurnHub(log, lock)
+    for text in ("Hi", "Again"):  # a completed turn, then a failed one
+        started = await turns.start(hub.chats, info.id, TurnRequest("send", text=text))
+        await turns.wait(started.turn_id)
+    assert log.holder_at_done == [None, None]
+
+
+class _ForgetfulLock(InMemoryChatLock):
+    """A lock whose lease cannot be renewed (it ran out while the turn ran)."""
+
+    async def renew(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
+        return False
+
+
+async def test_a_turn_that_loses_its_chat_lock_stops(hub: Hub) -> None:
+    hub.server.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    info = await hub.chats.new_chat("Mira")
+    turns = TurnHub(hub.log, _ForgetfulLock(), lease_s=0.3)
+    started = await turns.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    await asyncio.wait_for(turns.wait(started.turn_id), 10)
+    events = await hub.events(started.turn_id)
+    assert events[-1].type == "done" and events[-1].data["status"] == "aborted"
+    assert (await hub.chats.load(info.id)).messages[-1].data["mes"] == text_of(events)
+
+
+async def test_a_reader_of_a_turn_whose_process_died_gets_an_end() -> None:
+    # the turn's log has its start, but no process runs it and nobody holds its chat: its
+    # process was killed (its lease ran out); the reader ends instead of waiting a day
+    log, lock = InMemoryTurnEventLog(), InMemoryChatLock()
+    turns = TurnHub(log, lock, lease_s=0.05)
+    await log.append("t1", "notice", {"kind": "started", "turn": "t1", "chat": "c"})
+    events = await asyncio.wait_for(_collect(turns.watched(log.read("t1"), "me:c", "t1")), 5)
+    assert [e.type for e in events] == ["notice", "error", "done"]
+    assert events[-1].data["status"] == "failed"
+    assert events[-1].data["error"]["class"] == "TurnOrphaned"
+
+
+async def test_a_reader_of_a_turn_another_process_still_runs_keeps_waiting() -> None:
+    log, lock = InMemoryTurnEventLog(), InMemoryChatLock()
+    turns = TurnHub(log, lock, lease_s=0.05)
+    await log.append("t1", "notice", {"kind": "started", "turn": "t1", "chat": "c"})
+    assert await lock.acquire("me:c", "t1", lease_s=60)  # the other process holds the chat
+    seen: list[TurnEvent] = []
+
+    async def read() -> None:
+        async for event in turns.watched(log.read("t1"), "me:c", "t1"):
+            seen.append(event)
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0.5)  # ten leases of silence
+    assert [e.type for e in seen] == ["notice"]
+    await log.append("t1", "done", {"status": "completed"})
+    await log.close("t1", ttl_s=60)
+    await asyncio.wait_for(reader, 5)
+    assert [e.type for e in seen] == ["notice", "done"]
+
+
+async def _collect(events: AsyncIterator[TurnEvent]) -> list[TurnEvent]:
+    return [e async for e in events]

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,8 @@ from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEv
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
 from tavernkit.server.task_errors import safe_message
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "GROUP_TURN_KINDS",
@@ -148,6 +151,21 @@ class MemberSink(EventLogSink):
             data = {"kind": "member", "name": self.name, "avatar": self.avatar}
             await self.log.append(self.turn_id, "notice", data)
         await super().emit(event)
+
+
+def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
+    the server log)."""
+    code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
+    message = (
+        (safe_message(exc) if isinstance(exc, GenerateTaskError) else str(exc))
+        if safe
+        else "the turn failed (see the server log)"
+    )
+    return [
+        ("error", _turn_error_data(type(exc).__name__, code, message)),
+        ("done", {"status": "failed", "error": {"class": type(exc).__name__, "code": code}}),
+    ]
 
 
 def outcome_data(outcome: TurnOutcome | GroupTurnOutcome) -> dict[str, Any]:
@@ -288,48 +306,109 @@ class TurnHub:
         running: _Running,
         request: TurnRequest,
     ) -> None:
-        renewer = asyncio.create_task(self._renew(running.chat_key, turn_id))
+        renewer = asyncio.create_task(self._renew(running, turn_id))
+        # the turn's last events, appended once the chat is free: a client that read ``done``
+        # may start the next turn at once (a CancelledError leaves none: the log just closes)
+        last: list[tuple[str, dict[str, Any]]] = []
         try:
             try:
                 outcome = await _run_verb(
                     chats, chat_id, request, EventLogSink(self.log, turn_id), running.controller
                 )
             except TavernKitError as exc:
-                await self._fail(turn_id, exc)
+                last = _failure(exc)
             except Exception as exc:  # a bug must still end the log, without its message
-                await self._fail(turn_id, exc, safe=False)
+                last = _failure(exc, safe=False)
             else:
-                await self.log.append(turn_id, "done", outcome_data(outcome))
+                last = [("done", outcome_data(outcome))]
         finally:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
-            # the chat is free before its readers see the end: a client that read ``done``
-            # may start the next turn at once
             try:
                 await self._forget(turn_id, running)
             finally:
-                await self.log.close(turn_id, ttl_s=self.ttl_s)
-                running.done.set()
+                try:
+                    for type_, data in last:
+                        await self.log.append(turn_id, type_, data)
+                finally:
+                    await self.log.close(turn_id, ttl_s=self.ttl_s)
+                    running.done.set()
 
-    async def _fail(self, turn_id: str, exc: Exception, *, safe: bool = True) -> None:
-        code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
-        message = (
-            (safe_message(exc) if isinstance(exc, GenerateTaskError) else str(exc))
-            if safe
-            else "the turn failed (see the server log)"
-        )
-        await self.log.append(turn_id, "error", _turn_error_data(type(exc).__name__, code, message))
-        await self.log.append(
-            turn_id,
-            "done",
-            {"status": "failed", "error": {"class": type(exc).__name__, "code": code}},
-        )
-
-    async def _renew(self, key: str, turn_id: str) -> None:
+    async def _renew(self, running: _Running, turn_id: str) -> None:
+        """Keep the chat's lease while the turn runs. A lease that could not be renewed (it
+        ran out, and another turn may hold the chat now) stops the turn: two generations of
+        one chat must never run at once. A coordination error is retried at the next tick."""
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            await self.lock.renew(key, turn_id, lease_s=self.lease_s)
+            try:
+                kept = await self.lock.renew(running.chat_key, turn_id, lease_s=self.lease_s)
+            except TavernKitError as exc:
+                logger.warning("could not renew the chat lock of a turn (%s)", type(exc).__name__)
+                continue
+            if not kept:
+                logger.warning("a turn lost its chat lock; stopping it")
+                running.controller.abort("lost the chat lock")
+                return
+
+    async def watched(
+        self, events: AsyncIterator[TurnEvent], chat_key: str, turn_id: str
+    ) -> AsyncIterator[TurnEvent]:
+        """``events`` (a reader of ``turn_id``'s log) with an end for a turn whose process
+        died: when nothing arrived for two leases, no turn of this process is it and the chat's
+        lock no longer names it (its lease ran out), the log gets a failed ``done`` and closes,
+        so readers end instead of waiting out the log's expiry."""
+        queue: asyncio.Queue[TurnEvent | BaseException | None] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in events:
+                    await queue.put(event)
+            except Exception as exc:  # the reader's own error, raised to the client's stream
+                await queue.put(exc)
+            else:
+                await queue.put(None)
+
+        pumping = asyncio.create_task(pump())
+        quiet = 0
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(self.lease_s):
+                        item = await queue.get()
+                except TimeoutError:
+                    orphaned = turn_id not in self._running
+                    if orphaned:
+                        try:
+                            orphaned = await self.lock.holder(chat_key) != turn_id
+                        except TavernKitError:  # coordination down: no verdict, ask again
+                            orphaned = False
+                    quiet = quiet + 1 if orphaned else 0
+                    if quiet >= 2:  # a lease of grace: a turn that just freed the chat ends now
+                        await self._end_orphan(turn_id)
+                        quiet = 0
+                    continue
+                quiet = 0
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            pumping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pumping
+
+    async def _end_orphan(self, turn_id: str) -> None:
+        logger.warning("a turn's process stopped before it ended; closing its log")
+        error = {"class": "TurnOrphaned", "code": "server_error"}
+        await self.log.append(
+            turn_id,
+            "error",
+            {**error, "message": "the server process running this turn stopped"},
+        )
+        await self.log.append(turn_id, "done", {"status": "failed", "error": error})
+        await self.log.close(turn_id, ttl_s=self.ttl_s)
 
     async def _forget(self, turn_id: str, running: _Running) -> None:
         self._running.pop(turn_id, None)

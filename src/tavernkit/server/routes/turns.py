@@ -140,7 +140,7 @@ async def turn_events(
 ) -> Response:
     """The turn's events as SSE (``id``, ``event``: text, reasoning, tool, notice, error,
     done; ``data``: JSON), from after ``Last-Event-ID`` (or ``after``) when given."""
-    await _owned_turn(tk, hub, chat_id, turn_id)
+    chat = await _owned_turn(tk, hub, chat_id, turn_id)
     since = last_event_id if last_event_id is not None else after
     try:
         events = hub.log.read(turn_id, since or None)
@@ -148,7 +148,7 @@ async def turn_events(
         raise FormatError(str(exc), field="Last-Event-ID") from None
     except KeyError:
         raise NotFound(f"no turn {turn_id!r} in this chat") from None
-    return sse_response(_frames(events))
+    return sse_response(_frames(hub.watched(events, hub.chat_key(tk.owner, chat), turn_id)))
 
 
 async def _frames(events: AsyncIterator[TurnEvent]) -> AsyncIterator[bytes]:
