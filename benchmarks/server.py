@@ -25,8 +25,9 @@ machine), so a client knows when each piece left the upstream.
    reply is written to the store; 0.2 s by default).
 
 Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
-``git worktree add /tmp/base main``) measures both phases first with a server importing that
-tavernkit, then with this tree's, and prints each figure before -> after with its target.
+``git worktree add`` of the commit to compare with) measures both phases first with a server
+importing that tavernkit, then with this tree's, and prints each figure before -> after with
+its target.
 
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine

@@ -355,49 +355,52 @@ class TurnHub:
         self, events: AsyncIterator[TurnEvent], chat_key: str, turn_id: str
     ) -> AsyncIterator[TurnEvent]:
         """``events`` (a reader of ``turn_id``'s log) with an end for a turn whose process
-        died: when nothing arrived for two leases, no turn of this process is it and the chat's
-        lock no longer names it (its lease ran out), the log gets a failed ``done`` and closes,
-        so readers end instead of waiting out the log's expiry."""
-        queue: asyncio.Queue[TurnEvent | BaseException | None] = asyncio.Queue()
+        died: when the reader has waited on the log for two leases with nothing new, no turn of
+        this process is it and the chat's lock no longer names it (its lease ran out), the log
+        gets a failed ``done`` and closes, so readers end instead of waiting out its expiry.
+        A watchdog per reader looks once a lease; the events pass through untouched."""
+        reader = events.__aiter__()
+        seen = 0
+        waiting = False
 
-        async def pump() -> None:
-            try:
-                async for event in events:
-                    await queue.put(event)
-            except Exception as exc:  # the reader's own error, raised to the client's stream
-                await queue.put(exc)
-            else:
-                await queue.put(None)
+        async def watch() -> None:
+            last, quiet = -1, 0
+            while True:
+                await asyncio.sleep(self.lease_s)
+                if not waiting or seen != last:  # events came, or the client is slow
+                    last, quiet = seen, 0
+                    continue
+                quiet = quiet + 1 if await self._orphaned(chat_key, turn_id) else 0
+                if quiet >= 2:  # a lease of grace: a turn that just freed the chat ends now
+                    await self._end_orphan(turn_id)
+                    return
 
-        pumping = asyncio.create_task(pump())
-        quiet = 0
+        watchdog = asyncio.create_task(watch())
         try:
             while True:
+                waiting = True
                 try:
-                    async with asyncio.timeout(self.lease_s):
-                        item = await queue.get()
-                except TimeoutError:
-                    orphaned = turn_id not in self._running
-                    if orphaned:
-                        try:
-                            orphaned = await self.lock.holder(chat_key) != turn_id
-                        except TavernKitError:  # coordination down: no verdict, ask again
-                            orphaned = False
-                    quiet = quiet + 1 if orphaned else 0
-                    if quiet >= 2:  # a lease of grace: a turn that just freed the chat ends now
-                        await self._end_orphan(turn_id)
-                        quiet = 0
-                    continue
-                quiet = 0
-                if item is None:
+                    event = await reader.__anext__()
+                except StopAsyncIteration:
                     return
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+                finally:
+                    waiting = False
+                seen += 1
+                yield event
         finally:
-            pumping.cancel()
+            watchdog.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await pumping
+                await watchdog
+
+    async def _orphaned(self, chat_key: str, turn_id: str) -> bool:
+        """No process runs the turn any more: not this one, and the chat's lock names
+        another holder or none."""
+        if turn_id in self._running:
+            return False
+        try:
+            return await self.lock.holder(chat_key) != turn_id
+        except TavernKitError:  # coordination down: no verdict, ask again
+            return False
 
     async def _end_orphan(self, turn_id: str) -> None:
         logger.warning("a turn's process stopped before it ended; closing its log")

@@ -1,4 +1,4 @@
-"""Chats, messages and swipes in SQLite.
+"""Chats and messages in SQLite (their swipes: :mod:`tavernkit.store._sqlite_swipes`).
 
 A chat is a ``chats`` row (the header line as JSON), one ``messages`` row per message and one
 ``swipes`` row per swipe (see :mod:`tavernkit.store._message_rows`). Every change to a chat is
@@ -40,25 +40,12 @@ from tavernkit.store.protocol import (
     StoredChat,
     StoredChatWindow,
     StoredMessage,
-    SwipeText,
 )
 
-__all__ = ["SqliteChats"]
-
-# A streaming swipe's text (only a swipe that exists, of a chat of the owner), and the shown
-# swipe's text on its message's ``mes``.
-_SWIPE_TEXT_SQL = (
-    "UPDATE swipes SET text = ?, partial = ? WHERE message_id = ? AND idx = ? "
-    "AND text IS NOT NULL AND message_id IN (SELECT m.id FROM messages m "
-    "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)"
-)
-_SHOWN_TEXT_SQL = (
-    "UPDATE messages SET mes = ? WHERE id = ? AND instr(extracted, 'mes') > 0 "
-    "AND json_extract(body, '$.swipe_id') = ?"
-)
+__all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]
 
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
-_SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
+SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
 
 # msg_* are counters the triggers of migration 004 keep: no read counts a chat's messages.
 _CHAT_COLS = (
@@ -81,7 +68,7 @@ def _chat_info(row: Any) -> ChatInfo:
     )
 
 
-class _MessageState:
+class MessageState:
     """A message loaded for an edit of its own: body, extracted keys, mes and swipe rows."""
 
     def __init__(self, mid: str, chat_id: str, position: int, row: Any, swipes: list[SwipeRow]):
@@ -104,7 +91,7 @@ class _MessageState:
         if row.info is not None:
             info = json.loads(row.info)
             if isinstance(info, dict):
-                for key in _SWIPE_INFO_FIELDS:
+                for key in SWIPE_INFO_FIELDS:
                     if key in info:
                         self.body[key] = info[key]
 
@@ -252,7 +239,7 @@ class SqliteChats(SqliteBase):
 
     async def _message_state(
         self, db: aiosqlite.Connection, message_id: str, owner: str
-    ) -> _MessageState:
+    ) -> MessageState:
         async with db.execute(
             "SELECT m.chat_id, m.position, m.body, m.extracted, m.mes FROM messages m "
             "JOIN chats c ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?",
@@ -265,7 +252,7 @@ class SqliteChats(SqliteBase):
             "SELECT idx, text, info, partial FROM swipes WHERE message_id = ?", (message_id,)
         ) as cur:
             swipes = [SwipeRow(s[0], s[1], s[2], bool(s[3])) for s in await cur.fetchall()]
-        return _MessageState(message_id, row[0], row[1], row[2:], swipes)
+        return MessageState(message_id, row[0], row[1], row[2:], swipes)
 
     async def get_message(self, message_id: str, *, owner: str = DEFAULT_OWNER) -> StoredMessage:
         async with self._read() as db:
@@ -441,7 +428,7 @@ class SqliteChats(SqliteBase):
             (split.body_json, split.extracted_text, split.mes, split.flags, mid),
         )
 
-    async def _save_state(self, db: aiosqlite.Connection, st: _MessageState) -> None:
+    async def _save_state(self, db: aiosqlite.Connection, st: MessageState) -> None:
         await db.execute(
             "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
             (
@@ -463,183 +450,3 @@ class SqliteChats(SqliteBase):
             )
             await self._touch(db, row[0])
             return max(cur.rowcount, 0)
-
-    # -- swipes ----------------------------------------------------------------------------
-    async def append_swipe(
-        self,
-        message_id: str,
-        text: str,
-        *,
-        info: Mapping[str, Any] | None = None,
-        activate: bool = True,
-        complete: bool = True,
-        owner: str = DEFAULT_OWNER,
-    ) -> int:
-        info_json = dumps(to_json_doc(info, source="<swipe_info>")) if info is not None else None
-        async with self._write() as db:
-            st = await self._message_state(db, message_id, owner)
-            new_rows: list[SwipeRow] = []
-            if "swipes" not in st.extracted:
-                if "swipes" in st.body:
-                    raise StoreError(f"message {message_id!r} has swipes that are not all text")
-                # A message without swipes (a user message) gets its text as swipe 0 first.
-                first_info = None
-                if info is not None:
-                    first_info = dumps({k: st.body[k] for k in _SWIPE_INFO_FIELDS if k in st.body})
-                new_rows.append(SwipeRow(0, st.mes or "", first_info))
-                st.extracted.add("swipes")
-                st.body["swipes"] = None
-                st.body.setdefault("swipe_id", 0)
-            if info is not None and "swipe_info" not in st.extracted:
-                if "swipe_info" in st.body:
-                    raise StoreError(f"message {message_id!r} has a swipe_info that is not a list")
-                st.extracted.add("swipe_info")
-                st.body["swipe_info"] = None
-            idx = st.swipe_count() + len(new_rows)
-            old = st.swipes.get(idx)
-            if info_json is None and old is not None:
-                info_json = old.info  # an info past the end of ``swipes`` in an imported file
-            new_rows.append(SwipeRow(idx, text, info_json, not complete))
-            await db.executemany(
-                "INSERT INTO swipes (message_id, idx, text, info, partial) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (message_id, idx) DO UPDATE SET text = excluded.text, "
-                "info = excluded.info, partial = excluded.partial",
-                [(st.id, r.idx, r.text, r.info, int(r.partial)) for r in new_rows],
-            )
-            st.swipes.update((r.idx, r) for r in new_rows)
-            if activate:
-                st.show(idx)
-            await self._save_state(db, st)
-            await self._touch(db, st.chat_id)
-        return idx
-
-    async def update_swipe_text(
-        self,
-        message_id: str,
-        swipe_index: int,
-        text: str,
-        *,
-        complete: bool,
-        owner: str = DEFAULT_OWNER,
-    ) -> None:
-        async with self._write() as db:
-            await self._lock_message(db, message_id, owner)
-            cur = await db.execute(
-                _SWIPE_TEXT_SQL,
-                (text, int(not complete), message_id, swipe_index, message_id, owner),
-            )
-            if cur.rowcount == 0:
-                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
-            await db.execute(_SHOWN_TEXT_SQL, (text, message_id, swipe_index))
-            if complete:
-                await db.execute(
-                    "UPDATE chats SET updated = ? WHERE id = "
-                    "(SELECT chat_id FROM messages WHERE id = ?)",
-                    (self._now(), message_id),
-                )
-
-    async def update_swipe_texts(self, items: Sequence[SwipeText]) -> list[int]:
-        if not items:
-            return []
-        async with self._write() as db:
-            return await self._write_swipe_texts(db, items)
-
-    async def _write_swipe_texts(
-        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
-    ) -> list[int]:
-        """SQLite: one ``executemany`` per statement (one trip to the database thread each,
-        whatever the batch's size); only when fewer rows changed than asked are the swipes
-        looked up one by one to name the missing ones."""
-        before = db.total_changes
-        await db.executemany(
-            _SWIPE_TEXT_SQL,
-            [(i.text, 1, i.message_id, i.swipe_index, i.message_id, i.owner) for i in items],
-        )
-        missing: list[int] = []
-        if db.total_changes - before != len(items):
-            for n, item in enumerate(items):
-                found = await db.execute_fetchall(
-                    "SELECT 1 FROM swipes WHERE message_id = ? AND idx = ? AND text = ? "
-                    "AND message_id IN (SELECT m.id FROM messages m JOIN chats c "
-                    "ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)",
-                    (item.message_id, item.swipe_index, item.text, item.message_id, item.owner),
-                )
-                if not list(found):
-                    missing.append(n)
-        skip = set(missing)
-        await db.executemany(
-            _SHOWN_TEXT_SQL,
-            [(i.text, i.message_id, i.swipe_index) for n, i in enumerate(items) if n not in skip],
-        )
-        return missing
-
-    async def _each_swipe_text(
-        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
-    ) -> list[int]:
-        """One swipe after another, in message id order (a store whose writers lock rows takes
-        them in one order, see :meth:`_lock_message`)."""
-        missing: list[int] = []
-        for n, item in sorted(enumerate(items), key=lambda pair: pair[1].message_id):
-            await self._lock_message(db, item.message_id, item.owner)
-            cur = await db.execute(
-                _SWIPE_TEXT_SQL,
-                (item.text, 1, item.message_id, item.swipe_index, item.message_id, item.owner),
-            )
-            if cur.rowcount == 0:
-                missing.append(n)
-                continue
-            await db.execute(_SHOWN_TEXT_SQL, (item.text, item.message_id, item.swipe_index))
-        return sorted(missing)
-
-    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
-        """Take the row locks of a message and its chat before writing its swipes; a store
-        whose writers lock rows (PostgreSQL) needs every writer of a chat to take them in one
-        order. SQLite has one writer at a time: nothing to do."""
-
-    async def set_active_swipe(
-        self, message_id: str, swipe_index: int, *, owner: str = DEFAULT_OWNER
-    ) -> None:
-        async with self._write() as db:
-            st = await self._message_state(db, message_id, owner)
-            if not 0 <= swipe_index < st.swipe_count():
-                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
-            st.show(swipe_index)
-            await self._save_state(db, st)
-            await self._touch(db, st.chat_id)
-
-    async def delete_swipe(
-        self, message_id: str, swipe_index: int, *, owner: str = DEFAULT_OWNER
-    ) -> None:
-        async with self._write() as db:
-            st = await self._message_state(db, message_id, owner)
-            count = st.swipe_count()
-            if not 0 <= swipe_index < count:
-                raise NotFound(f"no swipe {swipe_index} on message {message_id!r}")
-            if count == 1:
-                raise Conflict("cannot delete a message's last swipe; delete the message")
-            await db.execute(
-                "DELETE FROM swipes WHERE message_id = ? AND idx = ?", (st.id, swipe_index)
-            )
-            # Two steps, so no intermediate state breaks the (message_id, idx) key.
-            await db.execute(
-                "UPDATE swipes SET idx = -idx WHERE message_id = ? AND idx > ?",
-                (st.id, swipe_index),
-            )
-            await db.execute(
-                "UPDATE swipes SET idx = -idx - 1 WHERE message_id = ? AND idx < 0", (st.id,)
-            )
-            st.swipes = {
-                (r.idx if r.idx < swipe_index else r.idx - 1): SwipeRow(
-                    r.idx if r.idx < swipe_index else r.idx - 1, r.text, r.info, r.partial
-                )
-                for r in st.swipes.values()
-                if r.idx != swipe_index
-            }
-            shown = st.body.get("swipe_id")
-            if isinstance(shown, int) and not isinstance(shown, bool):
-                if shown > swipe_index:
-                    st.body["swipe_id"] = shown - 1
-                elif shown == swipe_index:
-                    st.show(min(swipe_index, count - 2))
-            await self._save_state(db, st)
-            await self._touch(db, st.chat_id)

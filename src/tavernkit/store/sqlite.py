@@ -35,7 +35,7 @@ from tavernkit.models._trusted import from_stored
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import WriteStats, to_json_doc
-from tavernkit.store._sqlite_chats import SqliteChats
+from tavernkit.store._sqlite_swipes import SqliteSwipes
 from tavernkit.store._sqlite_vectors import SqliteVectors
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.migrations import apply_migrations
@@ -124,7 +124,7 @@ async def open_store(
 _SHARED_MAX = 64
 
 
-class SqliteStore(SqliteChats, SqliteAccounts, SqliteVectors):
+class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
