@@ -11,6 +11,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
+    │   └── ToolSourceUnavailable   its server could not be reached, or a tool call failed
     ├── TemplateError          a ChatLuna template's block condition is malformed or failed
     ├── ChatBusy               a turn is already generating in that chat
     ├── AccessError            the server refused a caller (``tavernkit.server``)
@@ -99,6 +100,7 @@ from tavernkit.error_families.base import (
     TavernKitError,
     TemplateError,
     ToolSourceError,
+    ToolSourceUnavailable,
 )
 from tavernkit.error_families.provider import (
     AuthError,
@@ -203,6 +205,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCallParseError",
     "ToolSourceError",
+    "ToolSourceUnavailable",
     "TurnFailure",
     "Unusable",
     "UrlRefused",

@@ -155,7 +155,7 @@ async def test_a_failing_checker_lets_review_proceed(
     assert out.text == "Aboard."
     (review,) = _reviews(world)
     assert "prose_linter_report" not in _packet(review)
-    assert "rule checker failed (ToolSourceError)" in caplog.text
+    assert "rule checker failed (ToolSourceUnavailable)" in caplog.text
     assert "linter crashed" not in caplog.text
 
 

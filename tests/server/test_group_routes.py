@@ -214,6 +214,20 @@ async def test_a_solo_chat_has_no_group_turns(site: Site) -> None:
     assert r.status_code == 404 and "no group" in r.json()["error"]["message"]
 
 
+async def test_a_solo_turn_on_a_group_chat_is_409_before_it_starts(site: Site) -> None:
+    await _crew(site)
+    chat = await _group_chat(site)
+    before = await _stored(site, chat)
+    for kind in ("send", "regenerate", "impersonate"):
+        r = await site.client.post(f"/chats/{chat}/turns", json={"kind": kind, "text": "hi"})
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["type"] == "Conflict" and "group" in r.json()["error"]["message"]
+    assert await _stored(site, chat) == before
+    assert not site.server.state.turns._running  # nothing started, the chat is not locked
+    ok = await site.client.post(f"/chats/{chat}/group-turns", json={"text": "Go"})
+    assert ok.status_code == 202, ok.text
+
+
 async def test_a_busy_group_chat_is_409_and_delete_stops_the_turn(site: Site) -> None:
     await _crew(site, strategy="list")
     chat = await _group_chat(site)

@@ -106,5 +106,6 @@ async def test_an_unreachable_server_is_a_typed_error_without_its_token(users: U
     body = {"name": "gone", "url": url, "token": SECRET}
     assert (await users.ann.post("/mcp/servers", json=body)).status_code == 201
     r = await users.ann.get("/mcp/servers/gone/tools")
-    assert r.status_code == 400 and r.json()["error"]["type"] == "ToolSourceError"
+    # the registration is fine, its server is not: a gateway error, not the request's
+    assert r.status_code == 502 and r.json()["error"]["type"] == "ToolSourceUnavailable"
     assert SECRET not in r.text and "gone" in r.json()["error"]["message"]

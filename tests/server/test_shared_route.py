@@ -181,3 +181,44 @@ async def test_a_cooling_pool_is_not_admitted(pool: Pool) -> None:
     pool.upstream.script(BAD_KEY, Reply(text="never"))
     assert (await pool.turn("ann", chat)).status != "completed"
     assert pool.keys_used() == ["Bearer sk-ann-own"]  # both pool keys are cooling
+
+
+async def test_a_pool_of_one_key_rests_after_a_rate_limit(pool: Pool) -> None:
+    chat = await _own_chat(pool.ann, pool.upstream, "sk-ann-own")
+    limited = Reply(
+        status=429, error={"error": {"message": "slow"}}, headers={"retry-after": "600"}
+    )
+    pool.upstream.script(BAD_KEY, limited)
+    assert (await pool.turn("ann", chat)).status != "completed"
+    assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+    # the lone pool key is resting: neither ann nor bob is let through to it
+    bob_chat = await _own_chat(pool.bob, pool.upstream, "sk-bob-own")
+    for name, own, which in (("ann", "sk-ann-own", chat), ("bob", "sk-bob-own", bob_chat)):
+        pool.upstream.requests.clear()
+        pool.upstream.script(BAD_KEY, Reply(text="never"))
+        assert (await pool.turn(name, which)).status != "completed"
+        assert pool.keys_used() == [f"Bearer {own}"]
+
+
+async def test_a_task_falls_back_to_the_pool_as_a_turn_does(pool: Pool) -> None:
+    """``POST /tasks`` and the facade's character models plan like a chat turn: own keys
+    first, then the shared pool, paid by the server."""
+    chat = await _own_chat(pool.ann, pool.upstream, "sk-ann-own")
+    pool.upstream.script(BAD_KEY, Reply(text="task from the pool"))
+    r = await pool.ann.post(
+        "/tasks", json={"task_messages": [{"role": "user", "content": "Hi"}], "chat_id": chat}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["assistant_text"] == "task from the pool"
+    assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+    pool.upstream.requests.clear()
+    pool.upstream.script(BAD_KEY, Reply(text="facade from the pool"))
+    models = (await pool.ann.get("/v1/models")).json()["data"]
+    mira = next(m["id"] for m in models if "Mira" in m["id"])
+    r = await pool.ann.post(
+        "/v1/chat/completions",
+        json={"model": mira, "messages": [{"role": "user", "content": "Hi"}]},
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == "facade from the pool"
+    assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from generation._scripted_server import Reply, ScriptedServer
-from tavernkit.errors import GenerateTaskError, ToolSourceError
+from tavernkit.errors import GenerateTaskError, ToolSourceError, ToolSourceUnavailable
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.models.mcp import McpServer
@@ -229,7 +229,7 @@ async def test_a_wrong_token_is_a_typed_error_without_the_token(
                     name="web", transport="http", url=url, credential=CredentialRef(key_id=key)
                 )
             )
-            with pytest.raises(ToolSourceError, match="'web'") as failed:
+            with pytest.raises(ToolSourceUnavailable, match="'web'") as failed:
                 await tk.context().mcp_tools("web")
             # a chat turn leaves the broken server out and goes on
             model.script(Reply(text="fine"))
@@ -310,7 +310,7 @@ async def test_a_stdio_server_gets_its_credential_in_its_environment(
 async def test_a_server_that_cannot_start_is_a_typed_error(tmp_path: Path) -> None:
     async with Tavern(tmp_path, load_plugins=False) as tk:
         await tk.mcp.add(McpServer(name="ghost", transport="stdio", command="/nonexistent/mcp"))
-        with pytest.raises(ToolSourceError, match="'ghost': could not connect"):
+        with pytest.raises(ToolSourceUnavailable, match="'ghost': could not connect"):
             await tk.context().mcp_tools("ghost")
         assert await tk.context().mcp_tools() == []
 

@@ -100,7 +100,10 @@ class PlanSources:
     resolve a profile, the key clock (epoch seconds: cooldowns are stored), the environment
     for ``env`` credentials and where environment keys' cooldowns live (``memory``: pass the
     Tavern's ``key_cooldowns`` so they outlive the turn). ``shared``: the route a personal turn
-    may fall back to (see the module docstring)."""
+    may fall back to (see the module docstring). ``rest_lone_keys``: a profile with one key
+    gets a pool too, so that key rests after a rate limit (a personal profile's one key is
+    tried whatever its state, since nothing else could answer; a shared route's is what its
+    admission checks before it lets a user's turn through)."""
 
     store: Store
     owner: str
@@ -109,6 +112,7 @@ class PlanSources:
     environ: Mapping[str, str]
     memory: CooldownStore = field(default_factory=InMemoryCooldownStore)
     shared: SharedRoute | None = None
+    rest_lone_keys: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,7 +224,8 @@ class _Builder:
         provider = connection.provider
         refs = [r for r in connection.profile.credentials if _pool_key(r) is not None]
         keys = [k for k in (_pool_key(r) for r in refs) if k is not None]
-        if isinstance(provider, Provider) and len(keys) > 1:
+        pooled = len(keys) > 1 or (len(keys) == 1 and self.sources.rest_lone_keys)
+        if isinstance(provider, Provider) and pooled:
             pool = KeyPool(
                 self.sources.owner,
                 connection.source,

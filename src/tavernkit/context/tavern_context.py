@@ -12,7 +12,7 @@ from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 import httpx2
 
-from tavernkit.chat.plan import PlanSources, task_plan
+from tavernkit.chat.plan import PlanSources, SharedRoute, task_plan
 from tavernkit.chat.profile_preset import load_bound_preset
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.context.group_quiet import group_quiet_state, is_group_chat
@@ -75,10 +75,13 @@ _R = TypeVar("_R")
 
 
 class LoudChats(Protocol):
-    """What ``generate_quiet_prompt(quiet_to_loud=True)`` needs of the chat service (which
-    owns every write to a chat): its turn slots and the appending of a reply."""
+    """What the context needs of the chat service (which owns every write to a chat): its
+    turn slots and the appending of a reply (``generate_quiet_prompt(quiet_to_loud=True)``),
+    and the shared route its turns may fall back to (a server sets it per user: a task falls
+    back where a chat turn would)."""
 
     slots: ChatSlots
+    shared_route: SharedRoute | None
 
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
@@ -242,7 +245,8 @@ class TavernContext:
 
     async def plan_for(self, connection: ResolvedConnection) -> Plan:
         """The plan a generation on ``connection`` runs: the chat turn's (key pool with the
-        Tavern's cooldowns, fallback chain), see :func:`tavernkit.chat.plan.task_plan`."""
+        Tavern's cooldowns, fallback chain, and the chat service's shared route, if any), see
+        :func:`tavernkit.chat.plan.task_plan`."""
 
         runtime = self.runtime
         sources = PlanSources(
@@ -252,6 +256,7 @@ class TavernContext:
             self.key_clock,
             os.environ if self.environ is None else self.environ,
             runtime.key_cooldowns,
+            shared=self._chats.shared_route if self._chats is not None else None,
         )
         return await task_plan(connection, sources)
 

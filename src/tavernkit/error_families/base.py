@@ -93,6 +93,11 @@ class ToolSourceError(TavernKitError):
         super().__init__(f"MCP server {source!r}: {message}" if source else message)
 
 
+class ToolSourceUnavailable(ToolSourceError):
+    """An MCP server could not be started or reached, did not answer in time, or a tool call
+    on it failed: the registration may be fine, its server is not (HTTP 502 on the server)."""
+
+
 class ChatBusy(TavernKitError):
     """A chat already has a turn generating; turns of one chat never interleave. Ask again
     with ``interrupt=True`` to stop the running turn (its delivered text is kept) first."""

@@ -27,6 +27,7 @@ from tavernkit.errors import (
     NotFound,
     PermissionDenied,
     TavernKitError,
+    ToolSourceUnavailable,
     TooManyAttempts,
 )
 
@@ -44,6 +45,8 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (LimitExceeded, 413),
     (FormatError, 422),
     (TooManyAttempts, 429),
+    # an MCP server the user registered failed: the gateway's upstream, not the request
+    (ToolSourceUnavailable, 502),
 )
 
 
@@ -74,6 +77,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (413, "the request body is over the upload limit"),
         (422, "the input is invalid; ``field`` names what"),
         (429, "a rate limit; see Retry-After"),
+        (502, "a server this one relies on (an MCP server) failed or did not answer"),
     )
 }
 

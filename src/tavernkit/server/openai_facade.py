@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavernkit.context import TavernContext
+from tavernkit.context import LoudChats, TavernContext
 from tavernkit.context.request_primitives import send_generation_request, send_streaming_request
 from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
@@ -102,10 +102,14 @@ class Completion:
 
 class CharacterContext(TavernContext):
     """The context of a character without a stored chat: its state is the character's own
-    (card, lorebooks) with the owner's persona, preset and settings, and no messages."""
+    (card, lorebooks) with the owner's persona, preset and settings, and no messages.
+    ``chats``: the owner's chat service, whose shared route (a server's pool) the completion
+    falls back to as a chat turn would."""
 
-    def __init__(self, runtime: Runtime, character_id: str) -> None:
-        super().__init__(runtime, None)
+    def __init__(
+        self, runtime: Runtime, character_id: str, *, chats: LoudChats | None = None
+    ) -> None:
+        super().__init__(runtime, None, chats=chats)
         self.character_id = character_id
 
     async def chat_state(self) -> ChatState:
@@ -187,7 +191,7 @@ async def _character(
     *,
     stream: bool,
 ) -> AsyncIterator[Delta | Completion]:
-    ctx = CharacterContext(tk.runtime, model.ref)
+    ctx = CharacterContext(tk.runtime, model.ref, chats=tk.chats)
     options: dict[str, Any] = {
         "include_character_card": True,
         "world_info_source": "task",

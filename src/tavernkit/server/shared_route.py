@@ -9,8 +9,8 @@ every one of those attempts failed does the plan ask for the shared route
 
 1. the admin's policy allows it (``ServerSettings.shared_fallback``),
 2. the user's own setting allows it (``shared_fallback`` on their account),
-3. the shared profile has a key that is not cooling down (cooldowns are kept for pools of
-   two keys or more: a single key is never rested), and
+3. the shared profile has a key that is not cooling down (a pool of one key rests too:
+   ``PlanSources.rest_lone_keys``), and
 4. the user's quota of shared fallbacks (``ServerSettings.shared_rate``) has room;
 
 in that order, so a refused route spends no quota. From then on the attempts are paid by
@@ -69,7 +69,13 @@ class SharedRoutes:
             )
 
         return PlanSources(
-            server.store, SERVER_OWNER, resolve, time.time, os.environ, server.key_cooldowns
+            server.store,
+            SERVER_OWNER,
+            resolve,
+            time.time,
+            os.environ,
+            server.key_cooldowns,
+            rest_lone_keys=True,  # a pool of one key rests too: admission reads its cooldown
         )
 
     def route_for(self, principal: Principal) -> SharedRoute | None:

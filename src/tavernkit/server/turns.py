@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat
+from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.service import ChatService
 from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound, TavernKitError
@@ -237,7 +237,8 @@ class TurnHub:
 
     async def start(self, chats: ChatService, chat_ref: str, request: TurnRequest) -> TurnStarted:
         """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
-        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")`` or
+        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")``,
+        :class:`~tavernkit.errors.Conflict` (a solo verb on a group's chat) or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
         kinds = GROUP_TURN_KINDS if request.group else TURN_KINDS
         if request.kind not in kinds:
@@ -251,6 +252,10 @@ class TurnHub:
                 "invalid_input", "a trigger names the member", details={"field": "member"}
             )
         info = await chats.store.get_chat_info(chat_ref, owner=chats.owner)
+        if not request.group and info.character_id is None:
+            # a group chat's solo verb is refused here, before anything starts: a 409 to the
+            # caller rather than a turn that ends at once in an error event
+            await refuse_group_chat(chats.store, info.name, owner=chats.owner)
         await chats.check_overrides(request.overrides)
         key = self.chat_key(chats.owner, info.id)
         turn_id = uuid.uuid4().hex

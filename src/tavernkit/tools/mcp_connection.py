@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx2
 
-from tavernkit.errors import ToolSourceError
+from tavernkit.errors import ToolSourceError, ToolSourceUnavailable
 from tavernkit.models.mcp import McpServer
 
 __all__ = ["McpConnection", "McpTool", "call_result_text"]
@@ -106,7 +106,9 @@ class McpConnection:
         if self._task in done:
             raise self._failure(self._task)
         await self.close()
-        raise ToolSourceError(f"did not answer within {self.server.timeout:g} s", source=self.name)
+        raise ToolSourceUnavailable(
+            f"did not answer within {self.server.timeout:g} s", source=self.name
+        )
 
     async def close(self) -> None:
         self._closing.set()
@@ -150,14 +152,16 @@ class McpConnection:
         )
         text = call_result_text(result)
         if getattr(result, "is_error", False):
-            raise ToolSourceError(f"tool {tool!r} failed: {text or 'no message'}", source=self.name)
+            raise ToolSourceUnavailable(
+                f"tool {tool!r} failed: {text or 'no message'}", source=self.name
+            )
         return text
 
     # -- internals ------------------------------------------------------------------------
 
     def _session(self) -> Any:
         if not self.alive:
-            raise ToolSourceError("the connection is closed", source=self.name)
+            raise ToolSourceUnavailable("the connection is closed", source=self.name)
         return self._client
 
     async def _request(self, pending: Any) -> Any:
@@ -166,16 +170,16 @@ class McpConnection:
         except ToolSourceError:
             raise
         except TimeoutError:
-            raise ToolSourceError(
+            raise ToolSourceUnavailable(
                 f"no answer within {self.server.timeout:g} s", source=self.name
             ) from None
         except Exception as exc:
-            raise ToolSourceError(_describe(exc, self._secret), source=self.name) from None
+            raise ToolSourceUnavailable(_describe(exc, self._secret), source=self.name) from None
 
-    def _failure(self, task: asyncio.Task[None]) -> ToolSourceError:
+    def _failure(self, task: asyncio.Task[None]) -> ToolSourceUnavailable:
         exc = task.exception() if not task.cancelled() else None
         reason = _describe(exc, self._secret) if exc is not None else "closed while starting"
-        return ToolSourceError(f"could not connect: {reason}", source=self.name)
+        return ToolSourceUnavailable(f"could not connect: {reason}", source=self.name)
 
     async def _run(self) -> None:
         from mcp import Client
