@@ -46,6 +46,9 @@ BAD = [
     ("/qr add x", "/qr add needs a label and the text to send"),
     ("/qr remove", "/qr remove needs one label"),
     ("/qr two words", "a label is one word"),
+    ("/summary later", "unknown 'later': write /summary, /summary now or /summary set TEXT"),
+    ("/summary set", "/summary set needs the new summary's text"),
+    ("/summary now please", "/summary now takes no text"),
     ("/think hard", "/think takes no argument"),
     ("/prompt x", "/prompt takes no argument"),
     ("/lore x", "/lore takes no argument"),
@@ -121,3 +124,26 @@ def test_help_lists_every_command_and_history_of_an_empty_chat(home: Path) -> No
     lines = [line.removeprefix("> ") for line in result.stdout.splitlines()]  # after the prompt
     listed = {line.split(" ")[0] for line in lines if line.startswith("/")}
     assert listed == {f"/{c.name}" for c in COMMANDS.values()}
+
+
+def test_summary_is_shown_made_replaced_and_undone(home: Path, server: ThreadServer) -> None:
+    server.script(Reply(text="First."), Reply(text="Second."))
+    assert cli("chat", "Mira", input="Hi\nMore\n/quit\n").exit_code == 0
+    before = [m.to_wire() for m in messages(home)]
+    server.script(Reply(text="Mira met a stranger who said hi twice."))
+    script = ["/summary", "/summary now", "/summary", "/summary set They sailed north.", "/summary"]
+    result = cli("chat", "Mira", input="\n".join([*script, "/quit"]) + "\n")
+    assert result.exit_code == 0, result.output
+    assert "(no summary)" in result.stdout
+    assert result.stdout.count("Mira met a stranger who said hi twice.") == 2  # made, then shown
+    assert "They sailed north." in result.stdout.split("summary stored on message")[-1]
+    # the summary request went to the model: the chat's messages and SillyTavern's prompt
+    summary_request = server.bodies[-1]
+    assert "summar" in str(summary_request["messages"]).lower()
+    stored = messages(home)
+    assert stored[-2].extra.memory == "They sailed north."  # the summary box: second-to-last
+    # both changes are undone in reverse order; nothing else changed
+    result = cli("chat", "Mira", input="/summary set Again.\n/undo\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert messages(home)[-2].extra.memory == "They sailed north."
+    assert [m.to_wire() for m in messages(home)][:-2] == before[:-2]

@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from tavernkit.assist.summary import current_summary, set_summary, summarize
 from tavernkit.chat.group_turn import GroupTurnOutcome
 from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
@@ -438,6 +439,42 @@ class Session(SettingCommands):
                         break
             finally:
                 self._qr_depth -= 1
+
+    async def cmd_summary(self, arg: str) -> None:
+        """The rolling summary (the memory's, as ``tavernkit memory summary`` shows it): shown,
+        made now with the main model whatever the summary source, or replaced; a change is
+        undoable like an edit."""
+        command = COMMANDS["summary"]
+        verb, _, text = arg.partition(" ")
+        if not arg:
+            summary = await current_summary(self.tk.runtime, self.chat_id)
+            out.print(escape(summary) if summary else "[dim](no summary)[/]")
+        elif verb == "now":
+            if text.strip():
+                raise command.error("/summary now takes no text")
+            await self._snapshot("summary")
+            out.print("[dim]summarizing…[/]")
+            try:
+                update = await summarize(self.tk.context(self.chat_id), force=True)
+            except BaseException:
+                self.undo_stack.discard_last()  # nothing was stored
+                raise
+            if update is None:
+                self.undo_stack.discard_last()
+                out.print("[dim]no summary made (nothing new to summarize)[/]")
+            else:
+                out.print(escape(update.text))
+                out.print(f"[dim]stored on message #{update.message_index} (/undo drops it)[/]")
+        elif verb == "set":
+            if not text.strip():
+                raise command.error("/summary set needs the new summary's text")
+            await self._snapshot("summary")
+            index = await set_summary(self.tk.runtime, self.chat_id, text.strip())
+            out.print(f"[dim]summary stored on message #{index} (/undo brings the old one back)[/]")
+        else:
+            raise command.error(
+                f"unknown {verb!r}: write /summary, /summary now or /summary set TEXT"
+            )
 
     async def cmd_think(self, arg: str) -> None:
         no_argument(COMMANDS["think"], arg)

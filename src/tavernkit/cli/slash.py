@@ -64,6 +64,11 @@ _TABLE = (
         "/qr [LABEL | add LABEL TEXT | remove LABEL]",
         "quick replies: list them, send one, save or remove one",
     ),
+    SlashCommand(
+        "summary",
+        "/summary [now | set TEXT]",
+        "the chat's summary: show it, make a new one now, or replace it",
+    ),
     SlashCommand("think", "/think", "show the last reply's reasoning"),
     SlashCommand("prompt", "/prompt", "show the prompt the next turn sends"),
     SlashCommand("lore", "/lore", "lorebook entries that fire on the next turn"),
