@@ -9,8 +9,8 @@ Values are checked before anything is written: a bad depth, frequency, role or p
 
 from __future__ import annotations
 
+from tavernkit.chat.chat_metadata import chat_metadata
 from tavernkit.errors import FormatError
-from tavernkit.models.chat import ChatMetadata
 from tavernkit.prompt.state import AuthorsNote, ExtensionPosition
 from tavernkit.store.protocol import Store
 
@@ -27,14 +27,9 @@ NOTE_POSITIONS: dict[str, int] = {
 }
 
 
-async def _metadata(store: Store, chat_id: str, owner: str) -> ChatMetadata:
-    stored = await store.load_chat(chat_id, owner=owner)
-    return ChatMetadata.model_validate(stored.header.get("chat_metadata") or {})
-
-
 async def authors_note(store: Store, chat_id: str, *, owner: str) -> AuthorsNote:
     """The chat's note as the prompt builders read it (SillyTavern's defaults filled in)."""
-    return AuthorsNote.from_metadata(await _metadata(store, chat_id, owner))
+    return AuthorsNote.from_metadata((await chat_metadata(store, chat_id, owner=owner))[1])
 
 
 async def set_authors_note(
@@ -65,7 +60,7 @@ async def set_authors_note(
     for field, value, bad, rule in checks:
         if bad:
             raise FormatError(f"{value!r} is not allowed ({rule})", field=field)
-    metadata = await _metadata(store, chat_id, owner)
+    chat_id, metadata = await chat_metadata(store, chat_id, owner=owner)  # a name works too
     if text is not None:
         metadata.note_prompt = text
     if depth is not None:

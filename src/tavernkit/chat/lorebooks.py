@@ -9,7 +9,7 @@ exist is a :class:`~tavernkit.errors.NotFound` before anything is written.
 
 from __future__ import annotations
 
-from tavernkit.models.chat import ChatMetadata
+from tavernkit.chat.chat_metadata import chat_metadata
 from tavernkit.store.protocol import RecordInfo, Store
 
 __all__ = [
@@ -25,10 +25,9 @@ async def set_chat_lorebook(
 ) -> RecordInfo | None:
     """Bind ``book`` (name or id) to the chat; ``None`` unbinds it. Returns the book."""
     info = (await store.get_record("lorebook", book, owner=owner)).info if book else None
-    stored = await store.load_chat(chat_id, owner=owner)
-    metadata = ChatMetadata.model_validate(stored.header.get("chat_metadata") or {})
+    found, metadata = await chat_metadata(store, chat_id, owner=owner)
     metadata.world_info = info.name if info is not None else None
-    await store.update_chat_metadata(stored.info.id, metadata.to_wire(), owner=owner)
+    await store.update_chat_metadata(found, metadata.to_wire(), owner=owner)
     return info
 
 

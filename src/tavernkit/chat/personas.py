@@ -9,8 +9,8 @@ name, else ``settings.selections.user_name``. An unknown name is a
 
 from __future__ import annotations
 
+from tavernkit.chat.chat_metadata import chat_metadata
 from tavernkit.errors import FormatError, NotFound
-from tavernkit.models.chat import ChatMetadata
 from tavernkit.models.persona import Persona
 from tavernkit.models.settings import Settings
 from tavernkit.store.protocol import RecordInfo, Store
@@ -71,17 +71,16 @@ class Personas:
     async def set_for_chat(self, chat_id: str, ref: str | None) -> Persona | None:
         """Lock ``ref`` to the chat (``None`` unlocks it: the default applies again)."""
         found = await self.get(ref) if ref is not None else None
-        stored = await self.store.load_chat(chat_id, owner=self.owner)
-        metadata = ChatMetadata.model_validate(stored.header.get("chat_metadata") or {})
+        chat, metadata = await chat_metadata(self.store, chat_id, owner=self.owner)
         metadata.persona = found[0] if found is not None else None
-        await self.store.update_chat_metadata(stored.info.id, metadata.to_wire(), owner=self.owner)
+        await self.store.update_chat_metadata(chat, metadata.to_wire(), owner=self.owner)
         return found[1] if found is not None else None
 
     async def for_chat(self, chat_id: str) -> Persona | None:
         """The persona a turn in the chat speaks as when it names none (locked, else default;
         a locked or default persona that was deleted since is skipped)."""
-        stored = await self.store.load_chat(chat_id, owner=self.owner)
-        locked = (stored.header.get("chat_metadata") or {}).get("persona")
+        window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
+        locked = (window.header.get("chat_metadata") or {}).get("persona")
         for ref in (locked, (await self._settings()).selections.persona):
             if isinstance(ref, str) and ref:
                 try:

@@ -18,6 +18,7 @@ Impersonation and quiet turns are never reviewed (the turn runner's rule).
 
 from __future__ import annotations
 
+from tavernkit.chat.chat_metadata import chat_metadata
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.errors import FormatError
 from tavernkit.generation.plan import PlanEntry
@@ -27,7 +28,6 @@ from tavernkit.generation.review import (
     RuleChecker,
     ToolCheckpoint,
 )
-from tavernkit.models.chat import ChatMetadata
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest
 from tavernkit.store.protocol import Store
@@ -123,8 +123,7 @@ async def check_reviewer(store: Store, settings: ReviewSettings | None, *, owner
 
 async def chat_review(store: Store, chat_id: str, *, owner: str) -> ReviewSettings | None:
     """The chat's own review setting (``None``: the profile's holds)."""
-    stored = await store.load_chat(chat_id, owner=owner)
-    return ChatMetadata.model_validate(stored.header.get("chat_metadata") or {}).review
+    return (await chat_metadata(store, chat_id, owner=owner))[1].review
 
 
 async def set_chat_review(
@@ -133,7 +132,6 @@ async def set_chat_review(
     """Set the chat's own review setting (``None``: clear it, the profile's holds). A pinned
     reviewer is checked first: a missing profile raises and nothing is written."""
     await check_reviewer(store, settings, owner=owner)
-    stored = await store.load_chat(chat_id, owner=owner)
-    metadata = ChatMetadata.model_validate(stored.header.get("chat_metadata") or {})
+    chat_id, metadata = await chat_metadata(store, chat_id, owner=owner)
     metadata.review = settings
     await store.update_chat_metadata(chat_id, metadata.to_wire(), owner=owner)
