@@ -13,7 +13,8 @@ prompts); ``generate_task`` would wrap them in its own task envelope. The reply 
 ``extra.memory`` of the message SillyTavern stores it on, and thrown away when the chat
 changed meanwhile (a message added or removed). :func:`set_summary` edits the current
 summary (SillyTavern's summary box: the second-to-last message); :func:`current_summary`
-reads it.
+reads it. Every read is a tail of the chat reaching back to the current summary
+(:func:`_since_summary`), never the whole of a long chat.
 """
 
 from __future__ import annotations
@@ -24,17 +25,21 @@ from dataclasses import dataclass
 from tavernkit.context import TavernContext
 from tavernkit.errors import MemoryConfigError
 from tavernkit.memory.summary import (
+    RawSummaryRequest,
     latest_summary,
+    latest_summary_index,
     raw_summary_request,
     summary_due,
     summary_target,
     summary_task_prompt,
 )
 from tavernkit.models.chat import Message
+from tavernkit.models.chat_window import OutsideWindow
 from tavernkit.models.memory import SummarySettings
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state
 from tavernkit.prompt.macros import macro_substitute
 from tavernkit.runtime import Runtime
+from tavernkit.store.chat_state import load_chat_state
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
 __all__ = ["SummaryUpdate", "current_summary", "set_summary", "summarize"]
@@ -50,10 +55,76 @@ class SummaryUpdate:
     message_index: int
 
 
-async def _messages(runtime: Runtime, chat_id: str) -> tuple[list[str], list[Message]]:
-    stored = await runtime.store.load_chat(chat_id, owner=runtime.owner)
-    ids = [m.id for m in stored.messages]
-    return ids, [Message.model_validate(m.data) for m in stored.messages]
+#: the newest messages a summary read starts from; it grows this many times over while it
+#: has not reached the current summary (a chat summarized as it goes reads little)
+_FIRST_READ = 64
+_GROWTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class _Tail:
+    """The newest messages of a chat: their store ids, the chat position of the first, and
+    whether they are the whole chat (``length`` messages in all)."""
+
+    ids: list[str]
+    messages: list[Message]
+    offset: int
+    length: int
+
+    @property
+    def complete(self) -> bool:
+        return self.offset == 0
+
+
+async def _tail(runtime: Runtime, chat_id: str, last: int) -> _Tail:
+    window = await runtime.store.load_chat_window(chat_id, last=max(last, 1), owner=runtime.owner)
+    tail = window.tail
+    offset = tail[0].position if tail else 0
+    messages = [Message.model_validate(m.data) for m in tail]
+    return _Tail([m.id for m in tail], messages, offset, window.info.message_count)
+
+
+async def _since_summary(
+    runtime: Runtime, chat_id: str, first: int = _FIRST_READ, read: _Tail | None = None
+) -> _Tail:
+    """The newest messages reaching back to the one holding the current summary (the last
+    message left out, as :func:`latest_summary_index` does), or the whole chat when none
+    holds one: what every summary rule reads, at a cost that grows with the messages since
+    the summary, not with the chat. ``read``: a tail of ``first`` messages already read."""
+    size = first
+    tail = read or await _tail(runtime, chat_id, size)
+    while not tail.complete and latest_summary_index(tail.messages) < 0:
+        size *= _GROWTH
+        tail = await _tail(runtime, chat_id, size)
+    return tail
+
+
+async def _build(
+    context: TavernContext, chat_id: str, messages: list[Message], settings: SummarySettings
+) -> RawSummaryRequest | str | None:
+    """The Raw builders' request, or the Classic builder's prompt (``None``: nothing to ask).
+    Its macros read the chat's newest messages; one that reads further back is given the
+    whole chat."""
+    runtime = context.runtime
+    for window in (_FIRST_READ, None):
+        state = await load_chat_state(
+            runtime.store, owner=runtime.owner, chat_id=chat_id, window=window
+        )
+        substitute = macro_substitute(prompt_state_from_chat_state(state), compat=state.compat)
+        try:
+            if settings.prompt_builder not in (1, 2):
+                return summary_task_prompt(settings, substitute) or None
+            response = settings.override_response_length or state.settings.prompt.amount_gen
+            return raw_summary_request(
+                messages,
+                settings,
+                substitute,
+                count_tokens=ByteEstimateTokenizer().count,
+                max_prompt_tokens=state.settings.prompt.max_context - response,
+            )
+        except OutsideWindow:
+            continue
+    raise AssertionError("the whole chat is never outside its window")
 
 
 async def summarize(
@@ -69,66 +140,57 @@ async def summarize(
         settings = (await runtime.settings()).memory.summary
     if settings.source != "main" and not force:
         return None
-    ids, messages = await _messages(runtime, chat_id)
-    if not messages or not (force or summary_due(messages, settings)):
+    # whether one is due reads at most ``prompt_interval`` messages back (exact on any tail
+    # at least that long); what goes into one reads back to the current summary
+    first = max(settings.prompt_interval + 1, _FIRST_READ)
+    read = await _tail(runtime, chat_id, first)
+    if not read.messages or not (force or summary_due(read.messages, settings)):
         return None
-    state = await context.chat_state()
-    substitute = macro_substitute(prompt_state_from_chat_state(state), compat=state.compat)
+    read = await _since_summary(runtime, chat_id, first, read)
+    messages = read.messages
     last_used = -1
-    response = settings.override_response_length or state.settings.prompt.amount_gen
     length = settings.override_response_length or None
-    if settings.prompt_builder in (1, 2):
-        request = raw_summary_request(
-            messages,
-            settings,
-            substitute,
-            count_tokens=ByteEstimateTokenizer().count,
-            max_prompt_tokens=state.settings.prompt.max_context - response,
-        )
-        if request is None:
-            return None
-        last_used = request.last_used
+    built = await _build(context, chat_id, messages, settings)
+    if built is None:
+        return None
+    if isinstance(built, RawSummaryRequest):
+        last_used = built.last_used
         reply = await context.generate_raw(
-            request.text, system_prompt=request.prompt, response_length=length
+            built.text, system_prompt=built.prompt, response_length=length
         )
     else:
-        prompt = summary_task_prompt(settings, substitute)
-        if not prompt:
-            return None
         reply = await context.generate_quiet_prompt(
-            prompt, skip_wian=settings.skip_wian, response_length=length
+            built, skip_wian=settings.skip_wian, response_length=length
         )
     text = reply.strip()
     if not text:
         return None
-    now_ids, now = await _messages(runtime, chat_id)
-    if now_ids != ids:
+    now = await _tail(runtime, chat_id, len(read.ids))
+    if now.ids != read.ids or now.length != read.length:
         log.info("summary of chat %s dropped: the chat changed while it was made", chat_id)
         return None
-    target = summary_target(now, settings, last_used)
-    message = now[target]
+    target = summary_target(now.messages, settings, last_used)
+    message = now.messages[target]
     message.extra.memory = text
-    await runtime.store.update_message(ids[target], message, owner=runtime.owner)
-    return SummaryUpdate(text, target)
+    await runtime.store.update_message(now.ids[target], message, owner=runtime.owner)
+    return SummaryUpdate(text, now.offset + target)
 
 
 async def current_summary(runtime: Runtime, chat_id: str) -> str:
     """The summary the next turn injects (``""``: none)."""
-    _, messages = await _messages(runtime, chat_id)
-    return latest_summary(messages)
+    return latest_summary((await _since_summary(runtime, chat_id)).messages)
 
 
 async def set_summary(runtime: Runtime, chat_id: str, text: str) -> int:
     """Edit the summary: ``text`` stored on the second-to-last message (SillyTavern's summary
     box; the next turn injects it); returns that message's index."""
-    ids, messages = await _messages(runtime, chat_id)
-    if len(messages) < 2:
+    read = await _tail(runtime, chat_id, 2)
+    if read.length < 2:
         raise MemoryConfigError(
-            f"chat {chat_id} has {len(messages)} message(s): a summary is kept on the "
+            f"chat {chat_id} has {read.length} message(s): a summary is kept on the "
             "second-to-last message, so it needs at least two"
         )
-    target = len(messages) - 2
-    message = messages[target]
+    message = read.messages[0]
     message.extra.memory = text
-    await runtime.store.update_message(ids[target], message, owner=runtime.owner)
-    return target
+    await runtime.store.update_message(read.ids[0], message, owner=runtime.owner)
+    return read.length - 2

@@ -7,7 +7,7 @@ import inspect
 import os
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 import httpx2
@@ -32,7 +32,7 @@ from tavernkit.context.request_primitives import (
     send_generation_request,
     send_streaming_request,
 )
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import GenerateTaskError, NotFound, OutsideWindow
 from tavernkit.generation.abort import AbortSignal, StreamingProcessor
 from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.hooks import RequestScope, before_request_hook
@@ -49,11 +49,10 @@ from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_window import windowed
 from tavernkit.tasks import prompt as tp
-from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
-from tavernkit.tasks.run import TaskServices, world_info_from_mapping
-from tavernkit.tasks.run import generate_task as _generate_task
-from tavernkit.tasks.run import generate_task_stream as _generate_task_stream
+from tavernkit.tasks.options import Emit, TaskEvent, TaskOptions, TaskResult, TaskStream
+from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
 from tavernkit.tools.capability import (
     ToolCapabilities,
 )
@@ -72,6 +71,7 @@ __all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 
 class LoudChats(Protocol):
@@ -281,7 +281,47 @@ class TavernContext:
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
         return before_request_hook(self.runtime.plugins, scope, own=self.before_request)
 
-    def _services(self, *, api_settings_override: Any = None) -> TaskServices:
+    async def _window_state(self, window: int) -> ChatState:
+        runtime = self.runtime
+        return await load_chat_state(
+            runtime.store, owner=runtime.owner, chat_id=self.chat_id, window=window
+        )
+
+    async def _in_window(
+        self,
+        run: Callable[[TaskServices], Awaitable[_T]],
+        *,
+        redo: Callable[[], bool] = lambda: True,
+        api_settings_override: Any = None,
+    ) -> _T:
+        """``run`` on services whose state holds the chat's newest messages, redone on a
+        larger window when it reads past them (the chat turn's rule,
+        :func:`~tavernkit.store.chat_window.windowed`), so a call on a long chat costs what it
+        reads. Nothing a generation call does writes before its reads are done; the RNG is
+        rewound for a redo, so the redone build draws what a build over the whole chat
+        would. ``redo``: whether a build that read past its window may be redone (a stream
+        that already sent events may not)."""
+        if self.chat_id is None:
+            return await run(self._services(api_settings_override=api_settings_override))
+        drawn = self.rng.getstate()
+
+        async def attempt(window: int) -> _T:
+            self.rng.setstate(drawn)
+            services = self._services(api_settings_override=api_settings_override, window=window)
+            try:
+                return await run(services)
+            except OutsideWindow as exc:
+                if not redo():  # its events are out: a redo would send them twice
+                    raise GenerateTaskError(
+                        "unknown", "the task read past the chat it loaded after it began to stream"
+                    ) from exc
+                raise
+
+        return await windowed(self.chat_id, attempt)
+
+    def _services(
+        self, *, api_settings_override: Any = None, window: int | None = None
+    ) -> TaskServices:
         async def connection(name: str, model_override: str) -> ResolvedConnection:
             return await self.resolve_named(name, model_override, api_settings_override)
 
@@ -289,8 +329,12 @@ class TavernContext:
             runtime = self.runtime
             return await group_quiet_state(runtime.store, self.chat_id, force, owner=runtime.owner)
 
+        async def windowed_state() -> ChatState:
+            assert window is not None
+            return await self._window_state(window)
+
         return TaskServices(
-            load_state=self.chat_state,
+            load_state=self.chat_state if window is None else windowed_state,
             load_group_state=group_state,
             resolve_connection=connection,
             load_preset=self.preset_named,
@@ -331,7 +375,8 @@ class TavernContext:
         normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises
         :class:`~tavernkit.errors.GenerateTaskError`."""
         options = TaskOptions(**_task_kwargs(locals()))
-        return await _generate_task(self._services(), options)
+        options.validate()
+        return await self._in_window(lambda services: run_task(services, options, None))
 
     @_parameters_of(generate_task)
     def generate_task_stream(
@@ -339,7 +384,22 @@ class TavernContext:
     ) -> TaskStream:
         """:meth:`generate_task` as a stream of events ending in the result (the same
         parameters). Validation errors raise here, synchronously."""
-        return _generate_task_stream(self._services(), TaskOptions(task_messages, **options))
+        task = TaskOptions(task_messages, **options)
+        task.validate()
+
+        async def runner(emit: Emit) -> TaskResult:
+            sent = False
+
+            async def forward(event: TaskEvent) -> None:
+                nonlocal sent
+                sent = True
+                await emit(event)
+
+            return await self._in_window(
+                lambda services: run_task(services, task, forward), redo=lambda: not sent
+            )
+
+        return TaskStream(runner)
 
     async def resolve_world_info_for_messages(
         self,
@@ -476,13 +536,13 @@ class TavernContext:
         ``api_settings_override``, ``abort``."""
         raw = RawOptions(prompt=prompt, **options)
         connection = await self.resolve_named(raw.api_preset_name, "", raw.api_settings_override)
-        return await generate_raw(self._services(), connection, raw)
+        return await self._in_window(lambda services: generate_raw(services, connection, raw))
 
     async def generate_raw_data(self, prompt: str = "", **options: Any) -> dict[str, Any]:
         """:meth:`generate_raw`'s response unprocessed, as an OpenAI-shaped body."""
         raw = RawOptions(prompt=prompt, **options)
         connection = await self.resolve_named(raw.api_preset_name, "", raw.api_settings_override)
-        return await generate_raw_data(self._services(), connection, raw)
+        return await self._in_window(lambda services: generate_raw_data(services, connection, raw))
 
     async def generate_quiet_prompt(self, quiet_prompt: str = "", **options: Any) -> str:
         """A background generation on the live chat with ``quiet_prompt`` last; with
@@ -502,7 +562,9 @@ class TavernContext:
         ):
             quiet = dataclasses.replace(quiet, quiet_to_loud=False)
         if not quiet.quiet_to_loud:
-            return await generate_quiet_prompt(self._services(), connection, quiet)
+            return await self._in_window(
+                lambda services: generate_quiet_prompt(services, connection, quiet)
+            )
         return await self._quiet_to_loud(connection, quiet)
 
     async def _quiet_to_loud(self, connection: ResolvedConnection, quiet: QuietOptions) -> str:
@@ -528,8 +590,9 @@ class TavernContext:
                 details={"field": "quiet_to_loud"},
             )
         async with chats.slots.turn(chat_id):
-            text = await generate_quiet_prompt(
-                self._services(), connection, dataclasses.replace(quiet, quiet_to_loud=False)
+            quiet = dataclasses.replace(quiet, quiet_to_loud=False)
+            text = await self._in_window(
+                lambda services: generate_quiet_prompt(services, connection, quiet)
             )
             await chats.append_reply(chat_id, text, model=connection.model)
         return text

@@ -185,7 +185,12 @@ def scan_task_world_info(
     if not state.books:
         return WorldInfoResult()
     wi_settings = state.settings.world_info
-    if messages is None:
+    texts: Sequence[str] | None
+    if messages is None and trigger != "swipe":
+        # the chat as a turn's scan reads it: over a window, only the newest messages are
+        # read (a deeper scan raises OutsideWindow and the caller loads more)
+        texts = None
+    elif messages is None:
         texts = scan_chat(
             state.messages,
             include_names=wi_settings.include_names,
