@@ -5,16 +5,14 @@ lands in ``chat_metadata`` with the others kept."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from _chat_reads import ChatReads
 from tavernkit.chat.authors_note import authors_note, set_authors_note
 from tavernkit.chat.lorebooks import set_chat_lorebook
 from tavernkit.chat.personas import Personas
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.profile import ReviewSettings
-from tavernkit.store.protocol import StoredChat
 
 from .conftest import World
 
@@ -33,14 +31,7 @@ async def test_chat_settings_never_load_the_whole_chat(
     )
     personas = Personas(store, owner=owner)
     await personas.create("Ada", "A sailor.")
-    whole_loads: list[str] = []
-    load_chat = store.load_chat
-
-    async def counting_load_chat(ref: str, **kwargs: Any) -> StoredChat:
-        whole_loads.append(ref)
-        return await load_chat(ref, **kwargs)
-
-    monkeypatch.setattr(store, "load_chat", counting_load_chat)
+    reads = ChatReads(monkeypatch, store)
     await set_authors_note(store, info.name, owner=owner, text="Storm ahead.", depth=2)
     assert (await authors_note(store, info.id, owner=owner)).prompt == "Storm ahead."
     await set_chat_lorebook(store, info.id, "Harbor", owner=owner)
@@ -50,7 +41,7 @@ async def test_chat_settings_never_load_the_whole_chat(
     await world.chats.set_review(info.id, ReviewSettings(enabled=False))
     review = await world.chats.review(info.id)
     assert review is not None and review.enabled is False
-    assert whole_loads == []
+    assert reads.whole == []
     monkeypatch.undo()
     stored = await store.load_chat(info.id, owner=owner)
     metadata = stored.header["chat_metadata"]

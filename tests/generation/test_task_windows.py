@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
+from _chat_reads import ChatReads
 from tavernkit.models.chat import Message
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.settings import Settings
 from tavernkit.store import chat_window
-from tavernkit.store.protocol import StoredChat, StoredChatWindow
 from tavernkit.tasks.options import TaskDone
 
 from ._helpers import context, profile, setup_tavern
@@ -45,25 +45,6 @@ def _deep(settings: Settings) -> None:
     settings.world_info.depth = 1_000  # SillyTavern's most: the scan reaches the greeting
 
 
-class Reads:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: Any) -> None:
-        self.whole = 0
-        self.rows: list[int] = []
-        load_chat, load_window = store.load_chat, store.load_chat_window
-
-        async def whole(ref: str, **kwargs: Any) -> StoredChat:
-            self.whole += 1
-            return await load_chat(ref, **kwargs)
-
-        async def window(ref: str, **kwargs: Any) -> StoredChatWindow:
-            got = await load_window(ref, **kwargs)
-            self.rows.append(len(got.head) + len(got.tail))
-            return got
-
-        monkeypatch.setattr(store, "load_chat", whole)
-        monkeypatch.setattr(store, "load_chat_window", window)
-
-
 async def _sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deep: bool) -> Any:
     """The requests on a 900-message chat, and the reads they made."""
     chat_window.windows.clear()
@@ -76,7 +57,7 @@ async def _sent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, deep: bool) 
             settings_edit=_deep if deep else None,
         )
         try:
-            reads = Reads(monkeypatch, tk.store)
+            reads = ChatReads(monkeypatch, tk.store)
             result = await context(tk, chat_id).generate_task(
                 ASK, world_info_source="chat", world_info_type="normal"
             )
@@ -100,7 +81,7 @@ async def test_a_shallow_task_reads_only_the_chats_tail(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent, reads = await _sent(tmp_path, monkeypatch, deep=False)
-    assert reads.whole == 0
+    assert reads.whole == []
     # the tasks and generate_raw read the first window (and the greeting, its head); the
     # quiet prompt is a whole chat prompt: it grows as a chat turn's does, to what fits
     *tasks, _quiet_prompt = reads.rows
@@ -113,7 +94,7 @@ async def test_a_deep_read_grows_the_window_to_what_the_whole_chat_gives(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sent, reads = await _sent(tmp_path / "windowed", monkeypatch, deep=True)
-    assert reads.whole == 0 and max(reads.rows) > chat_window.FIRST_WINDOW + 1
+    assert reads.whole == [] and max(reads.rows) > chat_window.FIRST_WINDOW + 1
     assert "LORE: the lamp is green." in str(sent[0]) and "LORE" in str(sent[1])
     # the same calls on the whole chat at once (a first window larger than the chat)
     monkeypatch.setattr(chat_window.windows, "first", 10**6)

@@ -8,17 +8,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from _chat_reads import ChatReads
 from chat._server import HangingServer, Reply
 from chat.conftest import make_world
 from tavernkit.assist.summary import current_summary, set_summary, summarize
 from tavernkit.facade import Tavern
 from tavernkit.memory.summary import raw_summary_request, summary_task_prompt
 from tavernkit.models.chat import Message
-from tavernkit.store.protocol import StoredChat, StoredChatWindow
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
 
@@ -47,28 +46,6 @@ async def _long_chat(tk: Tavern, n: int) -> str:
     return info.id
 
 
-class Reads:
-    """Counts whole-chat loads and the messages each window read returned."""
-
-    def __init__(self, tk: Tavern, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.whole: list[str] = []
-        self.rows: list[int] = []
-        store = tk.store
-        load_chat, load_window = store.load_chat, store.load_chat_window
-
-        async def whole(ref: str, **kwargs: Any) -> StoredChat:
-            self.whole.append(ref)
-            return await load_chat(ref, **kwargs)
-
-        async def window(ref: str, **kwargs: Any) -> StoredChatWindow:
-            got = await load_window(ref, **kwargs)
-            self.rows.append(len(got.head) + len(got.tail))
-            return got
-
-        monkeypatch.setattr(store, "load_chat", whole)
-        monkeypatch.setattr(store, "load_chat_window", window)
-
-
 async def test_a_summarized_long_chat_is_read_from_its_tail(
     site: tuple[Tavern, HangingServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -77,7 +54,7 @@ async def test_a_summarized_long_chat_is_read_from_its_tail(
     await set_summary(tk.runtime, chat, "Old summary.")
     for i in range(12):  # twelve messages since the summary: one is due
         await tk.store.append_message(chat, Message.new("Ada", f"new {i}", is_user=True))
-    reads = Reads(tk, monkeypatch)
+    reads = ChatReads(monkeypatch, tk.store)
     assert await current_summary(tk.runtime, chat) == "Old summary."
     server.script(Reply(text="New summary."))
     update = await summarize(tk.context(chat))

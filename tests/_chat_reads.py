@@ -1,0 +1,32 @@
+"""Counts what a store is asked for a chat: whole-chat loads (``load_chat``, whose cost grows
+with the chat) and the messages each window read (``load_chat_window``) returned. Tests of
+the promise "this reads a tail of the chat, never all of it" patch a real store with it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tavernkit.store.protocol import Store, StoredChat, StoredChatWindow
+
+__all__ = ["ChatReads"]
+
+
+class ChatReads:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, store: Store) -> None:
+        self.whole: list[str] = []
+        self.rows: list[int] = []
+        load_chat, load_window = store.load_chat, store.load_chat_window
+
+        async def whole(ref: str, **kwargs: Any) -> StoredChat:
+            self.whole.append(ref)
+            return await load_chat(ref, **kwargs)
+
+        async def window(ref: str, **kwargs: Any) -> StoredChatWindow:
+            got = await load_window(ref, **kwargs)
+            self.rows.append(len(got.head) + len(got.tail))
+            return got
+
+        monkeypatch.setattr(store, "load_chat", whole)
+        monkeypatch.setattr(store, "load_chat_window", window)
