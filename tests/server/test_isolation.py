@@ -129,6 +129,7 @@ async def _snapshot(ann: httpx.AsyncClient, world: dict[str, str]) -> list[Any]:
         f"/groups/{world['group']}",
         "/mcp/servers",
         "/memory/settings",
+        "/settings",
         "/variables",
         "/profiles",
         "/auth/tokens",

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
+from tavernkit.assist.settings_edit import merge_section
 from tavernkit.errors import FormatError
 from tavernkit.models.memory import MemorySettings
 from tavernkit.runtime import Runtime
@@ -32,17 +33,6 @@ async def memory_settings(runtime: Runtime) -> MemorySettings:
     return (await runtime.settings()).memory
 
 
-def _keys(model: type[BaseModel]) -> dict[str, str]:
-    """Every name a key of ``model`` is accepted by (its field name and its alias) -> the
-    field name."""
-    names: dict[str, str] = {}
-    for name, info in model.model_fields.items():
-        names[name] = name
-        if info.alias:
-            names[info.alias] = name
-    return names
-
-
 async def update_memory_settings(
     runtime: Runtime, changes: Mapping[str, Mapping[str, Any]]
 ) -> MemorySettings:
@@ -59,21 +49,7 @@ async def update_memory_settings(
                 f"memory has no section {section!r} (one of {', '.join(MEMORY_SECTIONS)})",
                 field=section,
             )
-        known = _keys(model)
-        merged = getattr(current, section).model_dump()
-        for key, value in values.items():
-            if key not in known:
-                raise FormatError(f"{section} has no setting {key!r}", field=f"{section}.{key}")
-            merged[known[key]] = value
-        try:
-            sections[section] = model.model_validate(merged)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            # the value itself is not echoed: a template may be long, a URL may carry a token
-            raise FormatError(
-                f"{section}.{where}: {first['msg']}", field=f"{section}.{where}"
-            ) from None
+        sections[section] = merge_section(section, model, getattr(current, section), values)
     settings.memory = current.model_copy(update=sections)
     await runtime.store.put_settings(settings, owner=runtime.owner)
     return settings.memory

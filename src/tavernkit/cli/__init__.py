@@ -96,6 +96,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Memory: vectorized entries, chat memory and the rolling summary.",
     ),
     LazyCommand(
+        "settings",
+        "tavernkit.cli.settings_cmd",
+        "settings_app",
+        "Settings: world info, prompt and reasoning, and the compatibility mode.",
+    ),
+    LazyCommand(
         "mcp",
         "tavernkit.cli.mcp",
         "mcp_app",

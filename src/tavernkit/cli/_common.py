@@ -5,6 +5,7 @@ stderr, exit code 1)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -58,3 +59,29 @@ def chat_row(info: ChatInfo) -> dict[str, Any]:
         "messages": info.message_count,
         "updated": info.updated.isoformat(),
     }
+
+
+def json_value(text: str) -> Any:
+    """A value typed on the command line: JSON, or the text itself when it is not."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text  # a template or a name: plain text
+
+
+def parse_assignments(
+    assignments: list[str], *, example: str, scalars: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """``section.key=value`` words (and ``name=value`` for the top-level ``scalars``) as
+    ``{section: {key: value}}``; a word of another shape fails naming it."""
+    changes: dict[str, Any] = {}
+    for word in assignments:
+        target, eq, value = word.partition("=")
+        if eq and target in scalars:
+            changes[target] = value
+            continue
+        section, dot, key = target.partition(".")
+        if not eq or not dot or not section or not key or section in scalars:
+            raise fail(f"{word!r}: write section.key=value (e.g. {example})")
+        changes.setdefault(section, {})[key] = json_value(value)
+    return changes

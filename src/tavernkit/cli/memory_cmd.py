@@ -10,7 +10,7 @@ is a one-line error, and nothing is stored then.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from tavernkit.assist.memory_settings import memory_settings, update_memory_settings
 from tavernkit.assist.summary import current_summary, set_summary
-from tavernkit.cli._common import HomeOption, fail, run_in_tavern
+from tavernkit.cli._common import HomeOption, parse_assignments, run_in_tavern
 from tavernkit.facade import Tavern
 from tavernkit.models.memory import MemorySettings
 
@@ -30,25 +30,6 @@ memory_app = typer.Typer(
     help="Memory: vectorized entries, chat memory and the rolling summary.",
     no_args_is_help=True,
 )
-
-
-def _value(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text  # a template or a name: plain text
-
-
-def parse_assignments(assignments: list[str]) -> dict[str, dict[str, Any]]:
-    """``section.key=value`` words as the change :func:`update_memory_settings` takes."""
-    changes: dict[str, dict[str, Any]] = {}
-    for word in assignments:
-        target, eq, value = word.partition("=")
-        section, dot, key = target.partition(".")
-        if not eq or not dot or not section or not key:
-            raise fail(f"{word!r}: write section.key=value (e.g. vectors.enabled_chats=true)")
-        changes.setdefault(section, {})[key] = _value(value)
-    return changes
 
 
 def _print(settings: MemorySettings) -> None:
@@ -73,7 +54,7 @@ def memory_set(
     home: HomeOption = None,
 ) -> None:
     """Set memory settings; the others keep their values."""
-    changes = parse_assignments(assignments)
+    changes = parse_assignments(assignments, example="vectors.enabled_chats=true")
 
     async def action(tk: Tavern) -> MemorySettings:
         return await update_memory_settings(tk.runtime, changes)
