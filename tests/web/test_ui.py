@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from chat._server import HangReply, Reply
 from tavernkit.formats.cards import card_to_png
 from tavernkit.models.character import Character
+from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.providers.local_engine import local_model_missing
 
@@ -490,10 +491,42 @@ def test_settings_profiles_keep_keys_write_only_and_test_the_connection(
 
     page.get_by_label("Variable name").fill("tide")
     page.get_by_label("Variable value").fill("3")
-    page.get_by_role("button", name="Set").click()
+    page.get_by_role("button", name="Set", exact=True).click()
     expect(page.get_by_role("button", name="Delete variable tide")).to_be_visible()
     assert site.call(site.tk.store.get_global_variables(owner=site.tk.owner))["tide"] == 3
     screenshot(page, "settings")
+
+
+def test_generation_settings_are_saved_and_a_bad_value_is_named(page: Page, site: Site) -> None:
+    before = site.call(site.tk.settings())
+    book = Lorebook()
+    book.new_entry(keys=["tide"], content="The tide turns at noon.")
+    site.call(site.tk.store.put("lorebook", book, name="Tides", owner=site.tk.owner))
+    page.goto("/#/settings")
+    page.get_by_label("Scan depth (messages)").fill("4")
+    page.get_by_label("Recursive scan").uncheck()
+    page.get_by_label("Parse reasoning from the reply").check()
+    page.get_by_label("Global lorebook Tides").check()
+    page.get_by_label("Compatibility").select_option("st-1.18")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator("#toast")).to_have_text("Settings saved")
+    stored = site.call(site.tk.settings())
+    assert stored.world_info.depth == 4 and not stored.world_info.recursive
+    assert stored.world_info.global_books == [*before.world_info.global_books, "Tides"]
+    assert stored.reasoning.auto_parse
+    assert stored.compat == "st-1.18" and stored.world_info.budget == before.world_info.budget
+    # the form shows what is stored after a reload
+    page.reload()
+    expect(page.get_by_label("Scan depth (messages)")).to_have_value("4")
+    expect(page.get_by_label("Global lorebook Tides")).to_be_checked()
+    screenshot(page, "settings-generation")
+    # an out-of-range value is refused by name, and nothing is stored
+    page.get_by_label("Budget (% of context)").fill("0")
+    page.get_by_label("Scan depth (messages)").fill("6")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.locator("#toast")).to_contain_text("world_info.budget")
+    assert site.call(site.tk.settings()) == stored
+    site.call(site.tk.store.put_settings(before, owner=site.tk.owner))  # the module's site
 
 
 def test_the_prompt_manager_reorders_toggles_and_edits_what_the_inspector_shows(
