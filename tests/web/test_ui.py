@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
 from chat._server import HangReply, Reply
+from tavernkit.chat.personas import Personas
 from tavernkit.formats.cards import card_to_png
 from tavernkit.models.character import Character
 from tavernkit.models.lorebook import Lorebook
@@ -321,6 +322,28 @@ def test_impersonate_authors_note_and_the_chat_list(page: Page, site: Site) -> N
     expect(chats).to_have_count(1)
     chats.first.click()
     page.wait_for_url(re.compile(re.escape(other) + "$"))
+
+
+def test_the_persona_switcher_speaks_as_the_chosen_persona(page: Page, site: Site) -> None:
+    personas = Personas(site.tk.store, owner=site.tk.owner)
+    site.call(personas.create("Bram", "{{user}} is a retired harbour pilot."))
+    chat = new_chat(site)
+    open_chat(page, chat)
+    page.get_by_label("Persona").select_option("Bram")
+    site.upstream.script(Reply(text="Welcome, pilot.", pace=0.01))
+    turn(page, lambda: send(page, "Evening."))
+    sent = json.dumps(site.upstream.requests[-1].body)
+    assert "Bram is a retired harbour pilot." in sent
+    assert stored_messages(site, chat)[-2]["name"] == "Bram"  # the message speaks as Bram
+    # the choice is the browser's: it holds after a reload, and "Default persona" ends it
+    page.reload()
+    expect(page.get_by_label("Persona")).to_have_value("Bram")
+    page.get_by_label("Persona").select_option("")
+    site.upstream.script(Reply(text="Hello again.", pace=0.01))
+    turn(page, lambda: send(page, "Hi."))
+    assert "retired harbour pilot" not in json.dumps(site.upstream.requests[-1].body)
+    assert stored_messages(site, chat)[-2]["name"] != "Bram"
+    screenshot(page, "persona-switcher")
 
 
 def test_an_xss_corpus_stays_inert(page: Page, site: Site) -> None:
