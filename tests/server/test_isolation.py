@@ -47,6 +47,7 @@ NOT_OWNED = {
     "/auth/me",
     "/openapi.json",
     "/ui/presets/chat/defaults",
+    "/ui/presets/textgen/defaults",
 }
 #: writes by name into the caller's own namespace: bob's lands in his, ann's stays as it was
 UPSERTS = {("PUT", "/variables/{name}")}

@@ -552,6 +552,34 @@ def test_generation_settings_are_saved_and_a_bad_value_is_named(page: Page, site
     site.call(site.tk.store.put_settings(before, owner=site.tk.owner))  # the module's site
 
 
+def test_a_text_completion_preset_is_made_and_its_samplers_edited(page: Page, site: Site) -> None:
+    page.goto("/#/presets")
+    page.get_by_label("New text preset name").fill("Creative")
+    page.get_by_role("button", name="New text preset").click()
+    expect(page.get_by_role("heading", name="Creative")).to_be_visible()
+    # a new preset shows SillyTavern's defaults for what it leaves out
+    expect(page.get_by_label("Temperature", exact=True)).to_have_value("1")
+    expect(page.get_by_label("Min P")).to_have_value("0.01")
+    page.get_by_label("Temperature", exact=True).fill("0.7")
+    page.get_by_label("Repetition penalty", exact=True).fill("1.15")
+    page.get_by_label("Dynamic temperature", exact=True).check()
+    page.get_by_role("button", name="Save preset").click()
+    expect(page.locator("#toast")).to_have_text("Preset saved")
+    stored = site.call(site.tk.store.get("textgen_preset", "Creative", owner=site.tk.owner))
+    assert stored.temp == 0.7 and stored.rep_pen == 1.15 and stored.dynatemp is True
+    assert stored.min_p == 0.01  # untouched keys keep the defaults
+    page.reload()
+    expect(page.get_by_label("Temperature", exact=True)).to_have_value("0.7")
+    expect(page.get_by_label("Dynamic temperature", exact=True)).to_be_checked()
+    screenshot(page, "textgen-preset")
+    page.get_by_role("link", name="All presets").click()
+    expect(
+        page.get_by_role("list", name="Text-completion presets").get_by_role(
+            "link", name="Creative"
+        )
+    ).to_be_visible()
+
+
 def test_the_prompt_manager_reorders_toggles_and_edits_what_the_inspector_shows(
     page: Page, site: Site
 ) -> None:

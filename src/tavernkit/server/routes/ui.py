@@ -21,6 +21,7 @@ from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
 from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS
+from tavernkit.models.samplers import TextGenSettings
 from tavernkit.server.auth import UserTavern
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -183,6 +184,13 @@ async def default_prompts() -> dict[str, Any]:
         "prompts": [dict(p) for p in DEFAULT_PROMPTS],
         "order": [{"identifier": i, "enabled": on} for i, on in DEFAULT_PROMPT_ORDER],
     }
+
+
+@router.get("/ui/presets/textgen/defaults")
+async def default_samplers() -> dict[str, Any]:
+    """A text-completion preset's samplers as SillyTavern's defaults set them: what a preset
+    that leaves a key out runs with, for the editor to show."""
+    return TextGenSettings().model_dump(mode="json")
 
 
 class DemoCharacter(BaseModel):

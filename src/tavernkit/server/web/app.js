@@ -9,6 +9,7 @@ import { showLogin } from "./login.js";
 import { showLorebook, showLorebooks } from "./lorebook.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showSettings } from "./settings.js";
+import { showTextgenPreset } from "./textgen.js";
 
 const view = document.getElementById("view");
 let leaveScreen = null;
@@ -52,6 +53,7 @@ async function route() {
     else if (screen === "chat") leaveScreen = await showChat(view, decodeURIComponent(arg));
     else if (screen === "presets") leaveScreen = await showPresets(view);
     else if (screen === "preset") leaveScreen = await showPreset(view, decodeURIComponent(arg));
+    else if (screen === "textgen") leaveScreen = await showTextgenPreset(view, decodeURIComponent(arg));
     else if (screen === "settings") leaveScreen = await showSettings(view);
     else if (screen === "lorebooks") leaveScreen = await showLorebooks(view);
     else if (screen === "lorebook") leaveScreen = await showLorebook(view, decodeURIComponent(arg));

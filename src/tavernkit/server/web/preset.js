@@ -1,10 +1,12 @@
-// Chat-completion presets: the list (#/presets) and the prompt manager of one (#/preset/<id>):
+// Chat-completion presets: the list (#/presets, with the text-completion presets of
+// textgen.js below it) and the prompt manager of one (#/preset/<id>):
 // the prompts in their order (move up / down, switch on / off), each prompt's text, role and
 // injection (relative, or in chat at a depth), and the samplers. Saved whole with PUT.
 
 import { api } from "./api.js";
 import { reportError, toast } from "./app.js";
 import { button, h } from "./dom.js";
+import { textgenList } from "./textgen.js";
 
 const SAMPLERS = [
   ["temperature", "Temperature", 0.01],
@@ -21,7 +23,10 @@ const SAMPLERS = [
 const GLOBAL_ORDER_ID = 100001;
 
 export async function showPresets(view) {
-  const page = await api("GET", "/presets/chat?limit=500");
+  const [page, textgen] = await Promise.all([
+    api("GET", "/presets/chat?limit=500"),
+    api("GET", "/presets/textgen?limit=500"),
+  ]);
   view.append(
     h("h1", {}, "Chat presets"),
     h(
@@ -29,6 +34,7 @@ export async function showPresets(view) {
       { class: "chat-list", "aria-label": "Chat presets" },
       page.items.map((p) => h("li", {}, h("a", { href: `#/preset/${encodeURIComponent(p.id)}` }, p.name))),
     ),
+    ...textgenList(textgen.items),
   );
 }
 

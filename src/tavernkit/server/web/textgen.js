@@ -1,0 +1,101 @@
+// Text-completion presets (#/textgen/<id>): the samplers a text-generation backend
+// (llama.cpp, text-generation-webui, vLLM, KoboldCpp...) is sent, SillyTavern's names and
+// defaults. Saved whole with PUT; the server checks every value's type and names a bad one.
+
+import { api } from "./api.js";
+import { reportError, toast } from "./app.js";
+import { button, h } from "./dom.js";
+
+// [key, label, step] for numbers; [key, label] for switches
+const NUMBERS = [
+  ["temp", "Temperature", 0.01],
+  ["top_p", "Top P", 0.01],
+  ["top_k", "Top K", 1],
+  ["min_p", "Min P", 0.01],
+  ["typical_p", "Typical P", 0.01],
+  ["top_a", "Top A", 0.01],
+  ["tfs", "Tail-free sampling", 0.01],
+  ["rep_pen", "Repetition penalty", 0.01],
+  ["rep_pen_range", "Repetition penalty range", 1],
+  ["freq_pen", "Frequency penalty", 0.01],
+  ["presence_pen", "Presence penalty", 0.01],
+  ["min_temp", "Dynamic temperature: min", 0.01],
+  ["max_temp", "Dynamic temperature: max", 0.01],
+  ["dry_multiplier", "DRY multiplier", 0.01],
+  ["dry_base", "DRY base", 0.01],
+  ["dry_allowed_length", "DRY allowed length", 1],
+  ["mirostat_mode", "Mirostat mode (0, 1, 2)", 1],
+  ["mirostat_tau", "Mirostat tau", 0.01],
+  ["mirostat_eta", "Mirostat eta", 0.01],
+];
+const SWITCHES = [
+  ["temperature_last", "Temperature last"],
+  ["dynatemp", "Dynamic temperature"],
+  ["do_sample", "Sample (off: greedy)"],
+  ["add_bos_token", "Add BOS token"],
+  ["ban_eos_token", "Ban EOS token"],
+  ["skip_special_tokens", "Skip special tokens"],
+];
+
+export function textgenList(items) {
+  const name = h("input", { "aria-label": "New text preset name", placeholder: "name" });
+  const make = button("New text preset", async () => {
+    try {
+      const made = await api("POST", "/presets/textgen", { name: name.value.trim() });
+      window.location.hash = `#/textgen/${encodeURIComponent(made.id)}`;
+    } catch (error) {
+      reportError(error);
+    }
+  });
+  return [
+    h("h1", {}, "Text-completion presets"),
+    h(
+      "ul",
+      { class: "chat-list", "aria-label": "Text-completion presets" },
+      items.map((p) => h("li", {}, h("a", { href: `#/textgen/${encodeURIComponent(p.id)}` }, p.name))),
+    ),
+    h("div", { class: "row" }, name, make),
+  ];
+}
+
+export async function showTextgenPreset(view, ref) {
+  const [record, defaults] = await Promise.all([
+    api("GET", `/presets/textgen/${encodeURIComponent(ref)}`),
+    api("GET", "/ui/presets/textgen/defaults"),
+  ]);
+  // a key the preset leaves out runs with SillyTavern's default: shown, and written on save
+  const data = { ...defaults, ...structuredClone(record.data) };
+  const numbers = NUMBERS.map(([key, label, step]) => {
+    const input = h("input", { type: "number", step, value: data[key] ?? "", "aria-label": label });
+    input.addEventListener("input", () => {
+      if (input.value === "") delete data[key];
+      else data[key] = Number(input.value);
+    });
+    return h("label", { class: "field" }, label, input);
+  });
+  const switches = SWITCHES.map(([key, label]) => {
+    const input = h("input", { type: "checkbox", checked: Boolean(data[key]), "aria-label": label });
+    input.addEventListener("change", () => {
+      data[key] = input.checked;
+    });
+    return h("label", { class: "field check" }, input, label);
+  });
+  const save = button(
+    "Save preset",
+    async () => {
+      try {
+        await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...data, name: record.name });
+        toast("Preset saved", "info");
+      } catch (error) {
+        reportError(error); // the field is named; the stored preset is unchanged
+      }
+    },
+    { class: "primary" },
+  );
+  view.append(
+    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    h("h2", {}, "Samplers"),
+    h("div", { class: "fields", "aria-label": "Samplers" }, numbers),
+    h("div", { class: "fields", "aria-label": "Switches" }, switches),
+  );
+}
