@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from _chat_reads import ChatReads
 from tavernkit.chat.group_turn import pick_greeting, speaker_for
 from tavernkit.chat.prepare import TurnOverrides, prepare_turn
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
@@ -361,3 +362,22 @@ def test_a_members_greeting_is_one_of_its_non_empty_greetings() -> None:
     assert pick_greeting(member, lambda: 0.6) == "Yo."
     assert pick_greeting(member, lambda: 0.0) == "Hi."
     assert pick_greeting(GroupMember("Z.png", Character(name="Z")), lambda: 0.0) is None
+
+
+async def test_a_long_members_only_stretch_is_read_back_to_the_user_not_whole(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chat_id = await _group(world, 3)
+    world.server.script(Reply(text="First."))
+    await world.chats.group_turn(chat_id, text="Who goes?", rng=lambda: 0.0)  # Alice
+    for i in range(200):  # the members talk among themselves, past the first window
+        name = ("Alice", "Bob")[i % 2]
+        message = Message.new(name, f"talk {i}", is_user=False)
+        message.original_avatar = f"{name}.png"  # who spoke, as SillyTavern marks a member
+        await world.tk.store.append_message(chat_id, message)
+    reads = ChatReads(monkeypatch, world.tk.store)
+    world.server.script(Reply(text="At last."))
+    out = await world.chats.group_turn(chat_id, rng=lambda: 0.0)
+    # pooled: only Cara has not spoken since the user, 201 messages back
+    assert [r.name for r in out.replies] == ["Cara"]
+    assert reads.whole == []

@@ -149,12 +149,16 @@ def speaker_for(
 
 
 async def _selection_chat(store: Store, chat_id: str, *, owner: str) -> list[Message]:
-    window = await store.load_chat_window(chat_id, last=_SELECTION_WINDOW, owner=owner)
-    messages = [Message.model_validate(m.data) for m in window.tail]
-    if window.complete or any(m.is_user for m in messages):
-        return messages
-    stored = await store.load_chat(chat_id, owner=owner)
-    return [Message.model_validate(m.data) for m in stored.messages]
+    """The newest messages back to the last user message (or the whole chat when there is
+    none): the window grows 8x while the members talked among themselves past it, so a long
+    auto-mode stretch costs what it holds, not the whole chat."""
+    size = _SELECTION_WINDOW
+    while True:
+        window = await store.load_chat_window(chat_id, last=size, owner=owner)
+        messages = [Message.model_validate(m.data) for m in window.tail]
+        if len(window.tail) >= window.info.message_count or any(m.is_user for m in messages):
+            return messages
+        size *= 8
 
 
 async def run_group_turn(
