@@ -1,0 +1,93 @@
+"""The column-by-column key index of a word-keyed book is the entry-by-entry one, and books it
+does not cover take the entry-by-entry path."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tavernkit.worldinfo import key_index
+from tavernkit.worldinfo.compile import compile_book
+from tavernkit.worldinfo.index import order_entries
+from tavernkit.worldinfo.matcher import NeedleTable
+
+_WORD = st.sampled_from(["bell", "Bell", "BELL", "x_1", "dragon", "Dragon", "w42", "_"])
+
+
+@st.composite
+def _book(draw: st.DrawFn) -> dict[str, Any]:
+    entries: dict[str, Any] = {}
+    for uid in range(draw(st.integers(1, 12))):
+        entries[str(uid)] = {
+            "uid": uid,
+            "key": draw(st.lists(_WORD, max_size=3)),
+            "keysecondary": draw(st.lists(_WORD, max_size=2)),
+            "content": draw(st.sampled_from(["Ding.", "@@activate\nDing.", ""])),
+            "order": draw(st.integers(0, 3)),
+            "constant": draw(st.booleans()),
+            "disable": draw(st.sampled_from([False, False, True])),
+            "scanDepth": draw(st.sampled_from([None, None, None, 2])),
+            "group": draw(st.sampled_from(["", "", "g"])),
+            "delayUntilRecursion": draw(st.sampled_from([0, 0, 1, 2])),
+        }
+    return {"entries": entries}
+
+
+def _same(a: key_index.KeyIndex, b: key_index.KeyIndex) -> None:
+    for f in fields(key_index.KeyIndex):
+        if f.name == "table":
+            assert a.table.needles == b.table.needles
+            assert a.table._ids == b.table._ids
+        else:
+            assert getattr(a, f.name) == getattr(b, f.name), f.name
+
+
+@settings(max_examples=300, deadline=None)
+@given(book=_book(), case_sensitive=st.booleans())
+def test_a_word_keyed_book_gets_the_entry_by_entry_index(
+    book: dict[str, Any], case_sensitive: bool
+) -> None:
+    entries = order_entries([("global", compile_book("B", book))], 0)
+    by_columns = key_index._word_keys(entries, case_sensitive, True)
+    assert by_columns is not None
+    by_entries = key_index._entry_keys(entries, case_sensitive, True)
+    _same(by_columns, by_entries)
+    _same(key_index.index_keys(entries, case_sensitive, True), by_entries)
+
+
+@pytest.mark.parametrize(
+    ("entry", "whole_words"),
+    [
+        ({"key": ["two words"]}, True),
+        ({"key": ["/bell/i"]}, True),
+        ({"key": ["{{char}}"]}, True),
+        ({"key": [" bell"]}, True),
+        ({"key": [""]}, True),
+        ({"key": ["café"]}, True),
+        ({"key": ["bell"], "keysecondary": ["a-b"]}, True),
+        ({"key": ["bell"], "caseSensitive": True}, True),
+        ({"key": ["bell"], "matchWholeWords": True}, True),
+        ({"key": ["bell"]}, False),  # a substring key, not a word lookup
+    ],
+)
+def test_other_books_take_the_entry_by_entry_path(entry: dict[str, Any], whole_words: bool) -> None:
+    book = {"entries": {"0": {"uid": 0, "content": "x", **entry}}}
+    entries = order_entries([("global", compile_book("B", book))], 0)
+    assert key_index._word_keys(entries, False, whole_words) is None
+    expected = key_index._entry_keys(entries, False, whole_words)
+    expected.regex_literals = key_index._regex_literals(expected.table)
+    _same(key_index.index_keys(entries, False, whole_words), expected)
+
+
+def test_words_are_added_only_to_an_empty_base_table() -> None:
+    table = NeedleTable()
+    assert list(table.add_words(["Bell", "x"], False)) == [0, 1]
+    assert table.lookup("Bell", False, True) == 0 and table.get(0).folded == "bell"
+    with pytest.raises(ValueError, match="empty base table"):
+        table.add_words(["y"], False)
+    with pytest.raises(ValueError, match="empty base table"):
+        NeedleTable(base=NeedleTable()).add_words(["y"], False)
