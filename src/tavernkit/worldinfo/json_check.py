@@ -3,9 +3,9 @@ null, at most 64 levels deep): an entry holding anything else is skipped when co
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import chain, compress
-from operator import methodcaller
+from operator import countOf, methodcaller
 from typing import Any
 
 __all__ = ["STR_TYPE", "all_json", "is_json"]
@@ -23,7 +23,7 @@ _MAX_DEPTH = 64
 
 def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
     """Whether every entry is JSON made of exact builtin types, checked level by level with
-    C-level iteration (``map``/``chain``/``compress``), not a Python call per value.
+    C-level iteration (``map``/``zip``/``compress``/``countOf``), not a Python call per value.
     ``False`` only means "check each entry" (:func:`is_json`).
 
     ``keep`` (when given) receives, level by level below the entries, a shallow copy of each
@@ -51,17 +51,45 @@ def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
         # The set of all keys is small (entries share their field names): its types are cheap.
         if dicts and not STR_TYPE.issuperset(map(type, set().union(*dicts))):
             return False
-        values = list(chain(chain.from_iterable(map(dict.values, dicts)), *lists))
-        types = list(map(type, values))
-        kinds = set(types)
-        if not kinds <= _JSONISH:
-            return False
-        level = (
-            []
-            if kinds.isdisjoint(_CONTAINERS)
-            else list(compress(values, map(_CONTAINERS.__contains__, types)))
-        )
+        nested: list[Any] = []
+        for column in _columns(dicts, lists):
+            if not _check_column(column, nested):
+                return False
+        level = nested
         depth += 1
+    return True
+
+
+def _columns(dicts: list[dict[Any, Any]], lists: list[list[Any]]) -> list[Sequence[Any]]:
+    """The values of a level in groups: dicts of one size (a book's entries share their
+    fields, mostly in one order) field by field, so that most groups hold one type."""
+    columns: list[Sequence[Any]] = []
+    if dicts:
+        if len(set(map(len, dicts))) == 1:
+            columns.extend(zip(*map(dict.values, dicts), strict=True))
+        else:
+            columns.append(list(chain.from_iterable(map(dict.values, dicts))))
+    if lists:
+        columns.append(list(chain.from_iterable(lists)))
+    return columns
+
+
+def _check_column(column: Sequence[Any], nested: list[Any]) -> bool:
+    """Whether every value of ``column`` is JSON-typed; its containers go to ``nested``."""
+    if not column:
+        return True
+    kind = type(column[0])
+    if countOf(map(type, column), kind) == len(column):  # one type: a pointer compare each
+        if kind in _CONTAINERS:
+            nested.extend(column)
+            return True
+        return kind in _SCALARS
+    types = list(map(type, column))
+    kinds = set(types)
+    if not kinds <= _JSONISH:
+        return False
+    if not kinds.isdisjoint(_CONTAINERS):
+        nested.extend(compress(column, map(_CONTAINERS.__contains__, types)))
     return True
 
 
