@@ -91,3 +91,16 @@ def test_words_are_added_only_to_an_empty_base_table() -> None:
         table.add_words(["y"], False)
     with pytest.raises(ValueError, match="empty base table"):
         NeedleTable(base=NeedleTable()).add_words(["y"], False)
+
+
+def test_an_entry_listing_a_key_twice_is_in_its_bucket_once() -> None:
+    book = {
+        "entries": {
+            "0": {"uid": 0, "key": ["bell", "Bell", "bell"], "content": "x"},
+            "1": {"uid": 1, "key": ["bell"], "content": "y"},
+        }
+    }
+    entries = order_entries([("global", compile_book("B", book))], 0)
+    keyed = key_index.index_keys(entries, False, True)
+    assert keyed.by_needle == {0: [0, 1], 1: [0]}
+    assert keyed.table.needles == key_index._entry_keys(entries, False, True).table.needles

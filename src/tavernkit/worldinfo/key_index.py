@@ -10,10 +10,11 @@ is what makes a big book's first scan cheap.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress
-from operator import attrgetter, countOf
+from itertools import chain, compress, repeat
+from operator import add, attrgetter, countOf, mul
 
 from tavernkit.jscompat import js_trim
 from tavernkit.worldinfo.entry import CompiledEntry
@@ -102,16 +103,13 @@ def _word_keys(
     for i in compress(range(n), map(_GROUPS, entries)):
         score_p[i] = tuple(map(nid, keys[i]))
         score_s[i] = tuple(map(nid, secondary[i]))
-    by_needle: dict[int, list[int]] = {}
+    bucketed: list[int] = []
     always: list[int] = []
     for i, (disable, constant, decorators, scan_depth) in enumerate(map(_UNBUCKETED, entries)):
         if disable:
             continue
         if scan_depth is None and not constant and not decorators:
-            for needle in map(nid, keys[i]):
-                bucket = by_needle.setdefault(needle, [])
-                if not bucket or bucket[-1] != i:
-                    bucket.append(i)
+            bucketed.append(i)
         elif keys[i] or constant or decorators:
             always.append(i)
     return KeyIndex(
@@ -122,10 +120,28 @@ def _word_keys(
         score_secondary=score_s,
         case_sensitive=[case_sensitive] * n,
         whole_words=[whole_words] * n,
-        by_needle=by_needle,
+        by_needle=_buckets(bucketed, [keys[i] for i in bucketed], nid, n),
         always=always,
         delay_levels=sorted({level for level in map(_DELAY, entries) if level}),
     )
+
+
+def _buckets(
+    owners: list[int], keys: list[tuple[str, ...]], nid: Callable[[str], int], n: int
+) -> dict[int, list[int]]:
+    """Needle id -> the entries (of ``owners``, ascending) with a key of that needle, each
+    once; ``keys[j]`` are the keys of entry ``owners[j]``, ``n`` the number of entries."""
+    needles = list(map(nid, chain.from_iterable(keys)))
+    entries = list(chain.from_iterable(map(repeat, owners, map(len, keys))))
+    buckets: defaultdict[int, list[int]] = defaultdict(list)
+    # One append per (needle, entry) pair, driven at C speed (``deque`` of length 0 only
+    # consumes the map); the defaultdict makes each bucket on first use.
+    deque(map(list.append, map(buckets.__getitem__, needles), entries), maxlen=0)
+    if len(set(map(add, map(mul, needles, repeat(n)), entries))) != len(needles):
+        # An entry lists a key twice: its bucket got it twice, next to each other.
+        for nid_, bucket in buckets.items():
+            buckets[nid_] = list(dict.fromkeys(bucket))
+    return dict(buckets)
 
 
 def _entry_keys(

@@ -167,7 +167,10 @@ class NeedleTable:
         ids = range(len(words))
         folded = words if case_sensitive else list(map(str.lower, words))
         flags = repeat(KIND_WORD), repeat(case_sensitive), repeat(True)
-        self._own.extend(map(Needle, words, *flags, folded, repeat(None)))
+        fields = zip(words, *flags, folded, repeat(None), repeat(frozenset()))
+        # ``tuple.__new__``: a named tuple made from its fields in C (its own ``__new__`` is
+        # a Python function; thousands of words make it count).
+        self._own.extend(map(tuple.__new__, repeat(Needle), fields))
         self._ids.update(zip(zip(words, repeat(case_sensitive), repeat(True)), ids, strict=True))
         return ids
 
