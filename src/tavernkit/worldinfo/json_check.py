@@ -4,8 +4,8 @@ null, at most 64 levels deep): an entry holding anything else is skipped when co
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain, compress
-from operator import countOf, methodcaller
+from itertools import chain, compress, repeat
+from operator import countOf, is_, methodcaller
 from typing import Any
 
 __all__ = ["STR_TYPE", "all_json", "is_json"]
@@ -13,9 +13,7 @@ __all__ = ["STR_TYPE", "all_json", "is_json"]
 _SCALARS = frozenset((str, bool, int, float, type(None)))
 _JSONISH = _SCALARS | {list, dict}
 _CONTAINERS = frozenset((list, dict))
-_DICT = frozenset((dict,))
 _COPY = methodcaller("copy")  # list.copy / dict.copy: the level holds exact types only
-_LIST = frozenset((list,))
 STR_TYPE = frozenset((str,))
 #: Containers nested deeper than this are not JSON here (SillyTavern's files never come close).
 _MAX_DEPTH = 64
@@ -29,33 +27,25 @@ def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
     ``keep`` (when given) receives, level by level below the entries, a shallow copy of each
     container found: together they are a snapshot of everything nested in the entries, which
     :func:`all_json` of the same entries later reproduces (``==``) unless one was edited."""
-    level = entries
+    dicts: list[dict[Any, Any]] = []
+    lists: list[list[Any]] = []
+    if not _check_column(entries, dicts, lists, scalars=False):
+        return False
     depth = 0
-    while level:
+    while dicts or lists:
         if depth >= _MAX_DEPTH - 4:  # deep books take the exact per-entry check
             return False
-        shapes = set(map(type, level))
-        dicts: list[dict[Any, Any]] = []
-        lists: list[list[Any]] = []
-        if shapes == _DICT:
-            dicts = level
-        elif shapes == _LIST:
-            lists = level
-        elif shapes <= _CONTAINERS:
-            for c in level:
-                (dicts if c.__class__ is dict else lists).append(c)
-        else:
-            return False
         if keep is not None and depth:
-            keep.append(list(map(_COPY, level)))
+            keep.append(list(map(_COPY, chain(dicts, lists))))
         # The set of all keys is small (entries share their field names): its types are cheap.
         if dicts and not STR_TYPE.issuperset(map(type, set().union(*dicts))):
             return False
-        nested: list[Any] = []
+        nested_dicts: list[dict[Any, Any]] = []
+        nested_lists: list[list[Any]] = []
         for column in _columns(dicts, lists):
-            if not _check_column(column, nested):
+            if not _check_column(column, nested_dicts, nested_lists):
                 return False
-        level = nested
+        dicts, lists = nested_dicts, nested_lists
         depth += 1
     return True
 
@@ -74,22 +64,34 @@ def _columns(dicts: list[dict[Any, Any]], lists: list[list[Any]]) -> list[Sequen
     return columns
 
 
-def _check_column(column: Sequence[Any], nested: list[Any]) -> bool:
-    """Whether every value of ``column`` is JSON-typed; its containers go to ``nested``."""
+def _check_column(
+    column: Sequence[Any],
+    dicts: list[dict[Any, Any]],
+    lists: list[list[Any]],
+    *,
+    scalars: bool = True,
+) -> bool:
+    """Whether every value of ``column`` is JSON-typed (a container unless ``scalars``); its
+    dicts and lists go to ``dicts`` and ``lists``."""
     if not column:
         return True
     kind = type(column[0])
     if countOf(map(type, column), kind) == len(column):  # one type: a pointer compare each
-        if kind in _CONTAINERS:
-            nested.extend(column)
-            return True
-        return kind in _SCALARS
+        if kind is dict:
+            dicts.extend(column)
+        elif kind is list:
+            lists.extend(column)
+        else:
+            return scalars and kind in _SCALARS
+        return True
     types = list(map(type, column))
     kinds = set(types)
-    if not kinds <= _JSONISH:
+    if not kinds <= (_JSONISH if scalars else _CONTAINERS):
         return False
-    if not kinds.isdisjoint(_CONTAINERS):
-        nested.extend(compress(column, map(_CONTAINERS.__contains__, types)))
+    if dict in kinds:
+        dicts.extend(compress(column, map(is_, types, repeat(dict))))
+    if list in kinds:
+        lists.extend(compress(column, map(is_, types, repeat(list))))
     return True
 
 

@@ -10,11 +10,10 @@ is what makes a big book's first scan cheap.
 
 from __future__ import annotations
 
-from collections import defaultdict, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import add, attrgetter, countOf, mul
+from operator import attrgetter, countOf
 
 from tavernkit.jscompat import js_trim
 from tavernkit.worldinfo.entry import CompiledEntry
@@ -120,28 +119,28 @@ def _word_keys(
         score_secondary=score_s,
         case_sensitive=[case_sensitive] * n,
         whole_words=[whole_words] * n,
-        by_needle=_buckets(bucketed, [keys[i] for i in bucketed], nid, n),
+        by_needle=_buckets(bucketed, [keys[i] for i in bucketed], nid),
         always=always,
         delay_levels=sorted({level for level in map(_DELAY, entries) if level}),
     )
 
 
 def _buckets(
-    owners: list[int], keys: list[tuple[str, ...]], nid: Callable[[str], int], n: int
+    owners: list[int], keys: list[tuple[str, ...]], nid: Callable[[str], int]
 ) -> dict[int, list[int]]:
     """Needle id -> the entries (of ``owners``, ascending) with a key of that needle, each
-    once; ``keys[j]`` are the keys of entry ``owners[j]``, ``n`` the number of entries."""
-    needles = list(map(nid, chain.from_iterable(keys)))
-    entries = list(chain.from_iterable(map(repeat, owners, map(len, keys))))
-    buckets: defaultdict[int, list[int]] = defaultdict(list)
-    # One append per (needle, entry) pair, driven at C speed (``deque`` of length 0 only
-    # consumes the map); the defaultdict makes each bucket on first use.
-    deque(map(list.append, map(buckets.__getitem__, needles), entries), maxlen=0)
-    if len(set(map(add, map(mul, needles, repeat(n)), entries))) != len(needles):
-        # An entry lists a key twice: its bucket got it twice, next to each other.
-        for nid_, bucket in buckets.items():
-            buckets[nid_] = list(dict.fromkeys(bucket))
-    return dict(buckets)
+    once; ``keys[j]`` are the keys of entry ``owners[j]``."""
+    needles = map(nid, chain.from_iterable(keys))
+    entries = chain.from_iterable(map(repeat, owners, map(len, keys)))
+    buckets: dict[int, list[int]] = {}
+    get = buckets.get
+    for needle, i in zip(needles, entries, strict=True):  # one flat loop over the pairs
+        bucket = get(needle)
+        if bucket is None:
+            buckets[needle] = [i]
+        elif bucket[-1] != i:  # an entry listing a key twice is in its bucket once
+            bucket.append(i)
+    return buckets
 
 
 def _entry_keys(
