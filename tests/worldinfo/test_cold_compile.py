@@ -20,7 +20,7 @@ from tavernkit.worldinfo import compile as wi_compile
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.buffer import ScanBuffer
 from tavernkit.worldinfo.compile import CompiledEntry, compile_book, content_digest
-from tavernkit.worldinfo.gc_pause import gc_paused
+from tavernkit.worldinfo.gc_pause import PROMOTE_AT, gc_paused
 from tavernkit.worldinfo.index import Book, WorldInfoEngine
 from tavernkit.worldinfo.json_check import all_json, is_json
 from tavernkit.worldinfo.matcher import NeedleTable, SegmentMatcher
@@ -347,18 +347,23 @@ def test_a_book_edited_in_place_before_it_was_hashed_is_never_found_by_a_copy() 
     ]
 
 
-def test_what_compiling_made_leaves_the_pause_in_the_oldest_generation() -> None:
+def test_what_a_big_compile_made_leaves_the_pause_in_the_oldest_generation() -> None:
     gc.collect()
     with gc_paused():
-        made = [[i] for i in range(2_000)]
+        made = [[i] for i in range(PROMOTE_AT)]
     assert gc.get_count()[0] < 100  # no young collection is owed for what was made
     assert any(o is made[0] for o in gc.get_objects(generation=2))
     assert gc.get_freeze_count() == 0
+    # A pause that made little (a scan finding its index cached) leaves the collector be.
+    with gc_paused():
+        small = [[i] for i in range(100)]
+    assert gc.get_count()[0] >= 100
+    assert not any(o is small[0] for o in gc.get_objects(generation=2))
     gc.freeze()  # a process that froze objects of its own keeps them frozen
     try:
         frozen = gc.get_freeze_count()
         with gc_paused():
-            [[i] for i in range(100)]
+            [[i] for i in range(PROMOTE_AT)]
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
