@@ -3,6 +3,7 @@ does not cover take the entry-by-entry path."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import fields
 from typing import Any
 
@@ -12,8 +13,9 @@ from hypothesis import strategies as st
 
 from tavernkit.worldinfo import key_index
 from tavernkit.worldinfo.compile import compile_book
-from tavernkit.worldinfo.index import order_entries
+from tavernkit.worldinfo.index import Book, WorldInfoEngine, order_entries
 from tavernkit.worldinfo.matcher import NeedleTable
+from tavernkit.worldinfo.scan import COMPAT_ST_118, scan
 
 _WORD = st.sampled_from(["bell", "Bell", "BELL", "x_1", "dragon", "Dragon", "w42", "_"])
 
@@ -104,3 +106,63 @@ def test_an_entry_listing_a_key_twice_is_in_its_bucket_once() -> None:
     keyed = key_index.index_keys(entries, False, True)
     assert keyed.by_needle == {0: [0, 1], 1: [0]}
     assert keyed.table.needles == key_index._entry_keys(entries, False, True).table.needles
+
+
+_TEXT_WORD = st.sampled_from(["bell", "Bell", "dragon", "DRAGON", "x_1", "w42", "tide", "moon"])
+
+
+@st.composite
+def _scan_case(draw: st.DrawFn) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
+    entries: dict[str, Any] = {}
+    for uid in range(draw(st.integers(1, 10))):
+        entries[str(uid)] = {
+            "uid": uid,
+            "key": draw(st.lists(_WORD, min_size=1, max_size=2)),
+            "keysecondary": draw(st.lists(_WORD, max_size=2)),
+            "selective": True,
+            "selectiveLogic": draw(st.integers(0, 3)),
+            # Words in the content: what recursion finds in the recursion buffer.
+            "content": " ".join(draw(st.lists(_TEXT_WORD, max_size=3))) or "lore",
+            "order": draw(st.integers(0, 3)),
+            "constant": draw(st.sampled_from([False, False, False, True])),
+            "delayUntilRecursion": draw(st.sampled_from([0, 0, 0, 1])),
+        }
+    chat = [
+        " ".join(draw(st.lists(_TEXT_WORD, max_size=3))) for _ in range(draw(st.integers(0, 6)))
+    ]
+    scan_settings = {
+        "world_info_depth": draw(st.integers(1, 3)),
+        "world_info_min_activations": draw(st.sampled_from([0, 0, 3, 6])),
+        "world_info_recursive": draw(st.booleans()),
+        "world_info_case_sensitive": draw(st.booleans()),
+        "world_info_match_whole_words": True,
+        "world_info_budget": 100,
+    }
+    return {"entries": entries}, chat, scan_settings
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=_scan_case())
+def test_a_scan_through_the_word_index_is_the_scan_through_the_entry_index(
+    case: tuple[dict[str, Any], list[str], dict[str, Any]],
+) -> None:
+    # Recursion (keys first seen in the recursion buffer), min activations walking back
+    # through the chat, case sensitivity and secondary-key logic, both ways.
+    book, chat, scan_settings = case
+
+    def run() -> Any:
+        result = scan(
+            [Book("B", book)],
+            chat,
+            max_context=100_000,
+            settings=scan_settings,
+            rng=random.Random(0).random,
+            engine=WorldInfoEngine(),
+            compat=COMPAT_ST_118,
+        )
+        return result.to_st(), result.loops
+
+    by_words = run()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(key_index, "_word_keys", lambda *_: None)
+        assert run() == by_words

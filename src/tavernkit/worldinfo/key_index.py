@@ -33,6 +33,7 @@ _GROUPS = attrgetter("group_names")
 _DELAY = attrgetter("delay_until_recursion")
 #: What keeps an entry out of the needle buckets: it is disabled, or checked every loop.
 _UNBUCKETED = attrgetter("disable", "constant", "decorators", "scan_depth")
+_PLAIN = (False, False, (), None)  # enabled, not constant, no decorators, the global depth
 
 
 def has_macro(text: str) -> bool:
@@ -104,13 +105,16 @@ def _word_keys(
         score_s[i] = tuple(map(nid, secondary[i]))
     bucketed: list[int] = []
     always: list[int] = []
-    for i, (disable, constant, decorators, scan_depth) in enumerate(map(_UNBUCKETED, entries)):
-        if disable:
-            continue
-        if scan_depth is None and not constant and not decorators:
-            bucketed.append(i)
-        elif keys[i] or constant or decorators:
-            always.append(i)
+    if countOf(map(_UNBUCKETED, entries), _PLAIN) == n:  # the common book: all in buckets
+        bucketed = list(range(n))
+    else:
+        for i, (disable, constant, decorators, depth) in enumerate(map(_UNBUCKETED, entries)):
+            if disable:
+                continue
+            if depth is None and not constant and not decorators:
+                bucketed.append(i)
+            elif keys[i] or constant or decorators:
+                always.append(i)
     return KeyIndex(
         table=table,
         primary=primary,
