@@ -7,7 +7,7 @@ import functools
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -15,8 +15,8 @@ from tavernkit.jscompat import js_to_number
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry
 from tavernkit.worldinfo.gc_pause import gc_paused
-from tavernkit.worldinfo.key_index import KeySlot, has_macro, index_keys
-from tavernkit.worldinfo.matcher import NeedleTable, SegmentMatcher
+from tavernkit.worldinfo.key_index import KeyIndex, KeySlot, has_macro, index_keys
+from tavernkit.worldinfo.matcher import SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
 from tavernkit.worldinfo.result import ActivatedEntry
 
@@ -45,23 +45,14 @@ def _sort_desc(entries: list[CompiledEntry]) -> list[CompiledEntry]:
     return sorted(entries, key=_ORDER, reverse=True)
 
 
-@dataclass(eq=False)
-class ScanIndex:
+@dataclass(eq=False, kw_only=True)
+class ScanIndex(KeyIndex):
+    """The key index of the sorted entries of a book set, with what scans reuse."""
+
     entries: list[CompiledEntry]
-    table: NeedleTable
     matcher: SegmentMatcher
-    primary: list[tuple[KeySlot, ...]]
-    secondary: list[tuple[KeySlot, ...]]
-    score_primary: list[tuple[int, ...]]
-    score_secondary: list[tuple[int, ...]]
-    case_sensitive: list[bool]
-    whole_words: list[bool]
-    by_needle: dict[int, list[int]]
-    always: list[int]
-    delay_levels: list[float]
     warnings: tuple[str, ...]
     position: dict[int, int] = field(default_factory=dict)
-    regex_literals: dict[int, int] = field(default_factory=dict)
     #: Per entry: what its view depends on besides the loop (scan depth as a JS number, match
     #: mask), so entries with equal keys share one view per loop.
     view_keys: list[tuple[Any, int]] = field(default_factory=list)
@@ -105,21 +96,11 @@ def build_index(
     entries = order_entries(books, strategy)
     keyed = index_keys(entries, case_sensitive, whole_words)
     return ScanIndex(
+        **{f.name: getattr(keyed, f.name) for f in fields(KeyIndex)},
         entries=entries,
-        table=keyed.table,
         matcher=SegmentMatcher(keyed.table),
-        primary=keyed.primary,
-        secondary=keyed.secondary,
-        score_primary=keyed.score_primary,
-        score_secondary=keyed.score_secondary,
-        case_sensitive=keyed.case_sensitive,
-        whole_words=keyed.whole_words,
-        by_needle=keyed.by_needle,
-        always=keyed.always,
-        delay_levels=keyed.delay_levels,
         warnings=tuple(w for _, b in books for w in b.warnings),
         position=dict(zip(map(id, entries), range(len(entries)), strict=True)),
-        regex_literals=keyed.regex_literals,
         view_keys=[(None, e.match_mask) if e.scan_depth is None else _view_key(e) for e in entries],
         has_groups=any(map(_GROUPS, entries)),
         books=tuple(b for _, b in books),
