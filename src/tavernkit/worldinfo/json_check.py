@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import chain, compress, repeat
-from operator import countOf, is_, methodcaller
+from operator import is_, methodcaller
 from typing import Any
 
 __all__ = ["STR_TYPE", "all_json", "is_json"]
@@ -21,7 +21,7 @@ _MAX_DEPTH = 64
 
 def all_json(entries: list[Any], keep: list[list[Any]] | None = None) -> bool:
     """Whether every entry is JSON made of exact builtin types, checked level by level with
-    C-level iteration (``map``/``zip``/``compress``/``countOf``), not a Python call per value.
+    C-level iteration (``map``/``zip``/``compress``), not a Python call per value.
     ``False`` only means "check each entry" (:func:`is_json`).
 
     ``keep`` (when given) receives, level by level below the entries, a shallow copy of each
@@ -76,7 +76,8 @@ def _check_column(
     if not column:
         return True
     kind = type(column[0])
-    if countOf(map(type, column), kind) == len(column):  # one type: a pointer compare each
+    # One type: an identity test each (``is``, never ``==``: a metaclass may claim equality).
+    if all(map(is_, map(type, column), repeat(kind))):
         if kind is dict:
             dicts.extend(column)
         elif kind is list:
