@@ -20,7 +20,7 @@ from tavernkit.worldinfo import compile as wi_compile
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.buffer import ScanBuffer
 from tavernkit.worldinfo.compile import CompiledEntry, compile_book, content_digest
-from tavernkit.worldinfo.gc_pause import gc_paused
+from tavernkit.worldinfo.gc_pause import PROMOTE_AT, gc_paused
 from tavernkit.worldinfo.index import Book, WorldInfoEngine
 from tavernkit.worldinfo.json_check import all_json, is_json
 from tavernkit.worldinfo.matcher import NeedleTable, SegmentMatcher
@@ -192,6 +192,45 @@ def test_the_whole_book_json_check_never_passes_what_an_entry_check_rejects(
         assert all(is_json(e) for e in entries)
 
 
+_PURE_JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text()),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda k: st.lists(
+            st.fixed_dictionaries({f"f{i}": st.one_of(_PURE_JSON, _JSONISH) for i in range(k)}),
+            max_size=5,
+        )
+    )
+)
+def test_the_json_check_of_same_shaped_entries_goes_field_by_field(
+    entries: list[dict[str, Any]],
+) -> None:
+    # Entries of one size are checked field by field (a field of one type costs a pointer
+    # compare per value): never passing what an entry check rejects, and passing exact JSON.
+    exact = all(_exact_json(e) for e in entries)
+    keep: list[list[Any]] = []
+    assert all_json(entries, keep=keep) is exact
+    if exact:
+        again: list[list[Any]] = []
+        assert all_json(copy.deepcopy(entries), keep=again) and again == keep
+
+
+def _exact_json(value: Any) -> bool:
+    if value.__class__ is list:
+        return all(map(_exact_json, value))
+    if value.__class__ is dict:
+        return all(k.__class__ is str and _exact_json(v) for k, v in value.items())
+    return value.__class__ in (str, int, float, bool, type(None))
+
+
 def test_the_whole_book_json_check_passes_plain_json_and_deep_books_go_per_entry() -> None:
     plain = [{"key": ["a"], "n": {"x": [1, 2.5, None, True]}, "s": "t"}]
     assert all_json(plain)
@@ -306,3 +345,25 @@ def test_a_book_edited_in_place_before_it_was_hashed_is_never_found_by_a_copy() 
         "Mira",
         "Tam",
     ]
+
+
+def test_what_a_big_compile_made_leaves_the_pause_in_the_oldest_generation() -> None:
+    gc.collect()
+    with gc_paused():
+        made = [[i] for i in range(PROMOTE_AT)]
+    assert gc.get_count()[0] < 100  # no young collection is owed for what was made
+    assert any(o is made[0] for o in gc.get_objects(generation=2))
+    assert gc.get_freeze_count() == 0
+    # A pause that made little (a scan finding its index cached) leaves the collector be.
+    with gc_paused():
+        small = [[i] for i in range(100)]
+    assert gc.get_count()[0] >= 100
+    assert not any(o is small[0] for o in gc.get_objects(generation=2))
+    gc.freeze()  # a process that froze objects of its own keeps them frozen
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            [[i] for i in range(PROMOTE_AT)]
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

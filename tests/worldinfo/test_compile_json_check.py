@@ -42,3 +42,31 @@ def test_a_model_book_is_json_by_construction_and_compiles_the_same() -> None:
     from_dict = compile_book("Coast", raw)
     assert [e.wire for e in from_model.entries] == [e.wire for e in from_dict.entries]
     assert from_model.digest == from_dict.digest
+
+
+class _ClaimsEquality(type):
+    """A metaclass whose classes claim to equal any type (``int == Odd`` is ``True``)."""
+
+    def __eq__(cls, other: object) -> bool:
+        return True
+
+    __hash__ = type.__hash__
+
+
+class _Odd(metaclass=_ClaimsEquality):
+    pass
+
+
+def test_a_value_whose_type_claims_to_be_another_is_not_json() -> None:
+    # Entries of one size are checked field by field; a field's values are compared with its
+    # first value's type by identity, so an object of a type claiming equality is caught.
+    book = {
+        "entries": {
+            "0": {"uid": 0, "key": ["bell"], "content": "Ding.", "n": 1},
+            "1": {"uid": 1, "key": ["horn"], "content": "Toot.", "n": _Odd()},
+        }
+    }
+    assert int == _Odd  # noqa: E721 - the equality the check must not be fooled by
+    compiled = compile_book("Coast", book)
+    assert [e.uid for e in compiled.entries] == [0]
+    assert any("entry Coast.1: holds a value that is not JSON" in w for w in compiled.warnings)

@@ -7,30 +7,22 @@ import functools
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
-from tavernkit.jscompat import js_to_number, js_trim
+from tavernkit.jscompat import js_to_number
 from tavernkit.worldinfo.book_cache import BookCache
 from tavernkit.worldinfo.compile import CompiledBook, CompiledEntry
 from tavernkit.worldinfo.gc_pause import gc_paused
-from tavernkit.worldinfo.matcher import INDEXED_KINDS, KIND_REGEX, NeedleTable, SegmentMatcher
+from tavernkit.worldinfo.key_index import KeyIndex, KeySlot, has_macro, index_keys
+from tavernkit.worldinfo.matcher import SegmentMatcher
 from tavernkit.worldinfo.regex_keys import RegexGuard
 from tavernkit.worldinfo.result import ActivatedEntry
 
-__all__ = ["Book", "ScanIndex", "Scope", "WorldInfoEngine", "has_macro"]
+__all__ = ["Book", "KeySlot", "ScanIndex", "Scope", "WorldInfoEngine", "has_macro"]
 
 Scope = Literal["global", "character", "chat", "persona"]
-
-#: A key slot: the needle id of a static key, ``-1`` for an empty key (never matches), or
-#: ``None`` for a key that must be macro-substituted per scan.
-KeySlot = tuple[str, int | None]
-
-
-def has_macro(text: str) -> bool:
-    """Whether SillyTavern's ``substituteParams`` could change ``text`` (``{{...}}`` macros or
-    the legacy ``<USER>``-style tags)."""
-    return "{{" in text or "<" in text
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,28 +35,24 @@ class Book:
     scope: Scope = "global"
 
 
+_ORDER = attrgetter("order")
+_GROUPS = attrgetter("group_names")
+
+
 def _sort_desc(entries: list[CompiledEntry]) -> list[CompiledEntry]:
-    # sortFn = (a, b) => b.order - a.order; JS sort is stable.
-    return sorted(entries, key=lambda e: -e.order)
+    # sortFn = (a, b) => b.order - a.order; JS sort is stable, and so is a reverse sort (equal
+    # orders keep file order; orders are never NaN once compiled).
+    return sorted(entries, key=_ORDER, reverse=True)
 
 
-@dataclass(eq=False)
-class ScanIndex:
+@dataclass(eq=False, kw_only=True)
+class ScanIndex(KeyIndex):
+    """The key index of the sorted entries of a book set, with what scans reuse."""
+
     entries: list[CompiledEntry]
-    table: NeedleTable
     matcher: SegmentMatcher
-    primary: list[tuple[KeySlot, ...]]
-    secondary: list[tuple[KeySlot, ...]]
-    score_primary: list[tuple[int, ...]]
-    score_secondary: list[tuple[int, ...]]
-    case_sensitive: list[bool]
-    whole_words: list[bool]
-    by_needle: dict[int, list[int]]
-    always: list[int]
-    delay_levels: list[float]
     warnings: tuple[str, ...]
     position: dict[int, int] = field(default_factory=dict)
-    regex_literals: dict[int, int] = field(default_factory=dict)
     #: Per entry: what its view depends on besides the loop (scan depth as a JS number, match
     #: mask), so entries with equal keys share one view per loop.
     view_keys: list[tuple[Any, int]] = field(default_factory=list)
@@ -106,116 +94,15 @@ def build_index(
     whole_words: bool,
 ) -> ScanIndex:
     entries = order_entries(books, strategy)
-    table = NeedleTable()
-    primary: list[tuple[KeySlot, ...]] = []
-    secondary: list[tuple[KeySlot, ...]] = []
-    score_p: list[tuple[int, ...]] = []
-    score_s: list[tuple[int, ...]] = []
-    cs_list: list[bool] = []
-    ww_list: list[bool] = []
-    by_needle: dict[int, list[int]] = {}
-    always: list[int] = []
-    levels: set[float] = set()
-    warnings: list[str] = [w for _, b in books for w in b.warnings]
-
-    # A big book repeats keys: each (key, case, whole words) is made a slot once, and whether
-    # the matcher indexes it (its presence per segment precomputed) is remembered with it.
-    made: dict[tuple[bool, bool], tuple[dict[str, KeySlot], set[str]]] = {}
-
-    def flags_memo(cs: bool, ww: bool) -> tuple[dict[str, KeySlot], set[str]]:
-        memo = made.get((cs, ww))
-        if memo is None:
-            memo = made[(cs, ww)] = ({}, set())
-        return memo
-
-    def fill(keys: tuple[str, ...], cs: bool, ww: bool) -> None:
-        slot_of, unindexed = flags_memo(cs, ww)
-        for raw in keys:
-            if raw in slot_of:
-                continue
-            if raw == "":
-                slot_of[raw] = (raw, -1)
-            elif has_macro(raw):
-                slot_of[raw] = (raw, None)
-                unindexed.add(raw)
-            else:
-                nid = table.intern(js_trim(raw), cs, ww)
-                slot_of[raw] = (raw, nid)
-                if table.get(nid).kind not in INDEXED_KINDS:
-                    unindexed.add(raw)
-
-    for i, e in enumerate(entries):
-        cs = case_sensitive if e.case_sensitive is None else e.case_sensitive
-        ww = whole_words if e.match_whole_words is None else e.match_whole_words
-        cs_list.append(cs)
-        ww_list.append(ww)
-        slot_of, unindexed = made.get((cs, ww)) or flags_memo(cs, ww)
-        keys = e.keys
-        if not all(map(slot_of.__contains__, keys)):
-            fill(keys, cs, ww)
-        p = tuple(map(slot_of.__getitem__, keys))
-        primary.append(p)
-        if e.secondary:
-            if not all(map(slot_of.__contains__, e.secondary)):
-                fill(e.secondary, cs, ww)
-            secondary.append(tuple(map(slot_of.__getitem__, e.secondary)))
-        else:
-            secondary.append(())
-        if e.group_names:
-            score_p.append(tuple(table.intern(k, cs, ww) for k in e.keys))
-            score_s.append(tuple(table.intern(k, cs, ww) for k in e.secondary))
-        else:
-            score_p.append(())
-            score_s.append(())
-        if e.delay_until_recursion:
-            levels.add(e.delay_until_recursion)
-        if e.disable:
-            continue
-        if (
-            e.scan_depth is None
-            and not e.constant
-            and not e.decorators
-            and (not unindexed or unindexed.isdisjoint(keys))
-        ):
-            for _, nid in p:
-                if nid is not None and nid >= 0:
-                    lst = by_needle.setdefault(nid, [])
-                    if not lst or lst[-1] != i:
-                        lst.append(i)
-        elif e.keys or e.constant or e.decorators:
-            always.append(i)
-    # Regex keys with a required literal get that literal as a plain substring needle, so the
-    # pre-filter ("can this regex match this view at all?") is a lookup, not a text search.
-    literal_ids: dict[int, int] = {}
-    for nid in range(len(table)):
-        needle = table.get(nid)
-        regex = needle.regex
-        if needle.kind != KIND_REGEX or regex is None or regex.literal is None:
-            continue
-        if "u" in regex.flags and "i" in regex.flags:
-            continue
-        if "\n" in regex.literal or "\x01" in regex.literal or "\r" in regex.literal:
-            continue
-        literal_ids[nid] = table.intern(regex.literal, "i" not in regex.flags, False)
-    matcher = SegmentMatcher(table)
+    keyed = index_keys(entries, case_sensitive, whole_words)
     return ScanIndex(
+        **{f.name: getattr(keyed, f.name) for f in fields(KeyIndex)},
         entries=entries,
-        table=table,
-        matcher=matcher,
-        primary=primary,
-        secondary=secondary,
-        score_primary=score_p,
-        score_secondary=score_s,
-        case_sensitive=cs_list,
-        whole_words=ww_list,
-        by_needle=by_needle,
-        always=always,
-        delay_levels=sorted(levels),
-        warnings=tuple(warnings),
-        position={id(e): i for i, e in enumerate(entries)},
-        regex_literals=literal_ids,
+        matcher=SegmentMatcher(keyed.table),
+        warnings=tuple(w for _, b in books for w in b.warnings),
+        position=dict(zip(map(id, entries), range(len(entries)), strict=True)),
         view_keys=[(None, e.match_mask) if e.scan_depth is None else _view_key(e) for e in entries],
-        has_groups=any(e.group_names for e in entries),
+        has_groups=any(map(_GROUPS, entries)),
         books=tuple(b for _, b in books),
     )
 

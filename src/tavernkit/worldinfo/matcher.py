@@ -23,6 +23,7 @@ ending in a newline, which are matched on the joined text (:func:`plain_match`, 
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, NamedTuple
 
 import ahocorasick  # type: ignore[import-not-found]
@@ -41,6 +42,7 @@ __all__ = [
     "Needle",
     "NeedleTable",
     "SegmentMatcher",
+    "is_word",
     "plain_match",
 ]
 
@@ -51,6 +53,8 @@ INDEXED_KINDS = frozenset((KIND_WORD, KIND_AC, KIND_RXWORD))
 _WORD_RUN = re.compile(r"[A-Za-z0-9_]+")
 _PURE_WORD = re.compile(r"[A-Za-z0-9_]+\Z")
 _JS_WS = re.compile("[" + re.escape(JS_WHITESPACE) + "]")
+#: Whether a key is one ASCII word (``[A-Za-z0-9_]+``): as a whole-word key, a ``KIND_WORD``.
+is_word = _PURE_WORD.match
 
 
 def _is_word_char(ch: str) -> bool:
@@ -154,6 +158,25 @@ class NeedleTable:
         self._own.append(Needle(text, kind, case_sensitive, boundary, folded, None))
         self._ids[key] = nid
         return nid
+
+    def add_words(self, words: list[str], case_sensitive: bool) -> range:
+        """Intern ``words`` (distinct, each :func:`is_word`) as whole-word needles in one go,
+        into a table that holds none yet: what :meth:`intern` would make of each, in order."""
+        if self.base is not None or self._own:
+            raise ValueError("add_words fills an empty base table")
+        ids = range(len(words))
+        folded = words if case_sensitive else list(map(str.lower, words))
+        flags = repeat(KIND_WORD), repeat(case_sensitive), repeat(True)
+        fields = zip(words, *flags, folded, repeat(None), repeat(frozenset()))
+        # ``tuple.__new__``: a named tuple made from its fields in C (its own ``__new__`` is
+        # a Python function; thousands of words make it count).
+        self._own.extend(map(tuple.__new__, repeat(Needle), fields))
+        self._ids.update(zip(zip(words, repeat(case_sensitive), repeat(True)), ids, strict=True))
+        return ids
+
+    def regex_ids(self) -> list[int]:
+        """The ids of this table's own regex needles, ascending."""
+        return sorted(set(self._regex_ids.values()))
 
     def lookup(self, text: str, case_sensitive: bool, whole_words: bool) -> int | None:
         found = self._ids.get((text, case_sensitive, whole_words))
