@@ -65,11 +65,14 @@ def tk(home: Path, *args: str) -> str:
 def timed_once(home: Path, *args: str) -> tuple[float, float, str]:
     """(seconds to the first byte on stdout, seconds to exit, stdout) of one CLI process."""
     start = time.perf_counter()
+    # unbuffered: a buffered read(1) may take the whole reply into its buffer, which
+    # communicate() (reading the pipe's descriptor itself) never sees
     proc = subprocess.Popen(
         [sys.executable, "-c", CLI, *args],
         env=_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        bufsize=0,
     )
     assert proc.stdout is not None
     first = proc.stdout.read(1)
