@@ -99,35 +99,37 @@ def _raw_tuple(raw: Any) -> Any:
     )
 
 
-@settings(max_examples=600, deadline=None)
-@given(
-    st.lists(
-        st.one_of(
-            st.sampled_from(
-                [
-                    "{{",
-                    "}}",
-                    "::",
-                    ":",
-                    "{{user}}",
-                    "{{getvar::x}}",
-                    "{{a:: b ::c}}",
-                    "{{/if}}",
-                    "{{#if .x < 3}}",
-                    "{{// c: d}}",
-                    "{{//}}",
-                    "{{.x++}}",
-                    "{{$y}}",
-                    "{{.a-b--}}",
-                    "{{x:y}}",
-                    "{{x :: }}",
-                ]
-            ),
-            st.text(alphabet=_LEX_ALPHABET, max_size=6),
+#: templates made of the shapes every lexer path must agree on
+_TEMPLATES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "{{",
+                "}}",
+                "::",
+                ":",
+                "{{user}}",
+                "{{getvar::x}}",
+                "{{a:: b ::c}}",
+                "{{/if}}",
+                "{{#if .x < 3}}",
+                "{{// c: d}}",
+                "{{//}}",
+                "{{.x++}}",
+                "{{$y}}",
+                "{{.a-b--}}",
+                "{{x:y}}",
+                "{{x :: }}",
+            ]
         ),
-        max_size=12,
-    ).map("".join)
-)
+        st.text(alphabet=_LEX_ALPHABET, max_size=6),
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEMPLATES)
 def test_simple_macro_fast_path_matches_the_full_lexer(text: str) -> None:
     from tavernkit.text.macros import lexer
 
@@ -139,3 +141,31 @@ def test_simple_macro_fast_path_matches_the_full_lexer(text: str) -> None:
     finally:
         lexer._scan_simple = original
     assert fast == slow
+
+
+@settings(max_examples=600, deadline=None)
+@given(_TEMPLATES)
+def test_a_simple_document_is_what_the_lexer_finds(text: str) -> None:
+    """The parser's one-regex pass over a document of plain macros gives, when it answers,
+    the macros the lexer finds (start, end, flags, name, arguments)."""
+    from tavernkit.text.macros import lexer
+
+    simple = lexer.simple_document(text, 0, len(text))
+    if simple is None:
+        return
+    found = lexer.scan_document(text, 0, len(text))
+    assert all(r.complete and not r.is_var and not r.nested for r in found)
+    assert simple == [(r.start, r.end, r.flags, r.name, r.args) for r in found]
+
+
+def test_the_simple_document_pass_answers_plain_templates_only() -> None:
+    from tavernkit.text.macros.lexer import simple_document
+
+    plain = "Hi {{user}}, {{pick::a::b}} and {{/if}}."
+    assert [(s, e, n) for s, e, _, n, _ in simple_document(plain, 0, len(plain)) or []] == [
+        (3, 11, "user"),
+        (13, 27, "pick"),
+        (32, 39, "if"),
+    ]
+    for other in ("{{{user}}}", "{{.x}}", "{{// c}}", "{{getvar::{{user}}}}", "{{ user }}"):
+        assert simple_document(other, 0, len(other)) is None, other

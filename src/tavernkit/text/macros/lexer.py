@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from tavernkit.jscompat import JS_WHITESPACE
 
-__all__ = ["RawMacro", "scan_document", "scan_macro"]
+__all__ = ["RawMacro", "scan_document", "scan_macro", "simple_document"]
 
 _WS = frozenset(JS_WHITESPACE)
 _FLAGS = frozenset("!?~#/>")
@@ -84,6 +84,39 @@ def scan_document(text: str, start: int, end: int) -> list[RawMacro]:
         else:
             found.extend(macro.nested)
         pos = macro.end
+
+
+def simple_document(
+    text: str, start: int, end: int
+) -> list[tuple[int, int, str, str, list[tuple[int, int]]]] | None:
+    """The macros of ``text[start:end]`` when every ``{{`` in it opens a plain ``_SIMPLE``
+    macro (``{{name}}``, ``{{/name}}``, ``{{name::a::b}}``, ``{{name arg}}``): per macro its
+    start, end, flags, name and argument spans, exactly what :func:`scan_document` and
+    ``_scan_simple`` give, found by one pass of the regex; ``None`` when anything else is
+    there (a brace run, a comment, a variable, a nested or unusual macro: the long way)."""
+    find = text.find
+    if find("{{{", start, end) >= 0 or find("{{.", start, end) >= 0 or find("{{$", start, end) >= 0:
+        return None
+    found: list[tuple[int, int, str, str, list[tuple[int, int]]]] = []
+    cursor = start
+    for m in _SIMPLE.finditer(text, start, end):
+        if find("{{", cursor, m.start()) >= 0:
+            return None  # an opening the regex skipped: the long way decides it
+        cursor = m.end()
+        rest_start, rest_end = m.start(3), m.end(3)
+        args: list[tuple[int, int]] = []
+        if rest_start != rest_end:
+            lead = text[rest_start]
+            if lead != ":" and lead not in _WS:
+                return None
+            spans = _simple_args(text, rest_start, rest_end)
+            if spans is None:
+                return None
+            args = spans
+        found.append((m.start(), m.end(), m.group(1), m.group(2), args))
+    if find("{{", cursor, end) >= 0:
+        return None
+    return found
 
 
 def _incomplete(start: int, end: int, nested: list[RawMacro]) -> RawMacro:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tavernkit.text.macros.lexer import RawMacro, scan_document
+from tavernkit.text.macros.lexer import RawMacro, scan_document, simple_document
 from tavernkit.text.macros.registry import MacroRegistry
 
 __all__ = ["Document", "MacroNode", "Template", "VarNode", "parse_range", "parse_template"]
@@ -157,8 +157,18 @@ def parse_range(text: str, start: int, end: int, registry: MacroRegistry, compat
     """Parse ``text[start:end]`` as a standalone document."""
     if text.find("{{", start, end) < 0:
         return Document(text, start, end, [text[start:end]] if end > start else [], False)
-    raws = scan_document(text, start, end)
-    nodes = [_to_node(raw, text) for raw in raws]
+    simple = simple_document(text, start, end)
+    nodes: list[MacroNode | VarNode]
+    if simple is not None:
+        # the common template: plain macros only, built straight from the regex's matches
+        nodes = [
+            MacroNode(
+                name, name.lower(), flags, s, e, s + 2, e - 2, [ArgSpan(a, b) for a, b in args]
+            )
+            for s, e, flags, name, args in simple
+        ]
+    else:
+        nodes = [_to_node(raw, text) for raw in scan_document(text, start, end)]
     nodes = _pair_blocks(nodes, text, registry, compat)
     parts = _interleave(text, start, end, nodes)
     return Document(text, start, end, parts, bool(nodes))
