@@ -354,14 +354,19 @@ def cyrb53(text: str, seed: int = 0) -> int:
     h1 = (0xDEADBEEF ^ seed) & m
     h2 = (0x41C6CE57 ^ seed) & m
     units = utf16_units(text)
-    # Four code units per step, masking once: (x mod 2^32) ^ u == (x ^ u) mod 2^32 for u < 2^16
-    # and multiplication commutes with the reduction, so only the final mask matters. Whole
+    # Eight code units per step, masking once: (x mod 2^32) ^ u == (x ^ u) mod 2^32 for u < 2^16
+    # and multiplication commutes with the reduction, so only the final mask matters (eight
+    # measured fastest: fewer steps, while the unmasked numbers stay a few hundred bits). Whole
     # templates ({{pick}}) and entry JSON (timed effects) are hashed; this loop is the hot spot.
-    tail = len(units) % 4
-    quads = iter(units[: len(units) - tail] if tail else units)
-    for u0, u1, u2, u3 in zip(quads, quads, quads, quads, strict=True):
-        h1 = ((((h1 ^ u0) * a ^ u1) * a ^ u2) * a ^ u3) * a & m
-        h2 = ((((h2 ^ u0) * b ^ u1) * b ^ u2) * b ^ u3) * b & m
+    tail = len(units) % 8
+    it = iter(units[: len(units) - tail] if tail else units)
+    for u0, u1, u2, u3, u4, u5, u6, u7 in zip(it, it, it, it, it, it, it, it, strict=True):
+        h1 = (
+            (((((((h1 ^ u0) * a ^ u1) * a ^ u2) * a ^ u3) * a ^ u4) * a ^ u5) * a ^ u6) * a ^ u7
+        ) * a & m
+        h2 = (
+            (((((((h2 ^ u0) * b ^ u1) * b ^ u2) * b ^ u3) * b ^ u4) * b ^ u5) * b ^ u6) * b ^ u7
+        ) * b & m
     for unit in units[len(units) - tail :] if tail else ():
         h1 = ((h1 ^ unit) * a) & m
         h2 = ((h2 ^ unit) * b) & m
