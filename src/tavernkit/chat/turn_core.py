@@ -164,13 +164,17 @@ class TurnCore:
         text: str,
         attachments: Sequence[ImagePart | str],
         overrides: Overrides,
+        *,
+        reuse: bool = True,
     ) -> ChatState | None:
-        """Store the user's message, its macros evaluated. Typed text without macros is stored
-        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
-        and returned as it is after the store (message appended, variables set), so the turn
-        builds from it instead of loading it again."""
+        """Store the user's message, its macros evaluated, and return the chat's state as it
+        is after the store (message appended, variables set), so the turn builds from it
+        instead of loading it again: the state is read once per turn. ``reuse=False`` (a
+        caller that builds from another state) stores typed text without macros as it is,
+        reading only the user's name, and returns ``None``."""
         ov = TurnOverrides.of(overrides)
-        if not may_hold_macros(text):
+        evaluate = may_hold_macros(text)
+        if not evaluate and not reuse:
             # Stored as typed: the chat, the card and the books are not read at all.
             user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
             await self.store.append_message(
@@ -183,6 +187,8 @@ class TurnCore:
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            if not evaluate:
+                return state, variables, text
             substitute = begin(state, compat=ov.compat, variables=variables).substitute
             return state, variables, substitute(text)
 

@@ -135,6 +135,8 @@ class SharedRecord:
     model: BaseModel
     data: dict[str, Any]
     digest: str
+    #: the record's id (what a ref by name resolved to)
+    id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +331,15 @@ class Store(AccountStore, Protocol):
         """:meth:`get_shared`'s model with the JSON it was validated from and that JSON's hash
         (what the world-info engine keys a compiled lorebook by, so it neither dumps the model
         nor recompiles an unchanged book)."""
+        ...
+
+    async def get_shared_records(
+        self, wanted: Sequence[tuple[str, str]], *, owner: str = DEFAULT_OWNER
+    ) -> dict[tuple[str, str], SharedRecord]:
+        """:meth:`get_shared_record` for each ``(kind, ref)`` of ``wanted`` at once (the turn
+        path's read of its presets, templates, card, persona and profile: one revision check
+        for all of them). A ref that names no record is absent from the answer; an empty ref
+        is skipped; a name several records share is a :class:`~tavernkit.errors.Conflict`."""
         ...
 
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
