@@ -487,6 +487,13 @@ class Store(AccountStore, Protocol):
         self, chat_id: str, message: Document, *, owner: str = DEFAULT_OWNER
     ) -> StoredMessage: ...
 
+    async def append_messages(
+        self, chat_id: str, messages: Sequence[Document], *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[StoredMessage]:
+        """Append ``messages`` in order, in one transaction (all or none): a turn stores the
+        user's message and its reply's place together."""
+        ...
+
     async def get_message(
         self, message_id: str, *, owner: str = DEFAULT_OWNER
     ) -> StoredMessage: ...
