@@ -441,16 +441,30 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors):
     async def links(
         self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
     ) -> builtins.list[RecordInfo]:
+        self._check_kind(kind)
         async with self._read() as db:
-            # the id alone: a card's JSON is not read to list its links
-            (src_id,) = await self._record_row(db, kind, ref, owner, "id")
-            rows = await db.execute_fetchall(
-                "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM record_links l "
-                "JOIN records r ON r.id = l.to_id WHERE l.from_id = ? AND l.rel = ? "
-                "ORDER BY l.position",
-                (src_id, rel),
+            # a ref that is the record's id (the turn loader's): one query, the source's row
+            # even when it has no links; a name, or no such id, resolves first
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM records s "
+                    "LEFT JOIN record_links l ON l.from_id = s.id AND l.rel = ? "
+                    "LEFT JOIN records r ON r.id = l.to_id "
+                    "WHERE s.owner = ? AND s.kind = ? AND s.id = ? ORDER BY l.position",
+                    (rel, owner, kind, ref),
+                )
             )
-        return [self._info(r) for r in rows]
+            if not rows:
+                (src_id,) = await self._record_row(db, kind, ref, owner, "id")
+                rows = list(
+                    await db.execute_fetchall(
+                        "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated "
+                        "FROM record_links l JOIN records r ON r.id = l.to_id "
+                        "WHERE l.from_id = ? AND l.rel = ? ORDER BY l.position",
+                        (src_id, rel),
+                    )
+                )
+        return [self._info(r) for r in rows if r[1] is not None]
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
