@@ -60,7 +60,8 @@ sys.path.insert(
     0, os.environ.get("TAVERNKIT_BENCH_SRC") or str(Path(__file__).resolve().parent.parent / "src")
 )
 
-import httpx2
+import httpx2  # noqa: I001 (tavernkit before turn_path, which imports this tree's)
+import tavernkit  # from the src above, first: turn_path puts this tree's src ahead of it
 from turn_path import CARD  # the same card as the turn-path benchmark
 
 sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
@@ -134,6 +135,9 @@ async def serve_app(
 ) -> None:
     import uvicorn
 
+    wanted = os.environ.get("TAVERNKIT_BENCH_SRC")
+    if wanted and not Path(tavernkit.__file__).resolve().is_relative_to(Path(wanted).resolve()):
+        raise SystemExit(f"the server imported tavernkit from {tavernkit.__file__}, not {wanted}")
     from tavernkit.facade import Tavern
     from tavernkit.models.profile import ConnectionProfile
     from tavernkit.models.settings import Settings
