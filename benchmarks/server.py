@@ -1,7 +1,8 @@
 """What the server adds to a streamed reply, against a scripted upstream on loopback.
 
 Run: ``.venv/bin/python benchmarks/server.py [--runs 40] [--streams 500] [--store-interval 0.2]``
-(about four minutes on two cores: 500 chats are made first).
+(about four minutes on two cores: 500 chats are made first); ``--skip-streams`` measures
+phase 1 alone (under a minute).
 
 Three processes on 127.0.0.1: a scripted OpenAI-compatible upstream, ``tavernkit serve``'s
 app (uvicorn, one process, a fresh data dir in a temp folder) and this client. Every upstream
@@ -59,7 +60,8 @@ sys.path.insert(
     0, os.environ.get("TAVERNKIT_BENCH_SRC") or str(Path(__file__).resolve().parent.parent / "src")
 )
 
-import httpx2
+import httpx2  # noqa: I001 (tavernkit before turn_path, which imports this tree's)
+import tavernkit  # from the src above, first: turn_path puts this tree's src ahead of it
 from turn_path import CARD  # the same card as the turn-path benchmark
 
 sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
@@ -133,6 +135,9 @@ async def serve_app(
 ) -> None:
     import uvicorn
 
+    wanted = os.environ.get("TAVERNKIT_BENCH_SRC")
+    if wanted and not Path(tavernkit.__file__).resolve().is_relative_to(Path(wanted).resolve()):
+        raise SystemExit(f"the server imported tavernkit from {tavernkit.__file__}, not {wanted}")
     from tavernkit.facade import Tavern
     from tavernkit.models.profile import ConnectionProfile
     from tavernkit.models.settings import Settings
@@ -317,6 +322,9 @@ async def client_main(
             f"turn/direct {t / d:.2f}x)"
         )
 
+        first = {"facade": f - d, "turn": t - d}
+        if args.skip_streams:
+            return first
         n = args.streams
         print(f"{n} concurrent streams, direct then through the server...")
 
@@ -346,8 +354,7 @@ async def client_main(
             f"ratio p99 turns/direct {pct(via, 0.99) / max(pct(base, 0.99), 1e-9):.2f}x"
         )
         return {
-            "facade": f - d,
-            "turn": t - d,
+            **first,
             "p50": pct(via, 0.5) - pct(base, 0.5),
             "p99": added,
             "completed": via_ok,
@@ -379,7 +386,8 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
                     "--ready",
                     str(ready),
                     "--streams",
-                    str(args.streams),
+                    # phase 1 alone: a fresh chat for each of its turns
+                    str(args.runs + 1 if args.skip_streams else args.streams),
                     "--store-interval",
                     str(args.store_interval),
                 ],
@@ -418,6 +426,11 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=20.0)
     parser.add_argument("--store-interval", type=float, default=0.2)
     parser.add_argument("--deadline", type=float, default=200.0)
+    parser.add_argument(
+        "--skip-streams",
+        action="store_true",
+        help="phase 1 only (time to first token): no concurrent streams",
+    )
     parser.add_argument(
         "--baseline-src",
         type=Path,
@@ -470,21 +483,26 @@ def main() -> None:
     runs.append(("after" if runs else "this tree", measure(args, None)))
     if len(runs) == 2:
         (_, old), (_, new) = runs
-        print(f"before -> after ({args.streams} streams):")
-        for key, label, target in (
+        print(f"before -> after ({0 if args.skip_streams else args.streams} streams):")
+        figures = [
             ("facade", "added TTFT p50, facade", TTFT_TARGET_MS),
             ("turn", "added TTFT p50, turn", TTFT_TARGET_MS),
-            ("p50", "added piece latency p50", P99_TARGET_MS),
-            ("p99", "added piece latency p99", P99_TARGET_MS),
-        ):
+        ]
+        if not args.skip_streams:
+            figures += [
+                ("p50", "added piece latency p50", P99_TARGET_MS),
+                ("p99", "added piece latency p99", P99_TARGET_MS),
+            ]
+        for key, label, target in figures:
             print(
                 f"  {label:26s} {old[key]:9.2f} -> {new[key]:9.2f} ms "
                 f"(target < {target} ms; after/before {new[key] / max(old[key], 1e-9):.2f}x)"
             )
-        print(
-            f"  streams completed         {old['completed']:.0f} -> {new['completed']:.0f} "
-            f"of {args.streams}"
-        )
+        if not args.skip_streams:
+            print(
+                f"  streams completed         {old['completed']:.0f} -> {new['completed']:.0f} "
+                f"of {args.streams}"
+            )
     load = os.getloadavg()
     print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 

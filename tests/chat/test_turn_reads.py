@@ -51,8 +51,8 @@ async def test_turn_verbs_never_load_the_whole_chat(
 async def test_send_loads_the_chat_state_once(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Storing typed text reads only the user's name; the turn's one prepare step loads the
-    # state (card, books, presets, the chat's tail) and builds from it.
+    # Storing the user's message loads the state (card, books, presets, the chat's tail) and
+    # the turn builds from it as it is after the message: no second load.
     loads: list[str] = []
     real = chat_state.load_chat_state
 
@@ -83,3 +83,17 @@ async def test_send_loads_the_chat_state_once(
     stored = await world.chats.load(info.id)
     assert stored.header["chat_metadata"]["variables"] == {"mood": "calm"}
     assert [m.data["mes"] for m in stored.messages[-2:]] == ["Hi Mira", "Two."]
+
+
+async def test_a_send_reads_the_settings_the_chat_and_the_records_once(world: World) -> None:
+    info = await world.chats.new_chat("Mira")
+    world.server.script(Reply(text="One."))
+    seen: list[str] = []
+    async with world.tk.store.trace(seen.append):
+        assert (await world.chats.send(info.id, "Hello")).status == "completed"
+    reads = [s for s in seen if s.startswith("SELECT")]
+    assert sum("FROM settings" in s for s in reads) == 1
+    assert sum("ORDER BY position DESC LIMIT" in s for s in reads) == 1  # the tail, once
+    # the card, presets, templates, persona and profile: one revision check for all
+    assert sum(s.startswith("SELECT kind, id, name, created, revision") for s in reads) == 1
+    assert not any(s.startswith("SELECT id, created, revision") for s in reads)

@@ -171,3 +171,25 @@ async def test_another_users_turn_is_not_found(tmp_path: Path, users: Users) -> 
 async def _owner_of(users: Users, name: str) -> str:
     user, _ = await users.server.state.accounts.store.find_user(name)
     return str(user.owner)
+
+
+async def test_watching_a_running_turn_reads_no_chat_from_the_store(site: Site) -> None:
+    # the turn's start checked the chat for this owner: the watch that follows is answered
+    # from the hub (a turn of another process, or a chat named by name, is read as before)
+    site.upstream.script(HangReply(text="Held. back", hang_after=1))
+    chat = await site.new_chat()
+    started = (await site.start(chat)).json()
+    await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    seen: list[str] = []
+    async with (
+        site.tk.store.trace(seen.append),
+        site.client.stream("GET", started["events"]) as response,
+    ):
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("event: text"):
+                break
+    assert not any("FROM chats c" in s for s in seen)
+    site.upstream.release.set()
+    events = parse_events(await read_all(site.client, started["events"]))
+    assert events[-1].data["status"] == "completed"

@@ -211,6 +211,26 @@ async def test_character_links_to_its_lorebooks_in_order(store: SqliteStore) -> 
         await store.link("character", "Aria", "lorebook", "lorebook", "Missing")
 
 
+async def test_links_by_id_are_one_query_and_by_name_or_unknown_as_before(
+    store: SqliteStore,
+) -> None:
+    char = await store.put("character", sample("character", "Aria"))
+    for links in ([], ["Coast", "Sea"]):
+        for name in links:
+            await store.put("lorebook", {"entries": {}}, name=name)
+            await store.link("character", char.id, "lorebook", "lorebook", name)
+        async with store.trace() as stats:
+            by_id = await store.links("character", char.id, "lorebook")
+        assert stats.statements == 1  # the turn loader's read: no resolve first
+        assert [i.name for i in by_id] == links
+        assert await store.links("character", "Aria", "lorebook") == by_id
+    with pytest.raises(NotFound):
+        await store.links("character", "Nobody", "lorebook")
+    await store.put("character", sample("character", "Bo"), owner="other")
+    with pytest.raises(NotFound):  # another owner's id is no record of this one
+        await store.links("character", char.id, "lorebook", owner="other")
+
+
 async def test_settings_are_one_document_per_owner(store: SqliteStore) -> None:
     assert await store.get_settings() is None
     settings = Settings()

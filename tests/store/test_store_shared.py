@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tavernkit.errors import NotFound
+from tavernkit.errors import Conflict, NotFound
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.store import SqliteStore, open_store
 
@@ -54,3 +54,44 @@ async def test_another_process_sees_the_edits_of_this_one(db_path: Path) -> None
         now = await b.get_shared("lorebook", "Coast")
         assert now is not seen
         assert isinstance(now, Lorebook) and now.to_wire() == {"entries": {}}
+
+
+async def test_shared_records_are_read_at_once_and_are_the_single_reads_models(
+    store: SqliteStore,
+) -> None:
+    book = await store.put("lorebook", BOOK, name="Coast")
+    await store.put("persona", {"name": "Ada", "description": "A sailor."}, name="Ada")
+    single = await store.get_shared("lorebook", "Coast")
+    async with store.trace() as stats:
+        found = await store.get_shared_records(
+            [("lorebook", book.id), ("persona", "Ada"), ("lorebook", "Missing"), ("persona", "")]
+        )
+    # the book is cached: one revision check for all, one read of the persona's JSON
+    assert stats.statements == 2
+    assert set(found) == {("lorebook", book.id), ("persona", "Ada")}
+    assert found[("lorebook", book.id)].model is single
+    assert found[("lorebook", book.id)].id == book.id
+    assert found[("persona", "Ada")].model == await store.get("persona", "Ada")
+    async with store.trace() as stats:
+        again = await store.get_shared_records([("persona", "Ada"), ("lorebook", "Coast")])
+    assert stats.statements == 1  # nothing changed: the revision check alone
+    assert again[("persona", "Ada")].model is found[("persona", "Ada")].model
+
+
+async def test_shared_records_see_another_process_edit_and_delete(db_path: Path) -> None:
+    async with await open_store(db_path) as a, await open_store(db_path) as b:
+        ref = await a.put("lorebook", BOOK, name="Coast")
+        seen = (await b.get_shared_records([("lorebook", "Coast")]))[("lorebook", "Coast")]
+        await a.put("lorebook", {"entries": {}}, name="Coast", id=ref.id)
+        now = (await b.get_shared_records([("lorebook", "Coast")]))[("lorebook", "Coast")]
+        assert now.model is not seen.model
+        assert isinstance(now.model, Lorebook) and now.model.to_wire() == {"entries": {}}
+        await a.delete("lorebook", ref.id)
+        assert await b.get_shared_records([("lorebook", "Coast")]) == {}
+
+
+async def test_shared_records_refuse_a_name_two_records_share(store: SqliteStore) -> None:
+    await store.put("persona", {"name": "Ada"}, name="Ada")
+    await store.put("persona", {"name": "Ada"}, name="Ada")
+    with pytest.raises(Conflict):
+        await store.get_shared_records([("persona", "Ada")])

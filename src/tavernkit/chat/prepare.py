@@ -8,7 +8,7 @@ same code (as a dry run), so what ``tavernkit prompt`` shows is what the next tu
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -211,6 +211,7 @@ async def prepare_turn(
     character: str | None = None,
     group: GroupPromptContext | None = None,
     state: ChatState | None = None,
+    before_reload: Callable[[], Awaitable[None]] | None = None,
     memory: TurnMemory | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
@@ -235,7 +236,9 @@ async def prepare_turn(
     is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
     so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
     caller already loaded it (``send`` after storing a message with macros), used for the
-    first build instead of loading it again.
+    first build instead of loading it again; ``before_reload`` is awaited before a build
+    loads the chat from the store after all (``send`` writes the user's message it holds
+    back, so the reloaded chat has it).
     """
     replay = ReplayRng(rng) if rng is not None else None
     preloaded = [state] if state is not None else []
@@ -243,6 +246,8 @@ async def prepare_turn(
     async def attempt(window: int) -> PreparedTurn:
         loaded = preloaded.pop() if preloaded else None
         if loaded is None:
+            if before_reload is not None:
+                await before_reload()
             loaded = await load_chat_state(
                 store,
                 owner=owner,

@@ -98,10 +98,15 @@ class ReplyWriter:
         loud: bool,
         *,
         speaker: GroupSpeaker | None = None,
+        before: Message | None = None,
     ) -> ReplyTarget:
         """Store the reply's place, empty and partial (nothing for impersonation or a quiet
         prompt that stays quiet). ``speaker``: the group member whose reply it is (its
-        ``original_avatar`` and batch id go on the message)."""
+        ``original_avatar`` and batch id go on the message). ``before``: the user's message
+        of the turn, not stored yet: it goes first, in the same transaction as a new reply."""
+        if before is not None and kind != "normal":  # only a new reply takes it along
+            await self.store.append_message(chat_id, before, owner=self.owner)
+            before = None
         if kind == "impersonate" or (kind == "quiet" and not loud):
             return ReplyTarget("none")
         if kind in ("swipe", "continue"):
@@ -111,7 +116,12 @@ class ReplyWriter:
         )
         if speaker is not None:
             mark_group_reply(message, speaker)
-        stored = await self.store.append_message(chat_id, message, owner=self.owner)
+        if before is None:
+            stored = await self.store.append_message(chat_id, message, owner=self.owner)
+        else:
+            _, stored = await self.store.append_messages(
+                chat_id, [before, message], owner=self.owner
+            )
         # marked partial by the store's swipe writer: under load, in one transaction with
         # the pieces of the turns already streaming
         await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner))

@@ -36,12 +36,12 @@ from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn
 from tavernkit.chat.reply import TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import chat_review, set_chat_review
 from tavernkit.chat.run import hooked_request
+from tavernkit.chat.turn_core import UserInput
 from tavernkit.chat.turn_options import Overrides, TurnCall, TurnKeywords
 from tavernkit.errors import Conflict, NotFound
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
 from tavernkit.models.profile import ReviewSettings
-from tavernkit.models.state import ChatState
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import ChatInfo, StoredChat
@@ -201,7 +201,7 @@ class ChatService(GroupVerbs):
         """Store the user's message (``text`` plus image ``attachments``), then generate the
         character's reply. An empty ``text`` with no attachments just asks for a reply."""
 
-        async def store_input(chat_id: str) -> ChatState | None:
+        async def store_input(chat_id: str) -> UserInput | None:
             if text or attachments:
                 overrides = options.get("overrides")
                 return await self._store_user_message(chat_id, text, attachments, overrides)

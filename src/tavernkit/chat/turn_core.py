@@ -12,6 +12,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +27,7 @@ from tavernkit.chat.prepare import (
     prepare_turn,
     resolve_profile,
 )
-from tavernkit.chat.reply import ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import ReplyTarget, ReplyWriter, TurnOutcome
 from tavernkit.chat.review_setup import review_config, review_settings
 from tavernkit.chat.run import ReshapeRequest, run_request
 from tavernkit.chat.sink import TeeSink
@@ -44,6 +45,7 @@ from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
 from tavernkit.providers.request import ChatPrompt
+from tavernkit.run_to_end import run_to_end
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
@@ -52,7 +54,18 @@ from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.modes import resolve_function_call_mode
 
-__all__ = ["TurnCore"]
+__all__ = ["TurnCore", "UserInput"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserInput:
+    """What storing the user's message leaves the turn: the chat's state with the message in
+    it, and the message itself while its write waits to go with the reply's place (one
+    transaction for both; written alone first if the turn fails before, or reloads the chat).
+    ``unwritten`` is ``None`` once the message is stored."""
+
+    state: ChatState
+    unwritten: Message | None = None
 
 
 class TurnCore:
@@ -164,13 +177,19 @@ class TurnCore:
         text: str,
         attachments: Sequence[ImagePart | str],
         overrides: Overrides,
-    ) -> ChatState | None:
-        """Store the user's message, its macros evaluated. Typed text without macros is stored
-        as it is (the chat is not read); otherwise the chat's state is loaded to evaluate them,
-        and returned as it is after the store (message appended, variables set), so the turn
-        builds from it instead of loading it again."""
+        *,
+        reuse: bool = True,
+    ) -> UserInput | None:
+        """Store the user's message, its macros evaluated, and return the chat's state as it
+        is after the store (message appended, variables set), so the turn builds from it
+        instead of loading it again: the state is read once per turn. A message that set no
+        variables is not written yet: it is :attr:`UserInput.unwritten`, stored with the
+        reply's place in one transaction (see :meth:`_generate`). ``reuse=False`` (a caller
+        that builds from another state) stores typed text without macros as it is, reading
+        only the user's name, and returns ``None``."""
         ov = TurnOverrides.of(overrides)
-        if not may_hold_macros(text):
+        evaluate = may_hold_macros(text)
+        if not evaluate and not reuse:
             # Stored as typed: the chat, the card and the books are not read at all.
             user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
             await self.store.append_message(
@@ -183,11 +202,19 @@ class TurnCore:
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
+            if not evaluate:
+                return state, variables, text
             substitute = begin(state, compat=ov.compat, variables=variables).substitute
             return state, variables, substitute(text)
 
         state, variables, typed = await windowed(chat_id, read)
         message = self._user_message(state.user_name, typed, attachments)
+        changed = variables.local_vars != state.local_variables or any(
+            state.global_variables.get(k) != v for k, v in variables.global_vars.items()
+        )
+        if not changed:
+            after = after_user_message(state, message, None, state.global_variables)
+            return UserInput(after, unwritten=message)
         await self.store.append_message(chat_id, message, owner=self.owner)
         metadata = None
         if variables.local_vars != state.local_variables and state.chat is not None:
@@ -195,7 +222,7 @@ class TurnCore:
             metadata.variables = variables.local_vars
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(variables, state.global_variables)
-        return after_user_message(state, message, metadata, variables.global_vars)
+        return UserInput(after_user_message(state, message, metadata, variables.global_vars))
 
     def _user_message(
         self, name: str, text: str, attachments: Sequence[ImagePart | str]
@@ -216,7 +243,7 @@ class TurnCore:
         chat_ref: str,
         turn: TurnCall,
         *,
-        before: Callable[[str], Awaitable[ChatState | None]] | None = None,
+        before: Callable[[str], Awaitable[UserInput | None]] | None = None,
     ) -> TurnOutcome:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate.
@@ -227,8 +254,8 @@ class TurnCore:
             await refuse_group_chat(self.store, info.name, owner=self.owner)
         await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            state = await before(chat_id) if before is not None else None
-            outcome = await self._generate(chat_id, turn, controller, state)
+            given = await before(chat_id) if before is not None else None
+            outcome = await self._generate(chat_id, turn, controller, given)
         stored = turn.loud or turn.kind not in ("quiet", "impersonate")
         if outcome.status == "completed" and stored:
             self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
@@ -241,8 +268,42 @@ class TurnCore:
         chat_id: str,
         turn: TurnCall,
         controller: AbortController,
-        state: ChatState | None = None,
+        given: UserInput | None = None,
     ) -> TurnOutcome:
+        kind = turn.kind
+        pending = [given.unwritten] if given is not None and given.unwritten is not None else []
+
+        async def write_input() -> None:
+            # the user's message on its own: the turn failed before the reply's place was
+            # stored (the message is never lost), or a build reloads the chat from the store
+            while pending:
+                message = pending.pop()
+                await run_to_end(self.store.append_message(chat_id, message, owner=self.owner))
+
+        try:
+            prepared, offer = await self._prepare(chat_id, turn, given, write_input)
+        except BaseException:
+            await write_input()
+            raise
+        replies = self.replies
+        target = await replies.open(
+            chat_id,
+            kind,
+            prepared,
+            turn.loud,
+            speaker=turn.member,
+            before=pending.pop() if pending else None,
+        )
+        return await self._run(chat_id, turn, controller, prepared, offer, target)
+
+    async def _prepare(
+        self,
+        chat_id: str,
+        turn: TurnCall,
+        given: UserInput | None,
+        before_reload: Callable[[], Awaitable[None]],
+    ) -> tuple[PreparedTurn, ChatTools | None]:
+        """The turn's prompt and request built, its state saved, its tools chosen."""
         kind = turn.kind
         prepared = await prepare_turn(
             self.store,
@@ -252,7 +313,8 @@ class TurnCore:
             overrides=TurnOverrides.of(turn.overrides),
             quiet_prompt=turn.quiet_prompt,
             quiet_name=turn.quiet_name,
-            state=state,
+            state=given.state if given is not None else None,
+            before_reload=before_reload,
             rng=self.rng,
             client=self.client,
             local_factory=self.local_factory,
@@ -264,10 +326,21 @@ class TurnCore:
             sources=self.runtime.provider_sources,
         )
         await self._save_turn_state(chat_id, prepared)
-        offer = await self._offer_tools(kind, prepared)
+        return prepared, await self._offer_tools(kind, prepared)
+
+    async def _run(
+        self,
+        chat_id: str,
+        turn: TurnCall,
+        controller: AbortController,
+        prepared: PreparedTurn,
+        offer: ChatTools | None,
+        target: ReplyTarget,
+    ) -> TurnOutcome:
+        """Generate into the reply's stored place, and finish it."""
+        kind = turn.kind
         request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
-        target = await replies.open(chat_id, kind, prepared, turn.loud, speaker=turn.member)
         store_sink = replies.sink(target, self.stream_interval)
         sinks = [s for s in (store_sink, turn.sink) if s is not None]
         signals = AbortSignal.any(controller.signal, turn.abort)

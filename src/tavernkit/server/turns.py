@@ -453,6 +453,11 @@ class TurnHub:
     def running(self, turn_id: str) -> bool:
         return turn_id in self._running
 
+    def runs_for(self, turn_id: str, chat_key: str) -> bool:
+        """Whether this process runs ``turn_id`` on the chat of ``chat_key`` (owner and id)."""
+        running = self._running.get(turn_id)
+        return running is not None and running.chat_key == chat_key
+
     async def wait(self, turn_id: str) -> None:
         """Return when the turn (of this process) has ended and its log is closed."""
         running = self._running.get(turn_id)

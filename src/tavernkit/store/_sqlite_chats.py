@@ -383,7 +383,17 @@ class SqliteChats(SqliteBase):
     async def append_message(
         self, chat_id: str, message: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
     ) -> StoredMessage:
-        doc = to_json_doc(message, source="<chat message>")
+        (stored,) = await self.append_messages(chat_id, [message], owner=owner)
+        return stored
+
+    async def append_messages(
+        self,
+        chat_id: str,
+        messages: Sequence[Mapping[str, Any] | BaseModel],
+        *,
+        owner: str = DEFAULT_OWNER,
+    ) -> list[StoredMessage]:
+        docs = [to_json_doc(m, source="<chat message>") for m in messages]
         async with self._write() as db:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
             found = list(
@@ -397,9 +407,12 @@ class SqliteChats(SqliteBase):
                 raise NotFound(f"no chat {chat_id!r}")
             row = found[0]
             position = 0 if row[1] is None else int(row[1]) + 1
-            (mid,) = await self._insert_messages(db, chat_id, position, [doc])
+            ids = await self._insert_messages(db, chat_id, position, docs)
             await self._touch(db, chat_id)
-        return StoredMessage(id=mid, position=position, data=doc)
+        return [
+            StoredMessage(id=mid, position=position + i, data=doc)
+            for i, (mid, doc) in enumerate(zip(ids, docs, strict=True))
+        ]
 
     async def update_message(
         self,

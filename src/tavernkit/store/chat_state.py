@@ -28,7 +28,7 @@ from tavernkit.models.templates import (
     ReasoningTemplate,
     SystemPrompt,
 )
-from tavernkit.store.protocol import Store
+from tavernkit.store.protocol import SharedRecord, Store
 from tavernkit.worldinfo.index import default_engine
 
 __all__ = ["load_chat_state", "load_user_name"]
@@ -85,16 +85,38 @@ async def load_chat_state(
         char_ref = char_ref or stored_chat.info.character_id
     char_ref = char_ref or sel.character
 
-    card = await _maybe(store, "character", char_ref, owner)
+    # The turn's persona, else the one locked to the chat, else the default.
+    locked = chat.metadata.persona if chat is not None else None
+    persona_ref = persona or locked or sel.persona
+    # every record the state names, in one revision check (two trips when some changed)
+    wanted = {
+        "character": char_ref,
+        "persona": persona_ref,
+        "chat_preset": sel.chat_preset,
+        "textgen_preset": sel.textgen_preset,
+        "instruct": prompt.instruct_template,
+        "context": prompt.context_template,
+        "sysprompt": prompt.sysprompt,
+        "reasoning": settings.reasoning.template,
+        "connection_profile": sel.profile,
+    }
+    shared = await store.get_shared_records(
+        [(kind, ref) for kind, ref in wanted.items() if ref], owner=owner
+    )
+
+    def named(kind: str) -> Any:
+        found = shared.get((kind, wanted[kind] or ""))
+        return found.model if found is not None else None
+
+    card = named("character")
     character_id = None
     if isinstance(card, Card):
-        character_id = (await store.get_record("character", char_ref or "", owner=owner)).info.id
+        character_id = shared[("character", char_ref or "")].id
     else:
         card = None
 
-    # The turn's persona, else the one locked to the chat, else the default.
-    locked = chat.metadata.persona if chat is not None else None
-    persona_model, user_name = await _persona(store, owner, settings, persona or locked)
+    persona_model = _typed(named("persona"), Persona)
+    user_name = _user_name(persona_model, settings)
 
     books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
 
@@ -104,25 +126,13 @@ async def load_chat_state(
         persona=persona_model,
         user_name=user_name,
         books=books,
-        chat_preset=_typed(
-            await _maybe(store, "chat_preset", sel.chat_preset, owner), ChatCompletionPreset
-        ),
-        textgen_preset=_typed(
-            await _maybe(store, "textgen_preset", sel.textgen_preset, owner), TextGenSettings
-        ),
-        instruct=_typed(
-            await _maybe(store, "instruct", prompt.instruct_template, owner), InstructTemplate
-        ),
-        context=_typed(
-            await _maybe(store, "context", prompt.context_template, owner), ContextTemplate
-        ),
-        sysprompt=_typed(await _maybe(store, "sysprompt", prompt.sysprompt, owner), SystemPrompt),
-        reasoning=_typed(
-            await _maybe(store, "reasoning", settings.reasoning.template, owner), ReasoningTemplate
-        ),
-        profile=_typed(
-            await _maybe(store, "connection_profile", sel.profile, owner), ConnectionProfile
-        ),
+        chat_preset=_typed(named("chat_preset"), ChatCompletionPreset),
+        textgen_preset=_typed(named("textgen_preset"), TextGenSettings),
+        instruct=_typed(named("instruct"), InstructTemplate),
+        context=_typed(named("context"), ContextTemplate),
+        sysprompt=_typed(named("sysprompt"), SystemPrompt),
+        reasoning=_typed(named("reasoning"), ReasoningTemplate),
+        profile=_typed(named("connection_profile"), ConnectionProfile),
         chat=chat,
         chat_id=chat_id,
         character_id=character_id,
@@ -131,14 +141,18 @@ async def load_chat_state(
     )
 
 
+def _user_name(persona: Persona | None, settings: Settings) -> str:
+    """The name the user's messages go under: the persona's, else the settings'."""
+    return persona.name if persona is not None and persona.name else settings.selections.user_name
+
+
 async def _persona(
     store: Store, owner: str, settings: Settings, persona: str | None
 ) -> tuple[Persona | None, str]:
     """The turn's persona (``persona`` overrides the selection) and the user's name."""
-    sel = settings.selections
-    found = await _maybe(store, "persona", persona or sel.persona, owner)
+    found = await _maybe(store, "persona", persona or settings.selections.persona, owner)
     model = found if isinstance(found, Persona) else None
-    return model, model.name if model is not None and model.name else sel.user_name
+    return model, _user_name(model, settings)
 
 
 async def load_user_name(
@@ -196,26 +210,22 @@ async def _collect_books(
     if persona_book and persona_book not in global_names and persona_book != chat_book:
         wanted.append((persona_book, "persona"))
 
-    books: list[ScopedBook] = []
-    seen: set[str] = set()
+    scopes: dict[str, BookScope] = {}
     for name, scope in wanted:
-        if name in seen:
-            continue
-        seen.add(name)
-        book = await _lorebook(store, name, owner)
+        scopes.setdefault(name, scope)  # a book is scanned once, in its first scope
+    records = await store.get_shared_records([("lorebook", name) for name in scopes], owner=owner)
+    books: list[ScopedBook] = []
+    for name, scope in scopes.items():
+        book = _lorebook(records.get(("lorebook", name)))
         if book is not None:
             books.append(ScopedBook(name=name, scope=scope, book=book))
     return books
 
 
-async def _lorebook(store: Store, name: str, owner: str) -> Lorebook | None:
-    """The shared model of lorebook ``name``, vouched for to the world-info engine: a book it
-    has not compiled yet is compiled from the stored JSON, found by that JSON's hash."""
-    try:
-        record = await store.get_shared_record("lorebook", name, owner=owner)
-    except NotFound:
-        return None
-    if not isinstance(record.model, Lorebook):
+def _lorebook(record: SharedRecord | None) -> Lorebook | None:
+    """The shared model of a lorebook, vouched for to the world-info engine: a book it has
+    not compiled yet is compiled from the stored JSON, found by that JSON's hash."""
+    if record is None or not isinstance(record.model, Lorebook):
         return None
     books = default_engine().books
     if not books.knows(record.model):

@@ -135,6 +135,8 @@ class SharedRecord:
     model: BaseModel
     data: dict[str, Any]
     digest: str
+    #: the record's id (what a ref by name resolved to)
+    id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,6 +333,15 @@ class Store(AccountStore, Protocol):
         nor recompiles an unchanged book)."""
         ...
 
+    async def get_shared_records(
+        self, wanted: Sequence[tuple[str, str]], *, owner: str = DEFAULT_OWNER
+    ) -> dict[tuple[str, str], SharedRecord]:
+        """:meth:`get_shared_record` for each ``(kind, ref)`` of ``wanted`` at once (the turn
+        path's read of its presets, templates, card, persona and profile: one revision check
+        for all of them). A ref that names no record is absent from the answer; an empty ref
+        is skipped; a name several records share is a :class:`~tavernkit.errors.Conflict`."""
+        ...
+
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
         """The record's JSON as stored, with its listing line."""
         ...
@@ -475,6 +486,13 @@ class Store(AccountStore, Protocol):
     async def append_message(
         self, chat_id: str, message: Document, *, owner: str = DEFAULT_OWNER
     ) -> StoredMessage: ...
+
+    async def append_messages(
+        self, chat_id: str, messages: Sequence[Document], *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[StoredMessage]:
+        """Append ``messages`` in order, in one transaction (all or none): a turn stores the
+        user's message and its reply's place together."""
+        ...
 
     async def get_message(
         self, message_id: str, *, owner: str = DEFAULT_OWNER

@@ -20,7 +20,7 @@ import json
 import sqlite3
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -29,7 +29,7 @@ from typing import Any, Self
 import aiosqlite
 from pydantic import BaseModel, ValidationError
 
-from tavernkit.errors import FormatError, NotFound, StoreError
+from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models._trusted import from_stored
 from tavernkit.store._message_rows import dumps
@@ -122,6 +122,22 @@ async def open_store(
 
 #: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
 _SHARED_MAX = 64
+
+
+def _pick_revision(
+    rows: Sequence[Any], kind: str, ref: str, owner: str
+) -> tuple[str, str, str, str, int] | None:
+    """The revision key of the record ``ref`` names among ``rows`` (kind, id, name, created,
+    revision): the one with that id, else the one with that name; ``None`` when none does,
+    :class:`~tavernkit.errors.Conflict` when several share the name (as a single read)."""
+    by_id = [r for r in rows if r[0] == kind and r[1] == ref]
+    chosen = by_id or [r for r in rows if r[0] == kind and r[2] == ref]
+    if not chosen:
+        return None
+    if len(chosen) > 1:
+        raise Conflict(f"more than one {kind} is named {ref!r}; use its id")
+    _, rid, _, created, revision = chosen[0]
+    return (owner, kind, str(rid), str(created), int(revision))
 
 
 class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors):
@@ -243,20 +259,83 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors):
         # (id, created, revision) changes with every write, and with a delete and re-create.
         async with self._read() as db:
             key = await self._revision_key(db, kind, ref, owner)
-            hit = self._shared.get(key)
+            hit = self._shared_hit(key)
             if hit is not None:
-                self._shared.move_to_end(key)
                 return hit
             rows = list(
                 await db.execute_fetchall("SELECT data FROM records WHERE id = ?", (key[2],))
             )
         if not rows:  # deleted between the two reads
             raise NotFound(f"no {kind} {ref!r}")
-        text = str(rows[0][0])
+        return self._share(key, str(rows[0][0]))
+
+    async def get_shared_records(
+        self, wanted: Sequence[tuple[str, str]], *, owner: str = DEFAULT_OWNER
+    ) -> dict[tuple[str, str], SharedRecord]:
+        # One query for every revision key, one more for the records not cached: a turn's
+        # presets, templates, card, persona and profile cost two trips, not one or two each.
+        wanted = list(dict.fromkeys((k, r) for k, r in wanted if r))
+        if not wanted:
+            return {}
+        for kind, _ in wanted:
+            self._check_kind(kind)
+        where = " OR ".join(["(kind = ? AND (id = ? OR name = ?))"] * len(wanted))
+        params: list[Any] = [owner]
+        for kind, ref in wanted:
+            params += [kind, ref, ref]
+        async with self._read() as db:
+            rows = list(
+                await db.execute_fetchall(
+                    f"SELECT kind, id, name, created, revision FROM records WHERE owner = ? "
+                    f"AND ({where})",
+                    params,
+                )
+            )
+            keys = {(kind, ref): _pick_revision(rows, kind, ref, owner) for kind, ref in wanted}
+            found: dict[tuple[str, str], SharedRecord] = {}
+            missing: dict[str, builtins.list[tuple[str, str]]] = {}
+            for asked, key in keys.items():
+                if key is None:
+                    continue
+                hit = self._shared_hit(key)
+                if hit is not None:
+                    found[asked] = hit
+                else:
+                    missing.setdefault(key[2], []).append(asked)
+            texts: dict[str, str] = {}
+            if missing:
+                marks = ", ".join("?" * len(missing))
+                texts = {
+                    str(rid): str(data)
+                    for rid, data in await db.execute_fetchall(
+                        f"SELECT id, data FROM records WHERE id IN ({marks})", list(missing)
+                    )
+                }
+        for rid, asked_for in missing.items():
+            if rid not in texts:  # deleted between the two reads
+                continue
+            for asked in asked_for:
+                key = keys[asked]
+                assert key is not None
+                found[asked] = self._share(key, texts[rid])
+        return found
+
+    def _shared_hit(self, key: tuple[str, str, str, str, int]) -> SharedRecord | None:
+        hit = self._shared.get(key)
+        if hit is not None:
+            self._shared.move_to_end(key)
+        return hit
+
+    def _share(self, key: tuple[str, str, str, str, int], text: str) -> SharedRecord:
+        """The record of revision ``key`` from its stored JSON ``text``, validated, kept."""
+        _, kind, rid = key[:3]
+        hit = self._shared.get(key)
+        if hit is not None:
+            return hit
         data = json.loads(text)  # validation reads it and keeps no reference it could edit
-        model = self._validate(kind, data, f"<store {kind} {key[2]}>", stored=True)
+        model = self._validate(kind, data, f"<store {kind} {rid}>", stored=True)
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
-        shared = SharedRecord(model=model, data=data, digest=digest.hexdigest())
+        shared = SharedRecord(model=model, data=data, digest=digest.hexdigest(), id=rid)
         self._shared[key] = shared
         if len(self._shared) > _SHARED_MAX:
             self._shared.popitem(last=False)
@@ -362,15 +441,30 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors):
     async def links(
         self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
     ) -> builtins.list[RecordInfo]:
+        self._check_kind(kind)
         async with self._read() as db:
-            src, _ = await self._resolve(db, kind, ref, owner)
-            rows = await db.execute_fetchall(
-                "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM record_links l "
-                "JOIN records r ON r.id = l.to_id WHERE l.from_id = ? AND l.rel = ? "
-                "ORDER BY l.position",
-                (src.id, rel),
+            # a ref that is the record's id (the turn loader's): one query, the source's row
+            # even when it has no links; a name, or no such id, resolves first
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM records s "
+                    "LEFT JOIN record_links l ON l.from_id = s.id AND l.rel = ? "
+                    "LEFT JOIN records r ON r.id = l.to_id "
+                    "WHERE s.owner = ? AND s.kind = ? AND s.id = ? ORDER BY l.position",
+                    (rel, owner, kind, ref),
+                )
             )
-        return [self._info(r) for r in rows]
+            if not rows:
+                (src_id,) = await self._record_row(db, kind, ref, owner, "id")
+                rows = list(
+                    await db.execute_fetchall(
+                        "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated "
+                        "FROM record_links l JOIN records r ON r.id = l.to_id "
+                        "WHERE l.from_id = ? AND l.rel = ? ORDER BY l.position",
+                        (src_id, rel),
+                    )
+                )
+        return [self._info(r) for r in rows if r[1] is not None]
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:

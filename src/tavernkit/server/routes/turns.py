@@ -118,7 +118,11 @@ async def begin_turn(
 
 async def _owned_turn(tk: Tavern, hub: TurnHub, chat_id: str, turn_id: str) -> str:
     """The chat's id, when the turn is of a chat the caller owns; 404 otherwise (the same
-    answer for another user's turn as for no turn, so ids cannot be probed)."""
+    answer for another user's turn as for no turn, so ids cannot be probed). A turn this
+    process runs for the caller's owner on that chat id needs no store read: its start
+    checked the chat for that owner (the watch that follows a POST is answered at once)."""
+    if hub.runs_for(turn_id, hub.chat_key(tk.owner, chat_id)):
+        return chat_id
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     if await hub.turn_chat(turn_id) != info.id:
         raise NotFound(f"no turn {turn_id!r} in this chat")
