@@ -259,15 +259,50 @@ async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Sa
             latencies += [(ns, (now - ns) / 1e6) for ns in sent_ns(content)]
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of process ``pid`` so far, this process when ``None``
+    (Linux's ``/proc``; NaN elsewhere, so the figures say "unknown" rather than lie)."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The CPU each process of the run spent between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, pids: dict[str, int | None]) -> None:
+        self.pids = pids
+        self.spent: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> None:
+        self.spent = {n: cpu_seconds(p) - self._start[n] for n, p in self.pids.items()}
+
+    def per_piece(self, pieces: int) -> str:
+        """Microseconds of CPU per piece delivered, per process."""
+        return "  ".join(
+            f"{name} {self.spent[name] / max(pieces, 1) * 1e6:.0f}" for name in self.pids
+        )
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[list[float], int]:
+async def concurrent(
+    n: int, run: Any, ramp: float, deadline: float, meter: CpuMeter
+) -> tuple[list[float], int, int]:
     """``n`` streams started evenly over ``ramp`` seconds; the latencies of the pieces sent
-    while all of them were open (after the ramp, before the first one ended), and how many
-    streams completed."""
+    while all of them were open (after the ramp, before the first one ended), how many
+    streams completed and how many pieces arrived in all (``meter`` measures the CPU the
+    processes spent on the whole phase)."""
     samples: Samples = []
     ends: list[int] = []
 
@@ -277,17 +312,23 @@ async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[li
         ends.append(time.monotonic_ns())
 
     ramp_end = time.monotonic_ns() + int(ramp * 1e9)
+    meter.start()
     results = await asyncio.wait_for(
         asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True), deadline
     )
+    meter.stop()
     ok = sum(1 for r in results if not isinstance(r, BaseException))
     first_end = min(ends) if ends else ramp_end
     steady = [ms for ns, ms in samples if ramp_end <= ns <= first_end]
-    return steady, ok
+    return steady, ok, len(samples)
 
 
 async def client_main(
-    args: argparse.Namespace, upstream: str, server: str, chats: list[str]
+    args: argparse.Namespace,
+    upstream: str,
+    server: str,
+    chats: list[str],
+    pids: dict[str, int | None],
 ) -> dict[str, float]:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
@@ -326,8 +367,15 @@ async def client_main(
         async def one_turn(i: int, out: Samples) -> None:
             await turn_stream(client, server, chats[i], out, f"Hi pieces={args.chunks}")
 
-        base, base_ok = await concurrent(n, one_direct, args.ramp, args.deadline)
-        via, via_ok = await concurrent(n, one_turn, args.ramp, args.deadline)
+        direct_cpu = CpuMeter({k: v for k, v in pids.items() if k != "server"})
+        base, base_ok, base_pieces = await concurrent(
+            n, one_direct, args.ramp, args.deadline, direct_cpu
+        )
+        print("  ... and through the server")
+        turns_cpu = CpuMeter(pids)
+        via, via_ok, via_pieces = await concurrent(
+            n, one_turn, args.ramp, args.deadline, turns_cpu
+        )
         print(
             f"{n} concurrent streams x {args.chunks} pieces {args.pace * 1000:.0f} ms apart, "
             f"started over {args.ramp:.0f} s; pieces sent while all were open:"
@@ -340,6 +388,11 @@ async def client_main(
             f"  turns:  {via_ok}/{n} completed, {len(via)} pieces, latency "
             f"p50 {pct(via, 0.5):.2f} ms p99 {pct(via, 0.99):.2f} ms"
         )
+        print(
+            f"  CPU per piece (us; whole phase, the turns' start and end included): "
+            f"direct: {direct_cpu.per_piece(base_pieces)};  turns: "
+            f"{turns_cpu.per_piece(via_pieces)}"
+        )
         added = pct(via, 0.99) - pct(base, 0.99)
         print(
             f"  p99 added {added:.2f} ms (target < {P99_TARGET_MS} ms at 500 streams); "
@@ -351,6 +404,7 @@ async def client_main(
             "p50": pct(via, 0.5) - pct(base, 0.5),
             "p99": added,
             "completed": via_ok,
+            "server_cpu_us": turns_cpu.spent["server"] / max(via_pieces, 1) * 1e6,
         }
 
 
@@ -395,7 +449,11 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
             chats = json.loads(ready.read_text())
             return asyncio.run(
                 client_main(
-                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{app_port}", chats
+                    args,
+                    f"http://127.0.0.1:{up_port}",
+                    f"http://127.0.0.1:{app_port}",
+                    chats,
+                    {"server": procs[1].pid, "upstream": procs[0].pid, "client": None},
                 )
             )
         finally:
@@ -481,6 +539,11 @@ def main() -> None:
                 f"  {label:26s} {old[key]:9.2f} -> {new[key]:9.2f} ms "
                 f"(target < {target} ms; after/before {new[key] / max(old[key], 1e-9):.2f}x)"
             )
+        print(
+            f"  server CPU per piece      {old['server_cpu_us']:9.0f} -> "
+            f"{new['server_cpu_us']:9.0f} us (after/before "
+            f"{new['server_cpu_us'] / max(old['server_cpu_us'], 1e-9):.2f}x)"
+        )
         print(
             f"  streams completed         {old['completed']:.0f} -> {new['completed']:.0f} "
             f"of {args.streams}"

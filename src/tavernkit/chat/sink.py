@@ -91,6 +91,11 @@ class StoreSink:
         return self.reasoning_prefix + self.reasoning
 
     async def emit(self, event: SinkEvent) -> None:
+        self.emit_nowait(event)
+
+    def emit_nowait(self, event: SinkEvent) -> None:
+        """:meth:`emit` as it is: the piece is taken in place, never waited on (the turn
+        runner calls this one, with no queue in front of the sink)."""
         if isinstance(event, TextDelta):
             self.text += event.text
         elif isinstance(event, ReasoningDelta):
@@ -174,14 +179,30 @@ class StoreSink:
 class TeeSink:
     """Every event to every sink, in the order the sinks are given (the store first: its
     ``emit`` only takes the piece, its writer stores it in the background). ``cleanup`` runs
-    every sink's even if one fails."""
+    every sink's even if one fails. When every sink can take a piece in place
+    (``emit_nowait``), so can the tee."""
 
     def __init__(self, sinks: Sequence[ResponseSink]) -> None:
         self.sinks = list(sinks)
+        nowaits = [getattr(sink, "emit_nowait", None) for sink in self.sinks]
+        self._nowaits: list[Callable[[SinkEvent], object]] | None = (
+            [n for n in nowaits if callable(n)] if all(callable(n) for n in nowaits) else None
+        )
 
     async def emit(self, event: SinkEvent) -> None:
         for sink in self.sinks:
             await sink.emit(event)
+
+    @property
+    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
+        """Every sink's ``emit_nowait`` in turn, when every sink has one (``None`` when one
+        must be awaited: then the runner queues for :meth:`emit`)."""
+        return self._emit_now if self._nowaits is not None else None
+
+    def _emit_now(self, event: SinkEvent) -> None:
+        assert self._nowaits is not None
+        for emit in self._nowaits:
+            emit(event)
 
     async def flush(self) -> None:
         for sink in self.sinks:
