@@ -114,7 +114,7 @@ class ReplyWriter:
         stored = await self.store.append_message(chat_id, message, owner=self.owner)
         # marked partial by the store's swipe writer: under load, in one transaction with
         # the pieces of the turns already streaming
-        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner))
+        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner), now=True)
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:

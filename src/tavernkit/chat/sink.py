@@ -6,14 +6,16 @@ a process killed mid-reply leaves the text the user already saw in the store, ma
 ``emit`` never waits for the store: a piece is only added to the text, and a background writer
 stores the text at most once per ``min_interval`` seconds (the first piece at once, in the
 background), so the next sink (the client's stream) sees the piece without a store write in
-front of it. Nothing is dropped: text that arrives while the writer waits or writes is written
-by its next round, and what a crash loses is at most the last interval. ``flush`` stops a
-writer that is still waiting and writes the whole text itself (so what the client was shown is
-what is stored when the turn ends, also when it was stopped); ``cleanup`` stops a waiting
-writer; both wait for a write already under way, which runs to its end and the store sees
-whole. A background write that failed is raised by the next ``emit`` or ``flush``. Reasoning
-has no column of its own; when it changes the message row is rewritten (one row, never the
-chat) and the swipe is marked partial again.
+front of it. With the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`, a background
+write also waits up to the writer's window for other turns' writes to share its transaction.
+Nothing is dropped: text that arrives while the writer waits or writes is written by its next
+round, and what a crash loses is at most the last interval (and the writer's window). ``flush``
+stops a writer that is still waiting and writes the whole text itself (so what the client was
+shown is what is stored when the turn ends, also when it was stopped); ``cleanup`` stops a
+waiting writer; both wait for a write already under way (hurried past the writer's window),
+which runs to its end and the store sees whole. A background write that failed is raised by
+the next ``emit`` or ``flush``. Reasoning has no column of its own; when it changes the message
+row is rewritten (one row, never the chat) and the swipe is marked partial again.
 
 The final write (text, reasoning, model, dates) is the chat service's, after the turn: it
 knows whether the turn completed, failed or was stopped, which the sink does not.
@@ -122,12 +124,14 @@ class StoreSink:
             await asyncio.sleep(max(0.0, self._last_write + self.min_interval - self.clock()))
             # From here on the writer is a write under way: flush and cleanup wait for it.
             self._timer_waiting = False
-            await self._write()
+            await self._write(now=False)
             if self._stopping or not self._dirty():
                 return  # flush writes the rest itself
             self._timer_waiting = True
 
-    async def _write(self) -> None:
+    async def _write(self, *, now: bool = True) -> None:
+        """Store what changed; ``now=False``: a background round, whose text may wait the
+        writer's window for other turns' writes to share its transaction."""
         async with self._lock:
             self._last_write = self.clock()
             reasoning = self.full_reasoning
@@ -143,7 +147,7 @@ class StoreSink:
             if text != self._written_text:
                 if self.writer is not None:
                     await self.writer.write(
-                        SwipeText(self.message_id, self.swipe_index, text, self.owner)
+                        SwipeText(self.message_id, self.swipe_index, text, self.owner), now=now
                     )
                 else:
                     await self.store.update_swipe_text(
@@ -173,6 +177,8 @@ class StoreSink:
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
             return
+        if self.writer is not None:
+            self.writer.hurry()  # the write under way need not wait out the writer's window
         await run_to_end(timer)
 
 
