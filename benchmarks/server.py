@@ -129,7 +129,13 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
 
 
 async def serve_app(
-    home: Path, port: int, upstream: int, chats: int, ready: Path, store_interval: float
+    home: Path,
+    port: int,
+    upstream: int,
+    chats: int,
+    ready: Path,
+    store_interval: float,
+    http: str = "auto",
 ) -> None:
     import uvicorn
 
@@ -166,7 +172,11 @@ async def serve_app(
         access_log=False,
         backlog=4096,
         timeout_keep_alive=60,
+        http=http,
     )
+    config.load()
+    loop = type(asyncio.get_running_loop())
+    print(f"server: loop {loop.__module__}.{loop.__name__}, {config.http_protocol_class.__name__}")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -436,6 +446,10 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
                     str(args.streams),
                     "--store-interval",
                     str(args.store_interval),
+                    "--loop",
+                    args.loop,
+                    "--http",
+                    args.http,
                 ],
                 env=env,
             ),
@@ -476,6 +490,10 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=20.0)
     parser.add_argument("--store-interval", type=float, default=0.2)
     parser.add_argument("--deadline", type=float, default=200.0)
+    # the server's event loop and HTTP parser, uvicorn's choices; "auto" is what `tavernkit
+    # serve` runs: uvloop and httptools when they are installed, else asyncio and h11
+    parser.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto")
+    parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto")
     parser.add_argument(
         "--baseline-src",
         type=Path,
@@ -498,17 +516,22 @@ def main() -> None:
             profiler = cProfile.Profile()
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
             profiler.enable()
+        import uvicorn
+
+        loop_factory = uvicorn.Config("unused:app", loop=args.loop).get_loop_factory()
         try:
-            asyncio.run(
-                serve_app(
-                    args.home,
-                    args.port,
-                    args.upstream_port,
-                    args.streams,
-                    args.ready,
-                    args.store_interval,
+            with asyncio.Runner(loop_factory=loop_factory) as runner:
+                runner.run(
+                    serve_app(
+                        args.home,
+                        args.port,
+                        args.upstream_port,
+                        args.streams,
+                        args.ready,
+                        args.store_interval,
+                        args.http,
+                    )
                 )
-            )
         except KeyboardInterrupt:
             pass
         finally:
