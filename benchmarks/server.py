@@ -22,12 +22,20 @@ machine), so a client knows when each piece left the upstream.
    against the same number of direct streams. Printed: p50/p99 of both and the p99 added
    (target: 500 streams, < 50 ms added), and how many streams completed.
    ``--store-interval`` is the chat service's ``stream_interval`` (how often a streaming
-   reply is written to the store; 0.2 s by default).
+   reply is written to the store; 0.2 s by default). Also printed: the CPU each process spent
+   per piece over the whole phase (server, upstream, client; the turns' start and end are in
+   the server's), which says who saturates: the direct streams' upstream and client must stay
+   far below one core at the rate the turns run, or the baseline is what is slow.
+
+The server runs on uvicorn's ``--loop`` and ``--http`` choices, ``auto`` by default as
+``tavernkit serve`` does (uvloop and httptools when installed, else asyncio and h11), and says
+which at its start.
 
 Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
 ``git worktree add`` of the commit to compare with) measures both phases first with a server
 importing that tavernkit, then with this tree's, and prints each figure before -> after with
-its target.
+its target (``--baseline-loop``/``--baseline-http``: the "before" server's loop and parser,
+when they differ from this tree's).
 
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
@@ -383,9 +391,7 @@ async def client_main(
         )
         print("  ... and through the server")
         turns_cpu = CpuMeter(pids)
-        via, via_ok, via_pieces = await concurrent(
-            n, one_turn, args.ramp, args.deadline, turns_cpu
-        )
+        via, via_ok, via_pieces = await concurrent(n, one_turn, args.ramp, args.deadline, turns_cpu)
         print(
             f"{n} concurrent streams x {args.chunks} pieces {args.pace * 1000:.0f} ms apart, "
             f"started over {args.ramp:.0f} s; pieces sent while all were open:"
@@ -418,9 +424,10 @@ async def client_main(
         }
 
 
-def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
+def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> dict[str, float]:
     """One run of both phases against a fresh upstream and server (the server importing
-    tavernkit from ``src``, else from this tree); the figures client_main prints."""
+    tavernkit from ``src``, else from this tree, on event loop ``loop`` with HTTP parser
+    ``http``); the figures client_main prints."""
     up_port, app_port = free_port(), free_port()
     me = [sys.executable, __file__]
     common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
@@ -447,9 +454,9 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
                     "--store-interval",
                     str(args.store_interval),
                     "--loop",
-                    args.loop,
+                    loop,
                     "--http",
-                    args.http,
+                    http,
                 ],
                 env=env,
             ),
@@ -494,6 +501,9 @@ def main() -> None:
     # serve` runs: uvloop and httptools when they are installed, else asyncio and h11
     parser.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto")
     parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto")
+    # the "before" server's, when they differ (main on asyncio and h11, this tree on uvloop)
+    parser.add_argument("--baseline-loop", choices=["auto", "asyncio", "uvloop"])
+    parser.add_argument("--baseline-http", choices=["auto", "h11", "httptools"])
     parser.add_argument(
         "--baseline-src",
         type=Path,
@@ -546,9 +556,10 @@ def main() -> None:
     runs: list[tuple[str, dict[str, float]]] = []
     if args.baseline_src:
         print(f"== before: the server from {args.baseline_src}")
-        runs.append(("before", measure(args, str(args.baseline_src))))
+        loop, http = args.baseline_loop or args.loop, args.baseline_http or args.http
+        runs.append(("before", measure(args, str(args.baseline_src), loop, http)))
         print("== after: this tree's server")
-    runs.append(("after" if runs else "this tree", measure(args, None)))
+    runs.append(("after" if runs else "this tree", measure(args, None, args.loop, args.http)))
     if len(runs) == 2:
         (_, old), (_, new) = runs
         print(f"before -> after ({args.streams} streams):")
