@@ -17,14 +17,14 @@ from tavernkit.store import SqliteStore, open_store
 from tavernkit.store.protocol import SwipeText
 
 
-async def _sinks(store: SqliteStore, n: int) -> list[StoreSink]:
+async def _sinks(store: SqliteStore, n: int, writer: SwipeWriter | None = None) -> list[StoreSink]:
     sinks = []
     for i in range(n):
         info = await store.create_chat({"chat_metadata": {}}, name=f"c{i}")
         message = Message.new("Mira", "", is_user=False, send_date="now")
         message.ensure_swipes()
         stored = await store.append_message(info.id, message)
-        sinks.append(StoreSink(store, stored.id, 0, message, writer=swipe_writer(store)))
+        sinks.append(StoreSink(store, stored.id, 0, message, writer=writer or swipe_writer(store)))
     return sinks
 
 
@@ -159,18 +159,13 @@ async def test_a_write_someone_waits_on_does_not_wait_out_the_window(tmp_path: P
 async def test_a_turn_that_ends_hurries_its_write_under_way(tmp_path: Path) -> None:
     store = await open_store(tmp_path / "s.db")
     try:
-        info = await store.create_chat({"chat_metadata": {}}, name="c")
-        message = Message.new("Mira", "", is_user=False, send_date="now")
-        message.ensure_swipes()
-        stored = await store.append_message(info.id, message)
-        writer = SwipeWriter(store, window_s=3600)
-        sink = StoreSink(store, stored.id, 0, message, writer=writer)
+        [sink] = await _sinks(store, 1, SwipeWriter(store, window_s=3600))
         await sink.emit(TextDelta("Hel"))  # its background round waits in the writer's window
         for _ in range(3):
             await asyncio.sleep(0)
         await sink.emit(TextDelta("lo"))
         await asyncio.wait_for(sink.flush(), 5)  # not an hour
-        got = await store.get_message(stored.id)
+        got = await store.get_message(sink.message_id)
         assert (got.data["mes"], got.partial_swipes) == ("Hello", (0,))
     finally:
         await store.close()
