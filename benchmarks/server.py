@@ -37,6 +37,13 @@ importing that tavernkit, then with this tree's, and prints each figure before -
 its target (``--baseline-loop``/``--baseline-http``: the "before" server's loop and parser,
 when they differ from this tree's).
 
+Diagnostics: ``TAVERNKIT_BENCH_SAMPLES=PATH`` writes the last concurrent phase's pieces
+(seconds after the ramp, latency in ms) as JSON, to see when the slow ones came (at 500
+streams: all in one ~0.3 s stall once per window, a full garbage collection by the look of
+it); ``TAVERNKIT_BENCH_GC_FREEZE=1`` freezes the server's set-up objects out of the garbage
+collector's scans (``gc.freeze``) before it serves; ``TAVERNKIT_BENCH_PROFILE=PATH`` profiles
+the server (cProfile).
+
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
 print the load next to them.
@@ -170,6 +177,11 @@ async def serve_app(
     ids = [(await tk.chats.new_chat("Mira")).id for _ in range(chats)]
     # how often a streaming reply is written to the store (the chat service's option)
     tk.chats.stream_interval = store_interval
+    if os.environ.get("TAVERNKIT_BENCH_GC_FREEZE"):  # the set-up's objects out of the GC's scans
+        import gc
+
+        gc.collect()
+        gc.freeze()
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
@@ -338,6 +350,10 @@ async def concurrent(
     ok = sum(1 for r in results if not isinstance(r, BaseException))
     first_end = min(ends) if ends else ramp_end
     steady = [ms for ns, ms in samples if ramp_end <= ns <= first_end]
+    dump = os.environ.get("TAVERNKIT_BENCH_SAMPLES")  # a path: where the slow pieces fell
+    if dump:
+        window = [((ns - ramp_end) / 1e9, ms) for ns, ms in samples if ramp_end <= ns <= first_end]
+        Path(dump).write_text(json.dumps(window))
     return steady, ok, len(samples)
 
 
