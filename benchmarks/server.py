@@ -23,12 +23,27 @@ machine), so a client knows when each piece left the upstream.
    against the same number of direct streams. Printed: p50/p99 of both and the p99 added
    (target: 500 streams, < 50 ms added), and how many streams completed.
    ``--store-interval`` is the chat service's ``stream_interval`` (how often a streaming
-   reply is written to the store; 0.2 s by default).
+   reply is written to the store; 0.2 s by default). Also printed: the CPU each process spent
+   per piece over the whole phase (server, upstream, client; the turns' start and end are in
+   the server's), which says who saturates: the direct streams' upstream and client must stay
+   far below one core at the rate the turns run, or the baseline is what is slow.
+
+The server runs on uvicorn's ``--loop`` and ``--http`` choices, ``auto`` by default as
+``tavernkit serve`` does (uvloop and httptools when installed, else asyncio and h11), and says
+which at its start.
 
 Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
 ``git worktree add`` of the commit to compare with) measures both phases first with a server
 importing that tavernkit, then with this tree's, and prints each figure before -> after with
-its target.
+its target (``--baseline-loop``/``--baseline-http``: the "before" server's loop and parser,
+when they differ from this tree's).
+
+Diagnostics: ``TAVERNKIT_BENCH_SAMPLES=PATH`` writes the last concurrent phase's pieces
+(seconds after the ramp, latency in ms) as JSON, to see when the slow ones came (at 500
+streams: all in one ~0.3 s stall once per window, a full garbage collection by the look of
+it); ``TAVERNKIT_BENCH_GC_FREEZE=1`` freezes the server's set-up objects out of the garbage
+collector's scans (``gc.freeze``) before it serves; ``TAVERNKIT_BENCH_PROFILE=PATH`` profiles
+the server (cProfile).
 
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
@@ -131,7 +146,13 @@ async def serve_upstream(port: int, chunks: int, pace: float) -> None:
 
 
 async def serve_app(
-    home: Path, port: int, upstream: int, chats: int, ready: Path, store_interval: float
+    home: Path,
+    port: int,
+    upstream: int,
+    chats: int,
+    ready: Path,
+    store_interval: float,
+    http: str = "auto",
 ) -> None:
     import uvicorn
 
@@ -161,6 +182,11 @@ async def serve_app(
     ids = [(await tk.chats.new_chat("Mira")).id for _ in range(chats)]
     # how often a streaming reply is written to the store (the chat service's option)
     tk.chats.stream_interval = store_interval
+    if os.environ.get("TAVERNKIT_BENCH_GC_FREEZE"):  # the set-up's objects out of the GC's scans
+        import gc
+
+        gc.collect()
+        gc.freeze()
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
@@ -171,7 +197,11 @@ async def serve_app(
         access_log=False,
         backlog=4096,
         timeout_keep_alive=60,
+        http=http,
     )
+    config.load()
+    loop = type(asyncio.get_running_loop())
+    print(f"server: loop {loop.__module__}.{loop.__name__}, {config.http_protocol_class.__name__}")
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -264,15 +294,50 @@ async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Sa
             latencies += [(ns, (now - ns) / 1e6) for ns in sent_ns(content)]
 
 
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of process ``pid`` so far, this process when ``None``
+    (Linux's ``/proc``; NaN elsewhere, so the figures say "unknown" rather than lie)."""
+    if pid is None:
+        return time.process_time()
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """The CPU each process of the run spent between :meth:`start` and :meth:`stop`."""
+
+    def __init__(self, pids: dict[str, int | None]) -> None:
+        self.pids = pids
+        self.spent: dict[str, float] = {}
+
+    def start(self) -> None:
+        self._start = {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def stop(self) -> None:
+        self.spent = {n: cpu_seconds(p) - self._start[n] for n, p in self.pids.items()}
+
+    def per_piece(self, pieces: int) -> str:
+        """Microseconds of CPU per piece delivered, per process."""
+        return "  ".join(
+            f"{name} {self.spent[name] / max(pieces, 1) * 1e6:.0f}" for name in self.pids
+        )
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[list[float], int]:
+async def concurrent(
+    n: int, run: Any, ramp: float, deadline: float, meter: CpuMeter
+) -> tuple[list[float], int, int]:
     """``n`` streams started evenly over ``ramp`` seconds; the latencies of the pieces sent
-    while all of them were open (after the ramp, before the first one ended), and how many
-    streams completed."""
+    while all of them were open (after the ramp, before the first one ended), how many
+    streams completed and how many pieces arrived in all (``meter`` measures the CPU the
+    processes spent on the whole phase)."""
     samples: Samples = []
     ends: list[int] = []
 
@@ -282,17 +347,27 @@ async def concurrent(n: int, run: Any, ramp: float, deadline: float) -> tuple[li
         ends.append(time.monotonic_ns())
 
     ramp_end = time.monotonic_ns() + int(ramp * 1e9)
+    meter.start()
     results = await asyncio.wait_for(
         asyncio.gather(*(one(i) for i in range(n)), return_exceptions=True), deadline
     )
+    meter.stop()
     ok = sum(1 for r in results if not isinstance(r, BaseException))
     first_end = min(ends) if ends else ramp_end
     steady = [ms for ns, ms in samples if ramp_end <= ns <= first_end]
-    return steady, ok
+    dump = os.environ.get("TAVERNKIT_BENCH_SAMPLES")  # a path: where the slow pieces fell
+    if dump:
+        window = [((ns - ramp_end) / 1e9, ms) for ns, ms in samples if ramp_end <= ns <= first_end]
+        Path(dump).write_text(json.dumps(window))
+    return steady, ok, len(samples)
 
 
 async def client_main(
-    args: argparse.Namespace, upstream: str, server: str, chats: list[str]
+    args: argparse.Namespace,
+    upstream: str,
+    server: str,
+    chats: list[str],
+    pids: dict[str, int | None],
 ) -> dict[str, float]:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
@@ -334,8 +409,13 @@ async def client_main(
         async def one_turn(i: int, out: Samples) -> None:
             await turn_stream(client, server, chats[i], out, f"Hi pieces={args.chunks}")
 
-        base, base_ok = await concurrent(n, one_direct, args.ramp, args.deadline)
-        via, via_ok = await concurrent(n, one_turn, args.ramp, args.deadline)
+        direct_cpu = CpuMeter({k: v for k, v in pids.items() if k != "server"})
+        base, base_ok, base_pieces = await concurrent(
+            n, one_direct, args.ramp, args.deadline, direct_cpu
+        )
+        print("  ... and through the server")
+        turns_cpu = CpuMeter(pids)
+        via, via_ok, via_pieces = await concurrent(n, one_turn, args.ramp, args.deadline, turns_cpu)
         print(
             f"{n} concurrent streams x {args.chunks} pieces {args.pace * 1000:.0f} ms apart, "
             f"started over {args.ramp:.0f} s; pieces sent while all were open:"
@@ -348,6 +428,11 @@ async def client_main(
             f"  turns:  {via_ok}/{n} completed, {len(via)} pieces, latency "
             f"p50 {pct(via, 0.5):.2f} ms p99 {pct(via, 0.99):.2f} ms"
         )
+        print(
+            f"  CPU per piece (us; whole phase, the turns' start and end included): "
+            f"direct: {direct_cpu.per_piece(base_pieces)};  turns: "
+            f"{turns_cpu.per_piece(via_pieces)}"
+        )
         added = pct(via, 0.99) - pct(base, 0.99)
         print(
             f"  p99 added {added:.2f} ms (target < {P99_TARGET_MS} ms at 500 streams); "
@@ -358,12 +443,14 @@ async def client_main(
             "p50": pct(via, 0.5) - pct(base, 0.5),
             "p99": added,
             "completed": via_ok,
+            "server_cpu_us": turns_cpu.spent["server"] / max(via_pieces, 1) * 1e6,
         }
 
 
-def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
+def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> dict[str, float]:
     """One run of both phases against a fresh upstream and server (the server importing
-    tavernkit from ``src``, else from this tree); the figures client_main prints."""
+    tavernkit from ``src``, else from this tree, on event loop ``loop`` with HTTP parser
+    ``http``); the figures client_main prints."""
     up_port, app_port = free_port(), free_port()
     me = [sys.executable, __file__]
     common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
@@ -390,6 +477,10 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
                     str(args.runs + 1 if args.skip_streams else args.streams),
                     "--store-interval",
                     str(args.store_interval),
+                    "--loop",
+                    loop,
+                    "--http",
+                    http,
                 ],
                 env=env,
             ),
@@ -403,7 +494,11 @@ def measure(args: argparse.Namespace, src: str | None) -> dict[str, float]:
             chats = json.loads(ready.read_text())
             return asyncio.run(
                 client_main(
-                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{app_port}", chats
+                    args,
+                    f"http://127.0.0.1:{up_port}",
+                    f"http://127.0.0.1:{app_port}",
+                    chats,
+                    {"server": procs[1].pid, "upstream": procs[0].pid, "client": None},
                 )
             )
         finally:
@@ -426,6 +521,13 @@ def main() -> None:
     parser.add_argument("--ramp", type=float, default=20.0)
     parser.add_argument("--store-interval", type=float, default=0.2)
     parser.add_argument("--deadline", type=float, default=200.0)
+    # the server's event loop and HTTP parser, uvicorn's choices; "auto" is what `tavernkit
+    # serve` runs: uvloop and httptools when they are installed, else asyncio and h11
+    parser.add_argument("--loop", choices=["auto", "asyncio", "uvloop"], default="auto")
+    parser.add_argument("--http", choices=["auto", "h11", "httptools"], default="auto")
+    # the "before" server's, when they differ (main on asyncio and h11, this tree on uvloop)
+    parser.add_argument("--baseline-loop", choices=["auto", "asyncio", "uvloop"])
+    parser.add_argument("--baseline-http", choices=["auto", "h11", "httptools"])
     parser.add_argument(
         "--skip-streams",
         action="store_true",
@@ -453,17 +555,22 @@ def main() -> None:
             profiler = cProfile.Profile()
             signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
             profiler.enable()
+        import uvicorn
+
+        loop_factory = uvicorn.Config("unused:app", loop=args.loop).get_loop_factory()
         try:
-            asyncio.run(
-                serve_app(
-                    args.home,
-                    args.port,
-                    args.upstream_port,
-                    args.streams,
-                    args.ready,
-                    args.store_interval,
+            with asyncio.Runner(loop_factory=loop_factory) as runner:
+                runner.run(
+                    serve_app(
+                        args.home,
+                        args.port,
+                        args.upstream_port,
+                        args.streams,
+                        args.ready,
+                        args.store_interval,
+                        args.http,
+                    )
                 )
-            )
         except KeyboardInterrupt:
             pass
         finally:
@@ -478,9 +585,10 @@ def main() -> None:
     runs: list[tuple[str, dict[str, float]]] = []
     if args.baseline_src:
         print(f"== before: the server from {args.baseline_src}")
-        runs.append(("before", measure(args, str(args.baseline_src))))
+        loop, http = args.baseline_loop or args.loop, args.baseline_http or args.http
+        runs.append(("before", measure(args, str(args.baseline_src), loop, http)))
         print("== after: this tree's server")
-    runs.append(("after" if runs else "this tree", measure(args, None)))
+    runs.append(("after" if runs else "this tree", measure(args, None, args.loop, args.http)))
     if len(runs) == 2:
         (_, old), (_, new) = runs
         print(f"before -> after ({0 if args.skip_streams else args.streams} streams):")
@@ -499,6 +607,11 @@ def main() -> None:
                 f"(target < {target} ms; after/before {new[key] / max(old[key], 1e-9):.2f}x)"
             )
         if not args.skip_streams:
+            print(
+                f"  server CPU per piece      {old['server_cpu_us']:9.0f} -> "
+                f"{new['server_cpu_us']:9.0f} us (after/before "
+                f"{new['server_cpu_us'] / max(old['server_cpu_us'], 1e-9):.2f}x)"
+            )
             print(
                 f"  streams completed         {old['completed']:.0f} -> {new['completed']:.0f} "
                 f"of {args.streams}"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tavernkit.chat.sink import StoreSink
-from tavernkit.chat.swipe_writer import swipe_writer
+from tavernkit.chat.swipe_writer import SwipeWriter, swipe_writer
 from tavernkit.errors import NotFound, StoreError
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import TextDelta
@@ -17,14 +17,14 @@ from tavernkit.store import SqliteStore, open_store
 from tavernkit.store.protocol import SwipeText
 
 
-async def _sinks(store: SqliteStore, n: int) -> list[StoreSink]:
+async def _sinks(store: SqliteStore, n: int, writer: SwipeWriter | None = None) -> list[StoreSink]:
     sinks = []
     for i in range(n):
         info = await store.create_chat({"chat_metadata": {}}, name=f"c{i}")
         message = Message.new("Mira", "", is_user=False, send_date="now")
         message.ensure_swipes()
         stored = await store.append_message(info.id, message)
-        sinks.append(StoreSink(store, stored.id, 0, message, writer=swipe_writer(store)))
+        sinks.append(StoreSink(store, stored.id, 0, message, writer=writer or swipe_writer(store)))
     return sinks
 
 
@@ -118,5 +118,54 @@ async def test_a_writer_cancelled_leaves_no_write_waiting(tmp_path: Path) -> Non
         writer._runner.cancel()  # as the loop's shutdown does
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(waiting, 5)  # ended, not hanging
+    finally:
+        await store.close()
+
+
+async def test_background_writes_of_several_ticks_share_one_transaction(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        sinks = await _sinks(store, 3)
+        writer = swipe_writer(store)
+        writes = []
+        for n, sink in enumerate(sinks):  # one write per turn of the loop, within the window
+            writes.append(asyncio.ensure_future(writer.write(SwipeText(sink.message_id, 0, "x"))))
+            for _ in range(n + 2):
+                await asyncio.sleep(0)
+        await asyncio.gather(*writes)
+        assert (writer.batches, writer.writes) == (1, 3)
+        for sink in sinks:
+            assert (await store.get_message(sink.message_id)).data["mes"] == "x"
+    finally:
+        await store.close()
+
+
+async def test_a_write_someone_waits_on_does_not_wait_out_the_window(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [one, two] = await _sinks(store, 2)
+        writer = SwipeWriter(store, window_s=3600)
+        background = asyncio.ensure_future(writer.write(SwipeText(one.message_id, 0, "later")))
+        await asyncio.sleep(0)
+        await asyncio.wait_for(writer.write(SwipeText(two.message_id, 0, "now"), now=True), 5)
+        assert background.done()  # queued before it: it went along, in the same transaction
+        assert writer.batches == 1
+        assert (await store.get_message(one.message_id)).data["mes"] == "later"
+        assert (await store.get_message(two.message_id)).data["mes"] == "now"
+    finally:
+        await store.close()
+
+
+async def test_a_turn_that_ends_hurries_its_write_under_way(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "s.db")
+    try:
+        [sink] = await _sinks(store, 1, SwipeWriter(store, window_s=3600))
+        await sink.emit(TextDelta("Hel"))  # its background round waits in the writer's window
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await sink.emit(TextDelta("lo"))
+        await asyncio.wait_for(sink.flush(), 5)  # not an hour
+        got = await store.get_message(sink.message_id)
+        assert (got.data["mes"], got.partial_swipes) == ("Hello", (0,))
     finally:
         await store.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import httpx2
 import pytest
@@ -17,6 +18,7 @@ from tavernkit.errors import (
     RateLimited,
     StreamInterrupted,
 )
+from tavernkit.generation.abort import AbortController
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.events import Finish, ProviderErrorEvent, StreamEvent, TextDelta
 from tavernkit.providers.gemini import GeminiAdapter
@@ -258,3 +260,99 @@ async def test_backoff_is_capped_and_jittered() -> None:
     with pytest.raises(RateLimited):
         await call_with_retry(fail, RetryPolicy(max_retries=2), sleep=sleep)
     assert len(attempts) == 3 and slept == [0.25, 0.25]
+
+
+async def test_an_abort_stops_a_read_under_way_and_leaves_the_task_uncancelled() -> None:
+    closed = asyncio.Event()
+    controller = AbortController()
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield chunk("a")
+            await asyncio.sleep(10)  # the read waits here when the abort comes
+            yield chunk("b")
+        finally:
+            closed.set()
+
+    loop = asyncio.get_running_loop()
+    events: list[StreamEvent] = []
+    p = provider(lambda r: sse_response(body()))
+    async for event in p.stream(PROMPT, abort=controller.signal):
+        events.append(event)
+        if event == TextDelta("a"):
+            loop.call_later(0.05, controller.abort)
+    assert events == [TextDelta("a"), Finish("aborted", None)]
+    await asyncio.wait_for(closed.wait(), 1)
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0  # the stop's cancellation taken back
+    await asyncio.sleep(0)  # and no cancellation left pending for the caller's next await
+
+
+async def test_a_silent_stream_times_out_mid_read() -> None:
+    async def body() -> AsyncIterator[bytes]:
+        yield chunk("a")
+        await asyncio.sleep(10)
+
+    p = provider(lambda r: sse_response(body()), timeouts=Timeouts(first_byte=1, idle=0.1))
+    events = await asyncio.wait_for(collect(p), 3)
+    assert events[0] == TextDelta("a")
+    error = events[-1]
+    assert isinstance(error, ProviderErrorEvent) and isinstance(error.error, StreamInterrupted)
+    assert isinstance(error.error.cause, ProviderTimeout) and error.error.cause.phase == "idle"
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+
+
+def test_a_chunk_costs_no_task() -> None:
+    """The reads run in the caller's task: twenty pieces make no more tasks than one."""
+
+    def tasks_made(pieces: int) -> int:
+        async def body() -> AsyncIterator[bytes]:
+            for n in range(pieces):
+                await asyncio.sleep(0)
+                yield chunk(str(n))
+
+        async def read() -> None:
+            async for _ in provider(lambda r: sse_response(body())).stream(
+                PROMPT, abort=AbortController().signal
+            ):
+                pass
+
+        made = 0
+
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+            nonlocal made
+            made += 1
+            return asyncio.Task(coro, loop=loop, **kw)
+
+        loop = asyncio.new_event_loop()
+        loop.set_task_factory(factory)
+        try:
+            loop.run_until_complete(read())
+        finally:
+            loop.close()
+        return made
+
+    assert tasks_made(20) == tasks_made(1)
+
+
+async def test_an_outside_cancellation_during_a_read_still_cancels() -> None:
+    started = asyncio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        yield chunk("a")
+        started.set()
+        await asyncio.sleep(10)
+
+    async def consume() -> None:
+        async for _ in provider(lambda r: sse_response(body())).stream(
+            PROMPT, abort=AbortController().signal
+        ):
+            pass
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(started.wait(), 1)
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

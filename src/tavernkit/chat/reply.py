@@ -124,7 +124,7 @@ class ReplyWriter:
             )
         # marked partial by the store's swipe writer: under load, in one transaction with
         # the pieces of the turns already streaming
-        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner))
+        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner), now=True)
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:

@@ -6,14 +6,16 @@ a process killed mid-reply leaves the text the user already saw in the store, ma
 ``emit`` never waits for the store: a piece is only added to the text, and a background writer
 stores the text at most once per ``min_interval`` seconds (the first piece at once, in the
 background), so the next sink (the client's stream) sees the piece without a store write in
-front of it. Nothing is dropped: text that arrives while the writer waits or writes is written
-by its next round, and what a crash loses is at most the last interval. ``flush`` stops a
-writer that is still waiting and writes the whole text itself (so what the client was shown is
-what is stored when the turn ends, also when it was stopped); ``cleanup`` stops a waiting
-writer; both wait for a write already under way, which runs to its end and the store sees
-whole. A background write that failed is raised by the next ``emit`` or ``flush``. Reasoning
-has no column of its own; when it changes the message row is rewritten (one row, never the
-chat) and the swipe is marked partial again.
+front of it. With the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`, a background
+write also waits up to the writer's window for other turns' writes to share its transaction.
+Nothing is dropped: text that arrives while the writer waits or writes is written by its next
+round, and what a crash loses is at most the last interval (and the writer's window). ``flush``
+stops a writer that is still waiting and writes the whole text itself (so what the client was
+shown is what is stored when the turn ends, also when it was stopped); ``cleanup`` stops a
+waiting writer; both wait for a write already under way (hurried past the writer's window),
+which runs to its end and the store sees whole. A background write that failed is raised by
+the next ``emit`` or ``flush``. Reasoning has no column of its own; when it changes the message
+row is rewritten (one row, never the chat) and the swipe is marked partial again.
 
 The final write (text, reasoning, model, dates) is the chat service's, after the turn: it
 knows whether the turn completed, failed or was stopped, which the sink does not.
@@ -91,6 +93,11 @@ class StoreSink:
         return self.reasoning_prefix + self.reasoning
 
     async def emit(self, event: SinkEvent) -> None:
+        self.emit_nowait(event)
+
+    def emit_nowait(self, event: SinkEvent) -> None:
+        """:meth:`emit` as it is: the piece is taken in place, never waited on (the turn
+        runner calls this one, with no queue in front of the sink)."""
         if isinstance(event, TextDelta):
             self.text += event.text
         elif isinstance(event, ReasoningDelta):
@@ -117,12 +124,14 @@ class StoreSink:
             await asyncio.sleep(max(0.0, self._last_write + self.min_interval - self.clock()))
             # From here on the writer is a write under way: flush and cleanup wait for it.
             self._timer_waiting = False
-            await self._write()
+            await self._write(now=False)
             if self._stopping or not self._dirty():
                 return  # flush writes the rest itself
             self._timer_waiting = True
 
-    async def _write(self) -> None:
+    async def _write(self, *, now: bool = True) -> None:
+        """Store what changed; ``now=False``: a background round, whose text may wait the
+        writer's window for other turns' writes to share its transaction."""
         async with self._lock:
             self._last_write = self.clock()
             reasoning = self.full_reasoning
@@ -138,7 +147,7 @@ class StoreSink:
             if text != self._written_text:
                 if self.writer is not None:
                     await self.writer.write(
-                        SwipeText(self.message_id, self.swipe_index, text, self.owner)
+                        SwipeText(self.message_id, self.swipe_index, text, self.owner), now=now
                     )
                 else:
                     await self.store.update_swipe_text(
@@ -168,20 +177,38 @@ class StoreSink:
             with contextlib.suppress(asyncio.CancelledError):
                 await timer
             return
+        if self.writer is not None:
+            self.writer.hurry()  # the write under way need not wait out the writer's window
         await run_to_end(timer)
 
 
 class TeeSink:
     """Every event to every sink, in the order the sinks are given (the store first: its
     ``emit`` only takes the piece, its writer stores it in the background). ``cleanup`` runs
-    every sink's even if one fails."""
+    every sink's even if one fails. When every sink can take a piece in place
+    (``emit_nowait``), so can the tee."""
 
     def __init__(self, sinks: Sequence[ResponseSink]) -> None:
         self.sinks = list(sinks)
+        nowaits = [getattr(sink, "emit_nowait", None) for sink in self.sinks]
+        self._nowaits: list[Callable[[SinkEvent], object]] | None = (
+            [n for n in nowaits if callable(n)] if all(callable(n) for n in nowaits) else None
+        )
 
     async def emit(self, event: SinkEvent) -> None:
         for sink in self.sinks:
             await sink.emit(event)
+
+    @property
+    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
+        """Every sink's ``emit_nowait`` in turn, when every sink has one (``None`` when one
+        must be awaited: then the runner queues for :meth:`emit`)."""
+        return self._emit_now if self._nowaits is not None else None
+
+    def _emit_now(self, event: SinkEvent) -> None:
+        assert self._nowaits is not None
+        for emit in self._nowaits:
+            emit(event)
 
     async def flush(self) -> None:
         for sink in self.sinks:

@@ -1,11 +1,14 @@
 """One writer of streaming swipes per store: the partial-text writes of every turn streaming
 into that store are grouped into one transaction.
 
-A :class:`SwipeWriter` commits as a group: a write that comes while no batch is being written
-starts one at the next turn of the event loop (so a lone turn's write waits for nothing), and
-every write that comes while a batch is in its transaction joins the next one. With 500 turns
-streaming at once, the store sees a few transactions a tick instead of one per piece, and one
-writer instead of 500 queued on the store's lock. Each caller still waits for its own write
+A :class:`SwipeWriter` commits as a group. A streaming turn's background write (nobody waits
+on it: the piece is already on its way to the client) waits up to ``window_s`` for others to
+join its batch; a write that someone waits on (``now=True``: a reply's opening, a turn's last
+write) starts the batch at the next turn of the event loop, taking along every write queued by
+then. Every write that comes while a batch is in its transaction joins the next one. With 500
+turns streaming at once, the store sees about one transaction per window (20 a second) instead
+of one per piece or per tick, and one writer instead of 500 queued on the store's lock; a crash
+loses at most the window on top of the sink's interval. Each caller still waits for its own write
 and gets its own error: a swipe that no longer exists is :class:`~tavernkit.errors.NotFound`
 to its turn only; when a batch fails as a whole, each of its writes is tried on its own
 (``update_swipe_text``), so only the writes that fail again fail their turns.
@@ -19,7 +22,7 @@ import weakref
 from tavernkit.errors import NotFound
 from tavernkit.store.protocol import Store, SwipeText
 
-__all__ = ["SwipeWriter", "swipe_writer"]
+__all__ = ["WINDOW_S", "SwipeWriter", "swipe_writer"]
 
 _WRITERS: weakref.WeakKeyDictionary[Store, SwipeWriter] = weakref.WeakKeyDictionary()
 
@@ -32,32 +35,68 @@ def swipe_writer(store: Store) -> SwipeWriter:
     return writer
 
 
+#: how long a background write waits for others to join its transaction
+WINDOW_S = 0.05
+
+
 class SwipeWriter:
     """Group commits of streaming swipe texts into ``store`` (see the module docstring)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, window_s: float = WINDOW_S) -> None:
         self.store = store
+        self.window_s = window_s
         self._queue: list[tuple[SwipeText, asyncio.Future[None]]] = []
         self._runner: asyncio.Task[None] | None = None
         self._batch: list[tuple[SwipeText, asyncio.Future[None]]] = []  # in its transaction
+        self._due = float("inf")  # when the queued writes' batch starts (loop time)
+        self._early: asyncio.Future[None] | None = None  # the runner waiting for ``_due``
         #: how many transactions it ran and how many swipes they wrote (for benchmarks)
         self.batches = 0
         self.writes = 0
 
-    async def write(self, item: SwipeText) -> None:
+    async def write(self, item: SwipeText, *, now: bool = False) -> None:
         """Store ``item`` (partial) with whatever else is waiting; returns once it is stored.
-        Cancelling the caller does not cut the batch off: it is written whole."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        ``now``: someone waits on it, so its batch starts at the next turn of the loop
+        (otherwise within ``window_s``). Cancelling the caller does not cut the batch off: it
+        is written whole."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
         self._queue.append((item, future))
+        if now:
+            self.hurry()
+        else:
+            self._due = min(self._due, loop.time() + self.window_s)
         if self._runner is None or self._runner.done():
             self._runner = asyncio.create_task(self._run())
             self._runner.add_done_callback(self._ended)
         await asyncio.shield(future)
 
+    def hurry(self) -> None:
+        """Start the queued writes' batch at the next turn of the loop (a turn that ends waits
+        on a background write of its own: it need not wait out the window)."""
+        if not self._queue:
+            return
+        self._due = float("-inf")
+        early = self._early
+        if early is not None and not early.done():
+            early.set_result(None)
+
     async def _run(self) -> None:
-        await asyncio.sleep(0)  # the writes of this turn of the loop join the first batch
+        loop = asyncio.get_running_loop()
         while self._queue:
+            delay = self._due - loop.time()
+            if delay > 0:
+                self._early = early = loop.create_future()
+                timer = loop.call_later(delay, _wake, early)
+                try:
+                    await early
+                finally:
+                    timer.cancel()
+                    self._early = None
+            else:
+                await asyncio.sleep(0)  # the writes of this turn of the loop join the batch
             self._batch, self._queue = self._queue, []
+            self._due = float("inf")
             await self._write(self._batch)
         self._batch = []
 
@@ -86,6 +125,11 @@ class SwipeWriter:
                 if n in missing
                 else None,
             )
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 async def _each(store: Store, batch: list[tuple[SwipeText, asyncio.Future[None]]]) -> None:

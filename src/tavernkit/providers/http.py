@@ -7,16 +7,17 @@
   keep-alives once held a 300 s watchdog open for 17 minutes).
 
 Cancellation (the ``abort`` event, or cancelling the task) ends the read at once; the caller's
-``async with`` / ``finally`` closes the response, which closes the connection.
+``async with`` / ``finally`` closes the response, which closes the connection. The reads run in
+the caller's task with no task or timer per chunk (a stream's pieces are the server's hottest
+path): see :class:`_GuardedReads`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import httpx2
 
@@ -52,39 +53,91 @@ class AbortLike(Protocol):
     async def wait(self) -> object: ...
 
 
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
+class _GuardedReads:
+    """The reads of one body, in the caller's task, stopped by the abort or a deadline.
 
+    A read under way is stopped by cancelling the task it runs in (the cancellation is taken
+    back once caught, and becomes :class:`Aborted` or ``TimeoutError``), so a chunk costs no
+    task, future or timer of its own: one task waits on the abort and one timer on the
+    deadline for the whole body; a deadline that moved on when the timer fires just re-arms
+    it. Nothing is cancelled while the caller is not reading (between two chunks it may wait
+    on anything); the abort and the deadline are then checked when the next read starts."""
 
-async def _next_chunk(
-    chunks: AsyncIterator[bytes], timeout: float, abort: AbortLike | None
-) -> bytes:
-    if abort is None:
-        async with asyncio.timeout(timeout):
-            return await anext(chunks)
-    if abort.is_set():
-        raise Aborted
-    read = asyncio.ensure_future(anext(chunks))
-    stop = asyncio.ensure_future(abort.wait())
-    try:
-        done, _ = await asyncio.wait({read, stop}, timeout=timeout, return_when="FIRST_COMPLETED")
-    except BaseException:
-        # The caller was cancelled: the read goes too, and its end (often a ReadError as the
-        # response closes) is retrieved here rather than logged as never retrieved.
-        read.cancel()
-        read.add_done_callback(_retrieve)
-        raise
-    finally:
-        stop.cancel()
-    if read in done:
-        return read.result()
-    read.cancel()
-    with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration, httpx2.HTTPError):
-        await read
-    if stop in done:
-        raise Aborted
-    raise TimeoutError
+    def __init__(self, abort: AbortLike | None) -> None:
+        self.loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        self.task = task
+        self.abort = abort
+        self.deadline = float("inf")
+        self.reading = False
+        self.stopped: type[Exception] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._waiter: asyncio.Future[object] | None = None
+        if abort is not None:
+            self._waiter = asyncio.ensure_future(abort.wait())
+            self._waiter.add_done_callback(self._on_abort)
+
+    def _on_abort(self, waiter: asyncio.Future[object]) -> None:
+        if not waiter.cancelled() and waiter.exception() is None:
+            self._stop(Aborted)
+
+    def _on_deadline(self) -> None:
+        self._timer = None
+        if self.loop.time() < self.deadline:
+            self._timer = self.loop.call_at(self.deadline, self._on_deadline)
+        else:
+            self._stop(TimeoutError)
+
+    def _stop(self, error: type[Exception]) -> None:
+        if self.reading and self.stopped is None:
+            self.stopped = error
+            self.task.cancel()
+
+    def _taken_back(self) -> type[Exception] | None:
+        """The stop that cancelled the read, its cancellation taken back (``None``: no stop
+        of ours, or the task was also cancelled by someone else, which then goes on)."""
+        stopped, self.stopped = self.stopped, None
+        if stopped is None or self.task.uncancel() > 0:
+            return None
+        return stopped
+
+    async def next(self, chunks: AsyncIterator[bytes], deadline: float) -> bytes:
+        """The next chunk; ``TimeoutError`` past ``deadline`` (loop time), :class:`Aborted`
+        once the abort is set."""
+        if self.abort is not None and self.abort.is_set():
+            raise Aborted
+        if deadline <= self.loop.time():
+            raise TimeoutError
+        self.deadline = deadline
+        timer = self._timer
+        if timer is None or timer.when() > deadline:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self.loop.call_at(deadline, self._on_deadline)
+        self.reading = True
+        try:
+            chunk = await anext(chunks)
+        except BaseException:
+            self.reading = False
+            stopped = self._taken_back()
+            if stopped is not None:
+                raise stopped from None
+            raise
+        self.reading = False
+        if self.stopped is not None:  # the read swallowed the cancellation: still stopped
+            stopped = self._taken_back()
+            if stopped is not None:
+                raise stopped
+        return chunk
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._waiter is not None:
+            self._waiter.cancel()
+            self._waiter = None
 
 
 async def iter_sse(
@@ -96,26 +149,27 @@ async def iter_sse(
     started: float | None = None,
 ) -> AsyncIterator[SSEEvent]:
     """The response's SSE events, enforcing the first-byte and idle timeouts."""
-    loop = asyncio.get_running_loop()
+    reads = _GuardedReads(abort)
+    loop = reads.loop
     chunks = response.aiter_bytes()
     deadline = (started if started is not None else loop.time()) + timeouts.first_byte
     phase, limit = "first_byte", timeouts.first_byte
-    while True:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise StreamTimeout(phase, limit)
-        try:
-            chunk = await _next_chunk(chunks, remaining, abort)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            raise StreamTimeout(phase, limit) from None
-        events = decoder.feed(chunk)
-        if events:
-            deadline = loop.time() + timeouts.idle
-            phase, limit = "idle", timeouts.idle
-            for event in events:
-                yield event
+    try:
+        while True:
+            try:
+                chunk = await reads.next(chunks, deadline)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise StreamTimeout(phase, limit) from None
+            events = decoder.feed(chunk)
+            if events:
+                deadline = loop.time() + timeouts.idle
+                phase, limit = "idle", timeouts.idle
+                for event in events:
+                    yield event
+    finally:
+        reads.close()
     for event in decoder.flush():
         yield event
 
@@ -128,20 +182,24 @@ async def read_body(
     limit: int = 64 * 1024 * 1024,
 ) -> bytes:
     """A whole (non-streamed) body: any byte resets the idle timer; ``limit`` caps memory."""
+    reads = _GuardedReads(abort)
     chunks = response.aiter_bytes()
     parts: list[bytes] = []
     size = 0
     phase, wait = "first_byte", timeouts.first_byte
-    while True:
-        try:
-            chunk = await _next_chunk(chunks, wait, abort)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            raise StreamTimeout(phase, wait) from None
-        size += len(chunk)
-        if size > limit:
-            raise ProtocolError(f"response body larger than {limit} bytes")
-        parts.append(chunk)
-        phase, wait = "idle", timeouts.idle
+    try:
+        while True:
+            try:
+                chunk = await reads.next(chunks, reads.loop.time() + wait)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise StreamTimeout(phase, wait) from None
+            size += len(chunk)
+            if size > limit:
+                raise ProtocolError(f"response body larger than {limit} bytes")
+            parts.append(chunk)
+            phase, wait = "idle", timeouts.idle
+    finally:
+        reads.close()
     return b"".join(parts)

@@ -43,6 +43,7 @@ from tavernkit.providers.http import (
     iter_sse,
     read_body,
 )
+from tavernkit.providers.net import asyncio_transport
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest
 from tavernkit.providers.retry import RetryPolicy, accumulate
@@ -136,7 +137,7 @@ class Provider:
         ctx = ErrorContext(self.name, model, (key,) if key else ())
         own = self.client is None
         client = self.client or httpx2.AsyncClient(
-            timeout=self.timeouts.httpx(), verify=_default_ssl_context()
+            timeout=self.timeouts.httpx(), transport=asyncio_transport(_default_ssl_context())
         )
         try:
             http_request, streamed = self._request(client, request, model, stream, profile, key)

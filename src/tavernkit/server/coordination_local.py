@@ -46,6 +46,11 @@ class InMemoryTurnEventLog:
         return log
 
     async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+        return self.append_nowait(turn_id, type, data)
+
+    def append_nowait(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+        """:meth:`append` without a coroutine (memory never blocks): what a turn's sink calls
+        in place for every piece."""
         log = self._logs.get(turn_id)
         if log is None:
             log = self._logs[turn_id] = _TurnLog()

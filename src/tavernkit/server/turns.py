@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,16 +86,31 @@ class TurnStarted:
 
 class EventLogSink:
     """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
-    log, one log event per sink event (empty deltas are dropped)."""
+    log, one log event per sink event (empty deltas are dropped). On a log that appends
+    without waiting (the in-memory one has ``append_nowait``) it offers ``emit_nowait``, so
+    the turn runner hands it each piece in place, with no queue or task between them."""
 
     def __init__(self, log: TurnEventLog, turn_id: str) -> None:
         self.log = log
         self.turn_id = turn_id
+        self._append_nowait: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
+            log, "append_nowait", None
+        )
 
     async def emit(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
         if entry is not None:
             await self.log.append(self.turn_id, *entry)
+
+    @property
+    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
+        return self._emit_now if self._append_nowait is not None else None
+
+    def _emit_now(self, event: SinkEvent) -> None:
+        entry = sink_event_entry(event)
+        if entry is not None:
+            assert self._append_nowait is not None
+            self._append_nowait(self.turn_id, *entry)
 
     async def flush(self) -> None:
         return None
@@ -148,9 +163,18 @@ class MemberSink(EventLogSink):
     async def emit(self, event: SinkEvent) -> None:
         if not self._announced and sink_event_entry(event) is not None:
             self._announced = True
-            data = {"kind": "member", "name": self.name, "avatar": self.avatar}
-            await self.log.append(self.turn_id, "notice", data)
+            await self.log.append(self.turn_id, "notice", self._announcement())
         await super().emit(event)
+
+    def _emit_now(self, event: SinkEvent) -> None:
+        if not self._announced and sink_event_entry(event) is not None:
+            self._announced = True
+            assert self._append_nowait is not None
+            self._append_nowait(self.turn_id, "notice", self._announcement())
+        super()._emit_now(event)
+
+    def _announcement(self) -> dict[str, Any]:
+        return {"kind": "member", "name": self.name, "avatar": self.avatar}
 
 
 def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, Any]]]:

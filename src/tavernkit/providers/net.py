@@ -1,0 +1,268 @@
+"""The network under a provider's own HTTP client: asyncio's protocols, without anyio.
+
+httpx2's default network layer reads through anyio: each read of a streamed reply enters a
+cancel scope, looks up the async library, and resumes then pauses the transport (two
+``epoll_ctl`` calls). For a reply of a few hundred pieces that is most of what reading a piece
+costs, and with hundreds of replies streaming at once it is the server's largest cost per piece
+(benchmarks/server.py). :class:`AsyncioBackend` is an ``httpcore2`` network backend on
+asyncio's own transports instead: the transport reads into the protocol's buffer as data comes,
+and a read takes what is there or waits on one future (a timer only when a timeout is given).
+
+The same errors as the anyio backend's: ``ConnectError``/``ConnectTimeout`` while connecting
+(and during the TLS handshake), ``ReadError``/``ReadTimeout``, ``WriteError``/``WriteTimeout``,
+so retries and error classes see no difference. Proxies keep httpx2's own transports (their
+mounts are made apart from the client's transport); :func:`asyncio_transport` is the client's
+direct one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Any, cast
+
+import httpcore2
+import httpx2
+from httpcore2._backends.base import AsyncNetworkBackend, AsyncNetworkStream
+from httpcore2._utils import is_socket_readable
+
+__all__ = ["AsyncioBackend", "AsyncioStream", "asyncio_transport"]
+
+SocketOption = (
+    tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+)
+
+#: the transport stops reading past this many unread bytes, and goes on below the low mark
+_HIGH = 1 << 20
+_LOW = 1 << 18
+
+
+class _Protocol(asyncio.Protocol):
+    """What the transport received and not yet read, and who waits for it."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.eof = False
+        self.error: BaseException | None = None
+        self.lost = False
+        self.reading_paused = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.writing_paused = False
+        self.drained: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, but have its methods
+        self.transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HIGH and not self.reading_paused and self.transport is not None:
+            self.reading_paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.error = self.error or exc
+        self._wake()
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        drained, self.drained = self.drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self, max_bytes: int) -> bytes:
+        if len(self.chunks) == 1 and self.size <= max_bytes:
+            data = self.chunks.pop()
+        else:
+            joined = b"".join(self.chunks)
+            data, rest = joined[:max_bytes], joined[max_bytes:]
+            self.chunks = [rest] if rest else []
+        self.size -= len(data)
+        if self.reading_paused and self.size < _LOW and self.transport is not None:
+            self.reading_paused = False
+            self.transport.resume_reading()
+        return data
+
+
+class AsyncioStream(AsyncNetworkStream):
+    """One connection (see the module docstring)."""
+
+    def __init__(self, transport: asyncio.Transport, protocol: _Protocol) -> None:
+        self._transport = transport
+        self._protocol = protocol
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        protocol = self._protocol
+        if not protocol.chunks and not protocol.eof and not protocol.lost:
+            protocol.waiter = asyncio.get_running_loop().create_future()
+            try:
+                if timeout is None:
+                    await protocol.waiter
+                else:
+                    async with asyncio.timeout(timeout):
+                        await protocol.waiter
+            except TimeoutError:
+                raise httpcore2.ReadTimeout(f"no data within {timeout} s") from None
+            finally:
+                protocol.waiter = None
+        if protocol.chunks:
+            return protocol.take(max_bytes)
+        if protocol.error is not None:
+            raise httpcore2.ReadError(str(protocol.error) or type(protocol.error).__name__)
+        return b""  # the peer closed the connection
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if not buffer:
+            return
+        protocol = self._protocol
+        if protocol.lost or self._transport.is_closing():
+            raise httpcore2.WriteError("the connection is closed")
+        try:
+            self._transport.write(buffer)
+        except (OSError, RuntimeError) as exc:
+            raise httpcore2.WriteError(str(exc)) from None
+        if protocol.writing_paused and not protocol.lost:
+            protocol.drained = asyncio.get_running_loop().create_future()
+            try:
+                async with asyncio.timeout(timeout):
+                    await protocol.drained
+            except TimeoutError:
+                raise httpcore2.WriteTimeout(f"could not write within {timeout} s") from None
+        if protocol.lost and protocol.error is not None:
+            raise httpcore2.WriteError(str(protocol.error))
+
+    async def aclose(self) -> None:
+        self._transport.close()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport = await loop.start_tls(
+                    self._transport, self._protocol, ssl_context, server_hostname=server_hostname
+                )
+        except TimeoutError:
+            self._transport.abort()
+            raise httpcore2.ConnectTimeout("TLS handshake timed out") from None
+        except (OSError, ssl.SSLError, ConnectionError) as exc:
+            self._transport.abort()
+            raise httpcore2.ConnectError(str(exc)) from None
+        assert transport is not None
+        tls = transport
+        self._protocol.transport = tls  # reading is paused and resumed on the TLS one
+        return AsyncioStream(tls, self._protocol)
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "ssl_object":
+            return self._transport.get_extra_info("ssl_object")
+        if info == "client_addr":
+            return self._transport.get_extra_info("sockname")
+        if info == "server_addr":
+            return self._transport.get_extra_info("peername")
+        if info == "socket":
+            return self._transport.get_extra_info("socket")
+        if info == "is_readable":
+            # the transport reads eagerly: what it received (or an end) is in the protocol
+            protocol = self._protocol
+            if protocol.chunks or protocol.eof or protocol.lost:
+                return True
+            sock = self._transport.get_extra_info("socket")
+            return is_socket_readable(sock) if isinstance(sock, socket.socket) else False
+        return None
+
+
+class AsyncioBackend(AsyncNetworkBackend):
+    """Connections on asyncio's transports (see the module docstring)."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        local = (local_address, 0) if local_address else None
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await loop.create_connection(
+                    _Protocol, host, port, local_addr=local
+                )
+        except TimeoutError:
+            raise httpcore2.ConnectTimeout(f"connecting to {host}:{port} timed out") from None
+        except OSError as exc:
+            raise httpcore2.ConnectError(str(exc)) from None
+        return _with_options(transport, protocol, socket_options)
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> AsyncNetworkStream:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(timeout):
+                transport, protocol = await loop.create_unix_connection(_Protocol, path)
+        except TimeoutError:
+            raise httpcore2.ConnectTimeout(f"connecting to {path} timed out") from None
+        except OSError as exc:
+            raise httpcore2.ConnectError(str(exc)) from None
+        return _with_options(transport, protocol, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+def _with_options(
+    transport: asyncio.BaseTransport,
+    protocol: _Protocol,
+    options: Iterable[SocketOption] | None,
+) -> AsyncioStream:
+    sock = transport.get_extra_info("socket")
+    for option in options or ():
+        with contextlib.suppress(OSError):
+            sock.setsockopt(*option)
+    return AsyncioStream(cast(asyncio.Transport, transport), protocol)
+
+
+def asyncio_transport(verify: ssl.SSLContext) -> httpx2.AsyncHTTPTransport:
+    """httpx2's transport with its connection pool on :class:`AsyncioBackend` (the pool is
+    httpx2's own: keep-alive, limits and HTTP/1.1 parsing are unchanged). An httpx2 whose
+    pool keeps its backend elsewhere gets its default one (tests/providers/test_net.py says
+    which one the providers run on)."""
+    transport = httpx2.AsyncHTTPTransport(verify=verify)
+    pool = getattr(transport, "_pool", None)
+    if pool is not None and hasattr(pool, "_network_backend"):
+        pool._network_backend = AsyncioBackend()
+    return transport
