@@ -56,6 +56,7 @@ import argparse
 import asyncio
 import contextlib
 import faulthandler
+import gc
 import json
 import os
 import re
@@ -183,10 +184,21 @@ async def serve_app(
     # how often a streaming reply is written to the store (the chat service's option)
     tk.chats.stream_interval = store_interval
     if os.environ.get("TAVERNKIT_BENCH_GC_FREEZE"):  # the set-up's objects out of the GC's scans
-        import gc
-
         gc.collect()
         gc.freeze()
+    if os.environ.get("TAVERNKIT_BENCH_GC_LOG"):  # each full collection's pause, on stderr
+        started: list[float] = []
+
+        def pause(phase: str, info: dict[str, int]) -> None:
+            if info["generation"] != 2:
+                return
+            if phase == "start":
+                started[:] = [time.perf_counter()]
+            elif started:
+                ms = (time.perf_counter() - started[0]) * 1000
+                print(f"server: full gc {ms:.0f} ms", file=sys.stderr, flush=True)
+
+        gc.callbacks.append(pause)
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
