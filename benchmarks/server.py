@@ -199,7 +199,11 @@ async def serve_app(
                 print(f"server: full gc {ms:.0f} ms", file=sys.stderr, flush=True)
 
         gc.callbacks.append(pause)
-    conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0))
+    # the collector as ``tavernkit serve`` sets it; TAVERNKIT_BENCH_GC=python: Python's defaults
+    every = None if os.environ.get("TAVERNKIT_BENCH_GC") == "python" else 300.0
+    conf = ServerSettings(
+        home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), gc_full_every_s=every
+    )
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
         app,

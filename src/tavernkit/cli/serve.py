@@ -42,6 +42,9 @@ PASSWORD_ENV = "TAVERNKIT_ADMIN_PASSWORD"
 DATABASE_ENV = "TAVERNKIT_DATABASE_URL"
 REDIS_ENV = "TAVERNKIT_REDIS_URL"
 
+#: how often ``tavernkit serve`` runs a full garbage collection (seconds)
+SERVE_FULL_GC_EVERY_S = 300.0
+
 
 async def _create_admin(settings: ServerSettings, name: str, password: str) -> None:
     async with Tavern(settings.home, database=settings.database) as tk:
@@ -113,6 +116,8 @@ def serve_command(
         redis=redis or None,
         turn_lease_s=lock_lease,
         turn_rate=RateLimit(turn_rate, 60.0),
+        # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
+        gc_full_every_s=SERVE_FULL_GC_EVERY_S,
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")

@@ -31,6 +31,7 @@ from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog, T
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
+from tavernkit.server.gc_tuning import full_collections, tune_for_serving
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
@@ -107,6 +108,10 @@ def create_app(
                 turns=hub,
                 shared=shared_route,
             )
+            if settings.gc_full_every_s is not None:
+                exit_stack.callback(tune_for_serving())
+                collector = asyncio.create_task(full_collections(settings.gc_full_every_s))
+                exit_stack.callback(collector.cancel)
             try:
                 yield
             finally:

@@ -83,6 +83,10 @@ class ServerSettings:
     redis: str | None = None
     #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
     turn_lease_s: float = 30.0
+    #: run the garbage collector's full collections on this timer instead of on heap growth
+    #: (:mod:`tavernkit.server.gc_tuning`; ``tavernkit serve`` sets 300 s); ``None``: Python's
+    #: defaults (an app made in a library user's process leaves the collector alone)
+    gc_full_every_s: float | None = None
 
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
