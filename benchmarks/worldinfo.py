@@ -78,6 +78,10 @@ def bench_scenarios(repeats: int) -> None:
         def one(engine: WorldInfoEngine, scenario: Any = scenario, turn: Any = turn) -> Any:
             values = iter(list(turn["random_consumed"]))
             replay = ScenarioReplay(scenario, engine=engine)
+            # what the scenarios before this one left is collected first: a full collection
+            # of their garbage falling inside this scan is not this scan's cost (a turn's
+            # process has not just run three other large scenarios)
+            gc.collect()
             return timed(lambda: replay.run_turn(turn, values.__next__))
 
         st_first = (scenario.get("first_run_ms") or [float("nan")])[0]
