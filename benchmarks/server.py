@@ -57,6 +57,7 @@ import asyncio
 import contextlib
 import faulthandler
 import gc
+import inspect
 import json
 import os
 import re
@@ -201,9 +202,10 @@ async def serve_app(
         gc.callbacks.append(pause)
     # the collector as ``tavernkit serve`` sets it; TAVERNKIT_BENCH_GC=python: Python's defaults
     every = None if os.environ.get("TAVERNKIT_BENCH_GC") == "python" else 300.0
-    conf = ServerSettings(
-        home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), gc_full_every_s=every
-    )
+    tuning: dict[str, Any] = {}
+    if "gc_full_every_s" in inspect.signature(ServerSettings).parameters:  # a baseline may lack it
+        tuning["gc_full_every_s"] = every
+    conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), **tuning)
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(
         app,
