@@ -25,7 +25,8 @@ context class. ``generate_task`` itself is :mod:`tavernkit.tasks`; the chat turn
 
 from __future__ import annotations
 
+from tavernkit.context.connection_profiles import ConnectionProfiles
 from tavernkit.context.port import ProfileReader, RequestPort
-from tavernkit.context.tavern_context import ConnectionProfiles, LoudChats, TavernContext
+from tavernkit.context.tavern_context import LoudChats, TavernContext
 
 __all__ = ["ConnectionProfiles", "LoudChats", "ProfileReader", "RequestPort", "TavernContext"]

@@ -15,6 +15,7 @@ import httpx2
 from tavernkit.chat.plan import PlanSources, SharedRoute, task_plan
 from tavernkit.chat.profile_preset import load_bound_preset
 from tavernkit.chat.slots import ChatSlots
+from tavernkit.context.connection_profiles import ConnectionProfiles
 from tavernkit.context.group_quiet import group_quiet_state, is_group_chat
 from tavernkit.context.raw_generation import (
     QuietOptions,
@@ -32,7 +33,8 @@ from tavernkit.context.request_primitives import (
     send_generation_request,
     send_streaming_request,
 )
-from tavernkit.errors import GenerateTaskError, NotFound, OutsideWindow
+from tavernkit.context.windowed_calls import in_window, task_stream_in_window
+from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortSignal, StreamingProcessor
 from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.hooks import RequestScope, before_request_hook
@@ -49,9 +51,8 @@ from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.store.chat_window import windowed
 from tavernkit.tasks import prompt as tp
-from tavernkit.tasks.options import Emit, TaskEvent, TaskOptions, TaskResult, TaskStream
+from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
 from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
 from tavernkit.tools.capability import (
     ToolCapabilities,
@@ -86,36 +87,6 @@ class LoudChats(Protocol):
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
     ) -> int: ...
-
-
-class ConnectionProfiles:
-    """The stored connection profiles of the context's owner. Profiles hold credential
-    *references* only; no call here returns a secret."""
-
-    def __init__(self, context: TavernContext) -> None:
-        self._context = context
-
-    async def list(self) -> list[ConnectionProfile]:
-        runtime = self._context.runtime
-        out = []
-        for info in await runtime.store.list("connection_profile", owner=runtime.owner):
-            profile = await runtime.store.get("connection_profile", info.id, owner=runtime.owner)
-            if isinstance(profile, ConnectionProfile):
-                out.append(profile)
-        return sorted(out, key=lambda p: p.name)
-
-    async def get(self, name: str) -> ConnectionProfile | None:
-        runtime = self._context.runtime
-        try:
-            profile = await runtime.store.get("connection_profile", name, owner=runtime.owner)
-        except NotFound:
-            return None
-        return profile if isinstance(profile, ConnectionProfile) else None
-
-    async def resolve(self, name: str = "", *, model_override: str = "") -> ResolvedConnection:
-        """The connection a call with ``api_preset_name=name`` would use (the active profile
-        for ``""``, the embedded model when none is configured)."""
-        return await self._context.resolve_named(name, model_override)
 
 
 def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -281,43 +252,15 @@ class TavernContext:
         (``generate_task`` and the lower-level calls are always ``extension_internal``)."""
         return before_request_hook(self.runtime.plugins, scope, own=self.before_request)
 
-    async def _window_state(self, window: int) -> ChatState:
-        runtime = self.runtime
-        return await load_chat_state(
-            runtime.store, owner=runtime.owner, chat_id=self.chat_id, window=window
-        )
+    def _in_window(
+        self, run: Callable[[TaskServices], Awaitable[_T]], *, api_settings_override: Any = None
+    ) -> Awaitable[_T]:
+        """``run`` on services over the chat's newest messages (:mod:`.windowed_calls`)."""
 
-    async def _in_window(
-        self,
-        run: Callable[[TaskServices], Awaitable[_T]],
-        *,
-        redo: Callable[[], bool] = lambda: True,
-        api_settings_override: Any = None,
-    ) -> _T:
-        """``run`` on services whose state holds the chat's newest messages, redone on a
-        larger window when it reads past them (the chat turn's rule,
-        :func:`~tavernkit.store.chat_window.windowed`), so a call on a long chat costs what it
-        reads. Nothing a generation call does writes before its reads are done; the RNG is
-        rewound for a redo, so the redone build draws what a build over the whole chat
-        would. ``redo``: whether a build that read past its window may be redone (a stream
-        that already sent events may not)."""
-        if self.chat_id is None:
-            return await run(self._services(api_settings_override=api_settings_override))
-        drawn = self.rng.getstate()
+        def services(window: int | None) -> TaskServices:
+            return self._services(api_settings_override=api_settings_override, window=window)
 
-        async def attempt(window: int) -> _T:
-            self.rng.setstate(drawn)
-            services = self._services(api_settings_override=api_settings_override, window=window)
-            try:
-                return await run(services)
-            except OutsideWindow as exc:
-                if not redo():  # its events are out: a redo would send them twice
-                    raise GenerateTaskError(
-                        "unknown", "the task read past the chat it loaded after it began to stream"
-                    ) from exc
-                raise
-
-        return await windowed(self.chat_id, attempt)
+        return in_window(self.chat_id, self.rng, services, run)
 
     def _services(
         self, *, api_settings_override: Any = None, window: int | None = None
@@ -330,8 +273,10 @@ class TavernContext:
             return await group_quiet_state(runtime.store, self.chat_id, force, owner=runtime.owner)
 
         async def windowed_state() -> ChatState:
-            assert window is not None
-            return await self._window_state(window)
+            runtime = self.runtime
+            return await load_chat_state(
+                runtime.store, owner=runtime.owner, chat_id=self.chat_id, window=window
+            )
 
         return TaskServices(
             load_state=self.chat_state if window is None else windowed_state,
@@ -386,20 +331,9 @@ class TavernContext:
         parameters). Validation errors raise here, synchronously."""
         task = TaskOptions(task_messages, **options)
         task.validate()
-
-        async def runner(emit: Emit) -> TaskResult:
-            sent = False
-
-            async def forward(event: TaskEvent) -> None:
-                nonlocal sent
-                sent = True
-                await emit(event)
-
-            return await self._in_window(
-                lambda services: run_task(services, task, forward), redo=lambda: not sent
-            )
-
-        return TaskStream(runner)
+        return task_stream_in_window(
+            self.chat_id, self.rng, lambda window: self._services(window=window), task
+        )
 
     async def resolve_world_info_for_messages(
         self,
