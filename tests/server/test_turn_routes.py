@@ -180,6 +180,10 @@ async def test_watching_a_running_turn_reads_no_chat_from_the_store(site: Site) 
     chat = await site.new_chat()
     started = (await site.start(chat)).json()
     await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    for _ in range(500):  # the reply's place is stored while the request goes out: let it be
+        if len((await site.tk.store.load_chat(chat, owner=site.tk.owner)).messages) == 3:
+            break
+        await asyncio.sleep(0.01)
     seen: list[str] = []
     async with (
         site.tk.store.trace(seen.append),

@@ -297,6 +297,22 @@ async def test_a_message_without_swipes_gets_its_text_as_swipe_zero(store: Sqlit
     assert "swipe_info" not in data
 
 
+async def test_append_messages_marks_the_last_ones_swipes_partial(store: SqliteStore) -> None:
+    """A turn's user message and reply place in one append, the place already partial."""
+    chat_id = await _chat_with(store, 1, "c")
+    user = Message.new("Ada", "Hi", is_user=True)
+    place = Message.new("Mira", "", is_user=False)
+    place.ensure_swipes()
+    first, second = await store.append_messages(chat_id, [user, place], last_partial=(0,))
+    assert (first.position, second.position) == (1, 2)
+    stored = (await store.load_chat(chat_id)).messages
+    assert [m.partial_swipes for m in stored[1:]] == [(), (0,)]
+    assert stored[2].data["swipes"] == [""]
+    # without it, nothing is partial
+    await store.append_messages(chat_id, [Message.new("Ada", "Bye", is_user=True)])
+    assert (await store.load_chat(chat_id)).messages[3].partial_swipes == ()
+
+
 async def test_streaming_persists_partial_text_then_completes(store: SqliteStore) -> None:
     chat_id = await _chat_with(store, 1, "c")
     [msg] = (await store.load_chat(chat_id)).messages

@@ -16,6 +16,7 @@ and it needs nothing of the service but the store, the owner and the clock.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +32,10 @@ from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
 from tavernkit.prompt.reasoning import parse_reasoning
-from tavernkit.store.protocol import Store, SwipeText
+from tavernkit.store.protocol import Store
 from tavernkit.tools.loop import InvocationRecord
 
-__all__ = ["ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
+__all__ = ["OpeningReply", "ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,47 @@ class ReplyTarget:
     message: Message | None = None
     prefix: str = ""
     reasoning_prefix: str = ""
+
+
+def _target_mode(kind: str, loud: bool) -> str:
+    """The :attr:`ReplyTarget.mode` :meth:`ReplyWriter.open` gives a turn of ``kind``."""
+    if kind == "impersonate" or (kind == "quiet" and not loud):
+        return "none"
+    return kind if kind in ("swipe", "continue") else "message"
+
+
+class OpeningReply:
+    """A reply's place being stored (:meth:`ReplyWriter.opening`): ``mode`` is known at
+    once, the :class:`ReplyTarget` when :meth:`target` is awaited. The store write runs to
+    its end even when the turn is cancelled or stopped meanwhile (it holds the user's
+    message): awaiting it is shielded."""
+
+    def __init__(self, mode: str, task: asyncio.Future[ReplyTarget]) -> None:
+        self.mode = mode
+        self.task = task
+
+    async def target(self) -> ReplyTarget:
+        return await asyncio.shield(self.task)
+
+    async def place(self) -> tuple[str, int, Message]:
+        """The stored place a store sink writes to: message id, swipe index, message."""
+        target = await self.target()
+        assert target.message_id is not None and target.message is not None
+        return target.message_id, target.swipe_index or 0, target.message
+
+    def failed(self) -> bool:
+        """Whether the place could not be stored (its transaction, all or none, was not)."""
+        task = self.task
+        return task.done() and not task.cancelled() and task.exception() is not None
+
+    def on_failure(self, callback: Callable[[BaseException], object]) -> None:
+        """Call ``callback`` with the store's error if the place could not be stored."""
+
+        def done(task: asyncio.Future[ReplyTarget]) -> None:
+            if not task.cancelled() and task.exception() is not None:
+                callback(task.exception())  # type: ignore[arg-type]
+
+        self.task.add_done_callback(done)
 
 
 class ReplyWriter:
@@ -116,16 +158,33 @@ class ReplyWriter:
         )
         if speaker is not None:
             mark_group_reply(message, speaker)
-        if before is None:
-            stored = await self.store.append_message(chat_id, message, owner=self.owner)
-        else:
-            _, stored = await self.store.append_messages(
-                chat_id, [before, message], owner=self.owner
-            )
-        # marked partial by the store's swipe writer: under load, in one transaction with
-        # the pieces of the turns already streaming
-        await swipe_writer(self.store).write(SwipeText(stored.id, 0, "", self.owner), now=True)
+        # stored marked partial with the user's message, in one transaction: all or none
+        *_, stored = await self.store.append_messages(
+            chat_id,
+            [*([before] if before is not None else []), message],
+            owner=self.owner,
+            last_partial=(0,),
+        )
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
+
+    def opening(
+        self,
+        chat_id: str,
+        kind: str,
+        prepared: PreparedTurn,
+        loud: bool,
+        *,
+        speaker: GroupSpeaker | None = None,
+        before: Message | None = None,
+    ) -> OpeningReply:
+        """:meth:`open` as a task of its own, so the request goes out while the reply's place
+        is stored (the store's write and the upstream's first byte overlap): the
+        :class:`OpeningReply` is awaited where the place is needed (the store sink's first
+        write, the final write)."""
+        task = asyncio.ensure_future(
+            self.open(chat_id, kind, prepared, loud, speaker=speaker, before=before)
+        )
+        return OpeningReply(_target_mode(kind, loud), task)
 
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
         # the last message only: a swipe or continue costs the same whatever the chat's length
@@ -164,10 +223,24 @@ class ReplyWriter:
         )
         return ReplyTarget("swipe", entry.id, entry.position, index, previous, fresh)
 
-    def sink(self, target: ReplyTarget, min_interval: float) -> StoreSink | None:
-        """The sink that fills the reply's place as it streams (none when nothing is stored)."""
+    def sink(self, target: ReplyTarget | OpeningReply, min_interval: float) -> StoreSink | None:
+        """The sink that fills the reply's place as it streams (none when nothing is stored).
+        A place still being stored (an :class:`OpeningReply`) is waited for by the sink's
+        first write, not before: a piece is taken in place meanwhile."""
         if target.mode == "none":
             return None
+        if isinstance(target, OpeningReply):
+            assert target.mode in ("message", "swipe")  # a continue's prefix is needed first
+            return StoreSink(
+                self.store,
+                "",
+                0,
+                Message(),
+                owner=self.owner,
+                min_interval=min_interval,
+                writer=swipe_writer(self.store),
+                place=target.place,
+            )
         assert target.message_id is not None and target.message is not None
         return StoreSink(
             self.store,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
@@ -47,7 +47,9 @@ class StoreSink:
     active); ``prefix`` is text the swipe already held (a continued reply), kept in front of
     what streams. ``writer``: the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`,
     which writes the texts of many streaming turns in one transaction (without it, each
-    write is its own ``update_swipe_text``).
+    write is its own ``update_swipe_text``). ``place``: the reply's place is still being
+    stored (it gives message id, swipe index and message when it is): the first write waits
+    for it, pieces are taken meanwhile, and a place that could not be stored fails that write.
     """
 
     def __init__(
@@ -63,8 +65,10 @@ class StoreSink:
         min_interval: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
         writer: SwipeWriter | None = None,
+        place: Callable[[], Awaitable[tuple[str, int, Message]]] | None = None,
     ) -> None:
         self.store = store
+        self._place = place
         self.message_id = message_id
         self.swipe_index = swipe_index
         self.message = message
@@ -122,6 +126,8 @@ class StoreSink:
         """Write, then again after each ``min_interval`` while pieces keep coming."""
         while True:
             await asyncio.sleep(max(0.0, self._last_write + self.min_interval - self.clock()))
+            # still waiting (a flush cancels this and writes itself, at once)
+            await self._resolve_place()
             # From here on the writer is a write under way: flush and cleanup wait for it.
             self._timer_waiting = False
             await self._write(now=False)
@@ -129,10 +135,16 @@ class StoreSink:
                 return  # flush writes the rest itself
             self._timer_waiting = True
 
+    async def _resolve_place(self) -> None:
+        if self._place is not None:
+            self.message_id, self.swipe_index, self.message = await self._place()
+            self._place = None
+
     async def _write(self, *, now: bool = True) -> None:
         """Store what changed; ``now=False``: a background round, whose text may wait the
         writer's window for other turns' writes to share its transaction."""
         async with self._lock:
+            await self._resolve_place()
             self._last_write = self.clock()
             reasoning = self.full_reasoning
             if reasoning != self._written_reasoning:

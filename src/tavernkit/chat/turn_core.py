@@ -7,6 +7,7 @@ After a completed reply that was stored, the owner's memory embeds it in the bac
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import time
@@ -27,7 +28,7 @@ from tavernkit.chat.prepare import (
     prepare_turn,
     resolve_profile,
 )
-from tavernkit.chat.reply import ReplyTarget, ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import OpeningReply, ReplyTarget, ReplyWriter, TurnOutcome
 from tavernkit.chat.review_setup import review_config, review_settings
 from tavernkit.chat.run import ReshapeRequest, run_request
 from tavernkit.chat.sink import TeeSink
@@ -285,16 +286,23 @@ class TurnCore:
         except BaseException:
             await write_input()
             raise
-        replies = self.replies
-        target = await replies.open(
-            chat_id,
-            kind,
-            prepared,
-            turn.loud,
-            speaker=turn.member,
-            before=pending.pop() if pending else None,
+        before = pending.pop() if pending else None
+        opening = self.replies.opening(
+            chat_id, kind, prepared, turn.loud, speaker=turn.member, before=before
         )
-        return await self._run(chat_id, turn, controller, prepared, offer, target)
+        # the request goes out while the reply's place is stored; a place that cannot be
+        # stored stops the request at once (and the turn raises the store's error)
+        opening.on_failure(lambda exc: controller.abort("the reply's place was not stored"))
+        try:
+            target = await opening.target() if opening.mode == "continue" else opening
+            return await self._run(chat_id, turn, controller, prepared, offer, target)
+        except BaseException:
+            if before is not None and opening.failed():
+                # the place's transaction held the user's message too: it is stored alone
+                pending.append(before)
+                with contextlib.suppress(Exception):
+                    await write_input()
+            raise
 
     async def _prepare(
         self,
@@ -335,9 +343,10 @@ class TurnCore:
         controller: AbortController,
         prepared: PreparedTurn,
         offer: ChatTools | None,
-        target: ReplyTarget,
+        target: ReplyTarget | OpeningReply,
     ) -> TurnOutcome:
-        """Generate into the reply's stored place, and finish it."""
+        """Generate into the reply's stored place (``target``: still being stored, unless a
+        continue, whose prefix the request needs), and finish it."""
         kind = turn.kind
         request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
@@ -393,13 +402,15 @@ class TurnCore:
                 user_names=names,
                 tools=offer.tools if offer is not None else (),
                 max_tool_rounds=self.max_tool_rounds,
-                continues=target.prefix if kind == "continue" else "",
+                continues=target.prefix if isinstance(target, ReplyTarget) else "",
                 review=review,
                 source=prepared.connection.source,
                 reshape=_reshape(prepared, offer),
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
+        if isinstance(target, OpeningReply):
+            target = await target.target()  # raises the store's error when it failed
         return await replies.finish(chat_id, kind, prepared, target, result)
 
     async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:

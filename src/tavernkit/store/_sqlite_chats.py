@@ -292,10 +292,17 @@ class SqliteChats(SqliteBase):
         return await self.get_chat_info(chat_id, owner=owner)
 
     async def _insert_messages(
-        self, db: aiosqlite.Connection, chat_id: str, start: int, docs: list[dict[str, Any]]
+        self,
+        db: aiosqlite.Connection,
+        chat_id: str,
+        start: int,
+        docs: list[dict[str, Any]],
+        last_partial: Collection[int] = (),
     ) -> list[str]:
         ids = [self._new_id() for _ in docs]
         splits = [split_message(d) for d in docs]
+        if last_partial and splits:
+            splits[-1] = _marked_partial(splits[-1], last_partial)
         await db.executemany(
             "INSERT INTO messages (id, chat_id, position, body, extracted, mes, flags) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -392,6 +399,7 @@ class SqliteChats(SqliteBase):
         messages: Sequence[Mapping[str, Any] | BaseModel],
         *,
         owner: str = DEFAULT_OWNER,
+        last_partial: Collection[int] = (),
     ) -> list[StoredMessage]:
         docs = [to_json_doc(m, source="<chat message>") for m in messages]
         async with self._write() as db:
@@ -407,7 +415,7 @@ class SqliteChats(SqliteBase):
                 raise NotFound(f"no chat {chat_id!r}")
             row = found[0]
             position = 0 if row[1] is None else int(row[1]) + 1
-            ids = await self._insert_messages(db, chat_id, position, docs)
+            ids = await self._insert_messages(db, chat_id, position, docs, last_partial)
             await self._touch(db, chat_id)
         return [
             StoredMessage(id=mid, position=position + i, data=doc)
@@ -424,9 +432,7 @@ class SqliteChats(SqliteBase):
     ) -> None:
         split = split_message(to_json_doc(message, source="<chat message>"))
         if partial:
-            marks = frozenset(partial)
-            rows = [replace(r, partial=r.idx in marks) for r in split.swipes]
-            split = replace(split, swipes=rows)
+            split = _marked_partial(split, partial)
         async with self._write() as db:
             st = await self._message_state(db, message_id, owner)
             await self._write_message(db, st.id, split)
@@ -463,3 +469,9 @@ class SqliteChats(SqliteBase):
             )
             await self._touch(db, row[0])
             return max(cur.rowcount, 0)
+
+
+def _marked_partial(split: SplitMessage, partial: Collection[int]) -> SplitMessage:
+    """``split`` with the swipes at the indexes in ``partial`` marked partial, the others not."""
+    marks = frozenset(partial)
+    return replace(split, swipes=[replace(r, partial=r.idx in marks) for r in split.swipes])

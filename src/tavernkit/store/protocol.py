@@ -488,10 +488,17 @@ class Store(AccountStore, Protocol):
     ) -> StoredMessage: ...
 
     async def append_messages(
-        self, chat_id: str, messages: Sequence[Document], *, owner: str = DEFAULT_OWNER
+        self,
+        chat_id: str,
+        messages: Sequence[Document],
+        *,
+        owner: str = DEFAULT_OWNER,
+        last_partial: Collection[int] = (),
     ) -> builtins.list[StoredMessage]:
         """Append ``messages`` in order, in one transaction (all or none): a turn stores the
-        user's message and its reply's place together."""
+        user's message and its reply's place together. The last message's swipes at the
+        indexes in ``last_partial`` are stored marked partial (the reply's place, before it
+        streams: the same transaction, so a crash never leaves it looking finished)."""
         ...
 
     async def get_message(
