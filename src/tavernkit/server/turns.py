@@ -41,6 +41,7 @@ from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEv
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
 from tavernkit.server.task_errors import safe_message
+from tavernkit.store.protocol import ChatInfo
 
 logger = logging.getLogger(__name__)
 
@@ -297,7 +298,7 @@ class TurnHub:
             await self._forget(turn_id, running)
             running.done.set()
             raise
-        running.task = asyncio.create_task(self._run(chats, info.id, turn_id, running, request))
+        running.task = asyncio.create_task(self._run(chats, info, turn_id, running, request))
         return TurnStarted(turn_id, info.id, request.kind)
 
     async def _take(self, key: str, turn_id: str, *, interrupt: bool) -> None:
@@ -330,7 +331,7 @@ class TurnHub:
     async def _run(
         self,
         chats: ChatService,
-        chat_id: str,
+        info: ChatInfo,
         turn_id: str,
         running: _Running,
         request: TurnRequest,
@@ -342,7 +343,7 @@ class TurnHub:
         try:
             try:
                 outcome = await _run_verb(
-                    chats, chat_id, request, EventLogSink(self.log, turn_id), running.controller
+                    chats, info, request, EventLogSink(self.log, turn_id), running.controller
                 )
             except TavernKitError as exc:
                 last = _failure(exc)
@@ -520,11 +521,12 @@ class TurnHub:
 
 async def _run_verb(
     chats: ChatService,
-    chat_id: str,
+    info: ChatInfo,
     request: TurnRequest,
     sink: EventLogSink,
     controller: AbortController,
 ) -> TurnOutcome | GroupTurnOutcome:
+    chat_id = info.id
     if request.group:
         return await _run_group_verb(chats, chat_id, request, sink, controller)
     common: dict[str, Any] = {
@@ -532,6 +534,7 @@ async def _run_verb(
         "abort": controller.signal,
         "overrides": request.overrides,
         "interrupt": request.interrupt,
+        "checked": info,  # the start read and checked it a moment ago
     }
     kind = request.kind
     if kind == "send":

@@ -9,6 +9,7 @@ global is not scanned again as the character's, chat's or persona's.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 from tavernkit.errors import NotFound
@@ -28,7 +29,7 @@ from tavernkit.models.templates import (
     ReasoningTemplate,
     SystemPrompt,
 )
-from tavernkit.store.protocol import SharedRecord, Store
+from tavernkit.store.protocol import SharedRecord, Store, StoredChat, StoredChatWindow
 from tavernkit.worldinfo.index import default_engine
 
 __all__ = ["load_chat_state", "load_user_name"]
@@ -65,21 +66,20 @@ async def load_chat_state(
     :class:`~tavernkit.models.chat_window.MessageWindow`, which raises
     :class:`~tavernkit.models.chat_window.OutsideWindow` when a build reads past what was
     loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
-    if settings is None:
-        stored = await store.get_settings(owner=owner)
-        settings = stored if isinstance(stored, Settings) else Settings()
+    # The reads that depend on nothing go out together (one wait for the three, not three
+    # waits in a row): the settings, the chat, the global variables.
+    stored_settings, stored_chat, global_variables = await asyncio.gather(
+        store.get_settings(owner=owner) if settings is None else _given(settings),
+        _load_chat(store, chat_id, window, owner),
+        store.get_global_variables(owner=owner),
+    )
+    settings = stored_settings if isinstance(stored_settings, Settings) else Settings()
     sel = settings.selections
     prompt = settings.prompt
 
     chat = None
     char_ref = character
-    if chat_id is not None and window is not None:
-        stored_window = await store.load_chat_window(chat_id, last=window, owner=owner)
-        chat = stored_window.to_chat()
-        chat_id = stored_window.info.id
-        char_ref = char_ref or stored_window.info.character_id
-    elif chat_id is not None:
-        stored_chat = await store.load_chat(chat_id, owner=owner)
+    if stored_chat is not None:
         chat = stored_chat.to_chat()
         chat_id = stored_chat.info.id
         char_ref = char_ref or stored_chat.info.character_id
@@ -100,8 +100,13 @@ async def load_chat_state(
         "reasoning": settings.reasoning.template,
         "connection_profile": sel.profile,
     }
-    shared = await store.get_shared_records(
-        [(kind, ref) for kind, ref in wanted.items() if ref], owner=owner
+    # the chat's character is named by its id: its linked books are read alongside
+    by_id = (
+        char_ref if stored_chat is not None and char_ref == stored_chat.info.character_id else None
+    )
+    shared, linked = await asyncio.gather(
+        store.get_shared_records([(kind, ref) for kind, ref in wanted.items() if ref], owner=owner),
+        _linked_books(store, by_id, owner),
     )
 
     def named(kind: str) -> Any:
@@ -118,7 +123,9 @@ async def load_chat_state(
     persona_model = _typed(named("persona"), Persona)
     user_name = _user_name(persona_model, settings)
 
-    books = await _collect_books(store, owner, settings, card, character_id, chat, persona_model)
+    if character_id != by_id:
+        linked = await _linked_books(store, character_id, owner)
+    books = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
 
     return ChatState(
         settings=settings,
@@ -137,8 +144,35 @@ async def load_chat_state(
         chat_id=chat_id,
         character_id=character_id,
         character_filename=card.data.name if card is not None else None,
-        global_variables=await store.get_global_variables(owner=owner),
+        global_variables=global_variables,
     )
+
+
+async def _given(value: _T) -> _T:
+    return value
+
+
+async def _load_chat(
+    store: Store, chat_id: str | None, window: int | None, owner: str
+) -> StoredChat | StoredChatWindow | None:
+    if chat_id is None:
+        return None
+    if window is not None:
+        return await store.load_chat_window(chat_id, last=window, owner=owner)
+    return await store.load_chat(chat_id, owner=owner)
+
+
+async def _linked_books(store: Store, character_id: str | None, owner: str) -> list[str]:
+    """The names of the books linked to the character (none for no character, or one that
+    no longer exists)."""
+    if character_id is None:
+        return []
+    try:
+        return [
+            i.name for i in await store.links("character", character_id, "lorebook", owner=owner)
+        ]
+    except NotFound:
+        return []
 
 
 def _user_name(persona: Persona | None, settings: Settings) -> str:
@@ -178,7 +212,7 @@ async def _collect_books(
     owner: str,
     settings: Settings,
     card: Card | None,
-    character_id: str | None,
+    linked: list[str],
     chat: Any,
     persona: Persona | None,
 ) -> list[ScopedBook]:
@@ -192,11 +226,7 @@ async def _collect_books(
         own: list[str] = []
         if card.data.world:
             own.append(card.data.world)
-        if character_id is not None:
-            own.extend(
-                i.name
-                for i in await store.links("character", character_id, "lorebook", owner=owner)
-            )
+        own.extend(linked)
         for name in dict.fromkeys(own):
             if name not in global_names and name not in (chat_book, persona_book):
                 wanted.append((name, "character"))
