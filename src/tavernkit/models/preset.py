@@ -12,6 +12,7 @@ is reported (naming the field) instead of being silently changed.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
@@ -245,11 +246,8 @@ class ChatCompletionPreset(WireModel):
         when it has none), then every built-in prompt it lacks, appended in table order."""
         own = list(self.prompts)
         present = {p.identifier for p in own}
-        missing = [
-            PromptDefinition.model_validate(dict(raw))
-            for raw in DEFAULT_PROMPTS
-            if raw["identifier"] not in present
-        ]
+        # copies of the built-ins validated once (every prompt build asks for them)
+        missing = [p.model_copy() for p in _default_prompts() if p.identifier not in present]
         return own + missing
 
     def prompt(self, identifier: str) -> PromptDefinition | None:
@@ -274,10 +272,21 @@ class ChatCompletionPreset(WireModel):
             found = self.order_list(cid)
             if found is not None:
                 return list(found.order)
-        return [
-            PromptOrderItem.create(identifier=ident, enabled=on)
-            for ident, on in DEFAULT_PROMPT_ORDER
-        ]
+        return [item.model_copy() for item in _default_order()]
+
+
+@functools.cache
+def _default_prompts() -> tuple[PromptDefinition, ...]:
+    """SillyTavern's built-in prompts, validated once; hand out copies."""
+    return tuple(PromptDefinition.model_validate(dict(raw)) for raw in DEFAULT_PROMPTS)
+
+
+@functools.cache
+def _default_order() -> tuple[PromptOrderItem, ...]:
+    """SillyTavern's default prompt order, made once; hand out copies."""
+    return tuple(
+        PromptOrderItem.create(identifier=ident, enabled=on) for ident, on in DEFAULT_PROMPT_ORDER
+    )
 
 
 #: Pre-prompt-manager settings keys and the built-in prompt each one became.
