@@ -6,6 +6,7 @@ server on loopback plays the model; the tools are real functions counting their 
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -537,3 +538,31 @@ async def test_bad_tool_settings_are_typed_errors(world: World) -> None:
     with pytest.raises(ChatTurnError) as rounds:
         ChatService(world.tk.runtime, max_tool_rounds=0)
     assert rounds.value.details["field"] == "max_tool_rounds"
+
+
+async def test_a_turns_tools_are_read_while_its_prompt_builds(world: World) -> None:
+    """The tools are chosen as soon as the turn's connection is resolved, in a task of their
+    own: a tool whose gate takes a while (an MCP server's list, a plugin asking a service)
+    is being asked while the prompt's macros render, not after."""
+    await _tools_profile(world, native=True)
+    order: list[str] = []
+
+    async def slow_gate() -> bool:
+        order.append("tools asked")
+        await asyncio.sleep(0.05)
+        order.append("tools listed")
+        return True
+
+    def variables() -> dict[str, str]:
+        order.append("prompt rendered")
+        return {}
+
+    world.tk.tools.register_function_tool(_roll_tool(Dice(), should_register=slow_gate))
+    world.tk.prompt_renderer.register_variable_provider(variables)
+    info = await world.chats.new_chat("Mira")
+    order.clear()
+    world.server.script(Reply(text="Aye."))
+    assert (await world.chats.send(info.id, "Hello")).status == "completed"
+    assert order[0] == "tools asked", order
+    assert order.index("prompt rendered") < order.index("tools listed")
+    assert _tool_names(_body(world, -1)) == ["roll"]  # and the tools were offered

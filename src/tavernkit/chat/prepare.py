@@ -213,6 +213,7 @@ async def prepare_turn(
     state: ChatState | None = None,
     before_reload: Callable[[], Awaitable[None]] | None = None,
     memory: TurnMemory | None = None,
+    on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
 ) -> PreparedTurn:
     """Load, scan and build one turn of ``chat_id`` (see the module docstring).
 
@@ -239,6 +240,10 @@ async def prepare_turn(
     first build instead of loading it again; ``before_reload`` is awaited before a build
     loads the chat from the store after all (``send`` writes the user's message it holds
     back, so the reloaded chat has it).
+
+    ``on_connection`` is awaited with the turn's resolved connection before the prompt is built
+    (each build, when one is redone): what needs only the connection (the turn's tools) can
+    start then, in a task, and run while the prompt builds.
     """
     replay = ReplayRng(rng) if rng is not None else None
     preloaded = [state] if state is not None else []
@@ -275,6 +280,7 @@ async def prepare_turn(
             sources=sources,
             renderer=renderer,
             memory=memory,
+            on_connection=on_connection,
         )
 
     return await windowed(chat_id, attempt)
@@ -328,6 +334,7 @@ async def _prepare_state(
     renderer: PromptRenderer | None,
     memory: TurnMemory | None = None,
     sources: Mapping[str, ProviderSource] | None = None,
+    on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
 ) -> PreparedTurn:
     if overrides.profile:
         try:
@@ -353,6 +360,8 @@ async def _prepare_state(
         )
     except GenerateTaskError as exc:  # the resolver is shared with tasks
         raise ChatTurnError.of(exc) from exc
+    if on_connection is not None:
+        await on_connection(connection)
     state = await with_profile_preset(store, state, connection, owner=owner)
     main_api = main_api_of(family=connection.family, api=connection.api)
     build_state = state

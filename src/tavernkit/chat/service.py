@@ -332,7 +332,7 @@ class ChatService(GroupVerbs):
             group=speaker.context if speaker else None,
             sources=self.runtime.provider_sources,
         )
-        offer = await self._offer_tools(kind, prepared)
+        offer = await self._offer_tools(kind, prepared.connection)
         if offer is not None:
             prepared = replace(prepared, request=offer.apply(prepared.request))
         request = hooked_request(self.runtime.plugins, chat_id, kind, prepared.request)

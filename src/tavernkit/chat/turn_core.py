@@ -7,6 +7,7 @@ After a completed reply that was stored, the owner's memory embeds it in the bac
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import random
@@ -314,9 +315,43 @@ class TurnCore:
         given: UserInput | None,
         before_reload: Callable[[], Awaitable[None]],
     ) -> tuple[PreparedTurn, ChatTools | None]:
-        """The turn's prompt and request built, its state saved, its tools chosen."""
+        """The turn's prompt and request built, its state saved, its tools chosen: as soon as
+        the connection is resolved, in a task of their own (the MCP servers are a store read),
+        so the choice overlaps the prompt's build."""
         kind = turn.kind
-        prepared = await prepare_turn(
+        early: list[tuple[ResolvedConnection, asyncio.Task[ChatTools | None]]] = []
+
+        async def choose_tools(connection: ResolvedConnection) -> None:
+            if not early:  # a redone build resolves the profile again: chosen once
+                early.append(
+                    (connection, asyncio.ensure_future(self._offer_tools(kind, connection)))
+                )
+                # one pass of the loop: the task sends its store read before the build (which
+                # holds the loop) starts; the read then runs on the store's side meanwhile
+                await asyncio.sleep(0)
+
+        try:
+            prepared = await self._build(chat_id, turn, given, before_reload, choose_tools)
+            await self._save_turn_state(chat_id, prepared)
+            if early and _same_tools(early[0][0], prepared.connection):
+                return prepared, await early.pop()[1]
+            return prepared, await self._offer_tools(kind, prepared.connection)
+        finally:
+            for _, task in early:  # a failed turn's, or one chosen for another connection
+                if task.done() and not task.cancelled():
+                    task.exception()  # seen: the turn has its own error, or needs none
+                task.cancel()
+
+    async def _build(
+        self,
+        chat_id: str,
+        turn: TurnCall,
+        given: UserInput | None,
+        before_reload: Callable[[], Awaitable[None]],
+        on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
+    ) -> PreparedTurn:
+        kind = turn.kind
+        return await prepare_turn(
             self.store,
             owner=self.owner,
             chat_id=chat_id,
@@ -335,9 +370,8 @@ class TurnCore:
             character=turn.member.character_id if turn.member else None,
             group=turn.member.context if turn.member else None,
             sources=self.runtime.provider_sources,
+            on_connection=on_connection,
         )
-        await self._save_turn_state(chat_id, prepared)
-        return prepared, await self._offer_tools(kind, prepared)
 
     async def _run(
         self,
@@ -416,11 +450,11 @@ class TurnCore:
             target = await target.target()  # raises the store's error when it failed
         return await replies.finish(chat_id, kind, prepared, target, result)
 
-    async def _offer_tools(self, kind: str, prepared: PreparedTurn) -> ChatTools | None:
+    async def _offer_tools(self, kind: str, connection: ResolvedConnection) -> ChatTools | None:
         return await offer_tools(
             self.runtime.tools,
             kind,
-            prepared.connection,
+            connection,
             mode=self.function_call_mode,
             rng=self.tool_rng,
         )
@@ -493,3 +527,12 @@ def _reshape(prepared: PreparedTurn, offer: ChatTools | None) -> ReshapeRequest:
         return request
 
     return reshape
+
+
+def _same_tools(chosen_for: ResolvedConnection, connection: ResolvedConnection) -> bool:
+    """Whether the tools chosen for ``chosen_for`` are the ones ``connection`` offers (what
+    :func:`~tavernkit.chat.tools.offer_tools` reads of a connection)."""
+    return chosen_for is connection or (
+        chosen_for.family == connection.family
+        and chosen_for.capabilities == connection.capabilities
+    )
