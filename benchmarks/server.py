@@ -14,7 +14,9 @@ machine), so a client knows when each piece left the upstream.
    - direct: the request straight to the upstream;
    - facade: ``POST /v1/chat/completions`` on ``profile/bench`` (the proxy path);
    - turn: ``POST /chats/{id}/turns`` then ``GET .../events`` (the user's message and the
-     reply are stored, the prompt is built from the card and the chat).
+     reply are stored, the prompt is built from the card and the chat);
+   - turn in one request: the same POST with ``Accept: text/event-stream``, which answers
+     the turn's events itself (a server without it: not measured, printed as nan).
    Printed: p50 of each and the p50 added over direct (target: < 2 ms added).
 2. **Concurrent streaming turns**: ``--streams`` turns, one per chat, started evenly over
    ``--ramp`` seconds, each reply ``--chunks`` pieces ``--pace`` seconds apart (defaults: 500
@@ -301,6 +303,30 @@ async def turn_stream(
     return first
 
 
+async def turn_one_request(client: httpx2.AsyncClient, server: str, chat: str) -> float | None:
+    """One turn started and watched in one request (``Accept: text/event-stream`` on the
+    POST): the time to its first text event; ``None`` from a server that answers the POST
+    with its 202 body instead (a baseline from before it could), after reading the turn out."""
+    start, first = time.perf_counter(), 0.0
+    headers = {"accept": "text/event-stream"}
+    async with client.stream(
+        "POST", f"{server}/chats/{chat}/turns", json={"text": SHORT}, headers=headers
+    ) as r:
+        r.raise_for_status()
+        if not r.headers.get("content-type", "").startswith("text/event-stream"):
+            events = json.loads(await r.aread())["events"]
+            async with client.stream("GET", f"{server}{events}") as rest:
+                await rest.aread()
+            return None
+        event = ""
+        async for line in r.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: ") and event == "text" and not first:
+                first = time.perf_counter() - start
+    return first
+
+
 async def direct_stream(client: httpx2.AsyncClient, upstream: str, latencies: Samples) -> None:
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": "Hi"}]}
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
@@ -394,9 +420,11 @@ async def client_main(
             await first_direct(client, upstream)
             await first_facade(client, server)
             await turn_stream(client, server, chats[0], None)
+            one_request = await turn_one_request(client, server, chats[0]) is not None
         direct, facade, turn = [], [], []
+        one: list[float] = []
         trace = bool(os.environ.get("TAVERNKIT_BENCH_TRACE"))
-        for i in range(args.runs):  # interleaved, so drift in the load hits all three alike
+        for i in range(args.runs):  # interleaved, so drift in the load hits all alike
             direct.append(await first_direct(client, upstream))
             if trace:
                 print("direct", i, file=sys.stderr, flush=True)
@@ -406,16 +434,25 @@ async def client_main(
             turn.append(await turn_stream(client, server, chats[i % len(chats)], None))
             if trace:
                 print("turn", i, file=sys.stderr, flush=True)
+            if one_request:
+                took = await turn_one_request(client, server, chats[i % len(chats)])
+                assert took is not None
+                one.append(took)
         d, f, t = (statistics.median(x) * 1000 for x in (direct, facade, turn))
+        o = statistics.median(one) * 1000 if one else float("nan")
         print(f"time to first token, p50 of {args.runs} (ms):")
-        print(f"  direct {d:.2f}   facade {f:.2f} (+{f - d:.2f})   turn {t:.2f} (+{t - d:.2f})")
         print(
-            f"  added p50: facade {f - d:.2f} ms, turn {t - d:.2f} ms "
-            f"(target < {TTFT_TARGET_MS} ms; ratio facade/direct {f / d:.2f}x, "
+            f"  direct {d:.2f}   facade {f:.2f} (+{f - d:.2f})   turn {t:.2f} (+{t - d:.2f})"
+            + (f"   turn in one request {o:.2f} (+{o - d:.2f})" if one else "")
+        )
+        print(
+            f"  added p50: facade {f - d:.2f} ms, turn (POST, then GET its events) {t - d:.2f} ms"
+            + (f", turn (POST streaming its events) {o - d:.2f} ms" if one else "")
+            + f" (target < {TTFT_TARGET_MS} ms; ratio facade/direct {f / d:.2f}x, "
             f"turn/direct {t / d:.2f}x)"
         )
 
-        first = {"facade": f - d, "turn": t - d}
+        first = {"facade": f - d, "turn": t - d, "turn_one": o - d}
         if args.skip_streams:
             return first
         n = args.streams
@@ -613,6 +650,7 @@ def main() -> None:
         figures = [
             ("facade", "added TTFT p50, facade", TTFT_TARGET_MS),
             ("turn", "added TTFT p50, turn", TTFT_TARGET_MS),
+            ("turn_one", "... turn in one request", TTFT_TARGET_MS),
         ]
         if not args.skip_streams:
             figures += [

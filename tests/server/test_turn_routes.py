@@ -211,3 +211,69 @@ async def test_a_started_turn_does_not_read_its_chats_row_again(site: Site) -> N
     rows = [s for s in seen if "FROM chats c WHERE c.owner" in s and "DESC LIMIT 2" in s]
     assert len(rows) == 2  # the start's check, and the window's load (with the header)
     assert await site.stored_reply(chat) == "Once."
+
+
+async def test_a_turn_asked_for_its_events_streams_them_from_the_post(site: Site) -> None:
+    """``Accept: text/event-stream`` on the POST: the answer is the turn's stream itself, the
+    same events (byte for byte) a watch of it reads."""
+    site.upstream.script(Reply(text="One request, Ada.", pace=0.01))
+    chat = await site.new_chat()
+    headers = {"accept": "text/event-stream"}
+    body = {"text": "Hello"}
+    async with site.client.stream(
+        "POST", f"/chats/{chat}/turns", json=body, headers=headers
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        turn = response.headers["x-turn-id"]
+        assert response.headers["location"] == f"/chats/{chat}/turns/{turn}/events"
+        streamed = b"".join([piece async for piece in response.aiter_bytes()])
+    events = parse_events(streamed)
+    assert events[0].data == {"kind": "started", "turn": turn, "chat": chat, "verb": "send"}
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+    assert text_of(events) == "One request, Ada." == await site.stored_reply(chat)
+    assert parse_events(await read_all(site.client, response.headers["location"])) == events
+    # without the header (or refusing the stream), the 202 as before
+    site.upstream.script(Reply(text="Two."))
+    refused = await site.client.post(
+        f"/chats/{chat}/turns", json=body, headers={"accept": "text/event-stream;q=0, */*"}
+    )
+    assert refused.status_code == 202 and refused.json()["chat_id"] == chat
+    await read_all(site.client, refused.json()["events"])
+
+
+async def test_a_streamed_post_that_drops_leaves_the_turn_running_and_resumable(
+    site: Site,
+) -> None:
+    site.upstream.script(HangReply(text="Wait. then the rest", hang_after=1))
+    chat = await site.new_chat()
+    head: list[Event] = []
+    async with site.client.stream(
+        "POST", f"/chats/{chat}/turns", json={"text": "Hi"}, headers={"accept": "text/event-stream"}
+    ) as response:
+        location, turn = response.headers["location"], response.headers["x-turn-id"]
+        async for event in events_of(response):
+            head.append(event)
+            if event.type == "text":
+                break  # the phone's tab goes to the background
+    site.upstream.release.set()
+    await asyncio.wait_for(site.server.state.turns.wait(turn), 10)
+    assert await site.stored_reply(chat) == "Wait. then the rest"
+    rest = await read_all(site.client, location, **{"Last-Event-ID": str(head[-1].id)})
+    whole = await read_all(site.client, location)
+    assert b"".join(e.raw for e in head) + rest == whole
+    assert parse_events(whole)[-1].data["status"] == "completed"
+
+
+async def test_a_streamed_post_on_a_busy_chat_is_a_409_body(site: Site) -> None:
+    site.upstream.script(HangReply(text="Wait. busy", hang_after=1))
+    chat = await site.new_chat()
+    first = (await site.start(chat)).json()
+    await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    busy = await site.client.post(
+        f"/chats/{chat}/turns", json={"text": "Again"}, headers={"accept": "text/event-stream"}
+    )
+    assert busy.status_code == 409
+    assert busy.headers["content-type"].startswith("application/json")
+    site.upstream.release.set()
+    await read_all(site.client, first["events"])

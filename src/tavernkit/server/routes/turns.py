@@ -1,7 +1,9 @@
 """Chat turns over HTTP: start one, watch its events (SSE, resumable, joinable), stop it.
 
 ``POST /chats/{chat}/turns`` answers 202 with the turn id as soon as the turn is checked and
-started (:class:`~tavernkit.server.turns.TurnHub`); the turn then belongs to the server.
+started (:class:`~tavernkit.server.turns.TurnHub`); the turn then belongs to the server. Asked
+with ``Accept: text/event-stream`` it answers the turn's events instead, as the watch below
+streams them: one round trip to the first token instead of two.
 ``GET .../turns/{turn}/events`` streams the turn's log from the start, or from after the
 ``Last-Event-ID`` header (or ``?after=``) on a reconnect; any number of clients may watch one
 turn. A client that goes away stops only its own stream. ``DELETE .../turns/{turn}`` stops
@@ -81,11 +83,31 @@ def turn_hub(state: State) -> TurnHub:
 Hub = Annotated[TurnHub, Depends(turn_hub)]
 
 
-@router.post("/chats/{chat_id}/turns", status_code=202, response_model=TurnStartedBody)
+@router.post(
+    "/chats/{chat_id}/turns",
+    status_code=202,
+    response_model=TurnStartedBody,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "With `Accept: text/event-stream`: the turn's events from its start, "
+            "as `GET .../events` streams them (`Location` names that stream, `X-Turn-Id` the "
+            "turn): one request instead of two.",
+        }
+    },
+)
 async def start_turn(
-    chat_id: str, body: TurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
+    chat_id: str,
+    body: TurnBody,
+    principal: CurrentPrincipal,
+    tk: UserTavern,
+    state: State,
+    accept: Annotated[str | None, Header(max_length=1000)] = None,
 ) -> Any:
-    """Start a turn of the chat (409 when the chat is generating, unless ``interrupt``)."""
+    """Start a turn of the chat (409 when the chat is generating, unless ``interrupt``).
+    Asked with ``Accept: text/event-stream``, the answer is the turn's event stream itself
+    (the turn still belongs to the server: a client that goes away stops only its stream,
+    and reconnects to ``Location`` with ``Last-Event-ID``)."""
     overrides = body.overrides.model_dump(exclude_none=True) if body.overrides else None
     request = TurnRequest(
         kind=body.kind,
@@ -95,7 +117,28 @@ async def start_turn(
         overrides=overrides,
         interrupt=body.interrupt,
     )
-    return await begin_turn(state, principal, tk, chat_id, request)
+    started = await begin_turn(state, principal, tk, chat_id, request)
+    if not isinstance(started, TurnStartedBody) or not _wants_events(accept):
+        return started
+    hub = state.turns
+    events = hub.log.read(started.turn_id, None)
+    key = hub.chat_key(tk.owner, started.chat_id)
+    response = sse_response(_frames(hub.watched(events, key, started.turn_id)))
+    response.headers["location"] = started.events
+    response.headers["x-turn-id"] = started.turn_id
+    return response
+
+
+def _wants_events(accept: str | None) -> bool:
+    """Whether the client asked for the event stream (``text/event-stream`` among the types
+    it accepts, not refused with ``q=0``)."""
+    for part in (accept or "").lower().split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        if media == "text/event-stream":
+            return not any(
+                p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params
+            )
+    return False
 
 
 async def begin_turn(
