@@ -5,6 +5,7 @@ errors with the status codes and bodies the client expects."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from chat._server import HangingServer, Reply
+from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import stock_world
 from tavernkit.facade import Tavern
 from tavernkit.models.preset import ChatCompletionPreset
@@ -228,3 +229,47 @@ async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> No
         with pytest.raises(openai.NotFoundError):
             await bob.chat.completions.create(model="character/Mira", messages=HELLO)
         await bob.close()
+
+
+class WatchedUpstream(HangingServer):
+    """A :class:`HangingServer` that notes when the other side closes a connection whose
+    reply hangs (``closed``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = asyncio.Event()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def watch() -> None:
+            await self.hanging.wait()  # the request is read: what comes now is its EOF
+            await reader.read()
+            self.closed.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await super()._handle(reader, writer)
+        finally:
+            watcher.cancel()
+
+
+async def test_a_client_leaving_a_proxied_stream_closes_the_upstream_request(
+    tmp_path: Path,
+) -> None:
+    async with WatchedUpstream() as upstream, live_server(settings(tmp_path / "home")) as server:
+        await stock_world(server.state.tavern, upstream.base_url)
+        upstream.script(HangReply(text="Partly there", hang_after=1))
+        body = {"model": "profile/scripted", "messages": HELLO, "stream": True}
+        pieces: list[str] = []
+        async with (
+            server.client() as raw,
+            raw.stream("POST", "/v1/chat/completions", json=body) as response,
+        ):
+            assert response.status_code == 200
+            async for line in response.aiter_lines():
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"][0]["delta"]
+                    if delta.get("content"):
+                        pieces.append(delta["content"])
+                        break  # leave mid-reply: the block closes the connection
+        assert pieces and "Partly there".startswith(pieces[0])
+        await asyncio.wait_for(upstream.closed.wait(), 5)
