@@ -199,8 +199,15 @@ async def test_errors_have_openais_shape_and_status_codes(facade: Facade) -> Non
     assert "sk-live-1" not in auth.value.response.text
     async with facade.server.client() as raw:
         not_json = await raw.post("/v1/chat/completions", content=b"{oops")
+        not_utf8 = await raw.post("/v1/chat/completions", content=b'{"model": "\xff"}')
+        not_object = await raw.post("/v1/chat/completions", content=b"[1]")
     assert not_json.status_code == 400
     assert not_json.json()["error"]["code"] == "invalid_json"
+    assert not_utf8.status_code == 400
+    assert not_utf8.json()["error"]["code"] == "invalid_json"
+    assert not_object.status_code == 400
+    assert not_object.json()["error"]["code"] == "invalid_value"
+    assert "oops" not in not_json.text  # the input is never echoed
 
 
 async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> None:
@@ -273,3 +280,26 @@ async def test_a_client_leaving_a_proxied_stream_closes_the_upstream_request(
                         break  # leave mid-reply: the block closes the connection
         assert pieces and "Partly there".startswith(pieces[0])
         await asyncio.wait_for(upstream.closed.wait(), 5)
+
+
+async def test_a_proxied_completion_reads_its_profile_once(
+    facade: Facade, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = facade.tk.store
+    read = store.get_record
+    kinds: list[str] = []
+
+    async def counted(kind: str, ref: str, **kw: Any) -> Any:
+        kinds.append(kind)
+        return await read(kind, ref, **kw)
+
+    monkeypatch.setattr(store, "get_record", counted)
+    facade.upstream.script(Reply(text="Once."), Reply(text="Once more."))
+    reply = await facade.client.chat.completions.create(model="profile/scripted", messages=HELLO)
+    assert reply.choices[0].message.content == "Once."
+    stream = await facade.client.chat.completions.create(
+        model="profile/scripted", messages=HELLO, stream=True
+    )
+    assert "".join([c.choices[0].delta.content or "" async for c in stream]) == "Once more."
+    # resolving the model read it; sending with it read nothing more
+    assert kinds.count("connection_profile") == 2
