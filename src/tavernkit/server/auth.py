@@ -24,7 +24,7 @@ from tavernkit.facade import Tavern
 from tavernkit.server.accounts import csrf_for
 from tavernkit.server.principal import LOCAL_USER_ID, Principal
 from tavernkit.server.settings import is_loopback
-from tavernkit.server.state import ServerState, server_state
+from tavernkit.server.state import ServerState, state_of
 
 __all__ = [
     "CSRF_HEADER",
@@ -59,11 +59,26 @@ def _local_principal(request: Request, state: ServerState) -> Principal:
     )
 
 
-async def current_principal(
-    request: Request, state: Annotated[ServerState, Depends(server_state)]
-) -> Principal:
+#: where a request's principal is kept once known (the ASGI scope is the request's own)
+_PRINCIPAL_KEY = "tavernkit.principal"
+
+
+async def current_principal(request: Request) -> Principal:
     """The principal of the request; raises :class:`~tavernkit.errors.NotAuthenticated`
-    (401) or :class:`~tavernkit.errors.PermissionDenied` (403, a missing CSRF token)."""
+    (401) or :class:`~tavernkit.errors.PermissionDenied` (403, a missing CSRF token).
+
+    Found once per request: the other dependencies that need it (:func:`tavern_for`,
+    :func:`admin_principal`) take it from the request rather than from a dependency of their
+    own, so a route's dependencies are a few flat nodes for FastAPI to solve."""
+    known = request.scope.get(_PRINCIPAL_KEY)
+    if isinstance(known, Principal):
+        return known
+    principal = await _authenticate(request, state_of(request))
+    request.scope[_PRINCIPAL_KEY] = principal
+    return principal
+
+
+async def _authenticate(request: Request, state: ServerState) -> Principal:
     if not state.settings.accounts:
         return _local_principal(request, state)
     authorization = request.headers.get("authorization")
@@ -91,18 +106,17 @@ async def current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
-async def admin_principal(principal: CurrentPrincipal) -> Principal:
+async def admin_principal(request: Request) -> Principal:
     """:func:`current_principal`, refusing anyone but an admin (403)."""
+    principal = await current_principal(request)
     if not principal.is_admin:
         raise PermissionDenied("only an admin may do this")
     return principal
 
 
-async def tavern_for(
-    principal: CurrentPrincipal, state: Annotated[ServerState, Depends(server_state)]
-) -> Tavern:
+async def tavern_for(request: Request) -> Tavern:
     """The principal's own Tavern (the dependency resource routes take)."""
-    return state.tavern_for(principal)
+    return state_of(request).tavern_for(await current_principal(request))
 
 
 #: what a route's parameters say: ``tk: UserTavern``, ``who: CurrentPrincipal``

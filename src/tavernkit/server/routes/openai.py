@@ -35,7 +35,7 @@ from tavernkit.errors import (
     TooManyAttempts,
 )
 from tavernkit.facade import Tavern
-from tavernkit.server.auth import current_principal
+from tavernkit.server.auth import current_principal, tavern_for
 from tavernkit.server.openai_facade import (
     Completion,
     Delta,
@@ -47,7 +47,7 @@ from tavernkit.server.openai_facade import (
     resolve_model,
 )
 from tavernkit.server.sse import sse_data, sse_response
-from tavernkit.server.state import server_state
+from tavernkit.server.state import state_of
 from tavernkit.server.task_errors import TASK_STATUS, safe_message
 
 __all__ = ["ChatCompletionRequest", "OpenAIError", "router"]
@@ -165,9 +165,7 @@ class ChatCompletionRequest(BaseModel):
 
 
 async def _user_tavern(request: Request) -> Tavern:
-    state = server_state(request)
-    principal = await current_principal(request, state)
-    return state.tavern_for(principal)
+    return await tavern_for(request)
 
 
 async def _request_body(request: Request) -> ChatCompletionRequest | OpenAIError:
@@ -223,8 +221,8 @@ _REQUEST_SCHEMA = {
 async def chat_completions(request: Request) -> Response:
     """A chat completion on a character or a connection profile, streamed or not."""
     try:
-        state = server_state(request)
-        principal = await current_principal(request, state)
+        state = state_of(request)
+        principal = await current_principal(request)
         tk = state.tavern_for(principal)
         body = await _request_body(request)
         if isinstance(body, OpenAIError):
