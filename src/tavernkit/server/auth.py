@@ -14,6 +14,7 @@ but GET, HEAD, OPTIONS) must also carry the session's ``X-CSRF-Token``.
 from __future__ import annotations
 
 import hmac
+from functools import lru_cache
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -46,12 +47,23 @@ def _host_name(netloc: str) -> str:
     return urlsplit(f"//{netloc}").hostname or ""
 
 
+# a client sends the same few Host and Origin values, and parsing them is most of this check
+@lru_cache(maxsize=256)
+def _loopback_host(host: str) -> bool:
+    return is_loopback(_host_name(host))
+
+
+@lru_cache(maxsize=256)
+def _loopback_origin(origin: str) -> bool:
+    return is_loopback(_host_name(urlsplit(origin).netloc))
+
+
 def _local_principal(request: Request, state: ServerState) -> Principal:
     host = request.headers.get("host", "")
-    if host and not is_loopback(_host_name(host)):
+    if host and not _loopback_host(host):
         raise PermissionDenied(f"this server answers only to a loopback host name, not {host!r}")
     origin = request.headers.get("origin")
-    foreign = bool(origin) and not is_loopback(_host_name(urlsplit(origin or "").netloc))
+    foreign = bool(origin) and not _loopback_origin(origin or "")
     if request.method not in _SAFE_METHODS and foreign:
         raise PermissionDenied("a change from another site's page is refused")
     return Principal(
