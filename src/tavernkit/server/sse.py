@@ -113,7 +113,10 @@ class _Stream:
             await self.send(message)
 
     async def watch(self, receive: Receive) -> None:
-        while (await receive())["type"] != "http.disconnect":
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        except Exception:  # a connection that cannot be read is one the client left
             pass
         if not self.over and self.task is not None:
             self.left = True
@@ -135,7 +138,7 @@ class _Stream:
     async def _ping(self) -> None:
         async with self.lock:
             if not self.over:
-                with contextlib.suppress(OSError, RuntimeError):  # the client is gone
+                with contextlib.suppress(Exception):  # the client is gone: the stream ends
                     await self.send({"type": "http.response.body", "body": PING, "more_body": True})
 
     def end(self) -> None:
