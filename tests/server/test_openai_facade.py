@@ -5,6 +5,7 @@ errors with the status codes and bodies the client expects."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from chat._server import HangingServer, Reply
+from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import stock_world
 from tavernkit.facade import Tavern
 from tavernkit.models.preset import ChatCompletionPreset
@@ -198,8 +199,15 @@ async def test_errors_have_openais_shape_and_status_codes(facade: Facade) -> Non
     assert "sk-live-1" not in auth.value.response.text
     async with facade.server.client() as raw:
         not_json = await raw.post("/v1/chat/completions", content=b"{oops")
+        not_utf8 = await raw.post("/v1/chat/completions", content=b'{"model": "\xff"}')
+        not_object = await raw.post("/v1/chat/completions", content=b"[1]")
     assert not_json.status_code == 400
     assert not_json.json()["error"]["code"] == "invalid_json"
+    assert not_utf8.status_code == 400
+    assert not_utf8.json()["error"]["code"] == "invalid_json"
+    assert not_object.status_code == 400
+    assert not_object.json()["error"]["code"] == "invalid_value"
+    assert "oops" not in not_json.text  # the input is never echoed
 
 
 async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> None:
@@ -228,3 +236,70 @@ async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> No
         with pytest.raises(openai.NotFoundError):
             await bob.chat.completions.create(model="character/Mira", messages=HELLO)
         await bob.close()
+
+
+class WatchedUpstream(HangingServer):
+    """A :class:`HangingServer` that notes when the other side closes a connection whose
+    reply hangs (``closed``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = asyncio.Event()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def watch() -> None:
+            await self.hanging.wait()  # the request is read: what comes now is its EOF
+            await reader.read()
+            self.closed.set()
+
+        watcher = asyncio.create_task(watch())
+        try:
+            await super()._handle(reader, writer)
+        finally:
+            watcher.cancel()
+
+
+async def test_a_client_leaving_a_proxied_stream_closes_the_upstream_request(
+    tmp_path: Path,
+) -> None:
+    async with WatchedUpstream() as upstream, live_server(settings(tmp_path / "home")) as server:
+        await stock_world(server.state.tavern, upstream.base_url)
+        upstream.script(HangReply(text="Partly there", hang_after=1))
+        body = {"model": "profile/scripted", "messages": HELLO, "stream": True}
+        pieces: list[str] = []
+        async with (
+            server.client() as raw,
+            raw.stream("POST", "/v1/chat/completions", json=body) as response,
+        ):
+            assert response.status_code == 200
+            async for line in response.aiter_lines():
+                if line.startswith("data: {"):
+                    delta = json.loads(line[6:])["choices"][0]["delta"]
+                    if delta.get("content"):
+                        pieces.append(delta["content"])
+                        break  # leave mid-reply: the block closes the connection
+        assert pieces and "Partly there".startswith(pieces[0])
+        await asyncio.wait_for(upstream.closed.wait(), 5)
+
+
+async def test_a_proxied_completion_reads_its_profile_once(
+    facade: Facade, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = facade.tk.store
+    read = store.get_record
+    kinds: list[str] = []
+
+    async def counted(kind: str, ref: str, **kw: Any) -> Any:
+        kinds.append(kind)
+        return await read(kind, ref, **kw)
+
+    monkeypatch.setattr(store, "get_record", counted)
+    facade.upstream.script(Reply(text="Once."), Reply(text="Once more."))
+    reply = await facade.client.chat.completions.create(model="profile/scripted", messages=HELLO)
+    assert reply.choices[0].message.content == "Once."
+    stream = await facade.client.chat.completions.create(
+        model="profile/scripted", messages=HELLO, stream=True
+    )
+    assert "".join([c.choices[0].delta.content or "" async for c in stream]) == "Once more."
+    # resolving the model read it; sending with it read nothing more
+    assert kinds.count("connection_profile") == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,7 +157,7 @@ class _Sender:
         scope: RequestScope,
         stream: bool,
         abort: AbortSignal | None,
-        on_delta: Any = None,
+        on_delta: OnDelta | None = None,
     ) -> Completion:
         ctx = self.ctx
         hooks = chat_turn_hooks(ctx.runtime.plugins, scope)
@@ -183,13 +183,24 @@ class _Sender:
         )
 
 
+#: what a streamed request hands each text or reasoning piece to, in place
+OnDelta = Callable[[TextDelta | ReasoningDelta], None]
+
+
 class _DeltaSink:
-    def __init__(self, on_delta: Any) -> None:
+    """The pieces of a streamed request to ``on_delta``. It never blocks, so it offers
+    ``emit_nowait``: delivery calls it in place, with no queue or worker task between the
+    provider's read and ``on_delta``."""
+
+    def __init__(self, on_delta: OnDelta) -> None:
         self.on_delta = on_delta
 
-    async def emit(self, event: SinkEvent) -> None:
+    def emit_nowait(self, event: SinkEvent) -> None:
         if isinstance(event, TextDelta | ReasoningDelta):
-            await self.on_delta(event)
+            self.on_delta(event)
+
+    async def emit(self, event: SinkEvent) -> None:
+        self.emit_nowait(event)
 
     async def flush(self) -> None:
         return None
@@ -250,7 +261,7 @@ async def _stream_chunks(
     text: list[str] = []
     reasoning: list[str] = []
 
-    async def on_delta(event: TextDelta | ReasoningDelta) -> None:
+    def on_delta(event: TextDelta | ReasoningDelta) -> None:
         if isinstance(event, TextDelta):
             text.append(event.text)
             queue.put_nowait(StreamChunk("".join(text), event.text, "".join(reasoning)))

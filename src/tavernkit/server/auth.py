@@ -14,6 +14,7 @@ but GET, HEAD, OPTIONS) must also carry the session's ``X-CSRF-Token``.
 from __future__ import annotations
 
 import hmac
+from functools import lru_cache
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -24,7 +25,7 @@ from tavernkit.facade import Tavern
 from tavernkit.server.accounts import csrf_for
 from tavernkit.server.principal import LOCAL_USER_ID, Principal
 from tavernkit.server.settings import is_loopback
-from tavernkit.server.state import ServerState, server_state
+from tavernkit.server.state import ServerState, state_of
 
 __all__ = [
     "CSRF_HEADER",
@@ -46,12 +47,23 @@ def _host_name(netloc: str) -> str:
     return urlsplit(f"//{netloc}").hostname or ""
 
 
+# a client sends the same few Host and Origin values, and parsing them is most of this check
+@lru_cache(maxsize=256)
+def _loopback_host(host: str) -> bool:
+    return is_loopback(_host_name(host))
+
+
+@lru_cache(maxsize=256)
+def _loopback_origin(origin: str) -> bool:
+    return is_loopback(_host_name(urlsplit(origin).netloc))
+
+
 def _local_principal(request: Request, state: ServerState) -> Principal:
     host = request.headers.get("host", "")
-    if host and not is_loopback(_host_name(host)):
+    if host and not _loopback_host(host):
         raise PermissionDenied(f"this server answers only to a loopback host name, not {host!r}")
     origin = request.headers.get("origin")
-    foreign = bool(origin) and not is_loopback(_host_name(urlsplit(origin or "").netloc))
+    foreign = bool(origin) and not _loopback_origin(origin or "")
     if request.method not in _SAFE_METHODS and foreign:
         raise PermissionDenied("a change from another site's page is refused")
     return Principal(
@@ -59,11 +71,26 @@ def _local_principal(request: Request, state: ServerState) -> Principal:
     )
 
 
-async def current_principal(
-    request: Request, state: Annotated[ServerState, Depends(server_state)]
-) -> Principal:
+#: where a request's principal is kept once known (the ASGI scope is the request's own)
+_PRINCIPAL_KEY = "tavernkit.principal"
+
+
+async def current_principal(request: Request) -> Principal:
     """The principal of the request; raises :class:`~tavernkit.errors.NotAuthenticated`
-    (401) or :class:`~tavernkit.errors.PermissionDenied` (403, a missing CSRF token)."""
+    (401) or :class:`~tavernkit.errors.PermissionDenied` (403, a missing CSRF token).
+
+    Found once per request: the other dependencies that need it (:func:`tavern_for`,
+    :func:`admin_principal`) take it from the request rather than from a dependency of their
+    own, so a route's dependencies are a few flat nodes for FastAPI to solve."""
+    known = request.scope.get(_PRINCIPAL_KEY)
+    if isinstance(known, Principal):
+        return known
+    principal = await _authenticate(request, state_of(request))
+    request.scope[_PRINCIPAL_KEY] = principal
+    return principal
+
+
+async def _authenticate(request: Request, state: ServerState) -> Principal:
     if not state.settings.accounts:
         return _local_principal(request, state)
     authorization = request.headers.get("authorization")
@@ -91,18 +118,17 @@ async def current_principal(
 CurrentPrincipal = Annotated[Principal, Depends(current_principal)]
 
 
-async def admin_principal(principal: CurrentPrincipal) -> Principal:
+async def admin_principal(request: Request) -> Principal:
     """:func:`current_principal`, refusing anyone but an admin (403)."""
+    principal = await current_principal(request)
     if not principal.is_admin:
         raise PermissionDenied("only an admin may do this")
     return principal
 
 
-async def tavern_for(
-    principal: CurrentPrincipal, state: Annotated[ServerState, Depends(server_state)]
-) -> Tavern:
+async def tavern_for(request: Request) -> Tavern:
     """The principal's own Tavern (the dependency resource routes take)."""
-    return state.tavern_for(principal)
+    return state_of(request).tavern_for(await current_principal(request))
 
 
 #: what a route's parameters say: ``tk: UserTavern``, ``who: CurrentPrincipal``

@@ -30,6 +30,7 @@ from tavernkit.context import LoudChats, TavernContext
 from tavernkit.context.request_primitives import send_generation_request, send_streaming_request
 from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
+from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.runtime import Runtime
 from tavernkit.store.chat_state import load_chat_state
@@ -42,6 +43,7 @@ __all__ = [
     "Completion",
     "Delta",
     "FacadeModel",
+    "ProxyContext",
     "complete",
     "completion_id",
     "list_models",
@@ -74,13 +76,15 @@ _PROXY_FIELDS = (
 @dataclass(frozen=True)
 class FacadeModel:
     """One entry of ``/v1/models``: ``kind`` is ``character`` or ``profile``, ``ref`` the
-    record's store id."""
+    record's store id. ``profile``: a profile model's connection profile as
+    :func:`resolve_model` read it (the completion sends with it, not reading it again)."""
 
     id: str
     kind: str
     ref: str
     name: str
     created: int
+    profile: ConnectionProfile | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,23 @@ class Completion:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     finish_reason: str = "stop"
     usage: dict[str, Any] | None = None
+
+
+class ProxyContext(TavernContext):
+    """The context of a proxied completion: ``profile`` (already read) is what its name
+    resolves to, so sending reads no profile; any other name (a fallback's) is read as
+    usual."""
+
+    def __init__(
+        self, runtime: Runtime, profile: ConnectionProfile, *, chats: LoudChats | None = None
+    ) -> None:
+        super().__init__(runtime, None, chats=chats)
+        self.profile = profile
+
+    async def _profile(self, name: str) -> ConnectionProfile | None:
+        if name == self.profile.name:
+            return self.profile
+        return await super()._profile(name)
 
 
 class CharacterContext(TavernContext):
@@ -165,7 +186,9 @@ async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
     if name != record.info.name:
         raise NotFound(f"The model {model!r} does not exist (see /v1/models)")
     info = record.info
-    return FacadeModel(model, kind, info.id, info.name, int(info.created.timestamp()))
+    # stored JSON was validated when it was written: this is the model the store's get makes
+    profile = ConnectionProfile.model_validate(record.data) if kind == "profile" else None
+    return FacadeModel(model, kind, info.id, info.name, int(info.created.timestamp()), profile)
 
 
 async def complete(
@@ -238,7 +261,10 @@ def _function(name: str, args: Mapping[str, Any]) -> dict[str, str]:
 async def _proxy(
     tk: Tavern, model: FacadeModel, body: Mapping[str, Any], *, stream: bool
 ) -> AsyncIterator[Delta | Completion]:
-    ctx = tk.context()
+    if model.profile is not None:
+        ctx: TavernContext = ProxyContext(tk.runtime, model.profile, chats=tk.chats)
+    else:
+        ctx = tk.context()
     data = {k: body[k] for k in _PROXY_FIELDS if body.get(k) is not None}
     if "max_completion_tokens" in data:
         data.setdefault("max_tokens", data.pop("max_completion_tokens"))

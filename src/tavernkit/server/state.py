@@ -17,7 +17,7 @@ from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.thumbnails import Thumbnails
 from tavernkit.server.turns import TurnHub
 
-__all__ = ["ServerState", "server_state"]
+__all__ = ["ServerState", "server_state", "state_of"]
 
 
 @dataclass(slots=True)
@@ -58,9 +58,15 @@ class ServerState:
             )
 
 
-def server_state(request: Request) -> ServerState:
-    """The dependency every route reaches the server's objects through."""
+def state_of(request: Request) -> ServerState:
+    """The server's objects, for a route that reads them itself."""
     state = getattr(request.app.state, "server", None)
     if not isinstance(state, ServerState):
         raise TavernKitError("the server is not started (no lifespan ran)")
     return state
+
+
+async def server_state(request: Request) -> ServerState:
+    """The dependency every route reaches the server's objects through (a coroutine: FastAPI
+    runs a plain function dependency in a worker thread, a thread hop per request)."""
+    return state_of(request)

@@ -35,7 +35,7 @@ from tavernkit.errors import (
     TooManyAttempts,
 )
 from tavernkit.facade import Tavern
-from tavernkit.server.auth import current_principal
+from tavernkit.server.auth import current_principal, tavern_for
 from tavernkit.server.openai_facade import (
     Completion,
     Delta,
@@ -47,7 +47,7 @@ from tavernkit.server.openai_facade import (
     resolve_model,
 )
 from tavernkit.server.sse import sse_data, sse_response
-from tavernkit.server.state import server_state
+from tavernkit.server.state import state_of
 from tavernkit.server.task_errors import TASK_STATUS, safe_message
 
 __all__ = ["ChatCompletionRequest", "OpenAIError", "router"]
@@ -165,21 +165,18 @@ class ChatCompletionRequest(BaseModel):
 
 
 async def _user_tavern(request: Request) -> Tavern:
-    state = server_state(request)
-    principal = await current_principal(request, state)
-    return state.tavern_for(principal)
+    return await tavern_for(request)
 
 
 async def _request_body(request: Request) -> ChatCompletionRequest | OpenAIError:
     """The request, or the 400 that says what is wrong with it (never echoing the input)."""
     try:
-        raw = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
-        return OpenAIError(400, "the request body is not valid JSON", code="invalid_json")
-    try:
-        return ChatCompletionRequest.model_validate(raw)
+        # pydantic parses and validates the bytes in one pass (no dict of dicts made first)
+        return ChatCompletionRequest.model_validate_json(await request.body())
     except ValidationError as exc:
         first = exc.errors()[0]
+        if first.get("type") == "json_invalid":
+            return OpenAIError(400, "the request body is not valid JSON", code="invalid_json")
         param = ".".join(str(p) for p in first.get("loc", ())) or None
         missing = first.get("type") == "missing"
         message = f"{param}: {first.get('msg')}" if param else str(first.get("msg"))
@@ -224,8 +221,8 @@ _REQUEST_SCHEMA = {
 async def chat_completions(request: Request) -> Response:
     """A chat completion on a character or a connection profile, streamed or not."""
     try:
-        state = server_state(request)
-        principal = await current_principal(request, state)
+        state = state_of(request)
+        principal = await current_principal(request)
         tk = state.tavern_for(principal)
         body = await _request_body(request)
         if isinstance(body, OpenAIError):
@@ -276,57 +273,67 @@ def _usage(result: Completion) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
 
 
+class ChunkFrames:
+    """The ``data:`` frames of one streamed completion, ``id``, ``created`` and ``model``
+    fixed. A delta chunk is the same bytes as ``sse_data`` of the whole chunk, made from a
+    prefix encoded once (a stream encodes only each chunk's delta)."""
+
+    def __init__(self, cid: str, created: int, model: str) -> None:
+        self.head = {
+            "id": cid,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+        }
+        whole = sse_data({**self.head, "choices": [{"index": 0, "delta": {}}]})
+        self._prefix = whole[: whole.index(b'"delta":') + len(b'"delta":')]
+
+    def chunk(self, delta: dict[str, Any]) -> bytes:
+        encoded = json.dumps(delta, separators=(",", ":")).encode()
+        return b'%s%s,"finish_reason":null}]}\n\n' % (self._prefix, encoded)
+
+    def last(self, finish: str, usage: dict[str, int]) -> bytes:
+        choice = {"index": 0, "delta": {}, "finish_reason": finish}
+        return sse_data({**self.head, "choices": [choice], "usage": usage})
+
+    def usage(self, usage: dict[str, int]) -> bytes:
+        return sse_data({**self.head, "choices": [], "usage": usage})
+
+
 async def _chunks(
     items: AsyncIterator[Delta | Completion],
     first: Delta | Completion,
     model: str,
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
-    cid, created = completion_id(), now()
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        data = {
-            "id": cid,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [choice],
-            **extra,
-        }
-        return sse_data(data)
-
-    yield chunk({"role": "assistant", "content": ""})
+    frames = ChunkFrames(completion_id(), now(), model)
+    # the role chunk goes out with the first piece: one write, one packet
+    pending = [frames.chunk({"role": "assistant", "content": ""})]
     try:
         item: Delta | Completion | None = first
         while item is not None:
             if isinstance(item, Delta):
                 if item.reasoning:
-                    yield chunk({"reasoning_content": item.reasoning})
+                    pending.append(frames.chunk({"reasoning_content": item.reasoning}))
                 if item.text:
-                    yield chunk({"content": item.text})
+                    pending.append(frames.chunk({"content": item.text}))
             else:
                 if item.tool_calls:
                     calls = [{"index": i, **call} for i, call in enumerate(item.tool_calls)]
-                    yield chunk({"tool_calls": calls})
+                    pending.append(frames.chunk({"tool_calls": calls}))
                 usage = _usage(item)
-                yield chunk({}, item.finish_reason, usage=usage)
+                pending.append(frames.last(item.finish_reason, usage))
                 if include_usage:
-                    yield sse_data(
-                        {
-                            "id": cid,
-                            "object": "chat.completion.chunk",
-                            "created": created,
-                            "model": model,
-                            "choices": [],
-                            "usage": usage,
-                        }
-                    )
+                    pending.append(frames.usage(usage))
                 break
+            if pending:
+                yield b"".join(pending)
+                pending = []
             item = await anext(items, None)
     except Exception as exc:
         # the stream has started: OpenAI sends the error as a chunk of its own
-        yield sse_data({**openai_error(exc).body(), "choices": []})
+        pending.append(sse_data({**openai_error(exc).body(), "choices": []}))
     finally:
         await items.aclose()  # type: ignore[attr-defined]
-    yield sse_data("[DONE]")
+    pending.append(sse_data("[DONE]"))
+    yield b"".join(pending)
