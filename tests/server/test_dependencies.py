@@ -15,10 +15,6 @@ from tavernkit.server.routes import ROUTERS
 
 from .conftest import Users
 
-#: server/routes/turns.py's ``turn_hub`` is still a plain function (the lead's file, see the
-#: l16f report); its one hop goes once it is ``async def``
-_NOT_YET = {"turn_hub"}
-
 
 def _calls(dependant: Dependant) -> list[Any]:
     out = []
@@ -37,7 +33,7 @@ def test_every_dependency_of_every_route_is_a_coroutine() -> None:
             wrapped = inspect.unwrap(call)
             if not (inspect.iscoroutinefunction(wrapped) or inspect.isasyncgenfunction(wrapped)):
                 plain.add(getattr(wrapped, "__name__", repr(wrapped)))
-    assert plain <= _NOT_YET, f"plain function dependencies: {sorted(plain - _NOT_YET)}"
+    assert not plain, f"plain function dependencies (each a worker-thread hop): {sorted(plain)}"
 
 
 async def test_a_token_is_looked_up_once_per_request(

@@ -76,7 +76,8 @@ class TurnStopped(BaseModel):
     stopped: bool
 
 
-def turn_hub(state: State) -> TurnHub:
+async def turn_hub(state: State) -> TurnHub:
+    # a coroutine: FastAPI runs a plain function dependency in a worker thread
     return state.turns
 
 
