@@ -247,13 +247,30 @@ def sent_ns(text: str) -> list[int]:
 SHORT = "Hi pieces=3"
 
 
+#: per path, how long after the request its first piece left the upstream (ms): the first
+#: token's time split into the part before the upstream call and the relay after it
+BEFORE_UPSTREAM: dict[str, list[float]] = {}
+
+
+def _before_upstream(path: str, start_ns: int, text: str) -> None:
+    sent = sent_ns(text)
+    if sent:
+        BEFORE_UPSTREAM.setdefault(path, []).append((sent[0] - start_ns) / 1e6)
+
+
+def _content(chunk: str) -> str:
+    choices = json.loads(chunk)["choices"]
+    return str(choices[0]["delta"].get("content") or "") if choices else ""
+
+
 async def first_direct(client: httpx2.AsyncClient, upstream: str) -> float:
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": SHORT}]}
-    start, elapsed = time.perf_counter(), 0.0
+    start, elapsed, start_ns = time.perf_counter(), 0.0, time.monotonic_ns()
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if not elapsed and '"content"' in data:
                 elapsed = time.perf_counter() - start
+                _before_upstream("direct", start_ns, _content(data))
     return elapsed
 
 
@@ -263,13 +280,14 @@ async def first_facade(client: httpx2.AsyncClient, server: str) -> float:
         "stream": True,
         "messages": [{"role": "user", "content": SHORT}],
     }
-    start, elapsed = time.perf_counter(), 0.0
+    start, elapsed, start_ns = time.perf_counter(), 0.0, time.monotonic_ns()
     async with client.stream("POST", f"{server}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if not elapsed and data != "[DONE]":
                 choices = json.loads(data)["choices"]
                 if choices and choices[0]["delta"].get("content"):
                     elapsed = time.perf_counter() - start
+                    _before_upstream("facade", start_ns, choices[0]["delta"]["content"])
     return elapsed
 
 
@@ -284,7 +302,7 @@ async def turn_stream(
     text: str = SHORT,
 ) -> float:
     """One turn: the time to its first text event; each piece's latency into ``latencies``."""
-    start = time.perf_counter()
+    start, start_ns = time.perf_counter(), time.monotonic_ns()
     started = await client.post(f"{server}/chats/{chat}/turns", json={"text": text})
     started.raise_for_status()
     first = 0.0
@@ -297,6 +315,8 @@ async def turn_stream(
                 now = time.monotonic_ns()
                 if not first:
                     first = time.perf_counter() - start
+                    if latencies is None:
+                        _before_upstream("turn", start_ns, json.loads(line[6:])["text"])
                 if latencies is not None:
                     text = json.loads(line[6:])["text"]
                     latencies += [(ns, (now - ns) / 1e6) for ns in sent_ns(text)]
@@ -307,7 +327,7 @@ async def turn_one_request(client: httpx2.AsyncClient, server: str, chat: str) -
     """One turn started and watched in one request (``Accept: text/event-stream`` on the
     POST): the time to its first text event; ``None`` from a server that answers the POST
     with its 202 body instead (a baseline from before it could), after reading the turn out."""
-    start, first = time.perf_counter(), 0.0
+    start, first, start_ns = time.perf_counter(), 0.0, time.monotonic_ns()
     headers = {"accept": "text/event-stream"}
     async with client.stream(
         "POST", f"{server}/chats/{chat}/turns", json={"text": SHORT}, headers=headers
@@ -324,6 +344,7 @@ async def turn_one_request(client: httpx2.AsyncClient, server: str, chat: str) -
                 event = line[7:]
             elif line.startswith("data: ") and event == "text" and not first:
                 first = time.perf_counter() - start
+                _before_upstream("turn_one", start_ns, json.loads(line[6:])["text"])
     return first
 
 
@@ -423,6 +444,7 @@ async def client_main(
             one_request = await turn_one_request(client, server, chats[0]) is not None
         direct, facade, turn = [], [], []
         one: list[float] = []
+        BEFORE_UPSTREAM.clear()  # the warm-up's do not count
         trace = bool(os.environ.get("TAVERNKIT_BENCH_TRACE"))
         for i in range(args.runs):  # interleaved, so drift in the load hits all alike
             direct.append(await first_direct(client, upstream))
@@ -452,6 +474,14 @@ async def client_main(
             f"turn/direct {t / d:.2f}x)"
         )
 
+        split = {k: statistics.median(v) for k, v in BEFORE_UPSTREAM.items() if v}
+        whole = {"direct": d, "facade": f, "turn": t, "turn_one": o}
+        print(
+            "  of which before the upstream sent its first piece / after it (relay), p50 ms: "
+            + ", ".join(
+                f"{k} {split[k]:.2f} / {whole[k] - split[k]:.2f}" for k in whole if k in split
+            )
+        )
         first = {"facade": f - d, "turn": t - d, "turn_one": o - d}
         if args.skip_streams:
             return first
