@@ -41,11 +41,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _scale_turns import run_turns  # type: ignore[import-not-found]
+# after the path setup above: these come from this tree's src/ and tests/
+from _scale_turns import run_turns  # type: ignore[import-not-found]  # noqa: E402
 
-from _services import start_postgres, start_redis  # type: ignore[import-not-found]
-from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store
-from tavernkit.store.sqlite import open_store as open_sqlite_store
+from _services import start_postgres, start_redis  # type: ignore[import-not-found]  # noqa: E402
+from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store  # noqa: E402
+from tavernkit.store.sqlite import open_store as open_sqlite_store  # noqa: E402
 
 WINDOW = 160
 
@@ -143,10 +144,7 @@ def main() -> None:
             asyncio.run(run(url, lengths, args.appends, folder))
         if args.part in ("turns", "all"):
             redis_url = args.redis or stack.enter_context(start_redis()).url
-            if cluster is not None:
-                url = asyncio.run(cluster.create_database())
-            else:
-                url = args.database
+            url = asyncio.run(cluster.create_database()) if cluster is not None else args.database
             turns = run_turns(
                 url,
                 redis_url,

@@ -38,13 +38,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "generation"))
 
-import httpx2
-from _scripted_server import Reply, ScriptedServer  # type: ignore[import-not-found]
+# after the path setup above: these come from this tree's src/ and tests/
+import httpx2  # noqa: E402
+from _scripted_server import Reply, ScriptedServer  # type: ignore[import-not-found]  # noqa: E402
 
-from tavernkit.chat import ChatService
-from tavernkit.facade import Tavern
-from tavernkit.models.profile import ConnectionProfile
-from tavernkit.models.settings import Settings
+from tavernkit.chat import ChatService  # noqa: E402
+from tavernkit.facade import Tavern  # noqa: E402
+from tavernkit.models.profile import ConnectionProfile  # noqa: E402
+from tavernkit.models.settings import Settings  # noqa: E402
 
 CHATS = (100, 1_000, 10_000, 100_000)
 BOOKS = (0, 2_000, 20_000)
@@ -53,7 +54,7 @@ QUICK_BOOKS = (0, 2_000)
 TARGETS = {(10_000, 2_000): 30.0, (100_000, 20_000): 60.0}
 RATIO_TARGET = 1.5
 
-WORDS = (
+WORDS = (  # noqa: SIM905 (one string reads better than 31 quoted words)
     "ferry harbour lantern storm rope tide gull captain ticket bell fog island deck cabin "
     "compass chart anchor sail wave shore dock rain wind night dusk star map coin oar"
 ).split()
