@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import aiosqlite
 import pytest
 
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats.chats import chat_to_jsonl, read_chat_jsonl
 from tavernkit.models.chat import ChatHeader, Message
+from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore
 from tavernkit.store.protocol import SwipeText
 
@@ -401,3 +403,35 @@ async def test_many_streaming_swipes_are_written_in_one_transaction(
     her = await store.get_message(hers.id, owner="bob")
     assert (her.data["mes"], her.partial_swipes) == ("hers, by her", (0,))
     assert await store.update_swipe_texts([]) == []
+
+
+async def test_a_turns_start_reads_what_the_three_reads_would(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``load_turn_start``: the settings, the window and the global variables, as the three
+    calls give them; on SQLite in one trip to the database thread."""
+    chat_id = await _chat_with(store, 5, "c")
+    settings = Settings()
+    settings.selections.user_name = "Ada"
+    await store.put_settings(settings)
+    await store.set_global_variable("mood", {"calm": True})
+    trips: list[object] = []
+    if type(store) is SqliteStore:
+        real = aiosqlite.Connection._execute
+
+        async def counted(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
+            trips.append(fn)
+            return await real(self, fn, *args, **kwargs)
+
+        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+    start = await store.load_turn_start(chat_id, last=2)
+    if type(store) is SqliteStore:
+        assert len(trips) == 1
+    monkeypatch.undo()
+    window = await store.load_chat_window(chat_id, last=2)
+    assert start.window == window and len(window.tail) == 2
+    assert start.settings == await store.get_settings()
+    assert start.global_variables == {"mood": {"calm": True}}
+    with pytest.raises(NotFound):
+        await store.load_turn_start("no such chat", last=2)
+    assert (await store.load_turn_start(chat_id, last=2)).window == window  # still usable

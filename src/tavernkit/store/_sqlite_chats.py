@@ -173,29 +173,37 @@ class SqliteChats(SqliteBase):
         if last < 1:
             raise StoreError(f"a chat window holds at least one message, not {last}")
         async with self._read() as db:
-            row = await self._chat_row(db, ref, owner)
-            chat_id, total = row[0], int(row[5])
-            counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
-            # The newest ``last`` by the (chat_id, position) index, read newest first.
-            tail = await self._message_rows(
+            return await self._window(db, ref, last, owner)
+
+    async def _window(
+        self, db: aiosqlite.Connection, ref: str, last: int, owner: str
+    ) -> StoredChatWindow:
+        """:meth:`load_chat_window` on ``db``: its only awaits are ``db``'s, so it also runs
+        to its end in one step over a connection whose calls never wait (see
+        :meth:`SqliteStore.load_turn_start`)."""
+        row = await self._chat_row(db, ref, owner)
+        chat_id, total = row[0], int(row[5])
+        counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
+        # The newest ``last`` by the (chat_id, position) index, read newest first.
+        tail = await self._message_rows(
+            db,
+            "WHERE chat_id = ? ORDER BY position DESC LIMIT ?",
+            (chat_id, last),
+        )
+        tail.reverse()
+        head: list[StoredMessage] = []
+        if len(tail) < total:
+            # The oldest messages up to the first visible one (what the scan substitutes).
+            first = await self._scalar(
                 db,
-                "WHERE chat_id = ? ORDER BY position DESC LIMIT ?",
-                (chat_id, last),
+                "SELECT position FROM messages WHERE chat_id = ? AND flags & ? = 0 "
+                "ORDER BY position LIMIT 1",
+                (chat_id, FLAG_HIDDEN),
             )
-            tail.reverse()
-            head: list[StoredMessage] = []
-            if len(tail) < total:
-                # The oldest messages up to the first visible one (what the scan substitutes).
-                first = await self._scalar(
-                    db,
-                    "SELECT position FROM messages WHERE chat_id = ? AND flags & ? = 0 "
-                    "ORDER BY position LIMIT 1",
-                    (chat_id, FLAG_HIDDEN),
-                )
-                upto = tail[0].position - 1 if first is None else min(first, tail[0].position - 1)
-                head = await self._message_rows(
-                    db, "WHERE chat_id = ? AND position <= ? ORDER BY position", (chat_id, upto)
-                )
+            upto = tail[0].position - 1 if first is None else min(first, tail[0].position - 1)
+            head = await self._message_rows(
+                db, "WHERE chat_id = ? AND position <= ? ORDER BY position", (chat_id, upto)
+            )
         loaded = count_messages(m.data for m in (*head, *tail))
         return StoredChatWindow(
             info=_chat_info(row),

@@ -68,11 +68,17 @@ async def load_chat_state(
     loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
     # The reads that depend on nothing go out together (one wait for the three, not three
     # waits in a row): the settings, the chat, the global variables.
-    stored_settings, stored_chat, global_variables = await asyncio.gather(
-        store.get_settings(owner=owner) if settings is None else _given(settings),
-        _load_chat(store, chat_id, window, owner),
-        store.get_global_variables(owner=owner),
-    )
+    stored_chat: StoredChat | StoredChatWindow | None
+    if settings is None and chat_id is not None and window is not None:
+        start = await store.load_turn_start(chat_id, last=window, owner=owner)
+        stored_settings, stored_chat = start.settings, start.window
+        global_variables = start.global_variables
+    else:
+        stored_settings, stored_chat, global_variables = await asyncio.gather(
+            store.get_settings(owner=owner) if settings is None else _given(settings),
+            _load_chat(store, chat_id, window, owner),
+            store.get_global_variables(owner=owner),
+        )
     settings = stored_settings if isinstance(stored_settings, Settings) else Settings()
     sel = settings.selections
     prompt = settings.prompt

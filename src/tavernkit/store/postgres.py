@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 from tavernkit.errors import Conflict, FormatError, StoreError
+from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error
 from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.paths import data_dir
 from tavernkit.store.pg_migrations import apply_pg_migrations
-from tavernkit.store.protocol import ModelRegistry
+from tavernkit.store.protocol import ModelRegistry, TurnStart
 from tavernkit.store.registry import default_models
 from tavernkit.store.sqlite import SqliteStore, new_record_id
 
@@ -176,6 +177,17 @@ class PostgresStore(SqliteStore):
             "WHERE m.id = ? AND c.owner = ?",
             (message_id, owner),
         )
+
+    async def load_turn_start(
+        self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> TurnStart:
+        # a pool: the three reads run at once, each on a connection of its own
+        settings, window, variables = await asyncio.gather(
+            self.get_settings(owner=owner),
+            self.load_chat_window(chat_ref, last=last, owner=owner),
+            self.get_global_variables(owner=owner),
+        )
+        return TurnStart(settings, window, variables)
 
     # -- connections and transactions -----------------------------------------------------
     @asynccontextmanager

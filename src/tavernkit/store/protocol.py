@@ -53,6 +53,7 @@ __all__ = [
     "StoredMessage",
     "StoredRecord",
     "SwipeText",
+    "TurnStart",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -253,6 +254,17 @@ class StoredChatWindow:
         window = MessageWindow(head, tail, self.gap)
         # Constructed, not validated: the window is a Sequence, not the list the field holds.
         return Chat.model_construct(header=header, messages=window)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """What a turn reads first, together (:meth:`Store.load_turn_start`): the owner's
+    settings (``None`` when none are stored), the chat's window and the owner's global
+    variables."""
+
+    settings: BaseModel | None
+    window: StoredChatWindow
+    global_variables: dict[str, JsonValue]
 
 
 def _validate_part(cls: type[_M], data: Any, source: str, where: str) -> _M:
@@ -459,6 +471,14 @@ class Store(AccountStore, Protocol):
         """The newest ``last`` messages of a chat, the oldest up to its first visible message
         and the counts of those between (see :class:`StoredChatWindow`): what a turn reads,
         at a cost that does not grow with the chat's length."""
+        ...
+
+    async def load_turn_start(
+        self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> TurnStart:
+        """:meth:`get_settings`, :meth:`load_chat_window` and :meth:`get_global_variables`
+        at once, as cheaply as the store can (SQLite: one trip to its thread): a turn's first
+        reads, which depend on nothing."""
         ...
 
     async def delete_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import aiosqlite
 from pydantic import BaseModel, ValidationError
@@ -47,7 +47,9 @@ from tavernkit.store.protocol import (
     RecordInfo,
     RecordRef,
     SharedRecord,
+    StoredChatWindow,
     StoredRecord,
+    TurnStart,
 )
 from tavernkit.store.registry import default_models
 from tavernkit.worldinfo.gc_pause import gc_paused
@@ -460,6 +462,36 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
                 )
         return [self._info(r) for r in rows if r[1] is not None]
 
+    # -- a turn's start -------------------------------------------------------------------
+    async def load_turn_start(
+        self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
+    ) -> TurnStart:
+        # One trip to the database thread for what would be five: the statements run there
+        # back to back (the window's helpers over a connection whose calls never wait).
+        if last < 1:
+            raise StoreError(f"a chat window holds at least one message, not {last}")
+
+        def on_thread(conn: sqlite3.Connection) -> tuple[list[Any], StoredChatWindow, list[Any]]:
+            rows = conn.execute("SELECT data FROM settings WHERE owner = ?", (owner,)).fetchall()
+            now = cast("aiosqlite.Connection", _CallsNow(conn))
+            window = _run_now(self._window(now, chat_ref, last, owner))
+            variables = conn.execute(
+                "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
+            ).fetchall()
+            return rows, window, variables
+
+        async with self._read() as db:
+            # aiosqlite's own queue to its thread (``_execute``): a function, not a statement
+            settings_rows, window, variables = await db._execute(  # type: ignore[no-untyped-call]
+                on_thread, db._conn
+            )
+        settings = (
+            self._validate("settings", json.loads(settings_rows[0][0]), "<store settings>")
+            if settings_rows
+            else None
+        )
+        return TurnStart(settings, window, {str(r[0]): json.loads(r[1]) for r in variables})
+
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
         # execute_fetchall: one trip to the database thread (a cursor takes three); every
@@ -514,3 +546,24 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
             await db.execute(
                 "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
             )
+
+
+class _CallsNow:
+    """The raw connection behind the one call of aiosqlite's the window's helpers make, on
+    the database thread: it answers at once, so a helper's coroutine never waits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    async def execute_fetchall(self, sql: str, parameters: Any = ()) -> list[Any]:
+        return self._conn.execute(sql, parameters).fetchall()
+
+
+def _run_now(coro: Any) -> Any:
+    """Run a coroutine that never waits to its end, here (on the database thread)."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("a read on the database thread tried to wait")
