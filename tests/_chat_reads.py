@@ -1,5 +1,6 @@
 """Counts what a store is asked for a chat: whole-chat loads (``load_chat``, whose cost grows
-with the chat) and the messages each window read (``load_chat_window``) returned. Tests of
+with the chat) and the messages each window read (``load_chat_window``, or the window of
+``load_turn_start``) returned. Tests of
 the promise "this reads a tail of the chat, never all of it" patch a real store with it."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tavernkit.store.protocol import Store, StoredChat, StoredChatWindow
+from tavernkit.store.protocol import Store, StoredChat, StoredChatWindow, TurnStart
 
 __all__ = ["ChatReads"]
 
@@ -18,6 +19,7 @@ class ChatReads:
         self.whole: list[str] = []
         self.rows: list[int] = []
         load_chat, load_window = store.load_chat, store.load_chat_window
+        load_start = store.load_turn_start
 
         async def whole(ref: str, **kwargs: Any) -> StoredChat:
             self.whole.append(ref)
@@ -28,5 +30,11 @@ class ChatReads:
             self.rows.append(len(got.head) + len(got.tail))
             return got
 
+        async def start(ref: str, **kwargs: Any) -> TurnStart:
+            got = await load_start(ref, **kwargs)
+            self.rows.append(len(got.window.head) + len(got.window.tail))
+            return got
+
         monkeypatch.setattr(store, "load_chat", whole)
         monkeypatch.setattr(store, "load_chat_window", window)
+        monkeypatch.setattr(store, "load_turn_start", start)
