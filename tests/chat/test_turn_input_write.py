@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from tavernkit.errors import StoreError
+from tavernkit.errors import Conflict, StoreError
+from tavernkit.models.chat import Message
 from tavernkit.store.chat_window import windows
 
 from ._server import HangReply, Reply
@@ -188,3 +189,15 @@ async def test_a_turn_cancelled_while_the_place_is_stored_keeps_both(world: Worl
     assert stored.messages[1].data["mes"] == "Cut"
     assert len(stored.messages) == 3 and stored.messages[2].partial_swipes == (0,)
     world.server.release.set()
+
+
+async def test_a_swipe_with_no_reply_to_swipe_costs_no_upstream_call(world: World) -> None:
+    """Only a new reply's place is stored while the request goes out: a swipe opens its place
+    first, so one that finds no reply is a Conflict before anything is sent."""
+    info = await world.chats.new_chat("Mira")
+    await world.tk.store.append_message(
+        info.id, Message.new("Ada", "Anyone there?", is_user=True), owner=world.tk.owner
+    )
+    with pytest.raises(Conflict):
+        await world.chats.swipe(info.id)
+    assert world.server.requests == []

@@ -230,7 +230,7 @@ class ReplyWriter:
         if target.mode == "none":
             return None
         if isinstance(target, OpeningReply):
-            assert target.mode in ("message", "swipe")  # a continue's prefix is needed first
+            assert target.mode == "message"  # a swipe or continue is opened first
             return StoreSink(
                 self.store,
                 "",

@@ -294,11 +294,13 @@ class TurnCore:
         opening = self.replies.opening(
             chat_id, kind, prepared, turn.loud, speaker=turn.member, before=before
         )
-        # the request goes out while the reply's place is stored; a place that cannot be
-        # stored stops the request at once (and the turn raises the store's error)
+        # a new reply's request goes out while its place is stored; a place that cannot be
+        # stored stops the request at once (and the turn raises the store's error). A swipe
+        # or continue opens first: it may find no reply to extend (a Conflict that must cost
+        # no upstream call), and a continue's request needs the prefix.
         opening.on_failure(lambda exc: controller.abort("the reply's place was not stored"))
         try:
-            target = await opening.target() if opening.mode == "continue" else opening
+            target = opening if opening.mode == "message" else await opening.target()
             return await self._run(chat_id, turn, controller, prepared, offer, target)
         except BaseException:
             if before is not None and opening.failed():
@@ -382,8 +384,8 @@ class TurnCore:
         offer: ChatTools | None,
         target: ReplyTarget | OpeningReply,
     ) -> TurnOutcome:
-        """Generate into the reply's stored place (``target``: still being stored, unless a
-        continue, whose prefix the request needs), and finish it."""
+        """Generate into the reply's stored place (``target``: a new reply's, still being
+        stored), and finish it."""
         kind = turn.kind
         request = offer.apply(prepared.request) if offer is not None else prepared.request
         replies = self.replies
