@@ -17,7 +17,7 @@ and it needs nothing of the service but the store, the owner and the clock.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,14 @@ from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.protocol import Store
 from tavernkit.tools.loop import InvocationRecord
 
-__all__ = ["OpeningReply", "ReplyTarget", "ReplyWriter", "TurnOutcome", "record_turn_error"]
+__all__ = [
+    "OpeningReply",
+    "ReplyTarget",
+    "ReplyWriter",
+    "TurnOutcome",
+    "record_turn_error",
+    "reply_mode",
+]
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class ReplyTarget:
     reasoning_prefix: str = ""
 
 
-def _target_mode(kind: str, loud: bool) -> str:
+def reply_mode(kind: str, loud: bool) -> str:
     """The :attr:`ReplyTarget.mode` :meth:`ReplyWriter.open` gives a turn of ``kind``."""
     if kind == "impersonate" or (kind == "quiet" and not loud):
         return "none"
@@ -81,14 +88,16 @@ def _target_mode(kind: str, loud: bool) -> str:
 
 
 class OpeningReply:
-    """A reply's place being stored (:meth:`ReplyWriter.opening`): ``mode`` is known at
-    once, the :class:`ReplyTarget` when :meth:`target` is awaited. The store write runs to
-    its end even when the turn is cancelled or stopped meanwhile (it holds the user's
-    message): awaiting it is shielded."""
+    """A new reply's place being stored (:meth:`ReplyWriter.open` run as a task of its own,
+    so the request goes out while the store writes: the write and the upstream's first byte
+    overlap). The :class:`ReplyTarget` comes when :meth:`target` is awaited (the store sink's
+    first write, the final write). The write runs to its end even when the turn is cancelled
+    or stopped meanwhile (it holds the user's message): awaiting it is shielded."""
 
-    def __init__(self, mode: str, task: asyncio.Future[ReplyTarget]) -> None:
-        self.mode = mode
-        self.task = task
+    mode = "message"
+
+    def __init__(self, placing: Awaitable[ReplyTarget]) -> None:
+        self.task: asyncio.Future[ReplyTarget] = asyncio.ensure_future(placing)
 
     async def target(self) -> ReplyTarget:
         return await asyncio.shield(self.task)
@@ -108,8 +117,9 @@ class OpeningReply:
         """Call ``callback`` with the store's error if the place could not be stored."""
 
         def done(task: asyncio.Future[ReplyTarget]) -> None:
-            if not task.cancelled() and task.exception() is not None:
-                callback(task.exception())  # type: ignore[arg-type]
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                callback(error)
 
         self.task.add_done_callback(done)
 
@@ -167,25 +177,6 @@ class ReplyWriter:
         )
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 
-    def opening(
-        self,
-        chat_id: str,
-        kind: str,
-        prepared: PreparedTurn,
-        loud: bool,
-        *,
-        speaker: GroupSpeaker | None = None,
-        before: Message | None = None,
-    ) -> OpeningReply:
-        """:meth:`open` as a task of its own, so the request goes out while the reply's place
-        is stored (the store's write and the upstream's first byte overlap): the
-        :class:`OpeningReply` is awaited where the place is needed (the store sink's first
-        write, the final write)."""
-        task = asyncio.ensure_future(
-            self.open(chat_id, kind, prepared, loud, speaker=speaker, before=before)
-        )
-        return OpeningReply(_target_mode(kind, loud), task)
-
     async def _open_last(self, chat_id: str, kind: str, prepared: PreparedTurn) -> ReplyTarget:
         # the last message only: a swipe or continue costs the same whatever the chat's length
         window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
@@ -230,7 +221,6 @@ class ReplyWriter:
         if target.mode == "none":
             return None
         if isinstance(target, OpeningReply):
-            assert target.mode == "message"  # a swipe or continue is opened first
             return StoreSink(
                 self.store,
                 "",

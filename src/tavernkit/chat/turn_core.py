@@ -29,7 +29,13 @@ from tavernkit.chat.prepare import (
     prepare_turn,
     resolve_profile,
 )
-from tavernkit.chat.reply import OpeningReply, ReplyTarget, ReplyWriter, TurnOutcome
+from tavernkit.chat.reply import (
+    OpeningReply,
+    ReplyTarget,
+    ReplyWriter,
+    TurnOutcome,
+    reply_mode,
+)
 from tavernkit.chat.review_setup import review_config, review_settings
 from tavernkit.chat.run import ReshapeRequest, run_request
 from tavernkit.chat.sink import TeeSink
@@ -291,17 +297,20 @@ class TurnCore:
             await write_input()
             raise
         before = pending.pop() if pending else None
-        opening = self.replies.opening(
+        placing = self.replies.open(
             chat_id, kind, prepared, turn.loud, speaker=turn.member, before=before
         )
+        if reply_mode(kind, turn.loud) != "message":
+            # A swipe or continue opens first: it may find no reply to extend (a Conflict
+            # that must cost no upstream call), and a continue's request needs the prefix.
+            target = await placing
+            return await self._run(chat_id, turn, controller, prepared, offer, target)
         # a new reply's request goes out while its place is stored; a place that cannot be
-        # stored stops the request at once (and the turn raises the store's error). A swipe
-        # or continue opens first: it may find no reply to extend (a Conflict that must cost
-        # no upstream call), and a continue's request needs the prefix.
+        # stored stops the request at once (and the turn raises the store's error)
+        opening = OpeningReply(placing)
         opening.on_failure(lambda exc: controller.abort("the reply's place was not stored"))
         try:
-            target = opening if opening.mode == "message" else await opening.target()
-            return await self._run(chat_id, turn, controller, prepared, offer, target)
+            return await self._run(chat_id, turn, controller, prepared, offer, opening)
         except BaseException:
             if before is not None and opening.failed():
                 # the place's transaction held the user's message too: it is stored alone

@@ -54,9 +54,7 @@ from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
 from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
-from tavernkit.tools.capability import (
-    ToolCapabilities,
-)
+from tavernkit.tools.capability import ToolCapabilities
 from tavernkit.tools.capability import (
     can_perform_tool_calls as _can_perform,
 )

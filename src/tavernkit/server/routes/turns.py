@@ -136,9 +136,14 @@ def _wants_events(accept: str | None) -> bool:
     for part in (accept or "").lower().split(","):
         media, *params = (p.strip() for p in part.split(";"))
         if media == "text/event-stream":
-            return not any(
-                p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00", "q=0.000") for p in params
-            )
+            for param in params:
+                name, _, value = param.partition("=")
+                if name.strip() == "q":
+                    try:
+                        return float(value) > 0
+                    except ValueError:
+                        return False
+            return True
     return False
 
 
