@@ -165,6 +165,7 @@ class Tavern:
         if self._views is not None:
             self._views.clear()
         await self.runtime.mcp.close()
+        await self.runtime.http.aclose()
         store = self.runtime.detach()
         self._library = None
         if store is not None and not self._borrowed:

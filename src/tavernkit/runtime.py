@@ -22,6 +22,7 @@ from tavernkit.generation.profiles import ProviderLike, local_provider
 from tavernkit.memory.spaces import MemorySpaces
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
+from tavernkit.providers.pool import HttpPool
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
 from tavernkit.providers.sources import ProviderSources
 from tavernkit.store.protocol import Store
@@ -88,6 +89,8 @@ class Runtime:
         #: the owner's MCP servers; their tools are offered through ``tools`` like native ones
         self.mcp = McpTools(self)
         self.tools.add_source(self.mcp)
+        #: the connections to hosted APIs every provider call of this runtime shares
+        self.http = HttpPool()
         self._store: Store | None = None
 
     @property

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx2
+
 from tavernkit.chat.greetings import iso_timestamp
 from tavernkit.chat.group_turn import refuse_group_chat
 from tavernkit.chat.memory_setup import ChatMemory
@@ -104,7 +106,7 @@ class TurnCore:
         self.runtime = runtime
         self.clock = clock or (lambda: datetime.now(UTC))
         self.new_id = new_id or (lambda: str(uuid.uuid4()))
-        self.client = client
+        self._client = client
         self.local_factory: LocalFactory = local_factory or runtime.local_models
         self.environ = environ
         self.rng = rng
@@ -134,6 +136,16 @@ class TurnCore:
         #: server's shared profile: see :class:`~tavernkit.chat.plan.SharedRoute`)
         self.shared_route: SharedRoute | None = None
         self.slots = ChatSlots()
+
+    @property
+    def client(self) -> httpx2.AsyncClient | None:
+        """The HTTP client provider calls run on: the one given, else the Tavern's pool (one
+        connection reused from turn to turn, not a handshake per request)."""
+        return self._client if self._client is not None else self.runtime.http.client()
+
+    @client.setter
+    def client(self, value: httpx2.AsyncClient | None) -> None:
+        self._client = value
 
     @property
     def store(self) -> Store:

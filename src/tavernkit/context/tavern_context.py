@@ -142,7 +142,7 @@ class TavernContext:
         self.runtime = runtime
         self._chats = chats
         self.chat_id = chat_id
-        self.client = client
+        self._client = client
         self.retry = retry or RetryPolicy()
         self.rng = rng or random.Random()
         # the Tavern's shared embedded model unless one is injected: loaded once per process
@@ -153,6 +153,16 @@ class TavernContext:
         self.connection_profiles = ConnectionProfiles(self)
 
     # -- collaborators -----------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx2.AsyncClient | None:
+        """The HTTP client provider calls run on: the one given, else the Tavern's pool (one
+        connection reused from turn to turn, not a handshake per request)."""
+        return self._client if self._client is not None else self.runtime.http.client()
+
+    @client.setter
+    def client(self, value: httpx2.AsyncClient | None) -> None:
+        self._client = value
 
     @property
     def tools(self) -> ToolRegistry:

@@ -256,12 +256,18 @@ def _with_options(
     return AsyncioStream(cast(asyncio.Transport, transport), protocol)
 
 
-def asyncio_transport(verify: ssl.SSLContext) -> httpx2.AsyncHTTPTransport:
+def asyncio_transport(
+    verify: ssl.SSLContext, *, limits: httpx2.Limits | None = None
+) -> httpx2.AsyncHTTPTransport:
     """httpx2's transport with its connection pool on :class:`AsyncioBackend` (the pool is
     httpx2's own: keep-alive, limits and HTTP/1.1 parsing are unchanged). An httpx2 whose
     pool keeps its backend elsewhere gets its default one (tests/providers/test_net.py says
     which one the providers run on)."""
-    transport = httpx2.AsyncHTTPTransport(verify=verify)
+    transport = (
+        httpx2.AsyncHTTPTransport(verify=verify)
+        if limits is None
+        else httpx2.AsyncHTTPTransport(verify=verify, limits=limits)
+    )
     pool = getattr(transport, "_pool", None)
     if pool is not None and hasattr(pool, "_network_backend"):
         pool._network_backend = AsyncioBackend()

@@ -16,8 +16,6 @@ Keys never leave this object except in the auth header: every error body is scru
 from __future__ import annotations
 
 import asyncio
-import functools
-import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -44,6 +42,7 @@ from tavernkit.providers.http import (
     read_body,
 )
 from tavernkit.providers.net import asyncio_transport
+from tavernkit.providers.pool import default_ssl_context
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest
 from tavernkit.providers.retry import RetryPolicy, accumulate
@@ -54,13 +53,6 @@ __all__ = ["AuthScheme", "KeySource", "Provider"]
 AuthScheme = Literal["bearer", "x-api-key", "x-goog-api-key", "none"]
 #: a fixed key, or a callable asked once per request (key pools rotate behind it)
 KeySource = str | Callable[[], str | None] | None
-
-
-@functools.cache
-def _default_ssl_context() -> ssl.SSLContext:
-    """The certificate store a client without its own verifies against, loaded once: loading
-    it costs tens of milliseconds, which a per-request client would pay on every turn."""
-    return httpx2.create_ssl_context()
 
 
 @dataclass
@@ -137,7 +129,7 @@ class Provider:
         ctx = ErrorContext(self.name, model, (key,) if key else ())
         own = self.client is None
         client = self.client or httpx2.AsyncClient(
-            timeout=self.timeouts.httpx(), transport=asyncio_transport(_default_ssl_context())
+            timeout=self.timeouts.httpx(), transport=asyncio_transport(default_ssl_context())
         )
         try:
             http_request, streamed = self._request(client, request, model, stream, profile, key)

@@ -105,12 +105,16 @@ class MessageState:
 class SqliteChats(SqliteBase):
     # -- reading ---------------------------------------------------------------------------
     async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
-        # One query (one trip to the database thread): the id's row sorts first if there is one.
+        # One query: the id's row sorts first if there is one. Two lookups joined, each on its
+        # index: with ``id = ? OR name = ?`` SQLite read every chat of the owner (0.65 ms at
+        # 2,000 chats, twice a turn).
         rows = list(
             await db.execute_fetchall(
-                f"SELECT {_CHAT_COLS}{_COUNT_COLS} FROM chats c WHERE c.owner = ? "
-                "AND (c.id = ? OR c.name = ?) ORDER BY c.id = ? DESC LIMIT 2",
-                (owner, ref, ref, ref),
+                f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 0 AS k FROM chats c "
+                "WHERE c.id = ? AND c.owner = ? UNION ALL "
+                f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 1 FROM chats c "
+                "WHERE c.owner = ? AND c.name = ? ORDER BY k LIMIT 2",
+                (ref, owner, owner, ref),
             )
         )
         if rows and rows[0][0] == ref:
@@ -139,7 +143,7 @@ class SqliteChats(SqliteBase):
                 return [_chat_info(r) for r in await cur.fetchall()]
 
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo:
-        async with self._read() as db:
+        async with self._read_now() as db:
             return _chat_info(await self._chat_row(db, ref, owner))
 
     async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat:
@@ -172,7 +176,7 @@ class SqliteChats(SqliteBase):
     ) -> StoredChatWindow:
         if last < 1:
             raise StoreError(f"a chat window holds at least one message, not {last}")
-        async with self._read() as db:
+        async with self._read_now() as db:
             return await self._window(db, ref, last, owner)
 
     async def _window(

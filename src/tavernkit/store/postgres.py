@@ -190,6 +190,11 @@ class PostgresStore(SqliteStore):
         return TurnStart(settings, window, variables)
 
     # -- connections and transactions -----------------------------------------------------
+    def _read_conn(self) -> None:
+        # no second connection: the pool's reads already run on the loop's own thread, so the
+        # short reads (SqliteBase._read_now) are ordinary ones
+        return None
+
     @asynccontextmanager
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._connection(writing=False) as db:

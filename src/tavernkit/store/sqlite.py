@@ -237,7 +237,7 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
         )
 
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
-        async with self._read() as db:
+        async with self._read_now() as db:
             info, data = await self._resolve(db, kind, ref, owner)
         return StoredRecord(info=info, data=json.loads(data))
 
@@ -253,7 +253,7 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
     ) -> SharedRecord:
         # One small indexed row says whether the model made last time is still the record's:
         # (id, created, revision) changes with every write, and with a delete and re-create.
-        async with self._read() as db:
+        async with self._read_now() as db:
             key = await self._revision_key(db, kind, ref, owner)
             hit = self._shared_hit(key)
             if hit is not None:
@@ -275,18 +275,21 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
             return {}
         for kind, _ in wanted:
             self._check_kind(kind)
-        where = " OR ".join(["(kind = ? AND (id = ? OR name = ?))"] * len(wanted))
-        params: list[Any] = [owner]
+        # each ref looked up by id and by name, each on its index (an OR of them read every
+        # record of the owner); a row both find is one row
+        cols = "SELECT kind, id, name, created, revision FROM records"
+        lookups = " UNION ALL ".join(
+            [
+                f"{cols} WHERE id = ? AND owner = ? AND kind = ? UNION ALL "
+                f"{cols} WHERE owner = ? AND kind = ? AND name = ?"
+            ]
+            * len(wanted)
+        )
+        params: list[Any] = []
         for kind, ref in wanted:
-            params += [kind, ref, ref]
-        async with self._read() as db:
-            rows = list(
-                await db.execute_fetchall(
-                    f"SELECT kind, id, name, created, revision FROM records WHERE owner = ? "
-                    f"AND ({where})",
-                    params,
-                )
-            )
+            params += [ref, owner, kind, owner, kind, ref]
+        async with self._read_now() as db:
+            rows = list(dict.fromkeys(map(tuple, await db.execute_fetchall(lookups, params))))
             keys = {(kind, ref): _pick_revision(rows, kind, ref, owner) for kind, ref in wanted}
             found: dict[tuple[str, str], SharedRecord] = {}
             missing: dict[str, builtins.list[tuple[str, str]]] = {}
@@ -346,15 +349,14 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
 
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
-        async with (
-            self._read() as db,
-            db.execute(
+        # on the thread (a list has no bound), in one trip there (a cursor takes three)
+        async with self._read() as db:
+            rows = await db.execute_fetchall(
                 "SELECT kind, id, name, owner, created, updated FROM records "
                 "WHERE owner = ? AND kind = ? ORDER BY name, created",
                 (owner, kind),
-            ) as cur,
-        ):
-            return [self._info(r) for r in await cur.fetchall()]
+            )
+        return [self._info(r) for r in rows]
 
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None:
         async with self._write() as db:
@@ -438,7 +440,7 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
         self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
     ) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
-        async with self._read() as db:
+        async with self._read_now() as db:
             # a ref that is the record's id (the turn loader's): one query, the source's row
             # even when it has no links; a name, or no such id, resolves first
             rows = list(
@@ -466,12 +468,12 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
     async def load_turn_start(
         self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
     ) -> TurnStart:
-        # One trip to the database thread for what would be five: the statements run there
-        # back to back (the window's helpers over a connection whose calls never wait).
+        # One call for what would be five, in one snapshot: the statements run back to back over
+        # the read connection (the window's helpers over a connection whose calls never wait).
         if last < 1:
             raise StoreError(f"a chat window holds at least one message, not {last}")
 
-        def on_thread(conn: sqlite3.Connection) -> tuple[list[Any], StoredChatWindow, list[Any]]:
+        def on_reader(conn: sqlite3.Connection) -> tuple[list[Any], StoredChatWindow, list[Any]]:
             rows = conn.execute("SELECT data FROM settings WHERE owner = ?", (owner,)).fetchall()
             now = cast("aiosqlite.Connection", _CallsNow(conn))
             window = _run_now(self._window(now, chat_ref, last, owner))
@@ -480,11 +482,7 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
             ).fetchall()
             return rows, window, variables
 
-        async with self._read() as db:
-            # aiosqlite's own queue to its thread (``_execute``): a function, not a statement
-            settings_rows, window, variables = await db._execute(  # type: ignore[no-untyped-call]
-                on_thread, db._conn
-            )
+        settings_rows, window, variables = await self._on_reader(on_reader)
         settings = (
             self._validate("settings", json.loads(settings_rows[0][0]), "<store settings>")
             if settings_rows
@@ -494,9 +492,8 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
-        # execute_fetchall: one trip to the database thread (a cursor takes three); every
-        # turn reads the settings.
-        async with self._read() as db:
+        # every turn reads the settings
+        async with self._read_now() as db:
             rows = list(
                 await db.execute_fetchall("SELECT data FROM settings WHERE owner = ?", (owner,))
             )
@@ -518,7 +515,7 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
             )
 
     async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
-        async with self._read() as db:
+        async with self._read_now() as db:
             rows = await db.execute_fetchall(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
             )
@@ -549,8 +546,9 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
 
 
 class _CallsNow:
-    """The raw connection behind the one call of aiosqlite's the window's helpers make, on
-    the database thread: it answers at once, so a helper's coroutine never waits."""
+    """A raw connection behind the one call of aiosqlite's the window's helpers make (the read
+    connection, or the aiosqlite one on its thread): it answers at once, so a helper's
+    coroutine never waits."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
@@ -560,10 +558,10 @@ class _CallsNow:
 
 
 def _run_now(coro: Any) -> Any:
-    """Run a coroutine that never waits to its end, here (on the database thread)."""
+    """Run a coroutine that never waits to its end, here and now."""
     try:
         coro.send(None)
     except StopIteration as done:
         return done.value
     coro.close()
-    raise RuntimeError("a read on the database thread tried to wait")
+    raise RuntimeError("a read over a raw connection tried to wait")

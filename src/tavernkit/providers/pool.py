@@ -1,0 +1,82 @@
+"""The connection pool a Tavern's calls to hosted APIs share.
+
+A provider given no client made one per request and closed it after the reply: every turn
+opened a new connection, and against a hosted API that is a TCP and TLS handshake (tens to
+hundreds of milliseconds) before the first token, and making the client itself cost about
+0.2 ms. :class:`HttpPool` keeps one client for the Tavern, so a turn that follows another
+within :data:`KEEPALIVE_S` reuses its connection, and retries, fallbacks and continuations
+within a turn do too.
+
+A client's connections belong to the event loop that opened them, and a Tavern can outlive a
+loop (``asyncio.run`` twice over one Tavern): a connection of a closed loop would fail on its
+next write. So the pool keeps one client per running loop, drops those of loops that closed,
+and :meth:`HttpPool.aclose` (the Tavern's close) closes the current loop's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from functools import cache
+
+import httpx2
+
+from tavernkit.providers.http import Timeouts
+from tavernkit.providers.net import asyncio_transport
+
+__all__ = ["KEEPALIVE_S", "HttpPool", "default_ssl_context"]
+
+#: how long an idle connection is kept for the next request (hosted APIs keep theirs open
+#: about a minute; a closed one is seen before reuse, and the request opens a new one)
+KEEPALIVE_S = 30.0
+
+
+@cache
+def default_ssl_context() -> ssl.SSLContext:
+    """The certificate store a client without its own verifies against, loaded once: loading
+    it costs tens of milliseconds, which a per-request client would pay on every turn."""
+    return httpx2.create_ssl_context()
+
+
+def new_client() -> httpx2.AsyncClient:
+    """A client as every provider call runs on: reads are timed per data event by the
+    provider, so the client's read timeout is off; no limit on connections (a server streams
+    hundreds of replies from one API at once)."""
+    return httpx2.AsyncClient(
+        timeout=Timeouts().httpx(),
+        transport=asyncio_transport(
+            default_ssl_context(),
+            limits=httpx2.Limits(
+                max_connections=None, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_S
+            ),
+        ),
+    )
+
+
+class HttpPool:
+    """One :func:`new_client` per running event loop (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx2.AsyncClient]] = {}
+
+    def client(self) -> httpx2.AsyncClient | None:
+        """The running loop's client (made at its first call); ``None`` outside a loop."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return None
+        held = self._clients.get(id(loop))
+        if held is not None and held[0] is loop:
+            return held[1]
+        for key, (other, _) in list(self._clients.items()):
+            if other.is_closed():  # its connections died with it
+                del self._clients[key]
+        client = new_client()
+        self._clients[id(loop)] = (loop, client)
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client; the next call makes a new one."""
+        held = self._clients.pop(id(asyncio.get_running_loop()), None)
+        if held is not None:
+            await held[1].aclose()
