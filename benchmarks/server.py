@@ -4,8 +4,9 @@ Run: ``.venv/bin/python benchmarks/server.py [--runs 40] [--streams 500] [--stor
 (about four minutes on two cores: 500 chats are made first); ``--skip-streams`` measures
 phase 1 alone (under a minute).
 
-Three processes on 127.0.0.1: a scripted OpenAI-compatible upstream, ``tavernkit serve``'s
-app (uvicorn, one process, a fresh data dir in a temp folder) and this client. Every upstream
+Four processes on 127.0.0.1: a scripted OpenAI-compatible upstream, ``tavernkit serve``'s
+app (uvicorn, one process, a fresh data dir in a temp folder), a bare relay (the floor, below)
+and this client. Every upstream
 chunk carries the upstream's ``time.monotonic_ns()`` (one clock for every process of the
 machine), so a client knows when each piece left the upstream.
 
@@ -17,7 +18,11 @@ machine), so a client knows when each piece left the upstream.
      reply are stored, the prompt is built from the card and the chat);
    - turn in one request: the same POST with ``Accept: text/event-stream``, which answers
      the turn's events itself (a server without it: not measured, printed as nan).
-   Printed: p50 of each and the p50 added over direct (target: < 2 ms added).
+   - floor: the same request through a bare relay on the app's stack (uvicorn with the same
+     loop and parser, a raw ASGI app, httpx2 on the providers' transport; a fourth process):
+     what the stack itself adds on this machine, under every path of the app.
+   Printed: p50 of each and the p50 added over direct (target: < 2 ms added), and each
+   path's p50 above the floor.
 2. **Concurrent streaming turns**: ``--streams`` turns, one per chat, started evenly over
    ``--ramp`` seconds, each reply ``--chunks`` pieces ``--pace`` seconds apart (defaults: 500
    over 20 s, 60 pieces 0.5 s apart: 1,000 pieces a second once all are open); the latency
@@ -231,6 +236,48 @@ async def serve_app(
     await tk.close()
 
 
+# -- the floor: the same server and client libraries, no app ---------------------------------
+
+
+async def serve_floor(port: int, upstream: int, http: str) -> None:
+    """A bare relay on the stack the app runs on: uvicorn (the same ``--loop``/``--http``), a
+    raw ASGI app and httpx2 on the providers' transport, passing the request's body to the
+    upstream and its bytes back as they come. What it adds to the first token is what the
+    stack itself costs on this machine: the floor under the app's figures."""
+    import ssl
+
+    import uvicorn
+
+    from tavernkit.providers.net import asyncio_transport
+
+    client = httpx2.AsyncClient(
+        timeout=None, transport=asyncio_transport(ssl.create_default_context())
+    )
+    url = f"http://127.0.0.1:{upstream}/v1/chat/completions"
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {"content-type": "application/json"}
+        async with client.stream("POST", url, content=body, headers=headers) as response:
+            start = {"type": "http.response.start", "status": response.status_code}
+            await send({**start, "headers": [(b"content-type", b"text/event-stream")]})
+            async for chunk in response.aiter_raw():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, http=http
+    )
+    await uvicorn.Server(config).serve()
+
+
 # -- the client ------------------------------------------------------------------------------
 
 
@@ -263,14 +310,15 @@ def _content(chunk: str) -> str:
     return str(choices[0]["delta"].get("content") or "") if choices else ""
 
 
-async def first_direct(client: httpx2.AsyncClient, upstream: str) -> float:
+async def first_direct(client: httpx2.AsyncClient, upstream: str, path: str = "direct") -> float:
+    """The upstream's reply straight (``upstream``), or through the bare relay (the floor)."""
     body = {"model": "m1", "stream": True, "messages": [{"role": "user", "content": SHORT}]}
     start, elapsed, start_ns = time.perf_counter(), 0.0, time.monotonic_ns()
     async with client.stream("POST", f"{upstream}/v1/chat/completions", json=body) as r:
         async for data in sse_lines(r):
             if not elapsed and '"content"' in data:
                 elapsed = time.perf_counter() - start
-                _before_upstream("direct", start_ns, _content(data))
+                _before_upstream(path, start_ns, _content(data))
     return elapsed
 
 
@@ -433,16 +481,18 @@ async def client_main(
     server: str,
     chats: list[str],
     pids: dict[str, int | None],
+    floor: str,
 ) -> dict[str, float]:
     limits = httpx2.Limits(max_connections=args.streams * 2 + 10, max_keepalive_connections=100)
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
         print("warming up...")
         for _ in range(3):  # warm both sides up
             await first_direct(client, upstream)
+            await first_direct(client, floor, "floor")
             await first_facade(client, server)
             await turn_stream(client, server, chats[0], None)
             one_request = await turn_one_request(client, server, chats[0]) is not None
-        direct, facade, turn = [], [], []
+        direct, facade, turn, bare = [], [], [], []
         one: list[float] = []
         BEFORE_UPSTREAM.clear()  # the warm-up's do not count
         trace = bool(os.environ.get("TAVERNKIT_BENCH_TRACE"))
@@ -450,6 +500,7 @@ async def client_main(
             direct.append(await first_direct(client, upstream))
             if trace:
                 print("direct", i, file=sys.stderr, flush=True)
+            bare.append(await first_direct(client, floor, "floor"))
             facade.append(await first_facade(client, server))
             if trace:
                 print("facade", i, file=sys.stderr, flush=True)
@@ -460,7 +511,7 @@ async def client_main(
                 took = await turn_one_request(client, server, chats[i % len(chats)])
                 assert took is not None
                 one.append(took)
-        d, f, t = (statistics.median(x) * 1000 for x in (direct, facade, turn))
+        d, f, t, b = (statistics.median(x) * 1000 for x in (direct, facade, turn, bare))
         o = statistics.median(one) * 1000 if one else float("nan")
         print(f"time to first token, p50 of {args.runs} (ms):")
         print(
@@ -473,16 +524,22 @@ async def client_main(
             + f" (target < {TTFT_TARGET_MS} ms; ratio facade/direct {f / d:.2f}x, "
             f"turn/direct {t / d:.2f}x)"
         )
+        print(
+            f"  the floor, a bare uvicorn + httpx2 relay (no app): +{b - d:.2f} ms; above it: "
+            f"facade +{f - b:.2f}, turn +{t - b:.2f}"
+            + (f", turn in one request +{o - b:.2f}" if one else "")
+            + " ms"
+        )
 
         split = {k: statistics.median(v) for k, v in BEFORE_UPSTREAM.items() if v}
-        whole = {"direct": d, "facade": f, "turn": t, "turn_one": o}
+        whole = {"direct": d, "floor": b, "facade": f, "turn": t, "turn_one": o}
         print(
             "  of which before the upstream sent its first piece / after it (relay), p50 ms: "
             + ", ".join(
                 f"{k} {split[k]:.2f} / {whole[k] - split[k]:.2f}" for k in whole if k in split
             )
         )
-        first = {"facade": f - d, "turn": t - d, "turn_one": o - d}
+        first = {"facade": f - d, "turn": t - d, "turn_one": o - d, "floor": b - d}
         if args.skip_streams:
             return first
         n = args.streams
@@ -536,7 +593,7 @@ def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> 
     """One run of both phases against a fresh upstream and server (the server importing
     tavernkit from ``src``, else from this tree, on event loop ``loop`` with HTTP parser
     ``http``); the figures client_main prints."""
-    up_port, app_port = free_port(), free_port()
+    up_port, app_port, floor_port = free_port(), free_port(), free_port()
     me = [sys.executable, __file__]
     common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -544,6 +601,22 @@ def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> 
         env = {**os.environ, "TAVERNKIT_BENCH_SRC": src} if src else None
         procs = [
             subprocess.Popen([*me, "--role", "upstream", "--port", str(up_port), *common]),
+            subprocess.Popen(
+                [
+                    *me,
+                    "--role",
+                    "floor",
+                    "--port",
+                    str(floor_port),
+                    "--upstream-port",
+                    str(up_port),
+                    "--loop",
+                    loop,
+                    "--http",
+                    http,
+                ],
+                env=env,
+            ),
             subprocess.Popen(
                 [
                     *me,
@@ -583,7 +656,8 @@ def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> 
                     f"http://127.0.0.1:{up_port}",
                     f"http://127.0.0.1:{app_port}",
                     chats,
-                    {"server": procs[1].pid, "upstream": procs[0].pid, "client": None},
+                    {"server": procs[2].pid, "upstream": procs[0].pid, "client": None},
+                    f"http://127.0.0.1:{floor_port}",
                 )
             )
         finally:
@@ -623,7 +697,9 @@ def main() -> None:
         type=Path,
         help="a tavernkit src folder to measure first, as 'before' (a checkout of main, say)",
     )
-    parser.add_argument("--role", choices=["client", "upstream", "server"], default="client")
+    parser.add_argument(
+        "--role", choices=["client", "upstream", "server", "floor"], default="client"
+    )
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--upstream-port", type=int, default=0)
     parser.add_argument("--home", type=Path)
@@ -631,6 +707,13 @@ def main() -> None:
     args = parser.parse_args()
     if args.role == "upstream":
         asyncio.run(serve_upstream(args.port, args.chunks, args.pace))
+        return
+    if args.role == "floor":
+        import uvicorn
+
+        loop_factory = uvicorn.Config("unused:app", loop=args.loop).get_loop_factory()
+        with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=loop_factory) as r:
+            r.run(serve_floor(args.port, args.upstream_port, args.http))
         return
     if args.role == "server":
         profile = os.environ.get("TAVERNKIT_BENCH_PROFILE")  # a path: cProfile the server
@@ -681,6 +764,7 @@ def main() -> None:
             ("facade", "added TTFT p50, facade", TTFT_TARGET_MS),
             ("turn", "added TTFT p50, turn", TTFT_TARGET_MS),
             ("turn_one", "... turn in one request", TTFT_TARGET_MS),
+            ("floor", "... a bare relay (floor)", TTFT_TARGET_MS),
         ]
         if not args.skip_streams:
             figures += [

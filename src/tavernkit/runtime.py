@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
+import httpx2
 import pluggy
 
 from tavernkit.errors import TavernKitError
@@ -48,6 +50,19 @@ class LocalModels:
         if provider is None:
             provider = self._made[name] = self._make(profile, model_profile)
         return provider
+
+
+class PooledClient:
+    """A ``client`` attribute for the objects that hold a ``runtime`` and the client they were
+    given (``_client``): that one, else the runtime's pool (one connection reused from turn to
+    turn, not a handshake per request; ``None`` outside an event loop)."""
+
+    def __get__(self, obj: Any, owner: type | None = None) -> httpx2.AsyncClient | None:
+        given: httpx2.AsyncClient | None = obj._client
+        return given if given is not None else obj.runtime.http.client()
+
+    def __set__(self, obj: Any, value: httpx2.AsyncClient | None) -> None:
+        obj._client = value
 
 
 class Runtime:

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx2
-
 from tavernkit.chat.greetings import iso_timestamp
 from tavernkit.chat.group_turn import refuse_group_chat
 from tavernkit.chat.memory_setup import ChatMemory
@@ -56,7 +54,7 @@ from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
 from tavernkit.providers.request import ChatPrompt
 from tavernkit.run_to_end import run_to_end
-from tavernkit.runtime import Runtime
+from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
 from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import Store
@@ -137,15 +135,8 @@ class TurnCore:
         self.shared_route: SharedRoute | None = None
         self.slots = ChatSlots()
 
-    @property
-    def client(self) -> httpx2.AsyncClient | None:
-        """The HTTP client provider calls run on: the one given, else the Tavern's pool (one
-        connection reused from turn to turn, not a handshake per request)."""
-        return self._client if self._client is not None else self.runtime.http.client()
-
-    @client.setter
-    def client(self, value: httpx2.AsyncClient | None) -> None:
-        self._client = value
+    #: the HTTP client provider calls run on: the one given, else the Tavern's pool
+    client = PooledClient()
 
     @property
     def store(self) -> Store:

@@ -49,7 +49,7 @@ from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
-from tavernkit.runtime import Runtime
+from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
@@ -154,15 +154,8 @@ class TavernContext:
 
     # -- collaborators -----------------------------------------------------------------------
 
-    @property
-    def client(self) -> httpx2.AsyncClient | None:
-        """The HTTP client provider calls run on: the one given, else the Tavern's pool (one
-        connection reused from turn to turn, not a handshake per request)."""
-        return self._client if self._client is not None else self.runtime.http.client()
-
-    @client.setter
-    def client(self, value: httpx2.AsyncClient | None) -> None:
-        self._client = value
+    #: the HTTP client provider calls run on: the one given, else the Tavern's pool
+    client = PooledClient()
 
     @property
     def tools(self) -> ToolRegistry:
