@@ -153,9 +153,7 @@ class TavernContext:
         self.connection_profiles = ConnectionProfiles(self)
 
     # -- collaborators -----------------------------------------------------------------------
-
-    #: the HTTP client provider calls run on: the one given, else the Tavern's pool
-    client = PooledClient()
+    client = PooledClient()  # provider calls' HTTP client: the one given, else the Tavern's pool
 
     @property
     def tools(self) -> ToolRegistry:

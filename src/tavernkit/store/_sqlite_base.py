@@ -356,10 +356,10 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 
 
 class _ReadsNow:
-    """The part of aiosqlite's connection the short reads use, over the store's read
-    connection: each call runs at once and reads every row before it answers, so no statement
-    stays open (and with it an old snapshot). A busy read connection sends the statement to
-    aiosqlite's thread, which waits."""
+    """The one call of aiosqlite's connection the short reads make (``execute_fetchall``),
+    over the store's read connection: it runs at once and reads every row before it answers,
+    so no statement stays open (and with it an old snapshot). A busy read connection sends the
+    statement to aiosqlite's thread, which waits."""
 
     def __init__(self, store: SqliteBase) -> None:
         self._store = store
@@ -371,41 +371,24 @@ class _ReadsNow:
                 rows = list(await db.execute_fetchall(sql, parameters))
         return rows
 
-    def execute(self, sql: str, parameters: Any = ()) -> _RowsNow:
-        return _RowsNow(self.execute_fetchall(sql, parameters))
+
+class CallsNow:
+    """A raw connection behind the one call of aiosqlite's the window's helpers make (the read
+    connection, or the aiosqlite one on its thread): it answers at once, so a helper's
+    coroutine never waits."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    async def execute_fetchall(self, sql: str, parameters: Any = ()) -> list[Any]:
+        return self._conn.execute(sql, parameters).fetchall()
 
 
-class _RowsNow:
-    """``db.execute(...)``'s result: awaited or entered, a cursor over rows read already."""
-
-    def __init__(self, rows: Any) -> None:
-        self._pending = rows
-        self._rows: list[Any] = []
-
-    def __await__(self) -> Any:
-        return self._load().__await__()
-
-    async def __aenter__(self) -> _RowsNow:
-        return await self._load()
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    async def _load(self) -> _RowsNow:
-        self._rows = list(await self._pending)
-        return self
-
-    async def fetchall(self) -> list[Any]:
-        rows, self._rows = self._rows, []
-        return rows
-
-    async def fetchone(self) -> Any:
-        return self._rows.pop(0) if self._rows else None
-
-    def __aiter__(self) -> _RowsNow:
-        return self
-
-    async def __anext__(self) -> Any:
-        if not self._rows:
-            raise StopAsyncIteration
-        return self._rows.pop(0)
+def run_now(coro: Any) -> Any:
+    """Run a coroutine that never waits to its end, here and now."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("a read over a raw connection tried to wait")

@@ -477,8 +477,9 @@ class Store(AccountStore, Protocol):
         self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
     ) -> TurnStart:
         """:meth:`get_settings`, :meth:`load_chat_window` and :meth:`get_global_variables`
-        at once, as cheaply as the store can (SQLite: one trip to its thread): a turn's first
-        reads, which depend on nothing."""
+        at once, as cheaply as the store can (SQLite: one read transaction on its read
+        connection; PostgreSQL: the three at once on its pool): a turn's first reads, which
+        depend on nothing."""
         ...
 
     async def delete_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...

@@ -34,7 +34,7 @@ from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models._trusted import from_stored
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
-from tavernkit.store._sqlite_base import WriteStats, to_json_doc
+from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
 from tavernkit.store._sqlite_keys import SqliteKeys
 from tavernkit.store._sqlite_swipes import SqliteSwipes
 from tavernkit.store._sqlite_vectors import SqliteVectors
@@ -475,8 +475,8 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
 
         def on_reader(conn: sqlite3.Connection) -> tuple[list[Any], StoredChatWindow, list[Any]]:
             rows = conn.execute("SELECT data FROM settings WHERE owner = ?", (owner,)).fetchall()
-            now = cast("aiosqlite.Connection", _CallsNow(conn))
-            window = _run_now(self._window(now, chat_ref, last, owner))
+            now = cast("aiosqlite.Connection", CallsNow(conn))
+            window = run_now(self._window(now, chat_ref, last, owner))
             variables = conn.execute(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
             ).fetchall()
@@ -543,25 +543,3 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
             await db.execute(
                 "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
             )
-
-
-class _CallsNow:
-    """A raw connection behind the one call of aiosqlite's the window's helpers make (the read
-    connection, or the aiosqlite one on its thread): it answers at once, so a helper's
-    coroutine never waits."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    async def execute_fetchall(self, sql: str, parameters: Any = ()) -> list[Any]:
-        return self._conn.execute(sql, parameters).fetchall()
-
-
-def _run_now(coro: Any) -> Any:
-    """Run a coroutine that never waits to its end, here and now."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RuntimeError("a read over a raw connection tried to wait")
