@@ -18,7 +18,9 @@ class KeepAliveServer:
     """An OpenAI-compatible streaming endpoint that keeps each connection open for the next
     request (chunked replies, no ``connection: close``), and counts the connections."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, close_each: bool = False) -> None:
+        #: close each connection after its reply (``connection: close``), as some servers do
+        self.close_each = close_each
         self.connections = 0
         self.requests = 0
         self.closed = 0
@@ -57,14 +59,18 @@ class KeepAliveServer:
                 ]
                 body = "".join(f"data: {json.dumps(f)}\n\n" for f in frames) + "data: [DONE]\n\n"
                 data = body.encode()
+                close = b"connection: close\r\n" if self.close_each else b""
                 writer.write(
                     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                    b"transfer-encoding: chunked\r\n\r\n"
+                    + close
+                    + b"transfer-encoding: chunked\r\n\r\n"
                     + f"{len(data):x}\r\n".encode()
                     + data
                     + b"\r\n0\r\n\r\n"
                 )
                 await writer.drain()
+                if self.close_each:
+                    return
         except (asyncio.IncompleteReadError, ConnectionError):
             self.closed += 1
         finally:
@@ -91,6 +97,23 @@ async def test_turns_reuse_one_connection_and_close_closes_it(tmp_path: Path) ->
                 break
             await asyncio.sleep(0.01)
         assert server.closed == 1
+
+
+async def test_a_server_that_closes_each_connection_sees_one_per_turn(tmp_path: Path) -> None:
+    """With no idle connection to reuse, a turn opens its connection while its prompt builds
+    (providers.net.open_ahead) and sends on it: one connection a turn, none opened and left
+    unused (the build resolves the connection, then the send would open it again)."""
+    async with KeepAliveServer(close_each=True) as server:
+        tk = await Tavern(tmp_path / "home", load_plugins=False).open()
+        try:
+            await stock_world(tk, server.base_url)
+            chat = await tk.chats.new_chat("Mira")
+            texts = [(await tk.chats.send(chat.id, f"Turn {n}")).text for n in range(3)]
+            assert texts == ["Reply 1.", "Reply 2.", "Reply 3."]
+            await asyncio.sleep(0.05)  # a connection opened after the last reply would show
+            assert server.connections == server.requests == 3
+        finally:
+            await tk.close()
 
 
 async def test_a_tavern_used_from_a_second_loop_opens_a_new_connection(tmp_path: Path) -> None:

@@ -111,3 +111,51 @@ async def test_writes_queued_behind_a_cancelled_one_all_succeed(store: SqliteSto
     assert isinstance(results[0], asyncio.CancelledError)
     assert results[1:] == [None] * 5
     assert (await store.get_message(mid)).data["mes"] == "w4"
+
+
+async def test_a_detached_append_runs_to_its_end_in_one_trip(store: SqliteStore) -> None:
+    """``detached=True`` (a turn's reply place, which the turn shields): the whole
+    transaction goes to the store's thread at once, and a caller cancelled at its first
+    statement stops waiting while the write still lands whole; the next write starts clean."""
+    await _chat(store)
+    chat_id = (await store.list_chats())[0].id
+    conn = store._conn
+    trips: list[object] = []
+    real = conn._execute
+
+    async def counted(fn: object, *args: object, **kwargs: object) -> object:
+        trips.append(fn)
+        return await real(fn, *args, **kwargs)  # type: ignore[arg-type]
+
+    pair = [{"name": "U", "is_user": True, "mes": "q"}, {"name": "A", "mes": "", "swipes": [""]}]
+    conn._execute = counted  # type: ignore[method-assign]
+    try:
+        stored = await store.append_messages(chat_id, pair, last_partial=(0,), detached=True)
+        assert len(trips) == 1  # BEGIN, the SELECT, the inserts, the touch and COMMIT
+        assert [m.position for m in stored] == [1, 2]
+
+        def append() -> Awaitable[object]:
+            return store.append_messages(chat_id, pair, last_partial=(0,), detached=True)
+
+        assert await _cancel_at(store, append, 1, again=False)
+    finally:
+        conn._execute = real  # type: ignore[method-assign]
+    await store.append_message(chat_id, {"name": "U", "is_user": True, "mes": "next"})
+    messages = (await store.load_chat(chat_id)).messages
+    assert [m.data["mes"] for m in messages] == ["old", "q", "", "q", "", "next"]
+    assert messages[2].partial_swipes == messages[4].partial_swipes == (0,)
+
+
+async def test_a_detached_append_that_fails_stores_nothing(store: SqliteStore) -> None:
+    from tavernkit.errors import NotFound
+
+    await _chat(store)
+    chat_id = (await store.list_chats())[0].id
+    with pytest.raises(NotFound):
+        await store.append_messages("no-such-chat", [{"name": "U", "mes": "x"}], detached=True)
+    with pytest.raises(NotFound):  # the chat exists, the owner does not own it
+        await store.append_messages(
+            chat_id, [{"name": "U", "mes": "x"}], owner="someone-else", detached=True
+        )
+    await store.append_message(chat_id, {"name": "U", "is_user": True, "mes": "fine"})
+    assert [m.data["mes"] for m in (await store.load_chat(chat_id)).messages] == ["old", "fine"]

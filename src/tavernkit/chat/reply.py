@@ -174,6 +174,7 @@ class ReplyWriter:
             [*([before] if before is not None else []), message],
             owner=self.owner,
             last_partial=(0,),
+            detached=True,  # OpeningReply shields it: it runs to its end whatever happens
         )
         return ReplyTarget("message", stored.id, stored.position, 0, None, message)
 

@@ -336,6 +336,9 @@ class TurnCore:
         early: list[tuple[ResolvedConnection, asyncio.Task[ChatTools | None]]] = []
 
         async def choose_tools(connection: ResolvedConnection) -> None:
+            # the API's connection opens while the prompt builds (and the reply's place is
+            # then stored while the request travels, not before it goes out)
+            connection.open_ahead()
             if not early:  # a redone build resolves the profile again: chosen once
                 early.append(
                     (connection, asyncio.ensure_future(self._offer_tools(kind, connection)))

@@ -22,7 +22,7 @@ from functools import cache
 import httpx2
 
 from tavernkit.providers.http import Timeouts
-from tavernkit.providers.net import asyncio_transport
+from tavernkit.providers.net import asyncio_transport, close_ahead
 
 __all__ = ["KEEPALIVE_S", "HttpPool", "default_ssl_context"]
 
@@ -79,4 +79,5 @@ class HttpPool:
         """Close the running loop's client; the next call makes a new one."""
         held = self._clients.pop(id(asyncio.get_running_loop()), None)
         if held is not None:
+            close_ahead(held[1])
             await held[1].aclose()

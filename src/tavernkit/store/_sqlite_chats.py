@@ -412,9 +412,11 @@ class SqliteChats(SqliteBase):
         *,
         owner: str = DEFAULT_OWNER,
         last_partial: Collection[int] = (),
+        detached: bool = False,
     ) -> list[StoredMessage]:
         docs = [to_json_doc(m, source="<chat message>") for m in messages]
-        async with self._write() as db:
+
+        async def append(db: aiosqlite.Connection) -> tuple[int, list[str]]:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
             found = list(
                 await db.execute_fetchall(
@@ -429,6 +431,13 @@ class SqliteChats(SqliteBase):
             position = 0 if row[1] is None else int(row[1]) + 1
             ids = await self._insert_messages(db, chat_id, position, docs, last_partial)
             await self._touch(db, chat_id)
+            return position, ids
+
+        if detached:  # a turn's reply place (and user message): one trip to the thread
+            position, ids = await self._write_at_once(append)
+        else:
+            async with self._write() as db:
+                position, ids = await append(db)
         return [
             StoredMessage(id=mid, position=position + i, data=doc)
             for i, (mid, doc) in enumerate(zip(ids, docs, strict=True))

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from tavernkit.errors import Conflict, FormatError, StoreError
@@ -41,6 +41,8 @@ from tavernkit.store.pg_migrations import apply_pg_migrations
 from tavernkit.store.protocol import ModelRegistry, TurnStart
 from tavernkit.store.registry import default_models
 from tavernkit.store.sqlite import SqliteStore, new_record_id
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     import aiosqlite
@@ -204,6 +206,11 @@ class PostgresStore(SqliteStore):
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._connection(writing=True) as db:
             yield db
+
+    async def _write_at_once(self, fn: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+        # the pool's statements already run on the loop's thread: one transaction, as any
+        async with self._write() as db:
+            return await fn(db)
 
     @asynccontextmanager
     async def _connection(self, *, writing: bool) -> AsyncIterator[aiosqlite.Connection]:

@@ -515,11 +515,16 @@ class Store(AccountStore, Protocol):
         *,
         owner: str = DEFAULT_OWNER,
         last_partial: Collection[int] = (),
+        detached: bool = False,
     ) -> builtins.list[StoredMessage]:
         """Append ``messages`` in order, in one transaction (all or none): a turn stores the
         user's message and its reply's place together. The last message's swipes at the
         indexes in ``last_partial`` are stored marked partial (the reply's place, before it
-        streams: the same transaction, so a crash never leaves it looking finished)."""
+        streams: the same transaction, so a crash never leaves it looking finished).
+        ``detached``: once started, the transaction runs to its end (committed, or rolled
+        back on an error) even if the caller is cancelled, for a caller that shields the write
+        anyway; SQLite then runs it in one trip to its thread instead of one per statement
+        (the reply's place is stored while the turn's request is in flight)."""
         ...
 
     async def get_message(
