@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import warnings
 from collections.abc import AsyncIterator
 
 import pytest
@@ -153,6 +155,20 @@ async def test_closing_the_pool_closes_what_it_opened_ahead() -> None:
         await until(lambda: upstream.connections == 1, "the connection opened ahead")
         await pool.aclose()
         await until(lambda: upstream.ended == 1, "the connection closed with the pool")
+
+
+async def test_a_pool_closed_before_the_connect_ran_leaves_no_socket_open() -> None:
+    """The socket is made (and its SYN sent) before the connect's task first runs: a task
+    cancelled then never reaches its own close, so the socket is closed apart."""
+    upstream, pool = Upstream(keep_alive=False), HttpPool()
+    async with serving(upstream) as url:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", ResourceWarning)
+            open_ahead(pool.client(), url)  # type: ignore[arg-type]
+            await pool.aclose()  # the task was cancelled before the loop ran it
+            await asyncio.sleep(0.01)
+            gc.collect()
+        assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
 
 
 async def test_a_connection_the_peer_dropped_meanwhile_is_opened_again() -> None:

@@ -238,7 +238,10 @@ class AsyncioBackend(AsyncNetworkBackend):
         if key in self._ahead:
             return
         loop = asyncio.get_running_loop()
-        task = loop.create_task(_connect_now(loop, host, port))
+        connect, sock = _connect_now(loop, host, port)
+        task = loop.create_task(connect)
+        if sock is not None:  # a task cancelled before it ran never reaches its own close
+            task.add_done_callback(lambda done: _close_unowned(done, sock))
         self._ahead[key] = task
         loop.call_later(AHEAD_S, self._unclaimed, key, task)
 
@@ -325,15 +328,15 @@ class AsyncioBackend(AsyncNetworkBackend):
 
 def _connect_now(
     loop: asyncio.AbstractEventLoop, host: str, port: int
-) -> Coroutine[Any, Any, _Opened]:
+) -> tuple[Coroutine[Any, Any, _Opened], socket.socket | None]:
     """The connect to ``host:port``, its SYN sent before this returns when ``host`` is an
     address (a task's coroutine runs only when the loop gets to it, and the caller is about
-    to build a request without yielding: the round trip happens meanwhile); a name is
-    resolved and connected by the loop, as any connect."""
+    to build a request without yielding: the round trip happens meanwhile), with its socket;
+    a name is resolved and connected by the loop, as any connect."""
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     except (socket.gaierror, UnicodeError):
-        return loop.create_connection(_Protocol, host, port)
+        return loop.create_connection(_Protocol, host, port), None
     family, kind, proto, _, address = found[0]
     sock = socket.socket(family, kind, proto)
     try:
@@ -342,8 +345,14 @@ def _connect_now(
         started = sock.connect_ex(address)
     except OSError:
         sock.close()
-        return loop.create_connection(_Protocol, host, port)
-    return _connected(loop, sock, started)
+        return loop.create_connection(_Protocol, host, port), None
+    return _connected(loop, sock, started), sock
+
+
+def _close_unowned(task: asyncio.Task[_Opened], sock: socket.socket) -> None:
+    """The socket of a connect that did not end in a transport (which owns it otherwise)."""
+    if (task.cancelled() or task.exception() is not None) and sock.fileno() != -1:
+        sock.close()
 
 
 async def _connected(loop: asyncio.AbstractEventLoop, sock: socket.socket, started: int) -> _Opened:
