@@ -43,7 +43,10 @@ Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g
 ``git worktree add`` of the commit to compare with) measures both phases first with a server
 importing that tavernkit, then with this tree's, and prints each figure before -> after with
 its target (``--baseline-loop``/``--baseline-http``: the "before" server's loop and parser,
-when they differ from this tree's).
+when they differ from this tree's). ``--interleave`` (with ``--baseline-src``; phase 1 only)
+runs both servers at once and sends every round to both, alternating which goes first: on a
+machine whose speed drifts by a third from one minute to the next, the sequential halves
+differ by more than a change of a few tenths of a millisecond.
 
 Diagnostics: ``TAVERNKIT_BENCH_SAMPLES=PATH`` writes the last concurrent phase's pieces
 (seconds after the ramp, latency in ms) as JSON, to see when the slow ones came (at 500
@@ -633,66 +636,92 @@ async def client_main(
         }
 
 
+def spawn_server(
+    args: argparse.Namespace,
+    port: int,
+    upstream: int,
+    home: Path,
+    ready: Path,
+    env: dict[str, str] | None,
+    loop: str,
+    http: str,
+) -> subprocess.Popen[bytes]:
+    """``tavernkit serve``'s app in a process of its own (``env``: a ``TAVERNKIT_BENCH_SRC``
+    to import tavernkit from), with a fresh chat for each turn phase 1 makes."""
+    chats = args.runs + 1 if args.skip_streams else args.streams
+    return subprocess.Popen(
+        [
+            *[sys.executable, __file__],
+            *["--role", "server", "--port", str(port), "--upstream-port", str(upstream)],
+            *["--home", str(home), "--ready", str(ready), "--streams", str(chats)],
+            *["--store-interval", str(args.store_interval), "--loop", loop, "--http", http],
+        ],
+        env=env,
+    )
+
+
+def spawn_floor(
+    args: argparse.Namespace,
+    port: int,
+    upstream: int,
+    env: dict[str, str] | None,
+    loop: str,
+    http: str,
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            *[sys.executable, __file__],
+            *["--role", "floor", "--port", str(port), "--upstream-port", str(upstream)],
+            *["--loop", loop, "--http", http],
+        ],
+        env=env,
+    )
+
+
+def spawn_upstream(args: argparse.Namespace, port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            *[sys.executable, __file__, "--role", "upstream", "--port", str(port)],
+            *["--chunks", str(args.chunks), "--pace", str(args.pace)],
+        ]
+    )
+
+
+def wait_ready(
+    args: argparse.Namespace, procs: list[subprocess.Popen[bytes]], *ready: Path
+) -> None:
+    limit = time.monotonic() + args.deadline
+    while not all(path.exists() for path in ready):
+        if time.monotonic() > limit or any(p.poll() is not None for p in procs):
+            raise SystemExit("the server did not start")
+        time.sleep(0.1)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> dict[str, float]:
     """One run of both phases against a fresh upstream and server (the server importing
     tavernkit from ``src``, else from this tree, on event loop ``loop`` with HTTP parser
     ``http``); the figures client_main prints."""
     up_port, app_port, floor_port = free_port(), free_port(), free_port()
-    me = [sys.executable, __file__]
-    common = ["--chunks", str(args.chunks), "--pace", str(args.pace)]
     with tempfile.TemporaryDirectory() as tmp:
         ready = Path(tmp) / "ready.json"
         env = {**os.environ, "TAVERNKIT_BENCH_SRC": src} if src else None
         procs = [
-            subprocess.Popen([*me, "--role", "upstream", "--port", str(up_port), *common]),
-            subprocess.Popen(
-                [
-                    *me,
-                    "--role",
-                    "floor",
-                    "--port",
-                    str(floor_port),
-                    "--upstream-port",
-                    str(up_port),
-                    "--loop",
-                    loop,
-                    "--http",
-                    http,
-                ],
-                env=env,
-            ),
-            subprocess.Popen(
-                [
-                    *me,
-                    "--role",
-                    "server",
-                    "--port",
-                    str(app_port),
-                    "--upstream-port",
-                    str(up_port),
-                    "--home",
-                    str(Path(tmp) / "home"),
-                    "--ready",
-                    str(ready),
-                    "--streams",
-                    # phase 1 alone: a fresh chat for each of its turns
-                    str(args.runs + 1 if args.skip_streams else args.streams),
-                    "--store-interval",
-                    str(args.store_interval),
-                    "--loop",
-                    loop,
-                    "--http",
-                    http,
-                ],
-                env=env,
-            ),
+            spawn_upstream(args, up_port),
+            spawn_floor(args, floor_port, up_port, env, loop, http),
+            spawn_server(args, app_port, up_port, Path(tmp) / "home", ready, env, loop, http),
         ]
         try:
-            limit = time.monotonic() + args.deadline
-            while not ready.exists():
-                if time.monotonic() > limit or any(p.poll() is not None for p in procs):
-                    raise SystemExit("the server did not start")
-                time.sleep(0.1)
+            wait_ready(args, procs, ready)
             chats = json.loads(ready.read_text())
             return asyncio.run(
                 client_main(
@@ -705,13 +734,97 @@ def measure(args: argparse.Namespace, src: str | None, loop: str, http: str) -> 
                 )
             )
         finally:
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop(procs)
+
+
+def measure_interleaved(args: argparse.Namespace) -> None:
+    """Phase 1 with both servers up at once (``--interleave``): every round sends each path
+    to the "before" server and to this tree's (which goes first alternates), so the machine's
+    drift (a third from one minute to the next on a shared 2-core machine) hits both alike;
+    one upstream, one floor."""
+    up_port, floor_port = free_port(), free_port()
+    ports = {"before": free_port(), "after": free_port()}
+    with tempfile.TemporaryDirectory() as tmp:
+        envs = {
+            "before": {**os.environ, "TAVERNKIT_BENCH_SRC": str(args.baseline_src)},
+            "after": None,
+        }
+        ready = {side: Path(tmp) / f"{side}.json" for side in ports}
+        procs = [
+            spawn_upstream(args, up_port),
+            spawn_floor(args, floor_port, up_port, None, args.loop, args.http),
+        ]
+        for side, port in ports.items():
+            home = Path(tmp) / side
+            procs.append(
+                spawn_server(
+                    args, port, up_port, home, ready[side], envs[side], args.loop, args.http
+                )
+            )
+        try:
+            wait_ready(args, procs, *ready.values())
+            servers = {
+                side: (f"http://127.0.0.1:{ports[side]}", json.loads(ready[side].read_text()))
+                for side in ports
+            }
+            asyncio.run(
+                interleaved_main(
+                    args, f"http://127.0.0.1:{up_port}", f"http://127.0.0.1:{floor_port}", servers
+                )
+            )
+        finally:
+            stop(procs)
+
+
+async def interleaved_main(
+    args: argparse.Namespace, upstream: str, floor: str, servers: dict[str, tuple[str, list[str]]]
+) -> None:
+    stalls = Stalls()
+    paths = ("facade", "turn", "turn_one")
+    got: dict[str, dict[str, list[float]]] = {side: {p: [] for p in paths} for side in servers}
+    direct: list[float] = []
+    bare: list[float] = []
+
+    async def one_round(i: int, chat_of: Any) -> None:
+        stalls.keep(direct, await stalls.bound("direct", first_direct(client, upstream)))
+        stalls.keep(bare, await stalls.bound("floor", first_direct(client, floor, "floor")))
+        sides = list(servers.items())
+        if i % 2:  # which goes first alternates: neither always follows the other's work
+            sides.reverse()
+        for side, (server, chats) in sides:
+            chat = chat_of(chats)
+            out = got[side]
+            stalls.keep(out["facade"], await stalls.bound("facade", first_facade(client, server)))
+            stalls.keep(
+                out["turn"], await stalls.bound("turn", turn_stream(client, server, chat, None))
+            )
+            took = await stalls.bound("turn_one", turn_one_request(client, server, chat))
+            stalls.keep(out["turn_one"], STALLED if took is None else took)
+
+    async with httpx2.AsyncClient(timeout=args.deadline) as client:
+        print("warming up...")
+        for _ in range(3):
+            await one_round(0, lambda chats: chats[-1])
+        for values in (direct, bare, *(v for side in got.values() for v in side.values())):
+            values.clear()
+        for i in range(args.runs):
+            await one_round(i, lambda chats, i=i: chats[i % len(chats)])
+    if stalls.count:
+        print(f"  {stalls.count} request(s) stalled past {STALL_S:.0f} s, left out: {stalls}")
+    d = statistics.median(direct) * 1000
+    b = statistics.median(bare) * 1000
+    print(f"time to first token, p50 of {args.runs} rounds, both servers in every round (ms):")
+    print(f"  direct {d:.2f}   the floor (a bare uvicorn + httpx2 relay) +{b - d:.2f}")
+    for path in paths:
+        old, new = (
+            statistics.median(got[side][path]) * 1000 - d if got[side][path] else float("nan")
+            for side in ("before", "after")
+        )
+        print(
+            f"  added p50, {path:8s} {old:6.2f} -> {new:6.2f} ms (target < {TTFT_TARGET_MS} ms; "
+            f"after/before {new / max(old, 1e-9):.2f}x; above the floor {old - b + d:.2f} -> "
+            f"{new - b + d:.2f})"
+        )
 
 
 def main() -> None:
@@ -740,6 +853,11 @@ def main() -> None:
         "--baseline-src",
         type=Path,
         help="a tavernkit src folder to measure first, as 'before' (a checkout of main, say)",
+    )
+    parser.add_argument(
+        "--interleave",
+        action="store_true",
+        help="with --baseline-src: phase 1 only, both servers up at once, alternating per round",
     )
     parser.add_argument(
         "--role", choices=["client", "upstream", "server", "floor"], default="client"
@@ -794,6 +912,15 @@ def main() -> None:
     print(
         f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
     )
+    if args.interleave:
+        if not args.baseline_src:
+            raise SystemExit("--interleave compares two servers: give --baseline-src")
+        args.skip_streams = True
+        print(f"== before: {args.baseline_src}, after: this tree, in every round")
+        measure_interleaved(args)
+        load = os.getloadavg()
+        print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return
     runs: list[tuple[str, dict[str, float]]] = []
     if args.baseline_src:
         print(f"== before: the server from {args.baseline_src}")
