@@ -7,8 +7,8 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -60,6 +60,17 @@ def to_json_doc(record: Mapping[str, Any] | BaseModel, *, source: str) -> dict[s
     if not isinstance(normal, dict):
         raise FormatError("a record must be a JSON object", source=source)
     return normal
+
+
+@contextmanager
+def _store_errors() -> Iterator[None]:
+    """sqlite3's errors (and a string SQLite cannot store) as the store's own."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc) from exc
+    except UnicodeEncodeError as exc:
+        raise unencodable_error(exc) from exc
 
 
 def map_sqlite_error(exc: sqlite3.Error) -> StoreError:
@@ -147,12 +158,8 @@ class SqliteBase:
     async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
         async with self._lock:
             self._check_open()
-            try:
+            with _store_errors():
                 yield self._conn
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc) from exc
-            except UnicodeEncodeError as exc:
-                raise unencodable_error(exc) from exc
 
     @asynccontextmanager
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -161,7 +168,7 @@ class SqliteBase:
         outside any transaction: the next write starts clean."""
         async with self._lock:
             self._check_open()
-            try:
+            with _store_errors():
                 try:
                     await self._conn.execute("BEGIN IMMEDIATE")
                     yield self._conn
@@ -170,10 +177,6 @@ class SqliteBase:
                     # Held under the lock until done, so no other call runs mid-rollback.
                     await run_to_end(self._rollback())
                     raise
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc) from exc
-            except UnicodeEncodeError as exc:
-                raise unencodable_error(exc) from exc
 
     async def _write_at_once(self, fn: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
         """One transaction of the statements ``fn`` makes (a helper that only executes them,
@@ -196,13 +199,9 @@ class SqliteBase:
                     raise
                 return result
 
-            try:
+            with _store_errors():
                 # aiosqlite's own queue to its thread (``_execute``), as _on_reader's
                 return cast(_T, await self._conn._execute(run, self._conn._conn))  # type: ignore[no-untyped-call]
-            except sqlite3.Error as exc:
-                raise map_sqlite_error(exc) from exc
-            except UnicodeEncodeError as exc:
-                raise unencodable_error(exc) from exc
 
     @asynccontextmanager
     async def _read_now(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -214,12 +213,8 @@ class SqliteBase:
             async with self._read() as db:
                 yield db
             return
-        try:
+        with _store_errors():
             yield cast(aiosqlite.Connection, _ReadsNow(self))
-        except sqlite3.Error as exc:
-            raise map_sqlite_error(exc) from exc
-        except UnicodeEncodeError as exc:
-            raise unencodable_error(exc) from exc
 
     async def _on_reader(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """``fn`` over the read connection inside one read transaction (one snapshot for all
