@@ -213,8 +213,11 @@ async def serve_app(
     # the collector as ``tavernkit serve`` sets it; TAVERNKIT_BENCH_GC=python: Python's defaults
     every = None if os.environ.get("TAVERNKIT_BENCH_GC") == "python" else 300.0
     tuning: dict[str, Any] = {}
-    if "gc_full_every_s" in inspect.signature(ServerSettings).parameters:  # a baseline may lack it
+    known = inspect.signature(ServerSettings).parameters  # a baseline may lack these
+    if "gc_full_every_s" in known:
         tuning["gc_full_every_s"] = every
+    if "warm_up" in known:  # as ``tavernkit serve``: loaded before it listens
+        tuning["warm_up"] = True
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), **tuning)
     app = create_app(conf, tavern=tk)
     config = uvicorn.Config(

@@ -134,6 +134,24 @@ def test_effective_prompts_of_an_empty_preset_are_the_built_ins() -> None:
     assert [p.to_wire() for p in prompts] == [dict(p) for p in DEFAULT_PROMPTS]
 
 
+def test_the_shared_built_ins_are_what_the_copies_are_and_copies_change_alone() -> None:
+    """A prompt build reads the built-in prompts and order without copying them; a caller
+    that takes :meth:`effective_prompts` or :meth:`active_order` gets copies, and changing
+    those must not reach the next build's."""
+    preset = ChatCompletionPreset()
+    shared = [p.to_wire() for p in preset.effective_prompts_shared()]
+    shared_order = [(i.identifier, i.enabled) for i in preset.active_order_shared()]
+    assert shared == [p.to_wire() for p in preset.effective_prompts()]
+    assert shared_order == [(i.identifier, i.enabled) for i in preset.active_order()]
+    for prompt in preset.effective_prompts():
+        prompt.content = "changed"
+    for item in preset.active_order():
+        item.enabled = not item.enabled
+    assert [p.to_wire() for p in ChatCompletionPreset().effective_prompts_shared()] == shared
+    order = ChatCompletionPreset().active_order_shared()
+    assert [(i.identifier, i.enabled) for i in order] == shared_order == list(DEFAULT_PROMPT_ORDER)
+
+
 def _order(cid: int | str, *idents: str) -> dict[str, Any]:
     return {"character_id": cid, "order": [{"identifier": i, "enabled": True} for i in idents]}
 

@@ -26,6 +26,7 @@ from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import MessageWindow
 from tavernkit.models.group_context import GroupPromptContext
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
@@ -56,6 +57,7 @@ __all__ = [
     "prepare_turn",
     "resolve_for_state",
     "resolve_profile",
+    "turn_tokenizer",
 ]
 
 
@@ -176,6 +178,13 @@ async def resolve_profile(
         environ=environ,
         sources=sources,
     )
+
+
+def turn_tokenizer(connection: ResolvedConnection, settings: Settings) -> Tokenizer:
+    """The tokenizer a turn on ``connection`` counts its prompt with (shared by every turn of
+    the process that uses the same encoding)."""
+    main_api = main_api_of(family=connection.family, api=connection.api)
+    return _tokenizer(main_api, connection.model, settings.prompt.tokenizer)
 
 
 def _tokenizer(main_api: str, model: str | None, tokenizer_setting: int) -> Tokenizer:
@@ -376,7 +385,7 @@ async def _prepare_state(
         build_state = state.model_copy(update={"chat": chat})
     local = state.chat.metadata.variables if state.chat is not None else None
     variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
-    tokens = _tokenizer(main_api, connection.model, state.settings.prompt.tokenizer)
+    tokens = turn_tokenizer(connection, state.settings)
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
         options["quiet_name"] = quiet_name

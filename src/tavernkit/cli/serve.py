@@ -118,6 +118,8 @@ def serve_command(
         turn_rate=RateLimit(turn_rate, 60.0),
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
+        # the tokenizer and the embedded model load before it listens, not in the first turn
+        warm_up=True,
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -244,11 +244,16 @@ class ChatCompletionPreset(WireModel):
     def effective_prompts(self) -> list[PromptDefinition]:
         """The prompts as SillyTavern sees them after loading: the preset's own (all built-ins
         when it has none), then every built-in prompt it lacks, appended in table order."""
-        own = list(self.prompts)
+        own = self.prompts
+        return [*own, *(p.model_copy() for p in self.effective_prompts_shared()[len(own) :])]
+
+    def effective_prompts_shared(self) -> Sequence[PromptDefinition]:
+        """:meth:`effective_prompts` for a reader that changes none of them: the built-ins
+        are the ones validated once, not copies (a prompt build reads them every turn, and
+        copying a dozen pydantic models cost it more than reading them)."""
+        own = self.prompts
         present = {p.identifier for p in own}
-        # copies of the built-ins validated once (every prompt build asks for them)
-        missing = [p.model_copy() for p in _default_prompts() if p.identifier not in present]
-        return own + missing
+        return [*own, *(p for p in _default_prompts() if p.identifier not in present)]
 
     def prompt(self, identifier: str) -> PromptDefinition | None:
         """The prompt with that identifier: the preset's own, else the built-in one (a preset
@@ -268,22 +273,34 @@ class ChatCompletionPreset(WireModel):
     def active_order(self, character_id: int = GLOBAL_CHARACTER_ID) -> list[PromptOrderItem]:
         """The order the prompt manager walks: the list for ``character_id``, else the legacy
         100000 list (old presets carry only that one), else SillyTavern's default order."""
+        own, items = self._order_of(character_id)
+        return list(items) if own else [item.model_copy() for item in items]
+
+    def active_order_shared(
+        self, character_id: int = GLOBAL_CHARACTER_ID
+    ) -> Sequence[PromptOrderItem]:
+        """:meth:`active_order` for a reader that changes none of its items (the default
+        order's are shared, not copies)."""
+        return self._order_of(character_id)[1]
+
+    def _order_of(self, character_id: int) -> tuple[bool, Sequence[PromptOrderItem]]:
+        # (whether the preset has it, the items)
         for cid in (character_id, LEGACY_CHARACTER_ID):
             found = self.order_list(cid)
             if found is not None:
-                return list(found.order)
-        return [item.model_copy() for item in _default_order()]
+                return True, found.order
+        return False, _default_order()
 
 
 @functools.cache
 def _default_prompts() -> tuple[PromptDefinition, ...]:
-    """SillyTavern's built-in prompts, validated once; hand out copies."""
+    """SillyTavern's built-in prompts, validated once; copies where a caller may change them."""
     return tuple(PromptDefinition.model_validate(dict(raw)) for raw in DEFAULT_PROMPTS)
 
 
 @functools.cache
 def _default_order() -> tuple[PromptOrderItem, ...]:
-    """SillyTavern's default prompt order, made once; hand out copies."""
+    """SillyTavern's default prompt order, made once; copies where a caller may change them."""
     return tuple(
         PromptOrderItem.create(identifier=ident, enabled=on) for ident, on in DEFAULT_PROMPT_ORDER
     )

@@ -10,7 +10,7 @@ Note...), each taking its place from the marker of the same identifier when ther
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from tavernkit.models.persona import PersonaPosition
@@ -119,7 +119,7 @@ class PromptCollection:
 
 @dataclass(slots=True)
 class _Order:
-    items: list[PromptOrderItem]
+    items: Sequence[PromptOrderItem]
 
     def entry(self, identifier: str) -> PromptOrderItem | None:
         return next((i for i in self.items if i.identifier == identifier), None)
@@ -178,9 +178,9 @@ def build_prompt_collection(
     quiet_prompt: str = "",
     bias: str = "",
 ) -> CollectionResult:
-    order = _Order(preset.active_order())
+    order = _Order(preset.active_order_shared())
     by_id: dict[str, PromptDefinition] = {}
-    for definition in preset.effective_prompts():
+    for definition in preset.effective_prompts_shared():
         if definition.identifier is not None:
             by_id.setdefault(definition.identifier, definition)
 

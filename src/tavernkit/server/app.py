@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -37,6 +38,7 @@ from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
 from tavernkit.server.turns import TurnHub
+from tavernkit.server.warmup import prime_routes
 
 try:  # the 'scale' extra: only a server with settings.redis needs it
     from tavernkit.server import redis_coordination
@@ -44,6 +46,8 @@ except ModuleNotFoundError:  # pragma: no cover - the test extra installs it
     redis_coordination = None  # type: ignore[assignment]
 
 __all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -108,6 +112,10 @@ def create_app(
                 turns=hub,
                 shared=shared_route,
             )
+            if settings.warm_up:  # before it listens: no first request pays for these
+                loaded = await tk.warm_up()
+                await prime_routes(app)
+                log.info("warmed up: %s, routes", ", ".join(loaded))
             if settings.gc_full_every_s is not None:
                 exit_stack.callback(tune_for_serving())
                 collector = asyncio.create_task(full_collections(settings.gc_full_every_s))

@@ -87,6 +87,10 @@ class ServerSettings:
     #: (:mod:`tavernkit.server.gc_tuning`; ``tavernkit serve`` sets 300 s); ``None``: Python's
     #: defaults (an app made in a library user's process leaves the collector alone)
     gc_full_every_s: float | None = None
+    #: load what the first turn would load (:meth:`~tavernkit.facade.Tavern.warm_up`: the
+    #: tokenizer, the embedded model) before listening; ``tavernkit serve`` sets it, an app
+    #: made in a library user's process or a test loads them on first use
+    warm_up: bool = False
 
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
