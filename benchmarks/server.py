@@ -22,7 +22,9 @@ machine), so a client knows when each piece left the upstream.
      loop and parser, a raw ASGI app, httpx2 on the providers' transport; a fourth process):
      what the stack itself adds on this machine, under every path of the app.
    Printed: p50 of each and the p50 added over direct (target: < 2 ms added), and each
-   path's p50 above the floor.
+   path's p50 above the floor; before them, a fresh server's very first facade request and
+   first turn (the warm-up round's first: what a user's first message after ``tavernkit
+   serve`` waits for, the server's warm-up included or not).
 2. **Concurrent streaming turns**: ``--streams`` turns, one per chat, started evenly over
    ``--ramp`` seconds, each reply ``--chunks`` pieces ``--pace`` seconds apart (defaults: 500
    over 20 s, 60 pieces 0.5 s apart: 1,000 pieces a second once all are open); the latency
@@ -529,13 +531,27 @@ async def client_main(
     async with httpx2.AsyncClient(timeout=args.deadline, limits=limits) as client:
         print("warming up...")
         stalls = Stalls()
-        for _ in range(3):  # warm both sides up
-            await stalls.bound("direct", first_direct(client, upstream))
+        cold: dict[str, float] = {}
+        for _ in range(3):  # warm both sides up; the first round is the server's first requests
+            took = await stalls.bound("direct", first_direct(client, upstream))
+            cold.setdefault("direct", took)
             await stalls.bound("floor", first_direct(client, floor, "floor"))
-            await stalls.bound("facade", first_facade(client, server))
-            await stalls.bound("turn", turn_stream(client, server, chats[0], None))
+            cold.setdefault("facade", await stalls.bound("facade", first_facade(client, server)))
+            took = await stalls.bound("turn", turn_stream(client, server, chats[0], None))
+            cold.setdefault("turn", took)
             took = await stalls.bound("turn_one", turn_one_request(client, server, chats[-1]))
             one_request = took is not None and took != STALLED
+        # a fresh server's first facade request and first turn (what a user's first message
+        # after `tavernkit serve` waits), over the direct call's first
+        first_after_start = {
+            k: (cold[k] - cold["direct"]) * 1000
+            for k in ("facade", "turn")
+            if STALLED not in (cold[k], cold["direct"])
+        }
+        print(
+            "  a fresh server's first requests, added time to first token (ms): "
+            + ", ".join(f"{k} +{v:.1f}" for k, v in first_after_start.items())
+        )
         direct: list[float] = []
         facade: list[float] = []
         turn: list[float] = []
@@ -590,6 +606,7 @@ async def client_main(
             )
         )
         first = {"facade": f - d, "turn": t - d, "turn_one": o - d, "floor": b - d}
+        first.update({f"first_{k}": v for k, v in first_after_start.items()})
         if args.skip_streams:
             return first
         n = args.streams
@@ -940,6 +957,17 @@ def main() -> None:
             ("turn_one", "... turn in one request", TTFT_TARGET_MS),
             ("floor", "... a bare relay (floor)", TTFT_TARGET_MS),
         ]
+        # a fresh server's first requests: no target of their own, so none is printed
+        cold = [
+            ("first_facade", "first facade after start"),
+            ("first_turn", "first turn after start"),
+        ]
+        for key, label in cold:
+            if key in old and key in new:
+                print(
+                    f"  {label:26s} {old[key]:9.2f} -> {new[key]:9.2f} ms "
+                    f"(after/before {new[key] / max(old[key], 1e-9):.2f}x)"
+                )
         if not args.skip_streams:
             figures += [
                 ("p50", "added piece latency p50", P99_TARGET_MS),
