@@ -101,6 +101,23 @@ P99_TARGET_MS = 50.0
 _PIECES = re.compile(rb"pieces=(\d+)")
 
 
+#: the processes this client started (upstream, floor, servers), for a stall's dump
+CHILDREN: list[subprocess.Popen[bytes]] = []
+
+
+def dump_tasks_on_signal() -> None:
+    """``kill -USR2 <pid>`` prints every asyncio task of this process with its stack (what a
+    stalled request waits on: ``faulthandler``'s thread stacks show only the loop's poll)."""
+
+    def dump() -> None:
+        print(f"== tasks of {sys.argv[1:3]} (pid {os.getpid()})", file=sys.stderr)
+        for task in asyncio.all_tasks():
+            task.print_stack(limit=12, file=sys.stderr)
+        sys.stderr.flush()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, dump)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -113,6 +130,7 @@ def free_port() -> int:
 async def serve_upstream(port: int, chunks: int, pace: float) -> None:
     """An OpenAI-compatible streaming upstream: ``chunks`` pieces ``pace`` seconds apart,
     each ``"<monotonic_ns>. "``, then a usage chunk and ``[DONE]``."""
+    dump_tasks_on_signal()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -170,6 +188,7 @@ async def serve_app(
 ) -> None:
     import uvicorn
 
+    dump_tasks_on_signal()
     wanted = os.environ.get("TAVERNKIT_BENCH_SRC")
     if wanted and not Path(tavernkit.__file__).resolve().is_relative_to(Path(wanted).resolve()):
         raise SystemExit(f"the server imported tavernkit from {tavernkit.__file__}, not {wanted}")
@@ -252,6 +271,7 @@ async def serve_floor(port: int, upstream: int, http: str) -> None:
     raw ASGI app and httpx2 on the providers' transport, passing the request's body to the
     upstream and its bytes back as they come. What it adds to the first token is what the
     stack itself costs on this machine: the floor under the app's figures."""
+    dump_tasks_on_signal()
     import ssl
 
     import uvicorn
@@ -492,7 +512,8 @@ class Stalls:
     """Phase 1's requests bounded by :data:`STALL_S`. Now and then (seen in either tree,
     the bare relay's included) one request's connection to the scripted upstream is accepted
     and never answered, and the run waited out ``--deadline``. A stalled request is left out
-    of the figures and counted in the output."""
+    of the figures and counted in the output, and :func:`dump_stall` writes the sockets and
+    every process's tasks to stderr, for the next look at the cause."""
 
     def __init__(self) -> None:
         self.by_path: dict[str, int] = {}
@@ -511,12 +532,28 @@ class Stalls:
         except TimeoutError:
             self.by_path[path] = self.by_path.get(path, 0) + 1
             print(f"  a {path} request stalled past {STALL_S:.0f} s", file=sys.stderr, flush=True)
+            dump_stall()
             return STALLED
 
     @staticmethod
     def keep(into: list[float], took: float) -> None:
         if took != STALLED:
             into.append(took)
+
+
+def dump_stall() -> None:
+    """What a stall leaves to read, on stderr: every loopback TCP socket with its queues and
+    owner (``ss``), and the asyncio tasks of every process this run started (SIGUSR2)."""
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        sockets = subprocess.run(
+            ["ss", "-tanpio"], capture_output=True, text=True, timeout=10
+        ).stdout.splitlines()
+        loopback = [line for line in sockets[1:] if "127.0.0.1:" in line]
+        print("\n".join(sockets[:1] + loopback), file=sys.stderr, flush=True)
+    for child in CHILDREN:
+        if child.poll() is None:
+            child.send_signal(signal.SIGUSR2)
+    time.sleep(1)  # their dumps land before the run goes on
 
 
 async def client_main(
@@ -656,6 +693,12 @@ async def client_main(
         }
 
 
+def _child(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    child = subprocess.Popen(argv, env=env)
+    CHILDREN.append(child)
+    return child
+
+
 def spawn_server(
     args: argparse.Namespace,
     port: int,
@@ -669,7 +712,7 @@ def spawn_server(
     """``tavernkit serve``'s app in a process of its own (``env``: a ``TAVERNKIT_BENCH_SRC``
     to import tavernkit from), with a fresh chat for each turn phase 1 makes."""
     chats = args.runs + 1 if args.skip_streams else args.streams
-    return subprocess.Popen(
+    return _child(
         [
             *[sys.executable, __file__],
             *["--role", "server", "--port", str(port), "--upstream-port", str(upstream)],
@@ -688,7 +731,7 @@ def spawn_floor(
     loop: str,
     http: str,
 ) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    return _child(
         [
             *[sys.executable, __file__],
             *["--role", "floor", "--port", str(port), "--upstream-port", str(upstream)],
@@ -699,7 +742,7 @@ def spawn_floor(
 
 
 def spawn_upstream(args: argparse.Namespace, port: int) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
+    return _child(
         [
             *[sys.executable, __file__, "--role", "upstream", "--port", str(port)],
             *["--chunks", str(args.chunks), "--pace", str(args.pace)],
