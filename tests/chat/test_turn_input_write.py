@@ -50,11 +50,17 @@ async def test_the_users_message_and_the_reply_place_are_one_transaction(world: 
 async def test_a_turn_cancelled_before_the_reply_keeps_the_users_message(world: World) -> None:
     info = await world.chats.new_chat("Mira")
     loop = asyncio.get_running_loop()
+    loop_thread = threading.get_ident()
     turn: asyncio.Task[object] | None = None
 
-    def cancel_at_the_tools(sql: str) -> None:  # on the store's thread, inside the prepare step
+    def cancel_at_the_tools(sql: str) -> None:  # inside the prepare step
         if "'mcp_server'" in sql and turn is not None:
-            loop.call_soon_threadsafe(turn.cancel)
+            # the list of MCP servers is a short read, on the loop's own thread (the turn waits
+            # at its next step, which the cancel then reaches); a longer one, on the store's
+            if threading.get_ident() == loop_thread:
+                turn.cancel()
+            else:
+                loop.call_soon_threadsafe(turn.cancel)
 
     async with world.tk.store.trace(cancel_at_the_tools):
         turn = asyncio.create_task(world.chats.send(info.id, "Still here"))

@@ -14,6 +14,7 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.profile import ConnectionProfile, CredentialRef
 from tavernkit.models.settings import Settings
 from tavernkit.store import KINDS, UNIQUE_NAME_KINDS, SqliteStore, Store, open_store
+from tavernkit.store.sqlite import SHORT_LIST
 
 CARD_V2: dict[str, Any] = {
     "spec": "chara_card_v2",
@@ -263,3 +264,17 @@ async def test_a_closed_store_says_so(store: SqliteStore) -> None:
     with pytest.raises(StoreError, match="closed"):
         await store.list("character")
     await store.close()  # closing twice is harmless
+
+
+@pytest.mark.parametrize("count", [3, SHORT_LIST, SHORT_LIST + 1, SHORT_LIST + 7])
+async def test_a_list_is_whole_and_in_name_order_at_any_length(store: Store, count: int) -> None:
+    """A list of up to ``SHORT_LIST`` rows is read on the caller's thread, a longer one again
+    on the store's: either way every record is there, in name order, and only the owner's."""
+    names = [f"Persona {i:03d}" for i in range(count)]
+    for name in reversed(names):  # stored out of order: the list sorts them
+        await store.put("persona", sample("persona", name))
+    await store.put("persona", sample("persona", "Someone else's"), owner="other")
+    assert [info.name for info in await store.list("persona")] == names
+    assert [info.name for info in await store.list("persona", owner="other")] == [
+        "Someone else's"
+    ]

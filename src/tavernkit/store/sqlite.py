@@ -56,6 +56,9 @@ from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteStore", "WriteStats", "open_store"]
 
+#: the longest list :meth:`SqliteStore.list` reads on the caller's thread
+SHORT_LIST = 64
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -349,13 +352,22 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
 
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
-        # on the thread (a list has no bound), in one trip there (a cursor takes three)
-        async with self._read() as db:
-            rows = await db.execute_fetchall(
-                "SELECT kind, id, name, owner, created, updated FROM records "
-                "WHERE owner = ? AND kind = ? ORDER BY name, created",
-                (owner, kind),
+        query = (
+            "SELECT kind, id, name, owner, created, updated FROM records "
+            "WHERE owner = ? AND kind = ? ORDER BY name, created"
+        )
+        # Most lists are a few rows (a user's MCP servers, which every turn reads, profiles,
+        # personas): read here and now, at most SHORT_LIST rows of them. A trip to the thread
+        # waits for the loop to be free: started before a turn's prompt build, it came back
+        # only after it. A longer list is read again, whole, on the thread (a list has no
+        # bound), in one trip there (a cursor takes three).
+        async with self._read_now() as db:
+            rows = builtins.list(
+                await db.execute_fetchall(query + " LIMIT ?", (owner, kind, SHORT_LIST + 1))
             )
+        if len(rows) > SHORT_LIST:
+            async with self._read() as db:
+                rows = builtins.list(await db.execute_fetchall(query, (owner, kind)))
         return [self._info(r) for r in rows]
 
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None:
