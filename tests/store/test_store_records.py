@@ -275,6 +275,4 @@ async def test_a_list_is_whole_and_in_name_order_at_any_length(store: Store, cou
         await store.put("persona", sample("persona", name))
     await store.put("persona", sample("persona", "Someone else's"), owner="other")
     assert [info.name for info in await store.list("persona")] == names
-    assert [info.name for info in await store.list("persona", owner="other")] == [
-        "Someone else's"
-    ]
+    assert [info.name for info in await store.list("persona", owner="other")] == ["Someone else's"]
