@@ -94,6 +94,8 @@ class ScriptedServer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = (await reader.readline()).decode()
+            if not line:  # a connection opened ahead of a request that never came
+                return
             _, path, _ = line.split(" ", 2)
             headers: dict[str, str] = {}
             while True:
