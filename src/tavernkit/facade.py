@@ -259,21 +259,22 @@ class Tavern:
             self._chats.after_reply = self._after_reply
         return self._chats
 
-    async def warm_up(self) -> list[str]:
+    async def warm_up(self, profile: str = "") -> list[str]:
         """Load now what the first turn would otherwise load while it runs, on the event loop
         (where it holds up every other request too): the HTTP client's TLS context, the
-        tokenizer vocabulary the selected profile's model counts with (0.3-0.7 s), and the
-        embedded model's weights when that profile is the embedded one (or none is selected).
-        ``tavernkit serve`` calls it before it listens. Returns what it loaded; a profile that
-        cannot be resolved, or a model that cannot be loaded, is logged and left to the first
-        turn, which says what is wrong with it."""
+        tokenizer vocabulary the model of ``profile`` (default: the selected one) counts with
+        (0.3-0.7 s), and the embedded model's weights when that profile is the embedded one
+        (or none is selected). ``tavernkit serve`` calls it before it listens, ``tavernkit
+        chat`` while the first message is typed. Returns what it loaded; a profile that cannot
+        be resolved, or a model that cannot be loaded, is logged and left to the first turn,
+        which says what is wrong with it."""
         loaded = ["http client"]
         self.runtime.http.client()
         # httpcore2's pool makes its events with anyio, whose asyncio backend is imported on
         # first use (~20 ms of the first request)
         anyio.Event()
         try:
-            connection = await self.context().resolve_named("")
+            connection = await self.context().resolve_named(profile)
             tokenizer = turn_tokenizer(connection, await self.settings())
             tokenizer.count("warm up")
             loaded.append(f"tokenizer {getattr(tokenizer, 'name', type(tokenizer).__name__)}")

@@ -93,3 +93,14 @@ async def test_the_priming_request_is_answered_by_no_route(tmp_path: Path) -> No
         async with server.client() as client:
             answered = await client.get(UNROUTED_PATH)
         assert answered.status_code == 404
+
+
+async def test_warm_up_of_a_named_profile_loads_that_profiles_tokenizer(tmp_path: Path) -> None:
+    """``tavernkit chat --profile NAME`` warms what NAME's turns use, not the selected one's
+    (here the embedded model, which is not loaded)."""
+    async with Tavern(tmp_path / "home", load_plugins=False) as tk:
+        profile = ConnectionProfile(
+            name="api", api="chat", source="openai", base_url="http://127.0.0.1:9/v1"
+        )
+        await tk.store.put("connection_profile", profile.model_copy(update={"model": "gpt-4o"}))
+        assert await tk.warm_up("api") == ["http client", "tokenizer o200k_base"]

@@ -16,6 +16,7 @@ ends the command with one error line and the chat untouched.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
@@ -71,15 +72,23 @@ async def _interactive(session: Session, fresh: bool) -> None:
     who = who or "the character"
     out.print(f"[dim]chat {escape(stored.info.name)} with {escape(who)}; /help for commands[/]")
     await session.history(20 if not fresh else 1)
-    with session.sigint_handler():
-        while True:
-            line = await read_line("> ", session.interrupted)
-            if line is None:
-                out.print()
-                return
-            line = line.strip()
-            if line and not await session.command(line):
-                return
+    # what the first reply would load (the tokenizer, the embedded model) loads while the
+    # first message is typed: the input thread waits in input(), which needs no GIL
+    warming = asyncio.create_task(session.tk.warm_up(session.overrides.get("profile") or ""))
+    try:
+        with session.sigint_handler():
+            while True:
+                line = await read_line("> ", session.interrupted)
+                if line is None:
+                    out.print()
+                    return
+                line = line.strip()
+                if line and not await session.command(line):
+                    return
+    finally:
+        warming.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await warming
 
 
 def chat_command(
