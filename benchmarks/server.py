@@ -57,6 +57,10 @@ it); ``TAVERNKIT_BENCH_GC_FREEZE=1`` freezes the server's set-up objects out of 
 collector's scans (``gc.freeze``) before it serves; ``TAVERNKIT_BENCH_PROFILE=PATH`` profiles
 the server (cProfile).
 
+Printed first, beside the load: this machine's cold-cache factor (:func:`cold_cache_factor`),
+the time of one memory walk after 3 ms of idle over the same walk back to back. Where it is
+well above 1, no path's p50 (the floor's included) is what the same code costs warm.
+
 Bounded: every phase has a deadline (``--deadline`` seconds) and the processes are stopped
 at the end whatever happens. Ratios and differences are within one run; on a shared machine
 print the load next to them.
@@ -465,6 +469,30 @@ class CpuMeter:
         return "  ".join(
             f"{name} {self.spent[name] / max(pieces, 1) * 1e6:.0f}" for name in self.pids
         )
+
+
+def cold_cache_factor(idle_s: float = 0.003, rounds: int = 25) -> tuple[float, float]:
+    """The same walk over 4,000 objects scattered in 200,000, back to back and after
+    ``idle_s`` of sleep (median ms of each): how much of its caches this machine keeps while
+    a process idles. Every phase-1 request follows about a second of idle, so a factor well
+    above 1 (about 3 on the shared 2-core VM these figures come from, where even spinning
+    instead of sleeping did not help) raises every path's time, the floor's included."""
+    objects = [bytearray(64) for _ in range(200_000)]
+
+    def walk() -> float:
+        started = time.perf_counter()
+        total = 0
+        for i in range(0, len(objects), 50):
+            total += objects[i][0]
+        return (time.perf_counter() - started) * 1000
+
+    walk()
+    warm = statistics.median(walk() for _ in range(rounds))
+    after: list[float] = []
+    for _ in range(rounds):
+        time.sleep(idle_s)
+        after.append(walk())
+    return warm, statistics.median(after)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -972,6 +1000,12 @@ def main() -> None:
     load = os.getloadavg()
     print(
         f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs"
+    )
+    warm, idle = cold_cache_factor()
+    print(
+        f"this machine's caches: a walk over 4,000 scattered objects takes {warm:.2f} ms back to "
+        f"back, {idle:.2f} ms after 3 ms idle ({idle / max(warm, 1e-9):.1f}x; each phase-1 "
+        "request follows ~1 s of idle)"
     )
     if args.interleave:
         if not args.baseline_src:
