@@ -360,14 +360,17 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
         # personas): read here and now, at most SHORT_LIST rows of them. A trip to the thread
         # waits for the loop to be free: started before a turn's prompt build, it came back
         # only after it. A longer list is read again, whole, on the thread (a list has no
-        # bound), in one trip there (a cursor takes three).
-        async with self._read_now() as db:
-            rows = builtins.list(
-                await db.execute_fetchall(query + " LIMIT ?", (owner, kind, SHORT_LIST + 1))
-            )
-        if len(rows) > SHORT_LIST:
-            async with self._read() as db:
-                rows = builtins.list(await db.execute_fetchall(query, (owner, kind)))
+        # bound), in one trip there (a cursor takes three). A store without a read connection
+        # (PostgreSQL's pool, already on the loop) reads it once.
+        if self._read_conn() is not None:
+            async with self._read_now() as db:
+                rows = builtins.list(
+                    await db.execute_fetchall(query + " LIMIT ?", (owner, kind, SHORT_LIST + 1))
+                )
+            if len(rows) <= SHORT_LIST:
+                return [self._info(r) for r in rows]
+        async with self._read() as db:
+            rows = builtins.list(await db.execute_fetchall(query, (owner, kind)))
         return [self._info(r) for r in rows]
 
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None:
