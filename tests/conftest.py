@@ -7,6 +7,7 @@ so the suite passes on a fresh clone without it.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -46,6 +47,26 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("tavernkit-home")
     monkeypatch.setenv("TAVERNKIT_HOME", str(home))
     return home
+
+
+@pytest.fixture
+def no_gc_pauses() -> Iterator[None]:
+    """The cyclic garbage collector off while a test runs whose real timeouts are a few tenths
+    of a second (its garbage is collected after it).
+
+    Late in the suite the process holds about half a million objects, and a full collection
+    stops it for 0.3-0.6 s (measured over a whole run, 2026-12-02): longer than the 0.2-0.3 s
+    first-byte and idle limits these tests give a loopback upstream that answers within a
+    millisecond. In CI a request that should have succeeded timed out that way
+    (test_plan_everywhere, 2026-12-01). A test of the collector's own state keeps it on.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 # -- real PostgreSQL and Redis servers (tests/_services.py): one of each per session --------

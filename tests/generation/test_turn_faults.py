@@ -40,6 +40,9 @@ PROMPT = TurnPrompt(
     )
 )
 
+# real timeouts of a few tenths of a second: no collector pause may outlast one
+pytestmark = pytest.mark.usefixtures("no_gc_pauses")
+
 
 async def turn(world: World, plan, *, prompt: TurnPrompt = PROMPT, sink=None, **options):
     sink = sink or RecordingSink()

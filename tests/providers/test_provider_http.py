@@ -28,6 +28,9 @@ from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt
 from tavernkit.providers.retry import RetryPolicy, call_with_retry
 
+# real timeouts of a few tenths of a second: no collector pause may outlast one
+pytestmark = pytest.mark.usefixtures("no_gc_pauses")
+
 PROMPT = ChatPrompt((ChatMessage("user", "hi"),))
 
 
