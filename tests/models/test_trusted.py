@@ -221,6 +221,7 @@ def test_the_store_reads_every_kind_back_unchanged(data: st.DataObject) -> None:
                         assert isinstance(model, WireModel)
                         assert json.dumps(model.to_wire()) == json.dumps(expected.to_wire())
                 assert json.dumps(shared.data) == json.dumps(record)
+                assert (shared.id, shared.created) == (stored.info.id, stored.info.created)
 
     with tempfile.TemporaryDirectory() as folder:
         asyncio.run(run(Path(folder)))

@@ -92,6 +92,12 @@ async def text_of(provider: Provider) -> str:
     return "".join([e.text async for e in provider.stream(PROMPT) if isinstance(e, TextDelta)])
 
 
+@pytest.fixture(autouse=True)
+def _ahead_to_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every peer here is on loopback, where opening ahead is off by default."""
+    monkeypatch.setattr(net, "AHEAD_TO_LOOPBACK", True)
+
+
 def provider(pool: HttpPool, base_url: str) -> Provider:
     return Provider(
         name="loop", base_url=base_url, adapter=OpenAIChatAdapter(), model="m", client=pool.client()
@@ -212,3 +218,43 @@ def test_a_url_that_cannot_be_parsed_opens_nothing() -> None:
         await pool.aclose()
 
     asyncio.run(run())
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_nothing_is_opened_ahead_to_a_loopback_origin_by_default(
+    host: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On loopback the connect has no round trip to hide: the request connects itself."""
+    monkeypatch.setattr(net, "AHEAD_TO_LOOPBACK", False)
+    upstream, pool = Upstream(keep_alive=False), HttpPool()
+    async with serving(upstream) as url:
+        p = provider(pool, url.replace("127.0.0.1", host))
+        try:
+            p.open_ahead()
+            backend = p.client._transport._pool._network_backend  # type: ignore[union-attr]
+            assert backend._ahead == {}
+            await asyncio.sleep(0.02)
+            assert upstream.connections == 0
+            assert await text_of(p) == "R1"
+            assert upstream.connections == upstream.requests == 1
+        finally:
+            await pool.aclose()
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("api.localhost", True),
+        ("10.0.0.7", False),
+        ("192.168.1.20", False),
+        ("api.openai.com", False),
+        ("localhost.example.com", False),
+    ],
+)
+def test_which_origins_are_loopback(host: str, loopback: bool) -> None:
+    assert net._loopback(host) is loopback

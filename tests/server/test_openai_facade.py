@@ -286,14 +286,19 @@ async def test_a_proxied_completion_reads_its_profile_once(
     facade: Facade, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = facade.tk.store
-    read = store.get_record
     kinds: list[str] = []
 
-    async def counted(kind: str, ref: str, **kw: Any) -> Any:
-        kinds.append(kind)
-        return await read(kind, ref, **kw)
+    def counting(name: str) -> None:
+        read = getattr(store, name)
 
-    monkeypatch.setattr(store, "get_record", counted)
+        async def counted(kind: str, ref: str, **kw: Any) -> Any:
+            kinds.append(kind)
+            return await read(kind, ref, **kw)
+
+        monkeypatch.setattr(store, name, counted)
+
+    for name in ("get_record", "get_shared_record", "get"):
+        counting(name)
     facade.upstream.script(Reply(text="Once."), Reply(text="Once more."))
     reply = await facade.client.chat.completions.create(model="profile/scripted", messages=HELLO)
     assert reply.choices[0].message.content == "Once."

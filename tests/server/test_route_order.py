@@ -4,11 +4,15 @@ the same method and path, so whichever comes first, a request reaches the same r
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
 from starlette.routing import Match
 
-from tavernkit.server.routes import ROUTERS, openai, turns
+from tavernkit.server.app import create_app
+from tavernkit.server.routes import PLAIN_ROUTES, ROUTERS, openai, turns
+from tavernkit.server.settings import ServerSettings
 
 _PARAM = re.compile(r"{([^}:]+)(:[^}]+)?}")
 
@@ -38,3 +42,23 @@ def test_no_two_routes_answer_the_same_method_and_path() -> None:
 
 def test_the_turn_and_facade_routes_are_matched_first() -> None:
     assert ROUTERS[:2] == (turns.router, openai.router)
+
+
+def test_the_facades_completions_are_served_by_the_plain_route_and_still_documented(
+    tmp_path: Path,
+) -> None:
+    app = create_app(ServerSettings(home=tmp_path))
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "root_path": ""}
+    first = next(r for r in app.router.routes if r.matches(dict(scope))[0] == Match.FULL)
+    assert first is PLAIN_ROUTES[0] and not isinstance(first, APIRoute)
+    assert first.endpoint is openai.chat_completions  # type: ignore[attr-defined]
+    # the OpenAPI document keeps the router's route, request schema and all
+    operation = app.openapi()["paths"]["/v1/chat/completions"]["post"]
+    assert operation["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "model",
+        "messages",
+    ]
+    # another method on the path is the app's typed 405, as before
+    with TestClient(app) as client:
+        response = client.get("/v1/chat/completions")
+    assert response.status_code == 405

@@ -33,7 +33,7 @@ from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEv
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
-from tavernkit.server.routes import ROUTERS
+from tavernkit.server.routes import PLAIN_ROUTES, ROUTERS
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
@@ -134,6 +134,7 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)
+    app.router.routes[:0] = PLAIN_ROUTES  # matched first (see PLAIN_ROUTES)
     # the plugins' routes come last, so a plugin adds routes and never shadows the server's
     add_plugin_routes(tavern.plugins if tavern is not None else get_plugin_manager(), app)
     return app

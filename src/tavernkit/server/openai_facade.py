@@ -77,7 +77,8 @@ _PROXY_FIELDS = (
 class FacadeModel:
     """One entry of ``/v1/models``: ``kind`` is ``character`` or ``profile``, ``ref`` the
     record's store id. ``profile``: a profile model's connection profile as
-    :func:`resolve_model` read it (the completion sends with it, not reading it again)."""
+    :func:`resolve_model` read it (the completion sends with it, not reading it again; the
+    store's shared model of that revision, so read-only)."""
 
     id: str
     kind: str
@@ -179,16 +180,27 @@ async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
         name = ref = model[len(PROFILE_PREFIX) :]
     else:
         raise NotFound(f"The model {model!r} does not exist (see /v1/models)")
+    missing = NotFound(f"The model {model!r} does not exist (see /v1/models)")
+    if kind == "profile":
+        # the store's shared model of the profile's revision: every proxied completion names
+        # one, and reading its revision is cheaper than reading and validating it again
+        try:
+            shared = await tk.store.get_shared_record(store_kind, ref, owner=tk.owner)
+        except NotFound:
+            raise missing from None
+        profile = shared.model
+        if not isinstance(profile, ConnectionProfile) or profile.name != name:
+            raise missing
+        created = int(shared.created.timestamp()) if shared.created is not None else 0
+        return FacadeModel(model, kind, shared.id, name, created, profile)
     try:
         record = await tk.store.get_record(store_kind, ref, owner=tk.owner)
     except NotFound:
-        raise NotFound(f"The model {model!r} does not exist (see /v1/models)") from None
+        raise missing from None
     if name != record.info.name:
-        raise NotFound(f"The model {model!r} does not exist (see /v1/models)")
+        raise missing
     info = record.info
-    # stored JSON was validated when it was written: this is the model the store's get makes
-    profile = ConnectionProfile.model_validate(record.data) if kind == "profile" else None
-    return FacadeModel(model, kind, info.id, info.name, int(info.created.timestamp()), profile)
+    return FacadeModel(model, kind, info.id, info.name, int(info.created.timestamp()))
 
 
 async def complete(

@@ -138,6 +138,8 @@ class SharedRecord:
     digest: str
     #: the record's id (what a ref by name resolved to)
     id: str = ""
+    #: when the record was made (``None``: a store that does not say)
+    created: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -337,7 +337,8 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
         data = json.loads(text)  # validation reads it and keeps no reference it could edit
         model = self._validate(kind, data, f"<store {kind} {rid}>", stored=True)
         digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
-        shared = SharedRecord(model=model, data=data, digest=digest.hexdigest(), id=rid)
+        created = datetime.fromisoformat(key[3])
+        shared = SharedRecord(model, data, digest.hexdigest(), id=rid, created=created)
         self._shared[key] = shared
         if len(self._shared) > _SHARED_MAX:
             self._shared.popitem(last=False)
