@@ -111,7 +111,7 @@ def _wrap(owner: Any, name: str, label: str) -> None:
     if fn is None:
         return
     _found.append(label)
-    if inspect_kind(fn) == "agen":
+    if _kind(fn) == "agen":
 
         @functools.wraps(fn)
         async def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -123,7 +123,7 @@ def _wrap(owner: Any, name: str, label: str) -> None:
                     first = False
                 yield item
 
-    elif inspect_kind(fn) == "async":
+    elif _kind(fn) == "async":
 
         @functools.wraps(fn)
         async def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -146,7 +146,7 @@ def _wrap(owner: Any, name: str, label: str) -> None:
     setattr(owner, name, wrapped)
 
 
-def inspect_kind(fn: Any) -> str:
+def _kind(fn: Any) -> str:
     if inspect.isasyncgenfunction(fn):
         return "agen"
     return "async" if inspect.iscoroutinefunction(fn) else "sync"

@@ -170,6 +170,7 @@ async def list_models(tk: Tavern) -> list[FacadeModel]:
 async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
     """The model ``model`` names; :class:`~tavernkit.errors.NotFound` when the owner has no
     such character or profile."""
+    missing = NotFound(f"The model {model!r} does not exist (see /v1/models)")
     if model.startswith(CHARACTER_PREFIX):
         kind, store_kind, rest = "character", "character", model[len(CHARACTER_PREFIX) :]
         name, at, ref = rest.rpartition("@")
@@ -179,8 +180,7 @@ async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
         kind, store_kind = "profile", "connection_profile"
         name = ref = model[len(PROFILE_PREFIX) :]
     else:
-        raise NotFound(f"The model {model!r} does not exist (see /v1/models)")
-    missing = NotFound(f"The model {model!r} does not exist (see /v1/models)")
+        raise missing
     if kind == "profile":
         # the store's shared model of the profile's revision: every proxied completion names
         # one, and reading its revision is cheaper than reading and validating it again
