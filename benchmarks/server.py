@@ -38,8 +38,9 @@ machine), so a client knows when each piece left the upstream.
    far below one core at the rate the turns run, or the baseline is what is slow.
 
 The server runs on uvicorn's ``--loop`` and ``--http`` choices, ``auto`` by default as
-``tavernkit serve`` does (uvloop and httptools when installed, else asyncio and h11), and says
-which at its start.
+``tavernkit serve`` does (uvloop when installed; tavernkit's own protocol,
+:mod:`tavernkit.server.http_protocol`, over httptools, else h11), and says which at its
+start.
 
 Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
 ``git worktree add`` of the commit to compare with) measures both phases first with a server
@@ -245,6 +246,12 @@ async def serve_app(
         tuning["warm_up"] = True
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), **tuning)
     app = create_app(conf, tavern=tk)
+    protocol: Any = http
+    if http == "auto":  # as ``tavernkit serve`` (its own protocol, in a tree that has one)
+        with contextlib.suppress(ModuleNotFoundError):
+            from tavernkit.server.http_protocol import HttpProtocol
+
+            protocol = HttpProtocol
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
@@ -253,7 +260,7 @@ async def serve_app(
         access_log=False,
         backlog=4096,
         timeout_keep_alive=60,
-        http=http,
+        http=protocol,
     )
     config.load()
     loop = type(asyncio.get_running_loop())

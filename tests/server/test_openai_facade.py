@@ -210,6 +210,28 @@ async def test_errors_have_openais_shape_and_status_codes(facade: Facade) -> Non
     assert "oops" not in not_json.text  # the input is never echoed
 
 
+async def test_a_body_over_the_cap_is_a_413_in_openais_shape(tmp_path: Path) -> None:
+    capped = settings(tmp_path / "home", upload_max_bytes=4096)
+    async with live_server(capped) as server, server.client() as raw:
+        body = json.dumps(
+            {"model": "profile/x", "messages": [{"role": "user", "content": "y" * 9000}]}
+        )
+        announced = await raw.post("/v1/chat/completions", content=body.encode())
+
+        async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: cut off as it arrives
+            for start in range(0, len(body), 1000):
+                yield body[start : start + 1000].encode()
+
+        streamed = await raw.post("/v1/chat/completions", content=chunks())
+    # refused before a byte is read, and cut off while it arrives: the same 413 either way
+    for refused in (announced, streamed):
+        assert refused.status_code == 413
+        error = refused.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["type"] == "invalid_request_error" and error["code"] == "request_too_large"
+        assert "4096" in error["message"]
+
+
 async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> None:
     async with HangingServer([Reply(text="Hi ann.")]) as upstream:
         state = users.server.state

@@ -10,8 +10,9 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Match
 
-from tavernkit.server.app import create_app
-from tavernkit.server.routes import PLAIN_ROUTES, ROUTERS, openai, turns
+from tavernkit.server.app import TavernApp, create_app
+from tavernkit.server.body_limit import BodyLimit
+from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS, openai, turns
 from tavernkit.server.settings import ServerSettings
 
 _PARAM = re.compile(r"{([^}:]+)(:[^}]+)?}")
@@ -44,14 +45,15 @@ def test_the_turn_and_facade_routes_are_matched_first() -> None:
     assert ROUTERS[:2] == (turns.router, openai.router)
 
 
-def test_the_facades_completions_are_served_by_the_plain_route_and_still_documented(
+def test_the_facades_completions_are_served_ahead_of_the_middleware_and_still_documented(
     tmp_path: Path,
 ) -> None:
     app = create_app(ServerSettings(home=tmp_path))
-    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "root_path": ""}
-    first = next(r for r in app.router.routes if r.matches(dict(scope))[0] == Match.FULL)
-    assert first is PLAIN_ROUTES[0] and not isinstance(first, APIRoute)
-    assert first.endpoint is openai.chat_completions  # type: ignore[attr-defined]
+    assert isinstance(app, TavernApp)
+    assert {("POST", "/v1/chat/completions"): openai.chat_completions} == AHEAD_OF_MIDDLEWARE
+    assert set(app.ahead) == set(AHEAD_OF_MIDDLEWARE)
+    ahead = app.ahead[("POST", "/v1/chat/completions")]
+    assert isinstance(ahead, BodyLimit)  # the body cap holds there too
     # the OpenAPI document keeps the router's route, request schema and all
     operation = app.openapi()["paths"]["/v1/chat/completions"]["post"]
     assert operation["requestBody"]["content"]["application/json"]["schema"]["required"] == [

@@ -30,6 +30,7 @@ try:
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
+    from tavernkit.server.http_protocol import HttpProtocol
     from tavernkit.server.listen import listening_socket
 except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
     _MISSING: str | None = _missing.name or "fastapi"
@@ -147,7 +148,9 @@ def serve_command(
     if settings.redis is not None:
         who += ", Redis"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, http=HttpProtocol)
+    )
     try:
         server.run(sockets=[sock])
     finally:

@@ -17,10 +17,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tavernkit.errors import CoordinationError, ServerConfigError
 from tavernkit.facade import Tavern
@@ -33,7 +37,7 @@ from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEv
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
-from tavernkit.server.routes import PLAIN_ROUTES, ROUTERS
+from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
@@ -45,9 +49,39 @@ try:  # the 'scale' extra: only a server with settings.redis needs it
 except ModuleNotFoundError:  # pragma: no cover - the test extra installs it
     redis_coordination = None  # type: ignore[assignment]
 
-__all__ = ["create_app"]
+__all__ = ["TavernApp", "create_app"]
 
 log = logging.getLogger(__name__)
+
+
+class TavernApp(FastAPI):
+    """FastAPI, serving the endpoints of
+    :data:`~tavernkit.server.routes.AHEAD_OF_MIDDLEWARE` before its middleware stack, each
+    under ``BodyLimit`` alone (see there why); every other request goes the usual way."""
+
+    def __init__(self, *, max_body_bytes: int, **options: Any) -> None:
+        super().__init__(**options)
+        self.ahead: dict[tuple[str, str], ASGIApp] = {
+            key: BodyLimit(_endpoint_app(endpoint), max_bytes=max_body_bytes)
+            for key, endpoint in AHEAD_OF_MIDDLEWARE.items()
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            ahead = self.ahead.get((scope["method"], scope["path"]))
+            if ahead is not None:
+                scope["app"] = self  # what Request.app reads (the routes' state_of)
+                await ahead(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+def _endpoint_app(endpoint: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        response = await endpoint(Request(scope, receive, send))
+        await response(scope, receive, send)
+
+    return app
 
 
 def create_app(
@@ -125,7 +159,8 @@ def create_app(
             finally:
                 app.state.server = None
 
-    app = FastAPI(
+    app = TavernApp(
+        max_body_bytes=settings.upload_max_bytes,
         title="tavernkit",
         summary="SillyTavern-compatible character chat over HTTP",
         lifespan=lifespan,
@@ -134,7 +169,6 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)
-    app.router.routes[:0] = PLAIN_ROUTES  # matched first (see PLAIN_ROUTES)
     # the plugins' routes come last, so a plugin adds routes and never shadows the server's
     add_plugin_routes(tavern.plugins if tavern is not None else get_plugin_manager(), app)
     return app

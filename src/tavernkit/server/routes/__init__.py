@@ -8,8 +8,11 @@ changes no answer (``tests/server/test_route_order.py``); the web UI's come last
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from fastapi import APIRouter
-from starlette.routing import Route
+from starlette.requests import Request
+from starlette.responses import Response
 
 from tavernkit.server.routes import (
     auth,
@@ -30,7 +33,7 @@ from tavernkit.server.routes import (
     variables,
 )
 
-__all__ = ["PLAIN_ROUTES", "ROUTERS"]
+__all__ = ["AHEAD_OF_MIDDLEWARE", "ROUTERS"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     turns.router,
@@ -52,14 +55,15 @@ ROUTERS: tuple[APIRouter, ...] = (
     ui.router,
 )
 
-#: Routes served by a plain Starlette route placed ahead of every router: the OpenAI facade's
-#: completions, which every piece of a bot's reply goes through. Its endpoint takes the
-#: ``Request`` alone and validates its own body, so FastAPI's per-request work around it
-#: (included-router matching, the dependency solver, its telemetry context) does nothing for
-#: it, and cost 0.2 ms of the first token cold (the server's benchmark). The router's own
-#: route stays, for the OpenAPI document; it is never reached for these methods.
-PLAIN_ROUTES: tuple[Route, ...] = (
-    Route(
-        "/v1/chat/completions", openai.chat_completions, methods=["POST"], include_in_schema=False
-    ),
-)
+#: Endpoints the app serves ahead of its middleware stack, by method and path: the OpenAI
+#: facade's completions, which every piece of a bot's reply goes through. Each takes the
+#: ``Request`` alone, validates its own body and answers every error itself, so the six
+#: middlewares and the router around a route (FastAPI's telemetry and body limit, Starlette's
+#: error and exception middlewares, the exit stack, route matching) do nothing for it: they
+#: cost 0.2 ms of the first token cold (the server's benchmark), and matching it first in the
+#: router still left them. Only :class:`~tavernkit.server.body_limit.BodyLimit` wraps it
+#: (:class:`~tavernkit.server.app.TavernApp`). The routers' own routes stay, for the OpenAPI
+#: document and the path's other methods (the app's typed 405).
+AHEAD_OF_MIDDLEWARE: dict[tuple[str, str], Callable[[Request], Awaitable[Response]]] = {
+    ("POST", "/v1/chat/completions"): openai.chat_completions,
+}

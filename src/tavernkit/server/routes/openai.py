@@ -24,6 +24,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from tavernkit.errors import (
@@ -135,6 +136,10 @@ def openai_error(exc: BaseException) -> OpenAIError:
         return OpenAIError(404, str(exc), param="model", code="model_not_found")
     if isinstance(exc, TavernKitError):
         return OpenAIError(400, str(exc), code=type(exc).__name__)
+    if isinstance(exc, HTTPException):  # BodyLimit cut the body off while it arrived (413)
+        status = exc.status_code
+        code = "request_too_large" if status == 413 else None
+        return OpenAIError(status, str(exc.detail), type=_type_for(status), code=code)
     log.error("unhandled %s in the OpenAI facade", type(exc).__name__)
     return OpenAIError(500, "internal server error", type="api_error", code="internal_error")
 
