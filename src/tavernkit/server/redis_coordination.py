@@ -298,7 +298,7 @@ class RedisTurnStops:
                 if message is not None and message.get("type") == "message":
                     on_stop(_text(message["data"]))
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
 
 
 @dataclass(frozen=True, slots=True)
