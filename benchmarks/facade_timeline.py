@@ -170,7 +170,8 @@ def install_stamps() -> None:
     import tavernkit.server.sse as sse
 
     steps: list[tuple[Any, str, str]] = [
-        (errors_mw.ServerErrorMiddleware, "__call__", "middlewares"),
+        (errors_mw.ServerErrorMiddleware, "__call__", "middlewares"),  # before TavernApp
+        (getattr(app_module, "TavernApp", None), "__call__", "app"),
         (body_limit.BodyLimit, "__call__", "body_limit"),
         (routes, "state_of", "route"),
         (routes, "current_principal", "principal"),

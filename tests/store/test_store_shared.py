@@ -95,3 +95,37 @@ async def test_shared_records_refuse_a_name_two_records_share(store: SqliteStore
     await store.put("persona", {"name": "Ada"}, name="Ada")
     with pytest.raises(Conflict):
         await store.get_shared_records([("persona", "Ada")])
+
+
+async def test_a_ref_asked_again_with_nothing_committed_reads_no_record(
+    sqlite_store: SqliteStore,
+) -> None:
+    store = sqlite_store
+    await store.put("lorebook", BOOK, name="Coast")
+    first = await store.get_shared_record("lorebook", "Coast")
+    seen: list[str] = []
+    async with store.trace(seen.append) as stats:
+        again = await store.get_shared_record("lorebook", "Coast")
+    assert again is first
+    # the file's change counter alone, no look at the records table
+    assert stats.statements == 1 and seen == ["PRAGMA data_version"]
+    # any commit (here: another record's) makes the next call look again, and answer the same
+    await store.put("persona", {"name": "Ada"}, name="Ada")
+    async with store.trace() as stats:
+        after = await store.get_shared_record("lorebook", "Coast")
+    assert after is first and stats.statements == 2
+
+
+async def test_a_ref_answered_before_another_process_wrote_is_looked_up_again(
+    db_path: Path,
+) -> None:
+    async with await open_store(db_path) as a, await open_store(db_path) as b:
+        ref = await a.put("lorebook", BOOK, name="Coast")
+        for _ in range(2):  # the second answer is b's memory of the first
+            seen = await b.get_shared_record("lorebook", "Coast")
+        await a.put("lorebook", {"entries": {}}, name="Coast", id=ref.id)
+        now = await b.get_shared_record("lorebook", "Coast")
+        assert now.model is not seen.model and now.data == {"entries": {}}
+        await a.delete("lorebook", ref.id)
+        with pytest.raises(NotFound):
+            await b.get_shared_record("lorebook", "Coast")

@@ -144,7 +144,7 @@ class TavernContext:
         self.chat_id = chat_id
         self._client = client
         self.retry = retry or RetryPolicy()
-        self.rng = rng or random.Random()
+        self._rng = rng
         # the Tavern's shared embedded model unless one is injected: loaded once per process
         self.local_factory: LocalFactory = local_factory or runtime.local_models
         self.environ = environ
@@ -158,6 +158,13 @@ class TavernContext:
     @property
     def tools(self) -> ToolRegistry:
         return self.runtime.tools
+
+    @property
+    def rng(self) -> random.Random:
+        """Made when first asked: seeding reads the OS's entropy (a proxy never asks)."""
+        if self._rng is None:
+            self._rng = random.Random()
+        return self._rng
 
     async def chat_state(self) -> ChatState:
         """Everything a turn of this context reads, loaded now."""

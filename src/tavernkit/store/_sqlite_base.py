@@ -257,6 +257,15 @@ class SqliteBase:
                     self._reader = reader
         return self._reader
 
+    def _data_version(self) -> int | None:
+        """The read connection's ``PRAGMA data_version``: it changes whenever another
+        connection (this store's writer, another process) commits. ``None`` where there is no
+        read connection or it is busy: then nothing may be assumed unchanged."""
+        if self._read_conn() is None:
+            return None
+        rows = self._fetch_now("PRAGMA data_version", ())
+        return int(rows[0][0]) if rows else None
+
     def _fetch_now(self, sql: str, parameters: Any) -> list[Any] | None:
         """Every row of ``sql`` over the read connection; ``None`` when it is busy."""
         reader = self._reader

@@ -121,6 +121,8 @@ async def open_store(
 
 #: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
 _SHARED_MAX = 64
+#: refs :meth:`SqliteStore.get_shared_record` remembers between two commits
+_BY_REF_MAX = 1024
 
 
 def _pick_revision(
@@ -145,6 +147,11 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shared: OrderedDict[tuple[str, str, str, str, int], SharedRecord] = OrderedDict()
+        #: what get_shared_record answered per (owner, kind, ref) while the file's
+        #: ``PRAGMA data_version`` stayed ``_by_ref_version`` (any commit, of any connection
+        #: or process, changes it and empties this)
+        self._by_ref: dict[tuple[str, str, str], SharedRecord] = {}
+        self._by_ref_version: int | None = None
 
     async def __aenter__(self) -> Self:
         return self
@@ -254,6 +261,24 @@ class SqliteStore(SqliteSwipes, SqliteAccounts, SqliteVectors, SqliteKeys):
     async def get_shared_record(
         self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
     ) -> SharedRecord:
+        # Nothing committed since this ref was last answered: the same answer, with no look at
+        # the records. ``PRAGMA data_version`` reads the WAL index's header, no table: a third
+        # of the indexed lookup below cold, and every proxied completion names a profile.
+        version = self._data_version()
+        if version is not None:
+            if version != self._by_ref_version or len(self._by_ref) >= _BY_REF_MAX:
+                self._by_ref.clear()
+                self._by_ref_version = version
+            known = self._by_ref.get((owner, kind, ref))
+            if known is not None:
+                return known
+        shared = await self._shared_record(kind, ref, owner)
+        if version is not None and version == self._by_ref_version:
+            # the version was read first: a commit since then shows on the next call
+            self._by_ref[(owner, kind, ref)] = shared
+        return shared
+
+    async def _shared_record(self, kind: str, ref: str, owner: str) -> SharedRecord:
         # One small indexed row says whether the model made last time is still the record's:
         # (id, created, revision) changes with every write, and with a delete and re-create.
         async with self._read_now() as db:

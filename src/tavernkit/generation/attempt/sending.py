@@ -108,7 +108,8 @@ class SendingProvider(ProviderWrapper):
         self.retry = retry
         self.observe = observe
         self.sleep = sleep
-        self.rng = rng or random.Random()
+        # only a retry's jitter reads it: made then (seeding reads the OS's entropy)
+        self.rng = rng
 
     async def complete(
         self,
@@ -154,6 +155,8 @@ class SendingProvider(ProviderWrapper):
                 await _close(events)
                 if self.retry is None or not self.retry.should_retry(error, tries):
                     raise
+                if self.rng is None:
+                    self.rng = random.Random()
                 await self.sleep(self.retry.delay(error, tries, self.rng))
                 tries += 1
                 continue
