@@ -66,7 +66,7 @@ class HeadHoldingTransport:
     def flush(self) -> None:
         """Write the held head now, if one is held."""
         held = self._take()
-        if held is not None:
+        if held is not None and not self._transport.is_closing():  # the client is gone
             self._transport.write(held)
 
     def _take(self) -> bytes | None:
