@@ -9,7 +9,6 @@ generations both go through here, so they cannot drift apart.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -176,7 +175,7 @@ def scan_world_info(
         character_filename=character_filename,
         timed_state=timed,
         substitute=substitute,
-        rng=rng if rng is not None else random.Random().random,
+        rng=rng,  # None: the scan's own unseeded generator
         dry_run=dry_run,
         compat=compat,
         count_tokens=count_tokens if count_tokens is not None else estimate_tokens,

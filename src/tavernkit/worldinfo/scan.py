@@ -42,6 +42,10 @@ from tavernkit.worldinfo.tokens import ByteEstimate, TokenCounter, estimate_toke
 __all__ = ["COMPAT_ST_118", "scan"]
 
 COMPAT_ST_118 = "st-1.18"
+#: the draws of a scan given no ``rng``: one unseeded generator for the process (seeding one
+#: reads the OS's entropy, 11 µs and a syscall that every chat turn's scan paid)
+_UNSEEDED = random.Random().random
+
 _SNAKE_FIELDS = {
     "persona_description": "personaDescription",
     "character_description": "characterDescription",
@@ -135,7 +139,7 @@ def scan(
         force_activate=set(force_activate),
         substitute=substitute or _identity,
         count_tokens=count_tokens,
-        rng=rng if rng is not None else random.Random().random,
+        rng=rng if rng is not None else _UNSEEDED,
         dry_run=dry_run,
         compat=compat_mode,
         explain=explain,
