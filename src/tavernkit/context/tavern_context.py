@@ -71,6 +71,7 @@ __all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+_UNSEEDED = random.Random()  # shared: seeding one per context read the OS entropy
 
 
 class LoudChats(Protocol):
@@ -144,7 +145,7 @@ class TavernContext:
         self.chat_id = chat_id
         self._client = client
         self.retry = retry or RetryPolicy()
-        self._rng = rng
+        self.rng = rng or _UNSEEDED
         # the Tavern's shared embedded model unless one is injected: loaded once per process
         self.local_factory: LocalFactory = local_factory or runtime.local_models
         self.environ = environ
@@ -158,13 +159,6 @@ class TavernContext:
     @property
     def tools(self) -> ToolRegistry:
         return self.runtime.tools
-
-    @property
-    def rng(self) -> random.Random:
-        """Made when first asked: seeding reads the OS's entropy (a proxy never asks)."""
-        if self._rng is None:
-            self._rng = random.Random()
-        return self._rng
 
     async def chat_state(self) -> ChatState:
         """Everything a turn of this context reads, loaded now."""

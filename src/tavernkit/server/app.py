@@ -38,6 +38,7 @@ from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
 from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS
+from tavernkit.server.routes.openai import too_large_body
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
@@ -57,12 +58,15 @@ log = logging.getLogger(__name__)
 class TavernApp(FastAPI):
     """FastAPI, serving the endpoints of
     :data:`~tavernkit.server.routes.AHEAD_OF_MIDDLEWARE` before its middleware stack, each
-    under ``BodyLimit`` alone (see there why); every other request goes the usual way."""
+    under ``BodyLimit`` alone (see there why; its 413 in the OpenAI facade's error shape, as
+    every error of those endpoints); every other request goes the usual way."""
 
     def __init__(self, *, max_body_bytes: int, **options: Any) -> None:
         super().__init__(**options)
         self.ahead: dict[tuple[str, str], ASGIApp] = {
-            key: BodyLimit(_endpoint_app(endpoint), max_bytes=max_body_bytes)
+            key: BodyLimit(
+                _endpoint_app(endpoint), max_bytes=max_body_bytes, error_body=too_large_body
+            )
             for key, endpoint in AHEAD_OF_MIDDLEWARE.items()
         }
 

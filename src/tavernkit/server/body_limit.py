@@ -1,12 +1,13 @@
 """A cap on request bodies, enforced while they arrive: a body announced larger than the cap
 is refused before a byte of it is read, and one that grows past it (chunked, or lying about
 its length) is cut off there, so an upload never fills memory or the temp folder first.
-Either way the client gets 413 with the server's typed error body (OpenAI's error shape under
-``/v1/``, the facade's prefix, as its clients parse it)."""
+Either way the client gets 413: with the server's typed error body, or the ``error_body`` a
+route answers its errors in (the OpenAI facade's shape, as its clients parse it)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -14,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tavernkit.server.errors import error_body
 
-__all__ = ["BodyLimit", "openai_too_large"]
+__all__ = ["BodyLimit"]
 
 _JSON = [(b"content-type", b"application/json")]
 
@@ -23,10 +24,24 @@ def _too_large(limit: int) -> str:
     return f"the request body is larger than the server's limit of {limit} bytes"
 
 
+def _server_error(message: str) -> dict[str, Any]:
+    return error_body("LimitExceeded", message)
+
+
 class BodyLimit:
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    """``app`` under the cap; ``error_body`` makes the 413's body of a body refused on its
+    ``Content-Length`` from the message (one cut off later is the app's ``HTTPException``)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_bytes: int,
+        error_body: Callable[[str], dict[str, Any]] = _server_error,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.error_body = error_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -35,7 +50,7 @@ class BodyLimit:
         limit = self.max_bytes
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > limit:
-                await _refuse(send, limit, openai=scope.get("path", "").startswith("/v1/"))
+                await _refuse(send, self.error_body(_too_large(limit)))
                 return
         seen = 0
 
@@ -52,15 +67,8 @@ class BodyLimit:
         await self.app(scope, capped, send)
 
 
-def openai_too_large(limit: int) -> dict[str, Any]:
-    """The 413 body of the OpenAI facade (the shape of its every error)."""
-    error = {"message": _too_large(limit), "type": "invalid_request_error", "param": None}
-    return {"error": {**error, "code": "request_too_large"}}
-
-
-async def _refuse(send: Send, limit: int, *, openai: bool) -> None:
-    shaped = openai_too_large(limit) if openai else error_body("LimitExceeded", _too_large(limit))
-    body = json.dumps(shaped).encode()
+async def _refuse(send: Send, error: dict[str, Any]) -> None:
+    body = json.dumps(error).encode()
     await send(
         {
             "type": "http.response.start",

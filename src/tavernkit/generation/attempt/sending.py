@@ -90,6 +90,11 @@ class ProviderWrapper:
         raise NotImplementedError
 
 
+#: a retry's jitter when no generator is given: one per process (seeding one per request read
+#: the OS's entropy on every turn and completion, retried or not)
+_JITTER = random.Random()
+
+
 class SendingProvider(ProviderWrapper):
     """``inner`` with the sending rules above."""
 
@@ -108,8 +113,7 @@ class SendingProvider(ProviderWrapper):
         self.retry = retry
         self.observe = observe
         self.sleep = sleep
-        # only a retry's jitter reads it: made then (seeding reads the OS's entropy)
-        self.rng = rng
+        self.rng = rng or _JITTER
 
     async def complete(
         self,
@@ -155,8 +159,6 @@ class SendingProvider(ProviderWrapper):
                 await _close(events)
                 if self.retry is None or not self.retry.should_retry(error, tries):
                     raise
-                if self.rng is None:
-                    self.rng = random.Random()
                 await self.sleep(self.retry.delay(error, tries, self.rng))
                 tries += 1
                 continue

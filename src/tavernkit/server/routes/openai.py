@@ -51,7 +51,7 @@ from tavernkit.server.sse import sse_data, sse_response
 from tavernkit.server.state import state_of
 from tavernkit.server.task_errors import TASK_STATUS, safe_message
 
-__all__ = ["ChatCompletionRequest", "OpenAIError", "router"]
+__all__ = ["ChatCompletionRequest", "OpenAIError", "router", "too_large_body"]
 
 log = logging.getLogger(__name__)
 
@@ -138,10 +138,18 @@ def openai_error(exc: BaseException) -> OpenAIError:
         return OpenAIError(400, str(exc), code=type(exc).__name__)
     if isinstance(exc, HTTPException):  # BodyLimit cut the body off while it arrived (413)
         status = exc.status_code
-        code = "request_too_large" if status == 413 else None
+        code = _TOO_LARGE if status == 413 else None
         return OpenAIError(status, str(exc.detail), type=_type_for(status), code=code)
     log.error("unhandled %s in the OpenAI facade", type(exc).__name__)
     return OpenAIError(500, "internal server error", type="api_error", code="internal_error")
+
+
+_TOO_LARGE = "request_too_large"
+
+
+def too_large_body(message: str) -> dict[str, Any]:
+    """The facade's 413 for a body refused on its ``Content-Length`` (``BodyLimit``)."""
+    return OpenAIError(413, message, code=_TOO_LARGE).body()
 
 
 class ChatCompletionRequest(BaseModel):
