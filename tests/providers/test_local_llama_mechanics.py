@@ -161,13 +161,17 @@ def test_engine_parameters_bound_memory_and_reuse_the_cache(tmp_path: Path) -> N
 # -- load failures -----------------------------------------------------------------------------
 
 
-async def test_missing_xllamacpp_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_missing_xllamacpp_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     def missing(name: str) -> Any:
         raise ImportError(name)
 
     monkeypatch.setattr(local_engine.importlib, "import_module", missing)
+    model = tmp_path / "model.gguf"  # a model file, so the missing engine is what fails
+    model.write_bytes(b"GGUF")
     with pytest.raises(MissingDependency, match=r"tavernkit\[local\]") as info:
-        [e async for e in LocalLlamaProvider().stream(PROMPT)]
+        [e async for e in LocalLlamaProvider(model_path=model).stream(PROMPT)]
     assert info.value.module == "xllamacpp"
 
 

@@ -10,13 +10,16 @@ when one runs, so ``tavernkit --help`` (and a plugin's command) does not import 
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli.lazy import LazyCommand, LazyGroup
+from tavernkit.cli.line_input import input_still_blocked
 from tavernkit.errors import TavernKitError
 from tavernkit.plugins.manager import add_plugin_commands, get_plugin_manager
 
@@ -147,12 +150,33 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def main() -> None:
-    """The console-script entry point: built-in commands plus plugins' commands."""
+    """The console-script entry point: built-in commands plus plugins' commands.
+
+    The only place that may end the interpreter without finalizing it: when a command leaves an
+    input thread blocked in ``input()`` (a chat ended by Ctrl-C), finalizing would abort on
+    stdin's lock, so the process ends at once with the command's status. Everything the command
+    wrote is closed by then (its Tavern closes before it returns)."""
+    code: int | str | None = 0
     try:
-        # the built-in plugin adds formats, not commands: leaving it out keeps the formats
-        # (and the models under them) unimported until a command needs them
-        add_plugin_commands(get_plugin_manager(include_builtins=False), app)
-    except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
-        sys.exit(1)
-    app()
+        try:
+            # the built-in plugin adds formats, not commands: leaving it out keeps the formats
+            # (and the models under them) unimported until a command needs them
+            add_plugin_commands(get_plugin_manager(include_builtins=False), app)
+        except TavernKitError as exc:
+            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            sys.exit(1)
+        app()
+    except SystemExit as exc:
+        code = exc.code
+        raise
+    finally:
+        if input_still_blocked():
+            _end_process_now(code)
+
+
+def _end_process_now(code: int | str | None) -> NoReturn:
+    if isinstance(code, str):
+        print(code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else (0 if code is None else 1))

@@ -27,7 +27,7 @@ from rich.markup import escape
 from tavernkit.chat.review_setup import check_reviewer, parse_review, set_chat_review
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
-from tavernkit.cli.chat_session import Session, leave_if_input_blocked, read_line
+from tavernkit.cli.chat_session import Session
 from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
@@ -78,7 +78,7 @@ async def _interactive(session: Session, fresh: bool) -> None:
     try:
         with session.sigint_handler():
             while True:
-                line = await read_line("> ", session.interrupted)
+                line = await session.input.read("> ", session.interrupted)
                 if line is None:
                     out.print()
                     return
@@ -180,6 +180,5 @@ def chat_command(
     except KeyboardInterrupt:  # Ctrl-C where no handler could be set (not the main thread)
         out.print()
         raise typer.Exit(130) from None
-    leave_if_input_blocked(code)
     if code:
         raise typer.Exit(code)

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-import sys
-import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -38,6 +35,7 @@ from tavernkit.cli.chat_display import (
 from tavernkit.cli.chat_setting_commands import SettingCommands
 from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.group_session import run_group_turn
+from tavernkit.cli.line_input import LineReader
 from tavernkit.cli.slash import (
     COMMANDS,
     UsageError,
@@ -52,7 +50,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import ConnectionProfile
 
-__all__ = ["Session", "leave_if_input_blocked", "read_line"]
+__all__ = ["Session"]
 
 
 class Session(SettingCommands):
@@ -83,6 +81,8 @@ class Session(SettingCommands):
         self._qr_depth = 0
         #: set by Ctrl-C at the prompt: the session ends
         self.interrupted = asyncio.Event()
+        #: the terminal's input lines (its thread is this session's)
+        self.input = LineReader()
 
     # -- Ctrl-C ------------------------------------------------------------------------------
 
@@ -489,47 +489,3 @@ class Session(SettingCommands):
             out.print(reasoning, style="dim italic", markup=False, highlight=False)
         else:
             out.print("[dim]no reasoning[/]")
-
-
-_reader: threading.Thread | None = None
-
-
-def leave_if_input_blocked(code: int) -> None:
-    """End the process now if a reader thread is still blocked in ``input()`` (the session
-    ended on Ctrl-C): letting the interpreter finalize under a thread holding stdin's lock
-    aborts it. Called after the Tavern is closed, so nothing is left unwritten."""
-    if _reader is not None and _reader.is_alive():
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-
-
-async def read_line(prompt: str, interrupted: asyncio.Event) -> str | None:
-    """One input line, or ``None`` at end of input or when ``interrupted`` is set (Ctrl-C).
-
-    The blocking ``input()`` runs in a daemon thread of its own, not the loop's executor: an
-    executor thread would keep the process waiting for Enter after Ctrl-C."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[str | None] = loop.create_future()
-
-    def settle(value: str | None) -> None:
-        if not done.done():
-            done.set_result(value)
-
-    def reader() -> None:
-        try:
-            line: str | None = input(prompt)
-        except (EOFError, KeyboardInterrupt, ValueError, OSError):
-            line = None
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, line)
-
-    global _reader
-    _reader = threading.Thread(target=reader, name="tavernkit-input", daemon=True)
-    _reader.start()
-    stop: asyncio.Future[Any] = asyncio.ensure_future(interrupted.wait())
-    try:
-        await asyncio.wait((done, stop), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        stop.cancel()
-    return done.result() if done.done() else None
