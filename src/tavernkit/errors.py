@@ -9,6 +9,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── StoreError             persistence failed
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
+    │       └── NameTaken      an import names a record that exists and differs
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
     │   └── ToolSourceUnavailable   its server could not be reached, or a tool call failed
@@ -93,6 +94,7 @@ from tavernkit.error_families.base import (
     ExprError,
     FormatError,
     LimitExceeded,
+    NameTaken,
     NotFound,
     PluginError,
     RequestAborted,
@@ -172,6 +174,7 @@ __all__ = [
     "MissingCredential",
     "MissingDependency",
     "ModelUnavailable",
+    "NameTaken",
     "NetworkError",
     "NotAuthenticated",
     "NotFound",

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from tavernkit.characters import CardAsset, charx_blobs
 from tavernkit.chat.greetings import chat_name
-from tavernkit.errors import Conflict, FormatError, NotFound
+from tavernkit.errors import Conflict, FormatError, NameTaken, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
@@ -220,9 +220,10 @@ class Library(LibraryExports):
             return existing, "kept"
         embedded_copy = "originalData" in existing.data and "originalData" not in data
         if not (replace or (kind == "lorebook" and embedded_copy)):
-            raise Conflict(
-                f"{_a(kind_label(kind))} named {name!r} already exists and differs from {source}; "
-                "import with --replace to overwrite it"
+            raise NameTaken(
+                f"{_a(kind_label(kind))} named {name!r} already exists and differs from {source}",
+                kind=kind,
+                name=name,
             )
         return existing, "replaced"
 
@@ -347,9 +348,10 @@ class Library(LibraryExports):
                 return ImportResult("chat", info.name, info.id, "unchanged", source)
         if same_name is not None:
             if not replace:
-                raise Conflict(
-                    f"a chat named {name!r} already exists and differs from {source}; "
-                    "import with --replace to overwrite it"
+                raise NameTaken(
+                    f"a chat named {name!r} already exists and differs from {source}",
+                    kind="chat",
+                    name=name,
                 )
             await self.store.delete_chat(same_name.id, owner=self.owner)
             created = await self._create_chat(lines, name, char_id)

@@ -153,9 +153,19 @@ async def test_messages_page_newest_first(local: LiveServer) -> None:
         page = (await c.get(f"/chats/{cid}/messages", params={"limit": 2})).json()
         assert page["total"] == 6
         assert [m["data"]["mes"] for m in page["items"]] == ["m5", "m4"]
+        assert [m["incomplete"] for m in page["items"]] == [None, None]
         page = (await c.get(f"/chats/{cid}/messages", params={"offset": 4, "limit": 5})).json()
         assert [m["index"] for m in page["items"]] == [1, 0]
         assert page["items"][1]["data"]["mes"] == "Welcome aboard, User."
+        # a page further back, before a given index (the web UI scrolling up)
+        page = (await c.get(f"/chats/{cid}/messages", params={"before": 4, "limit": 2})).json()
+        assert [m["data"]["mes"] for m in page["items"]] == ["m3", "m2"]
+        page = (await c.get(f"/chats/{cid}/messages", params={"before": 1, "limit": 5})).json()
+        assert [m["index"] for m in page["items"]] == [0]
+        page = (await c.get(f"/chats/{cid}/messages", params={"before": 0})).json()
+        assert page["items"] == [] and page["total"] == 6
+        r = await c.get(f"/chats/{cid}/messages", params={"before": -1})
+        assert r.status_code == 422 and r.json()["error"]["field"] == "query.before"
 
 
 async def test_message_edits_swipes_branch(local: LiveServer) -> None:
@@ -274,3 +284,27 @@ async def test_import_recognises_by_content_and_caps_size(tmp_path: Path) -> Non
         r = await c.post("/import", files={"file": ("big.json", big)})
         assert r.status_code == 413
         assert (await c.get("/lorebooks")).json()["total"] == 1
+
+
+async def test_a_name_conflict_on_import_names_the_record_not_a_cli_flag(
+    local: LiveServer,
+) -> None:
+    async with local.client() as c:
+        await _import_card(c, "Ann")
+        changed = _cards.card("Ann")
+        changed["data"]["description"] = "someone else"
+        other = json.dumps(changed).encode()
+        r = await c.post("/import", files={"file": ("ann.json", other, "application/json")})
+        assert r.status_code == 409, r.text
+        error = r.json()["error"]
+        assert error["type"] == "NameTaken"
+        assert error["message"] == (
+            "a character named 'Ann' already exists and differs from ann.json"
+        )
+        assert "--" not in error["message"]
+        r = await c.post(
+            "/import",
+            params={"replace": True},
+            files={"file": ("ann.json", other, "application/json")},
+        )
+        assert r.status_code == 201 and r.json()[0]["status"] == "replaced"

@@ -14,8 +14,17 @@ WEB = resources.files("tavernkit.server") / "web"
 
 
 async def test_the_page_and_every_shipped_file_carry_the_policy(local: LiveServer) -> None:
-    names = sorted(f.name for f in WEB.iterdir() if f.name.endswith((".js", ".css", ".html")))
-    assert {"index.html", "app.js", "markdown.js", "style.css"} <= set(names)
+    suffixes = (".js", ".css", ".html")
+    names = sorted(f.name for f in WEB.iterdir() if f.name.endswith(suffixes))
+    # a screen's components in a folder of their own
+    names += sorted(
+        f"{d.name}/{f.name}"
+        for d in WEB.iterdir()
+        if d.is_dir() and not d.name.startswith((".", "_"))
+        for f in d.iterdir()
+        if f.name.endswith(suffixes)
+    )
+    assert {"index.html", "app.js", "markdown.js", "style.css", "chat/screen.js"} <= set(names)
     async with local.client() as client:
         page = await client.get("/")
         assert page.status_code == 200 and 'src="/ui/app.js"' in page.text
@@ -30,7 +39,19 @@ async def test_the_page_and_every_shipped_file_carry_the_policy(local: LiveServe
 
 async def test_only_plain_names_of_shipped_files_are_served(local: LiveServer) -> None:
     async with local.client() as client:
-        for name in ["nope.js", "..%2Fapp.py", "%2E%2E%2F__init__.py", ".hidden.js", "app.py"]:
+        for name in [
+            "nope.js",
+            "..%2Fapp.py",
+            "%2E%2E%2F__init__.py",
+            ".hidden.js",
+            "app.py",
+            "chat/nope.js",
+            "chat/..%2F..%2Fapp.py",
+            "..%2Froutes/ui.py",
+            ".git/config.js",
+            "chat/.hidden.js",
+            "__pycache__/x.js",
+        ]:
             r = await client.get(f"/ui/{name}")
             assert r.status_code == 404, name  # no route, or no such UI file
             assert "tavernkit" not in r.text

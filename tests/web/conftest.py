@@ -1,13 +1,17 @@
 """Browser tests: Playwright for Python driving Debian's Chromium (never a downloaded browser),
-one browser for the module, a fresh page per test; skipped where either is missing."""
+one browser and one server (:class:`~._site.Site`) for the module, a fresh page per test;
+skipped where either is missing."""
 
 from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from ._site import Site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -23,6 +27,24 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots
 sync_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    with Site(tmp_path_factory.mktemp("web") / "home") as running:
+        yield running
+
+
+@pytest.fixture
+def page(browser: Any, site: Site) -> Iterator[Any]:
+    context = browser.new_context(base_url=site.url)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.url)
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 @pytest.fixture(scope="module")

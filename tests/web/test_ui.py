@@ -5,12 +5,9 @@ inspector, an XSS corpus that stays inert, the phone layout and the login page."
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
@@ -23,77 +20,11 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.providers.local_engine import local_model_missing
 
+from ._pages import drop_files, last_body, new_chat, open_chat, send, stored_messages, turn
 from ._site import Site
 from .conftest import screenshot
 
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    with Site(tmp_path_factory.mktemp("web") / "home") as running:
-        yield running
-
-
-@pytest.fixture
-def page(browser: Browser, site: Site) -> Iterator[Page]:
-    context = browser.new_context(base_url=site.url)
-    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.url)
-    page = context.new_page()
-    page.set_default_timeout(10_000)
-    try:
-        yield page
-    finally:
-        context.close()
-
-
-def new_chat(site: Site) -> str:
-    return site.call(site.tk.chats.new_chat("Mira")).id
-
-
-def stored_messages(site: Site, chat: str) -> list[dict[str, Any]]:
-    return [m.data for m in site.call(site.tk.chats.load(chat)).messages]
-
-
-def open_chat(page: Page, chat: str) -> None:
-    page.goto(f"/#/chat/{chat}")
-    expect(page.locator(".log .message").first).to_be_visible()
-
-
-def send(page: Page, text: str) -> None:
-    page.get_by_label("Message", exact=True).fill(text)
-    page.get_by_role("button", name="Send").click()
-
-
-def turn(page: Page, action: Callable[[], object], timeout: float = 10_000) -> None:
-    """Do ``action`` (which starts a turn) and wait until the turn has been shown to its end
-    and the chat read again."""
-    done = int(page.locator(".log").get_attribute("data-turns") or 0)
-    action()
-    expect(page.locator(".log")).to_have_attribute("data-turns", str(done + 1), timeout=timeout)
-    expect(page.locator(".log .live")).to_have_count(0)
-
-
-def last_body(page: Page) -> Any:
-    return page.locator(".log .message").last.locator(".body")
-
-
-def drop_files(page: Page, selector: str, files: dict[str, bytes]) -> None:
-    """Dispatch a real drop event carrying ``files`` (a DataTransfer built in the page)."""
-    payload = {name: base64.b64encode(data).decode() for name, data in files.items()}
-    transfer = page.evaluate_handle(
-        """(files) => {
-            const dt = new DataTransfer();
-            for (const [name, b64] of Object.entries(files)) {
-                const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-                dt.items.add(new File([bytes], name, { type: "image/png" }));
-            }
-            return dt;
-        }""",
-        payload,
-    )
-    page.dispatch_event(selector, "dragenter", {"dataTransfer": transfer})
-    page.dispatch_event(selector, "drop", {"dataTransfer": transfer})
 
 
 def test_a_png_card_dropped_on_the_grid_is_imported_and_shown(page: Page, site: Site) -> None:

@@ -31,6 +31,7 @@ from tavernkit.errors import Conflict
 from tavernkit.generation.continuation import EchoStripper
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.models.chat import Message
+from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.store.protocol import Store
 from tavernkit.tools.loop import InvocationRecord
@@ -281,7 +282,7 @@ class ReplyWriter:
         tools = visible_invocations(result.tool_invocations)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
-            text = _rejoin(target.prefix, text, result)
+            text = _rejoin(target.prefix, text, result, postfix=continue_postfix(prepared))
             message.mes = target.prefix + text
             if reasoning:
                 message.extra.reasoning = target.reasoning_prefix + reasoning
@@ -362,10 +363,34 @@ class ReplyWriter:
             )
 
 
-def _rejoin(prefix: str, text: str, result: TurnResult) -> str:
-    """A continuation as the model wrote it: the runner drops the leading spaces of a text
-    model's reply (noise for a fresh reply), but after a continued message the space the
-    model put first is the word break between the old text and the new."""
+#: SillyTavern's default ``continue_postfix`` (a space)
+_DEFAULT_POSTFIX: str = ChatCompletionPreset.model_fields["continue_postfix"].default
+
+
+def continue_postfix(prepared: PreparedTurn) -> str:
+    """What SillyTavern puts between a continued message and its continuation: the chat
+    preset's ``continue_postfix`` (a space by default) on a chat-completion API, nothing on a
+    text-completion one (its prompt ends with the message itself)."""
+    if prepared.main_api != "openai":
+        return ""
+    preset = prepared.state.chat_preset
+    return preset.continue_postfix if preset is not None else _DEFAULT_POSTFIX
+
+
+def _rejoin(prefix: str, text: str, result: TurnResult, *, postfix: str = "") -> str:
+    """A continuation as it joins the continued message. The runner drops the leading spaces
+    of a text model's reply (noise for a fresh reply), but after a continued message the space
+    the model put first is the word break between the old text and the new. Where neither side
+    has one, ``postfix`` goes between, as SillyTavern does when the message does not end with a
+    space (its "coping mechanism for OAI spacing"); unlike SillyTavern, never a second space
+    after one the model wrote."""
+    joined = _model_join(prefix, text, result)
+    if postfix and joined and prefix and not prefix[-1:].isspace() and not joined[:1].isspace():
+        return postfix + joined
+    return joined
+
+
+def _model_join(prefix: str, text: str, result: TurnResult) -> str:
     completion = result.completion
     if not prefix or not text or prefix[-1:].isspace() or text[:1].isspace():
         return text

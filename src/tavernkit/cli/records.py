@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
 from tavernkit.cli.render import render_found
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import NameTaken, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.library import ImportResult
 
@@ -69,6 +69,10 @@ def import_(
                 results = await tk.library.import_file(
                     path, character=character, group=group, replace=replace
                 )
+            except NameTaken as exc:
+                failed += 1
+                err.print(f"[bold red]error:[/] {escape(str(exc))}; --replace overwrites it")
+                continue
             except TavernKitError as exc:
                 failed += 1
                 err.print(f"[bold red]error:[/] {escape(str(exc))}")

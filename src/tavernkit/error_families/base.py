@@ -67,6 +67,17 @@ class Conflict(StoreError):
     """The write would break a uniqueness rule or lost a race."""
 
 
+class NameTaken(Conflict):
+    """An import names a record that exists and differs. ``kind`` and ``name`` say which, so
+    each front end offers its own way to overwrite it (the CLI's ``--replace``, the web UI's
+    Replace button, the API's ``?replace=true``)."""
+
+    def __init__(self, message: str, *, kind: str, name: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.name = name
+
+
 class PluginError(TavernKitError):
     """A plugin could not be loaded or registered something invalid."""
 

@@ -217,6 +217,19 @@ class SqliteChats(SqliteBase):
             gap=counts.minus(loaded),
         )
 
+    async def load_message_range(
+        self, ref: str, *, start: int, stop: int, owner: str = DEFAULT_OWNER
+    ) -> list[StoredMessage]:
+        if start < 0 or stop < start:
+            raise StoreError(f"no message range {start}..{stop}")
+        async with self._read_now() as db:
+            row = await self._chat_row(db, ref, owner)
+            return await self._message_rows(
+                db,
+                "WHERE chat_id = ? AND position >= ? AND position < ? ORDER BY position",
+                (row[0], start, stop),
+            )
+
     @staticmethod
     async def _scalar(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
         rows = list(await db.execute_fetchall(sql, params))

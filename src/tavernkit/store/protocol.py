@@ -475,6 +475,14 @@ class Store(AccountStore, Protocol):
         at a cost that does not grow with the chat's length."""
         ...
 
+    async def load_message_range(
+        self, ref: str, *, start: int, stop: int, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[StoredMessage]:
+        """Messages ``start`` to ``stop - 1`` (by position, oldest first) by the
+        (chat, position) index: a page of a long chat, anywhere in it, at a cost that does not
+        grow with the chat's length."""
+        ...
+
     async def load_turn_start(
         self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
     ) -> TurnStart:

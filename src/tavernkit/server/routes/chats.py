@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
+from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.errors import NotFound
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
@@ -57,10 +58,20 @@ class MessageBody(BaseModel):
     data: dict[str, Any]
     #: swipe indexes a failed or interrupted turn left unfinished
     partial_swipes: list[int]
+    #: why the shown swipe is unfinished, for a display ("stopped before the end",
+    #: "incomplete (interrupted)"...); ``None`` when it is complete
+    incomplete: str | None = None
 
     @classmethod
     def of(cls, m: StoredMessage) -> MessageBody:
-        return cls(id=m.id, index=m.position, data=m.data, partial_swipes=list(m.partial_swipes))
+        unfinished = incomplete_reply(m) if m.partial_swipes else None
+        return cls(
+            id=m.id,
+            index=m.position,
+            data=m.data,
+            partial_swipes=list(m.partial_swipes),
+            incomplete=unfinished.text() if unfinished is not None else None,
+        )
 
 
 class NewChat(BaseModel):
@@ -155,18 +166,25 @@ async def branch_chat(chat_id: str, body: BranchRequest, tk: UserTavern) -> Chat
 
 
 @router.get("/{chat_id}/messages")
-async def list_messages(chat_id: str, tk: UserTavern, paging: PageQuery) -> Page[MessageBody]:
-    """The chat's messages, newest first: ``offset=0`` is the last message."""
+async def list_messages(
+    chat_id: str,
+    tk: UserTavern,
+    paging: PageQuery,
+    before: Annotated[
+        int | None,
+        Query(ge=0, description="only messages before this index (a page further back)"),
+    ] = None,
+) -> Page[MessageBody]:
+    """The chat's messages, newest first: ``offset=0`` is the last message, or with ``before``
+    the one before that index. A page costs the same wherever it is in the chat."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    wanted = paging.offset + paging.limit
-    window = await tk.store.load_chat_window(info.id, last=max(wanted, 1), owner=tk.owner)
-    newest_first = [*reversed(window.tail)]
-    if window.complete and len(window.tail) < wanted:
-        newest_first.extend(reversed(window.head))
-    items, _ = page_of(newest_first, paging)
+    end = info.message_count if before is None else min(before, info.message_count)
+    stop = max(end - paging.offset, 0)
+    start = max(stop - paging.limit, 0)
+    rows = await tk.store.load_message_range(info.id, start=start, stop=stop, owner=tk.owner)
     return Page(
-        items=[MessageBody.of(m) for m in items],
-        total=window.info.message_count,
+        items=[MessageBody.of(m) for m in reversed(rows)],
+        total=info.message_count,
         offset=paging.offset,
         limit=paging.limit,
     )
@@ -176,10 +194,8 @@ async def _message(tk: UserTavern, chat_id: str, index: int) -> StoredMessage:
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     if not 0 <= index < info.message_count:
         raise NotFound(f"no message {index} in chat {info.name!r}")
-    window = await tk.store.load_chat_window(
-        info.id, last=info.message_count - index, owner=tk.owner
-    )
-    return window.tail[0]
+    rows = await tk.store.load_message_range(info.id, start=index, stop=index + 1, owner=tk.owner)
+    return rows[0]
 
 
 @router.post("/{chat_id}/messages", status_code=201)

@@ -46,12 +46,17 @@ _MEDIA_TYPES = {
 _WEB = resources.files("tavernkit.server") / "web"
 
 
-def _asset(name: str) -> Response:
+def _plain_name(name: str) -> bool:
+    return bool(name) and "/" not in name and "\\" not in name and not name.startswith(".")
+
+
+def _asset(name: str, folder: str = "") -> Response:
     suffix = name[name.rfind(".") :] if "." in name else ""
-    # Only plain names of files that exist in the web folder: no path, no traversal.
-    if "/" in name or "\\" in name or name.startswith(".") or suffix not in _MEDIA_TYPES:
+    # Only plain names of files that exist in the web folder or one folder of it (a screen's
+    # components): no path, no traversal.
+    if not _plain_name(name) or (folder and not _plain_name(folder)) or suffix not in _MEDIA_TYPES:
         raise NotFound(f"no UI file {name!r}")
-    file = _WEB / name
+    file = (_WEB / folder / name) if folder else (_WEB / name)
     if not file.is_file():
         raise NotFound(f"no UI file {name!r}")
     return Response(
@@ -76,6 +81,11 @@ async def asset(name: str) -> Response:
     return _asset(name)
 
 
+@router.get("/ui/{folder}/{name}", response_class=Response, include_in_schema=False)
+async def folder_asset(folder: str, name: str) -> Response:
+    return _asset(name, folder)
+
+
 TurnKind = Literal["normal", "swipe", "regenerate", "continue", "impersonate"]
 
 
@@ -84,12 +94,18 @@ async def inspect_next_turn(
     chat_id: str,
     tk: UserTavern,
     kind: Annotated[TurnKind, Query()] = "normal",
+    persona: Annotated[
+        str | None, Query(max_length=200, description="speak as this persona (the UI's pick)")
+    ] = None,
 ) -> dict[str, Any]:
     """The exact request the chat's next turn of ``kind`` would send (a dry run: nothing is
     stored), block by block with sources and token counts, and the lorebook entries that fire
-    and why (what ``tavernkit prompt --format json`` prints)."""
+    and why (what ``tavernkit prompt --format json`` prints). ``persona`` is the per-turn
+    choice a turn would carry (the chat screen's persona picker)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    return inspection(await tk.chats.preview(info.id, kind=kind))
+    overrides = {"persona": persona} if persona else None
+    await tk.chats.check_overrides(overrides)
+    return inspection(await tk.chats.preview(info.id, kind=kind, overrides=overrides))
 
 
 class AuthorsNote(BaseModel):

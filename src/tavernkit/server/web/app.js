@@ -1,31 +1,35 @@
-// The UI's shell: hash routes (#/, #/chat/<id>, #/inspect/<id>, #/login), the theme, sign-in
-// when the server has accounts, and a toast for errors. Each screen is its own module.
+// The UI's shell: hash routes (#/, #/chat/<id>[/<message>], #/inspect/<id>[?persona=],
+// #/login...), the theme and sign-in when the server has accounts. Each screen is its own
+// module (the chat screen a folder of components); nothing imports this file.
 
 import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
-import { showChat } from "./chat.js";
+import { showChat } from "./chat/screen.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook, showLorebooks } from "./lorebook.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
+import { reportError } from "./toast.js";
+
+// #/<screen>/<arg>[/<sub>][?params] -> the screen's function (view, arg, {sub, params}); it may
+// return a function to run when the user leaves it.
+const SCREENS = {
+  "": (view) => showCharacters(view),
+  login: (view) => showLogin(view),
+  chat: (view, id, { sub }) => showChat(view, id, /^\d+$/.test(sub) ? Number(sub) : null),
+  inspect: (view, id, { params }) => showInspector(view, id, params),
+  presets: (view) => showPresets(view),
+  preset: (view, ref) => showPreset(view, ref),
+  textgen: (view, ref) => showTextgenPreset(view, ref),
+  settings: (view) => showSettings(view),
+  lorebooks: (view) => showLorebooks(view),
+  lorebook: (view, ref) => showLorebook(view, ref),
+};
 
 const view = document.getElementById("view");
 let leaveScreen = null;
-
-export function toast(message, kind = "error") {
-  const box = document.getElementById("toast");
-  box.textContent = message;
-  box.dataset.kind = kind;
-  box.classList.add("shown");
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => box.classList.remove("shown"), 6000);
-}
-
-export function reportError(error) {
-  toast(error instanceof ApiError ? `${error.status}: ${error.message}` : String(error));
-}
 
 async function whoAmI() {
   try {
@@ -43,22 +47,16 @@ async function route() {
   if (leaveScreen) leaveScreen();
   leaveScreen = null;
   view.replaceChildren();
-  const [, screen = "", arg = ""] = window.location.hash.split("/");
+  const [path, query = ""] = window.location.hash.split("?");
+  const [, screen = "", arg = "", sub = ""] = path.split("/");
+  const params = new URLSearchParams(query);
   try {
     if (screen !== "login" && (await whoAmI()) === null) {
       window.location.hash = "#/login";
       return;
     }
-    if (screen === "login") leaveScreen = await showLogin(view);
-    else if (screen === "chat") leaveScreen = await showChat(view, decodeURIComponent(arg));
-    else if (screen === "presets") leaveScreen = await showPresets(view);
-    else if (screen === "preset") leaveScreen = await showPreset(view, decodeURIComponent(arg));
-    else if (screen === "textgen") leaveScreen = await showTextgenPreset(view, decodeURIComponent(arg));
-    else if (screen === "settings") leaveScreen = await showSettings(view);
-    else if (screen === "lorebooks") leaveScreen = await showLorebooks(view);
-    else if (screen === "lorebook") leaveScreen = await showLorebook(view, decodeURIComponent(arg));
-    else if (screen === "inspect") leaveScreen = await showInspector(view, decodeURIComponent(arg));
-    else leaveScreen = await showCharacters(view);
+    const show = SCREENS[screen] || SCREENS[""];
+    leaveScreen = await show(view, decodeURIComponent(arg), { sub, params });
   } catch (error) {
     reportError(error);
   }

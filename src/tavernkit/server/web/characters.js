@@ -2,14 +2,16 @@
 // files anywhere on the grid (or choosing them): cards (PNG, CHARX, JSON), lorebooks, presets,
 // chats... the server recognises each by its content.
 
-import { api } from "./api.js";
-import { reportError, toast } from "./app.js";
+import { createAlerts } from "./alerts.js";
+import { ApiError, api } from "./api.js";
+import { errorText, reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 const PAGE = 24;
 
 export async function showCharacters(view) {
   let offset = 0;
+  const alerts = createAlerts();
   const search = h("input", {
     type: "search",
     placeholder: "Search characters",
@@ -57,17 +59,48 @@ export async function showCharacters(view) {
     load().catch(reportError);
   }
 
+  // One request a file, so one file that cannot be imported (unreadable, or a name taken by a
+  // different record) leaves the others imported, and a name conflict is the user's choice.
   async function importFiles(files) {
-    if (!files.length) return;
-    const form = new FormData();
-    for (const file of files) form.append("file", file, file.name);
-    try {
-      const found = await api("POST", "/import", form);
-      toast(`Imported ${found.map((r) => r.name).join(", ")}`, "info");
-      await load();
-    } catch (error) {
-      reportError(error);
+    const done = [];
+    for (const file of files) {
+      try {
+        done.push(...(await importFile(file, false)));
+      } catch (error) {
+        reportImportError(file, error);
+      }
     }
+    if (done.length) await imported(done);
+  }
+
+  async function importFile(file, replace) {
+    const form = new FormData();
+    form.append("file", file, file.name);
+    return api("POST", `/import${replace ? "?replace=true" : ""}`, form);
+  }
+
+  function reportImportError(file, error) {
+    const taken = error instanceof ApiError && error.body && error.body.type === "NameTaken";
+    const replace = async () => {
+      try {
+        await imported(await importFile(file, true));
+      } catch (again) {
+        reportImportError(file, again);
+      }
+    };
+    alerts.show(
+      taken ? `${error.message}. Replace it with the file's?` : `${file.name}: ${errorText(error)}`,
+      taken ? { actions: [{ label: "Replace", run: replace }] } : {},
+    );
+  }
+
+  async function imported(results) {
+    const verbs = { imported: "Imported", replaced: "Replaced", unchanged: "Already there:", kept: "Kept" };
+    const names = new Map(); // status -> names, in the order met
+    for (const r of results) names.set(r.status, [...(names.get(r.status) || []), r.name]);
+    const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${list.join(", ")}`);
+    toast(lines.join("; "), "info");
+    await load();
   }
 
   let searchTimer;
@@ -92,7 +125,7 @@ export async function showCharacters(view) {
     importFiles([...event.dataTransfer.files]);
   });
 
-  view.append(h("div", { class: "toolbar" }, h("h1", {}, "Characters"), search), drop, picker, grid, pager);
+  view.append(h("div", { class: "toolbar" }, h("h1", {}, "Characters"), search), drop, alerts.node, picker, grid, pager);
   await load();
 }
 

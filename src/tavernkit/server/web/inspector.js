@@ -3,7 +3,7 @@
 // and why, and the wire body.
 
 import { api } from "./api.js";
-import { reportError } from "./app.js";
+import { reportError } from "./toast.js";
 import { h } from "./dom.js";
 
 const KINDS = ["normal", "swipe", "regenerate", "continue", "impersonate"];
@@ -16,14 +16,16 @@ function contentText(content) {
   return JSON.stringify(content, null, 2);
 }
 
-export async function showInspector(view, chatId) {
+// `params`: the hash's query; `persona` speaks as that persona (the chat screen's pick).
+export async function showInspector(view, chatId, params = new URLSearchParams()) {
+  const persona = params.get("persona") || "";
   const kind = h("select", { "aria-label": "Turn kind" }, ...KINDS.map((k) => h("option", { value: k }, k)));
   const out = h("div", { class: "inspection" });
 
   async function load() {
     const data = await api(
       "GET",
-      `/ui/chats/${encodeURIComponent(chatId)}/inspect?${new URLSearchParams({ kind: kind.value })}`,
+      `/ui/chats/${encodeURIComponent(chatId)}/inspect?${new URLSearchParams({ kind: kind.value, ...(persona ? { persona } : {}) })}`,
     );
     const rows = data.blocks.map((block) =>
       h(
@@ -49,6 +51,7 @@ export async function showInspector(view, chatId) {
         "p",
         { class: "summary" },
         `${data.profile} · ${data.api} · ${data.source || ""} ${data.model || ""} · `,
+        persona ? `as ${persona} · ` : "",
         h("strong", {}, `${data.total_tokens} tokens`),
         ` of ${data.budget} budget`,
       ),

@@ -1,7 +1,7 @@
 // The sign-in page (servers with accounts on): name + password, then back to the grid.
 
 import { api, setCsrf } from "./api.js";
-import { reportError } from "./app.js";
+import { reportError } from "./toast.js";
 import { h } from "./dom.js";
 
 export async function showLogin(view) {

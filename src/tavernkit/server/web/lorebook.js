@@ -4,7 +4,7 @@
 // text with the book as saved and shows what fires and why.
 
 import { api } from "./api.js";
-import { reportError, toast } from "./app.js";
+import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 const LOGIC = [

@@ -4,7 +4,7 @@
 // injection (relative, or in chat at a depth), and the samplers. Saved whole with PUT.
 
 import { api } from "./api.js";
-import { reportError, toast } from "./app.js";
+import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 import { textgenList } from "./textgen.js";
 

@@ -5,7 +5,7 @@
 // edited the same way.
 
 import { api } from "./api.js";
-import { reportError, toast } from "./app.js";
+import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 function profileRow(profile, refresh) {

@@ -3,7 +3,7 @@
 // defaults. Saved whole with PUT; the server checks every value's type and names a bad one.
 
 import { api } from "./api.js";
-import { reportError, toast } from "./app.js";
+import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 // [key, label, step] for numbers; [key, label] for switches

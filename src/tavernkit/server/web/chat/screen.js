@@ -1,0 +1,165 @@
+// The chat screen: the message log (chat/log.js), the live reply of a running turn
+// (chat/live.js), errors that stay until dismissed (alerts.js), the composer
+// (chat/composer.js) and the side panel (chat/side.js). This file owns the screen's state (the
+// running turn) and the actions on messages: edit, branch, delete, swipe.
+
+import { ApiError, api, rememberedTurn } from "../api.js";
+import { button, h } from "../dom.js";
+import { render } from "../markdown.js";
+import { errorText } from "../toast.js";
+import { createAlerts } from "../alerts.js";
+import { createComposer } from "./composer.js";
+import { followTurn } from "./live.js";
+import { createLog } from "./log.js";
+import { messageNode } from "./message.js";
+import { createSide } from "./side.js";
+
+// Whether trying again could help: not for a request the server refused as it is (4xx), but
+// for a busy chat, a rate limit, a server error or a dropped connection.
+function retryable(error) {
+  if (!(error instanceof ApiError)) return true;
+  return error.status >= 500 || error.status === 429 || (error.body && error.body.type === "ChatBusy");
+}
+
+// `at`: a message index to open the chat at (a search result), else the newest.
+export async function showChat(view, chatId, at = null) {
+  const chat = await api("GET", `/chats/${encodeURIComponent(chatId)}`);
+  const base = `/chats/${encodeURIComponent(chat.id)}`;
+  let stream = null; // the watched turn: {close, url}
+  let turnId = null;
+
+  const alerts = createAlerts();
+  const fail = (error, retry) => alerts.show(errorText(error), retryable(error) ? { retry } : {});
+  const actions = {
+    edit: editMessage,
+    branch: branchAt,
+    remove: deleteMessage,
+    pickSwipe,
+    swipe: () => startTurn("swipe"),
+  };
+  const log = createLog(base, (message, isLast) => messageNode(message, isLast, actions));
+  const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
+  const side = await createSide(chat, base);
+
+  // -- actions on messages -----------------------------------------------------------------
+
+  async function attempt(action) {
+    try {
+      await action();
+      await log.reload();
+    } catch (error) {
+      fail(error, () => attempt(action));
+    }
+  }
+
+  function pickSwipe(message, swipe) {
+    return attempt(() => api("PUT", `${base}/messages/${message.index}/swipe`, { swipe }));
+  }
+
+  function editMessage(message, body) {
+    const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
+    area.value = message.data.mes;
+    const save = () => attempt(() => api("PATCH", `${base}/messages/${message.index}`, { text: area.value }));
+    const cancel = () => attempt(async () => {});
+    body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
+    area.focus();
+  }
+
+  function deleteMessage(message) {
+    if (!window.confirm(`Delete message ${message.index + 1}?`)) return undefined;
+    return attempt(() => api("DELETE", `${base}/messages/${message.index}`));
+  }
+
+  async function branchAt(index) {
+    try {
+      const branch = await api("POST", `${base}/branch`, { message_index: index });
+      window.location.hash = `#/chat/${encodeURIComponent(branch.id)}`;
+    } catch (error) {
+      fail(error, () => branchAt(index));
+    }
+  }
+
+  // -- turns -------------------------------------------------------------------------------
+
+  async function startTurn(kind, text = "") {
+    const persona = side.persona();
+    const body = { kind, text, ...(persona ? { overrides: { persona } } : {}) };
+    try {
+      const started = await api("POST", `${base}/turns`, body);
+      follow(started.events, kind, false);
+      return true;
+    } catch (error) {
+      // a refused send stored nothing: its retry sends the text again
+      fail(error, () => (kind === "send" ? send(text) : startTurn(kind)));
+      return false;
+    }
+  }
+
+  function follow(eventsUrl, kind, resumed) {
+    if (stream) stream.close();
+    turnId = eventsUrl.split("/turns/")[1].split("/")[0];
+    composer.running(true);
+    // a failed send stored the user's message: its retry asks for the reply alone
+    const retry = () => startTurn(kind === "send" ? "send" : kind);
+    stream = followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd: finish });
+  }
+
+  async function finish(streamed) {
+    stream = null;
+    turnId = null;
+    composer.running(false);
+    log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
+    try {
+      await log.reload();
+    } catch (error) {
+      fail(error, () => log.reload());
+    }
+    log.list.dataset.turns = Number(log.list.dataset.turns) + 1;
+  }
+
+  async function stopTurn() {
+    if (!turnId) return;
+    try {
+      await api("DELETE", `${base}/turns/${turnId}`);
+    } catch (error) {
+      fail(error, stopTurn);
+    }
+  }
+
+  // The user's message shows at once, above the reply that will stream after it.
+  async function send(text) {
+    if (!text.trim()) return;
+    const name = side.persona() || "You";
+    const pending = h(
+      "li",
+      { class: "message user pending" },
+      h("div", { class: "meta" }, h("span", { class: "name" }, name)),
+      h("div", { class: "body" }, render(text)),
+    );
+    log.appendExtra(pending);
+    composer.setText("");
+    if (!(await startTurn("send", text))) {
+      pending.remove();
+      composer.setText(text);
+    }
+  }
+
+  // -- layout ------------------------------------------------------------------------------
+
+  const tools = button("Chat tools", () => side.node.classList.toggle("open"), { class: "tools-toggle" });
+  view.append(
+    h(
+      "div",
+      { class: "chat-screen" },
+      side.node,
+      h("section", { class: "conversation", "aria-label": chat.name }, tools, log.node, alerts.node, composer.node),
+    ),
+  );
+  await (at === null ? log.showNewest() : log.showAt(at));
+  const running = rememberedTurn(chat.id);
+  if (running) follow(running.url, running.kind, true);
+  composer.focus();
+  return () => {
+    if (stream) stream.close();
+  };
+}

@@ -1,0 +1,106 @@
+// The chat screen's side panel: the prompt inspector (for the persona picked here), the
+// persona switcher (the browser's choice, sent with each turn), the author's note, the
+// character's other chats and the chat's variables. On a phone it opens over the chat.
+
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+import { variablesSection } from "../settings.js";
+import { reportError, toast } from "../toast.js";
+
+const PERSONA_KEY = "tavernkit.persona";
+
+export async function createSide(chat, base) {
+  const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
+  const personaSelect = h("select", { "aria-label": "Persona" }, h("option", { value: "" }, "Default persona"));
+  const inspect = h("a", { href: "" }, "Prompt inspector");
+  const syncInspector = () => {
+    const persona = personaSelect.value;
+    const query = persona ? `?${new URLSearchParams({ persona })}` : "";
+    inspect.href = `#/inspect/${encodeURIComponent(chat.id)}${query}`;
+  };
+  personaSelect.addEventListener("change", () => {
+    localStorage.setItem(PERSONA_KEY, personaSelect.value);
+    syncInspector();
+  });
+
+  async function loadPersonas() {
+    try {
+      const page = await api("GET", "/personas?limit=200");
+      for (const persona of page.items) personaSelect.append(h("option", { value: persona.name }, persona.name));
+      personaSelect.value = localStorage.getItem(PERSONA_KEY) || "";
+    } catch (error) {
+      reportError(error);
+    }
+    syncInspector();
+  }
+
+  const close = button("Close", () => node.classList.remove("open"), { class: "tools-close" });
+  const node = h(
+    "aside",
+    { class: "side", "aria-label": "Chat tools" },
+    h("div", { class: "side-head" }, h("h2", {}, chat.character_name || "Chat"), close),
+    inspect,
+    personaSelect,
+    await authorsNote(chatUrl),
+    chatsPanel(chat),
+    h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
+  );
+  await loadPersonas();
+  return { node, persona: () => personaSelect.value };
+}
+
+async function authorsNote(chatUrl) {
+  const note = await api("GET", `${chatUrl}/authors-note`);
+  const text = h("textarea", { rows: 3, "aria-label": "Author's note" });
+  text.value = note.text;
+  const depth = h("input", { type: "number", min: 0, value: note.depth, "aria-label": "Author's note depth" });
+  return h(
+    "details",
+    { class: "panel" },
+    h("summary", {}, "Author's note"),
+    text,
+    h("label", {}, "Depth ", depth),
+    button("Save note", async () => {
+      try {
+        await api("PUT", `${chatUrl}/authors-note`, { ...note, text: text.value, depth: Number(depth.value) || 0 });
+        toast("Author's note saved", "info");
+      } catch (error) {
+        reportError(error);
+      }
+    }),
+  );
+}
+
+function chatsPanel(chat) {
+  const list = h("ul", { class: "chat-list", "aria-label": "Chats" });
+  const search = h("input", { type: "search", placeholder: "Search chats", "aria-label": "Search chats" });
+
+  async function load() {
+    if (!chat.character_id) return;
+    const page = await api("GET", `/chats?${new URLSearchParams({ character: chat.character_id, limit: 500 })}`);
+    const needle = search.value.trim().toLowerCase();
+    list.replaceChildren(
+      ...page.items
+        .filter((c) => !needle || c.name.toLowerCase().includes(needle))
+        .map((c) =>
+          h(
+            "li",
+            { class: c.id === chat.id ? "current" : "" },
+            h("a", { href: `#/chat/${encodeURIComponent(c.id)}` }, c.name),
+            h("small", {}, ` ${c.message_count} messages`),
+          ),
+        ),
+    );
+  }
+  search.addEventListener("input", () => load().catch(reportError));
+  const newChat = button("New chat", async () => {
+    try {
+      const made = await api("POST", "/chats", { character: chat.character_id });
+      window.location.hash = `#/chat/${encodeURIComponent(made.id)}`;
+    } catch (error) {
+      reportError(error);
+    }
+  });
+  load().catch(reportError);
+  return h("details", { class: "panel" }, h("summary", {}, "Chats"), newChat, search, list);
+}

@@ -1,0 +1,301 @@
+"""The chat screen's first-session bugs (issue 33), each as a user meets it in Chromium against
+a real server: an error that stays until dismissed (with a retry), the newest text in view
+while streaming (and "Jump to newest" when scrolled up), the user's message above the reply,
+a reload mid-stream that shows the reply once, stopped replies marked, the inspector speaking
+as the persona picked in the chat, an import conflict a browser user can resolve, and a
+20,000-message chat that opens at once and scrolls back to its first message with a small
+page."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from chat._server import HangReply, Reply
+from tavernkit.chat.personas import Personas
+from tavernkit.models.profile import ConnectionProfile
+
+from ._pages import last_body, new_chat, open_chat, send, stored_messages, turn
+from ._site import Site
+from .conftest import screenshot
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def select_profile(site: Site, name: str) -> None:
+    settings = await site.tk.settings()
+    settings.selections.profile = name
+    await site.tk.store.put_settings(settings, owner=site.tk.owner)
+
+
+@pytest.fixture
+def dead_profile(site: Site) -> Iterator[None]:
+    """The selected profile points at a dead URL for the test, the scripted one after it."""
+    dead = ConnectionProfile(
+        name="dead",
+        api="chat",
+        source="openai",
+        base_url=f"http://127.0.0.1:{closed_port()}/v1",
+        model="m1",
+    )
+    site.call(site.tk.store.put("connection_profile", dead, owner=site.tk.owner))
+    site.call(select_profile(site, "dead"))
+    try:
+        yield
+    finally:
+        site.call(select_profile(site, "scripted"))
+
+
+def alert(page: Page) -> Any:
+    return page.locator(".alerts .alert")
+
+
+def test_a_dead_profiles_error_stays_with_a_retry(
+    page: Page, site: Site, dead_profile: None
+) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    turn(page, lambda: send(page, "Anyone there?"), timeout=30_000)
+    # the error is in the chat after the turn's end and the chat's reload, and stays there
+    expect(alert(page)).to_have_count(1)
+    expect(alert(page)).to_contain_text("Generation failed: network")
+    expect(alert(page)).to_have_attribute("role", "alert")
+    page.wait_for_timeout(1500)
+    expect(alert(page)).to_be_visible()
+    # the user's message was stored once, and is shown
+    assert [m["mes"] for m in stored_messages(site, chat)] == [
+        "Welcome aboard, Ada.",
+        "Anyone there?",
+    ]
+    expect(last_body(page)).to_have_text("Anyone there?")
+    screenshot(page, "chat-error")
+
+    # fixed profile, Retry: the reply comes, to the message already stored
+    site.call(select_profile(site, "scripted"))
+    site.upstream.script(Reply(text="I am here.", pace=0.01))
+    turn(page, alert(page).get_by_role("button", name="Retry").click)
+    expect(alert(page)).to_have_count(0)
+    expect(last_body(page)).to_have_text("I am here.")
+    assert [m["mes"] for m in stored_messages(site, chat)] == [
+        "Welcome aboard, Ada.",
+        "Anyone there?",
+        "I am here.",
+    ]
+
+
+def test_a_refused_action_stays_until_dismissed(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    page.get_by_role("button", name="Regenerate").click()
+    expect(alert(page)).to_contain_text("the greeting cannot be regenerated")
+    page.wait_for_timeout(1500)
+    expect(alert(page)).to_be_visible()
+    # a refusal as such is not retried: there is nothing to retry
+    expect(alert(page).get_by_role("button", name="Retry")).to_have_count(0)
+    alert(page).get_by_role("button", name="Dismiss").click()
+    expect(alert(page)).to_have_count(0)
+
+
+def add_messages(site: Site, chat: str, count: int, words: int = 30) -> None:
+    """``count`` stored messages, alternating speakers, each ``words`` words long."""
+    filler = " ".join(["word"] * words)
+    docs = [
+        {
+            "name": "Ada" if n % 2 == 0 else "Mira",
+            "is_user": n % 2 == 0,
+            "mes": f"Message {n + 1}. {filler}",
+        }
+        for n in range(count)
+    ]
+    site.call(site.tk.store.append_messages(chat, docs, owner=site.tk.owner))
+
+
+def in_view(page: Page, selector: str) -> bool:
+    """Whether the element's bottom edge is inside the message box and above the composer."""
+    return bool(
+        page.evaluate(
+            """(selector) => {
+                const el = [...document.querySelectorAll(selector)].pop();
+                const box = document.querySelector(".log").getBoundingClientRect();
+                const composer = document.querySelector(".composer").getBoundingClientRect();
+                const r = el.getBoundingClientRect();
+                const bottom = Math.min(box.bottom, composer.top) + 1;
+                return r.bottom <= bottom && r.bottom > box.top;
+            }""",
+            selector,
+        )
+    )
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_the_newest_text_stays_in_view_while_streaming(
+    browser: Browser, site: Site, size: str
+) -> None:
+    viewport = (
+        {"width": 1280, "height": 720} if size == "desktop" else {"width": 390, "height": 844}
+    )
+    context = browser.new_context(base_url=site.url, viewport=viewport, is_mobile=size == "phone")
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        chat = new_chat(site)
+        add_messages(site, chat, 40)
+        open_chat(page, chat)
+        expect(page.locator(".log .message").last).to_contain_text("Message 40.")
+        assert in_view(page, ".log .message")
+        pieces = [f"Line {n} of the tide table. " for n in range(60)]
+        site.upstream.script(HangReply(text="".join(pieces), chunks=pieces, hang_after=30))
+        send(page, "Read me the tide table.")
+        expect(page.locator(".log .live .body")).to_contain_text("Line 29 of the tide table.")
+        assert in_view(page, ".log .live")
+        screenshot(page, f"chat-streaming-{size}")
+
+        # scrolled up, the view stays put while text arrives, and "Jump to newest" is offered
+        page.locator(".log").evaluate("(log) => { log.scrollTop = 0; }")
+        jump = page.get_by_role("button", name="Jump to newest")
+        expect(jump).to_be_visible()
+        top = page.locator(".log").evaluate("(log) => log.scrollTop")
+        site.call(release(site))
+        expect(page.locator(".log").locator(".message").last).to_contain_text("Line 59")
+        assert page.locator(".log").evaluate("(log) => log.scrollTop") >= top
+        assert not in_view(page, ".log .message")
+        jump.click()
+        expect(jump).to_be_hidden()
+        assert in_view(page, ".log .message")
+        expect(last_body(page)).to_contain_text("Line 59 of the tide table.")
+    finally:
+        site.call(hold(site))
+        context.close()
+
+
+async def release(site: Site) -> None:
+    site.upstream.release.set()
+
+
+async def hold(site: Site) -> None:
+    site.upstream.release.clear()
+
+
+def test_the_users_message_is_above_the_reply_and_a_reload_shows_it_once(
+    page: Page, site: Site
+) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    site.call(hold(site))
+    site.upstream.script(HangReply(text="First. Second. Third.", hang_after=1))
+    send(page, "Count.")
+    expect(page.locator(".log .live .body")).to_have_text("First.")
+    order = page.locator(".log > li").evaluate_all(
+        "(items) => items.filter((li) => !li.hidden).map((li) => li.innerText)"
+    )
+    assert "Count." in order[-2] and "First." in order[-1]
+    page.reload()
+    expect(page.locator(".log .live .body")).to_have_text("First.")
+    # the stored place of the reply is not shown beside the live one
+    shown = page.locator(".log > li:visible").filter(has_text="First.")
+    expect(shown).to_have_count(1)
+    turn(page, lambda: site.call(release(site)))
+    expect(page.locator(".log > li:visible").filter(has_text="First.")).to_have_count(1)
+    expect(last_body(page)).to_have_text("First. Second. Third.")
+    site.call(hold(site))
+
+
+def test_a_stopped_reply_is_marked(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    site.call(hold(site))
+    site.upstream.script(HangReply(text="Wait. the rest never comes", hang_after=1))
+    send(page, "Go on.")
+    expect(page.locator(".log .live .body")).to_have_text("Wait.")
+    turn(page, page.get_by_role("button", name="Stop").click)
+    expect(page.locator(".log .message").last.locator(".status")).to_have_text(
+        "[stopped before the end]"
+    )
+    page.reload()
+    expect(page.locator(".log .message").last.locator(".status")).to_have_text(
+        "[stopped before the end]"
+    )
+    site.call(release(site))
+
+
+def test_the_inspector_speaks_as_the_persona_picked_in_the_chat(page: Page, site: Site) -> None:
+    personas = Personas(site.tk.store, owner=site.tk.owner)
+    if "Corin" not in {p.name for p in site.call(personas.list())}:
+        site.call(personas.create("Corin", "{{user}} keeps the harbour's ledgers."))
+    chat = new_chat(site)
+    open_chat(page, chat)
+    page.get_by_label("Persona").select_option("Corin")
+    page.get_by_role("link", name="Prompt inspector").click()
+    expect(page.locator(".blocks")).to_contain_text("Corin keeps the harbour's ledgers.")
+    expect(page.locator(".summary")).to_contain_text("as Corin")
+    page.go_back()
+    page.get_by_label("Persona").select_option("")
+    page.get_by_role("link", name="Prompt inspector").click()
+    expect(page.locator(".summary")).to_contain_text("tokens")
+    expect(page.locator(".blocks")).not_to_contain_text("harbour's ledgers")
+
+
+def test_a_long_chat_opens_at_its_newest_and_scrolls_back_to_the_first(
+    page: Page, site: Site
+) -> None:
+    chat = new_chat(site)
+    add_messages(site, chat, 19_999, words=8)  # with the greeting: 20,000 messages
+    page.goto(f"/#/chat/{chat}")
+    expect(page.locator(".log .message").last).to_contain_text("Message 19999.")
+    log = page.locator(".log")
+    most = 0
+    for _ in range(2000):
+        count = log.locator(".message").count()
+        most = max(most, count)
+        if log.locator('.message[data-index="0"]').count():
+            break
+        log.evaluate("(log) => { log.scrollTop = 0; log.dispatchEvent(new Event('scroll')); }")
+        page.wait_for_timeout(20)
+    expect(log.locator('.message[data-index="0"]')).to_contain_text("Welcome aboard")
+    assert most <= 250, most  # the page stays light: never the whole chat
+    # and back down to the newest
+    page.get_by_role("button", name="Jump to newest").click()
+    expect(page.locator(".log .message").last).to_contain_text("Message 19999.")
+    screenshot(page, "chat-long")
+
+
+def test_a_search_result_link_opens_the_chat_at_the_message(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    add_messages(site, chat, 400, words=4)
+    page.goto(f"/#/chat/{chat}/120")
+    found = page.locator(".log .message.found")
+    expect(found).to_have_count(1)
+    expect(found).to_have_attribute("data-index", "120")
+    expect(found).to_contain_text("Message 120.")
+    expect(found).to_be_in_viewport()
+
+
+def test_an_import_name_conflict_offers_to_replace(page: Page, site: Site) -> None:
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {"name": "Tamsin", "first_mes": "Hi."},
+    }
+    site.call(site.tk.library.import_bytes(json.dumps(card).encode(), source="tamsin.json"))
+    card["data"]["first_mes"] = "Hello again."
+    page.goto("/")
+    page.locator("input[type=file]").set_input_files(
+        {"name": "tamsin.json", "mimeType": "application/json", "buffer": json.dumps(card).encode()}
+    )
+    conflict = page.get_by_role("alert")
+    expect(conflict).to_contain_text("a character named 'Tamsin' already exists")
+    expect(conflict).not_to_contain_text("--replace")
+    conflict.get_by_role("button", name="Replace").click()
+    expect(page.locator("#toast")).to_contain_text("Replaced Tamsin")
+    stored = site.call(site.tk.store.get_record("character", "Tamsin", owner=site.tk.owner))
+    assert stored.data["data"]["first_mes"] == "Hello again."
