@@ -15,6 +15,7 @@ from tavernkit.context.response_message import (
     get_response_message_content,
 )
 from tavernkit.models.chat import Message
+from tavernkit.models.settings import Settings
 from tavernkit.models.templates import ReasoningTemplate
 
 from ._helpers import context, profile, setup_tavern
@@ -22,11 +23,22 @@ from ._scripted_server import Reply, ScriptedServer
 
 
 async def _raw(
-    tmp_path: Path, replies: list[Reply], call: str, *args: Any, chat: bool = False, **kw: Any
+    tmp_path: Path,
+    replies: list[Reply],
+    call: str,
+    *args: Any,
+    chat: bool = False,
+    auto_parse: bool = True,
+    **kw: Any,
 ) -> tuple[Any, ScriptedServer]:
+    def parse(settings: Settings) -> None:
+        settings.reasoning.auto_parse = auto_parse
+
     async with ScriptedServer(replies) as server:
         history = [Message.new("Ada", "The lamp went out.", is_user=True)] if chat else None
-        tk, chat_id = await setup_tavern(tmp_path, [profile(server.base_url + "/v1")], chat=history)
+        tk, chat_id = await setup_tavern(
+            tmp_path, [profile(server.base_url + "/v1")], chat=history, settings_edit=parse
+        )
         await tk.store.put(
             "reasoning",
             ReasoningTemplate(name="Think XML", prefix="<think>", suffix="</think>", separator=""),
@@ -58,6 +70,18 @@ async def test_generate_raw_sends_a_literal_prompt_and_post_processes(tmp_path: 
     ]
     assert body["max_tokens"] == 20
     assert "lighthouse" not in json.dumps(body)  # no card
+
+
+async def test_generate_raw_keeps_the_reasoning_without_auto_parse(tmp_path: Path) -> None:
+    # SillyTavern's removeReasoningFromString removes nothing with "Parse reasoning" off
+    text, _ = await _raw(
+        tmp_path,
+        [Reply(text="<think>hmm</think>A calm sea.")],
+        "generate_raw",
+        "p",
+        auto_parse=False,
+    )
+    assert text == "<think>hmm</think>A calm sea."
 
 
 async def test_generate_raw_json_and_data(tmp_path: Path) -> None:

@@ -12,12 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from tavernkit.models.settings import ReasoningSettings
 from tavernkit.models.templates import (
     DEFAULT_STORY_STRING,
     ContextTemplate,
     InstructTemplate,
     ReasoningTemplate,
     SystemPrompt,
+    builtin_reasoning_template,
     migrate_legacy_instruct,
 )
 
@@ -115,6 +117,29 @@ def test_reasoning_templates_match_the_reference_table(st_default_data: Path) ->
     for path in _files(st_default_data, "reasoning"):
         t = ReasoningTemplate.model_validate(json.loads(path.read_bytes()))
         assert (t.prefix, t.suffix, t.separator) == table[t.name]
+
+
+def test_the_built_in_reasoning_templates_are_the_shipped_ones(st_default_data: Path) -> None:
+    shipped = [json.loads(p.read_bytes()) for p in _files(st_default_data, "reasoning")]
+    assert shipped
+    for raw in shipped:
+        built_in = builtin_reasoning_template(raw["name"])
+        assert built_in is not None and built_in.to_wire() == {
+            k: raw[k] for k in ("name", "prefix", "suffix", "separator")
+        }
+
+
+def test_the_built_in_reasoning_template_by_name() -> None:
+    default = builtin_reasoning_template(ReasoningSettings().template)
+    assert default == ReasoningTemplate()  # the selected default is SillyTavern's power_user one
+    deepseek = builtin_reasoning_template("DeepSeek")
+    assert deepseek is not None and (deepseek.prefix, deepseek.suffix) == (
+        "<think>\n",
+        "\n</think>",
+    )
+    assert builtin_reasoning_template("deepseek") is None  # names are exact, as SillyTavern's
+    assert builtin_reasoning_template("Mine") is None
+    assert builtin_reasoning_template("DeepSeek") is not deepseek  # a new value each call
 
 
 # --- defaults ---------------------------------------------------------------------------------

@@ -179,3 +179,23 @@ def test_choices_are_independent() -> None:
 def test_continue_inside_reasoning() -> None:
     parser = TagReasoningParser("<think>", "</think>", in_reasoning=True)
     assert parser.feed("more thought</think>reply") == ("more thought", "reply")
+
+
+def test_text_after_reasoning_from_a_field_is_left_alone() -> None:
+    # SillyTavern auto-parses only while no reasoning came in a field
+    splitter = TagReasoningSplitter(THINK)
+    out = splitter.feed(TextDelta("", 0))  # an empty piece is no text yet
+    out += splitter.feed(ReasoningDelta("native", choice=0))
+    out += splitter.feed(TextDelta("<think>x</think>y", 0))
+    out += splitter.feed(TextDelta("<think>r</think>t", 1))  # choice 1 had none: parsed
+    assert out == [
+        ReasoningDelta("native", choice=0),
+        TextDelta("<think>x</think>y", 0),
+        ReasoningDelta("r", choice=1),
+        TextDelta("t", 1),
+    ]
+    # a signature alone is no reasoning text: the text is still parsed
+    splitter = TagReasoningSplitter(THINK)
+    out = splitter.feed(ReasoningDelta(signature="sig"))
+    out += splitter.feed(TextDelta("<think>r</think>t"))
+    assert out == [ReasoningDelta(signature="sig"), ReasoningDelta("r"), TextDelta("t")]

@@ -37,8 +37,9 @@ primary's family, and a chat prompt cannot be re-folded into a text one here.
   plan can resolve (:func:`pinned_reviewer_spec`), never attempted as an author; it is
   resolved, like a fallback, only when a review runs.
 
-When the model writes its reasoning inline (``reasoning_format == "tags"``) and a reasoning
-template is known, every attempt's stream is split into reasoning and reply as it arrives.
+With auto-parse on (SillyTavern's "Parse reasoning"), or a profile whose capabilities say its
+model writes reasoning inline (``reasoning_format="tags"``), and a reasoning template with a
+prefix and a suffix, every attempt's stream is split into reasoning and reply as it arrives.
 """
 
 from __future__ import annotations
@@ -172,12 +173,13 @@ def _pool_key(ref: CredentialRef) -> PoolKey | None:
 def _splits(connection: ResolvedConnection, template: Delimiters | None, auto: bool) -> bool:
     """Whether this connection's stream is split by the tag splitter.
 
-    SillyTavern parses inline reasoning only with auto-parse on; a profile that says
-    ``reasoning_format="tags"`` itself asks for it explicitly.
+    SillyTavern's auto-parse reads the text stream of every model, whatever its reasoning
+    format: any reply text may carry the block inline (a proxy or a local server in front of
+    a model that thinks in tags). A model that sends its reasoning in a field does not start
+    its text with the prefix, and the splitter then leaves the text alone. Without
+    auto-parse, a profile whose capabilities say ``reasoning_format="tags"`` asks for it.
     """
     if template is None or not template.prefix or not template.suffix:
-        return False
-    if connection.model_profile.reasoning_format != "tags":
         return False
     return auto or connection.profile.capabilities.reasoning_format == "tags"
 

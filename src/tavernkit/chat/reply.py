@@ -257,6 +257,9 @@ class ReplyWriter:
         """The reply's one final write, and what the turn left."""
         text, reasoning = result.text, result.reasoning
         settings = prepared.state.settings.reasoning
+        # with auto-parse on the stream was split live (chat/plan.py); this parse catches a
+        # block the live split did not see at the very start (the strict parse allows
+        # leading whitespace before the prefix)
         if not reasoning and settings.auto_parse and prepared.state.reasoning is not None:
             parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
             if parsed is not None and parsed.reasoning:

@@ -2,9 +2,10 @@
 no card, no world info) and ``generate_quiet_prompt`` (the live chat's prompt with a quiet
 instruction at the end).
 
-``generate_raw`` post-processes its text: stop strings cut, reasoning removed, names trimmed,
-whitespace trimmed. ``generate_raw_data`` returns the response as an OpenAI-shaped body instead
-(what :func:`~tavernkit.context.response_message.extract_message_from_data` reads), for callers that
+``generate_raw`` post-processes its text: stop strings cut, reasoning removed (with
+auto-parse on, as SillyTavern), names trimmed, whitespace trimmed. ``generate_raw_data`` returns
+the response as an OpenAI-shaped body instead (what
+:func:`~tavernkit.context.response_message.extract_message_from_data` reads), for callers that
 need what the string folds away (reasoning, tool calls, usage).
 
 ``quiet_to_loud`` (append the result to the chat) needs the chat service, which owns every
@@ -163,7 +164,11 @@ def _cut_stops(text: str, stops: tuple[str, ...]) -> str:
 
 
 def _remove_reasoning(text: str, state: ChatState) -> str:
-    parsed = parse_reasoning(text, state.reasoning) if state.reasoning is not None else None
+    # SillyTavern's removeReasoningFromString: only with auto-parse on (a fresh home always
+    # has a template, SillyTavern's defaults, so the setting is what decides)
+    if not state.settings.reasoning.auto_parse or state.reasoning is None:
+        return text
+    parsed = parse_reasoning(text, state.reasoning)
     return parsed.content if parsed is not None and parsed.reasoning else text
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "NamesBehavior",
     "ReasoningTemplate",
     "SystemPrompt",
+    "builtin_reasoning_template",
     "migrate_legacy_instruct",
 ]
 
@@ -123,6 +124,34 @@ class ReasoningTemplate(WireModel):
     suffix: str = "</think>"
     #: Put between the reasoning block and the reply when reasoning is added back to prompts.
     separator: str = "\n"
+
+
+#: The reasoning templates SillyTavern 1.18 ships (``default/content/presets/reasoning``),
+#: which every fresh SillyTavern install has: the settings' ``reasoning.template`` names one of
+#: them until the user imports their own, so "Parse reasoning" works with nothing imported.
+#: ``(prefix, suffix, separator)`` by name; ``"Think XML"`` is the selected default.
+_BUILTIN_REASONING: Final[Mapping[str, tuple[str, str, str]]] = {
+    "Blank": ("", "", ""),
+    "DeepSeek": ("<think>\n", "\n</think>", "\n\n"),
+    "Gemma 4": ("<|channel>thought\n", "<channel|>", "\n\n"),
+    "OpenAI Harmony": (
+        "<|start|>assistant<|channel|>analysis<|message|>",
+        "<|start|>assistant<|channel|>final<|message|>",
+        "",
+    ),
+    "Think XML": ("<think>", "</think>", "\n"),
+}
+
+
+def builtin_reasoning_template(name: str) -> ReasoningTemplate | None:
+    """SillyTavern's shipped reasoning template called ``name`` (exactly, as SillyTavern
+    selects it), a new value each call; ``None`` for any other name. A stored template of the
+    same name is the user's and wins: callers look here only when none is stored."""
+    found = _BUILTIN_REASONING.get(name)
+    if found is None:
+        return None
+    prefix, suffix, separator = found
+    return ReasoningTemplate.create(name=name, prefix=prefix, suffix=suffix, separator=separator)
 
 
 #: Keys of old instruct templates that SillyTavern drops after migrating them.

@@ -11,7 +11,9 @@ auto-parse rules (``autoParseReasoningFromMessage``), the same rules as
   anything else is all reply text;
 - everything after the prefix is reasoning until the suffix; a stream that ends inside the
   block leaves it all as reasoning;
-- after the suffix, leading newlines are dropped and a reply of only whitespace is empty.
+- after the suffix, leading newlines are dropped and a reply of only whitespace is empty;
+- a reply whose reasoning came in a field (a :class:`ReasoningDelta` before its first text)
+  is not parsed: its text passes on unchanged.
 
 The prompt module's parser re-reads the whole text on every update (it is fed snapshots);
 a stream needs deltas, and re-scanning a growing text per token would make a long reply
@@ -84,6 +86,11 @@ class TagReasoningParser:
         elif self.in_reasoning:
             self.state = "thinking"
 
+    @property
+    def fresh(self) -> bool:
+        """Nothing of the reply seen yet (empty pieces are nothing)."""
+        return self.state == "start" and not self._held
+
     def feed(self, text: str) -> tuple[str, str]:
         """The reasoning and reply text that ``text`` completes (either may be empty)."""
         if self.state == "reply":
@@ -144,7 +151,9 @@ class TagReasoningSplitter:
     """Event-stream form: ``TextDelta`` in, ``ReasoningDelta`` + ``TextDelta`` out, per choice.
 
     Other events pass through in order; whatever a choice still holds is released before its
-    ``Finish`` and before an error event, so nothing is lost and nothing is reordered.
+    ``Finish`` and before an error event, so nothing is lost and nothing is reordered. A
+    choice's text that follows reasoning from a field is left as it is (see the module
+    docstring).
     """
 
     template: Delimiters
@@ -170,12 +179,31 @@ class TagReasoningSplitter:
         if text:
             out.append(TextDelta(text, choice))
 
-    def feed(self, event: StreamEvent) -> list[StreamEvent]:
+    def _native(self, event: ReasoningDelta) -> None:
+        # SillyTavern auto-parses only while no reasoning has come in a field (its handler is
+        # still in state None): a choice whose field reasoning precedes its text keeps its
+        # text as the model wrote it (a parser without delimiters passes everything on).
+        parser = self._parsers.get(event.choice)
+        if event.text and (parser is None or parser.fresh):
+            self._parsers[event.choice] = TagReasoningParser("", "")
+
+    def _text(self, event: TextDelta) -> list[StreamEvent]:
+        parser = self._parser(event.choice)
+        if parser.state == "reply":
+            # past the block, or none: with auto-parse on every turn's stream comes through
+            # here, so the reply's own events pass as they are (no copy per piece)
+            return [event]
         out: list[StreamEvent] = []
+        self._emit(parser.feed(event.text), event.choice, out)
+        return out
+
+    def feed(self, event: StreamEvent) -> list[StreamEvent]:
         if isinstance(event, TextDelta):
-            self._emit(self._parser(event.choice).feed(event.text), event.choice, out)
-            return out
-        if isinstance(event, Finish):
+            return self._text(event)
+        out: list[StreamEvent] = []
+        if isinstance(event, ReasoningDelta):
+            self._native(event)
+        elif isinstance(event, Finish):
             parser = self._parsers.get(event.choice)
             if parser is not None:
                 self._emit(parser.finish(), event.choice, out)

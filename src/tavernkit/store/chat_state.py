@@ -28,6 +28,7 @@ from tavernkit.models.templates import (
     InstructTemplate,
     ReasoningTemplate,
     SystemPrompt,
+    builtin_reasoning_template,
 )
 from tavernkit.store.protocol import SharedRecord, Store, StoredChat, StoredChatWindow
 from tavernkit.worldinfo.index import default_engine
@@ -144,7 +145,7 @@ async def load_chat_state(
         instruct=_typed(named("instruct"), InstructTemplate),
         context=_typed(named("context"), ContextTemplate),
         sysprompt=_typed(named("sysprompt"), SystemPrompt),
-        reasoning=_typed(named("reasoning"), ReasoningTemplate),
+        reasoning=_reasoning_template(named("reasoning"), settings.reasoning.template),
         profile=_typed(named("connection_profile"), ConnectionProfile),
         chat=chat,
         chat_id=chat_id,
@@ -152,6 +153,13 @@ async def load_chat_state(
         character_filename=card.data.name if card is not None else None,
         global_variables=global_variables,
     )
+
+
+def _reasoning_template(stored: Any, name: str) -> ReasoningTemplate | None:
+    """The user's template of that name, else the one SillyTavern ships under it: a fresh
+    SillyTavern home has its default templates, so auto-parse works before any import."""
+    own = _typed(stored, ReasoningTemplate)
+    return own if own is not None else builtin_reasoning_template(name)
 
 
 async def _given(value: _T) -> _T:
