@@ -26,6 +26,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/chats/{chat_id}/messages"): {"name": "bob", "text": "hi"},
     ("PATCH", "/chats/{chat_id}/messages/{index}"): {"text": "stolen"},
     ("PUT", "/chats/{chat_id}/messages/{index}/swipe"): {"swipe": 0},
+    ("PUT", "/chats/{chat_id}/messages/{index}/hidden"): {"hidden": True},
     ("PUT", "/chats/{chat_id}/variables/{name}"): {"value": 1},
     ("POST", "/chats/{chat_id}/group-turns"): {"text": "hi"},
     ("PUT", "/chats/{chat_id}/summary"): {"text": "stolen"},

@@ -308,3 +308,24 @@ async def test_a_name_conflict_on_import_names_the_record_not_a_cli_flag(
             files={"file": ("ann.json", other, "application/json")},
         )
         assert r.status_code == 201 and r.json()[0]["status"] == "replaced"
+
+
+async def test_hide_a_message_and_delete_from_one_on(local: LiveServer) -> None:
+    async with local.client() as c:
+        cid = await _chat(c)
+        r = await c.put(f"/chats/{cid}/messages/2/hidden", json={"hidden": True})
+        assert r.status_code == 200 and r.json()["data"]["is_system"] is True
+        assert (await c.get(f"/chats/{cid}/messages/2")).json()["data"]["mes"] == "m2"
+        # hidden from the prompt, kept in the chat
+        inspect = (await c.get(f"/ui/chats/{cid}/inspect")).json()
+        contents = [m["content"] for m in inspect["request"]["messages"]]
+        assert "m2" not in contents and "m3" in contents
+        r = await c.put(f"/chats/{cid}/messages/2/hidden", json={"hidden": False})
+        assert r.json()["data"]["is_system"] is False
+        assert (
+            await c.put(f"/chats/{cid}/messages/9/hidden", json={"hidden": True})
+        ).status_code == 404
+        assert (await c.delete(f"/chats/{cid}/messages/from/4")).status_code == 204
+        page = (await c.get(f"/chats/{cid}/messages")).json()
+        assert page["total"] == 4 and page["items"][0]["data"]["mes"] == "m3"
+        assert (await c.delete(f"/chats/{cid}/messages/from/4")).status_code == 404

@@ -8,12 +8,14 @@ page."""
 
 from __future__ import annotations
 
+import io
 import json
 import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from PIL import Image
 from playwright.sync_api import Browser, Page, expect
 
 from chat._server import HangReply, Reply
@@ -299,3 +301,56 @@ def test_an_import_name_conflict_offers_to_replace(page: Page, site: Site) -> No
     expect(page.locator("#toast")).to_contain_text("Replaced Tamsin")
     stored = site.call(site.tk.store.get_record("character", "Tamsin", owner=site.tk.owner))
     assert stored.data["data"]["first_mes"] == "Hello again."
+
+
+def test_copy_hide_and_delete_from_a_message_on(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    add_messages(site, chat, 5, words=2)  # messages 2..6: "Message 1." .. "Message 5."
+    open_chat(page, chat)
+    page.get_by_role("button", name="Copy message 2", exact=True).click()
+    expect(page.locator("#toast")).to_have_text("Message copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "Message 1. word word"
+
+    # hidden from the prompt (SillyTavern's ghost), still in the chat, and back
+    page.get_by_role("button", name="Hide message 3", exact=True).click()
+    hidden = page.locator('.log .message[data-index="2"]')
+    expect(hidden.locator(".status")).to_have_text("[hidden from the prompt]")
+    assert stored_messages(site, chat)[2]["is_system"] is True
+    site.upstream.script(Reply(text="Noted.", pace=0.01))
+    turn(page, lambda: send(page, "Go on."))
+    contents = [str(m.get("content")) for m in site.upstream.requests[-1].body["messages"]]
+    assert not any("Message 2." in c for c in contents)
+    assert any("Message 3." in c for c in contents)
+    page.get_by_role("button", name="Unhide message 3", exact=True).click()
+    expect(hidden.locator(".status")).to_have_count(0)
+    assert stored_messages(site, chat)[2]["is_system"] is False
+
+    # delete mode: pick message 4; it and every later one go, in one confirmation
+    page.get_by_role("button", name="Delete messages").click()
+    page.locator('.log .message[data-index="3"] .body').click()
+    expect(page.locator(".log .message.doomed")).to_have_count(5)
+    page.get_by_role("button", name="Delete 5 messages").click()
+    expect(page.locator(".log .message")).to_have_count(3)
+    assert [m["mes"] for m in stored_messages(site, chat)][-1] == "Message 2. word word"
+
+
+def test_an_attached_image_goes_with_the_message(page: Page, site: Site) -> None:
+    image = io.BytesIO()
+    Image.new("RGB", (40, 30), "teal").save(image, format="PNG")
+    chat = new_chat(site)
+    open_chat(page, chat)
+    page.locator(".composer input[type=file]").set_input_files(
+        {"name": "boat.png", "mimeType": "image/png", "buffer": image.getvalue()}
+    )
+    expect(page.get_by_role("button", name="Remove image 1")).to_be_visible()
+    site.upstream.script(Reply(text="A teal boat.", pace=0.01))
+    turn(page, lambda: send(page, "What is this?"))
+    last_user = site.upstream.requests[-1].body["messages"][-1]
+    parts = last_user["content"]
+    assert parts[0] == {"type": "text", "text": "What is this?"}
+    assert parts[1]["type"] == "image_url"
+    assert parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    # shown in the chat, the composer emptied
+    expect(page.locator('.log .message[data-index="1"] img.attachment')).to_be_visible()
+    expect(page.get_by_role("button", name="Remove image 1")).to_have_count(0)
+    screenshot(page, "chat-attachment")

@@ -389,6 +389,11 @@ async def _prepare_state(
     options: dict[str, Any] = {}
     if quiet_name is not None and main_api != "openai":
         options["quiet_name"] = quiet_name
+    if main_api == "openai":
+        # the chat's images go to the model when the preset inlines media (SillyTavern's
+        # default); the adapter turns them into a note for a model without vision
+        preset = state.chat_preset
+        options["inline_images"] = preset.media_inlining if preset is not None else True
     session = begin(
         build_state,
         PromptTarget(main_api, connection.model, tokenizer=tokens),

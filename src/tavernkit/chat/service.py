@@ -152,6 +152,28 @@ class ChatService(GroupVerbs):
         await self.store.update_message(entry.id, message, owner=self.owner)
         return message
 
+    async def set_hidden(self, chat_id: str, message_index: int, hidden: bool) -> Message:
+        """Hide a message from the prompts (SillyTavern's ghost: ``is_system``) or show it
+        again; it stays in the chat. Reads and writes that one message."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        rows = await self.store.load_message_range(
+            info.id, start=message_index, stop=message_index + 1, owner=self.owner
+        )
+        if not rows:
+            raise NotFound(f"no message {message_index} in chat {info.name!r}")
+        message = Message.model_validate(rows[0].data)
+        message.is_system = hidden
+        await self.store.update_message(rows[0].id, message, owner=self.owner)
+        return message
+
+    async def delete_from(self, chat_id: str, message_index: int) -> int:
+        """Delete message ``message_index`` and every later one (SillyTavern's delete mode);
+        returns how many went."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        if not 0 <= message_index < info.message_count:
+            raise NotFound(f"no message {message_index} in chat {info.name!r}")
+        return await self.store.truncate_chat(info.id, message_index, owner=self.owner)
+
     async def delete(self, chat_id: str, message_index: int, *, count: int = 1) -> int:
         """Delete ``count`` messages from ``message_index``; returns how many went. The
         messages after them move up (the store deletes by position, so they are re-added)."""

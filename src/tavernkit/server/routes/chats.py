@@ -96,6 +96,11 @@ class MessageEdit(BaseModel):
     reasoning: str | None = Field(default=None, max_length=1_000_000)
 
 
+class Hidden(BaseModel):
+    #: true: left out of every prompt (``is_system``); false: in them again
+    hidden: bool
+
+
 class SwipeChoice(BaseModel):
     swipe: int = Field(ge=0)
 
@@ -229,6 +234,23 @@ async def delete_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> N
     """Delete one message; the later ones move up."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     await tk.chats.delete(info.id, index)
+
+
+@router.delete("/{chat_id}/messages/from/{index}", status_code=204)
+async def delete_messages_from(chat_id: str, index: MessageIndex, tk: UserTavern) -> None:
+    """Delete message ``index`` and every later one (SillyTavern's delete mode)."""
+    await tk.chats.delete_from(chat_id, index)
+
+
+@router.put("/{chat_id}/messages/{index}/hidden")
+async def hide_message(
+    chat_id: str, index: MessageIndex, body: Hidden, tk: UserTavern
+) -> MessageBody:
+    """Hide the message from the prompts (it stays in the chat: SillyTavern's ghost) or show
+    it again."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await tk.chats.set_hidden(info.id, index, body.hidden)
+    return MessageBody.of(await _message(tk, info.id, index))
 
 
 @router.put("/{chat_id}/messages/{index}/swipe")

@@ -6,7 +6,7 @@
 import { watchTurn } from "../api.js";
 import { h } from "../dom.js";
 import { render } from "../markdown.js";
-import { reasoningPanel } from "./message.js";
+import { reasoningPanel, textOf } from "./message.js";
 
 // Errors that say the request itself cannot be done as asked: trying again cannot help.
 const REFUSALS = new Set(["Conflict", "NotFound", "FormatError", "ChatTurnError", "PermissionDenied"]);
@@ -23,10 +23,10 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
     if (stored) stored.hidden = true;
   }
   // what the live message starts from: a continued reply's text before this turn
-  const base = kind === "continue" && lastIsReply ? last.data.mes : "";
+  const base = kind === "continue" && lastIsReply ? textOf(last.data.mes) : "";
   let streamed = "";
   let reasoning = "";
-  const textOf = () => (resumed ? joinContinued(base, streamed) : base + streamed);
+  const shownText = () => (resumed ? joinContinued(base, streamed) : base + streamed);
 
   const body = h("div", { class: "body" });
   const panel = reasoningPanel("", true);
@@ -51,7 +51,7 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
         composer.setText(streamed);
         return;
       }
-      body.replaceChildren(render(textOf()));
+      body.replaceChildren(render(shownText()));
       panel.querySelector("pre").textContent = reasoning;
       panel.hidden = !reasoning;
       log.followNewest();

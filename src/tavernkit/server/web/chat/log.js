@@ -192,5 +192,16 @@ export function createLog(base, render) {
   const lastMessage = () => cache.get(total - 1) || null;
   const lastNode = () => list.querySelector(`:scope > .message[data-index="${total - 1}"]`);
 
-  return { node, list, showNewest, showAt, reload, appendExtra, followNewest, lastMessage, lastNode };
+  return {
+    node,
+    list,
+    total: () => total,
+    showNewest,
+    showAt,
+    reload,
+    appendExtra,
+    followNewest,
+    lastMessage,
+    lastNode,
+  };
 }

@@ -18,29 +18,74 @@ function reasoningOf(data) {
   return text === "\u200b" ? "" : text;
 }
 
-// `on`: {edit(message, body), branch(index), remove(message), pickSwipe(message, i), swipe()}
+// A message's text: `mes` is a string, or (a message with images) a list of content parts.
+export function textOf(mes) {
+  if (!Array.isArray(mes)) return String(mes ?? "");
+  return mes
+    .filter((part) => part && part.type === "text")
+    .map((part) => part.text)
+    .join("\n");
+}
+
+// The images of a message with content parts, as URLs an <img> can show (data: or http(s)).
+function imagesOf(mes) {
+  if (!Array.isArray(mes)) return [];
+  return mes
+    .filter((part) => part && (part.type === "image_url" || part.type === "image"))
+    .map((part) => (part.data ? `data:${part.mime || "image/png"};base64,${part.data}` : part.url))
+    .filter((url) => /^(data:image\/|https?:)/i.test(url || ""));
+}
+
+// A stored date as the reader's locale writes it (SillyTavern's own strings stay as they are).
+function when(value) {
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return String(value);
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    toast("Message copied", "info");
+  } catch {
+    toast("The browser refused the clipboard: select the text to copy it");
+  }
+}
+
+// `on`: {edit(message, body), branch(index), remove(message), hide(message, hidden),
+// pickSwipe(message, i), swipe()}
 export function messageNode(message, isLast, on) {
   const data = message.data;
+  const hidden = Boolean(data.is_system);
   const body = h("div", { class: "body" });
-  body.append(render(data.mes));
+  body.append(render(textOf(data.mes)));
+  for (const url of imagesOf(data.mes)) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
   const number = message.index + 1;
   const node = h(
     "li",
-    { class: `message ${data.is_user ? "user" : "char"}`, dataset: { index: message.index } },
+    {
+      class: `message ${data.is_user ? "user" : "char"}${hidden ? " ghost" : ""}`,
+      dataset: { index: message.index },
+    },
     h(
       "div",
       { class: "meta" },
       h("span", { class: "name" }, data.name || ""),
-      data.send_date ? h("small", { class: "time" }, String(data.send_date)) : null,
+      data.send_date ? h("small", { class: "time" }, when(data.send_date)) : null,
       h(
         "span",
         { class: "actions" },
+        button("Copy", () => copyText(textOf(data.mes)), { "aria-label": `Copy message ${number}` }),
+        button(hidden ? "Unhide" : "Hide", () => on.hide(message, !hidden), {
+          "aria-label": `${hidden ? "Unhide" : "Hide"} message ${number}`,
+        }),
         button("Edit", () => on.edit(message, body), { "aria-label": `Edit message ${number}` }),
         button("Branch", () => on.branch(message.index), { "aria-label": `Branch at message ${number}` }),
         button("Delete", () => on.remove(message), { "aria-label": `Delete message ${number}` }),
       ),
     ),
   );
+  if (hidden) node.append(h("p", { class: "status" }, "[hidden from the prompt]"));
   const fallback = (extraOf(data).extensions || {}).fallback_notice;
   if (fallback && fallback.text) node.append(h("div", { class: "notice", role: "note" }, fallback.text));
   const reasoning = reasoningOf(data);

@@ -9,9 +9,10 @@ import { render } from "../markdown.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
 import { createComposer } from "./composer.js";
+import { createDeleteMode } from "./delete-mode.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
-import { messageNode } from "./message.js";
+import { messageNode, textOf } from "./message.js";
 import { createSide } from "./side.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
@@ -34,6 +35,8 @@ export async function showChat(view, chatId, at = null) {
     edit: editMessage,
     branch: branchAt,
     remove: deleteMessage,
+    hide: (message, hidden) =>
+      attempt(() => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden })),
     pickSwipe,
     swipe: () => startTurn("swipe"),
   };
@@ -58,7 +61,7 @@ export async function showChat(view, chatId, at = null) {
 
   function editMessage(message, body) {
     const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
-    area.value = message.data.mes;
+    area.value = textOf(message.data.mes);
     const save = () => attempt(() => api("PATCH", `${base}/messages/${message.index}`, { text: area.value }));
     const cancel = () => attempt(async () => {});
     body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
@@ -81,16 +84,16 @@ export async function showChat(view, chatId, at = null) {
 
   // -- turns -------------------------------------------------------------------------------
 
-  async function startTurn(kind, text = "") {
+  async function startTurn(kind, text = "", attachments = []) {
     const persona = side.persona();
-    const body = { kind, text, ...(persona ? { overrides: { persona } } : {}) };
+    const body = { kind, text, attachments, ...(persona ? { overrides: { persona } } : {}) };
     try {
       const started = await api("POST", `${base}/turns`, body);
       follow(started.events, kind, false);
       return true;
     } catch (error) {
       // a refused send stored nothing: its retry sends the text again
-      fail(error, () => (kind === "send" ? send(text) : startTurn(kind)));
+      fail(error, () => (kind === "send" ? send(text, attachments) : startTurn(kind)));
       return false;
     }
   }
@@ -127,32 +130,48 @@ export async function showChat(view, chatId, at = null) {
   }
 
   // The user's message shows at once, above the reply that will stream after it.
-  async function send(text) {
-    if (!text.trim()) return;
+  async function send(text, images = []) {
+    if (!text.trim() && !images.length) return;
     const name = side.persona() || "You";
+    const body = h("div", { class: "body" }, render(text));
+    for (const url of images) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
     const pending = h(
       "li",
       { class: "message user pending" },
       h("div", { class: "meta" }, h("span", { class: "name" }, name)),
-      h("div", { class: "body" }, render(text)),
+      body,
     );
     log.appendExtra(pending);
     composer.setText("");
-    if (!(await startTurn("send", text))) {
+    composer.setImages([]);
+    if (!(await startTurn("send", text, images))) {
       pending.remove();
       composer.setText(text);
+      composer.setImages(images);
     }
   }
 
   // -- layout ------------------------------------------------------------------------------
 
+  const deleting = createDeleteMode(log.list, log.total, (from) =>
+    attempt(() => api("DELETE", `${base}/messages/from/${from}`)),
+  );
   const tools = button("Chat tools", () => side.node.classList.toggle("open"), { class: "tools-toggle" });
+  const toolbar = h("div", { class: "chat-toolbar" }, tools, deleting.start);
   view.append(
     h(
       "div",
       { class: "chat-screen" },
       side.node,
-      h("section", { class: "conversation", "aria-label": chat.name }, tools, log.node, alerts.node, composer.node),
+      h(
+        "section",
+        { class: "conversation", "aria-label": chat.name },
+        toolbar,
+        log.node,
+        alerts.node,
+        deleting.bar,
+        composer.node,
+      ),
     ),
   );
   await (at === null ? log.showNewest() : log.showAt(at));
