@@ -20,6 +20,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from chat._server import HangReply, Reply
 from tavernkit.chat.personas import Personas
+from tavernkit.chat.quick_replies import QuickReplies
 from tavernkit.models.profile import ConnectionProfile
 
 from ._pages import last_body, new_chat, open_chat, send, stored_messages, turn
@@ -354,3 +355,42 @@ def test_an_attached_image_goes_with_the_message(page: Page, site: Site) -> None
     expect(page.locator('.log .message[data-index="1"] img.attachment')).to_be_visible()
     expect(page.get_by_role("button", name="Remove image 1")).to_have_count(0)
     screenshot(page, "chat-attachment")
+
+
+def test_slash_commands_and_quick_replies_in_the_composer(page: Page, site: Site) -> None:
+    replies = QuickReplies(site.tk.store, owner=site.tk.owner)
+    site.call(replies.save("Greet", "Good evening!"))
+    site.call(replies.save("Tidy", "/hide 1\n/hide 2"))
+    chat = new_chat(site)
+    open_chat(page, chat)
+    bar = page.get_by_role("toolbar", name="Quick replies")
+    # a quick reply of text is sent as the user's message
+    site.upstream.script(Reply(text="And to you.", pace=0.01))
+    turn(page, bar.get_by_role("button", name="Greet").click)
+    assert [m["mes"] for m in stored_messages(site, chat)][1:] == ["Good evening!", "And to you."]
+    # one of commands runs them in order
+    bar.get_by_role("button", name="Tidy").click()
+    expect(page.locator(".log .message.ghost")).to_have_count(2)
+    assert [m["is_system"] for m in stored_messages(site, chat)] == [False, True, True]
+
+    box = page.get_by_label("Message", exact=True)
+    box.fill("/unhide 2")
+    box.press("Enter")
+    expect(page.locator(".log .message.ghost")).to_have_count(1)
+    site.upstream.script(Reply(text="Another way.", pace=0.01))
+    turn(page, lambda: (box.fill("/swipe"), box.press("Enter")))
+    expect(page.locator(".swipes .counter")).to_have_text("2/2")
+    box.fill("/swipe 1")
+    box.press("Enter")
+    expect(page.locator(".swipes .counter")).to_have_text("1/2")
+    # a bad command or argument is named, and the text comes back to be fixed
+    box.fill("/delete 9")
+    box.press("Enter")
+    expect(alert(page)).to_contain_text("/delete: no message #9; the chat has #0 to #2")
+    expect(box).to_have_value("/delete 9")
+    box.fill("/nope")
+    box.press("Enter")
+    expect(alert(page).last).to_contain_text("unknown command /nope; /help lists them")
+    box.fill("/help")
+    box.press("Enter")
+    expect(page.locator(".alerts .alert.info")).to_contain_text("/regen: replace the last reply")

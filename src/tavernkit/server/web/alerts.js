@@ -8,9 +8,14 @@ export function createAlerts() {
   const node = h("div", { class: "alerts" });
 
   // Show `text`. `retry` is offered as a Retry button; `actions` ({label, run}) as buttons of
-  // their own. Each button dismisses the alert, then runs.
-  function show(text, { retry, actions = [] } = {}) {
-    const item = h("div", { class: "alert", role: "alert" }, h("span", { class: "text" }, text));
+  // their own. Each button dismisses the alert, then runs. `info`: a note the user asked for
+  // (a command's answer), not an error.
+  function show(text, { retry, actions = [], info = false } = {}) {
+    const item = h(
+      "div",
+      { class: info ? "alert info" : "alert", role: info ? "status" : "alert" },
+      h("span", { class: "text" }, text),
+    );
     const choices = retry ? [{ label: "Retry", run: retry }, ...actions] : actions;
     const row = h("span", { class: "row" });
     for (const { label, run } of choices) {

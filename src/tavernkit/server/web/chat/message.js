@@ -71,6 +71,7 @@ export function messageNode(message, isLast, on) {
       "div",
       { class: "meta" },
       h("span", { class: "name" }, data.name || ""),
+      h("small", { class: "number" }, `#${message.index}`),
       data.send_date ? h("small", { class: "time" }, when(data.send_date)) : null,
       h(
         "span",

@@ -8,11 +8,13 @@ import { button, h } from "../dom.js";
 import { render } from "../markdown.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
+import { CommandError, runCommand } from "./commands.js";
 import { createComposer } from "./composer.js";
 import { createDeleteMode } from "./delete-mode.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
+import { createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
@@ -28,6 +30,7 @@ export async function showChat(view, chatId, at = null) {
   const base = `/chats/${encodeURIComponent(chat.id)}`;
   let stream = null; // the watched turn: {close, url}
   let turnId = null;
+  let prefill = ""; // /prefill: what every reply starts with, until turned off
 
   const alerts = createAlerts();
   const fail = (error, retry) => alerts.show(errorText(error), retryable(error) ? { retry } : {});
@@ -87,6 +90,7 @@ export async function showChat(view, chatId, at = null) {
   async function startTurn(kind, text = "", attachments = []) {
     const persona = side.persona();
     const body = { kind, text, attachments, ...(persona ? { overrides: { persona } } : {}) };
+    if (prefill && kind !== "impersonate" && kind !== "continue") body.prefill = prefill;
     try {
       const started = await api("POST", `${base}/turns`, body);
       follow(started.events, kind, false);
@@ -132,6 +136,11 @@ export async function showChat(view, chatId, at = null) {
   // The user's message shows at once, above the reply that will stream after it.
   async function send(text, images = []) {
     if (!text.trim() && !images.length) return;
+    if (text.trim().startsWith("/") && !images.length) {
+      composer.setText("");
+      await runLines(text.split("\n").filter((line) => line.trim()), text);
+      return;
+    }
     const name = side.persona() || "You";
     const body = h("div", { class: "body" }, render(text));
     for (const url of images) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
@@ -150,6 +159,57 @@ export async function showChat(view, chatId, at = null) {
       composer.setImages(images);
     }
   }
+
+  // -- slash commands and quick replies ----------------------------------------------------
+
+  const last = () => log.lastMessage();
+  const commandActions = {
+    count: () => log.total(),
+    turn: (kind) => startTurn(kind),
+    stop: stopTurn,
+    swipeCount: () => (last() && !last().data.is_user ? (last().data.swipes || []).length : 0),
+    swipeAt: () => (last() ? (last().data.swipe_id ?? 0) : 0),
+    swipeTo: (n) => pickSwipe(last(), n),
+    setPrefill(text) {
+      prefill = text;
+      alerts.show(text ? `Replies start with: ${text}` : "Prefill off", { info: true });
+    },
+    edit: (i, text) => attempt(() => api("PATCH", `${base}/messages/${i}`, { text })),
+    remove: (i) => attempt(() => api("DELETE", `${base}/messages/${i}`)),
+    hide: (i, hidden) => attempt(() => api("PUT", `${base}/messages/${i}/hidden`, { hidden })),
+    branch: branchAt,
+    persona: (name) => side.setPersona(name),
+    rename: (name) => attempt(() => api("PATCH", base, { name })),
+    quickReply: (label) => {
+      const reply = quickReplies.find(label);
+      if (!reply) throw new CommandError(`no quick reply ${label}`);
+      return runReply(reply);
+    },
+    inspect: () => {
+      window.location.hash = `#/inspect/${encodeURIComponent(chat.id)}`;
+    },
+    info: (text) => alerts.show(text, { info: true }),
+  };
+
+  // Run command lines in order; the first that fails stops the rest and says why (the typed
+  // text goes back into the composer to be fixed).
+  async function runLines(lines, typed = "") {
+    for (const line of lines) {
+      try {
+        await runCommand(line, commandActions);
+      } catch (error) {
+        alerts.show(error instanceof CommandError ? `${line.split(" ")[0]}: ${error.message}` : errorText(error));
+        if (typed) composer.setText(typed);
+        return;
+      }
+    }
+  }
+
+  function runReply(reply) {
+    const [commands, lines] = replyLines(reply.message || "");
+    return commands ? runLines(lines) : send(lines[0] || "");
+  }
+  const quickReplies = await createQuickReplies(runReply);
 
   // -- layout ------------------------------------------------------------------------------
 
@@ -170,6 +230,7 @@ export async function showChat(view, chatId, at = null) {
         log.node,
         alerts.node,
         deleting.bar,
+        quickReplies.node,
         composer.node,
       ),
     ),

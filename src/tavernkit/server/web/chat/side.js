@@ -46,7 +46,18 @@ export async function createSide(chat, base) {
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );
   await loadPersonas();
-  return { node, persona: () => personaSelect.value };
+  return {
+    node,
+    persona: () => personaSelect.value,
+    // Speak as `name` ("" for the default persona), as if picked in the list.
+    setPersona(name) {
+      if (name && ![...personaSelect.options].some((o) => o.value === name)) {
+        throw new Error(`no persona named ${name}`);
+      }
+      personaSelect.value = name;
+      personaSelect.dispatchEvent(new Event("change"));
+    },
+  };
 }
 
 async function authorsNote(chatUrl) {

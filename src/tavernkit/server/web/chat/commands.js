@@ -1,0 +1,86 @@
+// Slash commands typed in the composer: the terminal chat's commands (tavernkit chat's /help),
+// each one API call through the screen's own actions, so a command does exactly what its
+// button does. Quick replies whose lines are all commands run through here too.
+// `act`: the chat screen's actions (see screen.js).
+
+const HELP = [
+  ["/swipe [N|back]", "new alternative; N shows swipe N, back the previous"],
+  ["/regen", "replace the last reply"],
+  ["/continue", "extend the last reply"],
+  ["/impersonate", "write your next message for you"],
+  ["/prefill [TEXT]", "start the next reply with TEXT (none: off)"],
+  ["/stop", "stop the reply being generated"],
+  ["/edit [N] TEXT", "replace message N's text (default: the last)"],
+  ["/delete N", "delete message N"],
+  ["/hide N", "hide message N from the prompt"],
+  ["/unhide N", "show message N to the prompt again"],
+  ["/branch [N]", "continue in a new chat holding messages 0..N"],
+  ["/persona [NAME|off]", "speak as persona NAME"],
+  ["/rename NAME", "rename this chat"],
+  ["/qr LABEL", "run a quick reply"],
+  ["/prompt", "open the prompt inspector"],
+  ["/help", "this list"],
+];
+
+export class CommandError extends Error {}
+
+function index(arg, act, { optional = false } = {}) {
+  if (!arg) {
+    if (optional) return act.count() - 1;
+    throw new CommandError("a message number is needed");
+  }
+  if (!/^\d+$/.test(arg)) throw new CommandError(`${arg} is not a message number`);
+  const n = Number(arg);
+  if (n >= act.count()) throw new CommandError(`no message #${n}; the chat has #0 to #${act.count() - 1}`);
+  return n;
+}
+
+const COMMANDS = {
+  swipe: (arg, act) => {
+    if (!arg) return act.turn("swipe");
+    const count = act.swipeCount();
+    if (arg === "back") {
+      if (act.swipeAt() === 0) throw new CommandError("this is the first swipe");
+      return act.swipeTo(act.swipeAt() - 1);
+    }
+    if (!/^\d+$/.test(arg) || Number(arg) < 1) throw new CommandError("/swipe takes a swipe number (1 is the first) or back");
+    if (Number(arg) > count) throw new CommandError(`no swipe ${arg}; the last reply has ${count}`);
+    return act.swipeTo(Number(arg) - 1);
+  },
+  regen: (_, act) => act.turn("regenerate"),
+  regenerate: (_, act) => act.turn("regenerate"),
+  continue: (_, act) => act.turn("continue"),
+  impersonate: (_, act) => act.turn("impersonate"),
+  prefill: (arg, act) => act.setPrefill(arg),
+  stop: (_, act) => act.stop(),
+  edit: (arg, act) => {
+    const [first, ...rest] = arg.split(" ");
+    const numbered = /^\d+$/.test(first) && rest.length;
+    const text = numbered ? rest.join(" ") : arg;
+    if (!text.trim()) throw new CommandError("/edit needs the new text");
+    return act.edit(index(numbered ? first : "", act, { optional: true }), text);
+  },
+  delete: (arg, act) => act.remove(index(arg, act)),
+  hide: (arg, act) => act.hide(index(arg, act), true),
+  unhide: (arg, act) => act.hide(index(arg, act), false),
+  branch: (arg, act) => act.branch(index(arg, act, { optional: true })),
+  persona: (arg, act) => act.persona(arg === "off" ? "" : arg),
+  rename: (arg, act) => {
+    if (!arg) throw new CommandError("/rename needs the chat's new name");
+    return act.rename(arg);
+  },
+  qr: (arg, act) => {
+    if (!arg) throw new CommandError("/qr needs a quick reply's label");
+    return act.quickReply(arg);
+  },
+  prompt: (_, act) => act.inspect(),
+  help: (_, act) => act.info(HELP.map(([usage, what]) => `${usage}: ${what}`).join("\n")),
+};
+
+// Run one line (it starts with "/"); a bad command or argument throws CommandError.
+export async function runCommand(line, act) {
+  const [, name = "", arg = ""] = /^\/(\S*)\s*([\s\S]*)$/.exec(line.trim()) || [];
+  const command = COMMANDS[name.toLowerCase()];
+  if (!command) throw new CommandError(`unknown command /${name}; /help lists them`);
+  await command(arg.trim(), act);
+}
