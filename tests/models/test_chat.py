@@ -508,3 +508,19 @@ def test_chat_creates_variables_and_timed_state_on_first_use() -> None:
         },
     }
     assert isinstance(chat.timed_world_info, TimedWorldInfo)
+
+
+def test_a_write_into_a_default_part_is_kept_by_to_wire() -> None:
+    # a message read without "extra": the summary box writes extra.memory into the default
+    message = Message.model_validate({"name": "Mira", "is_user": False, "mes": "b"})
+    assert "extra" not in message.to_wire()
+    message.extra.memory = "S1"
+    assert message.to_wire() == {
+        "name": "Mira",
+        "is_user": False,
+        "mes": "b",
+        "extra": {"memory": "S1"},
+    }
+    # an untouched default is still left out (a read file round-trips unchanged)
+    plain = {"name": "Ada", "is_user": True, "mes": "a"}
+    assert Message.model_validate(plain).to_wire() == plain

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from chat._server import Reply
 from tavernkit.cli import app
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
@@ -73,6 +74,23 @@ async def test_a_chats_summary_is_read_and_edited(site: Site) -> None:
     stored = await site.tk.chats.load(chat)
     assert stored.messages[0].data["extra"]["memory"] == "Ada boarded."
     assert (await c.get("/chats/nope/summary")).status_code == 404
+
+
+async def test_summarize_now_uses_the_chats_model_and_stores_the_summary(site: Site) -> None:
+    c = site.client
+    chat = await site.new_chat()
+    await c.post(f"/chats/{chat}/messages", json={"name": "Ada", "text": "We sail at dawn."})
+    await c.post(f"/chats/{chat}/messages", json={"name": "Mira", "text": "Aye.", "is_user": False})
+    site.upstream.script(Reply(text="Ada and Mira sail at dawn."))
+    r = await c.post(f"/chats/{chat}/summary/now")
+    assert r.status_code == 200, r.text
+    assert r.json()["text"] == "Ada and Mira sail at dawn."
+    assert isinstance(r.json()["message_index"], int)
+    assert (await c.get(f"/chats/{chat}/summary")).json() == {"text": "Ada and Mira sail at dawn."}
+    # the model was asked with SillyTavern's summary prompt
+    sent = json.dumps(site.upstream.requests[-1].body)
+    assert "Summarize the most important facts and events" in sent
+    assert (await c.post("/chats/nope/summary/now")).status_code == 404
 
 
 async def _chat_of_two(home: Path) -> str:

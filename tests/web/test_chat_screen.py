@@ -394,3 +394,28 @@ def test_slash_commands_and_quick_replies_in_the_composer(page: Page, site: Site
     box.fill("/help")
     box.press("Enter")
     expect(page.locator(".alerts .alert.info")).to_contain_text("/regen: replace the last reply")
+
+
+def test_the_memory_panel_edits_the_summary_and_summarizes_now(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    add_messages(site, chat, 3, words=3)
+    open_chat(page, chat)
+    page.get_by_text("Memory", exact=True).click()
+    page.get_by_label("Chat summary").fill("Ada boarded the ferry.")
+    page.get_by_role("button", name="Save summary").click()
+    expect(page.locator("#toast")).to_have_text("Summary saved")
+    # kept on the second-to-last message (SillyTavern's summary box), which was read
+    # without an "extra": the write into its default is stored
+    stored = site.call(site.tk.chats.load(chat)).messages[-2].data
+    assert stored["extra"]["memory"] == "Ada boarded the ferry."
+    # summaries on with the chat's model, every 5 messages: saved to the user's settings
+    page.get_by_label("Summarize", exact=True).select_option("With the chat's model")
+    page.get_by_label("Every N messages").fill("5")
+    page.get_by_role("button", name="Save memory settings").click()
+    expect(page.locator("#toast")).to_have_text("Memory settings saved")
+    summary = site.call(site.tk.settings()).memory.summary
+    assert summary.source == "main" and summary.prompt_interval == 5
+    site.upstream.script(Reply(text="They crossed the strait."))
+    page.get_by_role("button", name="Summarize now").click()
+    expect(page.get_by_label("Chat summary")).to_have_value("They crossed the strait.")
+    screenshot(page, "chat-memory")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -37,7 +38,7 @@ from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import Store, SwipeText
 
-__all__ = ["StoreSink", "TeeSink"]
+__all__ = ["ContinuationJoin", "StoreSink", "TeeSink"]
 
 
 class StoreSink:
@@ -239,3 +240,44 @@ class TeeSink:
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+
+class ContinuationJoin:
+    """A continued reply's first piece as it joins the message it continues: ``postfix`` (the
+    preset's ``continue_postfix``) goes before it when neither the message's end nor the
+    piece's start is a space, the rule the stored reply follows
+    (:func:`tavernkit.chat.reply.continue_postfix`), so every sink, the store's included, is
+    given the text as it will be stored."""
+
+    def __init__(self, inner: TeeSink, prefix: str, postfix: str) -> None:
+        self.inner = inner
+        self.prefix = prefix
+        self.postfix = postfix
+        self._joined = False
+
+    def _join(self, event: SinkEvent) -> SinkEvent:
+        if self._joined or not isinstance(event, TextDelta) or not event.text:
+            return event
+        self._joined = True
+        if self.prefix[-1:].isspace() or event.text[:1].isspace():
+            return event
+        return dataclasses.replace(event, text=self.postfix + event.text)
+
+    async def emit(self, event: SinkEvent) -> None:
+        await self.inner.emit(self._join(event))
+
+    @property
+    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
+        inner = self.inner.emit_nowait
+        if inner is None:
+            return None
+        return lambda event: inner(self._join(event))
+
+    async def flush(self) -> None:
+        await self.inner.flush()
+
+    async def finalize(self, result: TurnResult) -> None:
+        await self.inner.finalize(result)
+
+    async def cleanup(self) -> None:
+        await self.inner.cleanup()

@@ -34,11 +34,12 @@ from tavernkit.chat.reply import (
     ReplyTarget,
     ReplyWriter,
     TurnOutcome,
+    continue_postfix,
     reply_mode,
 )
 from tavernkit.chat.review_setup import review_config, review_settings
 from tavernkit.chat.run import ReshapeRequest, run_request
-from tavernkit.chat.sink import TeeSink
+from tavernkit.chat.sink import ContinuationJoin, TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.chat.turn_options import Overrides, TurnCall
@@ -47,6 +48,7 @@ from tavernkit.generation.abort import AbortController, AbortSignal, StreamingPr
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ToolCheckpoint
 from tavernkit.generation.rule_checker import McpRuleChecker
+from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.chat import ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
@@ -445,7 +447,7 @@ class TurnCore:
             result = await run_request(
                 plan,
                 request,
-                TeeSink(sinks),
+                _joined(TeeSink(sinks), target, continue_postfix(prepared)),
                 chat_id=chat_id,
                 kind=kind,
                 plugins=self.runtime.plugins,
@@ -553,3 +555,10 @@ def _same_tools(chosen_for: ResolvedConnection, connection: ResolvedConnection) 
         chosen_for.family == connection.family
         and chosen_for.capabilities == connection.capabilities
     )
+
+
+def _joined(sink: TeeSink, target: ReplyTarget | OpeningReply, postfix: str) -> ResponseSink:
+    """The turn's sink; a continuation's joins its first piece to the continued message."""
+    if isinstance(target, ReplyTarget) and target.mode == "continue" and target.prefix and postfix:
+        return ContinuationJoin(sink, target.prefix, postfix)
+    return sink

@@ -102,8 +102,28 @@ class WireModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready mapping in the external format's names and the original key order,
-        holding only the keys that were read, given or assigned (see :meth:`create`)."""
+        holding only the keys that were read, given or assigned (see :meth:`create`), or
+        written into since (:meth:`_mark_written_defaults`)."""
+        self._mark_written_defaults()
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+    def _mark_written_defaults(self) -> None:
+        """Count as set the fields still holding their default that were written into: an
+        assignment inside a default sub-model (``message.extra.memory = text`` on a message
+        read without ``extra``) or an item put in a default list or dict. pydantic tracks
+        assignments to a model's own fields only, so without this ``to_wire`` would drop what
+        the caller wrote."""
+        fields = type(self).model_fields
+        for name in fields.keys() - self.model_fields_set:
+            value = getattr(self, name, None)
+            if isinstance(value, WireModel):
+                value._mark_written_defaults()
+                if value.model_fields_set or value.model_extra:
+                    self.model_fields_set.add(name)
+            elif isinstance(value, (list, dict)) and value:
+                factory = fields[name].default_factory
+                if factory in (list, dict) or fields[name].default in ([], {}):
+                    self.model_fields_set.add(name)
 
 
 _ALIASED: dict[type[BaseModel], dict[str, str]] = {}

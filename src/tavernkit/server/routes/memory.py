@@ -5,19 +5,23 @@ rolling summary: ``Settings.memory``) and a chat's summary.
 an unknown key or a bad value is 422 naming ``section.key``, and nothing is stored).
 ``PUT /chats/{id}/summary`` edits the summary the next turn injects (SillyTavern's summary box:
 it is kept on the second-to-last message, so the chat needs two messages).
+``POST /chats/{id}/summary/now`` makes one now with the chat's model whatever the summary
+source (SillyTavern's "Summarize now"); it calls the model, so it counts as a turn against the
+caller's rate.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.assist.memory_settings import memory_settings, update_memory_settings
-from tavernkit.assist.summary import current_summary, set_summary
+from tavernkit.assist.summary import current_summary, set_summary, summarize
 from tavernkit.models.memory import MemorySettings
-from tavernkit.server.auth import UserTavern
+from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.state import ServerState, server_state
 
 __all__ = ["router"]
 
@@ -75,3 +79,25 @@ async def put_summary(chat_id: str, body: SummaryEdit, tk: UserTavern) -> Summar
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     index = await set_summary(tk.runtime, info.id, body.text)
     return SummaryStored(text=body.text, message_index=index)
+
+
+class SummaryMade(BaseModel):
+    #: the new summary (``""``: nothing new to summarize, nothing stored)
+    text: str
+    #: the message that holds it (``None`` when nothing was stored)
+    message_index: int | None
+
+
+@router.post("/chats/{chat_id}/summary/now")
+async def summarize_now(
+    chat_id: str,
+    tk: UserTavern,
+    principal: CurrentPrincipal,
+    state: Annotated[ServerState, Depends(server_state)],
+) -> SummaryMade:
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await state.admit_turn(principal)
+    update = await summarize(tk.context(info.id), force=True)
+    if update is None:
+        return SummaryMade(text="", message_index=None)
+    return SummaryMade(text=update.text, message_index=update.message_index)

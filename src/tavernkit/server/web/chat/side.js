@@ -1,10 +1,11 @@
 // The chat screen's side panel: the prompt inspector (for the persona picked here), the
 // persona switcher (the browser's choice, sent with each turn), the author's note, the
-// character's other chats and the chat's variables. On a phone it opens over the chat.
+// character's other chats, memory (chat/memory.js) and the chat's variables. On a phone it opens over the chat.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { variablesSection } from "../settings.js";
+import { memoryPanel } from "./memory.js";
 import { reportError, toast } from "../toast.js";
 
 const PERSONA_KEY = "tavernkit.persona";
@@ -43,6 +44,7 @@ export async function createSide(chat, base) {
     personaSelect,
     await authorsNote(chatUrl),
     chatsPanel(chat),
+    await memoryPanel(chat.id),
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );
   await loadPersonas();
