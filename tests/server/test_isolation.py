@@ -50,6 +50,8 @@ NOT_OWNED = {
     "/ui/presets/chat/defaults",
     "/ui/presets/textgen/defaults",
 }
+#: the query a listing needs: bob searches for the text of ann's message
+LISTING_PARAMS: dict[str, dict[str, str]] = {"/search/messages": {"q": "ann's secret"}}
 #: writes by name into the caller's own namespace: bob's lands in his, ann's stays as it was
 UPSERTS = {("PUT", "/variables/{name}")}
 #: admin-only: bob is refused whatever he names
@@ -165,7 +167,7 @@ async def test_no_route_reaches_another_users_data(users: Users) -> None:
                 continue
             if "{" not in template:
                 if method == "GET":  # a listing: nothing of ann's in it
-                    r = await bob.get(template)
+                    r = await bob.get(template, params=LISTING_PARAMS.get(template))
                     assert r.status_code == 200, (template, r.text)
                     for secret in ("Mira", "ann", world["chat"], world["char"], "annp"):
                         assert secret not in r.text, (template, secret)

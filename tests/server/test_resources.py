@@ -210,7 +210,9 @@ async def test_an_edit_writes_the_same_rows_whatever_the_chat_length(local: Live
                 r = await c.patch(f"/chats/{cid}/messages/1", json={"text": "once more"})
                 assert r.status_code == 200
             changes.append(stats.changes)
-        assert changes[0] == changes[1] <= 3
+        # the message row and the chat's stamp; the search index forgets the old text and
+        # takes the new one (its row, and FTS5's writes of the segment that holds it)
+        assert changes[0] == changes[1] <= 8
 
 
 async def test_variables(local: LiveServer) -> None:

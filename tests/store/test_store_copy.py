@@ -123,6 +123,10 @@ async def test_sqlite_to_postgresql_and_back_loses_nothing(
                 assert await pg.load_chat(chat.id, owner=owner) == await lite.load_chat(
                     chat.id, owner=owner
                 )
+        # the copies find the copied text (SQLite's index by its triggers, PostgreSQL's own)
+        for store in (lite, pg, back):
+            found = await store.search_messages("stream", owner="bob")
+            assert [(h.chat_name, h.index, h.snippet) for h in found.hits] == [("c", 0, "stream")]
         # a copy into a store that holds data is refused and changes nothing
         with pytest.raises(Conflict, match="already holds data"):
             await copy_store(lite, pg)

@@ -220,6 +220,12 @@ async def test_the_tables_mirror_sqlites_column_for_column(
     pg_columns: dict[str, list[str]] = {}
     for table, column in rows:
         pg_columns.setdefault(table, []).append(column)
+    # SQLite's message search is an FTS5 table (and the shadow tables FTS5 keeps), where
+    # PostgreSQL has an index on messages
+    search = [t for t in sqlite_columns if t.startswith("message_search")]
+    assert "message_search" in search
+    for table in search:
+        del sqlite_columns[table]
     # record_blobs.seq stands in for SQLite's rowid
     assert pg_columns.pop("record_blobs") == [*sqlite_columns.pop("record_blobs"), "seq"]
     assert pg_columns == sqlite_columns

@@ -11,6 +11,9 @@ Schema notes:
 - ``records`` holds every document kind as JSON. ``name_key`` is the name for kinds whose names
   are unique and NULL otherwise, so one UNIQUE constraint covers both (NULLs never collide, in
   SQLite as in PostgreSQL).
+- ``message_search`` (008) is an FTS5 index of ``messages.mes`` by trigrams (external
+  content: it keeps the index, not a copy of the text), kept by triggers on ``messages``; an
+  SQLite without the trigram tokenizer (older than 3.34) gets no index and searches scan.
 - ``messages.body`` is a message's JSON with ``mes``/``swipes``/``swipe_info`` left as
   placeholders (to keep the key order) when they live in their own columns/rows:
   ``messages.mes`` and one ``swipes`` row per swipe. Appending or streaming a swipe then
@@ -280,6 +283,54 @@ async def _m007_memory_vectors(db: aiosqlite.Connection) -> None:
     )
 
 
+#: the message search index (008): FTS5 over each message's shown text by trigrams (see
+#: tavernkit.store._sqlite_search), external content keyed by the message's rowid (SQLite's
+#: VACUUM only promises to keep an INTEGER PRIMARY KEY, but copies rows with their rowids, as
+#: checked on 3.40; ``INSERT INTO message_search (message_search) VALUES ('rebuild')`` makes
+#: the index again from the rows if ever needed). Triggers keep it, so every path that
+#: writes a message's text (append, edit, swipe, streaming, truncation, a chat's cascade
+#: delete) keeps the index without a line of its own; an UPDATE that leaves ``mes`` as it was
+#: (a message saved for its flags or swipes) does not touch it.
+M008_STATEMENTS: tuple[str, ...] = (
+    "CREATE VIRTUAL TABLE message_search USING fts5(mes, content = 'messages', "
+    "content_rowid = 'rowid', tokenize = 'trigram', columnsize = 0)",
+    # the messages stored before: the index reads them from ``messages`` itself
+    "INSERT INTO message_search (message_search) VALUES ('rebuild')",
+    "CREATE TRIGGER messages_search_in AFTER INSERT ON messages WHEN NEW.mes IS NOT NULL "
+    "BEGIN INSERT INTO message_search (rowid, mes) VALUES (NEW.rowid, NEW.mes); END",
+    # an external-content index forgets a text when told what it was
+    "CREATE TRIGGER messages_search_out AFTER DELETE ON messages WHEN OLD.mes IS NOT NULL "
+    "BEGIN INSERT INTO message_search (message_search, rowid, mes) "
+    "VALUES ('delete', OLD.rowid, OLD.mes); END",
+    "CREATE TRIGGER messages_search_edit AFTER UPDATE OF mes ON messages "
+    "WHEN OLD.mes IS NOT NEW.mes BEGIN "
+    "INSERT INTO message_search (message_search, rowid, mes) "
+    "SELECT 'delete', OLD.rowid, OLD.mes WHERE OLD.mes IS NOT NULL; "
+    "INSERT INTO message_search (rowid, mes) SELECT NEW.rowid, NEW.mes "
+    "WHERE NEW.mes IS NOT NULL; END",
+)
+
+
+async def _has_trigram(db: aiosqlite.Connection) -> bool:
+    """Whether this SQLite has FTS5 with the trigram tokenizer (3.34 and later, built with
+    FTS5, as Python's own builds are)."""
+    try:
+        await db.execute(
+            "CREATE VIRTUAL TABLE temp.tk_trigram_probe USING fts5(x, tokenize = 'trigram')"
+        )
+    except sqlite3.OperationalError:
+        return False
+    await db.execute("DROP TABLE temp.tk_trigram_probe")
+    return True
+
+
+async def _m008_message_search(db: aiosqlite.Connection) -> None:
+    # The search inside chats' messages. Without the trigram tokenizer the database gets no
+    # index (searches then read the text of each message in scope) rather than no store.
+    if await _has_trigram(db):
+        await _run(db, M008_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -288,6 +339,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("004_turn_path", _m004_turn_path),
     ("005_accounts", _m005_accounts),
     ("007_memory_vectors", _m007_memory_vectors),
+    ("008_message_search", _m008_message_search),
 )
 
 

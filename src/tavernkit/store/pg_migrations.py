@@ -12,7 +12,10 @@ names, so both databases hold the same tables and columns and the shared SQL run
   (:mod:`tavernkit.store.key_files`), never in the database, which is what gets dumped,
   replicated and shared;
 - ``004_turn_path``'s counters are kept by one plpgsql function behind statement-level
-  triggers (one update per chat per statement, however many messages it inserts).
+  triggers (one update per chat per statement, however many messages it inserts);
+- ``008_message_search`` is a GIN index of each message's words (``to_tsvector('simple',
+  mes)``: no stemming, no stop words, so any language's words are found as written) where
+  SQLite has its trigram table; PostgreSQL keeps it up to date by itself.
 
 Every migration runs in its own transaction under a session advisory lock, so processes that
 start at once migrate the database once. A database naming a migration this code does not know
@@ -130,6 +133,14 @@ _M007 = (
     "EXECUTE FUNCTION tk_purge_chat_vectors()",
 )
 
+# The message search (SQLite's 008): a word index, not trigrams. pg_trgm would match SQLite's
+# substring search, but it is an extension (a database owner may not be allowed to create it,
+# and a managed server may not offer it); to_tsvector is built in. Its ``simple``
+# configuration lower-cases and keeps every word (no stemming, no stop words, no language).
+# What it cannot split (CJK text) and terms under a word are found by substring instead (see
+# PostgresStore's postgres_match).
+_M008 = ("CREATE INDEX messages_search ON messages USING gin (to_tsvector('simple', mes))",)
+
 #: Applied in this order, each once, by the SQLite store's names. Append only.
 PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("001_initial", _M001),
@@ -138,6 +149,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("004_turn_path", _M004),
     ("005_accounts", M005_STATEMENTS),
     ("007_memory_vectors", _M007),
+    ("008_message_search", _M008),
 )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +34,9 @@ from urllib.parse import urlsplit
 from tavernkit.errors import Conflict, FormatError, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._pg_conn import PgConn
+from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error
+from tavernkit.store._sqlite_search import MatchSql
 from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.paths import data_dir
 from tavernkit.store.pg_migrations import apply_pg_migrations
@@ -53,6 +55,7 @@ __all__ = [
     "default_key_dir",
     "is_postgres_url",
     "open_postgres_store",
+    "postgres_match",
     "redact_url",
 ]
 
@@ -88,6 +91,25 @@ def default_key_dir(url: str) -> Path:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def postgres_match(terms: Sequence[str], indexed: bool = True) -> MatchSql:
+    """PostgreSQL's conditions for a message search's terms (SQLite's:
+    :func:`~tavernkit.store._sqlite_search.sqlite_match`). The word index (migration 008)
+    finds the messages whose words start with each term's words (``'term':*``, one quoted
+    lexeme each: no input is read as an operator), then each term is checked on the text as
+    SQLite checks it, a case-insensitive substring. A term the index cannot find (CJK text, no
+    letter or digit in it) is checked on the text of every message in scope."""
+    match = MatchSql()
+    worded = [t for t in terms if not has_no_word_breaks(t)]
+    if worded:
+        # the same expression as the index's, or the index is not used
+        match.where.append("to_tsvector('simple', m.mes) @@ to_tsquery('simple', ?)")
+        match.params.append(" & ".join(prefix_tsquery(t) for t in worded))
+    for term in terms:
+        match.where.append("strpos(lower(m.mes), lower(?)) > 0")
+        match.params.append(term)
+    return match
 
 
 def map_pg_error(exc: BaseException, what: str = "database error") -> StoreError | FormatError:
@@ -169,6 +191,9 @@ class PostgresStore(SqliteStore):
 
     # streaming swipes of many chats: one after another, each message's rows locked first
     _write_swipe_texts = SqliteStore._each_swipe_text
+    # the message search: the word index of migration 008, always there
+    _search_match = staticmethod(postgres_match)
+    _search_indexed = True
 
     async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
         # The message's and its chat's rows first, as every other writer of a chat takes them

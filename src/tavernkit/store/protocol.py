@@ -43,6 +43,8 @@ __all__ = [
     "JsonValue",
     "KeyState",
     "MessageCounts",
+    "MessageHit",
+    "MessageHits",
     "ModelRegistry",
     "RecordInfo",
     "RecordRef",
@@ -189,6 +191,32 @@ class ChatInfo:
     message_count: int
     created: datetime
     updated: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHit:
+    """One message a search found: where it is (its chat and its 0-based ``index`` there, as
+    the message routes number it), who spoke, and a plain-text ``snippet`` of its shown text
+    around the first match."""
+
+    chat_id: str
+    chat_name: str
+    character_id: str | None
+    character_name: str | None
+    message_id: str
+    index: int
+    #: the speaker (the message's ``name``)
+    name: str
+    is_user: bool
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHits:
+    """A page of a message search's hits and how many there are in all."""
+
+    hits: builtins.list[MessageHit]
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +518,28 @@ class Store(AccountStore, Protocol):
         at once, as cheaply as the store can (SQLite: one read transaction on its read
         connection; PostgreSQL: the three at once on its pool): a turn's first reads, which
         depend on nothing."""
+        ...
+
+    async def search_messages(
+        self,
+        query: str,
+        *,
+        owner: str = DEFAULT_OWNER,
+        chat: str | None = None,
+        character: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> MessageHits:
+        """The owner's messages whose shown text (``mes``; not the other swipes) holds every
+        term of ``query`` (white-space separated; ``"a phrase"`` is one term; no operators),
+        case-insensitively, newest first: the most recently updated chat's first, and in a
+        chat the last message first. ``chat`` (id or name) or ``character`` (id or name)
+        narrows the search; one that names nothing of the owner's is
+        :class:`~tavernkit.errors.NotFound`. A page of ``limit`` hits from ``offset``, with
+        the total. SQLite finds a term anywhere in a word (a trigram index; a term under three
+        characters is checked message by message); PostgreSQL finds words and word prefixes
+        (a word index), and text in scripts written without spaces (CJK) anywhere. A query
+        with no terms is a :class:`~tavernkit.errors.FormatError`."""
         ...
 
     async def delete_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...

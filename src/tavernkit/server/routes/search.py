@@ -1,0 +1,97 @@
+"""Searching the text of the caller's messages, across their chats or inside one
+(:meth:`~tavernkit.store.protocol.Store.search_messages`). A hit names its chat and the
+message's index there, so a client opens ``/chats/{chat_id}/messages/{index}`` (or the chat's
+page around it) at the message."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from pydantic import AfterValidator, BaseModel
+
+from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import Page, PageQuery
+from tavernkit.store.protocol import MessageHit
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/search", tags=["search"])
+
+
+class MessageHitLine(BaseModel):
+    chat_id: str
+    chat_name: str
+    character_id: str | None
+    character_name: str | None
+    message_id: str
+    #: the message's place in its chat (0 is the first), as ``/chats/{id}/messages/{index}``
+    index: int
+    #: who spoke (the message's ``name``)
+    name: str
+    is_user: bool
+    #: plain text (never HTML) around the first match, ``…`` where text was left out
+    snippet: str
+
+    @classmethod
+    def of(cls, hit: MessageHit) -> MessageHitLine:
+        return cls(
+            chat_id=hit.chat_id,
+            chat_name=hit.chat_name,
+            character_id=hit.character_id,
+            character_name=hit.character_name,
+            message_id=hit.message_id,
+            index=hit.index,
+            name=hit.name,
+            is_user=hit.is_user,
+            snippet=hit.snippet,
+        )
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("q, the text to search for, is empty")
+    return text
+
+
+#: the search text: words the message must all hold, ``"a phrase"`` as one
+SearchText = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=500,
+        description=(
+            'words the message must all contain (any case); "a phrase" in double quotes is '
+            "one; no operators"
+        ),
+    ),
+    AfterValidator(_not_blank),
+]
+
+
+@router.get("/messages")
+async def search_messages(
+    q: SearchText,
+    tk: UserTavern,
+    paging: PageQuery,
+    chat: Annotated[str | None, Query(description="only this chat's (id or name)")] = None,
+    character: Annotated[
+        str | None, Query(description="only this character's chats (id or name)")
+    ] = None,
+) -> Page[MessageHitLine]:
+    """The caller's messages whose shown text holds every word of ``q``, newest first: the
+    most recently updated chat's first, and in a chat the last message first."""
+    found = await tk.store.search_messages(
+        q,
+        owner=tk.owner,
+        chat=chat,
+        character=character,
+        limit=paging.limit,
+        offset=paging.offset,
+    )
+    return Page(
+        items=[MessageHitLine.of(h) for h in found.hits],
+        total=found.total,
+        offset=paging.offset,
+        limit=paging.limit,
+    )
