@@ -38,6 +38,12 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/chats/{chat_id}/turns"): {"text": "hi"},
     ("PUT", "/ui/chats/{chat_id}/authors-note"): {"text": "stolen"},
     ("POST", "/ui/lorebooks/{ref}/test"): {"text": "hi"},
+    ("POST", "/lorebooks/{ref}/rename"): {"name": "Stolen"},
+    ("POST", "/lorebooks/{ref}/duplicate"): {"name": "Stolen"},
+    ("POST", "/lorebooks/{ref}/bindings"): {"scope": "global"},
+    ("POST", "/lorebooks/{ref}/entries"): {"key": ["stolen"]},
+    ("PUT", "/lorebooks/{ref}/entries/{uid}"): {"key": ["stolen"]},
+    ("PATCH", "/lorebooks/{ref}/entries/{uid}"): {"content": "stolen"},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
 #: routes that name nothing of a user's (or only the caller's own account)
@@ -101,6 +107,9 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
         return ["/v1/models/character/Mira", "/v1/models/profile/annp"]
     if template == "/ui/lorebooks/{ref}/test":
         return [template.replace("{ref}", world["doc:lorebooks"])]
+    if template.startswith("/lorebooks/{ref}/"):
+        url = template.replace("{uid}", "0").replace("{scope}", "global")
+        return [url.replace("{ref}", world["doc:lorebooks"]), url.replace("{ref}", "Harbour")]
     if template == "/ui/profiles/{name}/test":
         return [template.replace("{name}", "annp")]
     if template.startswith("/export/{kind}/{ref}"):

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body
 
+from tavernkit.lorebook_admin import LorebookAdmin
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Page, PageQuery, RecordBody, RecordLine, page_of
 
@@ -72,6 +73,9 @@ def _add_routes(path: str, kind: str) -> None:
 
     @router.delete(f"/{path}/{{ref}}", tags=[tag], operation_id=f"delete_{op}", status_code=204)
     async def delete_record(ref: str, tk: UserTavern) -> None:
+        if kind == "lorebook":  # and the bindings that name it (tavernkit.lorebook_admin)
+            await LorebookAdmin(tk.store, tk.owner).delete(ref)
+            return
         await tk.store.delete(kind, ref, owner=tk.owner)
 
 

@@ -7,7 +7,8 @@ import { showCharacters } from "./characters.js";
 import { showChat } from "./chat/screen.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
-import { showLorebook, showLorebooks } from "./lorebook.js";
+import { showLorebook } from "./lorebooks/editor.js";
+import { showLorebooks } from "./lorebooks/list.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
@@ -25,7 +26,7 @@ const SCREENS = {
   textgen: (view, ref) => showTextgenPreset(view, ref),
   settings: (view) => showSettings(view),
   lorebooks: (view) => showLorebooks(view),
-  lorebook: (view, ref) => showLorebook(view, ref),
+  lorebook: (view, ref, { params }) => showLorebook(view, ref, { params }),
 };
 
 const view = document.getElementById("view");

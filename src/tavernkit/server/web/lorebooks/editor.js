@@ -1,0 +1,87 @@
+// One lorebook (#/lorebook/<id>[?chat=<chat id>]): its name (rename in place), duplicate,
+// export and delete; "Used by" (lorebooks/bindings.js); its entries (lorebooks/entries.js)
+// with a save bar that says how many entries have unsaved edits; "Test this text"
+// (lorebooks/tester.js). Leaving the page with unsaved edits asks first (a reload or a
+// closed tab).
+
+import { api } from "../api.js";
+import { createAlerts } from "../alerts.js";
+import { button, h } from "../dom.js";
+import { errorText, toast } from "../toast.js";
+import { deleteBook, duplicateBook, exportLink, renameInPlace } from "./book.js";
+import { createBindings } from "./bindings.js";
+import { createEntries } from "./entries.js";
+import { createTester } from "./tester.js";
+
+export async function showLorebook(view, ref, { params } = {}) {
+  const book = await api("GET", `/lorebooks/${encodeURIComponent(ref)}`);
+  const alerts = createAlerts();
+
+  const title = h("h1", {}, book.name);
+  const titleSlot = h("div", { class: "title-slot" }, title);
+  const showTitle = () => titleSlot.replaceChildren(title);
+  const rename = () =>
+    renameInPlace(titleSlot, book, {
+      done(line) {
+        book.name = line.name;
+        title.textContent = line.name;
+        showTitle();
+        toast(`Renamed to ${line.name}`, "info");
+      },
+      cancel: showTitle,
+      fail: (error, plain) => alerts.show(plain || errorText(error)),
+    });
+
+  const bindings = createBindings(book, alerts, { chat: params && params.get("chat") });
+  const unsaved = h("span", { class: "muted", role: "status" });
+  const entries = createEntries(book, alerts, (count) => {
+    unsaved.textContent = count ? `${count} ${count === 1 ? "entry has" : "entries have"} unsaved edits` : "";
+  });
+  const save = button("Save lorebook", () => entries.save(), { class: "primary" });
+
+  const actions = h(
+    "div",
+    { class: "row book-actions" },
+    button("Rename", rename),
+    button("Duplicate", async () => {
+      try {
+        const copy = await duplicateBook(book);
+        toast(`Duplicated as ${copy.name}`, "info");
+        window.location.hash = `#/lorebook/${encodeURIComponent(copy.id)}`;
+      } catch (error) {
+        alerts.show(errorText(error));
+      }
+    }),
+    exportLink(book),
+    button(
+      "Delete",
+      async () => {
+        try {
+          if (await deleteBook(book, bindings.usedBy())) {
+            toast(`Deleted ${book.name}`, "info");
+            window.location.hash = "#/lorebooks";
+          }
+        } catch (error) {
+          alerts.show(errorText(error));
+        }
+      },
+      { class: "danger" },
+    ),
+  );
+
+  const warn = (event) => {
+    if (entries.dirtyCount()) event.preventDefault();
+  };
+  window.addEventListener("beforeunload", warn);
+
+  view.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/lorebooks" }, "All lorebooks")),
+    h("div", { class: "toolbar book-head" }, titleSlot, actions),
+    alerts.node,
+    bindings.node,
+    entries.node,
+    h("div", { class: "save-bar" }, save, unsaved),
+    createTester(book, alerts),
+  );
+  return () => window.removeEventListener("beforeunload", warn);
+}

@@ -1,0 +1,284 @@
+// A lorebook's entries: search (keys, title, content), sort, add, duplicate, delete, enable,
+// and an editor per entry built only when its row is opened. Rows are shown a page at a time,
+// so a 2,000-entry book opens with a few dozen rows and no forms. "Save lorebook" sends each
+// changed entry's changed fields (PATCH /lorebooks/{id}/entries/{uid}); adding, duplicating,
+// deleting and enabling are stored at once.
+
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+import { errorText, toast } from "../toast.js";
+import { entryForm, entryRow, entryTitle } from "./entry.js";
+
+const PAGE = 50;
+
+const num = (value, fallback) => (typeof value === "number" ? value : Number(value ?? fallback) || fallback);
+const byUid = (a, b) => num(a.uid, 0) - num(b.uid, 0);
+const byTitle = (a, b) => entryTitle(a).localeCompare(entryTitle(b), undefined, { sensitivity: "base" });
+export const SORTS = [
+  ["display", "Display order", (a, b) => num(a.displayIndex, num(a.uid, 0)) - num(b.displayIndex, num(b.uid, 0)) || byUid(a, b)],
+  ["title", "Title A–Z", byTitle],
+  ["title-desc", "Title Z–A", (a, b) => byTitle(b, a)],
+  ["order-desc", "Order, highest first", (a, b) => num(b.order, 100) - num(a.order, 100) || byUid(a, b)],
+  ["order", "Order, lowest first", (a, b) => num(a.order, 100) - num(b.order, 100) || byUid(a, b)],
+  ["uid", "UID, lowest first", byUid],
+  ["uid-desc", "UID, highest first", (a, b) => byUid(b, a)],
+  ["depth", "Depth, lowest first", (a, b) => num(a.depth, 4) - num(b.depth, 4) || byUid(a, b)],
+  ["depth-desc", "Depth, highest first", (a, b) => num(b.depth, 4) - num(a.depth, 4) || byUid(a, b)],
+  ["probability", "Probability, lowest first", (a, b) => num(a.probability, 100) - num(b.probability, 100) || byUid(a, b)],
+];
+
+function haystack(entry) {
+  return [entry.comment || "", ...(entry.key || []), ...(entry.keysecondary || []), entry.content || ""]
+    .join("\n")
+    .toLowerCase();
+}
+
+// `book`: the record (id, data); `alerts`: the screen's persistent errors; `onDirty(count)`:
+// the number of entries with unsaved edits, after each edit and save.
+export function createEntries(book, alerts, onDirty) {
+  const base = `/lorebooks/${encodeURIComponent(book.id)}/entries`;
+  const raw = book.data.entries || {};
+  const entries = new Map((Array.isArray(raw) ? raw : Object.values(raw)).map((e) => [String(e.uid), e]));
+  const texts = new Map(); // uid -> lower-cased searchable text (made on first search)
+  const forms = new Map(); // uid -> form, for the entries opened at least once
+  const open = new Set();
+  let pinned = []; // uids just added or duplicated: shown first until the search or sort changes
+  let query = "";
+  let sort = "display";
+  let shown = PAGE;
+
+  const search = h("input", { type: "search", placeholder: "keys, title or content" });
+  const sortBy = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
+  const count = h("p", { class: "muted entry-count", role: "status" });
+  const list = h("ul", { class: "entry-list", "aria-label": "Entries" });
+  const more = h("div", { class: "more" });
+
+  let timer = null;
+  search.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      query = search.value.trim().toLowerCase();
+      pinned = [];
+      shown = PAGE;
+      render();
+    }, 120);
+  });
+  sortBy.addEventListener("change", () => {
+    sort = sortBy.value;
+    pinned = [];
+    shown = PAGE;
+    render();
+  });
+
+  function matching() {
+    let found = [...entries.values()];
+    if (query) {
+      found = found.filter((e) => {
+        const uid = String(e.uid);
+        if (!texts.has(uid)) texts.set(uid, haystack(e));
+        return texts.get(uid).includes(query);
+      });
+    }
+    const compare = SORTS.find(([value]) => value === sort)[2];
+    found.sort(compare);
+    if (pinned.length) {
+      const first = pinned.map((uid) => entries.get(uid)).filter(Boolean);
+      found = [...first, ...found.filter((e) => !pinned.includes(String(e.uid)))];
+    }
+    return found;
+  }
+
+  function dirtyCount() {
+    let n = 0;
+    for (const form of forms.values()) if (form.dirty()) n += 1;
+    return n;
+  }
+
+  function changed() {
+    onDirty(dirtyCount());
+  }
+
+  function rowNode(uid) {
+    return list.querySelector(`li.entry[data-uid="${CSS.escape(uid)}"]`);
+  }
+
+  function formOf(entry) {
+    const uid = String(entry.uid);
+    if (!forms.has(uid)) {
+      const form = entryForm(entry, () => {
+        const row = rowNode(uid);
+        if (row) row.classList.toggle("dirty", form.dirty());
+        changed();
+      });
+      forms.set(uid, form);
+    }
+    return forms.get(uid);
+  }
+
+  function rowOf(entry) {
+    const uid = String(entry.uid);
+    const isOpen = open.has(uid);
+    const form = forms.get(uid);
+    const row = entryRow(entry, {
+      open: isOpen,
+      dirty: Boolean(form && form.dirty()),
+      on: { toggle: () => toggle(uid), enable: (on) => enable(uid, on) },
+    });
+    if (isOpen) {
+      const editor = formOf(entry);
+      row.append(
+        h(
+          "div",
+          { class: "entry-body" },
+          editor.node,
+          h(
+            "div",
+            { class: "row" },
+            button("Duplicate entry", () => duplicate(uid)),
+            button("Delete entry", () => remove(uid), { class: "danger" }),
+          ),
+        ),
+      );
+    }
+    return row;
+  }
+
+  function render() {
+    const found = matching();
+    const page = found.slice(0, Math.max(shown, pinned.length));
+    list.replaceChildren(...page.map(rowOf));
+    const total = entries.size;
+    count.textContent = query
+      ? `${found.length} of ${total} entries match`
+      : `${total} ${total === 1 ? "entry" : "entries"}`;
+    const left = found.length - page.length;
+    more.replaceChildren(
+      left > 0
+        ? button(`Show ${Math.min(left, PAGE)} more (${left} not shown)`, () => {
+            shown += PAGE;
+            render();
+          })
+        : "",
+    );
+  }
+
+  function replaceRow(uid) {
+    const old = rowNode(uid);
+    const entry = entries.get(uid);
+    if (old && entry) old.replaceWith(rowOf(entry));
+  }
+
+  function toggle(uid) {
+    if (open.has(uid)) open.delete(uid);
+    else open.add(uid);
+    replaceRow(uid);
+    const row = rowNode(uid);
+    if (row) row.querySelector(".entry-toggle").focus();
+  }
+
+  function stored(entry) {
+    const uid = String(entry.uid);
+    entries.set(uid, entry);
+    texts.delete(uid);
+    const form = forms.get(uid);
+    if (form) form.rebase(entry);
+  }
+
+  async function enable(uid, on) {
+    try {
+      const done = await api("PATCH", `${base}/${encodeURIComponent(uid)}`, { disable: !on });
+      stored(done.data);
+    } catch (error) {
+      alerts.show(`Entry ${uid}: ${errorText(error)}`, { retry: () => enable(uid, on) });
+    }
+    replaceRow(uid);
+    const row = rowNode(uid);
+    if (row) row.querySelector(".entry-head input").focus();
+  }
+
+  async function addFrom(fields, note) {
+    try {
+      const made = await api("POST", base, fields);
+      stored(made.data);
+      pinned = [made.uid, ...pinned];
+      open.add(made.uid);
+      render();
+      formOf(made.data).focus();
+      toast(note, "info");
+    } catch (error) {
+      alerts.show(errorText(error), { retry: () => addFrom(fields, note) });
+    }
+  }
+
+  function add() {
+    return addFrom({}, "Entry added");
+  }
+
+  function duplicate(uid) {
+    const entry = entries.get(uid);
+    const form = forms.get(uid);
+    const copy = { ...entry, ...(form ? form.changes() : {}) };
+    delete copy.uid;
+    delete copy.displayIndex;
+    return addFrom(copy, "Entry duplicated");
+  }
+
+  async function remove(uid) {
+    const entry = entries.get(uid);
+    if (!window.confirm(`Delete the entry “${entryTitle(entry)}”?`)) return;
+    try {
+      await api("DELETE", `${base}/${encodeURIComponent(uid)}`);
+      entries.delete(uid);
+      forms.delete(uid);
+      open.delete(uid);
+      pinned = pinned.filter((u) => u !== uid);
+      render();
+      changed();
+      toast("Entry deleted", "info");
+    } catch (error) {
+      alerts.show(errorText(error), { retry: () => remove(uid) });
+    }
+  }
+
+  // Send every changed entry's changed fields, one entry at a time. An entry the server
+  // refuses stays unsaved, with an alert naming it and the field.
+  async function save() {
+    const pending = [...forms.entries()].filter(([, form]) => form.dirty());
+    if (!pending.length) {
+      toast("No changes to save", "info");
+      return true;
+    }
+    let failed = 0;
+    for (const [uid, form] of pending) {
+      try {
+        const done = await api("PATCH", `${base}/${encodeURIComponent(uid)}`, form.changes());
+        stored(done.data);
+      } catch (error) {
+        failed += 1;
+        const where = error.body && error.body.field ? ` (${error.body.field})` : "";
+        alerts.show(`Entry “${entryTitle(entries.get(uid))}”${where}: ${errorText(error)}`, { retry: save });
+      }
+      replaceRow(uid);
+    }
+    changed();
+    if (!failed) toast("Lorebook saved", "info");
+    return failed === 0;
+  }
+
+  render();
+  const node = h(
+    "section",
+    { class: "entries-panel" },
+    h(
+      "div",
+      { class: "entry-tools" },
+      h("label", { class: "field grow" }, "Search entries", search),
+      h("label", { class: "field" }, "Sort by", sortBy),
+      button("Add entry", add),
+    ),
+    count,
+    list,
+    more,
+  );
+  return { node, save, dirtyCount };
+}

@@ -1,0 +1,208 @@
+"""A lorebook's own routes over a real uvicorn on loopback: its entries one at a time (the
+server picks a new entry's uid; a patch keeps the entry's other keys in their place; a bad
+value is a 422 naming the field; edits sent together all land), rename and duplicate, where it
+is bound (global, chat, character, persona: what a turn reads) and binding it (a chat-bound
+entry reaches the next turn's request), a rename that the bindings follow and a delete that
+clears them; another user's chat cannot be bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from chat._server import Reply
+
+from ._cards import LOREBOOK, card_file
+from ._site import Site, site
+from .conftest import Users
+
+__all__ = ["site"]  # the fixture, used by name
+
+#: the site's preset has no world-info slot: an entry at depth 0 goes into the chat itself
+FERRY: dict[str, Any] = {
+    "key": ["ferry"],
+    "content": "The ferry leaves at dusk.",
+    "comment": "Ferry",
+    "position": 4,
+    "depth": 0,
+    "role": 0,
+}
+
+
+async def _book(site: Site, name: str = "Coast") -> str:
+    r = await site.client.post("/lorebooks", json={"name": name, "entries": {}})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+async def test_entries_are_added_changed_and_deleted_one_at_a_time(site: Site) -> None:
+    c = site.client
+    book = await _book(site)
+    r = await c.post(f"/lorebooks/{book}/entries", json={**FERRY, "uid": 99})
+    assert r.status_code == 201, r.text
+    first = r.json()
+    assert first["uid"] == "0" and first["data"]["uid"] == 0  # the server's uid, not 99
+    assert first["data"]["displayIndex"] == 0 and first["data"]["key"] == ["ferry"]
+    assert first["data"]["probability"] == 100  # SillyTavern's new-entry template
+    r = await c.post(f"/lorebooks/{book}/entries", json={"key": ["gull"], "content": "Gulls."})
+    assert r.json()["uid"] == "1"
+
+    keys_before = list(first["data"])
+    r = await c.patch(f"/lorebooks/{book}/entries/0", json={"depth": 2, "extra": "kept"})
+    assert r.status_code == 200, r.text
+    patched = r.json()["data"]
+    assert patched["depth"] == 2 and patched["content"] == "The ferry leaves at dusk."
+    assert list(patched) == [*keys_before, "extra"]  # keys stay in place
+    assert (await c.get(f"/lorebooks/{book}/entries/0")).json()["data"] == patched
+
+    r = await c.patch(f"/lorebooks/{book}/entries/0", json={"depth": "deep"})
+    assert r.status_code == 422 and r.json()["error"]["field"].startswith("depth"), r.text
+    r = await c.patch(f"/lorebooks/{book}/entries/0", json={"uid": 5})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "uid"
+    r = await c.put(f"/lorebooks/{book}/entries/1", json={"key": ["tern"], "content": "Terns."})
+    assert r.status_code == 200 and r.json()["data"] == {
+        "uid": 1,
+        "key": ["tern"],
+        "content": "Terns.",
+    }
+    assert (await c.delete(f"/lorebooks/{book}/entries/1")).status_code == 204
+    for method in ("GET", "PATCH", "DELETE"):
+        r = await c.request(method, f"/lorebooks/{book}/entries/1", json={})
+        assert r.status_code == 404 and r.json()["error"]["type"] == "NotFound", method
+    stored = (await c.get(f"/lorebooks/{book}")).json()["data"]
+    assert list(stored["entries"]) == ["0"] and stored["entries"]["0"]["depth"] == 2
+    # a freed uid is the next one given, as SillyTavern gives it
+    r = await c.post(f"/lorebooks/{book}/entries", json={})
+    assert r.json()["uid"] == "1"
+
+
+async def test_edits_sent_together_all_land(site: Site) -> None:
+    c = site.client
+    book = await _book(site)
+    made = await asyncio.gather(
+        *(c.post(f"/lorebooks/{book}/entries", json={"comment": f"e{i}"}) for i in range(8))
+    )
+    assert sorted(int(r.json()["uid"]) for r in made) == list(range(8))
+    done = await asyncio.gather(
+        *(c.patch(f"/lorebooks/{book}/entries/{i}", json={"order": i + 500}) for i in range(8))
+    )
+    assert all(r.status_code == 200 for r in done)
+    entries = (await c.get(f"/lorebooks/{book}")).json()["data"]["entries"]
+    assert {e["comment"]: e["order"] for e in entries.values()} == {
+        f"e{i}": i + 500 for i in range(8)
+    }
+
+
+async def test_rename_and_duplicate(site: Site) -> None:
+    c = site.client
+    book = await _book(site)
+    await _book(site, "Taken")
+    r = await c.post(f"/lorebooks/{book}/rename", json={"name": "Taken"})
+    assert r.status_code == 409 and r.json()["error"]["type"] == "NameTaken"
+    r = await c.post(f"/lorebooks/{book}/rename", json={"name": "  "})
+    assert r.status_code == 422
+    r = await c.post(f"/lorebooks/{book}/rename", json={"name": "Shore"})
+    assert r.status_code == 200 and r.json()["name"] == "Shore" and r.json()["id"] == book
+    assert (await c.get(f"/lorebooks/{book}")).json()["data"]["name"] == "Shore"
+    await c.post(f"/lorebooks/{book}/entries", json=FERRY)
+    first = await c.post(f"/lorebooks/{book}/duplicate", json={})
+    second = await c.post("/lorebooks/Shore/duplicate", json={})
+    assert first.status_code == 201 and first.json()["name"] == "Shore (copy)"
+    assert second.json()["name"] == "Shore (copy) 2"
+    copy = (await c.get(f"/lorebooks/{first.json()['id']}")).json()["data"]
+    assert copy["entries"]["0"]["content"] == FERRY["content"] and copy["name"] == "Shore (copy)"
+    r = await c.post(f"/lorebooks/{book}/duplicate", json={"name": "Taken"})
+    assert r.status_code == 409
+
+
+async def test_bindings_follow_a_rename_and_go_with_a_delete(site: Site) -> None:
+    c = site.client
+    book = await _book(site)
+    await c.post(f"/lorebooks/{book}/entries", json=FERRY)
+    chat = await site.new_chat()
+    r = await c.post("/personas", json={"name": "Sailor", "description": "A sailor."})
+    assert r.status_code == 201, r.text
+    persona = r.json()["id"]
+    binds = [
+        {"scope": "global"},
+        {"scope": "chat", "target": chat},
+        {"scope": "character", "target": "Mira"},
+        {"scope": "persona", "target": "Sailor"},
+    ]
+    for body in binds:
+        r = await c.post(f"/lorebooks/{book}/bindings", json=body)
+        assert r.status_code == 200, (body, r.text)
+    used = r.json()["used_by"]
+    assert [(u["scope"], u["name"]) for u in used] == [
+        ("global", ""),
+        ("character", "Mira"),
+        ("chat", used[2]["name"]),
+        ("persona", "Sailor"),
+    ]
+    assert used[2]["id"] == chat and used[2]["character_name"] == "Mira"
+    assert used[1]["via"] == "link"
+    r = await c.post(f"/lorebooks/{book}/bindings", json={"scope": "chat"})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "target"
+    r = await c.post(f"/lorebooks/{book}/bindings", json={"scope": "chat", "target": "nope"})
+    assert r.status_code == 404
+
+    await c.post(f"/lorebooks/{book}/rename", json={"name": "Shore"})
+    assert (await site.tk.settings()).world_info.global_books == ["Shore"]
+    header = (await c.get(f"/chats/{chat}")).json()["header"]
+    assert header["chat_metadata"]["world_info"] == "Shore"
+    assert (await c.get(f"/personas/{persona}")).json()["data"]["lorebook"] == "Shore"
+    r = await c.get(f"/lorebooks/{book}/bindings")
+    assert [u["scope"] for u in r.json()["used_by"]] == ["global", "character", "chat", "persona"]
+    everything = (await c.get("/lorebook-bindings")).json()
+    assert [u["scope"] for u in everything[book]] == ["global", "character", "chat", "persona"]
+
+    # unbinding everywhere but the chat: the chat's entry still reaches the next turn
+    for scope, target in (("global", None), ("character", "Mira"), ("persona", persona)):
+        query = {"target": target} if target else {}
+        r = await c.delete(f"/lorebooks/{book}/bindings/{scope}", params=query)
+        assert r.status_code == 200, r.text
+    assert [u["scope"] for u in r.json()["used_by"]] == ["chat"]
+    site.upstream.script(Reply(text="Aye."))
+    out = await site.tk.chats.send(chat, "When does the ferry leave?")
+    assert out.status == "completed", out.error
+    assert "The ferry leaves at dusk." in json.dumps(site.upstream.requests[-1].body)
+
+    await c.post(f"/lorebooks/{book}/bindings", json={"scope": "global"})
+    assert (await c.delete(f"/lorebooks/{book}")).status_code == 204
+    assert (await site.tk.settings()).world_info.global_books == []
+    header = (await c.get(f"/chats/{chat}")).json()["header"]
+    assert header["chat_metadata"].get("world_info") is None
+    assert book not in (await c.get("/lorebook-bindings")).json()
+
+
+async def test_a_card_that_names_a_book_is_listed_and_unbound(site: Site) -> None:
+    c = site.client
+    book = await _book(site, "Deck")
+    card = (await c.get("/characters/Mira")).json()["data"]
+    card["data"].setdefault("extensions", {})["world"] = "Deck"
+    assert (await c.put("/characters/Mira", json=card)).status_code == 200
+    used = (await c.get(f"/lorebooks/{book}/bindings")).json()["used_by"]
+    assert [(u["scope"], u["name"], u["via"]) for u in used] == [("character", "Mira", "card")]
+    await c.post(f"/lorebooks/{book}/rename", json={"name": "Foredeck"})
+    card = (await c.get("/characters/Mira")).json()["data"]
+    assert card["data"]["extensions"]["world"] == "Foredeck"
+    r = await c.delete(f"/lorebooks/{book}/bindings/character", params={"target": "Mira"})
+    assert r.json()["used_by"] == []
+    assert (await c.get("/characters/Mira")).json()["data"]["data"]["extensions"]["world"] == ""
+
+
+async def test_another_users_chat_or_book_cannot_be_bound(users: Users) -> None:
+    ann, bob = users.ann, users.bob
+    await ann.post("/import", files={"file": card_file("Mira")})
+    chat = (await ann.post("/chats", json={"character": "Mira"})).json()["id"]
+    assert (await ann.post("/lorebooks", json=LOREBOOK)).status_code == 201
+    r = await bob.post("/lorebooks", json={**LOREBOOK, "name": "Bob's"})
+    bobs = r.json()["id"]
+    r = await bob.post(f"/lorebooks/{bobs}/bindings", json={"scope": "chat", "target": chat})
+    assert r.status_code == 404
+    r = await bob.post(f"/lorebooks/{bobs}/bindings", json={"scope": "character", "target": "Mira"})
+    assert r.status_code == 404
+    assert (await bob.get("/lorebook-bindings")).json() == {}
+    header = (await ann.get(f"/chats/{chat}")).json()["header"]
+    assert header["chat_metadata"].get("world_info") is None
