@@ -317,6 +317,17 @@ def test_the_editor_at_phone_size(browser: Any, site: Site) -> None:
     page.set_default_timeout(10_000)
     try:
         errors = _errors(page)
+        # a card naming a lorebook that is not stored (as SillyTavern's extensions.world)
+        mira = _card(site, "Mira")
+        mira["data"]["extensions"]["world"] = "Old Atlas"
+        mira["data"]["extensions"]["x_other_tool"] = {"kept": [1, 2]}
+        site.call(
+            site.tk.store.put(
+                "character",
+                mira,
+                id=site.call(site.tk.store.get_record("character", "Mira")).info.id,
+            )
+        )
         page.goto("/#/character/Mira")
         expect(page.get_by_role("heading", name="Mira")).to_be_visible()
         expect(page.get_by_label("Greeting 2", exact=True)).to_have_value("Tickets, please.")
@@ -326,10 +337,19 @@ def test_the_editor_at_phone_size(browser: Any, site: Site) -> None:
             box = page.get_by_label(label, exact=True).bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, label
         screenshot(page, "character-editor-phone")
+        page.get_by_role("button", name="Switch light or dark theme").click()
+        screenshot(page, "character-editor-phone-dark")
+        page.get_by_role("button", name="Switch light or dark theme").click()
         page.get_by_label("Scenario").fill("A ferry crossing at night.")
         _save(page)
         expect(page.locator("#toast")).to_have_text("Saved")
-        assert _card(site, "Mira")["data"]["scenario"] == "A ferry crossing at night."
+        expect(page.get_by_label("Linked lorebook")).to_have_value("missing:")
+        saved = _card(site, "Mira")["data"]
+        assert saved["scenario"] == "A ferry crossing at night."
+        # what the form did not change is kept
+        assert saved["extensions"]["world"] == "Old Atlas"
+        assert saved["extensions"]["x_other_tool"] == {"kept": [1, 2]}
+        assert saved["alternate_greetings"] == ["Mind the gap, {{user}}.", "Tickets, please."]
         page.goto("/")
         expect(page.get_by_role("link", name="Edit Mira")).to_be_visible()
         screenshot(page, "characters-phone")

@@ -98,16 +98,25 @@ export async function showCharacter(view, ref) {
   }
 
   // -- the linked lorebook -----------------------------------------------------------------
+  // The choice starts at the first linked book, else at the one the card's
+  // data.extensions.world names (as SillyTavern links a book; a book not stored stays named,
+  // and the card keeps it unless another choice is made).
+  const MISSING = "missing:";
+  const startExt = (card.data && card.data.extensions) || {};
+  const world = typeof startExt.world === "string" ? startExt.world : "";
+  const worldBook = books.items.find((b) => b.name === world);
   const bookSelect = h(
     "select",
     {},
     h("option", { value: "" }, "None"),
     books.items.map((b) => h("option", { value: b.id }, b.name)),
+    world && !worldBook ? h("option", { value: MISSING }, `${world} (not stored)`) : null,
   );
-  bookSelect.value = linked.length ? linked[0].id : "";
+  let firstChoice = linked.length ? linked[0].id : worldBook ? worldBook.id : world ? MISSING : "";
+  bookSelect.value = firstChoice;
   const openBook = h("a", { href: "#/lorebooks" }, "Open lorebook");
   const syncBookLink = () => {
-    openBook.hidden = !bookSelect.value;
+    openBook.hidden = !bookSelect.value || bookSelect.value === MISSING;
     openBook.href = `#/lorebook/${enc(bookSelect.value)}`;
   };
   bookSelect.addEventListener("change", syncBookLink);
@@ -134,7 +143,8 @@ export async function showCharacter(view, ref) {
 
   // The links the choice makes: the chosen book first, the others kept after it.
   function wantedBooks() {
-    const chosen = bookSelect.value;
+    if (bookSelect.value === firstChoice) return linked.map((b) => b.id);
+    const chosen = bookSelect.value === MISSING ? "" : bookSelect.value;
     const rest = linked.slice(1).map((b) => b.id).filter((id) => id !== chosen);
     return chosen ? [chosen, ...rest] : rest;
   }
@@ -168,9 +178,12 @@ export async function showCharacter(view, ref) {
     }
     const body = form.read(card);
     const ext = body.data.extensions;
-    const chosen = books.items.find((b) => b.id === bookSelect.value);
-    if (chosen) ext.world = chosen.name;
-    else if ("world" in ext) ext.world = "";
+    const choice = bookSelect.value;
+    if (choice !== firstChoice && choice !== MISSING) {
+      const chosen = books.items.find((b) => b.id === choice);
+      if (chosen) ext.world = chosen.name;
+      else if ("world" in ext) ext.world = "";
+    }
     saveButton.disabled = true;
     let saved = false;
     try {
@@ -187,6 +200,7 @@ export async function showCharacter(view, ref) {
       record = await api("PUT", `/characters/${enc(record.id)}`, body);
       card = record.data;
       await saveBooks(record.id);
+      firstChoice = choice;
       title.textContent = record.name;
       toast(record.name !== before ? `Saved; renamed to ${record.name}` : "Saved", "info");
       if (record.name !== before) await chats.reload();
