@@ -10,6 +10,7 @@ from fastapi import Request
 from tavernkit.errors import TavernKitError, TooManyAttempts
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.card_facets import CardFacets
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
@@ -33,6 +34,8 @@ class ServerState:
     #: the chat turns this process runs (``/chats/{id}/turns``)
     turns: TurnHub
     thumbnails: Thumbnails = field(default_factory=Thumbnails)
+    #: the cards' favourite flags and tags, for the character list's filters and orders
+    card_facets: CardFacets = field(default_factory=CardFacets)
     #: each user's fallback to the server's shared route (accounts on only)
     shared: SharedRoutes | None = None
 

@@ -20,8 +20,8 @@ export async function api(method, path, body, { raw = false } = {}) {
   const headers = {};
   if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
   let payload;
-  if (body instanceof FormData) {
-    payload = body;
+  if (body instanceof FormData || body instanceof Blob) {
+    payload = body; // the browser sets the type (a Blob's own, e.g. an avatar's image/png)
   } else if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     payload = JSON.stringify(body);

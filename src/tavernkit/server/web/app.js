@@ -4,6 +4,7 @@
 
 import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
+import { showCharacter } from "./character/screen.js";
 import { showChat } from "./chat/screen.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
@@ -19,6 +20,7 @@ import { reportError } from "./toast.js";
 const SCREENS = {
   "": (view) => showCharacters(view),
   login: (view) => showLogin(view),
+  character: (view, ref) => showCharacter(view, ref),
   chat: (view, id, { sub }) => showChat(view, id, /^\d+$/.test(sub) ? Number(sub) : null),
   inspect: (view, id, { params }) => showInspector(view, id, params),
   presets: (view) => showPresets(view),

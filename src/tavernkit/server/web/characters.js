@@ -1,6 +1,9 @@
-// The character grid: thumbnails a page at a time, search by name, and import by dropping
-// files anywhere on the grid (or choosing them): cards (PNG, CHARX, JSON), lorebooks, presets,
-// chats... the server recognises each by its content.
+// The character grid: thumbnails a page at a time, search by name, filter by tag (chips from
+// the cards' tags) and favourites, sort (name, newest, recently edited or chatted, favourites
+// first), a star on each tile (SillyTavern's favourite flag), "Edit" to open the card editor,
+// "New character", and import by dropping files anywhere on the grid (or choosing them):
+// cards (PNG, CHARX, JSON), lorebooks, presets, chats... the server recognises each by its
+// content.
 
 import { createAlerts } from "./alerts.js";
 import { ApiError, api } from "./api.js";
@@ -8,15 +11,29 @@ import { errorText, reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 const PAGE = 24;
+const SORT_KEY = "tavernkit.characters.sort";
+const SORTS = [
+  ["name", "Name (A to Z)"],
+  ["name_desc", "Name (Z to A)"],
+  ["newest", "Newest"],
+  ["updated", "Recently edited"],
+  ["chatted", "Recently chatted"],
+  ["fav", "Favourites first"],
+];
 
 export async function showCharacters(view) {
   let offset = 0;
+  const chosenTags = new Set(); // lower case
   const alerts = createAlerts();
   const search = h("input", {
     type: "search",
     placeholder: "Search characters",
     "aria-label": "Search characters",
   });
+  const sort = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
+  sort.value = SORTS.some(([v]) => v === localStorage.getItem(SORT_KEY)) ? localStorage.getItem(SORT_KEY) : "name";
+  const favOnly = h("input", { type: "checkbox" });
+  const chips = h("div", { class: "tag-chips", role: "group", "aria-label": "Filter by tag" });
   const picker = h("input", { type: "file", multiple: true, hidden: true });
   const grid = h("ul", { class: "grid", "aria-label": "Characters" });
   const pager = h("div", { class: "pager" });
@@ -26,21 +43,53 @@ export async function showCharacters(view) {
     h("p", {}, "Drop character cards or other files here to import them, or "),
     button("choose files", () => picker.click()),
   );
+  const filtered = () => Boolean(search.value.trim() || chosenTags.size || favOnly.checked);
 
-  async function load() {
+  function showChips(tags) {
+    const items = tags.map((t) => chip(t.name, t.count));
+    // a chosen tag no card carries any more stays shown, so it can be unchosen
+    const shown = new Set(tags.map((t) => t.name.toLowerCase()));
+    for (const key of chosenTags) if (!shown.has(key)) items.push(chip(key, 0));
+    chips.replaceChildren(...items);
+    chips.hidden = !items.length;
+  }
+
+  function chip(name, count) {
+    const key = name.toLowerCase();
+    const pressed = chosenTags.has(key);
+    return button(
+      [name, h("span", { class: "count", "aria-hidden": "true" }, String(count))],
+      (event) => {
+        if (chosenTags.has(key)) chosenTags.delete(key);
+        else chosenTags.add(key);
+        event.currentTarget.setAttribute("aria-pressed", String(chosenTags.has(key)));
+        offset = 0;
+        load().catch(reportError);
+      },
+      { class: "chip", "aria-pressed": String(pressed) },
+    );
+  }
+
+  async function load({ tags = false } = {}) {
     const q = search.value.trim();
-    const query = new URLSearchParams({ offset, limit: PAGE });
+    const query = new URLSearchParams({ offset, limit: PAGE, sort: sort.value });
     if (q) query.set("q", q);
+    for (const tag of chosenTags) query.append("tag", tag);
+    if (favOnly.checked) query.set("fav", "true");
+    if (tags) query.set("facets", "true");
     const page = await api("GET", `/characters?${query}`);
-    grid.replaceChildren(...page.items.map(tile));
-    if (!page.items.length && !q) {
+    if (page.tags) showChips(page.tags);
+    grid.replaceChildren(...page.items.map((c) => tile(c, toggleFav)));
+    if (!page.items.length && !filtered()) {
       grid.append(
         h(
           "li",
           { class: "empty" },
-          "No characters yet. Import a card above, or ",
+          "No characters yet. Import a card above, ",
+          h("a", { href: "#/character/new" }, "make one"),
+          ", or ",
           button("add the demo character (Wren)", () =>
-            api("POST", "/ui/demo-character").then(load).catch(reportError),
+            api("POST", "/ui/demo-character").then(() => load({ tags: true })).catch(reportError),
           ),
         ),
       );
@@ -52,6 +101,23 @@ export async function showCharacters(view) {
       h("span", {}, `${page.total ? offset + 1 : 0}–${offset + page.items.length} of ${page.total}`),
       button("Next", () => turn(PAGE), { disabled: offset + PAGE >= page.total }),
     );
+  }
+
+  async function toggleFav(character, star) {
+    star.disabled = true;
+    try {
+      const line = await api("PUT", `/characters/${encodeURIComponent(character.id)}/fav`, { fav: !character.fav });
+      toast(line.fav ? `${line.name} is a favourite` : `${line.name} is no longer a favourite`, "info");
+      if (favOnly.checked || sort.value === "fav") await load();
+      else {
+        character.fav = line.fav;
+        starLook(star, character);
+      }
+    } catch (error) {
+      alerts.show(`${character.name}: ${errorText(error)}`);
+    } finally {
+      star.disabled = false;
+    }
   }
 
   function turn(delta) {
@@ -100,7 +166,7 @@ export async function showCharacters(view) {
     for (const r of results) names.set(r.status, [...(names.get(r.status) || []), r.name]);
     const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${list.join(", ")}`);
     toast(lines.join("; "), "info");
-    await load();
+    await load({ tags: true });
   }
 
   let searchTimer;
@@ -111,6 +177,13 @@ export async function showCharacters(view) {
       load().catch(reportError);
     }, 200);
   });
+  for (const control of [sort, favOnly]) {
+    control.addEventListener("change", () => {
+      localStorage.setItem(SORT_KEY, sort.value);
+      offset = 0;
+      load().catch(reportError);
+    });
+  }
   picker.addEventListener("change", () => importFiles([...picker.files]));
   for (const type of ["dragenter", "dragover"]) {
     view.addEventListener(type, (event) => {
@@ -125,11 +198,35 @@ export async function showCharacters(view) {
     importFiles([...event.dataTransfer.files]);
   });
 
-  view.append(h("div", { class: "toolbar" }, h("h1", {}, "Characters"), search), drop, alerts.node, picker, grid, pager);
-  await load();
+  view.append(
+    h(
+      "div",
+      { class: "toolbar" },
+      h("h1", {}, "Characters"),
+      search,
+      h("label", { class: "inline" }, "Sort ", sort),
+      h("label", { class: "inline check" }, favOnly, "Favourites only"),
+      button("New character", () => {
+        window.location.hash = "#/character/new";
+      }),
+    ),
+    chips,
+    drop,
+    alerts.node,
+    picker,
+    grid,
+    pager,
+  );
+  await load({ tags: true });
 }
 
-function tile(character) {
+function starLook(star, character) {
+  star.textContent = character.fav ? "★" : "☆";
+  star.setAttribute("aria-pressed", String(Boolean(character.fav)));
+  star.classList.toggle("on", Boolean(character.fav));
+}
+
+function tile(character, toggleFav) {
   const image = h("img", { src: character.thumbnail_url, alt: "", loading: "lazy", width: 100, height: 150 });
   // A card without an image (a JSON import) shows its initial instead of a broken image.
   image.addEventListener("error", () => {
@@ -140,7 +237,18 @@ function tile(character) {
     () => openLatestChat(character).catch(reportError),
     { class: "tile", "aria-label": `Chat with ${character.name}` },
   );
-  return h("li", {}, open);
+  const star = button("", () => toggleFav(character, star), {
+    class: "star",
+    "aria-label": `Favourite ${character.name}`,
+  });
+  starLook(star, character);
+  const edit = h(
+    "a",
+    { class: "edit", href: `#/character/${encodeURIComponent(character.id)}` },
+    "Edit",
+    h("span", { class: "visually-hidden" }, ` ${character.name}`),
+  );
+  return h("li", { class: "tile-box" }, open, h("div", { class: "tile-actions" }, star, edit));
 }
 
 async function openLatestChat(character) {
