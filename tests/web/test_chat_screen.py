@@ -419,3 +419,39 @@ def test_the_memory_panel_edits_the_summary_and_summarizes_now(page: Page, site:
     page.get_by_role("button", name="Summarize now").click()
     expect(page.get_by_label("Chat summary")).to_have_value("They crossed the strait.")
     screenshot(page, "chat-memory")
+
+
+def test_search_finds_a_word_inside_another_chat_and_opens_it_there(page: Page, site: Site) -> None:
+    here = new_chat(site)
+    there = site.call(site.tk.chats.new_chat("Mira", name="Lighthouse log")).id
+    add_messages(site, there, 30, words=2)
+    site.call(
+        site.tk.store.append_message(
+            there,
+            {"name": "Ada", "is_user": True, "mes": "The albatross circled the mast twice."},
+            owner=site.tk.owner,
+        )
+    )
+    add_messages(site, there, 10, words=2)
+    open_chat(page, here)
+    # the chat's own search finds nothing here; the character's chats' search finds it there
+    page.get_by_text("Search this chat", exact=True).click()
+    page.get_by_label("Search this chat", exact=True).fill("albatross")
+    expect(page.get_by_role("status").filter(has_text="No message found")).to_be_visible()
+    page.get_by_text("Chats", exact=True).click()
+    page.get_by_label("Search these chats' messages").fill("ALBATROSS")
+    hits = page.get_by_role("list", name="Search these chats' messages: results")
+    expect(hits.get_by_role("link")).to_have_count(1)
+    expect(hits.locator("mark")).to_have_text("albatross")
+    # the Search screen: every chat
+    page.get_by_role("link", name="Search", exact=True).click()
+    page.get_by_label("Search all chats").fill("albatross mast")
+    result = page.get_by_role("list", name="Search all chats: results").get_by_role("link")
+    expect(result).to_have_count(1)
+    expect(result).to_contain_text("Lighthouse log")
+    screenshot(page, "search")
+    result.click()
+    found = page.locator(".log .message.found")
+    expect(found).to_contain_text("The albatross circled the mast twice.")
+    expect(found).to_be_in_viewport()
+    assert page.url.endswith(f"#/chat/{there}/31")

@@ -11,6 +11,7 @@ import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
 import { showLorebooks } from "./lorebooks/list.js";
 import { showPreset, showPresets } from "./preset.js";
+import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
 import { reportError } from "./toast.js";
@@ -28,6 +29,7 @@ const SCREENS = {
   textgen: (view, ref) => showTextgenPreset(view, ref),
   settings: (view) => showSettings(view),
   lorebooks: (view) => showLorebooks(view),
+  search: (view, arg, options) => showSearch(view, arg, options),
   lorebook: (view, ref, { params }) => showLorebook(view, ref, { params }),
 };
 

@@ -4,6 +4,7 @@
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
+import { searchBox } from "../search.js";
 import { variablesSection } from "../settings.js";
 import { memoryPanel } from "./memory.js";
 import { reportError, toast } from "../toast.js";
@@ -42,6 +43,7 @@ export async function createSide(chat, base) {
     h("div", { class: "side-head" }, h("h2", {}, chat.character_name || "Chat"), close),
     inspect,
     personaSelect,
+    h("details", { class: "panel" }, h("summary", {}, "Search this chat"), searchBox("Search this chat", { chat: chat.id }, { showChat: false }).node),
     await authorsNote(chatUrl),
     chatsPanel(chat),
     await memoryPanel(chat.id),
@@ -115,5 +117,8 @@ function chatsPanel(chat) {
     }
   });
   load().catch(reportError);
-  return h("details", { class: "panel" }, h("summary", {}, "Chats"), newChat, search, list);
+  const messages = chat.character_id
+    ? searchBox("Search these chats' messages", { character: chat.character_id }).node
+    : null;
+  return h("details", { class: "panel" }, h("summary", {}, "Chats"), newChat, search, list, messages);
 }
