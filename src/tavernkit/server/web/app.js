@@ -5,6 +5,8 @@
 import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
 import { showChat } from "./chat/screen.js";
+import { showGroup } from "./groups/editor.js";
+import { showGroups } from "./groups/list.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook, showLorebooks } from "./lorebook.js";
@@ -26,6 +28,8 @@ const SCREENS = {
   settings: (view) => showSettings(view),
   lorebooks: (view) => showLorebooks(view),
   lorebook: (view, ref) => showLorebook(view, ref),
+  groups: (view) => showGroups(view),
+  group: (view, ref) => showGroup(view, ref),
 };
 
 const view = document.getElementById("view");

@@ -1,7 +1,8 @@
 // The chat screen: the message log (chat/log.js), the live reply of a running turn
 // (chat/live.js), errors that stay until dismissed (alerts.js), the composer
-// (chat/composer.js) and the side panel (chat/side.js). This file owns the screen's state (the
-// running turn) and the actions on messages: edit, branch, delete, swipe.
+// (chat/composer.js) and the side panel (chat/side.js); a group chat's parts (chat/group.js).
+// This file owns the screen's state (the running turn) and the actions on messages: edit,
+// branch, delete, swipe.
 
 import { ApiError, api, rememberedTurn } from "../api.js";
 import { button, h } from "../dom.js";
@@ -9,6 +10,7 @@ import { render } from "../markdown.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
 import { createComposer } from "./composer.js";
+import { openGroup } from "./group.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode } from "./message.js";
@@ -25,6 +27,8 @@ function retryable(error) {
 export async function showChat(view, chatId, at = null) {
   const chat = await api("GET", `/chats/${encodeURIComponent(chatId)}`);
   const base = `/chats/${encodeURIComponent(chat.id)}`;
+  // a chat with no character of its own may be a group's
+  const group = chat.character_id ? null : await openGroup(chat, base);
   let stream = null; // the watched turn: {close, url}
   let turnId = null;
 
@@ -37,9 +41,16 @@ export async function showChat(view, chatId, at = null) {
     pickSwipe,
     swipe: () => startTurn("swipe"),
   };
-  const log = createLog(base, (message, isLast) => messageNode(message, isLast, actions));
+  const log = createLog(base, (message, isLast) => {
+    const node = messageNode(message, isLast, actions);
+    return group ? group.decorate(node, message) : node;
+  });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
-  const side = await createSide(chat, base);
+  const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
+  if (group) {
+    side.node.append(group.panel);
+    group.attach({ start: startTurn, busy: () => turnId !== null }, composer);
+  }
 
   // -- actions on messages -----------------------------------------------------------------
 
@@ -81,33 +92,35 @@ export async function showChat(view, chatId, at = null) {
 
   // -- turns -------------------------------------------------------------------------------
 
-  async function startTurn(kind, text = "") {
+  // `extra`: a group turn's {member} (who replies) or {auto} (an auto-mode tick)
+  async function startTurn(kind, text = "", extra = {}) {
     const persona = side.persona();
-    const body = { kind, text, ...(persona ? { overrides: { persona } } : {}) };
+    const body = { kind, text, ...extra, ...(persona ? { overrides: { persona } } : {}) };
     try {
-      const started = await api("POST", `${base}/turns`, body);
-      follow(started.events, kind, false);
+      const started = await api("POST", group ? group.turnsUrl : `${base}/turns`, body);
+      follow(started.events, kind, false, extra);
       return true;
     } catch (error) {
       // a refused send stored nothing: its retry sends the text again
-      fail(error, () => (kind === "send" ? send(text) : startTurn(kind)));
+      fail(error, () => (kind === "send" && text ? send(text) : startTurn(kind, "", extra)));
       return false;
     }
   }
 
-  function follow(eventsUrl, kind, resumed) {
+  function follow(eventsUrl, kind, resumed, extra = {}) {
     if (stream) stream.close();
     turnId = eventsUrl.split("/turns/")[1].split("/")[0];
     composer.running(true);
     // a failed send stored the user's message: its retry asks for the reply alone
-    const retry = () => startTurn(kind === "send" ? "send" : kind);
-    stream = followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd: finish });
+    const retry = () => startTurn(kind === "send" ? "send" : kind, "", extra);
+    stream = followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd: finish, group });
   }
 
-  async function finish(streamed) {
+  async function finish(streamed, outcome) {
     stream = null;
     turnId = null;
     composer.running(false);
+    if (group) group.turnEnded(outcome);
     log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
     try {
       await log.reload();
@@ -118,6 +131,7 @@ export async function showChat(view, chatId, at = null) {
   }
 
   async function stopTurn() {
+    if (group) group.stopAuto();
     if (!turnId) return;
     try {
       await api("DELETE", `${base}/turns/${turnId}`);
@@ -128,7 +142,10 @@ export async function showChat(view, chatId, at = null) {
 
   // The user's message shows at once, above the reply that will stream after it.
   async function send(text) {
-    if (!text.trim()) return;
+    if (!text.trim()) {
+      if (group) await startTurn("send"); // a group's members go on among themselves
+      return;
+    }
     const name = side.persona() || "You";
     const pending = h(
       "li",
@@ -152,7 +169,15 @@ export async function showChat(view, chatId, at = null) {
       "div",
       { class: "chat-screen" },
       side.node,
-      h("section", { class: "conversation", "aria-label": chat.name }, tools, log.node, alerts.node, composer.node),
+      h(
+        "section",
+        { class: "conversation", "aria-label": chat.name },
+        tools,
+        log.node,
+        alerts.node,
+        group ? group.bar : null,
+        composer.node,
+      ),
     ),
   );
   await (at === null ? log.showNewest() : log.showAt(at));
@@ -161,5 +186,6 @@ export async function showChat(view, chatId, at = null) {
   composer.focus();
   return () => {
     if (stream) stream.close();
+    if (group) group.close();
   };
 }

@@ -42,7 +42,7 @@ export async function createSide(chat, base) {
     inspect,
     personaSelect,
     await authorsNote(chatUrl),
-    chatsPanel(chat),
+    chat.character_id ? chatsPanel(chat) : null, // a group chat lists its group's (chat/group.js)
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );
   await loadPersonas();
