@@ -246,3 +246,81 @@ async def test_a_busy_group_chat_is_409_and_delete_stops_the_turn(site: Site) ->
     assert [x["name"] for x in events[-1].data["replies"]] == ["Mira"]
     site.upstream.release.set()
     await asyncio.sleep(0)
+
+
+async def test_a_group_is_renamed_and_new_members_are_muted_in_one_edit(site: Site) -> None:
+    made = await _crew(site, strategy="list")
+    await site.tk.library.import_bytes(json.dumps(card("Juno")).encode(), source="juno.json")
+    c = site.client
+    r = await c.patch(
+        "/groups/Crew",
+        json={"name": "Deck", "members": ["Juno", "Finn", "Mira"], "muted": ["Juno"]},
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["id"] == made["id"] and body["name"] == "Deck"
+    assert [(m["name"], m["muted"]) for m in body["members"]] == [
+        ("Juno", True),
+        ("Finn", False),
+        ("Mira", False),
+    ]
+    assert (await c.get("/groups/Deck")).json() == body
+    assert (await c.get("/groups/Crew")).status_code == 404
+
+    # a muted character that is not among the new members stores nothing
+    r = await c.patch("/groups/Deck", json={"members": ["Mira"], "muted": ["Finn"]})
+    assert r.status_code == 404, r.text
+    assert (await c.get("/groups/Deck")).json() == body
+
+    # another group's name is taken; the group's own name is not
+    r = await c.post(
+        "/groups", json={"name": "Other", "members": ["Mira", "Juno"], "muted": ["Juno"]}
+    )
+    assert [(m["name"], m["muted"]) for m in r.json()["members"]] == [
+        ("Mira", False),
+        ("Juno", True),
+    ]
+    r = await c.post("/groups", json={"name": "Third", "members": ["Mira"], "muted": ["Juno"]})
+    assert r.status_code == 404 and (await c.get("/groups/Third")).status_code == 404
+    r = await c.patch("/groups/Deck", json={"name": "Other"})
+    assert r.status_code == 409 and r.json()["error"]["type"] == "Conflict"
+    assert (await c.patch("/groups/Deck", json={"name": "Deck"})).status_code == 200
+
+
+async def test_a_group_lists_its_chats_and_a_chat_names_its_group(site: Site) -> None:
+    made = await _crew(site)
+    first = await _group_chat(site)
+    second = await _group_chat(site)
+    r = await site.client.get("/groups/Crew/chats")
+    assert r.status_code == 200, r.text
+    listed = r.json()
+    assert listed["total"] == 2
+    assert {c["id"] for c in listed["items"]} == {first, second}
+    assert all(c["message_count"] == 2 for c in listed["items"])
+
+    r = await site.client.get(f"/chats/{first}/group")
+    assert r.status_code == 200, r.text
+    assert r.json()["id"] == made["id"] and r.json()["name"] == "Crew"
+    solo = await site.new_chat()
+    r = await site.client.get(f"/chats/{solo}/group")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFound"
+
+
+async def test_an_auto_mode_tick_has_a_member_go_on_without_a_user_message(site: Site) -> None:
+    await _crew(site, strategy="manual")
+    chat = await _group_chat(site)
+    before = await _stored(site, chat)
+    site.upstream.script(Reply(text="Nobody spoke, so I will."))
+    r = await site.client.post(f"/chats/{chat}/group-turns", json={"auto": True})
+    assert r.status_code == 202, r.text
+    events = await _events(site, r.json()["events"])
+    # the manual strategy drafts nobody for a send; an auto tick drafts one member
+    [(name, text)] = _by_member(events)
+    assert name in ("Mira", "Finn") and text == "Nobody spoke, so I will."
+    assert events[-1].data["user_message_stored"] is False
+    assert await _stored(site, chat) == [*before, (name, text)]
+
+    for body in ({"auto": True, "text": "hi"}, {"auto": True, "kind": "swipe"}):
+        r = await site.client.post(f"/chats/{chat}/group-turns", json=body)
+        assert r.status_code == 400, r.text
+        assert "auto-mode" in r.json()["error"]["message"]

@@ -169,9 +169,13 @@ async def edit_group(
     store: Store, ref: str, change: Callable[[LoadedGroup], None], *, owner: str = DEFAULT_OWNER
 ) -> LoadedGroup:
     """Apply ``change`` to the stored group ``ref`` (it edits ``loaded.group`` in place) and
-    store it; a ``change`` that raises stores nothing."""
+    store it; a ``change`` that raises stores nothing. A ``change`` of the group's ``name``
+    renames the record too."""
     loaded = await load_group(store, ref, owner=owner)
     stored = await store.get_record(GROUP_KIND, loaded.id, owner=owner)
+    before = loaded.group.name
     change(loaded)
-    await store.put(GROUP_KIND, loaded.group, owner=owner, name=stored.info.name, id=loaded.id)
+    renamed = loaded.group.name != before and bool(loaded.group.name)
+    name = loaded.group.name if renamed else stored.info.name
+    await store.put(GROUP_KIND, loaded.group, owner=owner, name=name, id=loaded.id)
     return await load_group(store, loaded.id, owner=owner)

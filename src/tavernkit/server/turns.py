@@ -66,7 +66,7 @@ class TurnRequest:
     ``send``; ``prefill`` for ``send``, ``swipe`` and ``regenerate``; ``overrides`` is a
     :class:`~tavernkit.chat.prepare.TurnOverrides` mapping. ``group``: a group chat's turn
     (:meth:`~tavernkit.chat.ChatService.group_turn`; ``member`` forces who replies, and is
-    required by ``trigger``)."""
+    required by ``trigger``; ``auto`` makes a ``send`` an auto-mode tick)."""
 
     kind: str = "send"
     text: str = ""
@@ -76,6 +76,7 @@ class TurnRequest:
     interrupt: bool = False
     group: bool = False
     member: str | None = None
+    auto: bool = False
 
 
 @dataclass(frozen=True)
@@ -577,6 +578,7 @@ async def _run_group_verb(
         _GROUP_KIND.get(request.kind, request.kind),
         text=request.text if request.kind == "send" else "",
         member=request.member,
+        auto=request.auto,
         member_sink=member_sink,
         abort=controller.signal,
         overrides=request.overrides,

@@ -1,5 +1,6 @@
-"""Groups and their chats over HTTP: make, list, read, edit (members, mutes, strategy) and
-delete groups, open a group chat, and start a group turn.
+"""Groups and their chats over HTTP: make, list, read, edit (name, members, mutes, strategy)
+and delete groups, open a group chat, list a group's chats, find a chat's group, and start a
+group turn (an auto-mode tick too).
 
 A group is the caller's own ``group`` record (:mod:`tavernkit.groups.records`). Members are
 named by the stored characters they are (id or name) when added, and by their member name
@@ -20,7 +21,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.chat.group_turn import group_for_chat
-from tavernkit.errors import Conflict
+from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.groups.models import ActivationStrategy, GenerationMode
 from tavernkit.groups.records import (
     GROUP_KIND,
@@ -139,12 +140,17 @@ class NewGroup(GroupSettingsBody):
     name: str = Field(min_length=1, max_length=500)
     #: stored characters (ids or names), in reply order
     members: list[str] = Field(max_length=200)
+    #: the members muted from the start (stored characters among ``members``, ids or names)
+    muted: list[str] = Field(default_factory=list, max_length=200)
 
 
 class GroupPatch(GroupSettingsBody):
-    """An edit: ``members`` replaces the member list (stored characters, ids or names, in
-    reply order); ``muted`` replaces who is muted (members, by name)."""
+    """An edit: ``name`` renames the group (409 when another group has it); ``members``
+    replaces the member list (stored characters, ids or names, in reply order); ``muted``
+    replaces who is muted (members, by name; with ``members``, stored characters among the
+    new members, ids or names)."""
 
+    name: str | None = Field(None, min_length=1, max_length=500)
     members: list[str] | None = Field(None, max_length=200)
     muted: list[str] | None = Field(None, max_length=200)
 
@@ -168,6 +174,9 @@ class GroupTurnBody(BaseModel):
     member: str | None = Field(None, min_length=1, max_length=500)
     overrides: TurnOverridesBody | None = None
     interrupt: bool = False
+    #: an auto-mode tick (a ``send`` with no text and no member): the members go on among
+    #: themselves, the manual strategy drafting one at random
+    auto: bool = False
 
 
 @router.get("/groups")
@@ -181,15 +190,31 @@ async def list_groups(tk: UserTavern, paging: PageQuery) -> Page[GroupBody]:
 async def create_group_route(body: NewGroup, tk: UserTavern) -> GroupBody:
     """A group of stored characters (409 when the name is taken; 404 naming a character that
     is not the caller's)."""
+    fields = body.fields()
+    if body.muted:
+        avatars = [await member_avatar(tk.store, c, owner=tk.owner) for c in body.members]
+        fields["disabled_members"] = await _muted_avatars(tk, body.muted, avatars)
     loaded = await create_group(
         tk.store,
         body.name,
         body.members,
         owner=tk.owner,
         created_ms=int(time.time() * 1000),
-        **body.fields(),
+        **fields,
     )
     return GroupBody.of(loaded)
+
+
+async def _muted_avatars(tk: UserTavern, muted: list[str], avatars: list[str]) -> list[str]:
+    """The avatars of the stored characters ``muted`` names (ids or names), each among
+    ``avatars`` (a :class:`~tavernkit.errors.NotFound` otherwise)."""
+    out: list[str] = []
+    for ref in muted:
+        avatar = await member_avatar(tk.store, ref, owner=tk.owner)
+        if avatar not in avatars:
+            raise NotFound(f"{ref!r} is not among the group's members")
+        out.append(avatar)
+    return list(dict.fromkeys(out))
 
 
 @router.get("/groups/{ref}")
@@ -200,7 +225,15 @@ async def get_group(ref: str, tk: UserTavern) -> GroupBody:
 @router.patch("/groups/{ref}")
 async def edit_group_route(ref: str, body: GroupPatch, tk: UserTavern) -> GroupBody:
     """Edit the group; nothing is stored when any part names something that is not there."""
-    await load_group(tk.store, ref, owner=tk.owner)  # the caller's group, before anything else
+    current = await load_group(tk.store, ref, owner=tk.owner)  # the caller's, before anything
+    if body.name is not None and body.name != current.group.name:
+        try:
+            other = await tk.store.get_record(GROUP_KIND, body.name, owner=tk.owner)
+        except NotFound:
+            pass
+        else:
+            if other.info.id != current.id:
+                raise Conflict(f"a group named {body.name!r} already exists")
     avatars = (
         None
         if body.members is None
@@ -208,10 +241,19 @@ async def edit_group_route(ref: str, body: GroupPatch, tk: UserTavern) -> GroupB
     )
     if avatars is not None and len(set(avatars)) != len(avatars):
         raise Conflict("a character is named twice in members")
+    new_muted = (
+        await _muted_avatars(tk, body.muted, avatars)
+        if avatars is not None and body.muted is not None
+        else None
+    )
 
     def change(loaded: LoadedGroup) -> None:
         group = loaded.group
-        if body.muted is not None:
+        if body.name is not None:
+            group.name = body.name
+        if new_muted is not None:
+            group.disabled_members = new_muted
+        elif body.muted is not None:
             muted = [loaded.member(m).avatar for m in body.muted]
             group.disabled_members = list(dict.fromkeys(muted))
         if avatars is not None:
@@ -230,6 +272,30 @@ async def delete_group(ref: str, tk: UserTavern) -> None:
     await tk.store.delete(GROUP_KIND, loaded.id, owner=tk.owner)
 
 
+@router.get("/groups/{ref}/chats")
+async def list_group_chats(ref: str, tk: UserTavern, paging: PageQuery) -> Page[ChatLine]:
+    """The group's chats, most recently updated first (a listed chat that is gone is left
+    out)."""
+    loaded = await load_group(tk.store, ref, owner=tk.owner)
+    names = {*loaded.group.chats, loaded.group.chat_id}
+    chats = await tk.store.list_chats(owner=tk.owner)  # newest first
+    infos = [i for i in chats if i.character_id is None and i.name in names]
+    items, total = page_of(infos, paging)
+    return Page(
+        items=[ChatLine.of(i) for i in items],
+        total=total,
+        offset=paging.offset,
+        limit=paging.limit,
+    )
+
+
+@router.get("/chats/{chat_id}/group")
+async def get_chat_group(chat_id: str, tk: UserTavern) -> GroupBody:
+    """The group the chat belongs to (404 for a solo chat)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    return GroupBody.of(await group_for_chat(tk.store, info.name, owner=tk.owner))
+
+
 @router.post("/groups/{ref}/chats", status_code=201)
 async def new_group_chat(ref: str, body: NewGroupChat, tk: UserTavern) -> ChatLine:
     """A new chat of the group, made its open chat, with every member's greeting."""
@@ -241,7 +307,14 @@ async def start_group_turn(
     chat_id: str, body: GroupTurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
 ) -> Any:
     """Start a turn of a group chat (404 for a solo chat or an unknown member; 409 when the
-    chat is generating, unless ``interrupt``)."""
+    chat is generating, unless ``interrupt``; 400 for an ``auto`` tick that is not a bare
+    ``send``)."""
+    if body.auto and (body.kind != "send" or body.text or body.member is not None):
+        raise GenerateTaskError(
+            "invalid_input",
+            "an auto-mode tick is a send with no text and no member",
+            details={"field": "auto"},
+        )
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     loaded = await group_for_chat(tk.store, info.name, owner=tk.owner)
     if body.member is not None:
@@ -253,5 +326,6 @@ async def start_group_turn(
         interrupt=body.interrupt,
         group=True,
         member=body.member,
+        auto=body.auto,
     )
     return await begin_turn(state, principal, tk, info.id, request)

@@ -6,6 +6,8 @@ import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
 import { showCharacter } from "./character/screen.js";
 import { showChat } from "./chat/screen.js";
+import { showGroup } from "./groups/editor.js";
+import { showGroups } from "./groups/list.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
@@ -31,6 +33,8 @@ const SCREENS = {
   lorebooks: (view) => showLorebooks(view),
   search: (view, arg, options) => showSearch(view, arg, options),
   lorebook: (view, ref, { params }) => showLorebook(view, ref, { params }),
+  groups: (view) => showGroups(view),
+  group: (view, ref) => showGroup(view, ref),
 };
 
 const view = document.getElementById("view");

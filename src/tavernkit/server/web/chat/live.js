@@ -1,7 +1,8 @@
 // A turn's reply shown as it streams: text and reasoning in a live message at the end of the
-// log (an impersonation fills the composer instead), fallback notices above it, an error kept
-// in the chat's alerts with a Retry. A turn picked up again after a reload replaces the stored
-// place of its reply, so nothing shows twice.
+// log (an impersonation fills the composer instead; a group chat's turn shows one live message
+// per member), fallback notices above it, an error kept in the chat's alerts with a Retry. A
+// turn picked up again after a reload replaces the stored place of its reply, so nothing shows
+// twice.
 
 import { watchTurn } from "../api.js";
 import { h } from "../dom.js";
@@ -12,50 +13,80 @@ import { reasoningPanel, textOf } from "./message.js";
 const REFUSALS = new Set(["Conflict", "NotFound", "FormatError", "ChatTurnError", "PermissionDenied"]);
 
 // `resumed`: the turn was started before this page (a reload); its stored reply place is
-// hidden while the live one shows.
-export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd }) {
+// hidden while the live one shows. `group` (chat/group.js): a group chat's turn, where each
+// member's reply opens with a member notice and gets a live message of its own.
+export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd, group = null }) {
   const last = log.lastMessage();
   const lastIsReply = last && !last.data.is_user;
   const unfinished = lastIsReply && last.partial_swipes.includes(last.data.swipe_id ?? 0);
   const replaces = kind === "swipe" || kind === "regenerate" || kind === "continue";
-  if (kind !== "impersonate" && lastIsReply && (replaces || (resumed && unfinished))) {
+  if (group) {
+    group.hideReplaced(log, kind, resumed, eventsUrl);
+  } else if (kind !== "impersonate" && lastIsReply && (replaces || (resumed && unfinished))) {
     const stored = log.lastNode();
     if (stored) stored.hidden = true;
   }
   // what the live message starts from: a continued reply's text before this turn
-  const base = kind === "continue" && lastIsReply ? textOf(last.data.mes) : "";
+  let base = kind === "continue" && lastIsReply ? textOf(last.data.mes) : "";
   let streamed = "";
   let reasoning = "";
+  let earlier = ""; // the text of the members who replied before in this turn (a group's)
   const shownText = () => (resumed ? joinContinued(base, streamed) : base + streamed);
 
-  const body = h("div", { class: "body" });
-  const panel = reasoningPanel("", true);
-  panel.hidden = true;
-  const live = h(
-    "li",
-    { class: "message char live", "aria-busy": "true" },
-    h("div", { class: "meta" }, h("span", { class: "name" }, chat.character_name || ""), h("span", { class: "typing" }, "writing…")),
-    panel,
-    body,
-  );
-  if (kind !== "impersonate") log.appendExtra(live);
-  else composer.setText("");
+  let body;
+  let panel;
+  let live;
+  const liveMessage = (name) => {
+    body = h("div", { class: "body" });
+    panel = reasoningPanel("", true);
+    panel.hidden = true;
+    live = h(
+      "li",
+      { class: "message char live", "aria-busy": "true" },
+      h("div", { class: "meta" }, h("span", { class: "name" }, name), h("span", { class: "typing" }, "writing…")),
+      panel,
+      body,
+    );
+    if (kind !== "impersonate") log.appendExtra(live);
+  };
+  liveMessage(group ? "" : chat.character_name || "");
+  if (kind === "impersonate") composer.setText("");
 
   let pending = false;
+  const paintNow = () => {
+    if (kind === "impersonate") {
+      composer.setText(streamed);
+      return;
+    }
+    body.replaceChildren(render(shownText()));
+    panel.querySelector("pre").textContent = reasoning;
+    panel.hidden = !reasoning;
+    log.followNewest();
+  };
   const paint = () => {
     if (pending) return;
     pending = true;
     requestAnimationFrame(() => {
       pending = false;
-      if (kind === "impersonate") {
-        composer.setText(streamed);
-        return;
-      }
-      body.replaceChildren(render(shownText()));
-      panel.querySelector("pre").textContent = reasoning;
-      panel.hidden = !reasoning;
-      log.followNewest();
+      paintNow();
     });
+  };
+
+  // A group member's reply begins: the live message so far is that member's (when nothing
+  // came yet), else it is done and the member's own follows it.
+  const member = (data) => {
+    if (!group || kind === "impersonate") return;
+    if (streamed || reasoning) {
+      paintNow();
+      live.removeAttribute("aria-busy");
+      live.querySelector(".typing")?.remove();
+      earlier += `${streamed}\n\n`;
+      streamed = "";
+      reasoning = "";
+      base = "";
+      liveMessage("");
+    }
+    group.speaker(live, data.name, data.avatar);
   };
 
   return watchTurn(chat.id, eventsUrl, kind, {
@@ -69,6 +100,10 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
     },
     notice(data) {
       if (data.kind === "started") return;
+      if (data.kind === "member") {
+        member(data);
+        return;
+      }
       live.before(h("li", { class: "notice extra", role: "note" }, data.text || data.kind));
     },
     error(data) {
@@ -79,11 +114,11 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
       if (data.status === "failed" && kind === "impersonate" && !data.error) {
         alerts.show("Impersonation failed", { retry });
       }
-      onEnd(streamed);
+      onEnd(earlier + streamed, data);
     },
     lost() {
       alerts.show("Lost the reply's stream: the server no longer knows this turn.");
-      onEnd(streamed);
+      onEnd(earlier + streamed, null);
     },
   });
 }

@@ -1,7 +1,8 @@
 // The chat screen: the message log (chat/log.js), the live reply of a running turn
 // (chat/live.js), errors that stay until dismissed (alerts.js), the composer
-// (chat/composer.js) and the side panel (chat/side.js). This file owns the screen's state (the
-// running turn) and the actions on messages: edit, branch, delete, swipe.
+// (chat/composer.js) and the side panel (chat/side.js); a group chat's parts (chat/group.js).
+// This file owns the screen's state (the running turn) and the actions on messages: edit,
+// branch, delete, swipe.
 
 import { ApiError, api, rememberedTurn } from "../api.js";
 import { button, h } from "../dom.js";
@@ -11,6 +12,7 @@ import { createAlerts } from "../alerts.js";
 import { CommandError, runCommand } from "./commands.js";
 import { createComposer } from "./composer.js";
 import { createDeleteMode } from "./delete-mode.js";
+import { openGroup } from "./group.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
@@ -32,6 +34,8 @@ export async function showChat(view, chatId, at = null) {
   let turnId = null;
   let prefill = ""; // /prefill: what every reply starts with, until turned off
 
+  // a chat with no character of its own may be a group's
+  const group = chat.character_id ? null : await openGroup(chat, base);
   const alerts = createAlerts();
   const fail = (error, retry) => alerts.show(errorText(error), retryable(error) ? { retry } : {});
   const actions = {
@@ -43,9 +47,17 @@ export async function showChat(view, chatId, at = null) {
     pickSwipe,
     swipe: () => startTurn("swipe"),
   };
-  const log = createLog(base, (message, isLast) => messageNode(message, isLast, actions));
+  const log = createLog(base, (message, isLast) => {
+    const node = messageNode(message, isLast, actions);
+    return group ? group.decorate(node, message) : node;
+  });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
-  const side = await createSide(chat, base);
+  const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
+  if (group) {
+    side.node.append(group.panel);
+    const start = (kind, text, extra) => startTurn(kind, text, [], extra);
+    group.attach({ start, busy: () => turnId !== null }, composer);
+  }
 
   // -- actions on messages -----------------------------------------------------------------
 
@@ -87,34 +99,39 @@ export async function showChat(view, chatId, at = null) {
 
   // -- turns -------------------------------------------------------------------------------
 
-  async function startTurn(kind, text = "", attachments = []) {
+  // `extra`: a group turn's {member} (who replies) or {auto} (an auto-mode tick)
+  async function startTurn(kind, text = "", attachments = [], extra = {}) {
     const persona = side.persona();
-    const body = { kind, text, attachments, ...(persona ? { overrides: { persona } } : {}) };
+    const body = { kind, text, ...extra, ...(persona ? { overrides: { persona } } : {}) };
+    if (attachments.length) body.attachments = attachments;
     if (prefill && kind !== "impersonate" && kind !== "continue") body.prefill = prefill;
     try {
-      const started = await api("POST", `${base}/turns`, body);
-      follow(started.events, kind, false);
+      const started = await api("POST", group ? group.turnsUrl : `${base}/turns`, body);
+      follow(started.events, kind, false, extra);
       return true;
     } catch (error) {
       // a refused send stored nothing: its retry sends the text again
-      fail(error, () => (kind === "send" ? send(text, attachments) : startTurn(kind)));
+      fail(error, () =>
+        kind === "send" && (text || attachments.length) ? send(text, attachments) : startTurn(kind, "", [], extra),
+      );
       return false;
     }
   }
 
-  function follow(eventsUrl, kind, resumed) {
+  function follow(eventsUrl, kind, resumed, extra = {}) {
     if (stream) stream.close();
     turnId = eventsUrl.split("/turns/")[1].split("/")[0];
     composer.running(true);
     // a failed send stored the user's message: its retry asks for the reply alone
-    const retry = () => startTurn(kind === "send" ? "send" : kind);
-    stream = followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd: finish });
+    const retry = () => startTurn(kind === "send" ? "send" : kind, "", [], extra);
+    stream = followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry, resumed, onEnd: finish, group });
   }
 
-  async function finish(streamed) {
+  async function finish(streamed, outcome) {
     stream = null;
     turnId = null;
     composer.running(false);
+    if (group) group.turnEnded(outcome);
     log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
     try {
       await log.reload();
@@ -125,6 +142,7 @@ export async function showChat(view, chatId, at = null) {
   }
 
   async function stopTurn() {
+    if (group) group.stopAuto();
     if (!turnId) return;
     try {
       await api("DELETE", `${base}/turns/${turnId}`);
@@ -135,7 +153,10 @@ export async function showChat(view, chatId, at = null) {
 
   // The user's message shows at once, above the reply that will stream after it.
   async function send(text, images = []) {
-    if (!text.trim() && !images.length) return;
+    if (!text.trim() && !images.length) {
+      if (group) await startTurn("send"); // a group's members go on among themselves
+      return;
+    }
     if (text.trim().startsWith("/") && !images.length) {
       composer.setText("");
       await runLines(text.split("\n").filter((line) => line.trim()), text);
@@ -229,6 +250,7 @@ export async function showChat(view, chatId, at = null) {
         toolbar,
         log.node,
         alerts.node,
+        group ? group.bar : null,
         deleting.bar,
         quickReplies.node,
         composer.node,
@@ -241,5 +263,6 @@ export async function showChat(view, chatId, at = null) {
   composer.focus();
   return () => {
     if (stream) stream.close();
+    if (group) group.close();
   };
 }

@@ -45,7 +45,7 @@ export async function createSide(chat, base) {
     personaSelect,
     h("details", { class: "panel" }, h("summary", {}, "Search this chat"), searchBox("Search this chat", { chat: chat.id }, { showChat: false }).node),
     await authorsNote(chatUrl),
-    chatsPanel(chat),
+    chat.character_id ? chatsPanel(chat) : null, // a group chat lists its group's (chat/group.js)
     await memoryPanel(chat.id),
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );

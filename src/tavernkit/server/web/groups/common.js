@@ -1,0 +1,65 @@
+// What the group screens and a group chat share: a member's avatar (its thumbnail, or its
+// initial when the character has no image) and the names of the group settings.
+
+import { api } from "../api.js";
+import { h } from "../dom.js";
+
+let ids = 0;
+
+// A labelled control: `label` names `input` (by for/id, so a select's chosen option is not part
+// of its name).
+export function field(label, input, extra = "") {
+  if (!input.id) {
+    ids += 1;
+    input.id = `group-field-${ids}`;
+  }
+  return h("div", { class: `field ${extra}`.trim() }, h("label", { for: input.id }, label), input);
+}
+
+// The thumbnail of a stored character (id or name).
+export function thumbnailUrl(character) {
+  return `/characters/${encodeURIComponent(character)}/thumbnail`;
+}
+
+// The stored character a member avatar file names when no member says: SillyTavern's
+// `Alice.png` is the character `Alice`.
+export function characterOfAvatar(avatar) {
+  return avatar.includes(".") ? avatar.slice(0, avatar.lastIndexOf(".")) : avatar;
+}
+
+// A round avatar of `name` from `url`; decorative (the name is always shown beside it).
+export function avatar(url, name, extra = "") {
+  const initial = h("span", { class: `avatar initial ${extra}`.trim(), "aria-hidden": "true" }, (name || "?").slice(0, 1));
+  if (!url) return initial;
+  const image = h("img", { class: `avatar ${extra}`.trim(), src: url, alt: "", loading: "lazy", width: 36, height: 36 });
+  image.addEventListener("error", () => image.replaceWith(initial));
+  return image;
+}
+
+// group_activation_strategy, as SillyTavern names them
+export const STRATEGIES = [
+  ["natural", "Natural order"],
+  ["list", "List order"],
+  ["manual", "Manual"],
+  ["pooled", "Pooled order"],
+];
+
+// group_generation_mode
+export const MODES = [
+  ["swap", "Swap character cards"],
+  ["join", "Join character cards (exclude muted)"],
+  ["join-muted", "Join character cards (include muted)"],
+];
+
+// The group's chats (newest first), each a link to the chat screen; `current`: the open one.
+export async function groupChats(group, current = null) {
+  const page = await api("GET", `/groups/${encodeURIComponent(group.id)}/chats?limit=200`);
+  return page.items.map((c) =>
+    h(
+      "li",
+      { class: c.id === current ? "current" : "" },
+      h("a", { href: `#/chat/${encodeURIComponent(c.id)}` }, c.name),
+      h("small", {}, ` ${c.message_count} messages`),
+    ),
+  );
+}

@@ -1,0 +1,248 @@
+// One group (#/group/<id>, or #/group/new to make one): its name; its members (add from the
+// stored characters, remove, reorder, mute); who replies (the reply strategy), whose card
+// fields a reply's prompt carries (swap or join, with the join prefix and suffix), self
+// responses and the auto-mode delay; delete it; start a chat and list its chats.
+
+import { createAlerts } from "../alerts.js";
+import { ApiError, api } from "../api.js";
+import { button, h } from "../dom.js";
+import { errorText, reportError, toast } from "../toast.js";
+import { MODES, STRATEGIES, avatar, field, groupChats, thumbnailUrl } from "./common.js";
+
+const SEARCH_MS = 200;
+
+function check(label, input) {
+  return h("label", { class: "field check" }, input, label);
+}
+
+function select(options, value) {
+  const node = h("select", {}, options.map(([v, text]) => h("option", { value: v }, text)));
+  node.value = value ?? options[0][0];
+  return node;
+}
+
+export async function showGroup(view, ref) {
+  const isNew = ref === "new" || !ref;
+  let group = isNew ? null : await api("GET", `/groups/${encodeURIComponent(ref)}`);
+  const alerts = createAlerts();
+  // the members as edited: {character_id, name, muted}, in reply order
+  let members = group ? group.members.map((m) => ({ character_id: m.character_id, name: m.name, muted: m.muted })) : [];
+  let dirty = false;
+
+  const name = h("input", { value: group ? group.name : "", required: true, autocomplete: "off" });
+  const strategy = select(STRATEGIES, group ? group.strategy : "natural");
+  const mode = select(MODES, group ? group.mode : "swap");
+  const prefix = h("textarea", { rows: 2 });
+  const suffix = h("textarea", { rows: 2 });
+  prefix.value = group ? group.join_prefix : "";
+  suffix.value = group ? group.join_suffix : "";
+  const selfResponses = h("input", { type: "checkbox", checked: Boolean(group && group.allow_self_responses) });
+  const delay = h("input", { type: "number", min: 1, max: 999, step: 1, value: group ? group.auto_mode_delay : 5 });
+  const joinFields = h(
+    "div",
+    { class: "fields join-fields" },
+    field("Join prefix", prefix),
+    field("Join suffix", suffix),
+  );
+  const syncJoin = () => {
+    joinFields.hidden = mode.value === "swap";
+  };
+  mode.addEventListener("change", syncJoin);
+  syncJoin();
+
+  // -- members -----------------------------------------------------------------------------
+
+  const memberList = h("ol", { class: "members", "aria-label": "Members" });
+  function paintMembers() {
+    memberList.replaceChildren(
+      ...members.map((m, i) => {
+        const mute = h("input", { type: "checkbox", checked: m.muted });
+        mute.addEventListener("change", () => {
+          m.muted = mute.checked;
+          changed();
+        });
+        return h(
+          "li",
+          { class: `member${m.muted ? " is-muted" : ""}`, dataset: { character: m.character_id } },
+          avatar(thumbnailUrl(m.character_id), m.name),
+          h("span", { class: "name" }, m.name),
+          h(
+            "span",
+            { class: "member-controls" },
+            check("Mute", mute),
+            button("↑", () => move(i, -1), { "aria-label": `Move ${m.name} up`, disabled: i === 0 }),
+            button("↓", () => move(i, 1), { "aria-label": `Move ${m.name} down`, disabled: i === members.length - 1 }),
+            button("Remove", () => {
+              members.splice(i, 1);
+              changed();
+            }),
+          ),
+        );
+      }),
+    );
+    if (!members.length) memberList.append(h("li", { class: "muted" }, "No members yet: add characters below."));
+    fillCandidates();
+  }
+  function move(i, by) {
+    const [m] = members.splice(i, 1);
+    members.splice(i + by, 0, m);
+    changed();
+  }
+  function changed() {
+    dirty = true;
+    paintMembers();
+  }
+
+  // adding a member: the stored characters (searched by name) not in the group yet
+  const find = h("input", { type: "search", placeholder: "Search characters", autocomplete: "off" });
+  const candidates = h("select", {});
+  let found = [];
+  function fillCandidates() {
+    const inGroup = new Set(members.map((m) => m.character_id));
+    const free = found.filter((c) => !inGroup.has(c.id));
+    candidates.replaceChildren(...free.map((c) => h("option", { value: c.id }, c.name)));
+    if (!free.length) candidates.append(h("option", { value: "" }, "No character to add"));
+  }
+  async function searchCharacters() {
+    const query = new URLSearchParams({ limit: 200 });
+    if (find.value.trim()) query.set("q", find.value.trim());
+    found = (await api("GET", `/characters?${query}`)).items;
+    fillCandidates();
+  }
+  let searchTimer;
+  find.addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => searchCharacters().catch(reportError), SEARCH_MS);
+  });
+  const add = button("Add", () => {
+    const picked = found.find((c) => c.id === candidates.value);
+    if (!picked) return;
+    members.push({ character_id: picked.id, name: picked.name, muted: false });
+    changed();
+  });
+
+  // -- saving ------------------------------------------------------------------------------
+
+  function body() {
+    return {
+      name: name.value.trim(),
+      members: members.map((m) => m.character_id),
+      muted: members.filter((m) => m.muted).map((m) => m.character_id),
+      strategy: strategy.value,
+      mode: mode.value,
+      allow_self_responses: selfResponses.checked,
+      auto_mode_delay: Math.min(999, Math.max(1, Number(delay.value) || 5)),
+      join_prefix: prefix.value,
+      join_suffix: suffix.value,
+    };
+  }
+
+  async function save() {
+    if (!name.value.trim()) {
+      alerts.show("A group needs a name.");
+      name.focus();
+      return false;
+    }
+    try {
+      if (group) {
+        group = await api("PATCH", `/groups/${encodeURIComponent(group.id)}`, body());
+        toast("Group saved", "info");
+      } else {
+        group = await api("POST", "/groups", body());
+        toast(`Group ${group.name} made`, "info");
+        window.location.hash = `#/group/${encodeURIComponent(group.id)}`;
+      }
+      dirty = false;
+      return true;
+    } catch (error) {
+      const taken = error instanceof ApiError && error.status === 409;
+      alerts.show(taken ? `${error.message}: pick another name.` : errorText(error), taken ? {} : { retry: save });
+      return false;
+    }
+  }
+
+  async function remove() {
+    if (!window.confirm(`Delete the group ${group.name}? Its chats stay.`)) return;
+    try {
+      await api("DELETE", `/groups/${encodeURIComponent(group.id)}`);
+      toast(`Group ${group.name} deleted`, "info");
+      window.location.hash = "#/groups";
+    } catch (error) {
+      alerts.show(errorText(error), { retry: remove });
+    }
+  }
+
+  // A new chat of the group (the edits saved first, so the chat opens with them).
+  async function startChat() {
+    if (dirty && !(await save())) return;
+    try {
+      const chat = await api("POST", `/groups/${encodeURIComponent(group.id)}/chats`, {});
+      window.location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
+    } catch (error) {
+      alerts.show(errorText(error), { retry: startChat });
+    }
+  }
+
+  for (const input of [name, strategy, mode, prefix, suffix, selfResponses, delay]) {
+    input.addEventListener("change", () => {
+      dirty = true;
+    });
+  }
+
+  // -- layout ------------------------------------------------------------------------------
+
+  const missing = group && group.missing.length
+    ? h("p", { class: "notice", role: "note" }, `Not found among your characters (left out when saved): ${group.missing.join(", ")}`)
+    : null;
+  const chats = group
+    ? h(
+        "section",
+        { class: "card group-chats", "aria-label": "Chats" },
+        h("h2", {}, "Chats"),
+        button("Start new chat", startChat, { class: "primary" }),
+        h("ul", { class: "chat-list", "aria-label": "Group chats" }, await groupChats(group)),
+      )
+    : null;
+  view.append(
+    h(
+      "div",
+      { class: "toolbar" },
+      h("a", { href: "#/groups" }, "‹ Groups"),
+      h("h1", {}, group ? group.name : "New group"),
+    ),
+    alerts.node,
+    h(
+      "section",
+      { class: "card group-editor", "aria-label": "Group" },
+      field("Group name", name),
+      h(
+        "fieldset",
+        {},
+        h("legend", {}, "Members"),
+        missing,
+        memberList,
+        h("div", { class: "row add-member" }, field("Find character", find), field("Add member", candidates), add),
+      ),
+      h(
+        "div",
+        { class: "fields" },
+        field("Reply strategy", strategy),
+        field("Generation mode", mode),
+        field("Auto mode delay (seconds)", delay),
+        check("Allow self responses", selfResponses),
+      ),
+      joinFields,
+      h(
+        "div",
+        { class: "row" },
+        button(group ? "Save" : "Create group", save, { class: "primary" }),
+        group ? button("Delete group", remove, { class: "danger" }) : null,
+      ),
+    ),
+  );
+  if (chats) view.append(chats);
+  paintMembers();
+  await searchCharacters();
+  if (isNew) name.focus();
+  return () => clearTimeout(searchTimer);
+}
