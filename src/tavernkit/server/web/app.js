@@ -8,6 +8,7 @@ import { showChat } from "./chat/screen.js";
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook, showLorebooks } from "./lorebook.js";
+import { showPersonas } from "./personas/screen.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
@@ -26,6 +27,7 @@ const SCREENS = {
   settings: (view) => showSettings(view),
   lorebooks: (view) => showLorebooks(view),
   lorebook: (view, ref) => showLorebook(view, ref),
+  personas: (view, ref, { params }) => showPersonas(view, ref, params),
 };
 
 const view = document.getElementById("view");

@@ -1,38 +1,24 @@
 // The chat screen's side panel: the prompt inspector (for the persona picked here), the
-// persona switcher (the browser's choice, sent with each turn), the author's note, the
-// character's other chats and the chat's variables. On a phone it opens over the chat.
+// persona picker (chat/persona.js: the browser's choice, or the chat's or character's lock,
+// sent with each turn), the connection, preset and samplers (chat/connection.js), the
+// author's note, the character's other chats and the chat's variables. On a phone it opens
+// over the chat.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { variablesSection } from "../settings.js";
 import { reportError, toast } from "../toast.js";
-
-const PERSONA_KEY = "tavernkit.persona";
+import { createConnection } from "./connection.js";
+import { createPersonaPicker } from "./persona.js";
 
 export async function createSide(chat, base) {
   const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
-  const personaSelect = h("select", { "aria-label": "Persona" }, h("option", { value: "" }, "Default persona"));
   const inspect = h("a", { href: "" }, "Prompt inspector");
-  const syncInspector = () => {
-    const persona = personaSelect.value;
+  const syncInspector = (persona) => {
     const query = persona ? `?${new URLSearchParams({ persona })}` : "";
     inspect.href = `#/inspect/${encodeURIComponent(chat.id)}${query}`;
   };
-  personaSelect.addEventListener("change", () => {
-    localStorage.setItem(PERSONA_KEY, personaSelect.value);
-    syncInspector();
-  });
-
-  async function loadPersonas() {
-    try {
-      const page = await api("GET", "/personas?limit=200");
-      for (const persona of page.items) personaSelect.append(h("option", { value: persona.name }, persona.name));
-      personaSelect.value = localStorage.getItem(PERSONA_KEY) || "";
-    } catch (error) {
-      reportError(error);
-    }
-    syncInspector();
-  }
+  const picker = await createPersonaPicker(chat, syncInspector);
 
   const close = button("Close", () => node.classList.remove("open"), { class: "tools-close" });
   const node = h(
@@ -40,13 +26,13 @@ export async function createSide(chat, base) {
     { class: "side", "aria-label": "Chat tools" },
     h("div", { class: "side-head" }, h("h2", {}, chat.character_name || "Chat"), close),
     inspect,
-    personaSelect,
+    picker.node,
+    await createConnection(),
     await authorsNote(chatUrl),
     chatsPanel(chat),
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );
-  await loadPersonas();
-  return { node, persona: () => personaSelect.value };
+  return { node, persona: picker.persona };
 }
 
 async function authorsNote(chatUrl) {
