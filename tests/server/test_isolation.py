@@ -47,6 +47,9 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/lorebooks/{ref}/entries"): {"key": ["stolen"]},
     ("PUT", "/lorebooks/{ref}/entries/{uid}"): {"key": ["stolen"]},
     ("PATCH", "/lorebooks/{ref}/entries/{uid}"): {"content": "stolen"},
+    ("PUT", "/chats/{chat_id}/persona"): {"persona": None},
+    ("PUT", "/characters/{ref}/persona"): {"persona": None},
+    ("PUT", "/personas/{ref}/avatar"): {},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
 #: routes that name nothing of a user's (or only the caller's own account)
@@ -115,6 +118,8 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
         return [url.replace("{ref}", world["doc:lorebooks"]), url.replace("{ref}", "Harbour")]
     if template == "/ui/profiles/{name}/test":
         return [template.replace("{name}", "annp")]
+    if template.startswith("/personas/{ref}/"):
+        return [template.replace("{ref}", world["doc:personas"])]
     if template.startswith("/export/{kind}/{ref}"):
         return [f"/export/character/{world['char']}", "/export/character/Mira"]
     if template.startswith("/groups/{ref}"):

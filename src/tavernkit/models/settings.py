@@ -106,6 +106,9 @@ class Selections(ValueModel):
 
     character: str | None = None
     persona: str | None = None
+    #: character id -> the id of the persona locked to that character (SillyTavern's persona
+    #: "connections"): its chats speak as it unless the chat has a persona of its own
+    character_personas: dict[str, str] = Field(default_factory=dict)
     chat_preset: str | None = None
     textgen_preset: str | None = None
     profile: str | None = None

@@ -10,6 +10,7 @@ global is not scanned again as the character's, chat's or persona's.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from tavernkit.errors import NotFound
@@ -33,19 +34,9 @@ from tavernkit.models.templates import (
 from tavernkit.store.protocol import SharedRecord, Store, StoredChat, StoredChatWindow
 from tavernkit.worldinfo.index import default_engine
 
-__all__ = ["load_chat_state", "load_user_name"]
+__all__ = ["load_chat_state", "load_user_name", "persona_candidates"]
 
 _T = TypeVar("_T")
-
-
-async def _maybe(store: Store, kind: str, ref: str | None, owner: str) -> Any:
-    if not ref:
-        return None
-    try:
-        # Shared and read-only: the engines treat the state as a value and never edit it.
-        return await store.get_shared(kind, ref, owner=owner)
-    except NotFound:
-        return None
 
 
 async def load_chat_state(
@@ -92,13 +83,14 @@ async def load_chat_state(
         char_ref = char_ref or stored_chat.info.character_id
     char_ref = char_ref or sel.character
 
-    # The turn's persona, else the one locked to the chat, else the default.
+    # The turn's persona, else the one locked to the chat, else the one locked to the chat's
+    # character, else the default; a locked or default persona deleted since is skipped.
     locked = chat.metadata.persona if chat is not None else None
-    persona_ref = persona or locked or sel.persona
+    chat_character = stored_chat.info.character_id if stored_chat is not None else char_ref
+    personas = persona_candidates(persona, locked, chat_character, settings)
     # every record the state names, in one revision check (two trips when some changed)
     wanted = {
         "character": char_ref,
-        "persona": persona_ref,
         "chat_preset": sel.chat_preset,
         "textgen_preset": sel.textgen_preset,
         "instruct": prompt.instruct_template,
@@ -111,8 +103,9 @@ async def load_chat_state(
     by_id = (
         char_ref if stored_chat is not None and char_ref == stored_chat.info.character_id else None
     )
+    refs = [(kind, ref) for kind, ref in wanted.items() if ref]
     shared, linked = await asyncio.gather(
-        store.get_shared_records([(kind, ref) for kind, ref in wanted.items() if ref], owner=owner),
+        store.get_shared_records([*refs, *(("persona", ref) for ref in personas)], owner=owner),
         _linked_books(store, by_id, owner),
     )
 
@@ -127,7 +120,7 @@ async def load_chat_state(
     else:
         card = None
 
-    persona_model = _typed(named("persona"), Persona)
+    persona_model = _first_persona(shared, personas)
     user_name = _user_name(persona_model, settings)
 
     if character_id != by_id:
@@ -189,32 +182,49 @@ async def _linked_books(store: Store, character_id: str | None, owner: str) -> l
         return []
 
 
+def persona_candidates(
+    turn: str | None, locked: str | None, character_id: str | None, settings: Settings
+) -> list[str]:
+    """The persona refs a turn may speak as, best first: the turn's own, the one locked to the
+    chat, the one locked to the chat's character, the default (SillyTavern's chat lock >
+    character lock > default)."""
+    sel = settings.selections
+    by_character = sel.character_personas.get(character_id) if character_id else None
+    return [r for r in dict.fromkeys((turn, locked, by_character, sel.persona)) if r]
+
+
+def _first_persona(
+    shared: Mapping[tuple[str, str], SharedRecord], refs: list[str]
+) -> Persona | None:
+    for ref in refs:
+        found = shared.get(("persona", ref))
+        if found is not None and isinstance(found.model, Persona):
+            return found.model
+    return None
+
+
 def _user_name(persona: Persona | None, settings: Settings) -> str:
     """The name the user's messages go under: the persona's, else the settings'."""
     return persona.name if persona is not None and persona.name else settings.selections.user_name
-
-
-async def _persona(
-    store: Store, owner: str, settings: Settings, persona: str | None
-) -> tuple[Persona | None, str]:
-    """The turn's persona (``persona`` overrides the selection) and the user's name."""
-    found = await _maybe(store, "persona", persona or settings.selections.persona, owner)
-    model = found if isinstance(found, Persona) else None
-    return model, _user_name(model, settings)
 
 
 async def load_user_name(
     store: Store, chat_id: str, *, owner: str = DEFAULT_OWNER, persona: str | None = None
 ) -> str:
     """The name the user's messages in ``chat_id`` are stored under (the persona's: the turn's,
-    else the one locked to the chat, else the selected one; else the settings'): what storing a
-    typed message needs, without loading the chat's messages, card or books."""
+    else the one locked to the chat, else the one locked to its character, else the default;
+    else the settings'): what storing a typed message needs, without loading the chat's
+    messages, card or books."""
     stored = await store.get_settings(owner=owner)
     settings = stored if isinstance(stored, Settings) else Settings()
+    locked = character_id = None
     if persona is None:
-        header = (await store.load_chat_window(chat_id, last=1, owner=owner)).header
-        persona = ChatHeader.model_validate(header).chat_metadata.persona
-    return (await _persona(store, owner, settings, persona))[1]
+        window = await store.load_chat_window(chat_id, last=1, owner=owner)
+        locked = ChatHeader.model_validate(window.header).chat_metadata.persona
+        character_id = window.info.character_id
+    refs = persona_candidates(persona, locked, character_id, settings)
+    shared = await store.get_shared_records([("persona", ref) for ref in refs], owner=owner)
+    return _user_name(_first_persona(shared, refs), settings)
 
 
 def _typed(value: Any, cls: type[_T]) -> _T | None:

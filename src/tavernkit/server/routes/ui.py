@@ -20,7 +20,7 @@ from starlette.responses import Response
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
 from tavernkit.errors import GenerateTaskError, NotFound
-from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS
+from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS, ChatCompletionPreset
 from tavernkit.models.samplers import TextGenSettings
 from tavernkit.server.auth import UserTavern
 from tavernkit.text.tokens import ByteEstimateTokenizer
@@ -195,11 +195,30 @@ async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
 @router.get("/ui/presets/chat/defaults")
 async def default_prompts() -> dict[str, Any]:
     """SillyTavern's default prompts and their order: what a chat preset without its own
-    ``prompts`` / ``prompt_order`` runs with, for the prompt manager to start from."""
+    ``prompts`` / ``prompt_order`` runs with, for the prompt manager to start from; and the
+    samplers a preset that leaves one out runs with."""
+    defaults = ChatCompletionPreset().model_dump(mode="json")
     return {
         "prompts": [dict(p) for p in DEFAULT_PROMPTS],
         "order": [{"identifier": i, "enabled": on} for i, on in DEFAULT_PROMPT_ORDER],
+        "samplers": {key: defaults[key] for key in _CHAT_SAMPLERS},
     }
+
+
+#: the samplers of a chat-completion preset (what the chat screen's panel edits)
+_CHAT_SAMPLERS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "top_a",
+    "min_p",
+    "frequency_penalty",
+    "presence_penalty",
+    "repetition_penalty",
+    "seed",
+    "openai_max_tokens",
+    "openai_max_context",
+)
 
 
 @router.get("/ui/presets/textgen/defaults")

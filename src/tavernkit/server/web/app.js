@@ -12,6 +12,7 @@ import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
 import { showLorebooks } from "./lorebooks/list.js";
+import { showPersonas } from "./personas/screen.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
@@ -35,6 +36,7 @@ const SCREENS = {
   lorebook: (view, ref, { params }) => showLorebook(view, ref, { params }),
   groups: (view) => showGroups(view),
   group: (view, ref) => showGroup(view, ref),
+  personas: (view, ref, { params }) => showPersonas(view, ref, params),
 };
 
 const view = document.getElementById("view");

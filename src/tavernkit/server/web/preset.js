@@ -8,7 +8,7 @@ import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 import { textgenList } from "./textgen.js";
 
-const SAMPLERS = [
+export const SAMPLERS = [
   ["temperature", "Temperature", 0.01],
   ["top_p", "Top P", 0.01],
   ["top_k", "Top K", 1],

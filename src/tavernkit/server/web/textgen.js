@@ -7,7 +7,7 @@ import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
 // [key, label, step] for numbers; [key, label] for switches
-const NUMBERS = [
+export const NUMBERS = [
   ["temp", "Temperature", 0.01],
   ["top_p", "Top P", 0.01],
   ["top_k", "Top K", 1],

@@ -1,6 +1,8 @@
 // The chat screen's side panel: the prompt inspector (for the persona picked here), the
-// persona switcher (the browser's choice, sent with each turn), the author's note, the
-// character's other chats, memory (chat/memory.js) and the chat's variables. On a phone it opens over the chat.
+// persona picker (chat/persona.js: the browser's choice, or the chat's or character's lock,
+// sent with each turn), this chat's search, the connection, preset and samplers
+// (chat/connection.js), the author's note, the character's other chats, memory
+// (chat/memory.js) and the chat's variables. On a phone it opens over the chat.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
@@ -8,33 +10,17 @@ import { searchBox } from "../search.js";
 import { variablesSection } from "../settings.js";
 import { memoryPanel } from "./memory.js";
 import { reportError, toast } from "../toast.js";
-
-const PERSONA_KEY = "tavernkit.persona";
+import { createConnection } from "./connection.js";
+import { createPersonaPicker } from "./persona.js";
 
 export async function createSide(chat, base) {
   const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
-  const personaSelect = h("select", { "aria-label": "Persona" }, h("option", { value: "" }, "Default persona"));
   const inspect = h("a", { href: "" }, "Prompt inspector");
-  const syncInspector = () => {
-    const persona = personaSelect.value;
+  const syncInspector = (persona) => {
     const query = persona ? `?${new URLSearchParams({ persona })}` : "";
     inspect.href = `#/inspect/${encodeURIComponent(chat.id)}${query}`;
   };
-  personaSelect.addEventListener("change", () => {
-    localStorage.setItem(PERSONA_KEY, personaSelect.value);
-    syncInspector();
-  });
-
-  async function loadPersonas() {
-    try {
-      const page = await api("GET", "/personas?limit=200");
-      for (const persona of page.items) personaSelect.append(h("option", { value: persona.name }, persona.name));
-      personaSelect.value = localStorage.getItem(PERSONA_KEY) || "";
-    } catch (error) {
-      reportError(error);
-    }
-    syncInspector();
-  }
+  const picker = await createPersonaPicker(chat, syncInspector);
 
   const close = button("Close", () => node.classList.remove("open"), { class: "tools-close" });
   const node = h(
@@ -42,26 +28,15 @@ export async function createSide(chat, base) {
     { class: "side", "aria-label": "Chat tools" },
     h("div", { class: "side-head" }, h("h2", {}, chat.character_name || "Chat"), close),
     inspect,
-    personaSelect,
+    picker.node,
     h("details", { class: "panel" }, h("summary", {}, "Search this chat"), searchBox("Search this chat", { chat: chat.id }, { showChat: false }).node),
+    await createConnection(),
     await authorsNote(chatUrl),
     chat.character_id ? chatsPanel(chat) : null, // a group chat lists its group's (chat/group.js)
     await memoryPanel(chat.id),
     h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
   );
-  await loadPersonas();
-  return {
-    node,
-    persona: () => personaSelect.value,
-    // Speak as `name` ("" for the default persona), as if picked in the list.
-    setPersona(name) {
-      if (name && ![...personaSelect.options].some((o) => o.value === name)) {
-        throw new Error(`no persona named ${name}`);
-      }
-      personaSelect.value = name;
-      personaSelect.dispatchEvent(new Event("change"));
-    },
-  };
+  return { node, persona: picker.persona, setPersona: picker.setPersona };
 }
 
 async function authorsNote(chatUrl) {

@@ -1,0 +1,262 @@
+// The chat screen's connection panel: the active connection profile (the stored ones and the
+// embedded model, which runs when none is selected), the chat-completion preset, or for a
+// text-completion profile the text preset and the instruct, context and system-prompt
+// templates; and the samplers, saved to the preset in force (the profile's own when it binds
+// one). Everything here is the user's setting, not the chat's: the next turn (and the prompt
+// inspector) uses it. The same routes as the settings and preset screens: PATCH
+// /settings/selections, PATCH /settings, PUT /presets/...
+
+import { createAlerts } from "../alerts.js";
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+import { errorText, toast } from "../toast.js";
+import { SAMPLERS } from "../preset.js";
+import { NUMBERS } from "../textgen.js";
+
+// the text-completion samplers shown here (the preset screen has them all)
+const TEXT_SAMPLERS = ["temp", "top_p", "top_k", "min_p", "rep_pen", "freq_pen", "presence_pen"];
+const TEMPLATES = [
+  ["instruct_template", "instruct", "Instruct template"],
+  ["context_template", "context", "Context template"],
+  ["sysprompt", "sysprompt", "System prompt"],
+];
+
+const list = (path) => api("GET", `${path}?limit=500`).then((page) => page.items.map((item) => item.name));
+
+// A control under its visible label, named by that text alone (a select's name would
+// otherwise take in its chosen option's text).
+function field(label, control, className = "field") {
+  control.setAttribute("aria-label", label);
+  const parts = className.includes("check") ? [control, label] : [label, control];
+  return h("label", { class: className }, ...parts);
+}
+
+function select(label, choices, current, onPick) {
+  const node = h(
+    "select",
+    {},
+    choices.map(([value, text]) => h("option", { value, selected: value === (current ?? "") }, text)),
+  );
+  node.addEventListener("change", () => onPick(node.value));
+  return field(label, node);
+}
+
+export async function createConnection() {
+  const alerts = createAlerts();
+  const summary = h("summary", {}, "Connection");
+  const body = h("div", { class: "connection-body" });
+  const node = h("details", { class: "panel connection" }, summary, alerts.node, body);
+
+  // run a change; a refused one stays on screen with Retry. `redraw`: the panel is drawn again
+  // from what is stored (a new profile or preset has other fields).
+  // Changes run one after the other (a pick made while the panel redraws is not lost).
+  let queue = Promise.resolve();
+  const change = (action, redraw = true) => (...args) => {
+    queue = queue.then(async () => {
+      try {
+        await action(...args);
+        if (redraw) await render();
+      } catch (error) {
+        alerts.show(errorText(error), { retry: () => change(action, redraw)(...args) });
+        await render().catch(() => {}); // show what is stored
+      }
+    });
+    return queue;
+  };
+  const keep = (action) => change(action, false);
+  const pick = (key, value) => api("PATCH", "/settings/selections", { [key]: value || null });
+
+  async function render() {
+    const [profiles, selections, settings] = await Promise.all([
+      api("GET", "/profiles"),
+      api("GET", "/settings/selections"),
+      api("GET", "/settings"),
+    ]);
+    const embedded = selections.embedded;
+    const active = profiles.find((p) => p.name === selections.profile) || null;
+    const family = active ? active.api : embedded.api;
+    const text = ["text", "kobold", "novel"].includes(family);
+    summary.textContent = `Connection: ${active ? active.name : "embedded model"} · ${active ? active.model || active.source : embedded.model}`;
+
+    const profileChoices = [
+      ...profiles.map((p) => [p.name, `${p.name} (${p.model || p.source})`]),
+      ["", `Embedded model (${embedded.model})${embedded.missing ? ": not installed" : ""}`],
+    ];
+    const parts = [
+      select("Connection profile", profileChoices, active ? active.name : "", change(async (value) => {
+        await pick("profile", value);
+        toast(`Connection: ${value || "embedded model"}`, "info");
+      })),
+    ];
+    if (!active && embedded.missing) parts.push(h("p", { class: "muted" }, embedded.missing));
+
+    if (text) {
+      const [textgen, ...templates] = await Promise.all([
+        list("/presets/textgen"),
+        ...TEMPLATES.map(([, kind]) => list(`/templates/${kind}`)),
+      ]);
+      parts.push(
+        select("Text preset", [["", "None (defaults)"], ...textgen.map((n) => [n, n])], selections.textgen_preset, change((v) => pick("textgen_preset", v))),
+      );
+      const instruct = h("input", { type: "checkbox", checked: settings.prompt.instruct_enabled });
+      instruct.addEventListener(
+        "change",
+        keep(async () => {
+          await api("PATCH", "/settings", { prompt: { instruct_enabled: instruct.checked } });
+          toast(instruct.checked ? "Instruct mode on" : "Instruct mode off", "info");
+        }),
+      );
+      parts.push(field("Instruct mode", instruct, "field check"));
+      TEMPLATES.forEach(([key, , label], i) => {
+        const current = settings.prompt[key];
+        const names = templates[i].includes(current) ? templates[i] : [...templates[i], current];
+        parts.push(
+          select(
+            label,
+            names.map((n) => [n, templates[i].includes(n) ? n : `${n} (built in)`]),
+            current,
+            keep(async (v) => {
+              await api("PATCH", "/settings", { prompt: { [key]: v } });
+              toast(`${label}: ${v}`, "info");
+            }),
+          ),
+        );
+      });
+      parts.push(await textSamplers(selections.textgen_preset, settings, change, keep));
+    } else {
+      const presets = await list("/presets/chat");
+      const bound = active && active.preset;
+      parts.push(
+        select("Chat preset", [["", "None (defaults)"], ...presets.map((n) => [n, n])], selections.chat_preset, change((v) => pick("chat_preset", v))),
+      );
+      if (bound) parts.push(h("p", { class: "muted" }, `${active.name} uses its own preset, ${bound}: the samplers below are its.`));
+      parts.push(await chatSamplers(bound || selections.chat_preset, settings, change, keep, pick));
+    }
+    body.replaceChildren(...parts);
+  }
+
+  await render().catch((error) => alerts.show(errorText(error), { retry: () => render() }));
+  return node;
+}
+
+// Number inputs for `fields` ([key, label, step]) from `values`; `changed()` is what was edited.
+function numberFields(fields, values) {
+  const edited = {};
+  const inputs = fields.map(([key, label, step]) => {
+    const input = h("input", { type: "number", step, value: values[key] ?? "" });
+    input.addEventListener("input", () => {
+      if (input.value === "") delete edited[key];
+      else edited[key] = Number(input.value);
+    });
+    return field(label, input);
+  });
+  return { inputs, changed: () => edited };
+}
+
+// The response length and context size of the settings: what a text-completion turn uses,
+// and the response length of a chat-completion turn without a preset (`withContext` false).
+function lengthFields(settings, withContext = true) {
+  const fields = [["amount_gen", "Response length (tokens)", 1]];
+  if (withContext) fields.push(["max_context", "Context size (tokens)", 1]);
+  return numberFields(fields, settings.prompt);
+}
+
+async function chatSamplers(presetName, settings, change, keep, pick) {
+  const box = h("fieldset", { class: "fields samplers" });
+  if (!presetName) {
+    const lengths = lengthFields(settings, false);
+    const name = h("input", { maxlength: 200, autocomplete: "off" });
+    box.append(
+      h("legend", {}, "Samplers"),
+      h("p", { class: "muted" }, "No preset: the model's own samplers apply. Make a preset to set them."),
+      ...lengths.inputs,
+      lengthsButton(lengths, keep),
+      field("New preset's name", name),
+      button(
+        "New preset",
+        change(async () => {
+          const made = await api("POST", "/presets/chat", { name: name.value.trim() });
+          await pick("chat_preset", made.name);
+          toast(`Preset ${made.name} made and selected`, "info");
+        }),
+      ),
+    );
+    return box;
+  }
+  const [record, defaults] = await Promise.all([
+    api("GET", `/presets/chat/${encodeURIComponent(presetName)}`),
+    api("GET", "/ui/presets/chat/defaults"),
+  ]);
+  // a sampler the preset leaves out runs with SillyTavern's default: shown as such
+  const fields = numberFields(SAMPLERS, { ...defaults.samplers, ...record.data });
+  box.append(
+    h("legend", {}, `Samplers (${record.name})`),
+    ...fields.inputs,
+    button(
+      "Save samplers",
+      keep(async () => {
+        const edited = fields.changed();
+        if (!Object.keys(edited).length) return toast("Nothing changed", "info");
+        // the preset as stored now, with only the edited values set
+        const fresh = await api("GET", `/presets/chat/${encodeURIComponent(record.id)}`);
+        await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name });
+        return toast(`Saved to ${fresh.name}`, "info");
+      }),
+      { class: "primary" },
+    ),
+  );
+  return box;
+}
+
+async function textSamplers(presetName, settings, change, keep) {
+  const box = h("fieldset", { class: "fields samplers" });
+  const lengths = lengthFields(settings);
+  if (!presetName) {
+    box.append(
+      h("legend", {}, "Samplers"),
+      h("p", { class: "muted" }, "No text preset: the backend's defaults apply. Pick one above, or make one under Presets."),
+      ...lengths.inputs,
+      lengthsButton(lengths, keep),
+    );
+    return box;
+  }
+  const [record, defaults] = await Promise.all([
+    api("GET", `/presets/textgen/${encodeURIComponent(presetName)}`),
+    api("GET", "/ui/presets/textgen/defaults"),
+  ]);
+  const fields = numberFields(
+    NUMBERS.filter(([key]) => TEXT_SAMPLERS.includes(key)),
+    { ...defaults, ...record.data },
+  );
+  box.append(
+    h("legend", {}, `Samplers (${record.name})`),
+    ...fields.inputs,
+    ...lengths.inputs,
+    button(
+      "Save samplers",
+      keep(async () => {
+        const edited = fields.changed();
+        if (Object.keys(edited).length) {
+          const fresh = await api("GET", `/presets/textgen/${encodeURIComponent(record.id)}`);
+          await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name });
+        }
+        await saveLengths(lengths.changed());
+        toast(`Saved to ${record.name}`, "info");
+      }),
+      { class: "primary" },
+    ),
+  );
+  return box;
+}
+
+async function saveLengths(edited) {
+  if (!Object.keys(edited).length) return false;
+  await api("PATCH", "/settings", { prompt: edited });
+  return true;
+}
+
+const lengthsButton = (lengths, keep) =>
+  button(
+    "Save lengths",
+    keep(async () => toast((await saveLengths(lengths.changed())) ? "Lengths saved" : "Nothing changed", "info")),
+  );

@@ -1,0 +1,117 @@
+// Personas (#/personas[/<id>][?chat=<chat id>]): who the user speaks as. The list (avatar,
+// name, whether it is the default or locked to characters), a new persona by name, and the
+// editor of the one picked (personas/editor.js). Opened from a chat (?chat=), the editor can
+// lock a persona to that chat too.
+
+import { createAlerts } from "../alerts.js";
+import { api } from "../api.js";
+import { h } from "../dom.js";
+import { errorText } from "../toast.js";
+import { avatar, field } from "./common.js";
+import { createEditor } from "./editor.js";
+
+// Every persona with its JSON (one request each: a persona list is short), the selections
+// (default, character locks) and the characters by id.
+async function loadAll() {
+  const [page, selections, characters] = await Promise.all([
+    api("GET", "/personas?limit=500"),
+    api("GET", "/settings/selections"),
+    api("GET", "/characters?limit=500"),
+  ]);
+  const personas = await Promise.all(
+    page.items.map(async (line) => {
+      const record = await api("GET", `/personas/${encodeURIComponent(line.id)}`);
+      return { id: line.id, name: line.name, updated: line.updated, data: record.data };
+    }),
+  );
+  return { personas, selections, characters: characters.items };
+}
+
+export async function showPersonas(view, ref, params = new URLSearchParams()) {
+  const chatId = params.get("chat") || "";
+  const query = chatId ? `?${new URLSearchParams({ chat: chatId })}` : "";
+  const alerts = createAlerts();
+  const list = h("ul", { class: "persona-list", "aria-label": "Personas" });
+  const editorBox = h("div", { class: "persona-editor" });
+  const chat = chatId ? await api("GET", `/chats/${encodeURIComponent(chatId)}`) : null;
+  let state = await loadAll();
+
+  const fail = (error, retry) => alerts.show(errorText(error), retry ? { retry } : {});
+
+  async function reload() {
+    state = await loadAll();
+    draw();
+  }
+
+  function badges(persona) {
+    const sel = state.selections;
+    const out = [];
+    if (sel.persona === persona.id) out.push("default");
+    const locked = state.characters.filter((c) => sel.character_personas[c.id] === persona.id).map((c) => c.name);
+    if (locked.length) out.push(`locked to ${locked.join(", ")}`);
+    return out.length ? h("small", { class: "muted" }, out.join(" · ")) : null;
+  }
+
+  function draw() {
+    list.replaceChildren(
+      ...state.personas.map((p) =>
+        h(
+          "li",
+          { class: p.id === ref ? "current" : "", dataset: { persona: p.id } },
+          h(
+            "a",
+            { href: `#/personas/${encodeURIComponent(p.id)}${query}`, "aria-current": p.id === ref ? "page" : undefined },
+            avatar(p),
+            h("span", { class: "persona-line" }, h("span", { class: "name" }, p.name), badges(p)),
+          ),
+        ),
+      ),
+    );
+    if (!state.personas.length) list.append(h("li", { class: "muted" }, "No personas yet: add one below."));
+    const current = state.personas.find((p) => p.id === ref);
+    if (current) {
+      editorBox.replaceChildren(createEditor(current, { state, chat, reload, fail, leave: () => (window.location.hash = `#/personas${query}`) }));
+    } else {
+      editorBox.replaceChildren(h("p", { class: "muted" }, ref ? "That persona is gone." : "Pick a persona to edit it, or add one."));
+    }
+  }
+
+  const name = h("input", { required: true, maxlength: 200, autocomplete: "off" });
+  const form = h(
+    "form",
+    { class: "row", "aria-label": "New persona" },
+    field("New persona's name", name, "field grow"),
+    h("button", { type: "submit" }, "Add persona"),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const made = async () => {
+      const record = await api("POST", "/personas", { name: name.value.trim(), description: "" });
+      name.value = "";
+      window.location.hash = `#/personas/${encodeURIComponent(record.id)}${query}`;
+    };
+    try {
+      await made();
+    } catch (error) {
+      fail(error);
+    }
+  });
+
+  draw();
+  view.append(
+    h(
+      "div",
+      { class: "toolbar" },
+      h("h1", {}, "Personas"),
+      chat ? h("a", { href: `#/chat/${encodeURIComponent(chat.id)}` }, `Back to ${chat.name}`) : null,
+    ),
+    alerts.node,
+    h(
+      "div",
+      { class: `personas-screen${ref ? " editing" : ""}` },
+      h("section", { class: "card persona-index", "aria-label": "All personas" }, list, form),
+      h("section", { class: "card", "aria-label": "Persona" }, editorBox),
+    ),
+  );
+  if (!ref) name.focus();
+}
