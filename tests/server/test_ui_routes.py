@@ -83,3 +83,15 @@ async def test_the_demo_character_is_added_once(local: LiveServer) -> None:
         assert first.json() == again.json() and first.json()["name"] == "Wren"
         listed = (await client.get("/characters")).json()
         assert [c["name"] for c in listed["items"]] == ["Wren"]
+
+
+def test_the_stylesheet_closes_every_block() -> None:
+    # an unclosed @media block silently moves every later rule under its condition (a merge
+    # left one: the phone's rules applied only at phone size, a desktop form showed hidden fields)
+    depth = 0
+    for number, line in enumerate((WEB / "style.css").read_text().splitlines(), 1):
+        if depth and line.startswith(("/*", ".", "#", "@", "[")) and not line.startswith("@media"):
+            raise AssertionError(f"style.css:{number}: a top-level rule inside an open block")
+        depth += line.count("{") - line.count("}")
+        assert depth >= 0, f"style.css:{number}: a '}}' closes nothing"
+    assert depth == 0, "style.css ends inside a block"
