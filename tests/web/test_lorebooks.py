@@ -275,7 +275,7 @@ def test_a_two_thousand_entry_book_opens_small_and_finds_an_entry_fast(
     expect(page.get_by_label("Content", exact=True)).to_have_value(
         "Lore number 1234: the marker1234 stone. " + "Filler words. " * 30
     )
-    page.get_by_role("button", name="Switch light or dark theme").click()
+    page.get_by_role("button", name="Dark/light").click()
     screenshot(page, "lorebook-big-dark")
     page.get_by_label("Order", exact=True).fill("900")
     page.get_by_role("button", name="Save lorebook").click()

@@ -29,7 +29,7 @@ async function imageUrl(file) {
 export function createComposer(on) {
   let images = []; // data: URLs
   const input = h("textarea", {
-    rows: 3,
+    rows: 2,
     placeholder: "Type a message (Enter sends, Shift+Enter for a new line)",
     "aria-label": "Message",
   });
