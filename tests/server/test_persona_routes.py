@@ -7,10 +7,11 @@ stored."""
 
 from __future__ import annotations
 
+import io
 import json
-import struct
-import zlib
 from typing import Any
+
+from PIL import Image
 
 from chat._server import Reply
 from tavernkit.models.profile import ConnectionProfile
@@ -20,21 +21,11 @@ from ._site import Site, site
 __all__ = ["site"]  # the fixture, used by name
 
 
-def png(width: int = 2, height: int = 2) -> bytes:
-    """A tiny valid PNG (grey pixels)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
-    rows = b"".join(b"\x00" + b"\x80" * width for _ in range(height))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+def png(width: int = 8, height: int = 8) -> bytes:
+    """A small valid PNG."""
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "grey").save(out, format="PNG")
+    return out.getvalue()
 
 
 async def _persona(site: Site, name: str, description: str, **fields: Any) -> str:

@@ -8,12 +8,12 @@ all of it at phone size too."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
-import struct
-import zlib
 from typing import Any
 
+from PIL import Image
 from playwright.sync_api import Page, expect
 
 from chat._server import Reply
@@ -29,20 +29,10 @@ PHONE = {"width": 390, "height": 844}
 
 
 def png(width: int = 8, height: int = 8) -> bytes:
-    """A small valid PNG (one teal colour)."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    rows = b"".join(b"\x00" + b"\x20\x90\x90" * width for _ in range(height))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
+    """A small valid PNG."""
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), "teal").save(out, format="PNG")
+    return out.getvalue()
 
 
 def sent(site: Site) -> dict[str, Any]:

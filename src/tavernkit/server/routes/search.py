@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import AfterValidator, BaseModel
+from pydantic import AfterValidator
 
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Page, PageQuery
@@ -17,35 +17,6 @@ from tavernkit.store.protocol import MessageHit
 __all__ = ["router"]
 
 router = APIRouter(prefix="/search", tags=["search"])
-
-
-class MessageHitLine(BaseModel):
-    chat_id: str
-    chat_name: str
-    character_id: str | None
-    character_name: str | None
-    message_id: str
-    #: the message's place in its chat (0 is the first), as ``/chats/{id}/messages/{index}``
-    index: int
-    #: who spoke (the message's ``name``)
-    name: str
-    is_user: bool
-    #: plain text (never HTML) around the first match, ``…`` where text was left out
-    snippet: str
-
-    @classmethod
-    def of(cls, hit: MessageHit) -> MessageHitLine:
-        return cls(
-            chat_id=hit.chat_id,
-            chat_name=hit.chat_name,
-            character_id=hit.character_id,
-            character_name=hit.character_name,
-            message_id=hit.message_id,
-            index=hit.index,
-            name=hit.name,
-            is_user=hit.is_user,
-            snippet=hit.snippet,
-        )
 
 
 def _not_blank(text: str) -> str:
@@ -78,7 +49,7 @@ async def search_messages(
     character: Annotated[
         str | None, Query(description="only this character's chats (id or name)")
     ] = None,
-) -> Page[MessageHitLine]:
+) -> Page[MessageHit]:
     """The caller's messages whose shown text holds every word of ``q``, newest first: the
     most recently updated chat's first, and in a chat the last message first."""
     found = await tk.store.search_messages(
@@ -90,7 +61,7 @@ async def search_messages(
         offset=paging.offset,
     )
     return Page(
-        items=[MessageHitLine.of(h) for h in found.hits],
+        items=list(found.hits),  # the store's dataclass is the wire shape
         total=found.total,
         offset=paging.offset,
         limit=paging.limit,
