@@ -455,3 +455,37 @@ def test_search_finds_a_word_inside_another_chat_and_opens_it_there(page: Page, 
     expect(found).to_contain_text("The albatross circled the mast twice.")
     expect(found).to_be_in_viewport()
     assert page.url.endswith(f"#/chat/{there}/31")
+
+
+def test_reasoning_in_think_tags_is_split_off_while_it_streams(page: Page, site: Site) -> None:
+    settings = site.call(site.tk.settings())
+    settings.reasoning.auto_parse = True  # "Parse reasoning": no template imported
+    site.call(site.tk.store.put_settings(settings, owner=site.tk.owner))
+    try:
+        chat = new_chat(site)
+        open_chat(page, chat)
+        site.call(hold(site))
+        pieces = [
+            "<think>",
+            "Check the ",
+            "tide table.",
+            "</think>",
+            "High water ",
+            "at noon.",
+            " Go.",
+        ]
+        site.upstream.script(HangReply(text="".join(pieces), chunks=pieces, hang_after=6))
+        send(page, "When do we sail?")
+        live = page.locator(".log .live")
+        expect(live.locator(".body")).to_have_text("High water at noon.")
+        expect(live.locator("details.reasoning pre")).to_have_text("Check the tide table.")
+        assert "<think>" not in live.inner_text()
+        turn(page, lambda: site.call(release(site)))
+        expect(last_body(page)).to_have_text("High water at noon. Go.")
+        stored = stored_messages(site, chat)[-1]
+        assert stored["mes"] == "High water at noon. Go."
+        assert stored["extra"]["reasoning"] == "Check the tide table."
+    finally:
+        settings.reasoning.auto_parse = False
+        site.call(site.tk.store.put_settings(settings, owner=site.tk.owner))
+        site.call(hold(site))

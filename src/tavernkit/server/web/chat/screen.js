@@ -7,6 +7,7 @@
 import { ApiError, api, rememberedTurn } from "../api.js";
 import { button, h } from "../dom.js";
 import { render } from "../markdown.js";
+import { avatar } from "../avatar.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
 import { CommandError, runCommand } from "./commands.js";
@@ -47,9 +48,20 @@ export async function showChat(view, chatId, at = null) {
     pickSwipe,
     swipe: () => startTurn("swipe"),
   };
+  const characterAvatar = chat.character_id
+    ? `/characters/${encodeURIComponent(chat.character_id)}/thumbnail`
+    : "";
+  // a solo chat's messages show the character's picture (a user's, the name's initial)
+  const withAvatar = (node, message) => {
+    const name = node.querySelector(".meta .name");
+    const data = message.data;
+    if (name) name.before(avatar(data.is_user ? "" : characterAvatar, data.name));
+    node.classList.add("speaker");
+    return node;
+  };
   const log = createLog(base, (message, isLast) => {
     const node = messageNode(message, isLast, actions);
-    return group ? group.decorate(node, message) : node;
+    return group ? group.decorate(node, message) : withAvatar(node, message);
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
   const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);

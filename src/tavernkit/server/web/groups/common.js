@@ -1,5 +1,5 @@
-// What the group screens and a group chat share: a member's avatar (its thumbnail, or its
-// initial when the character has no image) and the names of the group settings.
+// What the group screens and a group chat share: labelled fields, a member's thumbnail, and the
+// names of the group settings (the avatar itself is avatar.js's, shared with the chat).
 
 import { api } from "../api.js";
 import { h } from "../dom.js";
@@ -27,14 +27,7 @@ export function characterOfAvatar(avatar) {
   return avatar.includes(".") ? avatar.slice(0, avatar.lastIndexOf(".")) : avatar;
 }
 
-// A round avatar of `name` from `url`; decorative (the name is always shown beside it).
-export function avatar(url, name, extra = "") {
-  const initial = h("span", { class: `avatar initial ${extra}`.trim(), "aria-hidden": "true" }, (name || "?").slice(0, 1));
-  if (!url) return initial;
-  const image = h("img", { class: `avatar ${extra}`.trim(), src: url, alt: "", loading: "lazy", width: 36, height: 36 });
-  image.addEventListener("error", () => image.replaceWith(initial));
-  return image;
-}
+export { avatar } from "../avatar.js";
 
 // group_activation_strategy, as SillyTavern names them
 export const STRATEGIES = [
