@@ -154,6 +154,9 @@ async def test_messages_page_newest_first(local: LiveServer) -> None:
         assert page["total"] == 6
         assert [m["data"]["mes"] for m in page["items"]] == ["m5", "m4"]
         assert [m["incomplete"] for m in page["items"]] == [None, None]
+        assert [m["tokens"] for m in page["items"]] == [None, None]  # counted when asked
+        counted = (await c.get(f"/chats/{cid}/messages", params={"tokens": True})).json()
+        assert all(isinstance(m["tokens"], int) and m["tokens"] > 0 for m in counted["items"])
         page = (await c.get(f"/chats/{cid}/messages", params={"offset": 4, "limit": 5})).json()
         assert [m["index"] for m in page["items"]] == [1, 0]
         assert page["items"][1]["data"]["mes"] == "Welcome aboard, User."

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -310,6 +311,10 @@ def test_copy_hide_and_delete_from_a_message_on(page: Page, site: Site) -> None:
     open_chat(page, chat)
     page.get_by_role("button", name="Copy message 2", exact=True).click()
     expect(page.locator("#toast")).to_have_text("Message copied")
+    # each message says its tokens, as the next turn counts them
+    expect(page.locator('.log .message[data-index="1"] .tokens')).to_have_text(
+        re.compile(r"^\d+ tokens$")
+    )
     assert page.evaluate("navigator.clipboard.readText()") == "Message 1. word word"
 
     # hidden from the prompt (SillyTavern's ghost), still in the chat, and back

@@ -13,11 +13,14 @@ from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from tavernkit.chat.incomplete import incomplete_reply
+from tavernkit.chat.prepare import turn_tokenizer
 from tavernkit.errors import NotFound
+from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Page, PageQuery, page_of
 from tavernkit.store.protocol import ChatInfo, StoredMessage
+from tavernkit.text.tokens import Tokenizer
 
 __all__ = ["router"]
 
@@ -61,6 +64,8 @@ class MessageBody(BaseModel):
     #: why the shown swipe is unfinished, for a display ("stopped before the end",
     #: "incomplete (interrupted)"...); ``None`` when it is complete
     incomplete: str | None = None
+    #: the shown text's tokens by the active connection's tokenizer (``?tokens=true``)
+    tokens: int | None = None
 
     @classmethod
     def of(cls, m: StoredMessage) -> MessageBody:
@@ -179,6 +184,9 @@ async def list_messages(
         int | None,
         Query(ge=0, description="only messages before this index (a page further back)"),
     ] = None,
+    tokens: Annotated[
+        bool, Query(description="count each message's tokens as the next turn would")
+    ] = False,
 ) -> Page[MessageBody]:
     """The chat's messages, newest first: ``offset=0`` is the last message, or with ``before``
     the one before that index. A page costs the same wherever it is in the chat."""
@@ -187,12 +195,24 @@ async def list_messages(
     stop = max(end - paging.offset, 0)
     start = max(stop - paging.limit, 0)
     rows = await tk.store.load_message_range(info.id, start=start, stop=stop, owner=tk.owner)
+    items = [MessageBody.of(m) for m in reversed(rows)]
+    if tokens and items:
+        counter = await _active_tokenizer(tk)
+        for item in items:
+            item.tokens = counter.count(Message.model_validate(item.data).text)
     return Page(
-        items=[MessageBody.of(m) for m in reversed(rows)],
+        items=items,
         total=info.message_count,
         offset=paging.offset,
         limit=paging.limit,
     )
+
+
+async def _active_tokenizer(tk: Tavern) -> Tokenizer:
+    """The tokenizer the next turn on the active connection counts with (SillyTavern's
+    message token counter)."""
+    connection = await tk.context().connection_profiles.resolve("")
+    return turn_tokenizer(connection, await tk.settings())
 
 
 async def _message(tk: UserTavern, chat_id: str, index: int) -> StoredMessage:

@@ -29,7 +29,7 @@ export function createLog(base, render) {
   let loading = false;
 
   async function fetchPage(before) {
-    const query = new URLSearchParams({ limit: PAGE });
+    const query = new URLSearchParams({ limit: PAGE, tokens: true });
     if (before !== null) query.set("before", before);
     const page = await api("GET", `${base}/messages?${query}`);
     total = page.total;

@@ -73,6 +73,7 @@ export function messageNode(message, isLast, on) {
       h("span", { class: "name" }, data.name || ""),
       h("small", { class: "number" }, `#${message.index}`),
       data.send_date ? h("small", { class: "time" }, when(data.send_date)) : null,
+      message.tokens != null ? h("small", { class: "tokens" }, `${message.tokens} tokens`) : null,
       h(
         "span",
         { class: "actions" },
