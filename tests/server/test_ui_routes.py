@@ -4,7 +4,9 @@ note is one checked metadata write."""
 
 from __future__ import annotations
 
+import re
 from importlib import resources
+from pathlib import Path
 
 from tavernkit.server.routes.ui import CONTENT_SECURITY_POLICY
 
@@ -95,3 +97,37 @@ def test_the_stylesheet_closes_every_block() -> None:
         depth += line.count("{") - line.count("}")
         assert depth >= 0, f"style.css:{number}: a '}}' closes nothing"
     assert depth == 0, "style.css ends inside a block"
+
+
+def _ui_imports() -> dict[str, set[str]]:
+    """Each shipped module -> the modules it imports (paths relative to web/)."""
+    root = Path(str(WEB))
+    graph: dict[str, set[str]] = {}
+    for path in root.rglob("*.js"):
+        name = path.relative_to(root).as_posix()
+        targets = re.findall(
+            r'^\s*(?:import|export)\b[^;]*?from\s+"(\.[^"]+)"', path.read_text(), re.M
+        )
+        graph[name] = {
+            (path.parent / t).resolve().relative_to(root.resolve()).as_posix() for t in targets
+        }
+    return graph
+
+
+def test_the_ui_modules_form_no_import_circle() -> None:
+    graph = _ui_imports()
+    assert all(t in graph for targets in graph.values() for t in targets), "an import names no file"
+    assert not any("app.js" in targets for targets in graph.values()), "nothing imports the shell"
+    done: set[str] = set()
+
+    def visit(name: str, path: tuple[str, ...]) -> None:
+        if name in path:
+            raise AssertionError("import circle: " + " -> ".join((*path, name)))
+        if name in done:
+            return
+        for target in sorted(graph[name]):
+            visit(target, (*path, name))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
