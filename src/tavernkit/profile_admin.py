@@ -26,8 +26,10 @@ An entry is ``(profile, model)``: the same profile with two models is two entrie
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from pydantic import ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.models.profile import (
@@ -47,6 +49,8 @@ __all__ = ["ProfileAdmin", "ProfileSummary", "parse_fallback", "parse_key"]
 PROFILE = "connection_profile"
 CHAIN = "fallback_chain"
 ENV_PREFIX = "env:"
+#: the fields :meth:`ProfileAdmin.update` changes
+_UPDATABLE = frozenset({"api", "source", "base_url", "model", "chat_preset", "timeouts", "review"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +185,21 @@ class ProfileAdmin:
             fallback_chain=old.fallback_chain if old is not None else None,
             review=review,
         )  # validated before any key is stored
+        profile = await self._store_with_keys(draft, specs)
+        if old is not None:
+            await self._drop_unused_keys(old, profile)
+        if activate:
+            settings = await self._settings()
+            settings.selections.profile = name
+            await self.store.put_settings(settings, owner=self.owner)
+        return profile
+
+    async def _store_with_keys(
+        self, draft: ConnectionProfile, specs: Sequence[str | CredentialRef]
+    ) -> ConnectionProfile:
+        """Store ``draft`` with the pool ``specs`` (each secret stored as a key of its own
+        first); nothing half-written: the keys of a profile that was not stored are deleted."""
+        name = draft.name
         credentials: list[CredentialRef] = []
         added: list[str] = []
         try:
@@ -189,22 +208,53 @@ class ProfileAdmin:
                     credentials.append(spec)
                     continue
                 label = name if len(specs) == 1 else f"{name} #{n}"
-                key_id = await self.store.add_api_key(source, spec, owner=self.owner, label=label)
+                key_id = await self.store.add_api_key(
+                    draft.source, spec, owner=self.owner, label=label
+                )
                 added.append(key_id)
                 credentials.append(CredentialRef(key_id=key_id, label=label))
             profile = draft.model_copy(update={"credentials": credentials})
             await self._put(PROFILE, profile)
         except BaseException:
-            for key_id in added:  # nothing half-written: the keys of a profile never stored
+            for key_id in added:
                 await self.store.delete_api_key(key_id, owner=self.owner)
             raise
-        if old is not None:
-            kept = {c.key_id for c in credentials if c.key_id}
-            await self._delete_keys([c for c in old.credentials if c.key_id not in kept])
-        if activate:
-            settings = await self._settings()
-            settings.selections.profile = name
-            await self.store.put_settings(settings, owner=self.owner)
+        return profile
+
+    async def _drop_unused_keys(self, old: ConnectionProfile, new: ConnectionProfile) -> None:
+        kept = {c.key_id for c in new.credentials if c.key_id}
+        await self._delete_keys([c for c in old.credentials if c.key_id not in kept])
+
+    async def update(
+        self,
+        name: str,
+        changes: Mapping[str, object],
+        *,
+        keys: Sequence[str | CredentialRef] | None = None,
+    ) -> ConnectionProfile:
+        """Change fields of profile ``name`` (``changes``: field name -> value, among
+        ``api``, ``source``, ``base_url``, ``model``, ``chat_preset``, ``timeouts``,
+        ``review``); everything else stays, its key pool too unless ``keys`` replaces it (the
+        stored keys no longer used are deleted). Checked before anything is written."""
+        unknown = set(changes) - _UPDATABLE
+        if unknown:
+            field = sorted(unknown)[0]
+            raise FormatError(f"a profile has no field {field!r} to change", field=field)
+        old = await self.get(name)
+        review = changes.get("review", old.review)
+        await self._check_reviewer(name, review if isinstance(review, ReviewSettings) else None)
+        try:
+            draft = ConnectionProfile.model_validate({**old.model_dump(), **changes})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "profile"
+            raise FormatError(str(first["msg"]), source="<profile>", field=where) from None
+        if keys is None:
+            await self._put(PROFILE, draft)
+            return draft
+        specs = [k if isinstance(k, CredentialRef) else parse_key(k) for k in keys]
+        profile = await self._store_with_keys(draft, specs)
+        await self._drop_unused_keys(old, profile)
         return profile
 
     async def _settings(self) -> Settings:
@@ -266,6 +316,36 @@ class ProfileAdmin:
             raise NotFound(f"{name!r} has no fallback chain to randomize; add a fallback first")
         chain = (await self._chain(profile)).model_copy(update={"randomize": on})
         await self._put(CHAIN, chain)
+        return chain
+
+    async def set_fallbacks(
+        self,
+        name: str,
+        entries: Sequence[tuple[str, str | None]],
+        *,
+        randomize: bool = False,
+    ) -> FallbackChain:
+        """Make ``name``'s fallback chain exactly ``entries`` (``(profile, model)`` in order;
+        each must name a stored profile, none twice, and not ``name`` itself with its own
+        model) with the randomizer ``randomize``. Checked before anything is written."""
+        profile = await self.get(name)
+        chosen: list[FallbackEntry] = []
+        for other, model in entries:
+            await self.get(other)
+            entry = FallbackEntry(profile=other, model=model or None)
+            if other == name and (entry.model is None or entry.model == profile.model):
+                raise Conflict(f"{name!r} cannot be its own fallback with the same model")
+            if entry in chosen:
+                raise Conflict(f"{_entry_label(entry)} is twice in {name!r}'s fallback chain")
+            chosen.append(entry)
+        if not chosen and not randomize and not profile.fallback_chain:
+            return FallbackChain(name=name)  # nothing to store
+        chain = (await self._chain(profile)).model_copy(
+            update={"entries": chosen, "randomize": randomize}
+        )
+        await self._put(CHAIN, chain)
+        if profile.fallback_chain != chain.name:
+            await self._put(PROFILE, profile.model_copy(update={"fallback_chain": chain.name}))
         return chain
 
     async def fallbacks(self, name: str) -> list[FallbackEntry]:

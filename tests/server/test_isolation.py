@@ -50,6 +50,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/chats/{chat_id}/persona"): {"persona": None},
     ("PUT", "/characters/{ref}/persona"): {"persona": None},
     ("PUT", "/personas/{ref}/avatar"): {},
+    ("PATCH", "/profiles/{name}"): {"model": "stolen"},
+    ("PUT", "/profiles/{name}/fallbacks"): {"entries": []},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
 #: routes that name nothing of a user's (or only the caller's own account)
@@ -67,7 +69,13 @@ LISTING_PARAMS: dict[str, dict[str, str]] = {"/search/messages": {"q": "ann's se
 #: writes by name into the caller's own namespace: bob's lands in his, ann's stays as it was
 UPSERTS = {("PUT", "/variables/{name}")}
 #: admin-only: bob is refused whatever he names
-ADMIN_ONLY = {"/users", "/users/{user_id}", "/shared/profiles", "/shared/profiles/{name}"}
+ADMIN_ONLY = {
+    "/users",
+    "/users/{user_id}",
+    "/users/{user_id}/password",
+    "/shared/profiles",
+    "/shared/profiles/{name}",
+}
 
 
 async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:

@@ -46,3 +46,38 @@ async def test_users_tokens_sessions(store: Store) -> None:
     assert await store.user_for_token("h1") is None
     assert await store.user_for_session("s2", now=now, extend_to=now) is None
     assert await store.count_users() == 0
+
+
+async def test_a_password_change_signs_out_all_but_the_callers_session_or_token(
+    store: Store,
+) -> None:
+    ann = await store.create_user("Ann", "$argon2id$old", owner="user:a")
+    bob = await store.create_user("Bob", "$argon2id$bob", owner="user:b")
+    now = datetime.now(UTC)
+    later = now + timedelta(hours=1)
+    mine = await store.create_session(ann.id, "s-mine", expires=later)
+    await store.create_session(ann.id, "s-other", expires=later)
+    await store.create_session(bob.id, "s-bob", expires=later)
+    for hashed in ("t1", "t2"):
+        await store.add_token(ann.id, hashed, label=hashed)
+    await store.add_token(bob.id, "t-bob", label="bob")
+
+    await store.change_password(ann.id, "$argon2id$new", keep_session_id=mine.id)
+    assert (await store.find_user("ann"))[1] == "$argon2id$new"
+    assert await store.user_for_session("s-mine", now=now, extend_to=now) is not None
+    assert await store.user_for_session("s-other", now=now, extend_to=now) is None
+    assert await store.list_tokens(ann.id) == []
+    # another user's are untouched
+    assert await store.user_for_session("s-bob", now=now, extend_to=now) is not None
+    assert await store.user_for_token("t-bob") == bob
+
+    # a token caller keeps its own token; an admin's reset keeps nothing
+    await store.add_token(ann.id, "t3", label="t3")
+    await store.add_token(ann.id, "t4", label="t4")
+    await store.change_password(ann.id, "$argon2id$3", keep_token_hash="t3")
+    assert [t.label for t in await store.list_tokens(ann.id)] == ["t3"]
+    assert await store.user_for_session("s-mine", now=now, extend_to=now) is None
+    await store.change_password(ann.id, "$argon2id$4")
+    assert await store.list_tokens(ann.id) == []
+    with pytest.raises(NotFound):
+        await store.change_password("nobody", "$argon2id$x")

@@ -20,18 +20,39 @@ import argon2
 import argon2.profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from tavernkit.errors import FormatError, NotAuthenticated, NotFound, TooManyAttempts
+from tavernkit.errors import (
+    FormatError,
+    NotAuthenticated,
+    NotFound,
+    PermissionDenied,
+    TooManyAttempts,
+)
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
 from tavernkit.store.accounts import AccountStore, TokenRecord, UserRecord
 
-__all__ = ["Accounts", "IssuedToken", "LoginSession", "hash_secret"]
+__all__ = [
+    "MIN_PASSWORD",
+    "Accounts",
+    "IssuedToken",
+    "LoginSession",
+    "check_password",
+    "hash_secret",
+]
 
 #: what an API token starts with, so a leaked one is easy to recognise and scan for
 TOKEN_PREFIX = "tk_"
-_MIN_PASSWORD = 8
+#: the fewest characters a password may have (a new user's, a changed or reset one)
+MIN_PASSWORD = 8
+
+
+def check_password(password: str, field: str = "password") -> None:
+    """Refuse a password the account rules do not take (a :class:`FormatError` naming
+    ``field``)."""
+    if len(password) < MIN_PASSWORD:
+        raise FormatError(f"a password needs at least {MIN_PASSWORD} characters", field=field)
 
 
 def hash_secret(secret: str) -> str:
@@ -100,10 +121,7 @@ class Accounts:
         """A new user. The first user made gets the default owner, so the data of the local
         single-user mode becomes theirs when accounts are turned on; every other user gets an
         owner of their own."""
-        if len(password) < _MIN_PASSWORD:
-            raise FormatError(
-                f"a password needs at least {_MIN_PASSWORD} characters", field="password"
-            )
+        check_password(password)
         first = await self._store.count_users() == 0
         owner = DEFAULT_OWNER if first else f"user:{secrets.token_hex(8)}"
         return await self._store.create_user(
@@ -137,6 +155,52 @@ class Accounts:
         if self._hasher.check_needs_rehash(stored):
             await self._store.set_password_hash(user.id, self._hasher.hash(password))
         return user
+
+    async def change_password(
+        self,
+        user_id: str,
+        old: str,
+        new: str,
+        *,
+        keep_session_id: str | None = None,
+        keep_token: str | None = None,
+    ) -> None:
+        """The user's own change: ``old`` must be their password (checked under the login
+        rate limit; a :class:`~tavernkit.errors.PermissionDenied` otherwise, and nothing
+        changes). Their other sessions end and their other API tokens are revoked: the
+        caller's session ``keep_session_id`` or token ``keep_token`` stays."""
+        check_password(new, "new_password")
+        user = await self._store.get_user(user_id)
+        try:
+            found = await self.authenticate(user.name, old)
+        except NotAuthenticated:
+            found = None
+        if found is None or found.id != user_id:
+            raise PermissionDenied("the current password is wrong; nothing was changed")
+        await self._store.change_password(
+            user_id,
+            self._hasher.hash(new),
+            keep_session_id=keep_session_id,
+            keep_token_hash=hash_secret(keep_token) if keep_token else None,
+        )
+
+    async def reset_password(
+        self,
+        user_id: str,
+        new: str,
+        *,
+        keep_session_id: str | None = None,
+        keep_token: str | None = None,
+    ) -> None:
+        """An admin sets ``user_id``'s password: every session and token of that user ends
+        (but the admin's own session or token, when they reset their own password)."""
+        check_password(new)
+        await self._store.change_password(
+            user_id,
+            self._hasher.hash(new),
+            keep_session_id=keep_session_id,
+            keep_token_hash=hash_secret(keep_token) if keep_token else None,
+        )
 
     # -- sessions -----------------------------------------------------------------------
     async def login(self, name: str, password: str) -> LoginSession:

@@ -113,6 +113,30 @@ class SqliteAccounts(SqliteBase):
             if cur.rowcount == 0:
                 raise NotFound(f"no user {user_id!r}")
 
+    async def change_password(
+        self,
+        user_id: str,
+        password_hash: str,
+        *,
+        keep_session_id: str | None = None,
+        keep_token_hash: str | None = None,
+    ) -> None:
+        async with self._write() as db:
+            cur = await db.execute(
+                "UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)
+            )
+            if cur.rowcount == 0:
+                raise NotFound(f"no user {user_id!r}")
+            # '' matches no id and no hash: nothing is kept when the caller has none
+            await db.execute(
+                "DELETE FROM sessions WHERE user_id = ? AND id <> ?",
+                (user_id, keep_session_id or ""),
+            )
+            await db.execute(
+                "DELETE FROM api_tokens WHERE user_id = ? AND token_hash <> ?",
+                (user_id, keep_token_hash or ""),
+            )
+
     async def set_shared_fallback(self, user_id: str, allowed: bool) -> None:
         async with self._write() as db:
             cur = await db.execute(

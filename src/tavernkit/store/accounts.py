@@ -73,6 +73,20 @@ class AccountStore(Protocol):
 
     async def set_password_hash(self, user_id: str, password_hash: str) -> None: ...
 
+    async def change_password(
+        self,
+        user_id: str,
+        password_hash: str,
+        *,
+        keep_session_id: str | None = None,
+        keep_token_hash: str | None = None,
+    ) -> None:
+        """Set the user's password hash and, in the same write, end every session and revoke
+        every API token of theirs but the session ``keep_session_id`` and the token whose hash
+        is ``keep_token_hash`` (the caller's own): whoever held the old password is signed
+        out. NotFound when there is no such user."""
+        ...
+
     async def set_shared_fallback(self, user_id: str, allowed: bool) -> None: ...
 
     async def delete_user(self, user_id: str) -> None:

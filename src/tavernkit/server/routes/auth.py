@@ -1,5 +1,9 @@
 """Sign-in and accounts: ``/auth/login``, ``/auth/logout``, ``/auth/me``, the caller's API
-tokens (``/auth/tokens``) and, for admins, users (``/users``)."""
+tokens (``/auth/tokens``) and password (``/auth/password``) and, for admins, users
+(``/users``, a user's password reset at ``/users/{id}/password``).
+
+A password change or reset signs out whoever held the old password: every session and API
+token of the user ends, but the caller's own (the session or token the change came with)."""
 
 from __future__ import annotations
 
@@ -53,6 +57,17 @@ class NewUser(BaseModel):
     is_admin: bool = False
 
 
+class PasswordChange(BaseModel):
+    #: the password now (a wrong one is a 403, and nothing changes)
+    old_password: str = Field(min_length=1, max_length=1024)
+    #: at least the account rules' length (a 422 naming ``new_password`` otherwise)
+    new_password: str = Field(max_length=1024)
+
+
+class PasswordReset(BaseModel):
+    password: str = Field(max_length=1024)
+
+
 class Token(BaseModel):
     id: str
     label: str
@@ -87,6 +102,13 @@ def _me(principal: Principal, request: Request) -> Me:
         via=principal.via,
         csrf_token=csrf,
     )
+
+
+def _bearer(principal: Principal, request: Request) -> str | None:
+    """The API token the request came with (``None`` for a cookie session)."""
+    if principal.via != "token":
+        return None
+    return request.headers.get("authorization", "").partition(" ")[2].strip() or None
 
 
 def _accounts_on(state: ServerState) -> None:
@@ -158,6 +180,23 @@ async def set_shared_fallback(
     return body
 
 
+@router.post("/auth/password", status_code=204)
+async def change_password(
+    body: PasswordChange, principal: CurrentPrincipal, request: Request, state: State
+) -> None:
+    """Change the caller's password (the old one required, under the login rate limit). The
+    caller's other sessions end and their other API tokens are revoked; the session or token
+    this request came with stays signed in."""
+    _accounts_on(state)
+    await state.accounts.change_password(
+        principal.user_id,
+        body.old_password,
+        body.new_password,
+        keep_session_id=principal.session_id,
+        keep_token=_bearer(principal, request),
+    )
+
+
 @router.get("/auth/tokens")
 async def list_tokens(principal: CurrentPrincipal, state: State) -> list[Token]:
     _accounts_on(state)
@@ -202,3 +241,19 @@ async def delete_user(user_id: str, admin: AdminPrincipal, state: State) -> None
     if user_id == admin.user_id:
         raise PermissionDenied("an admin cannot delete their own account")
     await state.accounts.store.delete_user(user_id)
+
+
+@router.post("/users/{user_id}/password", status_code=204)
+async def reset_password(
+    user_id: str, body: PasswordReset, admin: AdminPrincipal, request: Request, state: State
+) -> None:
+    """An admin sets a user's password: every session and API token of that user ends (an
+    admin resetting their own keeps the session or token of this request)."""
+    _accounts_on(state)
+    own = user_id == admin.user_id
+    await state.accounts.reset_password(
+        user_id,
+        body.password,
+        keep_session_id=admin.session_id if own else None,
+        keep_token=_bearer(admin, request) if own else None,
+    )

@@ -2,6 +2,8 @@
 // #/login...), the theme and sign-in when the server has accounts. Each screen is its own
 // module (the chat screen a folder of components); nothing imports this file.
 
+import { showAccount } from "./account/screen.js";
+import { showAdmin } from "./admin/screen.js";
 import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
 import { showCharacter } from "./character/screen.js";
@@ -37,6 +39,8 @@ const SCREENS = {
   groups: (view) => showGroups(view),
   group: (view, ref) => showGroup(view, ref),
   personas: (view, ref, { params }) => showPersonas(view, ref, params),
+  account: (view) => showAccount(view),
+  admin: (view) => showAdmin(view),
 };
 
 const view = document.getElementById("view");
@@ -47,9 +51,15 @@ async function whoAmI() {
     const me = await api("GET", "/auth/me");
     setCsrf(me.csrf_token);
     document.getElementById("logout").hidden = me.via !== "session";
+    document.getElementById("nav-account").hidden = false;
+    document.getElementById("nav-admin").hidden = !(me.is_admin && me.via !== "local");
     return me;
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return null;
+    if (error instanceof ApiError && error.status === 401) {
+      document.getElementById("nav-account").hidden = true;
+      document.getElementById("nav-admin").hidden = true;
+      return null;
+    }
     throw error;
   }
 }

@@ -14,8 +14,13 @@ export function toast(message, kind = "error") {
 }
 
 // What an error says to a user: the server's message (never a stack), with its status.
-export function errorText(error) {
-  return error instanceof ApiError ? `${error.status}: ${error.message}` : String(error);
+// `withField`: the field at fault is named too when the message does not say it (a request
+// validation error's message is only the rule: "String should have at least 8 characters").
+export function errorText(error, { withField = false } = {}) {
+  if (!(error instanceof ApiError)) return String(error);
+  const field = withField && error.body && typeof error.body.field === "string" ? error.body.field.replace(/^body\./, "") : "";
+  const named = field && !error.message.includes(field) ? ` (${field.replaceAll("_", " ")})` : "";
+  return `${error.status}: ${error.message}${named}`;
 }
 
 export function reportError(error) {

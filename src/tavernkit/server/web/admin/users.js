@@ -1,0 +1,123 @@
+// Admin > Users: every user (name, admin, created), a new one with a password, a user's
+// password reset (which signs them out everywhere) and deleting a user (after a confirm;
+// their records stay in the store). An admin cannot delete themselves.
+
+import { createAlerts } from "../alerts.js";
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+import { MIN_PASSWORD } from "../account/password.js";
+import { when } from "../account/tokens.js";
+import { errorText, toast } from "../toast.js";
+
+export async function usersSection(me) {
+  const alerts = createAlerts();
+  const body = h("tbody");
+
+  const refresh = async () => {
+    const users = await api("GET", "/users");
+    body.replaceChildren(...users.map(row));
+  };
+
+  function row(user) {
+    const self = user.id === me.user_id;
+    const slot = h("div", { class: "reset" });
+    const resetForm = () => {
+      const input = h("input", { type: "password", autocomplete: "new-password", minlength: String(MIN_PASSWORD), required: true });
+      const label = `New password for ${user.name}`;
+      input.setAttribute("aria-label", label);
+      const form = h(
+        "form",
+        { class: "inline-form", "aria-label": `Reset the password of ${user.name}` },
+        h("label", { class: "field" }, label, input),
+        h("button", { type: "submit" }, "Save password"),
+        button("Cancel", () => slot.replaceChildren()),
+      );
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        try {
+          await api("POST", `/users/${encodeURIComponent(user.id)}/password`, { password: input.value });
+          slot.replaceChildren();
+          alerts.show(`${user.name}'s password is set. ${self ? "Your other sessions and tokens were" : "Their sessions and API tokens were"} signed out.`, { info: true });
+        } catch (error) {
+          alerts.show(errorText(error, { withField: true }));
+        } finally {
+          input.value = "";
+        }
+      });
+      slot.replaceChildren(form);
+      input.focus();
+    };
+    return h(
+      "tr",
+      { dataset: { user: user.name } },
+      h("td", { "data-label": "Name" }, user.name, self ? " (you)" : ""),
+      h("td", { "data-label": "Role" }, user.is_admin ? "admin" : "user"),
+      h("td", { "data-label": "Created" }, when(user.created)),
+      h(
+        "td",
+        {},
+        h("div", { class: "actions" }, button("Reset password", resetForm, { "aria-label": `Reset password of ${user.name}` }),
+        self
+          ? ""
+          : button(
+              "Delete",
+              async () => {
+                if (!window.confirm(`Delete the user ${user.name}? They can no longer sign in; their tokens and sessions end.`)) return;
+                try {
+                  await api("DELETE", `/users/${encodeURIComponent(user.id)}`);
+                  toast(`${user.name} deleted`, "info");
+                  await refresh();
+                } catch (error) {
+                  alerts.show(errorText(error, { withField: true }));
+                }
+              },
+              { "aria-label": `Delete ${user.name}`, class: "danger" },
+            ),
+        ),
+        slot,
+      ),
+    );
+  }
+
+  const name = h("input", { required: true, maxlength: 200, autocomplete: "off" });
+  const password = h("input", { type: "password", autocomplete: "new-password", minlength: String(MIN_PASSWORD), required: true });
+  const admin = h("input", { type: "checkbox" });
+  const form = h(
+    "form",
+    { class: "fields", "aria-label": "New user" },
+    h("label", { class: "field" }, "User name", name),
+    h("label", { class: "field" }, "Password", password),
+    h("label", { class: "field check" }, admin, "Administrator"),
+    h("div", { class: "row" }, h("button", { type: "submit" }, "Create user")),
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const made = await api("POST", "/users", { name: name.value.trim(), password: password.value, is_admin: admin.checked });
+      toast(`User ${made.name} created`, "info");
+      form.reset();
+      await refresh();
+    } catch (error) {
+      alerts.show(errorText(error, { withField: true }));
+    } finally {
+      password.value = "";
+    }
+  });
+
+  await refresh();
+  return h(
+    "section",
+    { class: "card", "aria-label": "Users" },
+    h("h2", {}, "Users"),
+    alerts.node,
+    h(
+      "table",
+      { class: "blocks" },
+      h("thead", {}, h("tr", {}, ["Name", "Role", "Created", ""].map((t) => h("th", {}, t)))),
+      body,
+    ),
+    h("h3", {}, "New user"),
+    h("p", { class: "muted" }, `A password needs ${MIN_PASSWORD} characters or more. Each user has their own characters, chats and keys.`),
+    form,
+  );
+}

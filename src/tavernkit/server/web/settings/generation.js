@@ -1,0 +1,163 @@
+// Settings > Generation: every world info, prompt and reasoning setting and the compatibility
+// mode (what `tavernkit settings set` changes). PATCH /settings sends only what changed; a
+// value the server refuses is named in the error, and nothing is stored then.
+
+import { api } from "../api.js";
+import { h } from "../dom.js";
+import { POSITIONS } from "../personas/common.js";
+import { reportError, toast } from "../toast.js";
+import { fieldset, settingGroup } from "./form.js";
+
+const ROLES = [
+  [0, "System"],
+  [1, "User"],
+  [2, "Assistant"],
+];
+
+// [section, key, label, kind?, extra?]: a number's range is the server's to check
+const WORLD_INFO = [
+  ["depth", "Scan depth (messages)"],
+  ["budget", "Budget (% of context)"],
+  ["budget_cap", "Budget cap (tokens, 0: none)"],
+  ["min_activations", "Min activations"],
+  ["min_activations_depth_max", "Max depth for min activations (0: none)"],
+  ["max_recursion_steps", "Max recursion steps (0: no limit)"],
+  ["character_strategy", "Character lore insertion", "select", [[0, "Sorted evenly"], [1, "Character lore first"], [2, "Global lore first"]]],
+  ["recursive", "Recursive scan"],
+  ["include_names", "Include names"],
+  ["case_sensitive", "Case-sensitive keys"],
+  ["match_whole_words", "Match whole words"],
+  ["use_group_scoring", "Group scoring"],
+  ["overflow_alert", "Warn when the budget overflows"],
+];
+const PROMPT = [
+  ["max_context", "Context size (tokens)"],
+  ["amount_gen", "Response length (tokens)"],
+  ["token_padding", "Token padding"],
+  ["tokenizer", "Tokenizer (SillyTavern's number)"],
+  ["main_api", "Main API (SillyTavern's name)"],
+  ["instruct_enabled", "Instruct mode (text completion)"],
+  ["instruct_template", "Instruct template", "template:instruct"],
+  ["context_template", "Context template", "template:context"],
+  ["sysprompt_enabled", "Use the system prompt"],
+  ["sysprompt", "System prompt", "template:sysprompt"],
+  ["trim_spaces", "Trim spaces"],
+  ["collapse_newlines", "Collapse newlines"],
+  ["trim_sentences", "Trim incomplete sentences"],
+  ["single_line", "Single-line replies"],
+  ["pin_examples", "Keep example messages in the prompt"],
+  ["strip_examples", "Strip example messages"],
+  ["always_force_name2", "Always add the character's name"],
+  ["prefer_character_prompt", "Prefer the character's main prompt"],
+  ["prefer_character_jailbreak", "Prefer the character's post-history instructions"],
+  ["user_prompt_bias", "Start replies with"],
+  ["show_user_prompt_bias", "Show the reply start"],
+  ["custom_stopping_strings", "Custom stopping strings (JSON list)", "textarea"],
+  ["custom_stopping_strings_macro", "Expand macros in stopping strings"],
+  ["persona_description_position", "Persona description position (default)", "select", POSITIONS],
+  ["persona_description_depth", "Persona description depth (default)"],
+  ["persona_description_role", "Persona description role (default)", "select", ROLES],
+];
+const REASONING = [
+  ["template", "Reasoning template", "template:reasoning"],
+  ["auto_parse", "Parse reasoning from the reply"],
+  ["add_to_prompts", "Send earlier reasoning back"],
+  ["max_additions", "Reasoning blocks sent back (max)"],
+  ["auto_expand", "Expand reasoning when shown"],
+  ["show_hidden", "Show hidden reasoning"],
+];
+
+const names = (page) => page.items.map((item) => item.name);
+
+// The specs of `rows` for settingGroup; a template is a name (built-in ones are not listed),
+// the stored ones offered.
+function specs(rows, templates) {
+  return rows.map(([key, label, kind, choices]) => {
+    if (kind && kind.startsWith("template:")) {
+      const stored = templates[kind.slice("template:".length)] || [];
+      return { key, label, kind: "text", suggestions: stored };
+    }
+    return { key, label, kind, choices };
+  });
+}
+
+export async function generationSection() {
+  const form = h("form", { "aria-label": "Generation settings" });
+  let submit = async () => {};
+  const render = async () => {
+    const [current, books, ...lists] = await Promise.all([
+      api("GET", "/settings"),
+      api("GET", "/lorebooks?limit=500"),
+      ...["instruct", "context", "sysprompt", "reasoning"].map((kind) => api("GET", `/templates/${kind}?limit=500`)),
+    ]);
+    const templates = Object.fromEntries(["instruct", "context", "sysprompt", "reasoning"].map((k, i) => [k, names(lists[i])]));
+    const groups = {
+      world_info: settingGroup(specs(WORLD_INFO, templates), current.world_info),
+      prompt: settingGroup(specs(PROMPT, templates), current.prompt),
+      reasoning: settingGroup(specs(REASONING, templates), current.reasoning),
+    };
+    const global = new Set(current.world_info.global_books);
+    const bookBoxes = books.items.map((book) => ({
+      name: book.name,
+      input: h("input", { type: "checkbox", "aria-label": `Global lorebook ${book.name}`, checked: global.has(book.name) }),
+    }));
+    const compat = h(
+      "select",
+      { "aria-label": "Compatibility" },
+      h("option", { value: "default", selected: current.compat === "default" }, "Fix them (default)"),
+      h("option", { value: "st-1.18", selected: current.compat === "st-1.18" }, "Reproduce them (st-1.18)"),
+    );
+    form.replaceChildren(
+      fieldset("World info", groups.world_info.nodes),
+      h(
+        "fieldset",
+        { class: "fields", "aria-label": "Global lorebooks" },
+        h("legend", {}, "Global lorebooks (active in every chat)"),
+        ...(bookBoxes.length
+          ? bookBoxes.map((b) => h("label", { class: "field check" }, b.input, b.name))
+          : [h("span", { class: "muted" }, "No lorebooks yet: import one or make one under Lorebooks.")]),
+      ),
+      fieldset("Prompt", groups.prompt.nodes),
+      fieldset("Reasoning", groups.reasoning.nodes),
+      h("fieldset", { class: "fields" }, h("legend", {}, "Compatibility"), h("label", { class: "field" }, "Known SillyTavern bugs", compat)),
+      h("button", { type: "submit" }, "Save settings"),
+    );
+    submit = async () => {
+      const change = {};
+      for (const [section, group] of Object.entries(groups)) {
+        const changed = group.changes();
+        if (Object.keys(changed).length) change[section] = changed;
+      }
+      // the stored order is kept (it orders the books' entries); a newly checked book goes last
+      const checked = new Set(bookBoxes.filter((b) => b.input.checked).map((b) => b.name));
+      const chosen = [
+        // a name not listed is kept only when the list was cut short (a deleted book drops)
+        ...current.world_info.global_books.filter(
+          (name) => checked.has(name) || (books.total > books.items.length && !bookBoxes.some((b) => b.name === name)),
+        ),
+        ...[...checked].filter((name) => !global.has(name)),
+      ];
+      if (chosen.join("\n") !== current.world_info.global_books.join("\n")) {
+        (change.world_info ??= {}).global_books = chosen;
+      }
+      if (compat.value !== current.compat) change.compat = compat.value;
+      if (!Object.keys(change).length) {
+        toast("Nothing changed", "info");
+        return;
+      }
+      await api("PATCH", "/settings", change);
+      toast("Settings saved", "info");
+      await render();
+    };
+  };
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await submit();
+    } catch (error) {
+      reportError(error); // the server names the field; nothing was stored
+    }
+  });
+  await render();
+  return h("section", { class: "card", "aria-label": "Generation" }, h("h2", {}, "Generation"), form);
+}

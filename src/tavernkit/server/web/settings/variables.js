@@ -1,0 +1,66 @@
+// A variables editor: the global variables ({{getglobalvar}}) on the settings screen and a
+// chat's own ({{getvar}}) in the chat's side panel. Values are JSON when they parse as JSON,
+// else the text typed.
+
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+import { reportError } from "../toast.js";
+
+// An editor of a variables map at `path` (GET the map, PUT/DELETE one name).
+export async function variablesSection(path, title) {
+  const list = h("tbody");
+  const refresh = async () => {
+    const vars = await api("GET", path);
+    list.replaceChildren(
+      ...Object.entries(vars).map(([name, value]) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, name),
+          h("td", {}, h("code", {}, JSON.stringify(value))),
+          h(
+            "td",
+            {},
+            button(
+              "Delete",
+              async () => {
+                try {
+                  await api("DELETE", `${path}/${encodeURIComponent(name)}`);
+                  await refresh();
+                } catch (error) {
+                  reportError(error);
+                }
+              },
+              { "aria-label": `Delete variable ${name}` },
+            ),
+          ),
+        ),
+      ),
+    );
+  };
+  const name = h("input", { "aria-label": "Variable name" });
+  const value = h("input", { "aria-label": "Variable value" });
+  const set = button("Set", async () => {
+    let parsed = value.value;
+    try {
+      parsed = JSON.parse(value.value);
+    } catch {
+      /* not JSON: kept as the text it is */
+    }
+    try {
+      await api("PUT", `${path}/${encodeURIComponent(name.value.trim())}`, { value: parsed });
+      name.value = value.value = "";
+      await refresh();
+    } catch (error) {
+      reportError(error);
+    }
+  });
+  await refresh();
+  return h(
+    "section",
+    { class: "card", "aria-label": title },
+    h("h2", {}, title),
+    h("table", { class: "blocks" }, list),
+    h("div", { class: "row" }, name, value, set),
+  );
+}
