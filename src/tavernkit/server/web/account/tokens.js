@@ -104,7 +104,7 @@ export async function tokensSection() {
     fresh,
     h(
       "table",
-      { class: "blocks" },
+      { class: "records" },
       h("thead", {}, h("tr", {}, ["Name", "Created", "Last used", ""].map((t) => h("th", {}, t)))),
       body,
     ),

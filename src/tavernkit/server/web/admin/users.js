@@ -112,7 +112,7 @@ export async function usersSection(me) {
     alerts.node,
     h(
       "table",
-      { class: "blocks" },
+      { class: "records" },
       h("thead", {}, h("tr", {}, ["Name", "Role", "Created", ""].map((t) => h("th", {}, t)))),
       body,
     ),

@@ -335,7 +335,7 @@ export async function profilesSection({ shared = false } = {}) {
     alerts.node,
     h(
       "table",
-      { class: "blocks" },
+      { class: "records" },
       h("thead", {}, h("tr", {}, ["Name", "API", "Model", "URL", "Keys", ""].map((t) => h("th", {}, t)))),
       body,
     ),

@@ -60,7 +60,7 @@ export async function variablesSection(path, title) {
     "section",
     { class: "card", "aria-label": title },
     h("h2", {}, title),
-    h("table", { class: "blocks" }, list),
+    h("table", { class: "records" }, list),
     h("div", { class: "row" }, name, value, set),
   );
 }
