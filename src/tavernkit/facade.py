@@ -131,6 +131,14 @@ class Tavern:
             self._views[owner] = view
         return view
 
+    async def forget_owner(self, owner: str) -> None:
+        """Close and drop the cached view of ``owner`` (a deleted user's), if one was made:
+        its chat memory's background work settles, its MCP servers and HTTP clients close. A
+        later :meth:`for_owner` makes a fresh view."""
+        view = self._views.pop(owner, None) if self._views is not None else None
+        if view is not None:
+            await view.close()
+
     async def open(self) -> Self:
         if self._borrowed and not self.runtime.is_open:
             raise TavernKitError("this owner's view was closed with the Tavern that made it")

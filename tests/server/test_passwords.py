@@ -43,7 +43,7 @@ async def test_a_wrong_old_password_or_a_short_new_one_changes_nothing(users: Us
         )
         assert r.status_code == 422
         assert r.json()["error"]["field"] == "new_password"
-        assert "8 characters" in r.json()["error"]["message"]
+        assert "10 characters" in r.json()["error"]["message"]
         r = await mine.post("/auth/password", json={"new_password": NEW})
         assert r.status_code == 422 and r.json()["error"]["field"] == "body.old_password"
         # nothing changed: the old password signs in, the sessions and tokens still work

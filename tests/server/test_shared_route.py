@@ -19,6 +19,7 @@ from tavernkit.server.settings import RateLimit
 
 from ._cards import card_file
 from ._live import LiveServer, live_server
+from ._sse import parse_events
 from .conftest import PASSWORD, settings, token_client
 
 BAD_KEY = Reply(status=401, error={"error": {"message": "bad key", "code": "invalid_api_key"}})
@@ -222,3 +223,110 @@ async def test_a_task_falls_back_to_the_pool_as_a_turn_does(pool: Pool) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["choices"][0]["message"]["content"] == "facade from the pool"
     assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+
+
+# -- issue 34, finding 7: the shared route's answers are not the profile's, and its model and
+# provider stay the server's; an admin's cap on what the server pays for holds everywhere
+
+
+async def test_a_connection_test_tests_the_profile_never_the_pool(pool: Pool) -> None:
+    """``POST /ui/profiles/{name}/test`` answers for the profile: its failing key is a failed
+    test, not the shared pool's answer (nor a fallback of its chain's)."""
+    await _own_chat(pool.ann, pool.upstream, "sk-ann-own")
+    pool.upstream.script(BAD_KEY, Reply(text="OK from the pool"))
+    r = await pool.ann.post("/ui/profiles/mine/test")
+    assert r.status_code == 200, r.text
+    checked = r.json()
+    assert checked["ok"] is False and checked["code"] == "auth_missing", checked
+    assert pool.keys_used() == ["Bearer sk-ann-own"]
+    # a chain's fallback that works does not make the profile's test pass either
+    spare = {"name": "spare", "base_url": pool.upstream.base_url + "/v1", "model": "m-spare"}
+    assert (await pool.ann.post("/profiles", json={**spare, "keys": ["sk-spare"]})).is_success
+    r = await pool.ann.put("/profiles/mine/fallbacks", json={"entries": [{"profile": "spare"}]})
+    assert r.is_success, r.text
+    pool.upstream.requests.clear()
+    pool.upstream.script(BAD_KEY, Reply(text="OK from the spare"))
+    assert (await pool.ann.post("/ui/profiles/mine/test")).json()["ok"] is False
+    assert pool.keys_used() == ["Bearer sk-ann-own"]
+    # the profile's own good key passes
+    pool.upstream.requests.clear()
+    pool.upstream.script(Reply(text="OK"))
+    assert (await pool.ann.post("/ui/profiles/mine/test")).json() == {
+        "ok": True,
+        "text": "OK",
+        "code": None,
+        "message": None,
+    }
+
+
+async def test_what_a_user_is_shown_never_names_the_shared_model(pool: Pool) -> None:
+    """A turn the pool answered: its fallback notice says "the server's shared connection",
+    and neither the turn's events, nor the stored reply, nor a task's result name the shared
+    profile, its model or its upstream's model."""
+    chat = await _own_chat(pool.ann, pool.upstream, "sk-ann-own")
+    pool.upstream.script(BAD_KEY, Reply(text="a shared answer"))
+    r = await pool.ann.post(f"/chats/{chat}/turns", json={"kind": "send", "text": "hello"})
+    assert r.status_code == 202, r.text
+    stream = await pool.ann.get(r.json()["events"])
+    events = parse_events(stream.content)
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+    notice = next(e.data for e in events if e.type == "notice" and e.data["kind"] == "fallback")
+    assert notice["text"].startswith("Answered by the server's shared connection (slot 2).")
+    assert notice["model"] == "the server's shared connection"
+    assert [f["model"] for f in notice["failures"]] == ["m-own"]  # her own model she knows
+    shown = stream.text + (await pool.ann.get(f"/chats/{chat}/messages")).text
+    for secret in ("m-pool", "pool", "scripted", POOL_KEY):
+        assert secret not in shown, secret
+    assert events[-1].data["model"] == "the server's shared connection"
+    # a task's result (a JSON reply: the upstream names its model) says the same
+    pool.upstream.requests.clear()
+    pool.upstream.script(BAD_KEY, Reply(text="a shared task answer"))
+    r = await pool.ann.post(
+        "/tasks", json={"task_messages": [{"role": "user", "content": "Hi"}], "chat_id": chat}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["model"] == "the server's shared connection"
+    assert "m-pool" not in r.text
+    assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+
+
+@pytest.mark.parametrize("pool", [{"shared_max_tokens": 64}], indirect=True)
+async def test_the_cap_on_server_paid_tokens_holds_for_turns_and_tasks(pool: Pool) -> None:
+    """``shared_max_tokens``: a request the server pays for asks for at most that many output
+    tokens (and that many when nothing asked for a limit), in a turn, a task or a facade
+    completion; the user's own requests ask for what they set."""
+    chat = await _own_chat(pool.ann, pool.upstream, "sk-ann-own")
+    pool.upstream.script(BAD_KEY, Reply(text="turn from the pool"))
+    body = {"kind": "send", "text": "hello", "overrides": {"max_tokens": 4000}}
+    r = await pool.ann.post(f"/chats/{chat}/turns", json=body)
+    assert r.status_code == 202, r.text
+    events = parse_events((await pool.ann.get(r.json()["events"])).content)
+    assert events[-1].data["status"] == "completed"
+    asked = [_max_tokens(req.body) for req in pool.upstream.requests]
+    assert asked == [4000, 64]
+    # a task with a preset that asks for 4000, and one that asks for nothing
+    preset = {"name": "long", "openai_max_tokens": 4000}
+    assert (await pool.ann.post("/presets/chat", json=preset)).status_code == 201
+    for extra, own in (({"llm_preset_name": "long"}, 4000), ({}, None)):
+        pool.upstream.requests.clear()
+        pool.upstream.script(BAD_KEY, Reply(text="task from the pool"))
+        task = {"task_messages": [{"role": "user", "content": "Hi"}], "chat_id": chat, **extra}
+        r = await pool.ann.post("/tasks", json=task)
+        assert r.status_code == 200, r.text
+        assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+        asked = [_max_tokens(req.body) for req in pool.upstream.requests]
+        assert asked[1] == 64 and (own is None or asked[0] == own), asked
+    # and a facade completion on a character model
+    pool.upstream.requests.clear()
+    pool.upstream.script(BAD_KEY, Reply(text="facade from the pool"))
+    models = (await pool.ann.get("/v1/models")).json()["data"]
+    mira = next(m["id"] for m in models if "Mira" in m["id"])
+    completion = {"model": mira, "messages": [{"role": "user", "content": "Hi"}]}
+    r = await pool.ann.post("/v1/chat/completions", json={**completion, "max_tokens": 4000})
+    assert r.status_code == 200, r.text
+    assert pool.keys_used() == ["Bearer sk-ann-own", f"Bearer {POOL_KEY}"]
+    assert _max_tokens(pool.upstream.requests[1].body) == 64
+
+
+def _max_tokens(body: dict[str, object]) -> object:
+    return body.get("max_tokens", body.get("max_completion_tokens"))

@@ -81,3 +81,25 @@ async def test_a_password_change_signs_out_all_but_the_callers_session_or_token(
     assert await store.list_tokens(ann.id) == []
     with pytest.raises(NotFound):
         await store.change_password("nobody", "$argon2id$x")
+
+
+async def test_a_session_ends_at_its_absolute_lifetime_however_busy(store: Store) -> None:
+    """``started_after``: a session created at or before it is over (and deleted) even while
+    its idle expiry keeps sliding."""
+    ann = await store.create_user("Ann", "$argon2id$x", owner="user:a")
+    now = datetime.now(UTC)
+    session = await store.create_session(ann.id, "s1", expires=now + timedelta(days=1))
+    later = now + timedelta(hours=1)
+    kept = await store.user_for_session(
+        "s1",
+        now=later,
+        extend_to=later + timedelta(days=1),
+        started_after=session.created - timedelta(seconds=1),
+    )
+    assert kept is not None and kept[0].expires == later + timedelta(days=1)
+    over = await store.user_for_session(
+        "s1", now=later, extend_to=later + timedelta(days=1), started_after=session.created
+    )
+    assert over is None
+    # deleted: not even a looser limit brings it back
+    assert await store.user_for_session("s1", now=now, extend_to=now) is None

@@ -110,8 +110,13 @@ def test_an_admin_makes_a_user_who_manages_their_account(
         assert _bearer(site, issued.token) == 401
         site.call(state.accounts.authenticate("carol", NEW_PASSWORD))
         expect(page.get_by_role("button", name="Delete root")).to_have_count(0)  # not oneself
-        page.once("dialog", lambda dialog: dialog.accept())
         carol.get_by_role("button", name="Delete carol").click()
+        records = carol.get_by_label("Records of carol")
+        expect(records.locator("option")).to_have_text(
+            ["Delete them", "Hand them to ann", "Hand them to root"]
+        )
+        page.once("dialog", lambda dialog: dialog.accept())
+        carol.get_by_role("button", name="Confirm deleting carol").click()
         expect(carol).to_have_count(0)
         screenshot(page, "admin")
     finally:

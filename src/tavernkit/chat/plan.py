@@ -124,12 +124,17 @@ class SharedRoute:
     ``profile`` names the shared profile there (its fallback chain comes with it); ``scope``
     is the payer's funding scope; ``admission`` is asked before the route is resolved
     (``purpose="deferred_route"``) and before each of its attempts (``purpose="attempt"``).
+    ``shown_as``: what notices and results call the route's models (``None``: their names;
+    see :class:`~tavernkit.generation.plan.DeferredRoute`). ``max_tokens``: the payer's cap
+    on the output tokens each of its requests asks for (``None``: none).
     """
 
     sources: PlanSources
     profile: str
     scope: FundingScope
     admission: Admission
+    shown_as: str | None = None
+    max_tokens: int | None = None
 
 
 class TagSplittingProvider(ProviderWrapper):
@@ -398,7 +403,9 @@ class _SharedEntries:
         ] = {}
 
     def deferred(self) -> DeferredRoute:
-        return DeferredRoute(scope=self.route.scope, entries=self.entries)
+        return DeferredRoute(
+            scope=self.route.scope, entries=self.entries, shown_as=self.route.shown_as
+        )
 
     def admission(self, personal: FundingScope) -> Admission:
         async def admit(request: AdmissionRequest) -> bool:
@@ -431,7 +438,10 @@ class _SharedEntries:
         return out
 
     async def resolve(self, entry: PlanEntry) -> AttemptTarget:
-        return await self.builder.resolve_fallback(*self.specs[entry])
+        target = await self.builder.resolve_fallback(*self.specs[entry])
+        if self.route.max_tokens is not None:
+            target.max_tokens_cap = self.route.max_tokens
+        return target
 
 
 async def task_plan(connection: ResolvedConnection, sources: PlanSources) -> Plan:

@@ -72,6 +72,14 @@ def serve_command(
             help="The server's profile (/shared/profiles) users' turns fall back to.",
         ),
     ] = None,
+    shared_max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--shared-max-tokens",
+            min=1,
+            help="The most output tokens a request on the shared profile may ask for.",
+        ),
+    ] = None,
     secure_cookies: Annotated[
         bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
     ] = False,
@@ -113,6 +121,7 @@ def serve_command(
         accounts=accounts or create_admin is not None,
         secure_cookies=secure_cookies,
         shared_profile=shared_profile,
+        shared_max_tokens=shared_max_tokens,
         database=database or None,
         redis=redis or None,
         turn_lease_s=lock_lease,

@@ -114,7 +114,9 @@ class TavernContext:
     ``client`` (an ``httpx2.AsyncClient``), ``retry``, ``rng``, ``local_factory``,
     ``environ`` and ``key_clock`` (epoch seconds, for key cooldowns) are injection points for
     servers and tests. Every generation call runs the chat turn's plan on its profile (key
-    pool, cooldowns shared with the chats of the Tavern, fallback chain).
+    pool, cooldowns shared with the chats of the Tavern, fallback chain); with
+    ``fallbacks=False`` it runs on the profile alone (its key pool, but neither its fallback
+    chain nor a shared route: what a connection test asks).
     """
 
     GenerateTaskError = GenerateTaskError
@@ -132,6 +134,7 @@ class TavernContext:
         environ: Mapping[str, str] | None = None,
         before_request: BeforeRequest | None = None,
         key_clock: Callable[[], float] = time.time,
+        fallbacks: bool = True,
     ) -> None:
         if not isinstance(runtime, Runtime):
             # a Tavern here was the old call: say the new one rather than fail deep inside
@@ -151,6 +154,7 @@ class TavernContext:
         self.environ = environ
         self.before_request = before_request
         self.key_clock = key_clock
+        self.fallbacks = fallbacks
         self.connection_profiles = ConnectionProfiles(self)
 
     # -- collaborators -----------------------------------------------------------------------
@@ -217,9 +221,15 @@ class TavernContext:
     async def plan_for(self, connection: ResolvedConnection) -> Plan:
         """The plan a generation on ``connection`` runs: the chat turn's (key pool with the
         Tavern's cooldowns, fallback chain, and the chat service's shared route, if any), see
-        :func:`tavernkit.chat.plan.task_plan`."""
+        :func:`tavernkit.chat.plan.task_plan`. Without ``fallbacks``: the profile's key pool
+        alone."""
 
         runtime = self.runtime
+        shared = self._chats.shared_route if self._chats is not None else None
+        if not self.fallbacks:
+            shared = None
+            alone = connection.profile.model_copy(update={"fallback_chain": None})
+            connection = dataclasses.replace(connection, profile=alone)
         sources = PlanSources(
             runtime.store,
             runtime.owner,
@@ -227,7 +237,7 @@ class TavernContext:
             self.key_clock,
             os.environ if self.environ is None else self.environ,
             runtime.key_cooldowns,
-            shared=self._chats.shared_route if self._chats is not None else None,
+            shared=shared,
         )
         return await task_plan(connection, sources)
 

@@ -161,7 +161,9 @@ class AttemptTarget:
     ``make_provider(secret)`` builds the provider for one key (``None``: keyless or a fixed
     key); ``pool`` is ``None`` when the entry has no rotating keys. ``samplers`` are the
     provider's saved sampler settings (``Sampling`` field names); ``user_max_tokens`` an
-    explicit per-user output limit; ``fitter`` an adapter's own context fitting (NovelAI).
+    explicit per-user output limit; ``max_tokens_cap`` the payer's cap (a server's on what its
+    shared route spends): every request asks for at most that many output tokens, and for
+    that many when nothing set a limit; ``fitter`` an adapter's own context fitting (NovelAI).
     """
 
     make_provider: Callable[[str | None], Provider]
@@ -170,6 +172,7 @@ class AttemptTarget:
     tools_enabled: bool = True
     samplers: Mapping[str, Any] = field(default_factory=dict)
     user_max_tokens: int | None = None
+    max_tokens_cap: int | None = None
     fitter: Fitter | None = None
 
 
@@ -190,10 +193,16 @@ Admission = Callable[[AdmissionRequest], Awaitable[bool]]
 @dataclass(frozen=True, slots=True)
 class DeferredRoute:
     """A route resolved only when every planned attempt failed (``entries`` is a lazy thunk,
-    so a successful turn never reserves quota or touches the database for it)."""
+    so a successful turn never reserves quota or touches the database for it).
+
+    ``shown_as``: what the turn's notice, error and result call the route's models (``None``:
+    their own names). A payer who keeps its models and providers to itself (a server's shared
+    connection) names the route instead; the attempts log (the operator's) keeps the models.
+    """
 
     scope: FundingScope
     entries: Callable[[], Awaitable[Sequence[PlanEntry]]]
+    shown_as: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +303,18 @@ class Plan:
             if route.scope.workspace != self.context.workspace:
                 return "funding scope: another workspace"
         return None
+
+    def _shown_as(self, attempt: Attempt) -> str | None:
+        route = self.deferred
+        return route.shown_as if attempt.deferred and route is not None else None
+
+    def hides(self, attempt: Attempt) -> bool:
+        """Whether ``attempt`` is one of a deferred route that hides its models."""
+        return bool(self._shown_as(attempt))
+
+    def shown_model(self, attempt: Attempt) -> str:
+        """The model name a user is shown for ``attempt`` (see :class:`DeferredRoute`)."""
+        return self._shown_as(attempt) or attempt.entry.model
 
     def has_pending(self) -> bool:
         """Whether another attempt may still come (for error suppression)."""

@@ -150,14 +150,19 @@ class NoticeFailure:
 
 @dataclass(frozen=True, slots=True)
 class FallbackNotice:
-    """Shown (and stored with the message) when a fallback model answered the turn."""
+    """Shown (and stored with the message) when a fallback model answered the turn.
+
+    ``route``: ``model`` names a route that keeps its models to itself (a server's shared
+    connection, see :class:`~tavernkit.generation.plan.DeferredRoute`), not a model."""
 
     model: str
     index: int
     failures: tuple[NoticeFailure, ...]
+    route: bool = False
 
     def text(self) -> str:
-        lines = [f"Answered by fallback model {self.model} (slot {self.index + 1})."]
+        what = self.model if self.route else f"fallback model {self.model}"
+        lines = [f"Answered by {what} (slot {self.index + 1})."]
         lines += [
             f"{n}. {f.model}: {f.error_class} ({f.code})"
             for n, f in enumerate(self.failures, start=1)

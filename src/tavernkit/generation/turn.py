@@ -168,7 +168,8 @@ class _Turn(ReplySteps):
                 return await self._finish("completed", attempt, outcome)
             assert outcome.error is not None
             cls, code = classify_error(outcome.error)
-            self.failures.append(NoticeFailure(attempt.index, attempt.entry.model, cls, code))
+            shown = self.plan.shown_model(attempt)
+            self.failures.append(NoticeFailure(attempt.index, shown, cls, code))
         if self.aborted():
             return await self._finish("aborted", None, Outcome(False, aborted=True))
         return await self._finish("failed", None, Outcome(False, self.last_error))
@@ -250,7 +251,7 @@ class _Turn(ReplySteps):
         outcome = await self._generate(attempt, key, seq, prefill, hold, suppress, rotate)
         if not outcome.ok and not outcome.aborted:
             self.last_error = outcome.error
-            self.last_model = attempt.entry.model
+            self.last_model = self.plan.shown_model(attempt)
         self._record(attempt, key, outcome, self.clock() - started, prefill, seq)
         self.replay.remember(outcome.invocations)
         return outcome
@@ -411,7 +412,12 @@ class _Turn(ReplySteps):
         notice = None
         error = None
         if status == "completed" and attempt is not None and attempt.index > 0:
-            notice = FallbackNotice(attempt.entry.model, attempt.index, tuple(self.failures))
+            notice = FallbackNotice(
+                self.plan.shown_model(attempt),
+                attempt.index,
+                tuple(self.failures),
+                route=self.plan.hides(attempt),
+            )
             self.delivery.send(-1, NoticeEvent(notice))
         elif status == "failed":
             cause = outcome.error or TurnFailure("no_credentials", "no usable attempt in the plan")
@@ -425,6 +431,9 @@ class _Turn(ReplySteps):
         self.log += [skip.record() for skip in self.plan.skipped]
         self.log.sort(key=lambda r: r.index)
         completion = outcome.completion
+        if completion is not None and attempt is not None and self.plan.hides(attempt):
+            # the route's own model name stays out of what the caller shows and stores
+            completion = replace(completion, model=self.plan.shown_model(attempt))
         if log.isEnabledFor(logging.INFO):
             log.info(
                 "turn %s %s: attempts=%d rotations=%d fallbacks=%d continuations=%d",

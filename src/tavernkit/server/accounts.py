@@ -13,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from importlib import resources
 
 import argon2
 import argon2.profiles
@@ -39,20 +42,83 @@ __all__ = [
     "IssuedToken",
     "LoginSession",
     "check_password",
+    "common_passwords",
     "hash_secret",
+    "user_name",
 ]
 
 #: what an API token starts with, so a leaked one is easy to recognise and scan for
 TOKEN_PREFIX = "tk_"
 #: the fewest characters a password may have (a new user's, a changed or reset one)
-MIN_PASSWORD = 8
+MIN_PASSWORD = 10
+#: the most characters a user name may have, once normalized
+MAX_NAME = 200
+
+#: the character classes a user name may not hold: controls, format characters (zero-width
+#: spaces and joiners, bidi controls, soft hyphens), surrogates, private-use and unassigned
+#: code points, line and paragraph separators
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+#: characters that show nothing without being in those classes (Unicode's default-ignorable
+#: fillers and variation selectors, the blank braille pattern), as inclusive ranges
+_BLANK_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x2800, 0x2800),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xE0100, 0xE01EF),
+)
+
+
+@lru_cache(maxsize=1)
+def common_passwords() -> frozenset[str]:
+    """The common passwords no account may have (``tavernkit/data/common-passwords.txt``:
+    those of :data:`MIN_PASSWORD` characters or more, NFKC-normalized and casefolded)."""
+    text = (resources.files("tavernkit.data") / "common-passwords.txt").read_text("utf-8")
+    return frozenset(line for line in text.splitlines() if line and not line.startswith("#"))
 
 
 def check_password(password: str, field: str = "password") -> None:
     """Refuse a password the account rules do not take (a :class:`FormatError` naming
-    ``field``)."""
+    ``field``): shorter than :data:`MIN_PASSWORD` characters, or one of the common passwords
+    (whatever its case)."""
     if len(password) < MIN_PASSWORD:
         raise FormatError(f"a password needs at least {MIN_PASSWORD} characters", field=field)
+    if unicodedata.normalize("NFKC", password).casefold() in common_passwords():
+        raise FormatError(
+            "this password is on the list of common passwords that are guessed first; "
+            "choose another",
+            field=field,
+        )
+
+
+def _shows_nothing(char: str) -> bool:
+    if unicodedata.category(char) in _REFUSED_CATEGORIES:
+        return True
+    code = ord(char)
+    return any(low <= code <= high for low, high in _BLANK_RANGES)
+
+
+def user_name(name: str, field: str = "name") -> str:
+    """``name`` as users are stored and found by: NFKC-normalized (so a full-width or
+    ligature spelling is the same name as the plain one) and trimmed. Raises a
+    :class:`FormatError` naming ``field`` for an empty or too long name, or one holding an
+    invisible or control character (a zero-width space, a bidi control...)."""
+    normal = unicodedata.normalize("NFKC", name).strip()
+    if not normal:
+        raise FormatError("a user name cannot be blank", field=field)
+    if len(normal) > MAX_NAME:
+        raise FormatError(f"a user name has at most {MAX_NAME} characters", field=field)
+    for char in normal:
+        if _shows_nothing(char):
+            raise FormatError(
+                f"a user name cannot hold invisible or control characters (U+{ord(char):04X})",
+                field=field,
+            )
+    return normal
 
 
 def hash_secret(secret: str) -> str:
@@ -121,6 +187,7 @@ class Accounts:
         """A new user. The first user made gets the default owner, so the data of the local
         single-user mode becomes theirs when accounts are turned on; every other user gets an
         owner of their own."""
+        name = user_name(name)
         check_password(password)
         first = await self._store.count_users() == 0
         owner = DEFAULT_OWNER if first else f"user:{secrets.token_hex(8)}"
@@ -132,7 +199,11 @@ class Accounts:
         """The user whose name and password these are; raises
         :class:`~tavernkit.errors.TooManyAttempts` past the login rate limit (counted per
         user name) and :class:`~tavernkit.errors.NotAuthenticated` otherwise, never saying
-        whether the name exists."""
+        whether the name exists. The name is normalized as :func:`user_name` does (a
+        :class:`~tavernkit.errors.FormatError` naming ``name`` for one no user can have)."""
+        return await self._authenticate(user_name(name), password)
+
+    async def _authenticate(self, name: str, password: str) -> UserRecord:
         rate = self._settings.login_rate
         decision = await self._limiter.hit(
             f"login:{name.strip().casefold()}", limit=rate.limit, window_s=rate.window_s
@@ -172,7 +243,7 @@ class Accounts:
         check_password(new, "new_password")
         user = await self._store.get_user(user_id)
         try:
-            found = await self.authenticate(user.name, old)
+            found = await self._authenticate(user.name, old)
         except NotAuthenticated:
             found = None
         if found is None or found.id != user_id:
@@ -214,11 +285,15 @@ class Accounts:
         await self._store.delete_session(hash_secret(session_secret))
 
     async def principal_for_session(self, session_secret: str) -> Principal | None:
+        """The principal of a live session: used within the idle lifetime
+        (``session_ttl_s``) and started within the absolute one (``session_max_age_s``),
+        however busy it has been since."""
         now = datetime.now(UTC)
         found = await self._store.user_for_session(
             hash_secret(session_secret),
             now=now,
             extend_to=now + timedelta(seconds=self._settings.session_ttl_s),
+            started_after=now - timedelta(seconds=self._settings.session_max_age_s),
         )
         if found is None:
             return None

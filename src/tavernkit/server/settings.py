@@ -60,6 +60,8 @@ class ServerSettings:
     turn_rate: RateLimit = field(default_factory=lambda: RateLimit(60, 60.0))
     #: how long a browser session lasts without use, in seconds
     session_ttl_s: float = 14 * 24 * 3600.0
+    #: how long a browser session lasts at most, however busy, in seconds (then sign in again)
+    session_max_age_s: float = 30 * 24 * 3600.0
     #: mark session cookies ``Secure`` (set it when a TLS proxy fronts the server)
     secure_cookies: bool = False
     #: the largest page a paged listing returns
@@ -72,6 +74,9 @@ class ServerSettings:
     shared_fallback: bool = True
     #: fallbacks to the shared route per user (the route's quota admission)
     shared_rate: RateLimit = field(default_factory=lambda: RateLimit(30, 3600.0))
+    #: the most output tokens a request the server pays for (the shared route's) asks for,
+    #: in turns, tasks and the facade alike; ``None``: the shared profile's own limits
+    shared_max_tokens: int | None = None
     #: the argon2 parameters passwords are hashed with (a name in ``argon2.profiles``;
     #: ``CHEAPEST`` is for tests only)
     password_profile: str = "RFC_9106_LOW_MEMORY"
@@ -117,6 +122,8 @@ class ServerSettings:
                 f"password_profile {self.password_profile!r} is not one of "
                 + ", ".join(sorted(PASSWORD_PROFILES))
             )
+        if self.shared_max_tokens is not None and self.shared_max_tokens <= 0:
+            raise ServerConfigError("shared_max_tokens must be positive")
         if self.page_max <= 0:
             raise ServerConfigError("page_max must be positive")
         if self.database is not None and not _POSTGRES_URL.match(self.database):

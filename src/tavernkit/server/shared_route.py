@@ -16,6 +16,11 @@ every one of those attempts failed does the plan ask for the shared route
 in that order, so a refused route spends no quota. From then on the attempts are paid by
 the server's scope (``AttemptRecord.paid_by == "server:server"``), with the server's keys,
 rotation and cooldowns. A turn the user's keys answer never reads the shared profile.
+
+What the user is told keeps the server's choices to the server: the fallback notice, the
+turn's error and the reply's (or task's) model name say :data:`SHOWN_AS`, never the shared
+profile's model or provider. Each request the route sends asks for at most
+``ServerSettings.shared_max_tokens`` output tokens (turns, tasks and the facade alike).
 """
 
 from __future__ import annotations
@@ -36,11 +41,13 @@ from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
 from tavernkit.store.accounts import AccountStore
 
-__all__ = ["SERVER_OWNER", "SERVER_SCOPE", "SharedRoutes"]
+__all__ = ["SERVER_OWNER", "SERVER_SCOPE", "SHOWN_AS", "SharedRoutes"]
 
 #: the store owner of what the server itself owns: the shared profiles and their keys
 SERVER_OWNER = "server"
 SERVER_SCOPE = FundingScope("server", SERVER_OWNER, kind="server")
+#: what a user is shown in place of the shared route's models
+SHOWN_AS = "the server's shared connection"
 
 
 @dataclass
@@ -89,7 +96,14 @@ class SharedRoutes:
                 return True  # the route's own attempts: its key pool rotates and cools
             return await self._admit(principal, profile)
 
-        return SharedRoute(self.sources(), profile, SERVER_SCOPE, admission)
+        return SharedRoute(
+            self.sources(),
+            profile,
+            SERVER_SCOPE,
+            admission,
+            shown_as=SHOWN_AS,
+            max_tokens=self.settings.shared_max_tokens,
+        )
 
     async def _admit(self, principal: Principal, profile: str) -> bool:
         if not self.settings.shared_fallback:

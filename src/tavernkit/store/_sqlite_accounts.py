@@ -7,6 +7,8 @@ from __future__ import annotations
 import builtins
 from datetime import datetime, timedelta
 
+import aiosqlite
+
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.accounts import SessionRecord, TokenRecord, UserRecord
@@ -41,6 +43,60 @@ def _token(row: tuple[object, ...]) -> TokenRecord:
 
 def _name_key(name: str) -> str:
     return name.strip().casefold()
+
+
+#: the tables whose rows belong to an owner by an ``owner`` column; the rows that hang off
+#: them (blobs, links, key states, messages, swipes) go with them by ``ON DELETE CASCADE``
+_OWNED_TABLES = ("chats", "records", "api_keys", "memory_vectors", "global_variables", "settings")
+#: how many clashing names a refused hand-over lists
+_CLASHES_SHOWN = 10
+
+
+async def _owner_of(db: aiosqlite.Connection, user_id: str) -> str:
+    rows = list(await db.execute_fetchall("SELECT owner FROM users WHERE id = ?", (user_id,)))
+    if not rows:
+        raise NotFound(f"no user {user_id!r}")
+    return str(rows[0][0])
+
+
+async def _delete_owned(db: aiosqlite.Connection, owner: str) -> list[str]:
+    """Delete every row ``owner`` has (chats first: their messages, swipes and vectors go
+    with them); the ids of the API keys deleted, whose secret files are then removed."""
+    keys = await db.execute_fetchall("SELECT id FROM api_keys WHERE owner = ?", (owner,))
+    for table in _OWNED_TABLES:
+        await db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
+    return [str(row[0]) for row in keys]
+
+
+async def _hand_over(db: aiosqlite.Connection, owner: str, to: str) -> None:
+    """Give ``to`` every record, chat, API key and vector of ``owner``, refused whole
+    (:class:`Conflict`) when a record's name is one ``to`` already uses for that kind. ``to``
+    keeps its own settings and its variables of the same names; ``owner``'s go."""
+    clashes = list(
+        await db.execute_fetchall(
+            "SELECT a.kind, a.name FROM records a JOIN records b ON b.owner = ? "
+            "AND b.kind = a.kind AND b.name_key = a.name_key WHERE a.owner = ? "
+            "ORDER BY a.kind, a.name",
+            (to, owner),
+        )
+    )
+    if clashes:
+        named = ", ".join(f"{kind} {name!r}" for kind, name in clashes[:_CLASHES_SHOWN])
+        more = len(clashes) - _CLASHES_SHOWN
+        raise Conflict(
+            f"the receiving user already has records of these names: {named}"
+            + (f" and {more} more" if more > 0 else "")
+            + "; rename or delete them first, or hand over to another user"
+        )
+    for table in ("chats", "records", "api_keys", "memory_vectors"):
+        await db.execute(f"UPDATE {table} SET owner = ? WHERE owner = ?", (to, owner))
+    await db.execute(
+        "UPDATE global_variables SET owner = ? WHERE owner = ? AND name NOT IN "
+        "(SELECT name FROM global_variables WHERE owner = ?)",
+        (to, owner, to),
+    )
+    await db.execute("DELETE FROM global_variables WHERE owner = ?", (owner,))
+    await db.execute("DELETE FROM settings WHERE owner = ?", (owner,))
 
 
 class SqliteAccounts(SqliteBase):
@@ -145,11 +201,19 @@ class SqliteAccounts(SqliteBase):
             if cur.rowcount == 0:
                 raise NotFound(f"no user {user_id!r}")
 
-    async def delete_user(self, user_id: str) -> None:
+    async def delete_user(self, user_id: str, *, hand_over_to: str | None = None) -> None:
+        if hand_over_to == user_id:
+            raise StoreError("a user's records cannot be handed over to that same user")
         async with self._write() as db:
-            cur = await db.execute("DELETE FROM users WHERE id = ?", (user_id,))
-            if cur.rowcount == 0:
-                raise NotFound(f"no user {user_id!r}")
+            owner = await _owner_of(db, user_id)
+            if hand_over_to is None:
+                key_ids = await _delete_owned(db, owner)
+            else:
+                await _hand_over(db, owner, await _owner_of(db, hand_over_to))
+                key_ids = []
+            # the user's API tokens and sessions go with the row (ON DELETE CASCADE)
+            await db.execute("DELETE FROM users WHERE id = ?", (user_id,))
+        self._forget_key_secrets(key_ids)
 
     async def add_token(self, user_id: str, token_hash: str, *, label: str) -> TokenRecord:
         token_id = self._new_id()
@@ -217,7 +281,12 @@ class SqliteAccounts(SqliteBase):
         return SessionRecord(session_id, user_id, datetime.fromisoformat(now), expires)
 
     async def user_for_session(
-        self, session_hash: str, *, now: datetime, extend_to: datetime
+        self,
+        session_hash: str,
+        *,
+        now: datetime,
+        extend_to: datetime,
+        started_after: datetime | None = None,
     ) -> tuple[SessionRecord, UserRecord] | None:
         async with self._write() as db:
             async with db.execute(
@@ -230,7 +299,10 @@ class SqliteAccounts(SqliteBase):
             if row is None:
                 return None
             expires = datetime.fromisoformat(str(row[3]))
-            if expires <= now:
+            too_old = started_after is not None and (
+                datetime.fromisoformat(str(row[2])) <= started_after
+            )
+            if expires <= now or too_old:
                 await db.execute("DELETE FROM sessions WHERE id = ?", (row[0],))
                 return None
             if extend_to - expires > _EXTEND_STEP:

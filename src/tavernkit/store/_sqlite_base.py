@@ -138,6 +138,10 @@ class SqliteBase:
     def path(self) -> Path:
         return self._path
 
+    def _forget_key_secrets(self, key_ids: list[str]) -> None:
+        """Remove the secret files of API keys whose rows a write deleted (the keys' part of
+        the store keeps them; see ``SqliteKeys``)."""
+
     @property
     def models(self) -> dict[str, type[BaseModel]]:
         """The kind -> model registry; the facade may add to it after opening."""

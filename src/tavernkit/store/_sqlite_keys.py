@@ -30,6 +30,11 @@ class SqliteKeys(SqliteBase):
         """Where this database's API key secrets are kept (``<db>.keys/``, one 0600 file each)."""
         return KeyFiles(key_dir_for(self.path))
 
+    def _forget_key_secrets(self, key_ids: builtins.list[str]) -> None:
+        files = self.key_files
+        for key_id in key_ids:
+            files.delete(key_id)
+
     async def add_api_key(
         self, provider: str, secret: str, *, owner: str = DEFAULT_OWNER, label: str = ""
     ) -> str:

@@ -89,8 +89,16 @@ class AccountStore(Protocol):
 
     async def set_shared_fallback(self, user_id: str, allowed: bool) -> None: ...
 
-    async def delete_user(self, user_id: str) -> None:
-        """Delete the user with its tokens and sessions (its records stay under its owner)."""
+    async def delete_user(self, user_id: str, *, hand_over_to: str | None = None) -> None:
+        """Delete the user with its tokens, sessions and everything its owner has (records
+        and their blobs and links, chats with their messages and swipes, API keys with their
+        secrets and states, memory vectors, variables, settings), in one write.
+
+        ``hand_over_to`` (another user's id) gives that user the records, chats, API keys and
+        vectors instead: refused whole (:class:`~tavernkit.errors.Conflict`, nothing changed)
+        when one of the records has a name the receiver already uses for that kind; the
+        receiver keeps its own settings and its variables of the same names. NotFound when
+        either user does not exist."""
         ...
 
     async def add_token(self, user_id: str, token_hash: str, *, label: str) -> TokenRecord: ...
@@ -110,11 +118,17 @@ class AccountStore(Protocol):
     ) -> SessionRecord: ...
 
     async def user_for_session(
-        self, session_hash: str, *, now: datetime, extend_to: datetime
+        self,
+        session_hash: str,
+        *,
+        now: datetime,
+        extend_to: datetime,
+        started_after: datetime | None = None,
     ) -> tuple[SessionRecord, UserRecord] | None:
-        """The live session with that hash and its user (None when unknown or expired; an
-        expired one is deleted). Its expiry is moved to ``extend_to`` when that is more than
-        a minute later, so a busy session writes at most once a minute."""
+        """The live session with that hash and its user (None when unknown, expired or, with
+        ``started_after``, created at or before that time: its absolute lifetime is over; such
+        a session is deleted). Its expiry is moved to ``extend_to`` when that is more than a
+        minute later, so a busy session writes at most once a minute."""
         ...
 
     async def delete_session(self, session_hash: str) -> None: ...

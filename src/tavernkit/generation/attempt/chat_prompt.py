@@ -241,12 +241,19 @@ _SAMPLING_FIELDS = frozenset(f.name for f in dataclasses.fields(Sampling))
 
 
 def apply_samplers(
-    base: Sampling, saved: Mapping[str, Any], user_max: int | None, ceiling: int
+    base: Sampling,
+    saved: Mapping[str, Any],
+    user_max: int | None,
+    ceiling: int,
+    cap: int | None = None,
 ) -> Sampling:
-    """``base`` with a provider's saved sampler settings and the clamped output limit."""
+    """``base`` with a provider's saved sampler settings and the clamped output limit;
+    ``cap`` (a payer's) lowers that limit, and is the limit when nothing else set one."""
     overrides = {k: v for k, v in saved.items() if k in _SAMPLING_FIELDS and v is not None}
     server_max = overrides.pop("max_tokens", base.max_tokens)
     limit = clamp_max_tokens(server_max, user_max, ceiling)
+    if cap is not None:
+        limit = cap if limit is None else min(limit, cap)
     if limit != base.max_tokens:
         overrides["max_tokens"] = limit
     return replace(base, **overrides) if overrides else base
@@ -271,6 +278,7 @@ def adapt_request(
     after: Sequence[ChatMessage] = (),
     samplers: Mapping[str, Any] | None = None,
     user_max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
     default_reserve: int = 1024,
     fitter: Fitter | None = None,
     token_cache: dict[int, int] | None = None,
@@ -284,7 +292,7 @@ def adapt_request(
     """
     use_tools = tools_enabled and profile.supports_tools
     sampling = apply_samplers(
-        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens
+        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens, max_tokens_cap
     )
     reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
     fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))

@@ -176,13 +176,14 @@ def adapt_text_request(
     directives: Sequence[str] = (),
     samplers: Mapping[str, Any] | None = None,
     user_max_tokens: int | None = None,
+    max_tokens_cap: int | None = None,
     default_reserve: int = 1024,
     token_cache: dict[int, int] | None = None,
 ) -> AdaptedTextRequest:
     """The text request for one attempt (see the module docstring). ``prefill`` is the text
     the reply starts with (already chosen between manual and carried)."""
     sampling = apply_samplers(
-        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens
+        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens, max_tokens_cap
     )
     reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
     directive = directive_line(directives)
@@ -250,6 +251,7 @@ def attempt_request(
             directives=directives,
             samplers=target.samplers,
             user_max_tokens=target.user_max_tokens,
+            max_tokens_cap=target.max_tokens_cap,
             default_reserve=default_reserve,
             token_cache=token_cache,
         ).request
@@ -262,6 +264,7 @@ def attempt_request(
         after=after,
         samplers=target.samplers,
         user_max_tokens=target.user_max_tokens,
+        max_tokens_cap=target.max_tokens_cap,
         default_reserve=default_reserve,
         fitter=target.fitter,
         token_cache=token_cache,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
-from tavernkit.errors import NotAuthenticated, PermissionDenied, ServerConfigError
+from tavernkit.errors import FormatError, NotAuthenticated, PermissionDenied, ServerConfigError
 from tavernkit.server.accounts import csrf_for
 from tavernkit.server.auth import SESSION_COOKIE, AdminPrincipal, CurrentPrincipal
 from tavernkit.server.principal import Principal
@@ -52,8 +52,10 @@ class User(BaseModel):
 
 
 class NewUser(BaseModel):
+    #: NFKC-normalized and trimmed; one with an invisible or control character is a 422
     name: str = Field(min_length=1, max_length=200)
-    password: str = Field(min_length=8, max_length=1024)
+    #: the account rules' (a 422 naming ``password`` when too short or a common password)
+    password: str = Field(max_length=1024)
     is_admin: bool = False
 
 
@@ -235,12 +237,35 @@ async def create_user(body: NewUser, admin: AdminPrincipal, state: State) -> Use
 
 
 @router.delete("/users/{user_id}", status_code=204)
-async def delete_user(user_id: str, admin: AdminPrincipal, state: State) -> None:
-    """Delete a user with their tokens and sessions (an admin cannot delete themselves)."""
+async def delete_user(
+    user_id: str,
+    admin: AdminPrincipal,
+    state: State,
+    hand_over_to: Annotated[
+        str | None,
+        Query(max_length=200, description="give the user's records to this user (an id)"),
+    ] = None,
+) -> None:
+    """Delete a user: their sessions and API tokens end, and everything they own goes with
+    them (characters, chats and messages, lorebooks, presets, personas, profiles, API keys and
+    their secrets, memory vectors, variables, settings). With ``hand_over_to`` those records,
+    chats, keys and vectors go to that user instead (409 when one of the records has a name
+    that user already has for its kind, and nothing changes). An admin cannot delete
+    themselves."""
     _accounts_on(state)
     if user_id == admin.user_id:
         raise PermissionDenied("an admin cannot delete their own account")
-    await state.accounts.store.delete_user(user_id)
+    if hand_over_to == user_id:
+        raise FormatError(
+            "a user's records cannot be handed over to that same user", field="hand_over_to"
+        )
+    store = state.accounts.store
+    user = await store.get_user(user_id)
+    if hand_over_to is not None:
+        await store.get_user(hand_over_to)  # 404 before anything ends
+    # their chat memory's background work settles and their MCP servers close first
+    await state.tavern.forget_owner(user.owner)
+    await store.delete_user(user_id, hand_over_to=hand_over_to)
 
 
 @router.post("/users/{user_id}/password", status_code=204)

@@ -178,11 +178,13 @@ class ConnectionCheck(BaseModel):
 
 @router.post("/ui/profiles/{name}/test")
 async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
-    """One tiny request through the profile (its keys, URL and model): ``ok`` with the reply's
-    start, or the typed error's code and message (never the upstream's body or a key)."""
+    """One tiny request through the profile itself (its keys, URL and model; not its
+    fallback chain, nor the server's shared route, whose answer would say nothing of this
+    profile): ``ok`` with the reply's start, or the typed error's code and message (never the
+    upstream's body or a key)."""
     await tk.profiles.get(name)  # NotFound for an unknown profile
     try:
-        result = await tk.context().generate_task(
+        result = await tk.context(fallbacks=False).generate_task(
             [{"role": "user", "content": "Reply with the single word: OK"}],
             include_character_card=False,
             api_preset_name=name,

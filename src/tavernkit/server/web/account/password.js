@@ -6,7 +6,7 @@ import { api } from "../api.js";
 import { h } from "../dom.js";
 import { errorText } from "../toast.js";
 
-export const MIN_PASSWORD = 8; // the server's rule (server/accounts.py); the server checks it
+export const MIN_PASSWORD = 10; // the server's rule (server/accounts.py); the server checks it
 
 export function passwordSection({ onChanged = async () => {} } = {}) {
   const alerts = createAlerts();
@@ -43,7 +43,7 @@ export function passwordSection({ onChanged = async () => {} } = {}) {
     "section",
     { class: "card", "aria-label": "Password" },
     h("h2", {}, "Password"),
-    h("p", { class: "muted" }, `${MIN_PASSWORD} characters or more. Changing it signs out your other sessions and revokes your API tokens.`),
+    h("p", { class: "muted" }, `${MIN_PASSWORD} characters or more, and not a common password. Changing it signs out your other sessions and revokes your API tokens.`),
     alerts.node,
     form,
   );

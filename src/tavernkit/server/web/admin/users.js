@@ -1,6 +1,8 @@
 // Admin > Users: every user (name, admin, created), a new one with a password, a user's
-// password reset (which signs them out everywhere) and deleting a user (after a confirm;
-// their records stay in the store). An admin cannot delete themselves.
+// password reset (which signs them out everywhere) and deleting a user (after a confirm):
+// their characters, chats, keys and the rest are deleted with them or handed to another user
+// (the server refuses a hand-over whose names clash, and changes nothing). An admin cannot
+// delete themselves.
 
 import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
@@ -15,10 +17,10 @@ export async function usersSection(me) {
 
   const refresh = async () => {
     const users = await api("GET", "/users");
-    body.replaceChildren(...users.map(row));
+    body.replaceChildren(...users.map((user) => row(user, users)));
   };
 
-  function row(user) {
+  function row(user, users) {
     const self = user.id === me.user_id;
     const slot = h("div", { class: "reset" });
     const resetForm = () => {
@@ -47,6 +49,37 @@ export async function usersSection(me) {
       slot.replaceChildren(form);
       input.focus();
     };
+    const deleteForm = () => {
+      const choice = h(
+        "select",
+        { "aria-label": `Records of ${user.name}` },
+        h("option", { value: "" }, "Delete them"),
+        ...users.filter((u) => u.id !== user.id).map((u) => h("option", { value: u.id }, `Hand them to ${u.name}`)),
+      );
+      const form = h(
+        "form",
+        { class: "inline-form", "aria-label": `Delete the user ${user.name}` },
+        h("label", { class: "field" }, "Their characters, chats, keys and settings", choice),
+        h("button", { type: "submit", class: "danger", "aria-label": `Confirm deleting ${user.name}` }, "Delete the user"),
+        button("Cancel", () => slot.replaceChildren()),
+      );
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        const to = users.find((u) => u.id === choice.value);
+        const fate = to ? `their records go to ${to.name}` : "their records are deleted with them";
+        if (!window.confirm(`Delete the user ${user.name}? They can no longer sign in; their tokens and sessions end, and ${fate}.`)) return;
+        try {
+          const query = to ? `?hand_over_to=${encodeURIComponent(to.id)}` : "";
+          await api("DELETE", `/users/${encodeURIComponent(user.id)}${query}`);
+          toast(to ? `${user.name} deleted; ${to.name} has their records` : `${user.name} deleted`, "info");
+          await refresh();
+        } catch (error) {
+          alerts.show(errorText(error, { withField: true }));
+        }
+      });
+      slot.replaceChildren(form);
+      choice.focus();
+    };
     return h(
       "tr",
       { dataset: { user: user.name } },
@@ -57,22 +90,7 @@ export async function usersSection(me) {
         "td",
         {},
         h("div", { class: "actions" }, button("Reset password", resetForm, { "aria-label": `Reset password of ${user.name}` }),
-        self
-          ? ""
-          : button(
-              "Delete",
-              async () => {
-                if (!window.confirm(`Delete the user ${user.name}? They can no longer sign in; their tokens and sessions end.`)) return;
-                try {
-                  await api("DELETE", `/users/${encodeURIComponent(user.id)}`);
-                  toast(`${user.name} deleted`, "info");
-                  await refresh();
-                } catch (error) {
-                  alerts.show(errorText(error, { withField: true }));
-                }
-              },
-              { "aria-label": `Delete ${user.name}`, class: "danger" },
-            ),
+        self ? "" : button("Delete", deleteForm, { "aria-label": `Delete ${user.name}`, class: "danger" }),
         ),
         slot,
       ),
@@ -117,7 +135,7 @@ export async function usersSection(me) {
       body,
     ),
     h("h3", {}, "New user"),
-    h("p", { class: "muted" }, `A password needs ${MIN_PASSWORD} characters or more. Each user has their own characters, chats and keys.`),
+    h("p", { class: "muted" }, `A password needs ${MIN_PASSWORD} characters or more and cannot be a common one. A name cannot hold invisible characters. Each user has their own characters, chats and keys.`),
     form,
   );
 }
