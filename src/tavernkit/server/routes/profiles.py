@@ -2,7 +2,8 @@
 with its keys, and every answer shows a key only as its label and fingerprint.
 
 With accounts on, a profile may reference an environment key (``env:NAME``, the server's own
-keys) only when an admin makes it: a user brings their own keys."""
+keys) only when an admin makes it: a user brings their own keys, and a user's ``base_url`` must
+be one the egress policy allows (:mod:`tavernkit.egress`; 403 ``EgressRefused``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.profile import ApiFamily, ProfileTimeouts
 from tavernkit.profile_admin import ENV_PREFIX, ProfileSummary
 from tavernkit.server.auth import AdminPrincipal, CurrentPrincipal, UserTavern
-from tavernkit.server.routes._common import State
+from tavernkit.server.routes._common import State, check_egress
 
 __all__ = ["router", "shared_router"]
 
@@ -65,6 +66,7 @@ async def create_profile(
     server_keys = any(k.startswith(ENV_PREFIX) for k in body.keys)
     if server_keys and state.settings.accounts and not who.is_admin:
         raise PermissionDenied("only an admin may use the server's environment keys")
+    await check_egress(tk, body.base_url, field="base_url")
     return await _add(tk, body)
 
 
