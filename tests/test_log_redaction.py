@@ -54,6 +54,16 @@ def test_client_urls_lose_query_and_user_info(caplog: pytest.LogCaptureFixture) 
     assert redact_url("not a url") == "not a url"
 
 
+def test_a_responses_own_reason_phrase_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    """The status line's words are the peer's (an upstream may put anything there)."""
+    request = 'HTTP Request: %s %s "%s %d %s"'
+    url = "https://api.example/v1"
+    line = _line(caplog, "httpx2", request, "POST", url, "HTTP/1.1", 401, f"go away {SECRET}")
+    assert line == 'HTTP Request: POST https://api.example/v1 "HTTP/1.1 401 Unauthorized"'
+    line = _line(caplog, "httpx2", request, "POST", url, "HTTP/1.1", 599, SECRET)
+    assert line == 'HTTP Request: POST https://api.example/v1 "HTTP/1.1 599 "'
+
+
 def test_the_url_macro_alone_installs_the_http_filters() -> None:
     """Renderer-only use (no provider imported) still redacts httpx2's DEBUG lines."""
     import subprocess

@@ -18,6 +18,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── AccessError            the server refused a caller (``tavernkit.server``)
     │   ├── NotAuthenticated   no valid token, session or password (HTTP 401)
     │   ├── PermissionDenied   signed in, but not allowed (HTTP 403; a bad CSRF token too)
+    │   │   └── EgressRefused  the egress policy refuses a destination (also a BadRequest)
     │   └── TooManyAttempts    a per-user rate limit (logins, turns) was hit (HTTP 429)
     ├── ServerConfigError      the server's settings are unsafe or invalid (refuses to start)
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
@@ -80,6 +81,7 @@ from typing import Protocol
 
 from tavernkit.error_families.access import (
     AccessError,
+    EgressRefused,
     NotAuthenticated,
     PermissionDenied,
     ServerConfigError,
@@ -159,6 +161,7 @@ __all__ = [
     "ContextTooLong",
     "CoordinationError",
     "DiceError",
+    "EgressRefused",
     "EmbedderUnavailable",
     "EmbeddingError",
     "EmbeddingInputError",

@@ -12,7 +12,8 @@ logger that rewrites the record in place, keeping its shape and dropping the dat
 - ``aiosqlite``: an operation is named by its function (``execute``, ``commit``), an error by
   its type; SQL text and parameters never reach a handler;
 - ``httpcore2.*``: the trace event name, plus ``host``/``port`` of a connect;
-- ``httpx2``: URLs without query string or user info.
+- ``httpx2``: URLs without query string or user info, and a response's reason phrase replaced
+  by the standard one for its status (the peer chose its own words).
 
 The store installs the first when it is imported, the HTTP layer the others: whoever uses the
 library installs its filter. :func:`install` is idempotent.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+from http import HTTPStatus
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["install", "redact_url"]
@@ -75,10 +77,26 @@ class _TransportFilter(logging.Filter):
         return True
 
 
+#: httpx2's line per request: method, URL, HTTP version, status and the peer's reason phrase
+_REQUEST_LINE = 'HTTP Request: %s %s "%s %d %s"'
+
+
+def _standard_phrase(status: object) -> str:
+    if not isinstance(status, int):
+        return ""
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 class _ClientFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(redact_url(a) if _looks_like_url(a) else a for a in record.args)
+            args = [redact_url(a) if _looks_like_url(a) else a for a in record.args]
+            if record.msg == _REQUEST_LINE and len(args) == 5:
+                args[4] = _standard_phrase(args[3])  # the peer wrote its own: not logged
+            record.args = tuple(args)
         return True
 
 

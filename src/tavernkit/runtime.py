@@ -17,6 +17,7 @@ from typing import Any
 import httpx2
 import pluggy
 
+from tavernkit.egress import EgressPolicy
 from tavernkit.errors import TavernKitError
 from tavernkit.generation.abort import ActiveGenerations
 from tavernkit.generation.keys import CooldownStore, InMemoryCooldownStore
@@ -107,6 +108,16 @@ class Runtime:
         #: the connections to hosted APIs every provider call of this runtime shares
         self.http = HttpPool()
         self._store: Store | None = None
+
+    @property
+    def egress(self) -> EgressPolicy | None:
+        """The egress policy every outbound request of this runtime goes through (a server's
+        non-admin user: :mod:`tavernkit.egress`); ``None``, the default: none."""
+        return self.http.egress
+
+    @egress.setter
+    def egress(self, policy: EgressPolicy | None) -> None:
+        self.http.set_egress(policy)
 
     @property
     def store(self) -> Store:

@@ -63,7 +63,8 @@ def _sse(payload: Any, event: str | None = None) -> bytes:
 
 
 class ScriptedServer:
-    def __init__(self, replies: Sequence[Reply] | None = None) -> None:
+    def __init__(self, replies: Sequence[Reply] | None = None, *, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.replies: list[Reply] = list(replies or [Reply(text="ok")])
         self.requests: list[Recorded] = []
         self._server: asyncio.Server | None = None
@@ -74,9 +75,9 @@ class ScriptedServer:
         self.embed_status = 200
 
     async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._handle, self.host, 0)
         port = self._server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}"
+        self.base_url = f"http://{self.host}:{port}"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

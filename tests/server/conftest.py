@@ -1,5 +1,10 @@
 """Servers for the route tests: one local (accounts off) and one with accounts (an admin and
-two users, each with an API token), over a real uvicorn on loopback."""
+two users, each with an API token), over a real uvicorn on loopback.
+
+With accounts on, the users' requests go through the egress policy, which refuses loopback: a
+test whose users reach a scripted upstream or MCP server on loopback (standing for a hosted
+one) asks for ``users`` with :data:`LOOPBACK` (``indirect`` parametrization), which
+allow-lists loopback as an admin would (``--allow-egress``)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,13 @@ from tavernkit.server.settings import RateLimit, ServerSettings
 from ._live import LiveServer, live_server
 
 PASSWORD = "correct horse battery"
+
+#: the server settings that let users reach loopback (the tests' stand-ins for hosted APIs)
+LOOPBACK: dict[str, object] = {"allow_egress": ("127.0.0.0/8", "::1/128")}
+#: ``users`` whose requests may reach loopback: ``@with_loopback`` on a test or module
+with_loopback = pytest.mark.parametrize(
+    "users", [pytest.param(LOOPBACK, id="loopback-allowed")], indirect=True
+)
 
 
 def settings(home: Path, **overrides: object) -> ServerSettings:
@@ -45,8 +57,9 @@ async def token_client(server: LiveServer, name: str) -> httpx.AsyncClient:
 
 
 @pytest.fixture
-async def users(tmp_path: Path) -> AsyncIterator[Users]:
-    conf = settings(tmp_path / "home", accounts=True, login_rate=RateLimit(5, 60.0))
+async def users(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Users]:
+    overrides: dict[str, object] = getattr(request, "param", {})
+    conf = settings(tmp_path / "home", accounts=True, login_rate=RateLimit(5, 60.0), **overrides)
     async with live_server(conf) as server:
         accounts = server.state.accounts
         await accounts.create_user("admin", PASSWORD, is_admin=True)

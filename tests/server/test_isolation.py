@@ -91,7 +91,8 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
     r = await ann.post("/groups", json={"name": "ann-crew", "members": ["Mira"]})
     assert r.status_code == 201, r.text
     group = r.json()["id"]
-    mcp = {"name": "annm", "url": "http://127.0.0.1:9/mcp", "token": "ann-mcp-token-0123"}
+    # a name that never resolves (RFC 6761): stored unchecked, never reached
+    mcp = {"name": "annm", "url": "http://mcp.invalid/mcp", "token": "ann-mcp-token-0123"}
     assert (await ann.post("/mcp/servers", json=mcp)).status_code == 201
     docs = {}
     for path in DOCUMENT_PATHS:

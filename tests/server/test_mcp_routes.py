@@ -12,9 +12,11 @@ import pytest
 
 from tools._mcp_server import serve_http
 
-from .conftest import Users
+from .conftest import Users, with_loopback
 
 SECRET = "mcp-secret-0123456789"
+
+pytestmark = with_loopback  # the test MCP server listens on loopback
 
 
 async def _keys(users: Users, user: str) -> list[str]:

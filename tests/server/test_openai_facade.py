@@ -23,7 +23,7 @@ from tavernkit.models.profile import ConnectionProfile, FallbackChain, FallbackE
 
 from ._live import LiveServer, live_server
 from ._sse import parse_events
-from .conftest import Users, settings
+from .conftest import Users, settings, with_loopback
 
 HELLO = [{"role": "user", "content": "Hello {{char}}"}]
 
@@ -232,6 +232,7 @@ async def test_a_body_over_the_cap_is_a_413_in_openais_shape(tmp_path: Path) -> 
         assert "4096" in error["message"]
 
 
+@with_loopback
 async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> None:
     async with HangingServer([Reply(text="Hi ann.")]) as upstream:
         state = users.server.state

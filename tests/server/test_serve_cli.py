@@ -100,6 +100,34 @@ def test_serve_with_accounts_creates_the_admin(tmp_path: Path) -> None:
         assert r.status_code == 200 and r.json()["is_admin"] is True
 
 
+def test_serve_allow_egress_lets_users_reach_that_network_only(tmp_path: Path) -> None:
+    """``--allow-egress`` (repeatable): a user's profile may point into the allowed network;
+    the rest of loopback stays refused (403 ``EgressRefused``)."""
+    password = "a long admin password"
+    env = {"TAVERNKIT_ADMIN_PASSWORD": password}
+    args = ("--create-admin", "root", "--allow-egress", "127.0.0.2/32", "--allow-egress", "h.lan")
+    with serving(tmp_path / "home", *args, env=env) as url, httpx.Client(base_url=url) as admin:
+        _wait_up(url)
+        admin.post("/auth/login", json={"name": "root", "password": password})
+        csrf = {"X-CSRF-Token": admin.get("/auth/me").json()["csrf_token"]}
+        ann_password = "ann's own long password"
+        new = {"name": "ann", "password": ann_password}
+        assert admin.post("/users", json=new, headers=csrf).status_code == 201
+        with httpx.Client(base_url=url) as ann:
+            token = ann.post("/auth/login", json=new).json()["csrf_token"]
+            headers = {"X-CSRF-Token": token}
+            inside = {"name": "in", "base_url": "http://127.0.0.2:9/v1"}
+            assert ann.post("/profiles", json=inside, headers=headers).status_code == 201
+            outside = {"name": "out", "base_url": "http://127.0.0.1:9/v1"}
+            r = ann.post("/profiles", json=outside, headers=headers)
+            assert r.status_code == 403 and r.json()["error"]["type"] == "EgressRefused"
+
+
+def test_serve_refuses_a_bad_egress_allowance(tmp_path: Path) -> None:
+    said = refused(tmp_path, "--accounts", "--allow-egress", "not a host!")
+    assert "allow_egress" in said
+
+
 async def test_accepted_connections_have_nagle_off() -> None:
     # with Nagle on, each small keep-alive answer waited ~40 ms for the client's delayed ACK
     seen: list[int] = []

@@ -20,7 +20,7 @@ from tavernkit.server.settings import RateLimit
 from ._cards import card_file
 from ._live import LiveServer, live_server
 from ._sse import parse_events
-from .conftest import PASSWORD, settings, token_client
+from .conftest import LOOPBACK, PASSWORD, settings, token_client
 
 BAD_KEY = Reply(status=401, error={"error": {"message": "bad key", "code": "invalid_api_key"}})
 POOL_KEY = "sk-shared-pool-0001"
@@ -64,7 +64,11 @@ async def _own_chat(client: httpx.AsyncClient, upstream: ScriptedServer, key: st
 
 @pytest.fixture
 async def pool(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Pool]:
-    fields: dict[str, object] = {"shared_profile": "pool", "shared_rate": RateLimit(5, 3600.0)}
+    fields: dict[str, object] = {
+        "shared_profile": "pool",
+        "shared_rate": RateLimit(5, 3600.0),
+        **LOOPBACK,  # the users' own profiles point at the loopback upstream too
+    }
     fields.update(getattr(request, "param", {}))
     conf = settings(tmp_path / "home", accounts=True, **fields)
     async with ScriptedServer() as upstream, live_server(conf) as server:

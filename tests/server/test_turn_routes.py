@@ -14,7 +14,7 @@ from chat.conftest import stock_world
 
 from ._site import Site, site
 from ._sse import Event, events_of, parse_events
-from .conftest import Users
+from .conftest import Users, with_loopback
 
 __all__ = ["site"]  # the fixture, used by name
 
@@ -148,6 +148,7 @@ async def test_bad_turn_requests_are_refused_with_a_named_error(site: Site) -> N
     assert len((await site.tk.chats.load(chat)).messages) == 3  # only the good turn wrote
 
 
+@with_loopback
 async def test_another_users_turn_is_not_found(tmp_path: Path, users: Users) -> None:
     async with HangingServer([HangReply(text="Private. words", hang_after=1)]) as upstream:
         state = users.server.state

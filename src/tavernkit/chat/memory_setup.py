@@ -31,7 +31,7 @@ from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state
 from tavernkit.prompt.macros import macro_substitute
 from tavernkit.prompt.state import PromptState
-from tavernkit.runtime import Runtime
+from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state
 
 __all__ = ["ChatMemory", "chat_collection"]
@@ -54,12 +54,16 @@ class ChatMemory:
         environ: Mapping[str, str] | None = None,
     ) -> None:
         self.runtime = runtime
-        self.client = client
+        self._client = client
         self.environ = environ
-        self._endpoints: dict[tuple[str, str, str], EndpointEmbedder] = {}
+        self._endpoints: dict[tuple[str, str, str, int], EndpointEmbedder] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
         #: chats whose last turn recalled from its vectors (only those are indexed after)
         self._recalling: set[str] = set()
+
+    #: the HTTP client an endpoint embedder posts on: the one given, else the runtime's pool
+    #: (so the owner's egress policy applies to embeddings as to every other request)
+    client = PooledClient()
 
     def after_reply(self, chat_id: str, *, owner: str) -> None:
         """Embed the chat's new messages in the background (see the module docstring);
@@ -121,11 +125,12 @@ class ChatMemory:
         model = settings.embedding_model or profile.model or ""
         if not model:
             raise MemoryConfigError(f"no embedding model: set vectors.embedding_model ({name!r})")
-        key = (owner, name, model)
+        client = self.client
+        key = (owner, name, model, id(client))  # a new pool client (a new policy): a new one
         found = self._endpoints.get(key)
         if found is None:
             connection = await resolve_profile(
-                store, profile, owner=owner, client=self.client, environ=self.environ
+                store, profile, owner=owner, client=client, environ=self.environ
             )
             keys = getattr(connection.provider, "keys", None)
             secret = keys() if callable(keys) else keys
@@ -133,7 +138,7 @@ class ChatMemory:
                 profile.base_url,
                 model,
                 key=secret if isinstance(secret, str) else None,
-                client=self.client,
+                client=client,
             )
         return found
 

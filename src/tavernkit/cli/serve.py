@@ -111,6 +111,14 @@ def serve_command(
     turn_rate: Annotated[
         int, typer.Option("--turn-rate", help="Chat turns each user may start per minute.")
     ] = 60,
+    allow_egress: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-egress",
+            help="A CIDR network or host name users' requests may reach although it is "
+            "loopback, private or link-local (repeatable; accounts on).",
+        ),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -126,6 +134,7 @@ def serve_command(
         redis=redis or None,
         turn_lease_s=lock_lease,
         turn_rate=RateLimit(turn_rate, 60.0),
+        allow_egress=tuple(allow_egress or ()),
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

@@ -5,6 +5,7 @@ Import these from :mod:`tavernkit.errors` (or ``tavernkit``), which re-exports e
 from __future__ import annotations
 
 from tavernkit.error_families.base import TavernKitError
+from tavernkit.error_families.provider import BadRequest
 
 
 class AccessError(TavernKitError):
@@ -18,6 +19,19 @@ class NotAuthenticated(AccessError):
 class PermissionDenied(AccessError):
     """The caller is known but may not do this: not an admin, or a cookie request without the
     session's CSRF token (HTTP 403)."""
+
+
+class EgressRefused(PermissionDenied, BadRequest):
+    """The server's egress policy refused a destination (:mod:`tavernkit.egress`): with
+    accounts on, a non-admin's request to a loopback, private, link-local, multicast,
+    unspecified or cloud-metadata address, to a non-HTTP scheme, or through a redirect to one
+    (HTTP 403; ``field`` names the setting when a record was refused as it was saved). Also a
+    :class:`~tavernkit.errors.BadRequest`: a provider's request refused this way is not
+    retried and rests no key, as the profile must change."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class TooManyAttempts(AccessError):

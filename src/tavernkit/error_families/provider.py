@@ -158,6 +158,7 @@ ErrorClass = Literal[
     "content_filter",
     "model_unavailable",
     "bad_request",
+    "egress_refused",
     "timeout",
     "network",
     "interrupted",

@@ -16,6 +16,7 @@ from tavernkit.errors import (
     BadRequest,
     ContentFiltered,
     ContextTooLong,
+    EgressRefused,
     MissingCredential,
     ModelUnavailable,
     NetworkError,
@@ -55,6 +56,7 @@ TurnStatus = Literal["completed", "failed", "aborted"]
 
 # most specific class first: a subclass must come before its base
 _CLASSES: tuple[tuple[type[ProviderError], ErrorClass], ...] = (
+    (EgressRefused, "egress_refused"),
     (MissingCredential, "missing_credential"),
     (AuthError, "auth"),
     (QuotaExhausted, "quota"),

@@ -11,6 +11,11 @@ A client's connections belong to the event loop that opened them, and a Tavern c
 loop (``asyncio.run`` twice over one Tavern): a connection of a closed loop would fail on its
 next write. So the pool keeps one client per running loop, drops those of loops that closed,
 and :meth:`HttpPool.aclose` (the Tavern's close) closes the current loop's.
+
+A pool with an egress policy (:mod:`tavernkit.egress`: a server's non-admin user) makes its
+clients on :class:`~tavernkit.egress.EgressTransport`, whose connections go only where the
+policy allows; its connections are never opened ahead (each is checked as it is opened).
+Changing the policy retires the clients made under the old one.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ from functools import cache
 
 import httpx2
 
+from tavernkit.egress import EgressPolicy, egress_client
 from tavernkit.providers.http import Timeouts
-from tavernkit.providers.net import asyncio_transport, close_ahead
+from tavernkit.providers.net import AsyncioBackend, asyncio_transport, close_ahead
 
 __all__ = ["KEEPALIVE_S", "HttpPool", "default_ssl_context"]
 
@@ -38,26 +44,53 @@ def default_ssl_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def new_client() -> httpx2.AsyncClient:
+def new_client(egress: EgressPolicy | None = None) -> httpx2.AsyncClient:
     """A client as every provider call runs on: reads are timed per data event by the
     provider, so the client's read timeout is off; no limit on connections (a server streams
-    hundreds of replies from one API at once)."""
+    hundreds of replies from one API at once). With ``egress``, its requests go only where
+    that policy allows."""
+    limits = httpx2.Limits(
+        max_connections=None, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_S
+    )
+    if egress is not None:
+        return egress_client(
+            egress,
+            verify=default_ssl_context(),
+            limits=limits,
+            backend=AsyncioBackend(),
+            timeout=Timeouts().httpx(),
+        )
     return httpx2.AsyncClient(
         timeout=Timeouts().httpx(),
-        transport=asyncio_transport(
-            default_ssl_context(),
-            limits=httpx2.Limits(
-                max_connections=None, max_keepalive_connections=100, keepalive_expiry=KEEPALIVE_S
-            ),
-        ),
+        transport=asyncio_transport(default_ssl_context(), limits=limits),
     )
+
+
+_Held = tuple[asyncio.AbstractEventLoop, httpx2.AsyncClient]
 
 
 class HttpPool:
     """One :func:`new_client` per running event loop (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, httpx2.AsyncClient]] = {}
+    def __init__(self, egress: EgressPolicy | None = None) -> None:
+        self._clients: dict[int, _Held] = {}
+        self._egress = egress
+        #: clients made under an earlier policy: closed with the pool
+        self._retired: list[_Held] = []
+
+    @property
+    def egress(self) -> EgressPolicy | None:
+        """The policy the pool's requests go through (``None``: none)."""
+        return self._egress
+
+    def set_egress(self, egress: EgressPolicy | None) -> None:
+        """Police the next clients with ``egress``; the current ones are retired (a request
+        under way on one finishes; none is started there again)."""
+        if egress == self._egress:
+            return
+        self._egress = egress
+        self._retired += self._clients.values()
+        self._clients = {}
 
     def client(self) -> httpx2.AsyncClient | None:
         """The running loop's client (made at its first call); ``None`` outside a loop."""
@@ -71,13 +104,17 @@ class HttpPool:
         for key, (other, _) in list(self._clients.items()):
             if other.is_closed():  # its connections died with it
                 del self._clients[key]
-        client = new_client()
+        client = new_client(self._egress)
         self._clients[id(loop)] = (loop, client)
         return client
 
     async def aclose(self) -> None:
-        """Close the running loop's client; the next call makes a new one."""
-        held = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if held is not None:
-            close_ahead(held[1])
-            await held[1].aclose()
+        """Close the running loop's client (and those retired); the next call makes a new
+        one."""
+        loop = asyncio.get_running_loop()
+        held = self._clients.pop(id(loop), None)
+        retired, self._retired = self._retired, []
+        for owner, client in [*retired, *([held] if held is not None else [])]:
+            if owner is loop:
+                close_ahead(client)
+                await client.aclose()

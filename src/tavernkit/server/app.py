@@ -149,6 +149,7 @@ def create_app(
                 limiter=rate,
                 turns=hub,
                 shared=shared_route,
+                egress=settings.egress_policy(),
             )
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()

@@ -3,8 +3,10 @@
 validation failures as 422 in the same shape, and anything else as a bare 500 that names
 nothing (the traceback goes to the log, never to the client).
 
-Messages of tavernkit errors never carry secrets (see :mod:`tavernkit.errors`); the body
-uses the error's class name as ``type`` so clients match by type, as Python callers do.
+Messages of tavernkit errors never carry secrets (see :mod:`tavernkit.errors`), and an error
+an upstream wrote (a provider's, a task's) is shown by its class, code and HTTP status only
+(:func:`~tavernkit.server.task_errors.safe_text`); the body uses the error's class name as
+``type`` so clients match by type, as Python callers do.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tavernkit.errors import (
     ToolSourceUnavailable,
     TooManyAttempts,
 )
+from tavernkit.server.task_errors import safe_text
 
 __all__ = ["ERROR_RESPONSES", "ErrorBody", "error_body", "install_error_handlers", "status_for"]
 
@@ -106,7 +109,7 @@ async def _tavernkit_error(request: Request, exc: Exception) -> JSONResponse:
     if isinstance(exc, NotAuthenticated):
         headers["WWW-Authenticate"] = "Bearer"
     return JSONResponse(
-        error_body(type(exc).__name__, str(exc), field if isinstance(field, str) else None),
+        error_body(type(exc).__name__, safe_text(exc), field if isinstance(field, str) else None),
         status_code=status_for(exc),
         headers=headers,
     )

@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tavernkit.egress import EgressPolicy
 from tavernkit.errors import ServerConfigError
 from tavernkit.log_redaction import redact_url
 
@@ -80,6 +81,9 @@ class ServerSettings:
     #: the argon2 parameters passwords are hashed with (a name in ``argon2.profiles``;
     #: ``CHEAPEST`` is for tests only)
     password_profile: str = "RFC_9106_LOW_MEMORY"
+    #: with accounts on, what non-admin users' requests may reach besides public addresses
+    #: (:mod:`tavernkit.egress`): CIDR networks and host names (``--allow-egress``)
+    allow_egress: tuple[str, ...] = ()
     #: a ``postgresql://`` URL: the data lives in that database (several processes share
     #: it); ``None``: the home's SQLite file (or ``$TAVERNKIT_DATABASE_URL``)
     database: str | None = None
@@ -136,4 +140,13 @@ class ServerSettings:
             )
         if self.turn_lease_s <= 0:
             raise ServerConfigError("turn_lease_s must be positive")
+        try:
+            EgressPolicy.parse(self.allow_egress)
+        except ValueError as exc:
+            raise ServerConfigError(f"allow_egress: {exc}") from None
         return self
+
+    def egress_policy(self) -> EgressPolicy | None:
+        """The policy non-admin users' requests go through: none with accounts off (the one
+        local user owns the machine)."""
+        return EgressPolicy.parse(self.allow_egress) if self.accounts else None

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
+from tavernkit.egress import EgressPolicy
 from tavernkit.errors import TavernKitError, TooManyAttempts
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
@@ -38,11 +39,16 @@ class ServerState:
     card_facets: CardFacets = field(default_factory=CardFacets)
     #: each user's fallback to the server's shared route (accounts on only)
     shared: SharedRoutes | None = None
+    #: the policy non-admin users' outbound requests go through (accounts on only)
+    egress: EgressPolicy | None = None
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts
-        on, its chat turns fall back to the shared route (:mod:`.shared_route`)."""
+        on, its chat turns fall back to the shared route (:mod:`.shared_route`), and a
+        non-admin's requests (turns, tasks, the facade, embeddings, MCP) go through the
+        egress policy (:mod:`tavernkit.egress`)."""
         view = self.tavern.for_owner(principal.owner)
+        view.runtime.egress = None if principal.is_admin else self.egress
         if self.shared is not None and view.chats.shared_route is None:
             view.chats.shared_route = self.shared.route_for(principal)
         return view

@@ -7,8 +7,10 @@ server lacks), never 401, which would tell the client its own credentials to thi
 wrong. ``details`` keeps only what the error class documents as safe to show.
 
 The message of an error that came from the upstream is never passed on: a provider's error
-text can echo the key it was sent (an admin's shared key, to a user), so the client gets the
-error's class and code instead; the operator's log has the rest.
+text can echo the key it was sent (an admin's shared key, to a user), and a user who points a
+profile at some internal service would read that service's answers through it. The client
+gets the error's class, code and HTTP status instead (:func:`safe_message`,
+:func:`safe_text`), and nothing logs the upstream's text either.
 """
 
 from __future__ import annotations
@@ -17,9 +19,15 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
-from tavernkit.errors import GenerateTaskError, ProviderError
+from tavernkit.errors import EgressRefused, GenerateTaskError, ProviderError, TavernKitError
 
-__all__ = ["TASK_STATUS", "safe_message", "task_error_body", "task_error_response"]
+__all__ = [
+    "TASK_STATUS",
+    "safe_message",
+    "safe_text",
+    "task_error_body",
+    "task_error_response",
+]
 
 TASK_STATUS: dict[str, int] = {
     "invalid_input": 400,
@@ -51,11 +59,32 @@ _SAFE_DETAILS = (
 
 
 def safe_message(exc: GenerateTaskError) -> str:
-    """``exc``'s message, or its class and code when the upstream wrote it."""
+    """``exc``'s message, or its class, code and HTTP status when an upstream wrote it (or
+    may have: an exception from outside tavernkit is named by its class only). The egress
+    policy's refusal keeps its message: the server wrote it."""
     cause = exc.cause if exc.cause is not None else exc.__cause__
+    if isinstance(cause, EgressRefused):
+        return str(cause)
     if isinstance(cause, ProviderError):
-        return f"the upstream model failed: {type(cause).__name__} ({exc.code})"
+        status = f", HTTP {cause.status}" if cause.status else ""
+        return f"the upstream model failed: {type(cause).__name__} ({exc.code}{status})"
+    if cause is not None and not isinstance(cause, TavernKitError | TimeoutError):
+        return f"the request failed: {type(cause).__name__} ({exc.code})"
     return exc.message
+
+
+def safe_text(exc: BaseException) -> str:
+    """What a client (or the log) may read of any error: a task error's
+    :func:`safe_message`, a provider error's class and HTTP status, a tavernkit error's own
+    message (never an upstream's: see :mod:`tavernkit.errors`), anything else's class."""
+    if isinstance(exc, GenerateTaskError):
+        return safe_message(exc)
+    if isinstance(exc, ProviderError) and not isinstance(exc, EgressRefused):
+        status = f" (HTTP {exc.status})" if exc.status else ""
+        return f"the upstream model failed: {type(exc).__name__}{status}"
+    if isinstance(exc, TavernKitError):
+        return str(exc)
+    return f"the request failed: {type(exc).__name__}"
 
 
 def task_error_body(exc: GenerateTaskError) -> dict[str, Any]:

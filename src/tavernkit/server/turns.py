@@ -34,13 +34,13 @@ from typing import Any
 from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.service import ChatService
-from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound, TavernKitError
+from tavernkit.errors import ChatBusy, EgressRefused, GenerateTaskError, NotFound, TavernKitError
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
-from tavernkit.server.task_errors import safe_message
+from tavernkit.server.task_errors import safe_text
 from tavernkit.store.protocol import ChatInfo
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,10 @@ def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
     if isinstance(event, NoticeEvent):
         return "notice", {"kind": "fallback", "text": event.notice.text(), **event.notice.to_json()}
     if isinstance(event, ErrorEvent):
-        return "error", _turn_error_data(event.error.error_class, event.error.code)
+        cause = event.error.cause
+        # the policy's refusal is the server's own words; an upstream's never are shown
+        said = str(cause) if isinstance(cause, EgressRefused) else None
+        return "error", _turn_error_data(event.error.error_class, event.error.code, said)
     return None
 
 
@@ -183,11 +186,7 @@ def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, 
     """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
     the server log)."""
     code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
-    message = (
-        (safe_message(exc) if isinstance(exc, GenerateTaskError) else str(exc))
-        if safe
-        else "the turn failed (see the server log)"
-    )
+    message = safe_text(exc) if safe else "the turn failed (see the server log)"
     return [
         ("error", _turn_error_data(type(exc).__name__, code, message)),
         ("done", {"status": "failed", "error": {"class": type(exc).__name__, "code": code}}),

@@ -7,7 +7,14 @@ minimal environment; ``http``: streamable HTTP with a bearer token), initializes
 and waits until :meth:`McpConnection.close`; every other task sends its requests through the
 session the owner opened. A server that cannot be started, reached or initialized within the
 registration's timeout is a :class:`~tavernkit.errors.ToolSourceError` naming the
-registration, never holding its credential.
+registration and the failure's class and code (an HTTP status, a JSON-RPC error code), never
+its credential and never text the server sent: a user's MCP URL may point at anything, and
+its answers must not come back through our errors or logs. The SDK's own log lines are cut to
+their fixed words for the same reason (:func:`_quiet_sdk_logs`).
+
+An ``http`` registration's requests go through the owner's egress policy
+(:mod:`tavernkit.egress`); a refused destination raises
+:class:`~tavernkit.errors.EgressRefused` itself.
 """
 
 from __future__ import annotations
@@ -17,32 +24,60 @@ import contextlib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx2
 
-from tavernkit.errors import ToolSourceError, ToolSourceUnavailable
+from tavernkit.egress import EgressPolicy, egress_client
+from tavernkit.errors import EgressRefused, ToolSourceError, ToolSourceUnavailable
 from tavernkit.models.mcp import McpServer
 
 __all__ = ["McpConnection", "McpTool", "call_result_text"]
 
-#: the SDK's transports trace every JSON-RPC message at DEBUG, and those carry drafts, tool
-#: arguments and rule reports: never let those into a log, whatever the host's level
-_PAYLOAD_LOGGERS = ("mcp.client.streamable_http", "mcp.client.sse", "mcp.client.stdio")
+#: the SDK's loggers ("client" is its session's own name)
+_SDK_LOGGERS = (
+    "mcp.client.streamable_http",
+    "mcp.client.sse",
+    "mcp.client.stdio",
+    "mcp.client.client",
+    "mcp.client.caching",
+    "mcp.client.auth.oauth2",
+    "mcp.shared.dispatcher",
+    "mcp.shared.jsonrpc_dispatcher",
+    "mcp.shared.direct_dispatcher",
+    "mcp.shared.tool_name_validation",
+    "client",
+)
 
 
-class _DropPayloadTraces(logging.Filter):
+class _QuietSdk(logging.Filter):
+    """The SDK's records without what a server sent: DEBUG ones (every JSON-RPC message, with
+    drafts, tool arguments and rule reports) dropped; the others keep their fixed words (a
+    formatted message up to its first colon, a template's placeholders as ``…``) and an
+    exception's class, never its text or traceback (a parse error quotes the body)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno > logging.DEBUG
+        if record.levelno <= logging.DEBUG:
+            return False
+        if record.args:
+            text = re.sub(r"%[-#0 +]*\d*(?:\.\d+)?[sdrifx]", "…", str(record.msg))
+        else:
+            text = str(record.msg).split(":", 1)[0]
+        if record.exc_info and record.exc_info[1] is not None:
+            text += f" ({type(record.exc_info[1]).__name__})"
+        record.msg, record.args = text, None
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+        return True
 
 
-def _drop_payload_traces() -> None:
-    for name in _PAYLOAD_LOGGERS:
+def _quiet_sdk_logs() -> None:
+    for name in _SDK_LOGGERS:
         logger = logging.getLogger(name)
-        if not any(isinstance(f, _DropPayloadTraces) for f in logger.filters):
-            logger.addFilter(_DropPayloadTraces())
+        if not any(isinstance(f, _QuietSdk) for f in logger.filters):
+            logger.addFilter(_QuietSdk())
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +110,13 @@ def call_result_text(result: Any) -> str:
 class McpConnection:
     """A session with one registered server (see the module docstring)."""
 
-    def __init__(self, server: McpServer, secret: str | None = None) -> None:
+    def __init__(
+        self, server: McpServer, secret: str | None = None, *, egress: EgressPolicy | None = None
+    ) -> None:
         self.server = server
         self._secret = secret
+        #: the policy this connection's HTTP requests go through (``None``: none)
+        self.egress = egress
         self._client: Any = None
         self._ready = asyncio.Event()
         self._closing = asyncio.Event()
@@ -90,7 +129,7 @@ class McpConnection:
 
     async def start(self) -> None:
         """Open the session; a ``ToolSourceError`` when it cannot be opened in time."""
-        _drop_payload_traces()
+        _quiet_sdk_logs()
         self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
         ready = asyncio.ensure_future(self._ready.wait())
         try:
@@ -174,11 +213,17 @@ class McpConnection:
                 f"no answer within {self.server.timeout:g} s", source=self.name
             ) from None
         except Exception as exc:
-            raise ToolSourceUnavailable(_describe(exc, self._secret), source=self.name) from None
+            refused = _refusal(exc)
+            if refused is not None:
+                raise refused from None
+            raise ToolSourceUnavailable(_describe(exc), source=self.name) from None
 
-    def _failure(self, task: asyncio.Task[None]) -> ToolSourceUnavailable:
+    def _failure(self, task: asyncio.Task[None]) -> ToolSourceError | EgressRefused:
         exc = task.exception() if not task.cancelled() else None
-        reason = _describe(exc, self._secret) if exc is not None else "closed while starting"
+        refused = _refusal(exc) if exc is not None else None
+        if refused is not None:
+            return refused
+        reason = _describe(exc) if exc is not None else "closed while starting"
         return ToolSourceUnavailable(f"could not connect: {reason}", source=self.name)
 
     async def _run(self) -> None:
@@ -209,17 +254,41 @@ class McpConnection:
             return stdio_client(params, errlog=errlog)
         headers = {"Authorization": f"Bearer {self._secret}"} if self._secret else {}
         http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=headers, timeout=server.timeout)
+            egress_client(self.egress, headers=headers, timeout=server.timeout)
         )
         assert server.url is not None  # the model's validator
         return streamable_http_client(server.url, http_client=http)
 
 
-def _describe(exc: BaseException, secret: str | None) -> str:
-    """An exception as one line, the credential masked if the exception repeats it."""
-    inner = exc
+def _innermost(exc: BaseException) -> BaseException:
     # anyio task groups wrap the real failure in an ExceptionGroup
-    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
-        inner = inner.exceptions[0]
-    text = f"{type(inner).__name__}: {inner}" if str(inner) else type(inner).__name__
-    return text.replace(secret, "***") if secret else text
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _refusal(exc: BaseException) -> EgressRefused | None:
+    """The egress policy's refusal ``exc`` is or wraps (raised as it is: a 403, not a 502)."""
+    seen: set[int] = set()
+    current: BaseException | None = _innermost(exc)
+    while current is not None and id(current) not in seen:
+        if isinstance(current, EgressRefused):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    """A failure as its class and code: the HTTP status of an error answer, the JSON-RPC code
+    of an error the server sent; never its text (which can quote what the server sent)."""
+    inner = _innermost(exc)
+    name = type(inner).__name__
+    response = getattr(inner, "response", None)
+    status = getattr(response, "status_code", None) if response is not None else None
+    if isinstance(inner, httpx2.HTTPStatusError) and isinstance(status, int):
+        return f"{name} (HTTP {status})"
+    code = getattr(getattr(inner, "error", None), "code", None)
+    if isinstance(code, int):
+        return f"{name} (code {code})"
+    return name

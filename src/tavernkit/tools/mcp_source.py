@@ -26,7 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from tavernkit.errors import GenerateTaskError, NotFound, ToolSourceError
+from tavernkit.egress import EgressPolicy
+from tavernkit.errors import EgressRefused, GenerateTaskError, NotFound, ToolSourceError
 from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
 from tavernkit.store.protocol import RecordInfo, Store
 from tavernkit.tools.mcp_connection import McpConnection, McpTool
@@ -38,10 +39,13 @@ log = logging.getLogger(__name__)
 
 
 class StoreHolder(Protocol):
-    """What this needs of the runtime: its store and owner."""
+    """What this needs of the runtime: its store, owner and egress policy."""
 
     @property
     def store(self) -> Store: ...
+
+    @property
+    def egress(self) -> EgressPolicy | None: ...
 
     owner: str
 
@@ -123,8 +127,8 @@ class McpTools:
                 continue
             try:
                 out += await self._function_tools(info, server)
-            except ToolSourceError as exc:
-                log.warning("MCP server %s left out of this turn: %s", server.name, exc.args[0])
+            except (ToolSourceError, EgressRefused) as exc:  # messages name no server text
+                log.warning("MCP server %s left out of this turn: %s", server.name, exc)
         return out
 
     async def function_tools(self, name: str) -> list[FunctionTool]:
@@ -191,12 +195,13 @@ class McpTools:
 
     async def _connection(self, info: RecordInfo, server: McpServer) -> McpConnection:
         stamp = info.updated.isoformat() if info.updated is not None else ""
+        egress = self._holder.egress
         held = self._connections.get(info.id)
-        if held is not None and held[0] == stamp and held[1].alive:
+        if held is not None and held[0] == stamp and held[1].alive and held[1].egress == egress:
             return held[1]
         await self._drop(info.id)
         # the registration was found for this owner above; only now is its secret read
-        connection = McpConnection(server, await self._secret(server))
+        connection = McpConnection(server, await self._secret(server), egress=egress)
         await connection.start()
         self._connections[info.id] = (stamp, connection)
         return connection

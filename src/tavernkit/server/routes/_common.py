@@ -9,10 +9,20 @@ from typing import Annotated, Any, Generic, TypeVar
 from fastapi import Depends, Query
 from pydantic import BaseModel
 
+from tavernkit.facade import Tavern
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.store.protocol import RecordInfo, StoredRecord
 
-__all__ = ["Page", "PageQuery", "Paging", "RecordBody", "RecordLine", "State", "page_of"]
+__all__ = [
+    "Page",
+    "PageQuery",
+    "Paging",
+    "RecordBody",
+    "RecordLine",
+    "State",
+    "check_egress",
+    "page_of",
+]
 
 State = Annotated[ServerState, Depends(server_state)]
 
@@ -76,3 +86,12 @@ class RecordBody(RecordLine):
             kind=info.kind,
             data=stored.data,
         )
+
+
+async def check_egress(tk: Tavern, url: object, *, field: str) -> None:
+    """Refuse ``url`` as a record is saved when the caller's egress policy would refuse its
+    requests (:class:`~tavernkit.errors.EgressRefused` naming ``field``; a non-admin's with
+    accounts on); nothing for anyone else or for a value that is not a URL."""
+    policy = tk.runtime.egress
+    if policy is not None and isinstance(url, str) and url.strip():
+        await policy.check_url(url, field=field)

@@ -2,7 +2,8 @@
 records of one kind each, listed (paged), read, created, replaced and deleted as JSON.
 
 Each change is one record's row. Every call is the principal's owner's: another owner's
-record is 404, as a missing one is.
+record is 404, as a missing one is. A custom endpoint's ``base_url`` must be one the caller's
+egress policy allows (:mod:`tavernkit.egress`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ from fastapi import APIRouter, Body
 
 from tavernkit.lorebook_admin import LorebookAdmin
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import Page, PageQuery, RecordBody, RecordLine, page_of
+from tavernkit.server.routes._common import (
+    Page,
+    PageQuery,
+    RecordBody,
+    RecordLine,
+    check_egress,
+    page_of,
+)
 
 __all__ = ["DOCUMENT_PATHS", "router"]
 
@@ -34,6 +42,9 @@ DOCUMENT_PATHS: dict[str, str] = {
 }
 
 router = APIRouter()
+
+#: the kind whose records hold a URL the server sends to (the egress policy checks it)
+_ENDPOINT = "custom_endpoint"
 
 JsonObject = Annotated[dict[str, Any], Body(description="the record's JSON")]
 
@@ -61,6 +72,8 @@ def _add_routes(path: str, kind: str) -> None:
     async def create_record(body: JsonObject, tk: UserTavern) -> RecordBody:
         """A new record from its JSON (422 naming the field when it does not validate, 409
         when its name is taken)."""
+        if kind == _ENDPOINT:
+            await check_egress(tk, body.get("base_url"), field="base_url")
         ref = await tk.store.put(kind, body, owner=tk.owner)
         return RecordBody.of_record(await tk.store.get_record(kind, ref.id, owner=tk.owner))
 
@@ -68,6 +81,8 @@ def _add_routes(path: str, kind: str) -> None:
     async def replace_record(ref: str, body: JsonObject, tk: UserTavern) -> RecordBody:
         """Replace the record's JSON; it keeps its id (and so its links)."""
         stored = await tk.store.get_record(kind, ref, owner=tk.owner)
+        if kind == _ENDPOINT:
+            await check_egress(tk, body.get("base_url"), field="base_url")
         done = await tk.store.put(kind, body, owner=tk.owner, id=stored.info.id)
         return RecordBody.of_record(await tk.store.get_record(kind, done.id, owner=tk.owner))
 

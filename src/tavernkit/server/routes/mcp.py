@@ -5,7 +5,9 @@ The credential is write-only: ``token`` is stored as one of the caller's API key
 ``mcp:<name>``) and every answer shows only its label and fingerprint; the key goes with the
 registration when it is replaced or deleted. With accounts on, only an admin may register a
 ``stdio`` server (it runs a command on the server's machine) or point a credential at the
-server's environment (``key_env``): a user brings an HTTP endpoint and their own token.
+server's environment (``key_env``): a user brings an HTTP endpoint and their own token, at a
+URL the egress policy allows (:mod:`tavernkit.egress`; 403 ``EgressRefused``, also when the
+tools are listed). A failing server is a 502 naming its class and code, never its text.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.mcp import McpServer
 from tavernkit.models.profile import CredentialRef
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
-from tavernkit.server.routes._common import State
+from tavernkit.server.routes._common import State, check_egress
 
 __all__ = ["router"]
 
@@ -157,6 +159,8 @@ async def register_mcp_server(
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "body"
         raise FormatError(str(first["msg"]), field=where) from None
+    if body.transport == "http":
+        await check_egress(tk, body.url, field="url")
     credential = None
     if body.key_env is not None:
         credential = CredentialRef(env=body.key_env, label=body.key_env)

@@ -2,7 +2,8 @@
 rolling summary: ``Settings.memory``) and a chat's summary.
 
 ``PATCH /memory/settings`` sets only the keys it names (:mod:`tavernkit.assist.memory_settings`:
-an unknown key or a bad value is 422 naming ``section.key``, and nothing is stored).
+an unknown key or a bad value is 422 naming ``section.key``, and nothing is stored; an
+embedder whose profile's URL the caller's egress policy refuses is 403 ``EgressRefused``).
 ``PUT /chats/{id}/summary`` edits the summary the next turn injects (SillyTavern's summary box:
 it is kept on the second-to-last message, so the chat needs two messages).
 ``POST /chats/{id}/summary/now`` makes one now with the chat's model whatever the summary
@@ -19,8 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.assist.memory_settings import memory_settings, update_memory_settings
 from tavernkit.assist.summary import current_summary, set_summary, summarize
+from tavernkit.errors import NotFound
+from tavernkit.facade import Tavern
 from tavernkit.models.memory import MemorySettings
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.routes._common import check_egress
 from tavernkit.server.state import ServerState, server_state
 
 __all__ = ["router"]
@@ -64,8 +68,24 @@ async def get_memory_settings(tk: UserTavern) -> MemorySettings:
 
 @router.patch("/memory/settings")
 async def patch_memory_settings(body: MemoryPatch, tk: UserTavern) -> MemorySettings:
+    await _check_embedder(tk, body.vectors.get("embedder"))
     changes = {k: v for k, v in (("vectors", body.vectors), ("summary", body.summary)) if v}
     return await update_memory_settings(tk.runtime, changes)
+
+
+async def _check_embedder(tk: Tavern, spec: object) -> None:
+    """An embedder naming a profile (``profile:<name>``) posts to that profile's base URL:
+    refused now when the caller's egress policy refuses it (nothing is stored then)."""
+    if tk.runtime.egress is None or not isinstance(spec, str):
+        return
+    spec = spec.strip()
+    if not spec.startswith("profile:"):
+        return
+    try:
+        profile = await tk.profiles.get(spec.removeprefix("profile:"))
+    except NotFound:
+        return  # the turn says the embedder names no profile
+    await check_egress(tk, profile.base_url, field="vectors.embedder")
 
 
 @router.get("/chats/{chat_id}/summary")

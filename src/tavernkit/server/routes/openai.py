@@ -49,7 +49,7 @@ from tavernkit.server.openai_facade import (
 )
 from tavernkit.server.sse import sse_data, sse_response
 from tavernkit.server.state import state_of
-from tavernkit.server.task_errors import TASK_STATUS, safe_message
+from tavernkit.server.task_errors import TASK_STATUS, safe_message, safe_text
 
 __all__ = ["ChatCompletionRequest", "OpenAIError", "router", "too_large_body"]
 
@@ -135,7 +135,7 @@ def openai_error(exc: BaseException) -> OpenAIError:
     if isinstance(exc, NotFound):
         return OpenAIError(404, str(exc), param="model", code="model_not_found")
     if isinstance(exc, TavernKitError):
-        return OpenAIError(400, str(exc), code=type(exc).__name__)
+        return OpenAIError(400, safe_text(exc), code=type(exc).__name__)
     if isinstance(exc, HTTPException):  # BodyLimit cut the body off while it arrived (413)
         status = exc.status_code
         code = _TOO_LARGE if status == 413 else None

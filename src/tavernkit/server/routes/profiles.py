@@ -4,7 +4,8 @@ changes a profile's fields and keeps its keys unless it names a new pool; ``PUT
 .../fallbacks`` sets its fallback chain (the profiles and models tried when it fails).
 
 With accounts on, a profile may reference an environment key (``env:NAME``, the server's own
-keys) only when an admin makes it: a user brings their own keys."""
+keys) only when an admin makes it: a user brings their own keys, and a user's ``base_url`` must
+be one the egress policy allows (:mod:`tavernkit.egress`; 403 ``EgressRefused``)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.profile import ApiFamily, ProfileTimeouts, ReviewSettings
 from tavernkit.profile_admin import ENV_PREFIX, ProfileSummary
 from tavernkit.server.auth import AdminPrincipal, CurrentPrincipal, UserTavern
-from tavernkit.server.routes._common import State
+from tavernkit.server.routes._common import State, check_egress
 
 __all__ = ["router", "shared_router"]
 
@@ -105,6 +106,7 @@ async def create_profile(
     """Create (``replace``: overwrite) a profile with its pool of keys; nothing is stored when
     any part is refused."""
     _check_server_keys(body.keys, who, state)
+    await check_egress(tk, body.base_url, field="base_url")
     return await _add(tk, body)
 
 

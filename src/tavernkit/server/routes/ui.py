@@ -19,10 +19,11 @@ from starlette.responses import Response
 
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
-from tavernkit.errors import GenerateTaskError, NotFound
+from tavernkit.errors import EgressRefused, GenerateTaskError, NotFound
 from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS, ChatCompletionPreset
 from tavernkit.models.samplers import TextGenSettings
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.task_errors import safe_message
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
 __all__ = ["CONTENT_SECURITY_POLICY", "router"]
@@ -180,8 +181,9 @@ class ConnectionCheck(BaseModel):
 async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
     """One tiny request through the profile itself (its keys, URL and model; not its
     fallback chain, nor the server's shared route, whose answer would say nothing of this
-    profile): ``ok`` with the reply's start, or the typed error's code and message (never the
-    upstream's body or a key)."""
+    profile): ``ok`` with the reply's start, or the typed error's code and a message naming
+    its class and HTTP status (never the upstream's text or a key). A destination the egress
+    policy refuses is a 403."""
     await tk.profiles.get(name)  # NotFound for an unknown profile
     try:
         result = await tk.context(fallbacks=False).generate_task(
@@ -190,7 +192,10 @@ async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
             api_preset_name=name,
         )
     except GenerateTaskError as exc:
-        return ConnectionCheck(ok=False, code=exc.code, message=str(exc))
+        cause = exc.cause if exc.cause is not None else exc.__cause__
+        if isinstance(cause, EgressRefused):
+            raise cause from None
+        return ConnectionCheck(ok=False, code=exc.code, message=safe_message(exc))
     return ConnectionCheck(ok=True, text=result.assistant_text[:200])
 
 

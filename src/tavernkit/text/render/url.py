@@ -6,10 +6,11 @@ renderer is built with ``UrlPolicy(enabled=True)``, and then:
 
 - only ``http``/``https`` URLs whose host is on ``allowed_hosts`` (exact names, ``*.domain``
   for subdomains, ``*`` for any public host);
-- the host is resolved once and every address must be public (not private, loopback,
-  link-local, reserved, multicast or unspecified, IPv4-mapped forms included) unless
-  ``allow_private``; the request then goes to the checked address (Host header and TLS server
-  name kept), so a second DNS answer cannot swap in an internal address;
+- the host is resolved once and every address must be public, as the server's egress policy
+  judges addresses (:func:`tavernkit.egress.address_refusal`: not private, loopback,
+  link-local, reserved, multicast, unspecified or a cloud metadata address, IPv4 inside IPv6
+  included) unless ``allow_private``; the request then goes to the checked address (Host
+  header and TLS server name kept), so a second DNS answer cannot swap in an internal address;
 - redirects are followed by hand, each target checked the same way, at most ``max_redirects``;
 - the timeout is the template's (seconds), capped by ``max_timeout_s``; the body read stops at
   ``max_response_bytes`` (the text is cut there);
@@ -30,6 +31,7 @@ from typing import Any
 
 import httpx2
 
+from tavernkit.egress import address_refusal
 from tavernkit.errors import UrlRefused as UrlRefused
 from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.text.macros.registry import MacroRuntimeError
@@ -68,14 +70,7 @@ class UrlPolicy:
         )
 
     def address_allowed(self, address: str) -> bool:
-        if self.allow_private:
-            return True
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-        if isinstance(ip, ipaddress.IPv6Address):
-            mapped = ip.ipv4_mapped or ip.sixtofour
-            if mapped is not None:
-                ip = mapped
-        return ip.is_global and not ip.is_multicast
+        return self.allow_private or address_refusal(address) is None
 
 
 async def _resolve(host: str, port: int) -> list[str]:
@@ -104,10 +99,9 @@ async def _checked_target(policy: UrlPolicy, url: httpx2.URL) -> str:
     if not addresses:
         raise UrlRefused(f"host {host!r} has no address")
     for address in addresses:
-        if not policy.address_allowed(address):
-            raise UrlRefused(
-                f"host {host!r} resolves to {address}, a private, loopback or link-local address"
-            )
+        reason = None if policy.allow_private else address_refusal(address)
+        if reason is not None:
+            raise UrlRefused(f"host {host!r} resolves to {address}, {reason}")
     return addresses[0]
 
 
