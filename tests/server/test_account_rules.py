@@ -179,7 +179,7 @@ async def _give_records(client: httpx.AsyncClient, who: str) -> str:
         assert (await client.post(f"/chats/{chat}/messages", json=message)).status_code == 201
     profile = {
         "name": f"{who}'s profile",
-        "base_url": "http://127.0.0.1:9/v1",
+        "base_url": "http://models.invalid/v1",  # never resolves: nothing is sent
         "model": "m",
         "keys": [f"sk-secret-of-{who}"],
     }

@@ -167,7 +167,13 @@ def test_an_admin_makes_a_user_who_manages_their_account(
         mcp = page.get_by_role("region", name="MCP servers")
         expect(mcp.get_by_label("Transport").locator("option")).to_have_count(1)  # no stdio
         mcp.get_by_label("Server name").fill("gone")
+        # a loopback address is the server's own machine: the egress policy refuses it
         mcp.get_by_label("URL").fill("http://127.0.0.1:9/mcp")
+        mcp.get_by_label("Token").fill(MCP_TOKEN)
+        mcp.get_by_role("button", name="Add server").click()
+        expect(mcp.get_by_role("alert").first).to_contain_text("egress policy refuses")
+        expect(mcp.locator('[data-server="gone"]')).to_have_count(0)
+        mcp.get_by_label("URL").fill("http://mcp.invalid/mcp")  # never resolves
         mcp.get_by_label("Token").fill(MCP_TOKEN)
         mcp.get_by_role("button", name="Add server").click()
         card = mcp.locator('[data-server="gone"]')
