@@ -111,13 +111,19 @@ async def open_store(
         if isinstance(exc, sqlite3.Error):
             raise StoreError(f"cannot open database {db_path}: {exc}") from exc
         raise
-    return SqliteStore(
+    store = SqliteStore(
         conn,
         db_path,
         models=default_models() if models is None else models,
         clock=clock,
         new_id=new_id,
     )
+    try:
+        await store.refresh_fingerprints()
+    except BaseException:
+        await store.close()
+        raise
+    return store
 
 
 #: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
