@@ -103,6 +103,13 @@ def serve_command(
     turn_rate: Annotated[
         int, typer.Option("--turn-rate", help="Chat turns each user may start per minute.")
     ] = 60,
+    user_quota: Annotated[
+        int,
+        typer.Option(
+            "--user-quota",
+            help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
+        ),
+    ] = 1024 * 1024 * 1024,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -117,6 +124,7 @@ def serve_command(
         redis=redis or None,
         turn_lease_s=lock_lease,
         turn_rate=RateLimit(turn_rate, 60.0),
+        user_quota_bytes=user_quota or None,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

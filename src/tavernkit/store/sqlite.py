@@ -591,3 +591,10 @@ class SqliteStore(SqliteSwipes, SqliteSearch, SqliteAccounts, SqliteVectors, Sql
             await db.execute(
                 "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
             )
+
+    async def storage_used(self, *, owner: str = DEFAULT_OWNER) -> int:
+        async with self._read_now() as db:
+            rows = list(
+                await db.execute_fetchall("SELECT bytes FROM storage_use WHERE owner = ?", (owner,))
+            )
+        return int(rows[0][0]) if rows else 0
