@@ -183,3 +183,14 @@ async def test_an_import_that_unpacks_past_the_quota_is_refused_whole(
     assert await _characters(ann) == []
     owner = (await server.state.accounts.store.find_user("ann"))[0].owner
     assert await server.state.tavern.store.storage_used(owner=owner) == 0
+
+
+async def test_a_pixel_bomb_persona_avatar_is_refused(local: LiveServer) -> None:
+    async with local.client() as client:
+        made = await client.post("/personas", json={"name": "P", "description": "d"})
+        url = f"/personas/{made.json()['id']}/avatar"
+        bomb = png(50_000, 50_000, b"\x78\x9c\x03\x00\x00\x00\x00\x01")
+        answer = await client.put(url, files={"file": ("p.png", bomb, "image/png")})
+        assert answer.status_code == 413, answer.text
+        assert "50000x50000 pixels" in answer.json()["error"]["message"]
+        assert (await client.get(url)).status_code == 404
