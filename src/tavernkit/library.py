@@ -15,8 +15,9 @@ was only ever the copy embedded in a card (it carries ``originalData``).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -88,6 +89,13 @@ class Library(LibraryExports):
         self.formats = formats
         self.owner = owner
         self.limits = limits
+        #: what an imported card's avatar becomes before it is stored (run in a worker
+        #: thread): the server's bounds it (``tavernkit.server.avatars.import_avatar``);
+        #: ``None`` keeps it as the file had it
+        self.avatar_policy: Callable[[bytes], bytes] | None = None
+        #: called with the bytes an import of a card is about to store, before it stores
+        #: any: the server's storage quota raises there; ``None``: no check
+        self.admit_bytes: Callable[[int], Awaitable[None]] | None = None
 
     # -- import ---------------------------------------------------------------------------
 
@@ -259,9 +267,22 @@ class Library(LibraryExports):
         self, imported: ImportedCard, source: str, replace: bool
     ) -> list[ImportResult]:
         character = imported.character
-        blobs = {"avatar": imported.avatar} if imported.avatar is not None else {}
         kept = charx_blobs(imported)
+        blobs: dict[str, bytes] = {}
+        if imported.avatar is not None:
+            avatar = imported.avatar
+            if self.avatar_policy is not None:
+                avatar = await asyncio.to_thread(self.avatar_policy, avatar)
+            if avatar is not imported.avatar:
+                # a CHARX's main icon is also one of its assets: not kept as it came either
+                kept = {k: avatar if v is imported.avatar else v for k, v in kept.items()}
+            blobs["avatar"] = avatar
         blobs.update(kept)
+        if self.admit_bytes is not None:
+            await self.admit_bytes(
+                sum(len(b) for b in blobs.values())
+                + len(imported.card.model_dump_json(by_alias=True))
+            )
         results = [
             await self._put(
                 "character",

@@ -90,6 +90,10 @@ def test_serve_refuses_a_turn_rate_below_one(tmp_path: Path) -> None:
     assert "turn_rate needs a positive limit" in refused(tmp_path, "--turn-rate", "0")
 
 
+def test_serve_refuses_a_negative_user_quota(tmp_path: Path) -> None:
+    assert "user_quota_bytes must be positive" in refused(tmp_path, "--user-quota", "-1")
+
+
 def test_serve_with_accounts_creates_the_admin(tmp_path: Path) -> None:
     password = "a long admin password"
     env = {"TAVERNKIT_ADMIN_PASSWORD": password}

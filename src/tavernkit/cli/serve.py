@@ -119,6 +119,13 @@ def serve_command(
             "loopback, private or link-local (repeatable; accounts on).",
         ),
     ] = None,
+    user_quota: Annotated[
+        int,
+        typer.Option(
+            "--user-quota",
+            help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
+        ),
+    ] = 1024 * 1024 * 1024,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -135,6 +142,7 @@ def serve_command(
         turn_lease_s=lock_lease,
         turn_rate=RateLimit(turn_rate, 60.0),
         allow_egress=tuple(allow_egress or ()),
+        user_quota_bytes=user_quota or None,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

@@ -17,6 +17,7 @@ from tavernkit.errors import FormatError, LimitExceeded
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "RATIO_FLOOR",
     "FormatLimits",
     "atomic_write_bytes",
     "check_text_sizes",
@@ -32,14 +33,31 @@ _MB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class FormatLimits:
-    """Upper bounds applied while reading untrusted files (guards against bombs)."""
+    """Upper bounds applied while reading untrusted files (guards against bombs).
+
+    Compressed content (a CHARX's members, a PNG's ``zTXt``/``iTXt`` chunks) is capped three
+    ways: per entry (``archive_member_bytes``; a card's text by ``card_json_bytes``), per
+    file (``archive_unpacked_bytes``; a PNG's text chunks together at twice the card's), and
+    by how much it may grow (``inflate_ratio`` times its compressed size, for anything over
+    :data:`RATIO_FLOOR` bytes: a zip bomb of zeros grows a thousandfold, a real card's JSON or
+    image a few times at most). Inflating stops at the cap, so memory stays near it."""
 
     card_json_bytes: int = 20 * _MB
     image_bytes: int = 50 * _MB
-    archive_unpacked_bytes: int = 200 * _MB
+    archive_unpacked_bytes: int = 100 * _MB
+    archive_member_bytes: int = 32 * _MB
     archive_members: int = 10_000
+    inflate_ratio: int = 100
     text_field_chars: int = 5 * _MB
     chat_file_bytes: int = 500 * _MB
+
+    def inflated_cap(self, packed: int, limit: int) -> int:
+        """The most ``packed`` compressed bytes may inflate to under ``limit`` and the ratio."""
+        return min(limit, max(RATIO_FLOOR, packed * self.inflate_ratio))
+
+
+#: below this many bytes, content may inflate by any ratio (small things compress well)
+RATIO_FLOOR = 1 * _MB
 
 
 DEFAULT_LIMITS = FormatLimits()

@@ -1,7 +1,9 @@
 """CHARX archives: a zip holding ``card.json`` (a V3 card) and the files its assets point to.
 
-Archives are untrusted: the member count, the declared sizes and the bytes actually inflated
-are all capped (a zip's headers can lie about sizes), member names that could escape a folder
+Archives are untrusted: the member count, the declared sizes (per member, per archive, and
+against each member's packed size: see :class:`~tavernkit.formats._io.FormatLimits`) and the
+bytes actually inflated are all capped (a zip's headers can lie about sizes), member names that
+could escape a folder
 are refused, and every zip-library error becomes a :class:`FormatError`. Files made by
 self-extracting tools (an executable stub before the zip) read like any other: the reader finds
 the archive by its end record, wherever the zip starts.
@@ -144,6 +146,7 @@ def _read_members(zf: zipfile.ZipFile, *, source: str, limits: FormatLimits) -> 
         )
     by_name: dict[str, zipfile.ZipInfo] = {}
     for info in infos:
+        _check_declared(info, limits, source=source)
         name = safe_member_name(info.filename, source=source)
         if name in by_name:
             raise FormatError("duplicate member name", source=source, field=f"member {name!r}")
@@ -167,11 +170,32 @@ def _read_members(zf: zipfile.ZipFile, *, source: str, limits: FormatLimits) -> 
     return CharxArchive(card_json, files)
 
 
+def _check_declared(info: zipfile.ZipInfo, limits: FormatLimits, *, source: str) -> None:
+    """Refuse a member whose header declares more than a member may hold, or more growth
+    than the ratio allows (before a byte of it is inflated)."""
+    field_name = f"member {info.filename!r}"
+    if info.file_size > limits.archive_member_bytes:
+        raise LimitExceeded(
+            f"member unpacks to {info.file_size} bytes, over the limit of "
+            f"{limits.archive_member_bytes} per member",
+            source=source,
+            field=field_name,
+        )
+    if info.file_size > limits.inflated_cap(info.compress_size, info.file_size):
+        raise LimitExceeded(
+            f"member unpacks from {info.compress_size} to {info.file_size} bytes, more than "
+            f"{limits.inflate_ratio} times its packed size (a zip bomb?)",
+            source=source,
+            field=field_name,
+        )
+
+
 def _read_member(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int, budget: list[int], *, source: str
 ) -> bytes:
-    """Inflate one member, stopping at ``limit`` or at its declared size, whichever is smaller:
-    a member that inflates past what its header declares is a bomb or corrupt."""
+    """Inflate one member in blocks, stopping at ``limit`` or at its declared size, whichever
+    is smaller: a member that inflates past what its header declares is a bomb or corrupt,
+    and is refused after one block more than it declared."""
     cap = min(limit, info.file_size)
     field_name = f"member {info.filename!r}"
     if info.file_size > limit:

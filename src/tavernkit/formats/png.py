@@ -40,6 +40,7 @@ __all__ = [
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 TEXT_CHUNK_TYPES = frozenset({b"tEXt", b"zTXt", b"iTXt"})
 _MAX_CHUNK_LENGTH = 2**31 - 1
+_INFLATE_BLOCK = 256 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,21 +126,44 @@ def _split_keyword(body: bytes, *, source: str, field: str) -> tuple[str, bytes]
     return body[:sep].decode("latin-1"), body[sep + 1 :]
 
 
-def _inflate(data: bytes, limit: int, *, source: str, field: str) -> bytes:
-    """zlib-decompress with an output cap (a compressed text chunk can be a bomb)."""
+def _inflate(
+    data: bytes, limit: int, *, source: str, field: str, limits: FormatLimits = DEFAULT_LIMITS
+) -> bytes:
+    """zlib-decompress with an output cap (a compressed text chunk can be a bomb): at most
+    ``limit`` bytes, and at most ``limits.inflate_ratio`` times the compressed size; the
+    inflater stops one byte past the cap, so memory stays near it."""
+    cap = limits.inflated_cap(len(data), limit)
     inflater = zlib.decompressobj()
+    out = bytearray()
+    pending = data
     try:
-        out = inflater.decompress(data, limit + 1)
+        # in blocks into one growing buffer: what is held is the text so far, never twice
+        while len(out) <= cap and not inflater.eof:
+            block = inflater.decompress(pending, _INFLATE_BLOCK)
+            pending = inflater.unconsumed_tail
+            if not block and not pending:
+                break
+            out += block
     except zlib.error as exc:
         raise FormatError(f"bad compressed text: {exc}", source=source, field=field) from exc
-    if len(out) > limit:
-        raise LimitExceeded(
-            f"compressed text inflates past the limit of {limit} bytes", source=source, field=field
+    if len(out) > cap:
+        why = (
+            f"the limit of {limit} bytes"
+            if cap == limit
+            else f"{limits.inflate_ratio} times its {len(data)} compressed bytes (a bomb?)"
         )
-    return out
+        raise LimitExceeded(f"compressed text inflates past {why}", source=source, field=field)
+    return bytes(out)
 
 
-def _decode_text_chunk(chunk: PngChunk, *, source: str, limit: int, index: int) -> TextChunk:
+def _decode_text_chunk(
+    chunk: PngChunk,
+    *,
+    source: str,
+    limit: int,
+    index: int,
+    limits: FormatLimits = DEFAULT_LIMITS,
+) -> TextChunk:
     field = f"chunk #{index} {chunk.name}"
     keyword, rest = _split_keyword(chunk.data, source=source, field=field)
     field = f"{chunk.name} {keyword!r}"
@@ -150,7 +174,8 @@ def _decode_text_chunk(chunk: PngChunk, *, source: str, limit: int, index: int) 
     elif chunk.type == b"zTXt":
         if not rest or rest[0] != 0:
             raise FormatError("unknown compression method", source=source, field=field)
-        raw, encoding = _inflate(rest[1:], limit, source=source, field=field), "latin-1"
+        raw = _inflate(rest[1:], limit, source=source, field=field, limits=limits)
+        encoding = "latin-1"
     else:  # iTXt: flag, method, language\0, translated keyword\0, UTF-8 text
         if len(rest) < 2:
             raise FormatError("truncated iTXt header", source=source, field=field)
@@ -162,7 +187,7 @@ def _decode_text_chunk(chunk: PngChunk, *, source: str, limit: int, index: int) 
         if flag:
             if method != 0:
                 raise FormatError("unknown compression method", source=source, field=field)
-            raw = _inflate(raw, limit, source=source, field=field)
+            raw = _inflate(raw, limit, source=source, field=field, limits=limits)
         encoding = "utf-8"
     if len(raw) > limit:
         raise LimitExceeded(
@@ -188,15 +213,27 @@ def read_text_chunks(
     case-insensitively), and only those are decoded and CRC-checked."""
     wanted = None if keywords is None else {k.lower() for k in keywords}
     parsed = parse_chunks(data, source=source, limits=limits)
-    # Card chunks hold base64, a third larger than the JSON the card limit is about.
+    # Card chunks hold base64, a third larger than the JSON the card limit is about; a card
+    # PNG holds it twice (V2 and V3), so all text read from one file is held to twice that.
     text_limit = limits.card_json_bytes * 4 // 3 + 16
+    budget = 2 * text_limit
     out: list[TextChunk] = []
     for index, chunk in enumerate(parsed.chunks):
         if chunk.type not in TEXT_CHUNK_TYPES:
             continue
         if wanted is not None and _raw_keyword(chunk).lower() not in wanted:
             continue
-        out.append(_decode_text_chunk(chunk, source=source, limit=text_limit, index=index))
+        text = _decode_text_chunk(
+            chunk, source=source, limit=text_limit, index=index, limits=limits
+        )
+        budget -= len(text.text)
+        if budget < 0:
+            raise LimitExceeded(
+                f"the text chunks hold more than {2 * text_limit} bytes together",
+                source=source,
+                field=f"chunk #{index} {chunk.name}",
+            )
+        out.append(text)
     return out
 
 

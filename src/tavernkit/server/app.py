@@ -166,6 +166,10 @@ def create_app(
 
     app = TavernApp(
         max_body_bytes=settings.upload_max_bytes,
+        # Swagger UI and ReDoc load their scripts from a CDN: with accounts on, no third-party
+        # script runs on the session cookie's origin (the schema stays at /openapi.json)
+        docs_url=None if settings.accounts else "/docs",
+        redoc_url=None if settings.accounts else "/redoc",
         title="tavernkit",
         summary="SillyTavern-compatible character chat over HTTP",
         lifespan=lifespan,

@@ -126,9 +126,20 @@ async def admin_principal(request: Request) -> Principal:
     return principal
 
 
+#: the methods that may store something: held to the user's storage quota
+_STORING = frozenset({"POST", "PUT", "PATCH"})
+
+
 async def tavern_for(request: Request) -> Tavern:
-    """The principal's own Tavern (the dependency resource routes take)."""
-    return state_of(request).tavern_for(await current_principal(request))
+    """The principal's own Tavern (the dependency resource routes take). A request that may
+    store something is refused (413) first when the user's stored bytes plus its body would
+    pass their storage quota (:meth:`ServerState.admit_storage`)."""
+    principal = await current_principal(request)
+    state = state_of(request)
+    if request.method in _STORING:
+        length = request.headers.get("content-length", "")
+        await state.admit_storage(principal, int(length) if length.isdigit() else 0)
+    return state.tavern_for(principal)
 
 
 #: what a route's parameters say: ``tk: UserTavern``, ``who: CurrentPrincipal``

@@ -65,6 +65,9 @@ class ServerSettings:
     session_max_age_s: float = 30 * 24 * 3600.0
     #: mark session cookies ``Secure`` (set it when a TLS proxy fronts the server)
     secure_cookies: bool = False
+    #: with accounts on, the bytes each user (admins aside) may store: records, avatars and
+    #: other blobs, chats, memory (``tavernkit.store.storage_use``); ``None``: no quota
+    user_quota_bytes: int | None = 1024 * 1024 * 1024
     #: the largest page a paged listing returns
     page_max: int = 200
     #: the shared route (brief 003's deferred server route): a connection profile of the
@@ -128,6 +131,8 @@ class ServerSettings:
             )
         if self.shared_max_tokens is not None and self.shared_max_tokens <= 0:
             raise ServerConfigError("shared_max_tokens must be positive")
+        if self.user_quota_bytes is not None and self.user_quota_bytes <= 0:
+            raise ServerConfigError("user_quota_bytes must be positive (None: no quota)")
         if self.page_max <= 0:
             raise ServerConfigError("page_max must be positive")
         if self.database is not None and not _POSTGRES_URL.match(self.database):

@@ -3,14 +3,16 @@ dependencies that hand them to routes."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from fastapi import Request
 
 from tavernkit.egress import EgressPolicy
-from tavernkit.errors import TavernKitError, TooManyAttempts
+from tavernkit.errors import LimitExceeded, TavernKitError, TooManyAttempts
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.avatars import import_avatar
 from tavernkit.server.card_facets import CardFacets
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
@@ -44,14 +46,44 @@ class ServerState:
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts
-        on, its chat turns fall back to the shared route (:mod:`.shared_route`), and a
+        on, its chat turns fall back to the shared route (:mod:`.shared_route`), a
         non-admin's requests (turns, tasks, the facade, embeddings, MCP) go through the
-        egress policy (:mod:`tavernkit.egress`)."""
+        egress policy (:mod:`tavernkit.egress`), and what its imports are about to store is
+        held to the principal's storage quota."""
         view = self.tavern.for_owner(principal.owner)
         view.runtime.egress = None if principal.is_admin else self.egress
         if self.shared is not None and view.chats.shared_route is None:
             view.chats.shared_route = self.shared.route_for(principal)
+        library = view.library
+        library.avatar_policy = import_avatar
+        if self._quota_applies(principal):
+            library.admit_bytes = functools.partial(self.admit_storage, principal)
+        else:
+            library.admit_bytes = None
         return view
+
+    def _quota_applies(self, principal: Principal) -> bool:
+        return (
+            self.settings.accounts
+            and self.settings.user_quota_bytes is not None
+            and not principal.is_admin
+        )
+
+    async def admit_storage(self, principal: Principal, adding: int) -> None:
+        """Refuse (:class:`~tavernkit.errors.LimitExceeded`, 413, naming the numbers) a write
+        of ``adding`` bytes that would take the principal past their storage quota. With
+        accounts off, and for admins, there is none."""
+        limit = self.settings.user_quota_bytes
+        if limit is None or not self._quota_applies(principal):
+            return
+        used = await self.tavern.store.storage_used(owner=principal.owner)
+        if used + adding > limit:
+            what = f"; this adds {adding} more" if adding else ""
+            raise LimitExceeded(
+                f"storage quota: {used} bytes stored of the {limit} allowed{what} "
+                "(delete something first)",
+                field="storage_quota",
+            )
 
     async def admit_turn(self, principal: Principal) -> None:
         """Count one turn against the principal's turn rate limit; raises

@@ -11,27 +11,31 @@ import io
 from collections import OrderedDict
 from datetime import datetime
 
-from PIL import Image, UnidentifiedImageError
-
 from tavernkit.errors import FormatError
+from tavernkit.server.avatars import IMPORT_FORMATS, open_bounded
 
 __all__ = ["THUMB_SIZE", "Thumbnails"]
 
 THUMB_SIZE = 128
-#: a decompression bomb guard: avatars over this many pixels are refused, not decoded
-_MAX_PIXELS = 40_000_000
 
 
 def make_thumbnail(image: bytes) -> bytes:
+    """A small WebP of ``image``; an avatar that is not an image, or one with more pixels
+    than :data:`~tavernkit.server.avatars.AVATAR_MAX_PIXELS` (a decompression bomb stored
+    before imports were bounded), is a :class:`FormatError` (422) naming its size, never a
+    server error."""
     try:
-        with Image.open(io.BytesIO(image)) as img:
-            if img.width * img.height > _MAX_PIXELS:
-                raise FormatError("the avatar is too large to make a thumbnail of", field="avatar")
+        with open_bounded(image, IMPORT_FORMATS) as img:
             img.thumbnail((THUMB_SIZE, THUMB_SIZE))
             out = io.BytesIO()
             img.convert("RGBA").save(out, format="WEBP", quality=80)
-    except (UnidentifiedImageError, OSError, ValueError) as exc:
-        raise FormatError(f"the avatar is not an image: {exc}", field="avatar") from None
+    except FormatError as exc:
+        raise FormatError(f"no thumbnail of this avatar: {exc.reason}", field="avatar") from None
+    except Exception as exc:  # a header Pillow read, then data it cannot decode
+        raise FormatError(
+            f"no thumbnail of this avatar: it cannot be decoded ({type(exc).__name__})",
+            field="avatar",
+        ) from None
     return out.getvalue()
 
 

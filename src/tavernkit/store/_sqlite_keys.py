@@ -3,18 +3,21 @@
 
 The secrets live in private files beside the database (:mod:`tavernkit.store.key_files`); the
 ``api_keys`` rows keep an empty secret column, so a copied database file carries no key.
+Their fingerprints are keyed with the install's own secret (see there); opening a store
+recomputes any stored fingerprint that is not (:meth:`SqliteKeys.refresh_fingerprints`), so
+the unsalted ones older versions wrote are replaced the first time this version opens the
+database.
 """
 
 from __future__ import annotations
 
 import builtins
-import hashlib
 from datetime import datetime
 
 from tavernkit.errors import NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
-from tavernkit.store.key_files import KeyFiles, key_dir_for
+from tavernkit.store.key_files import KeyFiles, key_dir_for, keyed_fingerprint
 from tavernkit.store.protocol import ApiKeyInfo, KeyState
 
 __all__ = ["SqliteKeys"]
@@ -43,8 +46,8 @@ class SqliteKeys(SqliteBase):
         if not provider:
             raise StoreError("an API key needs a provider")
         key_id = self._new_id()
-        fingerprint = hashlib.sha256(secret.encode("utf-8")).hexdigest()[:12]
         files = self.key_files
+        fingerprint = files.fingerprint(secret)
         # the secret first: a row without its secret would be a key that cannot be used
         files.write(key_id, secret)
         try:
@@ -58,6 +61,30 @@ class SqliteKeys(SqliteBase):
             files.delete(key_id)
             raise
         return key_id
+
+    async def refresh_fingerprints(self) -> int:
+        """Make every stored fingerprint the keyed one of this install (a row whose secret
+        file is missing keeps its own); returns how many changed. The stores' openers call it,
+        so it reads the key files once per start."""
+        async with self._read() as db:
+            rows = await db.execute_fetchall("SELECT id, fingerprint FROM api_keys")
+        if not rows:
+            return 0
+        files = self.key_files
+        install = files.fingerprint_secret()
+        changed: builtins.list[tuple[str, str]] = []
+        for key_id, stored in rows:
+            try:
+                secret = files.read(str(key_id))
+            except StoreError:
+                continue
+            fingerprint = keyed_fingerprint(install, secret)
+            if fingerprint != stored:
+                changed.append((fingerprint, str(key_id)))
+        if changed:
+            async with self._write() as db:
+                await db.executemany("UPDATE api_keys SET fingerprint = ? WHERE id = ?", changed)
+        return len(changed)
 
     async def list_api_keys(
         self, provider: str | None = None, *, owner: str = DEFAULT_OWNER

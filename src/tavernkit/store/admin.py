@@ -7,7 +7,8 @@ code, so the copy is row for row: ids, owners, names, timestamps, revisions, lin
 order, message positions, swipe rows and their partial marks all arrive as they were, and
 every reference (a profile's key id, a chat's character) still holds. The message counters
 on each chat are not copied but recounted by the target's triggers as its messages arrive.
-API key secrets are copied file to file, between the stores' private key folders.
+API key secrets are copied file to file, between the stores' private key folders, with the
+secret their fingerprints are keyed with.
 
 The source is read in one transaction (one consistent state) and the target written in one:
 a copy that fails leaves the target as empty as it was.
@@ -83,6 +84,8 @@ async def copy_store(source: SqliteStore, target: SqliteStore) -> CopyReport:
                     )
             # the secrets first: a key row without its secret would be a key that cannot be used
             files = target.key_files
+            if secrets:  # the same install on another backend: its fingerprints stay as they are
+                files.adopt_fingerprint_secret(source.key_files.fingerprint_secret())
             for key_id, secret in secrets.items():
                 files.write(key_id, secret)
                 written.append(key_id)

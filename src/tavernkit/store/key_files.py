@@ -14,21 +14,40 @@ secret as UTF-8. Writes go to a temporary file created 0600 in the same folder, 
 disk and renamed into place, so a crash leaves the old secret or the new one, never half of
 one. Key ids are the store's own (hex); anything else is refused, so no id can name a path
 outside the folder.
+
+Fingerprints: a key is shown as the first 12 hex digits of HMAC-SHA-256 over the key, keyed
+with this install's own random secret (``.fingerprint-secret`` in the same folder, 32 bytes,
+0600, made on first use). A fingerprint tells two keys apart and stays the same for the same
+key; without the secret, a copy of the database cannot be checked against a list of leaked
+keys (an unsalted hash could). Another install (another key folder) gives the same key another
+fingerprint.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import re
+import secrets
 import uuid
 from pathlib import Path
 
 from tavernkit.errors import StoreError
 
-__all__ = ["KeyFiles", "key_dir_for"]
+__all__ = ["FINGERPRINT_SECRET", "KeyFiles", "key_dir_for", "keyed_fingerprint"]
 
 _KEY_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+#: the fingerprint secret's file in the key folder (a dot: no key id can name it)
+FINGERPRINT_SECRET = ".fingerprint-secret"
+_SECRET_BYTES = 32
+
+
+def keyed_fingerprint(install_secret: bytes, secret: str) -> str:
+    """The fingerprint of API key ``secret`` under ``install_secret``: 12 hex digits of
+    HMAC-SHA-256."""
+    return hmac.new(install_secret, secret.encode("utf-8"), hashlib.sha256).hexdigest()[:12]
 
 
 def key_dir_for(db_path: Path | str) -> Path:
@@ -84,6 +103,62 @@ class KeyFiles:
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"cannot read the secret of API key {key_id!r}: {exc}") from exc
+
+    def fingerprint_secret(self) -> bytes:
+        """This install's fingerprint secret, made (atomically; the first process to make it
+        wins, every other one reads that one) when there is none yet."""
+        path = self.folder / FINGERPRINT_SECRET
+        try:
+            found = path.read_bytes()
+        except FileNotFoundError:
+            found = self._make_fingerprint_secret(path)
+        except OSError as exc:
+            raise StoreError(f"cannot read the fingerprint secret in {self.folder}: {exc}") from exc
+        if len(found) < _SECRET_BYTES:
+            raise StoreError(f"the fingerprint secret {path} is damaged (too short)")
+        return found
+
+    def _make_fingerprint_secret(self, path: Path) -> bytes:
+        self._ensure_folder()
+        temp = self.folder / f"{FINGERPRINT_SECRET}.{uuid.uuid4().hex}.tmp"
+        try:
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(secrets.token_bytes(_SECRET_BYTES))
+                handle.flush()
+                os.fsync(handle.fileno())
+            # a link never replaces: a secret another process made first stays the one
+            with contextlib.suppress(FileExistsError):
+                os.link(temp, path)
+            return path.read_bytes()
+        except OSError as exc:
+            raise StoreError(f"cannot make the fingerprint secret in {self.folder}: {exc}") from exc
+        finally:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+
+    def adopt_fingerprint_secret(self, install_secret: bytes) -> None:
+        """Make ``install_secret`` this folder's fingerprint secret (a store copied to another
+        backend keeps its install's fingerprints; only for a folder whose store is empty)."""
+        self._ensure_folder()
+        target = self.folder / FINGERPRINT_SECRET
+        temp = self.folder / f"{FINGERPRINT_SECRET}.{uuid.uuid4().hex}.tmp"
+        try:
+            fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(install_secret)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, target)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                temp.unlink()
+            message = f"cannot write the fingerprint secret in {self.folder}: {exc}"
+            raise StoreError(message) from exc
+
+    def fingerprint(self, secret: str) -> str:
+        """``secret``'s fingerprint in this install (see the module docstring)."""
+        return keyed_fingerprint(self.fingerprint_secret(), secret)
 
     def delete(self, key_id: str) -> None:
         """Remove ``key_id``'s secret (nothing to do when it is gone already)."""

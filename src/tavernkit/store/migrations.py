@@ -32,6 +32,7 @@ import aiosqlite
 from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
+from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
 __all__ = ["M001_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
 
@@ -331,6 +332,12 @@ async def _m008_message_search(db: aiosqlite.Connection) -> None:
         await _run(db, M008_STATEMENTS)
 
 
+async def _m009_storage_use(db: aiosqlite.Connection) -> None:
+    # The bytes each owner stores, kept by triggers, for the server's per-user quota (see
+    # tavernkit.store.storage_use): reading a user's use is one row, never a scan.
+    await _run(db, M009_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -340,6 +347,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("005_accounts", _m005_accounts),
     ("007_memory_vectors", _m007_memory_vectors),
     ("008_message_search", _m008_message_search),
+    ("009_storage_use", _m009_storage_use),
 )
 
 

@@ -15,7 +15,9 @@ names, so both databases hold the same tables and columns and the shared SQL run
   triggers (one update per chat per statement, however many messages it inserts);
 - ``008_message_search`` is a GIN index of each message's words (``to_tsvector('simple',
   mes)``: no stemming, no stop words, so any language's words are found as written) where
-  SQLite has its trigram table; PostgreSQL keeps it up to date by itself.
+  SQLite has its trigram table; PostgreSQL keeps it up to date by itself;
+- ``009_storage_use``'s per-owner byte counts are kept by statement triggers over transition
+  tables, and by row triggers before a parent's delete (:mod:`tavernkit.store.storage_use`).
 
 Every migration runs in its own transaction under a session advisory lock, so processes that
 start at once migrate the database once. A database naming a migration this code does not know
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from tavernkit.errors import StoreError
 from tavernkit.store.migrations import M001_STATEMENTS, M005_STATEMENTS
+from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
     import asyncpg
@@ -150,6 +153,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("005_accounts", M005_STATEMENTS),
     ("007_memory_vectors", _M007),
     ("008_message_search", _M008),
+    ("009_storage_use", M009_STATEMENTS),
 )
 
 

@@ -322,7 +322,7 @@ async def open_postgres_store(
         if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError):
             raise StoreError(f"cannot migrate {redact_url(url)}: {exc}") from exc
         raise
-    return PostgresStore(
+    store = PostgresStore(
         pool,
         url,
         key_dir=key_dir or default_key_dir(url),
@@ -330,3 +330,9 @@ async def open_postgres_store(
         clock=clock,
         new_id=new_id or new_record_id,
     )
+    try:
+        await store.refresh_fingerprints()
+    except BaseException:
+        await store.close()
+        raise
+    return store

@@ -452,6 +452,12 @@ class Store(AccountStore, Protocol):
 
     async def delete_global_variable(self, name: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 
+    async def storage_used(self, *, owner: str = DEFAULT_OWNER) -> int:
+        """The bytes ``owner`` stores: records, their blobs, chats, messages, swipes, memory
+        vectors, variables and settings (kept by the database's triggers as they change, so
+        this is one row's read; :mod:`tavernkit.store.storage_use`)."""
+        ...
+
     # -- API keys and key-pool state --------------------------------------------------------
     async def add_api_key(
         self, provider: str, secret: str, *, owner: str = DEFAULT_OWNER, label: str = ""

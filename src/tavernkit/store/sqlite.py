@@ -111,13 +111,19 @@ async def open_store(
         if isinstance(exc, sqlite3.Error):
             raise StoreError(f"cannot open database {db_path}: {exc}") from exc
         raise
-    return SqliteStore(
+    store = SqliteStore(
         conn,
         db_path,
         models=default_models() if models is None else models,
         clock=clock,
         new_id=new_id,
     )
+    try:
+        await store.refresh_fingerprints()
+    except BaseException:
+        await store.close()
+        raise
+    return store
 
 
 #: Validated models :meth:`SqliteStore.get_shared` keeps (lorebooks, presets, cards...).
@@ -585,3 +591,10 @@ class SqliteStore(SqliteSwipes, SqliteSearch, SqliteAccounts, SqliteVectors, Sql
             await db.execute(
                 "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
             )
+
+    async def storage_used(self, *, owner: str = DEFAULT_OWNER) -> int:
+        async with self._read_now() as db:
+            rows = list(
+                await db.execute_fetchall("SELECT bytes FROM storage_use WHERE owner = ?", (owner,))
+            )
+        return int(rows[0][0]) if rows else 0

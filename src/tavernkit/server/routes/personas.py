@@ -20,6 +20,7 @@ from starlette.responses import Response
 from tavernkit.chat.personas import PersonaLocks, Personas
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.avatars import IMPORT_FORMATS, open_bounded
 from tavernkit.server.routes.characters import _image_type
 
 __all__ = ["router"]
@@ -69,8 +70,8 @@ class AvatarStored(BaseModel):
     },
 )
 async def put_persona_avatar(ref: str, request: Request, tk: UserTavern) -> AvatarStored:
-    """Store the uploaded image (multipart ``file``: PNG, JPEG, GIF or WebP) as the persona's
-    avatar, replacing the one before."""
+    """Store the uploaded image (multipart ``file``: PNG, JPEG, GIF or WebP, at most 40
+    million pixels) as the persona's avatar, replacing the one before."""
     persona_id = (await _personas(tk).get(ref))[0]  # 404 before the upload is read
     async with request.form(max_files=1, max_fields=1) as form:
         upload = form.get("file")
@@ -82,6 +83,8 @@ async def put_persona_avatar(ref: str, request: Request, tk: UserTavern) -> Avat
         raise FormatError("an avatar is a PNG, JPEG, GIF or WebP image", field="file")
     if len(image) > AVATAR_MAX_BYTES:
         raise FormatError(f"an avatar is at most {AVATAR_MAX_BYTES} bytes", field="file")
+    # its header only (cheap): a decompression bomb is refused with its size, unstored
+    open_bounded(image, IMPORT_FORMATS).close()
     await tk.store.set_blob("persona", persona_id, "avatar", image, owner=tk.owner)
     return AvatarStored(
         avatar_url=f"/personas/{persona_id}/avatar", media_type=media, size=len(image)

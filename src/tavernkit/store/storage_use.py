@@ -1,0 +1,216 @@
+"""How many bytes each owner stores: the ``storage_use`` table (migration ``009_storage_use``)
+and the triggers that keep it, for the server's per-user quota.
+
+One row per owner (``owner``, ``bytes``), so reading a user's use is one primary-key lookup,
+never a scan of their data. Triggers on every table that holds an owner's content add what a
+row adds and take away what it takes away, so every path that writes (imports, turns and their
+streamed swipes, edits, cascades) is counted without a line of its own:
+
+- a row's size is the byte length of its content columns (UTF-8 text, blobs; see
+  :data:`SIZED`): records, their blobs (avatars, CHARX assets), chats, messages, swipes,
+  memory vectors, global variables and settings;
+- a row whose owner is its parent's (a blob's record, a message's chat, a swipe's message's
+  chat) is counted for that owner while the parent exists;
+- deleting a parent (a record, a chat, a message) takes away its whole subtree *before* the
+  row goes (a BEFORE DELETE trigger sums the children still there), and the children the
+  cascade then deletes find no parent and count nothing: in SQLite and in PostgreSQL the
+  parent row is gone before its cascade runs.
+
+SQLite runs row triggers; PostgreSQL runs statement triggers over transition tables for
+inserts and updates (an import's one COPY of 100,000 messages updates the owner's row once)
+and row triggers before a parent's delete (they must see the children). Both measure the
+same bytes (``length(CAST(x AS BLOB))`` and ``octet_length(x)``), so a store copied from one to
+the other counts the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PG_STATEMENTS", "SIZED", "SQLITE_STATEMENTS", "recount_sql"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    name: str
+    #: the columns whose bytes count
+    columns: tuple[str, ...]
+    #: the owner of row ``{r}``: a column, or a lookup through its parents
+    owner: str
+    #: whether its rows have children (a delete takes them with it)
+    parent: bool = False
+
+
+def _size(table: str, row: str, dialect: str) -> str:
+    columns = SIZED[table].columns
+    if dialect == "sqlite":
+        parts = [f"coalesce(length(CAST({row}.{c} AS BLOB)), 0)" for c in columns]
+    else:
+        parts = [f"coalesce(octet_length({row}.{c}), 0)" for c in columns]
+    return "(" + " + ".join(parts) + ")"
+
+
+def _sum(table: str, alias: str, where: str, dialect: str, join: str = "") -> str:
+    return (
+        f"(SELECT coalesce(sum({_size(table, alias, dialect)}), 0) FROM {table} {alias}"
+        f"{join} WHERE {where})"
+    )
+
+
+def _subtree(table: str, row: str, dialect: str) -> str:
+    if table == "records":
+        return _sum("record_blobs", "b", f"b.record_id = {row}.id", dialect)
+    if table == "messages":
+        return _sum("swipes", "s", f"s.message_id = {row}.id", dialect)
+    if table == "chats":
+        messages = _sum("messages", "m", f"m.chat_id = {row}.id", dialect)
+        swipes = _sum(
+            "swipes",
+            "s",
+            f"m.chat_id = {row}.id",
+            dialect,
+            " JOIN messages m ON m.id = s.message_id",
+        )
+        return f"({messages} + {swipes})"
+    return "0"
+
+
+#: table -> what counts of its rows, and whose
+SIZED: dict[str, _Table] = {
+    t.name: t
+    for t in (
+        _Table("records", ("name", "data"), "{r}.owner", parent=True),
+        _Table(
+            "record_blobs", ("name", "data"), "(SELECT owner FROM records WHERE id = {r}.record_id)"
+        ),
+        _Table("chats", ("name", "header"), "{r}.owner", parent=True),
+        _Table(
+            "messages",
+            ("body", "extracted", "mes"),
+            "(SELECT owner FROM chats WHERE id = {r}.chat_id)",
+            parent=True,
+        ),
+        _Table(
+            "swipes",
+            ("text", "info"),
+            "(SELECT c.owner FROM messages m JOIN chats c ON c.id = m.chat_id "
+            "WHERE m.id = {r}.message_id)",
+        ),
+        _Table("memory_vectors", ("text", "vector"), "{r}.owner"),
+        _Table("global_variables", ("name", "value"), "{r}.owner"),
+        _Table("settings", ("data",), "{r}.owner"),
+    )
+}
+
+_TABLE = "CREATE TABLE storage_use (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL DEFAULT 0)"
+_ADD = "ON CONFLICT (owner) DO UPDATE SET bytes = storage_use.bytes + excluded.bytes"
+
+
+def recount_sql(dialect: str) -> str:
+    """(owner, bytes) of every owner, counted from the data itself (a full scan: what the
+    migration fills the table with, and what tests check the triggers against)."""
+    rows = " UNION ALL ".join(
+        f"SELECT {t.owner.format(r='x')} AS o, {_size(t.name, 'x', dialect)} AS d FROM {t.name} x"
+        for t in SIZED.values()
+    )
+    return f"SELECT o, sum(d) FROM ({rows}) z WHERE o IS NOT NULL GROUP BY o HAVING sum(d) <> 0"
+
+
+def _fill(dialect: str) -> str:
+    return f"INSERT INTO storage_use (owner, bytes) {recount_sql(dialect)}"
+
+
+def _sqlite_add(owner: str, delta: str) -> str:
+    return (
+        f"INSERT INTO storage_use (owner, bytes) SELECT o, d FROM (SELECT {owner} AS o, "
+        f"{delta} AS d) WHERE o IS NOT NULL AND d <> 0 {_ADD};"
+    )
+
+
+def _sqlite_triggers(t: _Table) -> list[str]:
+    columns = ", ".join(t.columns)
+    new, old = t.owner.format(r="NEW"), t.owner.format(r="OLD")
+    change = f"{_size(t.name, 'NEW', 'sqlite')} - {_size(t.name, 'OLD', 'sqlite')}"
+    gone = _size(t.name, "OLD", "sqlite")
+    if t.parent:
+        gone = f"({gone} + {_subtree(t.name, 'OLD', 'sqlite')})"
+    return [
+        f"CREATE TRIGGER {t.name}_use_in AFTER INSERT ON {t.name} BEGIN "
+        f"{_sqlite_add(new, _size(t.name, 'NEW', 'sqlite'))} END",
+        f"CREATE TRIGGER {t.name}_use_edit AFTER UPDATE OF {columns} ON {t.name} BEGIN "
+        f"{_sqlite_add(new, change)} END",
+        # before the row goes: its subtree is still there to be summed
+        f"CREATE TRIGGER {t.name}_use_out BEFORE DELETE ON {t.name} BEGIN "
+        f"{_sqlite_add(old, '-' + gone)} END",
+    ]
+
+
+def _pg_add(rows: str) -> str:
+    return (
+        f"INSERT INTO storage_use (owner, bytes) SELECT o, sum(d) FROM ({rows}) z "
+        f"WHERE o IS NOT NULL GROUP BY o HAVING sum(d) <> 0 {_ADD}"
+    )
+
+
+def _pg_triggers(t: _Table) -> list[str]:
+    def rows(table: str, sign: str) -> str:
+        return (
+            f"SELECT {t.owner.format(r='x')} AS o, {sign}{_size(t.name, 'x', 'pg')} AS d "
+            f"FROM {table} x"
+        )
+
+    new_rows, old_rows = rows("new_rows", ""), rows("old_rows", "-")
+    out = [
+        f"""CREATE FUNCTION tk_use_{t.name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                {_pg_add(new_rows)};
+            ELSIF TG_OP = 'DELETE' THEN
+                {_pg_add(old_rows)};
+            ELSE
+                {_pg_add(new_rows + " UNION ALL " + old_rows)};
+            END IF;
+            RETURN NULL;
+        END $$""",
+        f"CREATE TRIGGER {t.name}_use_in AFTER INSERT ON {t.name} REFERENCING NEW TABLE AS "
+        f"new_rows FOR EACH STATEMENT EXECUTE FUNCTION tk_use_{t.name}()",
+        f"CREATE TRIGGER {t.name}_use_edit AFTER UPDATE ON {t.name} REFERENCING OLD TABLE AS "
+        f"old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION tk_use_{t.name}()",
+    ]
+    if not t.parent:
+        out.append(
+            f"CREATE TRIGGER {t.name}_use_out AFTER DELETE ON {t.name} REFERENCING OLD TABLE "
+            f"AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION tk_use_{t.name}()"
+        )
+        return out
+    # a parent: a row trigger before the delete, while its children are there to be summed
+    gone = f"({_size(t.name, 'OLD', 'pg')} + {_subtree(t.name, 'OLD', 'pg')})"
+    out += [
+        f"""CREATE FUNCTION tk_use_{t.name}_out() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE who TEXT;
+        BEGIN
+            who := {t.owner.format(r="OLD")};
+            IF who IS NOT NULL THEN
+                INSERT INTO storage_use (owner, bytes) VALUES (who, -{gone}) {_ADD};
+            END IF;
+            RETURN OLD;
+        END $$""",
+        f"CREATE TRIGGER {t.name}_use_out BEFORE DELETE ON {t.name} FOR EACH ROW "
+        f"EXECUTE FUNCTION tk_use_{t.name}_out()",
+    ]
+    return out
+
+
+#: migration 009 for SQLite: the table, what is stored already, the triggers
+SQLITE_STATEMENTS: tuple[str, ...] = (
+    _TABLE.replace("BIGINT", "INTEGER"),
+    _fill("sqlite"),
+    *(sql for t in SIZED.values() for sql in _sqlite_triggers(t)),
+)
+
+#: migration 009 for PostgreSQL
+PG_STATEMENTS: tuple[str, ...] = (
+    _TABLE,
+    _fill("pg"),
+    *(sql for t in SIZED.values() for sql in _pg_triggers(t)),
+)

@@ -1,0 +1,109 @@
+"""Each owner's stored bytes (migration 009): kept by triggers through every kind of write,
+equal to a full recount of the data, on SQLite and PostgreSQL alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tavernkit.models.settings import Settings
+from tavernkit.store import SqliteStore, open_store
+from tavernkit.store.postgres import PostgresStore
+from tavernkit.store.protocol import SwipeText
+from tavernkit.store.storage_use import SIZED, recount_sql
+
+HEADER: dict[str, Any] = {"user_name": "u", "character_name": "c", "chat_metadata": {}}
+MiB = 1024 * 1024
+
+
+async def _recount(store: SqliteStore) -> dict[str, int]:
+    dialect = "pg" if isinstance(store, PostgresStore) else "sqlite"
+    async with store._read() as db:  # the store's own package's tests
+        rows = await db.execute_fetchall(recount_sql(dialect))
+    return {str(owner): int(n) for owner, n in rows}
+
+
+async def _kept(store: SqliteStore) -> dict[str, int]:
+    async with store._read() as db:
+        rows = await db.execute_fetchall("SELECT owner, bytes FROM storage_use WHERE bytes <> 0")
+    return {str(owner): int(n) for owner, n in rows}
+
+
+async def _check(store: SqliteStore) -> dict[str, int]:
+    kept = await _kept(store)
+    assert kept == await _recount(store)
+    for owner, used in kept.items():
+        assert await store.storage_used(owner=owner) == used
+    return kept
+
+
+def _message(text: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "A", "is_user": False, "mes": text, "extra": {}, **extra}
+
+
+async def test_every_write_is_counted_and_every_delete_gives_back(store: SqliteStore) -> None:
+    assert await store.storage_used(owner="ann") == 0
+    ref = await store.put(
+        "character",
+        {"spec": "chara_card_v2", "data": {"name": "Aria"}},
+        owner="ann",
+        name="Aria",
+        blobs={"avatar": b"\x89PNG" + b"x" * MiB},
+    )
+    used = (await _check(store))["ann"]
+    assert MiB < used < MiB + 4096
+    await store.put(
+        "lorebook",
+        {"name": "big", "entries": {"0": {"content": "é" * 1000}}},
+        owner="ann",
+        name="big",
+    )
+    await store.set_global_variable("mood", "calm" * 100, owner="ann")
+    await store.put_settings(Settings(), owner="ann")
+    chat = await store.create_chat(
+        HEADER,
+        [_message("hello 灯台", swipes=["hello 灯台", "other"], swipe_id=0), _message("two")],
+        owner="ann",
+        name="c1",
+        character=ref.id,
+    )
+    await _check(store)
+    appended = await store.append_message(chat.id, _message("x" * 5000), owner="ann")
+    index = await store.append_swipe(appended.id, "y" * 300, owner="ann", complete=False)
+    await store.update_swipe_texts([SwipeText(appended.id, index, "y" * 9000)])
+    grown = (await _check(store))["ann"]
+    # bob's writes are bob's
+    await store.put("persona", {"name": "p"}, owner="bob", name="p")
+    assert (await _check(store))["ann"] == grown
+    await store.delete_swipe(appended.id, index, owner="ann")
+    await _check(store)
+    await store.truncate_chat(chat.id, 1, owner="ann")
+    assert (await _check(store))["ann"] < grown
+    # a record's delete takes its blobs; a chat's its messages and their swipes
+    await store.delete("character", ref.id, owner="ann")
+    await _check(store)
+    await store.delete_chat(chat.id, owner="ann")
+    await store.delete("lorebook", "big", owner="ann")
+    await store.delete_global_variable("mood", owner="ann")
+    await _check(store)
+    # what is left is the settings row alone
+    assert 0 < await store.storage_used(owner="ann") < 4096
+
+
+async def test_the_migration_counts_what_was_stored_before_it(db_path: Path) -> None:
+    async with await open_store(db_path) as store:
+        await store.put("persona", {"name": "p", "description": "d" * 5000}, owner="ann", name="p")
+        await store.create_chat(
+            HEADER, [_message("hi", swipes=["hi", "yo"])], owner="ann", name="c"
+        )
+        before = await _check(store)
+    with sqlite3.connect(db_path) as db:  # as a database of the version before 009
+        for table in SIZED:
+            for step in ("in", "edit", "out"):
+                db.execute(f"DROP TRIGGER {table}_use_{step}")
+        db.execute("DROP TABLE storage_use")
+        db.execute("DELETE FROM _migrations WHERE name = '009_storage_use'")
+    db.close()
+    async with await open_store(db_path) as store:
+        assert await _check(store) == before
