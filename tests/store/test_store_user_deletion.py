@@ -18,6 +18,8 @@ from tavernkit.models.settings import Settings
 from tavernkit.store import KeyState, SqliteStore, Store
 from tavernkit.store.postgres import PostgresStore
 
+from .test_store_usage import _recount
+
 CARD = {
     "spec": "chara_card_v2",
     "spec_version": "2.0",
@@ -186,6 +188,8 @@ async def test_handing_over_gives_the_records_to_another_user(store: Store) -> N
     variables = await store.get_global_variables(owner=carol.owner)
     assert variables == {"score": 1, "carol only": 2, "ann only": 2}
     assert await store.user_for_token("token-hash-carol") is not None
+    # carol's stored bytes now count what she was given, as a recount from the data says
+    assert await store.storage_used(owner=carol.owner) == (await _recount(store))[carol.owner]
 
 
 async def test_a_hand_over_with_clashing_names_changes_nothing(store: Store) -> None:

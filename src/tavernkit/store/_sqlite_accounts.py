@@ -99,6 +99,18 @@ async def _hand_over(db: aiosqlite.Connection, owner: str, to: str) -> None:
     await db.execute("DELETE FROM settings WHERE owner = ?", (owner,))
 
 
+async def _move_storage_use(db: aiosqlite.Connection, owner: str, to: str) -> None:
+    """Count what ``owner`` handed over as ``to``'s stored bytes. The usage triggers follow
+    content, not a change of owner; what was deleted instead (settings, variables ``to``
+    already had) was taken off ``owner``'s count by them, so the rest is what moved."""
+    await db.execute(
+        "INSERT INTO storage_use (owner, bytes) SELECT ?, bytes FROM storage_use "
+        "WHERE owner = ? ON CONFLICT (owner) DO UPDATE "
+        "SET bytes = storage_use.bytes + excluded.bytes",
+        (to, owner),
+    )
+
+
 class SqliteAccounts(SqliteBase):
     async def create_user(
         self, name: str, password_hash: str, *, owner: str, is_admin: bool = False
@@ -209,8 +221,11 @@ class SqliteAccounts(SqliteBase):
             if hand_over_to is None:
                 key_ids = await _delete_owned(db, owner)
             else:
-                await _hand_over(db, owner, await _owner_of(db, hand_over_to))
+                receiver = await _owner_of(db, hand_over_to)
+                await _hand_over(db, owner, receiver)
+                await _move_storage_use(db, owner, receiver)
                 key_ids = []
+            await db.execute("DELETE FROM storage_use WHERE owner = ?", (owner,))
             # the user's API tokens and sessions go with the row (ON DELETE CASCADE)
             await db.execute("DELETE FROM users WHERE id = ?", (user_id,))
         self._forget_key_secrets(key_ids)
