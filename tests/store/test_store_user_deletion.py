@@ -13,12 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from store.test_store_usage import _recount
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models.settings import Settings
 from tavernkit.store import KeyState, SqliteStore, Store
 from tavernkit.store.postgres import PostgresStore
-
-from .test_store_usage import _recount
 
 CARD = {
     "spec": "chara_card_v2",
