@@ -14,6 +14,7 @@ from pydantic import Field
 
 from tavernkit.models._base import ValueModel
 from tavernkit.models.memory import MemorySettings
+from tavernkit.models.regex_script import RegexSettings
 
 __all__ = [
     "POWER_USER_PROMPT_KEYS",
@@ -123,6 +124,8 @@ class Settings(ValueModel):
     reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
     selections: Selections = Field(default_factory=Selections)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    #: the Regex extension: global scripts, allowed cards and presets
+    regex: RegexSettings = Field(default_factory=RegexSettings)
     compat: Compat = "default"
 
 
