@@ -25,15 +25,25 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tavernkit.models.chat import Message
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.chat_completion import core_chat
 from tavernkit.prompt.from_chat_state import main_api_of, script_lists
-from tavernkit.prompt.regex import regex_macros
+from tavernkit.prompt.pipeline import PromptTarget, begin
+from tavernkit.prompt.regex import chat_texts, regex_macros
 from tavernkit.prompt.state import Substitute
 from tavernkit.text.regex_scripts import ActiveScripts, RegexMacros, RegexPlacement
 
-__all__ = ["RegexText", "display_depths", "display_placement", "regex_text"]
+__all__ = [
+    "RegexText",
+    "continued_prompt_text",
+    "display_depths",
+    "display_placement",
+    "regex_text",
+    "state_regex_text",
+]
 
 
 def display_placement(message: Message) -> RegexPlacement:
@@ -135,3 +145,42 @@ def regex_text(
     if not active:
         return None
     return RegexText(active, regex_macros(substitute))
+
+
+def state_regex_text(
+    state: ChatState,
+    *,
+    main_api: str | None = None,
+    compat: str | None = None,
+    variables: Any = None,
+) -> RegexText | None:
+    """:func:`regex_text` with the state's own macro evaluator (``variables``: the turn's, so
+    a replacement's ``{{setvar}}`` lands where the turn's macros do); the evaluator is made
+    only when some script can run."""
+    if not state.settings.regex.enabled:
+        return None
+    api = main_api or main_api_of(state)
+    active = script_lists(state, api).active()
+    if not active:
+        return None
+    session = begin(state, PromptTarget(main_api=api), compat=compat, variables=variables)
+    return RegexText(active, regex_macros(session.substitute))
+
+
+def continued_prompt_text(
+    state: ChatState, *, main_api: str, compat: str | None = None, variables: Any = None
+) -> str | None:
+    """The prompt text of the message a ``continue`` extends (its prompt-only scripts
+    applied), when it differs from the stored one. SillyTavern 1.18 stores the continuation
+    after *that* text (reference A7, "continue stores prompt-only edits"); ``compat="st-1.18"``
+    reproduces it, the default keeps the stored text."""
+    session = begin(state, PromptTarget(main_api=main_api), compat=compat, variables=variables)
+    chat = core_chat(session.prompt_state.messages, "continue")
+    if not len(chat):
+        return None
+    index, message = chat[-1]
+    texts = chat_texts(session.prompt_state, chat, kind="continue", substitute=session.substitute)
+    if texts.rewrite is None:
+        return None
+    text = texts.rewrite(index, message)
+    return None if text == message.text else text

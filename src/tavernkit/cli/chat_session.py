@@ -28,6 +28,7 @@ from tavernkit.cli.chat_display import (
     JsonSink,
     out,
     print_message,
+    print_shown,
     report_outcome,
     say_error,
     swipe_counter,
@@ -160,6 +161,10 @@ class Session(SettingCommands):
             stored = await self.tk.store.get_message(outcome.message_id, owner=self.tk.owner)
             counter = swipe_counter(Message.model_validate(stored.data))
             out.print(f"  [dim]#{outcome.message_index} {counter}[/]")
+            shown = (await self.chats.shown(self.chat_id, [stored])).get(stored.position)
+            if shown is not None and shown.text is not None:
+                # display-only regex scripts: what the chat shows (the stored text streamed)
+                print_shown(shown.text)
         return outcome
 
     async def _where(self, outcome: TurnOutcome) -> Where:
@@ -194,11 +199,15 @@ class Session(SettingCommands):
         start = window.info.message_count - len(window.tail)
         if start:
             out.print(f"[dim]… {start} earlier messages[/]")
+        shown = await self.chats.shown(self.chat_id, window.tail)
         for entry in window.tail:
             message = Message.model_validate(entry.data)
             unfinished = incomplete_reply(entry)
             print_message(
-                entry.position, message, incomplete=unfinished.text() if unfinished else ""
+                entry.position,
+                message,
+                incomplete=unfinished.text() if unfinished else "",
+                shown=shown.get(entry.position),
             )
 
     # -- dispatch ----------------------------------------------------------------------------
