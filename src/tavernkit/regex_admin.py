@@ -39,10 +39,10 @@ from tavernkit.models.regex_script import (
     script_from_editor,
 )
 from tavernkit.models.settings import Settings
+from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import script_lists
 from tavernkit.prompt.pipeline import begin
 from tavernkit.prompt.regex import regex_macros
-from tavernkit.models.state import ChatState
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import Store
