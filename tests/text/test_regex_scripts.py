@@ -11,6 +11,7 @@ import pytest
 
 from tavernkit.errors import RegexScriptError
 from tavernkit.models.regex_script import RegexScript
+from tavernkit.models.settings import settings_from_st
 from tavernkit.text.regex_scripts import (
     RegexGuard,
     RegexPlacement,
@@ -136,3 +137,19 @@ def test_command_hooks() -> None:
     assert toggled.notices[0].message == "Regex script 'Café' has been disabled."
     missing = regex_command(lists, "nope", "aa", plain_macros())
     assert missing.output == "aa" and missing.notices[0].kind == "warning"
+
+
+def test_settings_json_brings_the_global_scripts_migrated() -> None:
+    old = {"scriptName": "Old", "findRegex": "/a/", "placement": [0], "markdownOnly": False}
+    send_as = {"scriptName": "SendAs", "findRegex": "/b/", "placement": [4, 2]}
+    settings = settings_from_st(
+        {
+            "power_user": {},
+            "extension_settings": {"regex": [old, send_as], "disabledExtensions": ["regex"]},
+        }
+    )
+    migrated = [s.to_wire() for s in settings.regex.scripts]
+    assert migrated[0]["placement"] == [1, 2, 3, 5, 6]
+    assert migrated[0]["markdownOnly"] is True and migrated[0]["promptOnly"] is True
+    assert migrated[1]["placement"] == [3, 2]
+    assert settings.regex.enabled is False

@@ -35,6 +35,7 @@ __all__ = [
     "embedded_scripts",
     "export_filename",
     "export_text",
+    "migrate_script",
     "parse_import",
     "script_from_editor",
 ]
@@ -150,6 +151,29 @@ def embedded_scripts(extensions: Mapping[str, Any] | None) -> list[RegexScript]:
                 out.append(RegexScript.model_validate(dict(item)))
             except ValidationError:
                 continue
+    return out
+
+
+#: every placement a migrated "markdown display" script gets (SillyTavern's values less 0 and 4)
+_ALL_PLACEMENTS: Final = (1, 2, 3, 5, 6)
+
+
+def migrate_script(data: Mapping[str, Any]) -> dict[str, Any]:
+    """SillyTavern's start-up migration of a stored global script: the old placement 0
+    ("markdown display") becomes every placement with ``markdownOnly`` and ``promptOnly``
+    on (or is dropped from a list that has others), the old 4 ("sendAs") becomes 3."""
+    out = dict(data)
+    placement = out.get("placement")
+    if not isinstance(placement, list):
+        return out
+    if 0 in placement:
+        rest = [p for p in placement if p != 0]
+        out["placement"] = rest if rest else list(_ALL_PLACEMENTS)
+        out["markdownOnly"] = True
+        out["promptOnly"] = True
+        placement = out["placement"]
+    if 4 in placement:
+        out["placement"] = [3 if p == 4 else p for p in placement]
     return out
 
 
