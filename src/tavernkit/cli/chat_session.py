@@ -162,9 +162,13 @@ class Session(SettingCommands):
             counter = swipe_counter(Message.model_validate(stored.data))
             out.print(f"  [dim]#{outcome.message_index} {counter}[/]")
             shown = (await self.chats.shown(self.chat_id, [stored])).get(stored.position)
-            if shown is not None and shown.text is not None:
-                # display-only regex scripts: what the chat shows (the stored text streamed)
-                print_shown(shown.text)
+            final = shown.text if shown is not None else None
+            raw = outcome.result.text if outcome.result is not None else outcome.text
+            if final is None and outcome.kind != "continue" and outcome.text != raw:
+                final = outcome.text  # regex scripts changed the text before it was stored
+            if final is not None:
+                # what the chat shows now: the stream showed the reply as it came
+                print_shown(final)
         return outcome
 
     async def _where(self, outcome: TurnOutcome) -> Where:
