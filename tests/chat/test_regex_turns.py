@@ -123,3 +123,27 @@ async def test_the_extension_switch_stops_every_script(world: World) -> None:
     info = await world.chats.new_chat("Mira")
     await world.chats.send(info.id, "go")
     assert (await _messages(world, info.id))[1].text == "go"
+
+
+async def test_the_command_hooks_run_and_store_toggles_where_scripts_live(world: World) -> None:
+    await world.tk.regex.add(rx("Shout", "/\\w+/g", "{{match}}, {{char}}!", placement=[]))
+    card = json.loads(json.dumps(CARD))
+    card["data"]["name"] = "Rhea"
+    card["data"]["extensions"]["regex_scripts"] = [
+        {**rx("Card Script", "/sword/gi", "blade"), "id": "c1", "trimStrings": []}
+    ]
+    await world.tk.library.import_bytes(json.dumps(card).encode(), source="rhea.json")
+    info = await world.chats.new_chat("Rhea")
+    regex = world.tk.regex
+    ran = await regex.command("regex", chat_id=info.id, script="shout", text="hi")
+    assert ran.output == "hi, Rhea!" and not ran.notices  # the chat's macros
+    assert (await regex.command("regex-state", chat_id=info.id, script="card script")).output == (
+        "true"
+    )
+    toggled = await regex.command("regex-toggle", chat_id=info.id, script="Card Script")
+    assert toggled.output == "Card Script" and toggled.scope == "scoped"
+    assert (await regex.character_scripts("Rhea")).scripts[0].disabled is True  # in the card
+    await regex.command("regex-toggle", script="Shout", state="off", quiet=True)
+    assert (await regex.get("Shout")).disabled is True
+    missing = await regex.command("regex-state", script="Nope")
+    assert missing.output == "" and missing.notices[0].message == 'Regex script "Nope" not found.'
