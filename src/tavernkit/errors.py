@@ -29,6 +29,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── EmbeddingError         an embeddings endpoint failed or answered the wrong shape
     ├── MemoryConfigError      memory settings name what does not exist (also ValueError)
     ├── UsageError             a slash command got arguments it cannot use (terminal chat)
+    ├── RegexScriptError       a regex script object the engine cannot run (also TypeError)
     ├── ProviderError          a model provider failed; the class says what policy may do
     │   ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
     │   │   └── MissingCredential   no key is configured for a provider that needs one
@@ -195,6 +196,7 @@ __all__ = [
     "PullError",
     "QuotaExhausted",
     "RateLimited",
+    "RegexScriptError",
     "RequestAborted",
     "ReviewUnavailable",
     "SchemaIssue",
@@ -290,6 +292,12 @@ class EmbeddingError(TavernKitError):
 class MemoryConfigError(TavernKitError, ValueError):
     """Memory settings that cannot work: an unknown embedder, a profile without an
     embeddings endpoint, a summary that is edited on a chat too short to hold it."""
+
+
+class RegexScriptError(TavernKitError, TypeError):
+    """A regex script object SillyTavern's engine cannot run (its ``getRegexedString`` throws
+    a ``TypeError``): no ``replaceString``, no ``trimStrings`` when a group is inserted, a
+    ``placement`` that is not a list. The message is JavaScript's."""
 
 
 class SlashUsage(Protocol):

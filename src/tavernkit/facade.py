@@ -42,6 +42,7 @@ from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
 from tavernkit.providers.local_llama import LocalLlamaProvider
 from tavernkit.providers.profiles import ModelProfile
+from tavernkit.regex_admin import RegexAdmin
 from tavernkit.runtime import Runtime
 from tavernkit.store.backends import open_store
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
@@ -240,6 +241,12 @@ class Tavern:
         shared by every chat turn and task of this Tavern (see
         :class:`~tavernkit.runtime.LocalModels`)."""
         return self.runtime.local_models(profile, model_profile)
+
+    @property
+    def regex(self) -> RegexAdmin:
+        """The owner's regex scripts (global list, allowed cards and presets; see
+        :mod:`tavernkit.regex_admin`); what ``tavernkit regex`` edits."""
+        return RegexAdmin(self.store, self.owner)
 
     @property
     def profiles(self) -> ProfileAdmin:

@@ -52,6 +52,7 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.settings import Settings
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
@@ -435,7 +436,13 @@ class Library(LibraryExports):
         ]
         for kind, template, name in templates:
             await self._decide(kind, template, name, source, replace)
-        await self.store.put_settings(imported.settings, owner=self.owner)
+        settings = imported.settings
+        before = await self.store.get_settings(owner=self.owner)
+        if isinstance(before, Settings):  # the allow lists name our records: they stay
+            settings = settings.model_copy(deep=True)
+            settings.regex.allowed_characters = list(before.regex.allowed_characters)
+            settings.regex.allowed_presets = list(before.regex.allowed_presets)
+        await self.store.put_settings(settings, owner=self.owner)
         results = [ImportResult("settings", "settings", self.owner, "replaced", source)]
         for kind, template, name in templates:
             results.append(await self._put(kind, template, name, source, replace))

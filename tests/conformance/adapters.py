@@ -86,6 +86,11 @@ TEXT_PROMPT_ENGINE = EngineRef(
     "build_text_completion",
     "text-completion prompt engine not implemented yet (later issue)",
 )
+REGEX_ENGINE = EngineRef(
+    "tavernkit.text.regex_scripts",
+    "run_scripts",
+    "regex scripts not implemented yet (issue 35)",
+)
 REQUEST_BODY_BUILDER = EngineRef(
     "tavernkit.providers.adapters",
     "build_request_body",

@@ -36,6 +36,7 @@ MACROS = "macros"
 WORLDINFO = "worldinfo"
 PROMPTS = "prompts"
 GROUPS = "groups"
+REGEX = "regex"
 PERF = "perf"
 
 # Keys a case must carry for its comparison to mean anything (README schema). Optional keys
@@ -72,6 +73,14 @@ PROMPT_KEYS = ("id", "api", "inputs", "effective_settings", "request_body")
 PROMPT_APIS = ("cc", "tc", "kobold")
 GROUP_KEYS = ("id", "api", "inputs", "effective_settings", "drafted_member", "requests")
 PERF_MACRO_SET_KEYS = ("id", "kind", "local_vars_before", "global_vars_before")
+REGEX_KEYS = {
+    "engine": ("id", "kind", "scripts", "calls", "local_vars_before", "global_vars_before"),
+    "request": ("id", "kind", "api", "inputs", "effective", "request_body", "chat_after"),
+    "storage": ("id", "kind", "api", "inputs", "effective", "chat_after", "display"),
+    "export": ("id", "kind", "editor_input", "stored_script", "export_text", "export_json"),
+    "import": ("id", "kind", "files", "imports"),
+    "card": ("id", "kind", "card_scripts", "scripts_held_by_st", "outputs_after_allow"),
+}
 
 
 @dataclass(frozen=True)
@@ -174,29 +183,34 @@ def discover_macros(root: Path) -> list[Case]:
     path = root / ST_DIR / "macros.jsonl"
     if not path.is_file():
         return []
+    return _flag_duplicates(_discover_lines(path, MACROS))
+
+
+def _discover_lines(path: Path, family: str) -> list[Case]:
+    """One case per non-blank line of a JSON-lines file; id = the line's ``id``."""
     cases: list[Case] = []
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return [Case(id="macros.jsonl", family=MACROS, source=path, problem=f"unreadable: {exc}")]
+        return [Case(id=path.name, family=family, source=path, problem=f"unreadable: {exc}")]
     for number, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        fallback_id = f"macros.jsonl:{number}"
+        fallback_id = f"{path.name}:{number}"
         try:
             data = json.loads(raw)
         except json.JSONDecodeError as exc:
-            cases.append(_broken(MACROS, path, fallback_id, f"invalid JSON: {exc}", number))
+            cases.append(_broken(family, path, fallback_id, f"invalid JSON: {exc}", number))
             continue
         if not isinstance(data, dict):
-            cases.append(_broken(MACROS, path, fallback_id, "line is not a JSON object", number))
+            cases.append(_broken(family, path, fallback_id, "line is not a JSON object", number))
             continue
         case_id = data.get("id")
         if not isinstance(case_id, str) or not case_id:
-            cases.append(_broken(MACROS, path, fallback_id, "missing string 'id'", number))
+            cases.append(_broken(family, path, fallback_id, "missing string 'id'", number))
             continue
-        cases.append(Case(id=case_id, family=MACROS, source=path, data=data, line=number))
-    return _flag_duplicates(cases)
+        cases.append(Case(id=case_id, family=family, source=path, data=data, line=number))
+    return cases
 
 
 def discover_worldinfo(root: Path) -> list[Case]:
@@ -214,6 +228,24 @@ def discover_groups(root: Path) -> list[Case]:
     return _discover_files(root / ST_DIR / "groups", GROUPS)
 
 
+def discover_regex(root: Path) -> list[Case]:
+    """The Regex extension's cases (README §7): one per line of ``st-1.18/regex/engine.jsonl``
+    (id = the line's ``id``) and one per other ``st-1.18/regex/<id>.json`` file."""
+    folder = root / ST_DIR / "regex"
+    if not folder.is_dir():
+        return []
+    cases: list[Case] = []
+    engine = folder / "engine.jsonl"
+    if engine.is_file():
+        cases.extend(_discover_lines(engine, REGEX))
+    cases.extend(
+        Case(id=path.stem, family=REGEX, source=path)
+        for path in sorted(folder.glob("*.json"))
+        if path.is_file()
+    )
+    return _flag_duplicates(cases)
+
+
 def discover_all(root: Path) -> list[Case]:
     """Every golden case of ``st-1.18/`` (the perf anchors are not golden cases)."""
     return [
@@ -221,6 +253,7 @@ def discover_all(root: Path) -> list[Case]:
         *discover_worldinfo(root),
         *discover_prompts(root),
         *discover_groups(root),
+        *discover_regex(root),
     ]
 
 
@@ -321,6 +354,7 @@ def validate(family: str, data: Mapping[str, Any], where: str, *, expected_id: s
         WORLDINFO: _worldinfo_problems,
         PROMPTS: _prompt_problems,
         GROUPS: _group_problems,
+        REGEX: _regex_problems,
         PERF: _perf_problems,
     }
     problems = checks[family](data, expected_id)
@@ -401,6 +435,17 @@ def _group_problems(data: Mapping[str, Any], expected_id: str) -> list[str]:
     for index, request in enumerate(data.get("requests") or []):
         if not isinstance(request, dict) or "request_body" not in request:
             problems.append(f"requests[{index}] has no 'request_body'")
+    return problems
+
+
+def _regex_problems(data: Mapping[str, Any], expected_id: str) -> list[str]:
+    problems = _id_problems(data, expected_id)
+    kind = data.get("kind")
+    if kind not in REGEX_KEYS:
+        return [*problems, f"'kind' is {kind!r}, expected one of {sorted(REGEX_KEYS)}"]
+    problems += _missing(data, REGEX_KEYS[kind])
+    if kind == "engine" and not isinstance(data.get("calls"), list):
+        problems.append("'calls' is not a list")
     return problems
 
 

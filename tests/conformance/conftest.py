@@ -16,6 +16,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         "macros": len(cases.discover_macros(root.path)),
         "worldinfo": len(cases.discover_worldinfo(root.path)),
         "prompts": len(cases.discover_prompts(root.path)),
+        "regex": len(cases.discover_regex(root.path)),
         "perf": len(cases.discover_perf(root.path)),
     }
     summary = ", ".join(f"{name} {count}" for name, count in counts.items())

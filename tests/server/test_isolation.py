@@ -51,6 +51,11 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/characters/{ref}/persona"): {"persona": None},
     ("PUT", "/personas/{ref}/avatar"): {},
     ("PATCH", "/profiles/{name}"): {"model": "stolen"},
+    ("PATCH", "/regex/scripts/{ref}"): {"findRegex": "/stolen/"},
+    ("PUT", "/regex/scripts/{ref}/position"): {"position": 0},
+    ("PUT", "/regex/scripts/{ref}/enabled"): {"enabled": False},
+    ("PUT", "/regex/characters/{ref}/allowed"): {"allowed": True},
+    ("PUT", "/regex/presets/{ref}/allowed"): {"allowed": True},
     ("PUT", "/profiles/{name}/fallbacks"): {"entries": []},
     **{("PUT", f"/{p}/{{ref}}"): {"name": "X", "base_url": "http://x"} for p in DOCUMENT_PATHS},
 }
@@ -94,6 +99,10 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
     # a name that never resolves (RFC 6761): stored unchecked, never reached
     mcp = {"name": "annm", "url": "http://mcp.invalid/mcp", "token": "ann-mcp-token-0123"}
     assert (await ann.post("/mcp/servers", json=mcp)).status_code == 201
+    script = {"scriptName": "ann-rx", "findRegex": "/secret/g", "replaceString": "x"}
+    r = await ann.post("/regex/scripts", json=script)
+    assert r.status_code == 201, r.text
+    regex_script = r.json()["id"]
     docs = {}
     for path in DOCUMENT_PATHS:
         body = LOREBOOK if path == "lorebooks" else {"name": f"ann-{path}", "base_url": "http://a"}
@@ -105,6 +114,7 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
         "chat": chat,
         "token": token,
         "group": group,
+        "regex": regex_script,
         **{f"doc:{p}": i for p, i in docs.items()},
     }
 
@@ -135,6 +145,12 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
         return [template.replace("{ref}", world["group"]), template.replace("{ref}", "ann-crew")]
     if template.startswith("/mcp/servers/{name}"):
         return [template.replace("{name}", "annm").replace("{tool}", "add")]
+    if template.startswith("/regex/scripts/{ref}"):
+        return [template.replace("{ref}", world["regex"]), template.replace("{ref}", "ann-rx")]
+    if template.startswith("/regex/characters/{ref}"):
+        return [template.replace("{ref}", world["char"]), template.replace("{ref}", "Mira")]
+    if template.startswith("/regex/presets/{ref}"):
+        return [template.replace("{ref}", world["doc:presets/chat"])]
     if template.startswith("/profiles/{name}"):
         return [template.replace("{name}", "annp")]
     if template == "/variables/{name}":
@@ -162,6 +178,7 @@ async def _snapshot(ann: httpx.AsyncClient, world: dict[str, str]) -> list[Any]:
         "/settings",
         "/variables",
         "/profiles",
+        "/regex",
         "/auth/tokens",
         *(f"/{p}/{world[f'doc:{p}']}" for p in DOCUMENT_PATHS),
     ]

@@ -35,9 +35,15 @@ def greeting_message(
     *,
     substitute: Callable[[str], str],
     send_date: str,
+    regex: Callable[[str], str] | None = None,
 ) -> Message | None:
-    """Message 0 of a new chat, or ``None`` when the card has no greeting."""
-    swipes = [substitute(first_mes or ""), *(substitute(g) for g in alternate_greetings)]
+    """Message 0 of a new chat, or ``None`` when the card has no greeting. ``regex`` is the
+    plain AI_OUTPUT regex pass SillyTavern runs on each greeting before its macros."""
+    scripts = regex if regex is not None else (lambda text: text)
+    swipes = [
+        substitute(scripts(first_mes or "")),
+        *(substitute(scripts(g)) for g in alternate_greetings),
+    ]
     if not swipes[0] and len(swipes) > 1:
         swipes.pop(0)
     if not swipes[0]:

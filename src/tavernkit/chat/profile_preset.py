@@ -15,6 +15,7 @@ from __future__ import annotations
 from tavernkit.errors import ChatTurnError, NotFound
 from tavernkit.generation.profiles import ResolvedConnection
 from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.regex_script import embedded_scripts
 from tavernkit.models.state import ChatState
 from tavernkit.store.protocol import Store
 
@@ -55,4 +56,11 @@ async def with_profile_preset(
     preset = await load_bound_preset(store, connection, owner=owner)
     if preset is None:
         return state
-    return state.model_copy(update={"chat_preset": preset})
+    update: dict[str, object] = {"chat_preset": preset, "chat_preset_id": None}
+    if embedded_scripts((preset.model_extra or {}).get("extensions")):
+        # its regex scripts run when the preset is allowed: the allow list names record ids
+        name = connection.profile.chat_preset or ""
+        update["chat_preset_id"] = (
+            await store.get_shared_record("chat_preset", name, owner=owner)
+        ).id
+    return state.model_copy(update=update)

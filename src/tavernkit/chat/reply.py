@@ -24,6 +24,7 @@ from typing import Any
 from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
+from tavernkit.chat.regex_text import continued_prompt_text, state_regex_text
 from tavernkit.chat.sink import StoreSink
 from tavernkit.chat.swipe_writer import swipe_writer
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
@@ -264,6 +265,26 @@ class ReplyWriter:
             parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
             if parsed is not None and parsed.reasoning:
                 text, reasoning = parsed.content, parsed.reasoning
+        prefix = target.prefix
+        scripts = state_regex_text(
+            prepared.state,
+            main_api=prepared.main_api,
+            compat=prepared.compat,
+            variables=prepared.variables,
+        )
+        if scripts is not None:
+            # the plain regex scripts on what is kept: the reply (an impersonation as the
+            # user's input) and its reasoning (SillyTavern's cleanUpMessage, reasoning parse)
+            text = scripts.impersonation(text) if kind == "impersonate" else scripts.reply(text)
+            reasoning = scripts.reasoning(reasoning) if reasoning else reasoning
+            if target.mode == "continue" and prepared.compat == "st-1.18":
+                continued = continued_prompt_text(
+                    prepared.state,
+                    main_api=prepared.main_api,
+                    compat=prepared.compat,
+                    variables=prepared.variables,
+                )
+                prefix = continued if continued is not None else prefix
         model = result.model or prepared.connection.model
         outcome: dict[str, Any] = {
             "kind": kind,
@@ -285,8 +306,8 @@ class ReplyWriter:
         tools = visible_invocations(result.tool_invocations)
         message = target.message.model_copy(deep=True)
         if target.mode == "continue":
-            text = _rejoin(target.prefix, text, result, postfix=continue_postfix(prepared))
-            message.mes = target.prefix + text
+            text = _rejoin(prefix, text, result, postfix=continue_postfix(prepared))
+            message.mes = prefix + text
             if reasoning:
                 message.extra.reasoning = target.reasoning_prefix + reasoning
         else:

@@ -29,10 +29,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Unpack
 
+from tavernkit.chat.display import Shown, shown_messages
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.group_turn import preview_speaker
 from tavernkit.chat.group_verbs import GroupVerbs
 from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn
+from tavernkit.chat.regex_text import regex_text, state_regex_text
 from tavernkit.chat.reply import TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import chat_review, set_chat_review
 from tavernkit.chat.run import hooked_request
@@ -44,7 +46,7 @@ from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.store.protocol import ChatInfo, StoredChat
+from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
 
@@ -76,6 +78,7 @@ class ChatService(GroupVerbs):
         if not isinstance(card, Card):
             raise NotFound(f"no character {character!r}")
         substitute = begin(state).substitute
+        scripts = regex_text(state, substitute)
         now = self.clock()
         greeting = greeting_message(
             card.data.name,
@@ -83,6 +86,7 @@ class ChatService(GroupVerbs):
             list(card.data.alternate_greetings),
             substitute=substitute,
             send_date=iso_timestamp(now),
+            regex=scripts.reply if scripts is not None else None,
         )
         header = ChatHeader.new(ChatMetadata(integrity=self.new_id()))
         return await self.store.create_chat(
@@ -92,6 +96,12 @@ class ChatService(GroupVerbs):
             name=name or chat_name(card.data.name, now),
             character=state.character_id or character,
         )
+
+    async def shown(self, chat_id: str, messages: Sequence[StoredMessage]) -> dict[int, Shown]:
+        """What stored ``messages`` of the chat show where display-only regex scripts change
+        their text or reasoning, by position (see :mod:`.display`)."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        return await shown_messages(self.store, info.id, messages, owner=self.owner)
 
     async def load(self, chat_id: str) -> StoredChat:
         return await self.store.load_chat(chat_id, owner=self.owner)
@@ -143,6 +153,12 @@ class ChatService(GroupVerbs):
         stored = await self.load(chat_id)
         entry = _message_at(stored, message_index)
         message = Message.model_validate(entry.data)
+        state = await load_chat_state(self.store, owner=self.owner, chat_id=stored.info.id)
+        scripts = state_regex_text(state)
+        if scripts is not None:  # the plain scripts that run on edits (``runOnEdit``)
+            text = scripts.edit(message, text)
+            if reasoning:
+                reasoning = scripts.edit_reasoning(reasoning)
         message.mes = text
         record_turn_error(message, None)  # an edited reply is the user's, finished
         if reasoning is not None:

@@ -29,6 +29,7 @@ from tavernkit.chat.prepare import (
     prepare_turn,
     resolve_profile,
 )
+from tavernkit.chat.regex_text import state_regex_text
 from tavernkit.chat.reply import (
     OpeningReply,
     ReplyTarget,
@@ -51,6 +52,7 @@ from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.chat import ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
@@ -202,7 +204,7 @@ class TurnCore:
         only the user's name, and returns ``None``."""
         ov = TurnOverrides.of(overrides)
         evaluate = may_hold_macros(text)
-        if not evaluate and not reuse:
+        if not evaluate and not reuse and not await self._may_run_regex():
             # Stored as typed: the chat, the card and the books are not read at all.
             user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
             await self.store.append_message(
@@ -215,10 +217,15 @@ class TurnCore:
                 self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
             )
             variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-            if not evaluate:
-                return state, variables, text
+            typed = text
+            # the plain USER_INPUT regex scripts, then the macros (sendMessageAsUser's order)
+            scripts = state_regex_text(state, compat=ov.compat, variables=variables)
+            if scripts is not None:
+                typed = scripts.user_input(typed)
+            if not may_hold_macros(typed):
+                return state, variables, typed
             substitute = begin(state, compat=ov.compat, variables=variables).substitute
-            return state, variables, substitute(text)
+            return state, variables, substitute(typed)
 
         state, variables, typed = await windowed(chat_id, read)
         message = self._user_message(state.user_name, typed, attachments)
@@ -236,6 +243,16 @@ class TurnCore:
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
         await self._save_globals(variables, state.global_variables)
         return UserInput(after_user_message(state, message, metadata, variables.global_vars))
+
+    async def _may_run_regex(self) -> bool:
+        """Whether the owner's settings hold regex scripts that may change a message before
+        it is stored (a group chat's typed text, which names no character, then goes
+        through them)."""
+        settings = await self.store.get_settings(owner=self.owner)
+        if not isinstance(settings, Settings):
+            return False
+        regex = settings.regex
+        return regex.enabled and bool(regex.scripts or regex.allowed_presets)
 
     def _user_message(
         self, name: str, text: str, attachments: Sequence[ImagePart | str]

@@ -105,6 +105,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Settings: world info, prompt and reasoning, and the compatibility mode.",
     ),
     LazyCommand(
+        "regex",
+        "tavernkit.cli.regex_cmd",
+        "regex_app",
+        "Regex scripts: find/replace rules on input, replies, world info and reasoning.",
+    ),
+    LazyCommand(
         "mcp",
         "tavernkit.cli.mcp",
         "mcp_app",

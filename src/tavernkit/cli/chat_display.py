@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.status import Status
 from rich.table import Table
 
+from tavernkit.chat.display import Shown
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.cli.failures import Where, failure_line
 from tavernkit.generation.result import TurnError, TurnResult
@@ -132,14 +133,18 @@ def swipe_counter(message: Message) -> str:
     return f"({min(message.swipe_id or 0, count - 1) + 1}/{count})"
 
 
-def print_message(index: int, message: Message, *, incomplete: str = "") -> None:
-    """One stored message: number, speaker, swipe counter, text, and what is known about it
-    (reasoning, a fallback notice, ``incomplete``: why the reply never finished)."""
+def print_message(
+    index: int, message: Message, *, incomplete: str = "", shown: Shown | None = None
+) -> None:
+    """One stored message: number, speaker, swipe counter, text (``shown``: what
+    display-only regex scripts make of it), and what is known about it (reasoning, a fallback
+    notice, ``incomplete``: why the reply never finished)."""
     style = "green" if message.is_user else "cyan"
     counter = swipe_counter(message)
     mark = f" [dim]{counter}[/]" if counter else ""
     out.print(f"[dim]#{index}[/] [bold {style}]{escape(message.name)}[/]{mark}: ", end="")
-    out.print(message.text, markup=False, highlight=False, soft_wrap=True)
+    text = shown.text if shown is not None and shown.text is not None else message.text
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
     if message.has_reasoning:
         out.print(f"  (reasoning: {len(message.current_reasoning)} chars; /think)", style="dim")
     notice = stored_notice(message)
@@ -147,6 +152,13 @@ def print_message(index: int, message: Message, *, incomplete: str = "") -> None
         out.print(notice, style="yellow", markup=False, highlight=False)
     if incomplete:
         out.print(f"  [{incomplete}; {_RESUME}]", style="yellow", markup=False, highlight=False)
+
+
+def print_shown(text: str) -> None:
+    """What the chat shows of a reply just streamed, when display-only regex scripts change
+    it (the stream showed the stored text)."""
+    out.print("  shown as: ", style="dim", end="")
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def stored_notice(message: Message) -> str:

@@ -28,6 +28,7 @@ from tavernkit.cli.chat_display import (
     JsonSink,
     out,
     print_message,
+    print_shown,
     report_outcome,
     say_error,
     swipe_counter,
@@ -160,6 +161,14 @@ class Session(SettingCommands):
             stored = await self.tk.store.get_message(outcome.message_id, owner=self.tk.owner)
             counter = swipe_counter(Message.model_validate(stored.data))
             out.print(f"  [dim]#{outcome.message_index} {counter}[/]")
+            shown = (await self.chats.shown(self.chat_id, [stored])).get(stored.position)
+            final = shown.text if shown is not None else None
+            raw = outcome.result.text if outcome.result is not None else outcome.text
+            if final is None and outcome.kind != "continue" and outcome.text != raw:
+                final = outcome.text  # regex scripts changed the text before it was stored
+            if final is not None:
+                # what the chat shows now: the stream showed the reply as it came
+                print_shown(final)
         return outcome
 
     async def _where(self, outcome: TurnOutcome) -> Where:
@@ -194,11 +203,15 @@ class Session(SettingCommands):
         start = window.info.message_count - len(window.tail)
         if start:
             out.print(f"[dim]… {start} earlier messages[/]")
+        shown = await self.chats.shown(self.chat_id, window.tail)
         for entry in window.tail:
             message = Message.model_validate(entry.data)
             unfinished = incomplete_reply(entry)
             print_message(
-                entry.position, message, incomplete=unfinished.text() if unfinished else ""
+                entry.position,
+                message,
+                incomplete=unfinished.text() if unfinished else "",
+                shown=shown.get(entry.position),
             )
 
     # -- dispatch ----------------------------------------------------------------------------

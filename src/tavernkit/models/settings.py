@@ -14,6 +14,7 @@ from pydantic import Field
 
 from tavernkit.models._base import ValueModel
 from tavernkit.models.memory import MemorySettings
+from tavernkit.models.regex_script import RegexSettings, migrate_script
 
 __all__ = [
     "POWER_USER_PROMPT_KEYS",
@@ -123,6 +124,8 @@ class Settings(ValueModel):
     reasoning: ReasoningSettings = Field(default_factory=ReasoningSettings)
     selections: Selections = Field(default_factory=Selections)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    #: the Regex extension: global scripts, allowed cards and presets
+    regex: RegexSettings = Field(default_factory=RegexSettings)
     compat: Compat = "default"
 
 
@@ -212,11 +215,21 @@ def settings_from_st(data: dict[str, Any]) -> Settings:
         selections["chat_preset"] = oai["preset_settings_openai"]
     if data.get("preset_settings"):
         selections["textgen_preset"] = data["preset_settings"]
+    extensions = data.get("extension_settings") or {}
+    regex_raw = extensions.get("regex") if isinstance(extensions, dict) else None
+    disabled = extensions.get("disabledExtensions") if isinstance(extensions, dict) else None
+    regex = {
+        # the global scripts, migrated as SillyTavern migrates them when it starts; the allow
+        # lists name avatar files, which name nothing here: cards are allowed again
+        "scripts": [migrate_script(s) for s in regex_raw or [] if isinstance(s, dict)],
+        "enabled": not (isinstance(disabled, list) and "regex" in disabled),
+    }
     return Settings.model_validate(
         {
             "world_info": wi,
             "prompt": prompt,
             "reasoning": reasoning,
             "selections": selections,
+            "regex": regex,
         }
     )

@@ -54,7 +54,11 @@ class ChatState(BaseModel):
     user_name: str = "User"
     books: list[ScopedBook] = Field(default_factory=list)
     chat_preset: ChatCompletionPreset | None = None
+    #: the record id of ``chat_preset`` (what the regex allow list names)
+    chat_preset_id: str | None = None
     textgen_preset: TextGenSettings | None = None
+    #: the record id of ``textgen_preset``
+    textgen_preset_id: str | None = None
     instruct: InstructTemplate | None = None
     context: ContextTemplate | None = None
     sysprompt: SystemPrompt | None = None

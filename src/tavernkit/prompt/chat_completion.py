@@ -12,6 +12,7 @@ optionally the squash of consecutive system messages.
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -37,7 +38,7 @@ from tavernkit.prompt.collection import KNOWN_EXTENSION_KEYS, Prompt, build_prom
 from tavernkit.prompt.examples import parse_example_block, parse_mes_examples
 from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outlets
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
-from tavernkit.prompt.reasoning import add_reasoning_to_messages
+from tavernkit.prompt.regex import chat_texts
 from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.prompt.text_chat import user_prompt_bias
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
@@ -106,6 +107,14 @@ class CoreChat(Sequence[tuple[int, Message]]):
             return [self[p] for p in range(*index.indices(len(self)))]
         i = self._index(index)
         return i, messages[i]
+
+    def position_of(self, index: int) -> int:
+        """The position (oldest first) of the message at chat ``index``, which must be one of
+        this view's messages."""
+        head = self._head
+        if head and index <= head[-1]:
+            return bisect.bisect_left(head, index)
+        return len(head) + self._skipped + bisect.bisect_left(self._indices, index)
 
     def __iter__(self) -> Iterator[tuple[int, Message]]:
         messages = self._messages
@@ -247,7 +256,8 @@ def build_chat_completion(
     extension_prompts = build_extension_prompts(state, wi, fields)
 
     chat = core_chat(state.messages, kind, tools=tools)
-    texts = add_reasoning_to_messages(state, chat, kind=kind, substitute=sub)
+    prompt_texts = chat_texts(state, chat, kind=kind, substitute=sub)
+    texts = prompt_texts.added
 
     if bias is None:
         bias = "" if kind in ("impersonate", "continue") else user_prompt_bias(state, sub)
@@ -331,6 +341,7 @@ def build_chat_completion(
             names_behavior=preset.names_behavior,
             in_group=in_group,
             texts=texts,
+            rewrite=prompt_texts.rewrite,
             carry_reasoning=(
                 (
                     lambda m: (
@@ -361,7 +372,7 @@ def build_chat_completion(
 
     nudge = None
     if kind == "continue" and not preset.continue_prefill and chat:
-        last_text = texts.get(chat[-1][0], chat[-1][1].text)
+        last_text = prompt_texts.text(*chat[-1])
         nudge_text = sub(
             sub(preset.continue_nudge_prompt, dynamic={"lastChatMessage": last_text.strip()})
         )

@@ -83,6 +83,8 @@ class _Converter:
     in_group: bool
     texts: Mapping[int, str] | None
     carry_reasoning: Callable[[Message], bool] | None
+    #: the prompt text of a message (regex scripts applied), by chat index; ``None``: as stored
+    rewrite: Callable[[int, Message], str] | None = None
 
     def make(self, index: int, message: Message) -> OpenAIMessage:
         """``setOpenAIMessages`` for one message: role, text (names behaviour, no ``\\r``),
@@ -94,6 +96,8 @@ class _Converter:
         texts = self.texts
         if texts and index in texts:
             content = texts[index]
+        elif self.rewrite is not None:
+            content = self.rewrite(index, message)
         else:
             content = mes if isinstance(mes, str) else message.text
         if self.names_behavior == NamesBehavior.DEFAULT:
@@ -208,10 +212,13 @@ def chat_messages(
     in_group: bool = False,
     texts: Mapping[int, str] | None = None,
     carry_reasoning: Callable[[Message], bool] | None = None,
+    rewrite: Callable[[int, Message], str] | None = None,
 ) -> ChatHistory:
-    """``setOpenAIMessages``: newest first; ``chat`` pairs each message with its chat index and
-    ``texts`` replaces the text of some (reasoning added back). Made lazily."""
-    return ChatHistory(chat, _Converter(user, names_behavior, in_group, texts, carry_reasoning))
+    """``setOpenAIMessages``: newest first; ``chat`` pairs each message with its chat index,
+    ``texts`` replaces the text of some (reasoning added back) and ``rewrite`` gives the
+    others' (regex scripts applied). Made lazily."""
+    converter = _Converter(user, names_behavior, in_group, texts, carry_reasoning, rewrite)
+    return ChatHistory(chat, converter)
 
 
 def inject_prompts(

@@ -14,15 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
+from tavernkit.models.regex_script import embedded_scripts
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
+from tavernkit.text.regex_scripts import ActiveScripts, ScriptLists
 from tavernkit.text.variables import InMemoryVariables
 
 if TYPE_CHECKING:
     from tavernkit.text.render import PromptRenderer
 
-__all__ = ["main_api_of", "prompt_state_from_chat_state", "state_substitute"]
+__all__ = ["main_api_of", "prompt_state_from_chat_state", "script_lists", "state_substitute"]
 
 #: A connection profile's API family -> SillyTavern's ``main_api``.
 _MAIN_API = {
@@ -78,6 +80,49 @@ def _preset_model(preset: ChatCompletionPreset | None) -> str:
         extra = preset.model_extra or {}
         value = extra.get(field)
     return str(value or "")
+
+
+def script_lists(state: ChatState, main_api: str | None = None) -> ScriptLists:
+    """The regex scripts of a turn: the owner's global ones, the current preset's (the chat
+    preset on a chat-completion API, the text-generation preset on a text one) when that
+    preset is allowed, and the card's when that character is allowed (reference A2)."""
+    regex = state.settings.regex
+    api = main_api or main_api_of(state)
+    preset: Any = state.chat_preset if api == "openai" else state.textgen_preset
+    preset_id = state.chat_preset_id if api == "openai" else state.textgen_preset_id
+    preset_scripts = embedded_scripts(_extensions(preset)) if preset is not None else []
+    card_scripts = embedded_scripts(state.character.extensions) if state.character else []
+    return ScriptLists(
+        global_scripts=regex.scripts,
+        preset_scripts=preset_scripts,
+        scoped_scripts=card_scripts,
+        preset_allowed=preset_id is not None and preset_id in regex.allowed_presets,
+        scoped_allowed=(
+            state.character_id is not None and state.character_id in regex.allowed_characters
+        ),
+        enabled=regex.enabled,
+    )
+
+
+def _extensions(preset: Any) -> Any:
+    extensions = getattr(preset, "extensions", None)
+    if extensions is None:
+        extensions = (preset.model_extra or {}).get("extensions")
+    return extensions
+
+
+def _active_scripts(state: ChatState, main_api: str) -> ActiveScripts | None:
+    regex = state.settings.regex
+    card = state.character
+    if not regex.enabled or (
+        not regex.scripts
+        and not (card is not None and card.extensions.get("regex_scripts"))
+        and state.chat_preset_id is None
+        and state.textgen_preset_id is None
+    ):
+        return None  # nothing can run: the builds skip every regex pass
+    active = script_lists(state, main_api).active()
+    return active if active else None
 
 
 def prompt_state_from_chat_state(
@@ -140,6 +185,7 @@ def prompt_state_from_chat_state(
         # Reasoning of earlier messages is sent back only to the API and model that wrote it.
         api=api,
         group=state.group,
+        regex=_active_scripts(state, api),
     )
 
 

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tavernkit.jscompat import js_trim
@@ -131,6 +131,8 @@ def add_reasoning_to_messages(
     *,
     kind: str,
     substitute: Substitute,
+    content_of: Callable[[int, Message], str] | None = None,
+    reasoning_of: Callable[[str, int], str] | None = None,
 ) -> dict[int, str]:
     """The texts that change when reasoning is added to prompts, by chat index.
 
@@ -138,6 +140,9 @@ def add_reasoning_to_messages(
     in front, until ``max_additions`` are used. A continued message always gets its reasoning
     back (only ``prefix+reasoning`` when its text is still empty), so the model resumes inside
     the block. In a group turn only the drafted member's own messages carry their reasoning.
+    ``content_of`` gives a message's prompt text (regex scripts applied; by chat index) and
+    ``reasoning_of`` its reasoning's (by its depth: the newest message is 0, on ``continue``
+    the continued one is -1).
     """
     settings = state.reasoning
     template = state.reasoning_template or ReasoningTemplate()
@@ -151,12 +156,16 @@ def add_reasoning_to_messages(
             continue  # another member's thoughts are not the speaker's to see
         is_prefix = kind == "continue" and position == len(chat) - 1
         reasoning = message.extra.reasoning or ""
+        if reasoning and reasoning_of is not None and (is_prefix or (enabled and used < limit)):
+            depth = len(chat) - position - (2 if kind == "continue" else 1)
+            reasoning = reasoning_of(reasoning, depth)
         if (is_prefix or (enabled and used < limit)) and (
             reasoning and reasoning != LEGACY_REASONING_PLACEHOLDER
         ):
             used += 1
+            content = content_of(index, message) if content_of is not None else message.text
             out[index] = format_reasoning(
-                message.text, reasoning, template, substitute, is_prefix=is_prefix
+                content, reasoning, template, substitute, is_prefix=is_prefix
             )
         if not enabled or used >= limit:
             break

@@ -27,6 +27,7 @@ from tavernkit.models.templates import (
     ReasoningTemplate,
     SystemPrompt,
 )
+from tavernkit.text.regex_scripts import ActiveScripts
 
 __all__ = [
     "AuthorsNote",
@@ -207,6 +208,8 @@ class PromptState:
     api: str = ""
     #: The group around the drafted member (``character``) in a group turn; ``None`` solo.
     group: GroupPromptContext | None = None
+    #: The regex scripts that run (global, allowed preset and card scripts; ``prompt/regex.py``)
+    regex: ActiveScripts | None = None
 
     @property
     def user(self) -> str:

@@ -40,7 +40,7 @@ from tavernkit.prompt.instruct import (
     format_instruct_story_string,
 )
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
-from tavernkit.prompt.reasoning import add_reasoning_to_messages
+from tavernkit.prompt.regex import chat_texts
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 from tavernkit.prompt.stop_strings import stop_strings
 from tavernkit.prompt.story_string import render_story_string
@@ -189,12 +189,12 @@ def _chat_items(build: _Build) -> list[ChatItem]:
     """The chat's messages the build sends, oldest first, with their reasoning added."""
     state = build.state
     chat = core_chat(state.messages, build.kind, tools=False)
-    texts = add_reasoning_to_messages(state, chat, kind=build.kind, substitute=build.sub)
+    texts = chat_texts(state, chat, kind=build.kind, substitute=build.sub)
     return [
         ChatItem(
             name=m.name,
             is_user=m.is_user,
-            text=texts.get(i, m.text),
+            text=texts.text(i, m),
             narrator=m.extra.type == "narrator",
             force_avatar=bool(m.force_avatar),
         )

@@ -15,7 +15,9 @@ from typing import Any, overload
 from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import MessageWindow, OutsideWindow
 from tavernkit.prompt.card import CardFields, card_fields
+from tavernkit.prompt.regex import prompt_regex
 from tavernkit.prompt.state import PromptState, Substitute
+from tavernkit.text.regex_scripts import RegexPlacement
 from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.scan import scan as wi_scan
 from tavernkit.worldinfo.tokens import estimate_tokens
@@ -151,6 +153,9 @@ def scan_world_info(
         scan = wi_scan
     # only when there are any: a caller's own scan function may not take the argument
     forced: dict[str, Any] = {"force_activate": force_activate} if force_activate else {}
+    regex = prompt_regex(state, substitute)
+    if regex is not None and regex.scripts.may_change(RegexPlacement.WORLD_INFO, prompt=True):
+        forced["content_filter"] = regex.world_info
     fields = card if card is not None else card_fields(state, substitute)
     include_names = _include_names(settings)
     metadata = state.chat_metadata

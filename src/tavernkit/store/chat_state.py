@@ -113,6 +113,10 @@ async def load_chat_state(
         found = shared.get((kind, wanted[kind] or ""))
         return found.model if found is not None else None
 
+    def record_id(kind: str) -> str | None:
+        found = shared.get((kind, wanted[kind] or ""))
+        return found.id or None if found is not None else None
+
     card = named("character")
     character_id = None
     if isinstance(card, Card):
@@ -134,7 +138,9 @@ async def load_chat_state(
         user_name=user_name,
         books=books,
         chat_preset=_typed(named("chat_preset"), ChatCompletionPreset),
+        chat_preset_id=record_id("chat_preset"),
         textgen_preset=_typed(named("textgen_preset"), TextGenSettings),
+        textgen_preset_id=record_id("textgen_preset"),
         instruct=_typed(named("instruct"), InstructTemplate),
         context=_typed(named("context"), ContextTemplate),
         sysprompt=_typed(named("sysprompt"), SystemPrompt),

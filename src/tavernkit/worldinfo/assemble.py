@@ -60,6 +60,7 @@ def assemble(
     cache: dict[int, ActivatedEntry],
     overflowed: bool,
     loops: int,
+    content_filter: Callable[[str, Any], str] | None = None,
 ) -> WorldInfoResult:
     """The scan's result from the activated entries (``order``: activation order), every
     position in SillyTavern's order; starts the activated entries' timed effects."""
@@ -74,9 +75,14 @@ def assemble(
     for i in sorted(order, key=lambda j: -entries[j].order):
         e = entries[i]
         content = content_of(i)
+        pos = e.position_code
+        if content_filter is not None:
+            # the regex scripts' WORLD_INFO pass: an @depth entry's depth, else none
+            content = content_filter(
+                content, (4 if e.depth is None else e.depth) if pos == 4 else None
+            )
         if not content:
             continue
-        pos = e.position_code
         if pos == 0:
             before.append(content)
         elif pos == 1:

@@ -97,6 +97,7 @@ def scan(
     compat: str = "default",
     engine: WorldInfoEngine | None = None,
     explain: bool = False,
+    content_filter: Callable[[str, Any], str] | None = None,
 ) -> WorldInfoResult:
     """Scan ``chat`` (scan texts, **newest first**, see :func:`~tavernkit.worldinfo.scan_chat`)
     against ``books`` and return what activates, in SillyTavern's output shape.
@@ -112,6 +113,9 @@ def scan(
     floats in [0, 1) for probability and group rolls. Same inputs and RNG, same result.
     ``explain=True`` also records why each entry fired or not (``result.explain``, see
     :mod:`tavernkit.worldinfo.explain`); off by default so the hot path pays nothing.
+    ``content_filter(content, depth)`` rewrites each activated entry's text as it goes into
+    the result (the regex scripts' WORLD_INFO pass; ``depth`` is the entry's for ``@depth``
+    entries, else ``None``); an entry it empties is left out, as SillyTavern leaves it.
     """
     eng = engine if engine is not None else default_engine()
     cfg = ScanSettings.coerce(settings)
@@ -144,6 +148,7 @@ def scan(
         compat=compat_mode,
         explain=explain,
     )
+    run.content_filter = content_filter
     return run.run()
 
 
@@ -155,6 +160,9 @@ def _utf8_len(text: str) -> int:
 class _Scan(EntryChecks):
     """One scan: the loop over its entries (the state and the per-entry checks are
     :class:`~tavernkit.worldinfo.entry_check.EntryChecks`)."""
+
+    #: the regex scripts' pass over each emitted entry (see :func:`scan`)
+    content_filter: Callable[[str, Any], str] | None = None
 
     def run(self) -> WorldInfoResult:
         cfg = self.cfg
@@ -361,6 +369,7 @@ class _Scan(EntryChecks):
             cache=self.idx.activated_cache,
             overflowed=overflowed,
             loops=count,
+            content_filter=self.content_filter,
         )
         if rec is not None:
             result = dataclasses.replace(result, explain=rec.finish(activated_idx))

@@ -6,12 +6,14 @@ Chat-local variables (``chat_metadata.variables``) are one small header write ea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
+from tavernkit.chat.display import Shown, shown_messages
 from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.prepare import turn_tokenizer
 from tavernkit.errors import NotFound
@@ -66,9 +68,13 @@ class MessageBody(BaseModel):
     incomplete: str | None = None
     #: the shown text's tokens by the active connection's tokenizer (``?tokens=true``)
     tokens: int | None = None
+    #: what the chat shows instead of the stored text, when display-only regex scripts
+    #: change it (``None``: the stored text); ``display_reasoning`` the same for reasoning
+    display: str | None = None
+    display_reasoning: str | None = None
 
     @classmethod
-    def of(cls, m: StoredMessage) -> MessageBody:
+    def of(cls, m: StoredMessage, shown: Shown | None = None) -> MessageBody:
         unfinished = incomplete_reply(m) if m.partial_swipes else None
         return cls(
             id=m.id,
@@ -76,7 +82,19 @@ class MessageBody(BaseModel):
             data=m.data,
             partial_swipes=list(m.partial_swipes),
             incomplete=unfinished.text() if unfinished is not None else None,
+            display=shown.text if shown is not None else None,
+            display_reasoning=shown.reasoning if shown is not None else None,
         )
+
+
+async def _bodies(tk: UserTavern, chat_id: str, rows: Sequence[StoredMessage]) -> list[MessageBody]:
+    """The messages' bodies with what each shows (display-only regex scripts)."""
+    shown = await shown_messages(tk.store, chat_id, rows, owner=tk.owner)
+    return [MessageBody.of(m, shown.get(m.position)) for m in rows]
+
+
+async def _body(tk: UserTavern, chat_id: str, index: int) -> MessageBody:
+    return (await _bodies(tk, chat_id, [await _message(tk, chat_id, index)]))[0]
 
 
 class NewChat(BaseModel):
@@ -195,7 +213,7 @@ async def list_messages(
     stop = max(end - paging.offset, 0)
     start = max(stop - paging.limit, 0)
     rows = await tk.store.load_message_range(info.id, start=start, stop=stop, owner=tk.owner)
-    items = [MessageBody.of(m) for m in reversed(rows)]
+    items = await _bodies(tk, info.id, list(reversed(rows)))
     if tokens and items:
         counter = await _active_tokenizer(tk)
         for item in items:
@@ -230,13 +248,15 @@ async def append_message(chat_id: str, body: NewMessage, tk: UserTavern) -> Mess
     message = Message.new(body.name, body.text, is_user=body.is_user, is_system=body.is_system)
     if not body.is_user:
         message.ensure_swipes()
-    return MessageBody.of(await tk.store.append_message(info.id, message, owner=tk.owner))
+    stored = await tk.store.append_message(info.id, message, owner=tk.owner)
+    return (await _bodies(tk, info.id, [stored]))[0]
 
 
 @router.get("/{chat_id}/messages/{index}")
 async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> MessageBody:
     """Message ``index`` (0 is the first) of the chat."""
-    return MessageBody.of(await _message(tk, chat_id, index))
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    return await _body(tk, info.id, index)
 
 
 @router.patch("/{chat_id}/messages/{index}")
@@ -246,7 +266,7 @@ async def edit_message(
     """Replace one message's text (its shown swipe too) and, if given, its reasoning."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning)
-    return MessageBody.of(await _message(tk, info.id, index))
+    return await _body(tk, info.id, index)
 
 
 @router.delete("/{chat_id}/messages/{index}", status_code=204)
@@ -270,7 +290,7 @@ async def hide_message(
     it again."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     await tk.chats.set_hidden(info.id, index, body.hidden)
-    return MessageBody.of(await _message(tk, info.id, index))
+    return await _body(tk, info.id, index)
 
 
 @router.put("/{chat_id}/messages/{index}/swipe")
@@ -280,7 +300,7 @@ async def select_swipe(
     """Show swipe ``swipe`` of the message (swiping back and forth)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
     await tk.chats.select_swipe(info.id, body.swipe, message_index=index)
-    return MessageBody.of(await _message(tk, info.id, index))
+    return await _body(tk, info.id, index)
 
 
 @router.delete("/{chat_id}/messages/{index}/swipes/{swipe}", status_code=204)

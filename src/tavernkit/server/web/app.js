@@ -16,6 +16,8 @@ import { showLorebook } from "./lorebooks/editor.js";
 import { showLorebooks } from "./lorebooks/list.js";
 import { showPersonas } from "./personas/screen.js";
 import { showPreset, showPresets } from "./preset.js";
+import { showRegexScript } from "./regex/editor.js";
+import { showRegex } from "./regex/screen.js";
 import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
@@ -39,6 +41,7 @@ const SCREENS = {
   groups: (view) => showGroups(view),
   group: (view, ref) => showGroup(view, ref),
   personas: (view, ref, { params }) => showPersonas(view, ref, params),
+  regex: (view, ref) => (ref ? showRegexScript(view, ref) : showRegex(view)),
   account: (view) => showAccount(view),
   admin: (view) => showAdmin(view),
 };

@@ -58,7 +58,8 @@ export function messageNode(message, isLast, on) {
   const data = message.data;
   const hidden = Boolean(data.is_system);
   const body = h("div", { class: "body" });
-  body.append(render(textOf(data.mes)));
+  // `display`: what display-only regex scripts make of the stored text (absent: the text)
+  body.append(render(message.display ?? textOf(data.mes)));
   for (const url of imagesOf(data.mes)) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
   const number = message.index + 1;
   const node = h(
@@ -90,7 +91,7 @@ export function messageNode(message, isLast, on) {
   if (hidden) node.append(h("p", { class: "status" }, "[hidden from the prompt]"));
   const fallback = (extraOf(data).extensions || {}).fallback_notice;
   if (fallback && fallback.text) node.append(h("div", { class: "notice", role: "note" }, fallback.text));
-  const reasoning = reasoningOf(data);
+  const reasoning = message.display_reasoning ?? reasoningOf(data);
   if (reasoning) node.append(reasoningPanel(reasoning, false));
   node.append(body);
   if (message.incomplete) node.append(h("p", { class: "status" }, `[${message.incomplete}]`));

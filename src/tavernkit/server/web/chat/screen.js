@@ -10,6 +10,7 @@ import { render } from "../markdown.js";
 import { avatar } from "../avatar.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
+import { askCardScripts } from "../regex/ask.js";
 import { CommandError, runCommand } from "./commands.js";
 import { createComposer } from "./composer.js";
 import { createDeleteMode } from "./delete-mode.js";
@@ -270,6 +271,7 @@ export async function showChat(view, chatId, at = null) {
     ),
   );
   await (at === null ? log.showNewest() : log.showAt(at));
+  if (chat.character_id) askCardScripts(chat.character_id, alerts, () => log.reload());
   const running = rememberedTurn(chat.id);
   if (running) follow(running.url, running.kind, true);
   composer.focus();
