@@ -23,6 +23,7 @@ from tavernkit.errors import GenerateTaskError, NotFound
 from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS, ChatCompletionPreset
 from tavernkit.models.samplers import TextGenSettings
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import ModelCall
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
 __all__ = ["CONTENT_SECURITY_POLICY", "router"]
@@ -177,9 +178,10 @@ class ConnectionCheck(BaseModel):
 
 
 @router.post("/ui/profiles/{name}/test")
-async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
+async def test_connection(name: str, tk: UserTavern, caller: ModelCall) -> ConnectionCheck:
     """One tiny request through the profile (its keys, URL and model): ``ok`` with the reply's
-    start, or the typed error's code and message (never the upstream's body or a key)."""
+    start, or the typed error's code and message (never the upstream's body or a key).
+    Counted against the caller's ``turn_rate`` like a turn."""
     await tk.profiles.get(name)  # NotFound for an unknown profile
     try:
         result = await tk.context().generate_task(
