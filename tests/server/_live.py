@@ -15,8 +15,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from tavernkit.server.app import create_app
-from tavernkit.server.http_protocol import HttpProtocol
-from tavernkit.server.listen import listening_socket
+from tavernkit.server.listen import listening_socket, uvicorn_config
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.state import ServerState
 
@@ -45,9 +44,7 @@ async def live_server(settings: ServerSettings) -> AsyncIterator[LiveServer]:
     app = create_app(settings)
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app, lifespan="on", log_level="warning", access_log=False, http=HttpProtocol
-    )
+    config = uvicorn_config(app, settings, lifespan="on", log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
@@ -70,9 +67,7 @@ def threaded_server(settings: ServerSettings) -> Iterator[str]:
     app = create_app(settings)
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, lifespan="on", log_level="warning", http=HttpProtocol)
-    )
+    server = uvicorn.Server(uvicorn_config(app, settings, lifespan="on", log_level="warning"))
     # uvicorn leaves signals alone off the main thread
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
     thread.start()

@@ -30,8 +30,7 @@ try:
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
-    from tavernkit.server.http_protocol import HttpProtocol
-    from tavernkit.server.listen import listening_socket
+    from tavernkit.server.listen import listening_socket, uvicorn_config
 except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
     _MISSING: str | None = _missing.name or "fastapi"
 else:
@@ -50,7 +49,10 @@ SERVE_FULL_GC_EVERY_S = 300.0
 async def _create_admin(settings: ServerSettings, name: str, password: str) -> None:
     async with Tavern(settings.home, database=settings.database) as tk:
         accounts = Accounts(tk.store, settings, InMemoryRateLimiter())
-        await accounts.create_user(name, password, is_admin=True)
+        try:
+            await accounts.create_user(name, password, is_admin=True)
+        finally:
+            accounts.close()
 
 
 def serve_command(
@@ -109,7 +111,11 @@ def serve_command(
         ),
     ] = 30.0,
     turn_rate: Annotated[
-        int, typer.Option("--turn-rate", help="Chat turns each user may start per minute.")
+        int,
+        typer.Option(
+            "--turn-rate",
+            help="Model calls (turns, tasks, tests...) each user may make per minute.",
+        ),
     ] = 60,
     allow_egress: Annotated[
         list[str] | None,
@@ -174,9 +180,7 @@ def serve_command(
     if settings.redis is not None:
         who += ", Redis"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", access_log=False, http=HttpProtocol)
-    )
+    server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning", access_log=False))
     try:
         server.run(sockets=[sock])
     finally:

@@ -5,7 +5,15 @@ Secrets handed to a client (an API token, a session cookie) are 256-bit random s
 are shown once and stored as their SHA-256. A session's CSRF token is derived from its secret
 (``HMAC`` of the cookie value), so nothing more is stored and it cannot be computed without the
 HttpOnly cookie. Password checks always run argon2, whether the user exists or not, so the time
-of a failed login does not say which names exist.
+of a failed login does not say which names exist; they run off the event loop
+(:mod:`.passwords`).
+
+A login is refused (429) before any hashing when the process is checking ``login_pending``
+logins already, when its client address used up ``login_address_rate``, or when that name
+from that address used up ``login_rate``: an attacker who names a user locks out only
+themselves, never the user's own logins from elsewhere. The two rates count through the
+server's :class:`~tavernkit.server.coordination.RateLimiter` (Redis's with several
+processes: shared); the number checked at once is each process's own.
 """
 
 from __future__ import annotations
@@ -13,15 +21,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from importlib import resources
-
-import argon2
-import argon2.profiles
-from argon2.exceptions import InvalidHashError, VerificationError
 
 from tavernkit.errors import (
     FormatError,
@@ -31,9 +36,11 @@ from tavernkit.errors import (
     TooManyAttempts,
 )
 from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.server.addresses import address_key
 from tavernkit.server.coordination import RateLimiter
+from tavernkit.server.passwords import Passwords, busy_refusal
 from tavernkit.server.principal import Principal
-from tavernkit.server.settings import ServerSettings
+from tavernkit.server.settings import RateLimit, ServerSettings
 from tavernkit.store.accounts import AccountStore, TokenRecord, UserRecord
 
 __all__ = [
@@ -150,6 +157,12 @@ class LoginSession:
     expires: datetime
 
 
+def _address_refusal(retry_after_s: float) -> TooManyAttempts:
+    return TooManyAttempts(
+        "too many login attempts from this address; try again later", retry_after_s=retry_after_s
+    )
+
+
 def _principal(user: UserRecord, via: str, session_id: str | None = None) -> Principal:
     return Principal(
         user_id=user.id,
@@ -173,14 +186,21 @@ class Accounts:
         self._store = store
         self._settings = settings
         self._limiter = limiter
-        params = getattr(argon2.profiles, settings.password_profile)
-        self._hasher = argon2.PasswordHasher.from_parameters(params)
-        # verified against when the user does not exist, so both paths cost one argon2 check
-        self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
+        self._passwords = Passwords(
+            settings.password_profile,
+            workers=settings.password_workers,
+            pending=settings.login_pending,
+        )
+        #: client addresses whose login limit refused them, until when (monotonic seconds)
+        self._refused_until: dict[str, float] = {}
 
     @property
     def store(self) -> AccountStore:
         return self._store
+
+    def close(self) -> None:
+        """Stop the password threads (the app's lifespan does at shutdown)."""
+        self._passwords.close()
 
     # -- users --------------------------------------------------------------------------
     async def create_user(self, name: str, password: str, *, is_admin: bool = False) -> UserRecord:
@@ -191,40 +211,53 @@ class Accounts:
         check_password(password)
         first = await self._store.count_users() == 0
         owner = DEFAULT_OWNER if first else f"user:{secrets.token_hex(8)}"
-        return await self._store.create_user(
-            name, self._hasher.hash(password), owner=owner, is_admin=is_admin
-        )
+        hashed = await self._passwords.hash(password)
+        return await self._store.create_user(name, hashed, owner=owner, is_admin=is_admin)
 
-    async def authenticate(self, name: str, password: str) -> UserRecord:
-        """The user whose name and password these are; raises
-        :class:`~tavernkit.errors.TooManyAttempts` past the login rate limit (counted per
-        user name) and :class:`~tavernkit.errors.NotAuthenticated` otherwise, never saying
-        whether the name exists. The name is normalized as :func:`user_name` does (a
+    async def authenticate(
+        self, name: str, password: str, *, address: str | None = None
+    ) -> UserRecord:
+        """The user whose name and password these are, for a client at ``address`` (its IP;
+        ``None``: unknown). Raises :class:`~tavernkit.errors.TooManyAttempts` past the login
+        limits (see the module docstring), before any hashing, and
+        :class:`~tavernkit.errors.NotAuthenticated` otherwise, never saying whether the name
+        exists. The name is normalized as :func:`user_name` does (a
         :class:`~tavernkit.errors.FormatError` naming ``name`` for one no user can have)."""
-        return await self._authenticate(user_name(name), password)
+        return await self._authenticate(user_name(name), password, address)
 
-    async def _authenticate(self, name: str, password: str) -> UserRecord:
-        rate = self._settings.login_rate
-        decision = await self._limiter.hit(
-            f"login:{name.strip().casefold()}", limit=rate.limit, window_s=rate.window_s
-        )
-        if not decision.allowed:
-            raise TooManyAttempts(
-                "too many login attempts for this user; try again later",
-                retry_after_s=decision.retry_after_s,
+    async def _authenticate(self, name: str, password: str, address: str | None) -> UserRecord:
+        refused = self.quick_refusal(address)
+        if refused is not None:
+            raise refused
+        where = address_key(address)
+        with self._passwords.admit():
+            rate = self._settings.login_address_rate
+            decision = await self._limiter.hit(
+                f"login-from:{where}", limit=rate.limit, window_s=rate.window_s
             )
-        try:
-            user, stored = await self._store.find_user(name)
-        except NotFound:
-            user, stored = None, self._dummy_hash
-        try:
-            self._hasher.verify(stored, password)
-        except (VerificationError, InvalidHashError):
-            user = None
-        if user is None:
-            raise NotAuthenticated("wrong user name or password")
-        if self._hasher.check_needs_rehash(stored):
-            await self._store.set_password_hash(user.id, self._hasher.hash(password))
+            if not decision.allowed:
+                # no login from there before the window moves: later ones are refused here
+                self._refused_until[where] = time.monotonic() + decision.retry_after_s
+                if len(self._refused_until) > 4096:
+                    self._forget_refusals()
+                raise _address_refusal(decision.retry_after_s)
+            await self._count(
+                f"login:{where}|{name.strip().casefold()}",
+                self._settings.login_rate,
+                "too many login attempts for this user; try again later",
+            )
+            found: tuple[UserRecord, str] | None
+            try:
+                found = await self._store.find_user(name)
+            except NotFound:
+                found = None
+            # one argon2 check either way (an unknown name's against a dummy hash)
+            matched = await self._passwords.verify(found[1] if found else None, password)
+            if found is None or not matched:
+                raise NotAuthenticated("wrong user name or password")
+            user, stored = found
+            if self._passwords.needs_rehash(stored):
+                await self._store.set_password_hash(user.id, await self._passwords.hash(password))
         return user
 
     async def change_password(
@@ -235,22 +268,24 @@ class Accounts:
         *,
         keep_session_id: str | None = None,
         keep_token: str | None = None,
+        address: str | None = None,
     ) -> None:
-        """The user's own change: ``old`` must be their password (checked under the login
-        rate limit; a :class:`~tavernkit.errors.PermissionDenied` otherwise, and nothing
-        changes). Their other sessions end and their other API tokens are revoked: the
-        caller's session ``keep_session_id`` or token ``keep_token`` stays."""
+        """The user's own change (from a client at ``address``, counted as a login): ``old``
+        must be their password (checked under the login limits; a
+        :class:`~tavernkit.errors.PermissionDenied` otherwise, and nothing changes). Their
+        other sessions end and their other API tokens are revoked: the caller's session
+        ``keep_session_id`` or token ``keep_token`` stays."""
         check_password(new, "new_password")
         user = await self._store.get_user(user_id)
         try:
-            found = await self._authenticate(user.name, old)
+            found = await self._authenticate(user.name, old, address)
         except NotAuthenticated:
             found = None
         if found is None or found.id != user_id:
             raise PermissionDenied("the current password is wrong; nothing was changed")
         await self._store.change_password(
             user_id,
-            self._hasher.hash(new),
+            await self._passwords.hash(new),
             keep_session_id=keep_session_id,
             keep_token_hash=hash_secret(keep_token) if keep_token else None,
         )
@@ -268,14 +303,42 @@ class Accounts:
         check_password(new)
         await self._store.change_password(
             user_id,
-            self._hasher.hash(new),
+            await self._passwords.hash(new),
             keep_session_id=keep_session_id,
             keep_token_hash=hash_secret(keep_token) if keep_token else None,
         )
 
+    def quick_refusal(self, address: str | None) -> TooManyAttempts | None:
+        """The 429 a login from ``address`` gets now without any work (no store, no limiter,
+        no hashing): when this process checks ``login_pending`` logins already, or when the
+        address's limit refused it and its window has not moved since. ``None``: the login
+        goes on to :meth:`authenticate`'s checks. What :mod:`.login_gate` asks before the
+        request is even routed."""
+        if self._passwords.busy:
+            return busy_refusal()
+        if self._refused_until:
+            where = address_key(address)
+            until = self._refused_until.get(where)
+            if until is not None:
+                left = until - time.monotonic()
+                if left > 0:
+                    return _address_refusal(left)
+                del self._refused_until[where]
+        return None
+
+    def _forget_refusals(self) -> None:
+        now = time.monotonic()
+        for where in [w for w, until in self._refused_until.items() if until <= now]:
+            del self._refused_until[where]
+
+    async def _count(self, key: str, rate: RateLimit, refusal: str) -> None:
+        decision = await self._limiter.hit(key, limit=rate.limit, window_s=rate.window_s)
+        if not decision.allowed:
+            raise TooManyAttempts(refusal, retry_after_s=decision.retry_after_s)
+
     # -- sessions -----------------------------------------------------------------------
-    async def login(self, name: str, password: str) -> LoginSession:
-        user = await self.authenticate(name, password)
+    async def login(self, name: str, password: str, *, address: str | None = None) -> LoginSession:
+        user = await self.authenticate(name, password, address=address)
         secret = secrets.token_urlsafe(32)
         expires = datetime.now(UTC) + timedelta(seconds=self._settings.session_ttl_s)
         await self._store.create_session(user.id, hash_secret(secret), expires=expires)

@@ -37,6 +37,7 @@ from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEv
 from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
+from tavernkit.server.login_gate import LoginGate
 from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS
 from tavernkit.server.routes.openai import too_large_body
 from tavernkit.server.settings import ServerSettings
@@ -142,10 +143,12 @@ def create_app(
                 await _listen_for_stops(hub, exit_stack)
             rate = limiter or (shared.rate_limiter if shared else InMemoryRateLimiter())
             shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
+            accounts = Accounts(tk.store, settings, rate)
+            exit_stack.callback(accounts.close)
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
-                accounts=Accounts(tk.store, settings, rate),
+                accounts=accounts,
                 limiter=rate,
                 turns=hub,
                 shared=shared_route,
@@ -176,6 +179,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
+    app.add_middleware(LoginGate)  # outermost: refused logins cost no routing
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)
     # the plugins' routes come last, so a plugin adds routes and never shadows the server's

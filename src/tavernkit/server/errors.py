@@ -34,7 +34,14 @@ from tavernkit.errors import (
 )
 from tavernkit.server.task_errors import safe_text
 
-__all__ = ["ERROR_RESPONSES", "ErrorBody", "error_body", "install_error_handlers", "status_for"]
+__all__ = [
+    "ERROR_RESPONSES",
+    "ErrorBody",
+    "error_body",
+    "error_response",
+    "install_error_handlers",
+    "status_for",
+]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +109,12 @@ def error_body(type_: str, message: str, field: str | None = None) -> dict[str, 
 
 async def _tavernkit_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TavernKitError)
+    return error_response(exc)
+
+
+def error_response(exc: TavernKitError) -> JSONResponse:
+    """The answer to ``exc``: its status, typed body and headers (``Retry-After`` of a 429,
+    ``WWW-Authenticate`` of a 401)."""
     field = getattr(exc, "field", None)
     headers: dict[str, str] = {}
     if isinstance(exc, TooManyAttempts):

@@ -12,7 +12,7 @@ from tavernkit.egress import EgressPolicy
 from tavernkit.errors import ServerConfigError
 from tavernkit.log_redaction import redact_url
 
-__all__ = ["PASSWORD_PROFILES", "RateLimit", "ServerSettings", "is_loopback"]
+__all__ = ["PASSWORD_PROFILES", "ConnectionLimits", "RateLimit", "ServerSettings", "is_loopback"]
 
 #: the argon2 parameter sets ``password_profile`` may name (argon2.profiles)
 PASSWORD_PROFILES = frozenset({"RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"})
@@ -27,6 +27,26 @@ class RateLimit:
 
     limit: int
     window_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """What one HTTP connection may hold of the server (:mod:`.connection_guard`)."""
+
+    #: a request's line and headers must have arrived this many seconds after the connection
+    #: opened, or after the request's first byte on a kept-alive connection
+    head_timeout_s: float = 10.0
+    #: a request body that stops arriving for this long ends its connection
+    body_timeout_s: float = 30.0
+    #: an idle connection between two requests is closed after this long
+    keep_alive_s: float = 5.0
+    #: the largest request head (request line and headers), in bytes; over it: 431
+    max_head_bytes: int = 32 * 1024
+    #: the most header fields one request may have; over it: 431
+    max_headers: int = 100
+    #: open connections per client address (an IPv6 /64 is one address; 0: no cap); the
+    #: addresses uvicorn trusts for forwarded headers (a reverse proxy) are not capped
+    per_address: int = 64
 
 
 def is_loopback(host: str) -> bool:
@@ -55,9 +75,19 @@ class ServerSettings:
     accounts: bool = False
     #: the largest import upload (multipart or raw body) accepted, in bytes
     upload_max_bytes: int = 32 * 1024 * 1024
-    #: failed and successful password logins per user name
+    #: failed and successful password logins per user name from one client address
     login_rate: RateLimit = field(default_factory=lambda: RateLimit(10, 60.0))
-    #: chat turns started per user (the turn routes take it from here)
+    #: password logins per client address, whatever the names
+    login_address_rate: RateLimit = field(default_factory=lambda: RateLimit(30, 60.0))
+    #: threads that hash passwords (argon2 runs off the event loop, 64 MiB each at a time;
+    #: 0: two, less one when the process has only two CPUs or fewer)
+    password_workers: int = 0
+    #: logins one process checks at once, hashing or waiting to; more get a 429 at once
+    login_pending: int = 8
+    #: timeouts and caps of the HTTP connections (:mod:`.connection_guard`)
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)
+    #: model calls per user: turns, tasks, profile tests, summaries, the facade's completions,
+    #: MCP tool listings (every route that takes ``routes._common.ModelCall``)
     turn_rate: RateLimit = field(default_factory=lambda: RateLimit(60, 60.0))
     #: how long a browser session lasts without use, in seconds
     session_ttl_s: float = 14 * 24 * 3600.0
@@ -118,6 +148,7 @@ class ServerSettings:
             raise ServerConfigError("upload_max_bytes must be positive")
         rates = (
             ("login_rate", self.login_rate),
+            ("login_address_rate", self.login_address_rate),
             ("turn_rate", self.turn_rate),
             ("shared_rate", self.shared_rate),
         )
@@ -133,6 +164,9 @@ class ServerSettings:
             raise ServerConfigError("shared_max_tokens must be positive")
         if self.user_quota_bytes is not None and self.user_quota_bytes <= 0:
             raise ServerConfigError("user_quota_bytes must be positive (None: no quota)")
+        if self.password_workers < 0 or self.login_pending <= 0:
+            raise ServerConfigError("password_workers must be 0 or more, login_pending positive")
+        _check_connections(self.connections)
         if self.page_max <= 0:
             raise ServerConfigError("page_max must be positive")
         if self.database is not None and not _POSTGRES_URL.match(self.database):
@@ -155,3 +189,13 @@ class ServerSettings:
         """The policy non-admin users' requests go through: none with accounts off (the one
         local user owns the machine)."""
         return EgressPolicy.parse(self.allow_egress) if self.accounts else None
+
+
+def _check_connections(limits: ConnectionLimits) -> None:
+    timeouts = (limits.head_timeout_s, limits.body_timeout_s, limits.keep_alive_s)
+    if min(timeouts) <= 0:
+        raise ServerConfigError("the connection timeouts must be positive")
+    if limits.max_head_bytes < 1024 or limits.max_headers <= 0:
+        raise ServerConfigError("max_head_bytes must be at least 1024 and max_headers positive")
+    if limits.per_address < 0:
+        raise ServerConfigError("connections per address must be 0 (no cap) or more")

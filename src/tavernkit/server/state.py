@@ -86,16 +86,19 @@ class ServerState:
             )
 
     async def admit_turn(self, principal: Principal) -> None:
-        """Count one turn against the principal's turn rate limit; raises
-        :class:`~tavernkit.errors.TooManyAttempts` when it is used up (the turn routes call
-        this before starting a turn)."""
+        """Count one model call against the principal's ``turn_rate``; raises
+        :class:`~tavernkit.errors.TooManyAttempts` when it is used up. Every route that can
+        make the server call a model (or an MCP server) calls it before anything else, through
+        :data:`~tavernkit.server.routes._common.ModelCall` (the facade, which answers its own
+        errors, directly), so a request that then fails counts too."""
         rate = self.settings.turn_rate
         decision = await self.limiter.hit(
             f"turns:{principal.user_id}", limit=rate.limit, window_s=rate.window_s
         )
         if not decision.allowed:
             raise TooManyAttempts(
-                "too many turns started; try again later", retry_after_s=decision.retry_after_s
+                "too many model calls (turns, tasks, tests); try again later",
+                retry_after_s=decision.retry_after_s,
             )
 
 

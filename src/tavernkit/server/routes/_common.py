@@ -6,14 +6,17 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from fastapi import Depends, Query
+from fastapi import Depends, Query, Request
 from pydantic import BaseModel
 
 from tavernkit.facade import Tavern
-from tavernkit.server.state import ServerState, server_state
+from tavernkit.server.auth import current_principal
+from tavernkit.server.principal import Principal
+from tavernkit.server.state import ServerState, server_state, state_of
 from tavernkit.store.protocol import RecordInfo, StoredRecord
 
 __all__ = [
+    "ModelCall",
     "Page",
     "PageQuery",
     "Paging",
@@ -25,6 +28,19 @@ __all__ = [
 ]
 
 State = Annotated[ServerState, Depends(server_state)]
+
+
+async def model_call(request: Request) -> Principal:
+    """The caller, with this request counted against their ``turn_rate`` (429 past it)."""
+    principal = await current_principal(request)
+    await state_of(request).admit_turn(principal)
+    return principal
+
+
+#: the caller of a route that can make the server call a model (a turn, a task, a profile's
+#: test, a summary) or an MCP server, counted once at admission, before the route's own
+#: checks: a request that then fails has counted too
+ModelCall = Annotated[Principal, Depends(model_call)]
 
 _T = TypeVar("_T")
 

@@ -119,11 +119,13 @@ def _accounts_on(state: ServerState) -> None:
 
 
 @router.post("/auth/login")
-async def login(body: LoginRequest, response: Response, state: State) -> Me:
+async def login(body: LoginRequest, request: Request, response: Response, state: State) -> Me:
     """Sign in with a name and password: sets the HttpOnly session cookie and answers the
-    session's CSRF token (401 for a wrong name or password, 429 past the login rate limit)."""
+    session's CSRF token (401 for a wrong name or password; 429 past the login limits: per
+    name and client address, per address, and logins checked at once)."""
     _accounts_on(state)
-    session = await state.accounts.login(body.name, body.password)
+    address = request.client.host if request.client is not None else None
+    session = await state.accounts.login(body.name, body.password, address=address)
     response.set_cookie(
         SESSION_COOKIE,
         session.secret,
@@ -196,6 +198,7 @@ async def change_password(
         body.new_password,
         keep_session_id=principal.session_id,
         keep_token=_bearer(principal, request),
+        address=request.client.host if request.client is not None else None,
     )
 
 

@@ -23,7 +23,7 @@ from tavernkit.facade import Tavern
 from tavernkit.models.mcp import McpServer
 from tavernkit.models.profile import CredentialRef
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
-from tavernkit.server.routes._common import State, check_egress
+from tavernkit.server.routes._common import ModelCall, State, check_egress
 
 __all__ = ["router"]
 
@@ -205,9 +205,9 @@ async def switch_mcp_tool(name: str, tool: str, body: Switch, tk: UserTavern) ->
 
 
 @router.get("/{name}/tools")
-async def list_mcp_tools(name: str, tk: UserTavern) -> list[McpToolBody]:
+async def list_mcp_tools(name: str, tk: UserTavern, caller: ModelCall) -> list[McpToolBody]:
     """Connect and list the tools chats are offered (disabled ones left out; none when the
-    server is off)."""
+    server is off). A call out on the caller's behalf: counted against their ``turn_rate``."""
     await _owned(tk, name)
     tools = await tk.mcp.function_tools(name)
     return [McpToolBody(name=t.name, description=t.description) for t in tools]

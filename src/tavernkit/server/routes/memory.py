@@ -13,9 +13,9 @@ caller's rate.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.assist.memory_settings import memory_settings, update_memory_settings
@@ -23,9 +23,8 @@ from tavernkit.assist.summary import current_summary, set_summary, summarize
 from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.memory import MemorySettings
-from tavernkit.server.auth import CurrentPrincipal, UserTavern
-from tavernkit.server.routes._common import check_egress
-from tavernkit.server.state import ServerState, server_state
+from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import ModelCall, check_egress
 
 __all__ = ["router"]
 
@@ -109,14 +108,8 @@ class SummaryMade(BaseModel):
 
 
 @router.post("/chats/{chat_id}/summary/now")
-async def summarize_now(
-    chat_id: str,
-    tk: UserTavern,
-    principal: CurrentPrincipal,
-    state: Annotated[ServerState, Depends(server_state)],
-) -> SummaryMade:
+async def summarize_now(chat_id: str, tk: UserTavern, caller: ModelCall) -> SummaryMade:
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await state.admit_turn(principal)
     update = await summarize(tk.context(info.id), force=True)
     if update is None:
         return SummaryMade(text="", message_index=None)

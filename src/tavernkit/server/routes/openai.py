@@ -236,12 +236,12 @@ async def chat_completions(request: Request) -> Response:
     try:
         state = state_of(request)
         principal = await current_principal(request)
+        await state.admit_turn(principal)  # first: a request that then fails counts too
         tk = state.tavern_for(principal)
         body = await _request_body(request)
         if isinstance(body, OpenAIError):
             return body.response()
         found = await resolve_model(tk, body.model)
-        await state.admit_turn(principal)
         fields = body.model_dump(exclude_none=True)
         items = complete(tk, found, fields, stream=body.stream)
         if not body.stream:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import ModelCall
 from tavernkit.server.sse import sse_event, sse_response
 from tavernkit.server.task_errors import task_error_body, task_error_response
 from tavernkit.tasks import (
@@ -107,8 +108,9 @@ def task_result_body(result: TaskResult) -> Json:
         502: {"description": "the upstream failed or answered unusably"},
     },
 )
-async def run_task(body: TaskBody, tk: UserTavern) -> Any:
-    """One ``generate_task`` call: the normalized result, or its events with ``stream``."""
+async def run_task(body: TaskBody, tk: UserTavern, caller: ModelCall) -> Any:
+    """One ``generate_task`` call: the normalized result, or its events with ``stream``
+    (counted against the caller's ``turn_rate``)."""
     chat_id = None
     if body.chat_id:
         chat_id = (await tk.store.get_chat_info(body.chat_id, owner=tk.owner)).id

@@ -21,9 +21,9 @@ from starlette.responses import Response
 
 from tavernkit.errors import FormatError, GenerateTaskError, NotFound
 from tavernkit.facade import Tavern
-from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.auth import UserTavern
 from tavernkit.server.coordination import TurnEvent
-from tavernkit.server.principal import Principal
+from tavernkit.server.routes._common import ModelCall
 from tavernkit.server.sse import sse_event, sse_response
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.server.task_errors import task_error_response
@@ -100,7 +100,7 @@ Hub = Annotated[TurnHub, Depends(turn_hub)]
 async def start_turn(
     chat_id: str,
     body: TurnBody,
-    principal: CurrentPrincipal,
+    principal: ModelCall,
     tk: UserTavern,
     state: State,
     accept: Annotated[str | None, Header(max_length=1000)] = None,
@@ -118,7 +118,7 @@ async def start_turn(
         overrides=overrides,
         interrupt=body.interrupt,
     )
-    started = await begin_turn(state, principal, tk, chat_id, request)
+    started = await begin_turn(state, tk, chat_id, request)
     if not isinstance(started, TurnStartedBody) or not _wants_events(accept):
         return started
     hub = state.turns
@@ -147,12 +147,9 @@ def _wants_events(accept: str | None) -> bool:
     return False
 
 
-async def begin_turn(
-    state: ServerState, principal: Principal, tk: Tavern, chat_id: str, request: TurnRequest
-) -> Any:
-    """Count the turn against the principal's rate, start it on the hub, and answer where
-    its events stream (what every turn-starting route answers)."""
-    await state.admit_turn(principal)
+async def begin_turn(state: ServerState, tk: Tavern, chat_id: str, request: TurnRequest) -> Any:
+    """Start the turn on the hub and answer where its events stream (what every
+    turn-starting route answers; the route's :data:`ModelCall` counted it)."""
     try:
         started = await state.turns.start(tk.chats, chat_id, request)
     except GenerateTaskError as exc:

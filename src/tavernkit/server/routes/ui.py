@@ -23,6 +23,7 @@ from tavernkit.errors import EgressRefused, GenerateTaskError, NotFound
 from tavernkit.models.preset import DEFAULT_PROMPT_ORDER, DEFAULT_PROMPTS, ChatCompletionPreset
 from tavernkit.models.samplers import TextGenSettings
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import ModelCall
 from tavernkit.server.task_errors import safe_message
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
@@ -178,12 +179,12 @@ class ConnectionCheck(BaseModel):
 
 
 @router.post("/ui/profiles/{name}/test")
-async def test_connection(name: str, tk: UserTavern) -> ConnectionCheck:
+async def test_connection(name: str, tk: UserTavern, caller: ModelCall) -> ConnectionCheck:
     """One tiny request through the profile itself (its keys, URL and model; not its
     fallback chain, nor the server's shared route, whose answer would say nothing of this
     profile): ``ok`` with the reply's start, or the typed error's code and a message naming
     its class and HTTP status (never the upstream's text or a key). A destination the egress
-    policy refuses is a 403."""
+    policy refuses is a 403. Counted against the caller's ``turn_rate`` like a turn."""
     await tk.profiles.get(name)  # NotFound for an unknown profile
     try:
         result = await tk.context(fallbacks=False).generate_task(
