@@ -352,9 +352,7 @@ class ScriptBudgetExceeded(ScriptError):
         column: int = 0,
         hint: str = "",
     ) -> None:
-        super().__init__(
-            message, name="ScriptBudgetExceeded", line=line, column=column, hint=hint
-        )
+        super().__init__(message, name="ScriptBudgetExceeded", line=line, column=column, hint=hint)
         self.budget = budget
         self.limit = limit
 

@@ -38,7 +38,11 @@ from tavernkit.stscript.host import (
 from tavernkit.stscript.parser import parse_script
 from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text
 from tavernkit.stscript.registry import Command, CommandRegistry, NamedArgSpec
-from tavernkit.stscript.scope import ClosureResult, Scope, ScriptClosure, ScriptValueError
+from tavernkit.stscript.scope import (
+    ClosureResult,
+    Scope,
+    ScriptClosure,
+)
 
 __all__ = [
     "Budget",
@@ -57,7 +61,6 @@ __all__ = [
     "ScriptClosure",
     "ScriptHost",
     "ScriptRunner",
-    "ScriptValueError",
     "SetLink",
     "Toast",
     "click_text",

@@ -52,7 +52,6 @@ from tavernkit.stscript.scope import (
     ClosureResult,
     Scope,
     ScriptClosure,
-    ScriptValueError,
     pipe_text,
 )
 from tavernkit.text.macros import MacroEnv, render_macros
@@ -353,7 +352,7 @@ class ScriptRunner:
             raise
         except ScriptError as exc:
             raise script_error(exc.message, _source(node), node.start, parser=False) from exc
-        except (ScriptValueError, TavernKitError) as exc:
+        except TavernKitError as exc:
             raise script_error(str(exc), _source(node), node.start, parser=False) from exc
         except Exception as exc:  # a command's bug: still SillyTavern's error shape
             message = str(exc) or type(exc).__name__

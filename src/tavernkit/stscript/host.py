@@ -168,9 +168,13 @@ class ScriptHost:
     # -- what the macro engine sees -----------------------------------------------------------
 
     def macro_env(self) -> MacroEnv:
-        """The macro environment for the current chat (names, last messages, input box)."""
+        """The macro environment for the current chat (``env_factory``'s when set)."""
         if self.env_factory is not None:
             return self.env_factory(self)
+        return self.chat_macro_env()
+
+    def chat_macro_env(self) -> MacroEnv:
+        """Names, the chat's last messages and the input box, from what is held here."""
         visible = [m for m in self.chat if not m.get("is_system")]
         last = visible[-1] if visible else None
         last_user = next((m for m in reversed(visible) if m.get("is_user")), None)

@@ -8,7 +8,7 @@ the whole text a pattern; a pattern JavaScript rejects gives None. Replacements 
 ``regress`` reports UTF-8 byte offsets; they are turned back into text here. Patterns that can
 backtrack catastrophically are bounded: a pattern the world-info pre-screen finds risky runs
 only on inputs up to ``RISKY_INPUT_LIMIT`` characters (longer input raises
-:class:`RegexTooExpensive`), so a hostile script cannot stall a turn.
+:class:`~tavernkit.errors.ScriptError`), so a hostile script cannot stall a turn.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any
 
 import regress
 
+from tavernkit.errors import ScriptError
 from tavernkit.worldinfo.regex_keys import is_risky_pattern
 
 __all__ = [
     "JsMatch",
     "JsRegex",
-    "RegexTooExpensive",
     "js_replace",
     "regex_from_string",
 ]
@@ -34,10 +34,6 @@ _FLAGS = re.compile(r"^(?!.*?(.).*?\1)[gmixXsuUAJ]+$")
 _ENGINE_FLAGS = frozenset("imsu")
 RISKY_INPUT_LIMIT = 2_000
 _REPLACEMENT = re.compile(r"\$(\$|&|`|'|\d{1,2}|<[^>]*>)")
-
-
-class RegexTooExpensive(ValueError):
-    """A risky pattern (nested repetition, back-references) on too long an input."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +61,7 @@ class JsRegex:
 
     def _guard(self, text: str) -> None:
         if self.risky and len(text) > RISKY_INPUT_LIMIT:
-            raise RegexTooExpensive(
+            raise ScriptError(
                 f"pattern /{self.source}/ may backtrack without end; refused on an input of "
                 f"{len(text)} characters (limit {RISKY_INPUT_LIMIT})"
             )

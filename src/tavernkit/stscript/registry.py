@@ -9,7 +9,7 @@ built-in, and plugins add theirs through the ``register_script_commands`` hook (
 
 A command function gets one :class:`CommandCall` and returns the new pipe (a string, a closure,
 or any JSON value, which becomes its JSON text; ``None`` becomes ``''``). It raises
-:class:`~tavernkit.stscript.scope.ScriptValueError` (or any exception) with SillyTavern's message
+:class:`~tavernkit.stscript.scope.ScriptError` (or any exception) with SillyTavern's message
 to fail the script; the executor adds the position.
 """
 
@@ -19,12 +19,9 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from tavernkit.errors import PluginError
-
-if TYPE_CHECKING:
-    from tavernkit.stscript.executor import CommandCall
 
 __all__ = [
     "ArgType",
@@ -35,7 +32,8 @@ __all__ = [
 ]
 
 ArgType = Literal["string", "number", "bool", "closure", "list", "variable", "subcommand", "any"]
-CommandFunction = Callable[["CommandCall"], Any | Awaitable[Any]]
+#: takes a :class:`tavernkit.stscript.executor.CommandCall`, returns the pipe (or awaits it)
+CommandFunction = Callable[[Any], Any | Awaitable[Any]]
 
 
 @dataclass(frozen=True, slots=True)

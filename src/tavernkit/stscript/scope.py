@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernkit.errors import ScriptError
 from tavernkit.jscompat import (
     is_true_boolean,
     js_json_stringify,
@@ -31,17 +32,12 @@ __all__ = [
     "ClosureResult",
     "Scope",
     "ScriptClosure",
-    "ScriptValueError",
     "convert_value_type",
     "js_parse_float",
     "js_parse_int",
     "numeric_or_text",
     "pipe_text",
 ]
-
-
-class ScriptValueError(ValueError):
-    """A command's failure with SillyTavern's message (becomes a SlashCommandExecutionError)."""
 
 
 _UNSET: Any = object()
@@ -219,7 +215,7 @@ class Scope:
 
     def let(self, key: str, value: Any = _UNSET) -> None:
         if key in self.variables:
-            raise ScriptValueError(f'Variable named "{key}" already exists.')
+            raise ScriptError(f'Variable named "{key}" already exists.')
         self.variables[key] = value
 
     def set(self, key: str, value: Any, index: Any = None, kind: Any = None) -> Any:
@@ -235,7 +231,7 @@ class Scope:
                 else:
                     scope.variables[key] = convert_value_type(value, kind)
                 return value
-        raise ScriptValueError(f'No such variable: "{key}"')
+        raise ScriptError(f'No such variable: "{key}"')
 
     def get(self, key: str, index: Any = None) -> Any:
         for scope in self.chain():
@@ -252,7 +248,7 @@ class Scope:
                         return js_json_stringify(item)
                     return "" if item is None or item is _UNSET else item
                 return numeric_or_text(value)
-        raise ScriptValueError(f'No such variable: "{key}"')
+        raise ScriptError(f'No such variable: "{key}"')
 
 
 def _key(container: Any, index: Any) -> Any:

@@ -16,12 +16,13 @@ import uuid
 from datetime import UTC
 from typing import Any
 
+from tavernkit.errors import ScriptError
 from tavernkit.jscompat import is_false_boolean, is_true_boolean, js_to_number, js_trim
 from tavernkit.stscript.commands.returns import RETURN_TYPES, do_return
 from tavernkit.stscript.executor import CommandCall
 from tavernkit.stscript.host import RegexPlacement, Toast
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
-from tavernkit.stscript.scope import ScriptValueError, js_parse_int, pipe_text
+from tavernkit.stscript.scope import js_parse_int, pipe_text
 
 __all__ = [
     "COMMENT_AVATAR",
@@ -280,7 +281,7 @@ def _messages(call: CommandCall) -> Any:
             elif role == "user":
                 keep = not narrator and bool(message.get("is_user"))
             else:
-                raise ScriptValueError(
+                raise ScriptError(
                     f"Invalid role provided. Expected one of: system, assistant, user. Got: {role}"
                 )
             if not keep:

@@ -23,7 +23,6 @@ from tavernkit.stscript.scope import (
     ClosureResult,
     Scope,
     ScriptClosure,
-    ScriptValueError,
     js_parse_int,
     numeric_or_text,
     pipe_text,
@@ -97,7 +96,7 @@ async def _run(call: CommandCall) -> Any:
             pipe_text(v) for v in name
         )
     if name is None or name == "":
-        raise ScriptValueError("No name provided for /run command")
+        raise ScriptError("No name provided for /run command")
     runner = call.runner
     if isinstance(name, ScriptClosure):
         closure = name.bound(name.scope.parent or call.scope, BreakController())
@@ -107,7 +106,7 @@ async def _run(call: CommandCall) -> Any:
     if scope.exists(name):
         value = scope.get(name)
         if not isinstance(value, ScriptClosure):
-            raise ScriptValueError(f'"{name}" is not callable.')
+            raise ScriptError(f'"{name}" is not callable.')
         closure = value.bound(scope, BreakController())
         closure.provided = {
             arg.name: call.args[arg.name] for arg in value.node.arguments if arg.name in call.args
@@ -117,17 +116,13 @@ async def _run(call: CommandCall) -> Any:
     # a quick reply (the quick-reply commands module runs it)
     from_qr = call.host.quick_replies.find_by_name(name)
     if from_qr is None:
-        raise ScriptValueError(
-            f'Error running Quick Reply "{name}": No Quick Reply found for "{name}".'
-        )
+        raise ScriptError(f'Error running Quick Reply "{name}": No Quick Reply found for "{name}".')
     try:
         return await runner.run_quick_reply(from_qr[0], from_qr[1], args=call.args, mode="run")
     except ScriptBudgetExceeded:
         raise
     except ScriptError as exc:
-        raise ScriptValueError(f'Error running Quick Reply "{name}": {exc.message}') from exc
-    except ScriptValueError as exc:
-        raise ScriptValueError(f'Error running Quick Reply "{name}": {exc}') from exc
+        raise ScriptError(f'Error running Quick Reply "{name}": {exc.message}') from exc
 
 
 # -- scoped variables ---------------------------------------------------------------------------
@@ -144,7 +139,7 @@ def _let(call: CommandCall) -> Any:
     key = call.arg("key")
     if key is not None:
         if not isinstance(key, str):
-            raise ScriptValueError("Key must be a string")
+            raise ScriptError("Key must be a string")
         if call.has_unnamed and values:
             value = _joined(values)
             call.scope.let(key, value)
@@ -152,10 +147,10 @@ def _let(call: CommandCall) -> Any:
         call.scope.let(key)
         return ""
     if not values:
-        raise ScriptValueError("Variable name cannot be empty or undefined.")
+        raise ScriptError("Variable name cannot be empty or undefined.")
     name = values.pop(0)
     if not isinstance(name, str):
-        raise ScriptValueError("Key must be a string")
+        raise ScriptError("Key must be a string")
     if values:
         value = _joined(values)
         call.scope.let(name, value)
@@ -171,17 +166,17 @@ def _var(call: CommandCall) -> Any:
     kind = call.arg("as")
     if key is not None:
         if not isinstance(key, str):
-            raise ScriptValueError("Key must be a string")
+            raise ScriptError("Key must be a string")
         if call.has_unnamed and values:
             value = _joined(values)
             call.scope.set(key, value, index, kind)
             return value
         return call.scope.get(key, index)
     if not values:
-        raise ScriptValueError("Variable name cannot be empty or undefined.")
+        raise ScriptError("Variable name cannot be empty or undefined.")
     name = values.pop(0)
     if not isinstance(name, str):
-        raise ScriptValueError("Key must be a string")
+        raise ScriptError("Key must be a string")
     if values:
         value = _joined(values)
         call.scope.set(name, value, index, kind)
@@ -235,7 +230,7 @@ def _operands(call: CommandCall) -> tuple[Any, Any, Any]:
 def eval_boolean(rule: Any, a: Any, b: Any) -> bool:
     """``evalBoolean``: a truthiness check without a right operand, else a comparison."""
     if a is None:
-        raise ScriptValueError("Left operand is not provided")
+        raise ScriptError("Left operand is not provided")
     if b is None:
         if rule is None or rule == "not":
             on_truthy = bool(rule != "not")
@@ -246,7 +241,7 @@ def eval_boolean(rule: Any, a: Any, b: Any) -> bool:
                 return not on_truthy
             truthy = bool(a) and not (isinstance(a, float) and math.isnan(a))
             return on_truthy if truthy else not on_truthy
-        raise ScriptValueError(
+        raise ScriptError(
             "Unknown boolean comparison rule for truthy check. If right operand is not "
             f"provided, the rule must not provided or be 'not'. Provided: {js_string(rule)}"
         )
@@ -273,7 +268,7 @@ def eval_boolean(rule: Any, a: Any, b: Any) -> bool:
             return left == right
         case "neq":
             return left != right
-    raise ScriptValueError(
+    raise ScriptError(
         "Unknown boolean comparison rule for type string. Accepted: in, nin, eq, neq. "
         f"Provided: {js_string(rule)}"
     )
@@ -306,7 +301,7 @@ async def _if(call: CommandCall) -> Any:
 def _guard_off(call: CommandCall, command: str) -> bool:
     guard = call.arg("guard")
     if isinstance(guard, ScriptClosure):
-        raise ScriptValueError(f"argument 'guard' cannot be a closure for command /{command}")
+        raise ScriptError(f"argument 'guard' cannot be a closure for command /{command}")
     return guard is not None and is_false_boolean(pipe_text(guard))
 
 
@@ -381,7 +376,7 @@ def _serialize(call: CommandCall) -> Any:
     if isinstance(value, list):
         value = next((v for v in value if isinstance(v, ScriptClosure)), None)
     if not isinstance(value, ScriptClosure):
-        raise ScriptValueError("unnamed argument must be a closure")
+        raise ScriptError("unnamed argument must be a closure")
     return value.node.raw_text
 
 

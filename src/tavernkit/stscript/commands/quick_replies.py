@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tavernkit.errors import ScriptError
 from tavernkit.jscompat import is_true_boolean, js_json_stringify, js_to_number
 from tavernkit.models.quick_reply import QuickReply, QuickReplyContext, QuickReplySet
 from tavernkit.stscript.executor import CommandCall
@@ -16,13 +17,13 @@ from tavernkit.stscript.host import Toast
 from tavernkit.stscript.parser import ClosureNode, CommandNode
 from tavernkit.stscript.quick_replies import QuickReplyLibrary
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
-from tavernkit.stscript.scope import Scope, ScriptClosure, ScriptValueError, pipe_text
+from tavernkit.stscript.scope import (
+    Scope,
+    ScriptClosure,
+    pipe_text,
+)
 
 __all__ = ["register"]
-
-
-class _QrError(Exception):
-    pass
 
 
 def _library(call: CommandCall) -> QuickReplyLibrary:
@@ -32,7 +33,7 @@ def _library(call: CommandCall) -> QuickReplyLibrary:
 def _set(call: CommandCall, name: str) -> QuickReplySet:
     found = _library(call).get(name)
     if found is None:
-        raise _QrError(f'No quick reply set with name "{name}" found.')
+        raise ScriptError(f'No quick reply set with name "{name}" found.')
     return found
 
 
@@ -45,14 +46,14 @@ def _reply(call: CommandCall) -> tuple[QuickReplySet, QuickReply]:
     )
     reply = qr_set.find(label)
     if reply is None:
-        raise _QrError(f'No quick reply with label "{label}" in set "{set_name}" found.')
+        raise ScriptError(f'No quick reply with label "{label}" in set "{set_name}" found.')
     return qr_set, reply
 
 
 async def _guarded(call: CommandCall, action: Any) -> Any:
     try:
         result = action()
-    except _QrError as exc:
+    except ScriptError as exc:
         call.host.toast(Toast("error", str(exc), None, None))
         return ""
     await call.host.save_quick_replies()
@@ -68,7 +69,7 @@ async def _qr(call: CommandCall) -> Any:
     index = js_to_number(call.value_text())
     found = None if index != index else _library(call).by_index(int(index))
     if found is None:
-        raise ScriptValueError(f'No quick reply at index "{call.value_text()}"')
+        raise ScriptError(f'No quick reply at index "{call.value_text()}"')
     return await call.runner.run_quick_reply(found[0], found[1], mode="click")
 
 
@@ -190,7 +191,7 @@ async def _qr_delete(call: CommandCall) -> Any:
 async def _qr_get(call: CommandCall) -> Any:
     try:
         _, reply = _reply(call)
-    except _QrError as exc:
+    except ScriptError as exc:
         call.host.toast(Toast("error", str(exc), None, None))
         return ""
     return js_json_stringify(reply.st_json())
@@ -272,13 +273,13 @@ def _qr_arg(call: CommandCall) -> Any:
 def _import(call: CommandCall) -> Any:
     source = call.text("from")
     if not source:
-        raise ScriptValueError("/import requires from= to be set.")
+        raise ScriptError("/import requires from= to be set.")
     names = [pipe_text(v) for v in call.value_list()]
     if not names:
-        raise ScriptValueError("/import requires what to import.")
+        raise ScriptError("/import requires what to import.")
     found = _library(call).find_by_name(source)
     if found is None:
-        raise ScriptValueError(f'No Quick Reply found for "{source}".')
+        raise ScriptError(f'No Quick Reply found for "{source}".')
     root = call.runner.parse(found[1].message, call.node.flags)
     candidates: list[tuple[str, ClosureNode]] = []
     for executor in root.executors:
@@ -300,7 +301,7 @@ def _import(call: CommandCall) -> Any:
             index += 2
         pick = next((c for n, c in candidates if n == source_name), None)
         if pick is None:
-            raise ScriptValueError(f'No scoped closure named "{source_name}" found in "{source}"')
+            raise ScriptError(f'No scoped closure named "{source_name}" found in "{source}"')
         value = ScriptClosure(pick, Scope(call.scope))
         if call.scope.exists_in_scope(target):
             call.scope.set(target, value)

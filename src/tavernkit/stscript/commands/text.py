@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from tavernkit.errors import ScriptError
 from tavernkit.jscompat import (
     is_false_boolean,
     js_json_stringify,
@@ -33,7 +34,11 @@ from tavernkit.stscript.jsregex import (
     regex_from_string,
 )
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
-from tavernkit.stscript.scope import ScriptClosure, ScriptValueError, js_parse_float, pipe_text
+from tavernkit.stscript.scope import (
+    ScriptClosure,
+    js_parse_float,
+    pipe_text,
+)
 from tavernkit.text.tokens import ByteEstimateTokenizer
 
 __all__ = ["fuzzy_score", "register", "trim_to_end_sentence", "trim_to_start_sentence"]
@@ -53,7 +58,7 @@ def _series(call: CommandCall, value: Any) -> Numbers:
         try:
             parsed = json.loads(values[0])
         except (ValueError, RecursionError) as exc:
-            raise ScriptValueError(f"{values[0]} is not valid JSON") from exc
+            raise ScriptError(f"{values[0]} is not valid JSON") from exc
         values = parsed if isinstance(parsed, list) else [parsed]
     out: Numbers = []
     for item in values:
@@ -189,7 +194,7 @@ def _len(call: CommandCall) -> Any:
     if isinstance(parsed, int | float):
         return len(js_number_to_string(parsed))
     if parsed is None:
-        raise ScriptValueError("Cannot convert undefined or null to object")
+        raise ScriptError("Cannot convert undefined or null to object")
     return 0
 
 
@@ -294,7 +299,7 @@ def _regex_arg(call: CommandCall) -> Any:
     pattern = call.text("pattern")
     regex = regex_from_string(pattern) if pattern else None
     if regex is None:
-        raise ScriptValueError("The value of 'pattern' argument is not a valid regular expression.")
+        raise ScriptError("The value of 'pattern' argument is not a valid regular expression.")
     return regex
 
 
@@ -310,7 +315,7 @@ def _replace(call: CommandCall) -> Any:
         if regex is None:
             return literal_replace_all(text, "undefined", replacer) if "undefined" in text else text
         return js_replace(text, regex, replacer)
-    raise ScriptValueError("Invalid '/replace mode=' argument specified!")
+    raise ScriptError("Invalid '/replace mode=' argument specified!")
 
 
 def _test(call: CommandCall) -> Any:

@@ -9,13 +9,13 @@ import json
 import math
 from typing import Any
 
+from tavernkit.errors import ScriptError
 from tavernkit.jscompat import js_json_stringify, js_string, js_to_number
 from tavernkit.stscript.commands.returns import do_return
 from tavernkit.stscript.executor import CommandCall
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
 from tavernkit.stscript.scope import (
     UNSET,
-    ScriptValueError,
     convert_value_type,
     numeric_or_text,
     pipe_text,
@@ -61,7 +61,7 @@ def _index_key(container: Any, index: Any) -> Any:
 def set_variable(call: CommandCall, scope: VarScope, name: str, value: Any) -> Any:
     """``setLocalVariable`` / ``setGlobalVariable``."""
     if not name:
-        raise ScriptValueError("Variable name cannot be empty or undefined.")
+        raise ScriptError("Variable name cannot be empty or undefined.")
     store = call.host.variables
     index = call.arg("index")
     if index is not None:
@@ -130,7 +130,7 @@ def _present(container: Any, key: Any) -> bool:
 def add_variable(call: CommandCall, scope: VarScope, name: str, value: Any) -> Any:
     """``addLocalVariable``: push onto a JSON list, add numbers, else append text."""
     if not name:
-        raise ScriptValueError("Variable name cannot be empty or undefined.")
+        raise ScriptError("Variable name cannot be empty or undefined.")
     store = call.host.variables
     current = store.get(name, scope) if store.has(name, scope) else None
     result = add_values(current, value)
