@@ -153,9 +153,7 @@ class StoredChatHost(ScriptHost):
         await store.truncate_chat(self.chat_id, position, owner=owner)
         del self.message_ids[position:]
         for message in self.chat[position:]:
-            stored = await store.append_message(
-                self.chat_id, Message.model_validate(message), owner=owner
-            )
+            stored = await store.append_message(self.chat_id, _storable(message), owner=owner)
             self.message_ids.append(stored.id)
 
     async def insert_message(self, message: dict[str, Any], at: int | None = None) -> int:
@@ -174,7 +172,7 @@ class StoredChatHost(ScriptHost):
         await super().update_message(index, message)
         service = self._service
         await service.store.update_message(
-            self.message_ids[index], Message.model_validate(message), owner=service.owner
+            self.message_ids[index], _storable(message), owner=service.owner
         )
 
     async def save_metadata(self) -> None:
@@ -264,6 +262,15 @@ class StoredChatHost(ScriptHost):
         if links is not None:
             self.metadata["quickReply"] = links
         return text
+
+
+def _storable(message: Mapping[str, Any]) -> Message:
+    """A script's message as a stored one. SillyTavern writes ``is_system: ""`` for
+    ``/sendas`` and ``/sys`` (a falsy bias check); it means ``false``."""
+    data = dict(message)
+    if not isinstance(data.get("is_system"), bool):
+        data["is_system"] = bool(data.get("is_system"))
+    return Message.model_validate(data)
 
 
 def _env_factory(host: ScriptHost) -> MacroEnv:
