@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.errors import (
+    AccessError,
     MacroRuntimeError,
     RequestAborted,
     ScriptBudgetExceeded,
@@ -348,8 +349,9 @@ class ScriptRunner:
             result = command.function(call)
             if command.is_async:
                 result = await result
-        except (ScriptBudgetExceeded, RequestAborted):
-            raise
+        except (ScriptBudgetExceeded, RequestAborted, AccessError):
+            raise  # a budget, a stop, or the caller's limits (a server's turn rate): not the
+            # script's failure
         except ScriptError as exc:
             raise script_error(exc.message, _source(node), node.start, parser=False) from exc
         except TavernKitError as exc:
