@@ -100,8 +100,18 @@ async def test_quick_reply_sets_are_stored_and_bound(world: World) -> None:
     assert again.pipe == '["Tools"]'
 
 
-async def test_script_injections_stay_in_the_chat(world: World) -> None:
+async def test_script_injections_stay_in_the_chat_and_reach_the_prompt(world: World) -> None:
+    world.server.script(Reply(text="Calm."))
     info = await world.chats.new_chat("Mira")
-    await run_chat_script(world.chats, info.id, "/inject id=mood position=chat Stay calm.")
+    await run_chat_script(
+        world.chats, info.id, "/inject id=mood position=chat depth=0 role=system Stay calm."
+    )
     outcome = await run_chat_script(world.chats, info.id, "/listinjects return=object")
     assert '"mood":{"value":"Stay calm."' in outcome.pipe
+    await world.chats.send(info.id, "Hello")
+    sent = world.server.requests[-1].body["messages"]
+    assert sent[-1] == {"role": "system", "content": "Stay calm."}
+    await run_chat_script(world.chats, info.id, "/flushinject mood")
+    world.server.script(Reply(text="Fine."))
+    await world.chats.send(info.id, "Again")
+    assert "Stay calm." not in str(world.server.requests[-1].body["messages"])

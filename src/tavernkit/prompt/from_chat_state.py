@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.extensions import script_injections
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
 from tavernkit.text.variables import InMemoryVariables
@@ -132,7 +133,10 @@ def prompt_state_from_chat_state(
         settings=prompt_settings.model_copy(update={"main_api": api}),
         reasoning=state.settings.reasoning,
         reasoning_template=state.reasoning,
-        extension_prompts=dict(extension_prompts or {}),
+        extension_prompts={
+            **script_injections(state.chat.metadata if state.chat is not None else None),
+            **(extension_prompts or {}),
+        },
         model=chosen_model,
         source=source,
         max_context=max_context,
