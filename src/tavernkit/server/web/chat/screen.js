@@ -270,9 +270,10 @@ export async function showChat(view, chatId, at = null) {
   // A reply of the composer's own commands (one a line) runs them in order; any other reply
   // that starts with "/" is an STscript, as a Quick Reply button runs it in SillyTavern.
   function runReply(reply) {
-    const [commands, lines] = replyLines(reply.message || "");
+    const text = reply.message || "";
+    const [commands, lines] = replyLines(text);
     if (commands && lines.every((line) => isOwnCommand(line))) return runLines(lines);
-    if (commands) return runScript(reply.message);
+    if (text.trimStart().startsWith("/")) return runScript(text);
     return send(lines[0] || "");
   }
   const quickReplies = await createQuickReplies(runReply);
