@@ -188,7 +188,26 @@ class _Session:
         self.requests.append(request)
         # the reply is cleaned up as SillyTavern's cleanUpMessage does: AI-output regex scripts
         reply = host.regex.apply(self.mock_reply, RegexPlacement.AI_OUTPUT)
-        if request.kind in ("quiet", "raw", "impersonate"):
+        if request.kind in ("quiet", "raw"):
+            return reply
+        if request.kind == "impersonate":
+            host.input_text = reply
+            return reply
+        last = host.chat[-1] if host.chat else None
+        if request.kind == "continue" and last is not None and not last.get("is_user"):
+            # power_user.continue_postfix is a space
+            last["mes"] = f"{last.get('mes', '')} {reply}"
+            if isinstance(last.get("swipes"), list) and last["swipes"]:
+                last["swipes"][int(last.get("swipe_id") or 0)] = last["mes"]
+            return reply
+        if request.kind == "regenerate" and last is not None and not last.get("is_user"):
+            host.chat.pop()
+        if request.kind == "swipe" and last is not None and not last.get("is_user"):
+            swipes = last.setdefault("swipes", [last.get("mes", "")])
+            swipes.append(reply)
+            last["swipe_id"] = len(swipes) - 1
+            last["mes"] = reply
+            last.setdefault("swipe_info", []).append({"extra": dict(last.get("extra") or {})})
             return reply
         if request.kind == "send":
             text = host.input_text

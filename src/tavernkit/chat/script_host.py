@@ -224,12 +224,9 @@ class StoredChatHost(ScriptHost):
         chat_id = self.chat_id
         match request.kind:
             case "quiet":
-                outcome = await service.quiet(
-                    chat_id,
-                    request.prompt,
-                    quiet_to_loud=request.quiet_to_loud,
-                    quiet_name=request.name,
-                )
+                # as=char changes nothing stored in SillyTavern 1.18 (the goldens): the reply
+                # is only returned
+                outcome = await service.quiet(chat_id, request.prompt, quiet_name=request.name)
                 text = outcome.text
             case "raw":
                 if self.raw is None:

@@ -155,7 +155,8 @@ def error_hint(text: str, index: int) -> str:
     for number in range(first, line + 1):
         shown = lines[number].replace("\t", "    ") if number < len(lines) else ""
         out.append(f"{str(number).rjust(width)}:  {shown}")
-    tabs = lines[line][:column].count("\t") * 3 if line < len(lines) else 0
+    # SillyTavern shifts the caret by every tab of the error's line (each shown as 4 spaces)
+    tabs = lines[line].count("\t") * 3 if line < len(lines) else 0
     out.append(" " * (column + width + 2 + tabs) + "^^^^^")
     return "\n".join(out)
 
