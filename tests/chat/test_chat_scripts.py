@@ -4,6 +4,8 @@ one, and a failing script comes back as an outcome, not an exception."""
 
 from __future__ import annotations
 
+import json
+
 from tavernkit.chat.script_host import run_chat_script
 from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
@@ -115,3 +117,49 @@ async def test_script_injections_stay_in_the_chat_and_reach_the_prompt(world: Wo
     world.server.script(Reply(text="Fine."))
     await world.chats.send(info.id, "Again")
     assert "Stay calm." not in str(world.server.requests[-1].body["messages"])
+
+
+async def test_a_quick_reply_file_imports_and_exports_as_sillytavern_writes_it(
+    world: World,
+) -> None:
+    exported = json.dumps(
+        {
+            "version": 2,
+            "name": "Kit",
+            "disableSend": False,
+            "placeBeforeInput": False,
+            "injectInput": False,
+            "color": "rgba(0, 0, 0, 0)",
+            "onlyBorderColor": False,
+            "qrList": [
+                {
+                    "id": 2,
+                    "icon": "",
+                    "showLabel": False,
+                    "label": "Hi",
+                    "title": "",
+                    "message": "/echo hi",
+                    "contextList": [],
+                    "preventAutoExecute": True,
+                    "isHidden": False,
+                    "executeOnStartup": False,
+                    "executeOnUser": False,
+                    "executeOnAi": False,
+                    "executeOnChatChange": False,
+                    "executeOnGroupMemberDraft": False,
+                    "executeOnNewChat": False,
+                    "executeBeforeGeneration": False,
+                    "automationId": "",
+                }
+            ],
+            "idIndex": 2,
+        },
+        separators=(",", ":"),
+    )
+    [result] = await world.tk.library.import_bytes(exported.encode(), source="Kit.json")
+    assert (result.kind, result.name, result.status) == ("quick_reply_set", "Kit", "imported")
+    _, data = await world.tk.library.export_bytes("Kit", "json")
+    assert data.decode() == exported
+    info = await world.chats.new_chat("Mira")
+    outcome = await run_chat_script(world.chats, info.id, "/run Kit.Hi")
+    assert outcome.pipe == "hi"
