@@ -307,13 +307,15 @@ def _replace(call: CommandCall) -> Any:
     mode = call.text("mode") or "literal"
     pattern = call.text("pattern") or ""
     replacer = call.text("replacer") or ""
+    if not pattern:
+        raise ScriptError("Argument of 'pattern=' cannot be empty")
     text = _text(call)
     if mode == "literal":
         return literal_replace_all(text, pattern, replacer)
     if mode == "regex":
         regex = regex_from_string(pattern)
-        if regex is None:
-            return literal_replace_all(text, "undefined", replacer) if "undefined" in text else text
+        if regex is None:  # JavaScript replaces the text "undefined", once
+            return text.replace("undefined", replacer, 1)
         return js_replace(text, regex, replacer)
     raise ScriptError("Invalid '/replace mode=' argument specified!")
 
