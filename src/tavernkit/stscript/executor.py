@@ -405,6 +405,16 @@ class ScriptRunner:
         """``Math.random()``: the injected generator, else Python's."""
         return self.rng() if self.rng is not None else _SYSTEM_RANDOM.random()
 
+    async def generate(self, request: GenerationRequest) -> str:
+        """Run a generation through the host. Its time does not count against the run's time
+        budget (the model has timeouts of its own; the budget bounds the script)."""
+        started = self.monotonic()
+        try:
+            return await self.host.generate(request)
+        finally:
+            if self._deadline is not None:
+                self._deadline += max(0.0, self.monotonic() - started)
+
     async def sleep(self, seconds: float) -> None:
         """``/delay``: wait, but never past the run's deadline."""
         if self._deadline is not None:
@@ -441,7 +451,7 @@ class ScriptRunner:
             return result.pipe if result is not None and result.pipe is not None else ""
         host.input_text = self.substitute_plain(text)
         if not qr_set.disable_send:
-            await host.generate(GenerationRequest("send", prompt=host.input_text))
+            await self.generate(GenerationRequest("send", prompt=host.input_text))
         return ""
 
     async def run_on_chat_input(self, text: str, *, scope: Scope | None = None) -> ClosureResult:

@@ -64,7 +64,7 @@ async def _gen(call: CommandCall) -> Any:
         trim=trim,
         stop=_stop(call),
     )
-    result = await host.generate(request)
+    result = await call.runner.generate(request)
     return trim_to_end_sentence(result) if trim else result
 
 
@@ -86,7 +86,7 @@ async def _genraw(call: CommandCall) -> Any:
         prefill=_resolved(call, "prefill") or "",
         instruct=not is_false_boolean(call.text("instruct") or ""),
     )
-    result = await host.generate(request)
+    result = await call.runner.generate(request)
     return trim_to_end_sentence(result) if trim else result
 
 
@@ -94,7 +94,7 @@ def _turn(kind: GenerationKind) -> Any:
     async def callback(call: CommandCall) -> Any:
         wait = is_true_boolean(call.text("await") or "")
         member = call.value_text() if kind == "normal" else None
-        await call.host.generate(GenerationRequest(kind, member=member or None, wait=wait))
+        await call.runner.generate(GenerationRequest(kind, member=member or None, wait=wait))
         return ""
 
     return callback
