@@ -40,6 +40,7 @@ from tavernkit.stscript import (
     default_registry,
 )
 from tavernkit.stscript.executor import Budget
+from tavernkit.text.tokens import tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
 
 from . import cases
@@ -172,6 +173,9 @@ class _Session:
             user_avatar="user-default.png",
             personas={"user-default.png": "User"},
             generator=self.generate,
+            # chat completion counts with gpt-4o's tokenizer; text completion (tokenizer NONE)
+            # with SillyTavern's estimate, the host's default
+            count_tokens=tokenizer_for_model("gpt-4o").count if self.api == "cc" else None,
             clock=lambda: datetime(2026, 12, 6, tzinfo=UTC),
         )
         scripts = inputs.get("regex_scripts") or []

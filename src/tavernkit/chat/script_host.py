@@ -48,6 +48,7 @@ from tavernkit.stscript import (
 )
 from tavernkit.stscript.quick_replies import link_list, links_from_json
 from tavernkit.text.macros import MacroEnv, env_from_chat_state
+from tavernkit.text.tokens import tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
 
 __all__ = ["RawGenerator", "ScriptOutcome", "StoredChatHost", "run_chat_script"]
@@ -118,6 +119,8 @@ class StoredChatHost(ScriptHost):
         self.char_name = character.name if character is not None else ""
         self.characters = [CharacterRef(self.char_name, state.character_filename or "")]
         self.env_factory = _env_factory
+        model = state.profile.model if state.profile is not None else None
+        self.count_tokens = tokenizer_for_model(model).count
 
     async def _load_quick_replies(self) -> None:
         service = self._service

@@ -162,6 +162,8 @@ class ScriptHost:
     toasts: list[Toast] = field(default_factory=list)
     shown: list[str] = field(default_factory=list)
     env_factory: Callable[[ScriptHost], MacroEnv] | None = None
+    #: ``/tokens``: the chat's token counter (None: SillyTavern's estimate, bytes / 3.35)
+    count_tokens: Callable[[str], int] | None = None
     #: names shown once: SillyTavern warns about ``/sendas`` without ``name`` once per profile
     warned: set[str] = field(default_factory=set)
 

@@ -441,11 +441,9 @@ def _fuzzy(call: CommandCall) -> Any:
 
 
 def _tokens(call: CommandCall) -> Any:
-    counter = getattr(call.host, "count_tokens", None)
+    counter = call.host.count_tokens
     text = _text(call)
-    if callable(counter):
-        return counter(text)
-    return ByteEstimateTokenizer().count(text)
+    return counter(text) if counter is not None else ByteEstimateTokenizer().count(text)
 
 
 def _upper(call: CommandCall) -> Any:
