@@ -75,7 +75,7 @@ class Budget:
 
     max_steps: int = 100_000
     max_seconds: float = 60.0
-    max_depth: int = 200
+    max_depth: int = 100
 
 
 class _Random:
@@ -352,6 +352,10 @@ class ScriptRunner:
         except (ScriptBudgetExceeded, RequestAborted, AccessError):
             raise  # a budget, a stop, or the caller's limits (a server's turn rate): not the
             # script's failure
+        except RecursionError as exc:
+            raise self._budget_error(
+                "Script nesting too deep", "depth", self.budget.max_depth, node
+            ) from exc
         except ScriptError as exc:
             raise script_error(exc.message, _source(node), node.start, parser=False) from exc
         except TavernKitError as exc:

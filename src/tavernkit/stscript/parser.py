@@ -50,6 +50,8 @@ __all__ = [
 
 #: SillyTavern's parser flags by name (``PARSER_FLAG``): 1 STRICT_ESCAPING, 2 REPLACE_GETVAR.
 PARSER_FLAGS = {"STRICT_ESCAPING": 1, "REPLACE_GETVAR": 2}
+#: Closures nested deeper than this do not parse (each level is a Python call)
+MAX_NESTING = 100
 #: What a fresh SillyTavern 1.18 profile ships (``power_user.stscript.parser.flags``).
 DEFAULT_FLAGS = {1: True, 2: True}
 
@@ -190,6 +192,11 @@ class Parser:
         self.index = 0
         self.depth = 0  # 0: the root closure
         self.jumped = False
+        # where the trailing white space starts, and where each run of backslashes ends: the
+        # tests below run at every character and must not rescan the text
+        self._trail = len(text.rstrip(JS_WHITESPACE))
+        self._run_end: dict[int, int] = {}
+        self._macro_ends: dict[int, int] | None = None
 
     # -- cursor helpers ---------------------------------------------------------------------
 
@@ -205,7 +212,21 @@ class Parser:
     def end_of_text(self) -> bool:
         if self.index >= len(self.text):
             return True
-        return self.char in _WS and all(c in _WS for c in self.ahead)
+        return self.text[self.index] in _WS and self.index >= self._trail
+
+    def _backslashes(self, at: int) -> int:
+        """How many backslashes start at ``at``."""
+        text = self.text
+        if at >= len(text) or text[at] != "\\":
+            return 0
+        end = self._run_end.get(at)
+        if end is None:
+            end = at
+            while end < len(text) and text[end] == "\\":
+                end += 1
+            for i in range(at, end):
+                self._run_end[i] = end
+        return end - at
 
     def take(self, length: int = 1) -> str:
         self.jumped = False
@@ -236,12 +257,8 @@ class Parser:
         caller's next ``take`` reads the delimiter (or the next backslash) as text.
         """
         at = self.index + offset + (-1 if self.jumped else 0)
-        if self.strict:
-            escapes = 0
-            while at + escapes < len(self.text) and self.text[at + escapes] == "\\":
-                escapes += 1
-        else:
-            escapes = 1 if self.text[at : at + 1] == "\\" else 0
+        single = 1 if self.text[at : at + 1] == "\\" else 0
+        escapes = self._backslashes(at) if self.strict else single
         if not self._matches(sequence, at + escapes):
             return False
         if escapes == 0:
@@ -262,7 +279,7 @@ class Parser:
         if not self.verify_names:
             if self.index >= len(self.text):
                 return True
-        elif len(self.ahead) < 1:
+        elif self.index + 1 >= len(self.text):
             raise self.error(f"Unclosed closure at position {self.index}")
         return self.test_symbol(":}")
 
@@ -288,24 +305,9 @@ class Parser:
 
     def test_macro(self) -> int:
         """The end of a ``{{ … }}`` starting here (nested pairs counted), or -1."""
-        text = self.text
-        if not text.startswith("{{", self.index):
-            return -1
-        depth = 0
-        i = self.index
-        while i < len(text) - 1:
-            if text.startswith("{{", i):
-                depth += 1
-                i += 2
-                continue
-            if text.startswith("}}", i):
-                depth -= 1
-                i += 2
-                if depth == 0:
-                    return i
-                continue
-            i += 1
-        return -1
+        if self._macro_ends is None:
+            self._macro_ends = _macro_spans(self.text)
+        return self._macro_ends.get(self.index, -1)
 
     def _take_text(self) -> str:
         """One piece of plain text: a whole macro when one starts here, else one character."""
@@ -319,6 +321,10 @@ class Parser:
 
     def parse_closure(self, is_root: bool = False) -> ClosureNode:
         if not is_root:
+            if self.depth >= MAX_NESTING:
+                raise self.error(
+                    f"Closures nested deeper than {MAX_NESTING} at position {self.index}"
+                )
             self.take(2)  # "{:"
         text_start = self.index
         closure = ClosureNode(source=self.text, is_root=is_root)
@@ -609,6 +615,26 @@ class Parser:
                     quoted.pop()
             return values
         return [UnnamedArg(js_trim(value), start, self.index)]
+
+
+def _macro_spans(text: str) -> dict[int, int]:
+    """Where each ``{{`` that closes ends (after its ``}}``), pairs matched as nested."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    i = 0
+    length = len(text)
+    while i < length - 1:
+        pair = text[i : i + 2]
+        if pair == "{{":
+            stack.append(i)
+            i += 2
+        elif pair == "}}":
+            if stack:
+                ends[stack.pop()] = i + 2
+            i += 2
+        else:
+            i += 1
+    return ends
 
 
 def parse_script(
