@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from tavernkit.stscript import (
     ScriptRunner,
     click_text,
     default_registry,
+    parse_script,
     run_script,
 )
 
@@ -215,3 +217,29 @@ def test_a_text_reply_is_sent_and_a_nosend_one_stays_in_the_input_box() -> None:
     run("/qr-set-update nosend=true S | /run S.Hi", host)
     assert host.input_text == "Hello Bo! "
     assert len(asked) == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '/pass "' + " " * 100_000 + '"',
+        "/pass " + "\\" * 100_000 + "|",
+        "/pass " + "{{" * 50_000,
+        "// " + " " * 100_000 + "| /pass x",
+    ],
+    ids=["spaces-in-quotes", "backslashes", "open-macros", "spaces-in-comment"],
+)
+def test_hostile_texts_parse_in_linear_time(text: str) -> None:
+    started = time.perf_counter()
+    try:
+        parse_script(text, default_registry().get)
+    except ScriptError:
+        pass
+    assert time.perf_counter() - started < 5
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    with pytest.raises(ScriptError, match="nested deeper than 100"):
+        run("/pass " + "{: /pass " * 150 + ":} " * 150)
+    with pytest.raises(ScriptBudgetExceeded):
+        run("/let f {: /if left=1 {: /:f :} :} | /:f")
