@@ -4,6 +4,7 @@ commands, quick-reply sets in SillyTavern's JSON and the bounded regexes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -231,10 +232,8 @@ def test_a_text_reply_is_sent_and_a_nosend_one_stays_in_the_input_box() -> None:
 )
 def test_hostile_texts_parse_in_linear_time(text: str) -> None:
     started = time.perf_counter()
-    try:
+    with contextlib.suppress(ScriptError):
         parse_script(text, default_registry().get)
-    except ScriptError:
-        pass
     assert time.perf_counter() - started < 5
 
 
