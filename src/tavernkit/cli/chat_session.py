@@ -473,6 +473,11 @@ class Session(SettingCommands):
             self._qr_depth += 1
             try:
                 commands, lines = quick_reply_lines(reply.message)
+                ours = all(split_command(line)[0] in COMMANDS for line in lines)
+                if reply.message.lstrip().startswith("/") and not (commands and ours):
+                    # an STscript (SillyTavern's rule: a reply starting with "/")
+                    await self.run_script(reply.message)
+                    return
                 for line in lines:
                     if not commands:
                         await self.run_turn(self.chats.send, line)
