@@ -30,6 +30,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── MemoryConfigError      memory settings name what does not exist (also ValueError)
     ├── UsageError             a slash command got arguments it cannot use (terminal chat)
     ├── RegexScriptError       a regex script object the engine cannot run (also TypeError)
+    ├── ScriptError            an STscript failed: SillyTavern's parser or execution error
+    │   └── ScriptBudgetExceeded    a script ran past its step or time budget
     ├── ProviderError          a model provider failed; the class says what policy may do
     │   ├── AuthError          bad, missing or unauthorised key (rotate the key, never retry)
     │   │   └── MissingCredential   no key is configured for a provider that needs one
@@ -200,6 +202,8 @@ __all__ = [
     "RequestAborted",
     "ReviewUnavailable",
     "SchemaIssue",
+    "ScriptBudgetExceeded",
+    "ScriptError",
     "ServerConfigError",
     "SlashUsage",
     "StoreError",
@@ -316,6 +320,52 @@ class UsageError(TavernKitError):
         self.command = command
         self.problem = problem
         super().__init__(f"{problem}; usage: {command.usage}  ({command.summary})")
+
+
+class ScriptError(TavernKitError):
+    """An STscript (SillyTavern's slash-command language) could not run.
+
+    ``name`` is SillyTavern's class for it (``SlashCommandParserError`` when the text does not
+    parse, ``SlashCommandExecutionError`` when a command failed), ``message`` its exact text,
+    ``line``/``column`` (0-based) where it happened and ``hint`` the excerpt with a caret that
+    SillyTavern shows.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        name: str = "SlashCommandExecutionError",
+        line: int = 0,
+        column: int = 0,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.line = line
+        self.column = column
+        self.hint = hint
+
+
+class ScriptBudgetExceeded(ScriptError):
+    """A script ran more commands (``limit`` steps) or longer (seconds) than its budget allows:
+    loops with ``guard=off``, deep recursion of closures or a slow chain of generations stop
+    here instead of holding a server."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        budget: str,
+        limit: float,
+        line: int = 0,
+        column: int = 0,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message, name="ScriptBudgetExceeded", line=line, column=column, hint=hint)
+        self.budget = budget
+        self.limit = limit
 
 
 class NotTrusted(Exception):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -26,6 +27,7 @@ import pluggy
 
 from tavernkit.assist.summary import summarize
 from tavernkit.chat.prepare import turn_tokenizer
+from tavernkit.chat.script_host import ScriptOutcome, run_chat_script
 from tavernkit.chat.service import ChatService
 from tavernkit.context import TavernContext
 from tavernkit.errors import StoreError, TavernKitError
@@ -36,7 +38,7 @@ from tavernkit.library import Library
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
-from tavernkit.plugins.extend import plugin_renderer, plugin_sources
+from tavernkit.plugins.extend import plugin_renderer, plugin_script_commands, plugin_sources
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.plugins.manager import get_plugin_manager
 from tavernkit.profile_admin import ProfileAdmin
@@ -86,6 +88,7 @@ class Tavern:
         )
         # the plugins' ``register_tools`` hooks fill the registry first
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
+        self.runtime.script_commands = plugin_script_commands(self.plugins)
         self._library: Library | None = None
         self._chats: ChatService | None = None
         #: owner -> that owner's view (see :meth:`for_owner`); None on a view itself
@@ -123,6 +126,7 @@ class Tavern:
             )
             # environment keys are the process's, whoever's turn uses them
             view.runtime.key_cooldowns = self.runtime.key_cooldowns
+            view.runtime.script_commands = self.runtime.script_commands
             self.plugins.hook.register_tools(register=view.runtime.tools.register_function_tool)
             view._chats = None
             view._views = None
@@ -264,6 +268,30 @@ class Tavern:
         """The per-chat view plugins and bots use (``generate_task`` and friends); see
         :class:`~tavernkit.context.TavernContext` for ``options``."""
         return TavernContext(self.runtime, chat_id, chats=self.chats, **options)
+
+    async def run_script(
+        self,
+        chat_id: str,
+        script: str,
+        *,
+        admit: Callable[[], Awaitable[None]] | None = None,
+        input_text: str = "",
+    ) -> ScriptOutcome:
+        """Run an STscript (SillyTavern's slash-command language) on a chat, as its owner:
+        messages, variables and quick replies change in the store as the script goes;
+        ``/gen`` and friends generate through :attr:`chats` (``admit`` is awaited before each
+        one: the server's rate limit), ``/genraw`` through :meth:`context`. The outcome holds
+        the pipe, the toasts, the input box, or the script's error."""
+        context = self.context(chat_id)
+        return await run_chat_script(
+            self.chats,
+            chat_id,
+            script,
+            raw=context.generate_raw,
+            admit=admit,
+            input_text=input_text,
+            registry=self.runtime.script_commands,
+        )
 
     @property
     def chats(self) -> ChatService:

@@ -52,6 +52,7 @@ from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.plugins.formats import FormatRegistry
 from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
@@ -171,6 +172,9 @@ class Library(LibraryExports):
             return await self._import_settings(value, source, replace)
         if isinstance(value, ChatLunaPreset):
             return await self._import_chatluna(value, source, replace)
+        if isinstance(value, QuickReplySet):
+            name = value.name or stem or "Quick Replies"
+            return [await self._put("quick_reply_set", value, name, source, replace)]
         if handler.kind == "preset" and isinstance(value, BaseModel):
             kind = PRESET_STORE_KIND[kind_of(value)]  # type: ignore[arg-type]
             name = getattr(value, "name", None) or stem or kind

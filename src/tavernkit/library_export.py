@@ -47,6 +47,7 @@ SEARCH_ORDER: tuple[str, ...] = (
     "persona",
     "connection_profile",
     "group",
+    "quick_reply_set",
 )
 
 #: preset kind (formats.presets) -> store kind
@@ -69,6 +70,7 @@ EXPORT_FORMATS: dict[tuple[str, str], str] = {
     ("lorebook", "json"): "lorebook-json",
     ("chat", "jsonl"): "chat-jsonl",
     ("group", "json"): "group-json",
+    ("quick_reply_set", "json"): "quick-reply-json",
     (CHATLUNA_PRESET_KIND, "yaml"): "chatluna-preset",
     **{(kind, "json"): "preset-json" for kind in PRESET_STORE_KIND.values()},
 }
@@ -219,4 +221,5 @@ def kind_label(kind: str) -> str:
         "reasoning": "reasoning template",
         "connection_profile": "connection profile",
         CHATLUNA_PRESET_KIND: "ChatLuna preset",
+        "quick_reply_set": "Quick Reply set",
     }.get(kind, kind)

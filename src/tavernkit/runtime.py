@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pluggy
@@ -32,6 +32,9 @@ from tavernkit.store.protocol import Store
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from tavernkit.stscript import CommandRegistry
 
 __all__ = ["LocalModels", "Runtime"]
 
@@ -107,6 +110,8 @@ class Runtime:
         self.tools.add_source(self.mcp)
         #: the connections to hosted APIs every provider call of this runtime shares
         self.http = HttpPool()
+        #: STscript commands with the plugins' (``register_script_commands``); None: built-ins
+        self.script_commands: CommandRegistry | None = None
         self._store: Store | None = None
 
     @property

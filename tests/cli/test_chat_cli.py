@@ -459,3 +459,28 @@ def test_other_failures_print_no_local_model_hint(
     result = cli("chat", "Mira", "--once", "Hello?")
     assert result.exit_code == 1
     assert "hint:" not in result.output
+
+
+def test_a_line_that_is_not_a_chat_command_runs_as_stscript(
+    home: Path, server: ThreadServer
+) -> None:
+    server.script(Reply(text="A heron."))
+    script = "\n".join(
+        [
+            "/setvar key=n 5 | /addvar key=n 2 | /getvar n",
+            "/echo severity=warning careful",
+            "/gen Name a bird. | /sendas name=Mira {{pipe}}",
+            "/sys The ferry docks.",
+            "/var nope 1",
+            "/quit",
+        ]
+    )
+    result = cli("chat", "Mira", input=script + "\n")
+    assert result.exit_code == 0, result.output
+    assert "→ 7" in result.output
+    assert "careful" in result.output
+    assert "A heron." in result.output and "The ferry docks." in result.output
+    assert 'SlashCommandExecutionError: No such variable: "nope"' in result.stderr
+    assert "Traceback" not in result.output
+    assert [m.mes for m in messages(home)][1:] == ["A heron.", "The ferry docks."]
+    assert server.bodies[0]["messages"][-1] == {"role": "system", "content": "Name a bird."}

@@ -84,7 +84,8 @@ def test_bad_arguments_answer_usage_lines_and_change_nothing(
         name = line.split(" ")[0]
         assert got.startswith(f"usage: {COMMANDS[name[1:]].usage}  ("), (line, got)
         assert problem in got, (line, got)
-    assert "unknown command /nosuch; /help lists them" in result.stderr
+    # not one of the chat's commands: run as an STscript, which knows no /nosuch either
+    assert 'SlashCommandParserError: Unknown command at position 1: "/nosuch"' in result.stderr
     assert "error: no persona named 'nobody'" in result.stderr
     assert "error: no lorebook 'nosuch'" in result.stderr
     assert [m.to_wire() for m in messages(home)] == before

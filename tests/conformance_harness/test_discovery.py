@@ -220,6 +220,7 @@ def test_suite_collects_one_item_per_case(tmp_path: Path) -> None:
         "tests/conformance/test_prompts.py::test_request_body[p_cc]",
         "tests/conformance/test_prompts.py::test_request_body[p_tc]",
         "tests/conformance/test_regex.py::test_regex[no-regex-cases]",
+        "tests/conformance/test_stscript.py::test_stscript[no-stscript-cases]",
         "tests/conformance/test_worldinfo.py::test_worldinfo[wi_a]",
     ]
 

@@ -39,6 +39,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/mcp/servers/{name}/tools/{tool}/enabled"): {"enabled": False},
     ("PUT", "/variables/{name}"): {"value": 1},
     ("POST", "/chats/{chat_id}/turns"): {"text": "hi"},
+    ("POST", "/chats/{chat_id}/script"): {"script": "/sendas name=bob stolen"},
     ("PUT", "/ui/chats/{chat_id}/authors-note"): {"text": "stolen"},
     ("POST", "/ui/lorebooks/{ref}/test"): {"text": "hi"},
     ("POST", "/lorebooks/{ref}/rename"): {"name": "Stolen"},

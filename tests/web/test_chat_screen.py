@@ -393,12 +393,22 @@ def test_slash_commands_and_quick_replies_in_the_composer(page: Page, site: Site
     box.press("Enter")
     expect(alert(page)).to_contain_text("/delete: no message #9; the chat has #0 to #2")
     expect(box).to_have_value("/delete 9")
+    # not one of the composer's commands: an STscript, run on the server
     box.fill("/nope")
     box.press("Enter")
-    expect(alert(page).last).to_contain_text("unknown command /nope; /help lists them")
+    expect(alert(page).last).to_contain_text(
+        'SlashCommandParserError: Unknown command at position 1: "/nope"'
+    )
+    expect(box).to_have_value("/nope")
+    box.fill("/setvar key=x 2 | /addvar key=x 3 | /sys The lamp flickers. | /getvar x")
+    box.press("Enter")
+    expect(page.locator(".alerts .alert.info").last).to_have_text("5Dismiss")
+    expect(page.locator(".log .message").last).to_contain_text("The lamp flickers.")
     box.fill("/help")
     box.press("Enter")
-    expect(page.locator(".alerts .alert.info")).to_contain_text("/regen: replace the last reply")
+    expect(page.locator(".alerts .alert.info").last).to_contain_text(
+        "/regen: replace the last reply"
+    )
 
 
 def test_the_memory_panel_edits_the_summary_and_summarizes_now(page: Page, site: Site) -> None:

@@ -53,6 +53,8 @@ from tavernkit.models.profile import ConnectionProfile
 
 __all__ = ["Session"]
 
+_TOAST_STYLES = {"info": "blue", "success": "green", "warning": "yellow", "error": "red"}
+
 
 class Session(SettingCommands):
     """One interactive (or ``--once``) chat in a terminal."""
@@ -230,7 +232,11 @@ class Session(SettingCommands):
         name, rest = split_command(line)
         command = COMMANDS.get(name)
         if command is None:
-            say_error(f"unknown command /{name}; /help lists them")
+            # not one of ours: SillyTavern's STscript (``/echo hi | /gen …``)
+            try:
+                await self.run_script(line)
+            except TavernKitError as exc:
+                say_error(f"error: {exc}")
             return True
         if command.name == "quit":
             return False
@@ -242,6 +248,41 @@ class Session(SettingCommands):
         except TavernKitError as exc:
             say_error(f"error: {exc}")
         return True
+
+    async def run_script(self, line: str) -> None:
+        """Run ``line`` as an STscript on this chat; show its toasts, the messages it added,
+        its error (with SillyTavern's position hint) and its result."""
+        before = await self._count()
+        self._generating = True
+        try:
+            with self.sigint_handler():
+                outcome = await self.tk.run_script(self.chat_id, line, input_text=self._suggestion)
+        finally:
+            self._generating = False
+        self._suggestion = outcome.input_text
+        if self.as_json:
+            JsonSink(out).line({"event": "script", "chat_id": self.chat_id, **outcome.to_json()})
+            return
+        for toast in outcome.toasts:
+            style = _TOAST_STYLES.get(toast.type, "blue")
+            title = f"{escape(toast.title)}: " if toast.title else ""
+            out.print(f"[{style}]{title}{escape(toast.message)}[/]")
+        for text in outcome.shown:
+            out.print(text, markup=False, highlight=False, soft_wrap=True)
+        after = await self._count()
+        if after > before:
+            window = await self.tk.store.load_chat_window(
+                self.chat_id, last=after - before, owner=self.tk.owner
+            )
+            for entry in window.tail:
+                print_message(entry.position, Message.model_validate(entry.data))
+        if outcome.error is not None:
+            error = outcome.error
+            say_error(f"{error.name}: {error.message}\n{error.hint}")
+        elif outcome.aborted:
+            out.print(f"[dim]script aborted{': ' + escape(outcome.abort_reason or '')}[/]")
+        elif outcome.pipe:
+            out.print(f"[dim]→[/] {escape(outcome.pipe)}")
 
     async def group_turn(
         self, kind: str, *, text: str = "", member: str | None = None
@@ -445,6 +486,11 @@ class Session(SettingCommands):
             self._qr_depth += 1
             try:
                 commands, lines = quick_reply_lines(reply.message)
+                ours = all(split_command(line)[0] in COMMANDS for line in lines)
+                if reply.message.lstrip().startswith("/") and not (commands and ours):
+                    # an STscript (SillyTavern's rule: a reply starting with "/")
+                    await self.run_script(reply.message)
+                    return
                 for line in lines:
                     if not commands:
                         await self.run_turn(self.chats.send, line)

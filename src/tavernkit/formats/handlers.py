@@ -38,6 +38,7 @@ from tavernkit.groups.models import Group
 from tavernkit.models.character import Card, Character
 from tavernkit.models.chat import Chat
 from tavernkit.models.lorebook import Lorebook
+from tavernkit.models.quick_reply import QuickReplySet
 
 __all__ = ["BUILTIN_FORMATS", "BuiltinFormat"]
 
@@ -195,6 +196,23 @@ def _write_chat(value: Chat, **_: Any) -> bytes:
     return chat_to_jsonl(value).encode()
 
 
+def _is_quick_reply_set(data: bytes) -> bool:
+    value = _json(data)
+    return isinstance(value, dict) and isinstance(value.get("qrList"), list) and "name" in value
+
+
+def _read_quick_reply_set(data: bytes, source: str) -> QuickReplySet:
+    try:
+        return QuickReplySet.model_validate(json.loads(data))
+    except ValueError as exc:
+        raise FormatError(f"not a Quick Reply set: {exc}", source=source) from exc
+
+
+def _write_quick_reply_set(value: QuickReplySet, **_: Any) -> bytes:
+    """SillyTavern's export: one line of JSON, every key in its order."""
+    return value.export_text().encode()
+
+
 @dataclass(frozen=True, slots=True)
 class BuiltinFormat:
     """One built-in format as the ``register_formats`` hook takes it."""
@@ -219,6 +237,14 @@ BUILTIN_FORMATS: tuple[BuiltinFormat, ...] = (
     BuiltinFormat("chat-jsonl", "chat", 50, _is_chat, _read_chat, _write_chat),
     BuiltinFormat("lorebook-json", "lorebook", 40, _is_lorebook, _read_lorebook, _write_lorebook),
     BuiltinFormat("preset-json", "preset", 30, _is_preset, _read_preset, _write_preset),
+    BuiltinFormat(
+        "quick-reply-json",
+        "quick_reply_set",
+        25,
+        _is_quick_reply_set,
+        _read_quick_reply_set,
+        _write_quick_reply_set,
+    ),
     # YAML, like card-yaml, but with keys of its own (keywords + prompts): tried first
     BuiltinFormat(
         "chatluna-preset",

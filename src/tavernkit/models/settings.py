@@ -114,6 +114,8 @@ class Selections(ValueModel):
     textgen_preset: str | None = None
     profile: str | None = None
     user_name: str = "User"
+    #: the Quick Reply sets bound globally (their names, in the bar's order)
+    quick_reply_sets: list[str] = Field(default_factory=list)
 
 
 class Settings(ValueModel):

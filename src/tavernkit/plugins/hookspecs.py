@@ -33,6 +33,12 @@ Extension hooks (issue 22), each called once per ``Tavern`` as it is made:
 - ``register_providers(register)``: hosted APIs, as ``ProviderSource`` records (base URL,
   auth, wire adapter, capability family) that a connection profile names by ``source``.
 
+STscript hook: ``register_script_commands(register)`` adds slash commands to the Tavern's
+STscript registry: ``register(name, function, *, aliases=(), named_args=(), unnamed_types=
+("string",), split=False, split_count=None, raw_quotes=False, help="")`` where ``function``
+takes a :class:`tavernkit.stscript.CommandCall` (sync or ``async``) and returns the pipe.
+A built-in name cannot be taken.
+
 Server hook: ``register_routes(app)`` gives each plugin the server's FastAPI application
 once, when ``tavernkit serve`` builds it (``add_plugin_routes`` is what the server calls).
 
@@ -71,6 +77,7 @@ __all__ = [
     "register_macros",
     "register_providers",
     "register_routes",
+    "register_script_commands",
     "register_template_functions",
     "register_tools",
 ]
@@ -154,6 +161,13 @@ def register_providers(register: Callable[[ProviderSource], None]) -> None:
     """Register hosted APIs: ``register(ProviderSource(name, base_url=..., auth=...,
     key_required=..., adapter=..., family=...))``. A chat-API connection profile whose
     ``source`` is ``name`` sends through it. Built-in source names cannot be taken."""
+
+
+@hookspec
+def register_script_commands(register: Callable[..., object]) -> None:
+    """Register STscript commands: ``register(name, function, **spec)`` (see the module
+    docstring); a script of this Tavern can then call ``/name``. Taking a built-in name is a
+    ``PluginError``."""
 
 
 @hookspec

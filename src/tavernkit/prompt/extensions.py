@@ -28,6 +28,7 @@ __all__ = [
     "build_extension_prompts",
     "extension_prompt_text",
     "role_number",
+    "script_injections",
     "worldinfo_outlets",
 ]
 
@@ -50,6 +51,34 @@ def role_number(role: str | int | None) -> int:
     if isinstance(role, str) and role in ROLE_NAMES:
         return ROLE_NAMES.index(role)
     return 0
+
+
+#: SillyTavern's key prefix of STscript ``/inject`` prompts (``SCRIPT_PROMPT_KEY``)
+SCRIPT_INJECT_KEY = "script_inject_"
+
+
+def script_injections(metadata: object) -> dict[str, ExtensionPrompt]:
+    """The chat's ``/inject`` prompts (``chat_metadata.script_injects``) as extension prompts,
+    as SillyTavern sets them again when a chat loads (a ``filter`` closure is not kept)."""
+    injects = getattr(metadata, "script_injects", None)
+    if injects is None and isinstance(metadata, Mapping):
+        injects = metadata.get("script_injects")
+    out: dict[str, ExtensionPrompt] = {}
+    if not isinstance(injects, Mapping):
+        return out
+    for ident, inject in injects.items():
+        if not isinstance(inject, Mapping) or not inject.get("value"):
+            continue
+        position = inject.get("position", ExtensionPosition.IN_PROMPT)
+        depth = inject.get("depth", 4)
+        out[f"{SCRIPT_INJECT_KEY}{ident}"] = ExtensionPrompt(
+            js_string(inject["value"]),
+            position if isinstance(position, int) else ExtensionPosition.IN_PROMPT,
+            int(depth) if isinstance(depth, int | float) and not isinstance(depth, bool) else 4,
+            role_number(inject.get("role", 0)),
+            bool(inject.get("scan")),
+        )
+    return out
 
 
 def worldinfo_outlets(wi: WorldInfoResult | None) -> dict[str, str]:

@@ -16,6 +16,7 @@ from tavernkit.models.character import Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.regex_script import embedded_scripts
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.extensions import script_injections
 from tavernkit.prompt.macros import MacroSubstitute, macro_substitute
 from tavernkit.prompt.state import ExtensionPrompt, PromptState
 from tavernkit.text.regex_scripts import ActiveScripts, ScriptLists
@@ -177,7 +178,10 @@ def prompt_state_from_chat_state(
         settings=prompt_settings.model_copy(update={"main_api": api}),
         reasoning=state.settings.reasoning,
         reasoning_template=state.reasoning,
-        extension_prompts=dict(extension_prompts or {}),
+        extension_prompts={
+            **script_injections(state.chat.metadata if state.chat is not None else None),
+            **(extension_prompts or {}),
+        },
         model=chosen_model,
         source=source,
         max_context=max_context,

@@ -36,6 +36,7 @@ ExportKind = Literal[
     "kobold_preset",
     "lorebook",
     "novel_preset",
+    "quick_reply_set",
     "reasoning",
     "sysprompt",
     "textgen_preset",

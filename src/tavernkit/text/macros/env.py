@@ -93,6 +93,9 @@ class MacroEnv:
     tz: tzinfo = UTC
     #: Draws for {{random}}, {{roll}}, {{uuid}}; None: a process-wide unseeded generator.
     rng: RandomSource | None = None
+    #: Draws for {{random}} alone; None: ``rng``. SillyTavern takes them from seedrandom, not
+    #: Math.random, so a replay of its ``Math.random`` draws (STscript's ``/rand``) sets this.
+    random_macro_rng: RandomSource | None = None
     variables: VariableStore = field(default_factory=InMemoryVariables)
     chat_id_hash: int | None = None
     pick_reroll_seed: str | int | None = None

@@ -1,6 +1,8 @@
 // Slash commands typed in the composer: the terminal chat's commands (tavernkit chat's /help),
 // each one API call through the screen's own actions, so a command does exactly what its
-// button does. Quick replies whose lines are all commands run through here too.
+// button does. Quick replies whose lines are all commands run through here too. A line whose
+// command is not one of these is an STscript (SillyTavern's slash commands): the screen sends
+// the whole text to POST /chats/{id}/script (isOwnCommand tells which).
 // `act`: the chat screen's actions (see screen.js).
 
 const HELP = [
@@ -20,6 +22,7 @@ const HELP = [
   ["/qr LABEL", "run a quick reply"],
   ["/prompt", "open the prompt inspector"],
   ["/help", "this list"],
+  ["/… | /…", "anything else: an STscript (/echo, /setvar, /gen, /sendas, /run …)"],
 ];
 
 export class CommandError extends Error {}
@@ -76,6 +79,13 @@ const COMMANDS = {
   prompt: (_, act) => act.inspect(),
   help: (_, act) => act.info(HELP.map(([usage, what]) => `${usage}: ${what}`).join("\n")),
 };
+
+const nameOf = (line) => (/^\/(\S*)/.exec(line.trim()) || [])[1] || "";
+
+// Whether the text's first command is one of the composer's own (else it is an STscript).
+export function isOwnCommand(text) {
+  return Object.hasOwn(COMMANDS, nameOf(text).toLowerCase());
+}
 
 // Run one line (it starts with "/"); a bad command or argument throws CommandError.
 export async function runCommand(line, act) {

@@ -11,7 +11,7 @@ import { avatar } from "../avatar.js";
 import { errorText } from "../toast.js";
 import { createAlerts } from "../alerts.js";
 import { askCardScripts } from "../regex/ask.js";
-import { CommandError, runCommand } from "./commands.js";
+import { CommandError, isOwnCommand, runCommand } from "./commands.js";
 import { createComposer } from "./composer.js";
 import { createDeleteMode } from "./delete-mode.js";
 import { openGroup } from "./group.js";
@@ -172,6 +172,10 @@ export async function showChat(view, chatId, at = null) {
     }
     if (text.trim().startsWith("/") && !images.length) {
       composer.setText("");
+      if (!isOwnCommand(text)) {
+        await runScript(text);
+        return;
+      }
       await runLines(text.split("\n").filter((line) => line.trim()), text);
       return;
     }
@@ -225,6 +229,31 @@ export async function showChat(view, chatId, at = null) {
     info: (text) => alerts.show(text, { info: true }),
   };
 
+  // An STscript runs on the server, as this user, on this chat; its toasts, result and error
+  // show as alerts, the messages it changed by reloading the log. A failed script's text comes
+  // back into the composer to be fixed; a script that set the input box (/setinput) fills it.
+  async function runScript(text) {
+    try {
+      const out = await api("POST", `${base}/script`, { script: text });
+      for (const toast of out.toasts) {
+        const message = toast.title ? `${toast.title}: ${toast.message}` : toast.message;
+        alerts.show(message, { info: toast.type !== "error" && toast.type !== "warning" });
+      }
+      if (out.error) {
+        const { name, message, line, column } = out.error;
+        alerts.show(`${name}: ${message} (line ${line + 1}, column ${column + 1})`);
+        composer.setText(text);
+      } else if (out.pipe) {
+        alerts.show(out.pipe, { info: true });
+      }
+      if (!out.error && out.input) composer.setText(out.input);
+    } catch (error) {
+      alerts.show(errorText(error));
+      composer.setText(text);
+    }
+    await log.reload();
+  }
+
   // Run command lines in order; the first that fails stops the rest and says why (the typed
   // text goes back into the composer to be fixed).
   async function runLines(lines, typed = "") {
@@ -239,9 +268,14 @@ export async function showChat(view, chatId, at = null) {
     }
   }
 
+  // A reply of the composer's own commands (one a line) runs them in order; any other reply
+  // that starts with "/" is an STscript, as a Quick Reply button runs it in SillyTavern.
   function runReply(reply) {
-    const [commands, lines] = replyLines(reply.message || "");
-    return commands ? runLines(lines) : send(lines[0] || "");
+    const text = reply.message || "";
+    const [commands, lines] = replyLines(text);
+    if (commands && lines.every((line) => isOwnCommand(line))) return runLines(lines);
+    if (text.trimStart().startsWith("/")) return runScript(text);
+    return send(lines[0] || "");
   }
   const quickReplies = await createQuickReplies(runReply);
 

@@ -162,10 +162,13 @@ def _roll(call: MacroCall) -> str:
 
 
 def _random(call: MacroCall) -> str:
-    items = split_list(call.list or [])
+    # empty items are never picked ({{random::one,}} is always "one", recorded in the
+    # STscript goldens)
+    items = [item for item in split_list(call.list or []) if item]
     if not items:
         return ""
-    return items[math.floor(call.env.random_source().random() * len(items))]
+    source = call.env.random_macro_rng or call.env.random_source()
+    return items[math.floor(source.random() * len(items))]
 
 
 def chat_id_hash(call: MacroCall) -> int:

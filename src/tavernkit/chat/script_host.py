@@ -1,0 +1,387 @@
+"""STscript on a stored chat: the script host that writes through to the store.
+
+:class:`StoredChatHost` loads one chat (its messages, ``chat_metadata``, the owner's global
+variables, quick-reply sets and bindings, the character and persona names) into a
+:class:`~tavernkit.stscript.host.ScriptHost` and stores every change as the script makes it:
+added, deleted and hidden messages at once, script injections and variables before each
+generation and at the end, quick-reply sets when a command changes them. Generations go
+through the chat service (``/gen`` is :meth:`ChatService.quiet`, ``/trigger`` a reply,
+``/continue`` … the service's verbs; ``/genraw`` the ``raw`` callable, a
+:meth:`TavernContext.generate_raw`), each one preceded by ``admit`` (the server's per-user
+turn limit), so a script generates exactly as the user could by hand.
+
+Where bindings live: the global quick-reply sets are ``settings.selections.quick_reply_sets``
+(names, in order), the chat's are SillyTavern's ``chat_metadata.quickReply``
+(``{setList: [{set, isVisible}]}``) and the character's come from its card
+(``data.extensions.quick_reply_sets``: set names, or whole exported sets, which are added to the
+user's sets the first time).
+
+:func:`run_chat_script` runs one script and returns a :class:`ScriptOutcome` (the pipe, how it
+ended, the toasts and the input box), never raising for a script's own failure.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tavernkit.chat.service import ChatService
+from tavernkit.errors import NotFound, ScriptBudgetExceeded, ScriptError
+from tavernkit.models.chat import Message
+from tavernkit.models.quick_reply import QuickReplySet
+from tavernkit.models.settings import Settings
+from tavernkit.models.state import ChatState
+from tavernkit.store.chat_state import load_chat_state
+from tavernkit.stscript import (
+    Budget,
+    CharacterRef,
+    CommandRegistry,
+    GenerationRequest,
+    QuickReplyLibrary,
+    ScriptHost,
+    ScriptRunner,
+    SetLink,
+    Toast,
+    default_registry,
+)
+from tavernkit.stscript.quick_replies import link_list, links_from_json
+from tavernkit.text.macros import MacroEnv, env_from_chat_state
+from tavernkit.text.tokens import tokenizer_for_model
+from tavernkit.text.variables import InMemoryVariables
+
+__all__ = ["RawGenerator", "ScriptOutcome", "StoredChatHost", "run_chat_script"]
+
+QR_KIND = "quick_reply_set"
+#: ``/genraw``: ``TavernContext.generate_raw``'s signature (prompt, then its options)
+RawGenerator = Callable[..., Awaitable[str]]
+
+
+@dataclass(eq=False)
+class StoredChatHost(ScriptHost):
+    """A :class:`ScriptHost` bound to a stored chat (see the module docstring)."""
+
+    chats: ChatService | None = None
+    chat_id: str = ""
+    raw: RawGenerator | None = None
+    admit: Callable[[], Awaitable[None]] | None = None
+    state: ChatState | None = None
+    message_ids: list[str] = field(default_factory=list)
+    _saved_globals: dict[str, Any] = field(default_factory=dict)
+    _saved_sets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _saved_global_links: list[str] = field(default_factory=list)
+
+    @classmethod
+    async def open(
+        cls,
+        chats: ChatService,
+        chat_id: str,
+        *,
+        raw: RawGenerator | None = None,
+        admit: Callable[[], Awaitable[None]] | None = None,
+        input_text: str = "",
+    ) -> StoredChatHost:
+        host = cls(chats=chats, chat_id=chat_id, raw=raw, admit=admit, input_text=input_text)
+        await host.reload()
+        await host._load_quick_replies()
+        return host
+
+    @property
+    def _service(self) -> ChatService:
+        if self.chats is None:  # pragma: no cover - open() always sets it
+            raise RuntimeError("the host is not bound to a chat service")
+        return self.chats
+
+    # -- loading ----------------------------------------------------------------------------
+
+    async def reload(self) -> None:
+        """Read the chat, its metadata, the variables and the names again."""
+        service = self._service
+        store, owner = service.store, service.owner
+        stored = await store.load_chat(self.chat_id, owner=owner)
+        self.chat_id = stored.info.id
+        self.chat = [copy.deepcopy(m.data) for m in stored.messages]
+        self.message_ids = [m.id for m in stored.messages]
+        header = stored.header
+        metadata = header.get("chat_metadata")
+        self.metadata = copy.deepcopy(dict(metadata)) if isinstance(metadata, Mapping) else {}
+        local = self.metadata.pop("variables", None)
+        globals_ = await store.get_global_variables(owner=owner)
+        self.variables = InMemoryVariables(
+            dict(local) if isinstance(local, Mapping) else {}, dict(globals_)
+        )
+        self._saved_globals = dict(globals_)
+        self.state = await load_chat_state(store, owner=owner, chat_id=self.chat_id)
+        state = self.state
+        self.user_name = state.persona.name if state.persona is not None else state.user_name
+        character = state.character
+        self.char_name = character.name if character is not None else ""
+        self.characters = [CharacterRef(self.char_name, state.character_filename or "")]
+        self.env_factory = _env_factory
+        model = state.profile.model if state.profile is not None else None
+        self.count_tokens = tokenizer_for_model(model).count
+
+    async def _load_quick_replies(self) -> None:
+        service = self._service
+        store, owner = service.store, service.owner
+        library = QuickReplyLibrary()
+        for info in await store.list(QR_KIND, owner=owner):
+            record = await store.get_record(QR_KIND, info.id, owner=owner)
+            library.add_set(QuickReplySet.model_validate(record.data))
+        settings = self.state.settings if self.state is not None else Settings()
+        names = list(getattr(settings.selections, "quick_reply_sets", []) or [])
+        library.global_links = [SetLink(name) for name in names]
+        library.chat_links = links_from_json(self.metadata.get("quickReply"))
+        character = self.state.character if self.state is not None else None
+        extensions = getattr(character, "extensions", None) or {}
+        embedded = extensions.get("quick_reply_sets") if isinstance(extensions, Mapping) else None
+        for item in embedded if isinstance(embedded, list) else []:
+            if isinstance(item, str):
+                library.character_links.append(SetLink(item))
+            elif isinstance(item, Mapping) and isinstance(item.get("name"), str):
+                if library.get(item["name"]) is None:
+                    library.add_set(QuickReplySet.model_validate(dict(item)))
+                library.character_links.append(SetLink(item["name"]))
+        self.quick_replies = library
+        self._saved_sets = {s.name: s.st_json() for s in library.sets}
+        self._saved_global_links = names
+
+    # -- writing through --------------------------------------------------------------------
+
+    async def _rewrite_from(self, position: int) -> None:
+        """Store the messages from ``position`` on as they are in ``chat`` now."""
+        service = self._service
+        store, owner = service.store, service.owner
+        await store.truncate_chat(self.chat_id, position, owner=owner)
+        del self.message_ids[position:]
+        for message in self.chat[position:]:
+            stored = await store.append_message(self.chat_id, _storable(message), owner=owner)
+            self.message_ids.append(stored.id)
+
+    async def insert_message(self, message: dict[str, Any], at: int | None = None) -> int:
+        index = await super().insert_message(message, at)
+        await self._rewrite_from(index)
+        return index
+
+    async def delete_messages(self, indices: list[int]) -> list[dict[str, Any]]:
+        valid = sorted(i for i in set(indices) if 0 <= i < len(self.chat))
+        removed = await super().delete_messages(valid)
+        if valid:
+            await self._rewrite_from(valid[0])
+        return removed
+
+    async def update_message(self, index: int, message: dict[str, Any]) -> None:
+        await super().update_message(index, message)
+        service = self._service
+        await service.store.update_message(
+            self.message_ids[index], _storable(message), owner=service.owner
+        )
+
+    async def save_metadata(self) -> None:
+        """Store ``chat_metadata`` (script injections, chat quick-reply sets, variables) and the
+        global variables that changed."""
+        service = self._service
+        store, owner = service.store, service.owner
+        metadata = dict(self.metadata)
+        metadata["variables"] = self.variables.export_local()
+        await store.update_chat_metadata(self.chat_id, metadata, owner=owner)
+        now = self.variables.global_vars
+        for name in self._saved_globals.keys() - now.keys():
+            await store.delete_global_variable(name, owner=owner)
+        for name, value in now.items():
+            if self._saved_globals.get(name, object()) != value:
+                await store.set_global_variable(name, value, owner=owner)
+        self._saved_globals = dict(now)
+
+    async def save_quick_replies(self) -> None:
+        service = self._service
+        store, owner = service.store, service.owner
+        library = self.quick_replies
+        current = {s.name: s.st_json() for s in library.sets}
+        for name in self._saved_sets.keys() - current.keys():
+            await _delete_set(service, name)
+        for qr_set in library.sets:
+            if self._saved_sets.get(qr_set.name) != current[qr_set.name]:
+                record_id = await _set_record_id(service, qr_set.name)
+                await store.put(QR_KIND, qr_set, owner=owner, name=qr_set.name, id=record_id)
+        self._saved_sets = current
+        names = [link.name for link in library.global_links]
+        if names != self._saved_global_links:
+            settings = await service.store.get_settings(owner=owner)
+            value = settings if isinstance(settings, Settings) else Settings()
+            value.selections.quick_reply_sets = names
+            await store.put_settings(value, owner=owner)
+            self._saved_global_links = names
+        self.metadata["quickReply"] = link_list(library.chat_links)
+        await self.save_metadata()
+
+    # -- generation -------------------------------------------------------------------------
+
+    async def generate(self, request: GenerationRequest) -> str:
+        service = self._service
+        if self.admit is not None:
+            await self.admit()
+        await self.save_metadata()
+        text = ""
+        chat_id = self.chat_id
+        match request.kind:
+            case "quiet":
+                # as=char changes nothing stored in SillyTavern 1.18 (the goldens): the reply
+                # is only returned
+                outcome = await service.quiet(chat_id, request.prompt, quiet_name=request.name)
+                text = outcome.text
+            case "raw":
+                if self.raw is None:
+                    raise ScriptError("/genraw is not available here")
+                text = await self.raw(
+                    request.prompt,
+                    system_prompt=request.system,
+                    prefill=request.prefill,
+                    instruct_override=not request.instruct,
+                    response_length=request.length,
+                )
+            case "send":
+                typed, self.input_text = self.input_text, ""
+                text = (await service.send(chat_id, typed)).text
+            case "normal":
+                text = (await service.send(chat_id, "")).text
+            case "continue":
+                text = (await service.continue_(chat_id)).text
+            case "regenerate":
+                text = (await service.regenerate(chat_id)).text
+            case "swipe":
+                text = (await service.swipe(chat_id)).text
+            case "impersonate":
+                text = (await service.impersonate(chat_id)).text
+                self.input_text = text
+        injects, links = self.metadata.get("script_injects"), self.metadata.get("quickReply")
+        await self.reload()
+        if injects is not None:
+            self.metadata["script_injects"] = injects
+        if links is not None:
+            self.metadata["quickReply"] = links
+        return text
+
+
+def _storable(message: Mapping[str, Any]) -> Message:
+    """A script's message as a stored one. SillyTavern writes ``is_system: ""`` for
+    ``/sendas`` and ``/sys`` (a falsy bias check); it means ``false``."""
+    data = dict(message)
+    if not isinstance(data.get("is_system"), bool):
+        data["is_system"] = bool(data.get("is_system"))
+    return Message.model_validate(data)
+
+
+def _env_factory(host: ScriptHost) -> MacroEnv:
+    """The chat's macro environment: card and persona fields from the loaded state, chat
+    statistics and the input box from what the script sees now."""
+    base = host.chat_macro_env()
+    state = host.state if isinstance(host, StoredChatHost) else None
+    if state is None:
+        return base
+    full = env_from_chat_state(state, variables=host.variables, input=host.input_text)
+    for name in (
+        "last_message",
+        "last_message_id",
+        "last_user_message",
+        "last_char_message",
+        "last_swipe_id",
+        "current_swipe_id",
+        "message_count",
+    ):
+        setattr(full, name, getattr(base, name))
+    full.compat = "st-1.18"
+    return full
+
+
+async def _set_record_id(service: ChatService, name: str) -> str | None:
+    try:
+        record = await service.store.get_record(QR_KIND, name, owner=service.owner)
+    except NotFound:
+        return None
+    return record.info.id
+
+
+async def _delete_set(service: ChatService, name: str) -> None:
+    record_id = await _set_record_id(service, name)
+    if record_id is not None:
+        await service.store.delete(QR_KIND, record_id, owner=service.owner)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptOutcome:
+    """How a script ended: its pipe, an abort (and its reason) or its error, what it showed."""
+
+    pipe: str = ""
+    aborted: bool = False
+    abort_reason: str | None = None
+    error: ScriptError | None = None
+    toasts: tuple[Toast, ...] = ()
+    shown: tuple[str, ...] = ()
+    input_text: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def to_json(self) -> dict[str, Any]:
+        error = self.error
+        return {
+            "pipe": self.pipe,
+            "aborted": self.aborted,
+            "abort_reason": self.abort_reason,
+            "error": None
+            if error is None
+            else {
+                "name": error.name,
+                "message": error.message,
+                "line": error.line,
+                "column": error.column,
+                "hint": error.hint,
+            },
+            "toasts": [
+                {"type": t.type, "message": t.message, "title": t.title, "options": t.options}
+                for t in self.toasts
+            ],
+            "shown": list(self.shown),
+            "input": self.input_text,
+        }
+
+
+async def run_chat_script(
+    chats: ChatService,
+    chat_id: str,
+    text: str,
+    *,
+    raw: RawGenerator | None = None,
+    admit: Callable[[], Awaitable[None]] | None = None,
+    input_text: str = "",
+    registry: CommandRegistry | None = None,
+    budget: Budget | None = None,
+) -> ScriptOutcome:
+    """Run the STscript ``text`` on a stored chat (see the module docstring). A script that
+    does not parse, fails or runs past its budget comes back with ``error`` set; what it
+    changed before that stays stored, as in SillyTavern."""
+    host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
+    runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
+    error: ScriptError | None = None
+    result = None
+    try:
+        result = await runner.run(text)
+    except ScriptBudgetExceeded as exc:
+        error = exc
+    except ScriptError as exc:
+        error = exc
+    finally:
+        await host.save_metadata()
+    pipe = "" if result is None or result.pipe is None else str(result.pipe)
+    return ScriptOutcome(
+        pipe=pipe,
+        aborted=bool(result and result.is_aborted),
+        abort_reason=result.abort_reason if result is not None else None,
+        error=error,
+        toasts=tuple(host.toasts),
+        shown=tuple(host.shown),
+        input_text=host.input_text,
+    )

@@ -1,0 +1,252 @@
+"""What a script drives: the chat, the input box, toasts, generation, quick replies, regex.
+
+:class:`ScriptHost` holds that state in memory, in SillyTavern's shapes (messages as the
+dictionaries of a chat file, ``chat_metadata``, the variables), so the commands can follow
+SillyTavern rule for rule. Its ``async`` methods are the points where a real chat takes over:
+a subclass stores each change as it happens (:mod:`tavernkit.chat.script_host` writes through
+to the store and generates through the chat service); the in-memory host is what tests and the
+conformance suite run on, with a ``generator`` callable standing in for the model.
+
+Regex scripts are reached through :class:`RegexBridge`; the default one has no scripts (text
+passes unchanged, ``/regex`` reports that no script of that name exists). The regex engine
+plugs its own bridge in (``host.regex = ...``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from tavernkit.stscript.quick_replies import QuickReplyLibrary
+from tavernkit.text.macros import MacroEnv
+from tavernkit.text.variables import InMemoryVariables
+
+__all__ = [
+    "CharacterRef",
+    "GenerationKind",
+    "GenerationRequest",
+    "NoRegex",
+    "RegexBridge",
+    "RegexPlacement",
+    "ScriptHost",
+    "Toast",
+]
+
+GenerationKind = Literal[
+    "quiet", "raw", "normal", "continue", "regenerate", "swipe", "impersonate", "send"
+]
+
+
+class RegexPlacement:
+    """SillyTavern's ``regex_placement`` numbers."""
+
+    USER_INPUT = 1
+    AI_OUTPUT = 2
+    SLASH_COMMAND = 3
+    WORLD_INFO = 5
+    REASONING = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Toast:
+    """One ``toastr`` call: ``type`` info/warning/error/success, the message, the title and
+    the options SillyTavern passed (``escapeHtml``, ``timeOut`` …)."""
+
+    type: str
+    message: str
+    title: str | None = None
+    options: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationRequest:
+    """A generation a command asks for.
+
+    ``quiet`` (``/gen``): the chat's prompt with ``prompt`` as the last instruction;
+    ``raw`` (``/genraw``): ``prompt`` alone (``system``, ``prefill``, ``instruct``);
+    ``send``: the input box's text sent as the user (``prompt``), then a normal reply;
+    ``normal``/``continue``/``regenerate``/``swipe``/``impersonate``: the chat's own turns
+    (``/trigger``, ``/continue`` …).
+    """
+
+    kind: GenerationKind
+    prompt: str = ""
+    quiet_to_loud: bool = False
+    name: str | None = None
+    length: int | None = None
+    trim: bool = False
+    stop: tuple[str, ...] | None = None
+    system: str = ""
+    prefill: str = ""
+    instruct: bool = True
+    member: str | None = None
+    wait: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CharacterRef:
+    """A character a message can be sent as: its name and avatar file."""
+
+    name: str
+    avatar: str = ""
+
+
+class RegexBridge(Protocol):
+    """The regex engine as commands need it (filled in by the regex scripts' work)."""
+
+    def apply(self, text: str, placement: int, *, character_override: str | None = None) -> str: ...
+
+    def run_script(self, name: str, text: str) -> tuple[str, str | None]:
+        """``/regex name=…``: the text after the named script, and a warning to show (unknown
+        or disabled script) or None."""
+        ...
+
+    def script_state(self, name: str) -> bool | None:
+        """``/regex-state``: True enabled, False disabled, None unknown."""
+        ...
+
+    def toggle(self, name: str, state: bool | None) -> str | None:
+        """``/regex-toggle``: set (None: flip) a script's state; its name, or None if unknown."""
+        ...
+
+
+class NoRegex:
+    """No regex scripts: text passes unchanged and every named script is unknown."""
+
+    def apply(self, text: str, placement: int, *, character_override: str | None = None) -> str:
+        return text
+
+    def run_script(self, name: str, text: str) -> tuple[str, str | None]:
+        return text, f"Regex script '{name}' not found."
+
+    def script_state(self, name: str) -> bool | None:
+        return None
+
+    def toggle(self, name: str, state: bool | None) -> str | None:
+        return None
+
+
+Generator = Callable[[GenerationRequest, "ScriptHost"], Awaitable[str]]
+
+
+async def _no_generator(request: GenerationRequest, host: ScriptHost) -> str:
+    return ""
+
+
+@dataclass(eq=False)
+class ScriptHost:
+    """A chat as a script sees it, held in memory (see the module docstring).
+
+    ``chat`` is the list of messages (SillyTavern's dictionaries, oldest first), ``metadata``
+    the chat's ``chat_metadata`` (``variables`` is kept in ``variables``, ``script_injects``
+    here), ``input_text`` the input box. ``clock`` stamps messages; ``generator`` answers
+    generations (the default answers ``''``).
+    """
+
+    user_name: str = "User"
+    char_name: str = ""
+    chat: list[dict[str, Any]] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    variables: InMemoryVariables = field(default_factory=InMemoryVariables)
+    input_text: str = ""
+    quick_replies: QuickReplyLibrary = field(default_factory=QuickReplyLibrary)
+    regex: RegexBridge = field(default_factory=NoRegex)
+    characters: list[CharacterRef] = field(default_factory=list)
+    user_avatar: str = "user-default.png"
+    personas: dict[str, str] = field(default_factory=dict)  # avatar file -> persona name
+    generator: Generator = _no_generator
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    toasts: list[Toast] = field(default_factory=list)
+    shown: list[str] = field(default_factory=list)
+    env_factory: Callable[[ScriptHost], MacroEnv] | None = None
+    #: ``/tokens``: the chat's token counter (None: SillyTavern's estimate, bytes / 3.35)
+    count_tokens: Callable[[str], int] | None = None
+    #: names shown once: SillyTavern warns about ``/sendas`` without ``name`` once per profile
+    warned: set[str] = field(default_factory=set)
+
+    # -- what the macro engine sees -----------------------------------------------------------
+
+    def macro_env(self) -> MacroEnv:
+        """The macro environment for the current chat (``env_factory``'s when set)."""
+        if self.env_factory is not None:
+            return self.env_factory(self)
+        return self.chat_macro_env()
+
+    def chat_macro_env(self) -> MacroEnv:
+        """Names, the chat's last messages and the input box, from what is held here."""
+        visible = [m for m in self.chat if not m.get("is_system")]
+        last = visible[-1] if visible else None
+        last_user = next((m for m in reversed(visible) if m.get("is_user")), None)
+        last_char = next((m for m in reversed(visible) if not m.get("is_user")), None)
+        swipes = last.get("swipes") if last else None
+        return MacroEnv(
+            user=self.user_name,
+            char=self.char_name,
+            input=self.input_text,
+            last_message=str(last.get("mes", "")) if last else "",
+            last_message_id=len(self.chat) - 1 if self.chat else None,
+            last_user_message=str(last_user.get("mes", "")) if last_user else "",
+            last_char_message=str(last_char.get("mes", "")) if last_char else "",
+            last_swipe_id=len(swipes) if isinstance(swipes, list) else None,
+            current_swipe_id=(int(last.get("swipe_id") or 0) + 1) if last and swipes else None,
+            message_count=len(self.chat),
+            variables=self.variables,
+            compat="st-1.18",
+        )
+
+    # -- feedback ---------------------------------------------------------------------------
+
+    def toast(self, toast: Toast) -> None:
+        self.toasts.append(toast)
+
+    def show(self, text: str, *, as_html: bool = False) -> None:
+        """A popup or a chat-only note (``return=popup-html`` …); the in-memory host keeps
+        them in ``shown``."""
+        self.shown.append(text)
+
+    def now_ms(self) -> int:
+        return int(self.clock().timestamp() * 1000)
+
+    def find_character(self, name: str) -> CharacterRef | None:
+        if self.char_name and name == self.char_name:
+            return next((c for c in self.characters if c.name == name), CharacterRef(name))
+        return next((c for c in self.characters if c.name == name), None)
+
+    def find_persona(self, name: str) -> str | None:
+        return next((avatar for avatar, n in self.personas.items() if n == name), None)
+
+    # -- changes (a stored chat overrides these to write through) -------------------------
+
+    async def insert_message(self, message: dict[str, Any], at: int | None = None) -> int:
+        """Add ``message`` at ``at`` (None: the end); returns its index."""
+        if at is None or not 0 <= at <= len(self.chat):
+            self.chat.append(message)
+            return len(self.chat) - 1
+        self.chat.insert(at, message)
+        return at
+
+    async def delete_messages(self, indices: list[int]) -> list[dict[str, Any]]:
+        """Delete the messages at ``indices``; returns them, oldest first."""
+        removed = [self.chat[i] for i in sorted(set(indices)) if 0 <= i < len(self.chat)]
+        keep = set(range(len(self.chat))) - set(indices)
+        self.chat[:] = [m for i, m in enumerate(self.chat) if i in keep]
+        return removed
+
+    async def update_message(self, index: int, message: dict[str, Any]) -> None:
+        self.chat[index] = message
+
+    async def save_metadata(self) -> None:
+        """The chat's metadata (``script_injects``) changed."""
+
+    async def save_quick_replies(self) -> None:
+        """The quick-reply sets or their bindings changed."""
+
+    async def generate(self, request: GenerationRequest) -> str:
+        """Run a generation; ``send``/``normal``/… turns add their messages to ``chat``."""
+        return await self.generator(request, self)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        return copy.deepcopy(self.chat)
