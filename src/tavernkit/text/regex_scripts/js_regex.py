@@ -30,6 +30,7 @@ from typing import Any
 
 import regress
 
+from tavernkit.text.backtracking import is_risky_pattern
 from tavernkit.text.regex_scripts.guard import DEFAULT_GUARD, MatchSpans, RegexGuard
 
 __all__ = [
@@ -239,44 +240,10 @@ def _groups(pattern: str) -> tuple[int, list[tuple[str, int]]]:
     return count, names
 
 
-_REPEAT_AFTER_GROUP = re.compile(r"[*+]|\{\d+,\d*\}")
-
-
 def is_risky(pattern: str) -> bool:
-    """A conservative screen for catastrophic backtracking: a repeated group holding a
-    quantifier or an alternation (``(a+)+``, ``(a|aa)*``), or a back-reference. A risky
-    pattern always runs in the guard's worker; a false positive costs only speed."""
-    stack: list[bool] = []
-    i, n = 0, len(pattern)
-    in_class = False
-    while i < n:
-        ch = pattern[i]
-        if ch == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            if not in_class and ((nxt.isdigit() and nxt != "0") or nxt == "k"):
-                return True
-            i += 2
-            continue
-        if in_class:
-            if ch == "]":
-                in_class = False
-            i += 1
-            continue
-        if ch == "[":
-            in_class = True
-        elif ch == "(":
-            stack.append(False)
-        elif ch == ")":
-            inner = stack.pop() if stack else False
-            repeated = _REPEAT_AFTER_GROUP.match(pattern, i + 1) is not None
-            if inner and repeated:
-                return True
-            if stack and (inner or repeated):
-                stack[-1] = True
-        elif ch in "*+?{|" and stack:
-            stack[-1] = True
-        i += 1
-    return False
+    """A risky pattern always runs in the guard's worker (the shared screen:
+    :func:`tavernkit.text.backtracking.is_risky_pattern`); a false positive costs only speed."""
+    return is_risky_pattern(pattern)
 
 
 @dataclass(frozen=True, slots=True)
