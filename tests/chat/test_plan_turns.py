@@ -151,7 +151,8 @@ async def test_rate_limited_key_rotates_to_the_next_and_cools_in_the_store(world
     ]
     # a rotation within the primary model is not a fallback: no notice
     assert out.result.notice is None
-    state = await world.tk.store.get_key_state(k1, owner=world.tk.owner)
+    # the key rests for the model that was limited (a row of its own per model)
+    state = await world.tk.store.get_key_state(k1, owner=world.tk.owner, model="m1")
     assert state.last_error_code == "rate_limit"
     assert state.cooldown_until is not None and state.cooldown_until.timestamp() == NOW + 90
     # the next turn (a new service: a new process) skips the cooling key straight away

@@ -58,10 +58,14 @@ class Bench:
     def __post_init__(self) -> None:
         self.chats = self.service()
 
-    def service(self) -> ChatService:
+    def service(self, **options: Any) -> ChatService:
         """A chat service on this bench's Tavern (a new one: nothing kept in it)."""
         return ChatService(
-            self.tk.runtime, stream_interval=0, environ=self.environ, client=self.client
+            self.tk.runtime,
+            stream_interval=0,
+            environ=self.environ,
+            client=self.client,
+            **options,
         )
 
     def context(self, **options: Any) -> TavernContext:
@@ -76,10 +80,15 @@ class Bench:
         stored = await self.chats.load(self.chat_id)
         return [Message.model_validate(m.data) for m in stored.messages]
 
-    async def cooldown(self, key_id: str) -> float | None:
-        """Seconds the stored key ``key_id`` still rests (``None``: it does not)."""
-        state = await self.tk.store.get_key_state(key_id, owner=self.tk.owner)
-        return state.cooldown_until.timestamp() - time.time() if state.cooldown_until else None
+    async def cooldown(
+        self, key_id: str, model: str = "m1", *, now: float | None = None
+    ) -> float | None:
+        """Seconds the stored key ``key_id`` still rests for ``model`` (``None``: it does
+        not), at ``now`` (default: the wall clock)."""
+        state = await self.tk.store.get_key_state(key_id, owner=self.tk.owner, model=model)
+        if state.cooldown_until is None:
+            return None
+        return state.cooldown_until.timestamp() - (time.time() if now is None else now)
 
     @property
     def keys(self) -> list[str | None]:

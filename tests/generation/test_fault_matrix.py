@@ -3,8 +3,9 @@ through ``Tavern`` and ``ChatService`` against a scripted OpenAI-compatible upst
 
 Each case asserts from the store and from the upstream's record: the user's message is stored
 once, the stored reply is exactly what the user saw (delivered text plus its continuation), the
-number of requests is the bound the runner promises, keys are cooled only for what the key did,
-and nothing shown or stored (errors, notices, the message) carries a key or the provider's
+number of requests is the bound the runner promises, a key that failed rests for its error
+class's cooldown on the model that failed (the next turn starts on another key), and nothing
+shown or stored (errors, notices, the message) carries a key or the provider's
 error text. Timeouts are the profile's own (0.3 s to the first byte, 0.2 s idle).
 """
 
@@ -51,7 +52,7 @@ class Fault:
     error_class: str
     #: the text this fault delivers before it breaks (its ``pieces`` when it has any)
     delivers: bool = False
-    #: cooldown (s) the key gets, ``None``: the fault says nothing about the key
+    #: the rest (s) the key gets for the model, ``None``: none (a timeout, an empty reply)
     cooldown: float | None = None
 
     @property
@@ -94,16 +95,27 @@ FAULTS = [
         "rate_limit",
         cooldown=120,
     ),
-    Fault("500", lambda _: error(500, PRIVATE), "overloaded"),
-    Fault("503", lambda _: openai_error(503, "server_error", message=PRIVATE), "overloaded"),
-    Fault("529", lambda _: openai_error(529, "overloaded_error", message=PRIVATE), "overloaded"),
+    Fault("500", lambda _: error(500, PRIVATE), "overloaded", cooldown=300),
+    Fault(
+        "503",
+        lambda _: openai_error(503, "server_error", message=PRIVATE),
+        "overloaded",
+        cooldown=300,
+    ),
+    Fault(
+        "529",
+        lambda _: openai_error(529, "overloaded_error", message=PRIVATE),
+        "overloaded",
+        cooldown=300,
+    ),
     Fault("hang-before-headers", lambda _: hang(), "timeout"),
     Fault("hang-mid-stream", lambda p: openai_stream(p, hang=True), "timeout", delivers=True),
-    Fault("tcp-cut", lambda p: openai_stream(p, cut=True), "network", delivers=True),
-    Fault("malformed-sse", malformed_sse, "protocol", delivers=True),
-    Fault("in-stream-error", openai_stream_error, "overloaded", delivers=True),
+    Fault("tcp-cut", lambda p: openai_stream(p, cut=True), "network", True, 300),
+    Fault("malformed-sse", malformed_sse, "protocol", delivers=True, cooldown=300),
+    Fault("in-stream-error", openai_stream_error, "overloaded", delivers=True, cooldown=300),
     Fault("empty", lambda _: openai_stream([]), "empty_response"),
 ]
+FAULTS_BY_NAME = {f.name: f for f in FAULTS}
 
 
 async def _check_stored(bench: Bench, sink: RecordingSink, out: TurnOutcome) -> None:
@@ -205,12 +217,60 @@ async def test_continuation_after_a_cut(fault: Fault, make_bench: MakeBench) -> 
         assert sink.text == HEAD + (MORE if fault.delivers else "") + TAIL
         assert bench.models == ["m1", "m1", "m2"]
         assert bench.keys[:2] == list(SECRETS)
-        # the cut said nothing about key 1; the fault cools key 2 only when it was the key's
-        assert await bench.cooldown(bench.key_ids[0]) is None
+        # the cut rests key 1 for m1, the fault key 2 (unless a timeout); for m2 neither
+        # rests, so the fallback starts on the first key
+        _assert_cooled(FAULTS_BY_NAME["tcp-cut"], await bench.cooldown(bench.key_ids[0]))
         _assert_cooled(fault, await bench.cooldown(bench.key_ids[1]))
-        assert bench.keys[2] == (SECRETS[0] if fault.cooldown else bench.keys[2])
+        assert bench.keys[2] == SECRETS[0]
+        for key_id in bench.key_ids:
+            assert await bench.cooldown(key_id, "m2") is None
         # every request after the cut carried the text shown so far
         for request in bench.upstream.requests[1:]:
             last = request.messages[-1]
             assert last["role"] == "assistant" and last["content"].startswith(HEAD.rstrip())
     await _check_stored(bench, sink, out)
+
+
+class StepClock:
+    """The key clock of a chat service: epoch seconds that move only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    "fault", [f for f in FAULTS if f.rotates or f.timeout], ids=lambda f: f.name
+)
+async def test_the_next_turn_starts_on_another_key_while_one_rests(
+    fault: Fault, make_bench: MakeBench
+) -> None:
+    """Key 1 meets the fault and key 2 answers. Until key 1's rest is over, every turn starts
+    on key 2 (key 1 is the least used: a failure credits nothing); then key 1 serves again.
+    A timeout rests nothing: the next turn starts on key 1 again."""
+    bench = await make_bench(keys=2, chain=False)
+    clock = StepClock()
+    chats = bench.service(key_clock=clock)
+    first = _text([TAIL] if fault.delivers else [HEAD, TAIL])
+    bench.upstream.add(fault.make([HEAD]), first, *[_text(["Again."]) for _ in range(3)])
+    out, _ = await bench.send(chats)
+    assert out.status == ("failed" if fault.timeout else "completed")
+    if fault.timeout:
+        await bench.send(chats)
+        assert bench.keys == [SECRETS[0], SECRETS[0]]
+        assert await bench.cooldown(bench.key_ids[0], now=clock.now) is None
+        return
+    assert fault.cooldown is not None
+    assert bench.keys == list(SECRETS)
+    left = await bench.cooldown(bench.key_ids[0], now=clock.now)
+    assert left is not None and fault.cooldown - 3 <= left <= fault.cooldown + 1
+    await bench.send(chats)
+    assert bench.keys[2] == SECRETS[1]  # key 1 rests
+    clock.now += left - 1
+    await bench.send(chats)
+    assert bench.keys[3] == SECRETS[1]  # still resting a second before the end
+    clock.now += 2
+    await bench.send(chats)
+    assert bench.keys[4] == SECRETS[0]  # rested: the least used key serves again

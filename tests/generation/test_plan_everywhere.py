@@ -33,10 +33,10 @@ def _rate_limit(seconds: str = "90"):  # type: ignore[no-untyped-def]
     return openai_error(429, "rate_limit_error", "rate_limit_exceeded", retry_after=seconds)
 
 
-# -- what cools a key, what a failed turn reports ----------------------------------------------
+# -- what rests a key, what a failed turn reports ----------------------------------------------
 
 
-async def test_a_capacity_error_benches_no_key_so_the_fallback_on_the_same_keys_runs(
+async def test_a_capacity_error_rests_the_keys_for_its_model_and_the_fallback_runs_on_them(
     make_bench: MakeBench,
 ) -> None:
     bench = await make_bench(keys=2, chain=True)
@@ -44,26 +44,28 @@ async def test_a_capacity_error_benches_no_key_so_the_fallback_on_the_same_keys_
     out, sink = await bench.send()
     assert out.status == "completed", sink.errors
     assert bench.models == ["m1", "m1", "m2"]
-    assert [await bench.cooldown(k) for k in bench.key_ids] == [None, None]
+    for key_id in bench.key_ids:
+        left = await bench.cooldown(key_id)
+        assert left is not None and 295 < left <= 300  # resting for m1 ...
+        assert await bench.cooldown(key_id, "m2") is None  # ... and not for m2
+    # the next turn starts on the fallback: every key rests for the primary's model
+    bench.upstream.add(openai_stream(["Still ok."]))
+    again, _ = await bench.send()
+    assert again.text == "Still ok." and bench.models[-1] == "m2"
 
 
-async def test_a_turn_that_cooled_every_key_reports_the_last_upstream_error(
+async def test_a_turn_that_rested_every_key_reports_the_last_upstream_error(
     make_bench: MakeBench,
 ) -> None:
-    bench = await make_bench(keys=2, chain=True)
+    bench = await make_bench(keys=2)
     bench.upstream.add(_rate_limit(), _rate_limit())
     out, sink = await bench.send()
     assert out.status == "failed" and len(bench.upstream.requests) == 2
-    # the fallback on the same (now cooling) keys could send nothing: the news is the 429
     assert out.error is not None
     assert (out.error.error_class, out.error.code) == ("rate_limit", "429")
     assert [e.error_class for e in sink.errors] == ["rate_limit"]
     assert out.result is not None
-    assert [a.error_class for a in out.result.attempts] == [
-        "rate_limit",
-        "rate_limit",
-        "keys_cooling",
-    ]
+    assert [a.error_class for a in out.result.attempts] == ["rate_limit", "rate_limit"]
     # a turn that could send nothing at all says so
     again, _ = await bench.send()
     assert again.error is not None and again.error.error_class == "keys_cooling"

@@ -9,7 +9,9 @@ import pytest
 
 from tavernkit.errors import (
     AuthError,
+    BadRequest,
     NetworkError,
+    NotFound,
     Overloaded,
     ProtocolError,
     ProviderTimeout,
@@ -211,24 +213,74 @@ async def test_least_used_first_and_success_clears_errors() -> None:
 
 async def test_cooldowns_by_error_class() -> None:
     clock = Clock()
-    p = pool(clock)
-    k0, k1, k2 = p.keys
+    p = pool(clock, 5)
+    k0, k1, k2, k3, k4 = p.keys
     assert await p.record_failure(k0, RateLimited("slow")) == 60
     assert await p.record_failure(k1, AuthError("revoked", status=401)) == 300
-    # what the service did (capacity, transport, a timeout) benches no key
+    # the brief's turn rests a key after any error another key may fix: capacity and
+    # transport failures rest it 300 s too (or the server's Retry-After, when longer)
     for error in (
         Overloaded("down", status=529),
         NetworkError("reset"),
         ProtocolError("garbage"),
         StreamInterrupted("cut", cause=Overloaded("down")),
-        ProviderTimeout("slow", phase="idle"),
     ):
-        assert await p.record_failure(k2, error) is None
-    assert (await p.select()).key_id == "k2"  # type: ignore[union-attr]
-    assert await p.select({"k2"}) is None
+        assert await p.record_failure(k2, error) == 300
+    assert await p.record_failure(k3, Overloaded("busy", status=503, retry_after=900)) == 900
+    # a timeout is the model's slowness, a bad request the prompt's: no rest
+    assert await p.record_failure(k4, ProviderTimeout("slow", phase="idle")) is None
+    assert await p.record_failure(k4, BadRequest("no such field", status=400)) is None
+    assert (await p.select()).key_id == "k4"  # type: ignore[union-attr]
+    assert await p.select({"k4"}) is None
     assert await p.next_ready_in() == 60
     clock.now += 61
-    assert (await p.select({"k2"})).key_id == "k0"  # type: ignore[union-attr]
+    assert (await p.select({"k4"})).key_id == "k0"  # type: ignore[union-attr]
+    clock.now += 240  # 301 s: every 300 s rest is over, the 900 s one is not
+    assert await p.available({"k0", "k1", "k2", "k4"}) is False
+    assert (await p.select({"k0", "k1", "k4"})).key_id == "k2"  # type: ignore[union-attr]
+
+
+def model_pools(clock: Clock, store: InMemoryCooldownStore) -> tuple[KeyPool, KeyPool]:
+    async def load(key: PoolKey) -> str:
+        return "s"
+
+    keys = [PoolKey("k0"), PoolKey("k1")]
+    return tuple(  # type: ignore[return-value]
+        KeyPool("alice", "openai", keys, load_secret=load, store=store, clock=clock, model=m)
+        for m in ("model-a", "model-b")
+    )
+
+
+async def test_a_key_rests_for_the_model_that_failed_only() -> None:
+    clock = Clock()
+    store = InMemoryCooldownStore()
+    a, b = model_pools(clock, store)
+    k0 = a.keys[0]
+    assert await a.record_failure(k0, Overloaded("down", status=500)) == 300
+    assert (await a.select()).key_id == "k1"  # type: ignore[union-attr]
+    # resting for model A, k0 still serves model B (first: both are unused)
+    assert (await b.select()).key_id == "k0"  # type: ignore[union-attr]
+    assert await b.next_ready_in() is None and await a.next_ready_in() == 300
+
+
+async def test_uses_are_the_keys_own_and_success_clears_only_its_models_rest() -> None:
+    clock = Clock()
+    store = InMemoryCooldownStore()
+    a, b = model_pools(clock, store)
+    k0, k1 = a.keys
+    await b.record_failure(k0, RateLimited("slow"))
+    await a.record_success(k0)
+    # the success on model A counts for the key whatever the model: B now picks k1 first
+    assert (await b.select()).key_id == "k1"  # type: ignore[union-attr]
+    assert (await a.select()).key_id == "k1"  # type: ignore[union-attr]
+    # ... and leaves its rest for model B as it was
+    assert (await b.rest("k0")).cooling(clock.now) and await b.select({"k1"}) is None
+    await b.record_success(k1)
+    await b.record_failure(k1, Overloaded("down", status=503))
+    assert (await b.uses("k1")).uses == 1  # a failure credits nothing and takes nothing back
+    clock.now += 61
+    await b.record_success(k0)
+    assert not (await b.rest("k0")).cooling(clock.now) and (await b.rest("k0")).failures == 0
 
 
 async def test_quota_cooldown_escalates_on_repeats() -> None:
@@ -294,5 +346,24 @@ async def test_store_cooldown_store_persists_key_state(tmp_path: Path) -> None:
         assert (await store.get_key_state(first.key_id, owner="alice")).cooldown_until is None
         # unknown keys read as fresh
         assert (await StoreCooldownStore(store).get("alice", "openai", "nope")).failures == 0
+        # a rest for one model is a row of its own (key_rests): the key's uses stay one row
+        on_a = KeyPool(
+            "alice",
+            "openai",
+            [PoolKey(i) for i in ids],
+            load_secret=load,
+            store=StoreCooldownStore(store),
+            clock=clock,
+            model="model-a",
+        )
+        assert await on_a.record_failure(first, Overloaded("down", status=500)) == 300
+        rest = await store.get_key_state(first.key_id, owner="alice", model="model-a")
+        assert rest.model == "model-a" and rest.last_error_code == "overloaded"
+        assert (await store.get_key_state(first.key_id, owner="alice")).cooldown_until is None
+        assert (await on_a.select()).key_id == ids[1]  # type: ignore[union-attr]
+        assert (await again.select()).key_id == ids[1]  # uses: first 1, second 0
+        await store.delete_api_key(first.key_id, owner="alice")
+        with pytest.raises(NotFound):
+            await store.get_key_state(first.key_id, owner="alice", model="model-a")
     finally:
         await store.close()

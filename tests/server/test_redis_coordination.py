@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio
 
-from tavernkit.errors import CoordinationError, RateLimited
+from tavernkit.errors import CoordinationError, Overloaded, RateLimited
 from tavernkit.generation.keys import KeyPool, KeyStatus, PoolKey
 from tavernkit.server.coordination import TurnEvent
 from tavernkit.server.redis_coordination import (
@@ -195,6 +195,34 @@ async def test_a_429_seen_by_one_process_benches_the_key_for_all(
     assert await b.cooldowns.get("bob", "openai", "k1") == KeyStatus("k1")
     await pool_b.record_success(picked)
     assert (await a.cooldowns.get("ann", "openai", "k2")).uses == 1
+
+
+async def test_a_server_error_rests_the_key_for_its_model_in_every_process(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    a, b = two
+    keys = [PoolKey("k1"), PoolKey("k2")]
+
+    async def secret(key: PoolKey) -> str:
+        return f"secret-{key.key_id}"
+
+    def pool(p: RedisCoordination, model: str) -> KeyPool:
+        store = p.cooldowns
+        return KeyPool(
+            "ann", "openai", keys, load_secret=secret, store=store, clock=time.time, model=model
+        )
+
+    rested = await pool(a, "model-a").record_failure(keys[0], Overloaded("down", status=503))
+    assert rested == 300
+    picked = await pool(b, "model-a").select()
+    assert picked is not None and picked.key_id == "k2"  # b skips the key a saw fail
+    # the rest is for model A only: for model B, k1 still serves
+    picked = await pool(b, "model-b").select()
+    assert picked is not None and picked.key_id == "k1"
+    await pool(b, "model-b").record_success(keys[0])
+    # the key's uses are its own: a counts b's success on model B, and k1 still rests on A
+    assert (await a.cooldowns.get("ann", "openai", "k1")).uses == 1
+    assert (await a.cooldowns.get("ann", "openai", "k1", "model-a")).error_class == "overloaded"
 
 
 async def test_an_unreachable_redis_is_a_coordination_error_without_the_password() -> None:

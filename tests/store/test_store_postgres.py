@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from _services import PostgresCluster
-from tavernkit.errors import FormatError, RateLimited, StoreError
+from tavernkit.errors import FormatError, Overloaded, RateLimited, StoreError
 from tavernkit.generation.keys import KeyPool, PoolKey, StoreCooldownStore
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store, open_store
 from tavernkit.store.migrations import MIGRATIONS
@@ -237,7 +237,7 @@ async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another
     a, b = two
     ids = [await a.add_api_key("openai", f"{SECRET}{i}", owner="ann") for i in range(2)]
 
-    def pool(store: PostgresStore) -> KeyPool:
+    def pool(store: PostgresStore, model: str = "") -> KeyPool:
         async def secret(key: PoolKey) -> str:
             return await store.get_api_key_secret(key.key_id, owner="ann")
 
@@ -249,6 +249,7 @@ async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another
             load_secret=secret,
             store=StoreCooldownStore(store),
             clock=time.time,
+            model=model,
         )
 
     first = await pool(a).select()
@@ -257,6 +258,13 @@ async def test_a_stored_keys_cooldown_seen_by_one_process_benches_it_for_another
     other = await pool(b).select()
     assert other is not None and other.key_id == ids[1]
     assert await pool(b).secret(other) == f"{SECRET}1"
+    # a rest for one model (010_key_rests): the other model still gets the key
+    rested = await pool(a, "model-a").record_failure(first, Overloaded("down", status=529))
+    assert rested == 300
+    assert (await pool(b, "model-a").select()).key_id == ids[1]  # type: ignore[union-attr]
+    assert (await pool(b, "model-b").select({ids[1]})).key_id == ids[0]  # type: ignore[union-attr]
+    state = await b.get_key_state(ids[0], owner="ann", model="model-a")
+    assert state.last_error_code == "overloaded" and state.cooldown_until is not None
 
 
 async def test_streaming_swiping_and_appending_at_once_across_processes(

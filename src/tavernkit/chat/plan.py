@@ -240,6 +240,8 @@ class _Builder:
                 load_secret=self._secret,
                 store=self._cooldowns(refs),
                 clock=self.sources.key_clock,
+                # a key rests for the model that failed; it still serves the chain's others
+                model=connection.model or connection.model_profile.model or "",
             )
             base = provider
 

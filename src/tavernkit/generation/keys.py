@@ -1,27 +1,31 @@
 """Key pools: which API key an attempt uses, and how long a failing key rests.
 
-One pool per ``(owner, provider)`` and credential source. Selection is least-used first (ties:
-least recently used, then the configured order), skipping keys that are cooling down.
+One pool per ``(owner, provider)``, credential source and model. Selection is least-used first
+(ties: least recently used, then the configured order) among the keys that are not resting.
 
-A key is cooled only for what *the key* did: an auth failure (401/403: 300 s), a rate limit
-(60 s, or the provider's ``Retry-After`` in seconds or as an HTTP date, whichever is longer)
-or exhausted quota (escalating on repeats: 5 min, 1 h, 6 h, 24 h — a free tier's daily quota
-does not come back in a minute). Capacity and transport failures (5xx, 529, a cut stream, bytes
-we cannot parse, an unknown error) say nothing about the key: they may move the attempt to the
-next key, but cool nothing, so a fallback to another model on the same keys still runs. A
-success clears the error state. Timeouts are neither: they never rotate keys and are never
-credited as a success (the key may be fine; the model was slow).
+As the brief's turn (003, ``keyRotation.ts``) does, a key that fails with an error another key
+may fix rests for that error class's cooldown: a rate limit 60 s, exhausted quota escalating
+on repeats (5 min, 1 h, 6 h, 24 h: a free tier's daily quota does not come back in a minute),
+every other error 300 s (401/403, 5xx, 529, a cut or malformed stream, an in-stream error, an
+unknown error) -- or the provider's ``Retry-After`` (seconds or an HTTP date) when longer.
+The rest is for the model that failed: a key resting for model A still serves model B (a
+fallback to another model on the same keys still runs), while its use count is the key's own,
+so least-used-first spreads calls over the keys whatever the model. Only a clean completion
+credits a key (its use count, and it clears the model's rest). Timeouts are neither: they
+never rotate keys, rest nothing and are never credited (the key may be fine; the model was
+slow). A request the prompt made bad (400, context too long, a content filter) or an empty
+reply says nothing about the key and rests nothing either.
 
 A pool holds keys of one credential source. A user's own key (BYOK) is never silently
 replaced by a server or sponsored key: those only come through a server attempt, which is its
 own plan entry with its own scope.
 
-Cooldown state lives behind :class:`CooldownStore`, so that a single process keeps it in
-memory (a Tavern holds one :class:`InMemoryCooldownStore` for every turn and task, so an
-environment key's cooldown outlives the turn), the embedded store persists it for stored keys
-(:class:`StoreCooldownStore`, over the store's key-state calls, so it also outlives the
-process), :class:`SplitCooldownStore` routes a mixed pool's keys to each, and a shared Redis
-implementation can follow with the server work.
+Rest state lives behind :class:`CooldownStore` (one record per key, plus one per key and
+model for its rests there), so that a single process keeps it in memory (a Tavern holds one
+:class:`InMemoryCooldownStore` for every turn and task, so an environment key's rest outlives
+the turn), the embedded store persists it for stored keys (:class:`StoreCooldownStore`, over
+the store's key-state calls, so it also outlives the process), :class:`SplitCooldownStore`
+routes a mixed pool's keys to each, and the server shares it through Redis.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "SplitCooldownStore",
     "StoreCooldownStore",
     "cools_key",
+    "rests_key",
     "rotates_key",
 ]
 
@@ -71,9 +76,6 @@ _ROTATING: frozenset[ErrorClass] = frozenset(
         "no_credentials",
     }
 )
-#: errors that say something about the key itself; capacity (5xx, 529) and transport
-#: (network, cut stream, protocol) failures are the service's, and a bad request the prompt's
-_COOLING: frozenset[ErrorClass] = frozenset({"auth", "quota", "rate_limit"})
 
 
 def rotates_key(error_class: ErrorClass) -> bool:
@@ -81,9 +83,15 @@ def rotates_key(error_class: ErrorClass) -> bool:
     return error_class in _ROTATING
 
 
-def cools_key(error_class: ErrorClass) -> bool:
-    """Whether ``error_class`` benches the key (auth, quota, rate limit only)."""
-    return error_class in _COOLING
+def rests_key(error_class: str) -> bool:
+    """Whether ``error_class`` rests the key for the model: every error another key may fix
+    (the brief's turn rests a key after any such error); never a timeout, a bad request or
+    an empty reply."""
+    return error_class in _ROTATING
+
+
+#: the name earlier versions exported
+cools_key = rests_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,22 +110,26 @@ class KeyStatus:
 
 
 class CooldownStore(Protocol):
-    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus: ...
+    """Key records by ``(owner, provider, key id, model)``. ``model=""`` is the key's own
+    record (its uses; a pool without a model keeps its rests there too); a model's record
+    holds the key's rest for that model."""
 
-    async def put(self, owner: str, provider: str, status: KeyStatus) -> None: ...
+    async def get(self, owner: str, provider: str, key_id: str, model: str = "") -> KeyStatus: ...
+
+    async def put(self, owner: str, provider: str, status: KeyStatus, model: str = "") -> None: ...
 
 
 class InMemoryCooldownStore:
     """Cooldowns for one process (what tests and the CLI use)."""
 
     def __init__(self) -> None:
-        self._state: dict[tuple[str, str, str], KeyStatus] = {}
+        self._state: dict[tuple[str, str, str, str], KeyStatus] = {}
 
-    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
-        return self._state.get((owner, provider, key_id)) or KeyStatus(key_id)
+    async def get(self, owner: str, provider: str, key_id: str, model: str = "") -> KeyStatus:
+        return self._state.get((owner, provider, key_id, model)) or KeyStatus(key_id)
 
-    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
-        self._state[(owner, provider, status.key_id)] = status
+    async def put(self, owner: str, provider: str, status: KeyStatus, model: str = "") -> None:
+        self._state[(owner, provider, status.key_id, model)] = status
 
 
 def _to_dt(seconds: float | None) -> datetime | None:
@@ -140,9 +152,9 @@ class StoreCooldownStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+    async def get(self, owner: str, provider: str, key_id: str, model: str = "") -> KeyStatus:
         try:
-            state = await self.store.get_key_state(key_id, owner=owner)
+            state = await self.store.get_key_state(key_id, owner=owner, model=model)
         except NotFound:
             return KeyStatus(key_id)
         return KeyStatus(
@@ -154,10 +166,11 @@ class StoreCooldownStore:
             last_used=_to_s(state.last_used),
         )
 
-    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+    async def put(self, owner: str, provider: str, status: KeyStatus, model: str = "") -> None:
         await self.store.put_key_state(
             KeyState(
                 key_id=status.key_id,
+                model=model,
                 cooldown_until=_to_dt(status.cooldown_until),
                 failures=status.failures,
                 last_error_code=status.error_class,
@@ -183,11 +196,11 @@ class SplitCooldownStore:
     def _for(self, key_id: str) -> CooldownStore:
         return self.memory if key_id.startswith("env:") else self.stored
 
-    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
-        return await self._for(key_id).get(owner, provider, key_id)
+    async def get(self, owner: str, provider: str, key_id: str, model: str = "") -> KeyStatus:
+        return await self._for(key_id).get(owner, provider, key_id, model)
 
-    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
-        await self._for(status.key_id).put(owner, provider, status)
+    async def put(self, owner: str, provider: str, status: KeyStatus, model: str = "") -> None:
+        await self._for(status.key_id).put(owner, provider, status, model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +238,8 @@ SecretLoader = Callable[[PoolKey], Awaitable[str]]
 
 
 class KeyPool:
-    """The keys of one ``(owner, provider)`` for one credential source."""
+    """The keys of one ``(owner, provider)`` for one credential source, resting per ``model``
+    (``""``: one rest for every model, kept in the key's own record)."""
 
     def __init__(
         self,
@@ -238,6 +252,7 @@ class KeyPool:
         store: CooldownStore | None = None,
         clock: Callable[[], float],
         policy: CooldownPolicy | None = None,
+        model: str = "",
     ) -> None:
         foreign = [k.key_id for k in keys if k.source != source]
         if foreign:
@@ -247,29 +262,40 @@ class KeyPool:
         self.provider = provider.lower()
         self.keys = tuple(keys)
         self.source: CredentialSource = source
+        self.model = model
         self._load_secret = load_secret
         self.store: CooldownStore = store or InMemoryCooldownStore()
         self.clock = clock
         self.policy = policy or CooldownPolicy()
 
-    async def _statuses(self) -> list[tuple[int, PoolKey, KeyStatus]]:
+    async def uses(self, key_id: str) -> KeyStatus:
+        """The key's own record: its uses and last use, whatever the model."""
+        return await self.store.get(self.owner, self.provider, key_id)
+
+    async def rest(self, key_id: str) -> KeyStatus:
+        """The key's rest for this pool's model."""
+        return await self.store.get(self.owner, self.provider, key_id, self.model)
+
+    async def _statuses(self) -> list[tuple[int, PoolKey, KeyStatus, KeyStatus]]:
         out = []
         for position, key in enumerate(self.keys):
-            out.append((position, key, await self.store.get(self.owner, self.provider, key.key_id)))
+            used = await self.uses(key.key_id)
+            rest = await self.rest(key.key_id) if self.model else used
+            out.append((position, key, used, rest))
         return out
 
     async def _candidates(self, exclude: frozenset[str] | set[str]) -> list[PoolKey]:
         now = self.clock()
         ready = [
-            (status.uses, status.last_used or -math.inf, position, key)
-            for position, key, status in await self._statuses()
-            if key.enabled and key.key_id not in exclude and not status.cooling(now)
+            (used.uses, used.last_used or -math.inf, position, key)
+            for position, key, used, rest in await self._statuses()
+            if key.enabled and key.key_id not in exclude and not rest.cooling(now)
         ]
         ready.sort(key=lambda row: row[:3])
         return [row[3] for row in ready]
 
     async def select(self, exclude: frozenset[str] | set[str] = frozenset()) -> PoolKey | None:
-        """The least-used usable key not in ``exclude``, or ``None`` when all are cooling."""
+        """The least-used usable key not in ``exclude``, or ``None`` when all are resting."""
         candidates = await self._candidates(exclude)
         return candidates[0] if candidates else None
 
@@ -280,51 +306,51 @@ class KeyPool:
         return await self._load_secret(key)
 
     async def next_ready_in(self) -> float | None:
-        """Seconds until the first cooling key comes back (``None``: none is cooling)."""
+        """Seconds until the first resting key comes back (``None``: none is resting)."""
         now = self.clock()
         waits = [
-            status.cooldown_until - now
-            for _, key, status in await self._statuses()
-            if key.enabled and status.cooldown_until is not None and status.cooldown_until > now
+            rest.cooldown_until - now
+            for _, key, _, rest in await self._statuses()
+            if key.enabled and rest.cooldown_until is not None and rest.cooldown_until > now
         ]
         return min(waits) if waits else None
 
     async def record_success(self, key: PoolKey) -> None:
-        status = await self.store.get(self.owner, self.provider, key.key_id)
+        """Credit ``key`` with a clean completion: one more use, and no rest for the model."""
+        now = self.clock()
+        used = await self.uses(key.key_id)
+        cleared = replace(used, failures=0, error_class=None, cooldown_until=None)
         await self.store.put(
-            self.owner,
-            self.provider,
-            replace(
-                status,
-                uses=status.uses + 1,
-                failures=0,
-                error_class=None,
-                cooldown_until=None,
-                last_used=self.clock(),
-            ),
+            self.owner, self.provider, replace(cleared, uses=used.uses + 1, last_used=now)
         )
+        if self.model:
+            rest = await self.rest(key.key_id)
+            if rest.failures or rest.error_class or rest.cooldown_until is not None:
+                await self.store.put(
+                    self.owner,
+                    self.provider,
+                    replace(rest, failures=0, error_class=None, cooldown_until=None),
+                    self.model,
+                )
 
     async def record_failure(self, key: PoolKey, error: BaseException) -> float | None:
-        """Cool ``key`` for ``error``; returns the cooldown in seconds (``None``: not cooled,
-        because the error says nothing about the key or is a timeout)."""
+        """Rest ``key`` for this model after ``error``; returns the rest in seconds (``None``:
+        none, because the error is a timeout or says nothing about the key)."""
         error_class, _ = classify_error(error)
-        if not cools_key(error_class):
+        if not rests_key(error_class):
             return None
-        status = await self.store.get(self.owner, self.provider, key.key_id)
+        status = await self.rest(key.key_id)
         repeats = status.failures + 1 if status.error_class == error_class else 1
         cause = root_cause(error)
         retry_after = cause.retry_after if isinstance(cause, ProviderError) else None
         seconds = self.policy.cooldown(error_class, repeats, retry_after)
         now = self.clock()
-        await self.store.put(
-            self.owner,
-            self.provider,
-            replace(
-                status,
-                failures=repeats,
-                error_class=error_class,
-                cooldown_until=now + seconds,
-                last_used=now,
-            ),
+        rested = replace(
+            status,
+            failures=repeats,
+            error_class=error_class,
+            cooldown_until=now + seconds,
+            last_used=now,
         )
+        await self.store.put(self.owner, self.provider, rested, self.model)
         return seconds

@@ -251,21 +251,23 @@ class RedisCooldownStore:
         self._prefix = prefix
         self._keep_ms = _ms(keep_s)
 
-    def _key(self, owner: str, provider: str, key_id: str) -> str:
-        return f"{self._prefix}keystate:{_part(owner)}:{_part(provider)}:{_part(key_id)}"
+    def _key(self, owner: str, provider: str, key_id: str, model: str) -> str:
+        key = f"{self._prefix}keystate:{_part(owner)}:{_part(provider)}:{_part(key_id)}"
+        # a key's rest for one model beside its own record (``model=""``: the key's own)
+        return f"{key}:{_part(model)}" if model else key
 
-    async def get(self, owner: str, provider: str, key_id: str) -> KeyStatus:
+    async def get(self, owner: str, provider: str, key_id: str, model: str = "") -> KeyStatus:
         async with _guard(self._where):
-            raw = await self._redis.get(self._key(owner, provider, key_id))
+            raw = await self._redis.get(self._key(owner, provider, key_id, model))
         if raw is None:
             return KeyStatus(key_id)
         fields = json.loads(_text(raw))
         return KeyStatus(**{**fields, "key_id": key_id})
 
-    async def put(self, owner: str, provider: str, status: KeyStatus) -> None:
+    async def put(self, owner: str, provider: str, status: KeyStatus, model: str = "") -> None:
         async with _guard(self._where):
             await self._redis.set(
-                self._key(owner, provider, status.key_id),
+                self._key(owner, provider, status.key_id, model),
                 json.dumps(asdict(status), separators=(",", ":")),
                 px=self._keep_ms,
             )

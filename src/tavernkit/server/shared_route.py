@@ -128,11 +128,13 @@ class SharedRoutes:
         now = time.time()
         refs = [c for c in profile.credentials if c.key_id or c.env]
         for ref in refs:
+            # the route's pool rests a key for the profile's model (chat/plan.py)
+            model = profile.model or ""
             if ref.key_id:
-                status = await stored.get(SERVER_OWNER, profile.source, ref.key_id)
+                status = await stored.get(SERVER_OWNER, profile.source, ref.key_id, model)
             else:
                 key = f"env:{ref.env}"
-                status = await server.key_cooldowns.get(SERVER_OWNER, profile.source, key)
+                status = await server.key_cooldowns.get(SERVER_OWNER, profile.source, key, model)
             if not status.cooling(now):
                 return True
         return not refs

@@ -125,21 +125,31 @@ class SqliteKeys(SqliteBase):
                 raise NotFound(f"no API key {key_id!r}")
         self.key_files.delete(key_id)
 
-    async def get_key_state(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> KeyState:
-        async with (
-            self._read() as db,
-            db.execute(
+    async def get_key_state(
+        self, key_id: str, *, owner: str = DEFAULT_OWNER, model: str = ""
+    ) -> KeyState:
+        if model:
+            # a model's rest (010_key_rests): no use count of its own
+            sql = (
+                "SELECT k.id, s.cooldown_until, s.failures, s.last_error_code, s.last_used, 0 "
+                "FROM api_keys k LEFT JOIN key_rests s ON s.key_id = k.id AND s.model = ? "
+                "WHERE k.id = ? AND k.owner = ?"
+            )
+            args: tuple[str, ...] = (model, key_id, owner)
+        else:
+            sql = (
                 "SELECT k.id, s.cooldown_until, s.failures, s.last_error_code, s.last_used, s.uses "
                 "FROM api_keys k LEFT JOIN key_state s ON s.key_id = k.id "
-                "WHERE k.id = ? AND k.owner = ?",
-                (key_id, owner),
-            ) as cur,
-        ):
+                "WHERE k.id = ? AND k.owner = ?"
+            )
+            args = (key_id, owner)
+        async with self._read() as db, db.execute(sql, args) as cur:
             row = await cur.fetchone()
         if row is None:
             raise NotFound(f"no API key {key_id!r}")
         return KeyState(
             key_id=row[0],
+            model=model,
             cooldown_until=_opt_time(row[1]),
             failures=int(row[2] or 0),
             last_error_code=row[3],
@@ -148,12 +158,29 @@ class SqliteKeys(SqliteBase):
         )
 
     async def put_key_state(self, state: KeyState, *, owner: str = DEFAULT_OWNER) -> None:
+        common = (
+            state.cooldown_until.isoformat() if state.cooldown_until else None,
+            state.failures,
+            state.last_error_code,
+            state.last_used.isoformat() if state.last_used else None,
+        )
         async with self._write() as db:
             async with db.execute(
                 "SELECT 1 FROM api_keys WHERE id = ? AND owner = ?", (state.key_id, owner)
             ) as cur:
                 if await cur.fetchone() is None:
                     raise NotFound(f"no API key {state.key_id!r}")
+            if state.model:
+                await db.execute(
+                    "INSERT INTO key_rests (key_id, model, cooldown_until, failures, "
+                    "last_error_code, last_used, updated) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (key_id, model) DO UPDATE SET "
+                    "cooldown_until = excluded.cooldown_until, failures = excluded.failures, "
+                    "last_error_code = excluded.last_error_code, "
+                    "last_used = excluded.last_used, updated = excluded.updated",
+                    (state.key_id, state.model, *common, self._now()),
+                )
+                return
             await db.execute(
                 "INSERT INTO key_state (key_id, cooldown_until, failures, last_error_code, "
                 "last_used, uses, updated) VALUES (?, ?, ?, ?, ?, ?, ?) "
@@ -161,13 +188,5 @@ class SqliteKeys(SqliteBase):
                 "cooldown_until = excluded.cooldown_until, failures = excluded.failures, "
                 "last_error_code = excluded.last_error_code, last_used = excluded.last_used, "
                 "uses = excluded.uses, updated = excluded.updated",
-                (
-                    state.key_id,
-                    state.cooldown_until.isoformat() if state.cooldown_until else None,
-                    state.failures,
-                    state.last_error_code,
-                    state.last_used.isoformat() if state.last_used else None,
-                    state.uses,
-                    self._now(),
-                ),
+                (state.key_id, *common, state.uses, self._now()),
             )

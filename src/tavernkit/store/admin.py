@@ -39,6 +39,11 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
         "key_id, cooldown_until, failures, last_error_code, last_used, updated, uses",
         "key_id",
     ),
+    (
+        "key_rests",
+        "key_id, model, cooldown_until, failures, last_error_code, last_used, updated",
+        "key_id, model",
+    ),
     ("chats", "id, owner, character_id, character_name, name, header, created, updated", "id"),
     ("messages", "id, chat_id, position, body, extracted, mes, flags", "chat_id, position"),
     ("swipes", "message_id, idx, text, info, partial", "message_id, idx"),

@@ -338,6 +338,27 @@ async def _m009_storage_use(db: aiosqlite.Connection) -> None:
     await _run(db, M009_STATEMENTS)
 
 
+#: a key's rest per model (010), as plain SQL both backends run
+M010_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE key_rests (
+            key_id TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+            model TEXT NOT NULL,
+            cooldown_until TEXT,
+            failures INTEGER NOT NULL DEFAULT 0,
+            last_error_code TEXT,
+            last_used TEXT,
+            updated TEXT NOT NULL,
+            PRIMARY KEY (key_id, model)
+        )""",
+)
+
+
+async def _m010_key_rests(db: aiosqlite.Connection) -> None:
+    # A key that fails rests for the model that failed (a key resting for model A still
+    # serves model B); key_state keeps the key's own use count, whatever the model.
+    await _run(db, list(M010_STATEMENTS))
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -348,6 +369,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("007_memory_vectors", _m007_memory_vectors),
     ("008_message_search", _m008_message_search),
     ("009_storage_use", _m009_storage_use),
+    ("010_key_rests", _m010_key_rests),
 )
 
 

@@ -158,9 +158,11 @@ class ApiKeyInfo:
 
 @dataclass(frozen=True, slots=True)
 class KeyState:
-    """Key-pool bookkeeping for one credential (no secret here)."""
+    """Key-pool bookkeeping for one credential (no secret here): its own (``model=""``: its
+    uses and last use), or its rest for one model (``uses`` is then unused)."""
 
     key_id: str
+    model: str = ""
     cooldown_until: datetime | None = None
     failures: int = 0
     last_error_code: str | None = None
@@ -475,9 +477,15 @@ class Store(AccountStore, Protocol):
 
     async def delete_api_key(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 
-    async def get_key_state(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> KeyState: ...
+    async def get_key_state(
+        self, key_id: str, *, owner: str = DEFAULT_OWNER, model: str = ""
+    ) -> KeyState:
+        """The key's own state, or (``model``) its rest for that model."""
+        ...
 
-    async def put_key_state(self, state: KeyState, *, owner: str = DEFAULT_OWNER) -> None: ...
+    async def put_key_state(self, state: KeyState, *, owner: str = DEFAULT_OWNER) -> None:
+        """Write the key's own state, or (``state.model``) its rest for that model."""
+        ...
 
     # -- chats ----------------------------------------------------------------------------
     async def create_chat(
