@@ -5,7 +5,8 @@ One case is up to two user turns on one chat, as the recorder drove SillyTavern:
 All" first (chat-vector cases), then each turn: the user message is appended, memory is
 applied (``memory.apply_memory``: vectorized world info, chat recall, the summary), the
 prompt is built (``prompt.st_replay``), the mock reply is appended, and the Summarize gate
-decides whether a summary request follows (its prompt built by the Raw builder, or by a quiet
+decides whether a summary request follows (its prompt built by the Raw builder -- messages on
+chat completion, the instruct/context-formatted prompt on text completion -- or by a quiet
 generation for Classic); the mock's summary text is then stored where SillyTavern stores it.
 """
 
@@ -141,7 +142,13 @@ async def _maybe_summarize(
         if request is None:
             return
         last_used = request.last_used
-        run.generations.append(Generation("summary", PromptOutcome(messages=request.messages())))
+        # generateRaw's request in the API's own shape: messages, or the formatted prompt
+        if replay.is_chat:
+            outcome = PromptOutcome(messages=request.messages())
+        else:
+            text = request.text_prompt(replay.state, substitute)
+            outcome = PromptOutcome(prompt=text.prompt, stop=list(text.stop))
+        run.generations.append(Generation("summary", outcome))
     else:
         prompt = summary_task_prompt(summary, substitute)
         result = await _generate(

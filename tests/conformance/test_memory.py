@@ -10,6 +10,7 @@ asked its embeddings endpoint for.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from typing import Any
 
@@ -70,3 +71,68 @@ def test_memory_embeddings(case: cases.Case) -> None:
     ours = Counter(run.embedded_before_reply)
     assert {t for t in ours if t in queries} == queries, "query texts"
     assert Counter({t: n for t, n in ours.items() if t not in queries}) == _expected_documents(data)
+
+
+# -- a Raw summary on text completion -------------------------------------------------------------
+
+#: a recorded text-completion case (instruct off, SillyTavern's Default context) and one whose
+#: ChatML instruct template (on) a variant borrows
+TC_CASE = "mem_sum_tc_classic_default.json"
+CHATML_CASE = "mem_wi_tc_chatml.json"
+
+
+def _tc_raw_case(instruct_from: str | None) -> dict[str, Any]:
+    """The recorded text-completion case with the Raw builder (two messages a request), and
+    optionally another case's instruct and context templates."""
+    folder = ROOT.path / cases.ST_DIR / "memory"
+    if not (folder / TC_CASE).is_file():
+        pytest.skip(ROOT.absence_reason() or f"{TC_CASE} is not in the conformance data")
+    data = json.loads((folder / TC_CASE).read_text(encoding="utf-8"))
+    summary = data["inputs"]["memory_settings"]
+    summary["prompt_builder"], summary["maxMessagesPerRequest"] = 1, 2
+    if instruct_from is not None:
+        other = json.loads((folder / instruct_from).read_text(encoding="utf-8"))
+        for key in ("instruct", "context"):
+            data["inputs"][key] = other["inputs"][key]
+            data["effective_settings"]["power_user"][key] = other["effective_settings"][
+                "power_user"
+            ][key]
+    return data
+
+
+def _expected_raw_prompt(data: dict[str, Any]) -> str:
+    """SillyTavern 1.18's ``createRawPrompt(rawPrompt, 'textgenerationwebui', false, false,
+    summaryPrompt)``, written out from the case's own templates (``wrap`` on, no names: a
+    quiet raw prompt names no speaker)."""
+    inputs = data["inputs"]
+    settings = inputs["memory_settings"]
+    system = settings["prompt"].replace("{{words}}", str(settings["promptWords"]))
+    # getRawSummaryPrompt: the first messages (no summary yet), two a request
+    raw = "\n\n".join(f"{m['name']}:\n{m['mes']}" for m in inputs["chat"][:2])
+    user = inputs["persona"]["name"]
+    instruct = inputs["instruct"]
+    if not instruct["enabled"]:
+        return f"{system.strip()}\n{user}: {raw}\n"
+    story = f"{instruct['story_string_prefix']}\n{system}{instruct['story_string_suffix']}"
+    if not instruct["story_string_suffix"] and not story.endswith("\n"):
+        story += "\n"
+    message = f"{instruct['input_sequence']}\n{raw}{instruct['input_suffix'] or chr(10)}"
+    last = instruct["last_system_sequence"] or instruct["output_sequence"]
+    return f"{story}{message}{last}\n"
+
+
+@pytest.mark.parametrize("instruct_from", [None, CHATML_CASE], ids=["plain", "chatml"])
+def test_a_raw_summary_on_text_completion_sends_the_formatted_prompt(
+    instruct_from: str | None,
+) -> None:
+    data = _tc_raw_case(instruct_from)
+    run = asyncio.run(run_memory_case(data))
+    kinds = [g.kind for g in run.generations]
+    assert kinds[:2] == ["generation", "summary"]
+    generation, summary = run.generations[:2]
+    assert summary.outcome.messages is None  # a text API gets a prompt, not messages
+    assert summary.outcome.prompt == _expected_raw_prompt(data)
+    # generateRaw asks the text backend with a normal generation's stop strings
+    assert summary.outcome.stop == generation.outcome.stop
+    if instruct_from is None:
+        assert summary.outcome.stop == data["requests"][0]["request_body"]["stop"]

@@ -69,7 +69,11 @@ async def test_text_family_task_gets_the_folded_prompt(tmp_path: Path) -> None:
     assert prompt.endswith("<|im_start|>assistant\n")
     assert task.body["max_tokens"] == 33 and "\n<|im_end|>" in task.body["stop"]
     assert raw == "Bonjour."
-    assert raw_request.body["prompt"].startswith("<|im_start|>system\nBe brief.<|im_end|>")
+    # generate_raw is SillyTavern's createRawPrompt: the system prompt is the story string,
+    # wrapped by the template's story-string prefix and suffix (this template has none)
+    assert raw_request.body["prompt"] == (
+        "Be brief.\n<|im_start|>user\nSay hi.<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 async def test_task_messages_stay_literal_even_when_a_preset_prompt_has_the_same_text(

@@ -36,6 +36,7 @@ from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
 from tavernkit.prompt.convert import to_provider_request
 from tavernkit.prompt.pipeline import PromptTarget, begin
+from tavernkit.prompt.raw_prompt import raw_text_prompt
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
 from tavernkit.providers.accumulator import Completion
@@ -224,13 +225,23 @@ async def _raw_completion(
             api=connection.api,
             text_family=True,
         )
-        if options.instruct_override:
-            pstate = pstate.replace(instruct_enabled=False)
         substitute = tp.make_substitute(pstate, None, state.compat, state)
-        folded = messages[:-1] if options.prefill else messages
-        prompt, stop_list = tp.fold_messages(folded, pstate, substitute)
-        prompt += options.prefill
-        stops = tuple(stop_list)
+        # SillyTavern's createRawPrompt: the system prompt as the story string, the prompt as
+        # the user's message, the quiet last line and the prefill (a schema's instruction,
+        # which SillyTavern has no text form of, joins the system prompt)
+        instruction = schema_instruction(schema) if schema is not None and not native else ""
+        raw = raw_text_prompt(
+            pstate,
+            options.prompt,
+            substitute,
+            system_prompt="\n\n".join(x for x in (options.system_prompt, instruction) if x),
+            prefill=options.prefill,
+            # SillyTavern never instruct-formats a raw prompt for NovelAI
+            instruct_override=options.instruct_override or connection.api == "novel",
+            quiet_to_loud=options.quiet_to_loud,
+        )
+        prompt = raw.prompt
+        stops = tuple(raw.stop)
         settings = state.settings.prompt
         sampling = sampling_from_textgen(
             state.textgen_preset,

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 from tavernkit.models.chat import Message
 from tavernkit.models.memory import SummarySettings
-from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt
+from tavernkit.prompt.assembled import AssembledText
+from tavernkit.prompt.raw_prompt import raw_text_prompt
+from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 
 __all__ = [
     "MEMORY_KEY",
@@ -99,7 +101,9 @@ def summary_task_prompt(settings: SummarySettings, substitute: Callable[[str], s
 @dataclass(frozen=True, slots=True)
 class RawSummaryRequest:
     """A Raw builder's request: system ``prompt``, user ``text``; ``last_used`` is the index
-    of the last message in it (where the summary is stored)."""
+    of the last message in it (where the summary is stored). It is sent as SillyTavern's
+    ``generateRaw`` sends it: :meth:`messages` on a chat-completion API, :meth:`text_prompt`
+    (the instruct/context-formatted prompt) on a text-completion one."""
 
     prompt: str
     text: str
@@ -107,6 +111,11 @@ class RawSummaryRequest:
 
     def messages(self) -> list[dict[str, str]]:
         return [{"role": "system", "content": self.prompt}, {"role": "user", "content": self.text}]
+
+    def text_prompt(self, state: PromptState, substitute: Substitute) -> AssembledText:
+        """The text-completion prompt and stop strings, with ``state``'s instruct and context
+        templates (``substitute`` resolves their sequences' macros)."""
+        return raw_text_prompt(state, self.text, substitute, system_prompt=self.prompt)
 
 
 def raw_summary_request(
