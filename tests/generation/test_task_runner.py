@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.attempt.one_request import one_attempt_plan, task_error_for
 from tavernkit.generation.result import TurnError, TurnFailure, TurnResult
 from tavernkit.models.preset import ChatCompletionPreset
@@ -131,3 +134,22 @@ async def test_one_attempt_plan_has_one_entry(tmp_path: Path) -> None:
     attempts = [a async for a in plan.attempts()]
     assert [(a.index, a.entry.model, a.label) for a in attempts] == [(0, "m1", "primary")]
     assert plan.context.quiet and plan.max_key_attempts == 1
+
+
+async def test_response_length_caps_a_tasks_reply_on_either_family(tmp_path: Path) -> None:
+    async with ScriptedServer([Reply(text="Bonjour."), Reply(text=" Bonjour.")]) as server:
+        base = server.base_url + "/v1"
+        tk, _ = await setup_tavern(
+            tmp_path,
+            [profile(base), profile(base, name="tg", api="text", source="openai", tools=None)],
+        )
+        try:
+            await context(tk).generate_task(USER, response_length=12)
+            await context(tk).generate_task(USER, api_preset_name="tg", response_length=9)
+            with pytest.raises(GenerateTaskError) as refused:
+                await context(tk).generate_task(USER, response_length=0)
+        finally:
+            await tk.close()
+    assert [r.body["max_tokens"] for r in server.requests] == [12, 9]
+    assert refused.value.code == "invalid_input"
+    assert refused.value.details["field"] == "response_length"

@@ -53,9 +53,36 @@ async def facade(tmp_path: Path) -> AsyncIterator[Facade]:
 
 async def test_models_lists_characters_and_profiles(facade: Facade) -> None:
     models = [m.id async for m in facade.client.models.list()]
-    assert models == ["character/Mira", "profile/scripted"]
+    # the embedded model last: the connection a turn uses when no profile is selected
+    assert models == ["character/Mira", "profile/scripted", "profile/embedded"]
     one = await facade.client.models.retrieve("character/Mira")
     assert one.id == "character/Mira" and one.owned_by == "character"
+    embedded = await facade.client.models.retrieve("profile/embedded")
+    assert embedded.owned_by == "profile"
+
+
+async def test_a_stored_profile_named_embedded_is_the_one_listed(facade: Facade) -> None:
+    mine = ConnectionProfile(
+        name="embedded", source="openai", base_url=facade.upstream.base_url + "/v1", model="m9"
+    )
+    await facade.tk.store.put("connection_profile", mine, owner=facade.tk.owner)
+    models = [m.id async for m in facade.client.models.list()]
+    assert models == ["character/Mira", "profile/embedded", "profile/scripted"]
+    facade.upstream.script(Reply(text="Mine."))
+    reply = await facade.client.chat.completions.create(model="profile/embedded", messages=HELLO)
+    assert reply.choices[0].message.content == "Mine." and facade.sent()["model"] == "m9"
+
+
+async def test_a_characters_reply_is_capped_by_the_clients_max_tokens(facade: Facade) -> None:
+    facade.upstream.script(Reply(text="Short."), Reply(text="Also short."))
+    await facade.client.chat.completions.create(
+        model="character/Mira", messages=HELLO, max_tokens=7
+    )
+    assert facade.sent()["max_tokens"] == 7
+    await facade.client.chat.completions.create(
+        model="character/Mira", messages=HELLO, max_completion_tokens=5
+    )
+    assert facade.sent()["max_tokens"] == 5
 
 
 async def test_a_character_answers_with_its_card_persona_and_macros_server_side(
@@ -247,7 +274,8 @@ async def test_the_facade_needs_a_token_when_accounts_are_on(users: Users) -> No
         await anonymous.close()
         token = users.ann.headers["authorization"].removeprefix("Bearer ")
         ann = openai.AsyncOpenAI(base_url=users.server.url + "/v1", api_key=token, max_retries=0)
-        assert [m.id async for m in ann.models.list()] == ["character/Mira", "profile/scripted"]
+        models = [m.id async for m in ann.models.list()]
+        assert models == ["character/Mira", "profile/scripted", "profile/embedded"]
         reply = await ann.chat.completions.create(model="character/Mira", messages=HELLO)
         assert reply.choices[0].message.content == "Hi ann."
         await ann.close()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from importlib.resources import files
 from pathlib import Path
 from typing import Annotated
 
@@ -29,12 +28,11 @@ from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session
 from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
+from tavernkit.demo import DEMO_CHARACTER, add_demo_character
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
 
 __all__ = ["DEMO_CHARACTER", "chat_command", "ensure_character", "open_chat"]
-
-DEMO_CHARACTER = "Wren"
 
 
 async def ensure_character(tk: Tavern, name: str | None) -> str:
@@ -48,9 +46,7 @@ async def ensure_character(tk: Tavern, name: str | None) -> str:
     except NotFound:
         if wanted != DEMO_CHARACTER:
             raise
-    data = files("tavernkit.data").joinpath("wren.json").read_bytes()
-    await tk.library.import_bytes(data, source="wren.json")
-    return (await tk.store.get_record("character", DEMO_CHARACTER, owner=tk.owner)).info.id
+    return (await add_demo_character(tk)).id
 
 
 async def open_chat(

@@ -153,6 +153,8 @@ def serve_command(
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn
         warm_up=True,
+        # a fresh home gets the demo character (Wren), as the web UI's button adds it
+        demo_on_first_start=True,
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")

@@ -325,6 +325,7 @@ class TavernContext:
         function_call_options: Mapping[str, Any] | None = None,
         abort: AbortSignal | None = None,
         substitute_macros: bool = True,
+        response_length: int | None = None,
     ) -> TaskResult:
         """One LLM request with profile, preset, world info, envelope, tools or schema, and a
         normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises

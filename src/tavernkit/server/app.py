@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tavernkit.demo import add_demo_on_first_start
 from tavernkit.errors import CoordinationError, ServerConfigError
 from tavernkit.facade import Tavern
 from tavernkit.generation.keys import CooldownStore
@@ -141,6 +142,9 @@ def create_app(
             exit_stack.push_async_callback(hub.close)
             if hub.stops is not None:
                 await _listen_for_stops(hub, exit_stack)
+            if settings.demo_on_first_start and not settings.accounts:
+                # a fresh install has someone to talk to, in the UI and the facade alike
+                await add_demo_on_first_start(tk)
             rate = limiter or (shared.rate_limiter if shared else InMemoryRateLimiter())
             shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             accounts = Accounts(tk.store, settings, rate)

@@ -8,11 +8,13 @@ characters of that name) or ``profile/<name>``:
   with the character's card, the owner's persona and preset, world info scanned over those
   messages (``normal`` trigger) and macros, all server-side (:class:`CharacterContext` is the
   context of a character without a stored chat). The client's sampler fields do not apply:
-  the preset's do.
+  the preset's do, all but the reply's length (``max_tokens``, ``max_completion_tokens``).
 - a **connection profile**: a proxy. The messages go as they are (no envelope, world info or
   macros) through the profile with its key rotation and fallback chain; the client's sampler
   fields (``temperature``, ``max_tokens``, ``stop``...) and tools go with them, and no
-  preset's (what the client did not set, the upstream's defaults decide).
+  preset's (what the client did not set, the upstream's defaults decide). ``profile/embedded``
+  is the embedded offline model (the connection used when no profile is selected), listed
+  unless a stored profile has that name.
 
 Nothing is stored either way.
 """
@@ -30,6 +32,7 @@ from tavernkit.context import LoudChats, TavernContext
 from tavernkit.context.request_primitives import send_generation_request, send_streaming_request
 from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
+from tavernkit.generation.profiles import EMBEDDED_PROFILE
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.state import ChatState
 from tavernkit.runtime import Runtime
@@ -141,8 +144,16 @@ class CharacterContext(TavernContext):
         )
 
 
+def _embedded_model() -> FacadeModel:
+    """``profile/embedded``: the connection a turn uses when no profile is selected (the
+    embedded offline model), listed so that a fresh install has a model to proxy to."""
+    name = EMBEDDED_PROFILE.name
+    return FacadeModel(PROFILE_PREFIX + name, "profile", name, name, 0, EMBEDDED_PROFILE)
+
+
 async def list_models(tk: Tavern) -> list[FacadeModel]:
-    """The owner's characters, then connection profiles, each as a model id."""
+    """The owner's characters, then connection profiles, each as a model id; the embedded
+    model last, unless a stored profile has its name."""
     characters = await tk.store.list("character", owner=tk.owner)
     profiles = await tk.store.list("connection_profile", owner=tk.owner)
     counts: dict[str, int] = {}
@@ -164,6 +175,8 @@ async def list_models(tk: Tavern) -> list[FacadeModel]:
         )
         for info in profiles
     ]
+    if all(info.name != EMBEDDED_PROFILE.name for info in profiles):
+        models.append(_embedded_model())
     return models
 
 
@@ -187,6 +200,8 @@ async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
         try:
             shared = await tk.store.get_shared_record(store_kind, ref, owner=tk.owner)
         except NotFound:
+            if name == EMBEDDED_PROFILE.name:
+                return _embedded_model()
             raise missing from None
         profile = shared.model
         if not isinstance(profile, ConnectionProfile) or profile.name != name:
@@ -235,6 +250,10 @@ async def _character(
     if body.get("tools"):
         options["tools"] = body["tools"]
         options["tool_choice"] = body.get("tool_choice") or "auto"
+    # the client's cap on the reply holds (the preset's other samplers decide the rest)
+    cap = body.get("max_completion_tokens") or body.get("max_tokens")
+    if cap is not None:
+        options["response_length"] = cap
     if not stream:
         yield _task_completion(await ctx.generate_task(messages, **options))
         return

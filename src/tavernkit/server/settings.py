@@ -133,6 +133,10 @@ class ServerSettings:
     #: tokenizer, the embedded model) before listening; ``tavernkit serve`` sets it, an app
     #: made in a library user's process or a test loads them on first use
     warm_up: bool = False
+    #: on a first start (nothing stored yet) with accounts off, put the demo character in the
+    #: empty library (:func:`tavernkit.demo.add_demo_on_first_start`); ``tavernkit serve``
+    #: sets it, an app made in a library user's process or a test starts as it finds the home
+    demo_on_first_start: bool = False
 
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or

@@ -109,6 +109,9 @@ class TaskOptions:
     function_call_options: Mapping[str, Any] | FunctionCallOptions | None = None
     abort: AbortSignal | None = None
     substitute_macros: bool = True
+    #: the most tokens the reply may have (``None``: the preset's, or on a text API the
+    #: settings' ``amount_gen``), as ``generate_raw``'s ``response_length``
+    response_length: int | None = None
     # resolved by validate()
     tool_list: list[FunctionTool] = field(default_factory=list)
     call_options: FunctionCallOptions = field(default_factory=FunctionCallOptions)
@@ -129,6 +132,16 @@ class TaskOptions:
                 "invalid_input",
                 "tools and json_schema are mutually exclusive",
                 details={"field": "tools"},
+            )
+        if self.response_length is not None and (
+            isinstance(self.response_length, bool)
+            or not isinstance(self.response_length, int)
+            or self.response_length < 1
+        ):
+            raise GenerateTaskError(
+                "invalid_input",
+                f"response_length must be a positive whole number, not {self.response_length!r}",
+                details={"field": "response_length"},
             )
         if self.world_info_source not in _SOURCES:
             raise GenerateTaskError(

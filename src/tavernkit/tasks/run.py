@@ -198,7 +198,7 @@ class _Run:
             settings = self.state.settings.prompt
             sampling = sampling_from_textgen(
                 self.state.textgen_preset,
-                max_tokens=settings.amount_gen,
+                max_tokens=self.options.response_length or settings.amount_gen,
                 context_size=settings.max_context,
             )
             return TextPrompt(prompt, sampling=sampling, stop=tuple(stop), response_format=fmt)
@@ -208,7 +208,7 @@ class _Run:
             choice = self.choice.name if self.choice.mode == "named" else self.choice.mode
         return ChatPrompt(
             messages=tp.to_provider_messages(messages),
-            sampling=sampling_from_preset(self.preset),
+            sampling=sampling_from_preset(self.preset, max_tokens=self.options.response_length),
             tools=tuple(
                 ToolSpec(t.name, t.description, dict(t.parameters)) for t in self.options.tool_list
             )

@@ -63,6 +63,7 @@ class TaskBody(BaseModel):
     function_call_mode: str = Field("auto", max_length=40)
     function_call_options: Json | None = None
     substitute_macros: bool = True
+    response_length: int | None = Field(None, ge=1, le=1_000_000)
 
 
 class ToolCallBody(BaseModel):

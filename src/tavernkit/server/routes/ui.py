@@ -17,6 +17,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
+from tavernkit import demo
 from tavernkit.chat.inspect import inspection
 from tavernkit.chat.lore_test import lore_book, lore_rows, scan_lore_text
 from tavernkit.errors import EgressRefused, GenerateTaskError, NotFound
@@ -245,7 +246,5 @@ class DemoCharacter(BaseModel):
 async def add_demo_character(tk: UserTavern) -> DemoCharacter:
     """Import the bundled demo card (Wren, the lighthouse keeper, what ``tavernkit chat``
     starts with), unchanged when it is already there."""
-    data = (resources.files("tavernkit.data") / "wren.json").read_bytes()
-    found = await tk.library.import_bytes(data, source="wren.json")
-    card = next(r for r in found if r.kind == "character")
+    card = await demo.add_demo_character(tk)
     return DemoCharacter(id=card.id, name=card.name)
