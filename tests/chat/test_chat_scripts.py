@@ -11,7 +11,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
 
 from ._server import Reply
-from .conftest import World
+from .conftest import CARD, World
 
 
 async def _messages(world: World, chat_id: str) -> list[Message]:
@@ -163,3 +163,38 @@ async def test_a_quick_reply_file_imports_and_exports_as_sillytavern_writes_it(
     info = await world.chats.new_chat("Mira")
     outcome = await run_chat_script(world.chats, info.id, "/run Kit.Hi")
     assert outcome.pipe == "hi"
+
+
+async def test_scripts_reach_the_users_regex_scripts(world: World) -> None:
+    """``/send``, ``/sendas`` and ``/regex*`` on a stored chat run the user's global scripts and
+    the card's once it is allowed; a toggle is stored in the card."""
+    regex = world.tk.regex
+    await regex.add(
+        {"scriptName": "Colour", "findRegex": "/colour/g", "replaceString": "COLOR",
+         "placement": [1, 3], "markdownOnly": False, "promptOnly": False}
+    )  # fmt: skip
+    card = json.loads(json.dumps(CARD))
+    card["data"]["name"] = "Rhea"
+    card["data"]["extensions"]["regex_scripts"] = [
+        {"id": "c1", "scriptName": "Blade", "findRegex": "/sword/gi", "replaceString": "blade",
+         "trimStrings": [], "placement": [3], "markdownOnly": False, "promptOnly": False}
+    ]  # fmt: skip
+    await world.tk.library.import_bytes(json.dumps(card).encode(), source="rhea.json")
+    info = await world.chats.new_chat("Rhea")
+    script = "/send my colour | /sendas name=Rhea a colour sword | /regex name=blade sword"
+    first = await run_chat_script(world.chats, info.id, script)
+    assert first.error is None, first.error
+    assert first.pipe == "blade"  # /regex finds a card script even before it is allowed
+    texts = [m.mes for m in await _messages(world, info.id)]
+    assert texts[1:] == ["my COLOR", "a COLOR sword"]  # the card's script is not allowed yet
+    await regex.allow_character("Rhea")
+    second = await run_chat_script(
+        world.chats, info.id, "/sendas name=Rhea sword | /regex-toggle Blade | /regex-state Blade"
+    )
+    assert second.pipe == "false"
+    assert [t.message for t in second.toasts] == ["Regex script 'Blade' has been disabled."]
+    assert [m.mes for m in await _messages(world, info.id)][-1] == "blade"
+    assert (await regex.character_scripts("Rhea")).scripts[0].disabled is True
+    missing = await run_chat_script(world.chats, info.id, "/regex name=nope text")
+    assert missing.pipe == "text"
+    assert [t.message for t in missing.toasts] == ['Regex script "nope" not found.']

@@ -1,7 +1,8 @@
 """STscript on a stored chat: the script host that writes through to the store.
 
 :class:`StoredChatHost` loads one chat (its messages, ``chat_metadata``, the owner's global
-variables, quick-reply sets and bindings, the character and persona names) into a
+variables, quick-reply sets and bindings, the character and persona names, the regex scripts
+of the chat: global, allowed card-scoped and allowed preset ones) into a
 :class:`~tavernkit.stscript.host.ScriptHost` and stores every change as the script makes it:
 added, deleted and hidden messages at once, script injections and variables before each
 generation and at the end, quick-reply sets when a command changes them. Generations go
@@ -33,6 +34,9 @@ from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.from_chat_state import script_lists
+from tavernkit.regex import ScriptsBridge
+from tavernkit.regex_admin import RegexAdmin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.stscript import (
     Budget,
@@ -48,6 +52,7 @@ from tavernkit.stscript import (
 )
 from tavernkit.stscript.quick_replies import link_list, links_from_json
 from tavernkit.text.macros import MacroEnv, env_from_chat_state
+from tavernkit.text.regex_scripts import CommandResult
 from tavernkit.text.tokens import tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
 
@@ -121,6 +126,13 @@ class StoredChatHost(ScriptHost):
         self.env_factory = _env_factory
         model = state.profile.model if state.profile is not None else None
         self.count_tokens = tokenizer_for_model(model).count
+        self.regex = ScriptsBridge(script_lists(state), store_toggle=self._store_regex_toggle)
+
+    async def _store_regex_toggle(self, result: CommandResult) -> None:
+        """``/regex-toggle``: the change stored where the script lives."""
+        if self.state is not None:
+            service = self._service
+            await RegexAdmin(service.store, service.owner).store_toggle(result, self.state)
 
     async def _load_quick_replies(self) -> None:
         service = self._service
