@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.chat.service import ChatService
 from tavernkit.errors import NotFound, ScriptBudgetExceeded, ScriptError
 from tavernkit.models.chat import Message
@@ -241,7 +242,10 @@ class StoredChatHost(ScriptHost):
             case "quiet":
                 # as=char changes nothing stored in SillyTavern 1.18 (the goldens): the reply
                 # is only returned
-                outcome = await service.quiet(chat_id, request.prompt, quiet_name=request.name)
+                overrides = TurnOverrides(max_tokens=request.length, stop=request.stop or ())
+                outcome = await service.quiet(
+                    chat_id, request.prompt, quiet_name=request.name, overrides=overrides
+                )
                 text = outcome.text
             case "raw":
                 if self.raw is None:
@@ -252,6 +256,7 @@ class StoredChatHost(ScriptHost):
                     prefill=request.prefill,
                     instruct_override=not request.instruct,
                     response_length=request.length,
+                    stop=request.stop or (),
                 )
             case "send":
                 typed, self.input_text = self.input_text, ""

@@ -79,6 +79,9 @@ class RawOptions:
     api_preset_name: str = ""
     api_settings_override: Mapping[str, Any] | None = None
     abort: AbortSignal | None = None
+    #: stop strings added to the request's own (SillyTavern's ephemeral stopping strings:
+    #: a script's ``/genraw stop=[…]``)
+    stop: tuple[str, ...] = ()
 
 
 @dataclass
@@ -230,7 +233,7 @@ async def _raw_completion(
         folded = messages[:-1] if options.prefill else messages
         prompt, stop_list = tp.fold_messages(folded, pstate, substitute)
         prompt += options.prefill
-        stops = tuple(stop_list)
+        stops = tuple(stop_list) + tuple(x for x in options.stop if x not in stop_list)
         settings = state.settings.prompt
         sampling = sampling_from_textgen(
             state.textgen_preset,
@@ -242,9 +245,11 @@ async def _raw_completion(
         )
     else:
         sampling = sampling_from_preset(preset, max_tokens=options.response_length)
+        stops = tuple(options.stop)
         request = ChatPrompt(
             messages=tp.to_provider_messages(messages),
             sampling=sampling,
+            stop=stops,
             response_format=fmt if native else None,
         )
     completion = await _send_raw(services, connection, request, options.abort)
