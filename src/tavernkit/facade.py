@@ -20,7 +20,7 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import pluggy
@@ -301,10 +301,12 @@ class Tavern:
         *,
         admit: Callable[[], Awaitable[None]] | None = None,
         input_text: str = "",
+        mode: Literal["click", "run"] = "click",
     ) -> ScriptOutcome:
         """Click a Quick Reply button on a chat (the reply's id or label in ``set_name``), with
         ``input_text`` typed: a script runs as :meth:`run_script` does, a text is sent (or left
-        in the input box when the set has ``disableSend``)."""
+        in the input box when the set has ``disableSend``); ``mode="run"`` runs it as ``/run``
+        and automatic executions do."""
         context = self.context(chat_id)
         return await run_chat_quick_reply(
             self.chats,
@@ -314,6 +316,7 @@ class Tavern:
             raw=context.generate_raw,
             admit=admit,
             input_text=input_text,
+            mode=mode,
             registry=self.runtime.script_commands,
         )
 

@@ -130,6 +130,24 @@ class QuickReplyBindings:
                 out.append(BarSet(scope, link.visible, qr_set))
         return out
 
+    async def linked(
+        self, chat_id: str, bar: Sequence[BarSet] | None = None
+    ) -> list[QuickReplySet]:
+        """The sets the bar's replies open as context menus (their ``contextList``), that
+        exist and are not on the bar already."""
+        library = await self.library(chat_id)
+        shown = bar if bar is not None else await self.bar(chat_id)
+        names = {item.set.name for item in shown}
+        out: list[QuickReplySet] = []
+        for item in shown:
+            for reply in item.set.qr_list:
+                for link in reply.context_list:
+                    found = library.get(link.set)
+                    if found is not None and found.name not in names:
+                        names.add(found.name)
+                        out.append(found)
+        return out
+
     async def _existing(self, names: Sequence[str]) -> None:
         known = {s.name for s in await stored_sets(self.store, self.owner)}
         for index, name in enumerate(names):

@@ -92,14 +92,14 @@ async def test_quick_reply_sets_are_stored_and_bound(world: World) -> None:
     stored_set = QuickReplySet.model_validate(record.data)
     assert [(q.label, q.message, q.id) for q in stored_set.qr_list] == [("Roll", "/pass rolled", 2)]
     settings = await world.tk.settings()
-    assert settings.selections.quick_reply_sets == ["Tools"]
+    assert settings.selections.quick_reply_sets == ["Default", "Tools"]  # a fresh profile: Default
     chat = await world.tk.store.load_chat(info.id, owner=world.tk.owner)
     assert chat.header["chat_metadata"]["quickReply"] == {
         "setList": [{"set": "Tools", "isVisible": True}]
     }
     # a later script sees the set and its bindings
     again = await run_chat_script(world.chats, info.id, "/qr-set-list global")
-    assert again.pipe == '["Tools"]'
+    assert again.pipe == '["Default","Tools"]'
 
 
 async def test_script_injections_stay_in_the_chat_and_reach_the_prompt(world: World) -> None:

@@ -117,3 +117,25 @@ async def test_a_click_runs_a_script_sends_a_text_or_fills_the_box(site: Site) -
     assert missing.json()["error"]["type"] == "NotFound"
     neither = await client.post(url, json={"set": "Scene"})
     assert neither.status_code == 422
+
+
+async def test_context_menu_sets_come_with_the_bar_and_auto_runs_without_the_input(
+    site: Site,
+) -> None:
+    chat = await _stock(site)
+    client = site.client
+    menu = qr_set("Everywhere", ("Wave", "/echo waved"))
+    menu["qrList"][0]["contextList"] = [{"set": "Drafts", "isChained": False}]
+    await client.put("/quick-replies/Everywhere", json=menu)
+    body = (await client.get(f"/chats/{chat}/quick-replies")).json()
+    assert [s["name"] for s in body["sets"]] == ["Everywhere"]
+    assert [s["name"] for s in body["linked"]] == ["Drafts"]
+    await client.put(f"/chats/{chat}/quick-replies", json={"sets": [{"set": "Scene"}]})
+    site.upstream.script(Reply(text="Dust."))
+    auto = await client.post(
+        f"/chats/{chat}/quick-replies/click",
+        json={"set": "Scene", "label": "Look", "input": "Quietly,", "auto": True},
+    )
+    assert auto.status_code == 200, auto.text
+    stored = await site.tk.chats.load(chat)
+    assert [m.data["mes"] for m in stored.messages][-2:] == ["I look around. ", "Dust."]

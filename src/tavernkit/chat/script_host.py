@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.chat.service import ChatService
@@ -388,12 +388,15 @@ async def run_chat_quick_reply(
     input_text: str = "",
     registry: CommandRegistry | None = None,
     budget: Budget | None = None,
+    mode: Literal["click", "run"] = "click",
 ) -> ScriptOutcome:
     """Click the quick reply ``reply`` (its id, or its label) of the set ``set_name`` on a
     stored chat, with ``input_text`` typed, as SillyTavern's button does
     (:meth:`ScriptRunner.run_quick_reply`): a script runs (its errors as toasts), a text is
     sent as the user's message unless the set has ``disableSend``, when it is left in the
-    input box (``input`` of the outcome). An unknown set or reply is :class:`NotFound`."""
+    input box (``input`` of the outcome). ``mode="run"``: as ``/run`` and automatic
+    executions run it (the input is not joined). An unknown set or reply is
+    :class:`NotFound`."""
     host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
     qr_set = host.quick_replies.get(set_name)
     found = qr_set.find(reply) if qr_set is not None else None
@@ -402,7 +405,7 @@ async def run_chat_quick_reply(
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
 
     async def run() -> str:
-        return str(await runner.run_quick_reply(qr_set, found, mode="click") or "")
+        return str(await runner.run_quick_reply(qr_set, found, mode=mode) or "")
 
     return await _outcome(host, run)
 

@@ -1,24 +1,26 @@
 """The quick-reply bar of a chat, binding Quick Reply sets to a chat or a character, and
 clicking a button.
 
-- ``GET /chats/{chat_id}/quick-replies``: ``{"sets": [...]}``, the sets bound globally, to the
-  chat and to its character, in that order, each SillyTavern's set object with ``scope``
-  (``global``/``chat``/``character``) and ``visible``;
+- ``GET /chats/{chat_id}/quick-replies``: ``{"sets": [...], "linked": [...]}``, the sets bound
+  globally, to the chat and to its character, in that order, each SillyTavern's set object with
+  ``scope`` (``global``/``chat``/``character``) and ``visible``; ``linked``: the other sets
+  their replies' context menus (``contextList``) open;
 - ``PUT /chats/{chat_id}/quick-replies`` ``{"sets": [{"set", "isVisible"}]}``: the chat's list
   (SillyTavern's ``chat_metadata.quickReply``), answered as it is now;
 - ``GET``/``PUT /characters/{ref}/quick-replies`` ``{"sets": ["name", ...]}``: the
   character's list (kept in its card);
-- ``POST /chats/{chat_id}/quick-replies/click`` ``{"set", "id" | "label", "input"}``: the
-  button, as SillyTavern's: a script runs (answered as ``POST /chats/{id}/script`` is), a text
-  is sent as the user's message, or left in the input box (``input``) when the set has
-  ``disableSend``. A click counts against the user's turn rate for each generation it starts.
+- ``POST /chats/{chat_id}/quick-replies/click`` ``{"set", "id" | "label", "input", "auto"}``:
+  the button, as SillyTavern's: a script runs (answered as ``POST /chats/{id}/script`` is), a
+  text is sent as the user's message, or left in the input box (``input``) when the set has
+  ``disableSend``; ``auto`` runs it as an automatic execution does. Each generation a click
+  starts counts against the user's turn rate.
 
 Sets themselves (create, import, export, delete) are documents: ``/quick-replies/{name}``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -64,6 +66,8 @@ class ClickBody(BaseModel):
     label: str | None = Field(None, max_length=1000)
     #: what the input box holds (joined to the reply when the set has ``injectInput``)
     input: str = Field("", max_length=100_000)
+    #: run as an automatic execution does (``/run``'s way: no input joined) instead of a click
+    auto: bool = False
 
     @model_validator(mode="after")
     def _one_reply(self) -> ClickBody:
@@ -78,9 +82,14 @@ def _bindings(tk: Any) -> QuickReplyBindings:
 
 @router.get("/chats/{chat_id}/quick-replies")
 async def chat_bar(chat_id: str, tk: UserTavern) -> dict[str, Any]:
-    """The sets on the chat's quick-reply bar."""
-    bar = await _bindings(tk).bar(chat_id)
-    return {"sets": [item.to_json() for item in bar]}
+    """The sets on the chat's quick-reply bar, and those its context menus open."""
+    bindings = _bindings(tk)
+    bar = await bindings.bar(chat_id)
+    linked = await bindings.linked(chat_id, bar)
+    return {
+        "sets": [item.to_json() for item in bar],
+        "linked": [qr_set.st_json() for qr_set in linked],
+    }
 
 
 @router.put("/chats/{chat_id}/quick-replies")
@@ -113,5 +122,8 @@ async def click(
         await state.admit_turn(principal)
 
     reply: int | str = body.id if body.id is not None else str(body.label)
-    outcome = await tk.run_quick_reply(chat_id, body.set, reply, admit=admit, input_text=body.input)
+    mode: Literal["click", "run"] = "run" if body.auto else "click"
+    outcome = await tk.run_quick_reply(
+        chat_id, body.set, reply, admit=admit, input_text=body.input, mode=mode
+    )
     return outcome.to_json()
