@@ -245,10 +245,12 @@ export async function showChat(view, chatId, at = null) {
   // show as alerts, the messages it changed by reloading the log. A failed script's text comes
   // back into the composer to be fixed; a script that set the input box (/setinput) fills it.
   async function runScript(text) {
-    await scriptDone(() => api("POST", `${base}/script`, { script: text }), text);
+    await scriptDone(() => api("POST", `${base}/script`, { script: text }), text, true);
   }
 
-  async function scriptDone(call, text) {
+  // `text`: the script typed (back into the composer when it fails); `showPipe`: show its
+  // result (a typed script's; a quick reply's, as in SillyTavern, is not shown)
+  async function scriptDone(call, text, showPipe) {
     try {
       const out = await call();
       for (const toast of out.toasts) {
@@ -259,7 +261,7 @@ export async function showChat(view, chatId, at = null) {
         const { name, message, line, column } = out.error;
         alerts.show(`${name}: ${message} (line ${line + 1}, column ${column + 1})`);
         if (text) composer.setText(text);
-      } else if (out.pipe) {
+      } else if (out.pipe && showPipe) {
         alerts.show(out.pipe, { info: true });
       }
       if (!out.error && out.input) composer.setText(out.input);
@@ -302,7 +304,7 @@ export async function showChat(view, chatId, at = null) {
       return send(text);
     }
     const body = { set: set.name, id: reply.id, input: auto ? "" : typed, auto };
-    return scriptDone(() => api("POST", `${base}/quick-replies/click`, body), "");
+    return scriptDone(() => api("POST", `${base}/quick-replies/click`, body), "", false);
   }
 
   // The replies flagged to run on their own: when the chat opens (executeOnChatChange), after
