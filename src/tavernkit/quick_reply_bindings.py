@@ -19,7 +19,7 @@ chat's and the character's lists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +130,26 @@ class QuickReplyBindings:
                 out.append(BarSet(scope, link.visible, qr_set))
         return out
 
+    async def bindings(self, chat_id: str) -> dict[str, list[str]]:
+        """Every set's name (``sets``) and the three lists (``global``, ``chat``,
+        ``character``) of a chat, by name."""
+        library = await self.library(chat_id)
+        return {
+            "sets": [s.name for s in library.sets],
+            "global": [link.name for link in library.global_links],
+            "chat": [link.name for link in library.chat_links],
+            "character": [link.name for link in library.character_links],
+        }
+
+    async def bind_global(self, names: Sequence[str]) -> list[str]:
+        """Make ``names`` the global list (every chat's bar)."""
+        await self._existing(names)
+        settings = await self.store.get_settings(owner=self.owner)
+        value = settings if isinstance(settings, Settings) else Settings()
+        value.selections.quick_reply_sets = list(names)
+        await self.store.put_settings(value, owner=self.owner)
+        return list(names)
+
     async def linked(
         self, chat_id: str, bar: Sequence[BarSet] | None = None
     ) -> list[QuickReplySet]:
@@ -148,8 +168,9 @@ class QuickReplyBindings:
                         out.append(found)
         return out
 
-    async def _existing(self, names: Sequence[str]) -> None:
-        known = {s.name for s in await stored_sets(self.store, self.owner)}
+    async def _existing(self, names: Sequence[str], also: Iterable[str] = ()) -> None:
+        """Every name a stored set's (or one of ``also``); a 422 naming the first that is not."""
+        known = {s.name for s in await stored_sets(self.store, self.owner)} | set(also)
         for index, name in enumerate(names):
             if name not in known:
                 raise FormatError(f"no Quick Reply set named {name!r}", field=f"sets[{index}]")
@@ -169,13 +190,19 @@ class QuickReplyBindings:
         return [link.name for link in card_set_links(QuickReplyLibrary(), card.data.extensions)]
 
     async def bind_character(self, character: str, names: Sequence[str]) -> list[str]:
-        """Make ``names`` the character's list (kept in its card, so an export carries it)."""
-        await self._existing(names)
+        """Make ``names`` the character's list (kept in its card, so an export carries it); a
+        set the card carries whole stays in it."""
         record = await self.store.get_record("character", character, owner=self.owner)
         data = dict(record.data)
         inner = dict(data.get("data") or {})
         extensions = dict(inner.get("extensions") or {})
-        extensions[CARD_KEY] = list(names)
+        carried = {
+            item["name"]: item
+            for item in extensions.get(CARD_KEY) or []
+            if isinstance(item, Mapping) and isinstance(item.get("name"), str)
+        }
+        await self._existing(names, also=carried)
+        extensions[CARD_KEY] = [carried.get(name, name) for name in names]
         inner["extensions"] = extensions
         data["data"] = inner
         await self.store.put(

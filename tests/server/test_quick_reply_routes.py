@@ -139,3 +139,43 @@ async def test_context_menu_sets_come_with_the_bar_and_auto_runs_without_the_inp
     assert auto.status_code == 200, auto.text
     stored = await site.tk.chats.load(chat)
     assert [m.data["mes"] for m in stored.messages][-2:] == ["I look around. ", "Dust."]
+
+
+async def test_the_global_list_and_a_chats_bindings_by_name(site: Site) -> None:
+    chat = await _stock(site)
+    client = site.client
+    response = await client.put("/settings/quick-replies", json={"sets": ["Scene", "Drafts"]})
+    assert response.json() == {"sets": ["Scene", "Drafts"]}
+    await client.put(f"/chats/{chat}/quick-replies", json={"sets": [{"set": "Everywhere"}]})
+    body = (await client.get(f"/chats/{chat}/quick-replies")).json()
+    assert body["bindings"] == {
+        "sets": ["Drafts", "Everywhere", "Scene"],
+        "global": ["Scene", "Drafts"],
+        "chat": ["Everywhere"],
+        "character": [],
+    }
+    assert [s["name"] for s in body["sets"]] == ["Scene", "Drafts", "Everywhere"]
+    refused = await client.put("/settings/quick-replies", json={"sets": ["Scene", "Gone"]})
+    assert refused.status_code == 422 and refused.json()["error"]["field"] == "sets[1]"
+
+
+async def test_binding_sets_to_a_character_keeps_the_sets_its_card_carries(site: Site) -> None:
+    await _stock(site)
+    card = {
+        "spec": "chara_card_v2",
+        "spec_version": "2.0",
+        "data": {
+            "name": "Rhea",
+            "first_mes": "Hi.",
+            "extensions": {"quick_reply_sets": [qr_set("Rhea's", ("Roll", "/pass rolled"))]},
+        },
+    }
+    await site.tk.library.import_bytes(json.dumps(card).encode(), source="rhea.json")
+    bound = await site.client.put(
+        "/characters/Rhea/quick-replies", json={"sets": ["Rhea's", "Scene"]}
+    )
+    assert bound.status_code == 200, bound.text
+    record = await site.tk.store.get_record("character", "Rhea", owner=site.tk.owner)
+    kept = record.data["data"]["extensions"]["quick_reply_sets"]
+    assert kept[0]["name"] == "Rhea's" and kept[0]["qrList"][0]["label"] == "Roll"
+    assert kept[1] == "Scene"

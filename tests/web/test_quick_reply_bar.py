@@ -2,7 +2,7 @@
 character side by side; a button that runs a script, one that sends its text joined to what is
 typed (injectInput), one that only fills the box (disableSend), a context menu of a linked
 set, and replies that run on their own when the chat opens and after a reply; the phone
-layout."""
+layout; binding sets in the chat's side panel."""
 
 from __future__ import annotations
 
@@ -122,6 +122,20 @@ def test_the_bar_runs_scripts_sends_fills_the_box_and_opens_menus(page: Page, si
     menu.get_by_role("menuitem", name="Smile").click()
     expect(menu).to_be_hidden()
     expect(page.locator(".alerts").get_by_text("smiled")).to_be_visible()
+
+    # the side panel binds sets: Scene off this chat, Moods on everywhere
+    side = page.get_by_role("complementary", name="Chat tools")
+    side.get_by_text("Quick reply sets", exact=True).click()
+    side.get_by_role("group", name="Scene").get_by_label("This chat").uncheck()
+    expect(bar.get_by_role("group", name="Scene")).to_have_count(0)
+    side.get_by_role("group", name="Moods").get_by_label("Everywhere").check()
+    expect(bar.get_by_role("group", name="Moods")).to_be_visible()
+    expect(side.get_by_role("group", name="Mira's").get_by_label("Mira")).to_be_checked()
+    screenshot(page, "quick-reply-sets-panel")
+    settings = site.call(site.tk.settings())
+    assert settings.selections.quick_reply_sets == ["Everywhere", "Moods"]
+    stored = site.call(site.tk.store.load_chat(chat, owner=site.tk.owner))
+    assert stored.header["chat_metadata"]["quickReply"] == {"setList": []}
 
 
 def test_the_bar_on_a_phone(browser: Browser, site: Site) -> None:

@@ -1,10 +1,12 @@
 """The quick-reply bar of a chat, binding Quick Reply sets to a chat or a character, and
 clicking a button.
 
-- ``GET /chats/{chat_id}/quick-replies``: ``{"sets": [...], "linked": [...]}``, the sets bound
-  globally, to the chat and to its character, in that order, each SillyTavern's set object with
-  ``scope`` (``global``/``chat``/``character``) and ``visible``; ``linked``: the other sets
-  their replies' context menus (``contextList``) open;
+- ``GET /chats/{chat_id}/quick-replies``: ``{"sets": [...], "linked": [...], "bindings"}``,
+  the sets bound globally, to the chat and to its character, in that order, each SillyTavern's
+  set object with ``scope`` (``global``/``chat``/``character``) and ``visible``; ``linked``:
+  the other sets their replies' context menus (``contextList``) open; ``bindings``: every
+  set's name (``sets``) and the ``global``, ``chat`` and ``character`` lists by name;
+- ``PUT /settings/quick-replies`` ``{"sets": ["name", ...]}``: the global list;
 - ``PUT /chats/{chat_id}/quick-replies`` ``{"sets": [{"set", "isVisible"}]}``: the chat's list
   (SillyTavern's ``chat_metadata.quickReply``), answered as it is now;
 - ``GET``/``PUT /characters/{ref}/quick-replies`` ``{"sets": ["name", ...]}``: the
@@ -89,6 +91,7 @@ async def chat_bar(chat_id: str, tk: UserTavern) -> dict[str, Any]:
     return {
         "sets": [item.to_json() for item in bar],
         "linked": [qr_set.st_json() for qr_set in linked],
+        "bindings": await bindings.bindings(chat_id),
     }
 
 
@@ -98,6 +101,12 @@ async def bind_chat(chat_id: str, body: ChatSetsBody, tk: UserTavern) -> dict[st
     links = [SetLink(link.set, link.is_visible) for link in body.sets]
     bound = await _bindings(tk).bind_chat(chat_id, links)
     return {"sets": [link.st_json() for link in bound]}
+
+
+@router.put("/settings/quick-replies")
+async def bind_global(body: CharacterSetsBody, tk: UserTavern) -> dict[str, Any]:
+    """Bind sets globally (the whole list, in order: every chat's bar)."""
+    return {"sets": await _bindings(tk).bind_global(body.sets)}
 
 
 @router.get("/characters/{ref}/quick-replies")

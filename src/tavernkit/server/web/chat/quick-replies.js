@@ -92,12 +92,14 @@ export function createQuickReplies(base, onClick) {
 
   return {
     node: bar,
-    // (Re)read the chat's sets: after a script that may have changed them.
+    // (Re)read the chat's sets (after a script that may have changed them); answers the
+    // server's reply (its `bindings` feed the side panel).
     async load() {
       const out = await api("GET", `${base}/quick-replies`);
       sets = out.sets || [];
       linked = out.linked || [];
       draw();
+      return out;
     },
     // [set, reply] of the first shown reply with that label (`/qr LABEL`), else null
     find(label) {

@@ -18,6 +18,7 @@ import { openGroup } from "./group.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
+import { createQuickReplyBindings } from "./qr-bindings.js";
 import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 
@@ -314,9 +315,11 @@ export async function showChat(view, chatId, at = null) {
   }
 
   const quickReplies = createQuickReplies(base, (set, reply) => runReply(set, reply));
+  const quickReplySets = createQuickReplyBindings(chat, base, () => loadQuickReplies());
+  side.node.append(quickReplySets.node);
   async function loadQuickReplies() {
     try {
-      await quickReplies.load();
+      quickReplySets.update((await quickReplies.load()).bindings);
     } catch (error) {
       fail(error, loadQuickReplies);
     }
