@@ -11,7 +11,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
 
 from ._server import Reply
-from .conftest import CARD, World
+from .conftest import CARD, World, use_profile
 
 
 async def _messages(world: World, chat_id: str) -> list[Message]:
@@ -198,3 +198,18 @@ async def test_scripts_reach_the_users_regex_scripts(world: World) -> None:
     missing = await run_chat_script(world.chats, info.id, "/regex name=nope text")
     assert missing.pipe == "text"
     assert [t.message for t in missing.toasts] == ['Regex script "nope" not found.']
+
+
+async def test_gen_length_and_stop_on_a_text_completion_model(world: World) -> None:
+    """On a text API ``stop=[…]`` joins the request's own stop strings (names, instruct
+    sequences) once each, and ``length=`` is the reply's length."""
+    await use_profile(world, "textgen", api="text", model="tg-1")
+    world.server.script(Reply(text="A heron."))
+    info = await world.chats.new_chat("Mira")
+    outcome = await run_chat_script(
+        world.chats, info.id, '/gen length=12 stop=["##", "\\nAda:"] Name a bird.'
+    )
+    assert outcome.error is None and outcome.pipe == "A heron."
+    body = world.server.requests[-1].body
+    assert body["max_tokens"] == 12
+    assert body["stop"][-1] == "##" and body["stop"].count("\nAda:") == 1
