@@ -5,12 +5,17 @@ card's own sets included), binding them through the API, and a button click as S
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from chat._server import Reply
+from chat._server import HangingServer, Reply
+from chat.conftest import stock_world
 from tavernkit.models.settings import Settings
+from tavernkit.server.settings import RateLimit
 
+from ._live import live_server
 from ._site import Site, site
+from .conftest import settings
 
 __all__ = ["site"]  # the fixture, used by name
 
@@ -179,3 +184,22 @@ async def test_binding_sets_to_a_character_keeps_the_sets_its_card_carries(site:
     kept = record.data["data"]["extensions"]["quick_reply_sets"]
     assert kept[0]["name"] == "Rhea's" and kept[0]["qrList"][0]["label"] == "Roll"
     assert kept[1] == "Scene"
+
+
+async def test_a_click_that_generates_counts_against_the_turn_rate(tmp_path: Path) -> None:
+    conf = settings(tmp_path / "home", turn_rate=RateLimit(1, 60.0))
+    async with HangingServer() as upstream, live_server(conf) as server:
+        tk = server.state.tavern
+        await stock_world(tk, upstream.base_url)
+        upstream.script(Reply(text="One."), Reply(text="Two."))
+        chat = (await tk.chats.new_chat("Mira")).id
+        async with server.client() as client:
+            made = await client.post("/quick-replies", json=qr_set("Go", ("Ask", "Well?")))
+            assert made.status_code == 201, made.text
+            await client.put(f"/chats/{chat}/quick-replies", json={"sets": [{"set": "Go"}]})
+            url = f"/chats/{chat}/quick-replies/click"
+            first = await client.post(url, json={"set": "Go", "label": "Ask"})
+            second = await client.post(url, json={"set": "Go", "label": "Ask"})
+    assert first.status_code == 200, first.text
+    assert second.status_code == 429, second.text
+    assert len(upstream.requests) == 1
