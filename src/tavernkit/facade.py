@@ -20,14 +20,14 @@ import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import pluggy
 
 from tavernkit.assist.summary import summarize
 from tavernkit.chat.prepare import turn_tokenizer
-from tavernkit.chat.script_host import ScriptOutcome, run_chat_script
+from tavernkit.chat.script_host import ScriptOutcome, run_chat_quick_reply, run_chat_script
 from tavernkit.chat.service import ChatService
 from tavernkit.context import TavernContext
 from tavernkit.errors import StoreError, TavernKitError
@@ -290,6 +290,33 @@ class Tavern:
             raw=context.generate_raw,
             admit=admit,
             input_text=input_text,
+            registry=self.runtime.script_commands,
+        )
+
+    async def run_quick_reply(
+        self,
+        chat_id: str,
+        set_name: str,
+        reply: int | str,
+        *,
+        admit: Callable[[], Awaitable[None]] | None = None,
+        input_text: str = "",
+        mode: Literal["click", "run"] = "click",
+    ) -> ScriptOutcome:
+        """Click a Quick Reply button on a chat (the reply's id or label in ``set_name``), with
+        ``input_text`` typed: a script runs as :meth:`run_script` does, a text is sent (or left
+        in the input box when the set has ``disableSend``); ``mode="run"`` runs it as ``/run``
+        and automatic executions do."""
+        context = self.context(chat_id)
+        return await run_chat_quick_reply(
+            self.chats,
+            chat_id,
+            set_name,
+            reply,
+            raw=context.generate_raw,
+            admit=admit,
+            input_text=input_text,
+            mode=mode,
             registry=self.runtime.script_commands,
         )
 

@@ -38,9 +38,10 @@ from tavernkit.models.regex_script import (
     parse_import,
     script_from_editor,
 )
+from tavernkit.models.samplers import TextGenSettings
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.from_chat_state import script_lists
+from tavernkit.prompt.from_chat_state import main_api_of, script_lists
 from tavernkit.prompt.pipeline import begin
 from tavernkit.prompt.regex import regex_macros
 from tavernkit.store.chat_state import load_chat_state
@@ -64,6 +65,13 @@ __all__ = ["CardScripts", "RegexAdmin", "TestResult"]
 _LOCKS: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
 Command = Literal["regex", "regex-state", "regex-toggle"]
+
+#: the records that hold embedded scripts, by store kind
+_MODELS: dict[str, type[Card] | type[ChatCompletionPreset] | type[TextGenSettings]] = {
+    "character": Card,
+    "chat_preset": ChatCompletionPreset,
+    "textgen_preset": TextGenSettings,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,14 +298,16 @@ class RegexAdmin:
             return regex_state(lists, script or "")
         result = regex_toggle(lists, script or "", state=state, quiet=quiet)
         if result.changed is not None:
-            await self._store_toggle(result, chat_state.character_id, chat_state.chat_preset_id)
+            await self.store_toggle(result, chat_state)
         return result
 
-    async def _store_toggle(
-        self, result: CommandResult, character_id: str | None, preset_id: str | None
-    ) -> None:
+    async def store_toggle(self, result: CommandResult, state: ChatState) -> None:
+        """Store a ``/regex-toggle``'s change where the script lives: the global list, the
+        card of ``state``'s character or its current preset (the chat preset on a chat
+        completion API, the text-generation preset on a text one)."""
         changed, index = result.changed, result.index
-        assert changed is not None and index is not None
+        if changed is None or index is None:
+            return
         if result.scope == "global":
 
             def change(regex: RegexSettings) -> None:
@@ -305,8 +315,14 @@ class RegexAdmin:
 
             await self._edit(change)
             return
-        kind = "character" if result.scope == "scoped" else "chat_preset"
-        ref = character_id if result.scope == "scoped" else preset_id
+        chat_api = main_api_of(state) == "openai"
+        kind, ref = (
+            ("character", state.character_id)
+            if result.scope == "scoped"
+            else ("chat_preset", state.chat_preset_id)
+            if chat_api
+            else ("textgen_preset", state.textgen_preset_id)
+        )
         if ref is None:
             return
         record = await self.store.get_record(kind, ref, owner=self.owner)
@@ -320,10 +336,9 @@ class RegexAdmin:
             scripts[index] = changed.to_wire()
             extensions["regex_scripts"] = scripts
             holder["extensions"] = extensions
-            model = Card if kind == "character" else ChatCompletionPreset
             await self.store.put(
                 kind,
-                model.model_validate(data),
+                _MODELS[kind].model_validate(data),
                 owner=self.owner,
                 name=record.info.name,
                 id=record.info.id,

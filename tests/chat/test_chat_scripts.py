@@ -11,7 +11,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
 
 from ._server import Reply
-from .conftest import World
+from .conftest import CARD, World, use_profile
 
 
 async def _messages(world: World, chat_id: str) -> list[Message]:
@@ -92,14 +92,14 @@ async def test_quick_reply_sets_are_stored_and_bound(world: World) -> None:
     stored_set = QuickReplySet.model_validate(record.data)
     assert [(q.label, q.message, q.id) for q in stored_set.qr_list] == [("Roll", "/pass rolled", 2)]
     settings = await world.tk.settings()
-    assert settings.selections.quick_reply_sets == ["Tools"]
+    assert settings.selections.quick_reply_sets == ["Default", "Tools"]  # a fresh profile: Default
     chat = await world.tk.store.load_chat(info.id, owner=world.tk.owner)
     assert chat.header["chat_metadata"]["quickReply"] == {
         "setList": [{"set": "Tools", "isVisible": True}]
     }
     # a later script sees the set and its bindings
     again = await run_chat_script(world.chats, info.id, "/qr-set-list global")
-    assert again.pipe == '["Tools"]'
+    assert again.pipe == '["Default","Tools"]'
 
 
 async def test_script_injections_stay_in_the_chat_and_reach_the_prompt(world: World) -> None:
@@ -163,3 +163,53 @@ async def test_a_quick_reply_file_imports_and_exports_as_sillytavern_writes_it(
     info = await world.chats.new_chat("Mira")
     outcome = await run_chat_script(world.chats, info.id, "/run Kit.Hi")
     assert outcome.pipe == "hi"
+
+
+async def test_scripts_reach_the_users_regex_scripts(world: World) -> None:
+    """``/send``, ``/sendas`` and ``/regex*`` on a stored chat run the user's global scripts and
+    the card's once it is allowed; a toggle is stored in the card."""
+    regex = world.tk.regex
+    await regex.add(
+        {"scriptName": "Colour", "findRegex": "/colour/g", "replaceString": "COLOR",
+         "placement": [1, 3], "markdownOnly": False, "promptOnly": False}
+    )  # fmt: skip
+    card = json.loads(json.dumps(CARD))
+    card["data"]["name"] = "Rhea"
+    card["data"]["extensions"]["regex_scripts"] = [
+        {"id": "c1", "scriptName": "Blade", "findRegex": "/sword/gi", "replaceString": "blade",
+         "trimStrings": [], "placement": [3], "markdownOnly": False, "promptOnly": False}
+    ]  # fmt: skip
+    await world.tk.library.import_bytes(json.dumps(card).encode(), source="rhea.json")
+    info = await world.chats.new_chat("Rhea")
+    script = "/send my colour | /sendas name=Rhea a colour sword | /regex name=blade sword"
+    first = await run_chat_script(world.chats, info.id, script)
+    assert first.error is None, first.error
+    assert first.pipe == "blade"  # /regex finds a card script even before it is allowed
+    texts = [m.mes for m in await _messages(world, info.id)]
+    assert texts[1:] == ["my COLOR", "a COLOR sword"]  # the card's script is not allowed yet
+    await regex.allow_character("Rhea")
+    second = await run_chat_script(
+        world.chats, info.id, "/sendas name=Rhea sword | /regex-toggle Blade | /regex-state Blade"
+    )
+    assert second.pipe == "false"
+    assert [t.message for t in second.toasts] == ["Regex script 'Blade' has been disabled."]
+    assert [m.mes for m in await _messages(world, info.id)][-1] == "blade"
+    assert (await regex.character_scripts("Rhea")).scripts[0].disabled is True
+    missing = await run_chat_script(world.chats, info.id, "/regex name=nope text")
+    assert missing.pipe == "text"
+    assert [t.message for t in missing.toasts] == ['Regex script "nope" not found.']
+
+
+async def test_gen_length_and_stop_on_a_text_completion_model(world: World) -> None:
+    """On a text API ``stop=[…]`` joins the request's own stop strings (names, instruct
+    sequences) once each, and ``length=`` is the reply's length."""
+    await use_profile(world, "textgen", api="text", model="tg-1")
+    world.server.script(Reply(text="A heron."))
+    info = await world.chats.new_chat("Mira")
+    outcome = await run_chat_script(
+        world.chats, info.id, '/gen length=12 stop=["##", "\\nAda:"] Name a bird.'
+    )
+    assert outcome.error is None and outcome.pipe == "A heron."
+    body = world.server.requests[-1].body
+    assert body["max_tokens"] == 12
+    assert body["stop"][-1] == "##" and body["stop"].count("\nAda:") == 1

@@ -182,3 +182,32 @@ def test_quick_replies_send_saved_text_or_run_commands(home: Path, server: Threa
     bad = cli("chat", "Mira", input="/qr add\n/qr remove\n/qr two words\n/quit\n")
     usage = [line for line in bad.stderr.splitlines() if line.startswith("usage: /qr")]
     assert len(usage) == 3, bad.stderr
+
+
+def test_qr_reaches_the_sets_bound_to_the_chat(
+    home: Path, server: ThreadServer, tmp_path: Path
+) -> None:
+    """``/qr LABEL`` finds a reply in every set on the chat's bar, not only ``Default``: here
+    one imported from SillyTavern's JSON and bound to the chat by an STscript line."""
+    scene = {
+        "version": 2,
+        "name": "Scene",
+        "disableSend": False,
+        "placeBeforeInput": False,
+        "injectInput": False,
+        "color": "transparent",
+        "onlyBorderColor": False,
+        "qrList": [
+            {"id": 1, "label": "look", "message": "/setvar key=looked yes | /echo looked around"}
+        ],
+        "idIndex": 1,
+    }
+    path = tmp_path / "Scene.json"
+    path.write_text(json.dumps(scene), encoding="utf-8")
+    assert cli("import", str(path)).exit_code == 0
+    script = ["/qr look", "/qr-chat-set-on Scene", "/qr", "/qr look", "/quit"]
+    result = cli("chat", "Mira", input="\n".join(script) + "\n")
+    assert result.exit_code == 0, result.output
+    assert "error: no quick reply 'look' (/qr lists them)" in result.stderr  # not bound yet
+    assert "look /setvar key=looked yes | /echo looked around" in result.stdout
+    assert "\n→ looked around\n" in result.stdout  # run: its toast and pipe

@@ -56,3 +56,31 @@ async def test_generations_count_against_the_turn_rate(tmp_path: Path) -> None:
             )
     assert response.status_code == 429, response.text
     assert len(upstream.requests) == 1
+
+
+async def test_gen_genraw_and_trigger_each_count_and_carry_length_and_stop(
+    tmp_path: Path,
+) -> None:
+    """``/gen`` and ``/genraw`` send ``length=`` as the reply's length and ``stop=[…]`` as
+    stop strings (SillyTavern's ephemeral stopping strings); each of them and ``/trigger``
+    counts as one model call, so the fourth is refused under a limit of three."""
+    conf = settings(tmp_path / "home", turn_rate=RateLimit(3, 60.0))
+    async with HangingServer() as upstream, live_server(conf) as server:
+        tk = server.state.tavern
+        await stock_world(tk, upstream.base_url)
+        upstream.script(Reply(text="One."), Reply(text="Two."), Reply(text="Three."))
+        chat = (await tk.chats.new_chat("Mira")).id
+        script = (
+            '/gen length=20 stop=["\\n", "END", "\\n"] one | /genraw length=7 stop=["##"] two'
+            " | /trigger | /gen four"
+        )
+        async with server.client() as client:
+            response = await client.post(f"/chats/{chat}/script", json={"script": script})
+    assert response.status_code == 429, response.text
+    assert len(upstream.requests) == 3
+    quiet, raw, turn = (r.body for r in upstream.requests)
+    assert quiet["max_tokens"] == 20 and quiet["stop"] == ["\n", "END"]
+    assert quiet["messages"][-1] == {"role": "system", "content": "one"}
+    assert raw["max_tokens"] == 7 and raw["stop"] == ["##"]
+    assert raw["messages"] == [{"role": "user", "content": "two"}]
+    assert "stop" not in turn  # the stop strings last for their own generation only

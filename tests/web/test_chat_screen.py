@@ -369,10 +369,10 @@ def test_slash_commands_and_quick_replies_in_the_composer(page: Page, site: Site
     chat = new_chat(site)
     open_chat(page, chat)
     bar = page.get_by_role("toolbar", name="Quick replies")
-    # a quick reply of text is sent as the user's message
+    # a quick reply of text is sent as the user's message (with SillyTavern's trailing space)
     site.upstream.script(Reply(text="And to you.", pace=0.01))
     turn(page, bar.get_by_role("button", name="Greet").click)
-    assert [m["mes"] for m in stored_messages(site, chat)][1:] == ["Good evening!", "And to you."]
+    assert [m["mes"] for m in stored_messages(site, chat)][1:] == ["Good evening! ", "And to you."]
     # one of commands runs them in order
     bar.get_by_role("button", name="Tidy").click()
     expect(page.locator(".log .message.ghost")).to_have_count(2)

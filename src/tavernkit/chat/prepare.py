@@ -70,6 +70,9 @@ class TurnOverrides:
     model: str | None = None
     max_tokens: int | None = None
     compat: str | None = None
+    #: stop strings added to the request's own for this turn (a script's ``/gen stop=[…]``:
+    #: SillyTavern's ephemeral stopping strings)
+    stop: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, value: TurnOverrides | Mapping[str, Any] | None) -> TurnOverrides:
@@ -116,7 +119,11 @@ class PreparedTurn:
         if not isinstance(self.prompt, built.AssembledChat):
             return self.request
         return to_provider_request(
-            self.prompt, sampling=self.request.sampling, source=source, names=self.names
+            self.prompt,
+            sampling=self.request.sampling,
+            source=source,
+            names=self.names,
+            stop=self.request.stop,
         )
 
     def changed_local_variables(self) -> dict[str, Any] | None:
@@ -429,7 +436,11 @@ async def _prepare_state(
             max_tokens = state.settings.prompt.amount_gen
         sampling = sampling_from_preset(state.chat_preset, max_tokens=max_tokens)
         request = to_provider_request(
-            prompt, sampling=sampling, source=connection.source, names=names
+            prompt,
+            sampling=sampling,
+            source=connection.source,
+            names=names,
+            stop=overrides.stop,
         )
     else:
         settings = state.settings.prompt
@@ -438,7 +449,9 @@ async def _prepare_state(
             max_tokens=overrides.max_tokens or settings.amount_gen,
             context_size=settings.max_context,
         )
-        request = to_provider_request(prompt, sampling=sampling)
+        stop = list(prompt.stop)
+        stop.extend(s for s in overrides.stop if s not in stop)
+        request = to_provider_request(prompt, sampling=sampling, stop=stop)
     return PreparedTurn(
         state=state,
         connection=connection,

@@ -1,7 +1,8 @@
 """STscript on a stored chat: the script host that writes through to the store.
 
 :class:`StoredChatHost` loads one chat (its messages, ``chat_metadata``, the owner's global
-variables, quick-reply sets and bindings, the character and persona names) into a
+variables, quick-reply sets and bindings, the character and persona names, the regex scripts
+of the chat: global, allowed card-scoped and allowed preset ones) into a
 :class:`~tavernkit.stscript.host.ScriptHost` and stores every change as the script makes it:
 added, deleted and hidden messages at once, script injections and variables before each
 generation and at the end, quick-reply sets when a command changes them. Generations go
@@ -25,35 +26,43 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.chat.service import ChatService
-from tavernkit.errors import NotFound, ScriptBudgetExceeded, ScriptError
+from tavernkit.errors import NotFound, ScriptError
 from tavernkit.models.chat import Message
-from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
+from tavernkit.prompt.from_chat_state import script_lists
+from tavernkit.quick_reply_bindings import QR_KIND, load_library
+from tavernkit.regex import ScriptsBridge
+from tavernkit.regex_admin import RegexAdmin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.stscript import (
     Budget,
     CharacterRef,
     CommandRegistry,
     GenerationRequest,
-    QuickReplyLibrary,
     ScriptHost,
     ScriptRunner,
-    SetLink,
     Toast,
     default_registry,
 )
-from tavernkit.stscript.quick_replies import link_list, links_from_json
+from tavernkit.stscript.quick_replies import link_list
 from tavernkit.text.macros import MacroEnv, env_from_chat_state
+from tavernkit.text.regex_scripts import CommandResult
 from tavernkit.text.tokens import tokenizer_for_model
 from tavernkit.text.variables import InMemoryVariables
 
-__all__ = ["RawGenerator", "ScriptOutcome", "StoredChatHost", "run_chat_script"]
+__all__ = [
+    "RawGenerator",
+    "ScriptOutcome",
+    "StoredChatHost",
+    "run_chat_quick_reply",
+    "run_chat_script",
+]
 
-QR_KIND = "quick_reply_set"
 #: ``/genraw``: ``TavernContext.generate_raw``'s signature (prompt, then its options)
 RawGenerator = Callable[..., Awaitable[str]]
 
@@ -121,31 +130,20 @@ class StoredChatHost(ScriptHost):
         self.env_factory = _env_factory
         model = state.profile.model if state.profile is not None else None
         self.count_tokens = tokenizer_for_model(model).count
+        self.regex = ScriptsBridge(script_lists(state), store_toggle=self._store_regex_toggle)
+
+    async def _store_regex_toggle(self, result: CommandResult) -> None:
+        """``/regex-toggle``: the change stored where the script lives."""
+        if self.state is not None:
+            service = self._service
+            await RegexAdmin(service.store, service.owner).store_toggle(result, self.state)
 
     async def _load_quick_replies(self) -> None:
         service = self._service
-        store, owner = service.store, service.owner
-        library = QuickReplyLibrary()
-        for info in await store.list(QR_KIND, owner=owner):
-            record = await store.get_record(QR_KIND, info.id, owner=owner)
-            library.add_set(QuickReplySet.model_validate(record.data))
-        settings = self.state.settings if self.state is not None else Settings()
-        names = list(getattr(settings.selections, "quick_reply_sets", []) or [])
-        library.global_links = [SetLink(name) for name in names]
-        library.chat_links = links_from_json(self.metadata.get("quickReply"))
-        character = self.state.character if self.state is not None else None
-        extensions = getattr(character, "extensions", None) or {}
-        embedded = extensions.get("quick_reply_sets") if isinstance(extensions, Mapping) else None
-        for item in embedded if isinstance(embedded, list) else []:
-            if isinstance(item, str):
-                library.character_links.append(SetLink(item))
-            elif isinstance(item, Mapping) and isinstance(item.get("name"), str):
-                if library.get(item["name"]) is None:
-                    library.add_set(QuickReplySet.model_validate(dict(item)))
-                library.character_links.append(SetLink(item["name"]))
+        library = await load_library(service.store, service.owner, self.state, self.metadata)
         self.quick_replies = library
         self._saved_sets = {s.name: s.st_json() for s in library.sets}
-        self._saved_global_links = names
+        self._saved_global_links = [link.name for link in library.global_links]
 
     # -- writing through --------------------------------------------------------------------
 
@@ -229,7 +227,10 @@ class StoredChatHost(ScriptHost):
             case "quiet":
                 # as=char changes nothing stored in SillyTavern 1.18 (the goldens): the reply
                 # is only returned
-                outcome = await service.quiet(chat_id, request.prompt, quiet_name=request.name)
+                overrides = TurnOverrides(max_tokens=request.length, stop=request.stop or ())
+                outcome = await service.quiet(
+                    chat_id, request.prompt, quiet_name=request.name, overrides=overrides
+                )
                 text = outcome.text
             case "raw":
                 if self.raw is None:
@@ -240,6 +241,7 @@ class StoredChatHost(ScriptHost):
                     prefill=request.prefill,
                     instruct_override=not request.instruct,
                     response_length=request.length,
+                    stop=request.stop or (),
                 )
             case "send":
                 typed, self.input_text = self.input_text, ""
@@ -365,21 +367,72 @@ async def run_chat_script(
     changed before that stays stored, as in SillyTavern."""
     host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
-    error: ScriptError | None = None
-    result = None
-    try:
+
+    async def run() -> str:
         result = await runner.run(text)
-    except ScriptBudgetExceeded as exc:
-        error = exc
-    except ScriptError as exc:
+        if result is not None and result.is_aborted:
+            raise _Aborted(result.abort_reason)
+        return "" if result is None or result.pipe is None else str(result.pipe)
+
+    return await _outcome(host, run)
+
+
+async def run_chat_quick_reply(
+    chats: ChatService,
+    chat_id: str,
+    set_name: str,
+    reply: int | str,
+    *,
+    raw: RawGenerator | None = None,
+    admit: Callable[[], Awaitable[None]] | None = None,
+    input_text: str = "",
+    registry: CommandRegistry | None = None,
+    budget: Budget | None = None,
+    mode: Literal["click", "run"] = "click",
+) -> ScriptOutcome:
+    """Click the quick reply ``reply`` (its id, or its label) of the set ``set_name`` on a
+    stored chat, with ``input_text`` typed, as SillyTavern's button does
+    (:meth:`ScriptRunner.run_quick_reply`): a script runs (its errors as toasts), a text is
+    sent as the user's message unless the set has ``disableSend``, when it is left in the
+    input box (``input`` of the outcome). ``mode="run"``: as ``/run`` and automatic
+    executions run it (the input is not joined). An unknown set or reply is
+    :class:`NotFound`."""
+    host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
+    qr_set = host.quick_replies.get(set_name)
+    found = qr_set.find(reply) if qr_set is not None else None
+    if qr_set is None or found is None:
+        raise NotFound(f"no quick reply {reply!r} in a set named {set_name!r}")
+    runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
+
+    async def run() -> str:
+        return str(await runner.run_quick_reply(qr_set, found, mode=mode) or "")
+
+    return await _outcome(host, run)
+
+
+class _Aborted(Exception):
+    def __init__(self, reason: str | None) -> None:
+        self.reason = reason
+
+
+async def _outcome(host: StoredChatHost, run: Callable[[], Awaitable[str]]) -> ScriptOutcome:
+    """Run ``run`` on ``host`` and gather how it ended (metadata stored whatever happens)."""
+    error: ScriptError | None = None
+    pipe = ""
+    aborted = False
+    reason: str | None = None
+    try:
+        pipe = await run()
+    except _Aborted as stop:
+        aborted, reason = True, stop.reason
+    except ScriptError as exc:  # a budget run out included
         error = exc
     finally:
         await host.save_metadata()
-    pipe = "" if result is None or result.pipe is None else str(result.pipe)
     return ScriptOutcome(
         pipe=pipe,
-        aborted=bool(result and result.is_aborted),
-        abort_reason=result.abort_reason if result is not None else None,
+        aborted=aborted,
+        abort_reason=reason,
         error=error,
         toasts=tuple(host.toasts),
         shown=tuple(host.shown),

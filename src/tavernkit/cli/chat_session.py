@@ -50,6 +50,8 @@ from tavernkit.errors import NotFound, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import ConnectionProfile
+from tavernkit.models.quick_reply import QuickReply
+from tavernkit.quick_reply_bindings import QuickReplyBindings
 
 __all__ = ["Session"]
 
@@ -462,7 +464,7 @@ class Session(SettingCommands):
         verb, _, rest = arg.partition(" ")
         label, _, text = rest.strip().partition(" ")
         if not arg:
-            saved = await replies.list()
+            saved = await self._bar_replies()
             for reply in saved:
                 out.print(f"[bold]{escape(reply.label)}[/] {escape(reply.message)}")
             if not saved:
@@ -482,7 +484,7 @@ class Session(SettingCommands):
                 raise command.error(f"a label is one word; to save it: /qr add {verb} TEXT")
             if self._qr_depth >= 3:
                 raise command.error("quick replies call each other too deeply")
-            reply = await replies.get(verb)
+            reply = await self._bar_reply(verb)
             self._qr_depth += 1
             try:
                 commands, lines = quick_reply_lines(reply.message)
@@ -498,6 +500,18 @@ class Session(SettingCommands):
                         break
             finally:
                 self._qr_depth -= 1
+
+    async def _bar_replies(self) -> list[QuickReply]:
+        """The replies of the chat's quick-reply bar: the sets bound globally (``Default``,
+        where ``/qr add`` saves, unless unbound), to the chat and to its character."""
+        bar = await QuickReplyBindings(self.tk.store, self.tk.owner).bar(self.chat_id)
+        return [reply for item in bar if item.visible for reply in item.set.qr_list]
+
+    async def _bar_reply(self, label: str) -> QuickReply:
+        for reply in await self._bar_replies():
+            if reply.label == label:
+                return reply
+        raise NotFound(f"no quick reply {label!r} (/qr lists them)")
 
     async def cmd_summary(self, arg: str) -> None:
         """The rolling summary (the memory's, as ``tavernkit memory summary`` shows it): shown,

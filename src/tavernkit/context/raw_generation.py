@@ -80,6 +80,9 @@ class RawOptions:
     api_preset_name: str = ""
     api_settings_override: Mapping[str, Any] | None = None
     abort: AbortSignal | None = None
+    #: stop strings added to the request's own (SillyTavern's ephemeral stopping strings:
+    #: a script's ``/genraw stop=[…]``)
+    stop: tuple[str, ...] = ()
 
 
 @dataclass
@@ -241,7 +244,7 @@ async def _raw_completion(
             quiet_to_loud=options.quiet_to_loud,
         )
         prompt = raw.prompt
-        stops = tuple(raw.stop)
+        stops = tuple(raw.stop) + tuple(x for x in options.stop if x not in raw.stop)
         settings = state.settings.prompt
         sampling = sampling_from_textgen(
             state.textgen_preset,
@@ -253,9 +256,11 @@ async def _raw_completion(
         )
     else:
         sampling = sampling_from_preset(preset, max_tokens=options.response_length)
+        stops = tuple(options.stop)
         request = ChatPrompt(
             messages=tp.to_provider_messages(messages),
             sampling=sampling,
+            stop=stops,
             response_format=fmt if native else None,
         )
     completion = await _send_raw(services, connection, request, options.abort)

@@ -114,8 +114,9 @@ class Selections(ValueModel):
     textgen_preset: str | None = None
     profile: str | None = None
     user_name: str = "User"
-    #: the Quick Reply sets bound globally (their names, in the bar's order)
-    quick_reply_sets: list[str] = Field(default_factory=list)
+    #: the Quick Reply sets bound globally (their names, in the bar's order); a fresh profile
+    #: has SillyTavern's "Default" set in it
+    quick_reply_sets: list[str] = Field(default_factory=lambda: ["Default"])
 
 
 class Settings(ValueModel):

@@ -8,8 +8,8 @@ to the store and generates through the chat service); the in-memory host is what
 conformance suite run on, with a ``generator`` callable standing in for the model.
 
 Regex scripts are reached through :class:`RegexBridge`; the default one has no scripts (text
-passes unchanged, ``/regex`` reports that no script of that name exists). The regex engine
-plugs its own bridge in (``host.regex = ...``).
+passes unchanged, ``/regex`` reports that no script of that name exists). :mod:`tavernkit.regex`
+is the real one (``host.regex = script_bridge(scripts)``; a stored chat sets its own).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ __all__ = [
     "GenerationRequest",
     "NoRegex",
     "RegexBridge",
+    "RegexCommand",
     "RegexPlacement",
+    "RegexReply",
     "ScriptHost",
     "Toast",
 ]
@@ -94,39 +96,76 @@ class CharacterRef:
     avatar: str = ""
 
 
+RegexCommand = Literal["regex", "regex-state", "regex-toggle"]
+
+
+@dataclass(frozen=True, slots=True)
+class RegexReply:
+    """A ``/regex*`` command's pipe value and the toasts SillyTavern shows for it."""
+
+    output: str
+    toasts: tuple[Toast, ...] = ()
+
+
 class RegexBridge(Protocol):
-    """The regex engine as commands need it (filled in by the regex scripts' work)."""
+    """The regex engine as commands need it (:mod:`tavernkit.regex` is the real one).
 
-    def apply(self, text: str, placement: int, *, character_override: str | None = None) -> str: ...
+    ``env`` is the chat's macro environment (the scripts' ``{{char}}``, variables …); without
+    one no macro is expanded."""
 
-    def run_script(self, name: str, text: str) -> tuple[str, str | None]:
-        """``/regex name=…``: the text after the named script, and a warning to show (unknown
-        or disabled script) or None."""
+    def apply(
+        self,
+        text: str,
+        placement: int,
+        *,
+        character_override: str | None = None,
+        env: MacroEnv | None = None,
+    ) -> str:
+        """``getRegexedString`` with no flags: the text as it is stored."""
         ...
 
-    def script_state(self, name: str) -> bool | None:
-        """``/regex-state``: True enabled, False disabled, None unknown."""
-        ...
-
-    def toggle(self, name: str, state: bool | None) -> str | None:
-        """``/regex-toggle``: set (None: flip) a script's state; its name, or None if unknown."""
+    async def command(
+        self,
+        command: RegexCommand,
+        script: str | None,
+        text: str = "",
+        *,
+        state: str | None = None,
+        quiet: bool = False,
+        env: MacroEnv | None = None,
+    ) -> RegexReply:
+        """``/regex name=script text``, ``/regex-state script`` or ``/regex-toggle
+        [state=] [quiet=] script``."""
         ...
 
 
 class NoRegex:
     """No regex scripts: text passes unchanged and every named script is unknown."""
 
-    def apply(self, text: str, placement: int, *, character_override: str | None = None) -> str:
+    def apply(
+        self,
+        text: str,
+        placement: int,
+        *,
+        character_override: str | None = None,
+        env: MacroEnv | None = None,
+    ) -> str:
         return text
 
-    def run_script(self, name: str, text: str) -> tuple[str, str | None]:
-        return text, f"Regex script '{name}' not found."
-
-    def script_state(self, name: str) -> bool | None:
-        return None
-
-    def toggle(self, name: str, state: bool | None) -> str | None:
-        return None
+    async def command(
+        self,
+        command: RegexCommand,
+        script: str | None,
+        text: str = "",
+        *,
+        state: str | None = None,
+        quiet: bool = False,
+        env: MacroEnv | None = None,
+    ) -> RegexReply:
+        if command == "regex" and not script:
+            return RegexReply(text, (Toast("warning", "No regex script name provided."),))
+        missing = Toast("warning", f'Regex script "{script or ""}" not found.')
+        return RegexReply(text if command == "regex" else "", (missing,))
 
 
 Generator = Callable[[GenerationRequest, "ScriptHost"], Awaitable[str]]

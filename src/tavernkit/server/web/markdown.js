@@ -5,8 +5,9 @@
 // images are shown as links, never loaded.
 //
 // Supported: paragraphs, line breaks, # headings, > quotes, - / * / 1. lists, ``` fenced code,
-// --- rules; inline `code`, **bold**, *italic* / _italic_, ~~strike~~, [text](url), and
-// "quoted speech" marked as SillyTavern does.
+// --- rules; inline `code`, **bold**, *italic* / _italic_, ~~strike~~, [text](url),
+// "quoted speech" marked as SillyTavern does, and <b>, <i>, <q>, <br> and a few more formatting
+// tags written without attributes (built as elements, their content rendered the same way).
 
 const SAFE_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
 
@@ -40,6 +41,10 @@ const INLINE = [
   [/^"([^"\n]+)"/, (m) => quoted(m[0])],
   [/^“([^”\n]+)”/, (m) => quoted(m[0])],
   [/^\n/, () => el("br")],
+  // A few formatting tags without attributes (what display-only regex scripts write, and what
+  // SillyTavern's sanitizer lets through), built as elements; any other markup stays text.
+  [/^<(b|i|u|s|q|em|strong|del|ins|sub|sup|small|mark|kbd)>([\s\S]*?)<\/\1>/i, (m) => el(m[1].toLowerCase(), inline(m[2]))],
+  [/^<br\s*\/?>/i, () => el("br")],
 ];
 
 function quoted(text) {
@@ -66,7 +71,7 @@ export function inline(text) {
     const rest = text.slice(i);
     for (const [pattern, make] of INLINE) {
       // A rule starts only where its first character could start one.
-      if (!"`![*_~\"“\n".includes(rest[0])) break;
+      if (!"`![*_~\"“\n<".includes(rest[0])) break;
       const m = pattern.exec(rest);
       if (m) {
         if (plain) out.push(document.createTextNode(plain));

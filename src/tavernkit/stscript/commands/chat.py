@@ -102,7 +102,7 @@ def user_message(
 ) -> dict[str, Any]:
     """``sendMessageAsUser``'s message (before it is added)."""
     host = call.host
-    text = host.regex.apply(text, RegexPlacement.USER_INPUT)
+    text = host.regex.apply(text, RegexPlacement.USER_INPUT, env=host.macro_env())
     message: dict[str, Any] = {
         "name": host.user_name if name is None else name,
         "is_user": True,
@@ -195,7 +195,9 @@ async def _sendas(call: CommandCall) -> Any:
         "is_user": False,
         "is_system": is_system,
         "send_date": _timestamp(call),
-        "mes": host.regex.apply(text, RegexPlacement.SLASH_COMMAND, character_override=name),
+        "mes": host.regex.apply(
+            text, RegexPlacement.SLASH_COMMAND, character_override=name, env=host.macro_env()
+        ),
     }
     current = (
         host.char_name and avatar_character is not None and avatar_character.name == host.char_name

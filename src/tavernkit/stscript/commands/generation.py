@@ -39,16 +39,23 @@ def _length(call: CommandCall) -> int | None:
 
 
 def _stop(call: CommandCall) -> tuple[str, ...] | None:
+    """``setEphemeralStopStrings``: the value must be a JSON list (anything else adds no stop
+    string); each item is added once, in order."""
     text = _resolved(call, "stop")
     if not text:
         return None
     try:
         parsed = json.loads(text)
     except (ValueError, RecursionError):
-        return (text,)
-    if isinstance(parsed, list):
-        return tuple(pipe_text(item) for item in parsed)
-    return (pipe_text(parsed),)
+        return None
+    if not isinstance(parsed, list):
+        return None
+    unique: list[str] = []
+    for item in parsed:
+        value = pipe_text(item)
+        if value not in unique:
+            unique.append(value)
+    return tuple(unique)
 
 
 async def _gen(call: CommandCall) -> Any:

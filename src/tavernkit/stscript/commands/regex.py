@@ -1,55 +1,50 @@
 """``/regex``, ``/regex-state``, ``/regex-toggle``: the regex scripts, through the host's
-:class:`~tavernkit.stscript.host.RegexBridge` (the regex engine fills it in; without one no
-script exists, so ``/regex`` warns and returns the text unchanged)."""
+:class:`~tavernkit.stscript.host.RegexBridge` (:mod:`tavernkit.regex` over the chat's lists;
+without one no script exists, so ``/regex`` warns and returns the text unchanged)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tavernkit.jscompat import is_false_boolean, is_true_boolean
+from tavernkit.jscompat import is_true_boolean
 from tavernkit.stscript.executor import CommandCall
-from tavernkit.stscript.host import Toast
+from tavernkit.stscript.host import RegexCommand
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
 
 __all__ = ["register"]
 
 
-def _regex(call: CommandCall) -> Any:
-    text = call.value_text()
-    name = call.text("name")
-    if not name:
-        call.host.toast(Toast("warning", "No regex script name provided.", None, None))
-        return text
-    result, warning = call.host.regex.run_script(name, text)
-    if warning:
-        call.host.toast(Toast("warning", warning, None, None))
-    return result
-
-
-def _state(call: CommandCall) -> Any:
-    name = call.value_text()
-    state = call.host.regex.script_state(name)
-    if state is None:
-        call.host.toast(Toast("warning", f"Regex script '{name}' not found.", None, None))
-        return ""
-    return "true" if state else "false"
-
-
-def _toggle(call: CommandCall) -> Any:
-    name = call.value_text()
-    value = call.text("state")
-    state = (
-        True
-        if value and is_true_boolean(value)
-        else False
-        if value and is_false_boolean(value)
-        else None
+async def _run(
+    call: CommandCall,
+    command: RegexCommand,
+    script: str | None,
+    text: str = "",
+    *,
+    state: str | None = None,
+    quiet: bool = False,
+) -> Any:
+    host = call.host
+    reply = await host.regex.command(
+        command, script, text, state=state, quiet=quiet, env=host.macro_env()
     )
-    found = call.host.regex.toggle(name, state)
-    if found is None:
-        call.host.toast(Toast("warning", f"Regex script '{name}' not found.", None, None))
-        return ""
-    return found
+    for toast in reply.toasts:
+        host.toast(toast)
+    return reply.output
+
+
+async def _regex(call: CommandCall) -> Any:
+    return await _run(call, "regex", call.text("name"), call.value_text())
+
+
+async def _state(call: CommandCall) -> Any:
+    return await _run(call, "regex-state", call.value_text())
+
+
+async def _toggle(call: CommandCall) -> Any:
+    quiet = is_true_boolean(call.text("quiet") or "")
+    return await _run(
+        call, "regex-toggle", call.value_text(), state=call.text("state"), quiet=quiet
+    )
 
 
 def register(registry: CommandRegistry) -> None:

@@ -93,6 +93,7 @@ export function createComposer(on) {
   return {
     node,
     focus: () => input.focus(),
+    text: () => input.value,
     // Put `text` in the box (an impersonation streaming in, a send that was refused).
     setText(text) {
       input.value = text;

@@ -1,11 +1,10 @@
-// The quick-reply bar over the composer: the buttons of the stored "Default" Quick Reply set
-// (SillyTavern's format; `tavernkit chat`'s /qr add saves to it). A reply whose lines are all
-// slash commands runs them in order; any other reply is sent as the user's message.
+// The quick-reply bar over the composer: the Quick Reply sets bound globally, to this chat and
+// to its character (GET /chats/{id}/quick-replies, SillyTavern's order), one group of buttons
+// per set. A reply with a context menu (its contextList) has a "More: <label>" button listing
+// the replies of the sets it links. What a click does is the screen's: `onClick(set, reply)`.
 
-import { ApiError, api } from "../api.js";
+import { api } from "../api.js";
 import { button, h } from "../dom.js";
-
-const SET = "Default";
 
 // The lines to run for a reply: [true, commands] when every line is a command, else
 // [false, [text]] (the same rule as the terminal chat).
@@ -15,21 +14,107 @@ export function replyLines(message) {
   return [false, message.trim() ? [message.trim()] : []];
 }
 
-export async function createQuickReplies(run) {
-  let replies = [];
+// SillyTavern's button text (stscript/quick_replies.py click_text): with injectInput the reply
+// joins what is typed (before it with placeBeforeInput), otherwise the reply and a space.
+export function clickText(set, reply, typed) {
+  const message = reply.message || "";
+  if (set.injectInput && typed) return set.placeBeforeInput ? `${message} ${typed}` : `${typed} ${message}`;
+  return `${message} `;
+}
+
+const shown = (reply) => !reply.isHidden && Boolean(reply.label || reply.icon);
+
+export function createQuickReplies(base, onClick) {
   const bar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": "Quick replies" });
-  try {
-    const set = await api("GET", `/quick-replies/${SET}`);
-    replies = (set.data && set.data.qrList) || (set.data && set.data.qr_list) || [];
-  } catch (error) {
-    if (!(error instanceof ApiError && error.status === 404)) throw error;
+  bar.hidden = true;
+  let sets = [];
+  let linked = [];
+  let openMenu = null;
+
+  const findSet = (name) => sets.find((set) => set.name === name) || linked.find((set) => set.name === name);
+
+  function closeMenu() {
+    if (!openMenu) return;
+    openMenu.menu.hidden = true;
+    openMenu.more.setAttribute("aria-expanded", "false");
+    openMenu = null;
   }
-  for (const reply of replies) {
-    if (reply.label) bar.append(button(reply.label, () => run(reply), { title: reply.message }));
+
+  function menuFor(reply, label) {
+    const menu = h("div", { class: "qr-menu", role: "menu", "aria-label": label });
+    menu.hidden = true;
+    for (const link of reply.contextList || []) {
+      const linkedSet = findSet(link.set);
+      for (const item of linkedSet ? linkedSet.qrList || [] : []) {
+        if (!shown(item)) continue;
+        const pick = () => {
+          closeMenu();
+          onClick(linkedSet, item);
+        };
+        menu.append(button(item.label || item.icon, pick, { role: "menuitem", title: item.title || item.message }));
+      }
+    }
+    return menu;
   }
-  bar.hidden = !bar.childElementCount;
+
+  function replyButton(set, reply) {
+    const label = reply.label || reply.icon;
+    const node = button(label, () => onClick(set, reply), { title: reply.title || reply.message });
+    const menu = (reply.contextList || []).length ? menuFor(reply, label) : null;
+    if (!menu || !menu.childElementCount) return node;
+    const more = button("▾", () => {
+      const opening = menu.hidden;
+      closeMenu();
+      if (!opening) return;
+      menu.hidden = false;
+      more.setAttribute("aria-expanded", "true");
+      openMenu = { menu, more };
+      menu.querySelector("button").focus();
+    }, { class: "qr-more", "aria-label": `More: ${label}`, "aria-haspopup": "menu", "aria-expanded": "false" });
+    menu.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      closeMenu();
+      more.focus();
+    });
+    return h("span", { class: "qr-item" }, node, more, menu);
+  }
+
+  function draw() {
+    bar.replaceChildren();
+    for (const set of sets) {
+      if (!set.visible) continue;
+      const group = h("div", { class: "qr-set", role: "group", "aria-label": set.name, dataset: { scope: set.scope } });
+      for (const reply of set.qrList || []) if (shown(reply)) group.append(replyButton(set, reply));
+      if (group.childElementCount) bar.append(group);
+    }
+    bar.hidden = !bar.childElementCount;
+  }
+
   return {
     node: bar,
-    find: (label) => replies.find((reply) => reply.label === label) || null,
+    // (Re)read the chat's sets (after a script that may have changed them); answers the
+    // server's reply (its `bindings` feed the side panel).
+    async load() {
+      const out = await api("GET", `${base}/quick-replies`);
+      sets = out.sets || [];
+      linked = out.linked || [];
+      draw();
+      return out;
+    },
+    // [set, reply] of the first shown reply with that label (`/qr LABEL`), else null
+    find(label) {
+      for (const set of sets) {
+        const reply = (set.qrList || []).find((item) => item.label === label);
+        if (reply) return [set, reply];
+      }
+      return null;
+    },
+    // The [set, reply] pairs flagged for an automatic execution (`executeOnChatChange`,
+    // `executeOnUser`, `executeOnAi`), in the bar's order.
+    automatic(flag) {
+      const out = [];
+      for (const set of sets) for (const reply of set.qrList || []) if (reply[flag]) out.push([set, reply]);
+      return out;
+    },
   };
 }

@@ -18,7 +18,8 @@ import { openGroup } from "./group.js";
 import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
-import { createQuickReplies, replyLines } from "./quick-replies.js";
+import { createQuickReplyBindings } from "./qr-bindings.js";
+import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
@@ -35,6 +36,10 @@ export async function showChat(view, chatId, at = null) {
   let stream = null; // the watched turn: {close, url}
   let turnId = null;
   let prefill = ""; // /prefill: what every reply starts with, until turned off
+  // which automatic quick replies the running turn sets off when it completes; a turn a
+  // quick reply started sets off none unless the reply allows it (preventAutoExecute off)
+  let turnTriggers = { user: false, ai: false };
+  let nextTurnQuiet = false;
 
   // a chat with no character of its own may be a group's
   const group = chat.character_id ? null : await openGroup(chat, base);
@@ -118,8 +123,11 @@ export async function showChat(view, chatId, at = null) {
     const body = { kind, text, ...extra, ...(persona ? { overrides: { persona } } : {}) };
     if (attachments.length) body.attachments = attachments;
     if (prefill && kind !== "impersonate" && kind !== "continue") body.prefill = prefill;
+    const triggers = !nextTurnQuiet;
+    nextTurnQuiet = false;
     try {
       const started = await api("POST", group ? group.turnsUrl : `${base}/turns`, body);
+      turnTriggers = { user: triggers && kind === "send" && Boolean(text), ai: triggers && kind !== "impersonate" };
       follow(started.events, kind, false, extra);
       return true;
     } catch (error) {
@@ -152,6 +160,11 @@ export async function showChat(view, chatId, at = null) {
       fail(error, () => log.reload());
     }
     log.list.dataset.turns = Number(log.list.dataset.turns) + 1;
+    const triggers = turnTriggers;
+    turnTriggers = { user: false, ai: false };
+    if (!outcome || outcome.status !== "completed") return;
+    if (triggers.user) await runAutomatic("executeOnUser");
+    if (triggers.ai) await runAutomatic("executeOnAi");
   }
 
   async function stopTurn() {
@@ -219,9 +232,9 @@ export async function showChat(view, chatId, at = null) {
     persona: (name) => side.setPersona(name),
     rename: (name) => attempt(() => api("PATCH", base, { name })),
     quickReply: (label) => {
-      const reply = quickReplies.find(label);
-      if (!reply) throw new CommandError(`no quick reply ${label}`);
-      return runReply(reply);
+      const found = quickReplies.find(label);
+      if (!found) throw new CommandError(`no quick reply ${label}`);
+      return runReply(...found);
     },
     inspect: () => {
       window.location.hash = `#/inspect/${encodeURIComponent(chat.id)}`;
@@ -233,8 +246,14 @@ export async function showChat(view, chatId, at = null) {
   // show as alerts, the messages it changed by reloading the log. A failed script's text comes
   // back into the composer to be fixed; a script that set the input box (/setinput) fills it.
   async function runScript(text) {
+    await scriptDone(() => api("POST", `${base}/script`, { script: text }), text, true);
+  }
+
+  // `text`: the script typed (back into the composer when it fails); `showPipe`: show its
+  // result (a typed script's; a quick reply's, as in SillyTavern, is not shown)
+  async function scriptDone(call, text, showPipe) {
     try {
-      const out = await api("POST", `${base}/script`, { script: text });
+      const out = await call();
       for (const toast of out.toasts) {
         const message = toast.title ? `${toast.title}: ${toast.message}` : toast.message;
         alerts.show(message, { info: toast.type !== "error" && toast.type !== "warning" });
@@ -242,16 +261,17 @@ export async function showChat(view, chatId, at = null) {
       if (out.error) {
         const { name, message, line, column } = out.error;
         alerts.show(`${name}: ${message} (line ${line + 1}, column ${column + 1})`);
-        composer.setText(text);
-      } else if (out.pipe) {
+        if (text) composer.setText(text);
+      } else if (out.pipe && showPipe) {
         alerts.show(out.pipe, { info: true });
       }
       if (!out.error && out.input) composer.setText(out.input);
     } catch (error) {
       alerts.show(errorText(error));
-      composer.setText(text);
+      if (text) composer.setText(text);
     }
     await log.reload();
+    await loadQuickReplies(); // a script may have changed the sets or their bindings
   }
 
   // Run command lines in order; the first that fails stops the rest and says why (the typed
@@ -268,16 +288,43 @@ export async function showChat(view, chatId, at = null) {
     }
   }
 
-  // A reply of the composer's own commands (one a line) runs them in order; any other reply
-  // that starts with "/" is an STscript, as a Quick Reply button runs it in SillyTavern.
-  function runReply(reply) {
-    const text = reply.message || "";
-    const [commands, lines] = replyLines(text);
-    if (commands && lines.every((line) => isOwnCommand(line))) return runLines(lines);
-    if (text.trimStart().startsWith("/")) return runScript(text);
-    return send(lines[0] || "");
+  // A Quick Reply button, as SillyTavern's (chat/quick-replies.js clickText): a reply of the
+  // composer's own commands (one a line) runs them here; a text to send is sent as a typed
+  // message (its reply streams); a script, or a text the set only puts in the box
+  // (disableSend), goes to the server's click, which runs it on this chat. `auto`: an
+  // automatic execution (no typed text joined).
+  async function runReply(set, reply, auto = false) {
+    const message = reply.message || "";
+    if (!message) return undefined; // SillyTavern runs nothing for an empty reply
+    const [commands, lines] = replyLines(message);
+    if (!auto && commands && lines.every((line) => isOwnCommand(line))) return runLines(lines);
+    const typed = composer.text();
+    const text = auto ? `${message} ` : clickText(set, reply, typed);
+    if (!set.disableSend && !text.startsWith("/")) {
+      nextTurnQuiet = reply.preventAutoExecute !== false;
+      return send(text);
+    }
+    const body = { set: set.name, id: reply.id, input: auto ? "" : typed, auto };
+    return scriptDone(() => api("POST", `${base}/quick-replies/click`, body), "", false);
   }
-  const quickReplies = await createQuickReplies(runReply);
+
+  // The replies flagged to run on their own: when the chat opens (executeOnChatChange), after
+  // the user's message (executeOnUser) and after a reply (executeOnAi), one after another.
+  async function runAutomatic(flag) {
+    for (const [set, reply] of quickReplies.automatic(flag)) await runReply(set, reply, true);
+  }
+
+  const quickReplies = createQuickReplies(base, (set, reply) => runReply(set, reply));
+  const quickReplySets = createQuickReplyBindings(chat, base, () => loadQuickReplies());
+  side.node.append(quickReplySets.node);
+  async function loadQuickReplies() {
+    try {
+      quickReplySets.update((await quickReplies.load()).bindings);
+    } catch (error) {
+      fail(error, loadQuickReplies);
+    }
+  }
+  await loadQuickReplies();
 
   // -- layout ------------------------------------------------------------------------------
 
@@ -306,6 +353,7 @@ export async function showChat(view, chatId, at = null) {
   );
   await (at === null ? log.showNewest() : log.showAt(at));
   if (chat.character_id) askCardScripts(chat.character_id, alerts, () => log.reload());
+  runAutomatic("executeOnChatChange");
   const running = rememberedTurn(chat.id);
   if (running) follow(running.url, running.kind, true);
   composer.focus();
