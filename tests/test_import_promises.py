@@ -95,3 +95,21 @@ def test_the_cli_names_where_a_json_file_breaks(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert "invalid JSON at line 1, column 17: unexpected '}'" in result.output
     assert "not a format tavernkit can import" not in result.output
+
+
+async def test_a_group_chat_stays_its_groups_when_a_member_arrives(tk: Tavern) -> None:
+    lines = [
+        {"user_name": "Ada", "character_name": "unused", "chat_metadata": {}},
+        {
+            "name": "Wren",
+            "is_user": False,
+            "send_date": "June 19, 2023 2:20pm",
+            "mes": "Hi",
+            "original_avatar": "Wren.png",
+        },
+    ]
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    (group_chat,) = await tk.library.import_bytes(data, source="camp night.jsonl")
+    results = await tk.library.import_bytes(json.dumps(CARD).encode(), source="wren.json")
+    assert [r.kind for r in results] == ["character"]
+    assert (await tk.store.get_chat_info(group_chat.id)).character_id is None

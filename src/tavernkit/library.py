@@ -396,9 +396,10 @@ class Library(LibraryExports):
         for info in await self.store.list_chats(owner=self.owner):
             if info.character_id is not None:
                 continue
-            stored = await self.store.load_chat(info.id, owner=self.owner)
+            # its header and first messages say whose it is (not the whole chat: cheap)
+            window = await self.store.load_chat_window(info.id, last=1, owner=self.owner)
             try:
-                chat = stored.to_chat()
+                chat = window.to_chat()
             except FormatError:
                 continue  # a chat edited out of shape says nothing reliable of its character
             if is_group_chat(chat) or name not in _chat_character(chat):
