@@ -14,6 +14,9 @@ chunk boundaries (:class:`EchoStripper`), so only the continuation is shown. Car
 data: it is never macro-evaluated, and templates are filled by plain replacement so braces in
 it stay literal.
 
+Text is shown as it arrives; the carried text ends at the last clause a failed attempt
+delivered, its unfinished tail taken back from view (:class:`TextPipe`).
+
 The speaker guard discards a reply that starts as the user's turn (one retry, with a
 directive) and cuts a reply where another speaker's label begins.
 """
@@ -227,13 +230,14 @@ _CLOSERS = frozenset("\"'”’)]*_")
 
 
 class ClauseBuffer:
-    """Holds the unfinished clause of a stream.
+    """Tracks the unfinished clause of a stream.
 
     Text is released up to the last clause boundary (sentence punctuation or a newline, with
-    closing quotes and emphasis marks); the tail waits for the next boundary. A suppressed
-    error then loses only the unfinished clause, which the continuation writes again, instead
-    of showing half a clause the continuation would repeat. ``mode="delta"`` releases
-    everything at once.
+    closing quotes and emphasis marks); the tail is pending until the next boundary. A
+    suppressed error then gives up only the unfinished clause, which the continuation writes
+    again (a :class:`TextPipe` in live mode shows the tail as it comes and takes it back then;
+    a sink that cannot take text back holds it here). ``mode="delta"`` releases everything at
+    once.
     """
 
     __slots__ = ("_pending", "mode")

@@ -1,8 +1,9 @@
 """Where a turn's output goes: the :class:`ResponseSink` protocol and two sinks.
 
-"Delivered" means emitted to the sink: the runner emits only text it is prepared to stand by
-(whole clauses while streaming, everything on success), so what a sink received is exactly
-what the next attempt continues from. ``flush()`` asks the sink to make everything emitted so
+"Delivered" means emitted to the sink: text is emitted as it arrives, and what a failed
+attempt does not stand by (its unfinished clause) is taken back with a :class:`WithdrawEvent`
+before the next attempt continues, so what a sink holds (its texts less its withdrawals) is
+exactly what the next attempt continues from. ``flush()`` asks the sink to make everything emitted so
 far visible (or durable); ``finalize(result)`` ends the turn; ``cleanup()`` always runs, and
 an error in it never hides the turn's own error.
 
