@@ -3,9 +3,9 @@
 "Delivered" means emitted to the sink: text is emitted as it arrives, and what a failed
 attempt does not stand by (its unfinished clause) is taken back with a :class:`WithdrawEvent`
 before the next attempt continues, so what a sink holds (its texts less its withdrawals) is
-exactly what the next attempt continues from. ``flush()`` asks the sink to make everything emitted so
-far visible (or durable); ``finalize(result)`` ends the turn; ``cleanup()`` always runs, and
-an error in it never hides the turn's own error.
+exactly what the next attempt continues from. ``flush()`` asks the sink to make everything
+emitted so far visible (or durable); ``finalize(result)`` ends the turn; ``cleanup()`` always
+runs, and an error in it never hides the turn's own error.
 
 The store sink comes with the chat service and the SSE sink with the server; this module has
 the CLI sink (a rich console) and :class:`RecordingSink` for tests.
