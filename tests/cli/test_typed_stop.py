@@ -1,6 +1,7 @@
 """``/stop`` typed in ``tavernkit chat`` while a reply streams stops the reply (the text shown
 is kept, marked stopped), and what is typed then is not echoed into the reply; another line
-typed then runs at the next prompt. Driven through a real terminal (a pty) and a pipe."""
+typed then runs at the next prompt. Driven through a real terminal (a pty); a script on a pipe
+is read in order at the prompts."""
 
 from __future__ import annotations
 
@@ -81,26 +82,53 @@ def test_stop_typed_in_a_terminal_stops_the_reply_unechoed(
 
 def test_a_line_typed_during_the_reply_runs_after_it(home: Path, server: ThreadServer) -> None:
     server.script(HangReply(text="The lamp is lit. and the rest never arrives", hang_after=4))
-    stdin_read, stdin_write = os.pipe()
-    proc, out = _chat(home, stdin_read)
-    os.close(stdin_read)
+    proc, tty = _chat(home, -1)
     seen = bytearray()
     try:
-        _read_until(out, "/help for commands", seen)
-        os.write(stdin_write, b"Hello\n")
-        _read_until(out, "The lamp is lit.", seen)
-        os.write(stdin_write, b"/history 1\n")
+        _read_until(tty, "/help for commands", seen)
+        os.write(tty, b"Hello\n")
+        _read_until(tty, "The lamp is lit.", seen)
+        os.write(tty, b"/history 1\n")
         time.sleep(0.3)
-        os.write(stdin_write, b"/stop\n")
-        _read_until(out, STOPPED, seen)
-        text = _read_until(out, "[stopped before the end", seen)  # what /history says of it
-        os.write(stdin_write, b"/quit\n")
+        os.write(tty, b"/stop\n")
+        _read_until(tty, STOPPED, seen)
+        text = _read_until(tty, "[stopped before the end", seen)  # what /history says of it
+        os.write(tty, b"/quit\n")
         assert proc.wait(20) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        os.close(stdin_write)
-        os.close(out)
-    after = text[text.index(STOPPED) :]
+        os.close(tty)
+    before, after = text.split(STOPPED, 1)
+    assert "/history" not in before  # typed during the reply: not echoed into it
     assert "> /history 1" in after  # shown at the next prompt, then run
+
+
+def test_a_piped_script_runs_in_order(home: Path, server: ThreadServer) -> None:
+    """A script on a pipe is read at the prompts only, every line in its order."""
+    from chat._server import Reply
+
+    server.script(Reply(text="First reply."), Reply(text="Second reply."))
+    stdin_read, stdin_write = os.pipe()
+    os.write(stdin_write, b"Hello\nAgain\n/history 2\n/quit\n")
+    os.close(stdin_write)
+    proc, out = _chat(home, stdin_read)
+    os.close(stdin_read)
+    seen = bytearray()
+    try:
+        text = _read_until(out, "Second reply.\n", seen)
+        text = _read_until(out, "earlier messages", seen)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        os.close(out)
+    assert text.index("First reply.") < text.index("Second reply.")
+    assert [m.mes for m in messages(home)][-4:] == [
+        "Hello",
+        "First reply.",
+        "Again",
+        "Second reply.",
+    ]

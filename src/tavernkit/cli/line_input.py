@@ -92,13 +92,15 @@ class LineReader:
     def typed_during(self, stop: Callable[[], object]) -> Iterator[None]:
         """While the block runs (a reply streaming), read the lines typed on stdin without
         echoing them: ``/stop`` calls ``stop``, other lines wait for the next :meth:`read`.
-        Nothing is watched when stdin is no file (typer's runner) or a line is being read."""
+        Only a terminal is watched: it hands over one line at a time, so nothing typed can
+        overtake what ``input()`` has buffered; a pipe (a script) or no file at all (typer's
+        runner) is read in order at the prompts, and none is read while a line is."""
         try:
             fd = sys.stdin.fileno()
         except (AttributeError, OSError, ValueError):
             fd = -1
         loop = asyncio.get_running_loop()
-        if fd < 0 or self.blocked or not self._watch(loop, fd, stop):
+        if fd < 0 or not os.isatty(fd) or self.blocked or not self._watch(loop, fd, stop):
             yield
             return
         try:
@@ -142,7 +144,7 @@ class LineReader:
 @contextlib.contextmanager
 def _unechoed(fd: int) -> Iterator[None]:
     """The terminal's echo off (line editing stays on) while the block runs."""
-    if termios is None or not os.isatty(fd):
+    if termios is None:
         yield
         return
     try:
