@@ -60,7 +60,8 @@ from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 __all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 
 
-Status = Literal["imported", "unchanged", "replaced", "kept"]
+#: ``linked``: a chat imported before its character, attached to it when the character came
+Status = Literal["imported", "unchanged", "replaced", "kept", "linked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +302,7 @@ class Library(LibraryExports):
         ]
         if results[0].status != "kept":
             await self._drop_stale_charx_blobs(results[0].id, set(kept))
+        results += await self._adopt_chats(character.name, results[0].id, source)
         if character.character_book is not None:
             # SillyTavern imports the embedded book as a world-info book of its own and links it
             # to the character; we do the same at once instead of asking.
@@ -336,10 +338,7 @@ class Library(LibraryExports):
         file is called; a different chat of the same name and character needs ``replace``.
         Only identical content counts as the same: SillyTavern's branches share their main
         chat's ``integrity`` id."""
-        speaker = next((m.name for m in chat.messages if not m.is_user and m.name), None)
-        header_name = chat.header.character_name
-        if header_name in (None, "", "unused"):
-            header_name = None
+        header_name, speaker = _chat_character(chat)
         char_id: str | None = None
         if character is not None:
             char_id = (
@@ -364,13 +363,18 @@ class Library(LibraryExports):
         same_name: ChatInfo | None = None
         for info in await self.store.list_chats(owner=self.owner):
             named = info.name == name and info.character_id == char_id
+            # imported before its character was: the same chat, to attach now
+            orphan = info.name == name and info.character_id is None and char_id is not None
             if named:
                 same_name = info
-            if not (integrity or named):
+            if not (integrity or named or orphan):
                 continue
             stored = await self.store.load_chat(info.id, owner=self.owner)
             known = (stored.header.get("chat_metadata") or {}).get("integrity")
-            if (named or known == integrity) and stored.lines() == lines:
+            if (named or orphan or known == integrity) and stored.lines() == lines:
+                if char_id is not None and info.character_id is None:
+                    await self.store.attach_chat(info.id, char_id, owner=self.owner)
+                    return ImportResult("chat", info.name, info.id, "linked", source)
                 return ImportResult("chat", info.name, info.id, "unchanged", source)
         if same_name is not None:
             if not replace:
@@ -384,6 +388,28 @@ class Library(LibraryExports):
             return ImportResult("chat", name, created.id, "replaced", source)
         created = await self._create_chat(lines, name, char_id)
         return ImportResult("chat", name, created.id, "imported", source)
+
+    async def _adopt_chats(self, name: str, char_id: str, source: str) -> list[ImportResult]:
+        """Attach to the character ``name`` (just imported) the chats imported before it that
+        name it as their character (not group chats: those belong to their group)."""
+        adopted: list[ImportResult] = []
+        for info in await self.store.list_chats(owner=self.owner):
+            if info.character_id is not None:
+                continue
+            # its header and first messages say whose it is (not the whole chat: cheap)
+            window = await self.store.load_chat_window(info.id, last=1, owner=self.owner)
+            try:
+                chat = window.to_chat()
+            except FormatError:
+                continue  # a chat edited out of shape says nothing reliable of its character
+            if is_group_chat(chat) or name not in _chat_character(chat):
+                continue
+            if await group_of_chat(self.store, info.name, owner=self.owner) is not None:
+                continue
+            if await self.store.attach_chat(info.id, char_id, owner=self.owner):
+                note = f"attached to {name}"
+                adopted.append(ImportResult("chat", info.name, info.id, "linked", source, note))
+        return adopted
 
     async def _import_group_chat(
         self, chat: Chat, name: str, source: str, group: str | None
@@ -473,6 +499,16 @@ class Library(LibraryExports):
                     ImportResult("persona", persona.name, known.info.id, "replaced", source)
                 )
         return results
+
+
+def _chat_character(chat: Chat) -> tuple[str | None, str | None]:
+    """Who a chat file says its character is: the header's ``character_name`` (SillyTavern
+    writes ``"unused"`` there now) and the first speaker who is not the user."""
+    speaker = next((m.name for m in chat.messages if not m.is_user and m.name), None)
+    header_name = chat.header.character_name
+    if header_name in (None, "", "unused"):
+        header_name = None
+    return header_name, speaker
 
 
 def _chat_name(chat: Chat, character: str | None) -> str | None:

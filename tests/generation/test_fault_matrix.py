@@ -170,7 +170,7 @@ async def test_rotation(fault: Fault, make_bench: MakeBench) -> None:
         # a slow model is not a bad key: no rotation, no cooldown, the turn fails
         assert out.status == "failed"
         assert bench.keys == [SECRETS[0]]
-        # shown while another key seemed possible: the held trailing space never was
+        # a suppressed failure takes back its unfinished clause (here the trailing space)
         assert sink.text == (HEAD.rstrip() if fault.delivers else "")
     else:
         assert out.status == "completed", sink.errors

@@ -219,8 +219,9 @@ async def test_cut_then_continuation_with_native_prefill(world: World) -> None:
     )
     result, sink = await turn(world, plan)
 
-    # the unfinished clause was never shown; the continuation wrote it
-    assert next(e.text for e in sink.events if isinstance(e, TextDelta)) == "Hello there."
+    # shown as it arrived; the unfinished clause was taken back and the continuation wrote it
+    assert next(e.text for e in sink.events if isinstance(e, TextDelta)) == "Hello there. "
+    assert sink.withdrawn == [" The night is"]
     assert result.text == sink.text == "Hello there. The night is dark and long."
     last = world.upstream.requests[1].body["messages"][-1]
     assert last == {"role": "assistant", "content": [{"type": "text", "text": "Hello there."}]}

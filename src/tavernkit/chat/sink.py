@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sink import ResponseSink, SinkEvent
+from tavernkit.generation.sink import ResponseSink, SinkEvent, WithdrawEvent, without_tail
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
@@ -105,6 +105,9 @@ class StoreSink:
         runner calls this one, with no queue in front of the sink)."""
         if isinstance(event, TextDelta):
             self.text += event.text
+        elif isinstance(event, WithdrawEvent):
+            # a failed attempt's unfinished clause: its continuation stores it again
+            self.text = without_tail(self.text, event.text)
         elif isinstance(event, ReasoningDelta):
             self.reasoning += event.text
         else:

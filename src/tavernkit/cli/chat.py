@@ -71,6 +71,7 @@ async def _interactive(session: Session, fresh: bool) -> None:
     # what the first reply would load (the tokenizer, the embedded model) loads while the
     # first message is typed: the input thread waits in input(), which needs no GIL
     warming = asyncio.create_task(session.tk.warm_up(session.overrides.get("profile") or ""))
+    session.watch_typing = True
     try:
         with session.sigint_handler():
             while True:

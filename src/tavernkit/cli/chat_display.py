@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.status import Status
@@ -20,7 +21,14 @@ from tavernkit.chat.display import Shown
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.cli.failures import Where, failure_line
 from tavernkit.generation.result import TurnError, TurnResult
-from tavernkit.generation.sink import ConsoleSink, ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
+from tavernkit.generation.sink import (
+    ConsoleSink,
+    ErrorEvent,
+    NoticeEvent,
+    SinkEvent,
+    ToolEvent,
+    WithdrawEvent,
+)
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.providers.local_model import (
@@ -69,6 +77,8 @@ class ChatConsoleSink(ConsoleSink):
         if self.header and header:
             self.console.print(f"[bold cyan]{escape(self.header)}[/]: ", end="")
             self._mid_line = True
+            self._reply = ""
+            self._start_col = cell_len(self.header) + 2
             self.header = ""
 
     async def emit(self, event: SinkEvent) -> None:
@@ -101,6 +111,8 @@ class JsonSink:
     async def emit(self, event: SinkEvent) -> None:
         if isinstance(event, TextDelta):
             self.line({"event": "text", "text": event.text})
+        elif isinstance(event, WithdrawEvent):
+            self.line({"event": "withdraw", "text": event.text})
         elif isinstance(event, ReasoningDelta):
             self.line({"event": "reasoning", "text": event.text})
         elif isinstance(event, ToolEvent):

@@ -4,7 +4,9 @@
 Bad arguments answer a usage line on stderr and change nothing (:mod:`.slash`). Commands that
 delete or overwrite text (``/edit``, ``/delete``, ``/regen``) snapshot the chat first, so
 ``/undo`` puts it back (:mod:`tavernkit.chat.undo`). Ctrl-C while a reply streams stops it
-(the text shown is kept, marked stopped); at the prompt it ends the session.
+(the text shown is kept, marked stopped); at the prompt it ends the session. So does ``/stop``
+typed while the reply streams (unechoed: what is typed then never lands inside the reply; any
+other line typed then runs at the next prompt).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class Session(SettingCommands):
         self.interrupted = asyncio.Event()
         #: the terminal's input lines (its thread is this session's)
         self.input = LineReader()
+        #: interactive: lines typed while a reply streams are read (``/stop`` stops it)
+        self.watch_typing = False
 
     # -- Ctrl-C ------------------------------------------------------------------------------
 
@@ -96,6 +100,17 @@ class Session(SettingCommands):
             self.chats.stop(self.chat_id)
         else:
             self.interrupted.set()
+
+    @contextlib.contextmanager
+    def while_generating(self) -> Iterator[None]:
+        """Ctrl-C and a typed ``/stop`` stop the reply while the block runs."""
+        typing: contextlib.AbstractContextManager[None] = (
+            self.input.typed_during(lambda: self.chats.stop(self.chat_id))
+            if self.watch_typing
+            else contextlib.nullcontext()
+        )
+        with self.sigint_handler(), typing:
+            yield
 
     @contextlib.contextmanager
     def sigint_handler(self) -> Iterator[None]:
@@ -136,7 +151,7 @@ class Session(SettingCommands):
             kwargs["prefill"], self.prefill = self.prefill, None
         self._generating = True
         try:
-            with self.sigint_handler():
+            with self.while_generating():
                 outcome = await verb(self.chat_id, *args, **kwargs)
         finally:
             self._generating = False
@@ -291,7 +306,7 @@ class Session(SettingCommands):
     ) -> GroupTurnOutcome:
         self._generating = True
         try:
-            with self.sigint_handler():
+            with self.while_generating():
                 return await run_group_turn(
                     self.chats,
                     self.chat_id,

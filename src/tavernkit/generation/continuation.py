@@ -14,6 +14,9 @@ chunk boundaries (:class:`EchoStripper`), so only the continuation is shown. Car
 data: it is never macro-evaluated, and templates are filled by plain replacement so braces in
 it stay literal.
 
+Text is shown as it arrives; the carried text ends at the last clause a failed attempt
+delivered, its unfinished tail taken back from view (:class:`TextPipe`).
+
 The speaker guard discards a reply that starts as the user's turn (one retry, with a
 directive) and cuts a reply where another speaker's label begins.
 """
@@ -227,13 +230,14 @@ _CLOSERS = frozenset("\"'”’)]*_")
 
 
 class ClauseBuffer:
-    """Holds the unfinished clause of a stream.
+    """Tracks the unfinished clause of a stream.
 
     Text is released up to the last clause boundary (sentence punctuation or a newline, with
-    closing quotes and emphasis marks); the tail waits for the next boundary. A suppressed
-    error then loses only the unfinished clause, which the continuation writes again, instead
-    of showing half a clause the continuation would repeat. ``mode="delta"`` releases
-    everything at once.
+    closing quotes and emphasis marks); the tail is pending until the next boundary. A
+    suppressed error then gives up only the unfinished clause, which the continuation writes
+    again (a :class:`TextPipe` in live mode shows the tail as it comes and takes it back then;
+    a sink that cannot take text back holds it here). ``mode="delta"`` releases everything at
+    once.
     """
 
     __slots__ = ("_pending", "mode")
@@ -261,6 +265,19 @@ class ClauseBuffer:
         out, self._pending = self._pending, ""
         return out
 
+    def stood_by(self, text: str) -> str:
+        """``text`` up to its last clause boundary in ``clause`` mode (all of it in
+        ``delta``): what of a delivered text a continuation may follow."""
+        if self.mode == "delta":
+            return text
+        match = _LAST_END.match(text)
+        if match is None:
+            return ""
+        end = match.end()
+        while end < len(text) and text[end] in _CLOSERS:
+            end += 1
+        return text[:end]
+
     def discard(self) -> str:
         return self.take()
 
@@ -278,11 +295,19 @@ class ClauseBuffer:
 
 
 class TextPipe:
-    """One attempt's visible text: echo strip, speaker guard, prefill, join, clause release.
+    """One attempt's visible text: echo strip, speaker guard, prefill, join, clause tracking.
 
-    :meth:`feed` returns the text that may be delivered now (``""`` while holding back);
-    with ``hold`` everything is kept for later (drafting, non-streaming). ``visible`` is this
-    attempt's reply text, including a manual prefill it had to show.
+    :meth:`feed` returns the text to show now; with ``hold`` everything is kept for later
+    (drafting, non-streaming). ``visible`` is this attempt's reply text, including a manual
+    prefill it had to show.
+
+    In ``clause`` mode text is shown as it arrives, and the :class:`ClauseBuffer` only tracks
+    where the last clause ended: what follows it is the *unfinished tail*, shown but not yet
+    stood by. A suppressed failure takes the tail back (:meth:`abandon`), so the carried text
+    ends at a clause and the continuation writes the tail again, shown once. A start the
+    speaker guard has not decided yet is shown too (*provisional*); a start that turns out to
+    be the user's is taken back. What to take back waits in :attr:`withdrawn`
+    (:meth:`take_withdrawn`). ``delta`` mode carries everything and takes nothing back.
     """
 
     def __init__(
@@ -308,11 +333,16 @@ class TextPipe:
         self.echo = EchoStripper(echo)
         self.stripper = EchoStripper(prefill.text)
         self.buffer = ClauseBuffer(segment)
+        self.live = segment == "clause" and not hold
         self.decided = not guard.active
         self.started = False
         self.wrong_speaker = False
         self.cut = False
+        #: shown text to take back now (the caller sends it as a withdrawal)
+        self.withdrawn = ""
         self._undecided = ""
+        #: what was shown of an undecided start
+        self._provisional = ""
         self._visible = ""
         self._fast = False
         self._guarded = guard.active
@@ -326,11 +356,18 @@ class TextPipe:
             self._tail.clear()
         return self._visible
 
+    def take_withdrawn(self) -> str:
+        out, self.withdrawn = self.withdrawn, ""
+        return out
+
     def feed(self, raw: str) -> str:
         if self._fast:
             # the common case once a reply is under way: nothing left to decide
             self._tail.append(raw)
-            return "" if self.hold else self.buffer.push(raw)
+            if self.hold:
+                return ""
+            released = self.buffer.push(raw)
+            return raw if self.live else released
         return self._accept(self.stripper.feed(self.echo.feed(raw)))
 
     def _accept(self, piece: str) -> str:
@@ -340,29 +377,64 @@ class TextPipe:
             self._undecided += piece
             verdict = self.guard.decide_start(self._undecided)
             if verdict == "undecided":
-                return ""
+                return self._show_provisional()
             if verdict == "wrong":
                 self.wrong_speaker = True
+                self._take_back_provisional()
                 return ""
             piece, self._undecided, self.decided = self._undecided, "", True
         if not self.started:
-            # A continued reply's leading space or newline is the break between the old text
-            # and the new; only a fresh reply's is noise.
-            fresh = not self.echo.target
-            if fresh and not piece.strip() and not self.prefill.text:
+            opened = self._opening(piece)
+            if opened is None:
                 return ""  # leading blank lines of a fresh reply are noise
-            shown = self.prefill.text if not self.prefill.sent else ""
-            body = piece.lstrip(self.lead) if fresh and not shown and not self.carried else piece
-            gap = join_gap(self.carried + shown, body)
-            piece = shown + gap + body
+            piece = opened
             self.started = True
         self._fast = self.echo.done and self.stripper.done and not self._guarded and not self.cut
         if self.guard.active:
             piece = self._speaker_cut(piece)
         self._visible = self.visible + piece
         if self.hold or not piece:
+            return self._after_provisional("")
+        released = self.buffer.push(piece)
+        return self._after_provisional(piece if self.live else released)
+
+    def _opening(self, piece: str) -> str | None:
+        """A reply's first piece as it shows (``None``: blank noise before a fresh reply)."""
+        # A continued reply's leading space or newline is the break between the old text
+        # and the new; only a fresh reply's is noise.
+        fresh = not self.echo.target
+        if fresh and not piece.strip() and not self.prefill.text:
+            return None
+        shown = self.prefill.text if not self.prefill.sent else ""
+        body = piece.lstrip(self.lead) if fresh and not shown and not self.carried else piece
+        return shown + join_gap(self.carried + shown, body) + body
+
+    def _show_provisional(self) -> str:
+        """An undecided start, shown as it would open the reply (live mode only)."""
+        if not self.live or self.started:
             return ""
-        return self.buffer.push(piece)
+        opened = self._opening(self._undecided) or ""
+        if not opened.startswith(self._provisional):
+            self._take_back_provisional()
+        new = opened[len(self._provisional) :]
+        self._provisional = opened
+        return new
+
+    def _take_back_provisional(self) -> None:
+        if self._provisional:
+            self.withdrawn += self._provisional
+            self._provisional = ""
+
+    def _after_provisional(self, out: str) -> str:
+        """What to show of a decided piece, given the provisional start already shown."""
+        shown = self._provisional
+        if not shown:
+            return out
+        self._provisional = ""
+        if out.startswith(shown):
+            return out[len(shown) :]
+        self.withdrawn += shown
+        return out
 
     def _speaker_cut(self, piece: str) -> str:
         start = max(0, len(self._visible) - self.guard.window)
@@ -375,23 +447,45 @@ class TextPipe:
             return piece[: keep - len(self._visible)]
         extra = len(self._visible) - keep
         removed = extra if self.hold else self.buffer.drop_tail(extra)
+        if removed and self.live:
+            # shown as it arrived: the other speaker's label is taken back
+            self.withdrawn += self._visible[len(self._visible) - removed :]
         self._visible = self._visible[: len(self._visible) - removed]
         return ""
 
     def finish(self) -> str:
-        """The rest at a clean end of stream (held echo, undecided start, unfinished clause)."""
+        """The rest at a clean end of stream (held echo, undecided start, unfinished clause
+        when it was held)."""
         out = self._accept(self.stripper.feed(self.echo.finish()) + self.stripper.finish())
         if not self.decided and self._undecided:
             text, self._undecided = self._undecided, ""
             if self.guard.decide_start(text) == "wrong":
                 self.wrong_speaker = True
+                self._take_back_provisional()
                 return out
             self.decided = True
             out += self._accept(text)
         if self.hold or self.wrong_speaker:
             return out
-        return out + self.buffer.take()
+        rest = self.buffer.take()
+        return out if self.live else out + rest
 
     def abandon(self) -> str:
-        """The held unfinished clause, given up (suppressed error): nothing more is shown."""
-        return self.buffer.discard()
+        """A suppressed failure gives up what the attempt has not stood by: an undecided
+        start and the unfinished clause (the continuation writes it instead). Returns what to
+        show now (nothing); shown text to take back is left in :attr:`withdrawn`."""
+        return self._give_up(keep_tail=False)
+
+    def keep(self) -> str:
+        """A visible failure: the unfinished clause stays (returned when it was held, to show
+        now); an undecided start is taken back (left in :attr:`withdrawn`)."""
+        return self._give_up(keep_tail=True)
+
+    def _give_up(self, *, keep_tail: bool) -> str:
+        self._take_back_provisional()
+        tail = self.buffer.discard()
+        if keep_tail:
+            return "" if self.live else tail
+        if self.live and tail:
+            self.withdrawn += tail
+        return ""

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from tavernkit.errors import ProviderError
 from tavernkit.generation.continuation import TextPipe
-from tavernkit.generation.sink import ResponseSink, SinkEvent
+from tavernkit.generation.sink import ResponseSink, SinkEvent, WithdrawEvent, without_tail
 from tavernkit.providers.accumulator import Accumulator, Completion
 from tavernkit.providers.events import ProviderErrorEvent, ReasoningDelta, StreamEvent, TextDelta
 
@@ -85,10 +85,23 @@ class Delivery:
             self._record(attempt, event)
 
     def _record(self, attempt: int, event: SinkEvent) -> None:
-        if type(event) is TextDelta:
-            self._texts.append(event.text)
+        kind = type(event)
+        if kind is TextDelta:
+            text: str = event.text  # type: ignore[union-attr]
+            self._texts.append(text)
             if attempt not in self._frozen:
-                self._by_attempt.setdefault(attempt, []).append(event.text)
+                self._by_attempt.setdefault(attempt, []).append(text)
+        elif kind is WithdrawEvent:
+            tail: str = event.text  # type: ignore[union-attr]
+            self._texts[:] = [without_tail("".join(self._texts), tail)]
+            if attempt not in self._frozen:
+                own = self._by_attempt.setdefault(attempt, [])
+                own[:] = [without_tail("".join(own), tail)]
+
+    def take_back(self, attempt: int, pipe: TextPipe) -> None:
+        """Send what ``pipe`` takes back of the text it showed, if anything."""
+        if pipe.withdrawn:
+            self.send(attempt, WithdrawEvent(pipe.take_withdrawn()))
 
     async def drain(self) -> None:
         """Wait until everything queued was emitted; re-raise a sink failure."""
@@ -113,8 +126,12 @@ class Delivery:
             if not landed:
                 # not started yet: never shown, so neither delivered nor carried
                 kept = [item for item in self._items if item[0] != attempt]
+                dropped = [event for n, event in self._items if n == attempt]
                 self._items.clear()
                 self._items.extend(kept)
+                withdraw = _still_to_withdraw(dropped)
+                if withdraw:
+                    self._items.append((attempt, WithdrawEvent(withdraw)))
         self._frozen.add(attempt)
         return landed
 
@@ -141,6 +158,8 @@ class Delivery:
                 kind = type(event)
                 if kind is TextDelta:
                     out = pipe_feed(event.text)  # type: ignore[union-attr]
+                    if pipe.withdrawn:
+                        self.take_back(attempt, pipe)
                     if out:
                         send(attempt, TextDelta(out))
                     if pipe.wrong_speaker or pipe.cut:
@@ -168,15 +187,14 @@ class Delivery:
         settle: float | None,
         sleep: Sleep,
     ) -> None:
-        """End a failed attempt's delivery. A visible error shows the held clause first; a
-        suppressed one drops it (never shown, so the continuation writes it instead). After a
-        timeout (``settle`` seconds given) sends under way get that long to land."""
-        if visible and not pipe.hold:
-            rest = pipe.buffer.take()
-            if rest:
-                self.send(attempt, TextDelta(rest))
-        else:
-            pipe.abandon()
+        """End a failed attempt's delivery. A visible error keeps the unfinished clause
+        (shown first when it was held); a suppressed one takes it back (the continuation
+        writes it instead, so it is shown once). After a timeout (``settle`` seconds given)
+        sends under way get that long to land."""
+        rest = pipe.keep() if visible and not pipe.hold else pipe.abandon()
+        self.take_back(attempt, pipe)
+        if rest:
+            self.send(attempt, TextDelta(rest))
         if settle is None:
             await self.drain()
         elif not await self.settle(attempt, settle, sleep):
@@ -188,3 +206,20 @@ class Delivery:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
             self._worker = None
+
+
+def _still_to_withdraw(dropped: list[SinkEvent]) -> str:
+    """What of the withdrawals among ``dropped`` (queued events never sent) still has to be
+    taken back: the dropped text was never shown, so it needs no taking back."""
+    shown_of_dropped = ""
+    withdraw = ""
+    for event in dropped:
+        if type(event) is TextDelta:
+            shown_of_dropped += event.text
+        elif isinstance(event, WithdrawEvent):
+            tail = event.text
+            covered = min(len(tail), len(shown_of_dropped))
+            shown_of_dropped = without_tail(shown_of_dropped, tail)
+            # the part of the tail beyond the dropped text was sent, and is taken back
+            withdraw = tail[: len(tail) - covered] + withdraw
+    return withdraw

@@ -29,7 +29,8 @@ DEFAULT_TOOLS_RAN_DIRECTIVE = (
 @dataclass(frozen=True)
 class TurnOptions:
     stream: bool = True
-    #: release text by clause (default) or by delta
+    #: "clause" (default): shown as it arrives, carried up to the last clause (a failed
+    #: attempt's unfinished clause is taken back); "delta": shown and carried as it arrives
     segment: Literal["clause", "delta"] = "clause"
     continuation: ContinuationConfig = field(default_factory=ContinuationConfig)
     char_name: str = ""

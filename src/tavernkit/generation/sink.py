@@ -1,10 +1,11 @@
 """Where a turn's output goes: the :class:`ResponseSink` protocol and two sinks.
 
-"Delivered" means emitted to the sink: the runner emits only text it is prepared to stand by
-(whole clauses while streaming, everything on success), so what a sink received is exactly
-what the next attempt continues from. ``flush()`` asks the sink to make everything emitted so
-far visible (or durable); ``finalize(result)`` ends the turn; ``cleanup()`` always runs, and
-an error in it never hides the turn's own error.
+"Delivered" means emitted to the sink: text is emitted as it arrives, and what a failed
+attempt does not stand by (its unfinished clause) is taken back with a :class:`WithdrawEvent`
+before the next attempt continues, so what a sink holds (its texts less its withdrawals) is
+exactly what the next attempt continues from. ``flush()`` asks the sink to make everything
+emitted so far visible (or durable); ``finalize(result)`` ends the turn; ``cleanup()`` always
+runs, and an error in it never hides the turn's own error.
 
 The store sink comes with the chat service and the SSE sink with the server; this module has
 the CLI sink (a rich console) and :class:`RecordingSink` for tests.
@@ -16,8 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from rich.cells import cell_len
 from rich.console import Console
 
+from tavernkit.generation.continuation import ClauseBuffer
 from tavernkit.generation.result import FallbackNotice, TurnError, TurnResult
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 
@@ -29,6 +32,8 @@ __all__ = [
     "ResponseSink",
     "SinkEvent",
     "ToolEvent",
+    "WithdrawEvent",
+    "without_tail",
 ]
 
 
@@ -56,7 +61,22 @@ class ToolEvent:
     error: bool = False
 
 
-SinkEvent = TextDelta | ReasoningDelta | NoticeEvent | ErrorEvent | ToolEvent
+@dataclass(frozen=True, slots=True)
+class WithdrawEvent:
+    """The last ``len(text)`` characters of the reply shown so far are taken back (``text`` is
+    exactly them). Text is shown as it arrives; when an attempt fails and another continues
+    it, the failed attempt's unfinished clause is taken back here and the continuation writes
+    it again, so it is shown once (also a start that turned out to be the user's)."""
+
+    text: str
+
+
+def without_tail(shown: str, tail: str) -> str:
+    """``shown`` less a withdrawn ``tail`` (its last ``len(tail)`` characters)."""
+    return shown[: max(len(shown) - len(tail), 0)]
+
+
+SinkEvent = TextDelta | ReasoningDelta | NoticeEvent | ErrorEvent | ToolEvent | WithdrawEvent
 
 
 @runtime_checkable
@@ -109,7 +129,18 @@ class RecordingSink:
 
     @property
     def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+        """The reply as the user sees it now (withdrawn tails taken back)."""
+        shown = ""
+        for event in self.events:
+            if isinstance(event, TextDelta):
+                shown += event.text
+            elif isinstance(event, WithdrawEvent):
+                shown = without_tail(shown, event.text)
+        return shown
+
+    @property
+    def withdrawn(self) -> list[str]:
+        return [e.text for e in self.events if isinstance(e, WithdrawEvent)]
 
     @property
     def errors(self) -> list[TurnError]:
@@ -122,28 +153,88 @@ class RecordingSink:
 
 class ConsoleSink:
     """Prints a turn to a terminal: the reply as it arrives, reasoning dimmed (when asked),
-    tool runs and notices on their own lines, errors in red."""
+    tool runs and notices on their own lines, errors in red.
+
+    A withdrawal erases the end of the reply on a terminal (the cursor goes back over it,
+    wrapped rows included, and the screen is cleared from there). Output that cannot be
+    taken back (a pipe, a file) holds the unfinished clause instead, as the engine did before
+    it showed text as it arrived, and prints it at the next clause, notice or flush.
+    """
 
     def __init__(self, console: Console | None = None, *, show_reasoning: bool = False) -> None:
         self.console = console or Console()
         self.show_reasoning = show_reasoning
         self._mid_line = False
+        #: the reply printed since the last line that was not reply text, and the column
+        #: it started at (a speaker's name before it)
+        self._reply = ""
+        self._start_col = 0
+        self._held = ClauseBuffer()
 
     def _newline(self) -> None:
+        self._print_held()
         if self._mid_line:
             self.console.print()
             self._mid_line = False
+        self._reply = ""
+        self._start_col = 0
+
+    def _print_text(self, text: str) -> None:
+        if not text:
+            return
+        self.console.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+        self._mid_line = not text.endswith("\n")
+        self._reply += text
+
+    def _print_held(self) -> None:
+        self._print_text(self._held.take())
+
+    def _show(self, text: str) -> None:
+        self._print_text(text if self.console.is_terminal else self._held.push(text))
+
+    def _withdraw(self, tail: str) -> None:
+        if not self.console.is_terminal:
+            # only the held clause can be taken back here (the engine withdraws no more)
+            self._held.drop_tail(len(tail))
+            return
+        keep = without_tail(self._reply, tail)
+        row, _ = self._cursor(self._reply)
+        to_row, to_col = self._cursor(keep, next_char=True)
+        up = f"\x1b[{row - to_row}A" if row > to_row else ""
+        right = f"\x1b[{to_col}C" if to_col else ""
+        self.console.file.write(f"{up}\r{right}\x1b[J")
+        self._reply = keep
+        self._mid_line = bool(keep) and not keep.endswith("\n")
+
+    def _cursor(self, text: str, *, next_char: bool = False) -> tuple[int, int]:
+        """The row (from the reply's first) and column the cursor is at after ``text``
+        (``next_char``: where the next character goes, past a full row's pending wrap)."""
+        width = max(self.console.width, 1)
+        row, col = 0, self._start_col
+        for n, line in enumerate(text.split("\n")):
+            if n:
+                row, col = row + 1, 0
+            cells = col + cell_len(line)
+            wraps = (cells - 1) // width if cells else 0
+            row, col = row + wraps, cells - wraps * width
+        if next_char and col >= width:  # the terminal wraps before the next character
+            row, col = row + 1, 0
+        return row, col
 
     async def emit(self, event: SinkEvent) -> None:
         if isinstance(event, TextDelta):
-            self.console.print(event.text, end="", markup=False, highlight=False, soft_wrap=True)
-            self._mid_line = not event.text.endswith("\n")
+            self._show(event.text)
+        elif isinstance(event, WithdrawEvent):
+            self._withdraw(event.text)
         elif isinstance(event, ReasoningDelta):
             if self.show_reasoning and event.text:
+                self._print_held()
                 self.console.print(
                     event.text, end="", style="dim italic", markup=False, highlight=False
                 )
                 self._mid_line = True
+                self._reply = ""
+                self._start_col = 0
         elif isinstance(event, ToolEvent):
             self._newline()
             mark = " (reused)" if event.replayed else ""
@@ -156,6 +247,7 @@ class ConsoleSink:
             self.console.print(event.error.text(), style="bold red", markup=False)
 
     async def flush(self) -> None:
+        self._print_held()
         self.console.file.flush()
 
     async def finalize(self, result: TurnResult) -> None:

@@ -7,8 +7,9 @@ from the delivered text instead of regenerating it (:mod:`~tavernkit.generation.
 
 Rules that are easy to get wrong:
 
-- errors are suppressed while another key or attempt remains; a suppressed error drops the
-  unfinished clause (never shown, so never repeated), a visible one shows it first;
+- text is shown as it arrives; errors are suppressed while another key or attempt remains,
+  and a suppressed error takes back the unfinished clause (a withdrawal: the continuation
+  writes it again, so it is shown once), a visible one keeps it;
 - timeouts never rotate keys and never count as a key's success; after one the runner waits a
   bounded settle time for sends already under way;
 - when every attempt fails only the terminal error is emitted, once, and the result still

@@ -17,6 +17,7 @@ from typing import Protocol
 import pluggy
 
 from tavernkit.errors import FormatError, PluginError, TavernKitError
+from tavernkit.formats.json_syntax import json_syntax_error
 
 __all__ = ["Detector", "FormatHandler", "FormatRegistry", "Reader", "RegisterFormat", "Writer"]
 
@@ -138,7 +139,8 @@ class FormatRegistry:
         """Detect and read ``data``; raises ``FormatError`` when no format recognizes it."""
         handler = self.detect(data)
         if handler is None:
-            raise FormatError("not a format tavernkit can import", source=source)
+            reason = json_syntax_error(data, source) or "not a format tavernkit can import"
+            raise FormatError(reason, source=source)
         try:
             return handler, handler.read(data, source)
         except TavernKitError:

@@ -10,7 +10,9 @@ number of clients read the same turn from any event on (``Last-Event-ID``).
 
 Every turn's log is, in order: one ``notice`` with ``kind: "started"`` (the turn's chat and
 verb: a process that did not start the turn checks the chat from it), the reply's ``text``,
-``reasoning``, ``tool`` and fallback ``notice`` events as they are delivered, an ``error``
+``reasoning``, ``tool`` and fallback ``notice`` events as they are delivered (a ``withdraw``
+takes back the end of the text shown: a failed attempt's unfinished clause, which the
+continuation writes again), an ``error``
 when the turn failed, and exactly one ``done`` (status ``completed``, ``failed`` or
 ``aborted``, and where the reply is stored). :meth:`TurnHub.stop` aborts a turn; what was
 delivered stays stored and is in the log. :meth:`TurnHub.stop_anywhere` also reaches a turn
@@ -37,7 +39,13 @@ from tavernkit.chat.service import ChatService
 from tavernkit.errors import ChatBusy, EgressRefused, GenerateTaskError, NotFound, TavernKitError
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
+from tavernkit.generation.sink import (
+    ErrorEvent,
+    NoticeEvent,
+    SinkEvent,
+    ToolEvent,
+    WithdrawEvent,
+)
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
 from tavernkit.server.task_errors import safe_text
@@ -130,6 +138,9 @@ def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
         return ("text", {"text": event.text}) if event.text else None
     if isinstance(event, ReasoningDelta):
         return ("reasoning", {"text": event.text}) if event.text else None
+    if isinstance(event, WithdrawEvent):
+        # the end of the text shown so far is taken back (``text`` is exactly that end)
+        return ("withdraw", {"text": event.text}) if event.text else None
     if isinstance(event, ToolEvent):
         return "tool", {
             "name": event.name,

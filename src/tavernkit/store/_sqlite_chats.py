@@ -376,6 +376,18 @@ class SqliteChats(SqliteBase):
             )
             return int(cur.rowcount)
 
+    async def attach_chat(
+        self, chat_id: str, character: str, *, owner: str = DEFAULT_OWNER
+    ) -> bool:
+        async with self._write() as db:
+            info, _ = await self._resolve(db, "character", character, owner)
+            cur = await db.execute(
+                "UPDATE chats SET character_id = ?, character_name = ? "
+                "WHERE id = ? AND owner = ? AND character_id IS NULL",
+                (info.id, info.name, chat_id, owner),
+            )
+            return bool(cur.rowcount)
+
     async def update_chat_header(
         self, chat_id: str, header: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
     ) -> None:

@@ -567,6 +567,14 @@ class Store(AccountStore, Protocol):
         returns how many chats changed."""
         ...
 
+    async def attach_chat(
+        self, chat_id: str, character: str, *, owner: str = DEFAULT_OWNER
+    ) -> bool:
+        """Attach a chat that belongs to no character to ``character`` (id or name): an
+        imported chat whose character arrived later. Returns whether it changed (a chat of
+        another character is left as it is)."""
+        ...
+
     async def update_chat_header(
         self, chat_id: str, header: Document, *, owner: str = DEFAULT_OWNER
     ) -> None: ...

@@ -122,6 +122,7 @@ class ReplySteps:
         round, end the attempt as failed, or be done."""
         pipe = gen.pipe
         rest = pipe.finish()
+        self.delivery.take_back(seq, pipe)
         if pipe.wrong_speaker:
             return self._speaker_restart(gen)
         if rest:
@@ -199,7 +200,9 @@ class ReplySteps:
         )
         if not suppress:
             await self.sink.flush()
-        self.carried += self.delivery.delivered(seq)
+        # what landed, up to its last clause: after a timeout a send may have landed past
+        # the clause the withdrawal was measured from (it is taken back all the same)
+        self.carried += pipe.buffer.stood_by(self.delivery.delivered(seq))
 
     # -- review ------------------------------------------------------------------------------
 

@@ -48,7 +48,8 @@ class Imported(BaseModel):
     kind: str
     name: str
     id: str
-    #: imported, unchanged (the same record was there), replaced or kept
+    #: imported, unchanged (the same record was there), replaced, kept or linked (a chat
+    #: imported before its character, attached to it now)
     status: str
     source: str
     note: str

@@ -188,7 +188,7 @@ async def turn_events(
     last_event_id: Annotated[str | None, Header(max_length=100)] = None,
     after: Annotated[str | None, Query(max_length=100)] = None,
 ) -> Response:
-    """The turn's events as SSE (``id``, ``event``: text, reasoning, tool, notice, error,
+    """The turn's events as SSE (``id``, ``event``: text, withdraw, reasoning, tool, notice, error,
     done; ``data``: JSON), from after ``Last-Event-ID`` (or ``after``) when given."""
     chat = await _owned_turn(tk, hub, chat_id, turn_id)
     since = last_event_id if last_event_id is not None else after

@@ -102,7 +102,7 @@ export function watchTurn(chatId, eventsUrl, kind, on) {
   const open = () => {
     const url = lastId ? `${eventsUrl}?${new URLSearchParams({ after: lastId })}` : eventsUrl;
     source = new EventSource(url);
-    for (const type of ["text", "reasoning", "tool", "notice", "error", "done"]) {
+    for (const type of ["text", "withdraw", "reasoning", "tool", "notice", "error", "done"]) {
       source.addEventListener(type, handle(type));
     }
     source.onerror = () => {

@@ -161,7 +161,7 @@ export async function showCharacters(view) {
   }
 
   async function imported(results) {
-    const verbs = { imported: "Imported", replaced: "Replaced", unchanged: "Already there:", kept: "Kept" };
+    const verbs = { imported: "Imported", replaced: "Replaced", unchanged: "Already there:", kept: "Kept", linked: "Linked to its character:" };
     const names = new Map(); // status -> names, in the order met
     for (const r of results) names.set(r.status, [...(names.get(r.status) || []), r.name]);
     const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${list.join(", ")}`);

@@ -1,8 +1,8 @@
-// A turn's reply shown as it streams: text and reasoning in a live message at the end of the
-// log (an impersonation fills the composer instead; a group chat's turn shows one live message
-// per member), fallback notices above it, an error kept in the chat's alerts with a Retry. A
-// turn picked up again after a reload replaces the stored place of its reply, so nothing shows
-// twice.
+// A turn's reply shown as it streams (a withdrawal takes back the end of the text shown): text
+// and reasoning in a live message at the end of the log (an impersonation fills the composer
+// instead; a group chat's turn shows one live message per member), fallback notices above it,
+// an error kept in the chat's alerts with a Retry. A turn picked up again after a reload
+// replaces the stored place of its reply, so nothing shows twice.
 
 import { watchTurn } from "../api.js";
 import { h } from "../dom.js";
@@ -92,6 +92,12 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
   return watchTurn(chat.id, eventsUrl, kind, {
     text(data) {
       streamed += data.text || "";
+      paint();
+    },
+    // Text shows as it arrives; when an attempt fails, its unfinished clause is taken back
+    // here and the attempt that continues it writes it again, so it shows once.
+    withdraw(data) {
+      streamed = streamed.slice(0, Math.max(streamed.length - (data.text || "").length, 0));
       paint();
     },
     reasoning(data) {
