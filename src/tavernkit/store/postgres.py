@@ -153,6 +153,9 @@ class PostgresStore(SqliteStore):
         self._url = url
         self._tracer: Callable[[str, int], None] | None = None
 
+    #: records are TEXT here (jsonb reorders keys): a member is edited in Python, off the loop
+    _json_in_sql = False
+
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self._url)!r})"
 
