@@ -111,12 +111,13 @@ def serve_command(
         ),
     ] = 30.0,
     turn_rate: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--turn-rate",
-            help="Model calls (turns, tasks, tests...) each user may make per minute.",
+            help="Model calls (turns, tasks, tests...) each user may make per minute "
+            "(default: 60 with accounts, no limit for the local user).",
         ),
-    ] = 60,
+    ] = None,
     allow_egress: Annotated[
         list[str] | None,
         typer.Option(
@@ -146,7 +147,7 @@ def serve_command(
         database=database or None,
         redis=redis or None,
         turn_lease_s=lock_lease,
-        turn_rate=RateLimit(turn_rate, 60.0),
+        turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)

@@ -12,7 +12,14 @@ from tavernkit.egress import EgressPolicy
 from tavernkit.errors import ServerConfigError
 from tavernkit.log_redaction import redact_url
 
-__all__ = ["PASSWORD_PROFILES", "ConnectionLimits", "RateLimit", "ServerSettings", "is_loopback"]
+__all__ = [
+    "ACCOUNT_TURN_RATE",
+    "PASSWORD_PROFILES",
+    "ConnectionLimits",
+    "RateLimit",
+    "ServerSettings",
+    "is_loopback",
+]
 
 #: the argon2 parameter sets ``password_profile`` may name (argon2.profiles)
 PASSWORD_PROFILES = frozenset({"RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"})
@@ -27,6 +34,10 @@ class RateLimit:
 
     limit: int
     window_s: float
+
+
+#: model calls per user per minute with accounts on, unless ``turn_rate`` says otherwise
+ACCOUNT_TURN_RATE = RateLimit(60, 60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,8 +98,10 @@ class ServerSettings:
     #: timeouts and caps of the HTTP connections (:mod:`.connection_guard`)
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: model calls per user: turns, tasks, profile tests, summaries, the facade's completions,
-    #: MCP tool listings (every route that takes ``routes._common.ModelCall``)
-    turn_rate: RateLimit = field(default_factory=lambda: RateLimit(60, 60.0))
+    #: MCP tool listings (every route that takes ``routes._common.ModelCall``); ``None``:
+    #: :data:`ACCOUNT_TURN_RATE` with accounts on, no limit for the one local user (limits
+    #: are for sharing a server; a local user's 100 parallel turns are theirs to make)
+    turn_rate: RateLimit | None = None
     #: how long a browser session lasts without use, in seconds
     session_ttl_s: float = 14 * 24 * 3600.0
     #: how long a browser session lasts at most, however busy, in seconds (then sign in again)
@@ -134,6 +147,14 @@ class ServerSettings:
     #: made in a library user's process or a test loads them on first use
     warm_up: bool = False
 
+    @property
+    def turn_limit(self) -> RateLimit | None:
+        """The turn rate that applies: ``turn_rate`` when set, else :data:`ACCOUNT_TURN_RATE`
+        with accounts on and none for the local user."""
+        if self.turn_rate is not None:
+            return self.turn_rate
+        return ACCOUNT_TURN_RATE if self.accounts else None
+
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
         invalid; returns ``self``."""
@@ -153,7 +174,7 @@ class ServerSettings:
             ("shared_rate", self.shared_rate),
         )
         for name, rate in rates:
-            if rate.limit <= 0 or rate.window_s <= 0:
+            if rate is not None and (rate.limit <= 0 or rate.window_s <= 0):
                 raise ServerConfigError(f"{name} needs a positive limit and window")
         if self.password_profile not in PASSWORD_PROFILES:
             raise ServerConfigError(
