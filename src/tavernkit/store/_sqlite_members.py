@@ -9,6 +9,9 @@ its order (a new member goes last, as a JavaScript object's new key does). Postg
 records as ``TEXT`` (``jsonb`` would reorder keys): there, and for a member name that a JSON
 path cannot quote, the row is parsed and written back in a worker thread inside the write.
 
+Every read here goes over aiosqlite's thread, not the read connection the store's small
+reads use on the caller's thread: scanning a 28 MB row there would hold the event loop.
+
 A member path is a tuple of object keys (``("entries", "12")``); every member named along it
 but the last must be an object. The record is not validated whole: the caller checks what it
 writes (the lorebook admin validates the entry).
@@ -67,7 +70,7 @@ class SqliteRecordMembers(SqliteBase):
     async def get_record_text(
         self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
     ) -> tuple[RecordInfo, str]:
-        async with self._read_now() as db:
+        async with self._read() as db:
             return await self._resolve(db, kind, ref, owner)
 
     async def get_record_member(
@@ -76,7 +79,7 @@ class SqliteRecordMembers(SqliteBase):
         where = _json_path(path) if self._json_in_sql else None
         if where is None:
             return await self._in_python(kind, ref, owner, path, lambda parent: parent[path[-1]])
-        async with self._read_now() as db:
+        async with self._read() as db:
             rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
             rows = list(
                 await db.execute_fetchall(
@@ -101,7 +104,7 @@ class SqliteRecordMembers(SqliteBase):
 
             found: list[str] = await self._in_python(kind, ref, owner, path, keys, missing_ok=True)
             return found
-        async with self._read_now() as db:
+        async with self._read() as db:
             rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
             rows = await db.execute_fetchall(
                 "SELECT j.key FROM records r, json_each(r.data, ?) j "
@@ -185,7 +188,7 @@ class SqliteRecordMembers(SqliteBase):
             return result, dumps(doc) if write else None
 
         if not write:
-            async with self._read_now() as db:
+            async with self._read() as db:
                 _, text = await self._resolve(db, kind, ref, owner)
             return (await asyncio.to_thread(run, text))[0]
         async with self._write() as db:
