@@ -44,7 +44,7 @@ def _book_file(n: int) -> bytes:
 def big_book(site: Site) -> str:
     data = _book_file(N)
     assert len(data) > 20 * 1024 * 1024  # over the old fixed cap
-    found = site.call(site.tk.library.import_bytes(data, source="Atlas.json"))
+    found = site.call(site.tk.library.import_bytes(data, source="Atlas.json"), timeout=300)
     return found[0].id
 
 
