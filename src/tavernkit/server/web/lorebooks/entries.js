@@ -1,9 +1,10 @@
 // A lorebook's entries: search (everywhere, or only the keys, the title or the content),
-// sort, add, duplicate, delete, enable, and an editor per entry built only when its row is
-// opened. Rows are shown a page at a time, so a 20,000-entry book opens with a few dozen rows
-// and no forms. "Save lorebook" sends each changed entry's changed fields (PATCH
-// /lorebooks/{id}/entries/{uid}); adding (the server picks the uid), duplicating, deleting
-// and enabling are stored at once. The book is never sent back whole.
+// show only enabled, disabled, constant or secondary-keyed ones, sort, add, duplicate, delete,
+// enable, and an editor per entry built only when its row is opened. Rows are shown a page at
+// a time, so a 20,000-entry book opens with a few dozen rows and no forms. "Save lorebook"
+// sends each changed entry's changed fields (PATCH /lorebooks/{id}/entries/{uid}); adding
+// (the server picks the uid), duplicating, deleting and enabling are stored at once. The book
+// is never sent back whole.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
@@ -37,6 +38,16 @@ export const SEARCH_IN = [
   ["content", "Content", (e) => [e.content || ""]],
 ];
 
+// Which entries are shown, whatever the search: all, only enabled or disabled ones, only
+// constant ones (always inserted), only those with secondary keys.
+export const SHOW = [
+  ["all", "All entries", () => true],
+  ["enabled", "Enabled", (e) => !e.disable],
+  ["disabled", "Disabled", (e) => Boolean(e.disable)],
+  ["constant", "Constant", (e) => Boolean(e.constant)],
+  ["secondary", "With secondary keys", (e) => (e.keysecondary || []).length > 0],
+];
+
 function haystack(entry, where) {
   return SEARCH_IN.find(([value]) => value === where)[2](entry).join("\n").toLowerCase();
 }
@@ -53,12 +64,14 @@ export function createEntries(book, alerts, onDirty) {
   let pinned = []; // uids just added or duplicated: shown first until the search or sort changes
   let query = "";
   let where = "all";
+  let show = "all";
   let sort = "display";
   let shown = PAGE;
 
   const search = h("input", { type: "search", placeholder: "keys, title or content" });
   const sortBy = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
   const searchIn = h("select", {}, SEARCH_IN.map(([value, label]) => h("option", { value }, label)));
+  const showOnly = h("select", {}, SHOW.map(([value, label]) => h("option", { value }, label)));
   const count = h("p", { class: "muted entry-count", role: "status" });
   const list = h("ul", { class: "entry-list", "aria-label": "Entries" });
   const more = h("div", { class: "more" });
@@ -72,6 +85,12 @@ export function createEntries(book, alerts, onDirty) {
       shown = PAGE;
       render();
     }, 120);
+  });
+  showOnly.addEventListener("change", () => {
+    show = showOnly.value;
+    pinned = [];
+    shown = PAGE;
+    render();
   });
   searchIn.addEventListener("change", () => {
     where = searchIn.value;
@@ -88,6 +107,7 @@ export function createEntries(book, alerts, onDirty) {
 
   function matching() {
     let found = [...entries.values()];
+    if (show !== "all") found = found.filter(SHOW.find(([value]) => value === show)[2]);
     if (query) {
       found = found.filter((e) => {
         const key = `${where} ${e.uid}`;
@@ -164,7 +184,7 @@ export function createEntries(book, alerts, onDirty) {
     const page = found.slice(0, Math.max(shown, pinned.length));
     list.replaceChildren(...page.map(rowOf));
     const total = entries.size;
-    count.textContent = query
+    count.textContent = query || show !== "all"
       ? `${found.length} of ${total} entries match`
       : `${total} ${total === 1 ? "entry" : "entries"}`;
     const left = found.length - page.length;
@@ -290,6 +310,7 @@ export function createEntries(book, alerts, onDirty) {
       { class: "entry-tools" },
       h("label", { class: "field grow" }, "Search entries", search),
       h("label", { class: "field" }, "Search in", searchIn),
+      h("label", { class: "field" }, "Show", showOnly),
       h("label", { class: "field" }, "Sort by", sortBy),
       button("Add entry", add),
     ),
