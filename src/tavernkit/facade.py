@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from tavernkit.chat.script_host import ScriptOutcome
     from tavernkit.chat.service import ChatService
     from tavernkit.context import TavernContext
+    from tavernkit.formats import FormatLimits
     from tavernkit.generation.abort import ActiveGenerations
     from tavernkit.generation.keys import CooldownStore
     from tavernkit.generation.profiles import ProviderLike
@@ -66,6 +67,7 @@ class Tavern:
         owner: str = DEFAULT_OWNER,
         load_plugins: bool = True,
         database: str | None = None,
+        limits: FormatLimits | None = None,
     ) -> None:
         from tavernkit.plugins.extend import (
             plugin_renderer,
@@ -81,6 +83,9 @@ class Tavern:
         #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
         #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
         self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
+        #: the caps on files the library reads (a lorebook's size among them); ``None``: the
+        #: defaults (:data:`~tavernkit.formats.DEFAULT_LIMITS`)
+        self.limits = limits
         self.plugins: pluggy.PluginManager = get_plugin_manager(load_entrypoints=load_plugins)
         self.formats: FormatRegistry = FormatRegistry.from_plugins(self.plugins)
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
@@ -123,6 +128,7 @@ class Tavern:
 
             view = object.__new__(Tavern)
             view.home = self.home
+            view.limits = self.limits
             view.plugins = self.plugins
             view.formats = self.formats
             view.runtime = Runtime(
@@ -141,7 +147,7 @@ class Tavern:
             view._views = None
             view._borrowed = True
             view.runtime.attach(self.store)
-            view._library = Library(self.store, self.formats, owner=owner)
+            view._library = Library(self.store, self.formats, owner=owner, limits=self.limits)
             self._views[owner] = view
         return view
 
@@ -172,7 +178,7 @@ class Tavern:
 
             store = await self._open_store()
             self.runtime.attach(store)
-            self._library = Library(store, self.formats, owner=self.owner)
+            self._library = Library(store, self.formats, owner=self.owner, limits=self.limits)
         return self
 
     async def _open_store(self) -> Store:

@@ -11,14 +11,20 @@ import asyncio
 import gc
 import json
 import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chat._server import Reply
+from tavernkit.errors import ServerConfigError
 from tavernkit.models.lorebook import entry_template
+from tavernkit.server.settings import LOREBOOK_CEILING
 
 from ._cards import LOREBOOK, card_file
+from ._live import live_server
 from ._site import Site, site
-from .conftest import Users
+from .conftest import Users, settings
 
 __all__ = ["site"]  # the fixture, used by name
 
@@ -271,3 +277,21 @@ async def test_an_entry_of_a_big_book_is_written_while_other_requests_are_served
     assert stored["20000"]["key"] == ["new"] and "79" not in stored
     assert stored["80"] == entries["80"] and len(stored) == 20_000
     assert list(stored)[-1] == "20000"  # a new entry goes last, as SillyTavern adds it
+
+
+async def test_the_lorebook_size_cap_is_a_setting(tmp_path: Path) -> None:
+    """``lorebook_max_bytes`` (``--lorebook-max-bytes``) caps an imported book; the default
+    admits a book over the card's 20 MiB (the old fixed cap)."""
+    book = json.dumps({"entries": {"0": {"uid": 0, "key": ["a"], "content": "x" * 3000}}})
+    small = settings(tmp_path / "small", lorebook_max_bytes=2000)
+    async with live_server(small) as server, server.client() as c:
+        r = await c.post("/import", files={"file": ("Coast.json", book.encode())})
+        assert r.status_code == 413, r.text
+        assert r.json()["error"]["type"] == "LimitExceeded"
+        assert "over the limit of 2000" in r.json()["error"]["message"]
+    assert settings(tmp_path / "default").lorebook_max_bytes > 20 * 1024 * 1024
+    with pytest.raises(ServerConfigError, match="at most"):
+        settings(tmp_path / "x", lorebook_max_bytes=LOREBOOK_CEILING + 1).check()
+    async with live_server(settings(tmp_path / "default")) as server, server.client() as c:
+        r = await c.post("/import", files={"file": ("Coast.json", book.encode())})
+        assert r.status_code == 201, r.text

@@ -22,7 +22,7 @@ import typer
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.server.settings import RateLimit, ServerSettings
+from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 
 try:
     import uvicorn
@@ -126,6 +126,14 @@ def serve_command(
             "loopback, private or link-local (repeatable; accounts on).",
         ),
     ] = None,
+    lorebook_max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--lorebook-max-bytes",
+            help="The largest lorebook file imported, in bytes (at most 256 MiB, the default; "
+            "an upload is also held to the upload cap).",
+        ),
+    ] = LOREBOOK_CEILING,
     user_quota: Annotated[
         int,
         typer.Option(
@@ -150,6 +158,7 @@ def serve_command(
         turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
+        lorebook_max_bytes=lorebook_max_bytes,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

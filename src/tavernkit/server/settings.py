@@ -14,6 +14,7 @@ from tavernkit.log_redaction import redact_url
 
 __all__ = [
     "ACCOUNT_TURN_RATE",
+    "LOREBOOK_CEILING",
     "PASSWORD_PROFILES",
     "ConnectionLimits",
     "RateLimit",
@@ -35,6 +36,9 @@ class RateLimit:
     limit: int
     window_s: float
 
+
+#: the lorebook reader's own cap (``FormatLimits.lorebook_json_bytes``'s default, 256 MiB)
+LOREBOOK_CEILING = 256 * 1024 * 1024
 
 #: model calls per user per minute with accounts on, unless ``turn_rate`` says otherwise
 ACCOUNT_TURN_RATE = RateLimit(60, 60.0)
@@ -86,6 +90,10 @@ class ServerSettings:
     accounts: bool = False
     #: the largest import upload (multipart or raw body) accepted, in bytes
     upload_max_bytes: int = 32 * 1024 * 1024
+    #: the largest lorebook file an import reads, in bytes (``--lorebook-max-bytes``); the
+    #: default, the reader's ceiling (``FormatLimits.lorebook_json_bytes``), admits a
+    #: 20,000-entry SillyTavern book with a paragraph an entry several times over
+    lorebook_max_bytes: int = LOREBOOK_CEILING
     #: failed and successful password logins per user name from one client address
     login_rate: RateLimit = field(default_factory=lambda: RateLimit(10, 60.0))
     #: password logins per client address, whatever the names
@@ -167,6 +175,10 @@ class ServerSettings:
             raise ServerConfigError(f"port {self.port} is not between 0 and 65535")
         if self.upload_max_bytes <= 0:
             raise ServerConfigError("upload_max_bytes must be positive")
+        if not 0 < self.lorebook_max_bytes <= LOREBOOK_CEILING:
+            raise ServerConfigError(
+                f"lorebook_max_bytes must be positive and at most {LOREBOOK_CEILING}"
+            )
         rates = (
             ("login_rate", self.login_rate),
             ("login_address_rate", self.login_address_rate),
