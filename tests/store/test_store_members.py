@@ -91,6 +91,33 @@ async def test_a_missing_parent_is_made_and_an_odd_key_still_works(store: Store)
     }
 
 
+async def test_scalars_come_back_as_json_values(store: Store) -> None:
+    book = await _put(store)
+    await store.put_record_member("lorebook", book, ("entries", "0", "constant"), True)
+    await store.put_record_member("lorebook", book, ("entries", "0", "group"), None)
+    member = ("entries", "0")
+    assert await store.get_record_member("lorebook", book, (*member, "constant")) is True
+    assert await store.get_record_member("lorebook", book, (*member, "group")) is None
+    assert await store.get_record_member("lorebook", book, (*member, "zz")) == 1
+    assert await store.get_record_member("lorebook", book, (*member, "content")) == (
+        "The lamp is lit at dusk."
+    )
+
+
+async def test_writes_sent_together_all_land(store: Store) -> None:
+    """Member writes at once (PostgreSQL: on several pooled connections, each row-locked in
+    turn; a quote in the key sends SQLite's through the parse-and-encode path too)."""
+    book = await _put(store)
+    await asyncio.gather(
+        *(
+            store.put_record_member("lorebook", book, ("entries", f'n"{i}'), {"uid": i})
+            for i in range(12)
+        )
+    )
+    keys = await store.record_member_keys("lorebook", book, ("entries",))
+    assert sorted(keys) == sorted(["0", "2", *(f'n"{i}' for i in range(12))])
+
+
 async def test_another_owners_record_is_not_found(store: Store) -> None:
     book = await _put(store)
     for call in (

@@ -6,8 +6,10 @@ On SQLite the work is SQLite's own JSON functions (``json_extract``, ``json_each
 ``json_set``, ``json_remove``) on aiosqlite's thread: C code that releases the GIL, so the loop
 keeps serving while a big row is rewritten. They keep every other key, its value's text and
 its order (a new member goes last, as a JavaScript object's new key does). PostgreSQL keeps
-records as ``TEXT`` (``jsonb`` would reorder keys): there, and for a member name that a JSON
-path cannot quote, the row is parsed and written back in a worker thread inside the write.
+records as ``TEXT`` (``jsonb`` would reorder keys, and ``json`` has no setter): there a
+member is read by PostgreSQL's ``json`` operators (the text kept as it is), and written, as
+on SQLite for a member name a JSON path cannot quote, by parsing and encoding the row in a
+worker thread inside the write, the row locked (that thread holds the GIL while it works).
 
 Every read here goes over aiosqlite's thread, not the read connection the store's small
 reads use on the caller's thread: scanning a 28 MB row there would hold the event loop.
@@ -90,7 +92,9 @@ class SqliteRecordMembers(SqliteBase):
         if not rows or rows[0][0] is None:
             raise _missing(path)
         kind_of, value = rows[0]
-        return json.loads(str(value)) if kind_of in ("object", "array") else value
+        if kind_of in ("object", "array"):
+            return json.loads(str(value))
+        return {"true": True, "false": False, "null": None}.get(kind_of, value)
 
     async def record_member_keys(
         self, kind: str, ref: str, path: MemberPath, *, owner: str = DEFAULT_OWNER
@@ -192,10 +196,15 @@ class SqliteRecordMembers(SqliteBase):
                 _, text = await self._resolve(db, kind, ref, owner)
             return (await asyncio.to_thread(run, text))[0]
         async with self._write() as db:
-            info, text = await self._resolve(db, kind, ref, owner)
-            result, new = await asyncio.to_thread(run, text)
+            rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
+            # a plain SELECT of the row: PostgreSQL's connection locks it (FOR UPDATE) until
+            # the write commits, so writers in other processes wait instead of overwriting
+            rows = list(await db.execute_fetchall("SELECT data FROM records WHERE id = ?", (rid,)))
+            if not rows:
+                raise NotFound(f"no {kind} {ref!r}")
+            result, new = await asyncio.to_thread(run, str(rows[0][0]))
             await db.execute(
                 "UPDATE records SET data = ?, updated = ?, revision = revision + 1 WHERE id = ?",
-                (new, self._now(), info.id),
+                (new, self._now(), rid),
             )
         return result
