@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 
 import tavernkit.providers.http  # installs the HTTP filters
-import tavernkit.store  # noqa: F401 (installs the driver's filter)
+import tavernkit.store.sqlite  # noqa: F401 (installs the driver's filter)
 from tavernkit.log_redaction import redact_url
 
 SECRET = "sk-canary-0042"

@@ -14,45 +14,42 @@ manager so the database is closed::
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
-import anyio
-import pluggy
-
-from tavernkit.assist.summary import summarize
-from tavernkit.chat.prepare import turn_tokenizer
-from tavernkit.chat.script_host import ScriptOutcome, run_chat_quick_reply, run_chat_script
-from tavernkit.chat.service import ChatService
-from tavernkit.context import TavernContext
 from tavernkit.errors import StoreError, TavernKitError
-from tavernkit.generation.abort import ActiveGenerations
-from tavernkit.generation.keys import CooldownStore
-from tavernkit.generation.profiles import ProviderLike
-from tavernkit.library import Library
-from tavernkit.models._base import DEFAULT_OWNER
-from tavernkit.models.profile import ConnectionProfile
-from tavernkit.models.settings import Settings
-from tavernkit.plugins.extend import plugin_renderer, plugin_script_commands, plugin_sources
-from tavernkit.plugins.formats import FormatRegistry
-from tavernkit.plugins.manager import get_plugin_manager
-from tavernkit.profile_admin import ProfileAdmin
-from tavernkit.providers.local_llama import LocalLlamaProvider
-from tavernkit.providers.profiles import ModelProfile
-from tavernkit.regex_admin import RegexAdmin
-from tavernkit.runtime import Runtime
-from tavernkit.store.backends import open_store
-from tavernkit.store.paths import DB_FILE_NAME, data_dir
-from tavernkit.store.postgres import is_postgres_url, redact_url
-from tavernkit.store.protocol import Store
-from tavernkit.text.render import PromptRenderer
-from tavernkit.tools.mcp_source import McpTools
-from tavernkit.tools.registry import ToolRegistry
+from tavernkit.owner import DEFAULT_OWNER
+
+# Everything else is imported where it is first needed, not here: ``from tavernkit import
+# Tavern`` is the floor of every CLI command, and the engine below (every model class,
+# pydantic, the store's drivers, the generation engine, the HTTP client) took 1.5 s of it.
+# A Tavern made and opened imports them then (tests/test_import_cost.py).
+if TYPE_CHECKING:
+    import pluggy
+
+    from tavernkit.chat.script_host import ScriptOutcome
+    from tavernkit.chat.service import ChatService
+    from tavernkit.context import TavernContext
+    from tavernkit.formats import FormatLimits
+    from tavernkit.generation.abort import ActiveGenerations
+    from tavernkit.generation.keys import CooldownStore
+    from tavernkit.generation.profiles import ProviderLike
+    from tavernkit.library import Library
+    from tavernkit.models.profile import ConnectionProfile
+    from tavernkit.models.settings import Settings
+    from tavernkit.plugins.formats import FormatRegistry
+    from tavernkit.profile_admin import ProfileAdmin
+    from tavernkit.providers.profiles import ModelProfile
+    from tavernkit.regex_admin import RegexAdmin
+    from tavernkit.runtime import Runtime
+    from tavernkit.store.protocol import Store
+    from tavernkit.text.render import PromptRenderer
+    from tavernkit.tools.mcp_source import McpTools
+    from tavernkit.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -70,17 +67,31 @@ class Tavern:
         owner: str = DEFAULT_OWNER,
         load_plugins: bool = True,
         database: str | None = None,
+        limits: FormatLimits | None = None,
     ) -> None:
+        from tavernkit.plugins.extend import (
+            plugin_renderer,
+            plugin_script_commands,
+            plugin_sources,
+        )
+        from tavernkit.plugins.formats import FormatRegistry
+        from tavernkit.plugins.manager import get_plugin_manager
+        from tavernkit.runtime import Runtime
+        from tavernkit.store.paths import data_dir
+
         self.home = Path(home) if home is not None else data_dir(create=False)
         #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
         #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
         self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
+        #: the caps on files the library reads (a lorebook's size among them); ``None``: the
+        #: defaults (:data:`~tavernkit.formats.DEFAULT_LIMITS`)
+        self.limits = limits
         self.plugins: pluggy.PluginManager = get_plugin_manager(load_entrypoints=load_plugins)
-        self.formats = FormatRegistry.from_plugins(self.plugins)
+        self.formats: FormatRegistry = FormatRegistry.from_plugins(self.plugins)
         #: what the services below the facade share (store, owner, plugins, tools, renderer,
         #: running generations, key cooldowns, embedded models); the chat service and every
         #: context get this, never the Tavern
-        self.runtime = Runtime(
+        self.runtime: Runtime = Runtime(
             owner=owner,
             plugins=self.plugins,
             prompt_renderer=plugin_renderer(self.plugins),
@@ -112,8 +123,12 @@ class Tavern:
             raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
         view = self._views.get(owner)
         if view is None:
+            from tavernkit.library import Library
+            from tavernkit.runtime import Runtime
+
             view = object.__new__(Tavern)
             view.home = self.home
+            view.limits = self.limits
             view.plugins = self.plugins
             view.formats = self.formats
             view.runtime = Runtime(
@@ -132,7 +147,7 @@ class Tavern:
             view._views = None
             view._borrowed = True
             view.runtime.attach(self.store)
-            view._library = Library(self.store, self.formats, owner=owner)
+            view._library = Library(self.store, self.formats, owner=owner, limits=self.limits)
             self._views[owner] = view
         return view
 
@@ -159,12 +174,18 @@ class Tavern:
                 raise StoreError(
                     f"cannot create the data folder {self.home}: {exc.strerror or exc}"
                 ) from None
+            from tavernkit.library import Library
+
             store = await self._open_store()
             self.runtime.attach(store)
-            self._library = Library(store, self.formats, owner=self.owner)
+            self._library = Library(store, self.formats, owner=self.owner, limits=self.limits)
         return self
 
     async def _open_store(self) -> Store:
+        from tavernkit.store.backends import open_store
+        from tavernkit.store.paths import DB_FILE_NAME
+        from tavernkit.store.postgres import is_postgres_url, redact_url
+
         if self.database is None:
             return await open_store(self.home / DB_FILE_NAME)
         if not is_postgres_url(self.database):
@@ -250,12 +271,16 @@ class Tavern:
     def regex(self) -> RegexAdmin:
         """The owner's regex scripts (global list, allowed cards and presets; see
         :mod:`tavernkit.regex_admin`); what ``tavernkit regex`` edits."""
+        from tavernkit.regex_admin import RegexAdmin
+
         return RegexAdmin(self.store, self.owner)
 
     @property
     def profiles(self) -> ProfileAdmin:
         """Connection profiles, their key pools and fallback chains (see
         :mod:`tavernkit.profile_admin`); what ``tavernkit profile`` edits."""
+        from tavernkit.profile_admin import ProfileAdmin
+
         return ProfileAdmin(self.store, self.owner)
 
     @property
@@ -267,6 +292,8 @@ class Tavern:
     def context(self, chat_id: str | None = None, **options: Any) -> TavernContext:
         """The per-chat view plugins and bots use (``generate_task`` and friends); see
         :class:`~tavernkit.context.TavernContext` for ``options``."""
+        from tavernkit.context import TavernContext
+
         return TavernContext(self.runtime, chat_id, chats=self.chats, **options)
 
     async def run_script(
@@ -282,6 +309,8 @@ class Tavern:
         ``/gen`` and friends generate through :attr:`chats` (``admit`` is awaited before each
         one: the server's rate limit), ``/genraw`` through :meth:`context`. The outcome holds
         the pipe, the toasts, the input box, or the script's error."""
+        from tavernkit.chat.script_host import run_chat_script
+
         context = self.context(chat_id)
         return await run_chat_script(
             self.chats,
@@ -307,6 +336,8 @@ class Tavern:
         ``input_text`` typed: a script runs as :meth:`run_script` does, a text is sent (or left
         in the input box when the set has ``disableSend``); ``mode="run"`` runs it as ``/run``
         and automatic executions do."""
+        from tavernkit.chat.script_host import run_chat_quick_reply
+
         context = self.context(chat_id)
         return await run_chat_quick_reply(
             self.chats,
@@ -325,6 +356,8 @@ class Tavern:
         """The chat service (send, swipe, regenerate...) of this Tavern; one per Tavern, so
         its one-turn-per-chat rule covers every caller."""
         if self._chats is None:
+            from tavernkit.chat.service import ChatService
+
             self._chats = ChatService(self.runtime)
             self._chats.after_reply = self._after_reply
         return self._chats
@@ -338,6 +371,13 @@ class Tavern:
         chat`` while the first message is typed. Returns what it loaded; a profile that cannot
         be resolved, or a model that cannot be loaded, is logged and left to the first turn,
         which says what is wrong with it."""
+        import asyncio
+
+        import anyio
+
+        from tavernkit.chat.prepare import turn_tokenizer
+        from tavernkit.providers.local_llama import LocalLlamaProvider
+
         loaded = ["http client"]
         self.runtime.http.client()
         # httpcore2's pool makes its events with anyio, whose asyncio backend is imported on
@@ -358,6 +398,8 @@ class Tavern:
     async def _after_reply(self, chat_id: str) -> None:
         """The rolling summary after a reply (``Settings.memory.summary``); a failure is
         logged by class, never raised into the finished turn."""
+        from tavernkit.assist.summary import summarize
+
         settings = (await self.runtime.settings()).memory.summary
         if not settings.active:
             return

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from tavernkit.characters import CardAsset, charx_blobs
 from tavernkit.chat.greetings import chat_name
-from tavernkit.errors import Conflict, FormatError, NameTaken, NotFound
+from tavernkit.errors import Conflict, FormatError, LimitExceeded, NameTaken, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
@@ -86,12 +86,12 @@ class Library(LibraryExports):
         formats: FormatRegistry,
         *,
         owner: str = DEFAULT_OWNER,
-        limits: FormatLimits = DEFAULT_LIMITS,
+        limits: FormatLimits | None = None,
     ) -> None:
         self.store = store
         self.formats = formats
         self.owner = owner
-        self.limits = limits
+        self.limits = limits or DEFAULT_LIMITS
         #: what an imported card's avatar becomes before it is stored (run in a worker
         #: thread): the server's bounds it (``tavernkit.server.avatars.import_avatar``);
         #: ``None`` keeps it as the file had it
@@ -143,6 +143,19 @@ class Library(LibraryExports):
             for r in results
         ]
 
+    def _check_lorebook_size(self, data: bytes, source: str) -> None:
+        """Refuse a lorebook over this library's cap (``limits.lorebook_json_bytes``: a
+        setting, e.g. the server's ``--lorebook-max-bytes``) before it is read; the reader's
+        own cap, the default one, is the ceiling."""
+        limit = self.limits.lorebook_json_bytes
+        if len(data) <= limit:
+            return
+        handler = self.formats.detect(data)
+        if handler is not None and handler.kind == "lorebook":
+            raise LimitExceeded(
+                f"lorebook is {len(data)} bytes, over the limit of {limit}", source=source
+            )
+
     async def _import_data(
         self,
         data: bytes,
@@ -151,6 +164,7 @@ class Library(LibraryExports):
         replace: bool,
         group: str | None = None,
     ) -> list[ImportResult]:
+        self._check_lorebook_size(data, source)
         handler, value = self.formats.read(data, source)
         stem = Path(source).stem if not source.startswith("<") else None
         if isinstance(value, ImportedCard):

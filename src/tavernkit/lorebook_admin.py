@@ -18,16 +18,19 @@ them (a book made later under the old name is not bound by accident). Finding th
 settings, every character's links, every persona and every chat's header: one small read per
 chat and character.
 
-Entry edits read the book, change one entry and write the book back, under a lock per book in
-this process, so edits sent together do not lose one another. An entry keeps its other keys
-and their order (SillyTavern keys an entry's timed-effect state by its JSON in key order).
+Entry edits read and write the one entry (the store's record-member calls: a 20,000-entry,
+28 MB book is never parsed or encoded whole in Python for one entry, and on SQLite the rewrite
+of its row runs in SQLite, off the event loop), under a lock per book in this process, so
+edits sent together do not pick the same new uid. Only the entry written is validated. An
+entry keeps its other keys and their order (SillyTavern keys an entry's timed-effect state by
+its JSON in key order).
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -87,10 +90,10 @@ def _uid_value(uid: str) -> int | str:
     return int(uid) if uid.isdigit() and len(uid) < 10 else uid
 
 
-def _free_uid(entries: Mapping[str, Any]) -> int:
+def _free_uid(taken: set[str]) -> int:
     """SillyTavern's ``getFreeWorldEntryUid``: the lowest unused integer uid."""
     for uid in range(MAX_UID):
-        if str(uid) not in entries:
+        if str(uid) not in taken:
             return uid
     raise FormatError(f"no free uid below {MAX_UID}", field="entries")
 
@@ -366,80 +369,90 @@ class LorebookAdmin:
 
     # -- entries ----------------------------------------------------------------------------
 
-    async def _edit(self, ref: str, change: Callable[[dict[str, Any]], _T]) -> _T:
-        """Run ``change`` on the book's entries (a dict it may edit) and store the book."""
-        info = (await self._book(ref)).info
+    async def _info(self, ref: str) -> RecordInfo:
+        """The book's listing line, by id or else by name, without reading its entries."""
+        books = await self.store.list(KIND, owner=self.owner)
+        found = [b for b in books if b.id == ref] or [b for b in books if b.name == ref]
+        if not found:
+            raise NotFound(f"no lorebook {ref!r}")
+        return found[0]
+
+    async def _locked(self, ref: str, change: Callable[[RecordInfo], Awaitable[_T]]) -> _T:
+        """Run ``change`` on the book under its lock: edits sent together do not pick the
+        same new uid or lose one another's fields."""
+        info = await self._info(ref)
         key = (self.owner, info.id)
         lock = _LOCKS.get(key)
         if lock is None:
             lock = _LOCKS[key] = asyncio.Lock()
         async with lock:
-            stored = await self._book(info.id)
-            data = dict(stored.data)
-            entries = data.get("entries")
-            entries = dict(entries) if isinstance(entries, dict) else {}
-            result = change(entries)
-            data["entries"] = entries
-            await self.store.put(KIND, data, owner=self.owner, name=stored.info.name, id=info.id)
-        return result
+            return await change(info)
+
+    async def _stored_entry(self, book: str, uid: str) -> dict[str, Any]:
+        try:
+            found = await self.store.get_record_member(
+                KIND, book, ("entries", uid), owner=self.owner
+            )
+        except NotFound:
+            raise NotFound(f"no entry {uid} in this lorebook") from None
+        if not isinstance(found, dict):
+            raise NotFound(f"no entry {uid} in this lorebook")
+        return found
+
+    async def _store_entry(self, book: str, uid: str, entry: dict[str, Any]) -> dict[str, Any]:
+        _check_entry(entry)
+        await self.store.put_record_member(KIND, book, ("entries", uid), entry, owner=self.owner)
+        return entry
 
     async def entry(self, ref: str, uid: str) -> dict[str, Any]:
-        entries = (await self._book(ref)).data.get("entries") or {}
-        if uid not in entries:
-            raise NotFound(f"no entry {uid} in this lorebook")
-        found: dict[str, Any] = entries[uid]
-        return found
+        return await self._stored_entry((await self._info(ref)).id, uid)
 
     async def add_entry(self, ref: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         """A new entry under the lowest free uid: SillyTavern's new entry (every template
         field) with ``fields`` set (a ``uid`` among them is ignored)."""
 
-        def add(entries: dict[str, Any]) -> dict[str, Any]:
-            uid = _free_uid(entries)
+        async def add(info: RecordInfo) -> dict[str, Any]:
+            taken = await self.store.record_member_keys(
+                KIND, info.id, ("entries",), owner=self.owner
+            )
+            uid = _free_uid(set(taken))
             entry: dict[str, Any] = {"uid": uid, **entry_template()}
             entry.update((k, v) for k, v in fields.items() if k not in ("uid", "displayIndex"))
             entry.setdefault("characterFilter", {"isExclude": False, "names": [], "tags": []})
             entry["displayIndex"] = uid
-            _check_entry(entry)
-            entries[str(uid)] = entry
-            return entry
+            return await self._store_entry(info.id, str(uid), entry)
 
-        return await self._edit(ref, add)
+        return await self._locked(ref, add)
 
     async def replace_entry(self, ref: str, uid: str, entry: Mapping[str, Any]) -> dict[str, Any]:
         """Replace the entry ``uid`` whole (its uid stays the path's)."""
 
-        def replace(entries: dict[str, Any]) -> dict[str, Any]:
-            if uid not in entries:
-                raise NotFound(f"no entry {uid} in this lorebook")
-            new = {"uid": entries[uid].get("uid", _uid_value(uid)), **entry}
-            new["uid"] = entries[uid].get("uid", _uid_value(uid))
-            _check_entry(new)
-            entries[uid] = new
-            return new
+        async def replace(info: RecordInfo) -> dict[str, Any]:
+            current = await self._stored_entry(info.id, uid)
+            new = {"uid": current.get("uid", _uid_value(uid)), **entry}
+            new["uid"] = current.get("uid", _uid_value(uid))
+            return await self._store_entry(info.id, uid, new)
 
-        return await self._edit(ref, replace)
+        return await self._locked(ref, replace)
 
     async def patch_entry(self, ref: str, uid: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         """Set ``fields`` of the entry ``uid``; its other keys stay as they are, in place."""
 
-        def patch(entries: dict[str, Any]) -> dict[str, Any]:
-            if uid not in entries:
-                raise NotFound(f"no entry {uid} in this lorebook")
-            current = entries[uid]
+        async def patch(info: RecordInfo) -> dict[str, Any]:
+            current = await self._stored_entry(info.id, uid)
             if "uid" in fields and str(fields["uid"]) != str(current.get("uid", uid)):
                 raise FormatError("an entry's uid cannot change", field="uid")
-            new = {**current, **fields}
-            _check_entry(new)
-            entries[uid] = new
-            return new
+            return await self._store_entry(info.id, uid, {**current, **fields})
 
-        return await self._edit(ref, patch)
+        return await self._locked(ref, patch)
 
     async def delete_entry(self, ref: str, uid: str) -> None:
-        def delete(entries: dict[str, Any]) -> None:
-            if uid not in entries:
-                raise NotFound(f"no entry {uid} in this lorebook")
-            del entries[uid]
+        async def delete(info: RecordInfo) -> None:
+            try:
+                await self.store.delete_record_member(
+                    KIND, info.id, ("entries", uid), owner=self.owner
+                )
+            except NotFound:
+                raise NotFound(f"no entry {uid} in this lorebook") from None
 
-        await self._edit(ref, delete)
+        await self._locked(ref, delete)

@@ -508,9 +508,11 @@ def test_bad_foreign_fields_are_named() -> None:
 
 
 def test_size_limits() -> None:
-    limits = FormatLimits(card_json_bytes=1000, text_field_chars=50)
+    limits = FormatLimits(lorebook_json_bytes=1000, text_field_chars=50)
     with pytest.raises(LimitExceeded):
         read_lorebook(b" " * 1001, limits=limits)
+    # the card's cap is not the book's
+    assert read_lorebook(b'{"entries": {}}' + b" " * 2000, limits=FormatLimits(card_json_bytes=100))
     with pytest.raises(LimitExceeded) as info:
         read_lorebook({"entries": {"4": {"content": "x" * 51}}}, source="big.json", limits=limits)
     assert info.value.field == "entries.4.content" and info.value.source == "big.json"

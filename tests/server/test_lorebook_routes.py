@@ -8,14 +8,23 @@ clears them; another user's chat cannot be bound."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from chat._server import Reply
+from tavernkit.errors import ServerConfigError
+from tavernkit.models.lorebook import entry_template
+from tavernkit.server.settings import LOREBOOK_CEILING
 
 from ._cards import LOREBOOK, card_file
+from ._live import live_server
 from ._site import Site, site
-from .conftest import Users
+from .conftest import Users, settings
 
 __all__ = ["site"]  # the fixture, used by name
 
@@ -206,3 +215,83 @@ async def test_another_users_chat_or_book_cannot_be_bound(users: Users) -> None:
     assert (await bob.get("/lorebook-bindings")).json() == {}
     header = (await ann.get(f"/chats/{chat}")).json()["header"]
     assert header["chat_metadata"].get("world_info") is None
+
+
+async def test_an_entry_of_a_big_book_is_written_while_other_requests_are_served(
+    site: Site,
+) -> None:
+    """A 20,000-entry book (SillyTavern's entry fields, a paragraph each: ~26 MB): one entry's
+    PATCH, PUT, POST and DELETE touch only that entry, and the server's event loop keeps
+    running all the while (the old route parsed, validated and re-encoded the whole book on
+    the event loop for each: it stood still for seconds)."""
+    entries = {
+        str(i): {
+            "uid": i,
+            **entry_template(),
+            "key": [f"key{i}"],
+            "comment": f"Entry {i}",
+            "content": f"Lore {i}. " + "The harbour keeps its own counsel. " * 10,
+            "displayIndex": i,
+        }
+        for i in range(20_000)
+    }
+    book = (await site.tk.store.put("lorebook", {"entries": entries}, name="Atlas")).id
+    c = site.client
+    gaps: list[float] = []
+
+    async def tick() -> None:  # the server's event loop is this test's: how long it stalls
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(0.002)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    edits = (
+        ("PATCH", "entries/77", {"order": 5}),
+        ("PUT", "entries/78", {"key": ["x"]}),
+        ("POST", "entries", {"key": ["new"]}),
+        ("DELETE", "entries/79", None),
+    )
+    # the routes' first calls build their FastAPI models (half a second): not the book's cost
+    small = await _book(site, "Small")
+    for method, path, body in edits:
+        await c.request(method, f"/lorebooks/{small}/{path}", json=body)
+    gc.collect()  # and the book made above is garbage to sweep
+    ticker = asyncio.create_task(tick())
+    started = time.perf_counter()
+    codes = [
+        (await c.request(method, f"/lorebooks/{book}/{path}", json=body)).status_code
+        for method, path, body in edits
+    ]
+    took = time.perf_counter() - started
+    ticker.cancel()
+    assert codes == [200, 200, 201, 204]
+    longest = max(gaps)
+    print(f"\nfour entry writes: {took * 1000:.0f} ms; the loop stalled {longest * 1000:.0f} ms")
+    assert longest < max(0.1, took / 8), (longest, took)
+
+    stored = (await site.tk.store.get_record("lorebook", book)).data["entries"]
+    assert stored["77"] == {**entries["77"], "order": 5}
+    assert stored["78"] == {"uid": 78, "key": ["x"]}
+    assert stored["20000"]["key"] == ["new"] and "79" not in stored
+    assert stored["80"] == entries["80"] and len(stored) == 20_000
+    assert list(stored)[-1] == "20000"  # a new entry goes last, as SillyTavern adds it
+
+
+async def test_the_lorebook_size_cap_is_a_setting(tmp_path: Path) -> None:
+    """``lorebook_max_bytes`` (``--lorebook-max-bytes``) caps an imported book; the default
+    admits a book over the card's 20 MiB (the old fixed cap)."""
+    book = json.dumps({"entries": {"0": {"uid": 0, "key": ["a"], "content": "x" * 3000}}})
+    small = settings(tmp_path / "small", lorebook_max_bytes=2000)
+    async with live_server(small) as server, server.client() as c:
+        r = await c.post("/import", files={"file": ("Coast.json", book.encode())})
+        assert r.status_code == 413, r.text
+        assert r.json()["error"]["type"] == "LimitExceeded"
+        assert "over the limit of 2000" in r.json()["error"]["message"]
+    assert settings(tmp_path / "default").lorebook_max_bytes > 20 * 1024 * 1024
+    with pytest.raises(ServerConfigError, match="at most"):
+        settings(tmp_path / "x", lorebook_max_bytes=LOREBOOK_CEILING + 1).check()
+    async with live_server(settings(tmp_path / "default")) as server, server.client() as c:
+        r = await c.post("/import", files={"file": ("Coast.json", book.encode())})
+        assert r.status_code == 201, r.text

@@ -59,6 +59,13 @@ async def test_every_write_is_counted_and_every_delete_gives_back(store: SqliteS
         owner="ann",
         name="big",
     )
+    before = (await _check(store))["ann"]
+    # one entry written and removed by its path (the lorebook editor's writes)
+    entry = {"uid": 1, "content": "ü" * 2000}
+    await store.put_record_member("lorebook", "big", ("entries", "1"), entry, owner="ann")
+    assert (await _check(store))["ann"] > before + 2000
+    await store.delete_record_member("lorebook", "big", ("entries", "1"), owner="ann")
+    assert (await _check(store))["ann"] == before
     await store.set_global_variable("mood", "calm" * 100, owner="ann")
     await store.put_settings(Settings(), owner="ann")
     chat = await store.create_chat(

@@ -62,10 +62,10 @@ class Site:
             self._ready.set()
             await self._stop.wait()
 
-    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+    def call(self, coro: Coroutine[Any, Any, T], *, timeout: float = 20) -> T:
         """Run ``coro`` on the server's loop (store reads and writes from the test)."""
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=20)
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=timeout)
 
     def __enter__(self) -> Site:
         self._thread.start()

@@ -22,7 +22,7 @@ import typer
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.server.settings import RateLimit, ServerSettings
+from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 
 try:
     import uvicorn
@@ -111,12 +111,13 @@ def serve_command(
         ),
     ] = 30.0,
     turn_rate: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--turn-rate",
-            help="Model calls (turns, tasks, tests...) each user may make per minute.",
+            help="Model calls (turns, tasks, tests...) each user may make per minute "
+            "(default: 60 with accounts, no limit for the local user).",
         ),
-    ] = 60,
+    ] = None,
     allow_egress: Annotated[
         list[str] | None,
         typer.Option(
@@ -125,6 +126,14 @@ def serve_command(
             "loopback, private or link-local (repeatable; accounts on).",
         ),
     ] = None,
+    lorebook_max_bytes: Annotated[
+        int,
+        typer.Option(
+            "--lorebook-max-bytes",
+            help="The largest lorebook file imported, in bytes (at most 256 MiB, the default; "
+            "an upload is also held to the upload cap).",
+        ),
+    ] = LOREBOOK_CEILING,
     user_quota: Annotated[
         int,
         typer.Option(
@@ -146,9 +155,10 @@ def serve_command(
         database=database or None,
         redis=redis or None,
         turn_lease_s=lock_lease,
-        turn_rate=RateLimit(turn_rate, 60.0),
+        turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
+        lorebook_max_bytes=lorebook_max_bytes,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

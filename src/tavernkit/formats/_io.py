@@ -43,6 +43,9 @@ class FormatLimits:
     image a few times at most). Inflating stops at the cap, so memory stays near it."""
 
     card_json_bytes: int = 20 * _MB
+    #: a lorebook file: SillyTavern's entry is ~940 bytes before its content, so a
+    #: 20,000-entry book with a paragraph an entry is ~28 MB; the default admits ~9 times that
+    lorebook_json_bytes: int = 256 * _MB
     image_bytes: int = 50 * _MB
     archive_unpacked_bytes: int = 100 * _MB
     archive_member_bytes: int = 32 * _MB

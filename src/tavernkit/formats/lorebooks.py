@@ -342,9 +342,9 @@ def read_lorebook(
     """
     if isinstance(data, bytes | str):
         size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
-        if size > limits.card_json_bytes:
+        if size > limits.lorebook_json_bytes:
             raise LimitExceeded(
-                f"lorebook is {size} bytes, over the limit of {limits.card_json_bytes}",
+                f"lorebook is {size} bytes, over the limit of {limits.lorebook_json_bytes}",
                 source=source,
             )
         data = load_json(data, source=source)
@@ -391,7 +391,7 @@ def read_lorebook_file(
 ) -> Lorebook:
     """Read a lorebook file; the book is named after the file unless it names itself."""
     path = Path(path)
-    data = read_limited(path, limits.card_json_bytes, what="lorebook")
+    data = read_limited(path, limits.lorebook_json_bytes, what="lorebook")
     return read_lorebook(data, source=str(path), name=name or path.stem, limits=limits)
 
 

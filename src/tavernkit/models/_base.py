@@ -30,10 +30,9 @@ from pydantic import (
     model_validator,
 )
 
-__all__ = ["DEFAULT_OWNER", "Number", "ValueModel", "WireModel"]
+from tavernkit.owner import DEFAULT_OWNER  # where it is defined: importing it is free
 
-#: The owner id of every record on a single-user install; the server adds real user ids.
-DEFAULT_OWNER = "default"
+__all__ = ["DEFAULT_OWNER", "Number", "ValueModel", "WireModel"]
 
 #: JSON numbers stay ints when they were ints (``100`` must not come back as ``100.0``).
 Number = int | float

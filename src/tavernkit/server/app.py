@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tavernkit.demo import add_demo_on_first_start
 from tavernkit.errors import CoordinationError, ServerConfigError
 from tavernkit.facade import Tavern
+from tavernkit.formats import FormatLimits
 from tavernkit.generation.keys import CooldownStore
 from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
 from tavernkit.server.accounts import Accounts
@@ -124,7 +125,11 @@ def create_app(
                 exit_stack.push_async_callback(shared.aclose)
             tk = tavern
             if tk is None:
-                tk = Tavern(settings.home, database=settings.database)
+                tk = Tavern(
+                    settings.home,
+                    database=settings.database,
+                    limits=FormatLimits(lorebook_json_bytes=settings.lorebook_max_bytes),
+                )
             opened_here = not tk.runtime.is_open
             await tk.open()
             if opened_here:

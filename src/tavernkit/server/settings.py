@@ -12,7 +12,15 @@ from tavernkit.egress import EgressPolicy
 from tavernkit.errors import ServerConfigError
 from tavernkit.log_redaction import redact_url
 
-__all__ = ["PASSWORD_PROFILES", "ConnectionLimits", "RateLimit", "ServerSettings", "is_loopback"]
+__all__ = [
+    "ACCOUNT_TURN_RATE",
+    "LOREBOOK_CEILING",
+    "PASSWORD_PROFILES",
+    "ConnectionLimits",
+    "RateLimit",
+    "ServerSettings",
+    "is_loopback",
+]
 
 #: the argon2 parameter sets ``password_profile`` may name (argon2.profiles)
 PASSWORD_PROFILES = frozenset({"RFC_9106_LOW_MEMORY", "RFC_9106_HIGH_MEMORY", "CHEAPEST"})
@@ -27,6 +35,13 @@ class RateLimit:
 
     limit: int
     window_s: float
+
+
+#: the lorebook reader's own cap (``FormatLimits.lorebook_json_bytes``'s default, 256 MiB)
+LOREBOOK_CEILING = 256 * 1024 * 1024
+
+#: model calls per user per minute with accounts on, unless ``turn_rate`` says otherwise
+ACCOUNT_TURN_RATE = RateLimit(60, 60.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +90,10 @@ class ServerSettings:
     accounts: bool = False
     #: the largest import upload (multipart or raw body) accepted, in bytes
     upload_max_bytes: int = 32 * 1024 * 1024
+    #: the largest lorebook file an import reads, in bytes (``--lorebook-max-bytes``); the
+    #: default, the reader's ceiling (``FormatLimits.lorebook_json_bytes``), admits a
+    #: 20,000-entry SillyTavern book with a paragraph an entry several times over
+    lorebook_max_bytes: int = LOREBOOK_CEILING
     #: failed and successful password logins per user name from one client address
     login_rate: RateLimit = field(default_factory=lambda: RateLimit(10, 60.0))
     #: password logins per client address, whatever the names
@@ -87,8 +106,10 @@ class ServerSettings:
     #: timeouts and caps of the HTTP connections (:mod:`.connection_guard`)
     connections: ConnectionLimits = field(default_factory=ConnectionLimits)
     #: model calls per user: turns, tasks, profile tests, summaries, the facade's completions,
-    #: MCP tool listings (every route that takes ``routes._common.ModelCall``)
-    turn_rate: RateLimit = field(default_factory=lambda: RateLimit(60, 60.0))
+    #: MCP tool listings (every route that takes ``routes._common.ModelCall``); ``None``:
+    #: :data:`ACCOUNT_TURN_RATE` with accounts on, no limit for the one local user (limits
+    #: are for sharing a server; a local user's 100 parallel turns are theirs to make)
+    turn_rate: RateLimit | None = None
     #: how long a browser session lasts without use, in seconds
     session_ttl_s: float = 14 * 24 * 3600.0
     #: how long a browser session lasts at most, however busy, in seconds (then sign in again)
@@ -138,6 +159,14 @@ class ServerSettings:
     #: sets it, an app made in a library user's process or a test starts as it finds the home
     demo_on_first_start: bool = False
 
+    @property
+    def turn_limit(self) -> RateLimit | None:
+        """The turn rate that applies: ``turn_rate`` when set, else :data:`ACCOUNT_TURN_RATE`
+        with accounts on and none for the local user."""
+        if self.turn_rate is not None:
+            return self.turn_rate
+        return ACCOUNT_TURN_RATE if self.accounts else None
+
     def check(self) -> ServerSettings:
         """Raise :class:`~tavernkit.errors.ServerConfigError` when the settings are unsafe or
         invalid; returns ``self``."""
@@ -150,6 +179,10 @@ class ServerSettings:
             raise ServerConfigError(f"port {self.port} is not between 0 and 65535")
         if self.upload_max_bytes <= 0:
             raise ServerConfigError("upload_max_bytes must be positive")
+        if not 0 < self.lorebook_max_bytes <= LOREBOOK_CEILING:
+            raise ServerConfigError(
+                f"lorebook_max_bytes must be positive and at most {LOREBOOK_CEILING}"
+            )
         rates = (
             ("login_rate", self.login_rate),
             ("login_address_rate", self.login_address_rate),
@@ -157,7 +190,7 @@ class ServerSettings:
             ("shared_rate", self.shared_rate),
         )
         for name, rate in rates:
-            if rate.limit <= 0 or rate.window_s <= 0:
+            if rate is not None and (rate.limit <= 0 or rate.window_s <= 0):
                 raise ServerConfigError(f"{name} needs a positive limit and window")
         if self.password_profile not in PASSWORD_PROFILES:
             raise ServerConfigError(

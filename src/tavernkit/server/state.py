@@ -86,12 +86,15 @@ class ServerState:
             )
 
     async def admit_turn(self, principal: Principal) -> None:
-        """Count one model call against the principal's ``turn_rate``; raises
+        """Count one model call against the principal's turn rate (none for the local user
+        unless ``turn_rate`` is set: :attr:`ServerSettings.turn_limit`); raises
         :class:`~tavernkit.errors.TooManyAttempts` when it is used up. Every route that can
         make the server call a model (or an MCP server) calls it before anything else, through
         :data:`~tavernkit.server.routes._common.ModelCall` (the facade, which answers its own
         errors, directly), so a request that then fails counts too."""
-        rate = self.settings.turn_rate
+        rate = self.settings.turn_limit
+        if rate is None:  # the local user: no limit (ServerSettings.turn_rate)
+            return
         decision = await self.limiter.hit(
             f"turns:{principal.user_id}", limit=rate.limit, window_s=rate.window_s
         )

@@ -1,29 +1,67 @@
 """tavernkit.store: persistence behind the :class:`Store` protocol; SQLite is the embedded
-default, PostgreSQL the one several processes share (:func:`open_store` picks by target)."""
+default, PostgreSQL the one several processes share (:func:`open_store` picks by target).
+
+The names are imported on first use (:func:`~tavernkit._lazy_face.lazy_face`): a caller of
+``tavernkit.store.paths`` (the facade, for the data dir) does not pay for both backends, their
+drivers and every model class.
+"""
 
 from __future__ import annotations
 
-from tavernkit.store.backends import open_store
-from tavernkit.store.paths import data_dir, default_db_path
-from tavernkit.store.postgres import PostgresStore, open_postgres_store
-from tavernkit.store.protocol import (
-    KINDS,
-    UNIQUE_NAME_KINDS,
-    ApiKeyInfo,
-    ChatInfo,
-    Document,
-    KeyState,
-    MessageHit,
-    MessageHits,
-    ModelRegistry,
-    RecordInfo,
-    RecordRef,
-    Store,
-    StoredChat,
-    StoredMessage,
-    StoredRecord,
-)
-from tavernkit.store.sqlite import SqliteStore, WriteStats
+from typing import TYPE_CHECKING
+
+from tavernkit._lazy_face import lazy_face
+
+if TYPE_CHECKING:
+    from tavernkit.store.backends import open_store
+    from tavernkit.store.paths import data_dir, default_db_path
+    from tavernkit.store.postgres import PostgresStore, open_postgres_store
+    from tavernkit.store.protocol import (
+        KINDS,
+        UNIQUE_NAME_KINDS,
+        ApiKeyInfo,
+        ChatInfo,
+        Document,
+        KeyState,
+        MessageHit,
+        MessageHits,
+        ModelRegistry,
+        RecordInfo,
+        RecordRef,
+        Store,
+        StoredChat,
+        StoredMessage,
+        StoredRecord,
+    )
+    from tavernkit.store.sqlite import SqliteStore, WriteStats
+
+_PROTOCOL = "tavernkit.store.protocol"
+
+#: name -> the module that defines it, imported when the name is first read
+_LAZY: dict[str, str] = {
+    "KINDS": _PROTOCOL,
+    "UNIQUE_NAME_KINDS": _PROTOCOL,
+    "ApiKeyInfo": _PROTOCOL,
+    "ChatInfo": _PROTOCOL,
+    "Document": _PROTOCOL,
+    "KeyState": _PROTOCOL,
+    "MessageHit": _PROTOCOL,
+    "MessageHits": _PROTOCOL,
+    "ModelRegistry": _PROTOCOL,
+    "PostgresStore": "tavernkit.store.postgres",
+    "RecordInfo": _PROTOCOL,
+    "RecordRef": _PROTOCOL,
+    "SqliteStore": "tavernkit.store.sqlite",
+    "Store": _PROTOCOL,
+    "StoredChat": _PROTOCOL,
+    "StoredMessage": _PROTOCOL,
+    "StoredRecord": _PROTOCOL,
+    "WriteStats": "tavernkit.store.sqlite",
+    "data_dir": "tavernkit.store.paths",
+    "default_db_path": "tavernkit.store.paths",
+    "open_postgres_store": "tavernkit.store.postgres",
+    "open_store": "tavernkit.store.backends",
+}
 
 __all__ = [
     "KINDS",
@@ -49,3 +87,5 @@ __all__ = [
     "open_postgres_store",
     "open_store",
 ]
+
+__getattr__, __dir__ = lazy_face("tavernkit.store", globals(), _LAZY)

@@ -22,6 +22,7 @@ deployment at one folder), else ``<data dir>/postgres-keys/<host>_<port>_<databa
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from tavernkit.errors import Conflict, FormatError, StoreError
+from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
@@ -152,6 +153,40 @@ class PostgresStore(SqliteStore):
         self._pool = pool
         self._url = url
         self._tracer: Callable[[str, int], None] | None = None
+
+    #: records are TEXT here (jsonb reorders keys): a member is written in Python, off the
+    #: loop, and read by the ``json`` operators below (which keep its text)
+    _json_in_sql = False
+
+    async def get_record_member(
+        self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
+    ) -> Any:
+        async with self._read() as db:
+            rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
+            rows = list(
+                await db.execute_fetchall(
+                    "SELECT (data::json #> ?::text[])::text FROM records WHERE id = ?",
+                    (list(path), rid),
+                )
+            )
+        if not rows or rows[0][0] is None:
+            raise NotFound(f"no {'.'.join(path)} in this record")
+        return json.loads(str(rows[0][0]))
+
+    async def record_member_keys(
+        self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
+    ) -> list[str]:
+        # keys in the document's order (WITH ORDINALITY); anything but an object has none
+        async with self._read() as db:
+            rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
+            rows = await db.execute_fetchall(
+                "SELECT k.key FROM records r, LATERAL json_object_keys(CASE WHEN "
+                "json_typeof(r.data::json #> ?::text[]) = 'object' THEN r.data::json #> "
+                "?::text[] ELSE '{}'::json END) WITH ORDINALITY AS k(key, n) "
+                "WHERE r.id = ? ORDER BY k.n",
+                (list(path), list(path), rid),
+            )
+        return [str(row[0]) for row in rows]
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact_url(self._url)!r})"

@@ -390,6 +390,43 @@ class Store(AccountStore, Protocol):
         """The record's JSON as stored, with its listing line."""
         ...
 
+    async def get_record_text(
+        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> tuple[RecordInfo, str]:
+        """The record's listing line and its JSON text as stored, unparsed (a big record sent
+        on as it is: a 28 MB lorebook to the editor)."""
+        ...
+
+    # A member of a record's JSON by its path of object keys (``("entries", "12")``), read or
+    # written without the record going through Python whole (see
+    # :mod:`tavernkit.store._sqlite_members`). The record is not validated on these writes:
+    # the caller checks the member it writes. Each write bumps the record's revision.
+
+    async def get_record_member(
+        self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
+    ) -> Any:
+        """The member's JSON value; :class:`~tavernkit.errors.NotFound` when it is absent."""
+        ...
+
+    async def record_member_keys(
+        self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[str]:
+        """The keys of the object at ``path``, in order (none when it is absent)."""
+        ...
+
+    async def put_record_member(
+        self, kind: str, ref: str, path: Sequence[str], value: Any, *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        """Set the member to ``value`` (a new one goes last; objects along the path are made
+        when missing); the record's other keys keep their text and order."""
+        ...
+
+    async def delete_record_member(
+        self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
+    ) -> None:
+        """Remove the member; :class:`~tavernkit.errors.NotFound` when it is absent."""
+        ...
+
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]: ...
 
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...

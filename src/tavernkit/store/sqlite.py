@@ -36,6 +36,7 @@ from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
 from tavernkit.store._sqlite_keys import SqliteKeys
+from tavernkit.store._sqlite_members import SqliteRecordMembers
 from tavernkit.store._sqlite_search import SqliteSearch
 from tavernkit.store._sqlite_swipes import SqliteSwipes
 from tavernkit.store._sqlite_vectors import SqliteVectors
@@ -148,7 +149,14 @@ def _pick_revision(
     return (owner, kind, str(rid), str(created), int(revision))
 
 
-class SqliteStore(SqliteSwipes, SqliteSearch, SqliteAccounts, SqliteVectors, SqliteKeys):
+class SqliteStore(
+    SqliteSwipes,
+    SqliteSearch,
+    SqliteAccounts,
+    SqliteVectors,
+    SqliteKeys,
+    SqliteRecordMembers,
+):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Response
 
 from tavernkit.lorebook_admin import LorebookAdmin
 from tavernkit.server.auth import UserTavern
@@ -21,6 +21,7 @@ from tavernkit.server.routes._common import (
     RecordLine,
     check_egress,
     page_of,
+    record_body_json,
 )
 
 __all__ = ["DOCUMENT_PATHS", "router"]
@@ -63,10 +64,10 @@ def _add_routes(path: str, kind: str) -> None:
             limit=paging.limit,
         )
 
-    @router.get(f"/{path}/{{ref}}", tags=[tag], operation_id=f"get_{op}")
-    async def get_record(ref: str, tk: UserTavern) -> RecordBody:
-        """The record with id (or name) ``ref``."""
-        return RecordBody.of_record(await tk.store.get_record(kind, ref, owner=tk.owner))
+    @router.get(f"/{path}/{{ref}}", tags=[tag], operation_id=f"get_{op}", response_model=RecordBody)
+    async def get_record(ref: str, tk: UserTavern) -> Response:
+        """The record with id (or name) ``ref`` (its JSON sent as stored, not parsed again)."""
+        return record_body_json(*await tk.store.get_record_text(kind, ref, owner=tk.owner))
 
     @router.post(f"/{path}", tags=[tag], operation_id=f"create_{op}", status_code=201)
     async def create_record(body: JsonObject, tk: UserTavern) -> RecordBody:

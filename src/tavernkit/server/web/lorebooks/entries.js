@@ -1,8 +1,10 @@
-// A lorebook's entries: search (keys, title, content), sort, add, duplicate, delete, enable,
-// and an editor per entry built only when its row is opened. Rows are shown a page at a time,
-// so a 2,000-entry book opens with a few dozen rows and no forms. "Save lorebook" sends each
-// changed entry's changed fields (PATCH /lorebooks/{id}/entries/{uid}); adding, duplicating,
-// deleting and enabling are stored at once.
+// A lorebook's entries: search (everywhere, or only the keys, the title or the content),
+// show only enabled, disabled, constant or secondary-keyed ones, sort, add, duplicate, delete,
+// enable, and an editor per entry built only when its row is opened. Rows are shown a page at
+// a time, so a 20,000-entry book opens with a few dozen rows and no forms. "Save lorebook"
+// sends each changed entry's changed fields (PATCH /lorebooks/{id}/entries/{uid}); adding
+// (the server picks the uid), duplicating, deleting and enabling are stored at once. The book
+// is never sent back whole.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
@@ -27,10 +29,27 @@ export const SORTS = [
   ["probability", "Probability, lowest first", (a, b) => num(a.probability, 100) - num(b.probability, 100) || byUid(a, b)],
 ];
 
-function haystack(entry) {
-  return [entry.comment || "", ...(entry.key || []), ...(entry.keysecondary || []), entry.content || ""]
-    .join("\n")
-    .toLowerCase();
+// What a search looks in: every field, or only the keys (primary and secondary), the title or
+// the content.
+export const SEARCH_IN = [
+  ["all", "Everything", (e) => [e.comment || "", ...(e.key || []), ...(e.keysecondary || []), e.content || ""]],
+  ["keys", "Keys", (e) => [...(e.key || []), ...(e.keysecondary || [])]],
+  ["title", "Title", (e) => [e.comment || ""]],
+  ["content", "Content", (e) => [e.content || ""]],
+];
+
+// Which entries are shown, whatever the search: all, only enabled or disabled ones, only
+// constant ones (always inserted), only those with secondary keys.
+export const SHOW = [
+  ["all", "All entries", () => true],
+  ["enabled", "Enabled", (e) => !e.disable],
+  ["disabled", "Disabled", (e) => Boolean(e.disable)],
+  ["constant", "Constant", (e) => Boolean(e.constant)],
+  ["secondary", "With secondary keys", (e) => (e.keysecondary || []).length > 0],
+];
+
+function haystack(entry, where) {
+  return SEARCH_IN.find(([value]) => value === where)[2](entry).join("\n").toLowerCase();
 }
 
 // `book`: the record (id, data); `alerts`: the screen's persistent errors; `onDirty(count)`:
@@ -39,16 +58,20 @@ export function createEntries(book, alerts, onDirty) {
   const base = `/lorebooks/${encodeURIComponent(book.id)}/entries`;
   const raw = book.data.entries || {};
   const entries = new Map((Array.isArray(raw) ? raw : Object.values(raw)).map((e) => [String(e.uid), e]));
-  const texts = new Map(); // uid -> lower-cased searchable text (made on first search)
+  const texts = new Map(); // "<where> <uid>" -> lower-cased searchable text (made on first search)
   const forms = new Map(); // uid -> form, for the entries opened at least once
   const open = new Set();
   let pinned = []; // uids just added or duplicated: shown first until the search or sort changes
   let query = "";
+  let where = "all";
+  let show = "all";
   let sort = "display";
   let shown = PAGE;
 
   const search = h("input", { type: "search", placeholder: "keys, title or content" });
   const sortBy = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
+  const searchIn = h("select", {}, SEARCH_IN.map(([value, label]) => h("option", { value }, label)));
+  const showOnly = h("select", {}, SHOW.map(([value, label]) => h("option", { value }, label)));
   const count = h("p", { class: "muted entry-count", role: "status" });
   const list = h("ul", { class: "entry-list", "aria-label": "Entries" });
   const more = h("div", { class: "more" });
@@ -63,6 +86,18 @@ export function createEntries(book, alerts, onDirty) {
       render();
     }, 120);
   });
+  showOnly.addEventListener("change", () => {
+    show = showOnly.value;
+    pinned = [];
+    shown = PAGE;
+    render();
+  });
+  searchIn.addEventListener("change", () => {
+    where = searchIn.value;
+    pinned = [];
+    shown = PAGE;
+    render();
+  });
   sortBy.addEventListener("change", () => {
     sort = sortBy.value;
     pinned = [];
@@ -72,11 +107,12 @@ export function createEntries(book, alerts, onDirty) {
 
   function matching() {
     let found = [...entries.values()];
+    if (show !== "all") found = found.filter(SHOW.find(([value]) => value === show)[2]);
     if (query) {
       found = found.filter((e) => {
-        const uid = String(e.uid);
-        if (!texts.has(uid)) texts.set(uid, haystack(e));
-        return texts.get(uid).includes(query);
+        const key = `${where} ${e.uid}`;
+        if (!texts.has(key)) texts.set(key, haystack(e, where));
+        return texts.get(key).includes(query);
       });
     }
     const compare = SORTS.find(([value]) => value === sort)[2];
@@ -148,7 +184,7 @@ export function createEntries(book, alerts, onDirty) {
     const page = found.slice(0, Math.max(shown, pinned.length));
     list.replaceChildren(...page.map(rowOf));
     const total = entries.size;
-    count.textContent = query
+    count.textContent = query || show !== "all"
       ? `${found.length} of ${total} entries match`
       : `${total} ${total === 1 ? "entry" : "entries"}`;
     const left = found.length - page.length;
@@ -179,7 +215,7 @@ export function createEntries(book, alerts, onDirty) {
   function stored(entry) {
     const uid = String(entry.uid);
     entries.set(uid, entry);
-    texts.delete(uid);
+    for (const [value] of SEARCH_IN) texts.delete(`${value} ${uid}`);
     const form = forms.get(uid);
     if (form) form.rebase(entry);
   }
@@ -273,6 +309,8 @@ export function createEntries(book, alerts, onDirty) {
       "div",
       { class: "entry-tools" },
       h("label", { class: "field grow" }, "Search entries", search),
+      h("label", { class: "field" }, "Search in", searchIn),
+      h("label", { class: "field" }, "Show", showOnly),
       h("label", { class: "field" }, "Sort by", sortBy),
       button("Add entry", add),
     ),
