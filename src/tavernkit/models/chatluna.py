@@ -117,6 +117,19 @@ class ChatLunaPreset(WireModel):
         """The author's note, under either of ChatLuna's spellings."""
         return self.authors_note or self.author_notes
 
+    def messages(self) -> list[dict[str, Any]]:
+        """The prompts as ChatLuna's loader makes them: LangChain message types (``human``,
+        ``ai``, ``system``), the prompt's ``type`` in ``additional_kwargs``."""
+        kinds = {"user": "human", "assistant": "ai", "system": "system"}
+        return [
+            {
+                "type": kinds[prompt.role],
+                "content": prompt.content,
+                "additional_kwargs": {"type": prompt.type} if prompt.type is not None else {},
+            }
+            for prompt in self.prompts
+        ]
+
     @property
     def input_format(self) -> str:
         return self.format_user_prompt or "{prompt}"

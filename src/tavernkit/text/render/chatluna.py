@@ -1,37 +1,47 @@
-"""ChatLuna's template dialect as a renderer syntax (``RenderOptions(syntax="chatluna")``).
+"""ChatLuna's template dialect, evaluated as ChatLuna 1.3.36 evaluates it.
 
-:class:`ChatLunaSyntax` evaluates the nodes of :mod:`.chatluna_parse` with ChatLuna's
-semantics (JavaScript values: strict ``==``, ``+`` concatenating strings, ``&&``/``||``
-returning an operand with both sides evaluated, JS truthiness and ``String()``):
+:func:`evaluate_template` renders the nodes of :mod:`.chatluna_parse` with the semantics of
+``@chatluna/shared-prompt-renderer`` 1.0.5, JavaScript values included (:mod:`.chatluna_js`):
 
-- a bare name is the variable; when there is none, the function provider of that name called
-  with no arguments (variables win: ``{date}`` is the variable ``date`` if one is set);
-  otherwise ``''``. A call ``f(a, b)`` passes every argument through ``String()``; an unknown
-  function, or any error inside an expression tag, renders that tag as ``''`` (a warning says
-  why); an error in a block condition fails the whole render (a
-  :class:`~tavernkit.errors.TemplateError`), as in ChatLuna.
+- a bare name is the variable (loop variables first, then the render's variables, then what
+  the variables object inherits from ``Object.prototype``); a variable that is a function is
+  called at every reference (a returned awaitable is awaited). A name that is no variable is
+  the function provider of that name called with no arguments (a throw there renders ``''``),
+  else ``''``. A member or index that is a function is called with the object as ``this``.
+- a call ``f(a, b)`` passes every argument through ``String()`` and calls the provider as
+  ``(args, variables, configurable)``; ``variables`` includes the loop variables in scope.
+- an expression tag renders ``String(value ?? '')``; any error in it renders ``''`` (a warning
+  says why) and the tag reports no names. An error in a block header fails the whole render
+  (:class:`~tavernkit.errors.TemplateError`).
 - ``{for x in xs}`` loops over a list (anything else renders ``''``); ``{while c}`` stops after
-  10,000 rounds; ``{repeat n}`` repeats ``floor(n)`` times (NaN or negative: ``''``).
-- ``max_depth`` (default 10): a block body renders one level deeper and a tag at the limit
-  renders ``''``; ``max_depth <= 0`` returns the source unrendered. Values and function
-  results are never rendered again.
-- the names a render reports are the identifiers and function names it evaluated, in
-  first-seen order, counted only once their tag evaluated without error.
+  10,000 rounds; ``{repeat n}`` repeats ``floor(Number(n))`` times (NaN or negative: ``''``).
+  tavernkit differs on purpose in one place: an infinite count (``{repeat 1 / 0}``) renders
+  ``''`` with a warning, where ChatLuna loops until the process runs out of memory.
+- ``max_depth``: a block body renders one level deeper and a tag at the limit renders ``''``.
+  Values and function results are never rendered again.
+- the names a render reports are collected from the expression tree of each tag and block
+  header once it evaluated without error, as ChatLuna collects them: identifiers, a called
+  function's name before its arguments, an object's name (not its properties), both sides of
+  an index and all three parts of a conditional (the branch not taken too); first-seen order.
 
-Function names resolve in the context first (the renderer's registered and per-call providers,
-``url`` when enabled), then the dialect's built-ins (:mod:`.chatluna_functions`).
+The evaluation also counts the promise ticks ChatLuna's asynchronous evaluator spends on each
+node (:attr:`Evaluation.ticks`): ChatLuna renders a preset's messages concurrently and collects
+their names in the order the renders finish, which is the order of those counts.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable, Mapping
+from collections import ChainMap
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 from tavernkit.errors import ExprError, TemplateError
-from tavernkit.jscompat import js_number_to_string, js_strict_eq, js_to_number, js_truthy
 from tavernkit.text.macros.env import MacroEnv
+from tavernkit.text.render import chatluna_js as js
 from tavernkit.text.render.chatluna_functions import BuiltinFunction, builtin_functions
+from tavernkit.text.render.chatluna_js import UNDEFINED
 from tavernkit.text.render.chatluna_parse import (
     Binary,
     Call,
@@ -51,291 +61,324 @@ from tavernkit.text.render.chatluna_parse import (
     WhileBlock,
     parse_template,
 )
-from tavernkit.text.render.context import RenderContext
+from tavernkit.text.render.context import AsyncBridge, RenderContext
 from tavernkit.text.render.syntax import SyntaxResult
-from tavernkit.text.render.types import RenderOptions
+from tavernkit.text.render.types import FunctionProvider, RenderOptions
 
-__all__ = ["MAX_WHILE_ROUNDS", "ChatLunaSyntax", "js_display"]
+__all__ = [
+    "MAX_WHILE_ROUNDS",
+    "ChatLunaSyntax",
+    "Evaluation",
+    "collect_names",
+    "evaluate_template",
+    "js_display",
+]
 
 MAX_WHILE_ROUNDS = 10_000
 
 
-class _Undefined:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "undefined"
-
-
-UNDEFINED: Any = _Undefined()
-
-
 def js_display(value: Any) -> str:
-    """``String(value)`` with JavaScript's forms (``undefined`` is ``''`` here, as a call
-    argument and as ``String(value ?? '')``)."""
-    if value is UNDEFINED or value is None:
-        return "" if value is UNDEFINED else "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return js_number_to_string(value)
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple):
-        return ",".join("" if v is None or v is UNDEFINED else js_display(v) for v in value)
-    if isinstance(value, Mapping):
-        return "[object Object]"
-    return str(value)
+    """How a tag prints a value: ``String(value ?? '')``."""
+    return "" if value is None or value is UNDEFINED else js.to_string(value)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def collect_names(expr: Expr, out: dict[str, None]) -> None:
+    """The names ChatLuna reports for an expression, in its order (pre-order, left first)."""
+    stack: list[Expr] = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Identifier):
+            out.setdefault(node.name)
+        elif isinstance(node, Member):
+            stack.append(node.target)
+        elif isinstance(node, Index):
+            stack.extend((node.index, node.target))
+        elif isinstance(node, Call):
+            stack.extend(reversed(node.args))
+            stack.append(node.callee)
+        elif isinstance(node, Binary):
+            stack.extend((node.right, node.left))
+        elif isinstance(node, Unary):
+            stack.append(node.operand)
+        elif isinstance(node, Ternary):
+            stack.extend((node.otherwise, node.then, node.condition))
 
 
-def _number(value: Any) -> float:
-    if value is UNDEFINED:
-        return math.nan
-    if isinstance(value, list | tuple | Mapping):
-        return js_to_number(js_display(value))
-    return js_to_number(value)
+def _is_awaitable(value: Any) -> bool:
+    return inspect.isawaitable(value)
 
 
-def _primitive_string(value: Any) -> bool:
-    """Whether ``+`` concatenates: a string, or an object (arrays, maps) whose primitive is."""
-    return isinstance(value, str | list | tuple | Mapping)
-
-
-class _Evaluation:
-    """One render: the context, the scopes of enclosing ``for`` loops and the warnings."""
+class Evaluation:
+    """One render: the variables in scope, the function providers and what was seen."""
 
     def __init__(
         self,
-        context: RenderContext,
-        builtins: Mapping[str, BuiltinFunction],
-        env: MacroEnv,
-        max_depth: int,
+        variables: MutableMapping[str, Any],
+        functions: Mapping[str, FunctionProvider],
+        configurable: Mapping[str, Any],
+        *,
+        max_depth: int = 10,
+        bridge: AsyncBridge | None = None,
     ) -> None:
-        self.context = context
-        self.builtins = builtins
-        self.env = env
+        self.scope: ChainMap[str, Any] = ChainMap(variables)
+        self.functions = functions
+        self.configurable = configurable
         self.max_depth = max_depth
-        self.scopes: list[dict[str, Any]] = []
+        self.bridge = bridge or AsyncBridge()
+        self.names: dict[str, None] = {}
         self.warnings: list[str] = []
+        self.ticks = 0
 
     # -- names --------------------------------------------------------------------------
 
-    def _seen(self, name: str) -> None:
-        self.context.used.setdefault(name)
+    def _resolve(self, value: Any) -> tuple[Any, int]:
+        if _is_awaitable(value):
+            return self.bridge.resolve(value), 2
+        return value, 0
 
-    def _function(self, name: str) -> Callable[[list[str]], Any] | None:
-        if self.context.has_function(name):
-            context = self.context
+    def _lookup(self, name: str) -> Any:
+        if name in self.scope:
+            return self.scope[name]
+        return js.global_name(name)
 
-            def provided(args: list[str]) -> Any:
-                return context.call(name, args)
+    def _provider(self, name: str) -> Callable[[list[str]], Any] | None:
+        provider = self.functions.get(name)
+        if provider is not None:
+            scope, configurable = self.scope, self.configurable
 
-            return provided
-        builtin = self.builtins.get(name)
-        if builtin is None:
-            return None
-        env, configurable = self.env, self.context.configurable
+            def call(args: list[str]) -> Any:
+                return provider(args, scope, configurable)
 
-        def built(args: list[str]) -> Any:
-            return builtin(args, env, configurable)
+            return call
+        inherited = js.global_name(name)
+        if isinstance(inherited, js.JsFunction):
+            scope, configurable = self.scope, self.configurable
+            return lambda args: inherited(UNDEFINED, [args, scope, configurable])
+        return None
 
-        return built
-
-    def identifier(self, name: str) -> Any:
-        self._seen(name)
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        if self.context.has_variable(name):
-            return self.context.variable(name)
-        function = self._function(name)
-        if function is None:
-            return ""
-        try:
-            return function([])
-        except Exception as exc:
-            self.warnings.append(f"{{{name}}}: {type(exc).__name__}: {exc}")
-            return ""
+    def _identifier(self, name: str) -> tuple[Any, int]:
+        value = self._lookup(name)
+        if value is UNDEFINED:
+            provider = self._provider(name) if name in self.functions else None
+            if provider is None:
+                return "", 0
+            try:
+                result, _ = self._resolve(provider([]))
+            except Exception as exc:
+                self.warnings.append(f'Failed to call function "{name}" as variable: {exc}')
+                return "", 1
+            return result, 1
+        if js.is_function(value):
+            return self._resolve(js.call_function(value, UNDEFINED, []))
+        return value, 0
 
     # -- expressions --------------------------------------------------------------------
 
-    def evaluate(self, expr: Expr) -> Any:
+    def evaluate(self, expr: Expr) -> tuple[Any, int]:
+        """The value of ``expr`` and the promise ticks ChatLuna's evaluator spends on it."""
         if isinstance(expr, Literal):
-            return expr.value
+            return expr.value, 0
         if isinstance(expr, Identifier):
-            return self.identifier(expr.name)
+            return self._identifier(expr.name)
         if isinstance(expr, Member):
-            return self._member(self.evaluate(expr.target), expr.name)
+            target, ticks = self.evaluate(expr.target)
+            return self._member(target, expr.name), ticks + 1
         if isinstance(expr, Index):
-            target = self.evaluate(expr.target)
-            return self._member(target, self.evaluate(expr.index))
+            target, left = self.evaluate(expr.target)
+            key, right = self.evaluate(expr.index)
+            return self._member(target, key), left + right + 2
         if isinstance(expr, Call):
             return self._call(expr)
         if isinstance(expr, Unary):
-            value = self.evaluate(expr.operand)
+            value, ticks = self.evaluate(expr.operand)
             if expr.op == "!":
-                return not self.truthy(value)
-            number = _number(value)
-            return -number if expr.op == "-" else number
+                return not js.truthy(value), ticks + 1
+            number = js.to_number(value)
+            return (-number if expr.op == "-" else number), ticks + 1
         if isinstance(expr, Ternary):
-            chosen = expr.then if self.truthy(self.evaluate(expr.condition)) else expr.otherwise
-            return self.evaluate(chosen)
+            condition, first = self.evaluate(expr.condition)
+            chosen = expr.then if js.truthy(condition) else expr.otherwise
+            value, second = self.evaluate(chosen)
+            return value, first + second + 2
         return self._binary(expr)
-
-    @staticmethod
-    def truthy(value: Any) -> bool:
-        return value is not UNDEFINED and js_truthy(value)
 
     def _member(self, target: Any, key: Any) -> Any:
         if target is None or target is UNDEFINED:
             return ""
-        value: Any = UNDEFINED
-        if isinstance(target, Mapping):
-            value = target.get(js_display(key), UNDEFINED)
-        elif isinstance(target, list | tuple | str):
-            if key == "length":
-                value = len(target)
-            else:
-                number = _number(key)
-                if number == number and number.is_integer() and 0 <= number < len(target):
-                    value = target[int(number)]
-        if callable(value):
-            value = self.context.bridge.resolve(value())
-        return "" if value is UNDEFINED or value is None else value
+        value = js.get_property(target, key)
+        if js.is_function(value):
+            value, _ = self._resolve(js.call_function(value, target, []))
+        return "" if value is None or value is UNDEFINED else value
 
-    def _call(self, expr: Call) -> Any:
+    def _arguments(self, args: tuple[Expr, ...]) -> tuple[list[str], int]:
+        """The arguments, each through ``String()``; ticks of ChatLuna's ``Promise.all``."""
+        if not args:
+            return [], 1
+        values: list[str] = []
+        slowest = 0
+        for arg in args:
+            value, ticks = self.evaluate(arg)
+            values.append(js.to_string(value))
+            slowest = max(slowest, ticks)
+        return values, slowest + 2
+
+    def _call(self, expr: Call) -> tuple[Any, int]:
         if isinstance(expr.callee, Identifier):
             name = expr.callee.name
-            function = self._function(name)
-            if function is None:
+            provider = self._provider(name)
+            if provider is None:
                 raise ExprError(f"Unknown function: {name}")
-            args = [js_display(self.evaluate(arg)) for arg in expr.args]
-            self._seen(name)
-            return function(args)
-        callee = self.evaluate(expr.callee)
-        if not callable(callee):
+            args, ticks = self._arguments(expr.args)
+            result, _ = self._resolve(provider(args))
+            return result, ticks + 1
+        callee, first = self.evaluate(expr.callee)
+        if not js.is_function(callee):
             raise ExprError("Expression is not callable")
-        args = [js_display(self.evaluate(arg)) for arg in expr.args]
-        return self.context.bridge.resolve(callee(args))
+        args, ticks = self._arguments(expr.args)
+        result, _ = self._resolve(js.call_function(callee, UNDEFINED, list(args)))
+        return result, first + 1 + ticks + 2
 
-    def _binary(self, expr: Binary) -> Any:
-        left = self.evaluate(expr.left)
-        right = self.evaluate(expr.right)  # both sides, always (no short circuit)
-        op = expr.op
-        if op == "&&":
-            return right if self.truthy(left) else left
-        if op == "||":
-            return left if self.truthy(left) else right
-        if op in ("==", "!="):
-            same = (left is UNDEFINED and right is UNDEFINED) or (
-                left is not UNDEFINED and right is not UNDEFINED and js_strict_eq(left, right)
-            )
-            return same if op == "==" else not same
-        if op == "+":
-            if _primitive_string(left) or _primitive_string(right):
-                return js_display(left) + js_display(right)
-            return _number(left) + _number(right)
-        if op in ("<", ">", "<=", ">="):
-            if isinstance(left, str) and isinstance(right, str):
-                a: Any = left
-                b: Any = right
-            else:
-                a, b = _number(left), _number(right)
-                if a != a or b != b:
-                    return False
-            return {"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b}[op]
-        a, b = _number(left), _number(right)
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            if b != 0:
-                return a / b
-            if a == 0 or a != a:
-                return math.nan
-            return math.copysign(math.inf, a) * math.copysign(1.0, b)
-        if b == 0 or a != a or math.isinf(a):
-            return math.nan
-        return math.fmod(a, b)
+    def _binary(self, expr: Binary) -> tuple[Any, int]:
+        # a left-leaning chain (``1 + 2 + ... + n``) is walked as a loop, not a recursion
+        chain: list[Binary] = []
+        node: Expr = expr
+        while isinstance(node, Binary):
+            chain.append(node)
+            node = node.left
+        value, ticks = self.evaluate(node)
+        for link in reversed(chain):
+            right, more = self.evaluate(link.right)  # both sides, always: no short circuit
+            value = _apply(link.op, value, right)
+            ticks += more + 2
+        return value, ticks
 
     # -- rendering ----------------------------------------------------------------------
 
     def render(self, nodes: list[Node], depth: int) -> str:
-        return "".join(self._node(node, depth) for node in nodes)
+        parts: list[str] = []
+        for node in nodes:
+            text, ticks = self._node(node, depth)
+            parts.append(text)
+            self.ticks += ticks + 1
+        return "".join(parts)
 
-    def _node(self, node: Node, depth: int) -> str:
+    def _node(self, node: Node, depth: int) -> tuple[str, int]:
         if depth >= self.max_depth:
-            return ""
+            return "", 0
         if isinstance(node, Text):
-            return node.text
+            return node.text, 0
         if isinstance(node, Expression):
             return self._expression(node)
         if isinstance(node, IfBlock):
-            for condition, body in node.branches:
-                if self.truthy(self._condition(condition)):
-                    return self.render(body, depth + 1)
-            return self.render(node.otherwise, depth + 1) if node.otherwise else ""
+            return self._if(node, depth), 0
         if isinstance(node, ForBlock):
-            items = self._condition(node.iterable)
-            if not isinstance(items, list | tuple):
-                return ""
-            out = []
-            for item in items:
-                self.scopes.append({node.name: item})
-                try:
-                    out.append(self.render(node.body, depth + 1))
-                finally:
-                    self.scopes.pop()
-            return "".join(out)
+            return self._for(node, depth), 0
         if isinstance(node, WhileBlock):
-            parts: list[str] = []
-            while self.truthy(self._condition(node.condition)):
-                if len(parts) >= MAX_WHILE_ROUNDS:
-                    self.warnings.append(f"{{while}}: stopped after {MAX_WHILE_ROUNDS} rounds")
-                    break
-                parts.append(self.render(node.body, depth + 1))
-            return "".join(parts)
-        assert isinstance(node, RepeatBlock)
-        count = _number(self._condition(node.count))
-        if count != count or count < 0:
-            self.warnings.append("{repeat}: the count is not a non-negative number")
-            return ""
-        if math.isinf(count):
-            self.warnings.append("{repeat}: an infinite count")
-            return ""
-        return "".join(self.render(node.body, depth + 1) for _ in range(int(count)))
+            return self._while(node, depth), 0
+        return self._repeat(node, depth), 0
 
-    def _condition(self, expr: Expr) -> Any:
-        """A block header: evaluated without a guard, so an error fails the render."""
+    def _header(self, expr: Expr) -> Any:
+        """A block header: evaluated without a guard (an error fails the render); its names
+        are reported once it evaluated."""
         try:
-            return self.evaluate(expr)
-        except ExprError as exc:
-            raise TemplateError(f"in a block condition: {exc}") from None
-
-    def _expression(self, node: Expression) -> str:
-        used = self.context.used
-        before = len(used)
-        try:
-            value = self.evaluate(node.expr)
+            value, ticks = self.evaluate(expr)
         except TemplateError:
             raise
         except Exception as exc:
-            # a tag that threw reports none of its names
-            for name in list(used)[before:]:
-                del used[name]
+            raise TemplateError(f"in a block header: {exc}") from exc
+        self.ticks += ticks + 1
+        collect_names(expr, self.names)
+        return value
+
+    def _if(self, node: IfBlock, depth: int) -> str:
+        for condition, body in node.branches:
+            self.ticks += 1  # isTruthy's own await
+            if js.truthy(self._header(condition)):
+                return self.render(body, depth + 1)
+        return self.render(node.otherwise, depth + 1) if node.otherwise is not None else ""
+
+    def _for(self, node: ForBlock, depth: int) -> str:
+        items = self._header(node.iterable)
+        if not isinstance(items, list | tuple):
+            return ""
+        out: list[str] = []
+        outer = self.scope
+        try:
+            for item in items:
+                self.scope = outer.new_child({node.name: item})
+                out.append(self.render(node.body, depth + 1))
+        finally:
+            self.scope = outer
+        return "".join(out)
+
+    def _while(self, node: WhileBlock, depth: int) -> str:
+        parts: list[str] = []
+        while len(parts) < MAX_WHILE_ROUNDS:
+            self.ticks += 1
+            if not js.truthy(self._header(node.condition)):
+                break
+            parts.append(self.render(node.body, depth + 1))
+        else:
+            self.warnings.append(f"{{while}}: stopped after {MAX_WHILE_ROUNDS} rounds")
+        return "".join(parts)
+
+    def _repeat(self, node: RepeatBlock, depth: int) -> str:
+        value = self._header(node.count)
+        count = js.to_number(value)
+        if count != count or count < 0:
+            self.warnings.append(f"{{repeat}}: the count is not a number: {js.to_string(value)}")
+            return ""
+        if math.isinf(count):
+            # ChatLuna loops until the process dies; refusing is tavernkit's choice
+            self.warnings.append("{repeat}: an infinite count is refused")
+            return ""
+        return "".join(self.render(node.body, depth + 1) for _ in range(int(count)))
+
+    def _expression(self, node: Expression) -> tuple[str, int]:
+        try:
+            value, ticks = self.evaluate(node.expr)
+        except Exception as exc:  # ChatLuna: any error in a tag renders it empty
             reason = str(exc) if isinstance(exc, ExprError) else f"{type(exc).__name__}: {exc}"
             self.warnings.append(f"{{{node.raw.strip()}}}: {reason}")
-            return ""
-        return "" if value is None else js_display(value)  # String(value ?? '')
+            return "", 1
+        collect_names(node.expr, self.names)
+        return js_display(value), ticks + 1
+
+
+def _apply(op: str, left: Any, right: Any) -> Any:
+    if op == "+":
+        return js.add(left, right)
+    if op in ("-", "*", "/", "%"):
+        return js.arithmetic(op, left, right)
+    if op == "==":
+        return js.strict_equal(left, right)
+    if op == "!=":
+        return not js.strict_equal(left, right)
+    if op == "&&":
+        return right if js.truthy(left) else left
+    if op == "||":
+        return left if js.truthy(left) else right
+    if op in ("<", ">", "<=", ">="):
+        return js.compare(op, left, right)
+    raise ExprError(f"Unknown operator: {op}")
+
+
+def evaluate_template(source: str, evaluation: Evaluation) -> str:
+    """Render ``source`` (``max_depth <= 0``: the source unrendered); a malformed block header
+    or a failing one is a :class:`TemplateError`."""
+    if evaluation.max_depth <= 0:
+        return source
+    try:
+        nodes = parse_template(source)
+    except ExprError as exc:
+        raise TemplateError(f"malformed block header: {exc}") from None
+    return evaluation.render(nodes, 0)
 
 
 class ChatLunaSyntax:
-    """The dialect as a :class:`~tavernkit.text.render.syntax.TemplateSyntax`."""
+    """The dialect as a :class:`~tavernkit.text.render.syntax.TemplateSyntax` of the general
+    renderer (``RenderOptions(syntax="chatluna")``): the renderer's providers first, then the
+    dialect's built-ins (:mod:`.chatluna_functions`) on the render's environment."""
 
     def __init__(self, builtins: Mapping[str, BuiltinFunction] | None = None) -> None:
         self.builtins = builtin_functions() if builtins is None else dict(builtins)
@@ -343,11 +386,25 @@ class ChatLunaSyntax:
     def render(self, source: str, context: RenderContext, options: RenderOptions) -> SyntaxResult:
         if options.max_depth <= 0 or ("{" not in source and "}" not in source):
             return SyntaxResult(source)
-        try:
-            nodes = parse_template(source)
-        except ExprError as exc:
-            raise TemplateError(f"malformed block condition: {exc}") from None
         env = options.env if options.env is not None else MacroEnv()
-        evaluation = _Evaluation(context, self.builtins, env, options.max_depth)
-        text = evaluation.render(nodes, 0)
+        functions: dict[str, FunctionProvider] = {
+            name: _bound(builtin, env) for name, builtin in self.builtins.items()
+        }
+        functions.update(context.functions)
+        evaluation = Evaluation(
+            context.variables,
+            functions,
+            context.configurable,
+            max_depth=options.max_depth,
+            bridge=context.bridge,
+        )
+        text = evaluate_template(source, evaluation)
+        context.used.update(evaluation.names)
         return SyntaxResult(text, tuple(evaluation.warnings))
+
+
+def _bound(builtin: BuiltinFunction, env: MacroEnv) -> FunctionProvider:
+    def provider(args: list[str], variables: Mapping[str, Any], configurable: Any) -> Any:
+        return builtin(args, env, configurable)
+
+    return provider
