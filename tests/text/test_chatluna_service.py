@@ -196,6 +196,9 @@ async def test_pick_and_random_draw_from_the_random_source() -> None:
         ("3/10/2025, 2:30:45 AM", "2025-01-01", "67 days, 18 hours, 30 minutes"),
         ("2025/3/10 02:30:45", "2025-01-01", "67 days, 18 hours, 30 minutes"),
         ("2024-01-01T00:00:00+08:00", "2024-01-01T00:00:00Z", "8 hours"),
+        ("Tue Jan 02 2024 10:00:00 GMT+0800 (China Standard Time)", "2024-01-01", "1 day, 2 hours"),
+        ("2023-02-31", "2023-03-03", "now"),  # V8 takes day 31 of any month
+        ("2025/3/10 下午2:30:45", "2024-01-01", "now"),  # an unknown word after a number
         ("not a date", "2024-01-01", "now"),
     ],
 )
@@ -226,6 +229,9 @@ async def test_methods_reached_through_member_access_are_called() -> None:
     shifted = await renderer.render_template("{echo(items.shift, items)}", variables)
     assert shifted.text == "a|b,c"  # shift() changed the array the next argument reads
     assert await text("[{constructor}] [{toString}]") == "[[object Object]] [[object Undefined]]"
+    # a method's own result stays as it is: ''.at() is undefined, and -1 < undefined is false
+    assert await text("{-1 < empty.at} {-1 < empty.missing}", {"empty": ""}) == "false true"
+    assert await text("{name.bold} {items.keys}", variables) == "<b>Ada</b> [object Array Iterator]"
 
 
 async def test_lengths_are_utf16_units_and_unicode_spaces_separate_tokens() -> None:

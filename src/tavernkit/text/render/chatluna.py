@@ -109,7 +109,12 @@ def _is_awaitable(value: Any) -> bool:
 
 
 class Evaluation:
-    """One render: the variables in scope, the function providers and what was seen."""
+    """One render: the variables in scope, the function providers and what was seen.
+
+    ``ticks`` runs like the microtask clock of ChatLuna's asynchronous evaluator: each
+    ``await`` of a sub-evaluation costs one tick once the sub-evaluation is done, arguments
+    are awaited together (``Promise.all``), and an error stops the clock where it was thrown.
+    """
 
     def __init__(
         self,
@@ -131,10 +136,13 @@ class Evaluation:
 
     # -- names --------------------------------------------------------------------------
 
-    def _resolve(self, value: Any) -> tuple[Any, int]:
+    def _resolve(self, value: Any) -> Any:
+        """A function's result; an awaitable returned from an async function is adopted,
+        which costs ChatLuna two ticks."""
         if _is_awaitable(value):
-            return self.bridge.resolve(value), 2
-        return value, 0
+            value = self.bridge.resolve(value)
+            self.ticks += 2
+        return value
 
     def _lookup(self, name: str) -> Any:
         if name in self.scope:
@@ -156,50 +164,55 @@ class Evaluation:
             return lambda args: inherited(UNDEFINED, [args, scope, configurable])
         return None
 
-    def _identifier(self, name: str) -> tuple[Any, int]:
+    def _identifier(self, name: str) -> Any:
         value = self._lookup(name)
         if value is UNDEFINED:
             provider = self._provider(name) if name in self.functions else None
             if provider is None:
-                return "", 0
+                return ""
             try:
-                result, _ = self._resolve(provider([]))
+                result = provider([])
+                if _is_awaitable(result):
+                    result = self.bridge.resolve(result)
             except Exception as exc:
                 self.warnings.append(f'Failed to call function "{name}" as variable: {exc}')
-                return "", 1
-            return result, 1
+                return ""
+            self.ticks += 1
+            return result
         if js.is_function(value):
             return self._resolve(js.call_function(value, UNDEFINED, []))
-        return value, 0
+        return value
 
     # -- expressions --------------------------------------------------------------------
 
-    def evaluate(self, expr: Expr) -> tuple[Any, int]:
-        """The value of ``expr`` and the promise ticks ChatLuna's evaluator spends on it."""
+    def _awaited(self, expr: Expr) -> Any:
+        """``await evaluateExpression(expr)``: the value, one tick after it is ready."""
+        try:
+            return self.evaluate(expr)
+        finally:
+            self.ticks += 1  # a rejected one is awaited too before its error goes on
+
+    def evaluate(self, expr: Expr) -> Any:
         if isinstance(expr, Literal):
-            return expr.value, 0
+            return expr.value
         if isinstance(expr, Identifier):
             return self._identifier(expr.name)
         if isinstance(expr, Member):
-            target, ticks = self.evaluate(expr.target)
-            return self._member(target, expr.name), ticks + 1
+            return self._member(self._awaited(expr.target), expr.name)
         if isinstance(expr, Index):
-            target, left = self.evaluate(expr.target)
-            key, right = self.evaluate(expr.index)
-            return self._member(target, key), left + right + 2
+            target = self._awaited(expr.target)
+            return self._member(target, self._awaited(expr.index))
         if isinstance(expr, Call):
             return self._call(expr)
         if isinstance(expr, Unary):
-            value, ticks = self.evaluate(expr.operand)
+            value = self._awaited(expr.operand)
             if expr.op == "!":
-                return not js.truthy(value), ticks + 1
+                return not js.truthy(value)
             number = js.to_number(value)
-            return (-number if expr.op == "-" else number), ticks + 1
+            return -number if expr.op == "-" else number
         if isinstance(expr, Ternary):
-            condition, first = self.evaluate(expr.condition)
-            chosen = expr.then if js.truthy(condition) else expr.otherwise
-            value, second = self.evaluate(chosen)
-            return value, first + second + 2
+            condition = self._awaited(expr.condition)
+            return self._awaited(expr.then if js.truthy(condition) else expr.otherwise)
         return self._binary(expr)
 
     def _member(self, target: Any, key: Any) -> Any:
@@ -207,93 +220,118 @@ class Evaluation:
             return ""
         value = js.get_property(target, key)
         if js.is_function(value):
-            value, _ = self._resolve(js.call_function(value, target, []))
+            # a method's result as it is (``undefined`` stays undefined); a property ``?? ''``
+            return self._resolve(js.call_function(value, target, []))
         return "" if value is None or value is UNDEFINED else value
 
-    def _arguments(self, args: tuple[Expr, ...]) -> tuple[list[str], int]:
-        """The arguments, each through ``String()``; ticks of ChatLuna's ``Promise.all``."""
+    def _arguments(self, args: tuple[Expr, ...]) -> list[str]:
+        """The arguments, each through ``String()``, awaited together as ``Promise.all``:
+        every one is evaluated (side effects included) and the one that fails first, in
+        ticks, is the error."""
         if not args:
-            return [], 1
+            self.ticks += 1
+            return []
+        start = finish = self.ticks
         values: list[str] = []
-        slowest = 0
+        failure: tuple[int, Exception] | None = None
         for arg in args:
-            value, ticks = self.evaluate(arg)
+            self.ticks = start  # they all start together
+            try:
+                value = self.evaluate(arg)
+            except Exception as exc:
+                if failure is None or self.ticks < failure[0]:
+                    failure = (self.ticks, exc)
+                continue
+            finish = max(finish, self.ticks)
             values.append(js.to_string(value))
-            slowest = max(slowest, ticks)
-        return values, slowest + 2
+        if failure is not None:
+            self.ticks = failure[0] + 2  # the rejection reaches Promise.all, then its await
+            raise failure[1]
+        self.ticks = finish + 2  # the last one's reaction settles Promise.all, then its await
+        return values
 
-    def _call(self, expr: Call) -> tuple[Any, int]:
+    def _call(self, expr: Call) -> Any:
         if isinstance(expr.callee, Identifier):
             name = expr.callee.name
             provider = self._provider(name)
             if provider is None:
                 raise ExprError(f"Unknown function: {name}")
-            args, ticks = self._arguments(expr.args)
-            result, _ = self._resolve(provider(args))
-            return result, ticks + 1
-        callee, first = self.evaluate(expr.callee)
+            result = provider(self._arguments(expr.args))
+            if _is_awaitable(result):
+                result = self.bridge.resolve(result)
+            self.ticks += 1
+            return result
+        callee = self._awaited(expr.callee)
         if not js.is_function(callee):
             raise ExprError("Expression is not callable")
-        args, ticks = self._arguments(expr.args)
-        result, _ = self._resolve(js.call_function(callee, UNDEFINED, list(args)))
-        return result, first + 1 + ticks + 2
+        args = self._arguments(expr.args)
+        result = js.call_function(callee, UNDEFINED, list(args))
+        if _is_awaitable(result):
+            result = self.bridge.resolve(result)
+        self.ticks += 2
+        return result
 
-    def _binary(self, expr: Binary) -> tuple[Any, int]:
+    def _binary(self, expr: Binary) -> Any:
         # a left-leaning chain (``1 + 2 + ... + n``) is walked as a loop, not a recursion
         chain: list[Binary] = []
         node: Expr = expr
         while isinstance(node, Binary):
             chain.append(node)
             node = node.left
-        value, ticks = self.evaluate(node)
-        for link in reversed(chain):
-            right, more = self.evaluate(link.right)  # both sides, always: no short circuit
-            value = _apply(link.op, value, right)
-            ticks += more + 2
-        return value, ticks
+        level = 0
+        try:
+            value = self._awaited(node)
+            for level, link in enumerate(reversed(chain)):
+                if level:
+                    self.ticks += 1  # the await of this link's left side, the previous link
+                right = self._awaited(link.right)  # both sides, always: no short circuit
+                value = _apply(link.op, value, right)
+        except Exception:
+            self.ticks += len(chain) - 1 - level  # each enclosing link awaits the rejection
+            raise
+        return value
 
     # -- rendering ----------------------------------------------------------------------
 
     def render(self, nodes: list[Node], depth: int) -> str:
         parts: list[str] = []
         for node in nodes:
-            text, ticks = self._node(node, depth)
-            parts.append(text)
-            self.ticks += ticks + 1
+            parts.append(self._node(node, depth))
+            self.ticks += 1  # await renderToken
         return "".join(parts)
 
-    def _node(self, node: Node, depth: int) -> tuple[str, int]:
+    def _node(self, node: Node, depth: int) -> str:
         if depth >= self.max_depth:
-            return "", 0
+            return ""
         if isinstance(node, Text):
-            return node.text, 0
+            return node.text
         if isinstance(node, Expression):
             return self._expression(node)
         if isinstance(node, IfBlock):
-            return self._if(node, depth), 0
+            return self._if(node, depth)
         if isinstance(node, ForBlock):
-            return self._for(node, depth), 0
+            return self._for(node, depth)
         if isinstance(node, WhileBlock):
-            return self._while(node, depth), 0
-        return self._repeat(node, depth), 0
+            return self._while(node, depth)
+        return self._repeat(node, depth)
 
     def _header(self, expr: Expr) -> Any:
         """A block header: evaluated without a guard (an error fails the render); its names
         are reported once it evaluated."""
         try:
-            value, ticks = self.evaluate(expr)
+            value = self._awaited(expr)
         except TemplateError:
             raise
         except Exception as exc:
             raise TemplateError(f"in a block header: {exc}") from exc
-        self.ticks += ticks + 1
         collect_names(expr, self.names)
         return value
 
     def _if(self, node: IfBlock, depth: int) -> str:
         for condition, body in node.branches:
-            self.ticks += 1  # isTruthy's own await
-            if js.truthy(self._header(condition)):
+            truthy = js.truthy(self._header(condition))
+            self.ticks += 1  # isTruthy is one more async function
+            if truthy:
                 return self.render(body, depth + 1)
         return self.render(node.otherwise, depth + 1) if node.otherwise is not None else ""
 
@@ -314,8 +352,9 @@ class Evaluation:
     def _while(self, node: WhileBlock, depth: int) -> str:
         parts: list[str] = []
         while len(parts) < MAX_WHILE_ROUNDS:
+            truthy = js.truthy(self._header(node.condition))
             self.ticks += 1
-            if not js.truthy(self._header(node.condition)):
+            if not truthy:
                 break
             parts.append(self.render(node.body, depth + 1))
         else:
@@ -334,15 +373,15 @@ class Evaluation:
             return ""
         return "".join(self.render(node.body, depth + 1) for _ in range(int(count)))
 
-    def _expression(self, node: Expression) -> tuple[str, int]:
+    def _expression(self, node: Expression) -> str:
         try:
-            value, ticks = self.evaluate(node.expr)
+            value = self._awaited(node.expr)
         except Exception as exc:  # ChatLuna: any error in a tag renders it empty
             reason = str(exc) if isinstance(exc, ExprError) else f"{type(exc).__name__}: {exc}"
             self.warnings.append(f"{{{node.raw.strip()}}}: {reason}")
-            return "", 1
+            return ""
         collect_names(node.expr, self.names)
-        return js_display(value), ticks + 1
+        return js_display(value)
 
 
 def _apply(op: str, left: Any, right: Any) -> Any:

@@ -72,7 +72,7 @@ def _now_ms(env: MacroEnv) -> float:
 def _civil(days: int) -> tuple[int, int, int]:
     """(year, month, day) of a day count since 1970-01-01, proleptic Gregorian, any year."""
     z = days + 719_468
-    era = (z if z >= 0 else z - 146_096) // 146_097
+    era = z // 146_097  # floor division: the algorithm's truncation fix-up is built in
     doe = z - era * 146_097
     yoe = (doe - doe // 1460 + doe // 36_524 - doe // 146_096) // 365
     day_of_year = doe - (365 * yoe + yoe // 4 - yoe // 100)
@@ -116,13 +116,23 @@ _ISO = re.compile(
     r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
     r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?"
 )
-_LEGACY_TOKEN = re.compile(r"\d+(?::\d+)*(?:\.\d+)?|[A-Za-z]+|[+-]\d{2}:?\d{2}")
+_LEGACY_TOKEN = re.compile(
+    r"(?P<paren>\([^)]*\)?)"
+    r"|(?P<clock>\d+:\d+(?::\d+(?:\.\d+)?)?)"
+    r"|(?P<number>\d+)"
+    r"|(?P<sign>[+-])"
+    r"|(?P<word>[^\W\d_]+)"
+    r"|(?P<other>.)",
+    re.DOTALL,
+)
+_ZONE_NAMES = {"ut": 0, "utc": 0, "gmt": 0, "z": 0, "est": -5, "edt": -4, "cst": -6, "cdt": -5}
+_ZONE_NAMES |= {"mst": -7, "mdt": -6, "pst": -8, "pdt": -7}
 
 
 def _days(year: int, month: int) -> int:
     """Days from 1970-01-01 to the first of ``month`` (proleptic Gregorian, any year)."""
     y = year - (1 if month <= 2 else 0)
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400
     yoe = y - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5
     return era * 146_097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719_468
@@ -138,16 +148,18 @@ def _epoch_ms(
         return None
     moment = ((_days(year, month) + day - 1) * 24 + hour) * 3_600_000
     moment += (minute * 60 + second) * 1000 + millis
-    if zone is UTC:
-        return float(moment)
-    try:  # the zone's offset at that wall-clock time (a year datetime can hold)
-        wall = datetime(year, month, 1) + timedelta(
-            milliseconds=moment - _days(year, month) * _MS_PER_DAY
-        )
-    except (OverflowError, ValueError):
-        return float(moment)
-    offset = wall.replace(tzinfo=zone).utcoffset() or timedelta()
-    return moment - offset / timedelta(milliseconds=1)
+    if zone is not UTC:
+        # the zone's offset at that wall-clock time; a year Python's datetime cannot hold
+        # takes the offset of the same day in 9999
+        wall_year = min(max(year, 1), 9999)
+        into_month = timedelta(milliseconds=moment - _days(year, month) * _MS_PER_DAY)
+        try:
+            wall = datetime(wall_year, month, 1) + into_month
+        except OverflowError:
+            wall = datetime(wall_year, month, 1)
+        offset = wall.replace(tzinfo=zone).utcoffset() or timedelta()
+        moment -= int(offset / timedelta(milliseconds=1))
+    return float(moment) if abs(moment) <= _MAX_TIME_MS else None
 
 
 def _zone(text: str | None, local: tzinfo) -> tzinfo:
@@ -172,69 +184,127 @@ def _parse_iso(text: str, local: tzinfo) -> float | None:
     return _epoch_ms(int(year_text), int(month or 1), int(day or 1), clock, zone)
 
 
+class _Legacy:
+    """The pieces V8's fallback date parser collects (``DateParser`` of V8: a day composer of
+    up to three numbers or a named month, a time, a zone)."""
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []
+        self.month: int | None = None
+        self.clock: tuple[int, int, int, int] | None = None
+        self.meridiem: str | None = None
+        self.zone: tzinfo | None = None
+
+    def day(self) -> tuple[int, int, int] | None:
+        if not self.numbers or len(self.numbers) > 3:
+            return None
+        comp = self.numbers + [1] * (3 - len(self.numbers))
+
+        def is_day(value: int) -> bool:
+            return 1 <= value <= 31
+
+        if self.month is None:
+            if not is_day(comp[0]):
+                year, month, day = comp
+            else:
+                month, day, year = comp
+        else:
+            month = self.month
+            year, day = (comp[0], comp[1]) if not is_day(comp[0]) else (comp[1], comp[0])
+        if 0 <= year <= 49:
+            year += 2000
+        elif 50 <= year <= 99:
+            year += 1900
+        if not (1 <= month <= 12 and is_day(day)):
+            return None
+        return year, month, day
+
+    def time(self) -> tuple[int, int, int, int] | None:
+        hour, minute, second, millis = self.clock or (0, 0, 0, 0)
+        if self.meridiem is not None:
+            if hour > 12:
+                return None
+            hour = hour % 12 + (12 if self.meridiem == "pm" else 0)
+        if hour == 24 and (minute, second, millis) != (0, 0, 0):
+            return None
+        if hour > 24 or minute > 59 or second > 59:
+            return None
+        return hour, minute, second, millis
+
+
+def _clock(text: str) -> tuple[int, int, int, int]:
+    parts = text.split(":")
+    seconds, _, fraction = (parts[2] if len(parts) > 2 else "0").partition(".")
+    return int(parts[0]), int(parts[1]), int(seconds), int((fraction or "0")[:3].ljust(3, "0"))
+
+
+def _offset(text: str, pos: int, sign: str) -> tuple[tzinfo, int] | None:
+    """A ``+8``, ``+0800`` or ``+08:00`` zone offset at ``pos``."""
+    match = re.compile(r"(\d+)(?::(\d{2}))?").match(text, pos)
+    if match is None:
+        return None
+    digits, minutes = match.group(1), match.group(2)
+    if minutes is not None:
+        hours, mins = int(digits), int(minutes)
+    elif len(digits) <= 2:
+        hours, mins = int(digits), 0
+    else:
+        hours, mins = divmod(int(digits), 100)
+    delta = timedelta(hours=hours, minutes=mins)
+    return timezone(-delta if sign == "-" else delta), match.end()
+
+
+def _starts_offset(previous: str, found: _Legacy) -> bool:
+    """Whether a sign starts a zone offset: right after the time or a zone name."""
+    return previous == "clock" or (previous == "word" and found.zone is not None)
+
+
 def _parse_legacy(text: str, local: tzinfo) -> float | None:
     """The shapes V8's fallback parser reads: ``2024/01/02 12:30``, ``Jan 1, 2024``,
-    ``3/10/2025, 2:30:45 AM``, ``2025-01-01 00:00:00``, with an optional ``GMT+0800``."""
-    numbers: list[str] = []
-    clock: tuple[int, int, int, int] | None = None
-    month_name: int | None = None
-    meridiem: str | None = None
-    zone: tzinfo | None = None
-    for token in _LEGACY_TOKEN.findall(re.sub(r"[/,\-](?=\d)", " ", text.replace(",", " "))):
-        word = token.lower()
-        if ":" in token and token[0] not in "+-":
-            parts = token.split(":")
-            seconds, _, fraction = (parts[2] if len(parts) > 2 else "0").partition(".")
-            clock = (
-                int(parts[0]),
-                int(parts[1]),
-                int(seconds),
-                int((fraction or "0")[:3].ljust(3, "0")),
-            )
-        elif token.isdigit():
-            numbers.append(token)
-        elif word in ("am", "pm"):
-            meridiem = word
-        elif word in ("utc", "gmt", "z"):
-            zone = UTC
-        elif token[0] in "+-":
-            zone = _zone(token[:3] + ":" + token[-2:], local)
-        elif word[:3] in _MONTHS and len(word) >= 3:
-            month_name = _MONTHS.index(word[:3]) + 1
-        elif word in ("mon", "tue", "wed", "thu", "fri", "sat", "sun") or word.endswith("day"):
-            continue
-        else:
-            return None
-    if clock is not None and meridiem is not None:
-        hour = clock[0] % 12 + (12 if meridiem == "pm" else 0)
-        clock = (hour, *clock[1:])
-    if month_name is not None:
-        if len(numbers) != 2:
-            return None
-        day_text, year_text = numbers if len(numbers[0]) <= 2 else numbers[::-1]
-        year, month, day = int(year_text), month_name, int(day_text)
-    elif len(numbers) == 3:
-        if len(numbers[0]) >= 3:
-            year, month, day = (int(n) for n in numbers)
-        else:
-            month, day, year = (int(n) for n in numbers)
-    else:
+    ``3/10/2025, 2:30:45 AM``, ``Tue Mar 05 2024 10:00:00 GMT+0800 (China Standard Time)``."""
+    found = _Legacy()
+    pos = 0
+    previous = ""  # the kind of the last token that was not white space
+    while pos < len(text):
+        match = _LEGACY_TOKEN.match(text, pos)
+        assert match is not None  # the last alternative takes any character
+        pos = match.end()
+        kind, token = match.lastgroup, match.group()
+        anchor = previous
+        if not token.isspace():
+            previous = kind or ""
+        if kind == "clock":
+            found.clock = _clock(token)
+        elif kind == "number":
+            found.numbers.append(int(token))
+        elif kind == "sign" and _starts_offset(anchor, found):
+            parsed = _offset(text, pos, token)
+            if parsed is None:
+                return None
+            found.zone, pos = parsed
+        elif kind == "word":
+            word = token.lower()
+            read_number = bool(found.numbers) or found.clock is not None
+            if word in ("am", "pm") and found.clock is not None:
+                found.meridiem = word
+            elif len(word) >= 3 and word[:3] in _MONTHS:
+                found.month = _MONTHS.index(word[:3]) + 1
+            elif word in _ZONE_NAMES and read_number:
+                found.zone = timezone(timedelta(hours=_ZONE_NAMES[word]))
+            elif word == "t" and read_number:
+                continue  # the ISO date/time separator
+            elif read_number:
+                return None  # V8: a word it does not know, after a number
+    day, clock = found.day(), found.time()
+    if day is None or clock is None:
         return None
-    if year < 50 and len(str(year)) <= 2:
-        year += 2000
-    elif year < 100 and len(str(year)) <= 2:
-        year += 1900
-    return _epoch_ms(year, month, day, clock or (0, 0, 0, 0), zone or local)
+    return _epoch_ms(*day, clock, found.zone or local)
 
 
 def js_date_parse(text: str, local: tzinfo) -> float | None:
     """``new Date(text).getTime()`` for the shapes ChatLuna meets; None where JS gives NaN."""
-    text = js_trim(text)
-    if not text:
-        return None
-    iso = _parse_iso(text, local)
-    if iso is not None or _ISO.fullmatch(text):
-        return iso
+    if _ISO.fullmatch(text):
+        return _parse_iso(text, local)
     return _parse_legacy(text, local)
 
 

@@ -14,6 +14,7 @@ mappings are plain objects, and the built-in methods a no-argument call can reac
 
 from __future__ import annotations
 
+import functools
 import math
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -65,6 +66,10 @@ UNDEFINED: Any = _Undefined()
 
 class JsTypeError(TypeError):
     """What JavaScript throws as a ``TypeError`` (a method called on the wrong ``this``)."""
+
+
+class RangeError(ValueError):
+    """JavaScript's ``RangeError`` (an index or length out of range)."""
 
 
 class JsFunction:
@@ -209,7 +214,7 @@ def utf16_slice(text: str, start: int, end: int | None = None) -> str:
         return text[start:end]
     data = text.encode("utf-16-le", "surrogatepass")
     cut = data[start * 2 : None if end is None else end * 2]
-    return cut.decode("utf-16-le", "ignore")
+    return cut.decode("utf-16-le", "surrogatepass")  # a cut pair leaves a lone half, as in JS
 
 
 def _char_at(text: str, index: int) -> str:
@@ -309,6 +314,19 @@ def _to_fixed(value: float, digits: int = 0) -> str:
     return format(Decimal(value or 0.0).quantize(quantum, rounding=ROUND_HALF_UP), "f")
 
 
+def _to_exponential(value: float) -> str:
+    """``toExponential()``: as many digits as the number needs."""
+    if value != value or math.isinf(value):
+        return js_number_to_string(value)
+    if value == 0:
+        return "0e+0"
+    _, digits, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    text = "".join(str(d) for d in digits)
+    power = int(exponent) + len(text) - 1
+    mantissa = text[0] + ("." + text[1:] if len(text) > 1 else "")
+    return f"{'-' if value < 0 else ''}{mantissa}e{'+' if power >= 0 else '-'}{abs(power)}"
+
+
 def _locale_number(value: float) -> str:
     if value != value or math.isinf(value):
         return js_number_to_string(value)
@@ -346,6 +364,7 @@ _STRING_METHODS: dict[str, JsFunction] = {
         "charAt": lambda s: _char_at(s, 0),
         "at": lambda s: _char_at(s, 0) if s else UNDEFINED,
         "charCodeAt": lambda s: float(ord(_char_at(s, 0))) if s else math.nan,
+        "localeCompare": lambda s: _locale_compare(s, "undefined"),
         "codePointAt": lambda s: float(ord(s[0])) if s else UNDEFINED,
         "split": lambda s: [s],
         "concat": lambda s: s,
@@ -367,6 +386,60 @@ _STRING_METHODS: dict[str, JsFunction] = {
     }.items()
 }
 _STRING_METHODS["constructor"] = JsFunction("String", lambda this, args: "")
+
+
+def _html(tag: str, attribute: str, text: str) -> str:
+    opening = f'{tag} {attribute}="undefined"' if attribute else tag
+    return f"<{opening}>{text}</{tag}>"
+
+
+# Annex B's HTML methods, with no argument (an attribute of "undefined")
+for _name, (_tag, _attribute) in {
+    "anchor": ("a", "name"),
+    "big": ("big", ""),
+    "blink": ("blink", ""),
+    "bold": ("b", ""),
+    "fixed": ("tt", ""),
+    "fontcolor": ("font", "color"),
+    "fontsize": ("font", "size"),
+    "italics": ("i", ""),
+    "link": ("a", "href"),
+    "small": ("small", ""),
+    "strike": ("strike", ""),
+    "sub": ("sub", ""),
+    "sup": ("sup", ""),
+}.items():
+    _STRING_METHODS[_name] = _string_method(_name, functools.partial(_html, _tag, _attribute))
+
+
+def _locale_compare(a: str, b: str) -> float:
+    """``localeCompare`` near enough to ICU's root order: letters before case."""
+
+    def key(text: str) -> tuple[list[tuple[int, str]], str]:
+        # white space and symbols, then digits, then letters; case only breaks ties
+        ranks = [(2 if c.isalpha() else 1 if c.isdigit() else 0, c.casefold()) for c in text]
+        return ranks, text
+
+    key_a, key_b = key(a), key(b)
+    return float((key_a > key_b) - (key_a < key_b))
+
+
+class _Opaque:
+    """An object whose only use in a template is its ``String()`` form (an iterator)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _with(items: list[Any]) -> list[Any]:
+    if not items:
+        raise RangeError("Invalid index : undefined")
+    return [UNDEFINED, *items[1:]]
 
 
 def _array_method(name: str, impl: Callable[[list[Any]], Any]) -> JsFunction:
@@ -443,6 +516,10 @@ _ARRAY_METHODS: dict[str, JsFunction] = {
         "lastIndexOf": lambda items: -1.0,
         "includes": lambda items: UNDEFINED in items,
         "valueOf": lambda items: items,
+        "keys": lambda items: _Opaque("[object Array Iterator]"),
+        "values": lambda items: _Opaque("[object Array Iterator]"),
+        "entries": lambda items: _Opaque("[object Array Iterator]"),
+        "with": _with,
     }.items()
 }
 _ARRAY_METHODS["constructor"] = JsFunction("Array", lambda this, args: [])
@@ -478,6 +555,7 @@ _NUMBER_METHODS: dict[str, JsFunction] = {
         "toFixed": _to_fixed,
         "toString": js_number_to_string,
         "toPrecision": js_number_to_string,
+        "toExponential": _to_exponential,
         "valueOf": lambda x: x,
         "toLocaleString": _locale_number,
     }.items()
@@ -502,6 +580,8 @@ def _index(key: Any) -> int | None:
 def get_property(target: Any, key: Any) -> Any:
     """``target[key]`` (``target`` neither null nor undefined); :data:`UNDEFINED` if absent."""
     name = to_string(key)
+    if name == "__proto__" and not isinstance(target, Mapping):
+        return _prototype_value(target)
     if isinstance(target, Mapping):
         if name in target:
             return target[name]
@@ -527,6 +607,19 @@ def get_property(target: Any, key: Any) -> Any:
     if _is_number(target):
         return _NUMBER_METHODS.get(name) or OBJECT_PROTOTYPE.get(name, UNDEFINED)
     return OBJECT_PROTOTYPE.get(name, UNDEFINED) if not is_function(target) else UNDEFINED
+
+
+def _prototype_value(target: Any) -> Any:
+    """What a primitive's prototype object prints like (``Number.prototype`` is 0...)."""
+    if isinstance(target, bool):
+        return False
+    if _is_number(target):
+        return 0.0
+    if isinstance(target, str):
+        return ""
+    if isinstance(target, list | tuple):
+        return []
+    return UNDEFINED
 
 
 def global_name(name: str) -> Any:
