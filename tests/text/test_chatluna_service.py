@@ -4,6 +4,7 @@ each one in a line)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 from collections.abc import Iterator, Mapping
@@ -156,6 +157,30 @@ async def test_render_preset_template_reports_names_in_finishing_order() -> None
     ]
     # the short second prompt finishes first in ChatLuna's concurrent render
     assert result.variables == ["e", "a", "b", "c", "d"]
+
+
+async def test_concurrent_renders_call_providers_in_chatluna_order() -> None:
+    # ChatLuna renders every message at once: the second message's call comes first (fewer
+    # promise ticks before it), and one waiting on a timer lets the others finish first
+    renderer = service()
+    counter = iter(range(1, 10))
+    renderer.register_function_provider("seq", lambda args, v, c: str(next(counter)))
+
+    async def slow(args: list[str], variables: Any, configurable: Any) -> str:
+        await asyncio.sleep(0.005)
+        return "slow"
+
+    renderer.register_function_provider("slow", slow)
+    out = await renderer.render_messages(
+        [
+            {"type": "system", "content": "{name}{seq()}"},
+            {"type": "human", "content": "{seq()}"},
+            {"type": "ai", "content": "{slow()}{seq()}"},
+            {"type": "human", "content": "{seq()}{seq()}"},
+        ],
+        {"name": "Ada"},
+    )
+    assert [m["content"] for m in out] == ["Ada3", "1", "slow5", "24"]
 
 
 def test_preset_prompts_are_trimmed_at_import() -> None:

@@ -31,10 +31,12 @@ their names in the order the renders finish, which is the order of those counts.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
+import threading
 from collections import ChainMap
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
 from tavernkit.errors import ExprError, TemplateError
@@ -66,9 +68,11 @@ from tavernkit.text.render.syntax import SyntaxResult
 from tavernkit.text.render.types import FunctionProvider, RenderOptions
 
 __all__ = [
+    "MACROTASK_TICKS",
     "MAX_WHILE_ROUNDS",
     "ChatLunaSyntax",
     "Evaluation",
+    "Interleaving",
     "collect_names",
     "evaluate_template",
     "js_display",
@@ -108,6 +112,70 @@ def _is_awaitable(value: Any) -> bool:
     return inspect.isawaitable(value)
 
 
+#: Ticks a wait on real asynchronous work (a timer, the network) stands for: it ends after
+#: every pending microtask, so after anything a synchronous evaluation can reach.
+MACROTASK_TICKS = 1_000_000_000
+
+
+class Interleaving:
+    """Runs the side effects of concurrent renders in ChatLuna's order.
+
+    ChatLuna renders a preset's (or ``renderMessages``') templates at once, so their provider
+    calls interleave by promise tick: a call at tick 3 of the second message comes before one
+    at tick 5 of the first. Here each render runs in its own thread and asks
+    :meth:`turn` before each call (and before it finishes): it goes on only when every other
+    render has finished or waits at a later ``(tick, index)``. A render waiting on real
+    asynchronous work is parked and holds no one up.
+    """
+
+    _RUNNING: tuple[int, int] = (-1, -1)
+    _DONE: tuple[int, int] = (2**62, 2**62)
+
+    def __init__(self, count: int) -> None:
+        self._condition = threading.Condition()
+        self._states: list[tuple[int, int]] = [self._RUNNING] * count
+        #: indexes in the order their renders finished
+        self.finished: list[int] = []
+
+    def _mine(self, index: int) -> bool:
+        me = self._states[index]
+        return all(
+            other != self._RUNNING and other >= me
+            for number, other in enumerate(self._states)
+            if number != index
+        )
+
+    def turn(self, index: int, tick: int) -> None:
+        with self._condition:
+            self._states[index] = (tick, index)
+            self._condition.notify_all()
+            self._condition.wait_for(lambda: self._mine(index))
+            self._states[index] = self._RUNNING
+
+    @contextlib.contextmanager
+    def parked(self, index: int) -> Iterator[None]:
+        with self._condition:
+            self._states[index] = self._DONE
+            self._condition.notify_all()
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._states[index] = self._RUNNING
+
+    def finish(self, index: int, tick: int) -> None:
+        self.turn(index, tick)
+        with self._condition:
+            self.finished.append(index)
+            self._states[index] = self._DONE
+            self._condition.notify_all()
+
+    def abandon(self, index: int) -> None:
+        with self._condition:
+            self._states[index] = self._DONE
+            self._condition.notify_all()
+
+
 class Evaluation:
     """One render: the variables in scope, the function providers and what was seen.
 
@@ -133,20 +201,44 @@ class Evaluation:
         self.names: dict[str, None] = {}
         self.warnings: list[str] = []
         self.ticks = 0
+        #: the scopes enclosing the loops being rendered (a loop scope's prototype)
+        self._enclosing: list[ChainMap[str, Any]] = []
+        #: set when this render runs beside others (``Interleaving``), with its index
+        self.interleaving: Interleaving | None = None
+        self.index = 0
 
     # -- names --------------------------------------------------------------------------
+
+    def _effect(self) -> None:
+        """Before a call that may have a side effect: wait for this render's turn."""
+        if self.interleaving is not None:
+            self.interleaving.turn(self.index, self.ticks)
+
+    def _settle(self, value: Any) -> Any:
+        """An awaitable's value: real asynchronous work, done after every microtask."""
+        if not _is_awaitable(value):
+            return value
+        if self.interleaving is None:
+            value = self.bridge.resolve(value)
+        else:
+            with self.interleaving.parked(self.index):
+                value = self.bridge.resolve(value)
+        self.ticks += MACROTASK_TICKS
+        return value
 
     def _resolve(self, value: Any) -> Any:
         """A function's result; an awaitable returned from an async function is adopted,
         which costs ChatLuna two ticks."""
         if _is_awaitable(value):
-            value = self.bridge.resolve(value)
+            value = self._settle(value)
             self.ticks += 2
         return value
 
     def _lookup(self, name: str) -> Any:
         if name in self.scope:
             return self.scope[name]
+        if name == "__proto__" and self._enclosing:
+            return self._enclosing[-1]  # a loop's scope inherits from the enclosing one
         return js.global_name(name)
 
     def _provider(self, name: str) -> Callable[[list[str]], Any] | None:
@@ -171,15 +263,15 @@ class Evaluation:
             if provider is None:
                 return ""
             try:
-                result = provider([])
-                if _is_awaitable(result):
-                    result = self.bridge.resolve(result)
+                self._effect()
+                result = self._settle(provider([]))
             except Exception as exc:
                 self.warnings.append(f'Failed to call function "{name}" as variable: {exc}')
                 return ""
             self.ticks += 1
             return result
         if js.is_function(value):
+            self._effect()
             return self._resolve(js.call_function(value, UNDEFINED, []))
         return value
 
@@ -221,6 +313,7 @@ class Evaluation:
         value = js.get_property(target, key)
         if js.is_function(value):
             # a method's result as it is (``undefined`` stays undefined); a property ``?? ''``
+            self._effect()
             return self._resolve(js.call_function(value, target, []))
         return "" if value is None or value is UNDEFINED else value
 
@@ -256,18 +349,17 @@ class Evaluation:
             provider = self._provider(name)
             if provider is None:
                 raise ExprError(f"Unknown function: {name}")
-            result = provider(self._arguments(expr.args))
-            if _is_awaitable(result):
-                result = self.bridge.resolve(result)
+            args = self._arguments(expr.args)
+            self._effect()
+            result = self._settle(provider(args))
             self.ticks += 1
             return result
         callee = self._awaited(expr.callee)
         if not js.is_function(callee):
             raise ExprError("Expression is not callable")
         args = self._arguments(expr.args)
-        result = js.call_function(callee, UNDEFINED, list(args))
-        if _is_awaitable(result):
-            result = self.bridge.resolve(result)
+        self._effect()
+        result = self._settle(js.call_function(callee, UNDEFINED, list(args)))
         self.ticks += 2
         return result
 
@@ -341,12 +433,14 @@ class Evaluation:
             return ""
         out: list[str] = []
         outer = self.scope
+        self._enclosing.append(outer)
         try:
             for item in items:
                 self.scope = outer.new_child({node.name: item})
                 out.append(self.render(node.body, depth + 1))
         finally:
             self.scope = outer
+            self._enclosing.pop()
         return "".join(out)
 
     def _while(self, node: WhileBlock, depth: int) -> str:

@@ -281,6 +281,10 @@ def _length(value: Any) -> int:
     return utf16_len(value) if isinstance(value, str) else len(value)
 
 
+#: ``Object.prototype`` as a value (it prints ``[object Object]`` and has no own names)
+OBJECT_PROTOTYPE_VALUE: Mapping[str, Any] = {}
+
+
 OBJECT_PROTOTYPE: dict[str, Any] = {
     "constructor": JsFunction("Object", _object_constructor),
     "toString": JsFunction("toString", _object_to_string),
@@ -586,7 +590,7 @@ def get_property(target: Any, key: Any) -> Any:
         if name in target:
             return target[name]
         if name == "__proto__":
-            return {}
+            return OBJECT_PROTOTYPE_VALUE
         return OBJECT_PROTOTYPE.get(name, UNDEFINED)
     if isinstance(target, str):
         if name == "length":
@@ -625,5 +629,5 @@ def _prototype_value(target: Any) -> Any:
 def global_name(name: str) -> Any:
     """A name the variables object inherits from ``Object.prototype``, or :data:`UNDEFINED`."""
     if name == "__proto__":
-        return {}
+        return OBJECT_PROTOTYPE_VALUE
     return OBJECT_PROTOTYPE.get(name, UNDEFINED)

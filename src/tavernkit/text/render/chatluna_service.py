@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import httpx2
@@ -35,7 +36,7 @@ from tavernkit.errors import TemplateError
 from tavernkit.jscompat import utf16_len
 from tavernkit.text.macros.env import MacroEnv
 from tavernkit.text.render import chatluna_js as js
-from tavernkit.text.render.chatluna import Evaluation, evaluate_template
+from tavernkit.text.render.chatluna import Evaluation, Interleaving, evaluate_template
 from tavernkit.text.render.chatluna_functions import builtin_functions, js_parse_int
 from tavernkit.text.render.context import AsyncBridge, is_async_callable
 from tavernkit.text.render.types import (
@@ -148,10 +149,10 @@ class ChatLunaRenderService:
         ``additional_kwargs``. Another type (tool, generic) is a :class:`TypeError`."""
         options = options or _DEFAULT_OPTIONS
         types = [_message_type(message) for message in messages]
-        rendered = await self._render_all(messages, variables, options)
+        results, _ = await self._render_all(messages, variables, options)
         return [
             _message(kind, result.text, message)
-            for kind, message, (result, _) in zip(types, messages, rendered, strict=True)
+            for kind, message, result in zip(types, messages, results, strict=True)
         ]
 
     async def render_preset_template(
@@ -165,17 +166,16 @@ class ChatLunaRenderService:
         used, in the order ChatLuna's concurrent renders finish."""
         options = options or _DEFAULT_OPTIONS
         messages = preset.messages()
-        rendered = await self._render_all(messages, variables, options)
+        results, finished = await self._render_all(messages, variables, options)
         names: dict[str, None] = {}
-        finishing = sorted(range(len(rendered)), key=lambda index: rendered[index][1])
-        for index in finishing:
-            names.update(dict.fromkeys(rendered[index][0].variables))
+        for index in finished:
+            names.update(dict.fromkeys(results[index].variables))
         out = [
             _message(message["type"], result.text, message)
-            for message, (result, _) in zip(messages, rendered, strict=True)
+            for message, result in zip(messages, results, strict=True)
         ]
         identifiers = [p.type or str(n) for n, p in enumerate(preset.prompts)]
-        warnings = tuple(w for result, _ in rendered for w in result.warnings)
+        warnings = tuple(w for result in results for w in result.warnings)
         return PresetRenderResult(out, list(names), identifiers, warnings)
 
     # -- internals ------------------------------------------------------------------------
@@ -226,6 +226,21 @@ class ChatLunaRenderService:
     def _function_table(self, options: RenderOptions) -> dict[str, FunctionProvider]:
         return {**self._functions, **options.extensions.function_providers}
 
+    def _evaluation(
+        self, variables: Mapping[str, Any] | None, options: RenderOptions
+    ) -> Evaluation:
+        """A render's start, as ChatLuna's: the variables merged (providers called)."""
+        try:
+            merged = self._merged(variables, options)
+        except Exception as exc:
+            raise TemplateError(f"a variable provider failed: {exc}") from exc
+        return Evaluation(
+            merged,
+            self._function_table(options),
+            options.configurable,
+            max_depth=options.max_depth,
+        )
+
     async def _render(
         self,
         source: str,
@@ -234,36 +249,63 @@ class ChatLunaRenderService:
     ) -> tuple[RenderResult, int]:
         if options.max_depth <= 0:
             return RenderResult(source, []), 0
-        try:
-            merged = self._merged(variables, options)
-        except Exception as exc:
-            raise TemplateError(f"a variable provider failed: {exc}") from exc
-        functions = self._function_table(options)
-        evaluation = Evaluation(
-            merged, functions, options.configurable, max_depth=options.max_depth
-        )
-        if _may_await(merged, functions, source):
+        evaluation = self._evaluation(variables, options)
+        if _may_await(evaluation.scope, evaluation.functions, source):
             evaluation.bridge = AsyncBridge(asyncio.get_running_loop())
             text = await asyncio.to_thread(evaluate_template, source, evaluation)
         else:
             text = evaluate_template(source, evaluation)
-        result = RenderResult(text, list(evaluation.names), tuple(evaluation.warnings))
-        return result, evaluation.ticks
+        return _result(text, evaluation), evaluation.ticks
 
     async def _render_all(
         self,
         messages: Sequence[Mapping[str, Any]],
         variables: Mapping[str, Any] | None,
         options: RenderOptions,
-    ) -> list[tuple[RenderResult, int]]:
-        # ChatLuna starts every message's render at once: each calls the variable providers
-        # as it starts (so in message order), and one waiting on an async provider lets the
-        # next run meanwhile.
-        renders = [
-            self._render(_content_text(message.get("content")), variables, options)
-            for message in messages
-        ]
-        return list(await asyncio.gather(*renders))
+    ) -> tuple[list[RenderResult], list[int]]:
+        """Render each message's text as ChatLuna does, all at once: every render calls the
+        variable providers as it starts (so in message order), and their function calls
+        interleave by promise tick (:class:`~tavernkit.text.render.chatluna.Interleaving`).
+        Returns the results in message order and the order the renders finished."""
+        sources = [_content_text(message.get("content")) for message in messages]
+        if options.max_depth <= 0:
+            return [RenderResult(source, []) for source in sources], list(range(len(sources)))
+        if len(sources) == 1:
+            result, _ = await self._render(sources[0], variables, options)
+            return [result], [0]
+        evaluations = [self._evaluation(variables, options) for _ in sources]
+        turns = Interleaving(len(sources))
+        loop = asyncio.get_running_loop()
+        for index, evaluation in enumerate(evaluations):
+            evaluation.interleaving, evaluation.index = turns, index
+            evaluation.bridge = AsyncBridge(loop)
+        failures: dict[int, tuple[int, BaseException]] = {}
+
+        def run(index: int) -> str:
+            evaluation = evaluations[index]
+            try:
+                text = evaluate_template(sources[index], evaluation)
+            except BaseException as exc:
+                failures[index] = (evaluation.ticks, exc)
+                turns.abandon(index)
+                return ""
+            turns.finish(index, evaluation.ticks)
+            return text
+
+        # one thread each: a render waiting for its turn holds its thread
+        with ThreadPoolExecutor(max_workers=len(sources)) as pool:
+            texts = await asyncio.gather(
+                *(loop.run_in_executor(pool, run, index) for index in range(len(sources)))
+            )
+        if failures:
+            _, error = min(failures.values(), key=lambda failure: failure[0])
+            raise error
+        results = [_result(text, e) for text, e in zip(texts, evaluations, strict=True)]
+        return results, turns.finished
+
+
+def _result(text: str, evaluation: Evaluation) -> RenderResult:
+    return RenderResult(text, list(evaluation.names), tuple(evaluation.warnings))
 
 
 def _discard(value: Awaitable[Any]) -> None:
