@@ -8,8 +8,8 @@ The fields are ChatLuna's own, spelled as in its files: ``keywords`` (the preset
 defaults, the others are entries), ``authors_note`` (``author_notes`` is read as the same),
 ``knowledge``, ``config`` and ``version``. Keys this model does not name are kept, so an
 export writes back what came in. Templates are ChatLuna's dialect
-(:mod:`tavernkit.text.render.chatluna`); :func:`tavernkit.text.render.chatluna_preset.
-render_chatluna_preset` renders them.
+(:mod:`tavernkit.text.render.chatluna`);
+:meth:`~tavernkit.text.render.ChatLunaRenderService.render_preset_template` renders them.
 """
 
 from __future__ import annotations

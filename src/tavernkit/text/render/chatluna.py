@@ -39,9 +39,9 @@ from collections import ChainMap
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from typing import Any
 
+import tavernkit.text.render.chatluna_js as js
 from tavernkit.errors import ExprError, TemplateError
 from tavernkit.text.macros.env import MacroEnv
-from tavernkit.text.render import chatluna_js as js
 from tavernkit.text.render.chatluna_functions import BuiltinFunction, builtin_functions
 from tavernkit.text.render.chatluna_js import UNDEFINED
 from tavernkit.text.render.chatluna_parse import (

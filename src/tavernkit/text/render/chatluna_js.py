@@ -8,8 +8,8 @@ not a variable is looked up on ``Object.prototype`` (``{constructor}`` prints
 ``[object Object]``, ``{toString}`` prints ``[object Undefined]``). This module models those
 values: Python ``None`` is ``null``, :data:`UNDEFINED` is ``undefined``, lists are arrays,
 mappings are plain objects, and the built-in methods a no-argument call can reach are
-:class:`JsFunction` objects. A method that would throw in JavaScript raises
-:class:`JsTypeError`.
+:class:`JsFunction` objects. A method that would throw a ``TypeError`` or ``RangeError`` in
+JavaScript raises ``TypeError`` or ``ValueError``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from tavernkit.jscompat import (
 __all__ = [
     "UNDEFINED",
     "JsFunction",
-    "JsTypeError",
     "add",
     "arithmetic",
     "call_function",
@@ -62,14 +61,6 @@ class _Undefined:
 
 
 UNDEFINED: Any = _Undefined()
-
-
-class JsTypeError(TypeError):
-    """What JavaScript throws as a ``TypeError`` (a method called on the wrong ``this``)."""
-
-
-class RangeError(ValueError):
-    """JavaScript's ``RangeError`` (an index or length out of range)."""
 
 
 class JsFunction:
@@ -226,7 +217,7 @@ def _char_at(text: str, index: int) -> str:
 
 def _this_object(this: Any) -> Any:
     if this is UNDEFINED or this is None:
-        raise JsTypeError("Cannot convert undefined or null to object")
+        raise TypeError("Cannot convert undefined or null to object")
     return this
 
 
@@ -344,7 +335,7 @@ def _locale_number(value: float) -> str:
 def _string_method(name: str, impl: Callable[[str], Any]) -> JsFunction:
     def method(this: Any, args: list[Any]) -> Any:
         if this is UNDEFINED or this is None:
-            raise JsTypeError(f"String.prototype.{name} called on null or undefined")
+            raise TypeError(f"String.prototype.{name} called on null or undefined")
         return impl(to_string(this))
 
     return JsFunction(name, method)
@@ -442,14 +433,14 @@ class _Opaque:
 
 def _with(items: list[Any]) -> list[Any]:
     if not items:
-        raise RangeError("Invalid index : undefined")
+        raise ValueError("Invalid index : undefined")
     return [UNDEFINED, *items[1:]]
 
 
 def _array_method(name: str, impl: Callable[[list[Any]], Any]) -> JsFunction:
     def method(this: Any, args: list[Any]) -> Any:
         if not isinstance(this, list):
-            raise JsTypeError(f"Array.prototype.{name} called on a non-array")
+            raise TypeError(f"Array.prototype.{name} called on a non-array")
         return impl(this)
 
     return JsFunction(name, method)
@@ -489,7 +480,7 @@ def _flat(items: list[Any]) -> list[Any]:
 
 def _needs_callback(name: str) -> JsFunction:
     def method(this: Any, args: list[Any]) -> Any:
-        raise JsTypeError(f"undefined is not a function (Array.prototype.{name})")
+        raise TypeError(f"undefined is not a function (Array.prototype.{name})")
 
     return JsFunction(name, method)
 
@@ -547,7 +538,7 @@ for _name in (
 def _number_method(name: str, impl: Callable[[float], Any]) -> JsFunction:
     def method(this: Any, args: list[Any]) -> Any:
         if not _is_number(this):
-            raise JsTypeError(f"Number.prototype.{name} requires that 'this' be a Number")
+            raise TypeError(f"Number.prototype.{name} requires that 'this' be a Number")
         return impl(float(this))
 
     return JsFunction(name, method)

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2
 
+import tavernkit.text.render.chatluna_js as js
 from tavernkit.errors import TemplateError
 from tavernkit.jscompat import utf16_len
 from tavernkit.text.macros.env import MacroEnv
-from tavernkit.text.render import chatluna_js as js
 from tavernkit.text.render.chatluna import Evaluation, Interleaving, evaluate_template
 from tavernkit.text.render.chatluna_functions import builtin_functions, js_parse_int
 from tavernkit.text.render.context import AsyncBridge, is_async_callable
