@@ -274,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _answer
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _answer
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -320,7 +320,12 @@ class World:
         self.functions = function_catalogue(self.counters)
         self.providers = variable_provider_catalogue(self.counters)
         self.values = value_catalogue(self.counters)
-        policy = UrlPolicy(enabled=True, allowed_hosts=frozenset({"*"}), allow_private=True)
+        policy = UrlPolicy(
+            enabled=True,
+            allowed_hosts=frozenset({"*"}),
+            allow_private=True,
+            methods=frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}),
+        )
         self.service = ChatLunaRenderService(
             env=environment(data), url=policy, url_transport=PortMap(port)
         )
@@ -350,10 +355,12 @@ class World:
         call_providers = [
             self.providers[name] for name in step.get("call_variable_providers") or ()
         ]
+        depth = raw.get("maxDepth", 10)
         return RenderOptions(
             extensions=(call_providers, call_functions),
             configurable=raw.get("configurable"),
-            max_depth=raw.get("maxDepth", 10),
+            # JavaScript compares null as 0 (``0 >= null``: nothing renders)
+            max_depth=0 if depth is None else depth,
         )
 
 

@@ -18,7 +18,7 @@ import pytest
 from tavernkit.errors import TemplateError
 from tavernkit.formats.chatluna import read_chatluna_preset
 from tavernkit.text.macros.env import MacroEnv
-from tavernkit.text.render import ChatLunaRenderService, RenderOptions, UrlPolicy
+from tavernkit.text.render import ChatLunaRenderService, PromptRenderer, RenderOptions, UrlPolicy
 
 NOW = datetime(2025, 3, 9, 18, 30, 45, 123000, tzinfo=UTC)
 
@@ -345,5 +345,12 @@ async def test_url_cuts_at_its_fourth_argument_or_1000_characters(base_url: str)
     assert await render("{url('POST', base, 'x', '3')}") == "POS"
     assert len(await render("{url('POST', base, 'x', 'abc')}")) == len("POST x")
     assert await render("[{url('GET', base, 'a body')}]") == "[]"  # GET cannot carry a body
+    # the general renderer's chatluna syntax has ChatLuna's url() too (the macros' takes a
+    # timeout as its fourth argument)
+    general = PromptRenderer(url=policy)
+    cut = await general.render_template(
+        "{url('POST', base, 'x', '3')}", {"base": base_url}, RenderOptions(syntax="chatluna")
+    )
+    assert cut.text == "POS"
     # off by default: a template that can fetch is a request-forgery hole
     assert (await service().render_template("[{url('GET', b)}]", {"b": base_url})).text == "[]"

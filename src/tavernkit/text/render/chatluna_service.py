@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -51,12 +52,14 @@ from tavernkit.text.render.url import UrlPolicy, fetch_url
 if TYPE_CHECKING:
     from tavernkit.models.chatluna import ChatLunaPreset
 
-__all__ = ["ChatLunaRenderService"]
+__all__ = ["ChatLunaRenderService", "chatluna_url"]
 
 #: ChatLuna's message types a render keeps (LangChain's ``getType()``); others are refused
 _MESSAGE_TYPES = frozenset({"human", "ai", "system"})
 _ROLE_TYPES = {"user": "human", "assistant": "ai", "system": "system"}
 _DEFAULT_OPTIONS = RenderOptions()
+#: what fetch accepts as a method name (an HTTP token)
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class ChatLunaRenderService:
@@ -84,7 +87,7 @@ class ChatLunaRenderService:
         self._url_transport = url_transport
         for name, builtin in builtin_functions().items():
             self.register_function_provider(name, self._builtin(builtin))
-        self.register_function_provider("url", self._url)
+        self.register_function_provider("url", chatluna_url(self.url_policy, url_transport))
 
     # -- registration ---------------------------------------------------------------------
 
@@ -193,22 +196,6 @@ class ChatLunaRenderService:
 
         return provider
 
-    async def _url(self, args: list[str], variables: Mapping[str, Any], configurable: Any) -> str:
-        """``url(method, url, body?, max_length?)``: the response text, cut to ``max_length``
-        UTF-16 units (default 1,000; not a number: no cut). A body on GET or HEAD, a refused
-        or failed request: an error (the tag renders empty)."""
-        if len(args) < 2:
-            raise ValueError("url() needs a method and a URL")
-        method, target = args[0], args[1]
-        body = args[2] if len(args) > 2 else None
-        if body is not None and method.strip().upper() in ("GET", "HEAD"):
-            raise TypeError("Request with GET/HEAD method cannot have body")
-        text = await fetch_url(self.url_policy, method, target, body, transport=self._url_transport)
-        limit = js_parse_int(args[3] if len(args) > 3 else "1000")
-        if limit == limit and limit != 0 and utf16_len(text) > limit:
-            text = js.utf16_slice(text, 0, max(int(limit), 0))
-        return text
-
     def _merged(
         self, variables: Mapping[str, Any] | None, options: RenderOptions
     ) -> dict[str, Any]:
@@ -306,6 +293,32 @@ class ChatLunaRenderService:
 
 def _result(text: str, evaluation: Evaluation) -> RenderResult:
     return RenderResult(text, list(evaluation.names), tuple(evaluation.warnings))
+
+
+def chatluna_url(
+    policy: UrlPolicy, transport: httpx2.AsyncBaseTransport | None = None
+) -> FunctionProvider:
+    """ChatLuna's ``url(method, url, body?, max_length?)``: the response text (whatever the
+    status), cut to ``max_length`` UTF-16 units (default 1,000; not a number: no cut). A body
+    on GET or HEAD, a method that is no HTTP token, a refused or failed request: an error (the
+    tag renders empty). Requests go through ``policy`` (:func:`~.url.fetch_url`)."""
+
+    async def url(args: list[str], variables: Mapping[str, Any], configurable: Any) -> str:
+        if len(args) < 2:
+            raise ValueError("url() needs a method and a URL")
+        method, target = args[0], args[1]
+        body = args[2] if len(args) > 2 else None
+        if not _HTTP_TOKEN.fullmatch(method):
+            raise TypeError(f"{method!r} is not a valid HTTP method")
+        if body is not None and method.upper() in ("GET", "HEAD"):
+            raise TypeError("Request with GET/HEAD method cannot have body")
+        text = await fetch_url(policy, method, target, body, transport=transport)
+        limit = js_parse_int(args[3] if len(args) > 3 else "1000")
+        if limit == limit and limit != 0 and utf16_len(text) > limit:
+            text = js.utf16_slice(text, 0, max(int(limit), 0))
+        return text
+
+    return url
 
 
 def _discard(value: Awaitable[Any]) -> None:
