@@ -24,9 +24,10 @@
   function's name before its arguments, an object's name (not its properties), both sides of
   an index and all three parts of a conditional (the branch not taken too); first-seen order.
 
-The evaluation also counts the promise ticks ChatLuna's asynchronous evaluator spends on each
-node (:attr:`Evaluation.ticks`): ChatLuna renders a preset's messages concurrently and collects
-their names in the order the renders finish, which is the order of those counts.
+The evaluation also keeps the clock of ChatLuna's asynchronous evaluator (:attr:`Evaluation.
+ticks`, in promise ticks). ChatLuna renders a preset's messages (and ``renderMessages``') all at
+once, so their provider calls interleave by that clock and their names are collected in the
+order the renders finish: :class:`Interleaving` replays that order with one thread per render.
 """
 
 from __future__ import annotations
