@@ -33,7 +33,7 @@ import httpx2
 from tavernkit.errors import FormatError
 from tavernkit.formats.chatluna import read_chatluna_preset
 from tavernkit.groups.rng import Mulberry32
-from tavernkit.jscompat import js_json_stringify
+from tavernkit.jscompat import js_json_stringify, js_string
 from tavernkit.models.chatluna import ChatLunaPreset
 from tavernkit.text.macros.env import MacroEnv
 from tavernkit.text.render import ChatLunaRenderService, RenderOptions, UrlPolicy
@@ -158,8 +158,7 @@ def function_catalogue(counters: Counters) -> dict[str, Callable[..., Any]]:
         key = args[0] if args else "conversationId"
         if key not in configurable:
             return "<none>"
-        value = configurable[key]
-        return "null" if value is None else str(value)
+        return js_string(configurable[key])
 
     def const(value: Any) -> Callable[..., Any]:
         return lambda args, variables, configurable: value
