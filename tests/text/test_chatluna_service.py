@@ -183,6 +183,18 @@ async def test_concurrent_renders_call_providers_in_chatluna_order() -> None:
     assert [m["content"] for m in out] == ["Ada3", "1", "slow5", "24"]
 
 
+async def test_a_failing_render_among_concurrent_ones_fails_the_call_without_hanging() -> None:
+    renderer = service()
+    renderer.register_function_provider("seq", lambda args, v, c: "s")
+    messages = [
+        {"type": "human", "content": "{seq()}{seq()}"},
+        {"type": "ai", "content": "{if nosuch()}x{/if}"},
+        {"type": "system", "content": "{seq()}"},
+    ]
+    with pytest.raises(TemplateError, match="Unknown function: nosuch"):
+        await asyncio.wait_for(renderer.render_messages(messages), timeout=10)
+
+
 def test_preset_prompts_are_trimmed_at_import() -> None:
     preset = read_chatluna_preset(
         b"keywords: [p]\nprompts:\n  - role: user\n    content: |+\n      hi\n\n", "p.yml"
