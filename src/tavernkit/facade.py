@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from tavernkit.regex_admin import RegexAdmin
     from tavernkit.runtime import Runtime
     from tavernkit.store.protocol import Store
-    from tavernkit.text.render import PromptRenderer
+    from tavernkit.text.render import ChatLunaRenderService, PromptRenderer
     from tavernkit.tools.mcp_source import McpTools
     from tavernkit.tools.registry import ToolRegistry
 
@@ -249,6 +249,12 @@ class Tavern:
     def prompt_renderer(self) -> PromptRenderer:
         """The template service every prompt of this Tavern evaluates its macros through."""
         return self.runtime.prompt_renderer
+
+    @property
+    def chatluna_renderer(self) -> ChatLunaRenderService:
+        """ChatLuna's prompt renderer service (``ctx.chatluna.promptRenderer``): templates in
+        ChatLuna's ``{name}`` dialect, its providers, messages and presets."""
+        return self.runtime.chatluna_renderer
 
     @property
     def generations(self) -> ActiveGenerations:

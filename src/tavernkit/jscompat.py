@@ -173,8 +173,8 @@ def js_number_to_string(value: float | int) -> str:
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))  # exact; larger ones print their shortest digits and zeros
     digits, exponent = _shortest_digits(abs(value))
     sign = "-" if value < 0 else ""
     k = len(digits)

@@ -29,7 +29,7 @@ from tavernkit.providers.pool import HttpPool
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME, ModelProfile
 from tavernkit.providers.sources import ProviderSources
 from tavernkit.store.protocol import Store
-from tavernkit.text.render import PromptRenderer
+from tavernkit.text.render import ChatLunaRenderService, PromptRenderer
 from tavernkit.tools.mcp_source import McpTools
 from tavernkit.tools.registry import ToolRegistry
 
@@ -90,6 +90,8 @@ class Runtime:
         self.tools = tools if tools is not None else ToolRegistry()
         #: the template service every prompt evaluates its macros through
         self.prompt_renderer = prompt_renderer or PromptRenderer()
+        #: ChatLuna's prompt renderer service (its ``{name}`` dialect), with the same URL policy
+        self.chatluna_renderer = ChatLunaRenderService(url=self.prompt_renderer.url_policy)
         #: generations running now, by chat (``stop_generation`` / ``streaming_processor``)
         self.generations = ActiveGenerations()
         #: cooldowns and use counts of keys read from environment variables, shared by every

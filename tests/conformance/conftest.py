@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from . import cases
+from .chatluna_adapter import discover as discover_chatluna
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -18,6 +19,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         "prompts": len(cases.discover_prompts(root.path)),
         "regex": len(cases.discover_regex(root.path)),
         "perf": len(cases.discover_perf(root.path)),
+        "chatluna": len(discover_chatluna(root.path)),
     }
     summary = ", ".join(f"{name} {count}" for name, count in counts.items())
     return [f"conformance: {root.path} ({summary})"]

@@ -5,6 +5,7 @@ Runs against synthetic folders in tmp_path, so it needs no ../shared.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance import cases
+from conformance.chatluna_adapter import discover as chatluna_discover
 
 from .synthetic import (
     group_case,
@@ -153,6 +155,29 @@ def test_perf_inputs_discovery(tmp_path: Path) -> None:
         found[3].load()
 
 
+def test_chatluna_discovery_splits_on_newlines_only_and_flags_broken_lines(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "chatluna"
+    folder.mkdir()
+    good = {"id": "c1", "category": "plain", "kind": "template", "expected": {}, "t": "a\u2028b"}
+    lines = [
+        json.dumps(good, ensure_ascii=False),
+        '{"id": "big", "category": "x", "kind": "template", "expected": {}, '
+        '"n": 12345678901234567890}',
+        "{not json",
+        json.dumps({"id": "short", "kind": "template"}),
+    ]
+    (folder / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    found = chatluna_discover(tmp_path)
+    assert ids(found) == ["c1", "big", "cases.jsonl:3", "short"]
+    assert found[0].data is not None and found[0].data["t"] == "a\u2028b"
+    assert found[1].data is not None and isinstance(found[1].data["n"], float)
+    assert found[2].problem is not None and "invalid JSON" in found[2].problem
+    assert found[3].problem is not None and "missing keys" in found[3].problem
+    assert chatluna_discover(tmp_path / "elsewhere") == []
+
+
 def test_configured_root_tells_explicit_from_default(tmp_path: Path) -> None:
     explicit = cases.configured_root({cases.ENV_VAR: str(tmp_path)})
     assert explicit == cases.ConformanceRoot(path=tmp_path, explicit=True)
@@ -207,6 +232,7 @@ def test_suite_collects_one_item_per_case(tmp_path: Path) -> None:
     items = sorted(line for line in run.stdout.splitlines() if "::" in line)
     assert items == [
         "tests/conformance/test_cases_present.py::test_cases_present",
+        "tests/conformance/test_chatluna.py::test_chatluna[no-chatluna-cases]",
         "tests/conformance/test_groups.py::test_group_prompts[g_cc]",
         "tests/conformance/test_groups.py::test_group_speakers[g_cc]",
         "tests/conformance/test_macros.py::test_macro[m_one]",

@@ -80,6 +80,23 @@ async def test_a_real_preset_imports_and_renders_as_chatluna_would(tmp_path: Pat
     assert user.text == "用户Ada说: 摸摸头"
 
 
+async def test_the_tavern_has_chatlunas_renderer_service(tmp_path: Path) -> None:
+    async with Tavern(tmp_path, load_plugins=False) as tk:
+        await tk.library.import_file(FIXTURES / "catgirl.yml")
+        preset = await tk.store.get("chatluna_preset", "catgirl", owner=tk.owner)
+        assert isinstance(preset, ChatLunaPreset)
+        service = tk.chatluna_renderer
+        service.set_variable("name", "Mimi")
+        rendered = await service.render_preset_template(preset)
+        hello = await service.render_template("{name}: {upper(name)}", {"name": "ada"})
+    system, assistant = rendered.messages
+    assert system["type"] == "system" and "你的名字：Mimi。" in system["content"]
+    assert assistant == {"type": "ai", "content": "喵~你好主人", "additional_kwargs": {}}
+    assert rendered.variables == ["name"]
+    # no upper() registered: that tag renders empty, as in ChatLuna
+    assert (hello.text, hello.variables) == ("ada: ", ["name"])
+
+
 async def test_a_bare_name_is_the_variable_else_the_function(tmp_path: Path) -> None:
     async with Tavern(tmp_path, load_plugins=False) as tk:
         await tk.library.import_file(FIXTURES / "chatgpt.yml")

@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError
+from tavernkit.jscompat import js_trim
 from tavernkit.models.chatluna import ChatLunaLore, ChatLunaPreset
 from tavernkit.models.lorebook import Lorebook, LoreEntry, WorldInfoPosition
 
@@ -65,6 +66,11 @@ def read_chatluna_preset(data: bytes, source: str) -> ChatLunaPreset:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"])
         raise FormatError(error["msg"], source=source, field=field or None) from None
+    for prompt in preset.prompts:
+        # ChatLuna's loadPreset trims each prompt string (a YAML block scalar's trailing newline,
+        # a quoted string's spaces): what it renders is the trimmed text
+        if isinstance(prompt.content, str):
+            prompt.content = js_trim(prompt.content)
     if preset.name is None:
         stem = PurePath(source).stem if not source.startswith("<") else ""
         preset.name = stem or preset.keywords[0]

@@ -8,8 +8,8 @@ The fields are ChatLuna's own, spelled as in its files: ``keywords`` (the preset
 defaults, the others are entries), ``authors_note`` (``author_notes`` is read as the same),
 ``knowledge``, ``config`` and ``version``. Keys this model does not name are kept, so an
 export writes back what came in. Templates are ChatLuna's dialect
-(:mod:`tavernkit.text.render.chatluna`); :func:`tavernkit.text.render.chatluna_preset.
-render_chatluna_preset` renders them.
+(:mod:`tavernkit.text.render.chatluna`);
+:meth:`~tavernkit.text.render.ChatLunaRenderService.render_preset_template` renders them.
 """
 
 from __future__ import annotations
@@ -116,6 +116,19 @@ class ChatLunaPreset(WireModel):
     def note(self) -> ChatLunaAuthorsNote | None:
         """The author's note, under either of ChatLuna's spellings."""
         return self.authors_note or self.author_notes
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The prompts as ChatLuna's loader makes them: LangChain message types (``human``,
+        ``ai``, ``system``), the prompt's ``type`` in ``additional_kwargs``."""
+        kinds = {"user": "human", "assistant": "ai", "system": "system"}
+        return [
+            {
+                "type": kinds[prompt.role],
+                "content": prompt.content,
+                "additional_kwargs": {"type": prompt.type} if prompt.type is not None else {},
+            }
+            for prompt in self.prompts
+        ]
 
     @property
     def input_format(self) -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from tavernkit.text.render.chatluna_service import ChatLunaRenderService
 from tavernkit.text.render.context import AsyncBridge, RenderContext
 from tavernkit.text.render.renderer import PromptRenderer, RendererSubstitute
 from tavernkit.text.render.syntax import MacroSyntax, SyntaxResult, TemplateSyntax
@@ -19,6 +20,7 @@ from tavernkit.text.render.url import UrlPolicy, UrlRefused, fetch_url
 
 __all__ = [
     "AsyncBridge",
+    "ChatLunaRenderService",
     "FunctionProvider",
     "MacroSyntax",
     "PresetRenderResult",

@@ -35,6 +35,7 @@ from tavernkit.models.preset import GLOBAL_CHARACTER_ID
 from tavernkit.text.macros.env import Compat, MacroEnv
 from tavernkit.text.macros.registry import MacroRegistry
 from tavernkit.text.render.chatluna import ChatLunaSyntax
+from tavernkit.text.render.chatluna_service import chatluna_url
 from tavernkit.text.render.context import AsyncBridge, RenderContext
 from tavernkit.text.render.syntax import MacroSyntax, TemplateSyntax
 from tavernkit.text.render.types import (
@@ -91,8 +92,12 @@ class PromptRenderer:
         self.default_syntax = "macros"
         self.url_policy = url or UrlPolicy()
         self._builtin_functions: dict[str, FunctionProvider] = {}
+        #: the built-ins of ChatLuna's dialect that differ from the macros' (url's fourth
+        #: argument is a maximum length there, a timeout here)
+        self._chatluna_functions: dict[str, FunctionProvider] = {}
         if self.url_policy.enabled:
             self._builtin_functions["url"] = url_provider(self.url_policy, transport=url_transport)
+            self._chatluna_functions["url"] = chatluna_url(self.url_policy, url_transport)
         self._env_factory = env_factory
 
     # -- registration ---------------------------------------------------------------------
@@ -290,8 +295,10 @@ class PromptRenderer:
         return merged
 
     def _function_table(self, options: RenderOptions) -> dict[str, FunctionProvider]:
+        dialect = self._chatluna_functions if options.syntax == "chatluna" else {}
         return {
             **self._builtin_functions,
+            **dialect,
             **self._functions,
             **options.extensions.function_providers,
         }
