@@ -238,6 +238,10 @@ def test_suite_collects_one_item_per_case(tmp_path: Path) -> None:
         "tests/conformance/test_macros.py::test_macro[m_one]",
         "tests/conformance/test_macros.py::test_macro[m_two]",
         # the synthetic folder has no memory cases: one skipped item per test says so
+        "tests/conformance/test_memory.py::"
+        "test_a_raw_summary_on_text_completion_sends_the_formatted_prompt[chatml]",
+        "tests/conformance/test_memory.py::"
+        "test_a_raw_summary_on_text_completion_sends_the_formatted_prompt[plain]",
         "tests/conformance/test_memory.py::test_memory_embeddings[no-memory-cases]",
         "tests/conformance/test_memory.py::test_memory_requests[no-memory-cases]",
         "tests/conformance/test_perf_inputs.py::test_perf_output[no-perf-cases]",
