@@ -11,7 +11,7 @@ import pytest
 
 from tavernkit.errors import FormatError
 from tavernkit.facade import Tavern
-from tavernkit.formats.json_syntax import json_syntax_error
+from tavernkit.plugins.json_syntax import json_syntax_error
 
 CARD = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Wren"}}
 CHAT_LINES = [

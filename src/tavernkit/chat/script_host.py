@@ -368,11 +368,11 @@ async def run_chat_script(
     host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
 
-    async def run() -> str:
+    async def run() -> _Ended:
         result = await runner.run(text)
         if result is not None and result.is_aborted:
-            raise _Aborted(result.abort_reason)
-        return "" if result is None or result.pipe is None else str(result.pipe)
+            return _Ended("", aborted=True, reason=result.abort_reason)
+        return _Ended("" if result is None or result.pipe is None else str(result.pipe))
 
     return await _outcome(host, run)
 
@@ -404,35 +404,35 @@ async def run_chat_quick_reply(
         raise NotFound(f"no quick reply {reply!r} in a set named {set_name!r}")
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
 
-    async def run() -> str:
-        return str(await runner.run_quick_reply(qr_set, found, mode=mode) or "")
+    async def run() -> _Ended:
+        return _Ended(str(await runner.run_quick_reply(qr_set, found, mode=mode) or ""))
 
     return await _outcome(host, run)
 
 
-class _Aborted(Exception):
-    def __init__(self, reason: str | None) -> None:
-        self.reason = reason
+@dataclass(frozen=True)
+class _Ended:
+    """How a script run ended without an error: its pipe, or an ``/abort`` and its reason."""
+
+    pipe: str
+    aborted: bool = False
+    reason: str | None = None
 
 
-async def _outcome(host: StoredChatHost, run: Callable[[], Awaitable[str]]) -> ScriptOutcome:
+async def _outcome(host: StoredChatHost, run: Callable[[], Awaitable[_Ended]]) -> ScriptOutcome:
     """Run ``run`` on ``host`` and gather how it ended (metadata stored whatever happens)."""
     error: ScriptError | None = None
-    pipe = ""
-    aborted = False
-    reason: str | None = None
+    ended = _Ended("")
     try:
-        pipe = await run()
-    except _Aborted as stop:
-        aborted, reason = True, stop.reason
+        ended = await run()
     except ScriptError as exc:  # a budget run out included
         error = exc
     finally:
         await host.save_metadata()
     return ScriptOutcome(
-        pipe=pipe,
-        aborted=aborted,
-        abort_reason=reason,
+        pipe=ended.pipe,
+        aborted=ended.aborted,
+        abort_reason=ended.reason,
         error=error,
         toasts=tuple(host.toasts),
         shown=tuple(host.shown),

@@ -17,7 +17,7 @@ from typing import Protocol
 import pluggy
 
 from tavernkit.errors import FormatError, PluginError, TavernKitError
-from tavernkit.formats.json_syntax import json_syntax_error
+from tavernkit.plugins.json_syntax import json_syntax_error
 
 __all__ = ["Detector", "FormatHandler", "FormatRegistry", "Reader", "RegisterFormat", "Writer"]
 
