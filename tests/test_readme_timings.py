@@ -1,6 +1,6 @@
-"""Every timing the README states as measured is tied to the benchmark script that measures it
-(``benchmarks/<name>.py``, named in the same paragraph, list item or table row); configured
-limits (timeouts, budgets, cooldowns) are not measurements and need none."""
+"""Every timing the README and docs/ state as measured is tied to the benchmark script that
+measures it (``benchmarks/<name>.py``, named in the same paragraph, list item or table row);
+configured limits (timeouts, budgets, cooldowns) are not measurements and need none."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
 BENCHMARKS = {path.name for path in (ROOT / "benchmarks").glob("*.py")}
 
 #: a duration (``3.8 s``, ``1–2 ms``, ``14 minutes``) or a speed ratio (``~14x slower``)
@@ -54,7 +55,9 @@ def untied_timings(text: str) -> list[str]:
 
 
 def test_every_measured_timing_names_its_benchmark() -> None:
-    assert untied_timings(README.read_text("utf-8")) == []
+    assert DOCS, "docs/ holds the reference pages"
+    for page in (README, *DOCS):
+        assert untied_timings(page.read_text("utf-8")) == [], page.name
 
 
 def test_the_check_finds_an_untied_figure_and_passes_a_tied_one() -> None:
