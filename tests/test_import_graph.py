@@ -1,13 +1,11 @@
-"""The house's import rules, read from the source (``ast``) and checked in fresh interpreters.
+"""The house's import rules, read from the source (``ast``) and checked in fresh interpreters
+(the layers between packages are import-linter's contracts: ``tests/test_layers.py``).
 
 - every module imports on its own, in any order (no module works only because another one
   happened to be imported first);
 - no cycle among module-level runtime imports, and none even when the ``if TYPE_CHECKING:``
   imports are counted (a type-only circle is still a circle a reader must untangle), but the
   macro catalogue's, listed in ``_TYPE_ONLY_BACK_EDGES`` with its reason;
-- nothing below the facade imports the facade (``tavernkit.facade``): only the CLI and the
-  server, which sit
-  on top of it, and the package face, which re-exports it lazily;
 - no function-level imports, except of optional dependencies (the embedded model, the
   embedder).
 """
@@ -201,18 +199,6 @@ def test_no_cycle_even_counting_type_checking_imports() -> None:
     assert _cycles(graph) == []
     for where, what in _TYPE_ONLY_BACK_EDGES:
         assert what in MODULES[where].type_only  # an exception that no longer applies goes
-
-
-def test_nothing_below_the_facade_imports_the_facade() -> None:
-    above = ("tavernkit.cli", "tavernkit.facade", "tavernkit.server")
-    importers = sorted(
-        name
-        for name, m in MODULES.items()
-        if "tavernkit.facade" in m.runtime | m.type_only
-        and not name.startswith(above)
-        and name != "tavernkit"
-    )
-    assert importers == []
 
 
 def test_no_function_level_imports_but_optional_dependencies() -> None:
