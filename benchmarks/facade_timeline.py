@@ -160,8 +160,6 @@ def install_stamps() -> None:
     import tavernkit.context.request_data as request_data
     import tavernkit.context.request_primitives as primitives
     import tavernkit.context.tavern_context as tavern_context
-    import tavernkit.generation.profiles as profiles
-    import tavernkit.providers.net as net
     import tavernkit.providers.provider as provider
     import tavernkit.server.app as app_module
     import tavernkit.server.body_limit as body_limit
@@ -170,8 +168,7 @@ def install_stamps() -> None:
     import tavernkit.server.sse as sse
 
     steps: list[tuple[Any, str, str]] = [
-        (errors_mw.ServerErrorMiddleware, "__call__", "middlewares"),  # before TavernApp
-        (getattr(app_module, "TavernApp", None), "__call__", "app"),
+        (errors_mw.ServerErrorMiddleware, "__call__", "middlewares"),
         (body_limit.BodyLimit, "__call__", "body_limit"),
         (routes, "state_of", "route"),
         (routes, "current_principal", "principal"),
@@ -181,7 +178,6 @@ def install_stamps() -> None:
         (facade, "send_streaming_request", "send_streaming_request"),
         (primitives, "_chat_request", "chat_request"),
         (tavern_context, "resolve_connection", "resolve_connection"),
-        (profiles.ResolvedConnection, "open_ahead", "open_ahead"),
         (request_data.tp, "validate_task_messages", "validate_messages"),
         (request_data._Sender, "chat_sampling", "sampling"),
         (primitives, "_stream_chunks", "stream_chunks"),
@@ -191,7 +187,7 @@ def install_stamps() -> None:
         (provider.Provider, "_request", "provider_request"),
         (httpx2.AsyncClient, "send", "http_send"),
         (httpcore2.AsyncConnectionPool, "handle_async_request", "pool"),
-        (net.AsyncioBackend, "connect_tcp", "connect"),
+        (httpcore2.AnyIOBackend, "connect_tcp", "connect"),
         (sse._Stream, "_send", "sse_send"),
         (httptools_impl.RequestResponseCycle, "send", "uvicorn_send"),
     ]

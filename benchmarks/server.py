@@ -38,9 +38,8 @@ machine), so a client knows when each piece left the upstream.
    far below one core at the rate the turns run, or the baseline is what is slow.
 
 The server runs on uvicorn's ``--loop`` and ``--http`` choices, ``auto`` by default as
-``tavernkit serve`` does (uvloop when installed; tavernkit's own protocol,
-:mod:`tavernkit.server.http_protocol`, over httptools, else h11), and says which at its
-start.
+``tavernkit serve`` does (uvloop and httptools when installed, else asyncio's loop and h11),
+and says which at its start.
 
 Before/after in one run: ``--baseline-src DIR`` (a tavernkit ``src`` folder, e.g. of a
 ``git worktree add`` of the commit to compare with) measures both phases first with a server
@@ -247,9 +246,9 @@ async def serve_app(
     conf = ServerSettings(home=home, port=port, turn_rate=RateLimit(1_000_000, 1.0), **tuning)
     app = create_app(conf, tavern=tk)
     protocol: Any = http
-    if http == "auto":  # as ``tavernkit serve`` (its own protocol, in a tree that has one)
+    if http == "auto":  # as ``tavernkit serve`` ran it in a tree of its own protocol (a baseline)
         with contextlib.suppress(ModuleNotFoundError):
-            from tavernkit.server.http_protocol import HttpProtocol
+            from tavernkit.server.http_protocol import HttpProtocol  # type: ignore[import-not-found]
 
             protocol = HttpProtocol
     config = uvicorn.Config(
@@ -287,11 +286,7 @@ async def serve_floor(port: int, upstream: int, http: str) -> None:
 
     import uvicorn
 
-    from tavernkit.providers.net import asyncio_transport
-
-    client = httpx2.AsyncClient(
-        timeout=None, transport=asyncio_transport(ssl.create_default_context())
-    )
+    client = httpx2.AsyncClient(timeout=None, verify=ssl.create_default_context())
     url = f"http://127.0.0.1:{upstream}/v1/chat/completions"
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:

@@ -60,8 +60,6 @@ INTERNAL_ERRORS = {
     "DiceError",
     "ExprError",
     "MacroRuntimeError",
-    "NotPlannable",
-    "NotTrusted",
     "ReviewUnavailable",
     "StreamTimeout",
     "Unusable",

@@ -65,9 +65,7 @@ Internal control flow, never raised to a caller: ``StreamTimeout`` (a first-byte
 timeout fired; providers turn it into ``ProviderTimeout``), ``Unusable`` (a fallback entry the
 resolver cannot use: skipped), ``ReviewUnavailable`` (the reply review cannot run),
 ``MacroRuntimeError`` / ``UrlRefused`` (a macro handler keeps its macro as written and records a
-warning), ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError) and
-``NotTrusted`` / ``NotPlannable`` (the trusted read path of stored records hands a record or a
-model class to ``model_validate`` instead).
+warning) and ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError).
 
 The classes live by family in :mod:`tavernkit.error_families` (``base``, ``access``,
 ``provider``, ``tasks``; the small internal ones stay here) and are imported from here: this
@@ -184,8 +182,6 @@ __all__ = [
     "NetworkError",
     "NotAuthenticated",
     "NotFound",
-    "NotPlannable",
-    "NotTrusted",
     "OutsideWindow",
     "Overloaded",
     "ParseProblem",
@@ -366,13 +362,3 @@ class ScriptBudgetExceeded(ScriptError):
         super().__init__(message, name="ScriptBudgetExceeded", line=line, column=column, hint=hint)
         self.budget = budget
         self.limit = limit
-
-
-class NotTrusted(Exception):
-    """Internal: a stored value the trusted read path (``models._trusted``) does not vouch for
-    (a type validation would coerce, a key spelled by attribute name): the record is validated."""
-
-
-class NotPlannable(Exception):
-    """Internal: a model class whose validation the trusted read path does not reproduce (a
-    validator, a constraint, an annotation it does not know): its records are validated."""

@@ -8,11 +8,8 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
 from tavernkit.chat.service import ChatService
 from tavernkit.facade import Tavern
-from tavernkit.providers import net
 
 from .conftest import stock_world
 
@@ -102,15 +99,9 @@ async def test_turns_reuse_one_connection_and_close_closes_it(tmp_path: Path) ->
         assert server.closed == 1
 
 
-@pytest.mark.parametrize("ahead", [True, False], ids=["opened-ahead", "loopback-default"])
-async def test_a_server_that_closes_each_connection_sees_one_per_turn(
-    tmp_path: Path, ahead: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With no idle connection to reuse, a turn opens its connection while its prompt builds
-    (providers.net.open_ahead; on loopback only when asked to) and sends on it: one
-    connection a turn, none opened and left unused (the build resolves the connection, then
-    the send would open it again)."""
-    monkeypatch.setattr(net, "AHEAD_TO_LOOPBACK", ahead)
+async def test_a_server_that_closes_each_connection_sees_one_per_turn(tmp_path: Path) -> None:
+    """With no idle connection to reuse, a turn opens one connection and sends on it: none
+    opened and left unused."""
     async with KeepAliveServer(close_each=True) as server:
         tk = await Tavern(tmp_path / "home", load_plugins=False).open()
         try:

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
+from fastapi import Request
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from starlette.routing import Match
 
-from tavernkit.server.app import TavernApp, create_app
-from tavernkit.server.body_limit import BodyLimit
-from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS, openai, turns
+from tavernkit.server.app import create_app
+from tavernkit.server.routes import ROUTERS, openai, turns
 from tavernkit.server.settings import ServerSettings
 
 _PARAM = re.compile(r"{([^}:]+)(:[^}]+)?}")
@@ -45,22 +46,38 @@ def test_the_turn_and_facade_routes_are_matched_first() -> None:
     assert ROUTERS[:2] == (turns.router, openai.router)
 
 
-def test_the_facades_completions_are_served_ahead_of_the_middleware_and_still_documented(
+def test_the_facades_completions_go_through_the_middleware_and_are_documented(
     tmp_path: Path,
 ) -> None:
     app = create_app(ServerSettings(home=tmp_path))
-    assert isinstance(app, TavernApp)
-    assert {("POST", "/v1/chat/completions"): openai.chat_completions} == AHEAD_OF_MIDDLEWARE
-    assert set(app.ahead) == set(AHEAD_OF_MIDDLEWARE)
-    ahead = app.ahead[("POST", "/v1/chat/completions")]
-    assert isinstance(ahead, BodyLimit)  # the body cap holds there too
+    seen: list[tuple[str, str]] = []
+
+    @app.middleware("http")
+    async def record(request: Request, call_next: Any) -> Any:  # a middleware added later
+        seen.append((request.method, request.url.path))
+        return await call_next(request)
+
     # the OpenAPI document keeps the router's route, request schema and all
     operation = app.openapi()["paths"]["/v1/chat/completions"]["post"]
     assert operation["requestBody"]["content"]["application/json"]["schema"]["required"] == [
         "model",
         "messages",
     ]
-    # another method on the path is the app's typed 405, as before
     with TestClient(app) as client:
-        response = client.get("/v1/chat/completions")
-    assert response.status_code == 405
+        answered = client.post("/v1/chat/completions", content=b"{not json")
+        other = client.get("/v1/chat/completions")  # another method: the app's typed 405
+    assert answered.status_code in (400, 401, 403)  # answered by the route
+    assert set(answered.json()["error"]) >= {"message", "type", "code"}  # OpenAI's shape
+    assert other.status_code == 405
+    assert seen == [("POST", "/v1/chat/completions"), ("GET", "/v1/chat/completions")]
+
+
+def test_a_body_over_the_cap_is_refused_in_each_routes_shape(tmp_path: Path) -> None:
+    app = create_app(ServerSettings(home=tmp_path, upload_max_bytes=1024))
+    big = b"x" * 2048
+    with TestClient(app) as client:
+        facade = client.post("/v1/chat/completions", content=big)
+        other = client.post("/characters", content=big)
+    assert facade.status_code == other.status_code == 413
+    assert facade.json()["error"]["code"] == "request_too_large"  # OpenAI's shape
+    assert other.json()["error"]["type"] == "LimitExceeded"  # the server's

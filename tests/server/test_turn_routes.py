@@ -200,20 +200,6 @@ async def test_watching_a_running_turn_reads_no_chat_from_the_store(site: Site) 
     assert events[-1].data["status"] == "completed"
 
 
-async def test_a_started_turn_does_not_read_its_chats_row_again(site: Site) -> None:
-    # the start reads and checks the chat; the turn it starts is handed what it read
-    site.upstream.script(Reply(text="Once."))
-    chat = await site.new_chat()
-    seen: list[str] = []
-    async with site.tk.store.trace(seen.append):
-        started = (await site.start(chat)).json()
-        events = parse_events(await read_all(site.client, started["events"]))
-    assert events[-1].data["status"] == "completed"
-    rows = [s for s in seen if "FROM chats c WHERE c.id =" in s and "ORDER BY k LIMIT 2" in s]
-    assert len(rows) == 2  # the start's check, and the window's load (with the header)
-    assert await site.stored_reply(chat) == "Once."
-
-
 async def test_a_turn_asked_for_its_events_streams_them_from_the_post(site: Site) -> None:
     """``Accept: text/event-stream`` on the POST: the answer is the turn's stream itself, the
     same events (byte for byte) a watch of it reads."""

@@ -278,14 +278,11 @@ class TurnCore:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate.
         A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
-        if turn.checked is not None and chat_ref in (turn.checked.id, turn.checked.name):
-            chat_id = turn.checked.id
-        else:
-            info = await self.store.get_chat_info(chat_ref, owner=self.owner)
-            chat_id = info.id
-            if info.character_id is None:  # only a chat with no character can be a group's
-                await refuse_group_chat(self.store, info.name, owner=self.owner)
-            await self.check_overrides(turn.overrides)
+        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+        chat_id = info.id
+        if info.character_id is None:  # only a chat with no character can be a group's
+            await refuse_group_chat(self.store, info.name, owner=self.owner)
+        await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             given = await before(chat_id) if before is not None else None
             outcome = await self._generate(chat_id, turn, controller, given)
@@ -355,9 +352,6 @@ class TurnCore:
         early: list[tuple[ResolvedConnection, asyncio.Task[ChatTools | None]]] = []
 
         async def choose_tools(connection: ResolvedConnection) -> None:
-            # the API's connection opens while the prompt builds (and the reply's place is
-            # then stored while the request travels, not before it goes out)
-            connection.open_ahead()
             if not early:  # a redone build resolves the profile again: chosen once
                 early.append(
                     (connection, asyncio.ensure_future(self._offer_tools(kind, connection)))

@@ -11,7 +11,6 @@ from tavernkit.chat.group_speaker import GroupSpeaker
 from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.sink import ResponseSink
-from tavernkit.store.protocol import ChatInfo
 
 __all__ = ["Overrides", "TurnCall", "TurnKeywords"]
 
@@ -24,16 +23,13 @@ class TurnKeywords(TypedDict, total=False):
     :meth:`~tavernkit.chat.service.ChatService.quiet`), ``overrides`` (a
     :class:`~tavernkit.chat.prepare.TurnOverrides` or its mapping), ``sink`` (who else sees the
     reply's events), ``interrupt`` (stop a running turn of the chat instead of raising
-    ``ChatBusy``), ``abort``, and ``checked``: the chat's info as the caller has just read and
-    checked it for the same owner (a solo chat, the overrides valid; the server's turn start
-    does), so the turn does not read and check it again."""
+    ``ChatBusy``) and ``abort``."""
 
     stream: bool
     overrides: Overrides
     sink: ResponseSink | None
     interrupt: bool
     abort: AbortSignal | None
-    checked: ChatInfo | None
 
 
 _TURN_KEYWORDS = frozenset(TurnKeywords.__annotations__)
@@ -53,7 +49,6 @@ class TurnCall:
     quiet_prompt: str = ""
     quiet_name: str | None = None
     loud: bool = False
-    checked: ChatInfo | None = None
     #: a group turn's drafted member (see :mod:`.group_turn`); ``None`` in a solo chat
     member: GroupSpeaker | None = None
 

@@ -15,10 +15,13 @@ from importlib import import_module
 from typing import Any
 
 import typer
-from typer import _click as click  # typer (0.29) carries its own click; its groups use it
 from typer.core import TyperCommand, TyperGroup
 
 __all__ = ["LazyCommand", "LazyGroup", "StandIn"]
+
+#: a real command, as typer makes it (typer carries its own click: its public classes are
+#: named here, never its private copy of click)
+Command = TyperCommand | TyperGroup
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +34,10 @@ class LazyCommand:
     attribute: str
     help: str
 
-    def load(self) -> click.Command:
+    def load(self) -> Command:
         """The real click command (imports its module)."""
         target = getattr(import_module(self.module), self.attribute)
-        command: click.Command
+        command: object
         if isinstance(target, typer.Typer):
             # as when added with add_typer: a group even with one sub-command, no completion
             target._add_completion = False
@@ -43,6 +46,8 @@ class LazyCommand:
             single = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
             single.command(self.name)(target)
             command = typer.main.get_command(single)
+        if not isinstance(command, TyperCommand | TyperGroup):  # pragma: no cover - typer's own
+            raise TypeError(f"{self.module}.{self.attribute} is not a typer command")
         command.name = self.name
         return command
 
@@ -53,9 +58,9 @@ class StandIn(TyperCommand):
     def __init__(self, spec: LazyCommand) -> None:
         super().__init__(spec.name, help=spec.help, short_help=spec.help, add_help_option=False)
         self.spec = spec
-        self._real: click.Command | None = None
+        self._real: Command | None = None
 
-    def real(self) -> click.Command:
+    def real(self) -> Command:
         if self._real is None:
             self._real = self.spec.load()
         return self._real
@@ -64,9 +69,9 @@ class StandIn(TyperCommand):
         self,
         info_name: str | None,
         args: list[str],
-        parent: click.Context | None = None,
+        parent: Any = None,  # click's Context: typer names only its own subclass publicly
         **extra: Any,
-    ) -> click.Context:
+    ) -> Any:
         return self.real().make_context(info_name, args, parent=parent, **extra)
 
 
@@ -86,7 +91,7 @@ class LazyGroup(TyperGroup):
             # a plugin's command of the same name, registered on the typer app, wins
             self.commands.setdefault(spec.name, StandIn(spec))
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         # built-ins in their declared order, then any plugin commands
         order = [spec.name for spec in self.specs]
         return order + sorted(name for name in self.commands if name not in order)

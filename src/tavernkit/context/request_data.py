@@ -229,7 +229,6 @@ async def _chat_request(
     connection = await sender.connection(
         api_preset_name, api_settings_override, str(data.get("model") or "")
     )
-    connection.open_ahead()  # the API's connection opens while the request is built
     if connection.family != "chat":
         raise GenerateTaskError(
             "unsupported_api",

@@ -176,14 +176,6 @@ class ResolvedConnection:
     def native_json_schema(self) -> bool:
         return self.model_profile.native_json_schema
 
-    def open_ahead(self) -> None:
-        """Start connecting to the provider's API now, for the request about to be built
-        (:func:`~tavernkit.providers.net.open_ahead`; a provider without a shared client, or
-        the embedded model, has nothing to open)."""
-        opener = getattr(self.provider, "open_ahead", None)
-        if callable(opener):
-            opener()
-
     def can_stream(self, request: PromptRequest) -> bool:
         """Whether the backend streams this request (an adapter that cannot answers a
         streaming request with a non-streaming one)."""

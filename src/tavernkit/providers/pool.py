@@ -14,7 +14,7 @@ and :meth:`HttpPool.aclose` (the Tavern's close) closes the current loop's.
 
 A pool with an egress policy (:mod:`tavernkit.egress`: a server's non-admin user) makes its
 clients on :class:`~tavernkit.egress.EgressTransport`, whose connections go only where the
-policy allows; its connections are never opened ahead (each is checked as it is opened).
+policy allows (each is checked as it is opened).
 Changing the policy retires the clients made under the old one.
 """
 
@@ -28,7 +28,6 @@ import httpx2
 
 from tavernkit.egress import EgressPolicy, egress_client
 from tavernkit.providers.http import Timeouts
-from tavernkit.providers.net import AsyncioBackend, asyncio_transport, close_ahead
 
 __all__ = ["KEEPALIVE_S", "HttpPool", "default_ssl_context"]
 
@@ -57,12 +56,11 @@ def new_client(egress: EgressPolicy | None = None) -> httpx2.AsyncClient:
             egress,
             verify=default_ssl_context(),
             limits=limits,
-            backend=AsyncioBackend(),
             timeout=Timeouts().httpx(),
         )
     return httpx2.AsyncClient(
         timeout=Timeouts().httpx(),
-        transport=asyncio_transport(default_ssl_context(), limits=limits),
+        transport=httpx2.AsyncHTTPTransport(verify=default_ssl_context(), limits=limits),
     )
 
 
@@ -116,5 +114,4 @@ class HttpPool:
         retired, self._retired = self._retired, []
         for owner, client in [*retired, *([held] if held is not None else [])]:
             if owner is loop:
-                close_ahead(client)
                 await client.aclose()

@@ -42,7 +42,6 @@ from tavernkit.providers.http import (
     iter_sse,
     read_body,
 )
-from tavernkit.providers.net import asyncio_transport, open_ahead
 from tavernkit.providers.pool import default_ssl_context
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import PromptRequest
@@ -76,14 +75,6 @@ class Provider:
         if not key and self.auth != "none" and self.key_required:
             raise MissingCredential("no API key configured", provider=self.name, model=model)
         return key or None
-
-    def open_ahead(self) -> None:
-        """Start the connection the next request needs, when the shared client's pool has no
-        idle one to this API: the request's build and the connect's round trip overlap
-        (:func:`~tavernkit.providers.net.open_ahead`). A provider that makes a client per
-        request has no pool to open it in."""
-        if self.client is not None:
-            open_ahead(self.client, self.base_url)
 
     def _request(
         self,
@@ -137,12 +128,9 @@ class Provider:
         ctx = ErrorContext(self.name, model, (key,) if key else ())
         own = self.client is None
         if self.client is None:
-            client = httpx2.AsyncClient(
-                timeout=self.timeouts.httpx(), transport=asyncio_transport(default_ssl_context())
-            )
+            client = httpx2.AsyncClient(timeout=self.timeouts.httpx(), verify=default_ssl_context())
         else:
             client = self.client
-            self.open_ahead()  # opened already when the turn's build resolved the connection
         try:
             http_request, streamed = self._request(client, request, model, stream, profile, key)
             async for event in self._send(client, http_request, streamed, ctx, abort):

@@ -17,14 +17,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from fastapi import FastAPI
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tavernkit.demo import add_demo_on_first_start
 from tavernkit.errors import CoordinationError, ServerConfigError
@@ -40,8 +36,8 @@ from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
 from tavernkit.server.login_gate import LoginGate
-from tavernkit.server.routes import AHEAD_OF_MIDDLEWARE, ROUTERS
-from tavernkit.server.routes.openai import too_large_body
+from tavernkit.server.routes import ROUTERS
+from tavernkit.server.routes.openai import FACADE_PREFIX, too_large_body
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
@@ -53,42 +49,9 @@ try:  # the 'scale' extra: only a server with settings.redis needs it
 except ModuleNotFoundError:  # pragma: no cover - the test extra installs it
     redis_coordination = None  # type: ignore[assignment]
 
-__all__ = ["TavernApp", "create_app"]
+__all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-
-
-class TavernApp(FastAPI):
-    """FastAPI, serving the endpoints of
-    :data:`~tavernkit.server.routes.AHEAD_OF_MIDDLEWARE` before its middleware stack, each
-    under ``BodyLimit`` alone (see there why; its 413 in the OpenAI facade's error shape, as
-    every error of those endpoints); every other request goes the usual way."""
-
-    def __init__(self, *, max_body_bytes: int, **options: Any) -> None:
-        super().__init__(**options)
-        self.ahead: dict[tuple[str, str], ASGIApp] = {
-            key: BodyLimit(
-                _endpoint_app(endpoint), max_bytes=max_body_bytes, error_body=too_large_body
-            )
-            for key, endpoint in AHEAD_OF_MIDDLEWARE.items()
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            ahead = self.ahead.get((scope["method"], scope["path"]))
-            if ahead is not None:
-                scope["app"] = self  # what Request.app reads (the routes' state_of)
-                await ahead(scope, receive, send)
-                return
-        await super().__call__(scope, receive, send)
-
-
-def _endpoint_app(endpoint: Callable[[Request], Awaitable[Response]]) -> ASGIApp:
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        response = await endpoint(Request(scope, receive, send))
-        await response(scope, receive, send)
-
-    return app
 
 
 def create_app(
@@ -176,8 +139,7 @@ def create_app(
             finally:
                 app.state.server = None
 
-    app = TavernApp(
-        max_body_bytes=settings.upload_max_bytes,
+    app = FastAPI(
         # Swagger UI and ReDoc load their scripts from a CDN: with accounts on, no third-party
         # script runs on the session cookie's origin (the schema stays at /openapi.json)
         docs_url=None if settings.accounts else "/docs",
@@ -187,7 +149,12 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.upload_max_bytes)
+    # the OpenAI facade answers its 413 in OpenAI's error shape, as its clients parse it
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.upload_max_bytes,
+        error_bodies={FACADE_PREFIX: too_large_body},
+    )
     app.add_middleware(LoginGate)  # outermost: refused logins cost no routing
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)

@@ -1,13 +1,14 @@
 """A cap on request bodies, enforced while they arrive: a body announced larger than the cap
 is refused before a byte of it is read, and one that grows past it (chunked, or lying about
 its length) is cut off there, so an upload never fills memory or the temp folder first.
-Either way the client gets 413: with the server's typed error body, or the ``error_body`` a
-route answers its errors in (the OpenAI facade's shape, as its clients parse it)."""
+Either way the client gets 413: with the server's typed error body, or the error body the
+routes under a path prefix answer their errors in (``error_bodies``: the OpenAI facade's shape,
+as its clients parse it)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from starlette.exceptions import HTTPException
@@ -28,20 +29,31 @@ def _server_error(message: str) -> dict[str, Any]:
     return error_body("LimitExceeded", message)
 
 
+ErrorBody = Callable[[str], dict[str, Any]]
+
+
 class BodyLimit:
-    """``app`` under the cap; ``error_body`` makes the 413's body of a body refused on its
-    ``Content-Length`` from the message (one cut off later is the app's ``HTTPException``)."""
+    """``app`` under the cap. The 413's body of a body refused on its ``Content-Length`` is
+    made from the message by ``error_bodies``' entry for the first path prefix that matches,
+    else the server's typed error (one cut off later is the app's ``HTTPException``, which
+    the route answers in its own shape)."""
 
     def __init__(
         self,
         app: ASGIApp,
         *,
         max_bytes: int,
-        error_body: Callable[[str], dict[str, Any]] = _server_error,
+        error_bodies: Mapping[str, ErrorBody] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.error_body = error_body
+        self.error_bodies = dict(error_bodies or {})
+
+    def error_body(self, path: str) -> ErrorBody:
+        for prefix, body in self.error_bodies.items():
+            if path.startswith(prefix):
+                return body
+        return _server_error
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -50,7 +62,7 @@ class BodyLimit:
         limit = self.max_bytes
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > limit:
-                await _refuse(send, self.error_body(_too_large(limit)))
+                await _refuse(send, self.error_body(scope["path"])(_too_large(limit)))
                 return
         seen = 0
 

@@ -1,6 +1,7 @@
 """How ``tavernkit serve`` (and the tests' servers) listen: the socket they hand to uvicorn,
 and uvicorn's configuration (:func:`uvicorn_config`: the connection limits of
-:mod:`.connection_guard` over tavernkit's protocol).
+:mod:`.connection_guard` over the HTTP protocol uvicorn picks itself: httptools when installed,
+else h11).
 
 The socket is made here rather than by uvicorn so the command knows its port before it starts
 (``--port 0`` prints the port it got) and a taken address fails as one clear line. It is
@@ -17,10 +18,11 @@ import socket
 from typing import Any
 
 import uvicorn
+from uvicorn.config import HTTP_PROTOCOLS
+from uvicorn.importer import import_from_string
 
 from tavernkit.errors import ServerConfigError
 from tavernkit.server.connection_guard import ASGIApp, ConnectionGuard
-from tavernkit.server.http_protocol import HttpProtocol
 from tavernkit.server.settings import ServerSettings
 
 __all__ = ["listening_socket", "uvicorn_config"]
@@ -47,18 +49,20 @@ def uvicorn_config(
     app: ASGIApp,
     settings: ServerSettings,
     *,
-    http: type[asyncio.Protocol] = HttpProtocol,
+    http: str = "auto",
     **options: Any,
 ) -> uvicorn.Config:
-    """uvicorn's configuration for ``app`` as ``tavernkit serve`` runs it: ``http`` (the
-    protocol, tavernkit's by default) under ``settings.connections``' limits
+    """uvicorn's configuration for ``app`` as ``tavernkit serve`` runs it: ``http`` (uvicorn's
+    own choice of protocol, ``auto``, ``httptools`` or ``h11``, resolved as uvicorn resolves it)
+    under ``settings.connections``' limits
     (:class:`~tavernkit.server.connection_guard.ConnectionGuard`); ``options`` are
     ``uvicorn.Config``'s own (``log_level``, ``lifespan``...)."""
     limits = settings.connections
     guard = ConnectionGuard(limits, body_cap=settings.upload_max_bytes)
+    protocol: type[asyncio.Protocol] = import_from_string(HTTP_PROTOCOLS[http])
     config = uvicorn.Config(
         guard.app(app),
-        http=guard.protocol(http),
+        http=guard.protocol(protocol),
         # the guard closes idle connections itself; uvicorn's own timer never comes first
         timeout_keep_alive=max(1, math.ceil(limits.keep_alive_s)),
         h11_max_incomplete_event_size=limits.max_head_bytes,

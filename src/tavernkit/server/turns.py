@@ -545,7 +545,6 @@ async def _run_verb(
         "abort": controller.signal,
         "overrides": request.overrides,
         "interrupt": request.interrupt,
-        "checked": info,  # the start read and checked it a moment ago
     }
     kind = request.kind
     if kind == "send":

@@ -31,7 +31,6 @@ from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
-from tavernkit.models._trusted import from_stored
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
@@ -191,9 +190,7 @@ class SqliteStore(
     def _validate(
         self, kind: str, data: dict[str, Any], source: str, *, stored: bool = False
     ) -> BaseModel:
-        """``data`` as kind's model; ``stored`` JSON (read back from our own rows, validated
-        when it was written) takes :func:`~tavernkit.models._trusted.from_stored`'s fast path,
-        which gives the same model."""
+        """``data`` as kind's model (``stored``: JSON read back from our own rows)."""
         cls = self._models.get(kind)
         if cls is None:
             raise StoreError(f"no model is registered for kind {kind!r}")
@@ -201,7 +198,7 @@ class SqliteStore(
             if stored:
                 # a big book is tens of thousands of new objects, none in a cycle
                 with gc_paused():
-                    return from_stored(cls, data)
+                    return cls.model_validate(data)
             return cls.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0] if exc.errors() else None

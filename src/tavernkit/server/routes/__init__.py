@@ -8,11 +8,7 @@ changes no answer (``tests/server/test_route_order.py``); the web UI's come last
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from fastapi import APIRouter
-from starlette.requests import Request
-from starlette.responses import Response
 
 from tavernkit.server.routes import (
     auth,
@@ -40,7 +36,7 @@ from tavernkit.server.routes import (
     variables,
 )
 
-__all__ = ["AHEAD_OF_MIDDLEWARE", "ROUTERS"]
+__all__ = ["ROUTERS"]
 
 ROUTERS: tuple[APIRouter, ...] = (
     turns.router,
@@ -68,16 +64,3 @@ ROUTERS: tuple[APIRouter, ...] = (
     tasks.router,
     ui.router,
 )
-
-#: Endpoints the app serves ahead of its middleware stack, by method and path: the OpenAI
-#: facade's completions, which every piece of a bot's reply goes through. Each takes the
-#: ``Request`` alone, validates its own body and answers every error itself, so the six
-#: middlewares and the router around a route (FastAPI's telemetry and body limit, Starlette's
-#: error and exception middlewares, the exit stack, route matching) do nothing for it: they
-#: cost 0.2 ms of the first token cold (the server's benchmark), and matching it first in the
-#: router still left them. Only :class:`~tavernkit.server.body_limit.BodyLimit` wraps it
-#: (:class:`~tavernkit.server.app.TavernApp`). The routers' own routes stay, for the OpenAPI
-#: document and the path's other methods (the app's typed 405).
-AHEAD_OF_MIDDLEWARE: dict[tuple[str, str], Callable[[Request], Awaitable[Response]]] = {
-    ("POST", "/v1/chat/completions"): openai.chat_completions,
-}

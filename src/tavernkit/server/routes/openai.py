@@ -51,11 +51,14 @@ from tavernkit.server.sse import sse_data, sse_response
 from tavernkit.server.state import state_of
 from tavernkit.server.task_errors import TASK_STATUS, safe_message, safe_text
 
-__all__ = ["ChatCompletionRequest", "OpenAIError", "router", "too_large_body"]
+__all__ = ["FACADE_PREFIX", "ChatCompletionRequest", "OpenAIError", "router", "too_large_body"]
 
 log = logging.getLogger(__name__)
 
-router = APIRouter(prefix="/v1", tags=["openai"])
+#: the paths the facade answers; every error under them is in OpenAI's shape
+FACADE_PREFIX = "/v1/"
+
+router = APIRouter(prefix=FACADE_PREFIX.rstrip("/"), tags=["openai"])
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The provider's own HTTP client on asyncio's transports (providers/net.py), over real
-loopback sockets: plain and TLS streams, a dropped connection, refused and silent peers."""
+"""The providers' HTTP client (httpx2's own transport and connection pool), over real loopback
+sockets: plain and TLS streams, a dropped connection, refused and silent peers."""
 
 from __future__ import annotations
 
@@ -12,14 +12,13 @@ import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-import httpcore2
 import httpx2
 import pytest
 
 from generation._scripted_server import Reply, ScriptedServer
-from tavernkit.errors import NetworkError, StreamInterrupted
+from tavernkit.errors import NetworkError, ProviderTimeout, StreamInterrupted
 from tavernkit.providers.events import Finish, ProviderErrorEvent, StreamEvent, TextDelta
-from tavernkit.providers.net import AsyncioBackend, asyncio_transport
+from tavernkit.providers.http import Timeouts
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
 from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt
@@ -75,11 +74,6 @@ async def _request(reader: asyncio.StreamReader) -> None:
     await reader.readexactly(length)
 
 
-def test_the_providers_own_client_reads_on_asyncio_transports() -> None:
-    transport = asyncio_transport(ssl.create_default_context())
-    assert isinstance(transport._pool._network_backend, AsyncioBackend)
-
-
 async def test_a_streamed_reply_over_loopback_arrives_whole() -> None:
     text = " ".join(f"w{n}" for n in range(50))
     async with ScriptedServer([Reply(text=text, pace=0.001)]) as upstream:
@@ -89,7 +83,7 @@ async def test_a_streamed_reply_over_loopback_arrives_whole() -> None:
 
 
 async def test_a_big_body_is_read_past_the_buffer_marks() -> None:
-    """More than the protocol buffers before pausing the transport, in one burst."""
+    """Megabytes in one burst, more than any one read takes."""
     piece = "x" * 4096
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -134,11 +128,10 @@ async def test_a_silent_peer_times_the_read_out() -> None:
         await asyncio.sleep(10)
 
     async with _serve(handler) as port:
-        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port, timeout=2)
-        with pytest.raises(httpcore2.ReadTimeout):
-            await stream.read(1024, timeout=0.05)
-        assert stream.get_extra_info("is_readable") is False
-        await stream.aclose()
+        provider = _provider(f"http://127.0.0.1:{port}/v1")
+        provider.timeouts = Timeouts(first_byte=0.05)
+        with pytest.raises(ProviderTimeout):
+            await _events(provider)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +156,7 @@ async def test_a_tls_stream_is_verified_and_read(certificate: tuple[Path, Path])
     await _tls_round(certificate)
 
 
-def test_the_backend_runs_on_uvloop(certificate: tuple[Path, Path]) -> None:
+def test_the_client_runs_on_uvloop(certificate: tuple[Path, Path]) -> None:
     """uvloop (what ``tavernkit serve`` runs on when installed) has its own transports."""
     uvloop = pytest.importorskip("uvloop")
 
@@ -192,7 +185,7 @@ async def _tls_round(certificate: tuple[Path, Path]) -> None:
 
     trusted = ssl.create_default_context(cafile=str(cert))
     async with _serve(handler, served) as port:
-        client = httpx2.AsyncClient(transport=asyncio_transport(trusted))
+        client = httpx2.AsyncClient(verify=trusted)
         try:
             provider = _provider(f"https://127.0.0.1:{port}/v1")
             provider.client = client
@@ -201,7 +194,7 @@ async def _tls_round(certificate: tuple[Path, Path]) -> None:
             await client.aclose()
         assert _text(events) == "over TLS"
         # the same server with a client that does not trust its certificate: refused
-        strict = httpx2.AsyncClient(transport=asyncio_transport(ssl.create_default_context()))
+        strict = httpx2.AsyncClient(verify=ssl.create_default_context())
         try:
             provider = _provider(f"https://127.0.0.1:{port}/v1")
             provider.client = strict
