@@ -326,6 +326,7 @@ class Tavern:
             admit=admit,
             input_text=input_text,
             registry=self.runtime.script_commands,
+            store_regex_toggle=self.regex.store_toggle,
         )
 
     async def run_quick_reply(
@@ -355,6 +356,7 @@ class Tavern:
             input_text=input_text,
             mode=mode,
             registry=self.runtime.script_commands,
+            store_regex_toggle=self.regex.store_toggle,
         )
 
     @property

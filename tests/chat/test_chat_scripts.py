@@ -189,7 +189,10 @@ async def test_scripts_reach_the_users_regex_scripts(world: World) -> None:
     assert texts[1:] == ["my COLOR", "a COLOR sword"]  # the card's script is not allowed yet
     await regex.allow_character("Rhea")
     second = await run_chat_script(
-        world.chats, info.id, "/sendas name=Rhea sword | /regex-toggle Blade | /regex-state Blade"
+        world.chats,
+        info.id,
+        "/sendas name=Rhea sword | /regex-toggle Blade | /regex-state Blade",
+        store_regex_toggle=regex.store_toggle,  # what the facade gives its scripts
     )
     assert second.pipe == "false"
     assert [t.message for t in second.toasts] == ["Regex script 'Blade' has been disabled."]

@@ -37,7 +37,6 @@ from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import script_lists
 from tavernkit.quick_reply_bindings import QR_KIND, load_library
 from tavernkit.regex import ScriptsBridge
-from tavernkit.regex_admin import RegexAdmin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.stscript import (
     Budget,
@@ -67,6 +66,10 @@ __all__ = [
 RawGenerator = Callable[..., Awaitable[str]]
 
 
+#: stores a ``/regex-toggle``'s change (its command result) for the chat's state
+RegexToggleStore = Callable[[CommandResult, ChatState], Awaitable[None]]
+
+
 @dataclass(eq=False)
 class StoredChatHost(ScriptHost):
     """A :class:`ScriptHost` bound to a stored chat (see the module docstring)."""
@@ -75,6 +78,9 @@ class StoredChatHost(ScriptHost):
     chat_id: str = ""
     raw: RawGenerator | None = None
     admit: Callable[[], Awaitable[None]] | None = None
+    #: stores a ``/regex-toggle``'s change where the script lives (the services layer's
+    #: RegexAdmin, given by the facade: the chat layer does not edit records itself)
+    store_regex_toggle: RegexToggleStore | None = None
     state: ChatState | None = None
     message_ids: list[str] = field(default_factory=list)
     _saved_globals: dict[str, Any] = field(default_factory=dict)
@@ -90,8 +96,16 @@ class StoredChatHost(ScriptHost):
         raw: RawGenerator | None = None,
         admit: Callable[[], Awaitable[None]] | None = None,
         input_text: str = "",
+        store_regex_toggle: RegexToggleStore | None = None,
     ) -> StoredChatHost:
-        host = cls(chats=chats, chat_id=chat_id, raw=raw, admit=admit, input_text=input_text)
+        host = cls(
+            chats=chats,
+            chat_id=chat_id,
+            raw=raw,
+            admit=admit,
+            input_text=input_text,
+            store_regex_toggle=store_regex_toggle,
+        )
         await host.reload()
         await host._load_quick_replies()
         return host
@@ -134,9 +148,8 @@ class StoredChatHost(ScriptHost):
 
     async def _store_regex_toggle(self, result: CommandResult) -> None:
         """``/regex-toggle``: the change stored where the script lives."""
-        if self.state is not None:
-            service = self._service
-            await RegexAdmin(service.store, service.owner).store_toggle(result, self.state)
+        if self.state is not None and self.store_regex_toggle is not None:
+            await self.store_regex_toggle(result, self.state)
 
     async def _load_quick_replies(self) -> None:
         service = self._service
@@ -361,11 +374,19 @@ async def run_chat_script(
     input_text: str = "",
     registry: CommandRegistry | None = None,
     budget: Budget | None = None,
+    store_regex_toggle: RegexToggleStore | None = None,
 ) -> ScriptOutcome:
     """Run the STscript ``text`` on a stored chat (see the module docstring). A script that
     does not parse, fails or runs past its budget comes back with ``error`` set; what it
     changed before that stays stored, as in SillyTavern."""
-    host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
+    host = await StoredChatHost.open(
+        chats,
+        chat_id,
+        raw=raw,
+        admit=admit,
+        input_text=input_text,
+        store_regex_toggle=store_regex_toggle,
+    )
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
 
     async def run() -> _Ended:
@@ -389,6 +410,7 @@ async def run_chat_quick_reply(
     registry: CommandRegistry | None = None,
     budget: Budget | None = None,
     mode: Literal["click", "run"] = "click",
+    store_regex_toggle: RegexToggleStore | None = None,
 ) -> ScriptOutcome:
     """Click the quick reply ``reply`` (its id, or its label) of the set ``set_name`` on a
     stored chat, with ``input_text`` typed, as SillyTavern's button does
@@ -397,7 +419,14 @@ async def run_chat_quick_reply(
     input box (``input`` of the outcome). ``mode="run"``: as ``/run`` and automatic
     executions run it (the input is not joined). An unknown set or reply is
     :class:`NotFound`."""
-    host = await StoredChatHost.open(chats, chat_id, raw=raw, admit=admit, input_text=input_text)
+    host = await StoredChatHost.open(
+        chats,
+        chat_id,
+        raw=raw,
+        admit=admit,
+        input_text=input_text,
+        store_regex_toggle=store_regex_toggle,
+    )
     qr_set = host.quick_replies.get(set_name)
     found = qr_set.find(reply) if qr_set is not None else None
     if qr_set is None or found is None:
