@@ -34,7 +34,7 @@ from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
-__all__ = ["M001_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = ["M001_STATEMENTS", "M011_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -359,6 +359,22 @@ async def _m010_key_rests(db: aiosqlite.Connection) -> None:
     await _run(db, list(M010_STATEMENTS))
 
 
+#: the listing indexes (011), as plain SQL both backends run: one per order of
+#: :meth:`~tavernkit.store.protocol.Store.list_page`, each holding a whole listing line
+M011_STATEMENTS: tuple[str, ...] = (
+    "CREATE INDEX records_listed_by_name ON records "
+    "(owner, kind, lower(name), name, created, id, updated)",
+    "CREATE INDEX records_listed_by_created ON records (owner, kind, created, id, name, updated)",
+    "CREATE INDEX records_listed_by_updated ON records (owner, kind, updated, id, name, created)",
+)
+
+
+async def _m011_listing_indexes(db: aiosqlite.Connection) -> None:
+    # A page of a listing (the character grid at 8,000 cards) is read from an index that holds
+    # its lines, in its order: never every record's row, whose data is a whole card.
+    await _run(db, M011_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -370,6 +386,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("008_message_search", _m008_message_search),
     ("009_storage_use", _m009_storage_use),
     ("010_key_rests", _m010_key_rests),
+    ("011_listing_indexes", _m011_listing_indexes),
 )
 
 
