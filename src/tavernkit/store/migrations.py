@@ -34,7 +34,14 @@ from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
-__all__ = ["M001_STATEMENTS", "M011_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = [
+    "M001_STATEMENTS",
+    "M011_STATEMENTS",
+    "M012_STATEMENTS",
+    "MIGRATIONS",
+    "Migration",
+    "apply_migrations",
+]
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -375,6 +382,23 @@ async def _m011_listing_indexes(db: aiosqlite.Connection) -> None:
     await _run(db, M011_STATEMENTS)
 
 
+#: a chat's ``chat_metadata.integrity`` id in a column of its own, indexed (012), so an import
+#: finds the stored chats with the file's id by the index, never by loading every chat
+M012_STATEMENTS: tuple[str, ...] = (
+    "ALTER TABLE chats ADD COLUMN integrity TEXT",
+    "CREATE INDEX chats_by_integrity ON chats (owner, integrity)",
+)
+
+
+async def _m012_chat_integrity(db: aiosqlite.Connection) -> None:
+    await _run(db, M012_STATEMENTS)
+    await db.execute(
+        "UPDATE chats SET integrity = json_extract(header, '$.chat_metadata.integrity') "
+        "WHERE json_valid(header) "
+        "AND json_type(header, '$.chat_metadata.integrity') = 'text'"
+    )
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -387,6 +411,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("009_storage_use", _m009_storage_use),
     ("010_key_rests", _m010_key_rests),
     ("011_listing_indexes", _m011_listing_indexes),
+    ("012_chat_integrity", _m012_chat_integrity),
 )
 
 

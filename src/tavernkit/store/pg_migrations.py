@@ -36,6 +36,7 @@ from tavernkit.store.migrations import (
     M005_STATEMENTS,
     M010_STATEMENTS,
     M011_STATEMENTS,
+    M012_STATEMENTS,
 )
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
@@ -161,6 +162,14 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("009_storage_use", M009_STATEMENTS),
     ("010_key_rests", M010_STATEMENTS),
     ("011_listing_indexes", M011_STATEMENTS),
+    (
+        "012_chat_integrity",
+        (
+            *M012_STATEMENTS,
+            "UPDATE chats SET integrity = header::json -> 'chat_metadata' ->> 'integrity' "
+            "WHERE json_typeof(header::json -> 'chat_metadata' -> 'integrity') = 'string'",
+        ),
+    ),
 )
 
 

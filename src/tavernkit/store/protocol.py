@@ -574,6 +574,13 @@ class Store(AccountStore, Protocol):
         self, *, owner: str = DEFAULT_OWNER, character: str | None = None
     ) -> builtins.list[ChatInfo]: ...
 
+    async def chats_with_integrity(
+        self, integrity: str, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[ChatInfo]:
+        """The chats whose header's ``chat_metadata.integrity`` is ``integrity`` (a chat and
+        its SillyTavern branches share one), newest first: an index lookup (migration 012)."""
+        ...
+
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo: ...
 
     async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat: ...
