@@ -10,6 +10,9 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tavernkit.errors import FormatError
 from tavernkit.facade import Tavern
 from tavernkit.library import CHAT_BATCH
 from tavernkit.store import SqliteStore
@@ -132,3 +135,22 @@ async def test_a_chat_file_with_bad_bytes_is_read_whole_with_them_replaced(tmp_p
         assert result.status == "imported" and "U+FFFD" in result.note
         stored = await tk.store.load_chat(result.id)
         assert stored.lines()[3]["mes"] == "line \ufffd2"
+
+
+async def test_a_bad_line_late_in_a_file_leaves_the_stored_chats_as_they_were(
+    tmp_path: Path,
+) -> None:
+    good = chat_file("same", CHAT_BATCH + 10)
+    lines = chat_file("other", CHAT_BATCH + 10).split(b"\n")
+    lines[CHAT_BATCH + 5] = b'{"name": "Mira", "mes": '  # cut off
+    path = tmp_path / "chat.jsonl"
+    async with Tavern(tmp_path / "home", load_plugins=False) as tk:
+        path.write_bytes(good)
+        (first,) = await tk.library.import_file(path)
+        path.write_bytes(b"\n".join(lines))
+        with pytest.raises(FormatError) as caught:
+            await tk.library.import_file(path, replace=True)
+        assert caught.value.field == f"line {CHAT_BATCH + 6}"
+        chats = await tk.store.list_chats()
+        assert [c.id for c in chats] == [first.id]
+        assert len((await tk.store.load_chat(first.id)).lines()) == CHAT_BATCH + 11

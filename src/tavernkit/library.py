@@ -443,8 +443,9 @@ class Library(LibraryExports):
                     kind="chat",
                     name=name,
                 )
-            await self.store.delete_chat(same_name.id, owner=self.owner)
+            # the new chat first: a file that turns out bad part way leaves the old one be
             created = await self._write_chat(chat, name, char_id)
+            await self.store.delete_chat(same_name.id, owner=self.owner)
             return ImportResult("chat", name, created.id, "replaced", source)
         created = await self._write_chat(chat, name, char_id)
         return ImportResult("chat", name, created.id, "imported", source)
