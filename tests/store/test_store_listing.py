@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tavernkit.errors import StoreError
+from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store import SqliteStore, Store
 from tavernkit.store._sqlite_listing import ORDER_SQL, count_sql, page_sql
 
@@ -56,6 +57,29 @@ async def test_name_filter_folds_case_and_takes_wildcards_literally(store: Store
     assert await names_of(store, name_contains="nobody") == ([], 0)
 
 
+async def test_the_kept_total_follows_writes_deletes_and_owners(store: Store) -> None:
+    await fill(store, [f"Card {i}" for i in range(6)])
+    await store.put("character", card("Theirs"), owner="bob")
+
+    async def total(owner: str = DEFAULT_OWNER) -> int:
+        page = await store.list_page("character", owner=owner, limit=2)  # a full page
+        assert page.total == len(await store.list("character", owner=owner))
+        return page.total
+
+    assert await total() == 6 and await total("bob") == 1
+    card_2 = (await store.get_record("character", "Card 2")).info
+    await store.put("character", card("Card 2"), id=card_2.id)  # a replace counts once
+    assert await total() == 6
+    await store.delete("character", "Card 0")
+    await store.delete("character", "Card 1")
+    assert await total() == 4
+    bob = await store.create_user("bob", "$argon2id$h", owner="bob")
+    ada = await store.create_user("ada", "$argon2id$h", owner=DEFAULT_OWNER)
+    await store.delete_user(bob.id, hand_over_to=ada.id)
+    assert await total() == 5
+    assert (await store.list_page("character", owner="bob")).total == 0
+
+
 async def test_owners_and_kinds_stay_apart(store: Store) -> None:
     await store.put("character", card("Mine"), owner="ada")
     await store.put("character", card("Theirs"), owner="bob")
@@ -72,7 +96,7 @@ async def test_sqlite_reads_a_page_from_an_index_alone(
     """Each page's plan is a search of a covering index (no row, whose data is a whole card,
     is read) in the index's order (no sort of every line)."""
     await fill(sqlite_store, ["Ann", "bea"])
-    params: tuple[object, ...] = ("local", "character", *(("%a%",) if named else ()))
+    params: tuple[object, ...] = (DEFAULT_OWNER, "character", *(("%a%",) if named else ()))
     with sqlite3.connect(db_path) as db:
         plan = " | ".join(
             str(row[3])
@@ -83,4 +107,7 @@ async def test_sqlite_reads_a_page_from_an_index_alone(
         )
     assert "COVERING INDEX records_listed_by" in plan, plan
     assert "TEMP B-TREE" not in plan, plan
-    assert "COVERING INDEX" in counted, counted
+    if named:
+        assert "COVERING INDEX" in counted, counted
+    else:  # the kept count: one row
+        assert "SEARCH record_counts USING" in counted, counted

@@ -39,6 +39,7 @@ __all__ = [
     "M011_STATEMENTS",
     "M012_STATEMENTS",
     "MIGRATIONS",
+    "PG_M013_STATEMENTS",
     "Migration",
     "apply_migrations",
 ]
@@ -399,6 +400,48 @@ async def _m012_chat_integrity(db: aiosqlite.Connection) -> None:
     )
 
 
+#: how many records each owner has of each kind (013), kept by triggers: the total of a page of
+#: a listing is one row, never a count of the listing (the character grid's "1-50 of 8,000")
+M013_TABLE = (
+    "CREATE TABLE record_counts (owner TEXT NOT NULL, kind TEXT NOT NULL, "
+    "n BIGINT NOT NULL, PRIMARY KEY (owner, kind))"
+)
+M013_FILL = (
+    "INSERT INTO record_counts (owner, kind, n) "
+    "SELECT owner, kind, count(*) FROM records GROUP BY owner, kind"
+)
+_COUNT_IN = (
+    "INSERT INTO record_counts (owner, kind, n) VALUES (NEW.owner, NEW.kind, 1) "
+    "ON CONFLICT (owner, kind) DO UPDATE SET n = record_counts.n + 1"
+)
+_COUNT_OUT = "UPDATE record_counts SET n = n - 1 WHERE owner = OLD.owner AND kind = OLD.kind"
+M013_STATEMENTS: tuple[str, ...] = (
+    M013_TABLE,
+    f"CREATE TRIGGER records_counted_in AFTER INSERT ON records BEGIN {_COUNT_IN}; END",
+    f"CREATE TRIGGER records_counted_out AFTER DELETE ON records BEGIN {_COUNT_OUT}; END",
+    "CREATE TRIGGER records_recounted AFTER UPDATE OF owner, kind ON records "
+    f"BEGIN {_COUNT_OUT}; {_COUNT_IN}; END",
+    M013_FILL,
+)
+#: PostgreSQL's: one plpgsql function behind a row trigger
+PG_M013_STATEMENTS: tuple[str, ...] = (
+    M013_TABLE,
+    f"""CREATE FUNCTION tk_count_records() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN {_COUNT_OUT}; END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN {_COUNT_IN}; END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER records_counted AFTER INSERT OR DELETE OR UPDATE OF owner, kind "
+    "ON records FOR EACH ROW EXECUTE FUNCTION tk_count_records()",
+    M013_FILL,
+)
+
+
+async def _m013_record_counts(db: aiosqlite.Connection) -> None:
+    await _run(db, M013_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -412,6 +455,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("010_key_rests", _m010_key_rests),
     ("011_listing_indexes", _m011_listing_indexes),
     ("012_chat_integrity", _m012_chat_integrity),
+    ("013_record_counts", _m013_record_counts),
 )
 
 

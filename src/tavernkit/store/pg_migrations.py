@@ -37,6 +37,7 @@ from tavernkit.store.migrations import (
     M010_STATEMENTS,
     M011_STATEMENTS,
     M012_STATEMENTS,
+    PG_M013_STATEMENTS,
 )
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
@@ -170,6 +171,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
             "WHERE json_typeof(header::json -> 'chat_metadata' -> 'integrity') = 'string'",
         ),
     ),
+    ("013_record_counts", PG_M013_STATEMENTS),
 )
 
 
