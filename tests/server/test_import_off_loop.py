@@ -68,3 +68,22 @@ async def test_another_client_is_answered_while_a_big_chat_imports(tmp_path: Pat
         assert stored.message_count == 20_000
         assert len(waits) >= 5, "the other client was answered all along"
         assert max(waits) < 1.0, f"another client waited {max(waits):.2f} s"
+
+
+async def test_a_chat_uploaded_as_a_file_is_imported_from_disk(tmp_path: Path) -> None:
+    """The web UI's upload (multipart): the file is spooled to disk and imported from there,
+    a batch at a time; over the server's upload cap it is a 413 and nothing is stored."""
+    data = chat_file(1_200)
+    limits = settings(tmp_path / "home", upload_max_bytes=len(data) + 4096)
+    async with live_server(limits) as server, server.client() as c:
+        r = await c.post("/import", files={"file": ("Mira - long.jsonl", data)})
+        assert r.status_code == 201, r.text
+        (found,) = r.json()
+        assert found["kind"] == "chat" and found["status"] == "imported"
+        stored = await server.state.tavern.store.load_chat(found["id"])
+        assert [line["mes"] for line in stored.lines()[1:]][-1].startswith("1199: ")
+        again = await c.post("/import", files={"file": ("copy.jsonl", data)})
+        assert again.json()[0]["status"] == "unchanged"
+        too_big = await c.post("/import", files={"file": ("big.jsonl", data + data)})
+        assert too_big.status_code == 413
+        assert len(await server.state.tavern.store.list_chats()) == 1
