@@ -21,17 +21,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from tavernkit.characters import CardAsset, charx_blobs
 from tavernkit.chat.greetings import chat_name
+from tavernkit.chat_import import ChatSource, parsed_chat, streamed_chat, wire_message
 from tavernkit.errors import Conflict, FormatError, LimitExceeded, NameTaken, NotFound
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chatluna import lorebook_from_chatluna
+from tavernkit.formats.chats import NotStreamable, is_chat_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
@@ -59,6 +61,14 @@ from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
 
 __all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 
+
+#: messages per write of an imported chat (each a short transaction)
+CHAT_BATCH = 500
+#: the size of a file from which an import parses it in a worker thread (a chat's messages
+#: are converted there from CHAT_BATCH on)
+OFF_LOOP_BYTES = 64 * 1024
+
+_R = TypeVar("_R")
 
 #: ``linked``: a chat imported before its character, attached to it when the character came
 Status = Literal["imported", "unchanged", "replaced", "kept", "linked"]
@@ -109,14 +119,39 @@ class Library(LibraryExports):
         character: str | None = None,
         group: str | None = None,
         replace: bool = False,
+        source: str | None = None,
     ) -> list[ImportResult]:
+        """Import the file at ``path`` (``source``, its name in messages: the path by default).
+        A SillyTavern chat (``.jsonl``) is read a batch of messages at a time, parsed and
+        converted in a worker thread and written a batch at a time: its import holds a batch,
+        never the file; any other file is read whole (each kind has its cap)."""
         path = Path(path)
+        source = str(path) if source is None else source
+        if group is None and await asyncio.to_thread(_starts_as_chat, path):
+            streamed = await self._import_chat_file(path, source, character, replace)
+            if streamed is not None:
+                return [streamed]
         cap = max(self.limits.image_bytes, self.limits.archive_unpacked_bytes)
         cap = max(cap, self.limits.chat_file_bytes)
-        data = read_limited(path, cap)
+        data = await asyncio.to_thread(read_limited, path, cap)
         return await self.import_bytes(
-            data, source=str(path), character=character, group=group, replace=replace
+            data, source=source, character=character, group=group, replace=replace
         )
+
+    async def _import_chat_file(
+        self, path: Path, source: str, character: str | None, replace: bool
+    ) -> ImportResult | None:
+        """A ``.jsonl`` chat file read a batch at a time (memory for a batch, not the file);
+        ``None`` for one the whole-file reader takes instead: a group chat, or one with a line
+        that is not UTF-8 (nothing of it is left stored)."""
+        try:
+            chat = await streamed_chat(path, source=source, limits=self.limits, batch=CHAT_BATCH)
+            if character is None and is_group_chat(chat.view()):
+                return None
+            stem = Path(source).stem if not source.startswith("<") else None
+            return await self._import_chat(chat, stem or "chat", source, character, replace)
+        except NotStreamable:
+            return None
 
     async def import_bytes(
         self,
@@ -134,7 +169,8 @@ class Library(LibraryExports):
         ``group`` (a stored group's id or name) imports a chat as that group's chat; a chat
         whose messages carry speakers' ``original_avatar`` is a group chat anyway, attached to
         the stored group that lists its name."""
-        data, repaired = repair_utf8(data, source=source)
+        big = len(data) >= OFF_LOOP_BYTES
+        data, repaired = await _off_loop(big, repair_utf8, data, source=source)
         results = await self._import_data(data, source, character, replace, group)
         if repaired is None:
             return results
@@ -165,7 +201,8 @@ class Library(LibraryExports):
         group: str | None = None,
     ) -> list[ImportResult]:
         self._check_lorebook_size(data, source)
-        handler, value = self.formats.read(data, source)
+        big = len(data) >= OFF_LOOP_BYTES
+        handler, value = await _off_loop(big, self.formats.read, data, source)
         stem = Path(source).stem if not source.startswith("<") else None
         if isinstance(value, ImportedCard):
             return await self._import_card(value, source, replace)
@@ -182,7 +219,8 @@ class Library(LibraryExports):
         if isinstance(value, Chat) and character is None and (group or is_group_chat(value)):
             return [await self._import_group_chat(value, stem or "group chat", source, group)]
         if isinstance(value, Chat):
-            return [await self._import_chat(value, stem or "chat", source, character, replace)]
+            chat = parsed_chat(value, CHAT_BATCH)
+            return [await self._import_chat(chat, stem or "chat", source, character, replace)]
         if isinstance(value, ImportedSettings):
             return await self._import_settings(value, source, replace)
         if isinstance(value, ChatLunaPreset):
@@ -344,7 +382,7 @@ class Library(LibraryExports):
         return results
 
     async def _import_chat(
-        self, chat: Chat, name: str, source: str, character: str | None, replace: bool
+        self, chat: ChatSource, name: str, source: str, character: str | None, replace: bool
     ) -> ImportResult:
         """A chat file, named from its content (``<character> - <first message's date>``, as
         SillyTavern names a new chat; the file name for a branch, or when the content says
@@ -352,7 +390,8 @@ class Library(LibraryExports):
         file is called; a different chat of the same name and character needs ``replace``.
         Only identical content counts as the same: SillyTavern's branches share their main
         chat's ``integrity`` id."""
-        header_name, speaker = _chat_character(chat)
+        view = chat.view()
+        header_name, speaker = _chat_character(view)
         char_id: str | None = None
         if character is not None:
             char_id = (
@@ -371,9 +410,15 @@ class Library(LibraryExports):
         # A branch shares its main chat's first message (and, in SillyTavern, its integrity
         # id): only its file name tells it apart.
         if not chat.header.chat_metadata.main_chat:
-            name = _chat_name(chat, header_name or speaker) or name
+            name = _chat_name(view, header_name or speaker) or name
         integrity = chat.header.chat_metadata.integrity
-        lines = [record_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        # the stored chats with the file's integrity id, by the store's index (never by
+        # loading every chat); a chat is only loaded to compare when its length can be the file's
+        same_id = (
+            {i.id for i in await self.store.chats_with_integrity(integrity, owner=self.owner)}
+            if integrity
+            else set()
+        )
         same_name: ChatInfo | None = None
         for info in await self.store.list_chats(owner=self.owner):
             named = info.name == name and info.character_id == char_id
@@ -381,11 +426,12 @@ class Library(LibraryExports):
             orphan = info.name == name and info.character_id is None and char_id is not None
             if named:
                 same_name = info
-            if not (integrity or named or orphan):
+            if not (named or orphan or info.id in same_id):
+                continue
+            if chat.count is not None and info.message_count != chat.count:
                 continue
             stored = await self.store.load_chat(info.id, owner=self.owner)
-            known = (stored.header.get("chat_metadata") or {}).get("integrity")
-            if (named or orphan or known == integrity) and stored.lines() == lines:
+            if await _same_lines(stored.lines(), chat):
                 if char_id is not None and info.character_id is None:
                     await self.store.attach_chat(info.id, char_id, owner=self.owner)
                     return ImportResult("chat", info.name, info.id, "linked", source)
@@ -397,11 +443,31 @@ class Library(LibraryExports):
                     kind="chat",
                     name=name,
                 )
+            # the new chat first: a file that turns out bad part way leaves the old one be
+            created = await self._write_chat(chat, name, char_id)
             await self.store.delete_chat(same_name.id, owner=self.owner)
-            created = await self._create_chat(lines, name, char_id)
             return ImportResult("chat", name, created.id, "replaced", source)
-        created = await self._create_chat(lines, name, char_id)
+        created = await self._write_chat(chat, name, char_id)
         return ImportResult("chat", name, created.id, "imported", source)
+
+    async def _write_chat(self, chat: ChatSource, name: str, char_id: str | None) -> ChatInfo:
+        """The chat written a batch at a time (:data:`CHAT_BATCH` messages, each a short
+        write): a 20,000-message chat never holds the loop, or the store, for the whole of it.
+        One that fails part way is removed."""
+        created: ChatInfo | None = None
+        try:
+            async for batch in chat.batches():
+                if created is None:
+                    created = await self._create_chat([chat.head_line(), *batch], name, char_id)
+                else:
+                    await self.store.append_messages(created.id, batch, owner=self.owner)
+        except BaseException:
+            if created is not None:
+                await asyncio.shield(self.store.delete_chat(created.id, owner=self.owner))
+            raise
+        if created is None:
+            return await self._create_chat([chat.head_line()], name, char_id)
+        return await self.store.get_chat_info(created.id, owner=self.owner)
 
     async def _adopt_chats(self, name: str, char_id: str, source: str) -> list[ImportResult]:
         """Attach to the character ``name`` (just imported) the chats imported before it that
@@ -431,7 +497,7 @@ class Library(LibraryExports):
         """A group chat, named after its file (SillyTavern's chat id), attached to no
         character and listed in its group: ``group``, else the stored group that lists the
         name. The same lines under that name are this chat (``unchanged``)."""
-        lines = [record_wire(chat.header), *(_wire_message(m) for m in chat.messages)]
+        lines = await _off_loop(len(chat.messages) >= CHAT_BATCH, _chat_lines, chat)
         owner = self.owner
         if group is None:
             found = await group_of_chat(self.store, name, owner=owner)
@@ -553,11 +619,36 @@ def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
 
 
-def _wire_message(message: Any) -> dict[str, Any]:
-    to_st = getattr(message, "to_st", None)
-    if callable(to_st):
-        return record_wire(to_st())
-    return record_wire(message)
+def _starts_as_chat(path: Path) -> bool:
+    """Whether the file's first line reads as a chat's header (only that line is read)."""
+    with path.open("rb") as file:
+        return is_chat_jsonl(file.readline(1024 * 1024))
+
+
+async def _same_lines(stored: list[dict[str, Any]], chat: ChatSource) -> bool:
+    """Whether a stored chat's lines are the file's, read a batch at a time."""
+    if not stored or stored[0] != chat.head_line():
+        return False
+    at = 1
+    async for batch in chat.batches():
+        if stored[at : at + len(batch)] != batch:
+            return False
+        at += len(batch)
+    return at == len(stored)
+
+
+def _chat_lines(chat: Chat) -> list[dict[str, Any]]:
+    """The chat as the lines of its ``.jsonl``: the header, then each message."""
+    return [record_wire(chat.header), *(wire_message(m) for m in chat.messages)]
+
+
+async def _off_loop(big: bool, fn: Callable[..., _R], *args: Any, **kw: Any) -> _R:
+    """``fn(*args, **kw)`` in a worker thread when its input is ``big`` (a file's bytes, a
+    chat's messages: parsing and converting them would hold the event loop, and every other
+    user's request, for seconds), else here (a thread's trip costs more than a small file)."""
+    if not big:
+        return fn(*args, **kw)
+    return await asyncio.to_thread(fn, *args, **kw)
 
 
 def _a(label: str) -> str:

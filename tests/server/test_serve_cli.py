@@ -157,3 +157,28 @@ def test_a_taken_port_is_a_clear_error() -> None:
     taken = listening_socket("127.0.0.1", 0)
     with taken, pytest.raises(ServerConfigError, match=r"cannot listen on 127\.0\.0\.1"):
         listening_socket("127.0.0.1", taken.getsockname()[1])
+
+
+def test_serve_max_upload_sets_the_upload_cap(tmp_path: Path) -> None:
+    """``--max-upload`` is the server's upload cap: a body over it is 413, one under it is
+    read; a size that is not one is refused before the server starts."""
+    assert "--max-upload must be a positive size" in refused(tmp_path, "--max-upload", "lots")
+    assert "--max-upload must be a positive size" in refused(tmp_path, "--max-upload", "0")
+    with serving(tmp_path / "home", "--max-upload", "1K") as url:
+        _wait_up(url)
+        big = httpx.post(f"{url}/import/raw", content=b"x" * 2048, timeout=10)
+        assert big.status_code == 413 and big.json()["error"]["type"] == "LimitExceeded"
+        small = httpx.post(f"{url}/import/raw", content=b"{}", timeout=10)
+        assert small.status_code != 413
+
+
+def test_parse_size_reads_binary_units() -> None:
+    from tavernkit.cli.serve import parse_size
+
+    assert parse_size("1048576", what="x") == 1024 * 1024
+    assert parse_size("512K", what="x") == 512 * 1024
+    assert parse_size("64M", what="x") == parse_size("64MiB", what="x") == 64 * 1024**2
+    assert parse_size("1.5g", what="x") == 3 * 1024**3 // 2
+    for bad in ("", "M", "-1M", "nan", "inf", "12Q"):
+        with pytest.raises(ServerConfigError):
+            parse_size(bad, what="x")

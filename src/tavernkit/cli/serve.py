@@ -20,7 +20,7 @@ from typing import Annotated
 import typer
 
 from tavernkit.cli._common import HomeOption, fail
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 
@@ -36,7 +36,27 @@ except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
 else:
     _MISSING = None
 
-__all__ = ["serve_command"]
+__all__ = ["parse_size", "serve_command"]
+
+_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def parse_size(text: str, *, what: str) -> int:
+    """A size a user writes (``1048576``, ``512K``, ``64M``, ``2G``, ``64MiB``; binary units)
+    in bytes; anything else, or a size that is not positive, is a :class:`ServerConfigError`
+    naming ``what``."""
+    raw = text.strip().upper().removesuffix("IB").removesuffix("B")
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in _UNITS else (raw, "")
+    try:
+        value = float(number) * _UNITS.get(unit, 1)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**50:  # NaN and infinity too
+        raise ServerConfigError(
+            f"{what} must be a positive size in bytes, or with K, M or G (e.g. 256M): {text!r}"
+        )
+    return int(value)
+
 
 PASSWORD_ENV = "TAVERNKIT_ADMIN_PASSWORD"
 DATABASE_ENV = "TAVERNKIT_DATABASE_URL"
@@ -126,6 +146,14 @@ def serve_command(
             "loopback, private or link-local (repeatable; accounts on).",
         ),
     ] = None,
+    max_upload: Annotated[
+        str,
+        typer.Option(
+            "--max-upload",
+            help="The largest upload (an import: a 60 MB chat, a folder of cards) accepted: "
+            "bytes, or a number with K, M or G (binary: 256M is 256 MiB).",
+        ),
+    ] = "32M",
     lorebook_max_bytes: Annotated[
         int,
         typer.Option(
@@ -144,6 +172,10 @@ def serve_command(
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
+    try:
+        upload_max_bytes = parse_size(max_upload, what="--max-upload")
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
     settings = ServerSettings(
         home=Path(home) if home is not None else None,
         host=host,
@@ -159,6 +191,7 @@ def serve_command(
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
         lorebook_max_bytes=lorebook_max_bytes,
+        upload_max_bytes=upload_max_bytes,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
         # the tokenizer and the embedded model load before it listens, not in the first turn

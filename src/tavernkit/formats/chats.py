@@ -21,7 +21,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -32,9 +32,11 @@ from tavernkit.models.chat import Chat, ChatHeader, Message
 from tavernkit.models.send_date import format_send_date, parse_send_date
 
 __all__ = [
+    "NotStreamable",
     "chat_to_jsonl",
     "format_send_date",
     "is_chat_jsonl",
+    "iter_chat_file",
     "parse_send_date",
     "read_chat_file",
     "read_chat_jsonl",
@@ -82,6 +84,53 @@ def read_chat_file(path: Path, *, limits: FormatLimits = DEFAULT_LIMITS) -> Chat
     """Read a ``.jsonl`` chat file (refusing one over ``limits.chat_file_bytes`` unread)."""
     data = read_limited(Path(path), limits.chat_file_bytes, what="chat file")
     return read_chat_jsonl(data, source=str(path), limits=limits)
+
+
+class NotStreamable(Exception):
+    """A chat file :func:`iter_chat_file` leaves to the whole-file reader: a line that is not
+    UTF-8 (read with U+FFFD in its place there, as SillyTavern reads it)."""
+
+
+def iter_chat_file(
+    file: BinaryIO, *, source: str, limits: FormatLimits = DEFAULT_LIMITS, batch: int = 500
+) -> Iterator[ChatHeader | list[Message]]:
+    """Read a ``.jsonl`` chat from ``file`` a line at a time: first its header, then its
+    messages in lists of at most ``batch``; what is held is one batch, never the file. Lines
+    are checked as :func:`read_chat_jsonl` checks them (same errors, naming the line); a file
+    past ``limits.chat_file_bytes`` is refused when the reading gets there. A line that is not
+    UTF-8 raises :class:`NotStreamable`."""
+    read = 0
+    header: ChatHeader | None = None
+    messages: list[Message] = []
+    for number, raw in enumerate(file, start=1):
+        read += len(raw)
+        if read > limits.chat_file_bytes:
+            raise LimitExceeded(
+                f"chat is over the limit of {limits.chat_file_bytes} bytes", source=source
+            )
+        try:
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise NotStreamable(f"line {number} is not UTF-8") from None
+        if not line.strip():
+            continue
+        value = _parse_line(line.removesuffix("\n"), number, source, limits)
+        if header is None:
+            if _is_headerless_message(value):
+                header = ChatHeader.new()
+                yield header
+            else:
+                header = _validate(ChatHeader, value, number, source)
+                yield header
+                continue
+        messages.append(_validate(Message, value, number, source))
+        if len(messages) >= batch:
+            yield messages
+            messages = []
+    if header is None:
+        raise FormatError("empty chat: no header line", source=source, field="line 1")
+    if messages:
+        yield messages
 
 
 def is_chat_jsonl(data: bytes | str) -> bool:

@@ -88,7 +88,8 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8000
     accounts: bool = False
-    #: the largest import upload (multipart or raw body) accepted, in bytes
+    #: the largest import upload (multipart or raw body) accepted, in bytes (``tavernkit serve
+    #: --max-upload``); an upload goes to a temporary file as it arrives
     upload_max_bytes: int = 32 * 1024 * 1024
     #: the largest lorebook file an import reads, in bytes (``--lorebook-max-bytes``); the
     #: default, the reader's ceiling (``FormatLimits.lorebook_json_bytes``), admits a

@@ -31,6 +31,8 @@ _DIALECT = (
         "THEN (body::json ->> 'swipe_id')::numeric END = ?",
     ),
     ("ORDER BY rowid", "ORDER BY seq"),
+    # SQLite's LIKE ignores the case of ASCII letters; PostgreSQL's ILIKE, of every letter
+    ("name LIKE ? ESCAPE '\\'", "name ILIKE ? ESCAPE '\\'"),
 )
 #: an INSERT of plain values (no ON CONFLICT, no SELECT), which COPY can do for many rows
 _PLAIN_INSERT = re.compile(

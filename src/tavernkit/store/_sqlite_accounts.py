@@ -226,6 +226,7 @@ class SqliteAccounts(SqliteBase):
                 await _move_storage_use(db, owner, receiver)
                 key_ids = []
             await db.execute("DELETE FROM storage_use WHERE owner = ?", (owner,))
+            await db.execute("DELETE FROM record_counts WHERE owner = ?", (owner,))
             # the user's API tokens and sessions go with the row (ON DELETE CASCADE)
             await db.execute("DELETE FROM users WHERE id = ?", (user_id,))
         self._forget_key_secrets(key_ids)

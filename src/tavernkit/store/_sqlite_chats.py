@@ -55,6 +55,14 @@ _HEADER_COL = 8
 _COUNT_COLS = ", c.header, c.msg_total, c.msg_hidden, c.msg_user, c.msg_hidden_tools"
 
 
+def _integrity(head: Mapping[str, Any]) -> str | None:
+    """The header's ``chat_metadata.integrity`` id (SillyTavern's id of a chat and its
+    branches), kept in a column of its own for :meth:`SqliteChats.chats_with_integrity`."""
+    meta = head.get("chat_metadata")
+    found = meta.get("integrity") if isinstance(meta, Mapping) else None
+    return found if isinstance(found, str) else None
+
+
 def _chat_info(row: Any) -> ChatInfo:
     return ChatInfo(
         id=row[0],
@@ -140,6 +148,17 @@ class SqliteChats(SqliteBase):
                 )
                 params = (owner, info.id)
             async with db.execute(sql, params) as cur:
+                return [_chat_info(r) for r in await cur.fetchall()]
+
+    async def chats_with_integrity(
+        self, integrity: str, *, owner: str = DEFAULT_OWNER
+    ) -> list[ChatInfo]:
+        async with self._read() as db:
+            sql = (
+                f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.integrity = ? "
+                "ORDER BY c.updated DESC"
+            )
+            async with db.execute(sql, (owner, integrity)) as cur:
                 return [_chat_info(r) for r in await cur.fetchall()]
 
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo:
@@ -310,8 +329,8 @@ class SqliteChats(SqliteBase):
                 char_id, char_name = info.id, info.name
             await db.execute(
                 "INSERT INTO chats (id, owner, character_id, character_name, name, header, "
-                "created, updated) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (chat_id, owner, char_id, char_name, name, dumps(head), now, now),
+                "created, updated, integrity) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (chat_id, owner, char_id, char_name, name, dumps(head), now, now, _integrity(head)),
             )
             await self._insert_messages(db, chat_id, 0, docs)
         return await self.get_chat_info(chat_id, owner=owner)
@@ -414,8 +433,8 @@ class SqliteChats(SqliteBase):
         self, db: aiosqlite.Connection, chat_id: str, owner: str, head: dict[str, Any]
     ) -> None:
         cur = await db.execute(
-            "UPDATE chats SET header = ?, updated = ? WHERE id = ? AND owner = ?",
-            (dumps(head), self._now(), chat_id, owner),
+            "UPDATE chats SET header = ?, updated = ?, integrity = ? WHERE id = ? AND owner = ?",
+            (dumps(head), self._now(), _integrity(head), chat_id, owner),
         )
         if cur.rowcount == 0:
             raise NotFound(f"no chat {chat_id!r}")

@@ -44,7 +44,11 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
         "key_id, model, cooldown_until, failures, last_error_code, last_used, updated",
         "key_id, model",
     ),
-    ("chats", "id, owner, character_id, character_name, name, header, created, updated", "id"),
+    (
+        "chats",
+        "id, owner, character_id, character_name, name, header, created, updated, integrity",
+        "id",
+    ),
     ("messages", "id, chat_id, position, body, extracted, mes, flags", "chat_id, position"),
     ("swipes", "message_id, idx, text, info, partial", "message_id, idx"),
     # the server's accounts (005); tokens and sessions are hashes, copied as they are

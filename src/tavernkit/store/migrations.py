@@ -34,7 +34,15 @@ from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
-__all__ = ["M001_STATEMENTS", "MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = [
+    "M001_STATEMENTS",
+    "M011_STATEMENTS",
+    "M012_STATEMENTS",
+    "MIGRATIONS",
+    "PG_M013_STATEMENTS",
+    "Migration",
+    "apply_migrations",
+]
 
 Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -359,6 +367,81 @@ async def _m010_key_rests(db: aiosqlite.Connection) -> None:
     await _run(db, list(M010_STATEMENTS))
 
 
+#: the listing indexes (011), as plain SQL both backends run: one per order of
+#: :meth:`~tavernkit.store.protocol.Store.list_page`, each holding a whole listing line
+M011_STATEMENTS: tuple[str, ...] = (
+    "CREATE INDEX records_listed_by_name ON records "
+    "(owner, kind, lower(name), name, created, id, updated)",
+    "CREATE INDEX records_listed_by_created ON records (owner, kind, created, id, name, updated)",
+    "CREATE INDEX records_listed_by_updated ON records (owner, kind, updated, id, name, created)",
+)
+
+
+async def _m011_listing_indexes(db: aiosqlite.Connection) -> None:
+    # A page of a listing (the character grid at 8,000 cards) is read from an index that holds
+    # its lines, in its order: never every record's row, whose data is a whole card.
+    await _run(db, M011_STATEMENTS)
+
+
+#: a chat's ``chat_metadata.integrity`` id in a column of its own, indexed (012), so an import
+#: finds the stored chats with the file's id by the index, never by loading every chat
+M012_STATEMENTS: tuple[str, ...] = (
+    "ALTER TABLE chats ADD COLUMN integrity TEXT",
+    "CREATE INDEX chats_by_integrity ON chats (owner, integrity)",
+)
+
+
+async def _m012_chat_integrity(db: aiosqlite.Connection) -> None:
+    await _run(db, M012_STATEMENTS)
+    await db.execute(
+        "UPDATE chats SET integrity = json_extract(header, '$.chat_metadata.integrity') "
+        "WHERE json_valid(header) "
+        "AND json_type(header, '$.chat_metadata.integrity') = 'text'"
+    )
+
+
+#: how many records each owner has of each kind (013), kept by triggers: the total of a page of
+#: a listing is one row, never a count of the listing (the character grid's "1-50 of 8,000")
+M013_TABLE = (
+    "CREATE TABLE record_counts (owner TEXT NOT NULL, kind TEXT NOT NULL, "
+    "n BIGINT NOT NULL, PRIMARY KEY (owner, kind))"
+)
+M013_FILL = (
+    "INSERT INTO record_counts (owner, kind, n) "
+    "SELECT owner, kind, count(*) FROM records GROUP BY owner, kind"
+)
+_COUNT_IN = (
+    "INSERT INTO record_counts (owner, kind, n) VALUES (NEW.owner, NEW.kind, 1) "
+    "ON CONFLICT (owner, kind) DO UPDATE SET n = record_counts.n + 1"
+)
+_COUNT_OUT = "UPDATE record_counts SET n = n - 1 WHERE owner = OLD.owner AND kind = OLD.kind"
+M013_STATEMENTS: tuple[str, ...] = (
+    M013_TABLE,
+    f"CREATE TRIGGER records_counted_in AFTER INSERT ON records BEGIN {_COUNT_IN}; END",
+    f"CREATE TRIGGER records_counted_out AFTER DELETE ON records BEGIN {_COUNT_OUT}; END",
+    "CREATE TRIGGER records_recounted AFTER UPDATE OF owner, kind ON records "
+    f"BEGIN {_COUNT_OUT}; {_COUNT_IN}; END",
+    M013_FILL,
+)
+#: PostgreSQL's: one plpgsql function behind a row trigger
+PG_M013_STATEMENTS: tuple[str, ...] = (
+    M013_TABLE,
+    f"""CREATE FUNCTION tk_count_records() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN {_COUNT_OUT}; END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN {_COUNT_IN}; END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER records_counted AFTER INSERT OR DELETE OR UPDATE OF owner, kind "
+    "ON records FOR EACH ROW EXECUTE FUNCTION tk_count_records()",
+    M013_FILL,
+)
+
+
+async def _m013_record_counts(db: aiosqlite.Connection) -> None:
+    await _run(db, M013_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -370,6 +453,9 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("008_message_search", _m008_message_search),
     ("009_storage_use", _m009_storage_use),
     ("010_key_rests", _m010_key_rests),
+    ("011_listing_indexes", _m011_listing_indexes),
+    ("012_chat_integrity", _m012_chat_integrity),
+    ("013_record_counts", _m013_record_counts),
 )
 
 

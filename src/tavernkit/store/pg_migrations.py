@@ -31,7 +31,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tavernkit.errors import StoreError
-from tavernkit.store.migrations import M001_STATEMENTS, M005_STATEMENTS, M010_STATEMENTS
+from tavernkit.store.migrations import (
+    M001_STATEMENTS,
+    M005_STATEMENTS,
+    M010_STATEMENTS,
+    M011_STATEMENTS,
+    M012_STATEMENTS,
+    PG_M013_STATEMENTS,
+)
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
@@ -155,6 +162,16 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("008_message_search", _M008),
     ("009_storage_use", M009_STATEMENTS),
     ("010_key_rests", M010_STATEMENTS),
+    ("011_listing_indexes", M011_STATEMENTS),
+    (
+        "012_chat_integrity",
+        (
+            *M012_STATEMENTS,
+            "UPDATE chats SET integrity = header::json -> 'chat_metadata' ->> 'integrity' "
+            "WHERE json_typeof(header::json -> 'chat_metadata' -> 'integrity') = 'string'",
+        ),
+    ),
+    ("013_record_counts", PG_M013_STATEMENTS),
 )
 
 

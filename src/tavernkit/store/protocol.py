@@ -24,7 +24,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,11 +42,13 @@ __all__ = [
     "Document",
     "JsonValue",
     "KeyState",
+    "ListOrder",
     "MessageCounts",
     "MessageHit",
     "MessageHits",
     "ModelRegistry",
     "RecordInfo",
+    "RecordPage",
     "RecordRef",
     "SharedRecord",
     "Store",
@@ -119,6 +121,19 @@ class RecordInfo:
     owner: str
     created: datetime
     updated: datetime
+
+
+#: the orders :meth:`Store.list_page` reads a page in: by name (case folded, A-Z or Z-A), by
+#: when the record was made (newest or oldest first) or last written (latest first)
+ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated"]
+
+
+@dataclass(frozen=True, slots=True)
+class RecordPage:
+    """One page of a listing and how many lines the whole listing has."""
+
+    items: builtins.list[RecordInfo]
+    total: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,6 +444,23 @@ class Store(AccountStore, Protocol):
 
     async def list(self, kind: str, *, owner: str = DEFAULT_OWNER) -> builtins.list[RecordInfo]: ...
 
+    async def list_page(
+        self,
+        kind: str,
+        *,
+        owner: str = DEFAULT_OWNER,
+        offset: int = 0,
+        limit: int = 50,
+        name_contains: str | None = None,
+        order: ListOrder = "name",
+    ) -> RecordPage:
+        """The lines ``offset`` to ``offset + limit`` of the listing of ``kind`` in ``order``
+        (ties by name, then by when made), only those whose name contains ``name_contains``
+        (case-insensitively) when it is given, and the number of such lines. Read through an
+        index of the listing lines (migration 011): its cost follows the page, not the number
+        of records (a name filter reads the index's names, never a record)."""
+        ...
+
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...
 
     async def get_blob(
@@ -541,6 +573,13 @@ class Store(AccountStore, Protocol):
     async def list_chats(
         self, *, owner: str = DEFAULT_OWNER, character: str | None = None
     ) -> builtins.list[ChatInfo]: ...
+
+    async def chats_with_integrity(
+        self, integrity: str, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[ChatInfo]:
+        """The chats whose header's ``chat_metadata.integrity`` is ``integrity`` (a chat and
+        its SillyTavern branches share one), newest first: an index lookup (migration 012)."""
+        ...
 
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo: ...
 

@@ -35,6 +35,7 @@ from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
 from tavernkit.store._sqlite_keys import SqliteKeys
+from tavernkit.store._sqlite_listing import SqliteListing
 from tavernkit.store._sqlite_members import SqliteRecordMembers
 from tavernkit.store._sqlite_search import SqliteSearch
 from tavernkit.store._sqlite_swipes import SqliteSwipes
@@ -155,6 +156,7 @@ class SqliteStore(
     SqliteVectors,
     SqliteKeys,
     SqliteRecordMembers,
+    SqliteListing,
 ):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 

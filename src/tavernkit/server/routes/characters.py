@@ -10,7 +10,7 @@ import asyncio
 import copy
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, Field
@@ -19,8 +19,16 @@ from tavernkit.errors import Conflict, FormatError, LimitExceeded, NotFound
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.avatars import AVATAR_MAX_BYTES, avatar_png
 from tavernkit.server.card_facets import Facets
-from tavernkit.server.routes._common import Page, PageQuery, RecordBody, RecordLine, State, page_of
-from tavernkit.store.protocol import RecordInfo
+from tavernkit.server.routes._common import (
+    Page,
+    PageQuery,
+    Paging,
+    RecordBody,
+    RecordLine,
+    State,
+    page_of,
+)
+from tavernkit.store.protocol import ListOrder, RecordInfo
 
 __all__ = ["router"]
 
@@ -79,6 +87,8 @@ class LinkedBooks(BaseModel):
 
 
 SortOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "chatted", "fav"]
+#: the orders the store's listing indexes keep (the others read every line)
+_INDEXED_ORDERS: dict[str, ListOrder] = {order: order for order in get_args(ListOrder)}
 
 
 @router.get("")
@@ -101,11 +111,14 @@ async def list_characters(
     ] = None,
     facets: Annotated[bool, Query(description="add every tag and its count")] = False,
 ) -> CharacterPage:
-    infos = await tk.store.list("character", owner=tk.owner)
-    tag_counts = None
     # The cards are read (once per revision, then cached) only for what needs them: a filter, an
     # order by favourite, or the tag counts; otherwise only the page's cards are.
     whole = bool(tag) or fav is not None or sort == "fav" or facets
+    order = _INDEXED_ORDERS.get(sort or "name")
+    if not whole and order is not None:
+        return await _indexed_page(tk, state, paging, q, order)
+    infos = await tk.store.list("character", owner=tk.owner)
+    tag_counts = None
     known = await state.card_facets.of(tk.store, infos, owner=tk.owner) if whole else {}
     if facets:
         tag_counts = _count_tags(known.values())
@@ -119,13 +132,12 @@ async def list_characters(
         ]
     if fav is not None:
         infos = [i for i in infos if i.id in known and known[i.id].fav == fav]
-    if sort is not None:
-        last_chat: dict[str, datetime] = {}
-        if sort == "chatted":
-            for chat in await tk.store.list_chats(owner=tk.owner):
-                if chat.character_id and chat.character_id not in last_chat:
-                    last_chat[chat.character_id] = chat.updated  # newest first
-        infos = _sorted(infos, sort, known, last_chat)
+    last_chat: dict[str, datetime] = {}
+    if sort == "chatted":
+        for chat in await tk.store.list_chats(owner=tk.owner):
+            if chat.character_id and chat.character_id not in last_chat:
+                last_chat[chat.character_id] = chat.updated  # newest first
+    infos = _sorted(infos, sort or "name", known, last_chat)
     items, total = page_of(infos, paging)
     if not whole:
         known = await state.card_facets.of(tk.store, items, owner=tk.owner)
@@ -135,6 +147,29 @@ async def list_characters(
         offset=paging.offset,
         limit=paging.limit,
         tags=tag_counts,
+    )
+
+
+async def _indexed_page(
+    tk: UserTavern, state: State, paging: Paging, q: str | None, order: ListOrder
+) -> CharacterPage:
+    """A page in an order the store's listing indexes keep: its lines read from the index
+    alone, then the facets of its cards (cached per revision): a page costs the same at 20
+    cards and at 8,000."""
+    found = await tk.store.list_page(
+        "character",
+        owner=tk.owner,
+        offset=paging.offset,
+        limit=paging.limit,
+        name_contains=q or None,
+        order=order,
+    )
+    known = await state.card_facets.of(tk.store, found.items, owner=tk.owner)
+    return CharacterPage(
+        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in found.items],
+        total=found.total,
+        offset=paging.offset,
+        limit=paging.limit,
     )
 
 
@@ -289,8 +324,8 @@ async def _capped_body(request: Request, limit: int) -> bytes:
 @router.get("/{ref}/thumbnail", response_class=Response)
 async def get_thumbnail(ref: str, tk: UserTavern, state: State) -> Response:
     """The avatar at most 128 px a side (WebP)."""
-    info = (await tk.store.get_record("character", ref, owner=tk.owner)).info
-    thumb = state.thumbnails.get(info.id, info.updated, await _avatar(tk, info.id))
+    info, _ = await tk.store.get_record_text("character", ref, owner=tk.owner)
+    thumb = await state.thumbnails.get(info.id, info.updated, await _avatar(tk, info.id))
     return Response(thumb, media_type="image/webp", headers={"Cache-Control": "private"})
 
 

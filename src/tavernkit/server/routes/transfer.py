@@ -1,9 +1,18 @@
 """Import (every format the library reads, recognised by content, from a multipart upload or
-a raw body; capped by the server's upload limit) and export (every format it writes)."""
+a raw body; capped by the server's upload limit, ``--max-upload``) and export (every format it
+writes). An upload goes to a temporary file as it arrives and is imported from there: a chat
+is then read a batch at a time (:meth:`~tavernkit.library.Library.import_file`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import asyncio
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, BinaryIO, Literal
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request, Response, UploadFile
@@ -74,11 +83,12 @@ async def import_files(
     it stay imported."""
     results: list[Imported] = []
     for upload in file:
-        data = await upload.read()
         source = upload.filename or "<upload>"
-        found = await tk.library.import_bytes(
-            data, source=source, character=character, replace=replace
-        )
+        async with _temp_file() as path:
+            await asyncio.to_thread(_copy_out, upload.file, path)
+            found = await tk.library.import_file(
+                path, source=source, character=character, replace=replace
+            )
         results.extend(Imported.of(r) for r in found)
     return results
 
@@ -103,11 +113,35 @@ async def import_raw(
     replace: Replace = False,
 ) -> list[Imported]:
     """Import the request body itself (any format the library reads)."""
-    data = await request.body()
-    if not data:
-        raise FormatError("the request body is empty", source=name)
-    found = await tk.library.import_bytes(data, source=name, character=character, replace=replace)
+    async with _temp_file() as path:
+        with path.open("wb") as out:
+            async for chunk in request.stream():
+                out.write(chunk)  # a chunk (64 KiB at most): a short write to the page cache
+        if path.stat().st_size == 0:
+            raise FormatError("the request body is empty", source=name)
+        found = await tk.library.import_file(
+            path, source=name, character=character, replace=replace
+        )
     return [Imported.of(r) for r in found]
+
+
+@asynccontextmanager
+async def _temp_file() -> AsyncIterator[Path]:
+    """A private temporary file for an upload (the body goes to disk as it arrives, so a
+    60 MB chat is never held in memory whole), removed afterwards."""
+    fd, name = await asyncio.to_thread(tempfile.mkstemp, prefix="tavernkit-upload-")
+    os.close(fd)
+    path = Path(name)
+    try:
+        yield path
+    finally:
+        await asyncio.to_thread(path.unlink, missing_ok=True)
+
+
+def _copy_out(upload: BinaryIO, path: Path) -> None:
+    upload.seek(0)
+    with path.open("wb") as out:
+        shutil.copyfileobj(upload, out, 1024 * 1024)
 
 
 @router.get("/export/{kind}/{ref}", response_class=Response)
