@@ -84,7 +84,10 @@ class Chat:
         assert usage is not None
         assert usage.input_tokens is not None
         assert usage.cached_input_tokens is not None
-        self.turns.append((usage.input_tokens, usage.input_tokens - usage.cached_input_tokens))
+        evaluated = usage.input_tokens - usage.cached_input_tokens
+        assert usage.raw is not None
+        assert usage.raw["timings"]["prompt_n"] == evaluated  # llama.cpp's own count
+        self.turns.append((usage.input_tokens, evaluated))
 
     def later_turns_evaluate_only_what_is_new(self) -> bool:
         return all(evaluated <= NEW_SHARE * size for size, evaluated in self.turns[1:])

@@ -342,12 +342,16 @@ class _StreamState:
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            raw = dict(usage)
+            if isinstance(chunk.get("timings"), Mapping):
+                # llama.cpp's own: prompt_n tokens evaluated in prompt_ms, cache_n reused
+                raw["timings"] = dict(chunk["timings"])
             self.usage = Usage(
                 input_tokens=usage.get("prompt_tokens"),
                 output_tokens=usage.get("completion_tokens"),
                 total_tokens=usage.get("total_tokens"),
                 cached_input_tokens=cached,
-                raw=dict(usage),
+                raw=raw,
             )
         if events and self.meta is not None:
             events.insert(0, self.meta)
