@@ -15,12 +15,13 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
   puts World Info "before" right after the main prompt, so a lorebook entry that activates or
   drops out between turns changes the prompt near its top. ``shifted_reuse`` (llama.cpp's
   ``n_cache_reuse``: reuse cached chunks of at least that many tokens that only moved, shifting
-  their positions) keeps the rest: measured on the demo chat (``benchmarks/local_latency.py``),
-  turn 2 reused 0 of 594 prompt tokens without it and 573 with 16. It is 16 by default: 64
-  missed the 30-50 token pieces between two entries that changed (a turn that reused 219 of
-  757), and everything after a missed piece is evaluated again. A moved chunk's cache still
-  reflects the text that was removed before it (what llama.cpp's ``--cache-reuse`` accepts);
-  ``shifted_reuse=0`` evaluates from the first changed token instead.
+  their positions) keeps the rest: on the demo chat, with the routing, turn 2 reused 22 of 594
+  prompt tokens without it and 573 with 16. It is 16 by default: 64 missed the 30-50 token
+  pieces between two entries that changed (a turn that reused 219 of 757), and everything after
+  a missed piece is evaluated again. A moved chunk's cache still reflects the text that was
+  removed before it (what llama.cpp's ``--cache-reuse`` accepts); ``shifted_reuse=0``
+  evaluates from the first changed token instead. An entry that *comes in* is not helped:
+  llama.cpp reuses nothing past inserted text, so that turn evaluates from the entry on.
 - **Threads.** Measured on a 2-core box shared with other work: generation with 2 threads and
   llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread; prompt
   evaluation scales with threads even then (96 vs 65 tok/s). So the default is 1 generation
