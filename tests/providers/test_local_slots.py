@@ -119,3 +119,15 @@ def test_a_refused_request_leaves_its_slot_unknown() -> None:
     router.release(refused, None, "")
     # its chat is no longer pinned there: llama.cpp chooses (and saves that slot to RAM)
     assert router.claim(shape).id_slot == -1
+
+
+def test_a_slot_being_taken_over_no_longer_draws_its_old_chat() -> None:
+    router = SlotRouter(1)
+    history = ("Hello! Who are you?", "The keeper of the Saltmarrow light.")
+    first = turn(router, chat(history[0]), history[1])
+    assert first.slot == 0
+    other = prompt_print("chat", chat("Hi", card="Someone else entirely, far away."))
+    taking = router.claim(other)
+    assert taking == Claim(0, -1)
+    # the first chat's next turn is not pinned to a slot that will hold the other chat
+    assert router.claim(prompt_print("chat", chat(*history, "Go on."))) == Claim(None, -1)

@@ -111,7 +111,9 @@ class SlotRouter:
             # itself, it saves what that slot held to its RAM cache and restores the best
             # match for this prompt from there (a chat coming back after others)
             lru = min(free, key=lambda i: (self._state[i].used, -i))
-            self._state[lru].busy += 1
+            taken = self._state[lru]
+            # from now on it holds another chat: its own chat's next turn must not wait for it
+            taken.busy, taken.held, taken.reply = taken.busy + 1, None, frozenset()
             return Claim(lru, -1)
 
     def release(self, claim: Claim, prompt: PromptPrint | None, reply: str) -> None:
