@@ -104,7 +104,8 @@ class LocalEngine:
     """Loads the GGUF once (thread-safe, on first :meth:`server`) and keeps it.
 
     ``model_path`` defaults to :func:`~tavernkit.providers.local_model.require_model_path`
-    (the SmolLM2 GGUF); ``loaded`` may be an already loaded ``xllamacpp.Server`` to share.
+    (the SmolLM2 GGUF); ``loaded`` may be an already loaded ``xllamacpp.Server`` (its slots
+    are routed per engine: to share a model between providers, share the engine).
     ``n_ctx`` is per slot; ``shifted_reuse`` see the module docstring.
     """
 
