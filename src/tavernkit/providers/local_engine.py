@@ -5,19 +5,23 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
   with ``n_ctx`` tokens of context, so several chats share one copy of the weights; requests
   beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells plus a
   host-RAM prompt cache of at most ``cache_ram_mib``.
-- **KV-cache reuse.** Every request asks for ``cache_prompt``: llama.cpp picks the slot whose
-  cached tokens share the longest prefix with the new prompt and evaluates only the rest, so
-  the next turn of a chat re-evaluates what follows the first changed token, not the whole
-  prompt. A slot taken over by another chat saves its cache to the RAM cache first, so a chat
-  coming back finds its prefix there.
-- **What breaks the prefix.** SillyTavern's default preset (the embedded model's default) puts
-  World Info "before" right after the main prompt, so a lorebook entry that activates or drops
-  out between turns changes the prompt from there on: measured on the demo chat, turn 2
-  reused 0 of 634 prompt tokens, turns 3-5 reused 264/778, 713/833 and 912/934. Entries at a
-  depth (``@D``) or "after" positions keep more of the prefix. ``shifted_reuse`` (llama.cpp's
-  ``n_cache_reuse``, a minimum chunk in tokens; 0, off, by default) also reuses cached chunks
-  that only moved: with 64 and one slot, turn 2 reused 612 of 632. It is off by default
-  because a moved chunk's cache still reflects the text that was removed before it.
+- **KV-cache reuse.** Every request asks for ``cache_prompt``, and runs in the slot that holds
+  its own chat (:mod:`~tavernkit.providers.local_slots`: llama.cpp's own choice goes by the
+  longest common prefix, which a lorebook entry near the top breaks), so the next turn of a
+  chat evaluates only what is new. A request that continues no slot goes to the least recently
+  used one; that slot's cache is saved to the RAM cache first, so a chat coming back after
+  others finds its prefix there.
+- **What moves in the prompt.** SillyTavern's default preset (the embedded model's default)
+  puts World Info "before" right after the main prompt, so a lorebook entry that activates or
+  drops out between turns changes the prompt near its top. ``shifted_reuse`` (llama.cpp's
+  ``n_cache_reuse``: reuse cached chunks of at least that many tokens that only moved, shifting
+  their positions) keeps the rest: on the demo chat, with the routing, turn 2 reused 22 of 594
+  prompt tokens without it and 573 with 16. It is 16 by default: 64 missed the 30-50 token
+  pieces between two entries that changed (a turn that reused 219 of 757), and everything after
+  a missed piece is evaluated again. A moved chunk's cache still reflects the text that was
+  removed before it (what llama.cpp's ``--cache-reuse`` accepts); ``shifted_reuse=0``
+  evaluates from the first changed token instead. An entry that *comes in* is not helped:
+  llama.cpp reuses nothing past inserted text, so that turn evaluates from the entry on.
 - **Threads.** Measured on a 2-core box shared with other work: generation with 2 threads and
   llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread; prompt
   evaluation scales with threads even then (96 vs 65 tok/s). So the default is 1 generation
@@ -48,6 +52,7 @@ from tavernkit.providers.local_model import (
     find_model_path,
     require_model_path,
 )
+from tavernkit.providers.local_slots import SlotRouter
 
 __all__ = ["LocalEngine", "default_threads", "import_xllamacpp", "local_model_missing"]
 
@@ -99,7 +104,8 @@ class LocalEngine:
     """Loads the GGUF once (thread-safe, on first :meth:`server`) and keeps it.
 
     ``model_path`` defaults to :func:`~tavernkit.providers.local_model.require_model_path`
-    (the SmolLM2 GGUF); ``loaded`` may be an already loaded ``xllamacpp.Server`` to share.
+    (the SmolLM2 GGUF); ``loaded`` may be an already loaded ``xllamacpp.Server`` (its slots
+    are routed per engine: to share a model between providers, share the engine).
     ``n_ctx`` is per slot; ``shifted_reuse`` see the module docstring.
     """
 
@@ -109,11 +115,21 @@ class LocalEngine:
     n_threads: int | None = None
     n_threads_batch: int | None = None
     cache_ram_mib: int = 256
-    shifted_reuse: int = 0
+    shifted_reuse: int = 16
     name: str = "local"
     model: str = LOCAL_MODEL_NAME
     loaded: Any = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _router: SlotRouter | None = field(default=None, repr=False)
+
+    @property
+    def router(self) -> SlotRouter:
+        """Which slot each request runs in (see :mod:`~tavernkit.providers.local_slots`),
+        shared by every provider on this engine."""
+        with self._lock:
+            if self._router is None:
+                self._router = SlotRouter(self.slots)
+            return self._router
 
     def params(self, path: Path) -> Any:
         """The ``xllamacpp.CommonParams`` this engine loads with."""
@@ -127,6 +143,7 @@ class LocalEngine:
         params.n_batch = params.n_ubatch = PROMPT_BATCH
         params.cache_prompt = True
         params.n_cache_reuse = self.shifted_reuse
+        params.slot_prompt_similarity = 0.0  # the router picks slots: see local_slots
         params.cache_ram_mib = self.cache_ram_mib
         params.cpuparams.n_threads = self.n_threads or generation
         params.cpuparams_batch.n_threads = self.n_threads_batch or max(batch, self.n_threads or 0)

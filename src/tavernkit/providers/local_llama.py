@@ -47,6 +47,7 @@ from tavernkit.providers.events import (
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.local_call import LOCAL_MODEL_NAME, LocalCall, build_call
 from tavernkit.providers.local_engine import LocalEngine
+from tavernkit.providers.local_slots import prompt_print
 from tavernkit.providers.profiles import ModelProfile, resolve_model
 from tavernkit.providers.reasoning_stream import Delimiters, split_tag_reasoning
 from tavernkit.providers.request import PromptRequest
@@ -62,6 +63,7 @@ class _Done:
 
 
 _DONE = _Done()
+_RAISED: Mapping[str, Any] = {"error": "raised"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +246,12 @@ class LocalLlamaProvider:
             "return_progress": True,
         }
         state = _StreamState(self.model, call.kind == "chat")
+        assert self.engine is not None
+        router = self.engine.router
+        shape = prompt_print(call.kind, call.body)
+        claim = router.claim(shape)
+        if claim.id_slot >= 0:
+            body["id_slot"] = claim.id_slot
 
         def on_chunk(chunk: Any) -> bool:
             if stop.is_set():
@@ -261,7 +269,13 @@ class LocalLlamaProvider:
         handle = (
             server.handle_chat_completions if call.kind == "chat" else server.handle_completions
         )
-        result = handle(body, on_chunk)
+        result: Any = _RAISED
+        try:
+            result = handle(body, on_chunk)
+        finally:
+            # refused (or raised), the slot may hold what it held before: not known
+            refused = isinstance(result, Mapping) and "error" in result
+            router.release(claim, None if refused else shape, "".join(state.pieces))
         if isinstance(result, Mapping) and "error" in result:  # refused before streaming
             state.feed(result)
         if state.error is not None:
@@ -306,6 +320,7 @@ class _StreamState:
         self.finish: Finish | None = None
         self.usage: Usage | None = None
         self.error: ProviderError | None = None
+        self.pieces: list[str] = []  # the generated text, for the slot router
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         if not isinstance(chunk, Mapping):
@@ -319,6 +334,7 @@ class _StreamState:
         for choice in chunk.get("choices") or ():
             piece = (choice.get("delta") or {}).get("content") if self.chat else choice.get("text")
             if piece:
+                self.pieces.append(piece)
                 events.append(TextDelta(piece))
             raw = choice.get("finish_reason")
             if raw:
@@ -326,12 +342,16 @@ class _StreamState:
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            raw = dict(usage)
+            if isinstance(chunk.get("timings"), Mapping):
+                # llama.cpp's own: prompt_n tokens evaluated in prompt_ms, cache_n reused
+                raw["timings"] = dict(chunk["timings"])
             self.usage = Usage(
                 input_tokens=usage.get("prompt_tokens"),
                 output_tokens=usage.get("completion_tokens"),
                 total_tokens=usage.get("total_tokens"),
                 cached_input_tokens=cached,
-                raw=dict(usage),
+                raw=raw,
             )
         if events and self.meta is not None:
             events.insert(0, self.meta)
