@@ -33,6 +33,7 @@ from tavernkit.formats import FormatLimits
 from tavernkit.generation.keys import CooldownStore
 from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.backup_schedule import start_backups
 from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog, TurnStops
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
@@ -163,6 +164,7 @@ def create_app(
                 shared=shared_route,
                 egress=settings.egress_policy(),
             )
+            app.state.server.backups = await start_backups(settings, tk, exit_stack)
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()
                 await prime_routes(app)

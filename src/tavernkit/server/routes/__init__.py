@@ -16,6 +16,7 @@ from starlette.responses import Response
 
 from tavernkit.server.routes import (
     auth,
+    backups,
     characters,
     chats,
     documents,
@@ -66,6 +67,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     selections.router,
     mcp.router,
     tasks.router,
+    backups.router,
     ui.router,
 )
 
