@@ -294,3 +294,41 @@ def test_the_cli_backs_up_checks_keeps_and_restores(tmp_path: Path) -> None:
     # the default folder is the home's backups/
     default = runner.invoke(app, ["backup", "--home", str(home)])
     assert default.exit_code == 0 and len(list((home / "backups").iterdir())) == 1
+
+
+def test_the_cli_backs_up_and_restores_a_postgresql_database(
+    postgres_cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = CliRunner()
+    home, to = tmp_path / "home", tmp_path / "backups"
+    source, target = (asyncio.run(postgres_cluster.create_database()) for _ in range(2))
+
+    async def fill() -> dict[str, Any]:
+        async with await open_sqlite_store(home / "tavernkit.db") as s:
+            await populate(s)
+            return await dump(s)
+
+    async def read(url: str, keys: Path) -> dict[str, Any]:
+        async with await open_postgres_store(url, key_dir=keys) as s:
+            return await dump(s)
+
+    try:
+        before = asyncio.run(fill())
+        monkeypatch.setenv("TAVERNKIT_KEY_DIR", str(tmp_path / "keys-a"))
+        copied = runner.invoke(app, ["copy-data", "--to", source, "--home", str(home)])
+        assert copied.exit_code == 0, copied.output
+        made = runner.invoke(app, ["backup", "--database", source, "--to", str(to)])
+        assert made.exit_code == 0, made.output
+        (backup,) = to.iterdir()
+        assert read_manifest(backup).backend == "postgresql"
+        monkeypatch.setenv("TAVERNKIT_KEY_DIR", str(tmp_path / "keys-b"))
+        restored = runner.invoke(app, ["restore", str(backup), "--database", target])
+        assert restored.exit_code == 0, restored.output
+        assert asyncio.run(read(target, tmp_path / "keys-b")) == before
+        with_password = target.replace("@", ":s3cret-pw@", 1)
+        again = runner.invoke(app, ["restore", str(backup), "--database", with_password])
+        assert again.exit_code == 1 and "already holds data" in again.output
+        assert "s3cret-pw" not in again.output  # the URL is named without its password
+    finally:
+        for url in (source, target):
+            asyncio.run(postgres_cluster.drop_database(url))

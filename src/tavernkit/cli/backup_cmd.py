@@ -116,6 +116,16 @@ def backup(
         out.print(f"  removed (over --keep {keep}): {escape(path.name)}")
 
 
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
 def _print_state(state: BackupState) -> None:
     if state.whole and state.manifest is not None:
         out.print(f"ok       {escape(state.path.name)}  {escape(_summary(state.manifest))}")
@@ -131,10 +141,11 @@ def _print_report(report: CheckReport) -> None:
     for problem in report.problems:
         out.print(f"[bold red]MISSING[/]  {escape(problem)}")
     for gap in report.gaps:
-        hours = (gap.end - gap.start).total_seconds() / 3600
+        long = _duration((gap.end - gap.start).total_seconds())
         out.print(
-            f"[bold red]GAP[/]      no backup from {gap.start:%Y-%m-%d %H:%M} to "
-            f"{gap.end:%Y-%m-%d %H:%M} UTC ({hours:.1f} h; every {report.every_s or 0:g} s)"
+            f"[bold red]GAP[/]      no backup from {gap.start:%Y-%m-%d %H:%M:%S} to "
+            f"{gap.end:%Y-%m-%d %H:%M:%S} UTC ({long}; the schedule: every "
+            f"{_duration(report.every_s or 0)})"
         )
     if report.every_s is None and len(report.backups) > 1:
         out.print("(no schedule known: give --every to look for gaps)")
