@@ -115,8 +115,8 @@ async def test_a_failed_backup_is_told_to_admins_only(tmp_path: Path) -> None:
             assert "cannot write a backup" in seen["last_error"] and seen["last"] is None
             told = (await bob.get("/backups/latest")).json()
             assert told["last_error"] is None and told["scheduled"] is True
-            anonymous = await server.client().get("/backups/latest")
-            assert anonymous.status_code == 401
+            async with server.client() as anonymous:
+                assert (await anonymous.get("/backups/latest")).status_code == 401
         finally:
             await admin.aclose()
             await bob.aclose()

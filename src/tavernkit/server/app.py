@@ -155,6 +155,7 @@ def create_app(
             shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             accounts = Accounts(tk.store, settings, rate)
             exit_stack.callback(accounts.close)
+            backups = await start_backups(settings, tk, exit_stack)
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
@@ -163,8 +164,8 @@ def create_app(
                 turns=hub,
                 shared=shared_route,
                 egress=settings.egress_policy(),
+                backups=backups,
             )
-            app.state.server.backups = await start_backups(settings, tk, exit_stack)
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()
                 await prime_routes(app)
