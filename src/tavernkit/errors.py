@@ -7,9 +7,11 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── FormatError            bad input file or value: names the file and the field
     │   └── LimitExceeded      a size limit (card JSON, image, archive, text field) was hit
     ├── StoreError             persistence failed
+    │   ├── BackupError        a backup could not be made, verified or restored, or is damaged
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
-    │       └── NameTaken      an import names a record that exists and differs
+    │       ├── NameTaken      an import names a record that exists and differs
+    │       └── HomeNotEmpty   a restore aimed at a home or database that holds data
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
     │   └── ToolSourceUnavailable   its server could not be reached, or a tool call failed
@@ -91,11 +93,13 @@ from tavernkit.error_families.access import (
 from tavernkit.error_families.base import (
     Aborted,
     AbortError,
+    BackupError,
     ChatBusy,
     Conflict,
     CoordinationError,
     ExprError,
     FormatError,
+    HomeNotEmpty,
     LimitExceeded,
     NameTaken,
     NotFound,
@@ -154,6 +158,7 @@ __all__ = [
     "Aborted",
     "AccessError",
     "AuthError",
+    "BackupError",
     "BadRequest",
     "ChatBusy",
     "ChatTurnError",
@@ -171,6 +176,7 @@ __all__ = [
     "FormatError",
     "GenerateTaskError",
     "GenerateTaskErrorCode",
+    "HomeNotEmpty",
     "LimitExceeded",
     "LocalModelMissing",
     "MacroRuntimeError",

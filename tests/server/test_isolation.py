@@ -66,6 +66,7 @@ BODIES: dict[tuple[str, str], Any] = {
 #: routes that name nothing of a user's (or only the caller's own account)
 NOT_OWNED = {
     "/health",
+    "/backups/latest",
     "/auth/login",
     "/auth/logout",
     "/auth/me",

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -74,6 +75,11 @@ async def populate(store: SqliteStore) -> None:
         swipe = await store.append_swipe(mid, "streaming", complete=False, owner=owner)
         await store.update_swipe_text(mid, swipe, "stream", complete=False, owner=owner)
         await store.create_chat({"chat_metadata": {}}, [], name="empty", owner=owner)
+        # memory's vectors, in their insertion order
+        vectors = np.array([[0.5, -1.0], [2.0, 0.25]], dtype=np.float32)
+        await store.add_vectors(
+            f"chat:{chat.id}", "minilm", [(7, "a", 0), (3, "b", 1)], vectors, owner=owner
+        )
     # the server's accounts (a user, their API token and browser session)
     user = await store.create_user("Ann", "$argon2id$hash", owner="user:ann", is_admin=True)
     await store.add_token(user.id, "token-hash", label="bot")

@@ -134,6 +134,18 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "copy_data",
         "Copy everything between the home's SQLite file and an empty PostgreSQL database.",
     ),
+    LazyCommand(
+        "backup",
+        "tavernkit.cli.backup_cmd",
+        "backup_app",
+        "Back the home's data up (verified), check backups, keep the newest N.",
+    ),
+    LazyCommand(
+        "restore",
+        "tavernkit.cli.backup_cmd",
+        "restore_command",
+        "Restore a backup into an empty home (or an empty PostgreSQL database).",
+    ),
 )
 
 app = typer.Typer(

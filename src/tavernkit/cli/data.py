@@ -92,7 +92,8 @@ def copy_data(
     """Copy everything between the home's SQLite file and an empty PostgreSQL database.
 
     ``--to URL`` copies the home into the database, ``--from URL`` the database into an empty
-    home: records, chats, settings, API keys and their secrets, row for row."""
+    home: records, chats, settings, memory's vectors, API keys and their secrets, row for
+    row."""
     if (to is None) == (from_ is None):
         raise fail("give exactly one of --to URL or --from URL")
     folder = _home(home)

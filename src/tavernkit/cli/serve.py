@@ -23,6 +23,7 @@ from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
+from tavernkit.store.backup_check import parse_interval
 
 try:
     import uvicorn
@@ -73,6 +74,15 @@ async def _create_admin(settings: ServerSettings, name: str, password: str) -> N
             await accounts.create_user(name, password, is_admin=True)
         finally:
             accounts.close()
+
+
+def _interval(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return parse_interval(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--backup-every") from None
 
 
 def serve_command(
@@ -169,6 +179,21 @@ def serve_command(
             help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
         ),
     ] = 1024 * 1024 * 1024,
+    backup_every: Annotated[
+        str | None,
+        typer.Option(
+            "--backup-every",
+            help="Make a verified backup of the data this often (6h, 30m, 1d; off by default).",
+        ),
+    ] = None,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option("--backup-dir", help="Where scheduled backups go (default: HOME/backups)."),
+    ] = None,
+    backup_keep: Annotated[
+        int | None,
+        typer.Option("--backup-keep", min=1, help="Keep the newest N backups (default: all)."),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -198,6 +223,9 @@ def serve_command(
         warm_up=True,
         # a fresh home gets the demo character (Wren), as the web UI's button adds it
         demo_on_first_start=True,
+        backup_every_s=_interval(backup_every),
+        backup_dir=backup_dir,
+        backup_keep=backup_keep,
     )
     if _MISSING is not None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
@@ -224,6 +252,8 @@ def serve_command(
         who += ", PostgreSQL"
     if settings.redis is not None:
         who += ", Redis"
+    if settings.backup_every_s is not None:
+        who += f", backups every {backup_every}"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
     server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning", access_log=False))
     try:

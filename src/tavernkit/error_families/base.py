@@ -59,12 +59,28 @@ class CoordinationError(TavernKitError):
     its password."""
 
 
+class BackupError(StoreError):
+    """A backup could not be made, verified or restored, or one on disk is damaged (a file
+    missing, a hash that differs, a database that fails its integrity check). The message
+    names the backup and what was wrong."""
+
+
 class NotFound(StoreError, LookupError):
     """No record with that id or name exists for that owner."""
 
 
 class Conflict(StoreError):
     """The write would break a uniqueness rule or lost a race."""
+
+
+class HomeNotEmpty(Conflict):
+    """A restore was aimed at a home or database that already holds data (restore only into
+    an empty one, so nothing is overwritten). ``where`` names it, ``found`` what is there."""
+
+    def __init__(self, message: str, *, where: str, found: str) -> None:
+        super().__init__(message)
+        self.where = where
+        self.found = found
 
 
 class NameTaken(Conflict):

@@ -29,6 +29,7 @@ from tavernkit.formats import FormatLimits
 from tavernkit.generation.keys import CooldownStore
 from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.backup_schedule import start_backups
 from tavernkit.server.body_limit import BodyLimit
 from tavernkit.server.coordination import ChatLock, RateLimiter, TurnEventLog, TurnStops
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
@@ -117,6 +118,7 @@ def create_app(
             shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
             accounts = Accounts(tk.store, settings, rate)
             exit_stack.callback(accounts.close)
+            backups = await start_backups(settings, tk, exit_stack)
             app.state.server = ServerState(
                 settings=settings,
                 tavern=tk,
@@ -125,6 +127,7 @@ def create_app(
                 turns=hub,
                 shared=shared_route,
                 egress=settings.egress_policy(),
+                backups=backups,
             )
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()

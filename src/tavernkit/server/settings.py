@@ -159,6 +159,13 @@ class ServerSettings:
     #: empty library (:func:`tavernkit.demo.add_demo_on_first_start`); ``tavernkit serve``
     #: sets it, an app made in a library user's process or a test starts as it finds the home
     demo_on_first_start: bool = False
+    #: make a verified backup of the store this often, in seconds (``--backup-every``;
+    #: :mod:`tavernkit.server.backup_schedule`); ``None``: no scheduled backups
+    backup_every_s: float | None = None
+    #: where the scheduled backups go (``None``: ``backups/`` in the home)
+    backup_dir: Path | None = None
+    #: keep the newest this many whole backups (``None``: keep them all)
+    backup_keep: int | None = None
 
     @property
     def turn_limit(self) -> RateLimit | None:
@@ -217,6 +224,10 @@ class ServerSettings:
             )
         if self.turn_lease_s <= 0:
             raise ServerConfigError("turn_lease_s must be positive")
+        if self.backup_every_s is not None and self.backup_every_s <= 0:
+            raise ServerConfigError("backup_every_s must be positive (None: no backups)")
+        if self.backup_keep is not None and self.backup_keep < 1:
+            raise ServerConfigError("backup_keep must be at least 1 (None: keep every backup)")
         try:
             EgressPolicy.parse(self.allow_egress)
         except ValueError as exc:

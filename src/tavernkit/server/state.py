@@ -13,6 +13,7 @@ from tavernkit.errors import LimitExceeded, TavernKitError, TooManyAttempts
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
 from tavernkit.server.avatars import import_avatar
+from tavernkit.server.backup_schedule import BackupSchedule
 from tavernkit.server.card_facets import CardFacets
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.principal import Principal
@@ -43,6 +44,8 @@ class ServerState:
     shared: SharedRoutes | None = None
     #: the policy non-admin users' outbound requests go through (accounts on only)
     egress: EgressPolicy | None = None
+    #: the scheduled backups (``serve --backup-every``; ``None``: none scheduled)
+    backups: BackupSchedule | None = None
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts

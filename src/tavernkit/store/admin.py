@@ -59,6 +59,16 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ),
     ("api_tokens", "id, user_id, token_hash, label, created, last_used", "id"),
     ("sessions", "id, user_id, session_hash, created, expires", "id"),
+    # memory's vectors (007), with their insertion order (``seq``: score ties follow it)
+    ("memory_vectors", "seq, owner, collection, space, hash, label, text, vector", "seq"),
+)
+
+#: PostgreSQL's next ``memory_vectors.seq`` after rows came with their own (a BIGSERIAL's
+#: sequence does not move for values it did not give); a WITH, so the store's connection adds
+#: no FOR UPDATE to the aggregate
+_PG_NEXT_SEQ = (
+    "WITH top AS (SELECT coalesce(max(seq), 0) + 1 AS next FROM memory_vectors) "
+    "SELECT setval(pg_get_serial_sequence('memory_vectors', 'seq'), next, false) FROM top"
 )
 
 
@@ -103,6 +113,8 @@ async def copy_store(source: SqliteStore, target: SqliteStore) -> CopyReport:
                 marks = ", ".join("?" * len(columns.split(",")))
                 await db.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
                 report.rows[table] = len(rows)
+            if isinstance(target, PostgresStore):
+                await db.execute(_PG_NEXT_SEQ)
     except BaseException:
         for key_id in written:
             target.key_files.delete(key_id)

@@ -12,6 +12,7 @@ from fastapi import APIRouter
 
 from tavernkit.server.routes import (
     auth,
+    backups,
     characters,
     chats,
     documents,
@@ -62,5 +63,6 @@ ROUTERS: tuple[APIRouter, ...] = (
     selections.router,
     mcp.router,
     tasks.router,
+    backups.router,
     ui.router,
 )

@@ -9,6 +9,7 @@ second wall should anything try."""
 
 from __future__ import annotations
 
+import functools
 import random
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -44,6 +45,8 @@ _MEDIA_TYPES = {
     ".js": "text/javascript; charset=utf-8",
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".webmanifest": "application/manifest+json",
 }
 
 _WEB = resources.files("tavernkit.server") / "web"
@@ -77,6 +80,37 @@ def _asset(name: str, folder: str = "") -> Response:
 async def index() -> Response:
     """The UI's one page (its screens are ``#/...`` routes of ``app.js``)."""
     return _asset("index.html")
+
+
+@router.get("/sw.js", response_class=Response, include_in_schema=False)
+async def service_worker() -> Response:
+    """The service worker (``web/sw.js``), at the root so its scope is the whole UI: it caches
+    the shell listed by :func:`shell_files`, never API data."""
+    return _asset("sw.js")
+
+
+@router.get("/shell.json", include_in_schema=False)
+async def shell_files() -> dict[str, list[str]]:
+    """The UI's shell, the files the service worker caches: the page and every static file."""
+    return {"files": _shell()}
+
+
+@functools.cache
+def _shell() -> list[str]:
+    files = ["/"]
+    for entry in sorted(_WEB.iterdir(), key=lambda e: e.name):
+        inner = sorted(entry.iterdir(), key=lambda e: e.name) if entry.is_dir() else [entry]
+        for file in inner:
+            served = _plain_name(file.name) and file.name[file.name.rfind(".") :] in _MEDIA_TYPES
+            if file.is_file() and served and file.name not in _NOT_SHELL:
+                files.append(
+                    f"/ui/{entry.name}/{file.name}" if entry.is_dir() else f"/ui/{file.name}"
+                )
+    return files
+
+
+#: web files that are not the page's: the page itself (cached as ``/``), the worker
+_NOT_SHELL = frozenset({"index.html", "sw.js"})
 
 
 @router.get("/ui/{name}", response_class=Response, include_in_schema=False)

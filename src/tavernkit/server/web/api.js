@@ -26,7 +26,14 @@ export async function api(method, path, body, { raw = false } = {}) {
     headers["Content-Type"] = "application/json";
     payload = JSON.stringify(body);
   }
-  const response = await fetch(path, { method, headers, body: payload, credentials: "same-origin" });
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: payload, credentials: "same-origin" });
+  } catch (error) {
+    // no answer at all (offline, or the server is not running): status 0, type Unreachable
+    if (!(error instanceof TypeError)) throw error;
+    throw new ApiError(0, { type: "Unreachable", message: "The server cannot be reached" });
+  }
   if (raw) return response;
   const text = await response.text();
   const data = text ? safeJson(text) : null;

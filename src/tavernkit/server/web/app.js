@@ -14,6 +14,7 @@ import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
 import { showLorebooks } from "./lorebooks/list.js";
+import { registerServiceWorker, showUnreachable } from "./offline.js";
 import { showPersonas } from "./personas/screen.js";
 import { showPreset, showPresets } from "./preset.js";
 import { showRegexScript } from "./regex/editor.js";
@@ -82,7 +83,8 @@ async function route() {
     const show = SCREENS[screen] || SCREENS[""];
     leaveScreen = await show(view, decodeURIComponent(arg), { sub, params });
   } catch (error) {
-    reportError(error);
+    if (error instanceof ApiError && error.status === 0) showUnreachable(view, route);
+    else reportError(error);
   }
   // Keyboard users land in the new screen (unless it already put focus somewhere in it).
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
@@ -111,3 +113,4 @@ document.getElementById("logout").addEventListener("click", async () => {
 });
 window.addEventListener("hashchange", route);
 route();
+registerServiceWorker();

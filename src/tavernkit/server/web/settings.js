@@ -1,9 +1,11 @@
 // Settings (#/settings): one section per component in settings/: you (your name), the
 // connection profiles (write-only keys, test, edit, fallbacks), the generation settings
 // (world info, prompt, reasoning, compatibility), the memory settings and the global
-// variables ({{getglobalvar}}). A chat's own variables use the same editor (chat/side.js).
+// variables ({{getglobalvar}}), and when the last verified backup was made. A chat's own
+// variables use the same editor (chat/side.js).
 
 import { h } from "./dom.js";
+import { backupsSection } from "./settings/backups.js";
 import { generationSection } from "./settings/generation.js";
 import { memorySection } from "./settings/memory.js";
 import { profilesSection } from "./settings/profiles.js";
@@ -13,11 +15,12 @@ import { youSection } from "./settings/you.js";
 export { variablesSection };
 
 export async function showSettings(view) {
-  const [you, profiles, generation, variables] = await Promise.all([
+  const [you, profiles, generation, variables, backups] = await Promise.all([
     youSection(),
     profilesSection(),
     generationSection(),
     variablesSection("/variables", "Global variables"),
+    backupsSection(),
   ]);
-  view.append(h("h1", {}, "Settings"), you, profiles, generation, memorySection(), variables);
+  view.append(h("h1", {}, "Settings"), you, profiles, generation, memorySection(), variables, backups);
 }

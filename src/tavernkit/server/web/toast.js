@@ -18,6 +18,7 @@ export function toast(message, kind = "error") {
 // validation error's message is only the rule: "String should have at least 8 characters").
 export function errorText(error, { withField = false } = {}) {
   if (!(error instanceof ApiError)) return String(error);
+  if (error.status === 0) return error.message; // unreachable: no HTTP status to show
   const field = withField && error.body && typeof error.body.field === "string" ? error.body.field.replace(/^body\./, "") : "";
   const named = field && !error.message.includes(field) ? ` (${field.replaceAll("_", " ")})` : "";
   return `${error.status}: ${error.message}${named}`;

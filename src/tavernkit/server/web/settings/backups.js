@@ -1,0 +1,49 @@
+// Settings > Backups: one line saying when the last verified backup of the server's data was
+// made (GET /backups/latest: the server's schedule, or the newest backup in the home's
+// backups/ folder), when the next one is due, and how to turn scheduled backups on.
+
+import { api } from "../api.js";
+import { h } from "../dom.js";
+import { errorText } from "../toast.js";
+
+function when(iso) {
+  const date = new Date(iso);
+  const minutes = Math.round((Date.now() - date.getTime()) / 60000);
+  const ago = minutes < 1 ? "just now"
+    : minutes < 90 ? `${minutes} min ago`
+    : minutes < 48 * 60 ? `${Math.round(minutes / 60)} h ago`
+    : `${Math.round(minutes / 1440)} days ago`;
+  return `${date.toLocaleString()} (${ago})`;
+}
+
+function statusLines(status) {
+  const lines = [];
+  if (status.last && status.last.verified) {
+    lines.push(h("p", { class: "backup-last" }, `Last verified backup: ${when(status.last.created)}`));
+  } else {
+    lines.push(h("p", { class: "backup-last backup-none" }, "No verified backup yet."));
+  }
+  if (status.scheduled) {
+    const hours = status.every_s / 3600;
+    const every = hours >= 1 ? `${+hours.toFixed(1)} h` : `${Math.round(status.every_s / 60)} min`;
+    const next = status.next_at ? `; the next one ${new Date(status.next_at).toLocaleString()}` : "";
+    lines.push(h("p", { class: "muted" }, `The server backs up every ${every}${next}.`));
+  } else {
+    lines.push(h("p", { class: "muted" }, "Scheduled backups are off: start the server with tavernkit serve --backup-every 6h, or run tavernkit backup."));
+  }
+  if (status.last_error) {
+    lines.push(h("p", { role: "alert" }, `The last scheduled backup failed: ${status.last_error}`));
+  }
+  return lines;
+}
+
+export async function backupsSection() {
+  const body = h("div", {});
+  const section = h("section", { class: "card", "aria-label": "Backups" }, h("h2", {}, "Backups"), body);
+  try {
+    body.append(...statusLines(await api("GET", "/backups/latest")));
+  } catch (error) {
+    body.append(h("p", { role: "alert" }, `Cannot read the backup status: ${errorText(error)}`));
+  }
+  return section;
+}
