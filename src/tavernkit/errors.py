@@ -7,6 +7,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── FormatError            bad input file or value: names the file and the field
     │   └── LimitExceeded      a size limit (card JSON, image, archive, text field) was hit
     ├── StoreError             persistence failed
+    │   ├── StoreUnavailable   the database is unreachable or has no free connection (503)
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     │       └── NameTaken      an import names a record that exists and differs
@@ -104,6 +105,7 @@ from tavernkit.error_families.base import (
     PluginError,
     RequestAborted,
     StoreError,
+    StoreUnavailable,
     TavernKitError,
     TemplateError,
     ToolSourceError,
@@ -207,6 +209,7 @@ __all__ = [
     "ServerConfigError",
     "SlashUsage",
     "StoreError",
+    "StoreUnavailable",
     "StreamInterrupted",
     "StreamTimeout",
     "StructuredOutputError",

@@ -70,8 +70,11 @@ class Tavern:
         owner: str = DEFAULT_OWNER,
         load_plugins: bool = True,
         database: str | None = None,
+        database_pool: int | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else data_dir(create=False)
+        #: the most connections the PostgreSQL store opens (None: its default)
+        self.database_pool = database_pool
         #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
         #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
         self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
@@ -172,7 +175,7 @@ class Tavern:
                 f"not a database URL: {redact_url(self.database)!r} "
                 "(expected postgresql://user@host:port/database)"
             )
-        return await open_store(self.database)
+        return await open_store(self.database, pool_size=self.database_pool)
 
     async def close(self) -> None:
         if self._chats is not None:

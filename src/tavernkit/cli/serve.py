@@ -103,6 +103,26 @@ def serve_command(
             help="redis:// URL the processes share turns, locks, limits and cooldowns through.",
         ),
     ] = None,
+    redis_pool: Annotated[
+        int,
+        typer.Option(
+            "--redis-pool",
+            envvar="TAVERNKIT_REDIS_POOL",
+            show_envvar=True,
+            min=4,
+            help="Most Redis connections of this process (commands wait for a free one).",
+        ),
+    ] = 64,
+    database_pool: Annotated[
+        int,
+        typer.Option(
+            "--database-pool",
+            envvar="TAVERNKIT_DATABASE_POOL",
+            show_envvar=True,
+            min=2,
+            help="Most PostgreSQL connections of this process (calls wait for a free one).",
+        ),
+    ] = 20,
     lock_lease: Annotated[
         float,
         typer.Option(
@@ -145,6 +165,8 @@ def serve_command(
         shared_max_tokens=shared_max_tokens,
         database=database or None,
         redis=redis or None,
+        redis_pool=redis_pool,
+        database_pool=database_pool,
         turn_lease_s=lock_lease,
         turn_rate=RateLimit(turn_rate, 60.0),
         allow_egress=tuple(allow_egress or ()),

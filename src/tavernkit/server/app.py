@@ -119,11 +119,15 @@ def create_app(
         async with contextlib.AsyncExitStack() as exit_stack:
             shared = None
             if settings.redis is not None and redis_coordination is not None:
-                shared = redis_coordination.coordination_from_url(settings.redis)
+                shared = redis_coordination.coordination_from_url(
+                    settings.redis, max_connections=settings.redis_pool
+                )
                 exit_stack.push_async_callback(shared.aclose)
             tk = tavern
             if tk is None:
-                tk = Tavern(settings.home, database=settings.database)
+                tk = Tavern(
+                    settings.home, database=settings.database, database_pool=settings.database_pool
+                )
             opened_here = not tk.runtime.is_open
             await tk.open()
             if opened_here:

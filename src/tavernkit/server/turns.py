@@ -34,7 +34,15 @@ from typing import Any
 from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.service import ChatService
-from tavernkit.errors import ChatBusy, EgressRefused, GenerateTaskError, NotFound, TavernKitError
+from tavernkit.errors import (
+    ChatBusy,
+    CoordinationError,
+    EgressRefused,
+    GenerateTaskError,
+    NotFound,
+    StoreUnavailable,
+    TavernKitError,
+)
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, SinkEvent, ToolEvent
@@ -185,7 +193,13 @@ class MemberSink(EventLogSink):
 def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, Any]]]:
     """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
     the server log)."""
-    code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
+    code: str
+    if isinstance(exc, GenerateTaskError):
+        code = exc.code
+    elif isinstance(exc, StoreUnavailable | CoordinationError):
+        code = "unavailable"
+    else:
+        code = "unknown"
     message = safe_text(exc) if safe else "the turn failed (see the server log)"
     return [
         ("error", _turn_error_data(type(exc).__name__, code, message)),
