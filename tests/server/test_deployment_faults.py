@@ -28,7 +28,7 @@ import httpx2 as httpx
 import pytest
 import pytest_asyncio
 
-from _services import PostgresCluster, missing
+from _services import PostgresCluster, missing, start_postgres
 from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import stock_world
 from tavernkit.facade import Tavern
@@ -187,3 +187,89 @@ async def test_many_streams_on_a_small_redis_pool_all_end_with_done(
     finals = [events[-1] for events in streams]
     assert all(e.type == "done" and e.data["status"] == "completed" for e in finals), finals
     assert all("".join(e.data["text"] for e in s if e.type == "text") == words for s in streams)
+
+
+def assert_unavailable(response: httpx.Response, *, port: int) -> None:
+    """A 503 with Retry-After whose message names no address."""
+    assert response.status_code == 503, response.text
+    assert int(response.headers["retry-after"]) >= 1
+    error = response.json()["error"]
+    assert error["type"] in {"CoordinationError", "StoreUnavailable"}
+    assert "127.0.0.1" not in response.text and str(port) not in response.text
+
+
+async def wait_ready(client: httpx.AsyncClient, *, within_s: float = 20) -> None:
+    deadline = time.monotonic() + within_s
+    while (await client.get("/health/ready")).status_code != 200:
+        assert time.monotonic() < deadline, "never ready again"
+        await asyncio.sleep(0.1)
+
+
+async def test_redis_down_answers_503_and_ready_says_so_until_it_is_back(
+    deployment: Deployment,
+) -> None:
+    deployment.upstream.script(Reply(text="Back to work."))
+    chat = await deployment.new_chat()
+    served = await deployment.serve("redis-down")
+    try:
+        async with served.client() as client:
+            assert (await client.get("/health/ready")).json()["checks"] == {
+                "database": "ok",
+                "redis": "ok",
+            }
+            deployment.redis.stop()
+            try:
+                started = await client.post(f"/chats/{chat}/turns", json={"text": "Hello"})
+                assert_unavailable(started, port=deployment.redis.port)
+                assert (await client.get("/health/live")).json() == {"status": "ok"}
+                ready = await client.get("/health/ready")
+                assert ready.status_code == 503 and "retry-after" in ready.headers
+                assert ready.json() == {
+                    "status": "unavailable",
+                    "checks": {"database": "ok", "redis": "unavailable"},
+                }
+            finally:
+                deployment.redis.start()
+            await wait_ready(client)
+            events = await stream_of(client, chat, "Hello again")
+    finally:
+        await served.stop()
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+
+
+@pytest.fixture(scope="module")
+def own_postgres() -> Iterator[PostgresCluster]:
+    """A cluster of this module's own, which a test stops and starts again."""
+    with start_postgres() as cluster:
+        yield cluster
+
+
+async def test_postgres_down_answers_503_and_ready_says_so_until_it_is_back(
+    deployment: Deployment, own_postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    database = await own_postgres.create_database()
+    served = await start_serve(
+        tmp_path / "home",
+        "--database",
+        database,
+        "--redis",
+        deployment.redis.url,
+        env={"TAVERNKIT_KEY_DIR": str(tmp_path / "keys")},
+    )
+    try:
+        async with served.client() as client:
+            assert (await client.get("/chats")).status_code == 200
+            own_postgres.stop_server()
+            try:
+                for path in ("/chats", "/characters", "/health"):
+                    assert_unavailable(await client.get(path), port=own_postgres.port)
+                assert (await client.get("/health/live")).status_code == 200
+                ready = await client.get("/health/ready")
+                assert ready.status_code == 503
+                assert ready.json()["checks"] == {"database": "unavailable", "redis": "ok"}
+            finally:
+                own_postgres.start_server()
+            await wait_ready(client)
+            assert (await client.get("/chats")).status_code == 200
+    finally:
+        await served.stop()

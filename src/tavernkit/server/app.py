@@ -157,6 +157,7 @@ def create_app(
                 turns=hub,
                 shared=shared_route,
                 egress=settings.egress_policy(),
+                probes={"redis": shared.client.ping} if shared is not None else {},
             )
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()

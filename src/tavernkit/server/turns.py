@@ -269,6 +269,8 @@ class TurnHub:
         self.interrupt_wait_s = interrupt_wait_s
         self._running: dict[str, _Running] = {}
         self._by_chat: dict[str, str] = {}
+        #: shutting down: no new turn starts (``/health/ready`` says so)
+        self.draining = False
 
     @staticmethod
     def chat_key(owner: str, chat_id: str) -> str:
