@@ -34,7 +34,7 @@ from chat.conftest import stock_world
 from tavernkit.facade import Tavern
 
 from ._processes import ServeProcess, start_serve
-from ._sse import Event, events_of
+from ._sse import Event, events_of, parse_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -273,3 +273,96 @@ async def test_postgres_down_answers_503_and_ready_says_so_until_it_is_back(
             assert (await client.get("/chats")).status_code == 200
     finally:
         await served.stop()
+
+
+async def test_a_redis_restart_mid_turn_the_turn_ends_and_a_stop_works_afterwards(
+    deployment: Deployment,
+) -> None:
+    """Redis restarts (its data lost) while A runs a turn that B's client watches: the turn
+    still ends, B's client reads its last pieces and ``done``, and the reply is stored whole;
+    afterwards a stop through B reaches A's next turn (A subscribed again)."""
+    a, b = await asyncio.gather(deployment.serve("restart-a"), deployment.serve("restart-b"))
+    try:
+        async with a.client() as ca, b.client() as cb:
+            deployment.hang("Wait. for the rest of it")
+            chat = await deployment.new_chat()
+            started = (await ca.post(f"/chats/{chat}/turns", json={"text": "Hello"})).json()
+            seen: list[Event] = []
+            first = asyncio.Event()
+
+            async def watch() -> None:
+                async with cb.stream("GET", started["events"]) as response:
+                    async for event in events_of(response):
+                        seen.append(event)
+                        if event.type == "text":
+                            first.set()
+
+            watcher = asyncio.create_task(watch())
+            await asyncio.wait_for(first.wait(), 20)
+            deployment.redis.stop()
+            await asyncio.sleep(1.0)
+            deployment.redis.start()
+            deployment.upstream.release.set()
+            await asyncio.wait_for(watcher, 30)
+            stored = (await cb.get(f"/chats/{chat}/messages", params={"limit": 1})).json()
+            assert seen[-1].type == "done" and seen[-1].data["status"] == "completed", seen
+            text = "".join(e.data["text"] for e in seen if e.type == "text")
+            assert text == stored["items"][0]["data"]["mes"] == "Wait. for the rest of it"
+
+            deployment.hang("Wait. stopped after the restart")
+            again = (await ca.post(f"/chats/{chat}/turns", json={"text": "More"})).json()
+            await asyncio.wait_for(deployment.upstream.hanging.wait(), 20)
+            before = time.monotonic()
+            stopped = await cb.delete(f"/chats/{chat}/turns/{again['turn_id']}")
+            assert stopped.status_code == 200 and stopped.json() == {"stopped": True}
+            assert time.monotonic() - before < 5
+            events = parse_events((await cb.get(again["events"])).content)
+    finally:
+        await asyncio.gather(a.stop(), b.stop())
+    assert events[-1].type == "done" and events[-1].data["status"] == "aborted"
+
+
+async def test_a_redis_blip_while_pieces_stream_loses_no_piece(deployment: Deployment) -> None:
+    """Redis gone for 2 s (longer than a third of the lock's lease) while a reply streams: the
+    turn buffers the pieces it cannot append and writes them once Redis is back, keeps its
+    chat, and its watcher reads every piece in order, then ``done``."""
+    # sentences: the turn shows a sentence's words together
+    words = [f"Piece {i}. " for i in range(40)]
+    deployment.upstream.script(Reply(text="".join(words), chunks=words, pace=0.1))
+    chat = await deployment.new_chat()
+    served = await deployment.serve("blip")
+    try:
+        async with served.client() as client:
+            seen: list[Event] = []
+            texts = asyncio.Event()
+
+            async def watch() -> None:
+                async for event in _stream_events(client, chat, "Hello"):
+                    seen.append(event)
+                    if sum(e.type == "text" for e in seen) == 5:
+                        texts.set()
+
+            watcher = asyncio.create_task(watch())
+            await asyncio.wait_for(texts.wait(), 20)
+            deployment.redis.stop()
+            await asyncio.sleep(2.0)
+            deployment.redis.start()
+            await asyncio.wait_for(watcher, 40)
+            stored = (await client.get(f"/chats/{chat}/messages", params={"limit": 1})).json()
+    finally:
+        await served.stop()
+    assert seen[-1].type == "done" and seen[-1].data["status"] == "completed", seen[-3:]
+    text = "".join(e.data["text"] for e in seen if e.type == "text")
+    assert text == "".join(words) == stored["items"][0]["data"]["mes"]
+
+
+async def _stream_events(client: httpx.AsyncClient, chat: str, text: str) -> AsyncIterator[Event]:
+    async with client.stream(
+        "POST",
+        f"/chats/{chat}/turns",
+        json={"text": text},
+        headers={"accept": "text/event-stream"},
+    ) as response:
+        assert response.status_code == 200, await response.aread()
+        async for event in events_of(response):
+            yield event

@@ -195,10 +195,16 @@ class RedisTurnEventLog:
         await self._fanout.aclose()
 
 
-#: KEYS[1] the lock; ARGV[1] the holder, ARGV[2] the lease in ms
+#: KEYS[1] the lock; ARGV[1] the holder, ARGV[2] the lease in ms. A lock nobody holds is
+#: taken again: a restarted Redis lost it, and no other turn can have the chat meanwhile
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
     return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 1
 end
 return 0
 """
@@ -211,7 +217,8 @@ return 0
 
 
 class RedisChatLock:
-    """:class:`~tavernkit.server.coordination.ChatLock` with a lease, in Redis."""
+    """:class:`~tavernkit.server.coordination.ChatLock` with a lease, in Redis. Renewing a
+    lock that nobody holds (it expired, or a restarted Redis lost it) takes it again."""
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
         self._redis = client

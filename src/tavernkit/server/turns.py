@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,15 +95,95 @@ class TurnStarted:
     kind: str
 
 
-class EventLogSink:
-    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
-    log, one log event per sink event (empty deltas are dropped). On a log that appends
-    without waiting (the in-memory one has ``append_nowait``) it offers ``emit_nowait``, so
-    the turn runner hands it each piece in place, with no queue or task between them."""
+class TurnLogWriter:
+    """A turn's appends to its log, in order, through a log that fails for a while (Redis
+    restarting): an append that fails is kept, with every later one, and a task retries them
+    in order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
+    :meth:`finish` writes the turn's last events and closes the log, waiting up to
+    ``finish_s`` for the log to take them. Retrying is safe: the Redis log refuses an event
+    it already has (its ids are the turn's own)."""
 
-    def __init__(self, log: TurnEventLog, turn_id: str) -> None:
+    def __init__(self, log: TurnEventLog, turn_id: str, *, finish_s: float = 60.0) -> None:
         self.log = log
         self.turn_id = turn_id
+        self.finish_s = finish_s
+        self._pending: deque[tuple[str, Mapping[str, Any]]] = deque()
+        self._retrying: asyncio.Task[None] | None = None
+
+    @property
+    def behind(self) -> int:
+        """How many events wait for the log to take them."""
+        return len(self._pending)
+
+    async def append(self, type: str, data: Mapping[str, Any]) -> None:
+        if self._pending:
+            self._pending.append((type, data))
+            return
+        try:
+            await self.log.append(self.turn_id, type, data)
+        except TavernKitError as exc:
+            logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
+            self._pending.append((type, data))
+            self._retrying = asyncio.create_task(self._retry())
+
+    async def _retry(self) -> None:
+        backoff = 0.05
+        while self._pending:
+            type_, data = self._pending[0]
+            try:
+                await self.log.append(self.turn_id, type_, data)
+            except TavernKitError:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            self._pending.popleft()
+            backoff = 0.05
+
+    async def finish(self, last: Sequence[tuple[str, dict[str, Any]]], *, ttl_s: float) -> None:
+        """Append ``last`` after everything before it, then close the log; gives up (logged)
+        after ``finish_s`` of a log that takes nothing."""
+        for type_, data in last:
+            await self.append(type_, data)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.finish_s
+        try:
+            if self._retrying is not None:
+                await asyncio.wait_for(asyncio.shield(self._retrying), self.finish_s)
+            backoff = 0.05
+            while True:
+                try:
+                    await self.log.close(self.turn_id, ttl_s=ttl_s)
+                    return
+                except TavernKitError:
+                    if loop.time() + backoff > deadline:
+                        raise
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+        except (TimeoutError, TavernKitError) as exc:
+            logger.error(
+                "a turn's last events could not be written (%s); its readers end on their own",
+                type_name(exc),
+            )
+        finally:
+            if self._retrying is not None:
+                self._retrying.cancel()
+
+
+def type_name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+class EventLogSink:
+    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
+    log, one log event per sink event (empty deltas are dropped), through the turn's
+    :class:`TurnLogWriter`. On a log that appends without waiting (the in-memory one has
+    ``append_nowait``) it offers ``emit_nowait``, so the turn runner hands it each piece in
+    place, with no queue or task between them."""
+
+    def __init__(self, log: TurnEventLog, turn_id: str, writer: TurnLogWriter | None = None):
+        self.log = log
+        self.turn_id = turn_id
+        self.writer = writer or TurnLogWriter(log, turn_id)
         self._append_nowait: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
             log, "append_nowait", None
         )
@@ -110,7 +191,7 @@ class EventLogSink:
     async def emit(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
         if entry is not None:
-            await self.log.append(self.turn_id, *entry)
+            await self.writer.append(*entry)
 
     @property
     def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
@@ -167,8 +248,15 @@ class MemberSink(EventLogSink):
     """A group member's part of a group turn's log: a ``notice`` with ``kind: "member"``
     (its name and avatar) before the member's first event, then its events."""
 
-    def __init__(self, log: TurnEventLog, turn_id: str, name: str, avatar: str) -> None:
-        super().__init__(log, turn_id)
+    def __init__(
+        self,
+        log: TurnEventLog,
+        turn_id: str,
+        name: str,
+        avatar: str,
+        writer: TurnLogWriter | None = None,
+    ) -> None:
+        super().__init__(log, turn_id, writer)
         self.name = name
         self.avatar = avatar
         self._announced = False
@@ -176,7 +264,7 @@ class MemberSink(EventLogSink):
     async def emit(self, event: SinkEvent) -> None:
         if not self._announced and sink_event_entry(event) is not None:
             self._announced = True
-            await self.log.append(self.turn_id, "notice", self._announcement())
+            await self.writer.append("notice", self._announcement())
         await super().emit(event)
 
     def _emit_now(self, event: SinkEvent) -> None:
@@ -356,10 +444,15 @@ class TurnHub:
         # the turn's last events, appended once the chat is free: a client that read ``done``
         # may start the next turn at once (a CancelledError leaves none: the log just closes)
         last: list[tuple[str, dict[str, Any]]] = []
+        writer = TurnLogWriter(self.log, turn_id)
         try:
             try:
                 outcome = await _run_verb(
-                    chats, info, request, EventLogSink(self.log, turn_id), running.controller
+                    chats,
+                    info,
+                    request,
+                    EventLogSink(self.log, turn_id, writer),
+                    running.controller,
                 )
             except TavernKitError as exc:
                 last = _failure(exc)
@@ -373,12 +466,12 @@ class TurnHub:
                 await renewer
             try:
                 await self._forget(turn_id, running)
+            except TavernKitError as exc:  # the lock's lease frees the chat then
+                logger.warning("could not release a chat's lock (%s)", type_name(exc))
             finally:
                 try:
-                    for type_, data in last:
-                        await self.log.append(turn_id, type_, data)
+                    await writer.finish(last, ttl_s=self.ttl_s)
                 finally:
-                    await self.log.close(turn_id, ttl_s=self.ttl_s)
                     running.done.set()
 
     async def _renew(self, running: _Running, turn_id: str) -> None:
@@ -483,13 +576,25 @@ class TurnHub:
             return True
         if self.stops is None or await self.lock.holder(self.chat_key(owner, chat_id)) != turn_id:
             return False
-        await self.stops.request(turn_id)
-        # the other process closes the turn's log after storing what it delivered
-        with contextlib.suppress(TimeoutError, KeyError):
-            async with asyncio.timeout(self.interrupt_wait_s):
-                async for _ in self.log.read(turn_id):
-                    pass
-        return True
+        # the other process closes the turn's log after storing what it delivered; the request
+        # is sent again each second (one sent while that process was subscribing again after
+        # a Redis restart reached no one)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.interrupt_wait_s
+        while loop.time() < deadline:
+            await self.stops.request(turn_id)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(1.0, max(0.0, deadline - loop.time()))):
+                    try:
+                        async for _ in self.log.read(turn_id):
+                            pass
+                    except KeyError:
+                        pass  # its log is gone: it ended long ago
+                    return True
+        raise CoordinationError(
+            f"the process running turn {turn_id} did not answer the stop in "
+            f"{self.interrupt_wait_s:g} s"
+        )
 
     def running(self, turn_id: str) -> bool:
         return turn_id in self._running
@@ -586,7 +691,7 @@ async def _run_group_verb(
     avatars = {m.name: m.avatar for m in loaded.members}
 
     def member_sink(name: str) -> MemberSink:
-        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""))
+        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""), sink.writer)
 
     return await chats.group_turn(
         chat_id,
