@@ -22,6 +22,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   │   └── EgressRefused  the egress policy refuses a destination (also a BadRequest)
     │   └── TooManyAttempts    a per-user rate limit (logins, turns) was hit (HTTP 429)
     ├── ServerConfigError      the server's settings are unsafe or invalid (refuses to start)
+    ├── ShuttingDown           the server process is shutting down: it starts nothing (503)
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
     ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
     ├── PresetEditError        a preset edit is not possible (unknown or built-in prompt...)
@@ -104,6 +105,7 @@ from tavernkit.error_families.base import (
     NotFound,
     PluginError,
     RequestAborted,
+    ShuttingDown,
     StoreError,
     StoreUnavailable,
     TavernKitError,
@@ -207,6 +209,7 @@ __all__ = [
     "ScriptBudgetExceeded",
     "ScriptError",
     "ServerConfigError",
+    "ShuttingDown",
     "SlashUsage",
     "StoreError",
     "StoreUnavailable",

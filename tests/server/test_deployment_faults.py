@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -23,6 +24,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx2 as httpx
 import pytest
@@ -185,7 +187,8 @@ async def test_many_streams_on_a_small_redis_pool_all_end_with_done(
     finally:
         await served.stop()
     finals = [events[-1] for events in streams]
-    assert all(e.type == "done" and e.data["status"] == "completed" for e in finals), finals
+    bad = [(e.type, e.data) for e in finals if e.type != "done" or e.data["status"] != "completed"]
+    assert not bad, bad
     assert all("".join(e.data["text"] for e in s if e.type == "text") == words for s in streams)
 
 
@@ -366,3 +369,69 @@ async def _stream_events(client: httpx.AsyncClient, chat: str, text: str) -> Asy
         assert response.status_code == 200, await response.aread()
         async for event in events_of(response):
             yield event
+
+
+async def test_sigterm_mid_stream_with_a_stalled_upstream_exits_within_the_grace(
+    deployment: Deployment,
+) -> None:
+    """SIGTERM to A while its turn waits on a stalled upstream, watched through A and through
+    B: A exits within its grace (2 s, from ``TAVERNKIT_SHUTDOWN_GRACE``) and a few seconds,
+    the shown text stored and marked partial, and both watchers' streams end with the turn's
+    ``done`` (aborted). Before, A waited for the turn to end: forever, with this upstream."""
+    grace = 2.0
+    saved = dict(deployment.env)
+    deployment.env["TAVERNKIT_SHUTDOWN_GRACE"] = str(grace)
+    try:
+        a = await deployment.serve("term-a")
+    finally:
+        deployment.env.clear()
+        deployment.env.update(saved)
+    b = await deployment.serve("term-b")
+    deployment.hang("Wait. the rest never comes")
+    chat = await deployment.new_chat()
+    try:
+        async with a.client() as ca, b.client() as cb:
+            through_a: list[Event] = []
+            shown = asyncio.Event()
+
+            async def watch_a() -> None:
+                async for event in _stream_events(ca, chat, "Hello"):
+                    through_a.append(event)
+                    if event.type == "text":
+                        shown.set()
+
+            watcher_a = asyncio.create_task(watch_a())
+            await asyncio.wait_for(shown.wait(), 20)
+            turn = through_a[0].data["turn"]
+            url = f"/chats/{chat}/turns/{turn}/events"
+            through_b: list[Event] = []
+            joined = asyncio.Event()
+
+            async def watch_b() -> None:
+                async with cb.stream("GET", url) as response:
+                    async for event in events_of(response):
+                        through_b.append(event)
+                        if event.type == "text":
+                            joined.set()
+
+            watcher_b = asyncio.create_task(watch_b())
+            await asyncio.wait_for(joined.wait(), 20)
+            a.proc.send_signal(signal.SIGTERM)
+            sent = time.monotonic()
+            await asyncio.wait_for(a.proc.wait(), grace + 15)
+            took = time.monotonic() - sent
+            await asyncio.wait_for(asyncio.gather(watcher_a, watcher_b), 10)
+            stored = await last_message(cb, chat)
+    finally:
+        deployment.upstream.release.set()
+        await asyncio.gather(a.stop(), b.stop())
+    assert took < grace + 6, took
+    for events in (through_a, through_b):
+        assert events[-1].type == "done" and events[-1].data["status"] == "aborted", events[-2:]
+    assert stored["data"]["mes"].strip() == "Wait." and stored["partial_swipes"] == [0]
+
+
+async def last_message(client: httpx.AsyncClient, chat: str) -> dict[str, Any]:
+    page = (await client.get(f"/chats/{chat}/messages", params={"limit": 1})).json()
+    item: dict[str, Any] = page["items"][0]
+    return item

@@ -25,12 +25,11 @@ from tavernkit.facade import Tavern
 from tavernkit.server.settings import RateLimit, ServerSettings
 
 try:
-    import uvicorn
-
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
     from tavernkit.server.listen import listening_socket, uvicorn_config
+    from tavernkit.server.shutdown import LINGER_S, GracefulServer
 except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
     _MISSING: str | None = _missing.name or "fastapi"
 else:
@@ -56,21 +55,42 @@ async def _create_admin(settings: ServerSettings, name: str, password: str) -> N
 
 
 def serve_command(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8000,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", envvar="TAVERNKIT_HOST", show_envvar=True, help="Address to listen on."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", envvar="TAVERNKIT_PORT", show_envvar=True, help="Port (0: any free one)."
+        ),
+    ] = 8000,
     accounts: Annotated[
-        bool, typer.Option("--accounts", help="Require sign-in (needed off 127.0.0.1).")
+        bool,
+        typer.Option(
+            "--accounts",
+            envvar="TAVERNKIT_ACCOUNTS",
+            show_envvar=True,
+            help="Require sign-in (needed off 127.0.0.1).",
+        ),
     ] = False,
     create_admin: Annotated[
         str | None,
         typer.Option(
-            "--create-admin", help=f"Create this admin first (password: ${PASSWORD_ENV})."
+            "--create-admin",
+            envvar="TAVERNKIT_CREATE_ADMIN",
+            show_envvar=True,
+            help=f"Create this admin first (password: ${PASSWORD_ENV}).",
         ),
     ] = None,
     shared_profile: Annotated[
         str | None,
         typer.Option(
             "--shared-profile",
+            envvar="TAVERNKIT_SHARED_PROFILE",
+            show_envvar=True,
             help="The server's profile (/shared/profiles) users' turns fall back to.",
         ),
     ] = None,
@@ -78,12 +98,20 @@ def serve_command(
         int | None,
         typer.Option(
             "--shared-max-tokens",
+            envvar="TAVERNKIT_SHARED_MAX_TOKENS",
+            show_envvar=True,
             min=1,
             help="The most output tokens a request on the shared profile may ask for.",
         ),
     ] = None,
     secure_cookies: Annotated[
-        bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
+        bool,
+        typer.Option(
+            "--secure-cookies",
+            envvar="TAVERNKIT_SECURE_COOKIES",
+            show_envvar=True,
+            help="Mark session cookies Secure (behind TLS).",
+        ),
     ] = False,
     database: Annotated[
         str | None,
@@ -127,13 +155,27 @@ def serve_command(
         float,
         typer.Option(
             "--lock-lease",
+            envvar="TAVERNKIT_LOCK_LEASE",
+            show_envvar=True,
             help="Seconds a chat stays locked by a process that died mid-turn.",
         ),
     ] = 30.0,
+    shutdown_grace: Annotated[
+        float,
+        typer.Option(
+            "--shutdown-grace",
+            envvar="TAVERNKIT_SHUTDOWN_GRACE",
+            show_envvar=True,
+            min=0,
+            help="Seconds running turns may go on after SIGTERM before they are stopped.",
+        ),
+    ] = 10.0,
     turn_rate: Annotated[
         int,
         typer.Option(
             "--turn-rate",
+            envvar="TAVERNKIT_TURN_RATE",
+            show_envvar=True,
             help="Model calls (turns, tasks, tests...) each user may make per minute.",
         ),
     ] = 60,
@@ -141,6 +183,8 @@ def serve_command(
         list[str] | None,
         typer.Option(
             "--allow-egress",
+            envvar="TAVERNKIT_ALLOW_EGRESS",
+            show_envvar=True,
             help="A CIDR network or host name users' requests may reach although it is "
             "loopback, private or link-local (repeatable; accounts on).",
         ),
@@ -149,6 +193,8 @@ def serve_command(
         int,
         typer.Option(
             "--user-quota",
+            envvar="TAVERNKIT_USER_QUOTA",
+            show_envvar=True,
             help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
         ),
     ] = 1024 * 1024 * 1024,
@@ -168,6 +214,7 @@ def serve_command(
         redis_pool=redis_pool,
         database_pool=database_pool,
         turn_lease_s=lock_lease,
+        shutdown_grace_s=shutdown_grace,
         turn_rate=RateLimit(turn_rate, 60.0),
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
@@ -202,7 +249,10 @@ def serve_command(
     if settings.redis is not None:
         who += ", Redis"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
-    server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning", access_log=False))
+    config = uvicorn_config(
+        app, settings, log_level="warning", access_log=False, timeout_graceful_shutdown=LINGER_S
+    )
+    server = GracefulServer(config, app=app, grace_s=settings.shutdown_grace_s)
     try:
         server.run(sockets=[sock])
     finally:

@@ -59,6 +59,11 @@ class StoreUnavailable(StoreError):
     message names no address."""
 
 
+class ShuttingDown(TavernKitError):
+    """The server process is shutting down and starts nothing new (HTTP 503: another process
+    takes the request, or this one once restarted)."""
+
+
 class CoordinationError(TavernKitError):
     """What the server processes share (Redis: turn event logs, chat locks, rate limits, key
     cooldowns) could not be reached or answered wrongly. The message names the server without

@@ -32,6 +32,7 @@ from tavernkit.errors import (
     NotAuthenticated,
     NotFound,
     PermissionDenied,
+    ShuttingDown,
     StoreUnavailable,
     TavernKitError,
     ToolSourceUnavailable,
@@ -66,6 +67,7 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     # the database or Redis is down or out of connections: try again, nothing was wrong
     (StoreUnavailable, 503),
     (CoordinationError, 503),
+    (ShuttingDown, 503),
 )
 
 #: what a 503 says (the error's own message names the server's address; it is logged)
@@ -117,7 +119,7 @@ def status_for(exc: TavernKitError) -> int:
 
 def is_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` means the database or Redis cannot serve now (a 503)."""
-    return isinstance(exc, StoreUnavailable | CoordinationError)
+    return isinstance(exc, StoreUnavailable | CoordinationError | ShuttingDown)
 
 
 def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -137,8 +139,9 @@ def error_response(exc: TavernKitError) -> JSONResponse:
     ``WWW-Authenticate`` of a 401)."""
     if is_unavailable(exc):
         log.warning("answered 503: %s", exc)
+        said = str(exc) if isinstance(exc, ShuttingDown) else UNAVAILABLE_MESSAGE
         return JSONResponse(
-            error_body(type(exc).__name__, UNAVAILABLE_MESSAGE),
+            error_body(type(exc).__name__, said),
             status_code=503,
             headers={"Retry-After": str(UNAVAILABLE_RETRY_S)},
         )

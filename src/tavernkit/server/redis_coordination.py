@@ -191,6 +191,15 @@ class RedisTurnEventLog:
         finally:
             self._fanout.leave(reader)
 
+    async def end_readers(self, *, within_s: float) -> None:
+        """Shutting down: let this process's readers take the events already written for
+        up to ``within_s``, then end the rest (each gets a ``CoordinationError``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while self._fanout.readers and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        await self._fanout.aclose()
+
     async def aclose(self) -> None:
         await self._fanout.aclose()
 

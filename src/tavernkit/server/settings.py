@@ -127,6 +127,9 @@ class ServerSettings:
     redis_pool: int = 64
     #: the most connections this process opens to PostgreSQL (a call waits for a free one)
     database_pool: int = 20
+    #: at SIGTERM, how long running turns may go on before they are stopped (what they
+    #: showed stored, their streams ended); the process exits a few seconds after
+    shutdown_grace_s: float = 10.0
     #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
     turn_lease_s: float = 30.0
     #: run the garbage collector's full collections on this timer instead of on heap growth
@@ -183,6 +186,8 @@ class ServerSettings:
             )
         if self.redis_pool < 4 or self.database_pool < 2:
             raise ServerConfigError("redis_pool must be at least 4 and database_pool at least 2")
+        if self.shutdown_grace_s < 0:
+            raise ServerConfigError("shutdown_grace_s must be 0 or more")
         if self.turn_lease_s <= 0:
             raise ServerConfigError("turn_lease_s must be positive")
         try:

@@ -41,6 +41,7 @@ from tavernkit.errors import (
     EgressRefused,
     GenerateTaskError,
     NotFound,
+    ShuttingDown,
     StoreUnavailable,
     TavernKitError,
 )
@@ -369,6 +370,8 @@ class TurnHub:
         :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")``,
         :class:`~tavernkit.errors.Conflict` (a solo verb on a group's chat) or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
+        if self.draining:
+            raise ShuttingDown("this server process is shutting down; send the turn again")
         kinds = GROUP_TURN_KINDS if request.group else TURN_KINDS
         if request.kind not in kinds:
             raise GenerateTaskError(
@@ -625,6 +628,26 @@ class TurnHub:
         except KeyError:
             raise NotFound(f"no turn {turn_id!r}") from None
         return str(event.data["chat"])
+
+    async def drain(self, *, grace_s: float, finish_s: float = 5.0) -> None:
+        """Shut down (SIGTERM): no turn starts from now on; running turns get ``grace_s`` to
+        finish, then are stopped (what they showed is stored, their logs end with ``done``);
+        returns once they ended, or ``finish_s`` later, and once this process's readers of
+        other turns were ended (with an ``error`` event: they reconnect elsewhere)."""
+        self.draining = True
+        await self._wait_running(grace_s)
+        for turn_id in list(self._running):
+            self.stop(turn_id)
+        await self._wait_running(finish_s)
+        end_readers = getattr(self.log, "end_readers", None)
+        if end_readers is not None:
+            await end_readers(within_s=1.0)
+
+    async def _wait_running(self, timeout_s: float) -> None:
+        pending = [r.done.wait() for r in self._running.values()]
+        if pending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*pending), timeout_s)
 
     async def close(self, *, grace_s: float = 5.0) -> None:
         """Shut down: let running turns finish for ``grace_s``, then stop the rest; each
