@@ -105,7 +105,7 @@ class RedisTurnEventLog:
         client: aioredis.Redis,
         *,
         prefix: str = "tk:",
-        block_ms: int = 5000,
+        block_ms: int = 2000,
         open_ttl_s: float = 86400,
         missing_s: float = 30.0,
     ):
@@ -409,6 +409,8 @@ class RedisCoordination:
 #: commands a second, which a few connections carry; more commands than connections wait for
 #: one (up to ``REDIS_POOL_WAIT_S``) instead of failing
 DEFAULT_REDIS_POOL = 64
+#: how long a command may take before its connection counts as broken (and it is retried)
+SOCKET_TIMEOUT_S = 10.0
 #: how long a command waits for a free connection of the pool before it fails (then a turn's
 #: start answers 503 with Retry-After)
 REDIS_POOL_WAIT_S = 5.0
@@ -429,6 +431,9 @@ def redis_client(
         max_connections=max_connections,
         timeout=wait_s,
         socket_connect_timeout=5.0,
+        # redis-py's default read timeout is 5 s; the readers' blocking read waits 2 s, which
+        # a loaded machine must not push past it
+        socket_timeout=SOCKET_TIMEOUT_S,
         retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=3),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
     )

@@ -91,7 +91,7 @@ class StreamFanout:
         *,
         prefix: str,
         is_end: Callable[[dict[str, str]], bool],
-        block_ms: int = 5000,
+        block_ms: int = 2000,
         outage_s: float = 30.0,
         missing_s: float = 30.0,
         count: int = 512,
