@@ -170,7 +170,21 @@ class TurnLogWriter:
                 self._retrying.cancel()
 
 
-def type_name(exc: BaseException) -> str:
+async def stop_task(task: asyncio.Task[Any], *, wait_s: float = 1.0) -> None:
+    """Cancel a helper task and wait for it at most ``wait_s``. Never ``await task`` alone: a
+    cancel that lands as a timeout inside it fires (Python 3.11's ``asyncio.timeout``, which
+    redis-py's pool wait uses) comes out as that timeout's error, which a loop that retries
+    errors swallows; awaiting it then waited forever (issue 37: 35 of 400 turns hung so)."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=wait_s)
+    if not done:
+        logger.warning("a turn's helper task outlived its cancel; left to end on its own")
+        task.cancel()
+    elif not task.cancelled() and task.exception() is not None:
+        logger.warning("a turn's helper task failed (%s)", type_name(task.exception()))
+
+
+def type_name(exc: BaseException | None) -> str:
     return type(exc).__name__
 
 
@@ -464,9 +478,7 @@ class TurnHub:
             else:
                 last = [("done", outcome_data(outcome))]
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            await stop_task(renewer)
             try:
                 await self._forget(turn_id, running)
             except TavernKitError as exc:  # the lock's lease frees the chat then
@@ -481,8 +493,10 @@ class TurnHub:
         """Keep the chat's lease while the turn runs. A lease that could not be renewed (it
         ran out, and another turn may hold the chat now) stops the turn: two generations of
         one chat must never run at once. A coordination error is retried at the next tick."""
-        while True:
+        while turn_id in self._running:
             await asyncio.sleep(self.lease_s / 3)
+            if turn_id not in self._running:
+                return
             try:
                 kept = await self.lock.renew(running.chat_key, turn_id, lease_s=self.lease_s)
             except TavernKitError as exc:
@@ -505,9 +519,11 @@ class TurnHub:
         seen = 0
         waiting = False
 
+        over = False  # the reader ended: the watchdog too, even if its cancel was lost
+
         async def watch() -> None:
             last, quiet = -1, 0
-            while True:
+            while not over:
                 await asyncio.sleep(self.lease_s)
                 if not waiting or seen != last:  # events came, or the client is slow
                     last, quiet = seen, 0
@@ -530,9 +546,8 @@ class TurnHub:
                 seen += 1
                 yield event
         finally:
-            watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watchdog
+            over = True
+            await stop_task(watchdog)
 
     async def _orphaned(self, chat_key: str, turn_id: str) -> bool:
         """No process runs the turn any more: not this one, and the chat's lock names
