@@ -245,6 +245,13 @@ def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
         return "notice", {"kind": "fallback", "text": event.notice.text(), **event.notice.to_json()}
     if isinstance(event, ErrorEvent):
         cause = event.error.cause
+        if isinstance(cause, StoreUnavailable | CoordinationError):
+            # an outage, not an unknown failure (its own message names the server's address)
+            return "error", _turn_error_data(
+                type(cause).__name__,
+                "unavailable",
+                "the server could not reach its database or shared state; try again",
+            )
         # the policy's refusal is the server's own words; an upstream's never are shown
         said = str(cause) if isinstance(cause, EgressRefused) else None
         return "error", _turn_error_data(event.error.error_class, event.error.code, said)
