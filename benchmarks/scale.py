@@ -2,7 +2,7 @@
 chat against a short one.
 
 Run: ``.venv/bin/python benchmarks/scale.py [--quick] [--database postgresql://...]
-[--redis redis://...] [--part store|turns|all]``.
+[--redis redis://...] [--part store|turns|streams|all]``.
 
 Without ``--database`` it starts a throwaway PostgreSQL cluster the way the tests do
 (tests/_services.py: initdb + pg_ctl on a free loopback port, fsync off) and removes it after;
@@ -20,6 +20,10 @@ library call).
 **turns** (``benchmarks/_scale_turns.py``): turns per second and p99 added latency through
 real ``tavernkit serve`` processes against a scripted upstream: 1 process on SQLite, 1 on
 PostgreSQL + Redis, 2 on PostgreSQL + Redis, with the ratios 2 ÷ 1 and PostgreSQL ÷ SQLite.
+
+**streams** (``benchmarks/_scale_streams.py``): ``--streams`` turn streams (500) at once
+through two processes with their default pools: how many completed, how many ended with a
+final event, the time to the first piece and the p99 added per-piece latency.
 
 The figures are noisy on a shared machine: say what the load was.
 """
@@ -42,6 +46,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
 # after the path setup above: these come from this tree's src/ and tests/
+from _scale_streams import run_streams  # type: ignore[import-not-found]  # noqa: E402
 from _scale_turns import run_turns  # type: ignore[import-not-found]  # noqa: E402
 
 from _services import start_postgres, start_redis  # type: ignore[import-not-found]  # noqa: E402
@@ -129,7 +134,8 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--database", help="an empty PostgreSQL database to use")
     parser.add_argument("--redis", help="a Redis to use (it is flushed)")
-    parser.add_argument("--part", choices=("store", "turns", "all"), default="all")
+    parser.add_argument("--part", choices=("store", "turns", "streams", "all"), default="all")
+    parser.add_argument("--streams", type=int, default=500, help="streams: how many at once")
     parser.add_argument("--clients", type=int, default=8, help="turns: concurrent clients")
     parser.add_argument("--seconds", type=float, default=10.0, help="turns: per set-up")
     parser.add_argument("--chunks", type=int, default=20, help="turns: pieces per reply")
@@ -155,6 +161,13 @@ def main() -> None:
                 pace=args.pace,
             )
             asyncio.run(turns)
+        if args.part in ("streams", "all"):
+            redis_url = args.redis or stack.enter_context(start_redis()).url
+            url = asyncio.run(cluster.create_database()) if cluster is not None else args.database
+            streams = run_streams(
+                url, redis_url, folder, streams=args.streams, chunks=args.chunks, pace=0.05
+            )
+            asyncio.run(streams)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,24 @@ class PostgresCluster:
     port: int
     user: str
     data: Path
+    #: how it was started (``pg_ctl``'s folder, ``-o`` options and log): what
+    #: :meth:`stop_server` and :meth:`start_server` run it with
+    bindir: Path | None = None
+    options: str = ""
+    log: Path | None = None
+
+    def _pg_ctl(self, *action: str) -> None:
+        assert self.bindir is not None and self.log is not None
+        argv = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-o", self.options]
+        argv += ["-l", str(self.log), "-w", *action]
+        subprocess.run(_as_cluster_owner(argv), check=True, capture_output=True)
+
+    def stop_server(self) -> None:
+        """Stop it (``-m fast``: its connections are cut, as in a restart)."""
+        self._pg_ctl("-m", "fast", "stop")
+
+    def start_server(self) -> None:
+        self._pg_ctl("start")
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://{self.user}@127.0.0.1:{self.port}/{database}"
@@ -114,7 +132,9 @@ def start_postgres() -> Iterator[PostgresCluster]:
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"cannot start PostgreSQL: {exc.stderr or exc.stdout}") from exc
     try:
-        yield PostgresCluster(port=port, user="tk", data=data)
+        yield PostgresCluster(
+            port=port, user="tk", data=data, bindir=bindir, options=options, log=log
+        )
     finally:
         subprocess.run(
             _as_cluster_owner([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),

@@ -8,6 +8,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── LimitExceeded      a size limit (card JSON, image, archive, text field) was hit
     ├── StoreError             persistence failed
     │   ├── BackupError        a backup could not be made, verified or restored, or is damaged
+    │   ├── StoreUnavailable   the database is unreachable or has no free connection (503)
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     │       ├── NameTaken      an import names a record that exists and differs
@@ -23,6 +24,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   │   └── EgressRefused  the egress policy refuses a destination (also a BadRequest)
     │   └── TooManyAttempts    a per-user rate limit (logins, turns) was hit (HTTP 429)
     ├── ServerConfigError      the server's settings are unsafe or invalid (refuses to start)
+    ├── ShuttingDown           the server process is shutting down: it starts nothing (503)
     ├── OutsideWindow          a build read a message the turn did not load (also LookupError)
     ├── TokenBudgetExceeded    the mandatory prompts do not fit the context
     ├── PresetEditError        a preset edit is not possible (unknown or built-in prompt...)
@@ -105,7 +107,9 @@ from tavernkit.error_families.base import (
     NotFound,
     PluginError,
     RequestAborted,
+    ShuttingDown,
     StoreError,
+    StoreUnavailable,
     TavernKitError,
     TemplateError,
     ToolSourceError,
@@ -207,8 +211,10 @@ __all__ = [
     "ScriptBudgetExceeded",
     "ScriptError",
     "ServerConfigError",
+    "ShuttingDown",
     "SlashUsage",
     "StoreError",
+    "StoreUnavailable",
     "StreamInterrupted",
     "StreamTimeout",
     "StructuredOutputError",

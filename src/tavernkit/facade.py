@@ -68,6 +68,7 @@ class Tavern:
         load_plugins: bool = True,
         database: str | None = None,
         limits: FormatLimits | None = None,
+        database_pool: int | None = None,
     ) -> None:
         from tavernkit.plugins.extend import (
             plugin_renderer,
@@ -80,6 +81,8 @@ class Tavern:
         from tavernkit.store.paths import data_dir
 
         self.home = Path(home) if home is not None else data_dir(create=False)
+        #: the most connections the PostgreSQL store opens (None: its default)
+        self.database_pool = database_pool
         #: a ``postgresql://`` URL (``$TAVERNKIT_DATABASE_URL``) puts the data in PostgreSQL,
         #: shared by several processes; unset, it is ``tavernkit.db`` in ``home``
         self.database = database or os.environ.get("TAVERNKIT_DATABASE_URL") or None
@@ -193,7 +196,7 @@ class Tavern:
                 f"not a database URL: {redact_url(self.database)!r} "
                 "(expected postgresql://user@host:port/database)"
             )
-        return await open_store(self.database)
+        return await open_store(self.database, pool_size=self.database_pool)
 
     async def close(self) -> None:
         if self._chats is not None:

@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tavernkit.chat.sink import TeeSink
+from tavernkit.errors import StoreUnavailable
 from tavernkit.generation.delivery import Delivery
-from tavernkit.generation.sink import RecordingSink, ToolEvent
+from tavernkit.generation.result import TurnError
+from tavernkit.generation.sink import ErrorEvent, RecordingSink, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination_local import InMemoryTurnEventLog
 from tavernkit.server.turns import EventLogSink, MemberSink
@@ -72,3 +74,16 @@ async def test_delivery_hands_the_tee_each_piece_in_place() -> None:
     assert recorded.text == "a" and logged(log, "t") == [("1", "text", {"text": "a"})]
     assert delivery._worker is None
     assert delivery.delivered(0) == "a"
+
+
+async def test_an_outage_that_fails_a_turn_is_logged_as_unavailable_naming_no_address() -> None:
+    """A turn that failed because the database could not be reached: its ``error`` event says
+    so (class and code ``unavailable``), not "unknown (unknown)", and names no address."""
+    log = AwaitedLog()
+    cause = StoreUnavailable("database at 10.0.0.5:5432 refused the connection")
+    error = TurnError("unknown", "unknown", "m1", cause=cause, reported=True)
+    await EventLogSink(log, "t").emit(ErrorEvent(error))  # type: ignore[arg-type]
+    [(type_, data)] = log.events
+    assert type_ == "error"
+    assert data["class"] == "StoreUnavailable" and data["code"] == "unavailable"
+    assert "10.0.0.5" not in data["message"] and "unknown" not in data["message"]

@@ -103,7 +103,7 @@ async def test_a_log_its_process_never_closed_expires_and_its_readers_end(
     redis_url: str,
 ) -> None:
     client = redis.asyncio.Redis.from_url(redis_url)
-    crashed = RedisTurnEventLog(client, block_ms=50, open_ttl_s=0.3)
+    crashed = RedisTurnEventLog(client, block_ms=50, open_ttl_s=0.3, missing_s=0.2)
     try:
         await crashed.append("t4", "text", {"delta": "half a rep"})  # then the process dies
         reader = asyncio.create_task(_collect(crashed.read("t4")))
@@ -112,6 +112,7 @@ async def test_a_log_its_process_never_closed_expires_and_its_readers_end(
         with pytest.raises(KeyError):
             await _collect(crashed.read("t4"))
     finally:
+        await crashed.aclose()
         await client.aclose()
 
 
@@ -132,9 +133,16 @@ async def test_one_holder_per_chat_across_processes(
     assert await b.locks.acquire("c1", "proc-b", lease_s=10)
     # two processes racing for a free chat: exactly one wins
     wins = await asyncio.gather(
-        *(p.locks.acquire("c2", name, lease_s=10) for name, p in (("a", a), ("b", b)) * 5)
+        *(
+            p.locks.acquire("c2", f"{name}{i}", lease_s=10)
+            for i in range(5)
+            for name, p in (("a", a), ("b", b))
+        )
     )
     assert wins.count(True) == 1
+    # the holder asking again (a SET retried after its reply was lost) holds it still
+    winner = await a.locks.holder("c2")
+    assert winner is not None and await b.locks.acquire("c2", winner, lease_s=10)
 
 
 async def test_a_crashed_holders_lease_ends_and_a_renewed_one_does_not(

@@ -182,3 +182,34 @@ def test_parse_size_reads_binary_units() -> None:
     for bad in ("", "M", "-1M", "nan", "inf", "12Q"):
         with pytest.raises(ServerConfigError):
             parse_size(bad, what="x")
+
+
+def test_every_serve_option_is_also_read_from_a_tavernkit_variable() -> None:
+    """``--some-option`` is ``$TAVERNKIT_SOME_OPTION`` too (``--home``: ``$TAVERNKIT_HOME``,
+    which the data folder itself reads); a container sets them without a command line."""
+    import typer.main
+
+    from tavernkit.cli import app
+
+    group = typer.main.get_command(app)
+    serve = group.get_command(group.context_class(group), "serve")  # type: ignore[attr-defined]
+    assert serve is not None
+    missing = []
+    for param in serve.params:
+        if param.param_type_name != "option" or param.name == "home":
+            continue
+        long_name = next(o for o in param.opts if o.startswith("--"))
+        wanted = "TAVERNKIT_" + long_name[2:].upper().replace("-", "_")
+        named = {
+            "--database": "TAVERNKIT_DATABASE_URL",
+            "--redis": "TAVERNKIT_REDIS_URL",
+        }.get(long_name, wanted)
+        if param.envvar != named:
+            missing.append(long_name)
+    assert not missing, missing
+
+
+def test_serve_reads_its_options_from_the_environment(tmp_path: Path) -> None:
+    assert "without accounts" in refused(tmp_path, env={"TAVERNKIT_HOST": "0.0.0.0"})
+    said = refused(tmp_path, env={"TAVERNKIT_TURN_RATE": "0"})
+    assert "turn_rate needs a positive limit" in said

@@ -13,7 +13,7 @@ import pytest
 from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import StepClock, make_world
 from tavernkit.chat import ChatService
-from tavernkit.errors import ChatBusy, GenerateTaskError, NotFound
+from tavernkit.errors import ChatBusy, CoordinationError, GenerateTaskError, NotFound
 from tavernkit.facade import Tavern
 from tavernkit.server.coordination import TurnEvent
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
@@ -234,3 +234,36 @@ async def test_a_reader_of_a_turn_another_process_still_runs_keeps_waiting() -> 
 
 async def _collect(events: AsyncIterator[TurnEvent]) -> list[TurnEvent]:
     return [e async for e in events]
+
+
+class _CancelSwallowingLock(InMemoryChatLock):
+    """A lock whose renewal turns a cancel into its own error, as redis-py's pool wait does
+    when the cancel lands as its timeout fires (Python 3.11's ``asyncio.timeout``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewing = asyncio.Event()
+
+    async def renew(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
+        self.renewing.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            raise CoordinationError("No connection available.") from None
+        return True
+
+
+async def test_a_turn_ends_though_its_lock_renewal_swallows_the_cancel(hub: Hub) -> None:
+    """The turn ends (its log closed, its task done) while a renewal is under way whose
+    cancel comes out as an error: before, the turn awaited that renewer forever and its
+    stream never got its ``done`` (35 of 400 streams under load)."""
+    hub.server.script(HangReply(text="Wait. then the rest", hang_after=1))
+    info = await hub.chats.new_chat("Mira")
+    lock = _CancelSwallowingLock()
+    turns = TurnHub(hub.log, lock, lease_s=0.3)
+    started = await turns.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    await asyncio.wait_for(lock.renewing.wait(), 10)
+    hub.server.release.set()
+    await asyncio.wait_for(turns.wait(started.turn_id), 10)
+    events = await asyncio.wait_for(hub.events(started.turn_id), 10)
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"

@@ -26,12 +26,11 @@ from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSetting
 from tavernkit.store.backup_check import parse_interval
 
 try:
-    import uvicorn
-
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
     from tavernkit.server.listen import listening_socket, uvicorn_config
+    from tavernkit.server.shutdown import LINGER_S, GracefulServer
 except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
     _MISSING: str | None = _missing.name or "fastapi"
 else:
@@ -86,21 +85,42 @@ def _interval(text: str | None) -> float | None:
 
 
 def serve_command(
-    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8000,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", envvar="TAVERNKIT_HOST", show_envvar=True, help="Address to listen on."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port", envvar="TAVERNKIT_PORT", show_envvar=True, help="Port (0: any free one)."
+        ),
+    ] = 8000,
     accounts: Annotated[
-        bool, typer.Option("--accounts", help="Require sign-in (needed off 127.0.0.1).")
+        bool,
+        typer.Option(
+            "--accounts",
+            envvar="TAVERNKIT_ACCOUNTS",
+            show_envvar=True,
+            help="Require sign-in (needed off 127.0.0.1).",
+        ),
     ] = False,
     create_admin: Annotated[
         str | None,
         typer.Option(
-            "--create-admin", help=f"Create this admin first (password: ${PASSWORD_ENV})."
+            "--create-admin",
+            envvar="TAVERNKIT_CREATE_ADMIN",
+            show_envvar=True,
+            help=f"Create this admin first (password: ${PASSWORD_ENV}).",
         ),
     ] = None,
     shared_profile: Annotated[
         str | None,
         typer.Option(
             "--shared-profile",
+            envvar="TAVERNKIT_SHARED_PROFILE",
+            show_envvar=True,
             help="The server's profile (/shared/profiles) users' turns fall back to.",
         ),
     ] = None,
@@ -108,12 +128,20 @@ def serve_command(
         int | None,
         typer.Option(
             "--shared-max-tokens",
+            envvar="TAVERNKIT_SHARED_MAX_TOKENS",
+            show_envvar=True,
             min=1,
             help="The most output tokens a request on the shared profile may ask for.",
         ),
     ] = None,
     secure_cookies: Annotated[
-        bool, typer.Option("--secure-cookies", help="Mark session cookies Secure (behind TLS).")
+        bool,
+        typer.Option(
+            "--secure-cookies",
+            envvar="TAVERNKIT_SECURE_COOKIES",
+            show_envvar=True,
+            help="Mark session cookies Secure (behind TLS).",
+        ),
     ] = False,
     database: Annotated[
         str | None,
@@ -133,17 +161,51 @@ def serve_command(
             help="redis:// URL the processes share turns, locks, limits and cooldowns through.",
         ),
     ] = None,
+    redis_pool: Annotated[
+        int,
+        typer.Option(
+            "--redis-pool",
+            envvar="TAVERNKIT_REDIS_POOL",
+            show_envvar=True,
+            min=4,
+            help="Most Redis connections of this process (commands wait for a free one).",
+        ),
+    ] = 64,
+    database_pool: Annotated[
+        int,
+        typer.Option(
+            "--database-pool",
+            envvar="TAVERNKIT_DATABASE_POOL",
+            show_envvar=True,
+            min=2,
+            help="Most PostgreSQL connections of this process (calls wait for a free one).",
+        ),
+    ] = 20,
     lock_lease: Annotated[
         float,
         typer.Option(
             "--lock-lease",
+            envvar="TAVERNKIT_LOCK_LEASE",
+            show_envvar=True,
             help="Seconds a chat stays locked by a process that died mid-turn.",
         ),
     ] = 30.0,
+    shutdown_grace: Annotated[
+        float,
+        typer.Option(
+            "--shutdown-grace",
+            envvar="TAVERNKIT_SHUTDOWN_GRACE",
+            show_envvar=True,
+            min=0,
+            help="Seconds running turns may go on after SIGTERM before they are stopped.",
+        ),
+    ] = 10.0,
     turn_rate: Annotated[
         int | None,
         typer.Option(
             "--turn-rate",
+            envvar="TAVERNKIT_TURN_RATE",
+            show_envvar=True,
             help="Model calls (turns, tasks, tests...) each user may make per minute "
             "(default: 60 with accounts, no limit for the local user).",
         ),
@@ -152,6 +214,8 @@ def serve_command(
         list[str] | None,
         typer.Option(
             "--allow-egress",
+            envvar="TAVERNKIT_ALLOW_EGRESS",
+            show_envvar=True,
             help="A CIDR network or host name users' requests may reach although it is "
             "loopback, private or link-local (repeatable; accounts on).",
         ),
@@ -160,6 +224,8 @@ def serve_command(
         str,
         typer.Option(
             "--max-upload",
+            envvar="TAVERNKIT_MAX_UPLOAD",
+            show_envvar=True,
             help="The largest upload (an import: a 60 MB chat, a folder of cards) accepted: "
             "bytes, or a number with K, M or G (binary: 256M is 256 MiB).",
         ),
@@ -168,6 +234,8 @@ def serve_command(
         int,
         typer.Option(
             "--lorebook-max-bytes",
+            envvar="TAVERNKIT_LOREBOOK_MAX_BYTES",
+            show_envvar=True,
             help="The largest lorebook file imported, in bytes (at most 256 MiB, the default; "
             "an upload is also held to the upload cap).",
         ),
@@ -176,6 +244,8 @@ def serve_command(
         int,
         typer.Option(
             "--user-quota",
+            envvar="TAVERNKIT_USER_QUOTA",
+            show_envvar=True,
             help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
         ),
     ] = 1024 * 1024 * 1024,
@@ -183,16 +253,29 @@ def serve_command(
         str | None,
         typer.Option(
             "--backup-every",
+            envvar="TAVERNKIT_BACKUP_EVERY",
+            show_envvar=True,
             help="Make a verified backup of the data this often (6h, 30m, 1d; off by default).",
         ),
     ] = None,
     backup_dir: Annotated[
         Path | None,
-        typer.Option("--backup-dir", help="Where scheduled backups go (default: HOME/backups)."),
+        typer.Option(
+            "--backup-dir",
+            envvar="TAVERNKIT_BACKUP_DIR",
+            show_envvar=True,
+            help="Where scheduled backups go (default: HOME/backups).",
+        ),
     ] = None,
     backup_keep: Annotated[
         int | None,
-        typer.Option("--backup-keep", min=1, help="Keep the newest N backups (default: all)."),
+        typer.Option(
+            "--backup-keep",
+            min=1,
+            envvar="TAVERNKIT_BACKUP_KEEP",
+            show_envvar=True,
+            help="Keep the newest N backups (default: all).",
+        ),
     ] = None,
     home: HomeOption = None,
 ) -> None:
@@ -211,7 +294,10 @@ def serve_command(
         shared_max_tokens=shared_max_tokens,
         database=database or None,
         redis=redis or None,
+        redis_pool=redis_pool,
+        database_pool=database_pool,
         turn_lease_s=lock_lease,
+        shutdown_grace_s=shutdown_grace,
         turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
         allow_egress=tuple(allow_egress or ()),
         user_quota_bytes=user_quota or None,
@@ -255,7 +341,10 @@ def serve_command(
     if settings.backup_every_s is not None:
         who += f", backups every {backup_every}"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
-    server = uvicorn.Server(uvicorn_config(app, settings, log_level="warning", access_log=False))
+    config = uvicorn_config(
+        app, settings, log_level="warning", access_log=False, timeout_graceful_shutdown=LINGER_S
+    )
+    server = GracefulServer(config, app=app, grace_s=settings.shutdown_grace_s)
     try:
         server.run(sockets=[sock])
     finally:

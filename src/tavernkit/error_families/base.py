@@ -53,6 +53,17 @@ class StoreError(TavernKitError):
     """Persistence failed."""
 
 
+class StoreUnavailable(StoreError):
+    """The database could not be reached, lost its connection or had no free connection in
+    time: nothing about the request is wrong, trying again later may work (HTTP 503). The
+    message names no address."""
+
+
+class ShuttingDown(TavernKitError):
+    """The server process is shutting down and starts nothing new (HTTP 503: another process
+    takes the request, or this one once restarted)."""
+
+
 class CoordinationError(TavernKitError):
     """What the server processes share (Redis: turn event logs, chat locks, rate limits, key
     cooldowns) could not be reached or answered wrongly. The message names the server without

@@ -85,13 +85,16 @@ def create_app(
         async with contextlib.AsyncExitStack() as exit_stack:
             shared = None
             if settings.redis is not None and redis_coordination is not None:
-                shared = redis_coordination.coordination_from_url(settings.redis)
+                shared = redis_coordination.coordination_from_url(
+                    settings.redis, max_connections=settings.redis_pool
+                )
                 exit_stack.push_async_callback(shared.aclose)
             tk = tavern
             if tk is None:
                 tk = Tavern(
                     settings.home,
                     database=settings.database,
+                    database_pool=settings.database_pool,
                     limits=FormatLimits(lorebook_json_bytes=settings.lorebook_max_bytes),
                 )
             opened_here = not tk.runtime.is_open
@@ -128,6 +131,7 @@ def create_app(
                 shared=shared_route,
                 egress=settings.egress_policy(),
                 backups=backups,
+                probes={"redis": shared.client.ping} if shared is not None else {},
             )
             if settings.warm_up:  # before it listens: no first request pays for these
                 loaded = await tk.warm_up()

@@ -1,7 +1,10 @@
 """How errors leave the server: every tavernkit error as a 4xx JSON body
 ``{"error": {"type", "message", "field"?}}`` with the status its class means, request
 validation failures as 422 in the same shape, and anything else as a bare 500 that names
-nothing (the traceback goes to the log, never to the client).
+nothing (the traceback goes to the log, never to the client). A database or Redis that
+cannot serve now (:class:`~tavernkit.errors.StoreUnavailable`,
+:class:`~tavernkit.errors.CoordinationError`) is a 503 with ``Retry-After`` and a fixed
+message: theirs name the server's address, which only the log gets.
 
 Messages of tavernkit errors never carry secrets (see :mod:`tavernkit.errors`), and an error
 an upstream wrote (a provider's, a task's) is shown by its class, code and HTTP status only
@@ -23,11 +26,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from tavernkit.errors import (
     ChatBusy,
     Conflict,
+    CoordinationError,
     FormatError,
     LimitExceeded,
     NotAuthenticated,
     NotFound,
     PermissionDenied,
+    ShuttingDown,
+    StoreUnavailable,
     TavernKitError,
     ToolSourceUnavailable,
     TooManyAttempts,
@@ -40,6 +46,7 @@ __all__ = [
     "error_body",
     "error_response",
     "install_error_handlers",
+    "is_unavailable",
     "status_for",
 ]
 
@@ -57,7 +64,16 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (TooManyAttempts, 429),
     # an MCP server the user registered failed: the gateway's upstream, not the request
     (ToolSourceUnavailable, 502),
+    # the database or Redis is down or out of connections: try again, nothing was wrong
+    (StoreUnavailable, 503),
+    (CoordinationError, 503),
+    (ShuttingDown, 503),
 )
+
+#: what a 503 says (the error's own message names the server's address; it is logged)
+UNAVAILABLE_MESSAGE = "the server cannot reach its database or shared state now; try again"
+#: the ``Retry-After`` of a 503, in seconds
+UNAVAILABLE_RETRY_S = 5
 
 
 class ErrorDetail(BaseModel):
@@ -88,6 +104,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (422, "the input is invalid; ``field`` names what"),
         (429, "a rate limit; see Retry-After"),
         (502, "a server this one relies on (an MCP server) failed or did not answer"),
+        (503, "the database or Redis is unreachable or busy; see Retry-After"),
     )
 }
 
@@ -98,6 +115,11 @@ def status_for(exc: TavernKitError) -> int:
         if isinstance(exc, cls):
             return status
     return 400
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` means the database or Redis cannot serve now (a 503)."""
+    return isinstance(exc, StoreUnavailable | CoordinationError | ShuttingDown)
 
 
 def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -115,6 +137,14 @@ async def _tavernkit_error(request: Request, exc: Exception) -> JSONResponse:
 def error_response(exc: TavernKitError) -> JSONResponse:
     """The answer to ``exc``: its status, typed body and headers (``Retry-After`` of a 429,
     ``WWW-Authenticate`` of a 401)."""
+    if is_unavailable(exc):
+        log.warning("answered 503: %s", exc)
+        said = str(exc) if isinstance(exc, ShuttingDown) else UNAVAILABLE_MESSAGE
+        return JSONResponse(
+            error_body(type(exc).__name__, said),
+            status_code=503,
+            headers={"Retry-After": str(UNAVAILABLE_RETRY_S)},
+        )
     field = getattr(exc, "field", None)
     headers: dict[str, str] = {}
     if isinstance(exc, TooManyAttempts):

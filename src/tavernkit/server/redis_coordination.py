@@ -3,10 +3,10 @@ implementations of :mod:`tavernkit.server.coordination`'s protocols and of
 :class:`~tavernkit.generation.keys.CooldownStore`.
 
 - :class:`RedisTurnEventLog`: one stream per turn (``XADD``; event ids are the stream's ids, so
-  they increase strictly and any process resumes a client from its ``Last-Event-ID``). A reader
-  reads after an id, then blocks (``XREAD BLOCK``) for live events; closing appends an end
-  marker and sets the stream's TTL, so readers end after the last event and late reconnects
-  still find it for ``ttl_s``.
+  they increase strictly and any process resumes a client from its ``Last-Event-ID``). Readers
+  wait on the process's one blocking read (:mod:`tavernkit.server.redis_fanout`), holding no
+  connection; closing appends an end marker and sets the stream's TTL, so readers end after
+  the last event and late reconnects still find it for ``ttl_s``.
 - :class:`RedisChatLock`: ``SET NX PX`` with the holder as value; renew and release are Lua
   compare-and-extend / compare-and-delete, so a holder never extends or drops another's lock,
   and a crashed holder's lock ends with its lease.
@@ -17,14 +17,18 @@ implementations of :mod:`tavernkit.server.coordination`'s protocols and of
 - :class:`RedisTurnStops`: stop requests on one pub/sub channel; every process subscribes at
   start and stops the turns it runs (a request for a turn nobody runs reaches no one).
 
-:func:`coordination_from_url` builds the five on one connection pool.
+:func:`coordination_from_url` builds the five on one connection pool (:func:`redis_client`: a
+bounded pool where a command waits for a free connection, and a broken connection is retried).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -33,14 +37,21 @@ from typing import Any
 from urllib.parse import quote
 
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT, FieldT
 
 from tavernkit.errors import CoordinationError
 from tavernkit.generation.keys import KeyStatus
 from tavernkit.server.coordination import RateDecision, TurnEvent
+from tavernkit.server.redis_fanout import StreamFanout
 
 __all__ = [
+    "DEFAULT_REDIS_POOL",
+    "REDIS_POOL_WAIT_S",
     "RedisChatLock",
     "RedisCooldownStore",
     "RedisCoordination",
@@ -48,7 +59,10 @@ __all__ = [
     "RedisTurnEventLog",
     "RedisTurnStops",
     "coordination_from_url",
+    "redis_client",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: the stream entry that ends a turn's log (a type no event has)
 _CLOSED = "__closed__"
@@ -78,28 +92,51 @@ def _part(value: str) -> str:
 
 
 class RedisTurnEventLog:
-    """:class:`~tavernkit.server.coordination.TurnEventLog` on Redis streams."""
+    """:class:`~tavernkit.server.coordination.TurnEventLog` on Redis streams.
+
+    The process that runs a turn numbers its events itself (``<start ms>-<n>``), so an append
+    retried after a lost reply is refused by Redis as already there instead of written twice,
+    and the ids stay those a client resumes from across a Redis restart. Readers wait on the
+    process's one :class:`~tavernkit.server.redis_fanout.StreamFanout`, not on a connection
+    each."""
 
     def __init__(
         self,
         client: aioredis.Redis,
         *,
         prefix: str = "tk:",
-        block_ms: int = 1000,
+        block_ms: int = 2000,
         open_ttl_s: float = 86400,
+        missing_s: float = 30.0,
     ):
         self._redis = client
         self._where = _where(client)
         self._prefix = prefix
-        #: how long one XREAD waits before the reader checks that the log still exists (its
-        #: readers must not wait forever on a log that expired without an end marker)
-        self._block_ms = block_ms
         #: the TTL every append renews: a process that dies mid-turn never closes its log,
         #: which then goes this long after its last event instead of staying forever
         self._open_ttl_ms = _ms(open_ttl_s)
+        self._fanout = StreamFanout(
+            client,
+            prefix=prefix,
+            is_end=lambda fields: fields.get("type") == _CLOSED,
+            block_ms=block_ms,
+            missing_s=missing_s,
+        )
+        #: turn -> (its first event's ms, the last number given) for the turns this process
+        #: writes
+        self._numbers: dict[str, tuple[int, int]] = {}
+
+    @property
+    def fanout(self) -> StreamFanout:
+        return self._fanout
 
     def _key(self, turn_id: str) -> str:
         return f"{self._prefix}turn:{_part(turn_id)}"
+
+    def _next_id(self, turn_id: str) -> str:
+        start, n = self._numbers.get(turn_id) or (int(time.time() * 1000), 0)
+        self._numbers[turn_id] = (start, n + 1)
+        return f"{start}-{n + 1}"
 
     async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
         if type == _CLOSED:
@@ -108,19 +145,29 @@ class RedisTurnEventLog:
             "type": type,
             "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":")),
         }
+        if turn_id in self._numbers or (type == "notice" and data.get("kind") == "started"):
+            return await self._add(turn_id, self._next_id(turn_id), fields, self._open_ttl_ms)
+        # a turn another process ran (a reader closing an orphan's log): Redis numbers it
+        return await self._add(turn_id, "*", fields, self._open_ttl_ms)
+
+    async def _add(
+        self, turn_id: str, event_id: str, fields: dict[FieldT, EncodableT], ttl_ms: int
+    ) -> str:
         key = self._key(turn_id)
         async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, fields)
-            pipe.pexpire(key, self._open_ttl_ms)
-            event_id, _ = await pipe.execute()
-        return _text(event_id)
+            pipe.xadd(key, fields, id=event_id)
+            pipe.pexpire(key, ttl_ms)
+            added, _ = await pipe.execute(raise_on_error=False)
+        if isinstance(added, ResponseError):
+            if event_id != "*" and "equal or smaller" in str(added):
+                return event_id  # written already: an earlier try's reply was lost
+            raise CoordinationError(f"Redis at {self._where}: {added}")
+        return _text(added)
 
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
-        key = self._key(turn_id)
-        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, {"type": _CLOSED, "data": "{}"})
-            pipe.pexpire(key, max(1, int(ttl_s * 1000)))
-            await pipe.execute()
+        event_id = self._next_id(turn_id) if turn_id in self._numbers else "*"
+        await self._add(turn_id, event_id, {"type": _CLOSED, "data": "{}"}, _ms(ttl_s))
+        self._numbers.pop(turn_id, None)
 
     def read(self, turn_id: str, after: str | None = None) -> AsyncIterator[TurnEvent]:
         if after is not None and not _EVENT_ID.fullmatch(after):
@@ -132,26 +179,41 @@ class RedisTurnEventLog:
             known = await self._redis.exists(key)
         if not known:
             raise KeyError(turn_id)
-        while True:
-            async with _guard(self._where):
-                # [[stream, [(id, {field: value}), ...]]] (typed by redis-py as any reply)
-                reply: Any = await self._redis.xread({key: last}, count=256, block=self._block_ms)
-                if not reply and not await self._redis.exists(key):
-                    return  # expired (or deleted) without an end marker
-            if not reply:
-                continue
-            for entry_id, fields in reply[0][1]:
-                last = _text(entry_id)
-                values = {_text(k): _text(v) for k, v in fields.items()}
-                if values.get("type") == _CLOSED:
-                    return
-                yield TurnEvent(id=last, type=values["type"], data=json.loads(values["data"]))
+        reader = await self._fanout.join(key, last)
+        try:
+            while (entries := await reader.next()) is not None:
+                for entry_id, values in entries:
+                    if values.get("type") == _CLOSED:
+                        return
+                    yield TurnEvent(
+                        id=entry_id, type=values["type"], data=json.loads(values["data"])
+                    )
+        finally:
+            self._fanout.leave(reader)
+
+    async def end_readers(self, *, within_s: float) -> None:
+        """Shutting down: let this process's readers take the events already written for
+        up to ``within_s``, then end the rest (each gets a ``CoordinationError``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within_s
+        while self._fanout.readers and loop.time() < deadline:
+            await asyncio.sleep(0.02)
+        await self._fanout.aclose()
+
+    async def aclose(self) -> None:
+        await self._fanout.aclose()
 
 
-#: KEYS[1] the lock; ARGV[1] the holder, ARGV[2] the lease in ms
+#: KEYS[1] the lock; ARGV[1] the holder, ARGV[2] the lease in ms. A lock nobody holds is
+#: taken again: a restarted Redis lost it, and no other turn can have the chat meanwhile
 _RENEW = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
     return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+if not holder then
+    redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    return 1
 end
 return 0
 """
@@ -164,7 +226,8 @@ return 0
 
 
 class RedisChatLock:
-    """:class:`~tavernkit.server.coordination.ChatLock` with a lease, in Redis."""
+    """:class:`~tavernkit.server.coordination.ChatLock` with a lease, in Redis. Renewing a
+    lock that nobody holds (it expired, or a restarted Redis lost it) takes it again."""
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
         self._redis = client
@@ -177,8 +240,12 @@ class RedisChatLock:
         return f"{self._prefix}chatlock:{_part(chat_id)}"
 
     async def acquire(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
+        key = self._key(chat_id)
         async with _guard(self._where):
-            return bool(await self._redis.set(self._key(chat_id), holder, nx=True, px=_ms(lease_s)))
+            if await self._redis.set(key, holder, nx=True, px=_ms(lease_s)):
+                return True
+            # a SET retried after its reply was lost finds the lock it took: ours
+            return _text(await self._redis.get(key) or b"") == holder
 
     async def renew(self, chat_id: str, holder: str, *, lease_s: float) -> bool:
         async with _guard(self._where):
@@ -274,7 +341,9 @@ class RedisCooldownStore:
 
 
 class RedisTurnStops:
-    """:class:`~tavernkit.server.coordination.TurnStops` on one Redis pub/sub channel."""
+    """:class:`~tavernkit.server.coordination.TurnStops` on one Redis pub/sub channel. The
+    subscription outlives Redis restarts: when it breaks it is made again (backoff from
+    50 ms to 2 s), so stop requests reach this process again as soon as Redis is back."""
 
     def __init__(self, client: aioredis.Redis, *, prefix: str = "tk:") -> None:
         self._redis = client
@@ -288,19 +357,36 @@ class RedisTurnStops:
     async def run(
         self, on_stop: Callable[[str], object], *, ready: asyncio.Event | None = None
     ) -> None:
+        backoff = 0.05
+        subscribed = asyncio.Event() if ready is None else ready
+        while True:
+            try:
+                await self._subscribed(on_stop, subscribed)
+            except (RedisError, OSError) as exc:
+                if not subscribed.is_set():
+                    # the first subscription is the start's check that Redis answers
+                    raise CoordinationError(f"Redis at {self._where}: {exc}") from exc
+                logger.warning(
+                    "the stop-request subscription broke (%s); subscribing again",
+                    type(exc).__name__,
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+            else:  # pragma: no cover - _subscribed only returns by raising
+                return
+
+    async def _subscribed(self, on_stop: Callable[[str], object], ready: asyncio.Event) -> None:
         pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
         try:
-            async with _guard(self._where):
-                await pubsub.subscribe(self._channel)
-            if ready is not None:
-                ready.set()
+            await pubsub.subscribe(self._channel)
+            ready.set()
             while True:
-                async with _guard(self._where):
-                    message = await pubsub.get_message(timeout=None)
+                message = await pubsub.get_message(timeout=None)
                 if message is not None and message.get("type") == "message":
                     on_stop(_text(message["data"]))
         finally:
-            await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
+            with contextlib.suppress(RedisError, OSError):
+                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,13 +401,58 @@ class RedisCoordination:
     stops: RedisTurnStops
 
     async def aclose(self) -> None:
+        await self.events.aclose()
         await self.client.aclose()
 
 
-def coordination_from_url(redis_url: str, *, prefix: str = "tk:") -> RedisCoordination:
+#: connections of a process's Redis pool (``serve --redis-pool``). What holds one: the
+#: readers' one blocking read and the stop subscription, each for good, and every command
+#: for its round trip (~0.1-1 ms): a process's 500 streams of 20 pieces a second are ~10,000
+#: commands a second, which a few connections carry; more commands than connections wait for
+#: one (up to ``REDIS_POOL_WAIT_S``) instead of failing
+DEFAULT_REDIS_POOL = 64
+#: how long a command may take before its connection counts as broken (and it is retried)
+SOCKET_TIMEOUT_S = 10.0
+#: how long a command waits for a free connection of the pool before it fails (then a turn's
+#: start answers 503 with Retry-After)
+REDIS_POOL_WAIT_S = 5.0
+
+
+def redis_client(
+    redis_url: str,
+    *,
+    max_connections: int = DEFAULT_REDIS_POOL,
+    wait_s: float = REDIS_POOL_WAIT_S,
+) -> aioredis.Redis:
+    """A client of the server at ``redis_url`` on a pool of at most ``max_connections``
+    (a ``max_connections`` in the URL's query wins) where a command waits up to ``wait_s``
+    for a free connection, and a command whose connection broke is tried again on a new one
+    (3 times, 50 ms doubling to 500 ms: a restarted Redis is reached as soon as it is back)."""
+    pool = aioredis.BlockingConnectionPool.from_url(
+        redis_url,
+        max_connections=max_connections,
+        timeout=wait_s,
+        socket_connect_timeout=5.0,
+        # redis-py's default read timeout is 5 s; the readers' blocking read waits 2 s, which
+        # a loaded machine must not push past it
+        socket_timeout=SOCKET_TIMEOUT_S,
+        retry=Retry(ExponentialBackoff(cap=0.5, base=0.05), retries=3),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+    )
+    return aioredis.Redis.from_pool(pool)  # closing the client closes its pool
+
+
+def coordination_from_url(
+    redis_url: str,
+    *,
+    prefix: str = "tk:",
+    max_connections: int = DEFAULT_REDIS_POOL,
+    wait_s: float = REDIS_POOL_WAIT_S,
+) -> RedisCoordination:
     """The Redis implementations of the server's shared parts, on the server at
-    ``redis_url`` (``redis://host:port/db``). Nothing connects until the first call."""
-    client = aioredis.Redis.from_url(redis_url)
+    ``redis_url`` (``redis://host:port/db``), on one pool (:func:`redis_client`). Nothing
+    connects until the first call."""
+    client = redis_client(redis_url, max_connections=max_connections, wait_s=wait_s)
     return RedisCoordination(
         client=client,
         events=RedisTurnEventLog(client, prefix=prefix),

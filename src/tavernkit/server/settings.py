@@ -145,6 +145,13 @@ class ServerSettings:
     #: a ``redis://`` URL: the turn event log, chat locks, rate limits, key cooldowns and
     #: stop requests are shared through it by every process; ``None``: this process's memory
     redis: str | None = None
+    #: the most connections this process opens to Redis (a command waits for a free one)
+    redis_pool: int = 64
+    #: the most connections this process opens to PostgreSQL (a call waits for a free one)
+    database_pool: int = 20
+    #: at SIGTERM, how long running turns may go on before they are stopped (what they
+    #: showed stored, their streams ended); the process exits a few seconds after
+    shutdown_grace_s: float = 10.0
     #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
     turn_lease_s: float = 30.0
     #: run the garbage collector's full collections on this timer instead of on heap growth
@@ -222,6 +229,10 @@ class ServerSettings:
             raise ServerConfigError(
                 f"redis {redact_url(self.redis)!r} is not a redis://, rediss:// or unix:// URL"
             )
+        if self.redis_pool < 4 or self.database_pool < 2:
+            raise ServerConfigError("redis_pool must be at least 4 and database_pool at least 2")
+        if self.shutdown_grace_s < 0:
+            raise ServerConfigError("shutdown_grace_s must be 0 or more")
         if self.turn_lease_s <= 0:
             raise ServerConfigError("turn_lease_s must be positive")
         if self.backup_every_s is not None and self.backup_every_s <= 0:

@@ -4,7 +4,9 @@ dependencies that hand them to routes."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import Request
 
@@ -46,6 +48,8 @@ class ServerState:
     egress: EgressPolicy | None = None
     #: the scheduled backups (``serve --backup-every``; ``None``: none scheduled)
     backups: BackupSchedule | None = None
+    #: what ``/health/ready`` asks besides the database (``redis``: a PING), by name
+    probes: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts

@@ -29,6 +29,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,16 @@ from typing import Any
 from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.service import ChatService
-from tavernkit.errors import ChatBusy, EgressRefused, GenerateTaskError, NotFound, TavernKitError
+from tavernkit.errors import (
+    ChatBusy,
+    CoordinationError,
+    EgressRefused,
+    GenerateTaskError,
+    NotFound,
+    ShuttingDown,
+    StoreUnavailable,
+    TavernKitError,
+)
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import (
@@ -94,15 +104,109 @@ class TurnStarted:
     kind: str
 
 
-class EventLogSink:
-    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
-    log, one log event per sink event (empty deltas are dropped). On a log that appends
-    without waiting (the in-memory one has ``append_nowait``) it offers ``emit_nowait``, so
-    the turn runner hands it each piece in place, with no queue or task between them."""
+class TurnLogWriter:
+    """A turn's appends to its log, in order, through a log that fails for a while (Redis
+    restarting): an append that fails is kept, with every later one, and a task retries them
+    in order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
+    :meth:`finish` writes the turn's last events and closes the log, waiting up to
+    ``finish_s`` for the log to take them. Retrying is safe: the Redis log refuses an event
+    it already has (its ids are the turn's own)."""
 
-    def __init__(self, log: TurnEventLog, turn_id: str) -> None:
+    def __init__(self, log: TurnEventLog, turn_id: str, *, finish_s: float = 60.0) -> None:
         self.log = log
         self.turn_id = turn_id
+        self.finish_s = finish_s
+        self._pending: deque[tuple[str, Mapping[str, Any]]] = deque()
+        self._retrying: asyncio.Task[None] | None = None
+
+    @property
+    def behind(self) -> int:
+        """How many events wait for the log to take them."""
+        return len(self._pending)
+
+    async def append(self, type: str, data: Mapping[str, Any]) -> None:
+        if self._pending:
+            self._pending.append((type, data))
+            return
+        try:
+            await self.log.append(self.turn_id, type, data)
+        except TavernKitError as exc:
+            logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
+            self._pending.append((type, data))
+            self._retrying = asyncio.create_task(self._retry())
+
+    async def _retry(self) -> None:
+        backoff = 0.05
+        while self._pending:
+            type_, data = self._pending[0]
+            try:
+                await self.log.append(self.turn_id, type_, data)
+            except TavernKitError:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            self._pending.popleft()
+            backoff = 0.05
+
+    async def finish(self, last: Sequence[tuple[str, dict[str, Any]]], *, ttl_s: float) -> None:
+        """Append ``last`` after everything before it, then close the log; gives up (logged)
+        after ``finish_s`` of a log that takes nothing."""
+        for type_, data in last:
+            await self.append(type_, data)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.finish_s
+        try:
+            if self._retrying is not None:
+                await asyncio.wait_for(asyncio.shield(self._retrying), self.finish_s)
+            backoff = 0.05
+            while True:
+                try:
+                    await self.log.close(self.turn_id, ttl_s=ttl_s)
+                    return
+                except TavernKitError:
+                    if loop.time() + backoff > deadline:
+                        raise
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 1.0)
+        except (TimeoutError, TavernKitError) as exc:
+            logger.error(
+                "a turn's last events could not be written (%s); its readers end on their own",
+                type_name(exc),
+            )
+        finally:
+            if self._retrying is not None:
+                self._retrying.cancel()
+
+
+async def stop_task(task: asyncio.Task[Any], *, wait_s: float = 1.0) -> None:
+    """Cancel a helper task and wait for it at most ``wait_s``. Never ``await task`` alone: a
+    cancel that lands as a timeout inside it fires (Python 3.11's ``asyncio.timeout``, which
+    redis-py's pool wait uses) comes out as that timeout's error, which a loop that retries
+    errors swallows; awaiting it then waited forever (issue 37: 35 of 400 turns hung so)."""
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=wait_s)
+    if not done:
+        logger.warning("a turn's helper task outlived its cancel; left to end on its own")
+        task.cancel()
+    elif not task.cancelled() and task.exception() is not None:
+        logger.warning("a turn's helper task failed (%s)", type_name(task.exception()))
+
+
+def type_name(exc: BaseException | None) -> str:
+    return type(exc).__name__
+
+
+class EventLogSink:
+    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
+    log, one log event per sink event (empty deltas are dropped), through the turn's
+    :class:`TurnLogWriter`. On a log that appends without waiting (the in-memory one has
+    ``append_nowait``) it offers ``emit_nowait``, so the turn runner hands it each piece in
+    place, with no queue or task between them."""
+
+    def __init__(self, log: TurnEventLog, turn_id: str, writer: TurnLogWriter | None = None):
+        self.log = log
+        self.turn_id = turn_id
+        self.writer = writer or TurnLogWriter(log, turn_id)
         self._append_nowait: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
             log, "append_nowait", None
         )
@@ -110,7 +214,7 @@ class EventLogSink:
     async def emit(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
         if entry is not None:
-            await self.log.append(self.turn_id, *entry)
+            await self.writer.append(*entry)
 
     @property
     def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
@@ -152,6 +256,13 @@ def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
         return "notice", {"kind": "fallback", "text": event.notice.text(), **event.notice.to_json()}
     if isinstance(event, ErrorEvent):
         cause = event.error.cause
+        if isinstance(cause, StoreUnavailable | CoordinationError):
+            # an outage, not an unknown failure (its own message names the server's address)
+            return "error", _turn_error_data(
+                type(cause).__name__,
+                "unavailable",
+                "the server could not reach its database or shared state; try again",
+            )
         # the policy's refusal is the server's own words; an upstream's never are shown
         said = str(cause) if isinstance(cause, EgressRefused) else None
         return "error", _turn_error_data(event.error.error_class, event.error.code, said)
@@ -170,8 +281,15 @@ class MemberSink(EventLogSink):
     """A group member's part of a group turn's log: a ``notice`` with ``kind: "member"``
     (its name and avatar) before the member's first event, then its events."""
 
-    def __init__(self, log: TurnEventLog, turn_id: str, name: str, avatar: str) -> None:
-        super().__init__(log, turn_id)
+    def __init__(
+        self,
+        log: TurnEventLog,
+        turn_id: str,
+        name: str,
+        avatar: str,
+        writer: TurnLogWriter | None = None,
+    ) -> None:
+        super().__init__(log, turn_id, writer)
         self.name = name
         self.avatar = avatar
         self._announced = False
@@ -179,7 +297,7 @@ class MemberSink(EventLogSink):
     async def emit(self, event: SinkEvent) -> None:
         if not self._announced and sink_event_entry(event) is not None:
             self._announced = True
-            await self.log.append(self.turn_id, "notice", self._announcement())
+            await self.writer.append("notice", self._announcement())
         await super().emit(event)
 
     def _emit_now(self, event: SinkEvent) -> None:
@@ -196,7 +314,13 @@ class MemberSink(EventLogSink):
 def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, Any]]]:
     """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
     the server log)."""
-    code = exc.code if isinstance(exc, GenerateTaskError) else "unknown"
+    code: str
+    if isinstance(exc, GenerateTaskError):
+        code = exc.code
+    elif isinstance(exc, StoreUnavailable | CoordinationError):
+        code = "unavailable"
+    else:
+        code = "unknown"
     message = safe_text(exc) if safe else "the turn failed (see the server log)"
     return [
         ("error", _turn_error_data(type(exc).__name__, code, message)),
@@ -266,6 +390,8 @@ class TurnHub:
         self.interrupt_wait_s = interrupt_wait_s
         self._running: dict[str, _Running] = {}
         self._by_chat: dict[str, str] = {}
+        #: shutting down: no new turn starts (``/health/ready`` says so)
+        self.draining = False
 
     @staticmethod
     def chat_key(owner: str, chat_id: str) -> str:
@@ -276,6 +402,8 @@ class TurnHub:
         :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")``,
         :class:`~tavernkit.errors.Conflict` (a solo verb on a group's chat) or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
+        if self.draining:
+            raise ShuttingDown("this server process is shutting down; send the turn again")
         kinds = GROUP_TURN_KINDS if request.group else TURN_KINDS
         if request.kind not in kinds:
             raise GenerateTaskError(
@@ -351,10 +479,15 @@ class TurnHub:
         # the turn's last events, appended once the chat is free: a client that read ``done``
         # may start the next turn at once (a CancelledError leaves none: the log just closes)
         last: list[tuple[str, dict[str, Any]]] = []
+        writer = TurnLogWriter(self.log, turn_id)
         try:
             try:
                 outcome = await _run_verb(
-                    chats, info, request, EventLogSink(self.log, turn_id), running.controller
+                    chats,
+                    info,
+                    request,
+                    EventLogSink(self.log, turn_id, writer),
+                    running.controller,
                 )
             except TavernKitError as exc:
                 last = _failure(exc)
@@ -363,25 +496,25 @@ class TurnHub:
             else:
                 last = [("done", outcome_data(outcome))]
         finally:
-            renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewer
+            await stop_task(renewer)
             try:
                 await self._forget(turn_id, running)
+            except TavernKitError as exc:  # the lock's lease frees the chat then
+                logger.warning("could not release a chat's lock (%s)", type_name(exc))
             finally:
                 try:
-                    for type_, data in last:
-                        await self.log.append(turn_id, type_, data)
+                    await writer.finish(last, ttl_s=self.ttl_s)
                 finally:
-                    await self.log.close(turn_id, ttl_s=self.ttl_s)
                     running.done.set()
 
     async def _renew(self, running: _Running, turn_id: str) -> None:
         """Keep the chat's lease while the turn runs. A lease that could not be renewed (it
         ran out, and another turn may hold the chat now) stops the turn: two generations of
         one chat must never run at once. A coordination error is retried at the next tick."""
-        while True:
+        while turn_id in self._running:
             await asyncio.sleep(self.lease_s / 3)
+            if turn_id not in self._running:
+                return
             try:
                 kept = await self.lock.renew(running.chat_key, turn_id, lease_s=self.lease_s)
             except TavernKitError as exc:
@@ -404,9 +537,11 @@ class TurnHub:
         seen = 0
         waiting = False
 
+        over = False  # the reader ended: the watchdog too, even if its cancel was lost
+
         async def watch() -> None:
             last, quiet = -1, 0
-            while True:
+            while not over:
                 await asyncio.sleep(self.lease_s)
                 if not waiting or seen != last:  # events came, or the client is slow
                     last, quiet = seen, 0
@@ -429,9 +564,8 @@ class TurnHub:
                 seen += 1
                 yield event
         finally:
-            watchdog.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watchdog
+            over = True
+            await stop_task(watchdog)
 
     async def _orphaned(self, chat_key: str, turn_id: str) -> bool:
         """No process runs the turn any more: not this one, and the chat's lock names
@@ -478,13 +612,25 @@ class TurnHub:
             return True
         if self.stops is None or await self.lock.holder(self.chat_key(owner, chat_id)) != turn_id:
             return False
-        await self.stops.request(turn_id)
-        # the other process closes the turn's log after storing what it delivered
-        with contextlib.suppress(TimeoutError, KeyError):
-            async with asyncio.timeout(self.interrupt_wait_s):
-                async for _ in self.log.read(turn_id):
-                    pass
-        return True
+        # the other process closes the turn's log after storing what it delivered; the request
+        # is sent again each second (one sent while that process was subscribing again after
+        # a Redis restart reached no one)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.interrupt_wait_s
+        while loop.time() < deadline:
+            await self.stops.request(turn_id)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(1.0, max(0.0, deadline - loop.time()))):
+                    try:
+                        async for _ in self.log.read(turn_id):
+                            pass
+                    except KeyError:
+                        pass  # its log is gone: it ended long ago
+                    return True
+        raise CoordinationError(
+            f"the process running turn {turn_id} did not answer the stop in "
+            f"{self.interrupt_wait_s:g} s"
+        )
 
     def running(self, turn_id: str) -> bool:
         return turn_id in self._running
@@ -515,6 +661,26 @@ class TurnHub:
         except KeyError:
             raise NotFound(f"no turn {turn_id!r}") from None
         return str(event.data["chat"])
+
+    async def drain(self, *, grace_s: float, finish_s: float = 5.0) -> None:
+        """Shut down (SIGTERM): no turn starts from now on; running turns get ``grace_s`` to
+        finish, then are stopped (what they showed is stored, their logs end with ``done``);
+        returns once they ended, or ``finish_s`` later, and once this process's readers of
+        other turns were ended (with an ``error`` event: they reconnect elsewhere)."""
+        self.draining = True
+        await self._wait_running(grace_s)
+        for turn_id in list(self._running):
+            self.stop(turn_id)
+        await self._wait_running(finish_s)
+        end_readers = getattr(self.log, "end_readers", None)
+        if end_readers is not None:
+            await end_readers(within_s=1.0)
+
+    async def _wait_running(self, timeout_s: float) -> None:
+        pending = [r.done.wait() for r in self._running.values()]
+        if pending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*pending), timeout_s)
 
     async def close(self, *, grace_s: float = 5.0) -> None:
         """Shut down: let running turns finish for ``grace_s``, then stop the rest; each
@@ -580,7 +746,7 @@ async def _run_group_verb(
     avatars = {m.name: m.avatar for m in loaded.members}
 
     def member_sink(name: str) -> MemberSink:
-        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""))
+        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""), sink.writer)
 
     return await chats.group_turn(
         chat_id,

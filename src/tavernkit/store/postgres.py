@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
-from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.errors import Conflict, FormatError, NotFound, StoreError, StoreUnavailable
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
@@ -47,11 +47,22 @@ from tavernkit.store.sqlite import SqliteStore, new_record_id
 
 _T = TypeVar("_T")
 
+#: connections of a process's pool (``serve --database-pool``): a call holds one for its
+#: statements only (~1-5 ms a transaction on a loopback database), so 20 carry thousands of
+#: calls a second, and a few processes stay under PostgreSQL's default ``max_connections``
+#: of 100; more calls than connections wait for one
+DEFAULT_DATABASE_POOL = 20
+#: how long a call waits for a free pooled connection before it fails (503 at the server)
+POOL_WAIT_S = 10.0
+#: how long a connection that cannot be opened is tried again before the call fails
+CONNECT_RETRY_S = 3.0
+
 if TYPE_CHECKING:
     import aiosqlite
     import asyncpg
 
 __all__ = [
+    "DEFAULT_DATABASE_POOL",
     "PostgresStore",
     "default_key_dir",
     "is_postgres_url",
@@ -113,6 +124,23 @@ def postgres_match(terms: Sequence[str], indexed: bool = True) -> MatchSql:
     return match
 
 
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether a driver error says the database cannot be used now (unreachable, restarting,
+    out of connections, a connection lost, no free pooled connection in time) rather than
+    that the statement is wrong."""
+    import asyncpg  # optional extra, imported where used
+
+    gone = (
+        OSError,  # refused, reset, unreachable; TimeoutError (no free connection) too
+        asyncpg.PostgresConnectionError,
+        asyncpg.OperatorInterventionError,  # shutting down, starting up
+        asyncpg.InsufficientResourcesError,  # too many connections
+    )
+    if isinstance(exc, gone):
+        return True
+    return isinstance(exc, asyncpg.InterfaceError) and "clos" in str(exc)
+
+
 def map_pg_error(exc: BaseException, what: str = "database error") -> StoreError | FormatError:
     """A driver error as the store's own. PostgreSQL's message names constraints and types,
     never bound values (those are in its DETAIL, which is not shown)."""
@@ -125,6 +153,9 @@ def map_pg_error(exc: BaseException, what: str = "database error") -> StoreError
         if isinstance(cause, UnicodeEncodeError):
             return unencodable_error(cause)
         return FormatError(f"a value the database cannot take ({type(cause).__name__})")
+    if is_unavailable(exc):
+        # the driver's words name the server's address: the class alone says what happened
+        return StoreUnavailable(f"the database is unavailable ({type(exc).__name__})")
     message = getattr(exc, "message", None) or str(exc)
     if isinstance(exc, asyncpg.UniqueViolationError):
         return Conflict(f"already exists ({message})")
@@ -272,11 +303,29 @@ class PostgresStore(SqliteStore):
         async with self._write() as db:
             return await fn(db)
 
+    async def _acquire(self) -> asyncpg.pool.PoolConnectionProxy:
+        """A pooled connection, waiting at most :data:`POOL_WAIT_S` for a free one; a
+        connection that cannot be opened (the database restarting) is tried again with
+        backoff, 50 ms doubling to 1 s, for :data:`CONNECT_RETRY_S`: nothing ran yet."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + CONNECT_RETRY_S
+        backoff = 0.05
+        while True:
+            try:
+                return await self._pool.acquire(timeout=POOL_WAIT_S)
+            except TimeoutError:
+                raise  # every connection busy: waiting longer would only queue more
+            except Exception as exc:
+                if not is_unavailable(exc) or loop.time() + backoff > give_up:
+                    raise
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
     @asynccontextmanager
     async def _connection(self, *, writing: bool) -> AsyncIterator[aiosqlite.Connection]:
         self._check_open()
         try:
-            async with self._pool.acquire() as conn:
+            async with _Released(self._pool, await self._acquire()) as conn:
                 transaction = (
                     conn.transaction()
                     if writing
@@ -291,6 +340,10 @@ class PostgresStore(SqliteStore):
             raise unencodable_error(exc) from exc
         except Exception as exc:
             if _is_driver_error(exc):
+                if is_unavailable(exc) and not isinstance(exc, TimeoutError):
+                    # the other pooled connections died with this one (a restart): the next
+                    # calls open fresh ones instead of failing on each stale one in turn
+                    self._pool.expire_connections()
                 raise map_pg_error(exc) from exc
             raise
 
@@ -314,6 +367,20 @@ class PostgresStore(SqliteStore):
             self._tracer = None
 
 
+class _Released:
+    """``async with``: a connection :meth:`PostgresStore._acquire` took, given back after."""
+
+    def __init__(self, pool: asyncpg.Pool, conn: asyncpg.pool.PoolConnectionProxy) -> None:
+        self._pool = pool
+        self._conn = conn
+
+    async def __aenter__(self) -> asyncpg.pool.PoolConnectionProxy:
+        return self._conn
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._pool.release(self._conn)
+
+
 def _is_driver_error(exc: BaseException) -> bool:
     import asyncpg  # optional extra, imported where used
 
@@ -328,7 +395,7 @@ async def open_postgres_store(
     new_id: Callable[[], str] | None = None,
     key_dir: Path | None = None,
     min_size: int = 1,
-    max_size: int = 10,
+    max_size: int = DEFAULT_DATABASE_POOL,
 ) -> PostgresStore:
     """Connect to the database at ``url`` (a pool of ``min_size`` to ``max_size``
     connections), migrate it as needed and return the store. Errors name the URL without its

@@ -12,6 +12,7 @@ the turn, in whichever process runs it; what it showed stays stored.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -32,6 +33,8 @@ from tavernkit.server.turns import TurnHub, TurnRequest
 __all__ = ["TurnOverridesBody", "TurnStartedBody", "begin_turn", "router"]
 
 router = APIRouter(tags=["turns"])
+
+log = logging.getLogger(__name__)
 
 State = Annotated[ServerState, Depends(server_state)]
 
@@ -201,9 +204,27 @@ async def turn_events(
     return sse_response(_frames(hub.watched(events, hub.chat_key(tk.owner, chat), turn_id)))
 
 
+#: the last event of a stream whose turn's log could not be read to its ``done`` (Redis
+#: unreachable for long, a log that expired): no ``id``, so a client's ``Last-Event-ID`` stays
+#: the last real event, which it reconnects with
+CUT_SHORT = {
+    "class": "EventsUnavailable",
+    "code": "unavailable",
+    "message": "the turn's events could not be read on; reconnect to read the rest",
+}
+
+
 async def _frames(events: AsyncIterator[TurnEvent]) -> AsyncIterator[bytes]:
-    async for event in events:
-        yield sse_event(event.id, event.type, event.data)
+    """The events as SSE frames; a stream always ends with ``done`` or ``error``."""
+    finished = False
+    try:
+        async for event in events:
+            finished = event.type == "done"
+            yield sse_event(event.id, event.type, event.data)
+    except Exception as exc:  # the log failed mid-stream: the client still gets an end
+        log.warning("a turn's event stream was cut short (%s)", type(exc).__name__)
+    if not finished:
+        yield sse_event(None, "error", CUT_SHORT)
 
 
 @router.delete("/chats/{chat_id}/turns/{turn_id}", response_model=TurnStopped)
