@@ -60,6 +60,7 @@ INTERNAL_ERRORS = {
     "DiceError",
     "ExprError",
     "MacroRuntimeError",
+    "NotStreamable",
     "ReviewUnavailable",
     "StreamTimeout",
     "Unusable",

@@ -69,7 +69,8 @@ Internal control flow, never raised to a caller: ``StreamTimeout`` (a first-byte
 timeout fired; providers turn it into ``ProviderTimeout``), ``Unusable`` (a fallback entry the
 resolver cannot use: skipped), ``ReviewUnavailable`` (the reply review cannot run),
 ``MacroRuntimeError`` / ``UrlRefused`` (a macro handler keeps its macro as written and records a
-warning) and ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError).
+warning), ``DiceError`` (a ``{{roll}}`` formula that is not one; also ValueError) and
+``NotStreamable`` (a chat file the streamed reader leaves to the whole-file one).
 
 The classes live by family in :mod:`tavernkit.error_families` (``base``, ``access``,
 ``provider``, ``tasks``; the small internal ones stay here) and are imported from here: this
@@ -192,6 +193,7 @@ __all__ = [
     "NetworkError",
     "NotAuthenticated",
     "NotFound",
+    "NotStreamable",
     "OutsideWindow",
     "Overloaded",
     "ParseProblem",
@@ -276,6 +278,12 @@ class MacroRuntimeError(Exception):
 
 class UrlRefused(MacroRuntimeError):
     """The policy does not allow this request."""
+
+
+class NotStreamable(Exception):
+    """A chat file :func:`~tavernkit.formats.chats.iter_chat_file` leaves to the whole-file
+    reader: a line that is not UTF-8 (read with U+FFFD in its place there, as SillyTavern
+    reads it)."""
 
 
 class EmbedderUnavailable(TavernKitError):

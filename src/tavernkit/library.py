@@ -28,12 +28,19 @@ from pydantic import BaseModel
 from tavernkit.characters import CardAsset, charx_blobs
 from tavernkit.chat.greetings import chat_name
 from tavernkit.chat_import import ChatSource, parsed_chat, streamed_chat, wire_message
-from tavernkit.errors import Conflict, FormatError, LimitExceeded, NameTaken, NotFound
+from tavernkit.errors import (
+    Conflict,
+    FormatError,
+    LimitExceeded,
+    NameTaken,
+    NotFound,
+    NotStreamable,
+)
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chatluna import lorebook_from_chatluna
-from tavernkit.formats.chats import NotStreamable, is_chat_jsonl
+from tavernkit.formats.chats import is_chat_jsonl
 from tavernkit.formats.lorebooks import character_book_to_lorebook
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings

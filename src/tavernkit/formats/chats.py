@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from tavernkit.errors import FormatError, LimitExceeded
+from tavernkit.errors import FormatError, LimitExceeded, NotStreamable
 from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.models.chat import Chat, ChatHeader, Message
 from tavernkit.models.send_date import format_send_date, parse_send_date
@@ -84,11 +84,6 @@ def read_chat_file(path: Path, *, limits: FormatLimits = DEFAULT_LIMITS) -> Chat
     """Read a ``.jsonl`` chat file (refusing one over ``limits.chat_file_bytes`` unread)."""
     data = read_limited(Path(path), limits.chat_file_bytes, what="chat file")
     return read_chat_jsonl(data, source=str(path), limits=limits)
-
-
-class NotStreamable(Exception):
-    """A chat file :func:`iter_chat_file` leaves to the whole-file reader: a line that is not
-    UTF-8 (read with U+FFFD in its place there, as SillyTavern reads it)."""
 
 
 def iter_chat_file(
