@@ -87,7 +87,7 @@ class LinkedBooks(BaseModel):
 
 
 SortOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "chatted", "fav"]
-#: the orders the store's listing indexes keep (the others read every line)
+#: the orders the store's listing indexes keep (only "chatted" reads every line)
 _INDEXED_ORDERS: dict[str, ListOrder] = {order: order for order in get_args(ListOrder)}
 
 
@@ -111,36 +111,27 @@ async def list_characters(
     ] = None,
     facets: Annotated[bool, Query(description="add every tag and its count")] = False,
 ) -> CharacterPage:
-    # The cards are read (once per revision, then cached) only for what needs them: a filter, an
-    # order by favourite, or the tag counts; otherwise only the page's cards are.
-    whole = bool(tag) or fav is not None or sort == "fav" or facets
+    # Filters, orders and tag counts are read from the store's indexes and kept counts
+    # (migrations 011, 013, 014); the cards are read (once per revision, then cached) only
+    # for the page's lines, or all of them for the order by latest chat.
     order = _INDEXED_ORDERS.get(sort or "name")
-    if not whole and order is not None:
-        return await _indexed_page(tk, state, paging, q, order)
-    infos = await tk.store.list("character", owner=tk.owner)
-    tag_counts = None
-    known = await state.card_facets.of(tk.store, infos, owner=tk.owner) if whole else {}
-    if facets:
-        tag_counts = _count_tags(known.values())
-    if q:
-        needle = q.casefold()
-        infos = [i for i in infos if needle in i.name.casefold()]
-    if tag:
-        wanted = {t.strip().casefold() for t in tag if t.strip()}
-        infos = [
-            i for i in infos if i.id in known and wanted <= {t.casefold() for t in known[i.id].tags}
-        ]
-    if fav is not None:
-        infos = [i for i in infos if i.id in known and known[i.id].fav == fav]
-    last_chat: dict[str, datetime] = {}
-    if sort == "chatted":
-        for chat in await tk.store.list_chats(owner=tk.owner):
-            if chat.character_id and chat.character_id not in last_chat:
-                last_chat[chat.character_id] = chat.updated  # newest first
-    infos = _sorted(infos, sort or "name", known, last_chat)
-    items, total = page_of(infos, paging)
-    if not whole:
+    wanted = [t for t in tag or [] if t.strip()]
+    if order is not None:
+        found = await tk.store.list_page(
+            "character",
+            owner=tk.owner,
+            offset=paging.offset,
+            limit=paging.limit,
+            name_contains=q or None,
+            order=order,
+            fav=fav,
+            tags=wanted,
+        )
+        items, total = found.items, found.total
         known = await state.card_facets.of(tk.store, items, owner=tk.owner)
+    else:
+        items, total, known = await _chatted_page(tk, state, paging, q, wanted, fav)
+    tag_counts = _count_tags(await tk.store.character_tags(owner=tk.owner)) if facets else None
     return CharacterPage(
         items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in items],
         total=total,
@@ -150,64 +141,53 @@ async def list_characters(
     )
 
 
-async def _indexed_page(
-    tk: UserTavern, state: State, paging: Paging, q: str | None, order: ListOrder
-) -> CharacterPage:
-    """A page in an order the store's listing indexes keep: its lines read from the index
-    alone, then the facets of its cards (cached per revision): a page costs the same at 20
-    cards and at 8,000."""
-    found = await tk.store.list_page(
-        "character",
-        owner=tk.owner,
-        offset=paging.offset,
-        limit=paging.limit,
-        name_contains=q or None,
-        order=order,
-    )
-    known = await state.card_facets.of(tk.store, found.items, owner=tk.owner)
-    return CharacterPage(
-        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in found.items],
-        total=found.total,
-        offset=paging.offset,
-        limit=paging.limit,
-    )
+async def _chatted_page(
+    tk: UserTavern, state: State, paging: Paging, q: str | None, tag: list[str], fav: bool | None
+) -> tuple[list[RecordInfo], int, dict[str, Facets]]:
+    """A page by latest chat: every line and every chat is read (no index keeps it)."""
+    infos = await tk.store.list("character", owner=tk.owner)
+    whole = bool(tag) or fav is not None
+    known = await state.card_facets.of(tk.store, infos, owner=tk.owner) if whole else {}
+    if q:
+        needle = q.casefold()
+        infos = [i for i in infos if needle in i.name.casefold()]
+    if tag:
+        wanted = {t.strip().casefold() for t in tag}
+        infos = [
+            i for i in infos if i.id in known and wanted <= {t.casefold() for t in known[i.id].tags}
+        ]
+    if fav is not None:
+        infos = [i for i in infos if i.id in known and known[i.id].fav == fav]
+    last_chat: dict[str, datetime] = {}
+    for chat in await tk.store.list_chats(owner=tk.owner):
+        if chat.character_id and chat.character_id not in last_chat:
+            last_chat[chat.character_id] = chat.updated  # newest first
+    items, total = page_of(_by_latest_chat(infos, last_chat), paging)
+    if not whole:
+        known = await state.card_facets.of(tk.store, items, owner=tk.owner)
+    return items, total, known
 
 
-def _count_tags(all_facets: Any) -> list[TagCount]:
-    counts: dict[str, list[Any]] = {}  # casefolded -> [name as first met, count]
-    for facets in all_facets:
-        for name in facets.tags:
-            entry = counts.setdefault(name.casefold(), [name, 0])
-            entry[1] += 1
+def _count_tags(spellings: Sequence[tuple[str, int]]) -> list[TagCount]:
+    """The store's (spelling, cards) rows as one count per tag whatever its case, named by
+    its most used spelling, most used first."""
+    counts: dict[str, list[Any]] = {}  # casefolded -> [name, count, count of that name]
+    for name, n in spellings:
+        entry = counts.setdefault(name.casefold(), [name, 0, n])
+        entry[1] += n
+        if n > entry[2]:
+            entry[0], entry[2] = name, n
     ordered = sorted(counts.values(), key=lambda e: (-e[1], e[0].casefold()))
-    return [TagCount(name=name, count=count) for name, count in ordered]
+    return [TagCount(name=name, count=count) for name, count, _ in ordered]
 
 
-def _sorted(
-    infos: Sequence[RecordInfo],
-    sort: SortOrder,
-    known: Mapping[str, Facets],
-    last_chat: Mapping[str, datetime],
+def _by_latest_chat(
+    infos: Sequence[RecordInfo], last_chat: Mapping[str, datetime]
 ) -> list[RecordInfo]:
-    def by_name(i: RecordInfo) -> tuple[str, str]:
-        return (i.name.casefold(), i.name)
-
-    if sort == "name":
-        return sorted(infos, key=by_name)
-    if sort == "name_desc":
-        return sorted(infos, key=by_name, reverse=True)
-    if sort == "newest":
-        return sorted(infos, key=lambda i: i.created, reverse=True)
-    if sort == "oldest":
-        return sorted(infos, key=lambda i: i.created)
-    if sort == "updated":
-        return sorted(infos, key=lambda i: i.updated, reverse=True)
-    if sort == "chatted":
-        ranked = sorted(infos, key=by_name)
-        ranked.sort(key=lambda i: -last_chat[i.id].timestamp() if i.id in last_chat else 0.0)
-        chatted = [i for i in ranked if i.id in last_chat]
-        return chatted + [i for i in ranked if i.id not in last_chat]
-    return sorted(infos, key=lambda i: (not known.get(i.id, _NO_FACETS).fav, *by_name(i)))
+    ranked = sorted(infos, key=lambda i: (i.name.casefold(), i.name))
+    ranked.sort(key=lambda i: -last_chat[i.id].timestamp() if i.id in last_chat else 0.0)
+    chatted = [i for i in ranked if i.id in last_chat]
+    return chatted + [i for i in ranked if i.id not in last_chat]
 
 
 @router.post("", status_code=201)
