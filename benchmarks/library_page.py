@@ -1,7 +1,9 @@
 """The character grid's cost per page against the size of the library: the server's
-``GET /characters`` (a page by name, one newest first, and a search keystroke, ``?q=``) at 20
-cards and at 5,000, in one run. A page is 20 lines at both sizes (the small library's whole
-list), so the two answers carry the same work but for the library's size.
+``GET /characters`` (a page by name, one newest first, a search keystroke, ``?q=``, the page
+with the tag chips, ``?facets=true``, a tag filter, ``?tag=``, the favourites, ``?fav=true``,
+and favourites first, ``?sort=fav``) at 20 cards and at 5,000, in one run. A page is 20 lines
+at both sizes (the small library's whole list), so the two answers carry the same work but
+for the library's size.
 
 Run: ``.venv/bin/python benchmarks/library_page.py [--sizes 20,5000] [--requests 60]
 [--baseline-src DIR]``.
@@ -13,7 +15,8 @@ user. Both sizes are served at once and their requests interleaved (one of each 
 after five to warm up: the page's card facets cached, as on a server in use), so a change of
 the machine's load weighs on both alike. Printed: the median and the fastest request of each
 case per size, and the ratio of the largest size to the smallest (target < 1.5: a page reads
-its lines through the store's listing index, never a line per card). ``--baseline-src`` (a
+its lines through the store's listing indexes, the chips the kept tag counts, never a line per
+card). ``--baseline-src`` (a
 tavernkit ``src`` folder, e.g. of a ``git worktree add`` of an older commit) runs the same in a
 subprocess on that tree first. The load average is printed: on a shared machine the absolute
 figures move, the ratio less, the fastest requests least.
@@ -53,6 +56,13 @@ CASES = {
     "page (by name)": {"offset": "0", "limit": "20", "sort": "name"},
     "page (newest)": {"offset": "0", "limit": "20", "sort": "newest"},
     "search keystroke": {"offset": "0", "limit": "20", "sort": "name", "q": "keeper 0"},
+    # the grid's first request: a page and every tag with its count (the chips)
+    "facets": {"offset": "0", "limit": "20", "sort": "name", "facets": "true"},
+    # a chip clicked: the tag every card carries, and one a third of them do
+    "tag filter": {"offset": "0", "limit": "20", "sort": "name", "tag": "SEA"},
+    "tag filter (1 in 3)": {"offset": "0", "limit": "20", "sort": "name", "tag": "shift 1"},
+    "favourites": {"offset": "0", "limit": "20", "sort": "name", "fav": "true"},
+    "favourites first": {"offset": "0", "limit": "20", "sort": "fav"},
 }
 
 

@@ -504,18 +504,22 @@ def _sqlite_tagging(row: str) -> str:
     )
 
 
+_FAV_OF_NEW = f"(CASE WHEN NEW.kind = 'character' THEN {_sqlite_fav('NEW')} ELSE 0 END)"
 #: the whole of 014 on SQLite: every card's facets are filled by the edit trigger, run once
 M014_STATEMENTS: tuple[str, ...] = (
     *M014_TABLES,
     f"CREATE TRIGGER record_tags_counted_in AFTER INSERT ON record_tags BEGIN {_TAG_IN}; END",
     f"CREATE TRIGGER record_tags_counted_out AFTER DELETE ON record_tags BEGIN {_TAG_OUT}; END",
+    # the row is written again only when its flag changes (a favourite made, or unmade): a
+    # card's save rewrites no row twice, and no other kind's (a 28 MB lorebook) ever is
     "CREATE TRIGGER records_faceted_in AFTER INSERT ON records WHEN NEW.kind = 'character' "
-    f"BEGIN UPDATE records SET fav = {_sqlite_fav('NEW')} WHERE id = NEW.id; "
+    f"BEGIN UPDATE records SET fav = 1 WHERE id = NEW.id AND {_sqlite_fav('NEW')}; "
     f"{_sqlite_tagging('NEW')}; END",
-    "CREATE TRIGGER records_faceted_edit AFTER UPDATE OF data, owner, kind ON records BEGIN "
+    "CREATE TRIGGER records_faceted_edit AFTER UPDATE OF data, owner, kind ON records "
+    "WHEN NEW.kind = 'character' OR OLD.kind = 'character' BEGIN "
     "DELETE FROM record_tags WHERE record_id = OLD.id; "
-    f"UPDATE records SET fav = CASE WHEN NEW.kind = 'character' THEN {_sqlite_fav('NEW')} "
-    f"ELSE 0 END WHERE id = NEW.id; {_sqlite_tagging('NEW')}; END",
+    f"UPDATE records SET fav = {_FAV_OF_NEW} WHERE id = NEW.id AND fav IS NOT {_FAV_OF_NEW}; "
+    f"{_sqlite_tagging('NEW')}; END",
     "CREATE TRIGGER records_faceted_out AFTER DELETE ON records WHEN OLD.kind = 'character' "
     "BEGIN DELETE FROM record_tags WHERE record_id = OLD.id; END",
     "UPDATE records SET data = data WHERE kind = 'character'",
