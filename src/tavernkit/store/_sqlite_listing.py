@@ -14,12 +14,16 @@ The characters' facets (migration 014) filter and order the same way: favourites
 index of its own (``fav DESC`` then the name order), a favourite filter an equality on it, and a
 tag filter probes ``record_tags``' primary key for each line the order's index gives, so a page
 of a tag most cards carry stops early too. A tag is matched whatever its case (Python's
-``casefold``): its spellings are read from ``tag_counts`` (one row per owner and spelling)."""
+``casefold``): its spellings are read from ``tag_counts`` (one row per owner and spelling).
+The order by latest chat walks ``character_chats`` (014: each character's latest chat time,
+kept by triggers on ``chats``) newest first, then the name index for the characters never
+chatted with."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import aiosqlite
 
@@ -31,6 +35,8 @@ __all__ = [
     "ORDER_SQL",
     "ListFilter",
     "SqliteListing",
+    "chatted_count_sql",
+    "chatted_sql",
     "count_sql",
     "like_pattern",
     "page_sql",
@@ -38,6 +44,7 @@ __all__ = [
 ]
 
 #: each order's ORDER BY: its index's columns after (owner, kind), so no sort step
+#: ("chatted", the order by latest chat, is two walks: see :func:`chatted_sql`)
 ORDER_SQL: dict[ListOrder, str] = {
     "name": "lower(name), name, created, id",
     "name_desc": "lower(name) DESC, name DESC, created DESC, id DESC",
@@ -82,6 +89,37 @@ def page_sql(order: ListOrder, f: ListFilter | bool = False) -> str:
     tag's spellings), limit, offset. ``f`` may be a bool: a name filter or none."""
     f = f if isinstance(f, ListFilter) else ListFilter(named=f)
     return f"{_COLUMNS}{_where(f)} ORDER BY {ORDER_SQL[order]} LIMIT ? OFFSET ?"
+
+
+#: a chatted character's line, its latest chat first: the walk starts at character_chats'
+#: index (CROSS JOIN keeps SQLite's join order) and reads each line's record by its key
+_CHATTED_FROM = (
+    "SELECT kind, id, name, owner, created, updated FROM character_chats CROSS JOIN records"
+)
+
+
+def _chatted_where(f: ListFilter) -> str:
+    return _where(f).replace(" WHERE ", " WHERE records.id = record_id AND chat_owner = ? AND ")
+
+
+def chatted_sql(f: ListFilter, chatted: bool) -> str:
+    """A page of the order by latest chat: the characters with a chat (``chatted``: latest
+    first, ties by name; parameters owner, then as :func:`page_sql`'s) or those without (by
+    name; :func:`page_sql`'s parameters)."""
+    if chatted:
+        where = _where(f).replace(
+            " WHERE ", " WHERE records.id = record_id AND chat_owner = ? AND "
+        )
+        return (
+            f"{_CHATTED_FROM}{where} ORDER BY last_chat DESC, {ORDER_SQL['name']} LIMIT ? OFFSET ?"
+        )
+    never = " AND NOT EXISTS (SELECT 1 FROM character_chats c WHERE c.record_id = records.id)"
+    return f"{_COLUMNS}{_where(f)}{never} ORDER BY {ORDER_SQL['name']} LIMIT ? OFFSET ?"
+
+
+def chatted_count_sql(f: ListFilter) -> str:
+    """How many characters with a chat the filter keeps (parameters as the chatted page's)."""
+    return f"SELECT count(*) FROM character_chats CROSS JOIN records{_chatted_where(f)}"
 
 
 def count_sql(f: ListFilter | bool = False) -> str:
@@ -147,7 +185,11 @@ class SqliteListing(SqliteBase):
             for group in groups:
                 params.extend(group)
             f = ListFilter(bool(name_contains), fav, tuple(len(g) for g in groups))
-            rows = list(await db.execute_fetchall(page_sql(order, f), (*params, limit, offset)))
+            if order == "chatted":
+                rows = await self._chatted_rows(db, f, params, limit, offset)
+            else:
+                sql = page_sql(order, f)
+                rows = list(await db.execute_fetchall(sql, (*params, limit, offset)))
             if (rows and len(rows) < limit) or (not rows and offset == 0):
                 total = offset + len(rows)  # the last page: the count is known
             else:
@@ -157,6 +199,26 @@ class SqliteListing(SqliteBase):
                 found = next(iter(counted), None)
                 total = 0 if found is None else int(found[0])
         return RecordPage([self._info(r) for r in rows], total)
+
+    async def _chatted_rows(
+        self, db: aiosqlite.Connection, f: ListFilter, params: list[object], limit: int, offset: int
+    ) -> list[Any]:
+        """The characters with a chat (latest first), then those without (by name): the
+        second part's offset is the first part's length, which only a page past the first
+        part counts (over the chatted characters, not the library)."""
+        owner = params[0]
+        sql = chatted_sql(f, chatted=True)
+        rows = list(await db.execute_fetchall(sql, (owner, *params, limit, offset)))
+        if len(rows) == limit:
+            return rows
+        if rows:
+            chatted = offset + len(rows)
+        else:
+            counted = await db.execute_fetchall(chatted_count_sql(f), (owner, *params))
+            chatted = int(next(iter(counted))[0])
+        sql = chatted_sql(f, chatted=False)
+        rest = (*params, limit - len(rows), max(0, offset - chatted))
+        return rows + list(await db.execute_fetchall(sql, rest))
 
     async def _tags_of(self, db: aiosqlite.Connection, owner: str) -> list[tuple[str, int]]:
         rows = await db.execute_fetchall(

@@ -461,7 +461,40 @@ M014_TABLES: tuple[str, ...] = (
     "CREATE INDEX record_tags_by_tag ON record_tags (owner, tag, record_id)",
     "CREATE TABLE tag_counts (owner TEXT NOT NULL, tag TEXT NOT NULL, "
     "n BIGINT NOT NULL, PRIMARY KEY (owner, tag))",
+    # the latest chat's time of each character that has one (the order by latest chat); its
+    # columns are named apart from records' so the listing's SQL joins them unqualified
+    "CREATE TABLE character_chats (record_id TEXT PRIMARY KEY, chat_owner TEXT NOT NULL, "
+    "last_chat TEXT NOT NULL)",
+    "CREATE INDEX character_chats_by_time ON character_chats (chat_owner, last_chat DESC, "
+    "record_id)",
 )
+_CHATTED = (
+    "INSERT INTO character_chats (record_id, chat_owner, last_chat) {rows} "
+    "ON CONFLICT (record_id) DO UPDATE SET chat_owner = excluded.chat_owner, "
+    "last_chat = CASE WHEN excluded.last_chat > character_chats.last_chat "
+    "THEN excluded.last_chat ELSE character_chats.last_chat END"
+)
+
+
+def _rechatted(row: str) -> str:
+    """Statements that set the latest chat time of ``row``'s character from its chats (the
+    chats index: owner, character, time) or forget it when it has none left."""
+    rows = (
+        f"SELECT c, o, m FROM (SELECT {row}.character_id AS c, {row}.owner AS o, "
+        f"max(updated) AS m FROM chats WHERE owner = {row}.owner "
+        f"AND character_id = {row}.character_id) x WHERE m IS NOT NULL"
+    )
+    return f"DELETE FROM character_chats WHERE record_id = {row}.character_id; " + _CHATTED.format(
+        rows=rows
+    )
+
+
+_CHAT_TOUCHED = _CHATTED.format(rows="VALUES (NEW.character_id, NEW.owner, NEW.updated)")
+_CHATTED_FILL = _CHATTED.format(
+    rows="SELECT character_id, owner, max(updated) FROM chats "
+    "WHERE character_id IS NOT NULL GROUP BY character_id, owner"
+)
+_MOVED = "OLD.character_id IS NOT NEW.character_id OR OLD.owner IS NOT NEW.owner"
 _TAG_IN = (
     "INSERT INTO tag_counts (owner, tag, n) VALUES (NEW.owner, NEW.tag, 1) "
     "ON CONFLICT (owner, tag) DO UPDATE SET n = tag_counts.n + 1"
@@ -520,11 +553,23 @@ M014_STATEMENTS: tuple[str, ...] = (
     "DELETE FROM record_tags WHERE record_id = OLD.id; "
     f"UPDATE records SET fav = {_FAV_OF_NEW} WHERE id = NEW.id AND fav IS NOT {_FAV_OF_NEW}; "
     f"{_sqlite_tagging('NEW')}; END",
+    # a chat written (a message, a streamed piece) moves its character's time forward
+    "CREATE TRIGGER chats_chatted_in AFTER INSERT ON chats WHEN NEW.character_id IS NOT NULL "
+    f"BEGIN {_CHAT_TOUCHED}; END",
+    "CREATE TRIGGER chats_chatted_touch AFTER UPDATE OF updated ON chats "
+    f"WHEN NEW.character_id IS NOT NULL AND NOT ({_MOVED}) BEGIN {_CHAT_TOUCHED}; END",
+    "CREATE TRIGGER chats_chatted_moved AFTER UPDATE OF character_id, owner ON chats "
+    f"WHEN {_MOVED} BEGIN {_rechatted('OLD')}; {_rechatted('NEW')}; END",
+    "CREATE TRIGGER chats_chatted_out AFTER DELETE ON chats WHEN OLD.character_id IS NOT NULL "
+    f"BEGIN {_rechatted('OLD')}; END",
+    _CHATTED_FILL,
     "CREATE TRIGGER records_faceted_out AFTER DELETE ON records WHEN OLD.kind = 'character' "
-    "BEGIN DELETE FROM record_tags WHERE record_id = OLD.id; END",
+    "BEGIN DELETE FROM record_tags WHERE record_id = OLD.id; "
+    "DELETE FROM character_chats WHERE record_id = OLD.id; END",
     "UPDATE records SET data = data WHERE kind = 'character'",
 )
 
+_PG_MOVED = _MOVED.replace("IS NOT", "IS DISTINCT FROM")
 #: PostgreSQL's: plpgsql functions behind row triggers (the favourite set before the row is
 #: written, the tags after)
 _WS_PG = "' ' || chr(9) || chr(10) || chr(11) || chr(12) || chr(13)"
@@ -555,6 +600,9 @@ PG_M014_STATEMENTS: tuple[str, ...] = (
         IF TG_OP IN ('DELETE', 'UPDATE') THEN
             DELETE FROM record_tags WHERE record_id = OLD.id;
         END IF;
+        IF TG_OP = 'DELETE' THEN
+            DELETE FROM character_chats WHERE record_id = OLD.id;
+        END IF;
         IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.kind = 'character' THEN
             INSERT INTO record_tags (record_id, owner, tag)
             SELECT NEW.id, NEW.owner, t FROM (
@@ -565,6 +613,21 @@ PG_M014_STATEMENTS: tuple[str, ...] = (
         END IF;
         RETURN NULL;
     END $$""",
+    f"""CREATE FUNCTION tk_chatted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND NOT ({_PG_MOVED})) THEN
+            IF NEW.character_id IS NOT NULL THEN {_CHAT_TOUCHED}; END IF;
+        ELSE
+            IF OLD.character_id IS NOT NULL THEN {_rechatted("OLD")}; END IF;
+            IF TG_OP = 'UPDATE' AND NEW.character_id IS NOT NULL THEN
+                {_rechatted("NEW")};
+            END IF;
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER chats_chatted AFTER INSERT OR DELETE OR UPDATE OF updated, character_id, "
+    "owner ON chats FOR EACH ROW EXECUTE FUNCTION tk_chatted()",
+    _CHATTED_FILL,
     "CREATE TRIGGER records_tagged AFTER INSERT OR DELETE OR UPDATE OF data, owner, kind "
     "ON records FOR EACH ROW EXECUTE FUNCTION tk_tag_records()",
     f"""CREATE FUNCTION tk_count_tags() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -125,8 +125,9 @@ class RecordInfo:
 
 #: the orders :meth:`Store.list_page` reads a page in: by name (case folded, A-Z or Z-A), by
 #: when the record was made (newest or oldest first) or last written (latest first), or a
-#: character's favourites first, then by name
-ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "fav"]
+#: character's favourites first, then by name, or the characters with the latest chat first
+#: (then those never chatted with, by name)
+ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "fav", "chatted"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, Field
@@ -22,11 +21,9 @@ from tavernkit.server.card_facets import Facets
 from tavernkit.server.routes._common import (
     Page,
     PageQuery,
-    Paging,
     RecordBody,
     RecordLine,
     State,
-    page_of,
 )
 from tavernkit.store.protocol import ListOrder, RecordInfo
 
@@ -86,9 +83,8 @@ class LinkedBooks(BaseModel):
     books: list[str] = Field(max_length=100)
 
 
-SortOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "chatted", "fav"]
-#: the orders the store's listing indexes keep (only "chatted" reads every line)
-_INDEXED_ORDERS: dict[str, ListOrder] = {order: order for order in get_args(ListOrder)}
+#: the store's listing orders (each read through its indexes)
+SortOrder = ListOrder
 
 
 @router.get("")
@@ -113,59 +109,26 @@ async def list_characters(
 ) -> CharacterPage:
     # Filters, orders and tag counts are read from the store's indexes and kept counts
     # (migrations 011, 013, 014); the cards are read (once per revision, then cached) only
-    # for the page's lines, or all of them for the order by latest chat.
-    order = _INDEXED_ORDERS.get(sort or "name")
-    wanted = [t for t in tag or [] if t.strip()]
-    if order is not None:
-        found = await tk.store.list_page(
-            "character",
-            owner=tk.owner,
-            offset=paging.offset,
-            limit=paging.limit,
-            name_contains=q or None,
-            order=order,
-            fav=fav,
-            tags=wanted,
-        )
-        items, total = found.items, found.total
-        known = await state.card_facets.of(tk.store, items, owner=tk.owner)
-    else:
-        items, total, known = await _chatted_page(tk, state, paging, q, wanted, fav)
+    # for the page's lines.
+    found = await tk.store.list_page(
+        "character",
+        owner=tk.owner,
+        offset=paging.offset,
+        limit=paging.limit,
+        name_contains=q or None,
+        order=sort or "name",
+        fav=fav,
+        tags=[t for t in tag or [] if t.strip()],
+    )
+    known = await state.card_facets.of(tk.store, found.items, owner=tk.owner)
     tag_counts = _count_tags(await tk.store.character_tags(owner=tk.owner)) if facets else None
     return CharacterPage(
-        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in items],
-        total=total,
+        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in found.items],
+        total=found.total,
         offset=paging.offset,
         limit=paging.limit,
         tags=tag_counts,
     )
-
-
-async def _chatted_page(
-    tk: UserTavern, state: State, paging: Paging, q: str | None, tag: list[str], fav: bool | None
-) -> tuple[list[RecordInfo], int, dict[str, Facets]]:
-    """A page by latest chat: every line and every chat is read (no index keeps it)."""
-    infos = await tk.store.list("character", owner=tk.owner)
-    whole = bool(tag) or fav is not None
-    known = await state.card_facets.of(tk.store, infos, owner=tk.owner) if whole else {}
-    if q:
-        needle = q.casefold()
-        infos = [i for i in infos if needle in i.name.casefold()]
-    if tag:
-        wanted = {t.strip().casefold() for t in tag}
-        infos = [
-            i for i in infos if i.id in known and wanted <= {t.casefold() for t in known[i.id].tags}
-        ]
-    if fav is not None:
-        infos = [i for i in infos if i.id in known and known[i.id].fav == fav]
-    last_chat: dict[str, datetime] = {}
-    for chat in await tk.store.list_chats(owner=tk.owner):
-        if chat.character_id and chat.character_id not in last_chat:
-            last_chat[chat.character_id] = chat.updated  # newest first
-    items, total = page_of(_by_latest_chat(infos, last_chat), paging)
-    if not whole:
-        known = await state.card_facets.of(tk.store, items, owner=tk.owner)
-    return items, total, known
 
 
 def _count_tags(spellings: Sequence[tuple[str, int]]) -> list[TagCount]:
@@ -179,15 +142,6 @@ def _count_tags(spellings: Sequence[tuple[str, int]]) -> list[TagCount]:
             entry[0], entry[2] = name, n
     ordered = sorted(counts.values(), key=lambda e: (-e[1], e[0].casefold()))
     return [TagCount(name=name, count=count) for name, count, _ in ordered]
-
-
-def _by_latest_chat(
-    infos: Sequence[RecordInfo], last_chat: Mapping[str, datetime]
-) -> list[RecordInfo]:
-    ranked = sorted(infos, key=lambda i: (i.name.casefold(), i.name))
-    ranked.sort(key=lambda i: -last_chat[i.id].timestamp() if i.id in last_chat else 0.0)
-    chatted = [i for i in ranked if i.id in last_chat]
-    return chatted + [i for i in ranked if i.id not in last_chat]
 
 
 @router.post("", status_code=201)
