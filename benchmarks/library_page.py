@@ -1,19 +1,23 @@
 """The character grid's cost per page against the size of the library: the server's
-``GET /characters`` (a page by name, one newest first, and a search keystroke, ``?q=``) at 20
-cards and at 5,000, in one run. A page is 20 lines at both sizes (the small library's whole
-list), so the two answers carry the same work but for the library's size.
+``GET /characters`` (a page by name, one newest first, a search keystroke, ``?q=``, the page
+with the tag chips, ``?facets=true``, a tag filter, ``?tag=``, the favourites, ``?fav=true``,
+favourites first, ``?sort=fav``, and latest chat first, ``?sort=chatted``) at 20 cards and at
+5,000, in one run. A page is 20 lines at both sizes (the small library's whole list), so the
+two answers carry the same work but for the library's size.
 
 Run: ``.venv/bin/python benchmarks/library_page.py [--sizes 20,5000] [--requests 60]
 [--baseline-src DIR]``.
 
-Each size is a fresh home with ``N`` cards (tags, a favourite every seventh), served twice:
+Each size is a fresh home with ``N`` cards (tags, a favourite every seventh, a chat with every
+tenth), served twice:
 in process (the app's whole ASGI stack through httpx's ASGI transport: the server's own cost)
 and by uvicorn on loopback (as a client such as the web UI sees it: HTTP both ways), the local
 user. Both sizes are served at once and their requests interleaved (one of each in turn,
 after five to warm up: the page's card facets cached, as on a server in use), so a change of
 the machine's load weighs on both alike. Printed: the median and the fastest request of each
 case per size, and the ratio of the largest size to the smallest (target < 1.5: a page reads
-its lines through the store's listing index, never a line per card). ``--baseline-src`` (a
+its lines through the store's listing indexes, the chips the kept tag counts, never a line per
+card). ``--baseline-src`` (a
 tavernkit ``src`` folder, e.g. of a ``git worktree add`` of an older commit) runs the same in a
 subprocess on that tree first. The load average is printed: on a shared machine the absolute
 figures move, the ratio less, the fastest requests least.
@@ -53,7 +57,17 @@ CASES = {
     "page (by name)": {"offset": "0", "limit": "20", "sort": "name"},
     "page (newest)": {"offset": "0", "limit": "20", "sort": "newest"},
     "search keystroke": {"offset": "0", "limit": "20", "sort": "name", "q": "keeper 0"},
+    # the grid's first request: a page and every tag with its count (the chips)
+    "facets": {"offset": "0", "limit": "20", "sort": "name", "facets": "true"},
+    # a chip clicked: the tag every card carries, and one a third of them do
+    "tag filter": {"offset": "0", "limit": "20", "sort": "name", "tag": "SEA"},
+    "tag filter (1 in 3)": {"offset": "0", "limit": "20", "sort": "name", "tag": "shift 1"},
+    "favourites": {"offset": "0", "limit": "20", "sort": "name", "fav": "true"},
+    "favourites first": {"offset": "0", "limit": "20", "sort": "fav"},
+    "latest chat first": {"offset": "0", "limit": "20", "sort": "chatted"},
 }
+#: one card in this many has a chat (the order by latest chat)
+CHATTED_EVERY = 10
 
 
 def card(i: int) -> dict[str, Any]:
@@ -72,8 +86,11 @@ def card(i: int) -> dict[str, Any]:
 async def fill(home: Path, size: int) -> None:
     tk = await Tavern(home, load_plugins=False).open()
     try:
+        header = {"user_name": "You", "character_name": "Keeper", "chat_metadata": {}}
         for i in range(size):
-            await tk.store.put("character", card(i), name=f"Keeper {i:05d}")
+            ref = await tk.store.put("character", card(i), name=f"Keeper {i:05d}")
+            if i % CHATTED_EVERY == 0:
+                await tk.store.create_chat(header, [], name=f"chat {i}", character=ref.id)
     finally:
         await tk.close()
 

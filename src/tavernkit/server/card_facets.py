@@ -4,8 +4,9 @@ tags (``data.tags``).
 
 The list reads the store's listing lines (never the cards); a card's facets are read from its
 JSON once and kept in a bounded in-process cache keyed by the record's id and update time, as
-the thumbnails are, so an edited card is read again and an unchanged one never is. A list with
-no tag or favourite filter and no favourites-first order needs the facets of its page only."""
+the thumbnails are, so an edited card is read again and an unchanged one never is. The list
+needs the facets of its page only: its filters, orders and tag counts read what the store
+keeps of them (migration 014, kept by triggers with the same rules as :func:`facets_of`)."""
 
 from __future__ import annotations
 

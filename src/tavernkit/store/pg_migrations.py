@@ -38,6 +38,7 @@ from tavernkit.store.migrations import (
     M011_STATEMENTS,
     M012_STATEMENTS,
     PG_M013_STATEMENTS,
+    PG_M014_STATEMENTS,
 )
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
@@ -172,6 +173,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
         ),
     ),
     ("013_record_counts", PG_M013_STATEMENTS),
+    ("014_character_facets", PG_M014_STATEMENTS),
 )
 
 

@@ -124,8 +124,10 @@ class RecordInfo:
 
 
 #: the orders :meth:`Store.list_page` reads a page in: by name (case folded, A-Z or Z-A), by
-#: when the record was made (newest or oldest first) or last written (latest first)
-ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated"]
+#: when the record was made (newest or oldest first) or last written (latest first), or a
+#: character's favourites first, then by name, or the characters with the latest chat first
+#: (then those never chatted with, by name)
+ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "fav", "chatted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,12 +455,22 @@ class Store(AccountStore, Protocol):
         limit: int = 50,
         name_contains: str | None = None,
         order: ListOrder = "name",
+        fav: bool | None = None,
+        tags: Sequence[str] = (),
     ) -> RecordPage:
         """The lines ``offset`` to ``offset + limit`` of the listing of ``kind`` in ``order``
         (ties by name, then by when made), only those whose name contains ``name_contains``
-        (case-insensitively) when it is given, and the number of such lines. Read through an
-        index of the listing lines (migration 011): its cost follows the page, not the number
-        of records (a name filter reads the index's names, never a record)."""
+        (case-insensitively) when it is given, the characters whose favourite flag is ``fav``
+        when it is given, those carrying every one of ``tags`` (whatever their case), and the
+        number of such lines. Read through an index of the listing lines (migrations 011 and
+        014): its cost follows the page, not the number of records (a name filter reads the
+        index's names, a tag filter probes an index of the cards' tags, never a record)."""
+        ...
+
+    async def character_tags(self, *, owner: str = DEFAULT_OWNER) -> builtins.list[tuple[str, int]]:
+        """Every tag of ``owner``'s characters as spelt on them, with the number of cards
+        carrying it, by spelling: one row each, kept by triggers (migration 014), so the
+        cost follows the number of tags, not of cards."""
         ...
 
     async def delete(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> None: ...

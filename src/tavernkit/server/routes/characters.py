@@ -9,8 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, Field
@@ -22,11 +21,9 @@ from tavernkit.server.card_facets import Facets
 from tavernkit.server.routes._common import (
     Page,
     PageQuery,
-    Paging,
     RecordBody,
     RecordLine,
     State,
-    page_of,
 )
 from tavernkit.store.protocol import ListOrder, RecordInfo
 
@@ -86,9 +83,8 @@ class LinkedBooks(BaseModel):
     books: list[str] = Field(max_length=100)
 
 
-SortOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "chatted", "fav"]
-#: the orders the store's listing indexes keep (the others read every line)
-_INDEXED_ORDERS: dict[str, ListOrder] = {order: order for order in get_args(ListOrder)}
+#: the store's listing orders (each read through its indexes)
+SortOrder = ListOrder
 
 
 @router.get("")
@@ -111,103 +107,41 @@ async def list_characters(
     ] = None,
     facets: Annotated[bool, Query(description="add every tag and its count")] = False,
 ) -> CharacterPage:
-    # The cards are read (once per revision, then cached) only for what needs them: a filter, an
-    # order by favourite, or the tag counts; otherwise only the page's cards are.
-    whole = bool(tag) or fav is not None or sort == "fav" or facets
-    order = _INDEXED_ORDERS.get(sort or "name")
-    if not whole and order is not None:
-        return await _indexed_page(tk, state, paging, q, order)
-    infos = await tk.store.list("character", owner=tk.owner)
-    tag_counts = None
-    known = await state.card_facets.of(tk.store, infos, owner=tk.owner) if whole else {}
-    if facets:
-        tag_counts = _count_tags(known.values())
-    if q:
-        needle = q.casefold()
-        infos = [i for i in infos if needle in i.name.casefold()]
-    if tag:
-        wanted = {t.strip().casefold() for t in tag if t.strip()}
-        infos = [
-            i for i in infos if i.id in known and wanted <= {t.casefold() for t in known[i.id].tags}
-        ]
-    if fav is not None:
-        infos = [i for i in infos if i.id in known and known[i.id].fav == fav]
-    last_chat: dict[str, datetime] = {}
-    if sort == "chatted":
-        for chat in await tk.store.list_chats(owner=tk.owner):
-            if chat.character_id and chat.character_id not in last_chat:
-                last_chat[chat.character_id] = chat.updated  # newest first
-    infos = _sorted(infos, sort or "name", known, last_chat)
-    items, total = page_of(infos, paging)
-    if not whole:
-        known = await state.card_facets.of(tk.store, items, owner=tk.owner)
-    return CharacterPage(
-        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in items],
-        total=total,
-        offset=paging.offset,
-        limit=paging.limit,
-        tags=tag_counts,
-    )
-
-
-async def _indexed_page(
-    tk: UserTavern, state: State, paging: Paging, q: str | None, order: ListOrder
-) -> CharacterPage:
-    """A page in an order the store's listing indexes keep: its lines read from the index
-    alone, then the facets of its cards (cached per revision): a page costs the same at 20
-    cards and at 8,000."""
+    # Filters, orders and tag counts are read from the store's indexes and kept counts
+    # (migrations 011, 013, 014); the cards are read (once per revision, then cached) only
+    # for the page's lines.
     found = await tk.store.list_page(
         "character",
         owner=tk.owner,
         offset=paging.offset,
         limit=paging.limit,
         name_contains=q or None,
-        order=order,
+        order=sort or "name",
+        fav=fav,
+        tags=[t for t in tag or [] if t.strip()],
     )
     known = await state.card_facets.of(tk.store, found.items, owner=tk.owner)
+    tag_counts = _count_tags(await tk.store.character_tags(owner=tk.owner)) if facets else None
     return CharacterPage(
         items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in found.items],
         total=found.total,
         offset=paging.offset,
         limit=paging.limit,
+        tags=tag_counts,
     )
 
 
-def _count_tags(all_facets: Any) -> list[TagCount]:
-    counts: dict[str, list[Any]] = {}  # casefolded -> [name as first met, count]
-    for facets in all_facets:
-        for name in facets.tags:
-            entry = counts.setdefault(name.casefold(), [name, 0])
-            entry[1] += 1
+def _count_tags(spellings: Sequence[tuple[str, int]]) -> list[TagCount]:
+    """The store's (spelling, cards) rows as one count per tag whatever its case, named by
+    its most used spelling, most used first."""
+    counts: dict[str, list[Any]] = {}  # casefolded -> [name, count, count of that name]
+    for name, n in spellings:
+        entry = counts.setdefault(name.casefold(), [name, 0, n])
+        entry[1] += n
+        if n > entry[2]:
+            entry[0], entry[2] = name, n
     ordered = sorted(counts.values(), key=lambda e: (-e[1], e[0].casefold()))
-    return [TagCount(name=name, count=count) for name, count in ordered]
-
-
-def _sorted(
-    infos: Sequence[RecordInfo],
-    sort: SortOrder,
-    known: Mapping[str, Facets],
-    last_chat: Mapping[str, datetime],
-) -> list[RecordInfo]:
-    def by_name(i: RecordInfo) -> tuple[str, str]:
-        return (i.name.casefold(), i.name)
-
-    if sort == "name":
-        return sorted(infos, key=by_name)
-    if sort == "name_desc":
-        return sorted(infos, key=by_name, reverse=True)
-    if sort == "newest":
-        return sorted(infos, key=lambda i: i.created, reverse=True)
-    if sort == "oldest":
-        return sorted(infos, key=lambda i: i.created)
-    if sort == "updated":
-        return sorted(infos, key=lambda i: i.updated, reverse=True)
-    if sort == "chatted":
-        ranked = sorted(infos, key=by_name)
-        ranked.sort(key=lambda i: -last_chat[i.id].timestamp() if i.id in last_chat else 0.0)
-        chatted = [i for i in ranked if i.id in last_chat]
-        return chatted + [i for i in ranked if i.id not in last_chat]
-    return sorted(infos, key=lambda i: (not known.get(i.id, _NO_FACETS).fav, *by_name(i)))
+    return [TagCount(name=name, count=count) for name, count, _ in ordered]
 
 
 @router.post("", status_code=201)
