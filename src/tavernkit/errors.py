@@ -9,7 +9,8 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── StoreError             persistence failed
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
-    │       └── NameTaken      an import names a record that exists and differs
+    │       ├── NameTaken      an import names a record that exists and differs
+    │       └── StaleRevision  a change was sent against a revision another writer replaced
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
     │   └── ToolSourceUnavailable   its server could not be reached, or a tool call failed
@@ -101,6 +102,7 @@ from tavernkit.error_families.base import (
     NotFound,
     PluginError,
     RequestAborted,
+    StaleRevision,
     StoreError,
     TavernKitError,
     TemplateError,
@@ -202,6 +204,7 @@ __all__ = [
     "ScriptError",
     "ServerConfigError",
     "SlashUsage",
+    "StaleRevision",
     "StoreError",
     "StreamInterrupted",
     "StreamTimeout",

@@ -22,6 +22,7 @@ from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Page, PageQuery, page_of
 from tavernkit.store.protocol import ChatInfo, StoredMessage
+from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
 
 __all__ = ["router"]
@@ -72,6 +73,9 @@ class MessageBody(BaseModel):
     #: change it (``None``: the stored text); ``display_reasoning`` the same for reasoning
     display: str | None = None
     display_reasoning: str | None = None
+    #: changes whenever anything stored about the message changes; send it back with an
+    #: edit (``MessageEdit.revision``) to have a stale edit refused instead of overwriting
+    revision: str = ""
 
     @classmethod
     def of(cls, m: StoredMessage, shown: Shown | None = None) -> MessageBody:
@@ -84,6 +88,7 @@ class MessageBody(BaseModel):
             incomplete=unfinished.text() if unfinished is not None else None,
             display=shown.text if shown is not None else None,
             display_reasoning=shown.reasoning if shown is not None else None,
+            revision=message_revision(m),
         )
 
 
@@ -117,6 +122,9 @@ class NewMessage(BaseModel):
 class MessageEdit(BaseModel):
     text: str = Field(max_length=1_000_000)
     reasoning: str | None = Field(default=None, max_length=1_000_000)
+    #: the message's ``revision`` as read; when it is no longer current the edit is refused
+    #: (409 ``StaleRevision`` with the current revision and text). Left out: no check.
+    revision: str | None = Field(default=None, max_length=100)
 
 
 class Hidden(BaseModel):
@@ -263,9 +271,10 @@ async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> Mess
 async def edit_message(
     chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern
 ) -> MessageBody:
-    """Replace one message's text (its shown swipe too) and, if given, its reasoning."""
+    """Replace one message's text (its shown swipe too) and, if given, its reasoning. With
+    ``revision``, a message changed since it was read is left as it is (409 StaleRevision)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning)
+    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning, revision=body.revision)
     return await _body(tk, info.id, index)
 
 

@@ -92,13 +92,36 @@ export async function showChat(view, chatId, at = null) {
     return attempt(() => api("PUT", `${base}/messages/${message.index}/swipe`, { swipe }));
   }
 
+  // The edit sends the revision the message was read at: when another tab or device changed
+  // it since, the server refuses (409 StaleRevision) and nothing is overwritten; the editor
+  // stays open with the user's text, and the alert offers to reload the message.
   function editMessage(message, body) {
     const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
     area.value = textOf(message.data.mes);
-    const save = () => attempt(() => api("PATCH", `${base}/messages/${message.index}`, { text: area.value }));
+    const patch = { revision: message.revision };
+    const save = async () => {
+      try {
+        await api("PATCH", `${base}/messages/${message.index}`, { ...patch, text: area.value });
+        await log.reload();
+      } catch (error) {
+        if (error instanceof ApiError && error.body && error.body.type === "StaleRevision") {
+          refuseStale(message);
+        } else {
+          fail(error, save);
+        }
+      }
+    };
     const cancel = () => attempt(async () => {});
     body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
     area.focus();
+  }
+
+  function refuseStale(message) {
+    alerts.show(
+      `Message #${message.index} was changed in another tab or device, so your edit was not ` +
+        "saved. Reload to see the current text (copy yours first to keep it).",
+      { actions: [{ label: "Reload message", run: () => log.reload() }] },
+    );
   }
 
   function deleteMessage(message) {
