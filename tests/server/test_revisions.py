@@ -1,6 +1,7 @@
-"""Concurrent editors over a real uvicorn on loopback: every message carries a revision, an
-edit that sends a stale one is refused (409 ``StaleRevision`` with the current revision and
-text) and writes nothing, and an edit that sends none is made as before."""
+"""Concurrent editors over a real uvicorn on loopback: every message, character and lorebook
+entry carries a revision; a change that sends a stale one as ``If-Match`` is refused (409
+``StaleRevision`` with the current revision; a message's current text) and writes nothing,
+and a change that sends none is made as before."""
 
 from __future__ import annotations
 
@@ -10,6 +11,10 @@ from typing import Any
 from ._site import Site, site
 
 __all__ = ["site"]  # the fixture, used by name
+
+
+def _if(revision: str) -> dict[str, str]:
+    return {"If-Match": f'"{revision}"'}
 
 
 async def _message(site: Site, chat: str, index: int) -> dict[str, Any]:
@@ -33,11 +38,11 @@ async def test_a_stale_edit_is_refused_and_writes_nothing(site: Site) -> None:
     chat = await site.new_chat()
     read = await _message(site, chat, 0)  # two tabs read the same message
     first = await site.client.patch(
-        f"/chats/{chat}/messages/0", json={"text": "Tab one.", "revision": read["revision"]}
+        f"/chats/{chat}/messages/0", json={"text": "Tab one."}, headers=_if(read["revision"])
     )
     assert first.status_code == 200, first.text
     second = await site.client.patch(
-        f"/chats/{chat}/messages/0", json={"text": "Tab two.", "revision": read["revision"]}
+        f"/chats/{chat}/messages/0", json={"text": "Tab two."}, headers=_if(read["revision"])
     )
     assert second.status_code == 409, second.text
     error = second.json()["error"]
@@ -47,7 +52,7 @@ async def test_a_stale_edit_is_refused_and_writes_nothing(site: Site) -> None:
     assert await site.stored_reply(chat) == "Tab one."
     # with the current revision the edit goes through
     again = await site.client.patch(
-        f"/chats/{chat}/messages/0", json={"text": "Tab two.", "revision": error["revision"]}
+        f"/chats/{chat}/messages/0", json={"text": "Tab two."}, headers=_if(error["revision"])
     )
     assert again.status_code == 200 and await site.stored_reply(chat) == "Tab two."
 
@@ -58,7 +63,7 @@ async def test_two_edits_of_one_revision_at_once_one_wins(site: Site) -> None:
     answers = await asyncio.gather(
         *(
             site.client.patch(
-                f"/chats/{chat}/messages/0", json={"text": f"Tab {n}.", "revision": revision}
+                f"/chats/{chat}/messages/0", json={"text": f"Tab {n}."}, headers=_if(revision)
             )
             for n in range(4)
         )
@@ -85,6 +90,62 @@ async def test_a_revision_of_another_message_is_stale(site: Site) -> None:
     read = await _message(site, chat, 1)
     assert (await site.client.delete(f"/chats/{chat}/messages/0")).status_code == 204
     r = await site.client.patch(
-        f"/chats/{chat}/messages/1", json={"text": "Oops.", "revision": read["revision"]}
+        f"/chats/{chat}/messages/1", json={"text": "Oops."}, headers=_if(read["revision"])
     )
     assert r.status_code == 409 and r.json()["error"]["current"] == {"text": "Second."}
+
+
+async def test_a_stale_bare_if_match_is_refused_and_a_star_is_no_check(site: Site) -> None:
+    chat = await site.new_chat()
+    url = f"/chats/{chat}/messages/0"
+    r = await site.client.patch(url, json={"text": "x"}, headers={"If-Match": "0123456789abcdef"})
+    assert r.status_code == 409 and r.json()["error"]["type"] == "StaleRevision"
+    r = await site.client.patch(url, json={"text": "Any."}, headers={"If-Match": "*"})
+    assert r.status_code == 200 and await site.stored_reply(chat) == "Any."
+
+
+async def test_a_stale_character_save_is_refused(site: Site) -> None:
+    c = site.client
+    read = (await c.get("/characters/Mira")).json()  # two editors read the card
+    assert len(read["revision"]) == 16
+    card = read["data"]
+    first = {**card, "data": {**card["data"], "description": "From the first tab."}}
+    r = await c.put("/characters/Mira", json=first, headers=_if(read["revision"]))
+    assert r.status_code == 200, r.text
+    saved = r.json()["revision"]
+    assert (
+        saved != read["revision"] and (await c.get("/characters/Mira")).json()["revision"] == saved
+    )
+    second = {**card, "data": {**card["data"], "description": "From the second tab."}}
+    r = await c.put("/characters/Mira", json=second, headers=_if(read["revision"]))
+    assert r.status_code == 409 and r.json()["error"]["type"] == "StaleRevision"
+    assert r.json()["error"]["revision"] == saved
+    stored = (await c.get("/characters/Mira")).json()["data"]["data"]["description"]
+    assert stored == "From the first tab."
+    # no If-Match: saved as before
+    r = await c.put("/characters/Mira", json=second)
+    assert (
+        r.status_code == 200 and r.json()["data"]["data"]["description"] == "From the second tab."
+    )
+
+
+async def test_a_stale_lorebook_entry_change_is_refused(site: Site) -> None:
+    c = site.client
+    r = await c.post("/lorebooks", json={"name": "Atlas", "entries": {}})
+    assert r.status_code == 201, r.text
+    made = (await c.post("/lorebooks/Atlas/entries", json={"key": ["sea"]})).json()
+    other = (await c.post("/lorebooks/Atlas/entries", json={"key": ["sky"]})).json()
+    url = f"/lorebooks/Atlas/entries/{made['uid']}"
+    read = (await c.get(url)).json()
+    assert read["revision"] == made["revision"]
+    r = await c.patch(url, json={"content": "First."}, headers=_if(read["revision"]))
+    assert r.status_code == 200 and r.json()["revision"] != read["revision"]
+    for method in ("PATCH", "PUT"):
+        r = await c.request(method, url, json={"content": "Second."}, headers=_if(read["revision"]))
+        assert r.status_code == 409 and r.json()["error"]["type"] == "StaleRevision"
+    assert (await c.get(url)).json()["data"]["content"] == "First."
+    # another entry's change leaves this one's revision as it was
+    current = (await c.get(url)).json()["revision"]
+    await c.patch(f"/lorebooks/Atlas/entries/{other['uid']}", json={"content": "Sky."})
+    r = await c.patch(url, json={"content": "Third."}, headers=_if(current))
+    assert r.status_code == 200 and r.json()["data"]["content"] == "Third."

@@ -59,3 +59,38 @@ def test_the_second_tab_is_refused_and_offered_a_reload(
         assert stored_messages(site, chat)[0]["mes"] == "Then the second tab."
     finally:
         other.context.close()
+
+
+def _stored_description(site: Site, name: str) -> str:
+    record = site.call(site.tk.store.get_record("character", name))
+    return str(record.data["data"]["description"])
+
+
+def test_a_card_saved_in_another_tab_is_not_overwritten(
+    page: Page, browser: Any, site: Site
+) -> None:
+    other = _second_tab(browser, site)
+    try:
+        for tab in (page, other):
+            tab.goto("/#/character/Mira")
+            expect(tab.get_by_label("Description", exact=True)).to_be_visible()
+        page.get_by_label("Description", exact=True).fill("Written in the first tab.")
+        page.get_by_role("button", name="Save", exact=True).click()
+        expect(page.get_by_role("status").filter(has_text="Saved")).to_be_visible()
+        assert _stored_description(site, "Mira") == "Written in the first tab."
+
+        other.get_by_label("Description", exact=True).fill("Written in the second tab.")
+        other.get_by_role("button", name="Save", exact=True).click()
+        alert = other.get_by_role("alert").filter(has_text="changed in another tab")
+        expect(alert).to_be_visible()
+        expect(other.get_by_label("Description", exact=True)).to_have_value(
+            "Written in the second tab."
+        )
+        assert _stored_description(site, "Mira") == "Written in the first tab."
+        screenshot(other, "concurrent-edit-card-refused-desktop")
+        alert.get_by_role("button", name="Reload character").click()
+        expect(other.get_by_label("Description", exact=True)).to_have_value(
+            "Written in the first tab."
+        )
+    finally:
+        other.context.close()

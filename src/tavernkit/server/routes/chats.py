@@ -20,7 +20,7 @@ from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import Page, PageQuery, page_of
+from tavernkit.server.routes._common import IfMatch, Page, PageQuery, page_of
 from tavernkit.store.protocol import ChatInfo, StoredMessage
 from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
@@ -74,7 +74,7 @@ class MessageBody(BaseModel):
     display: str | None = None
     display_reasoning: str | None = None
     #: changes whenever anything stored about the message changes; send it back with an
-    #: edit (``MessageEdit.revision``) to have a stale edit refused instead of overwriting
+    #: edit as ``If-Match`` to have a stale edit refused instead of overwriting
     revision: str = ""
 
     @classmethod
@@ -122,9 +122,6 @@ class NewMessage(BaseModel):
 class MessageEdit(BaseModel):
     text: str = Field(max_length=1_000_000)
     reasoning: str | None = Field(default=None, max_length=1_000_000)
-    #: the message's ``revision`` as read; when it is no longer current the edit is refused
-    #: (409 ``StaleRevision`` with the current revision and text). Left out: no check.
-    revision: str | None = Field(default=None, max_length=100)
 
 
 class Hidden(BaseModel):
@@ -269,12 +266,13 @@ async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> Mess
 
 @router.patch("/{chat_id}/messages/{index}")
 async def edit_message(
-    chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern
+    chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern, revision: IfMatch
 ) -> MessageBody:
     """Replace one message's text (its shown swipe too) and, if given, its reasoning. With
-    ``revision``, a message changed since it was read is left as it is (409 StaleRevision)."""
+    ``If-Match: <revision>``, a message changed since it was read is left as it is (409
+    ``StaleRevision`` with the current revision and text)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning, revision=body.revision)
+    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning, revision=revision)
     return await _body(tk, info.id, index)
 
 

@@ -4,7 +4,7 @@
 // This file owns the screen's state (the running turn) and the actions on messages: edit,
 // branch, delete, swipe.
 
-import { ApiError, api, rememberedTurn } from "../api.js";
+import { ApiError, api, isStale, rememberedTurn } from "../api.js";
 import { button, h } from "../dom.js";
 import { render } from "../markdown.js";
 import { avatar } from "../avatar.js";
@@ -98,13 +98,13 @@ export async function showChat(view, chatId, at = null) {
   function editMessage(message, body) {
     const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
     area.value = textOf(message.data.mes);
-    const patch = { revision: message.revision };
     const save = async () => {
       try {
-        await api("PATCH", `${base}/messages/${message.index}`, { ...patch, text: area.value });
+        const url = `${base}/messages/${message.index}`;
+        await api("PATCH", url, { text: area.value }, { ifMatch: message.revision });
         await log.reload();
       } catch (error) {
-        if (error instanceof ApiError && error.body && error.body.type === "StaleRevision") {
+        if (isStale(error)) {
           refuseStale(message);
         } else {
           fail(error, save);
