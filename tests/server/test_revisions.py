@@ -149,3 +149,22 @@ async def test_a_stale_lorebook_entry_change_is_refused(site: Site) -> None:
     await c.patch(f"/lorebooks/Atlas/entries/{other['uid']}", json={"content": "Sky."})
     r = await c.patch(url, json={"content": "Third."}, headers=_if(current))
     assert r.status_code == 200 and r.json()["data"]["content"] == "Third."
+
+
+async def test_a_stale_record_save_is_refused_for_each_document_kind(site: Site) -> None:
+    c = site.client
+    for path, body in (
+        ("/personas", {"name": "Wren", "description": "A courier."}),
+        ("/quick-replies", {"name": "Moves", "qrList": []}),
+    ):
+        r = await c.post(path, json=body)
+        assert r.status_code == 201, r.text
+        url = f"{path}/{r.json()['id']}"
+        read = (await c.get(url)).json()
+        assert read["revision"] == r.json()["revision"] != ""
+        r = await c.put(url, json={**read["data"], "note": "first"}, headers=_if(read["revision"]))
+        assert r.status_code == 200, r.text
+        assert r.json()["revision"] == (await c.get(url)).json()["revision"] != read["revision"]
+        r = await c.put(url, json={**read["data"], "note": "second"}, headers=_if(read["revision"]))
+        assert r.status_code == 409 and r.json()["error"]["type"] == "StaleRevision", r.text
+        assert (await c.get(url)).json()["data"]["note"] == "first"

@@ -130,15 +130,17 @@ class RecordBody(RecordLine):
         )
 
 
-def record_body_json(info: RecordInfo, text: str) -> Response:
+def record_body_json(info: RecordInfo, text: str, revision: str = "") -> Response:
     """:class:`RecordBody`'s JSON with the record's stored JSON ``text`` spliced in as it is:
-    a 28 MB lorebook goes out without being parsed and encoded again on the event loop."""
+    a 28 MB lorebook goes out without being parsed and encoded again on the event loop.
+    ``revision``: the record's, where the caller read it (empty for a lorebook)."""
     head = RecordBody(
         id=info.id,
         name=info.name,
         created=info.created,
         updated=info.updated,
         kind=info.kind,
+        revision=revision,
         data={},
     ).model_dump_json()
     if not head.endswith('"data":{}}'):  # the field order is the model's: data last
