@@ -94,3 +94,55 @@ def test_a_card_saved_in_another_tab_is_not_overwritten(
         )
     finally:
         other.context.close()
+
+
+def _book_with_entry(site: Site) -> str:
+    async def make() -> str:
+        book = {"name": "Tides", "entries": {}}
+        ref = await site.tk.store.put("lorebook", book)
+        entry = {"uid": 0, "key": ["tide"], "comment": "Spring tide", "content": "Twice a month."}
+        await site.tk.store.put(
+            "lorebook", {**book, "entries": {"0": entry}}, id=ref.id, name="Tides"
+        )
+        return ref.id
+
+    return site.call(make())
+
+
+def _entry_content(site: Site, book: str) -> str:
+    record = site.call(site.tk.store.get_record("lorebook", book))
+    return str(record.data["entries"]["0"]["content"])
+
+
+def test_a_lorebook_entry_saved_in_another_tab_is_not_overwritten(
+    page: Page, browser: Any, site: Site
+) -> None:
+    book = _book_with_entry(site)
+    other = _second_tab(browser, site)
+    try:
+        contents = []
+        for tab in (page, other):
+            tab.goto(f"/#/lorebook/{book}")
+            tab.get_by_role("button", name="Spring tide", exact=True).click()
+            contents.append(tab.locator("li.entry").get_by_label("Content", exact=True))
+            expect(contents[-1]).to_have_value("Twice a month.")
+        page.wait_for_load_state("networkidle")  # each form read its entry's revision
+        other.wait_for_load_state("networkidle")
+        contents[0].fill("First tab's tide.")
+        page.get_by_role("button", name="Save lorebook").click()
+        expect(page.get_by_role("status").filter(has_text="Lorebook saved")).to_be_visible()
+        assert _entry_content(site, book) == "First tab's tide."
+
+        contents[1].fill("Second tab's tide.")
+        other.get_by_role("button", name="Save lorebook").click()
+        alert = other.get_by_role("alert").filter(has_text="changed in another tab")
+        expect(alert).to_be_visible()
+        expect(contents[1]).to_have_value("Second tab's tide.")
+        assert _entry_content(site, book) == "First tab's tide."
+        screenshot(other, "concurrent-edit-entry-refused-desktop")
+        alert.get_by_role("button", name="Reload entry").click()
+        expect(other.locator("li.entry").get_by_label("Content", exact=True)).to_have_value(
+            "First tab's tide."
+        )
+    finally:
+        other.context.close()
