@@ -4,6 +4,8 @@ tab wrote is overwritten, and after the reload the second tab edits the current 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from playwright.sync_api import Page, expect
@@ -18,6 +20,14 @@ def _start_edit(page: Page) -> Any:
     area = page.get_by_role("textbox", name="Edit message")
     expect(area).to_be_visible()
     return area
+
+
+def _wait_until(check: Callable[[], bool], seconds: float = 10.0) -> None:
+    """Wait for a write the page makes in the background (a save's request) to be stored."""
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "never stored"
+        time.sleep(0.05)
 
 
 def _second_tab(browser: Any, site: Site) -> Page:
@@ -144,5 +154,42 @@ def test_a_lorebook_entry_saved_in_another_tab_is_not_overwritten(
         expect(other.locator("li.entry").get_by_label("Content", exact=True)).to_have_value(
             "First tab's tide."
         )
+    finally:
+        other.context.close()
+
+
+def test_a_persona_saved_in_another_tab_is_not_overwritten(
+    page: Page, browser: Any, site: Site
+) -> None:
+    ref = site.call(site.tk.store.put("persona", {"name": "Wren", "description": "A courier."}))
+    other = _second_tab(browser, site)
+
+    def stored() -> str:
+        record = site.call(site.tk.store.get_record("persona", ref.id))
+        return str(record.data["description"])
+
+    try:
+        for tab in (page, other):
+            tab.goto(f"/#/personas/{ref.id}")
+            expect(tab.get_by_label("Description", exact=True)).to_have_value("A courier.")
+        page.get_by_label("Description", exact=True).fill("A courier, first tab.")
+        page.get_by_role("button", name="Save persona").click()
+        expect(page.locator("#toast")).to_have_text("Persona saved")
+        assert stored() == "A courier, first tab."
+
+        other.get_by_label("Description", exact=True).fill("A courier, second tab.")
+        other.get_by_role("button", name="Save persona").click()
+        alert = other.get_by_role("alert").filter(has_text="changed in another tab")
+        expect(alert).to_be_visible()
+        assert stored() == "A courier, first tab."
+        alert.get_by_role("button", name="Reload persona").click()
+        expect(other.get_by_label("Description", exact=True)).to_have_value("A courier, first tab.")
+        # read again, the second tab saves, and saves once more on its own revision
+        for text in ("A courier, second tab.", "A courier, again."):
+            other.get_by_label("Description", exact=True).fill(text)
+            other.get_by_role("button", name="Save persona").click()
+            _wait_until(lambda text=text: stored() == text)
+            expect(other.locator("#toast")).to_have_text("Persona saved")
+            expect(other.get_by_role("alert")).to_have_count(0)
     finally:
         other.context.close()
