@@ -168,3 +168,19 @@ async def test_a_stale_record_save_is_refused_for_each_document_kind(site: Site)
         r = await c.put(url, json={**read["data"], "note": "second"}, headers=_if(read["revision"]))
         assert r.status_code == 409 and r.json()["error"]["type"] == "StaleRevision", r.text
         assert (await c.get(url)).json()["data"]["note"] == "first"
+
+
+async def test_a_stale_delete_keeps_the_message_now_at_that_index(site: Site) -> None:
+    # two tabs show [greeting, First, Second]; one deletes First, the other then deletes
+    # "message 1" as it read it: Second, now at index 1, stays
+    chat = await site.new_chat()
+    for text in ("First.", "Second."):
+        await site.client.post(f"/chats/{chat}/messages", json={"name": "Ada", "text": text})
+    read = await _message(site, chat, 1)
+    url = f"/chats/{chat}/messages/1"
+    assert (await site.client.delete(url, headers=_if(read["revision"]))).status_code == 204
+    r = await site.client.delete(url, headers=_if(read["revision"]))
+    assert r.status_code == 409 and r.json()["error"]["current"] == {"text": "Second."}
+    assert await site.stored_reply(chat) == "Second."
+    assert (await site.client.delete(url)).status_code == 204  # no If-Match: as before
+    assert (await site.client.get(f"/chats/{chat}")).json()["message_count"] == 1

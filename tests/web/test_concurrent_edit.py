@@ -10,6 +10,8 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from tavernkit.models.chat import Message
+
 from ._pages import new_chat, open_chat, stored_messages
 from ._site import Site
 from .conftest import screenshot
@@ -191,5 +193,30 @@ def test_a_persona_saved_in_another_tab_is_not_overwritten(
             _wait_until(lambda text=text: stored() == text)
             expect(other.locator("#toast")).to_have_text("Persona saved")
             expect(other.get_by_role("alert")).to_have_count(0)
+    finally:
+        other.context.close()
+
+
+def test_a_delete_from_a_stale_list_keeps_the_message_that_moved_up(
+    page: Page, browser: Any, site: Site
+) -> None:
+    chat = new_chat(site)
+    for text in ("First.", "Second."):
+        site.call(site.tk.store.append_message(chat, Message.new("Ada", text, is_user=True)))
+    other = _second_tab(browser, site)
+    try:
+        for tab in (page, other):
+            tab.on("dialog", lambda dialog: dialog.accept())
+            open_chat(tab, chat)
+            expect(tab.locator(".log .message")).to_have_count(3)
+        page.get_by_role("button", name="Delete message 2").click()
+        expect(page.locator(".log .message")).to_have_count(2)
+        other.get_by_role("button", name="Delete message 2").click()  # it still shows First
+        alert = other.get_by_role("alert").filter(has_text="so it was not deleted")
+        expect(alert).to_be_visible()
+        assert [m["mes"] for m in stored_messages(site, chat)][1:] == ["Second."]
+        alert.get_by_role("button", name="Reload message").click()
+        expect(other.locator(".log .message")).to_have_count(2)
+        expect(other.locator(".log .message").last).to_contain_text("Second.")
     finally:
         other.context.close()

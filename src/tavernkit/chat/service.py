@@ -213,11 +213,24 @@ class ChatService(GroupVerbs):
             raise NotFound(f"no message {message_index} in chat {info.name!r}")
         return await self.store.truncate_chat(info.id, message_index, owner=self.owner)
 
-    async def delete(self, chat_id: str, message_index: int, *, count: int = 1) -> int:
+    async def delete(
+        self, chat_id: str, message_index: int, *, count: int = 1, revision: str | None = None
+    ) -> int:
         """Delete ``count`` messages from ``message_index``; returns how many went. The
-        messages after them move up (the store deletes by position, so they are re-added)."""
+        messages after them move up (the store deletes by position, so they are re-added).
+        ``revision``: message ``message_index``'s as the caller read it; another one now
+        raises :class:`~tavernkit.errors.StaleRevision` and nothing goes (``None``: no check),
+        so a tab showing an old list never deletes the message that moved into its place."""
+        if revision is None:
+            return await self._delete(chat_id, message_index, count, None)
+        async with edit_lock(self.owner, chat_id):
+            return await self._delete(chat_id, message_index, count, revision)
+
+    async def _delete(
+        self, chat_id: str, message_index: int, count: int, revision: str | None
+    ) -> int:
         stored = await self.load(chat_id)
-        _message_at(stored, message_index)
+        check_message_revision(_message_at(stored, message_index), revision)
         later = [m.data for m in stored.messages[message_index + count :]]
         removed = await self.store.truncate_chat(stored.info.id, message_index, owner=self.owner)
         for data in later:

@@ -277,10 +277,13 @@ async def edit_message(
 
 
 @router.delete("/{chat_id}/messages/{index}", status_code=204)
-async def delete_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> None:
-    """Delete one message; the later ones move up."""
+async def delete_message(
+    chat_id: str, index: MessageIndex, tk: UserTavern, revision: IfMatch
+) -> None:
+    """Delete one message; the later ones move up. With ``If-Match: <revision>``, a message
+    changed (or moved into that index) since it was read is kept (409 ``StaleRevision``)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.delete(info.id, index)
+    await tk.chats.delete(info.id, index, revision=revision)
 
 
 @router.delete("/{chat_id}/messages/from/{index}", status_code=204)

@@ -116,17 +116,32 @@ export async function showChat(view, chatId, at = null) {
     area.focus();
   }
 
-  function refuseStale(message) {
-    alerts.show(
-      `Message #${message.index} was changed in another tab or device, so your edit was not ` +
-        "saved. Reload to see the current text (copy yours first to keep it).",
-      { actions: [{ label: "Reload message", run: () => log.reload() }] },
-    );
+  // `what`: "saved" (an edit: the editor keeps the user's text) or "deleted"
+  function refuseStale(message, what = "saved") {
+    const text =
+      what === "saved"
+        ? `Message #${message.index} was changed in another tab or device, so your edit was not ` +
+          "saved. Reload to see the current text (copy yours first to keep it)."
+        : `Message #${message.index} was changed in another tab or device, so it was not ` +
+          "deleted. Reload to see the chat as it is now.";
+    alerts.show(text, { actions: [{ label: "Reload message", run: () => log.reload() }] });
   }
 
   function deleteMessage(message) {
     if (!window.confirm(`Delete message ${message.index + 1}?`)) return undefined;
-    return attempt(() => api("DELETE", `${base}/messages/${message.index}`));
+    return removeMessage(message);
+  }
+
+  // The delete names the revision the message was shown at, so a list another tab changed
+  // never loses the message that moved into this one's place.
+  async function removeMessage(message) {
+    try {
+      await api("DELETE", `${base}/messages/${message.index}`, undefined, { ifMatch: message.revision });
+      await log.reload();
+    } catch (error) {
+      if (isStale(error)) refuseStale(message, "deleted");
+      else fail(error, () => removeMessage(message));
+    }
   }
 
   async function branchAt(index) {
