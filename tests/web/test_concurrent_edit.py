@@ -220,3 +220,36 @@ def test_a_delete_from_a_stale_list_keeps_the_message_that_moved_up(
         expect(other.locator(".log .message").last).to_contain_text("Second.")
     finally:
         other.context.close()
+
+
+def test_a_text_preset_saved_in_another_tab_is_not_overwritten(
+    page: Page, browser: Any, site: Site
+) -> None:
+    ref = site.call(site.tk.store.put("textgen_preset", {"name": "Steady", "temp": 1.0}))
+    other = _second_tab(browser, site)
+
+    def stored_temp() -> float:
+        return float(site.call(site.tk.store.get_record("textgen_preset", ref.id)).data["temp"])
+
+    try:
+        for tab in (page, other):
+            tab.goto(f"/#/textgen/{ref.id}")
+            expect(tab.get_by_label("Temperature", exact=True)).to_have_value("1")
+        page.get_by_label("Temperature", exact=True).fill("0.5")
+        page.get_by_role("button", name="Save preset").click()
+        _wait_until(lambda: stored_temp() == 0.5)
+        # saved twice from one tab: the second save names the first one's revision
+        page.get_by_label("Temperature", exact=True).fill("0.6")
+        page.get_by_role("button", name="Save preset").click()
+        _wait_until(lambda: stored_temp() == 0.6)
+
+        other.get_by_label("Temperature", exact=True).fill("1.4")
+        other.get_by_role("button", name="Save preset").click()
+        alert = other.get_by_role("alert").filter(has_text="changed in another tab")
+        expect(alert).to_be_visible()
+        assert stored_temp() == 0.6
+        expect(alert.get_by_role("button", name="Reload preset")).to_be_visible()
+        alert.get_by_role("button", name="Reload preset").click()
+        expect(other.get_by_label("Temperature", exact=True)).to_have_value("0.6")
+    finally:
+        other.context.close()
