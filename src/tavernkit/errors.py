@@ -13,6 +13,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     │       ├── NameTaken      an import names a record that exists and differs
     │       └── HomeNotEmpty   a restore aimed at a home or database that holds data
+    │       └── StaleRevision  a change was sent against a revision another writer replaced
     ├── PluginError            a plugin failed to load or registered something invalid
     ├── ToolSourceError        an MCP server registration is invalid, or its server failed
     │   └── ToolSourceUnavailable   its server could not be reached, or a tool call failed
@@ -109,6 +110,7 @@ from tavernkit.error_families.base import (
     PluginError,
     RequestAborted,
     ShuttingDown,
+    StaleRevision,
     StoreError,
     StoreUnavailable,
     TavernKitError,
@@ -215,6 +217,7 @@ __all__ = [
     "ServerConfigError",
     "ShuttingDown",
     "SlashUsage",
+    "StaleRevision",
     "StoreError",
     "StoreUnavailable",
     "StreamInterrupted",

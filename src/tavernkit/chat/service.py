@@ -47,6 +47,7 @@ from tavernkit.models.profile import ReviewSettings
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
+from tavernkit.store.revisions import check_message_revision, edit_lock
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
 
@@ -146,12 +147,34 @@ class ChatService(GroupVerbs):
     # -- editing -----------------------------------------------------------------------------
 
     async def edit(
-        self, chat_id: str, message_index: int, text: str, *, reasoning: str | None = None
+        self,
+        chat_id: str,
+        message_index: int,
+        text: str,
+        *,
+        reasoning: str | None = None,
+        revision: str | None = None,
     ) -> Message:
         """Replace a message's text (its shown swipe too); ``reasoning`` edits its reasoning.
-        An unfinished reply (:mod:`.incomplete`) is finished by the edit: mark and error go."""
+        An unfinished reply (:mod:`.incomplete`) is finished by the edit: mark and error go.
+        ``revision``: the message's revision as the caller read it; another one now raises
+        :class:`~tavernkit.errors.StaleRevision` and nothing is written (``None``: no check)."""
+        # Edits of one chat that check a revision run one at a time, so two that read the
+        # same revision cannot both pass the check before either writes.
+        async with edit_lock(self.owner, chat_id):
+            return await self._edit(chat_id, message_index, text, reasoning, revision)
+
+    async def _edit(
+        self,
+        chat_id: str,
+        message_index: int,
+        text: str,
+        reasoning: str | None,
+        revision: str | None,
+    ) -> Message:
         stored = await self.load(chat_id)
         entry = _message_at(stored, message_index)
+        check_message_revision(entry, revision)
         message = Message.model_validate(entry.data)
         state = await load_chat_state(self.store, owner=self.owner, chat_id=stored.info.id)
         scripts = state_regex_text(state)
@@ -190,11 +213,24 @@ class ChatService(GroupVerbs):
             raise NotFound(f"no message {message_index} in chat {info.name!r}")
         return await self.store.truncate_chat(info.id, message_index, owner=self.owner)
 
-    async def delete(self, chat_id: str, message_index: int, *, count: int = 1) -> int:
+    async def delete(
+        self, chat_id: str, message_index: int, *, count: int = 1, revision: str | None = None
+    ) -> int:
         """Delete ``count`` messages from ``message_index``; returns how many went. The
-        messages after them move up (the store deletes by position, so they are re-added)."""
+        messages after them move up (the store deletes by position, so they are re-added).
+        ``revision``: message ``message_index``'s as the caller read it; another one now
+        raises :class:`~tavernkit.errors.StaleRevision` and nothing goes (``None``: no check),
+        so a tab showing an old list never deletes the message that moved into its place."""
+        if revision is None:
+            return await self._delete(chat_id, message_index, count, None)
+        async with edit_lock(self.owner, chat_id):
+            return await self._delete(chat_id, message_index, count, revision)
+
+    async def _delete(
+        self, chat_id: str, message_index: int, count: int, revision: str | None
+    ) -> int:
         stored = await self.load(chat_id)
-        _message_at(stored, message_index)
+        check_message_revision(_message_at(stored, message_index), revision)
         later = [m.data for m in stored.messages[message_index + count :]]
         removed = await self.store.truncate_chat(stored.info.id, message_index, owner=self.owner)
         for data in later:

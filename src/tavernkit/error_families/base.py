@@ -94,6 +94,20 @@ class HomeNotEmpty(Conflict):
         self.found = found
 
 
+class StaleRevision(Conflict):
+    """A change was sent against a revision that is no longer the current one: another tab
+    or device changed the record or message since this one was read. Nothing was written;
+    ``revision`` is the current revision and ``current`` what the thing holds now (for a
+    message ``{"text": ...}``), so a front end can offer to reload instead of overwriting."""
+
+    def __init__(
+        self, message: str, *, revision: str, current: dict[str, object] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.revision = revision
+        self.current = current
+
+
 class NameTaken(Conflict):
     """An import names a record that exists and differs. ``kind`` and ``name`` say which, so
     each front end offers its own way to overwrite it (the CLI's ``--replace``, the web UI's

@@ -33,6 +33,7 @@ from tavernkit.errors import (
     NotFound,
     PermissionDenied,
     ShuttingDown,
+    StaleRevision,
     StoreUnavailable,
     TavernKitError,
     ToolSourceUnavailable,
@@ -83,6 +84,9 @@ class ErrorDetail(BaseModel):
     message: str
     #: the field at fault, when one is
     field: str | None = None
+    #: a ``StaleRevision``'s current revision, and what the thing holds now
+    revision: str | None = None
+    current: dict[str, Any] | None = None
 
 
 class ErrorBody(BaseModel):
@@ -99,7 +103,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (401, "not signed in"),
         (403, "not allowed"),
         (404, "no such record for this user"),
-        (409, "a name is taken, or the chat is busy"),
+        (409, "a name is taken, the chat is busy, or a revision is stale"),
         (413, "the request body is over the upload limit"),
         (422, "the input is invalid; ``field`` names what"),
         (429, "a rate limit; see Retry-After"),
@@ -151,11 +155,12 @@ def error_response(exc: TavernKitError) -> JSONResponse:
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s + 0.5)))
     if isinstance(exc, NotAuthenticated):
         headers["WWW-Authenticate"] = "Bearer"
-    return JSONResponse(
-        error_body(type(exc).__name__, safe_text(exc), field if isinstance(field, str) else None),
-        status_code=status_for(exc),
-        headers=headers,
-    )
+    body = error_body(type(exc).__name__, safe_text(exc), field if isinstance(field, str) else None)
+    if isinstance(exc, StaleRevision):
+        body["error"]["revision"] = exc.revision
+        if exc.current is not None:
+            body["error"]["current"] = exc.current
+    return JSONResponse(body, status_code=status_for(exc), headers=headers)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:

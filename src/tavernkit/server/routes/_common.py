@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from fastapi import Depends, Query, Request, Response
+from fastapi import Depends, Header, Query, Request, Response
 from pydantic import BaseModel
 
 from tavernkit.facade import Tavern
@@ -14,8 +14,10 @@ from tavernkit.server.auth import current_principal
 from tavernkit.server.principal import Principal
 from tavernkit.server.state import ServerState, server_state, state_of
 from tavernkit.store.protocol import RecordInfo, StoredRecord
+from tavernkit.store.revisions import content_revision
 
 __all__ = [
+    "IfMatch",
     "ModelCall",
     "Page",
     "PageQuery",
@@ -25,9 +27,28 @@ __all__ = [
     "State",
     "check_egress",
     "page_of",
+    "record_revision",
 ]
 
 State = Annotated[ServerState, Depends(server_state)]
+
+
+def if_match(if_match: Annotated[str | None, Header(max_length=200)] = None) -> str | None:
+    """The revision an ``If-Match`` header names (``"abc"``, ``W/"abc"`` or bare ``abc``);
+    ``None`` for no header or ``*``: the change is then made without a check."""
+    if if_match is None:
+        return None
+    value = if_match.strip().removeprefix("W/").strip().strip('"')
+    return None if value in ("", "*") else value
+
+
+#: the revision a change was made against (``If-Match``), or ``None``: no check
+IfMatch = Annotated[str | None, Depends(if_match)]
+
+
+def record_revision(info: RecordInfo, data: dict[str, Any]) -> str:
+    """A record's revision as the API shows it: changes with its name or JSON."""
+    return content_revision(info.id, info.name, data)
 
 
 async def model_call(request: Request) -> Principal:
@@ -88,6 +109,10 @@ class RecordLine(BaseModel):
 
 class RecordBody(RecordLine):
     kind: str
+    #: changes whenever the record's name or JSON does; send it as ``If-Match`` with a change
+    #: to have a stale one refused (409 ``StaleRevision``). Empty where the JSON is passed
+    #: through unread (a whole lorebook: its entries carry their own).
+    revision: str = ""
     #: the record's JSON as SillyTavern writes it
     data: dict[str, Any]
 
@@ -100,19 +125,22 @@ class RecordBody(RecordLine):
             created=info.created,
             updated=info.updated,
             kind=info.kind,
+            revision=record_revision(info, stored.data),
             data=stored.data,
         )
 
 
-def record_body_json(info: RecordInfo, text: str) -> Response:
+def record_body_json(info: RecordInfo, text: str, revision: str = "") -> Response:
     """:class:`RecordBody`'s JSON with the record's stored JSON ``text`` spliced in as it is:
-    a 28 MB lorebook goes out without being parsed and encoded again on the event loop."""
+    a 28 MB lorebook goes out without being parsed and encoded again on the event loop.
+    ``revision``: the record's, where the caller read it (empty for a lorebook)."""
     head = RecordBody(
         id=info.id,
         name=info.name,
         created=info.created,
         updated=info.updated,
         kind=info.kind,
+        revision=revision,
         data={},
     ).model_dump_json()
     if not head.endswith('"data":{}}'):  # the field order is the model's: data last

@@ -19,13 +19,16 @@ from tavernkit.server.auth import UserTavern
 from tavernkit.server.avatars import AVATAR_MAX_BYTES, avatar_png
 from tavernkit.server.card_facets import Facets
 from tavernkit.server.routes._common import (
+    IfMatch,
     Page,
     PageQuery,
     RecordBody,
     RecordLine,
     State,
+    record_revision,
 )
 from tavernkit.store.protocol import ListOrder, RecordInfo
+from tavernkit.store.revisions import check_revision, revision_lock
 
 __all__ = ["router"]
 
@@ -265,13 +268,30 @@ async def get_thumbnail(ref: str, tk: UserTavern, state: State) -> Response:
 
 @router.put("/{ref}")
 async def replace_character(
-    ref: str, body: Annotated[dict[str, Any], Body()], tk: UserTavern, state: State
+    ref: str,
+    body: Annotated[dict[str, Any], Body()],
+    tk: UserTavern,
+    state: State,
+    revision: IfMatch,
 ) -> RecordBody:
     """Replace the card's JSON (it keeps its id, avatar, chats and links). Send the card as
     read, with the fields changed: what the JSON holds is what is stored. A new ``data.name``
     renames the character (409 when another has it; its chats follow); V1 top-level copies
-    the card carries are refreshed from ``data``."""
+    the card carries are refreshed from ``data``. With ``If-Match: <revision>``, a card
+    changed since it was read is left as it is (409 ``StaleRevision``)."""
+    if revision is None:
+        return await _replace_character(ref, body, tk, state, None)
+    key = (await tk.store.get_record("character", ref, owner=tk.owner)).info.id
+    async with revision_lock("record", tk.owner, "character", key):
+        return await _replace_character(key, body, tk, state, revision)
+
+
+async def _replace_character(
+    ref: str, body: dict[str, Any], tk: UserTavern, state: State, revision: str | None
+) -> RecordBody:
     stored = await tk.store.get_record("character", ref, owner=tk.owner)
+    current = record_revision(stored.info, stored.data)
+    check_revision(revision, current, f"the character {stored.info.name!r}")
     card, name = _checked_card(body)
     if name != stored.info.name:
         await _name_free(tk, name, stored.info.id)

@@ -20,8 +20,9 @@ from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import Page, PageQuery, page_of
+from tavernkit.server.routes._common import IfMatch, Page, PageQuery, page_of
 from tavernkit.store.protocol import ChatInfo, StoredMessage
+from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
 
 __all__ = ["router"]
@@ -72,6 +73,9 @@ class MessageBody(BaseModel):
     #: change it (``None``: the stored text); ``display_reasoning`` the same for reasoning
     display: str | None = None
     display_reasoning: str | None = None
+    #: changes whenever anything stored about the message changes; send it back with an
+    #: edit as ``If-Match`` to have a stale edit refused instead of overwriting
+    revision: str = ""
 
     @classmethod
     def of(cls, m: StoredMessage, shown: Shown | None = None) -> MessageBody:
@@ -84,6 +88,7 @@ class MessageBody(BaseModel):
             incomplete=unfinished.text() if unfinished is not None else None,
             display=shown.text if shown is not None else None,
             display_reasoning=shown.reasoning if shown is not None else None,
+            revision=message_revision(m),
         )
 
 
@@ -261,19 +266,24 @@ async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> Mess
 
 @router.patch("/{chat_id}/messages/{index}")
 async def edit_message(
-    chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern
+    chat_id: str, index: MessageIndex, body: MessageEdit, tk: UserTavern, revision: IfMatch
 ) -> MessageBody:
-    """Replace one message's text (its shown swipe too) and, if given, its reasoning."""
+    """Replace one message's text (its shown swipe too) and, if given, its reasoning. With
+    ``If-Match: <revision>``, a message changed since it was read is left as it is (409
+    ``StaleRevision`` with the current revision and text)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning)
+    await tk.chats.edit(info.id, index, body.text, reasoning=body.reasoning, revision=revision)
     return await _body(tk, info.id, index)
 
 
 @router.delete("/{chat_id}/messages/{index}", status_code=204)
-async def delete_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> None:
-    """Delete one message; the later ones move up."""
+async def delete_message(
+    chat_id: str, index: MessageIndex, tk: UserTavern, revision: IfMatch
+) -> None:
+    """Delete one message; the later ones move up. With ``If-Match: <revision>``, a message
+    changed (or moved into that index) since it was read is kept (409 ``StaleRevision``)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.delete(info.id, index)
+    await tk.chats.delete(info.id, index, revision=revision)
 
 
 @router.delete("/{chat_id}/messages/from/{index}", status_code=204)

@@ -8,6 +8,7 @@ egress policy allows (:mod:`tavernkit.egress`).
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response
@@ -15,6 +16,7 @@ from fastapi import APIRouter, Body, Response
 from tavernkit.lorebook_admin import LorebookAdmin
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import (
+    IfMatch,
     Page,
     PageQuery,
     RecordBody,
@@ -22,7 +24,9 @@ from tavernkit.server.routes._common import (
     check_egress,
     page_of,
     record_body_json,
+    record_revision,
 )
+from tavernkit.store.revisions import check_revision, revision_lock
 
 __all__ = ["DOCUMENT_PATHS", "router"]
 
@@ -66,8 +70,12 @@ def _add_routes(path: str, kind: str) -> None:
 
     @router.get(f"/{path}/{{ref}}", tags=[tag], operation_id=f"get_{op}", response_model=RecordBody)
     async def get_record(ref: str, tk: UserTavern) -> Response:
-        """The record with id (or name) ``ref`` (its JSON sent as stored, not parsed again)."""
-        return record_body_json(*await tk.store.get_record_text(kind, ref, owner=tk.owner))
+        """The record with id (or name) ``ref`` (its JSON sent as stored, not parsed again).
+        Its ``revision`` too, except a lorebook's (its entries carry their own)."""
+        info, text = await tk.store.get_record_text(kind, ref, owner=tk.owner)
+        if kind == "lorebook":  # a big book is not parsed on the loop for a revision
+            return record_body_json(info, text)
+        return record_body_json(info, text, record_revision(info, json.loads(text)))
 
     @router.post(f"/{path}", tags=[tag], operation_id=f"create_{op}", status_code=201)
     async def create_record(body: JsonObject, tk: UserTavern) -> RecordBody:
@@ -79,8 +87,22 @@ def _add_routes(path: str, kind: str) -> None:
         return RecordBody.of_record(await tk.store.get_record(kind, ref.id, owner=tk.owner))
 
     @router.put(f"/{path}/{{ref}}", tags=[tag], operation_id=f"replace_{op}")
-    async def replace_record(ref: str, body: JsonObject, tk: UserTavern) -> RecordBody:
-        """Replace the record's JSON; it keeps its id (and so its links)."""
+    async def replace_record(
+        ref: str, body: JsonObject, tk: UserTavern, revision: IfMatch
+    ) -> RecordBody:
+        """Replace the record's JSON; it keeps its id (and so its links). With
+        ``If-Match: <revision>``, a record changed since it was read is left as it is (409
+        ``StaleRevision``)."""
+        if revision is None:
+            return await _replace(ref, body, tk)
+        key = (await tk.store.get_record(kind, ref, owner=tk.owner)).info.id
+        async with revision_lock("record", tk.owner, kind, key):
+            stored = await tk.store.get_record(kind, key, owner=tk.owner)
+            current = record_revision(stored.info, stored.data)
+            check_revision(revision, current, f"the {kind} {stored.info.name!r}")
+            return await _replace(key, body, tk)
+
+    async def _replace(ref: str, body: dict[str, Any], tk: UserTavern) -> RecordBody:
         stored = await tk.store.get_record(kind, ref, owner=tk.owner)
         if kind == _ENDPOINT:
             await check_egress(tk, body.get("base_url"), field="base_url")

@@ -11,11 +11,14 @@ a 2,000-entry book sends the entry it changed, not the book
 - ``POST /lorebooks/{ref}/entries``: a new entry (the server picks the uid: the lowest free
   one, as SillyTavern does); ``GET``, ``PUT`` (whole), ``PATCH`` (the keys given) and
   ``DELETE /lorebooks/{ref}/entries/{uid}``. A value the entry cannot hold is 422 naming the
-  entry's field.
+  entry's field. Each entry carries a ``revision``; a ``PUT`` or ``PATCH`` with
+  ``If-Match: <revision>`` of an entry changed since is 409 ``StaleRevision``.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query
@@ -23,8 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.lorebook_admin import Binding, BindingScope, LorebookAdmin
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import RecordLine
+from tavernkit.server.routes._common import IfMatch, RecordLine
 from tavernkit.store.protocol import RecordInfo
+from tavernkit.store.revisions import check_revision, content_revision, revision_lock
 
 __all__ = ["router"]
 
@@ -86,10 +90,13 @@ class Entry(BaseModel):
     uid: str
     #: the entry as stored (SillyTavern's JSON)
     data: dict[str, Any]
+    #: changes whenever the entry does (not with the book's other entries); send it as
+    #: ``If-Match`` with a change to have a stale one refused (409 ``StaleRevision``)
+    revision: str = ""
 
     @classmethod
     def of(cls, entry: dict[str, Any]) -> Entry:
-        return cls(uid=str(entry.get("uid")), data=entry)
+        return cls(uid=str(entry.get("uid")), data=entry, revision=content_revision(entry))
 
 
 @router.post("/lorebooks/{ref}/rename")
@@ -152,15 +159,41 @@ async def get_lorebook_entry(ref: str, uid: Uid, tk: UserTavern) -> Entry:
 
 
 @router.put("/lorebooks/{ref}/entries/{uid}")
-async def replace_lorebook_entry(ref: str, uid: Uid, body: EntryJson, tk: UserTavern) -> Entry:
-    """Replace the entry whole (it keeps its uid)."""
-    return Entry.of(await _admin(tk).replace_entry(ref, uid, body))
+async def replace_lorebook_entry(
+    ref: str, uid: Uid, body: EntryJson, tk: UserTavern, revision: IfMatch
+) -> Entry:
+    """Replace the entry whole (it keeps its uid). With ``If-Match: <revision>``, an entry
+    changed since it was read is left as it is (409 ``StaleRevision``)."""
+    admin = _admin(tk)
+    async with _entry_checked(tk, ref, uid, revision):
+        return Entry.of(await admin.replace_entry(ref, uid, body))
 
 
 @router.patch("/lorebooks/{ref}/entries/{uid}")
-async def patch_lorebook_entry(ref: str, uid: Uid, body: EntryJson, tk: UserTavern) -> Entry:
-    """Set the fields given; the entry's other fields stay, in their place."""
-    return Entry.of(await _admin(tk).patch_entry(ref, uid, body))
+async def patch_lorebook_entry(
+    ref: str, uid: Uid, body: EntryJson, tk: UserTavern, revision: IfMatch
+) -> Entry:
+    """Set the fields given; the entry's other fields stay, in their place. With
+    ``If-Match: <revision>``, an entry changed since it was read is left as it is (409
+    ``StaleRevision``)."""
+    admin = _admin(tk)
+    async with _entry_checked(tk, ref, uid, revision):
+        return Entry.of(await admin.patch_entry(ref, uid, body))
+
+
+@asynccontextmanager
+async def _entry_checked(
+    tk: UserTavern, ref: str, uid: str, revision: str | None
+) -> AsyncIterator[None]:
+    """Hold the entry's lock (when a revision is sent) while its revision is checked and the
+    change made; refuse a stale one."""
+    if revision is None:
+        yield
+        return
+    async with revision_lock("lorebook-entry", tk.owner, ref, uid):
+        entry = await _admin(tk).entry(ref, uid)
+        check_revision(revision, content_revision(entry), f"entry {uid} of {ref!r}")
+        yield
 
 
 @router.delete("/lorebooks/{ref}/entries/{uid}", status_code=204)

@@ -12,13 +12,21 @@ export class ApiError extends Error {
   }
 }
 
+// Whether the server refused a change because what it was made against changed since.
+export function isStale(error) {
+  return error instanceof ApiError && Boolean(error.body) && error.body.type === "StaleRevision";
+}
+
 export function setCsrf(token) {
   csrfToken = token || "";
 }
 
-export async function api(method, path, body, { raw = false } = {}) {
+// `ifMatch`: the revision the change was made against (a message's, a card's, a lorebook
+// entry's); changed since, the server refuses with 409 StaleRevision and writes nothing.
+export async function api(method, path, body, { raw = false, ifMatch = "" } = {}) {
   const headers = {};
   if (csrfToken) headers["X-CSRF-Token"] = csrfToken;
+  if (ifMatch) headers["If-Match"] = `"${ifMatch}"`;
   let payload;
   if (body instanceof FormData || body instanceof Blob) {
     payload = body; // the browser sets the type (a Blob's own, e.g. an avatar's image/png)

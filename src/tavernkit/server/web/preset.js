@@ -3,7 +3,8 @@
 // the prompts in their order (move up / down, switch on / off), each prompt's text, role and
 // injection (relative, or in chat at a depth), and the samplers. Saved whole with PUT.
 
-import { api } from "./api.js";
+import { createAlerts } from "./alerts.js";
+import { api, isStale } from "./api.js";
 import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 import { textgenList } from "./textgen.js";
@@ -53,6 +54,8 @@ async function orderOf(data) {
 
 export async function showPreset(view, ref) {
   const record = await api("GET", `/presets/chat/${encodeURIComponent(ref)}`);
+  const alerts = createAlerts();
+  let revision = record.revision; // sent with each save (If-Match), the saved one after it
   const data = structuredClone(record.data);
   const order = await orderOf(data);
   const prompts = new Map((data.prompts || []).map((p) => [p.identifier, p]));
@@ -137,16 +140,28 @@ export async function showPreset(view, ref) {
     async () => {
       data.prompts = [...prompts.values()];
       try {
-        await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { name: record.name, ...data });
+        const url = `/presets/chat/${encodeURIComponent(record.id)}`;
+        const saved = await api("PUT", url, { name: record.name, ...data }, { ifMatch: revision });
+        revision = saved.revision;
         toast("Preset saved", "info");
       } catch (error) {
-        reportError(error);
+        if (isStale(error)) {
+          // another tab or device saved the preset since this page read it: nothing was
+          // overwritten; the page keeps the edits until the user reloads
+          alerts.show(
+            "This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost).",
+            { actions: [{ label: "Reload preset", run: () => window.location.reload() }] },
+          );
+        } else {
+          reportError(error);
+        }
       }
     },
     { class: "primary" },
   );
   view.append(
     h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    alerts.node,
     h("h2", {}, "Samplers"),
     samplers,
     h("h2", {}, "Prompts"),

@@ -2,7 +2,8 @@
 // (llama.cpp, text-generation-webui, vLLM, KoboldCpp...) is sent, SillyTavern's names and
 // defaults. Saved whole with PUT; the server checks every value's type and names a bad one.
 
-import { api } from "./api.js";
+import { createAlerts } from "./alerts.js";
+import { api, isStale } from "./api.js";
 import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
@@ -63,6 +64,8 @@ export async function showTextgenPreset(view, ref) {
     api("GET", `/presets/textgen/${encodeURIComponent(ref)}`),
     api("GET", "/ui/presets/textgen/defaults"),
   ]);
+  const alerts = createAlerts();
+  let revision = record.revision; // sent with each save (If-Match), the saved one after it
   // a key the preset leaves out runs with SillyTavern's default: shown, and written on save
   const data = { ...defaults, ...structuredClone(record.data) };
   const numbers = NUMBERS.map(([key, label, step]) => {
@@ -84,16 +87,29 @@ export async function showTextgenPreset(view, ref) {
     "Save preset",
     async () => {
       try {
-        await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...data, name: record.name });
+        const url = `/presets/textgen/${encodeURIComponent(record.id)}`;
+        const saved = await api("PUT", url, { ...data, name: record.name }, { ifMatch: revision });
+        revision = saved.revision;
         toast("Preset saved", "info");
       } catch (error) {
-        reportError(error); // the field is named; the stored preset is unchanged
+        // a refused value names its field; the stored preset is unchanged either way
+        if (isStale(error)) {
+          // another tab or device saved the preset since this page read it: nothing was
+          // overwritten; the page keeps the edits until the user reloads
+          alerts.show(
+            "This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost).",
+            { actions: [{ label: "Reload preset", run: () => window.location.reload() }] },
+          );
+        } else {
+          reportError(error);
+        }
       }
     },
     { class: "primary" },
   );
   view.append(
     h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    alerts.node,
     h("h2", {}, "Samplers"),
     h("div", { class: "fields", "aria-label": "Samplers" }, numbers),
     h("div", { class: "fields", "aria-label": "Switches" }, switches),

@@ -7,7 +7,7 @@
 // form does not show (third-party extensions, V1 copies, the embedded book) is kept. A value
 // the server refuses is named next to its field and in an alert; the form keeps what was typed.
 
-import { ApiError, api } from "../api.js";
+import { ApiError, api, isStale } from "../api.js";
 import { button, h } from "../dom.js";
 import { createAlerts } from "../alerts.js";
 import { errorText, toast } from "../toast.js";
@@ -197,7 +197,7 @@ export async function showCharacter(view, ref) {
         return;
       }
       const before = record.name;
-      record = await api("PUT", `/characters/${enc(record.id)}`, body);
+      record = await api("PUT", `/characters/${enc(record.id)}`, body, { ifMatch: record.revision });
       card = record.data;
       await saveBooks(record.id);
       firstChoice = choice;
@@ -207,13 +207,23 @@ export async function showCharacter(view, ref) {
       saved = true;
     } catch (error) {
       const field = error instanceof ApiError && error.body && error.body.field;
-      if (field) showFieldError(field, error.message);
+      if (isStale(error)) refuseStale();
+      else if (field) showFieldError(field, error.message);
       else if (error instanceof ApiError && error.status === 409) showFieldError("data.name", error.message);
       else fail(error, save);
     } finally {
       saveButton.disabled = false;
     }
     return saved;
+  }
+
+  // Another tab or device saved the card since this one read it: nothing was overwritten;
+  // the form keeps what was typed until the user reloads the card.
+  function refuseStale() {
+    alerts.show(
+      `${record.name} was changed in another tab or device, so this save was refused. Reload to see the current card (your edits here are then lost: copy what you want to keep).`,
+      { actions: [{ label: "Reload character", run: () => window.location.reload() }] },
+    );
   }
 
   // Chat and Duplicate act on the card as shown: unsaved edits are saved first.

@@ -197,9 +197,10 @@ async function chatSamplers(presetName, settings, change, keep, pick) {
       keep(async () => {
         const edited = fields.changed();
         if (!Object.keys(edited).length) return toast("Nothing changed", "info");
-        // the preset as stored now, with only the edited values set
+        // the preset as stored now, with only the edited values set (a write by another tab
+        // between the read and the save is refused, not overwritten: Retry reads it again)
         const fresh = await api("GET", `/presets/chat/${encodeURIComponent(record.id)}`);
-        await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name });
+        await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name }, { ifMatch: fresh.revision });
         return toast(`Saved to ${fresh.name}`, "info");
       }),
       { class: "primary" },
@@ -238,7 +239,7 @@ async function textSamplers(presetName, settings, change, keep) {
         const edited = fields.changed();
         if (Object.keys(edited).length) {
           const fresh = await api("GET", `/presets/textgen/${encodeURIComponent(record.id)}`);
-          await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name });
+          await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name }, { ifMatch: fresh.revision });
         }
         await saveLengths(lengths.changed());
         toast(`Saved to ${record.name}`, "info");

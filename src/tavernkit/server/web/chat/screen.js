@@ -4,7 +4,7 @@
 // This file owns the screen's state (the running turn) and the actions on messages: edit,
 // branch, delete, swipe.
 
-import { ApiError, api, rememberedTurn } from "../api.js";
+import { ApiError, api, isStale, rememberedTurn } from "../api.js";
 import { button, h } from "../dom.js";
 import { render } from "../markdown.js";
 import { avatar } from "../avatar.js";
@@ -92,18 +92,56 @@ export async function showChat(view, chatId, at = null) {
     return attempt(() => api("PUT", `${base}/messages/${message.index}/swipe`, { swipe }));
   }
 
+  // The edit sends the revision the message was read at: when another tab or device changed
+  // it since, the server refuses (409 StaleRevision) and nothing is overwritten; the editor
+  // stays open with the user's text, and the alert offers to reload the message.
   function editMessage(message, body) {
     const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
     area.value = textOf(message.data.mes);
-    const save = () => attempt(() => api("PATCH", `${base}/messages/${message.index}`, { text: area.value }));
+    const save = async () => {
+      try {
+        const url = `${base}/messages/${message.index}`;
+        await api("PATCH", url, { text: area.value }, { ifMatch: message.revision });
+        await log.reload();
+      } catch (error) {
+        if (isStale(error)) {
+          refuseStale(message);
+        } else {
+          fail(error, save);
+        }
+      }
+    };
     const cancel = () => attempt(async () => {});
     body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
     area.focus();
   }
 
+  // `what`: "saved" (an edit: the editor keeps the user's text) or "deleted"
+  function refuseStale(message, what = "saved") {
+    const text =
+      what === "saved"
+        ? `Message #${message.index} was changed in another tab or device, so your edit was not ` +
+          "saved. Reload to see the current text (copy yours first to keep it)."
+        : `Message #${message.index} was changed in another tab or device, so it was not ` +
+          "deleted. Reload to see the chat as it is now.";
+    alerts.show(text, { actions: [{ label: "Reload message", run: () => log.reload() }] });
+  }
+
   function deleteMessage(message) {
     if (!window.confirm(`Delete message ${message.index + 1}?`)) return undefined;
-    return attempt(() => api("DELETE", `${base}/messages/${message.index}`));
+    return removeMessage(message);
+  }
+
+  // The delete names the revision the message was shown at, so a list another tab changed
+  // never loses the message that moved into this one's place.
+  async function removeMessage(message) {
+    try {
+      await api("DELETE", `${base}/messages/${message.index}`, undefined, { ifMatch: message.revision });
+      await log.reload();
+    } catch (error) {
+      if (isStale(error)) refuseStale(message, "deleted");
+      else fail(error, () => removeMessage(message));
+    }
   }
 
   async function branchAt(index) {

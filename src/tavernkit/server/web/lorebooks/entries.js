@@ -6,12 +6,15 @@
 // (the server picks the uid), duplicating, deleting and enabling are stored at once. The book
 // is never sent back whole.
 
-import { api } from "../api.js";
+import { api, isStale } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { entryForm, entryRow, entryTitle } from "./entry.js";
 
 const PAGE = 50;
+// the revision of an entry changed elsewhere while its form was being typed in: never the
+// current one, so its save is refused as stale
+const STALE = "stale";
 
 const num = (value, fallback) => (typeof value === "number" ? value : Number(value ?? fallback) || fallback);
 const byUid = (a, b) => num(a.uid, 0) - num(b.uid, 0);
@@ -60,6 +63,9 @@ export function createEntries(book, alerts, onDirty) {
   const entries = new Map((Array.isArray(raw) ? raw : Object.values(raw)).map((e) => [String(e.uid), e]));
   const texts = new Map(); // "<where> <uid>" -> lower-cased searchable text (made on first search)
   const forms = new Map(); // uid -> form, for the entries opened at least once
+  // uid -> the entry's revision as last read (the book's JSON carries none: an entry's is
+  // read when its form opens, and comes back with every change), sent as If-Match on save
+  const revisions = new Map();
   const open = new Set();
   let pinned = []; // uids just added or duplicated: shown first until the search or sort changes
   let query = "";
@@ -147,8 +153,47 @@ export function createEntries(book, alerts, onDirty) {
         changed();
       });
       forms.set(uid, form);
+      readRevision(uid, entry);
     }
     return forms.get(uid);
+  }
+
+  // The entry's revision, read when its form opens. If another tab changed the entry since
+  // the book was read, an untouched form is rebuilt from the entry as it is now; a form
+  // already typed in keeps its text and its save is refused as stale (nothing overwritten).
+  async function readRevision(uid, shownEntry) {
+    try {
+      const now = await api("GET", `${base}/${encodeURIComponent(uid)}`);
+      if (JSON.stringify(now.data) === JSON.stringify(shownEntry)) {
+        revisions.set(uid, now.revision);
+        return;
+      }
+      const form = forms.get(uid);
+      if (form && form.dirty()) {
+        revisions.set(uid, STALE);
+        return;
+      }
+      revisions.set(uid, now.revision);
+      forms.delete(uid);
+      stored(now.data);
+      replaceRow(uid);
+    } catch {
+      // no revision known: the save is made without a check, as before
+    }
+  }
+
+  // Read the entry again after a refused save: its form is rebuilt from it (the edits go).
+  async function reloadEntry(uid) {
+    try {
+      const now = await api("GET", `${base}/${encodeURIComponent(uid)}`);
+      revisions.set(uid, now.revision);
+      forms.delete(uid);
+      stored(now.data);
+      replaceRow(uid);
+      changed();
+    } catch (error) {
+      alerts.show(`Entry ${uid}: ${errorText(error)}`, { retry: () => reloadEntry(uid) });
+    }
   }
 
   function rowOf(entry) {
@@ -224,6 +269,7 @@ export function createEntries(book, alerts, onDirty) {
     try {
       const done = await api("PATCH", `${base}/${encodeURIComponent(uid)}`, { disable: !on });
       stored(done.data);
+      if (revisions.get(uid) !== STALE) revisions.set(uid, done.revision);
     } catch (error) {
       alerts.show(`Entry ${uid}: ${errorText(error)}`, { retry: () => enable(uid, on) });
     }
@@ -235,6 +281,7 @@ export function createEntries(book, alerts, onDirty) {
   async function addFrom(fields, note) {
     try {
       const made = await api("POST", base, fields);
+      revisions.set(String(made.uid), made.revision);
       stored(made.data);
       pinned = [made.uid, ...pinned];
       open.add(made.uid);
@@ -287,12 +334,22 @@ export function createEntries(book, alerts, onDirty) {
     let failed = 0;
     for (const [uid, form] of pending) {
       try {
-        const done = await api("PATCH", `${base}/${encodeURIComponent(uid)}`, form.changes());
+        const url = `${base}/${encodeURIComponent(uid)}`;
+        const done = await api("PATCH", url, form.changes(), { ifMatch: revisions.get(uid) });
+        revisions.set(uid, done.revision);
         stored(done.data);
       } catch (error) {
         failed += 1;
-        const where = error.body && error.body.field ? ` (${error.body.field})` : "";
-        alerts.show(`Entry “${entryTitle(entries.get(uid))}”${where}: ${errorText(error)}`, { retry: save });
+        const title = entryTitle(entries.get(uid));
+        if (isStale(error)) {
+          alerts.show(
+            `Entry “${title}” was changed in another tab or device, so your edit was not saved. Reload it to see the current entry (copy your text first to keep it).`,
+            { actions: [{ label: "Reload entry", run: () => reloadEntry(uid) }] },
+          );
+        } else {
+          const where = error.body && error.body.field ? ` (${error.body.field})` : "";
+          alerts.show(`Entry “${title}”${where}: ${errorText(error)}`, { retry: save });
+        }
       }
       replaceRow(uid);
     }

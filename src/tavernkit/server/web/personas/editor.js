@@ -117,7 +117,7 @@ export function createEditor(persona, ctx) {
         role: Number(role.value),
         lorebook: lorebook.value || null,
       };
-      await api("PUT", url, body);
+      await api("PUT", url, body, { ifMatch: persona.revision });
       toast("Persona saved", "info");
       await ctx.reload();
     })();

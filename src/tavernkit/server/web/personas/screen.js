@@ -4,7 +4,7 @@
 // lock a persona to that chat too.
 
 import { createAlerts } from "../alerts.js";
-import { api } from "../api.js";
+import { api, isStale } from "../api.js";
 import { h } from "../dom.js";
 import { errorText } from "../toast.js";
 import { avatar, field } from "./common.js";
@@ -21,7 +21,7 @@ async function loadAll() {
   const personas = await Promise.all(
     page.items.map(async (line) => {
       const record = await api("GET", `/personas/${encodeURIComponent(line.id)}`);
-      return { id: line.id, name: line.name, updated: line.updated, data: record.data };
+      return { id: line.id, name: line.name, updated: line.updated, data: record.data, revision: record.revision };
     }),
   );
   return { personas, selections, characters: characters.items };
@@ -36,7 +36,15 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
   const chat = chatId ? await api("GET", `/chats/${encodeURIComponent(chatId)}`) : null;
   let state = await loadAll();
 
-  const fail = (error, retry) => alerts.show(errorText(error), retry ? { retry } : {});
+  // a save refused because another tab or device saved the persona since: offer a reload
+  // (the form keeps what was typed until then), not a Retry that would be refused again
+  const fail = (error, retry) =>
+    isStale(error)
+      ? alerts.show(
+          "This persona was changed in another tab or device, so your save was refused. Reload to see the current persona (copy your text first to keep it).",
+          { actions: [{ label: "Reload persona", run: () => reload() }] },
+        )
+      : alerts.show(errorText(error), retry ? { retry } : {});
 
   async function reload() {
     state = await loadAll();
