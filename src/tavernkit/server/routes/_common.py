@@ -33,9 +33,12 @@ __all__ = [
 State = Annotated[ServerState, Depends(server_state)]
 
 
-def if_match(if_match: Annotated[str | None, Header(max_length=200)] = None) -> str | None:
+async def if_match(
+    if_match: Annotated[str | None, Header(max_length=200)] = None,
+) -> str | None:
     """The revision an ``If-Match`` header names (``"abc"``, ``W/"abc"`` or bare ``abc``);
-    ``None`` for no header or ``*``: the change is then made without a check."""
+    ``None`` for no header or ``*``: the change is then made without a check. (A coroutine:
+    FastAPI runs a plain dependency in its thread pool.)"""
     if if_match is None:
         return None
     value = if_match.strip().removeprefix("W/").strip().strip('"')
