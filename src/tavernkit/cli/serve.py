@@ -277,6 +277,17 @@ def serve_command(
             help="Keep the newest N backups (default: all).",
         ),
     ] = None,
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-token",
+            envvar="TAVERNKIT_METRICS_TOKEN",
+            show_envvar=True,
+            show_default=False,
+            help="With accounts on, a bearer token that may read GET /metrics (and nothing "
+            "else); admins always may. Prefer the environment variable to the command line.",
+        ),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -296,6 +307,7 @@ def serve_command(
         redis=redis or None,
         redis_pool=redis_pool,
         database_pool=database_pool,
+        metrics_token=metrics_token or None,
         turn_lease_s=lock_lease,
         shutdown_grace_s=shutdown_grace,
         turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
