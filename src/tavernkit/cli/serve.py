@@ -26,6 +26,7 @@ from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSetting
 from tavernkit.store.backup_check import parse_interval
 
 try:
+    from tavernkit.server.access_log import log_to_stderr
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
@@ -288,6 +289,15 @@ def serve_command(
             "else); admins always may. Prefer the environment variable to the command line.",
         ),
     ] = None,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            envvar="TAVERNKIT_ACCESS_LOG",
+            show_envvar=True,
+            help="Write one JSON line per request to stderr (route, status, time, user hash).",
+        ),
+    ] = True,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -353,6 +363,8 @@ def serve_command(
     if settings.backup_every_s is not None:
         who += f", backups every {backup_every}"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
+    if access_log:
+        log_to_stderr()
     config = uvicorn_config(
         app, settings, log_level="warning", access_log=False, timeout_graceful_shutdown=LINGER_S
     )

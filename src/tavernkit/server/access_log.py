@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import sys
 import time
 from typing import Any
 
@@ -19,11 +20,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tavernkit.server.principal import PRINCIPAL_SCOPE_KEY, Principal
 
-__all__ = ["ACCESS_LOGGER", "AccessLog", "user_hash"]
+__all__ = ["ACCESS_LOGGER", "AccessLog", "log_to_stderr", "user_hash"]
 
 ACCESS_LOGGER = "tavernkit.access"
 
 log = logging.getLogger(ACCESS_LOGGER)
+
+
+def log_to_stderr() -> None:
+    """Write the access lines to stderr, one bare JSON line each (``tavernkit serve``; a
+    library user's app leaves the logger to their own logging setup)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def user_hash(user_id: str) -> str:
