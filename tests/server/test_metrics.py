@@ -112,3 +112,20 @@ def test_each_app_counts_in_its_own_registry() -> None:
     one.turn_started("send")
     assert b'tavernkit_turns_started_total{verb="send"} 1.0' in one.render()
     assert b"tavernkit_turns_started_total{" not in two.render()
+
+
+async def test_a_postgresql_server_reports_its_pool(tmp_path: Path, postgres_url: str) -> None:
+    conf = settings(tmp_path / "home", database=postgres_url, database_pool=7)
+    async with live_server(conf) as server, server.client() as client:
+        got = await scrape(client)
+        assert got[("tavernkit_pool_max_connections", (("pool", "database"),))] == 7
+        assert got[("tavernkit_pool_connections_in_use", (("pool", "database"),))] == 0
+        store = server.state.tavern.store
+        async with store._read():
+            got = await scrape(client)
+        assert got[("tavernkit_pool_connections_in_use", (("pool", "database"),))] == 1
+
+
+async def test_a_sqlite_server_reports_no_pool(site: Site) -> None:
+    got = await scrape(site.client)
+    assert not any(name.startswith("tavernkit_pool_") and labels for name, labels in got)

@@ -108,6 +108,7 @@ def create_app(
             await tk.open()
             if opened_here:
                 exit_stack.push_async_callback(tk.close)
+            metrics.watch_store(tk.store)
             key_cooldowns = cooldowns or (shared.cooldowns if shared is not None else None)
             if key_cooldowns is not None:
                 # before any owner's view is made: each view takes the Tavern's

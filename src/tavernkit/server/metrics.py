@@ -7,14 +7,16 @@ never register a metric name twice.
 
 What is counted: turns started (by verb) and finished (by status), failed turns by error
 class, the turn event streams open now, the time from a turn's start to its first piece of
-text and the time between its pieces (histograms), and the configured pool sizes (Redis,
-PostgreSQL; the clients expose no public count of connections in use).
+text and the time between its pieces (histograms), the configured pool sizes (Redis,
+PostgreSQL) and the PostgreSQL pool's connections in use (redis-py tells no such count
+publicly).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -25,7 +27,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-__all__ = ["CONTENT_TYPE", "PieceTimer", "ServerMetrics"]
+__all__ = ["CONTENT_TYPE", "PieceTimer", "PooledStore", "ServerMetrics"]
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -33,6 +35,14 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 FIRST_PIECE_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 #: seconds between two pieces of a turn: tokens arrive every few to a few hundred ms
 PIECE_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+
+@runtime_checkable
+class PooledStore(Protocol):
+    """A store that tells how many of its pool's connections are taken (PostgreSQL's)."""
+
+    @property
+    def connections_in_use(self) -> int: ...
 
 
 class ServerMetrics:
@@ -78,6 +88,18 @@ class ServerMetrics:
             ["pool"],
             registry=r,
         )
+        self.pool_in_use = Gauge(
+            "tavernkit_pool_connections_in_use",
+            "Connections taken now, by pool (where the client tells)",
+            ["pool"],
+            registry=r,
+        )
+
+    def watch_store(self, store: object) -> None:
+        """Report the store's pool connections in use, read at each scrape (a store without
+        a pool, SQLite's, reports none)."""
+        if isinstance(store, PooledStore):
+            self.pool_in_use.labels(pool="database").set_function(lambda: store.connections_in_use)
 
     def turn_started(self, verb: str) -> PieceTimer:
         """Count a started turn; the timer its pieces are measured with."""
