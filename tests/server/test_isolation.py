@@ -85,6 +85,7 @@ ADMIN_ONLY = {
     "/users/{user_id}/password",
     "/shared/profiles",
     "/shared/profiles/{name}",
+    "/metrics",  # the operator's counters (or the scrape token's)
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -213,3 +214,32 @@ def test_serve_reads_its_options_from_the_environment(tmp_path: Path) -> None:
     assert "without accounts" in refused(tmp_path, env={"TAVERNKIT_HOST": "0.0.0.0"})
     said = refused(tmp_path, env={"TAVERNKIT_TURN_RATE": "0"})
     assert "turn_rate needs a positive limit" in said
+
+
+def test_serve_writes_access_lines_and_takes_the_metrics_token_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    token = "mt-canary-env-0042"
+    command = [sys.executable, "-c", _RUN, "serve", "--port", "0", "--home", str(tmp_path)]
+    env = {**os.environ, "TAVERNKIT_METRICS_TOKEN": token}
+    with subprocess.Popen(
+        [*command, "--accounts"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        url = proc.stdout.readline().split()[2]
+        _wait_up(url)
+        scraped = httpx.get(
+            f"{url}/metrics?key={token}", headers={"Authorization": f"Bearer {token}"}, timeout=5
+        )
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert scraped.status_code == 200 and "tavernkit_streams_open" in scraped.text
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert {"method": "GET", "path": "/metrics", "status": 200} in [
+        {k: line[k] for k in ("method", "path", "status")} for line in lines
+    ]
+    assert token not in err

@@ -26,6 +26,7 @@ from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSetting
 from tavernkit.store.backup_check import parse_interval
 
 try:
+    from tavernkit.server.access_log import log_to_stderr
     from tavernkit.server.accounts import Accounts
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
@@ -277,6 +278,26 @@ def serve_command(
             help="Keep the newest N backups (default: all).",
         ),
     ] = None,
+    metrics_token: Annotated[
+        str | None,
+        typer.Option(
+            "--metrics-token",
+            envvar="TAVERNKIT_METRICS_TOKEN",
+            show_envvar=True,
+            show_default=False,
+            help="With accounts on, a bearer token that may read GET /metrics (and nothing "
+            "else); admins always may. Prefer the environment variable to the command line.",
+        ),
+    ] = None,
+    access_log: Annotated[
+        bool,
+        typer.Option(
+            "--access-log/--no-access-log",
+            envvar="TAVERNKIT_ACCESS_LOG",
+            show_envvar=True,
+            help="Write one JSON line per request to stderr (route, status, time, user hash).",
+        ),
+    ] = True,
     home: HomeOption = None,
 ) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
@@ -296,6 +317,7 @@ def serve_command(
         redis=redis or None,
         redis_pool=redis_pool,
         database_pool=database_pool,
+        metrics_token=metrics_token or None,
         turn_lease_s=lock_lease,
         shutdown_grace_s=shutdown_grace,
         turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
@@ -341,6 +363,8 @@ def serve_command(
     if settings.backup_every_s is not None:
         who += f", backups every {backup_every}"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
+    if access_log:
+        log_to_stderr()
     config = uvicorn_config(
         app, settings, log_level="warning", access_log=False, timeout_graceful_shutdown=LINGER_S
     )

@@ -28,6 +28,7 @@ from tavernkit.facade import Tavern
 from tavernkit.formats import FormatLimits
 from tavernkit.generation.keys import CooldownStore
 from tavernkit.plugins.manager import add_plugin_routes, get_plugin_manager
+from tavernkit.server.access_log import AccessLog
 from tavernkit.server.accounts import Accounts
 from tavernkit.server.backup_schedule import start_backups
 from tavernkit.server.body_limit import BodyLimit
@@ -37,6 +38,7 @@ from tavernkit.server.coordination_memory import InMemoryRateLimiter
 from tavernkit.server.errors import ERROR_RESPONSES, install_error_handlers
 from tavernkit.server.gc_tuning import full_collections, tune_for_serving
 from tavernkit.server.login_gate import LoginGate
+from tavernkit.server.metrics import ServerMetrics
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.routes.openai import FACADE_PREFIX, too_large_body
 from tavernkit.server.settings import ServerSettings
@@ -79,6 +81,11 @@ def create_app(
     settings.check()
     if settings.redis is not None and redis_coordination is None:
         raise ServerConfigError("settings.redis needs redis-py: pip install 'tavernkit[scale]'")
+    metrics = ServerMetrics()  # this app's own registry (module metrics)
+    if settings.redis is not None:
+        metrics.pool_size.labels(pool="redis").set(settings.redis_pool)
+    if settings.database is not None:
+        metrics.pool_size.labels(pool="database").set(settings.database_pool)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -101,6 +108,7 @@ def create_app(
             await tk.open()
             if opened_here:
                 exit_stack.push_async_callback(tk.close)
+            metrics.watch_store(tk.store)
             key_cooldowns = cooldowns or (shared.cooldowns if shared is not None else None)
             if key_cooldowns is not None:
                 # before any owner's view is made: each view takes the Tavern's
@@ -110,6 +118,7 @@ def create_app(
                 chat_lock or (shared.locks if shared else InMemoryChatLock()),
                 lease_s=settings.turn_lease_s,
                 stops=stops or (shared.stops if shared is not None else None),
+                metrics=metrics,
             )
             exit_stack.push_async_callback(hub.close)
             if hub.stops is not None:
@@ -128,6 +137,7 @@ def create_app(
                 accounts=accounts,
                 limiter=rate,
                 turns=hub,
+                metrics=metrics,
                 shared=shared_route,
                 egress=settings.egress_policy(),
                 backups=backups,
@@ -162,7 +172,8 @@ def create_app(
         max_bytes=settings.upload_max_bytes,
         error_bodies={FACADE_PREFIX: too_large_body},
     )
-    app.add_middleware(LoginGate)  # outermost: refused logins cost no routing
+    app.add_middleware(LoginGate)  # refused logins cost no routing
+    app.add_middleware(AccessLog)  # outermost: every answer is logged, refusals too
     for router in ROUTERS:
         app.include_router(router, responses=ERROR_RESPONSES)
     # the plugins' routes come last, so a plugin adds routes and never shadows the server's

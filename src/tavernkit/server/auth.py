@@ -23,7 +23,7 @@ from fastapi import Depends, Request
 from tavernkit.errors import NotAuthenticated, PermissionDenied
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import csrf_for
-from tavernkit.server.principal import LOCAL_USER_ID, Principal
+from tavernkit.server.principal import LOCAL_USER_ID, PRINCIPAL_SCOPE_KEY, Principal
 from tavernkit.server.settings import is_loopback
 from tavernkit.server.state import ServerState, state_of
 
@@ -72,7 +72,7 @@ def _local_principal(request: Request, state: ServerState) -> Principal:
 
 
 #: where a request's principal is kept once known (the ASGI scope is the request's own)
-_PRINCIPAL_KEY = "tavernkit.principal"
+_PRINCIPAL_KEY = PRINCIPAL_SCOPE_KEY
 
 
 async def current_principal(request: Request) -> Principal:

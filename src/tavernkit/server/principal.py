@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["LOCAL_USER_ID", "Principal", "Via"]
+__all__ = ["LOCAL_USER_ID", "PRINCIPAL_SCOPE_KEY", "Principal", "Via"]
 
 #: how the caller proved who it is: the local single-user mode (no login), a bearer API
 #: token, or a browser session cookie
@@ -13,6 +13,9 @@ Via = Literal["local", "token", "session"]
 
 #: the user id of the local single-user mode (accounts off)
 LOCAL_USER_ID = "local"
+
+#: where a request's principal is kept in its ASGI scope once known (the access log reads it)
+PRINCIPAL_SCOPE_KEY = "tavernkit.principal"
 
 
 @dataclass(frozen=True, slots=True)

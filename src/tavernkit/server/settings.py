@@ -149,6 +149,8 @@ class ServerSettings:
     redis_pool: int = 64
     #: the most connections this process opens to PostgreSQL (a call waits for a free one)
     database_pool: int = 20
+    #: a bearer token that may read ``GET /metrics`` (besides admins; ``serve --metrics-token``)
+    metrics_token: str | None = field(default=None, repr=False)
     #: at SIGTERM, how long running turns may go on before they are stopped (what they
     #: showed stored, their streams ended); the process exits a few seconds after
     shutdown_grace_s: float = 10.0

@@ -18,6 +18,7 @@ from tavernkit.server.avatars import import_avatar
 from tavernkit.server.backup_schedule import BackupSchedule
 from tavernkit.server.card_facets import CardFacets
 from tavernkit.server.coordination import RateLimiter
+from tavernkit.server.metrics import ServerMetrics
 from tavernkit.server.principal import Principal
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
@@ -39,6 +40,8 @@ class ServerState:
     limiter: RateLimiter
     #: the chat turns this process runs (``/chats/{id}/turns``)
     turns: TurnHub
+    #: the app's Prometheus metrics (``GET /metrics``)
+    metrics: ServerMetrics = field(default_factory=ServerMetrics)
     thumbnails: Thumbnails = field(default_factory=Thumbnails)
     #: the cards' favourite flags and tags, for the character list's filters and orders
     card_facets: CardFacets = field(default_factory=CardFacets)

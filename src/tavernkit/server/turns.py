@@ -58,6 +58,7 @@ from tavernkit.generation.sink import (
 )
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
+from tavernkit.server.metrics import PieceTimer, ServerMetrics
 from tavernkit.server.task_errors import safe_text
 from tavernkit.store.protocol import ChatInfo
 
@@ -207,6 +208,8 @@ class EventLogSink:
         self.log = log
         self.turn_id = turn_id
         self.writer = writer or TurnLogWriter(log, turn_id)
+        #: times the turn's pieces for the server's metrics (``None``: not measured)
+        self.timer: PieceTimer | None = None
         self._append_nowait: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
             log, "append_nowait", None
         )
@@ -214,6 +217,7 @@ class EventLogSink:
     async def emit(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
         if entry is not None:
+            self._time(entry[0])
             await self.writer.append(*entry)
 
     @property
@@ -224,7 +228,12 @@ class EventLogSink:
         entry = sink_event_entry(event)
         if entry is not None:
             assert self._append_nowait is not None
+            self._time(entry[0])
             self._append_nowait(self.turn_id, *entry)
+
+    def _time(self, entry_type: str) -> None:
+        if self.timer is not None and entry_type in _PIECES:
+            self.timer.piece()
 
     async def flush(self) -> None:
         return None
@@ -234,6 +243,10 @@ class EventLogSink:
 
     async def cleanup(self) -> None:
         return None
+
+
+#: the log entries that are pieces of a reply (timed by :class:`PieceTimer`)
+_PIECES = frozenset({"text", "reasoning"})
 
 
 def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
@@ -381,8 +394,10 @@ class TurnHub:
         lease_s: float = 30.0,
         interrupt_wait_s: float = 10.0,
         stops: TurnStops | None = None,
+        metrics: ServerMetrics | None = None,
     ) -> None:
         self.log = log
+        self.metrics = metrics
         self.lock = lock
         self.stops = stops
         self.ttl_s = ttl_s
@@ -437,7 +452,8 @@ class TurnHub:
             await self._forget(turn_id, running)
             running.done.set()
             raise
-        running.task = asyncio.create_task(self._run(chats, info, turn_id, running, request))
+        timer = self.metrics.turn_started(request.kind) if self.metrics is not None else None
+        running.task = asyncio.create_task(self._run(chats, info, turn_id, running, request, timer))
         return TurnStarted(turn_id, info.id, request.kind)
 
     async def _take(self, key: str, turn_id: str, *, interrupt: bool) -> None:
@@ -474,21 +490,18 @@ class TurnHub:
         turn_id: str,
         running: _Running,
         request: TurnRequest,
+        timer: PieceTimer | None = None,
     ) -> None:
         renewer = asyncio.create_task(self._renew(running, turn_id))
         # the turn's last events, appended once the chat is free: a client that read ``done``
         # may start the next turn at once (a CancelledError leaves none: the log just closes)
         last: list[tuple[str, dict[str, Any]]] = []
         writer = TurnLogWriter(self.log, turn_id)
+        sink = EventLogSink(self.log, turn_id, writer)
+        sink.timer = timer
         try:
             try:
-                outcome = await _run_verb(
-                    chats,
-                    info,
-                    request,
-                    EventLogSink(self.log, turn_id, writer),
-                    running.controller,
-                )
+                outcome = await _run_verb(chats, info, request, sink, running.controller)
             except TavernKitError as exc:
                 last = _failure(exc)
             except Exception as exc:  # a bug must still end the log, without its message
@@ -506,6 +519,20 @@ class TurnHub:
                     await writer.finish(last, ttl_s=self.ttl_s)
                 finally:
                     running.done.set()
+                    self._count_end(last)
+
+    def _count_end(self, last: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """Count the turn's end (its ``done`` event's status and error class) in the
+        metrics; a turn cancelled with no ``done`` counts as ``cancelled``."""
+        if self.metrics is None:
+            return
+        done = next((data for type, data in last if type == "done"), None)
+        if done is None:
+            self.metrics.turn_finished("cancelled", None)
+            return
+        error = done.get("error")
+        error_class = error.get("class") if isinstance(error, dict) else None
+        self.metrics.turn_finished(str(done.get("status")), error_class)
 
     async def _renew(self, running: _Running, turn_id: str) -> None:
         """Keep the chat's lease while the turn runs. A lease that could not be renewed (it
@@ -552,6 +579,8 @@ class TurnHub:
                     return
 
         watchdog = asyncio.create_task(watch())
+        if self.metrics is not None:
+            self.metrics.streams_open.inc()
         try:
             while True:
                 waiting = True
@@ -565,6 +594,8 @@ class TurnHub:
                 yield event
         finally:
             over = True
+            if self.metrics is not None:
+                self.metrics.streams_open.dec()
             await stop_task(watchdog)
 
     async def _orphaned(self, chat_key: str, turn_id: str) -> bool:
@@ -746,7 +777,9 @@ async def _run_group_verb(
     avatars = {m.name: m.avatar for m in loaded.members}
 
     def member_sink(name: str) -> MemberSink:
-        return MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""), sink.writer)
+        member = MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""), sink.writer)
+        member.timer = sink.timer
+        return member
 
     return await chats.group_turn(
         chat_id,

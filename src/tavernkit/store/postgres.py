@@ -231,6 +231,11 @@ class PostgresStore(SqliteStore):
     def key_files(self) -> KeyFiles:
         return KeyFiles(self._path)
 
+    @property
+    def connections_in_use(self) -> int:
+        """How many of the pool's connections are taken now (the server's metrics)."""
+        return int(self._pool.get_size() - self._pool.get_idle_size())
+
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
