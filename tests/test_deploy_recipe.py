@@ -255,6 +255,15 @@ def test_the_image_runs_tavernkit_serve_as_a_user_of_its_own() -> None:
     assert instructions("EXPOSE") == [image_env()["TAVERNKIT_PORT"]]
 
 
+def test_the_build_context_holds_what_the_image_copies() -> None:
+    """.dockerignore keeps everything out of the context but what the COPY lines name."""
+    copied = {w for args in instructions("COPY") for w in args.split()[:-1]}
+    kept = {
+        line[1:] for line in (ROOT / ".dockerignore").read_text().splitlines() if line[:1] == "!"
+    }
+    assert copied == kept and all((ROOT / name).exists() for name in copied)
+
+
 def test_the_example_env_holds_no_secret_and_the_real_one_is_ignored() -> None:
     for name, value in env_file(DEPLOY / ".env.example").items():
         if "PASSWORD" in name:
@@ -364,4 +373,37 @@ async def test_the_services_environment_serves_ready_on_postgres_and_redis(
 
     await asyncio.gather(*(serves(env) for env in envs.values()))
     await stop(processes.pop(0))
-    await serves(envs[TAVERNKIT_SERVICES[0]])
+    restarted = await serves(envs[TAVERNKIT_SERVICES[0]])
+    # the probes themselves, as the image and compose run them, pass on a serving process
+    port = urlsplit(restarted).port
+    assert port is not None
+    assert await probe_exit("image", port) == 0
+    assert await probe_exit("compose", port) == 0
+
+
+async def probe_exit(which: str, port: int) -> int:
+    """The exit status of the image's HEALTHCHECK command (a shell line) or the compose
+    service's health check (an exec list) against ``port`` in place of the recipe's."""
+    recipe_port = service_env(TAVERNKIT_SERVICES[0])["TAVERNKIT_PORT"]
+    outside = {k: v for k, v in os.environ.items() if not k.startswith("TAVERNKIT_")}
+    env = {**outside, "TAVERNKIT_PORT": str(port)}
+    if which == "image":
+        line = instructions("HEALTHCHECK")[0].split(" CMD ", 1)[1]
+        argv = ["/bin/sh", "-c", line.replace("python ", f"{shlex.quote(sys.executable)} ", 1)]
+    else:
+        test = compose()["services"][TAVERNKIT_SERVICES[1]]["healthcheck"]["test"]
+        assert test[:2] == ["CMD", "python"]
+        argv = [sys.executable, *(w.replace(f":{recipe_port}/", f":{port}/") for w in test[2:])]
+    proc = await asyncio.create_subprocess_exec(*argv, env=env)
+    return await asyncio.wait_for(proc.wait(), 30)
+
+
+async def test_the_health_probes_fail_where_nothing_answers() -> None:
+    """They are not vacuous: with nothing listening, both exit non-zero."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        port = sock.getsockname()[1]
+        assert await probe_exit("image", port) != 0
+        assert await probe_exit("compose", port) != 0
