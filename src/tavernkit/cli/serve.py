@@ -20,14 +20,14 @@ from typing import Annotated
 import typer
 
 from tavernkit.cli._common import HomeOption, fail
-from tavernkit.errors import ServerConfigError, TavernKitError
+from tavernkit.errors import Conflict, NotFound, ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 from tavernkit.store.backup_check import parse_interval
 
 try:
     from tavernkit.server.access_log import log_to_stderr
-    from tavernkit.server.accounts import Accounts
+    from tavernkit.server.accounts import Accounts, user_name
     from tavernkit.server.app import create_app
     from tavernkit.server.coordination_memory import InMemoryRateLimiter
     from tavernkit.server.listen import listening_socket, uvicorn_config
@@ -72,8 +72,21 @@ async def _create_admin(settings: ServerSettings, name: str, password: str) -> N
         accounts = Accounts(tk.store, settings, InMemoryRateLimiter())
         try:
             await accounts.create_user(name, password, is_admin=True)
+        except Conflict:
+            # a container keeps $TAVERNKIT_CREATE_ADMIN set: on a restart, or when another
+            # process of the deployment made the admin first, it exists already (kept as it is)
+            if not await _is_admin(tk, name):
+                raise
         finally:
             accounts.close()
+
+
+async def _is_admin(tk: Tavern, name: str) -> bool:
+    try:
+        user, _hash = await tk.store.find_user(user_name(name))
+    except NotFound:
+        return False
+    return user.is_admin
 
 
 def _interval(text: str | None) -> float | None:
@@ -113,7 +126,8 @@ def serve_command(
             "--create-admin",
             envvar="TAVERNKIT_CREATE_ADMIN",
             show_envvar=True,
-            help=f"Create this admin first (password: ${PASSWORD_ENV}).",
+            help=f"Create this admin first (password: ${PASSWORD_ENV}); an admin of that name "
+            "already there is kept as it is.",
         ),
     ] = None,
     shared_profile: Annotated[
