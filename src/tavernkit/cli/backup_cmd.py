@@ -176,8 +176,10 @@ def restore_command(
     database: DatabaseOption = None,
     home: HomeOption = None,
 ) -> None:
-    """Restore a backup into an empty home (or an empty PostgreSQL database with --database);
-    a home that holds data is refused."""
+    """Restore a backup into an empty home (or an empty PostgreSQL database).
+
+    With --database, into that PostgreSQL database; a home or database that holds data is
+    refused."""
     folder = home if home is not None else data_dir()
     where = redact_url(database) if database is not None else str(folder)
 
