@@ -251,7 +251,7 @@ def test_the_image_runs_tavernkit_serve_as_a_user_of_its_own() -> None:
     (user,) = instructions("USER")
     assert user not in {"root", "0"} and "useradd" in " ".join(instructions("RUN"))
     assert any(re.search(r"pip install \S*\[server,scale\]", run) for run in instructions("RUN"))
-    assert any(args.split()[-1] == "/tmp/tavernkit/src" for args in instructions("COPY"))
+    assert any(args.split()[0] == "src" for args in instructions("COPY"))
     assert instructions("EXPOSE") == [image_env()["TAVERNKIT_PORT"]]
 
 
