@@ -19,7 +19,7 @@ function options(pairs, current) {
   return pairs.map(([value, label]) => h("option", { value, selected: String(value) === String(current) }, label));
 }
 
-// `ctx`: {state: {personas, selections, characters}, chat (or null), reload, fail, leave}
+// `ctx`: {state: {personas, selections, characters}, chat (or null), reload, saved, fail, leave}
 export function createEditor(persona, ctx) {
   const data = structuredClone(persona.data);
   const { selections, characters } = ctx.state;
@@ -95,6 +95,7 @@ export function createEditor(persona, ctx) {
     })
     .catch((error) => ctx.fail(error));
 
+  const saveButton = h("button", { type: "submit", class: "primary" }, "Save persona");
   const form = h(
     "form",
     { class: "persona-form", "aria-label": "Edit persona" },
@@ -103,10 +104,14 @@ export function createEditor(persona, ctx) {
     field("Description position", position),
     atDepth,
     field("Persona lorebook", lorebook),
-    h("div", { class: "row" }, h("button", { type: "submit", class: "primary" }, "Save persona")),
+    h("div", { class: "row" }, saveButton),
   );
+  // One save at a time, each on the revision the last one stored: a second click while the
+  // first is on its way would otherwise be refused as if another tab had saved.
   form.addEventListener("submit", (event) => {
     event.preventDefault();
+    if (saveButton.disabled) return;
+    saveButton.disabled = true;
     act(async () => {
       const body = {
         ...data,
@@ -117,10 +122,14 @@ export function createEditor(persona, ctx) {
         role: Number(role.value),
         lorebook: lorebook.value || null,
       };
-      await api("PUT", url, body, { ifMatch: persona.revision });
+      const saved = await api("PUT", url, body, { ifMatch: persona.revision });
+      persona.revision = saved.revision;
       toast("Persona saved", "info");
-      await ctx.reload();
-    })();
+      // the list shows the new name; the form stays as it is, so nothing typed since is lost
+      ctx.saved({ ...persona, name: saved.name, data: saved.data, revision: saved.revision });
+    })().finally(() => {
+      saveButton.disabled = false;
+    });
   });
 
   // -- who speaks as it ---------------------------------------------------------------------

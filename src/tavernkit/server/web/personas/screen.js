@@ -51,6 +51,12 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
     draw();
   }
 
+  // a persona the editor saved: its line in the list shows the stored name, the editor stays
+  function saved(persona) {
+    state.personas = state.personas.map((p) => (p.id === persona.id ? persona : p));
+    drawList();
+  }
+
   function badges(persona) {
     const sel = state.selections;
     const out = [];
@@ -61,6 +67,16 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
   }
 
   function draw() {
+    drawList();
+    const current = state.personas.find((p) => p.id === ref);
+    if (current) {
+      editorBox.replaceChildren(createEditor(current, { state, chat, reload, saved, fail, leave: () => (window.location.hash = `#/personas${query}`) }));
+    } else {
+      editorBox.replaceChildren(h("p", { class: "muted" }, ref ? "That persona is gone." : "Pick a persona to edit it, or add one."));
+    }
+  }
+
+  function drawList() {
     list.replaceChildren(
       ...state.personas.map((p) =>
         h(
@@ -76,12 +92,6 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
       ),
     );
     if (!state.personas.length) list.append(h("li", { class: "muted" }, "No personas yet: add one below."));
-    const current = state.personas.find((p) => p.id === ref);
-    if (current) {
-      editorBox.replaceChildren(createEditor(current, { state, chat, reload, fail, leave: () => (window.location.hash = `#/personas${query}`) }));
-    } else {
-      editorBox.replaceChildren(h("p", { class: "muted" }, ref ? "That persona is gone." : "Pick a persona to edit it, or add one."));
-    }
   }
 
   const name = h("input", { required: true, maxlength: 200, autocomplete: "off" });
