@@ -18,14 +18,16 @@ from .conftest import screenshot
 
 def test_the_first_words_show_before_the_first_sentence_ends(site: Site, page: Page) -> None:
     words = ["Once ", "upon ", "a ", "time ", "there ", "was ", "a ", "lighthouse."]
-    site.upstream.script(Reply(text="".join(words), chunks=words, pace=0.3))
+    # 0.6 s a word: the sentence ends ~4 s after its first word, so a loaded CI machine still
+    # looks at the live message before the reply is whole
+    site.upstream.script(Reply(text="".join(words), chunks=words, pace=0.6))
     chat = new_chat(site)
     open_chat(page, chat)
 
     def send_and_look() -> None:
         send(page, "Tell me a story.")
         live = page.locator(".log .live")
-        expect(live.locator(".body")).to_contain_text("Once upon", timeout=3_000)
+        expect(live.locator(".body")).to_contain_text("Once upon", timeout=4_000)
         # the sentence is still coming: the words were not held for its end
         assert "lighthouse" not in live.locator(".body").inner_text()
         expect(live).to_have_attribute("aria-busy", "true")
