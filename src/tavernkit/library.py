@@ -467,7 +467,9 @@ class Library(LibraryExports):
                 if created is None:
                     created = await self._create_chat([chat.head_line(), *batch], name, char_id)
                 else:
-                    await self.store.append_messages(created.id, batch, owner=self.owner)
+                    await self.store.append_messages(
+                        created.id, batch, owner=self.owner, detached=True
+                    )
         except BaseException:
             if created is not None:
                 await asyncio.shield(self.store.delete_chat(created.id, owner=self.owner))

@@ -124,3 +124,18 @@ async def test_lookups_by_id_or_name_use_their_indexes(sqlite_store: SqliteStore
         for sql in lookups:
             plan = [str(row[3]) for row in raw.execute("EXPLAIN QUERY PLAN " + sql)]
             assert not [step for step in plan if step.startswith("SCAN")], (sql, plan)
+
+
+async def test_a_library_page_and_its_tags_do_not_wait_for_a_write(db_path: Path) -> None:
+    # A chat import's batch holds the write transaction; the character grid another user
+    # (or tab) asks for meanwhile was answered only after it (hundreds of ms on a big import).
+    async with await open_store(db_path) as store:
+        card = {"spec": "chara_card_v2", "spec_version": "2.0"}
+        data = {"name": "Mira", "description": "", "tags": ["coast"]}
+        await store.put("character", {**card, "data": data})
+        async with store._write() as db:
+            await db.execute("UPDATE records SET name = 'Uncommitted' WHERE kind = 'character'")
+            page = await asyncio.wait_for(store.list_page("character"), 2)
+            tags = await asyncio.wait_for(store.character_tags(), 2)
+        assert [info.name for info in page.items] == ["Mira"] and page.total == 1
+        assert tags == [("coast", 1)]

@@ -175,7 +175,7 @@ class SqliteListing(SqliteBase):
             params.append(like_pattern(name_contains))
         if fav is not None:
             params.append(int(fav))
-        async with self._read() as db:
+        async with self._read_now() as db:
             groups: list[list[str]] | None = []
             if tags:
                 stored = [tag for tag, _ in await self._tags_of(db, owner)]
@@ -227,5 +227,5 @@ class SqliteListing(SqliteBase):
         return [(str(r[0]), int(r[1])) for r in rows]
 
     async def character_tags(self, *, owner: str = DEFAULT_OWNER) -> list[tuple[str, int]]:
-        async with self._read() as db:
+        async with self._read_now() as db:
             return await self._tags_of(db, owner)
