@@ -21,7 +21,6 @@ HEAVY = (
     "PIL",
     "pydantic",
     "httpx2",
-    "aiosqlite",
     "asyncpg",
     "redis",
     "mcp",

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import logging
-import sqlite3
 
 import pytest
 
-import tavernkit.providers.http  # installs the HTTP filters
-import tavernkit.store.sqlite  # noqa: F401 (installs the driver's filter)
 from tavernkit.log_redaction import redact_url
 
 SECRET = "sk-canary-0042"
@@ -22,18 +17,6 @@ def _line(caplog: pytest.LogCaptureFixture, logger: str, msg: str, *args: object
         logging.getLogger(logger).info(msg, *args)
     (record,) = caplog.records
     return record.getMessage()
-
-
-def test_driver_calls_are_named_by_function_and_errors_by_type(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with contextlib.closing(sqlite3.connect(":memory:")) as db:
-        call = functools.partial(db.execute, "INSERT ?", (SECRET,))
-        assert _line(caplog, "aiosqlite", "executing %s", call) == "executing execute"
-    error = sqlite3.OperationalError(f"near {SECRET}")
-    assert _line(caplog, "aiosqlite", "returning exception %s", error) == (
-        "returning exception OperationalError"
-    )
 
 
 def test_transport_lines_keep_the_event_and_a_connects_host_and_port(

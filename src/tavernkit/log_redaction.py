@@ -1,27 +1,24 @@
 """Logging filters that keep secrets and chat text out of the libraries' log lines.
 
-Our own loggers log outcomes, ids and counts only. The libraries under the store and the
-HTTP layer log more at DEBUG: the SQLite driver (``aiosqlite``) logs every call with its SQL
-and bound values (API keys, messages), the HTTP transport (``httpcore2.*``) logs request and
-response details, and the HTTP client (``httpx2``) logs each URL at INFO, where a user's base
-URL may carry a key in its query or credentials. Raising those loggers' levels would also
-hide the lines that help (which call ran, which connection opened, which status came back),
-and a user who sets them to DEBUG would get the secrets back; so each gets a filter on its
-logger that rewrites the record in place, keeping its shape and dropping the data:
+Our own loggers log outcomes, ids and counts only (the SQLite store's connection,
+:mod:`tavernkit.store.sqlite_thread`, logs nothing). The libraries under the HTTP layer log
+more: the HTTP transport (``httpcore2.*``) logs request and response details at DEBUG, and
+the HTTP client (``httpx2``) logs each URL at INFO, where a user's base URL may carry a key in
+its query or credentials. Raising those loggers' levels would also hide the lines that help
+(which call ran, which connection opened, which status came back), and a user who sets them
+to DEBUG would get the secrets back; so each gets a filter on its logger that rewrites the
+record in place, keeping its shape and dropping the data:
 
-- ``aiosqlite``: an operation is named by its function (``execute``, ``commit``), an error by
-  its type; SQL text and parameters never reach a handler;
 - ``httpcore2.*``: the trace event name, plus ``host``/``port`` of a connect;
 - ``httpx2``: URLs without query string or user info, and a response's reason phrase replaced
   by the standard one for its status (the peer chose its own words).
 
-The store installs the first when it is imported, the HTTP layer the others: whoever uses the
-library installs its filter. :func:`install` is idempotent.
+The HTTP layer installs them when it is imported: whoever uses the library installs its
+filter. :func:`install` is idempotent.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
 from http import HTTPStatus
@@ -48,23 +45,6 @@ def redact_url(url: object) -> str:
     host = parts.hostname or ""
     netloc = host + (f":{parts.port}" if parts.port else "") if parts.netloc else ""
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def _operation(value: object) -> str:
-    """A safe name for what aiosqlite logs: a call by its function's name, an error by type."""
-    if isinstance(value, BaseException):
-        return type(value).__name__
-    func = value.func if isinstance(value, functools.partial) else value
-    name = getattr(func, "__name__", None)
-    return name if isinstance(name, str) else type(value).__name__
-
-
-class _SqliteDriverFilter(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.args:
-            args = record.args if isinstance(record.args, tuple) else (record.args,)
-            record.args = tuple(_operation(a) for a in args)
-        return True
 
 
 class _TransportFilter(logging.Filter):
@@ -107,15 +87,14 @@ def _looks_like_url(value: object) -> bool:
 
 
 _FILTERS: dict[str, type[logging.Filter]] = {
-    "aiosqlite": _SqliteDriverFilter,
     "httpx2": _ClientFilter,
     **dict.fromkeys(_HTTPCORE_LOGGERS, _TransportFilter),
 }
 
 
 def install(*names: str) -> None:
-    """Put the redacting filter on each named logger (``aiosqlite``, ``httpx2``,
-    ``httpcore2``: the transport's loggers under it), once."""
+    """Put the redacting filter on each named logger (``httpx2``, ``httpcore2``: the
+    transport's loggers under it), once."""
     for name in names:
         targets = [n for n in _FILTERS if n == name or n.startswith(name + ".")]
         for target in targets:

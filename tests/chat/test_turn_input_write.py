@@ -149,8 +149,7 @@ async def test_a_reply_place_that_cannot_be_stored_fails_the_turn_keeping_the_me
         "CREATE TRIGGER no_replies BEFORE INSERT ON messages "
         "WHEN json_extract(NEW.body, '$.is_user') = 0 AND NEW.position > 0 "
         "BEGIN SELECT RAISE(ABORT, 'disk quota for replies'); END"
-    )
-    await db.commit()
+    )  # the connection autocommits outside a transaction
     world.server.script(HangReply(text="Never shown.", hang_after=1))
     with pytest.raises(StoreError):
         await asyncio.wait_for(world.chats.send(info.id, "Keep me"), 10)
@@ -158,7 +157,6 @@ async def test_a_reply_place_that_cannot_be_stored_fails_the_turn_keeping_the_me
     assert [m.data["mes"] for m in stored.messages][1:] == ["Keep me"]
     assert not world.chats.busy(info.id)
     await db.execute("DROP TRIGGER no_replies")
-    await db.commit()
     world.server.release.set()
     world.server.script(Reply(text="Now."))
     assert (await world.chats.send(info.id, "Again")).status == "completed"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -121,14 +122,14 @@ async def test_a_detached_append_runs_to_its_end_in_one_trip(store: SqliteStore)
     chat_id = (await store.list_chats())[0].id
     conn = store._conn
     trips: list[object] = []
-    real = conn._execute
+    real = conn.run
 
-    async def counted(fn: object, *args: object, **kwargs: object) -> object:
+    async def counted(fn: Any) -> Any:
         trips.append(fn)
-        return await real(fn, *args, **kwargs)  # type: ignore[arg-type]
+        return await real(fn)
 
     pair = [{"name": "U", "is_user": True, "mes": "q"}, {"name": "A", "mes": "", "swipes": [""]}]
-    conn._execute = counted  # type: ignore[method-assign]
+    conn.run = counted  # type: ignore[method-assign]
     try:
         stored = await store.append_messages(chat_id, pair, last_partial=(0,), detached=True)
         assert len(trips) == 1  # BEGIN, the SELECT, the inserts, the touch and COMMIT
@@ -139,7 +140,7 @@ async def test_a_detached_append_runs_to_its_end_in_one_trip(store: SqliteStore)
 
         assert await _cancel_at(store, append, 1, again=False)
     finally:
-        conn._execute = real  # type: ignore[method-assign]
+        conn.run = real  # type: ignore[method-assign]
     await store.append_message(chat_id, {"name": "U", "is_user": True, "mes": "next"})
     messages = (await store.load_chat(chat_id)).messages
     assert [m.data["mes"] for m in messages] == ["old", "q", "", "q", "", "next"]

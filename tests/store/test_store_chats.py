@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import aiosqlite
 import pytest
 
 from tavernkit.errors import Conflict, FormatError, NotFound
@@ -14,6 +13,7 @@ from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore
 from tavernkit.store.protocol import SwipeText
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 HEADER: dict[str, Any] = {
     "user_name": "unused",
@@ -424,13 +424,13 @@ async def test_a_turns_start_reads_what_the_three_reads_would(
     await store.set_global_variable("mood", {"calm": True})
     trips: list[object] = []
     if type(store) is SqliteStore:
-        real = aiosqlite.Connection._execute
+        real = SqliteConnection.run
 
         async def counted(self: Any, fn: Any, *args: Any, **kwargs: Any) -> Any:
             trips.append(fn)
             return await real(self, fn, *args, **kwargs)
 
-        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+        monkeypatch.setattr(SqliteConnection, "run", counted)
     start = await store.load_turn_start(chat_id, last=2)
     if type(store) is SqliteStore:
         assert trips == []

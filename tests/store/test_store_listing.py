@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 
 from tavernkit.errors import StoreError
@@ -25,6 +24,7 @@ from tavernkit.store._sqlite_listing import (
 )
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
 from tavernkit.store.sqlite import open_store
+from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
 
 def card(name: str) -> dict[str, Any]:
@@ -191,7 +191,7 @@ async def test_facets_follow_saves_member_edits_deletes_and_hand_overs(store: St
 
 
 async def test_migration_014_fills_the_facets_and_chat_times_stored_before(db_path: Path) -> None:
-    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+    async with await connect_sqlite(db_path, isolation_level=None) as db:
         await apply_migrations(db, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
         for n, data in enumerate([tagged("Ann", "Elf", fav=True), tagged("Bea", "elf")]):
             await db.execute(

@@ -8,12 +8,13 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from tavernkit.errors import StoreError
 from tavernkit.store import data_dir, default_db_path, open_store
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.sqlite_thread import SqliteConnection
+from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
 
 def _mode(path: Path) -> int:
@@ -55,17 +56,17 @@ async def test_a_database_from_a_newer_version_is_refused(db_path: Path) -> None
 
 
 async def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
-    async def good(db: aiosqlite.Connection) -> None:
+    async def good(db: SqliteConnection) -> None:
         await db.execute("CREATE TABLE good (x)")
 
-    async def bad(db: aiosqlite.Connection) -> None:
+    async def bad(db: SqliteConnection) -> None:
         await db.execute("CREATE TABLE half (x)")
         await db.execute("THIS IS NOT SQL")
 
     def now() -> datetime:
         return datetime(2025, 1, 1, tzinfo=UTC)
 
-    async with aiosqlite.connect(tmp_path / "m.db", isolation_level=None) as db:
+    async with await connect_sqlite(tmp_path / "m.db", isolation_level=None) as db:
         with pytest.raises(StoreError, match="cannot migrate"):
             await apply_migrations(db, now=now, migrations=[("001", good), ("002", bad)])
         async with db.execute("SELECT name FROM sqlite_master WHERE type = 'table'") as cur:
@@ -75,7 +76,7 @@ async def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None
             assert [r[0] for r in await cur.fetchall()] == ["001"]
 
         # Fixed and run again, only the missing step runs.
-        async def fixed(db: aiosqlite.Connection) -> None:
+        async def fixed(db: SqliteConnection) -> None:
             await db.execute("CREATE TABLE half (x)")
 
         applied = await apply_migrations(db, now=now, migrations=[("001", good), ("002", fixed)])
@@ -119,7 +120,7 @@ async def test_004_flags_the_messages_of_an_older_database(db_path: Path) -> Non
     """A database made before 004 gets each message's flags from its JSON, so the counts of a
     turn's window are right for chats stored before the upgrade."""
     now = lambda: datetime(2025, 1, 1, tzinfo=UTC)  # noqa: E731
-    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+    async with await connect_sqlite(db_path, isolation_level=None) as db:
         await apply_migrations(db, now=now, migrations=MIGRATIONS[:2])
         await db.execute(
             "INSERT INTO chats (id, owner, name, header, created, updated) "

@@ -8,11 +8,11 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore, open_store
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 
 def _settings(name: str) -> Settings:
@@ -29,7 +29,7 @@ def _user(settings: object) -> str:
 async def test_a_short_read_does_not_wait_for_a_write_and_sees_only_what_is_committed(
     db_path: Path,
 ) -> None:
-    # Over the one aiosqlite connection this read waited for the open transaction's lock
+    # Over the one writer connection this read waited for the open transaction's lock
     # (here: held by this very task, so it never came).
     async with await open_store(db_path) as store:
         await store.put_settings(_settings("Ada"))
@@ -77,13 +77,13 @@ async def test_a_busy_read_connection_sends_the_read_to_the_database_thread(
         chat = await store.create_chat({"user_name": "Ada"}, name="Coast")
         assert _user(await store.get_settings()) == "Ada"
         trips: list[object] = []
-        real = aiosqlite.Connection._execute
+        real = SqliteConnection.run
 
         async def counted(self: object, fn: object, *args: object, **kwargs: object) -> object:
             trips.append(fn)
             return await real(self, fn, *args, **kwargs)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(aiosqlite.Connection, "_execute", counted)
+        monkeypatch.setattr(SqliteConnection, "run", counted)
         reader = store._reader
         assert reader is not None
         store._reader = _BusyReader(reader)  # type: ignore[assignment]

@@ -10,7 +10,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import pytest
 
 from tavernkit.errors import FormatError, NotFound
@@ -19,6 +18,7 @@ from tavernkit.store._search_text import make_snippet, parse_query
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
 from tavernkit.store.protocol import SwipeText
 from tavernkit.store.sqlite import open_store as open_sqlite_store
+from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
 HEADER: dict[str, Any] = {"user_name": "You", "character_name": "Aria", "chat_metadata": {}}
 
@@ -252,7 +252,7 @@ async def test_inside_a_word_sqlite_finds_it_and_postgresql_does_not(
 
 async def test_the_migration_indexes_the_messages_stored_before_it(db_path: Path) -> None:
     now = lambda: datetime(2025, 1, 1, tzinfo=UTC)  # noqa: E731
-    async with aiosqlite.connect(db_path, isolation_level=None) as db:
+    async with await connect_sqlite(db_path, isolation_level=None) as db:
         await apply_migrations(db, now=now, migrations=MIGRATIONS[:-1])
         await db.execute(
             "INSERT INTO chats (id, owner, name, header, created, updated) "

@@ -7,13 +7,13 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from tavernkit.errors import NotFound, StoreError
 from tavernkit.store import KeyState, SqliteStore, open_store
 from tavernkit.store.key_files import key_dir_for
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
 # no run of 4 hex digits in it: a random key id or fingerprint (hex) must not look like a leak
 SECRET = "sk-Q9g8h7j6k5m4n3p2ZYXWVUTSRQ"
@@ -119,7 +119,7 @@ async def test_a_database_copied_without_its_key_folder_says_so(
 
 async def test_migration_003_moves_stored_secrets_out_of_the_database(db_path: Path) -> None:
     old = MIGRATIONS[:2]
-    conn = await aiosqlite.connect(db_path, isolation_level=None)
+    conn = await connect_sqlite(db_path, isolation_level=None)
     await conn.execute("PRAGMA journal_mode=WAL")
     await apply_migrations(conn, now=lambda: datetime.now(UTC), migrations=old)
     await conn.execute(

@@ -1,4 +1,5 @@
-"""One asyncpg connection seen through the calls the shared store SQL makes of aiosqlite's.
+"""One asyncpg connection seen through the calls the shared store SQL makes of the SQLite
+writer connection's (:class:`~tavernkit.store.sqlite_thread.SqliteConnection`).
 
 The SQLite store's queries are written in the SQL both databases speak (``ON CONFLICT``,
 ``ORDER BY x = ? DESC``, ``COALESCE``, ``IN (...)``); what differs is the driver's surface
@@ -63,7 +64,7 @@ def _rowcount(status: str) -> int:
 
 
 class PgCursor:
-    """A finished statement's rows and row count, read like an aiosqlite cursor."""
+    """A finished statement's rows and row count, read like a SQLite cursor."""
 
     def __init__(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
         self._rows = rows

@@ -7,11 +7,10 @@ from __future__ import annotations
 import builtins
 from datetime import datetime, timedelta
 
-import aiosqlite
-
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.accounts import SessionRecord, TokenRecord, UserRecord
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteAccounts"]
 
@@ -52,14 +51,14 @@ _OWNED_TABLES = ("chats", "records", "api_keys", "memory_vectors", "global_varia
 _CLASHES_SHOWN = 10
 
 
-async def _owner_of(db: aiosqlite.Connection, user_id: str) -> str:
+async def _owner_of(db: SqliteConnection, user_id: str) -> str:
     rows = list(await db.execute_fetchall("SELECT owner FROM users WHERE id = ?", (user_id,)))
     if not rows:
         raise NotFound(f"no user {user_id!r}")
     return str(rows[0][0])
 
 
-async def _delete_owned(db: aiosqlite.Connection, owner: str) -> list[str]:
+async def _delete_owned(db: SqliteConnection, owner: str) -> list[str]:
     """Delete every row ``owner`` has (chats first: their messages, swipes and vectors go
     with them); the ids of the API keys deleted, whose secret files are then removed."""
     keys = await db.execute_fetchall("SELECT id FROM api_keys WHERE owner = ?", (owner,))
@@ -68,7 +67,7 @@ async def _delete_owned(db: aiosqlite.Connection, owner: str) -> list[str]:
     return [str(row[0]) for row in keys]
 
 
-async def _hand_over(db: aiosqlite.Connection, owner: str, to: str) -> None:
+async def _hand_over(db: SqliteConnection, owner: str, to: str) -> None:
     """Give ``to`` every record, chat, API key and vector of ``owner``, refused whole
     (:class:`Conflict`) when a record's name is one ``to`` already uses for that kind. ``to``
     keeps its own settings and its variables of the same names; ``owner``'s go."""
@@ -99,7 +98,7 @@ async def _hand_over(db: aiosqlite.Connection, owner: str, to: str) -> None:
     await db.execute("DELETE FROM settings WHERE owner = ?", (owner,))
 
 
-async def _move_storage_use(db: aiosqlite.Connection, owner: str, to: str) -> None:
+async def _move_storage_use(db: SqliteConnection, owner: str, to: str) -> None:
     """Count what ``owner`` handed over as ``to``'s stored bytes. The usage triggers follow
     content, not a change of owner; what was deleted instead (settings, variables ``to``
     already had) was taken off ``owner``'s count by them, so the rest is what moved."""

@@ -14,20 +14,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import aiosqlite
 from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
-from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
 
 _T = TypeVar("_T")
-
-# aiosqlite logs each call with its SQL and bound values at DEBUG: keys and messages.
-install_log_redaction("aiosqlite")
 
 
 @dataclass(slots=True)
@@ -91,16 +87,16 @@ def unencodable_error(exc: UnicodeEncodeError) -> FormatError:
 
 
 class SqliteBase:
-    """One aiosqlite connection guarded by one asyncio lock, and one read connection on the
+    """One writer connection guarded by one asyncio lock, and one read connection on the
     event loop's own thread for the short reads of a turn's start.
 
-    Every call on the aiosqlite connection, read or write, takes the lock: the connection is
+    Every call on the writer connection, read or write, takes the lock: the connection is
     shared, so a read running while another task's transaction is open would see that
     transaction's uncommitted rows. SQLite serialises writers anyway, and the calls are short.
 
     The short reads (:meth:`_read_now`: one chat's row and window, a record, the settings, a
     record's links) go over a second connection instead, called where the read is asked for.
-    A trip to aiosqlite's thread and back costs about ten times such a read itself (117 µs
+    A trip to the writer's thread and back costs about ten times such a read itself (117 µs
     against 10 µs here), and a turn made four of them before its request could go out. In WAL
     mode that connection reads the last committed state and never waits for a writer, so it
     needs no lock; every statement on it is read to its end at once, so it never keeps an old
@@ -110,7 +106,7 @@ class SqliteBase:
 
     def __init__(
         self,
-        conn: aiosqlite.Connection,
+        conn: SqliteConnection,
         path: Path,
         *,
         models: ModelRegistry,
@@ -159,14 +155,14 @@ class SqliteBase:
 
     # -- transactions -------------------------------------------------------------------
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _read(self) -> AsyncIterator[SqliteConnection]:
         async with self._lock:
             self._check_open()
             with _store_errors():
                 yield self._conn
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _write(self) -> AsyncIterator[SqliteConnection]:
         """One transaction. Whatever ends it early, a cancellation included (at ``BEGIN``, in a
         statement, at ``COMMIT``, or again during the rollback), the connection leaves it
         outside any transaction: the next write starts clean."""
@@ -182,9 +178,9 @@ class SqliteBase:
                     await run_to_end(self._rollback())
                     raise
 
-    async def _write_at_once(self, fn: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+    async def _write_at_once(self, fn: Callable[[SqliteConnection], Awaitable[_T]]) -> _T:
         """One transaction of the statements ``fn`` makes (a helper that only executes them,
-        never waiting on anything else), run whole on aiosqlite's thread in one trip instead
+        never waiting on anything else), run whole on the writer's thread in one trip instead
         of a trip per statement: a turn's reply place is six statements, and each trip woke the
         loop while the turn's request was in flight. A caller cancelled meanwhile stops
         waiting; the transaction still ends on the thread, committed or rolled back, before
@@ -195,7 +191,7 @@ class SqliteBase:
             def run(conn: sqlite3.Connection) -> _T:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    result = cast(_T, run_now(fn(cast(aiosqlite.Connection, CallsNow(conn)))))
+                    result = cast(_T, run_now(fn(cast(SqliteConnection, CallsNow(conn)))))
                     conn.execute("COMMIT")
                 except BaseException:
                     if conn.in_transaction:
@@ -204,13 +200,12 @@ class SqliteBase:
                 return result
 
             with _store_errors():
-                # aiosqlite's own queue to its thread (``_execute``), as _on_reader's
-                return cast(_T, await self._conn._execute(run, self._conn._conn))  # type: ignore[no-untyped-call]
+                return await self._conn.run(run)
 
     @asynccontextmanager
-    async def _read_now(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _read_now(self) -> AsyncIterator[SqliteConnection]:
         """A short read over the read connection, on the caller's thread (see the class doc);
-        its calls answer at once. Over the aiosqlite connection, as :meth:`_read`, where there
+        its calls answer at once. Over the writer connection, as :meth:`_read`, where there
         is no read connection (a store that has none: PostgreSQL's pool)."""
         self._check_open()
         if self._read_conn() is None:
@@ -218,11 +213,11 @@ class SqliteBase:
                 yield db
             return
         with _store_errors():
-            yield cast(aiosqlite.Connection, _ReadsNow(self))
+            yield cast(SqliteConnection, _ReadsNow(self))
 
     async def _on_reader(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """``fn`` over the read connection inside one read transaction (one snapshot for all
-        its statements), here and now; on aiosqlite's thread where the read connection is busy
+        its statements), here and now; on the writer's thread where the read connection is busy
         (a WAL reader is only while another connection recovers the file): there
         ``busy_timeout`` waits without stalling the loop."""
         self._check_open()
@@ -241,8 +236,7 @@ class SqliteBase:
             except sqlite3.Error as exc:
                 raise map_sqlite_error(exc) from exc
         async with self._read() as db:
-            # aiosqlite's own queue to its thread (``_execute``): a function, not a statement
-            return cast(_T, await db._execute(fn, db._conn))  # type: ignore[no-untyped-call]
+            return await db.run(fn)
 
     def _read_conn(self) -> sqlite3.Connection | None:
         if self._reader is None:
@@ -324,7 +318,7 @@ class SqliteBase:
             yield stats
         finally:
             self._trace_reads(None)
-            await self._conn.set_trace_callback(None)  # type: ignore[arg-type]
+            await self._conn.set_trace_callback(None)
             stats.changes = self._conn.total_changes - before
 
     def _trace_reads(self, each: Callable[[str], None] | None) -> None:
@@ -355,7 +349,7 @@ class SqliteBase:
         )
 
     async def _resolve(
-        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
+        self, db: SqliteConnection, kind: str, ref: str, owner: str
     ) -> tuple[RecordInfo, str]:
         """(info, data JSON) of the record ``ref`` names: its id, else its name."""
         row = await self._record_row(
@@ -364,7 +358,7 @@ class SqliteBase:
         return self._info(row), str(row[6])
 
     async def _record_row(
-        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str, cols: str
+        self, db: SqliteConnection, kind: str, ref: str, owner: str, cols: str
     ) -> Any:
         """Columns ``cols`` of the record ``ref`` names: its id, else its name."""
         self._check_kind(kind)
@@ -393,10 +387,10 @@ def _busy(exc: sqlite3.OperationalError) -> bool:
 
 
 class _ReadsNow:
-    """The one call of aiosqlite's connection the short reads make (``execute_fetchall``),
+    """The one call of the writer connection the short reads make (``execute_fetchall``),
     over the store's read connection: it runs at once and reads every row before it answers,
     so no statement stays open (and with it an old snapshot). A busy read connection sends the
-    statement to aiosqlite's thread, which waits."""
+    statement to the writer's thread, which waits."""
 
     def __init__(self, store: SqliteBase) -> None:
         self._store = store
@@ -410,8 +404,8 @@ class _ReadsNow:
 
 
 class CallsNow:
-    """A raw connection behind the calls of aiosqlite's that the store's helpers make (the
-    read connection, or the aiosqlite one on its thread): it answers at once, so a helper's
+    """A raw connection behind the writer connection's calls that the store's helpers make
+    (the read connection, or the writer on its thread): it answers at once, so a helper's
     coroutine never waits (:func:`run_now` runs it)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -16,7 +16,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-import aiosqlite
 from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, NotFound, StoreError
@@ -41,6 +40,7 @@ from tavernkit.store.protocol import (
     StoredChatWindow,
     StoredMessage,
 )
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]
 
@@ -112,7 +112,7 @@ class MessageState:
 
 class SqliteChats(SqliteBase):
     # -- reading ---------------------------------------------------------------------------
-    async def _chat_row(self, db: aiosqlite.Connection, ref: str, owner: str) -> Any:
+    async def _chat_row(self, db: SqliteConnection, ref: str, owner: str) -> Any:
         # One query: the id's row sorts first if there is one. Two lookups joined, each on its
         # index: with ``id = ? OR name = ?`` SQLite read every chat of the owner (0.65 ms at
         # 2,000 chats, twice a turn).
@@ -199,7 +199,7 @@ class SqliteChats(SqliteBase):
             return await self._window(db, ref, last, owner)
 
     async def _window(
-        self, db: aiosqlite.Connection, ref: str, last: int, owner: str
+        self, db: SqliteConnection, ref: str, last: int, owner: str
     ) -> StoredChatWindow:
         """:meth:`load_chat_window` on ``db``: its only awaits are ``db``'s, so it also runs
         to its end in one step over a connection whose calls never wait (see
@@ -250,12 +250,12 @@ class SqliteChats(SqliteBase):
             )
 
     @staticmethod
-    async def _scalar(db: aiosqlite.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+    async def _scalar(db: SqliteConnection, sql: str, params: tuple[Any, ...]) -> Any:
         rows = list(await db.execute_fetchall(sql, params))
         return rows[0][0] if rows else None
 
     async def _message_rows(
-        self, db: aiosqlite.Connection, where: str, params: tuple[Any, ...]
+        self, db: SqliteConnection, where: str, params: tuple[Any, ...]
     ) -> list[StoredMessage]:
         """The messages ``where`` selects (in its order), with their swipes."""
         rows = list(
@@ -282,7 +282,7 @@ class SqliteChats(SqliteBase):
         return StoredMessage(id=mid, position=position, data=data, partial_swipes=partial)
 
     async def _message_state(
-        self, db: aiosqlite.Connection, message_id: str, owner: str
+        self, db: SqliteConnection, message_id: str, owner: str
     ) -> MessageState:
         async with db.execute(
             "SELECT m.chat_id, m.position, m.body, m.extracted, m.mes FROM messages m "
@@ -337,7 +337,7 @@ class SqliteChats(SqliteBase):
 
     async def _insert_messages(
         self,
-        db: aiosqlite.Connection,
+        db: SqliteConnection,
         chat_id: str,
         start: int,
         docs: list[dict[str, Any]],
@@ -359,7 +359,7 @@ class SqliteChats(SqliteBase):
         return ids
 
     @staticmethod
-    async def _insert_swipes(db: aiosqlite.Connection, items: Any) -> None:
+    async def _insert_swipes(db: SqliteConnection, items: Any) -> None:
         rows = [
             (mid, r.idx, r.text, r.info, int(r.partial))
             for mid, split in items
@@ -430,7 +430,7 @@ class SqliteChats(SqliteBase):
             await self._set_header(db, chat_id, owner, head)
 
     async def _set_header(
-        self, db: aiosqlite.Connection, chat_id: str, owner: str, head: dict[str, Any]
+        self, db: SqliteConnection, chat_id: str, owner: str, head: dict[str, Any]
     ) -> None:
         cur = await db.execute(
             "UPDATE chats SET header = ?, updated = ?, integrity = ? WHERE id = ? AND owner = ?",
@@ -439,7 +439,7 @@ class SqliteChats(SqliteBase):
         if cur.rowcount == 0:
             raise NotFound(f"no chat {chat_id!r}")
 
-    async def _touch(self, db: aiosqlite.Connection, chat_id: str) -> None:
+    async def _touch(self, db: SqliteConnection, chat_id: str) -> None:
         await db.execute("UPDATE chats SET updated = ? WHERE id = ?", (self._now(), chat_id))
 
     # -- messages --------------------------------------------------------------------------
@@ -460,7 +460,7 @@ class SqliteChats(SqliteBase):
     ) -> list[StoredMessage]:
         docs = [to_json_doc(m, source="<chat message>") for m in messages]
 
-        async def append(db: aiosqlite.Connection) -> tuple[int, list[str]]:
+        async def append(db: SqliteConnection) -> tuple[int, list[str]]:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
             found = list(
                 await db.execute_fetchall(
@@ -506,13 +506,13 @@ class SqliteChats(SqliteBase):
             await self._touch(db, st.chat_id)
 
     @staticmethod
-    async def _write_message(db: aiosqlite.Connection, mid: str, split: SplitMessage) -> None:
+    async def _write_message(db: SqliteConnection, mid: str, split: SplitMessage) -> None:
         await db.execute(
             "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
             (split.body_json, split.extracted_text, split.mes, split.flags, mid),
         )
 
-    async def _save_state(self, db: aiosqlite.Connection, st: MessageState) -> None:
+    async def _save_state(self, db: SqliteConnection, st: MessageState) -> None:
         await db.execute(
             "UPDATE messages SET body = ?, extracted = ?, mes = ?, flags = ? WHERE id = ?",
             (

@@ -25,11 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aiosqlite
-
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.protocol import ListOrder, RecordPage
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = [
     "ORDER_SQL",
@@ -201,7 +200,7 @@ class SqliteListing(SqliteBase):
         return RecordPage([self._info(r) for r in rows], total)
 
     async def _chatted_rows(
-        self, db: aiosqlite.Connection, f: ListFilter, params: list[object], limit: int, offset: int
+        self, db: SqliteConnection, f: ListFilter, params: list[object], limit: int, offset: int
     ) -> list[Any]:
         """The characters with a chat (latest first), then those without (by name): the
         second part's offset is the first part's length, which only a page past the first
@@ -220,7 +219,7 @@ class SqliteListing(SqliteBase):
         rest = (*params, limit - len(rows), max(0, offset - chatted))
         return rows + list(await db.execute_fetchall(sql, rest))
 
-    async def _tags_of(self, db: aiosqlite.Connection, owner: str) -> list[tuple[str, int]]:
+    async def _tags_of(self, db: SqliteConnection, owner: str) -> list[tuple[str, int]]:
         rows = await db.execute_fetchall(
             "SELECT tag, n FROM tag_counts WHERE owner = ? ORDER BY tag", (owner,)
         )

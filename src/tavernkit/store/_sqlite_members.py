@@ -3,16 +3,17 @@ whole: a 20,000-entry lorebook is a 28 MB row, and an editor that changes one en
 parse, validate and re-encode all of it (a second of the event loop, the GIL held throughout).
 
 On SQLite the work is SQLite's own JSON functions (``json_extract``, ``json_each``,
-``json_set``, ``json_remove``) on aiosqlite's thread: C code that releases the GIL, so the loop
-keeps serving while a big row is rewritten. They keep every other key, its value's text and
-its order (a new member goes last, as a JavaScript object's new key does). PostgreSQL keeps
+``json_set``, ``json_remove``) on the writer connection's thread: C code that releases the
+GIL, so the loop keeps serving while a big row is rewritten. They keep every other key, its
+value's text and its order (a new member goes last, as a JavaScript object's new key
+does). PostgreSQL keeps
 records as ``TEXT`` (``jsonb`` would reorder keys, and ``json`` has no setter): there a
 member is read by PostgreSQL's ``json`` operators (the text kept as it is), and written, as
 on SQLite for a member name a JSON path cannot quote, by parsing and encoding the row in a
 worker thread inside the write, the row locked (that thread holds the GIL while it works).
 
-Every read here goes over aiosqlite's thread, not the read connection the store's small
-reads use on the caller's thread: scanning a 28 MB row there would hold the event loop.
+Every read here goes over the writer connection's thread, not the read connection the store's
+small reads use on the caller's thread: scanning a 28 MB row there would hold the event loop.
 
 A member path is a tuple of object keys (``("entries", "12")``); every member named along it
 but the last must be an object. The record is not validated whole: the caller checks what it

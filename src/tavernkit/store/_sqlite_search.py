@@ -23,8 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiosqlite
-
 from tavernkit.errors import FormatError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import FLAG_USER
@@ -37,6 +35,7 @@ from tavernkit.store._search_text import (
 )
 from tavernkit.store._sqlite_chats import SqliteChats
 from tavernkit.store.protocol import MessageHit, MessageHits
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["MatchSql", "SqliteSearch", "sqlite_match"]
 
@@ -129,7 +128,7 @@ class SqliteSearch(SqliteChats):
         return MessageHits([_hit(row, terms) for row in rows], total)
 
     async def _search_scope(
-        self, db: aiosqlite.Connection, owner: str, chat: str | None, character: str | None
+        self, db: SqliteConnection, owner: str, chat: str | None, character: str | None
     ) -> tuple[list[str], list[Any]]:
         """The conditions of the owner's messages in scope: the owner's always (the index
         holds every owner's), one chat's or one character's when asked (each resolved for the
@@ -145,7 +144,7 @@ class SqliteSearch(SqliteChats):
             params.append(info.id)
         return where, params
 
-    async def _has_search_index(self, db: aiosqlite.Connection) -> bool:
+    async def _has_search_index(self, db: SqliteConnection) -> bool:
         if self._search_indexed is None:
             rows = await db.execute_fetchall(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'message_search'"

@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiosqlite
-
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
@@ -20,6 +18,7 @@ from tavernkit.store._sqlite_chats import SWIPE_INFO_FIELDS, SqliteChats
 from tavernkit.store.protocol import (
     SwipeText,
 )
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteSwipes"]
 
@@ -117,7 +116,7 @@ class SqliteSwipes(SqliteChats):
             return await self._write_swipe_texts(db, items)
 
     async def _write_swipe_texts(
-        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
+        self, db: SqliteConnection, items: Sequence[SwipeText]
     ) -> list[int]:
         """SQLite: one ``executemany`` per statement (one trip to the database thread each,
         whatever the batch's size); only when fewer rows changed than asked are the swipes
@@ -145,9 +144,7 @@ class SqliteSwipes(SqliteChats):
         )
         return missing
 
-    async def _each_swipe_text(
-        self, db: aiosqlite.Connection, items: Sequence[SwipeText]
-    ) -> list[int]:
+    async def _each_swipe_text(self, db: SqliteConnection, items: Sequence[SwipeText]) -> list[int]:
         """One swipe after another, in message id order (a store whose writers lock rows takes
         them in one order, see :meth:`_lock_message`)."""
         missing: list[int] = []
@@ -163,7 +160,7 @@ class SqliteSwipes(SqliteChats):
             await db.execute(_SHOWN_TEXT_SQL, (item.text, item.message_id, item.swipe_index))
         return sorted(missing)
 
-    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
+    async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         """Take the row locks of a message and its chat before writing its swipes; a store
         whose writers lock rows (PostgreSQL) needs every writer of a chat to take them in one
         order. SQLite has one writer at a time: nothing to do."""

@@ -27,11 +27,10 @@ import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
-import aiosqlite
-
 from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
+from tavernkit.store.sqlite_thread import SqliteConnection
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
 __all__ = [
@@ -45,10 +44,10 @@ __all__ = [
     "apply_migrations",
 ]
 
-Migration = Callable[[aiosqlite.Connection], Awaitable[None]]
+Migration = Callable[[SqliteConnection], Awaitable[None]]
 
 
-async def _run(db: aiosqlite.Connection, statements: Sequence[str]) -> None:
+async def _run(db: SqliteConnection, statements: Sequence[str]) -> None:
     # executescript would COMMIT the migration's transaction half-way; run them one by one.
     for sql in statements:
         await db.execute(sql)
@@ -144,17 +143,17 @@ M001_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m001_initial(db: aiosqlite.Connection) -> None:
+async def _m001_initial(db: SqliteConnection) -> None:
     await _run(db, M001_STATEMENTS)
 
 
-async def _m002_key_uses(db: aiosqlite.Connection) -> None:
+async def _m002_key_uses(db: SqliteConnection) -> None:
     # The key pool picks the least-used key first; without a persisted counter every process
     # restart (or every CLI call) would start all keys at zero and always pick the first one.
     await db.execute("ALTER TABLE key_state ADD COLUMN uses INTEGER NOT NULL DEFAULT 0")
 
 
-async def _m003_keys_out_of_db(db: aiosqlite.Connection) -> None:
+async def _m003_keys_out_of_db(db: SqliteConnection) -> None:
     # API key secrets move to private files beside the database (tavernkit.store.key_files):
     # a database file is what gets copied and shared; it keeps the rows, not the secrets.
 
@@ -187,7 +186,7 @@ def _count_change(sign: str, row: str) -> str:
     )
 
 
-async def _m004_turn_path(db: aiosqlite.Connection) -> None:
+async def _m004_turn_path(db: SqliteConnection) -> None:
     # A turn loads the chat's tail, not the chat: the messages it leaves out are counted, by
     # their flags (hidden, user, tool calls; see _message_rows.message_flags), in counters on
     # the chat's row that triggers keep, so no read walks the chat's messages to count them.
@@ -257,14 +256,14 @@ M005_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m005_accounts(db: aiosqlite.Connection) -> None:
+async def _m005_accounts(db: SqliteConnection) -> None:
     # The server's accounts. Names are unique whatever their case (name_key is the casefolded
     # name); tokens and sessions are kept as SHA-256 hashes only, and go with their user.
     # shared_fallback: the user lets their turns fall back to the server's shared route.
     await _run(db, list(M005_STATEMENTS))
 
 
-async def _m007_memory_vectors(db: aiosqlite.Connection) -> None:
+async def _m007_memory_vectors(db: SqliteConnection) -> None:
     # Memory's vectors (chat memory, vectorized lorebook entries): float32 blobs searched with
     # numpy (sqlite-vec cannot load here). One row per item; ``seq`` (the rowid: always past
     # the largest, so no sqlite_sequence table is needed) keeps insertion order,
@@ -321,7 +320,7 @@ M008_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _has_trigram(db: aiosqlite.Connection) -> bool:
+async def _has_trigram(db: SqliteConnection) -> bool:
     """Whether this SQLite has FTS5 with the trigram tokenizer (3.34 and later, built with
     FTS5, as Python's own builds are)."""
     try:
@@ -334,14 +333,14 @@ async def _has_trigram(db: aiosqlite.Connection) -> bool:
     return True
 
 
-async def _m008_message_search(db: aiosqlite.Connection) -> None:
+async def _m008_message_search(db: SqliteConnection) -> None:
     # The search inside chats' messages. Without the trigram tokenizer the database gets no
     # index (searches then read the text of each message in scope) rather than no store.
     if await _has_trigram(db):
         await _run(db, M008_STATEMENTS)
 
 
-async def _m009_storage_use(db: aiosqlite.Connection) -> None:
+async def _m009_storage_use(db: SqliteConnection) -> None:
     # The bytes each owner stores, kept by triggers, for the server's per-user quota (see
     # tavernkit.store.storage_use): reading a user's use is one row, never a scan.
     await _run(db, M009_STATEMENTS)
@@ -362,7 +361,7 @@ M010_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m010_key_rests(db: aiosqlite.Connection) -> None:
+async def _m010_key_rests(db: SqliteConnection) -> None:
     # A key that fails rests for the model that failed (a key resting for model A still
     # serves model B); key_state keeps the key's own use count, whatever the model.
     await _run(db, list(M010_STATEMENTS))
@@ -378,7 +377,7 @@ M011_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m011_listing_indexes(db: aiosqlite.Connection) -> None:
+async def _m011_listing_indexes(db: SqliteConnection) -> None:
     # A page of a listing (the character grid at 8,000 cards) is read from an index that holds
     # its lines, in its order: never every record's row, whose data is a whole card.
     await _run(db, M011_STATEMENTS)
@@ -392,7 +391,7 @@ M012_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m012_chat_integrity(db: aiosqlite.Connection) -> None:
+async def _m012_chat_integrity(db: SqliteConnection) -> None:
     await _run(db, M012_STATEMENTS)
     await db.execute(
         "UPDATE chats SET integrity = json_extract(header, '$.chat_metadata.integrity') "
@@ -439,7 +438,7 @@ PG_M013_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m013_record_counts(db: aiosqlite.Connection) -> None:
+async def _m013_record_counts(db: SqliteConnection) -> None:
     await _run(db, M013_STATEMENTS)
 
 
@@ -641,7 +640,7 @@ PG_M014_STATEMENTS: tuple[str, ...] = (
 )
 
 
-async def _m014_character_facets(db: aiosqlite.Connection) -> None:
+async def _m014_character_facets(db: SqliteConnection) -> None:
     await _run(db, M014_STATEMENTS)
 
 
@@ -664,7 +663,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
 
 
 async def apply_migrations(
-    db: aiosqlite.Connection,
+    db: SqliteConnection,
     *,
     now: Callable[[], datetime],
     migrations: Sequence[tuple[str, Migration]] = MIGRATIONS,

@@ -58,8 +58,9 @@ POOL_WAIT_S = 10.0
 CONNECT_RETRY_S = 3.0
 
 if TYPE_CHECKING:
-    import aiosqlite
     import asyncpg
+
+    from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = [
     "DEFAULT_DATABASE_POOL",
@@ -266,7 +267,7 @@ class PostgresStore(SqliteStore):
     _search_match = staticmethod(postgres_match)
     _search_indexed = True
 
-    async def _lock_message(self, db: aiosqlite.Connection, message_id: str, owner: str) -> None:
+    async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         # The message's and its chat's rows first, as every other writer of a chat takes them
         # (the write transaction's SELECTs lock what they read): streaming into a swipe would
         # otherwise lock the swipe, then the message, the reverse of a swipe append's order.
@@ -294,16 +295,16 @@ class PostgresStore(SqliteStore):
         return None
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _read(self) -> AsyncIterator[SqliteConnection]:
         async with self._connection(writing=False) as db:
             yield db
 
     @asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def _write(self) -> AsyncIterator[SqliteConnection]:
         async with self._connection(writing=True) as db:
             yield db
 
-    async def _write_at_once(self, fn: Callable[[aiosqlite.Connection], Awaitable[_T]]) -> _T:
+    async def _write_at_once(self, fn: Callable[[SqliteConnection], Awaitable[_T]]) -> _T:
         # the pool's statements already run on the loop's thread: one transaction, as any
         async with self._write() as db:
             return await fn(db)
@@ -327,7 +328,7 @@ class PostgresStore(SqliteStore):
             backoff = min(backoff * 2, 1.0)
 
     @asynccontextmanager
-    async def _connection(self, *, writing: bool) -> AsyncIterator[aiosqlite.Connection]:
+    async def _connection(self, *, writing: bool) -> AsyncIterator[SqliteConnection]:
         self._check_open()
         try:
             async with _Released(self._pool, await self._acquire()) as conn:
@@ -338,9 +339,9 @@ class PostgresStore(SqliteStore):
                 )
                 async with transaction:
                     adapter = PgConn(conn, writing=writing, on_statement=self._tracer)
-                    # The shared code is typed on aiosqlite's connection; PgConn has the part
+                    # The shared code is typed on the SQLite writer connection; PgConn has the part
                     # of its surface that code uses (execute, execute_fetchall, executemany).
-                    yield cast("aiosqlite.Connection", adapter)
+                    yield cast("SqliteConnection", adapter)
         except UnicodeEncodeError as exc:
             raise unencodable_error(exc) from exc
         except Exception as exc:

@@ -1,9 +1,10 @@
-"""The embedded store: SQLite through aiosqlite, with hand-written SQL.
+"""The embedded store: SQLite (the standard library's ``sqlite3`` on a thread of its own,
+:mod:`tavernkit.store.sqlite_thread`), with hand-written SQL.
 
-Why aiosqlite and not SQLAlchemy 2 Core (async): the schema is a dozen small tables, the queries
-are simple and the hot ones (append a message, stream into a swipe) must stay one or two
-statements we can see and count. aiosqlite is one small dependency over the standard library's
-sqlite3; SQLAlchemy would add a large one whose abstraction we would mostly route around. The
+Why not SQLAlchemy 2 Core (async): the schema is a dozen small tables, the queries are simple
+and the hot ones (append a message, stream into a swipe) must stay one or two statements we can
+see and count; SQLAlchemy would add a large dependency whose abstraction we would mostly route
+around. The
 portability SQLAlchemy offers lives a level up instead: callers use the :class:`Store` protocol,
 and a PostgreSQL store will be a sibling module (asyncpg, its own SQL) behind the same protocol.
 
@@ -26,7 +27,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
-import aiosqlite
 from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
@@ -54,6 +54,8 @@ from tavernkit.store.protocol import (
     TurnStart,
 )
 from tavernkit.store.registry import default_models
+from tavernkit.store.sqlite_thread import SqliteConnection
+from tavernkit.store.sqlite_thread import connect as connect_sqlite
 from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteStore", "WriteStats", "open_store"]
@@ -94,7 +96,7 @@ async def open_store(
     db_path = Path(path) if path is not None else default_db_path()
     ensure_private_file(db_path)
     try:
-        conn = await aiosqlite.connect(db_path, isolation_level=None)
+        conn = await connect_sqlite(db_path, isolation_level=None)
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {db_path}: {exc}") from exc
     try:
@@ -253,7 +255,7 @@ class SqliteStore(
         return RecordRef(kind=kind, id=rid, name=name)
 
     @staticmethod
-    async def _put_blob(db: aiosqlite.Connection, rid: str, blob: str, content: bytes) -> None:
+    async def _put_blob(db: SqliteConnection, rid: str, blob: str, content: bytes) -> None:
         await db.execute(
             "INSERT INTO record_blobs (record_id, name, data) VALUES (?, ?, ?) "
             "ON CONFLICT (record_id, name) DO UPDATE SET data = excluded.data",
@@ -384,7 +386,7 @@ class SqliteStore(
         return shared
 
     async def _revision_key(
-        self, db: aiosqlite.Connection, kind: str, ref: str, owner: str
+        self, db: SqliteConnection, kind: str, ref: str, owner: str
     ) -> tuple[str, str, str, str, int]:
         row = await self._record_row(db, kind, ref, owner, "id, created, revision")
         rid, created, revision = row
@@ -530,7 +532,7 @@ class SqliteStore(
 
         def on_reader(conn: sqlite3.Connection) -> tuple[list[Any], StoredChatWindow, list[Any]]:
             rows = conn.execute("SELECT data FROM settings WHERE owner = ?", (owner,)).fetchall()
-            now = cast("aiosqlite.Connection", CallsNow(conn))
+            now = cast("SqliteConnection", CallsNow(conn))
             window = run_now(self._window(now, chat_ref, last, owner))
             variables = conn.execute(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
