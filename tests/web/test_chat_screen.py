@@ -293,7 +293,7 @@ def test_an_import_name_conflict_offers_to_replace(page: Page, site: Site) -> No
     site.call(site.tk.library.import_bytes(json.dumps(card).encode(), source="tamsin.json"))
     card["data"]["first_mes"] = "Hello again."
     page.goto("/")
-    page.locator("input[type=file]").set_input_files(
+    page.get_by_label("Files to import").set_input_files(
         {"name": "tamsin.json", "mimeType": "application/json", "buffer": json.dumps(card).encode()}
     )
     conflict = page.get_by_role("alert")

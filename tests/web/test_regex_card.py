@@ -87,7 +87,7 @@ def test_a_cards_scripts_are_off_until_allowed_then_run_as_in_sillytavern(
 ) -> None:
     _display_scripts(site)
     page.goto("/#/characters")
-    page.locator("input[type=file]").first.set_input_files(str(_card_file(tmp_path)))
+    page.get_by_label("Files to import").set_input_files(str(_card_file(tmp_path)))
     expect(page.get_by_text("Imported Rhea")).to_be_visible()
     page.get_by_role("button", name="Chat with Rhea").click()
     expect(page.locator(".log .message").first).to_be_visible()

@@ -18,9 +18,11 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request, Response, UploadFile
 from pydantic import BaseModel
 
-from tavernkit.errors import FormatError
+from tavernkit.errors import FormatError, TavernKitError
 from tavernkit.library import ImportResult
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.errors import is_unavailable, status_for
+from tavernkit.server.task_errors import safe_text
 
 __all__ = ["router"]
 
@@ -91,6 +93,51 @@ async def import_files(
             )
         results.extend(Imported.of(r) for r in found)
     return results
+
+
+class FileError(BaseModel):
+    type: str
+    message: str
+
+
+class FileImported(BaseModel):
+    """One uploaded file's outcome in a batch: what it imported, or why it could not be."""
+
+    source: str
+    imported: list[Imported] = []
+    error: FileError | None = None
+
+
+@router.post("/import/each", status_code=200)
+async def import_each(
+    file: list[UploadFile], tk: UserTavern, character: Character = None, replace: Replace = False
+) -> list[FileImported]:
+    """Import the uploaded files (multipart ``file`` parts, at most 1,000 a request) each on
+    its own: a file that cannot be imported (unreadable, or a name taken by a different
+    record, ``NameTaken``) is answered with its error, and the others are imported all the
+    same. For a folder of cards sent a few files a request, with progress between them."""
+    results: list[FileImported] = []
+    for upload in file:
+        source = upload.filename or "<upload>"
+        try:
+            async with _temp_file() as path:
+                await asyncio.to_thread(_copy_out, upload.file, path)
+                found = await tk.library.import_file(
+                    path, source=source, character=character, replace=replace
+                )
+        except TavernKitError as exc:
+            if not _the_files_fault(exc):
+                raise  # the store or the account, not this file: the request fails
+            error = FileError(type=type(exc).__name__, message=safe_text(exc))
+            results.append(FileImported(source=source, error=error))
+            continue
+        results.append(FileImported(source=source, imported=[Imported.of(r) for r in found]))
+    return results
+
+
+def _the_files_fault(exc: TavernKitError) -> bool:
+    """Whether ``exc`` is about the file (its content, its name taken): a 409, 413 or 422."""
+    return not is_unavailable(exc) and status_for(exc) in (409, 413, 422)
 
 
 @router.post(

@@ -1,12 +1,13 @@
 // The character grid: thumbnails a page at a time, search by name, filter by tag (chips from
 // the cards' tags) and favourites, sort (name, newest, recently edited or chatted, favourites
 // first), a star on each tile (SillyTavern's favourite flag), "Edit" to open the card editor,
-// "New character", and import by dropping files anywhere on the grid (or choosing them):
-// cards (PNG, CHARX, JSON), lorebooks, presets, chats... the server recognises each by its
-// content.
+// "New character", and import by dropping files or folders anywhere on the grid (or choosing
+// them): cards (PNG, CHARX, JSON), lorebooks, presets, chats... the server recognises each by
+// its content.
 
 import { createAlerts } from "./alerts.js";
-import { ApiError, api } from "./api.js";
+import { api } from "./api.js";
+import { droppedFiles, importEach } from "./import-files.js";
 import { errorText, reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 
@@ -34,14 +35,17 @@ export async function showCharacters(view) {
   sort.value = SORTS.some(([v]) => v === localStorage.getItem(SORT_KEY)) ? localStorage.getItem(SORT_KEY) : "name";
   const favOnly = h("input", { type: "checkbox" });
   const chips = h("div", { class: "tag-chips", role: "group", "aria-label": "Filter by tag" });
-  const picker = h("input", { type: "file", multiple: true, hidden: true });
+  const picker = h("input", { type: "file", multiple: true, hidden: true, "aria-label": "Files to import" });
+  const folderPicker = h("input", { type: "file", webkitdirectory: true, hidden: true, "aria-label": "Folder to import" });
   const grid = h("ul", { class: "grid", "aria-label": "Characters" });
   const pager = h("div", { class: "pager" });
   const drop = h(
     "section",
     { class: "dropzone", "aria-label": "Import files" },
-    h("p", {}, "Drop character cards or other files here to import them, or "),
+    h("p", {}, "Drop character cards, other files or folders here to import them, or "),
     button("choose files", () => picker.click()),
+    " ",
+    button("choose a folder", () => folderPicker.click()),
   );
   const filtered = () => Boolean(search.value.trim() || chosenTags.size || favOnly.checked);
 
@@ -125,37 +129,62 @@ export async function showCharacters(view) {
     load().catch(reportError);
   }
 
-  // One request a file, so one file that cannot be imported (unreadable, or a name taken by a
-  // different record) leaves the others imported, and a name conflict is the user's choice.
+  // A few files a request (import-files.js): one file that cannot be imported (unreadable, or
+  // a name taken by a different record) leaves the others imported, and a name conflict is
+  // the user's choice. A folder of thousands shows its progress as it goes.
   async function importFiles(files) {
-    const done = [];
-    for (const file of files) {
-      try {
-        done.push(...(await importFile(file, false)));
-      } catch (error) {
-        reportImportError(file, error);
-      }
+    const wanted = [...files];
+    if (!wanted.length) return;
+    const label = h("span", {});
+    const bar = h("progress", { max: wanted.length, value: 0, "aria-label": "Import progress" });
+    const status = h("p", { class: "import-progress", role: "status" }, bar, label);
+    drop.after(status);
+    const progress = (done, total) => {
+      bar.max = total;
+      bar.value = done;
+      label.textContent = `Importing ${done} of ${total} files`;
+    };
+    try {
+      const { imported: done, failed } = await importEach(wanted, { progress });
+      reportFailures(failed);
+      if (done.length) await imported(done);
+    } catch (error) {
+      alerts.show(`Import stopped: ${errorText(error)}`);
+    } finally {
+      status.remove();
     }
-    if (done.length) await imported(done);
   }
 
-  async function importFile(file, replace) {
-    const form = new FormData();
-    form.append("file", file, file.name);
-    return api("POST", `/import${replace ? "?replace=true" : ""}`, form);
+  // Each refused file with its reason (a taken name offers Replace); past a handful, the rest
+  // in one alert, so a folder with many bad files does not bury the screen.
+  const SHOWN_FAILURES = 5;
+  function reportFailures(failed) {
+    for (const { file, error } of failed.slice(0, SHOWN_FAILURES)) reportImportError(file, error);
+    const rest = failed.slice(SHOWN_FAILURES);
+    if (rest.length) {
+      const names = rest.map(({ file }) => file.webkitRelativePath || file.name);
+      alerts.show(`${rest.length} more files could not be imported: ${names.join(", ")}`);
+    }
   }
 
   function reportImportError(file, error) {
-    const taken = error instanceof ApiError && error.body && error.body.type === "NameTaken";
+    const taken = error.type === "NameTaken";
+    const name = file.webkitRelativePath || file.name;
     const replace = async () => {
       try {
-        await imported(await importFile(file, true));
+        const { imported: done, failed } = await importEach([file], { replace: true });
+        reportFailures(failed);
+        if (done.length) await imported(done);
       } catch (again) {
-        reportImportError(file, again);
+        alerts.show(`${name}: ${errorText(again)}`);
       }
     };
     alerts.show(
-      taken ? `${error.message}. Replace it with the file's?` : `${file.name}: ${errorText(error)}`,
+      taken
+        ? `${error.message}. Replace it with the file's?`
+        : error.message.includes(name) // the server's message names the file already
+          ? error.message
+          : `${name}: ${error.message}`,
       taken ? { actions: [{ label: "Replace", run: replace }] } : {},
     );
   }
@@ -164,7 +193,9 @@ export async function showCharacters(view) {
     const verbs = { imported: "Imported", replaced: "Replaced", unchanged: "Already there:", kept: "Kept", linked: "Linked to its character:" };
     const names = new Map(); // status -> names, in the order met
     for (const r of results) names.set(r.status, [...(names.get(r.status) || []), r.name]);
-    const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${list.join(", ")}`);
+    // a folder's hundreds of names would fill the screen: the first few, then how many more
+    const some = (list) => (list.length > 6 ? `${list.slice(0, 5).join(", ")} and ${list.length - 5} more` : list.join(", "));
+    const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${some(list)}`);
     toast(lines.join("; "), "info");
     await load({ tags: true });
   }
@@ -185,6 +216,7 @@ export async function showCharacters(view) {
     });
   }
   picker.addEventListener("change", () => importFiles([...picker.files]));
+  folderPicker.addEventListener("change", () => importFiles([...folderPicker.files]));
   for (const type of ["dragenter", "dragover"]) {
     view.addEventListener(type, (event) => {
       event.preventDefault();
@@ -195,7 +227,7 @@ export async function showCharacters(view) {
   view.addEventListener("drop", (event) => {
     event.preventDefault();
     drop.classList.remove("over");
-    importFiles([...event.dataTransfer.files]);
+    droppedFiles(event.dataTransfer).then(importFiles).catch(reportError);
   });
 
   view.append(
@@ -214,6 +246,7 @@ export async function showCharacters(view) {
     drop,
     alerts.node,
     picker,
+    folderPicker,
     grid,
     pager,
   );
