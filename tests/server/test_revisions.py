@@ -184,3 +184,65 @@ async def test_a_stale_delete_keeps_the_message_now_at_that_index(site: Site) ->
     assert await site.stored_reply(chat) == "Second."
     assert (await site.client.delete(url)).status_code == 204  # no If-Match: as before
     assert (await site.client.get(f"/chats/{chat}")).json()["message_count"] == 1
+
+
+async def _with_swipes(site: Site, *swipes: str) -> str:
+    """A chat whose message 1 is a reply with ``swipes`` (the first shown)."""
+    chat = await site.new_chat()
+    reply = {"name": "Mira", "is_user": False, "mes": swipes[0], "swipes": list(swipes)}
+    await site.tk.store.append_message(chat, {**reply, "swipe_id": 0}, owner=site.tk.owner)
+    return chat
+
+
+async def test_a_stale_hide_or_swipe_choice_is_refused(site: Site) -> None:
+    chat = await _with_swipes(site, "One.", "Two.")
+    read = await _message(site, chat, 1)  # both tabs show swipe 0; one edits the message
+    edited = await site.client.patch(f"/chats/{chat}/messages/1", json={"text": "Edited."})
+    assert edited.status_code == 200
+    hide = await site.client.put(
+        f"/chats/{chat}/messages/1/hidden", json={"hidden": True}, headers=_if(read["revision"])
+    )
+    assert hide.status_code == 409 and hide.json()["error"]["type"] == "StaleRevision"
+    pick = await site.client.put(
+        f"/chats/{chat}/messages/1/swipe", json={"swipe": 1}, headers=_if(read["revision"])
+    )
+    assert pick.status_code == 409
+    now = await _message(site, chat, 1)
+    assert now["data"]["mes"] == "Edited." and not now["data"].get("is_system")
+    # on the current revision both go through
+    hide = await site.client.put(
+        f"/chats/{chat}/messages/1/hidden", json={"hidden": True}, headers=_if(now["revision"])
+    )
+    assert hide.status_code == 200 and hide.json()["data"]["is_system"] is True
+    pick = await site.client.put(
+        f"/chats/{chat}/messages/1/swipe", json={"swipe": 1}, headers=_if(hide.json()["revision"])
+    )
+    assert pick.status_code == 200 and pick.json()["data"]["mes"] == "Two."
+
+
+async def test_a_stale_swipe_delete_never_deletes_another_swipe(site: Site) -> None:
+    # two tabs show swipes [A, B, C]; one deletes A, the other then deletes "swipe 1" as it
+    # read it (B): C, now at 1, stays
+    chat = await _with_swipes(site, "A.", "B.", "C.")
+    read = await _message(site, chat, 1)
+    url = f"/chats/{chat}/messages/1/swipes"
+    first = await site.client.delete(f"{url}/0", headers=_if(read["revision"]))
+    assert first.status_code == 204
+    second = await site.client.delete(f"{url}/1", headers=_if(read["revision"]))
+    assert second.status_code == 409
+    assert (await _message(site, chat, 1))["data"]["swipes"] == ["B.", "C."]
+
+
+async def test_a_stale_delete_from_keeps_the_chat(site: Site) -> None:
+    chat = await site.new_chat()
+    for text in ("First.", "Second."):
+        await site.client.post(f"/chats/{chat}/messages", json={"name": "Ada", "text": text})
+    read = await _message(site, chat, 1)
+    await site.client.patch(f"/chats/{chat}/messages/1", json={"text": "First, edited."})
+    url = f"/chats/{chat}/messages/from/1"
+    r = await site.client.delete(url, headers=_if(read["revision"]))
+    assert r.status_code == 409
+    assert (await site.client.get(f"/chats/{chat}")).json()["message_count"] == 3
+    current = (await _message(site, chat, 1))["revision"]
+    assert (await site.client.delete(url, headers=_if(current))).status_code == 204
+    assert (await site.client.get(f"/chats/{chat}")).json()["message_count"] == 1

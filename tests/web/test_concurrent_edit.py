@@ -253,3 +253,28 @@ def test_a_text_preset_saved_in_another_tab_is_not_overwritten(
         expect(other.get_by_label("Temperature", exact=True)).to_have_value("0.6")
     finally:
         other.context.close()
+
+
+def test_a_hide_in_a_tab_showing_an_old_message_is_refused(
+    page: Page, browser: Any, site: Site
+) -> None:
+    chat = new_chat(site)
+    other = _second_tab(browser, site)
+    try:
+        for tab in (page, other):
+            open_chat(tab, chat)
+        _start_edit(page).fill("Edited in the first tab.")
+        page.get_by_role("button", name="Save", exact=True).click()
+        expect(page.locator(".log .message").first).to_contain_text("Edited in the first tab.")
+
+        other.get_by_role("button", name="Hide message 1", exact=True).click()
+        alert = other.get_by_role("alert").filter(has_text="changed in another tab")
+        expect(alert).to_contain_text("so it was not changed")
+        assert not stored_messages(site, chat)[0].get("is_system")
+        alert.get_by_role("button", name="Reload message").click()
+        expect(other.locator(".log .message").first).to_contain_text("Edited in the first tab.")
+        other.get_by_role("button", name="Hide message 1", exact=True).click()
+        expect(other.get_by_role("button", name="Unhide message 1", exact=True)).to_be_visible()
+        assert stored_messages(site, chat)[0]["is_system"] is True
+    finally:
+        other.context.close()

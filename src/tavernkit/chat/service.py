@@ -25,7 +25,8 @@ One generation per chat at a time (:mod:`.slots`): a second turn raises
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Any, Unpack
 
@@ -191,27 +192,42 @@ class ChatService(GroupVerbs):
         await self.store.update_message(entry.id, message, owner=self.owner)
         return message
 
-    async def set_hidden(self, chat_id: str, message_index: int, hidden: bool) -> Message:
+    async def set_hidden(
+        self, chat_id: str, message_index: int, hidden: bool, *, revision: str | None = None
+    ) -> Message:
         """Hide a message from the prompts (SillyTavern's ghost: ``is_system``) or show it
-        again; it stays in the chat. Reads and writes that one message."""
-        info = await self.store.get_chat_info(chat_id, owner=self.owner)
-        rows = await self.store.load_message_range(
-            info.id, start=message_index, stop=message_index + 1, owner=self.owner
-        )
-        if not rows:
-            raise NotFound(f"no message {message_index} in chat {info.name!r}")
-        message = Message.model_validate(rows[0].data)
-        message.is_system = hidden
-        await self.store.update_message(rows[0].id, message, owner=self.owner)
-        return message
+        again; it stays in the chat. Reads and writes that one message. ``revision``: the
+        message's as the caller read it; another one now raises
+        :class:`~tavernkit.errors.StaleRevision` and nothing changes (``None``: no check)."""
+        async with _checked(self.owner, chat_id, revision):
+            info = await self.store.get_chat_info(chat_id, owner=self.owner)
+            rows = await self.store.load_message_range(
+                info.id, start=message_index, stop=message_index + 1, owner=self.owner
+            )
+            if not rows:
+                raise NotFound(f"no message {message_index} in chat {info.name!r}")
+            check_message_revision(rows[0], revision)
+            message = Message.model_validate(rows[0].data)
+            message.is_system = hidden
+            await self.store.update_message(rows[0].id, message, owner=self.owner)
+            return message
 
-    async def delete_from(self, chat_id: str, message_index: int) -> int:
+    async def delete_from(
+        self, chat_id: str, message_index: int, *, revision: str | None = None
+    ) -> int:
         """Delete message ``message_index`` and every later one (SillyTavern's delete mode);
-        returns how many went."""
-        info = await self.store.get_chat_info(chat_id, owner=self.owner)
-        if not 0 <= message_index < info.message_count:
-            raise NotFound(f"no message {message_index} in chat {info.name!r}")
-        return await self.store.truncate_chat(info.id, message_index, owner=self.owner)
+        returns how many went. ``revision``: message ``message_index``'s as the caller read
+        it; another one now raises :class:`~tavernkit.errors.StaleRevision` and nothing goes."""
+        async with _checked(self.owner, chat_id, revision):
+            info = await self.store.get_chat_info(chat_id, owner=self.owner)
+            if not 0 <= message_index < info.message_count:
+                raise NotFound(f"no message {message_index} in chat {info.name!r}")
+            if revision is not None:
+                rows = await self.store.load_message_range(
+                    info.id, start=message_index, stop=message_index + 1, owner=self.owner
+                )
+                check_message_revision(rows[0], revision)
+            return await self.store.truncate_chat(info.id, message_index, owner=self.owner)
 
     async def delete(
         self, chat_id: str, message_index: int, *, count: int = 1, revision: str | None = None
@@ -238,20 +254,43 @@ class ChatService(GroupVerbs):
         return removed - len(later)
 
     async def select_swipe(
-        self, chat_id: str, swipe_index: int, *, message_index: int | None = None
+        self,
+        chat_id: str,
+        swipe_index: int,
+        *,
+        message_index: int | None = None,
+        revision: str | None = None,
     ) -> Message:
-        """Show an existing swipe (swiping back); the last message unless told otherwise."""
-        stored = await self.load(chat_id)
-        entry = _message_at(
-            stored, len(stored.messages) - 1 if message_index is None else message_index
-        )
-        message = Message.model_validate(entry.data)
-        count = len(message.swipes or [])
-        if not 0 <= swipe_index < count:
-            raise NotFound(f"no swipe {swipe_index} (the message has {count})")
-        await self.store.set_active_swipe(entry.id, swipe_index, owner=self.owner)
-        message.select_swipe(swipe_index)
-        return message
+        """Show an existing swipe (swiping back); the last message unless told otherwise.
+        ``revision``: the message's as the caller read it (see :meth:`set_hidden`)."""
+        async with _checked(self.owner, chat_id, revision):
+            stored = await self.load(chat_id)
+            entry = _message_at(
+                stored, len(stored.messages) - 1 if message_index is None else message_index
+            )
+            check_message_revision(entry, revision)
+            message = Message.model_validate(entry.data)
+            count = len(message.swipes or [])
+            if not 0 <= swipe_index < count:
+                raise NotFound(f"no swipe {swipe_index} (the message has {count})")
+            await self.store.set_active_swipe(entry.id, swipe_index, owner=self.owner)
+            message.select_swipe(swipe_index)
+            return message
+
+    async def delete_swipe(
+        self, chat_id: str, message_index: int, swipe_index: int, *, revision: str | None = None
+    ) -> None:
+        """Delete swipe ``swipe_index`` of a message. ``revision``: the message's as the
+        caller read it, so a swipe another tab added or removed meanwhile never makes this
+        one delete the wrong swipe (see :meth:`set_hidden`)."""
+        async with _checked(self.owner, chat_id, revision):
+            stored = await self.load(chat_id)
+            entry = _message_at(stored, message_index)
+            check_message_revision(entry, revision)
+            count = len(entry.data.get("swipes") or [])
+            if not 0 <= swipe_index < count:
+                raise NotFound(f"no swipe {swipe_index} (the message has {count})")
+            await self.store.delete_swipe(entry.id, swipe_index, owner=self.owner)
 
     # -- turns -------------------------------------------------------------------------------
 
@@ -419,3 +458,14 @@ def _message_at(stored: StoredChat, index: int) -> Any:
     if not 0 <= index < len(stored.messages):
         raise NotFound(f"no message {index} in chat {stored.info.name!r}")
     return stored.messages[index]
+
+
+@asynccontextmanager
+async def _checked(owner: str, chat_id: str, revision: str | None) -> AsyncIterator[None]:
+    """The chat's edit lock while a change checks a revision (check and write together, as
+    :meth:`ChatService.edit` does); nothing to hold for a change that checks none."""
+    if revision is None:
+        yield
+        return
+    async with edit_lock(owner, chat_id):
+        yield

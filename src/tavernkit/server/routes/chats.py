@@ -287,41 +287,51 @@ async def delete_message(
 
 
 @router.delete("/{chat_id}/messages/from/{index}", status_code=204)
-async def delete_messages_from(chat_id: str, index: MessageIndex, tk: UserTavern) -> None:
-    """Delete message ``index`` and every later one (SillyTavern's delete mode)."""
-    await tk.chats.delete_from(chat_id, index)
+async def delete_messages_from(
+    chat_id: str, index: MessageIndex, tk: UserTavern, revision: IfMatch
+) -> None:
+    """Delete message ``index`` and every later one (SillyTavern's delete mode). With
+    ``If-Match: <revision>`` (message ``index``'s), a chat changed there since it was read
+    keeps its messages (409 ``StaleRevision``)."""
+    await tk.chats.delete_from(chat_id, index, revision=revision)
 
 
 @router.put("/{chat_id}/messages/{index}/hidden")
 async def hide_message(
-    chat_id: str, index: MessageIndex, body: Hidden, tk: UserTavern
+    chat_id: str, index: MessageIndex, body: Hidden, tk: UserTavern, revision: IfMatch
 ) -> MessageBody:
     """Hide the message from the prompts (it stays in the chat: SillyTavern's ghost) or show
-    it again."""
+    it again. With ``If-Match: <revision>``, a message changed since it was read is left as
+    it is (409 ``StaleRevision``)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.set_hidden(info.id, index, body.hidden)
+    await tk.chats.set_hidden(info.id, index, body.hidden, revision=revision)
     return await _body(tk, info.id, index)
 
 
 @router.put("/{chat_id}/messages/{index}/swipe")
 async def select_swipe(
-    chat_id: str, index: MessageIndex, body: SwipeChoice, tk: UserTavern
+    chat_id: str, index: MessageIndex, body: SwipeChoice, tk: UserTavern, revision: IfMatch
 ) -> MessageBody:
-    """Show swipe ``swipe`` of the message (swiping back and forth)."""
+    """Show swipe ``swipe`` of the message (swiping back and forth). With ``If-Match``, as
+    for hiding."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    await tk.chats.select_swipe(info.id, body.swipe, message_index=index)
+    await tk.chats.select_swipe(info.id, body.swipe, message_index=index, revision=revision)
     return await _body(tk, info.id, index)
 
 
 @router.delete("/{chat_id}/messages/{index}/swipes/{swipe}", status_code=204)
 async def delete_swipe(
-    chat_id: str, index: MessageIndex, swipe: Annotated[int, Path(ge=0)], tk: UserTavern
+    chat_id: str,
+    index: MessageIndex,
+    swipe: Annotated[int, Path(ge=0)],
+    tk: UserTavern,
+    revision: IfMatch,
 ) -> None:
-    message = await _message(tk, chat_id, index)
-    count = len(message.data.get("swipes") or [])
-    if not 0 <= swipe < count:
-        raise NotFound(f"no swipe {swipe} (the message has {count})")
-    await tk.store.delete_swipe(message.id, swipe, owner=tk.owner)
+    """Delete one swipe of the message. With ``If-Match: <revision>``, a message whose
+    swipes changed since it was read keeps them all (409 ``StaleRevision``): the index
+    named may be another swipe now."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    await tk.chats.delete_swipe(info.id, index, swipe, revision=revision)
 
 
 # -- chat variables ---------------------------------------------------------------------------

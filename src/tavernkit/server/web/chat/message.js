@@ -66,7 +66,7 @@ export function messageNode(message, isLast, on) {
     "li",
     {
       class: `message ${data.is_user ? "user" : "char"}${hidden ? " ghost" : ""}`,
-      dataset: { index: message.index },
+      dataset: { index: message.index, revision: message.revision || "" },
     },
     h(
       "div",

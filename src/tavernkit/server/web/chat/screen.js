@@ -50,7 +50,7 @@ export async function showChat(view, chatId, at = null) {
     branch: branchAt,
     remove: deleteMessage,
     hide: (message, hidden) =>
-      attempt(() => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden })),
+      checked(message, () => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden }, { ifMatch: message.revision })),
     pickSwipe,
     swipe: () => startTurn("swipe"),
   };
@@ -89,7 +89,19 @@ export async function showChat(view, chatId, at = null) {
   }
 
   function pickSwipe(message, swipe) {
-    return attempt(() => api("PUT", `${base}/messages/${message.index}/swipe`, { swipe }));
+    return checked(message, () => api("PUT", `${base}/messages/${message.index}/swipe`, { swipe }, { ifMatch: message.revision }));
+  }
+
+  // A change sent with the revision the message was shown at: refused when another tab or
+  // device changed the message since (the alert offers a reload), otherwise as attempt().
+  async function checked(message, action) {
+    try {
+      await action();
+      await log.reload();
+    } catch (error) {
+      if (isStale(error)) refuseStale(message, "changed");
+      else fail(error, () => checked(message, action));
+    }
   }
 
   // The edit sends the revision the message was read at: when another tab or device changed
@@ -116,14 +128,14 @@ export async function showChat(view, chatId, at = null) {
     area.focus();
   }
 
-  // `what`: "saved" (an edit: the editor keeps the user's text) or "deleted"
+  // `what`: "saved" (an edit: the editor keeps the user's text), "deleted" or "changed"
   function refuseStale(message, what = "saved") {
     const text =
       what === "saved"
         ? `Message #${message.index} was changed in another tab or device, so your edit was not ` +
           "saved. Reload to see the current text (copy yours first to keep it)."
         : `Message #${message.index} was changed in another tab or device, so it was not ` +
-          "deleted. Reload to see the chat as it is now.";
+          `${what}. Reload to see the chat as it is now.`;
     alerts.show(text, { actions: [{ label: "Reload message", run: () => log.reload() }] });
   }
 
@@ -366,9 +378,13 @@ export async function showChat(view, chatId, at = null) {
 
   // -- layout ------------------------------------------------------------------------------
 
-  const deleting = createDeleteMode(log.list, log.total, (from) =>
-    attempt(() => api("DELETE", `${base}/messages/from/${from}`)),
-  );
+  // the first message to go is sent with the revision it was shown at (see checked())
+  const deleting = createDeleteMode(log.list, log.total, (from) => {
+    const shown = log.list.querySelector(`.message[data-index="${from}"]`);
+    const revision = shown ? shown.dataset.revision : "";
+    const url = `${base}/messages/from/${from}`;
+    return checked({ index: from }, () => api("DELETE", url, undefined, { ifMatch: revision }));
+  });
   const tools = button("Chat tools", () => side.node.classList.toggle("open"), { class: "tools-toggle" });
   const toolbar = h("div", { class: "chat-toolbar" }, tools, deleting.start);
   view.append(
