@@ -246,3 +246,21 @@ async def test_a_stale_delete_from_keeps_the_chat(site: Site) -> None:
     current = (await _message(site, chat, 1))["revision"]
     assert (await site.client.delete(url, headers=_if(current))).status_code == 204
     assert (await site.client.get(f"/chats/{chat}")).json()["message_count"] == 1
+
+
+async def test_a_revision_is_also_the_etag(site: Site) -> None:
+    chat = await site.new_chat()
+    message = await site.client.get(f"/chats/{chat}/messages/0")
+    assert message.headers["etag"] == f'"{message.json()["revision"]}"'
+    card = await site.client.get("/characters/Mira")
+    assert card.headers["etag"] == f'"{card.json()["revision"]}"'
+    persona = await site.client.post("/personas", json={"name": "Wren", "description": ""})
+    read = await site.client.get(f"/personas/{persona.json()['id']}")
+    assert read.headers["etag"] == f'"{read.json()["revision"]}"'
+    # what a client kept from the ETag is what If-Match takes
+    r = await site.client.patch(
+        f"/chats/{chat}/messages/0",
+        json={"text": "Changed."},
+        headers={"If-Match": message.headers["etag"]},
+    )
+    assert r.status_code == 200

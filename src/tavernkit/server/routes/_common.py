@@ -149,7 +149,16 @@ def record_body_json(info: RecordInfo, text: str, revision: str = "") -> Respons
     if not head.endswith('"data":{}}'):  # the field order is the model's: data last
         raise AssertionError("RecordBody must end with its data")
     body = head[: -len("{}}")] + text + "}"
-    return Response(body.encode("utf-8"), media_type="application/json")
+    response = Response(body.encode("utf-8"), media_type="application/json")
+    tag_revision(response, revision)
+    return response
+
+
+def tag_revision(response: Response, revision: str) -> None:
+    """The revision as the response's ``ETag`` too (what ``If-Match`` sends back), for HTTP
+    clients that keep one the standard way; none where the thing has none (a lorebook)."""
+    if revision:
+        response.headers["ETag"] = f'"{revision}"'
 
 
 async def check_egress(tk: Tavern, url: object, *, field: str) -> None:

@@ -26,6 +26,7 @@ from tavernkit.server.routes._common import (
     RecordLine,
     State,
     record_revision,
+    tag_revision,
 )
 from tavernkit.store.protocol import ListOrder, RecordInfo
 from tavernkit.store.revisions import check_revision, revision_lock
@@ -162,9 +163,12 @@ async def create_character(
 
 
 @router.get("/{ref}")
-async def get_character(ref: str, tk: UserTavern) -> RecordBody:
-    """The full card (V2/V3 JSON as stored) of the character with id or name ``ref``."""
-    return RecordBody.of_record(await tk.store.get_record("character", ref, owner=tk.owner))
+async def get_character(ref: str, tk: UserTavern, response: Response) -> RecordBody:
+    """The full card (V2/V3 JSON as stored) of the character with id or name ``ref``; its
+    revision also as the ``ETag``."""
+    body = RecordBody.of_record(await tk.store.get_record("character", ref, owner=tk.owner))
+    tag_revision(response, body.revision)
+    return body
 
 
 async def _avatar(tk: UserTavern, ref: str) -> bytes:

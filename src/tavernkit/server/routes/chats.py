@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import BaseModel, Field
 
 from tavernkit.chat.display import Shown, shown_messages
@@ -20,7 +20,7 @@ from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import IfMatch, Page, PageQuery, page_of
+from tavernkit.server.routes._common import IfMatch, Page, PageQuery, page_of, tag_revision
 from tavernkit.store.protocol import ChatInfo, StoredMessage
 from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
@@ -258,10 +258,14 @@ async def append_message(chat_id: str, body: NewMessage, tk: UserTavern) -> Mess
 
 
 @router.get("/{chat_id}/messages/{index}")
-async def get_message(chat_id: str, index: MessageIndex, tk: UserTavern) -> MessageBody:
-    """Message ``index`` (0 is the first) of the chat."""
+async def get_message(
+    chat_id: str, index: MessageIndex, tk: UserTavern, response: Response
+) -> MessageBody:
+    """Message ``index`` (0 is the first) of the chat; its revision also as the ``ETag``."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    return await _body(tk, info.id, index)
+    body = await _body(tk, info.id, index)
+    tag_revision(response, body.revision)
+    return body
 
 
 @router.patch("/{chat_id}/messages/{index}")

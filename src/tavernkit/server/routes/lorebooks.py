@@ -21,12 +21,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query
+from fastapi import APIRouter, Body, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.lorebook_admin import Binding, BindingScope, LorebookAdmin
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import IfMatch, RecordLine
+from tavernkit.server.routes._common import IfMatch, RecordLine, tag_revision
 from tavernkit.store.protocol import RecordInfo
 from tavernkit.store.revisions import check_revision, content_revision, revision_lock
 
@@ -154,8 +154,11 @@ async def add_lorebook_entry(ref: str, body: EntryJson, tk: UserTavern) -> Entry
 
 
 @router.get("/lorebooks/{ref}/entries/{uid}")
-async def get_lorebook_entry(ref: str, uid: Uid, tk: UserTavern) -> Entry:
-    return Entry.of(await _admin(tk).entry(ref, uid))
+async def get_lorebook_entry(ref: str, uid: Uid, tk: UserTavern, response: Response) -> Entry:
+    """One entry of the book; its revision also as the ``ETag``."""
+    entry = Entry.of(await _admin(tk).entry(ref, uid))
+    tag_revision(response, entry.revision)
+    return entry
 
 
 @router.put("/lorebooks/{ref}/entries/{uid}")
