@@ -115,7 +115,7 @@ def test_the_scan_finds_what_it_refuses() -> None:
         "import httpcore2._backends.base\n"
         "from httpcore2._utils import is_socket_readable\n"
         "from pydantic import _internal\n"
-        "from tavernkit.models._base import WireModel\n"  # our own: allowed
+        "from tavernkit.models.base import WireModel\n"  # our own: allowed
         "from __future__ import annotations\n"
         "from . import _sibling\n"
         "exec('x = 1', {})\n"

@@ -90,8 +90,8 @@ if TYPE_CHECKING:
     from tavernkit.facade import Tavern
     from tavernkit.generation.abort import AbortController, AbortSignal
     from tavernkit.generation.sink import ResponseSink
-    from tavernkit.groups.models import Group
     from tavernkit.library import ImportResult, Library
+    from tavernkit.models.group import Group
     from tavernkit.runtime import Runtime
     from tavernkit.tasks.options import TaskResult
     from tavernkit.tools.calls import ToolCall
@@ -103,7 +103,7 @@ _LAZY: dict[str, str] = {
     "AbortSignal": "tavernkit.generation.abort",
     "ChatService": "tavernkit.chat.service",
     "FunctionTool": "tavernkit.tools.registry",
-    "Group": "tavernkit.groups.models",
+    "Group": "tavernkit.models.group",
     "GroupTurnOutcome": "tavernkit.chat.group_turn",
     "ImportResult": "tavernkit.library",
     "Library": "tavernkit.library",

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tavernkit.formats._io import FormatLimits
 from tavernkit.formats.chats import iter_chat_file
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.library_export import record_wire
 from tavernkit.models.chat import Chat, ChatHeader, Message
 

@@ -36,16 +36,15 @@ from tavernkit.errors import (
     NotFound,
     NotStreamable,
 )
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chatluna import lorebook_from_chatluna
 from tavernkit.formats.chats import is_chat_jsonl
+from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits, read_limited
+from tavernkit.formats.groups import is_group_chat
 from tavernkit.formats.lorebooks import character_book_to_lorebook
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
-from tavernkit.groups.files import is_group_chat
-from tavernkit.groups.models import Group
 from tavernkit.groups.records import attach_chat, group_of_chat, load_group
 from tavernkit.library_export import (
     EXPORT_FORMATS,
@@ -56,10 +55,11 @@ from tavernkit.library_export import (
     kind_label,
     record_wire,
 )
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
+from tavernkit.models.group import Group
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings

@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from tavernkit.characters import Characters
 from tavernkit.errors import FormatError, NotFound
-from tavernkit.formats._io import atomic_write_bytes
 from tavernkit.formats.chats import chat_to_jsonl
+from tavernkit.formats.file_io import atomic_write_bytes
 from tavernkit.formats.lorebooks import character_book_to_lorebook, lorebook_to_character_book
 from tavernkit.models.character import Card
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND

@@ -12,11 +12,11 @@ from _chat_reads import ChatReads
 from tavernkit.chat.group_turn import pick_greeting, speaker_for
 from tavernkit.chat.prepare import TurnOverrides, prepare_turn
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
-from tavernkit.groups.models import GroupMember
 from tavernkit.groups.records import load_group
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.models.character import Character
 from tavernkit.models.chat import Message
+from tavernkit.models.group import GroupMember
 
 from ._server import Reply
 from .conftest import World

@@ -13,8 +13,8 @@ import pytest
 
 from _hostile import MiB, lying_charx, png, zeros_charx, ztxt_bomb_png
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
 from tavernkit.formats.cards import read_card
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.formats.png import make_chunk, read_text_chunks
 
 

@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
 from tavernkit.formats.cards import (
     CardSpec,
     card_to_charx,
@@ -28,6 +27,7 @@ from tavernkit.formats.cards import (
     write_card_png,
 )
 from tavernkit.formats.charx import write_charx
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.formats.png import (
     make_chunk,
     parse_chunks,

@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
 from tavernkit.formats.charx import (
     asset_member_path,
     embedded_path,
@@ -23,6 +22,7 @@ from tavernkit.formats.charx import (
     safe_member_name,
     write_charx,
 )
+from tavernkit.formats.file_io import FormatLimits
 
 CARD = {"spec": "chara_card_v3", "spec_version": "3.0", "data": {"name": "Zip"}}
 

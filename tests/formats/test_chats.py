@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
 from tavernkit.formats.chats import (
     chat_to_jsonl,
     format_send_date,
@@ -22,6 +21,7 @@ from tavernkit.formats.chats import (
     read_chat_jsonl,
     write_chat_jsonl,
 )
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.models.chat import Chat, ChatHeader, ImagePart, Message, TextPart
 
 

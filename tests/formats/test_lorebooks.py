@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.formats.lorebooks import (
     character_book_to_lorebook,
     detect_lorebook_format,
@@ -535,7 +535,7 @@ def test_failed_write_leaves_the_old_file(tmp_path: Path, monkeypatch: pytest.Mo
     def broken_fsync(fd: int) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr("tavernkit.formats._io.os.fsync", broken_fsync)
+    monkeypatch.setattr("tavernkit.formats.file_io.os.fsync", broken_fsync)
     with pytest.raises(OSError):
         write_lorebook(read_lorebook({"entries": {"0": {"uid": 0}}}), target)
     assert target.read_text("utf-8") == '{"entries": {}}'

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.formats.png import (
     PNG_SIGNATURE,
     decode_base64_text,

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import FormatLimits
+from tavernkit.formats.file_io import FormatLimits
 from tavernkit.formats.presets import (
     PRESET_KINDS,
     PresetKind,
@@ -24,7 +24,7 @@ from tavernkit.formats.presets import (
     read_preset_file,
     write_preset,
 )
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.samplers import KoboldSettings, NovelSettings, TextGenSettings
 from tavernkit.models.templates import (
@@ -285,7 +285,7 @@ def test_a_failed_write_leaves_the_old_file(
     def disk_full(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("tavernkit.formats._io.os.fsync", disk_full)
+    monkeypatch.setattr("tavernkit.formats.file_io.os.fsync", disk_full)
     with pytest.raises(OSError):
         write_preset(SystemPrompt.create(), target)
     assert target.read_text() == "old"

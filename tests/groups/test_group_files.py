@@ -12,7 +12,7 @@ import pytest
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.facade import Tavern
 from tavernkit.formats.chats import chat_to_jsonl, read_chat_jsonl
-from tavernkit.groups.files import group_to_json, is_group_chat, is_group_file, read_group
+from tavernkit.formats.groups import group_to_json, is_group_chat, is_group_file, read_group
 from tavernkit.groups.records import load_group
 
 from ._goldens import golden, with_files

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from tavernkit.groups.models import (
+from tavernkit.groups.rng import Mulberry32
+from tavernkit.groups.selection import SelectionRequest, extract_words, select_speakers, shuffle
+from tavernkit.models.character import Character
+from tavernkit.models.chat import Message
+from tavernkit.models.group import (
     Group,
     GroupMember,
     find_member,
     resolve_members,
     st_talkativeness,
 )
-from tavernkit.groups.rng import Mulberry32
-from tavernkit.groups.selection import SelectionRequest, extract_words, select_speakers, shuffle
-from tavernkit.models.character import Character
-from tavernkit.models.chat import Message
 
 from ._goldens import groups_dir
 

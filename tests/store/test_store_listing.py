@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tavernkit.errors import StoreError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store import SqliteStore, Store
 from tavernkit.store._sqlite_listing import (
     ORDER_SQL,

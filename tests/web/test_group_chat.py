@@ -18,9 +18,9 @@ from playwright.sync_api import Page, expect
 from chat._server import HangReply, Reply
 from server._cards import card
 from tavernkit.formats.cards import card_to_png
-from tavernkit.groups.models import ActivationStrategy
 from tavernkit.groups.records import create_group, load_group
 from tavernkit.models.character import Card
+from tavernkit.models.group import ActivationStrategy
 
 from ._pages import last_body, send, stored_messages, turn
 from ._site import Site

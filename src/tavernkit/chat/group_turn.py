@@ -29,11 +29,11 @@ from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.errors import Conflict, NotFound
 from tavernkit.generation.abort import AbortController
-from tavernkit.groups.models import GroupMember
 from tavernkit.groups.prompt import group_prompt_context
 from tavernkit.groups.records import LoadedGroup, attach_chat, group_of_chat, load_group
 from tavernkit.groups.selection import Rng, SelectionRequest, select_speakers
 from tavernkit.models.chat import ChatHeader, ChatMetadata, Message
+from tavernkit.models.group import GroupMember
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import ChatInfo, Store

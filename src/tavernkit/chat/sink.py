@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ResponseSink, SinkEvent, WithdrawEvent, without_tail
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end

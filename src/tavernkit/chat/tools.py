@@ -44,13 +44,13 @@ from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
 from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, ToolSpec
 from tavernkit.tools import protocol_for
-from tavernkit.tools._protocol import PromptProtocol
-from tavernkit.tools._scan import StreamDetector
 from tavernkit.tools.calls import ToolCall
 from tavernkit.tools.capability import can_perform_tool_calls, is_tool_calling_supported
 from tavernkit.tools.errors import ToolCallParseError
 from tavernkit.tools.modes import make_trigger_signal, resolve_function_call_mode
+from tavernkit.tools.protocol import PromptProtocol
 from tavernkit.tools.registry import FunctionTool, ToolRegistry
+from tavernkit.tools.scan import StreamDetector
 
 __all__ = ["ChatTools", "ProtocolToolProvider", "offer_tools"]
 

@@ -16,8 +16,8 @@ from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, fail, run_in_tavern
 from tavernkit.facade import Tavern
-from tavernkit.groups.models import ActivationStrategy, GenerationMode
 from tavernkit.groups.records import LoadedGroup, create_group, edit_group, member_avatar
+from tavernkit.models.group import ActivationStrategy, GenerationMode
 
 __all__ = ["group_app"]
 

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from tavernkit.cli._common import HomeOption, fail, run_in_tavern
 from tavernkit.facade import Tavern
-from tavernkit.formats._io import load_json
+from tavernkit.formats.file_io import load_json
 from tavernkit.models.regex_script import ALLOW_QUESTION, RegexScript
 from tavernkit.regex_admin import CardScripts
 from tavernkit.text.regex_scripts import RegexPlacement

@@ -13,10 +13,10 @@ import random
 
 from tavernkit.chat.group_turn import speaker_for
 from tavernkit.errors import GenerateTaskError
-from tavernkit.groups.models import GroupMember
 from tavernkit.groups.records import LoadedGroup, group_of_chat
 from tavernkit.groups.selection import SelectionRequest, select_speakers
 from tavernkit.models.chat import Message
+from tavernkit.models.group import GroupMember
 from tavernkit.models.state import ChatState
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.protocol import Store

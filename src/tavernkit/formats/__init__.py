@@ -4,7 +4,6 @@ Every reader raises :class:`~tavernkit.errors.FormatError` naming the file and t
 writer writes atomically. ``tavernkit.formats.handlers`` exposes them to the format registry.
 """
 
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits
 from tavernkit.formats.cards import (
     ImportedCard,
     card_to_charx,
@@ -23,6 +22,7 @@ from tavernkit.formats.chats import (
     read_chat_jsonl,
     write_chat_jsonl,
 )
+from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits
 from tavernkit.formats.lorebooks import (
     character_book_to_lorebook,
     lorebook_to_character_book,

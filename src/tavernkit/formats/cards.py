@@ -21,7 +21,15 @@ import yaml
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import (
+from tavernkit.formats.charx import (
+    asset_member_path,
+    embedded_path,
+    is_zip,
+    read_charx,
+    safe_member_name,
+    write_charx,
+)
+from tavernkit.formats.file_io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,
@@ -30,14 +38,6 @@ from tavernkit.formats._io import (
     load_json,
     read_limited,
     validation_error,
-)
-from tavernkit.formats.charx import (
-    asset_member_path,
-    embedded_path,
-    is_zip,
-    read_charx,
-    safe_member_name,
-    write_charx,
 )
 from tavernkit.formats.png import (
     TextChunk,

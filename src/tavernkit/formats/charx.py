@@ -1,7 +1,7 @@
 """CHARX archives: a zip holding ``card.json`` (a V3 card) and the files its assets point to.
 
 Archives are untrusted: the member count, the declared sizes (per member, per archive, and
-against each member's packed size: see :class:`~tavernkit.formats._io.FormatLimits`) and the
+against each member's packed size: see :class:`~tavernkit.formats.file_io.FormatLimits`) and the
 bytes actually inflated are all capped (a zip's headers can lie about sizes), member names that
 could escape a folder
 are refused, and every zip-library error becomes a :class:`FormatError`. Files made by
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, dump_json, load_json
+from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits, dump_json, load_json
 
 __all__ = [
     "CARD_MEMBER",

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tavernkit.errors import FormatError, LimitExceeded, NotStreamable
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
+from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits, atomic_write_bytes, read_limited
 from tavernkit.models.chat import Chat, ChatHeader, Message
 from tavernkit.models.send_date import format_send_date, parse_send_date
 

@@ -18,7 +18,6 @@ from typing import Any
 import yaml
 
 from tavernkit.errors import FormatError
-from tavernkit.formats._io import dump_json
 from tavernkit.formats.cards import (
     ImportedCard,
     card_to_charx,
@@ -29,14 +28,15 @@ from tavernkit.formats.cards import (
 from tavernkit.formats.charx import is_zip
 from tavernkit.formats.chatluna import is_chatluna_preset, read_chatluna_preset, write_chatluna
 from tavernkit.formats.chats import chat_to_jsonl, is_chat_jsonl, read_chat_jsonl
+from tavernkit.formats.file_io import dump_json
+from tavernkit.formats.groups import group_to_json, is_group_file, read_group
 from tavernkit.formats.lorebooks import is_lorebook, lorebook_to_bytes, read_lorebook
 from tavernkit.formats.png import is_png, read_text_chunks
 from tavernkit.formats.presets import preset_kind, preset_to_json, read_preset
 from tavernkit.formats.settings import is_st_settings, read_st_settings
-from tavernkit.groups.files import group_to_json, is_group_file, read_group
-from tavernkit.groups.models import Group
 from tavernkit.models.character import Card, Character
 from tavernkit.models.chat import Chat
+from tavernkit.models.group import Group
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.quick_reply import QuickReplySet
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import (
+from tavernkit.formats.file_io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,

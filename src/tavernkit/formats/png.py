@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import DEFAULT_LIMITS, FormatLimits
+from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits
 
 __all__ = [
     "PNG_SIGNATURE",

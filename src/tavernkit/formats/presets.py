@@ -16,7 +16,7 @@ from typing import Any, Final, Literal, TypeAlias, cast
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError, LimitExceeded
-from tavernkit.formats._io import (
+from tavernkit.formats.file_io import (
     DEFAULT_LIMITS,
     FormatLimits,
     atomic_write_bytes,
@@ -26,7 +26,7 @@ from tavernkit.formats._io import (
     read_limited,
     validation_error,
 )
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 from tavernkit.models.preset import ChatCompletionPreset, migrate_legacy_preset
 from tavernkit.models.samplers import KoboldSettings, NovelSettings, TextGenSettings
 from tavernkit.models.templates import (

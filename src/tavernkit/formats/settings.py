@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError
-from tavernkit.formats._io import load_json
+from tavernkit.formats.file_io import load_json
 from tavernkit.models.persona import Persona, personas_from_st_settings
 from tavernkit.models.settings import Settings, settings_from_st
 from tavernkit.models.templates import (

@@ -38,7 +38,7 @@ from typing import Literal, Protocol
 
 from tavernkit.errors import NotFound, ProviderError
 from tavernkit.generation.result import ErrorClass, classify_error, root_cause
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store.protocol import KeyState, Store
 
 __all__ = [

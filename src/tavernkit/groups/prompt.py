@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tavernkit.groups.models import GenerationMode, Group, GroupMember
+from tavernkit.models.group import GenerationMode, Group, GroupMember
 from tavernkit.models.group_context import GroupPromptContext, PromptMember
 
 __all__ = ["group_prompt_context"]

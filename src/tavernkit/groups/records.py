@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.errors import Conflict, FormatError, NotFound
-from tavernkit.groups.models import Group, GroupMember, find_member, resolve_members
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.character import Card, Character
+from tavernkit.models.group import Group, GroupMember, find_member, resolve_members
 from tavernkit.store.protocol import Store
 
 __all__ = [
@@ -54,7 +54,7 @@ class LoadedGroup:
     character_ids: dict[str, str] = field(default_factory=dict)
 
     def member(self, name: str) -> GroupMember:
-        """The member ``name`` finds (:func:`~tavernkit.groups.models.find_member`: an index,
+        """The member ``name`` finds (:func:`~tavernkit.models.group.find_member`: an index,
         a name or avatar, a unique prefix); a :class:`~tavernkit.errors.NotFound` naming the
         members otherwise."""
         found = find_member(self.members, name)

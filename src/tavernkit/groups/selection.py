@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tavernkit.groups.models import ActivationStrategy, Group, GroupMember
 from tavernkit.models.chat import Message
+from tavernkit.models.group import ActivationStrategy, Group, GroupMember
 
 __all__ = ["Rng", "SelectionRequest", "extract_words", "select_speakers", "shuffle"]
 

@@ -14,12 +14,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.groups.models import Group, GroupMember, find_member, resolve_members
 from tavernkit.groups.prompt import group_prompt_context
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.groups.selection import SelectionRequest, select_speakers
 from tavernkit.models.character import Character
 from tavernkit.models.chat import Message
+from tavernkit.models.group import Group, GroupMember, find_member, resolve_members
 from tavernkit.prompt.assembled import AssembledChat, AssembledText
 from tavernkit.prompt.st_replay import prepare_replay
 

@@ -1,6 +1,6 @@
 """The value types every layer uses (pure: no I/O). See ARCHITECTURE.md, "Value types"."""
 
-from tavernkit.models._base import DEFAULT_OWNER, Number, ValueModel, WireModel
+from tavernkit.models.base import DEFAULT_OWNER, Number, ValueModel, WireModel
 from tavernkit.models.character import Card, Character, CharacterAsset, DepthPrompt
 from tavernkit.models.character_book import CharacterBook, CharacterBookEntry
 from tavernkit.models.chat import (

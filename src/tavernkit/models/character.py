@@ -13,7 +13,7 @@ from typing import Any, Self
 
 from pydantic import Field, ValidationError
 
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 from tavernkit.models.character_book import CharacterBook
 
 __all__ = [

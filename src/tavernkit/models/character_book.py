@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 
 __all__ = ["CharacterBook", "CharacterBookEntry"]
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
-from tavernkit.models._base import Number, ValueModel, WireModel
+from tavernkit.models.base import Number, ValueModel, WireModel
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.models.send_date import parse_send_date
 

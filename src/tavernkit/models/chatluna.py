@@ -18,7 +18,7 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 
 __all__ = [
     "CHATLUNA_PRESET_KIND",

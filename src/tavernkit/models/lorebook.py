@@ -28,7 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from tavernkit.errors import FormatError, LimitExceeded
 from tavernkit.jscompat import js_key_order
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 from tavernkit.models.character_book import CharacterBook
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Literal, Self
 
 from pydantic import Field, model_validator
 
-from tavernkit.models._base import ValueModel
+from tavernkit.models.base import ValueModel
 from tavernkit.models.profile import CredentialRef
 
 __all__ = ["MCP_SERVER_KIND", "McpServer"]

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, ConfigDict, Field
 
-from tavernkit.models._base import ValueModel
+from tavernkit.models.base import ValueModel
 
 __all__ = ["MemorySettings", "SummarySettings", "VectorSettings"]
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 
 __all__ = ["Persona", "PersonaPosition", "personas_from_st_settings"]
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from pydantic import ConfigDict, Field
 
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 
 __all__ = [
     "DEFAULT_PROMPTS",

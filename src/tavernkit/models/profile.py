@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from tavernkit.models._base import ValueModel
+from tavernkit.models.base import ValueModel
 
 __all__ = [
     "ApiFamily",

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 
 __all__ = ["QuickReply", "QuickReplyContext", "QuickReplySet"]
 

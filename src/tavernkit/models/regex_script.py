@@ -1,7 +1,7 @@
 """Regex scripts: SillyTavern's Regex extension's find/replace rules, and where a user keeps them.
 
 A script is SillyTavern's JSON object, read and written back losslessly (:class:`RegexScript`,
-a :class:`~tavernkit.models._base.WireModel`): every key in its order, unknown keys kept, and
+a :class:`~tavernkit.models.base.WireModel`): every key in its order, unknown keys kept, and
 the loosely typed values real files carry (``"disabled": "false"``, ``"minDepth": "2"``,
 ``NaN`` written as ``null``) left as they are, since the engine reads them with JavaScript's
 coercions (:mod:`tavernkit.text.regex_scripts`). A script imported without some key keeps
@@ -24,7 +24,7 @@ from typing import Any, Final
 from pydantic import Field, ValidationError
 
 from tavernkit.errors import FormatError
-from tavernkit.models._base import ValueModel, WireModel
+from tavernkit.models.base import ValueModel, WireModel
 
 __all__ = [
     "ALLOW_QUESTION",

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field
 
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 
 __all__ = ["KoboldSettings", "NovelSettings", "TextGenSettings"]
 

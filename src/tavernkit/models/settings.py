@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from tavernkit.models._base import ValueModel
+from tavernkit.models.base import ValueModel
 from tavernkit.models.memory import MemorySettings
 from tavernkit.models.regex_script import RegexSettings, migrate_script
 

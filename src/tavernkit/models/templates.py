@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ConfigDict
 
-from tavernkit.models._base import WireModel
+from tavernkit.models.base import WireModel
 
 __all__ = [
     "DEFAULT_STORY_STRING",

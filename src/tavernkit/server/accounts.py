@@ -35,7 +35,7 @@ from tavernkit.errors import (
     PermissionDenied,
     TooManyAttempts,
 )
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.server.addresses import address_key
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.passwords import Passwords, busy_refusal

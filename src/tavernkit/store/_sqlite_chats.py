@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, NotFound, StoreError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
     FLAG_HIDDEN,
     SplitMessage,

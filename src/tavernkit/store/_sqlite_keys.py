@@ -15,7 +15,7 @@ import builtins
 from datetime import datetime
 
 from tavernkit.errors import NotFound, StoreError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.key_files import KeyFiles, key_dir_for, keyed_fingerprint
 from tavernkit.store.protocol import ApiKeyInfo, KeyState

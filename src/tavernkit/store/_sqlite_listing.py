@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.protocol import ListOrder, RecordPage
 from tavernkit.store.sqlite_thread import SqliteConnection

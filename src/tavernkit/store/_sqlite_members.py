@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tavernkit.errors import NotFound
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.protocol import RecordInfo

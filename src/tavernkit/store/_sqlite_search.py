@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.errors import FormatError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import FLAG_USER
 from tavernkit.store._search_text import (
     TRIGRAM_MIN,

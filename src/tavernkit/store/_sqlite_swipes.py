@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tavernkit.errors import Conflict, NotFound, StoreError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import (
     SwipeRow,
     dumps,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from tavernkit.errors import NotFound
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader
 from tavernkit.models.lorebook import Lorebook

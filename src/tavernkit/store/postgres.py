@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError, StoreUnavailable
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import FormatError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.chat import Chat, ChatHeader, Message
 from tavernkit.models.chat_window import MessageCounts, MessageWindow
 from tavernkit.store.accounts import AccountStore

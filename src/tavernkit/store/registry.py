@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from tavernkit.groups.models import Group
 from tavernkit.models.character import Card
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND, ChatLunaPreset
+from tavernkit.models.group import Group
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
 from tavernkit.models.persona import Persona

@@ -30,7 +30,7 @@ from typing import Any, Self, cast
 from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc

@@ -52,12 +52,12 @@ from tavernkit.tasks.options import (
 )
 from tavernkit.text.render import PromptRenderer
 from tavernkit.tools import protocol_for
-from tavernkit.tools._protocol import PromptProtocol
-from tavernkit.tools._scan import StreamDetector
 from tavernkit.tools.calls import ToolCall, coerce_tool_call
 from tavernkit.tools.capability import is_tool_calling_supported
 from tavernkit.tools.errors import ToolCallParseError
 from tavernkit.tools.modes import make_trigger_signal, resolve_function_call_mode
+from tavernkit.tools.protocol import PromptProtocol
+from tavernkit.tools.scan import StreamDetector
 from tavernkit.tools.structured import parse_structured, schema_instruction, unwrap_json_schema
 from tavernkit.tools.validate import (
     ToolChoiceSpec,

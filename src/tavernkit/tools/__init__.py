@@ -5,8 +5,6 @@ runner wire these pieces to a model.
 """
 
 from tavernkit.tools._catalogue import ToolLike, render_tool_guide
-from tavernkit.tools._protocol import ParsedReply, PromptProtocol
-from tavernkit.tools._scan import StreamDetector, split_at_trigger
 from tavernkit.tools.calls import ToolCall, coerce_tool_call, decode_arguments
 from tavernkit.tools.capability import (
     GenerationKind,
@@ -37,7 +35,9 @@ from tavernkit.tools.modes import (
 )
 from tavernkit.tools.prompt_json import JsonProtocol
 from tavernkit.tools.prompt_xml import XmlProtocol
+from tavernkit.tools.protocol import ParsedReply, PromptProtocol
 from tavernkit.tools.registry import FunctionTool, ToolRegistry, check_tool_name, tools_from_specs
+from tavernkit.tools.scan import StreamDetector, split_at_trigger
 from tavernkit.tools.structured import (
     StructuredResult,
     parse_structured,

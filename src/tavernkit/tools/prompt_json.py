@@ -22,9 +22,9 @@ from typing import Any, ClassVar
 
 import json_repair
 
-from tavernkit.tools._protocol import PromptProtocol
 from tavernkit.tools.errors import ToolCallParseError
 from tavernkit.tools.identity import canonical_json
+from tavernkit.tools.protocol import PromptProtocol
 
 __all__ = ["JsonProtocol", "fenced_body", "load_json_lenient"]
 

@@ -23,9 +23,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from tavernkit.tools._protocol import PromptProtocol
 from tavernkit.tools.errors import ToolCallParseError
 from tavernkit.tools.identity import canonical_json
+from tavernkit.tools.protocol import PromptProtocol
 
 __all__ = ["XmlProtocol", "cdata", "xml_escape", "xml_unescape"]
 

@@ -33,7 +33,7 @@ from tavernkit.generation.profiles import ResolvedConnection
 from tavernkit.generation.result import TurnFailure, TurnResult
 from tavernkit.generation.sink import ResponseSink, SinkEvent
 from tavernkit.generation.turn import run_turn
-from tavernkit.models._base import DEFAULT_OWNER
+from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.events import StreamEvent, TextDelta
 from tavernkit.providers.provider import Provider

@@ -22,7 +22,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.chat.group_turn import group_for_chat
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
-from tavernkit.groups.models import ActivationStrategy, GenerationMode
 from tavernkit.groups.records import (
     GROUP_KIND,
     LoadedGroup,
@@ -31,6 +30,7 @@ from tavernkit.groups.records import (
     load_group,
     member_avatar,
 )
+from tavernkit.models.group import ActivationStrategy, GenerationMode
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import ModelCall, Page, PageQuery, State, page_of
 from tavernkit.server.routes.chats import ChatLine
@@ -122,7 +122,7 @@ class GroupSettingsBody(BaseModel):
     join_suffix: str | None = Field(None, max_length=10_000)
 
     def fields(self) -> dict[str, Any]:
-        """The given settings as :class:`~tavernkit.groups.models.Group` fields."""
+        """The given settings as :class:`~tavernkit.models.group.Group` fields."""
         values = {
             "activation_strategy": None
             if self.strategy is None

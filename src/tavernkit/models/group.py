@@ -1,6 +1,6 @@
 """A SillyTavern group (``data/<user>/groups/<id>.json``) and its members.
 
-:class:`Group` is a :class:`~tavernkit.models._base.WireModel`: a group file read and written
+:class:`Group` is a :class:`~tavernkit.models.base.WireModel`: a group file read and written
 back keeps its keys, their order and the keys SillyTavern's listing adds (``date_added``,
 ``chat_size``...). Members are character **avatar file names** (``Alice.png``), as in
 SillyTavern; :class:`GroupMember` is one of them resolved against the roster of characters.
@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from pydantic import Field, ModelWrapValidatorHandler, model_validator
 
-from tavernkit.models._base import Number, WireModel
+from tavernkit.models.base import Number, WireModel
 from tavernkit.models.character import DEFAULT_TALKATIVENESS, Character
 
 __all__ = [

@@ -17,10 +17,10 @@ from typing import Any, ClassVar
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.tools._catalogue import ToolLike, render_tool_guide, tool_choice_line
-from tavernkit.tools._scan import StreamDetector, split_at_trigger
 from tavernkit.tools.calls import ToolCall, coerce_tool_call, openai_tool_call
 from tavernkit.tools.errors import ToolCallParseError
 from tavernkit.tools.identity import call_identity, canonical_json
+from tavernkit.tools.scan import StreamDetector, split_at_trigger
 from tavernkit.tools.validate import normalize_tool_choice, validate_calls
 
 __all__ = ["ParsedReply", "PromptProtocol", "Resend"]

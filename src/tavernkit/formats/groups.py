@@ -15,9 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from tavernkit.errors import FormatError
-from tavernkit.formats._io import dump_json
-from tavernkit.groups.models import Group
+from tavernkit.formats.file_io import dump_json
 from tavernkit.models.chat import Chat
+from tavernkit.models.group import Group
 
 __all__ = [
     "GROUP_CHAT_NAME",
