@@ -428,10 +428,12 @@ class TurnCore:
         sources = self._plan_sources()
         settings = review_settings(prepared)
         pinned = None
-        if settings is not None and settings.reviewer_profile:
-            pinned = await pinned_reviewer_spec(
-                sources, settings.reviewer_profile, settings.reviewer_model
-            )
+        # an inherited reviewer is a side task: the utility profile's, when one is set
+        reviewer = settings and (
+            settings.reviewer_profile or prepared.state.settings.selections.utility_profile
+        )
+        if settings is not None and reviewer:
+            pinned = await pinned_reviewer_spec(sources, reviewer, settings.reviewer_model)
         review = (
             review_config(
                 prepared,
