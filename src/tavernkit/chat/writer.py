@@ -116,10 +116,11 @@ def extensions_with_writer(extensions: Mapping[str, Any], writer: Writer) -> dic
 
 
 def _missing(state: ChatState, part: str, kind: str, name: str) -> ChatTurnError:
-    who = state.card.data.name if state.card is not None else "the character"
+    who = state.card.data.name if state.card is not None else ""
     return ChatTurnError(
         "invalid_input",
-        f"{who!r}'s writer names {kind} {name!r}, which is not stored",
+        f"the writer of character {who!r} names {kind} {name!r}, which is not stored: choose "
+        "another in the character's editor (Writer)",
         details={"field": f"{WRITER_FIELD}.{part}", "value": name},
     )
 
