@@ -1,10 +1,10 @@
 """Writers and the utility model in Debian's Chromium against a real server and three scripted
 upstreams (the chat's, a character's writer's, the utility model's): the user picks a utility
 model in Settings and a connection profile in Mira's editor (Writer); Mira's reply then comes
-through her own profile (its upstream sees the turn, the chat's does not) while "Summarize
-now" goes to the utility model (its upstream sees the summary, no other does). A writer whose
-profile was deleted stays shown as "(not stored)" and her next turn is refused naming it.
-Screenshots at desktop and phone sizes."""
+through her own profile (its upstream sees the turn, the chat's does not; the chat's side
+panel says so) while "Summarize now" goes to the utility model (its upstream sees the
+summary, no other does). A writer whose profile was deleted stays shown as "(not stored)"
+and her next turn is refused naming it. Screenshots at desktop and phone sizes."""
 
 from __future__ import annotations
 
@@ -84,6 +84,10 @@ def test_a_character_answers_through_its_writer_while_a_summary_goes_to_the_util
         assert len(story.requests) == 1 and story.requests[0].body["model"] == "story-1"
         assert "What news from the harbour?" in json.dumps(story.requests[0].body)
         assert len(site.upstream.requests) == chats_before  # the chat's model never saw it
+        # the side panel says whose model writes here, beside the chat's Connection
+        expect(page.locator(".writer-note")).to_have_text(
+            "Mira writes with profile Storyteller. Change the writer"
+        )
 
         page.get_by_text("Memory", exact=True).click()
         helper.script(Reply(text="Ada asked Mira for news; the tide turns."))
@@ -94,6 +98,7 @@ def test_a_character_answers_through_its_writer_while_a_summary_goes_to_the_util
         assert len(helper.requests) == 1 and helper.requests[0].body["model"] == "helper-1"
         assert "The tide turns tonight" in json.dumps(helper.requests[0].body)
         assert len(story.requests) == 1 and len(site.upstream.requests) == chats_before
+        screenshot(page, "writers-chat")
 
         page.set_viewport_size({"width": 390, "height": 844})
         page.goto(f"/#/character/{_mira(site)}")
