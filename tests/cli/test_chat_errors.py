@@ -5,6 +5,7 @@ fails for a reason known before writing; stopped replies marked; Ctrl-C handled.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -236,3 +237,26 @@ def test_a_failed_reply_is_marked_incomplete_live_and_on_resume_with_its_cause(
     assert line.strip().endswith("; /continue extends it, /swipe retries]")
     # a failed turn says why, by class and safe code (a crash: just "interrupted")
     assert line.strip().startswith("[incomplete (interrupted: interrupted);"), line
+
+
+def test_a_failed_turn_names_the_profile_the_characters_writer_chose(home: Path) -> None:
+    port = _closed_port()
+    added = cli(
+        "profile", "add", "dead", "--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m9"
+    )
+    assert added.exit_code == 0, added.output
+
+    async def give_mira_a_writer() -> None:
+        async with Tavern(home, load_plugins=False) as tk:
+            stored = await tk.store.get_record("character", "Mira", owner=tk.owner)
+            card = json.loads(json.dumps(stored.data))
+            card["data"]["extensions"]["tavernkit"] = {"writer": {"profile": "dead"}}
+            await tk.store.put(
+                "character", card, owner=tk.owner, id=stored.info.id, name=stored.info.name
+            )
+
+    asyncio.run(give_mira_a_writer())
+    result = cli("chat", "Mira", "--once", "Hello?")  # the selected profile is "scripted"
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert f"cannot connect to 127.0.0.1:{port} (profile 'dead', openai, model 'm9')" in line

@@ -24,6 +24,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/characters/{ref}/avatar"): {},
     ("PUT", "/characters/{ref}/fav"): {"fav": True},
     ("PUT", "/characters/{ref}/lorebooks"): {"books": []},
+    ("PUT", "/characters/{ref}/writer"): {"profile": None, "preset": None},
     ("PATCH", "/chats/{chat_id}"): {"name": "Stolen"},
     ("POST", "/chats/{chat_id}/branch"): {},
     ("POST", "/chats/{chat_id}/messages"): {"name": "bob", "text": "hi"},

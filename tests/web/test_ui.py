@@ -430,7 +430,7 @@ def test_settings_profiles_keep_keys_write_only_and_test_the_connection(
     page.goto("/#/settings")
     page.get_by_label("Profile name").fill("upstream")
     page.get_by_label("Base URL").fill(site.upstream.base_url + "/v1")
-    page.get_by_label("Model").fill("m2")
+    page.get_by_label("Model", exact=True).fill("m2")
     page.get_by_label("API key").fill(secret)
     page.get_by_role("button", name="Add profile").click()
     row = page.locator('tr[data-profile="upstream"]')

@@ -131,7 +131,9 @@ async def summarize(
     context: TavernContext, *, force: bool = False, settings: SummarySettings | None = None
 ) -> SummaryUpdate | None:
     """Make and store a new summary of the context's chat when one is due (always with
-    ``force``, SillyTavern's "Summarize now"); None when nothing was stored."""
+    ``force``, SillyTavern's "Summarize now"); None when nothing was stored. A summary is a
+    side task: it runs on the utility profile when one is set."""
+    context = context.for_side_tasks()
     runtime = context.runtime
     chat_id = context.chat_id
     if chat_id is None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tavernkit.chat.profile_preset import with_profile_preset
-from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
+from tavernkit.chat.writer import choose_profile, with_writer_preset
+from tavernkit.errors import ChatTurnError, GenerateTaskError
 from tavernkit.generation.profiles import (
     LocalFactory,
     ResolvedConnection,
@@ -352,17 +353,8 @@ async def _prepare_state(
     sources: Mapping[str, ProviderSource] | None = None,
     on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
 ) -> PreparedTurn:
-    if overrides.profile:
-        try:
-            profile = await store.get("connection_profile", overrides.profile, owner=owner)
-        except NotFound:
-            raise ChatTurnError(
-                "invalid_input",
-                f"no connection profile named {overrides.profile!r}",
-                details={"field": "profile", "value": overrides.profile},
-            ) from None
-        if isinstance(profile, ConnectionProfile):
-            state = state.model_copy(update={"profile": profile})
+    # the turn's override, else the character's writer, else the selection (chat/writer.py)
+    state = await choose_profile(store, state, overrides.profile, owner=owner)
     try:
         connection = await resolve_for_state(
             store,
@@ -379,6 +371,7 @@ async def _prepare_state(
     if on_connection is not None:
         await on_connection(connection)
     state = await with_profile_preset(store, state, connection, owner=owner)
+    state = await with_writer_preset(store, state, connection, owner=owner)
     main_api = main_api_of(family=connection.family, api=connection.api)
     build_state = state
     drop = kind == "swipe" and main_api != "openai"

@@ -428,10 +428,12 @@ class TurnCore:
         sources = self._plan_sources()
         settings = review_settings(prepared)
         pinned = None
-        if settings is not None and settings.reviewer_profile:
-            pinned = await pinned_reviewer_spec(
-                sources, settings.reviewer_profile, settings.reviewer_model
-            )
+        if settings is not None:
+            # an inherited reviewer is a side task: on the utility profile, when one is set
+            utility = prepared.state.settings.selections.utility_profile
+            reviewer = settings.reviewer_profile or utility
+            if reviewer:
+                pinned = await pinned_reviewer_spec(sources, reviewer, settings.reviewer_model)
         review = (
             review_config(
                 prepared,

@@ -25,6 +25,7 @@ from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.chat.undo import UndoStack, take_snapshot
+from tavernkit.chat.writer import card_writer
 from tavernkit.cli.chat_display import (
     ChatConsoleSink,
     JsonSink,
@@ -50,6 +51,7 @@ from tavernkit.cli.slash import (
 )
 from tavernkit.errors import NotFound, TavernKitError
 from tavernkit.facade import Tavern
+from tavernkit.models.character import Card
 from tavernkit.models.chat import Message
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.quick_reply import QuickReply
@@ -190,9 +192,23 @@ class Session(SettingCommands):
                 print_shown(final)
         return outcome
 
+    async def _writer_profile(self) -> str | None:
+        """The profile the chat's character writes with (chat/writer.py), if it names one."""
+        info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
+        if info.character_id is None:
+            return None
+        card: Any = None
+        with contextlib.suppress(NotFound):
+            card = await self.tk.store.get("character", info.character_id, owner=self.tk.owner)
+        return card_writer(card if isinstance(card, Card) else None).profile
+
     async def _where(self, outcome: TurnOutcome) -> Where:
         """What is safe to say about the connection a failed turn used."""
-        ref = self.overrides.get("profile") or (await self.tk.settings()).selections.profile
+        ref = (
+            self.overrides.get("profile")
+            or await self._writer_profile()
+            or (await self.tk.settings()).selections.profile
+        )
         profile: Any = None
         if ref:
             with contextlib.suppress(NotFound):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import os
@@ -135,6 +136,7 @@ class TavernContext:
         before_request: BeforeRequest | None = None,
         key_clock: Callable[[], float] = time.time,
         fallbacks: bool = True,
+        side_task: bool = False,
     ) -> None:
         if not isinstance(runtime, Runtime):
             # a Tavern here was the old call: say the new one rather than fail deep inside
@@ -155,7 +157,21 @@ class TavernContext:
         self.before_request = before_request
         self.key_clock = key_clock
         self.fallbacks = fallbacks
+        #: a side task's context: a call naming no profile runs on the utility profile
+        self.side_task = side_task
         self.connection_profiles = ConnectionProfiles(self)
+
+    def for_side_tasks(self) -> TavernContext:
+        """This context for side tasks (summaries, review, ``generate_task(side_task=True)``):
+        a call naming no profile runs on the utility profile (``PATCH /settings/selections``
+        ``utility_profile``) so it spends neither the main model's keys nor its budget; with
+        no utility profile set, on the selected one as every call does."""
+        if self.side_task:
+            return self
+        twin = copy.copy(self)
+        twin.side_task = True
+        twin.connection_profiles = ConnectionProfiles(twin)
+        return twin
 
     # -- collaborators -----------------------------------------------------------------------
     client = PooledClient()  # provider calls' HTTP client: the one given, else the Tavern's pool
@@ -180,6 +196,17 @@ class TavernContext:
                 )
             return profile
         settings = await self.runtime.settings()
+        utility = settings.selections.utility_profile if self.side_task else None
+        if utility:
+            profile = await self.connection_profiles.get(utility)
+            if profile is None:
+                raise GenerateTaskError(
+                    "invalid_input",
+                    f"the utility profile {utility!r} is not stored (set another or none in "
+                    "the settings)",
+                    details={"field": "utility_profile", "value": utility},
+                )
+            return profile
         selected = settings.selections.profile
         return await self.connection_profiles.get(selected) if selected else None
 
@@ -326,13 +353,15 @@ class TavernContext:
         abort: AbortSignal | None = None,
         substitute_macros: bool = True,
         response_length: int | None = None,
+        side_task: bool = False,
     ) -> TaskResult:
         """One LLM request with profile, preset, world info, envelope, tools or schema, and a
         normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises
         :class:`~tavernkit.errors.GenerateTaskError`."""
         options = TaskOptions(**_task_kwargs(locals()))
         options.validate()
-        return await self._in_window(lambda services: run_task(services, options, None))
+        context = self.for_side_tasks() if side_task else self
+        return await context._in_window(lambda services: run_task(services, options, None))
 
     @_parameters_of(generate_task)
     def generate_task_stream(
@@ -342,8 +371,9 @@ class TavernContext:
         parameters). Validation errors raise here, synchronously."""
         task = TaskOptions(task_messages, **options)
         task.validate()
+        context = self.for_side_tasks() if task.side_task else self
         return task_stream_in_window(
-            self.chat_id, self.rng, lambda window: self._services(window=window), task
+            self.chat_id, self.rng, lambda window: context._services(window=window), task
         )
 
     async def resolve_world_info_for_messages(

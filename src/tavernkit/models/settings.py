@@ -113,6 +113,9 @@ class Selections(ValueModel):
     chat_preset: str | None = None
     textgen_preset: str | None = None
     profile: str | None = None
+    #: the connection profile side tasks run on (summaries, review, ``generate_task`` with
+    #: ``side_task``); ``None``: they run on ``profile``, as turns do
+    utility_profile: str | None = None
     user_name: str = "User"
     #: the Quick Reply sets bound globally (their names, in the bar's order); a fresh profile
     #: has SillyTavern's "Default" set in it

@@ -112,6 +112,9 @@ class TaskOptions:
     #: the most tokens the reply may have (``None``: the preset's, or on a text API the
     #: settings' ``amount_gen``), as ``generate_raw``'s ``response_length``
     response_length: int | None = None
+    #: a side task (a summary, a review, a translation): naming no ``api_preset_name``, it
+    #: runs on the utility profile when one is set (``TavernContext.for_side_tasks``)
+    side_task: bool = False
     # resolved by validate()
     tool_list: list[FunctionTool] = field(default_factory=list)
     call_options: FunctionCallOptions = field(default_factory=FunctionCallOptions)

@@ -36,6 +36,7 @@ from tavernkit.server.routes import (
     turns,
     ui,
     variables,
+    writers,
 )
 
 __all__ = ["ROUTERS"]
@@ -47,6 +48,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     metrics.router,
     auth.router,
     characters.router,
+    writers.router,
     chats.router,
     scripts.router,
     quick_replies.router,

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Query, Request, Response
 from pydantic import BaseModel, Field
 
+from tavernkit.chat.writer import check_writer
 from tavernkit.errors import Conflict, FormatError, LimitExceeded, NotFound
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.avatars import AVATAR_MAX_BYTES, avatar_png
@@ -459,6 +460,7 @@ def _check_extensions(extensions: Mapping[str, Any]) -> None:
     world = extensions.get("world")
     if world is not None and not isinstance(world, str):
         raise FormatError("must be a lorebook's name", field=f"{where}.world")
+    check_writer(extensions)  # data.extensions.tavernkit.writer (chat/writer.py)
     depth = extensions.get("depth_prompt")
     if depth is None:
         return

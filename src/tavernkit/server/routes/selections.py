@@ -1,4 +1,5 @@
-"""What is active now (``Settings.selections``): the connection profile, the chat-completion
+"""What is active now (``Settings.selections``): the connection profile, the utility profile
+(side tasks: summaries, review, ``generate_task`` with ``side_task``), the chat-completion
 and text-completion presets, the default persona and the user's name, plus the personas
 locked to characters. ``PATCH`` sets only the keys it names (``null`` clears one); a profile,
 preset or persona that is not stored is a 404 naming it, and nothing is stored then.
@@ -40,6 +41,8 @@ class EmbeddedModel(BaseModel):
 class SelectionsBody(BaseModel):
     #: the active connection profile's name (``None``: the embedded model)
     profile: str | None
+    #: the profile side tasks run on (``None``: ``profile``'s)
+    utility_profile: str | None
     #: the chat-completion preset's name (a profile that binds one uses its own)
     chat_preset: str | None
     #: the text-completion preset's name
@@ -58,6 +61,7 @@ class SelectionsPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     profile: str | None = Field(None, max_length=200)
+    utility_profile: str | None = Field(None, max_length=200)
     chat_preset: str | None = Field(None, max_length=200)
     textgen_preset: str | None = Field(None, max_length=200)
     persona: str | None = Field(None, max_length=200)
@@ -68,6 +72,7 @@ def _view(settings: Settings) -> SelectionsBody:
     sel = settings.selections
     return SelectionsBody(
         profile=sel.profile,
+        utility_profile=sel.utility_profile,
         chat_preset=sel.chat_preset,
         textgen_preset=sel.textgen_preset,
         persona=sel.persona,
@@ -94,8 +99,10 @@ async def patch_selections(body: SelectionsPatch, tk: UserTavern) -> SelectionsB
     """Set the keys the body names, each checked first; stored in one write."""
     given = body.model_fields_set
     changes: dict[str, str | None] = {}
-    if "profile" in given:
-        changes["profile"] = (await tk.profiles.get(body.profile)).name if body.profile else None
+    for key in ("profile", "utility_profile"):
+        if key in given:
+            ref = getattr(body, key)
+            changes[key] = (await tk.profiles.get(ref)).name if ref else None
     for key, kind, label in (
         ("chat_preset", "chat_preset", "chat-completion preset"),
         ("textgen_preset", "textgen_preset", "text-completion preset"),

@@ -64,6 +64,8 @@ class TaskBody(BaseModel):
     function_call_options: Json | None = None
     substitute_macros: bool = True
     response_length: int | None = Field(None, ge=1, le=1_000_000)
+    #: run on the utility profile (``PATCH /settings/selections``) when no profile is named
+    side_task: bool = False
 
 
 class ToolCallBody(BaseModel):

@@ -9,18 +9,20 @@ import { backupsSection } from "./settings/backups.js";
 import { generationSection } from "./settings/generation.js";
 import { memorySection } from "./settings/memory.js";
 import { profilesSection } from "./settings/profiles.js";
+import { utilitySection } from "./settings/utility.js";
 import { variablesSection } from "./settings/variables.js";
 import { youSection } from "./settings/you.js";
 
 export { variablesSection };
 
 export async function showSettings(view) {
-  const [you, profiles, generation, variables, backups] = await Promise.all([
+  const [you, profiles, utility, generation, variables, backups] = await Promise.all([
     youSection(),
     profilesSection(),
+    utilitySection(),
     generationSection(),
     variablesSection("/variables", "Global variables"),
     backupsSection(),
   ]);
-  view.append(h("h1", {}, "Settings"), you, profiles, generation, memorySection(), variables, backups);
+  view.append(h("h1", {}, "Settings"), you, profiles, utility, generation, memorySection(), variables, backups);
 }

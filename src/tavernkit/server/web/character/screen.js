@@ -15,6 +15,7 @@ import { createAvatar } from "./avatar.js";
 import { createChats } from "./chats.js";
 import { confirmDialog, download } from "./files.js";
 import { createCardForm } from "./form.js";
+import { loadWriter } from "./writer.js";
 
 const EXPORTS = [
   ["png", "v2", "PNG card"],
@@ -67,6 +68,7 @@ export async function showCharacter(view, ref) {
     record ? api("GET", `/characters/${enc(record.id)}/lorebooks`) : Promise.resolve([]),
   ]);
   let linked = linkedNow;
+  const writer = await loadWriter(card);
 
   const alerts = createAlerts();
   const fail = (error, retry = null, retryLabel = null) => {
@@ -158,7 +160,7 @@ export async function showCharacter(view, ref) {
   // -- save --------------------------------------------------------------------------------
   // Whether the form differs from the card as saved (the lorebook choice included).
   function isDirty() {
-    return JSON.stringify(form.read(card)) !== JSON.stringify(card) || wantedBooks().join() !== linked.map((b) => b.id).join();
+    return JSON.stringify(writer.apply(form.read(card))) !== JSON.stringify(card) || wantedBooks().join() !== linked.map((b) => b.id).join();
   }
 
   function showFieldError(path, message) {
@@ -176,7 +178,7 @@ export async function showCharacter(view, ref) {
       showFieldError(bad[0], bad[1]);
       return;
     }
-    const body = form.read(card);
+    const body = writer.apply(form.read(card));
     const ext = body.data.extensions;
     const choice = bookSelect.value;
     if (choice !== firstChoice && choice !== MISSING) {
@@ -199,6 +201,7 @@ export async function showCharacter(view, ref) {
       const before = record.name;
       record = await api("PUT", `/characters/${enc(record.id)}`, body, { ifMatch: record.revision });
       card = record.data;
+      writer.saved(card);
       await saveBooks(record.id);
       firstChoice = choice;
       title.textContent = record.name;
@@ -319,7 +322,7 @@ export async function showCharacter(view, ref) {
       h(
         "div",
         { class: "editor-grid" },
-        h("div", { class: "editor-side" }, avatar.node, booksBox, chats ? chats.node : null),
+        h("div", { class: "editor-side" }, avatar.node, booksBox, writer.node, chats ? chats.node : null),
         h("form", { class: "editor-main", "aria-label": "Card" }, form.node),
       ),
     ),

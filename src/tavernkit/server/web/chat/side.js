@@ -12,6 +12,7 @@ import { memoryPanel } from "./memory.js";
 import { reportError, toast } from "../toast.js";
 import { createConnection } from "./connection.js";
 import { createPersonaPicker } from "./persona.js";
+import { writerNote } from "./writer-note.js";
 
 export async function createSide(chat, base) {
   const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
@@ -31,6 +32,7 @@ export async function createSide(chat, base) {
     picker.node,
     h("details", { class: "panel" }, h("summary", {}, "Search this chat"), searchBox("Search this chat", { chat: chat.id }, { showChat: false }).node),
     await createConnection(),
+    await writerNote(chat),
     await authorsNote(chatUrl),
     chat.character_id ? chatsPanel(chat) : null, // a group chat lists its group's (chat/group.js)
     await memoryPanel(chat.id),
