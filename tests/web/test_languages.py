@@ -66,7 +66,7 @@ def test_a_chinese_browser_gets_chat_characters_and_settings_in_its_script(
     expect(mira).to_be_visible()
     expect(page.get_by_label(tr["Search characters"])).to_be_visible()
     # a glyph of the page's script is drawn with a CJK font, not as a missing-glyph box
-    assert _draws_cjk(page, settings)
+    assert _draws_cjk(page, settings), "no CJK font: apt-get install fonts-noto-cjk (.ci/run does)"
     _both_sizes(page, f"languages-{language}-characters")
 
     # the chat: composer, actions and a streamed reply, all named in the language
