@@ -37,7 +37,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture
 def page(browser: Any, site: Site) -> Iterator[Any]:
-    context = browser.new_context(base_url=site.url)
+    # English, whatever the machine's locale: tests find controls by their English names
+    context = browser.new_context(base_url=site.url, locale="en-US")
     context.grant_permissions(["clipboard-read", "clipboard-write"], origin=site.url)
     page = context.new_page()
     page.set_default_timeout(10_000)

@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from ._site import Site
 from .conftest import CHROMIUM, CHROMIUM_ARGS, screenshot
 
-SHELL_FILE = re.compile(r"^/(ui/([\w-]+/)?[\w.-]+\.(js|css|png|svg|webmanifest))?$")
+SHELL_FILE = re.compile(r"^/(ui/([\w-]+/)?[\w.-]+\.(js|json|css|png|svg|webmanifest))?$")
 DESKTOP = {"width": 1280, "height": 720}
 PHONE = {"width": 390, "height": 844}
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.language import say, set_language
 from tavernkit.cli.lazy import LazyCommand, LazyGroup
 from tavernkit.cli.line_input import input_still_blocked
 from tavernkit.errors import TavernKitError
@@ -159,9 +160,17 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    lang: Annotated[
+        str | None,
+        typer.Option("--lang", help="Messages in en, zh-Hans or zh-Hant (default: the locale's)."),
+    ] = None,
+) -> None:
     # a group of commands, not one: typer needs a callback when every command is a stand-in
-    pass
+    try:
+        set_language(lang)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--lang") from None
 
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -181,7 +190,7 @@ def main() -> None:
             # (and the models under them) unimported until a command needs them
             add_plugin_commands(get_plugin_manager(include_builtins=False), app)
         except TavernKitError as exc:
-            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
             sys.exit(1)
         app()
     except SystemExit as exc:

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.store.protocol import ChatInfo
@@ -32,7 +33,7 @@ _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 def fail(message: str) -> typer.Exit:
     """Print ``message`` as the command's one error line; raise what it returns."""
-    _err.print(f"[bold red]error:[/] {escape(message)}")
+    _err.print(f"[bold red]{say('error:')}[/] {escape(message)}")
     return typer.Exit(1)
 
 

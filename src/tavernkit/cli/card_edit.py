@@ -18,6 +18,7 @@ from tavernkit.assist.card_edit import (
     propose_edits,
 )
 from tavernkit.cli._common import HomeOption
+from tavernkit.cli.language import say
 from tavernkit.errors import GenerateTaskError, TavernKitError
 from tavernkit.facade import Tavern
 
@@ -67,5 +68,5 @@ def edit(
     try:
         asyncio.run(run())
     except (TavernKitError, GenerateTaskError) as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
         raise typer.Exit(1) from None

@@ -28,6 +28,7 @@ from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session
 from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
+from tavernkit.cli.language import say
 from tavernkit.demo import DEMO_CHARACTER, add_demo_character
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
@@ -66,7 +67,15 @@ async def _interactive(session: Session, fresh: bool) -> None:
     stored = await session.chats.load(session.chat_id)
     who = f"group {session.group}" if session.group else stored.info.character_name
     who = who or "the character"
-    out.print(f"[dim]chat {escape(stored.info.name)} with {escape(who)}; /help for commands[/]")
+    out.print(
+        "[dim]"
+        + say(
+            "chat {name} with {who}; /help for commands",
+            name=escape(stored.info.name),
+            who=escape(who),
+        )
+        + "[/]"
+    )
     await session.history(20 if not fresh else 1)
     # what the first reply would load (the tokenizer, the embedded model) loads while the
     # first message is typed: the input thread waits in input(), which needs no GIL
@@ -130,16 +139,16 @@ def chat_command(
 ) -> None:
     """Chat with a character (the embedded model and the demo character by default)."""
     if chat is not None and new:
-        err.print("[bold red]error:[/] --chat and --new cannot be used together")
+        err.print(f"[bold red]{say('error:')}[/] {say('--chat and --new cannot be used together')}")
         raise typer.Exit(2)
     if group is not None and character is not None:
-        err.print("[bold red]error:[/] name a character or --group, not both")
+        err.print(f"[bold red]{say('error:')}[/] {say('name a character or --group, not both')}")
         raise typer.Exit(2)
     overrides = {k: v for k, v in (("profile", profile), ("persona", persona)) if v}
     try:
         review_setting = parse_review(review) if review not in (None, "profile") else None
     except FormatError as exc:
-        err.print(f"[bold red]error:[/] {escape(exc.reason)}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(exc.reason)}")
         raise typer.Exit(2) from None
 
     async def main() -> int:
@@ -172,7 +181,7 @@ def chat_command(
     try:
         code = asyncio.run(main())
     except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:  # Ctrl-C where no handler could be set (not the main thread)
         out.print()

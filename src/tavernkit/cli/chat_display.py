@@ -20,6 +20,7 @@ from rich.table import Table
 from tavernkit.chat.display import Shown
 from tavernkit.chat.service import TurnOutcome
 from tavernkit.cli.failures import Where, failure_line
+from tavernkit.cli.language import say
 from tavernkit.generation.result import TurnError, TurnResult
 from tavernkit.generation.sink import (
     ConsoleSink,
@@ -89,7 +90,7 @@ class ChatConsoleSink(ConsoleSink):
         self.stop_status()
         if isinstance(event, ReasoningDelta):
             if not self.reasoning and event.text:
-                self.console.print("(thinking…) ", style="dim italic", end="")
+                self.console.print(say("(thinking…) "), style="dim italic", end="")
                 self._mid_line = True
             self.reasoning += event.text
             return
@@ -158,7 +159,8 @@ def print_message(
     text = shown.text if shown is not None and shown.text is not None else message.text
     out.print(text, markup=False, highlight=False, soft_wrap=True)
     if message.has_reasoning:
-        out.print(f"  (reasoning: {len(message.current_reasoning)} chars; /think)", style="dim")
+        size = len(message.current_reasoning)
+        out.print(say("  (reasoning: {count} chars; /think)", count=size), style="dim")
     notice = stored_notice(message)
     if notice:
         out.print(notice, style="yellow", markup=False, highlight=False)
@@ -169,7 +171,7 @@ def print_message(
 def print_shown(text: str) -> None:
     """What the chat shows of a reply just streamed, when display-only regex scripts change
     it (the stream showed the stored text)."""
-    out.print("  shown as: ", style="dim", end="")
+    out.print(say("  shown as: "), style="dim", end="")
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
@@ -202,7 +204,8 @@ def report_outcome(outcome: TurnOutcome, sink: ChatConsoleSink | None, where: Wh
     if sink is not None:
         sink.end_line()
         if outcome.reasoning:
-            out.print(f"  (reasoning: {len(outcome.reasoning)} chars; /think)", style="dim")
+            size = len(outcome.reasoning)
+            out.print(say("  (reasoning: {count} chars; /think)", count=size), style="dim")
         if outcome.status == "aborted":
             out.print("  " + STOPPED_NOTICE, style="yellow", markup=False)
         elif outcome.status == "failed" and outcome.text:
@@ -210,12 +213,12 @@ def report_outcome(outcome: TurnOutcome, sink: ChatConsoleSink | None, where: Wh
     if outcome.status == "failed" and outcome.error is not None:
         hint = local_model_hint(outcome.error)
         if hint:
-            line = f"the embedded model is not installed [{outcome.error.code}]"
+            line = say("the embedded model is not installed [{code}]", code=outcome.error.code)
         else:
             line = failure_line(outcome.error, where)
-        say_error(f"error: {line}")
+        say_error(say("error: {line}", line=line))
         if hint:
-            say_error(f"hint: {hint}")
+            say_error(say("hint: {hint}", hint=hint))
 
 
 def print_inspection(console: Console, data: dict[str, Any]) -> None:

@@ -39,6 +39,7 @@ from tavernkit.cli.chat_display import (
 from tavernkit.cli.chat_setting_commands import SettingCommands
 from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.group_session import run_group_turn
+from tavernkit.cli.language import say
 from tavernkit.cli.line_input import LineReader
 from tavernkit.cli.slash import (
     COMMANDS,
@@ -145,7 +146,7 @@ class Session(SettingCommands):
         else:
             # The wait before the first token can be long (the embedded model loads then).
             name = await self._speaker(verb)
-            status = out.status("waiting for the model…", spinner="dots")
+            status = out.status(say("waiting for the model…"), spinner="dots")
             status.start()
             sink = ChatConsoleSink(out, status, name)
         kwargs: dict[str, Any] = {"sink": sink, "overrides": self.overrides or None}
@@ -233,11 +234,11 @@ class Session(SettingCommands):
         # the newest ``last`` messages only, whatever the chat's length
         window = await self.tk.store.load_chat_window(self.chat_id, last=last, owner=self.tk.owner)
         if not window.tail:
-            out.print("[dim]no messages[/]")
+            out.print(f"[dim]{say('no messages')}[/]")
             return
         start = window.info.message_count - len(window.tail)
         if start:
-            out.print(f"[dim]… {start} earlier messages[/]")
+            out.print(f"[dim]{say('… {count} earlier messages', count=start)}[/]")
         shown = await self.chats.shown(self.chat_id, window.tail)
         for entry in window.tail:
             message = Message.model_validate(entry.data)
@@ -260,7 +261,7 @@ class Session(SettingCommands):
                 else:
                     await self.run_turn(self.chats.send, line)
             except TavernKitError as exc:
-                say_error(f"error: {exc}")
+                say_error(say("error: {line}", line=exc))
             return True
         name, rest = split_command(line)
         command = COMMANDS.get(name)
@@ -269,7 +270,7 @@ class Session(SettingCommands):
             try:
                 await self.run_script(line)
             except TavernKitError as exc:
-                say_error(f"error: {exc}")
+                say_error(say("error: {line}", line=exc))
             return True
         if command.name == "quit":
             return False
@@ -277,9 +278,11 @@ class Session(SettingCommands):
         try:
             await handler(rest)
         except UsageError as exc:
-            say_error(f"usage: {exc.command.usage}  ({exc.problem})")
+            say_error(
+                say("usage: {usage}  ({problem})", usage=exc.command.usage, problem=exc.problem)
+            )
         except TavernKitError as exc:
-            say_error(f"error: {exc}")
+            say_error(say("error: {line}", line=exc))
         return True
 
     async def run_script(self, line: str) -> None:
@@ -313,7 +316,7 @@ class Session(SettingCommands):
             error = outcome.error
             say_error(f"{error.name}: {error.message}\n{error.hint}")
         elif outcome.aborted:
-            out.print(f"[dim]script aborted{': ' + escape(outcome.abort_reason or '')}[/]")
+            out.print(f"[dim]{say('script aborted')}{': ' + escape(outcome.abort_reason or '')}[/]")
         elif outcome.pipe:
             out.print(f"[dim]→[/] {escape(outcome.pipe)}")
 
@@ -409,7 +412,7 @@ class Session(SettingCommands):
         else:
             outcome = await self.run_turn(self.chats.impersonate)
         if outcome.text and not self.as_json:
-            out.print("[dim](send it with /send, or type your own)[/]")
+            out.print(f"[dim]{say('(send it with /send, or type your own)')}[/]")
         self._suggestion = outcome.text
 
     async def cmd_send(self, arg: str) -> None:
@@ -426,14 +429,14 @@ class Session(SettingCommands):
     async def cmd_prefill(self, arg: str) -> None:
         self.prefill = arg or None
         if arg:
-            out.print(f"[dim]the next reply starts with: {escape(arg)}[/]")
+            out.print(f"[dim]{say('the next reply starts with: {text}', text=escape(arg))}[/]")
         else:
-            out.print("[dim]prefill off[/]")
+            out.print(f"[dim]{say('prefill off')}[/]")
 
     async def cmd_stop(self, arg: str) -> None:
         no_argument(COMMANDS["stop"], arg)
         if not self.chats.stop(self.chat_id):
-            out.print("[dim]nothing is generating[/]")
+            out.print(f"[dim]{say('nothing is generating')}[/]")
 
     async def cmd_undo(self, arg: str) -> None:
         no_argument(COMMANDS["undo"], arg)
@@ -441,14 +444,14 @@ class Session(SettingCommands):
             raise COMMANDS["undo"].error("nothing to undo in this session")
         snapshot = await self.undo_stack.undo(self.tk.store, owner=self.tk.owner)
         self.chat_id = snapshot.chat_id
-        out.print(f"[dim]undid /{escape(snapshot.label)}[/]")
+        out.print(f"[dim]{say('undid /{label}', label=escape(snapshot.label))}[/]")
 
     async def cmd_delete(self, arg: str) -> None:
         command = COMMANDS["delete"]
         index = message_number(command, arg, await self._count())
         await self._snapshot("delete")
         await self.chats.delete(self.chat_id, index)
-        out.print(f"[dim]deleted message #{index} (/undo brings it back)[/]")
+        out.print(f"[dim]{say('deleted message #{index} (/undo brings it back)', index=index)}[/]")
 
     async def cmd_edit(self, arg: str) -> None:
         command = COMMANDS["edit"]
@@ -468,14 +471,16 @@ class Session(SettingCommands):
         await self._snapshot("edit")
         message = await self.chats.edit(self.chat_id, index, text)
         print_message(index, message)
-        out.print("[dim](/undo brings the old text back)[/]")
+        out.print(f"[dim]{say('(/undo brings the old text back)')}[/]")
 
     async def cmd_branch(self, arg: str) -> None:
         command = COMMANDS["branch"]
         index = message_number(command, arg, await self._count()) if arg else None
         info = await self.chats.branch(self.chat_id, index)
         self.chat_id = info.id
-        out.print(f"[dim]now in branch {escape(info.name)} ({info.id})[/]")
+        out.print(
+            f"[dim]{say('now in branch {name} ({id})', name=escape(info.name), id=info.id)}[/]"
+        )
 
     async def cmd_history(self, arg: str) -> None:
         last = positive_number(COMMANDS["history"], arg, "the count") if arg else 20
@@ -486,7 +491,7 @@ class Session(SettingCommands):
             raise COMMANDS["open"].error("name the chat to open (/chats lists them)")
         info = await self.tk.store.get_chat_info(arg, owner=self.tk.owner)
         self.chat_id = info.id
-        out.print(f"[dim]now in chat {escape(info.name)}[/]")
+        out.print(f"[dim]{say('now in chat {name}', name=escape(info.name))}[/]")
         await self.history()
 
     async def cmd_qr(self, arg: str) -> None:
@@ -499,17 +504,17 @@ class Session(SettingCommands):
             for reply in saved:
                 out.print(f"[bold]{escape(reply.label)}[/] {escape(reply.message)}")
             if not saved:
-                out.print("[dim]no quick replies; /qr add LABEL TEXT saves one[/]")
+                out.print(f"[dim]{say('no quick replies; /qr add LABEL TEXT saves one')}[/]")
         elif verb == "add":
             if not label or not text.strip():
                 raise command.error("/qr add needs a label and the text to send")
             await replies.save(label, text.strip())
-            out.print(f"[dim]saved quick reply {escape(label)}[/]")
+            out.print(f"[dim]{say('saved quick reply {label}', label=escape(label))}[/]")
         elif verb == "remove":
             if not label or text:
                 raise command.error("/qr remove needs one label")
             await replies.remove(label)
-            out.print(f"[dim]removed quick reply {escape(label)}[/]")
+            out.print(f"[dim]{say('removed quick reply {label}', label=escape(label))}[/]")
         else:
             if rest:
                 raise command.error(f"a label is one word; to save it: /qr add {verb} TEXT")
@@ -557,7 +562,7 @@ class Session(SettingCommands):
             if text.strip():
                 raise command.error("/summary now takes no text")
             await self._snapshot("summary")
-            out.print("[dim]summarizing…[/]")
+            out.print(f"[dim]{say('summarizing…')}[/]")
             try:
                 update = await summarize(self.tk.context(self.chat_id), force=True)
             except BaseException:
@@ -565,16 +570,27 @@ class Session(SettingCommands):
                 raise
             if update is None:
                 self.undo_stack.discard_last()
-                out.print("[dim]no summary made (nothing new to summarize)[/]")
+                out.print(f"[dim]{say('no summary made (nothing new to summarize)')}[/]")
             else:
                 out.print(escape(update.text))
-                out.print(f"[dim]stored on message #{update.message_index} (/undo drops it)[/]")
+                out.print(
+                    "[dim]"
+                    + say("stored on message #{index} (/undo drops it)", index=update.message_index)
+                    + "[/]"
+                )
         elif verb == "set":
             if not text.strip():
                 raise command.error("/summary set needs the new summary's text")
             await self._snapshot("summary")
             index = await set_summary(self.tk.runtime, self.chat_id, text.strip())
-            out.print(f"[dim]summary stored on message #{index} (/undo brings the old one back)[/]")
+            out.print(
+                "[dim]"
+                + say(
+                    "summary stored on message #{index} (/undo brings the old one back)",
+                    index=index,
+                )
+                + "[/]"
+            )
         else:
             raise command.error(
                 f"unknown {verb!r}: write /summary, /summary now or /summary set TEXT"
@@ -592,4 +608,4 @@ class Session(SettingCommands):
         if reasoning:
             out.print(reasoning, style="dim italic", markup=False, highlight=False)
         else:
-            out.print("[dim]no reasoning[/]")
+            out.print(f"[dim]{say('no reasoning')}[/]")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from tavernkit.cli.language import say
 from tavernkit.errors import GenerateTaskError, ProviderError, ProviderTimeout
 from tavernkit.generation.result import TurnError, classify_error
 from tavernkit.models.profile import ConnectionProfile
@@ -51,41 +52,57 @@ def failure_line(error: TurnError, where: Where) -> str:
     cause = error.cause
     provider = where.source or (cause.provider if isinstance(cause, ProviderError) else None)
     model = error.model or (cause.model if isinstance(cause, ProviderError) else None)
-    host = host_of(where.base_url) or provider or "the provider"
+    host = host_of(where.base_url) or provider or say("the provider")
     service = provider or host
-    key = where.credential or "the API key"
+    key = where.credential or say("the API key")
     via_parts = (
-        f"profile {where.profile!r}" if where.profile else "",
+        say("profile {name}", name=repr(where.profile)) if where.profile else "",
         provider or "",
-        f"model {model!r}" if model else "",
+        say("model {model}", model=repr(model)) if model else "",
     )
     via = ", ".join(part for part in via_parts if part)
     via = f" ({via})" if via else ""
     klass = error.error_class
     tag = klass if error.code == klass else f"{klass} {error.code}"
     if where.model_file is not None and klass in ("unknown", "model_unavailable", "protocol"):
-        text = (
-            f"the embedded model file {where.model_file} could not be loaded"
-            " (corrupt, or not a GGUF model: 'tavernkit model pull' fetches it again)"
+        text = say(
+            "the embedded model file {file} could not be loaded"
+            " (corrupt, or not a GGUF model: 'tavernkit model pull' fetches it again)",
+            file=where.model_file,
         )
         return f"{text} [{tag}]"
     phase = cause.phase if isinstance(cause, ProviderTimeout) else "reply"
-    wait = f"; retry in {error.retry_after:.0f}s" if error.retry_after else ""
+    wait = (
+        say("; retry in {seconds}s", seconds=f"{error.retry_after:.0f}")
+        if error.retry_after
+        else ""
+    )
+    names = {"host": host, "via": via, "service": service, "key": key}
     texts = {
-        "network": f"cannot connect to {host}{via}: is the server running and the URL right?",
-        "timeout": f"{host} did not answer in time ({phase} timeout){via}",
-        "auth": f"{service} rejected {key}{via}: check the key",
-        "missing_credential": f"no API key is configured{via}",
-        "no_credentials": f"no API key is configured{via}",
-        "quota": f"{service} says the quota of {key} is used up{via}",
-        "rate_limit": f"{service} is rate limiting {key}{via}{wait}",
-        "overloaded": f"{host} failed on its side{via}: try again later",
-        "model_unavailable": f"{service} does not serve {model or 'the model'!r}{via}",
-        "context_too_long": f"the prompt is longer than the model's context{via}",
-        "keys_cooling": f"every key is cooling down after errors{via}: wait, or add a key",
-        "content_filter": f"{service}'s safety filter blocked the prompt or the reply{via}",
+        "network": say(
+            "cannot connect to {host}{via}: is the server running and the URL right?", **names
+        ),
+        "timeout": say(
+            "{host} did not answer in time ({phase} timeout){via}", phase=phase, **names
+        ),
+        "auth": say("{service} rejected {key}{via}: check the key", **names),
+        "missing_credential": say("no API key is configured{via}", **names),
+        "no_credentials": say("no API key is configured{via}", **names),
+        "quota": say("{service} says the quota of {key} is used up{via}", **names),
+        "rate_limit": say("{service} is rate limiting {key}{via}{wait}", wait=wait, **names),
+        "overloaded": say("{host} failed on its side{via}: try again later", **names),
+        "model_unavailable": say(
+            "{service} does not serve {model}{via}", model=repr(model or "the model"), **names
+        ),
+        "context_too_long": say("the prompt is longer than the model's context{via}", **names),
+        "keys_cooling": say(
+            "every key is cooling down after errors{via}: wait, or add a key", **names
+        ),
+        "content_filter": say(
+            "{service}'s safety filter blocked the prompt or the reply{via}", **names
+        ),
     }
-    return f"{texts.get(klass, f'generation failed{via}')} [{tag}]"
+    return f"{texts.get(klass) or say('generation failed{via}', via=via)} [{tag}]"
 
 
 async def where_for(

@@ -14,6 +14,7 @@ from tavernkit.chat.group_turn import GroupTurnOutcome
 from tavernkit.chat.service import ChatService
 from tavernkit.cli.chat_display import ChatConsoleSink, JsonSink, out, report_outcome
 from tavernkit.cli.failures import Where
+from tavernkit.cli.language import say
 from tavernkit.errors import NotFound
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.groups.records import group_of_chat, load_group
@@ -64,7 +65,7 @@ async def run_group_turn(
     def sink_for(name: str) -> ResponseSink:
         if json_sink is not None:
             return json_sink
-        status = out.status(f"{name} is thinking…", spinner="dots")
+        status = out.status(say("{name} is thinking…", name=name), spinner="dots")
         status.start()
         sink = ChatConsoleSink(out, status, name)
         consoles.append(sink)
@@ -98,5 +99,7 @@ async def run_group_turn(
         console = consoles[index] if index < len(consoles) else None
         report_outcome(reply.outcome, console, Where())
     if not outcome.replies and json_sink is None:
-        out.print("[dim](nobody replies: the message is posted; /trigger NAME asks a member)[/]")
+        out.print(
+            f"[dim]{say('(nobody replies: the message is posted; /trigger NAME asks a member)')}[/]"
+        )
     return outcome

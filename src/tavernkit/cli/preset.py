@@ -18,6 +18,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.models.preset import INJECTION_ABSOLUTE, ChatCompletionPreset
@@ -152,7 +153,7 @@ def move(
 ) -> None:
     """Move a prompt within the prompt order."""
     if (position is None) == (after is None):
-        err.print("[bold red]error:[/] give either a POSITION or --after")
+        err.print(f"[bold red]{say('error:')}[/] {say('give either a POSITION or --after')}")
         raise typer.Exit(2)
 
     def change(preset: ChatCompletionPreset) -> ChatCompletionPreset:
@@ -194,7 +195,7 @@ def set_(
         all(v is None for v in (position, depth, order, role, trigger, content, title))
         and not all_triggers
     ):
-        err.print("[bold red]error:[/] nothing to set")
+        err.print(f"[bold red]{say('error:')}[/] {say('nothing to set')}")
         raise typer.Exit(2)
 
     def change(preset: ChatCompletionPreset) -> ChatCompletionPreset:

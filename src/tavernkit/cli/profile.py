@@ -26,6 +26,7 @@ from tavernkit.chat.prepare import resolve_for_state
 from tavernkit.chat.review_setup import parse_review
 from tavernkit.cli._common import HomeOption, run_in_tavern
 from tavernkit.cli.failures import task_failure_line, where_for
+from tavernkit.cli.language import say
 from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.facade import Tavern
 from tavernkit.generation.attempt.one_request import send_one
@@ -55,7 +56,7 @@ _APIS = ("chat", "text", "kobold", "novel", "local")
 
 
 def _usage(message: str) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {escape(message)}")
+    err.print(f"[bold red]{say('error:')}[/] {escape(message)}")
     return typer.Exit(2)
 
 

@@ -19,6 +19,7 @@ from rich.markup import escape
 from tavernkit.chat.inspect import inspection
 from tavernkit.cli.chat import ensure_character, open_chat
 from tavernkit.cli.chat_display import print_inspection
+from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 
@@ -48,7 +49,7 @@ def prompt_command(
 ) -> None:
     """Show the exact request the next turn would send, block by block."""
     if kind not in _KINDS or fmt not in ("text", "json"):
-        err.print("[bold red]error:[/] bad --kind or --format")
+        err.print(f"[bold red]{say('error:')}[/] {say('bad --kind or --format')}")
         raise typer.Exit(2)
 
     async def main() -> dict[str, Any]:
@@ -72,7 +73,7 @@ def prompt_command(
     try:
         data = asyncio.run(main())
     except TavernKitError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
         raise typer.Exit(1) from None
     if fmt == "json":
         out.print(

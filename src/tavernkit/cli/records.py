@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
+from tavernkit.cli.language import say
 from tavernkit.cli.render import render_found
 from tavernkit.errors import NameTaken, TavernKitError
 from tavernkit.facade import Tavern
@@ -71,11 +72,13 @@ def import_(
                 )
             except NameTaken as exc:
                 failed += 1
-                err.print(f"[bold red]error:[/] {escape(str(exc))}; --replace overwrites it")
+                err.print(
+                    f"[bold red]{say('error:')}[/] {escape(str(exc))}; --replace overwrites it"
+                )
                 continue
             except TavernKitError as exc:
                 failed += 1
-                err.print(f"[bold red]error:[/] {escape(str(exc))}")
+                err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
                 continue
             for result in results:
                 _print_import(result)
@@ -103,7 +106,12 @@ def list_(
     """List stored records."""
     if what not in _LIST_KINDS:
         err.print(
-            f"[bold red]error:[/] cannot list {what!r}; choose one of {', '.join(_LIST_KINDS)}"
+            f"[bold red]{say('error:')}[/] "
+            + say(
+                "cannot list {what}; choose one of {kinds}",
+                what=repr(what),
+                kinds=", ".join(_LIST_KINDS),
+            )
         )
         raise typer.Exit(2)
 
@@ -177,7 +185,7 @@ def export(
 ) -> None:
     """Export a record in SillyTavern's formats."""
     if spec not in ("v2", "v3"):
-        err.print("[bold red]error:[/] --spec must be v2 or v3")
+        err.print(f"[bold red]{say('error:')}[/] {say('--spec must be v2 or v3')}")
         raise typer.Exit(2)
     found = run_in_tavern(
         home, lambda tk: tk.library.export_file(name, fmt, output, kind=kind, spec=spec)

@@ -3,6 +3,7 @@
 // never clears them; role="alert" has a screen reader announce each.
 
 import { button, h } from "./dom.js";
+import { t } from "./i18n.js";
 
 export function createAlerts() {
   const node = h("div", { class: "alerts" });
@@ -16,7 +17,7 @@ export function createAlerts() {
       { class: info ? "alert info" : "alert", role: info ? "status" : "alert" },
       h("span", { class: "text" }, text),
     );
-    const choices = retry ? [{ label: "Retry", run: retry }, ...actions] : actions;
+    const choices = retry ? [{ label: t("Retry"), run: retry }, ...actions] : actions;
     const row = h("span", { class: "row" });
     for (const { label, run } of choices) {
       row.append(
@@ -26,7 +27,7 @@ export function createAlerts() {
         }),
       );
     }
-    row.append(button("Dismiss", () => item.remove()));
+    row.append(button(t("Dismiss"), () => item.remove()));
     item.append(row);
     node.append(item);
     return item;

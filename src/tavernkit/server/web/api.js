@@ -2,11 +2,13 @@
 // (a cookie session needs it on every change), typed errors as thrown ApiError, and a turn's
 // event stream (SSE) that survives a dropped connection and a page reload.
 
+import { t } from "./i18n.js";
+
 let csrfToken = "";
 
 export class ApiError extends Error {
   constructor(status, body) {
-    super((body && (body.message || body.detail)) || `HTTP ${status}`);
+    super((body && (body.message || body.detail)) || t("HTTP {status}", { status }));
     this.status = status;
     this.body = body;
   }
@@ -40,7 +42,7 @@ export async function api(method, path, body, { raw = false, ifMatch = "" } = {}
   } catch (error) {
     // no answer at all (offline, or the server is not running): status 0, type Unreachable
     if (!(error instanceof TypeError)) throw error;
-    throw new ApiError(0, { type: "Unreachable", message: "The server cannot be reached" });
+    throw new ApiError(0, { type: "Unreachable", message: t("The server cannot be reached") });
   }
   if (raw) return response;
   const text = await response.text();

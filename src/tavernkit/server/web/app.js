@@ -10,6 +10,7 @@ import { showCharacter } from "./character/screen.js";
 import { showChat } from "./chat/screen.js";
 import { showGroup } from "./groups/editor.js";
 import { showGroups } from "./groups/list.js";
+import "./i18n.js"; // first: the catalogue loads before any screen draws
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";

@@ -10,16 +10,17 @@ import { api } from "./api.js";
 import { droppedFiles, importEach } from "./import-files.js";
 import { errorText, reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
+import { t } from "./i18n.js";
 
 const PAGE = 24;
 const SORT_KEY = "tavernkit.characters.sort";
 const SORTS = [
-  ["name", "Name (A to Z)"],
-  ["name_desc", "Name (Z to A)"],
-  ["newest", "Newest"],
-  ["updated", "Recently edited"],
-  ["chatted", "Recently chatted"],
-  ["fav", "Favourites first"],
+  ["name", t("Name (A to Z)")],
+  ["name_desc", t("Name (Z to A)")],
+  ["newest", t("Newest")],
+  ["updated", t("Recently edited")],
+  ["chatted", t("Recently chatted")],
+  ["fav", t("Favourites first")],
 ];
 
 export async function showCharacters(view) {
@@ -28,24 +29,24 @@ export async function showCharacters(view) {
   const alerts = createAlerts();
   const search = h("input", {
     type: "search",
-    placeholder: "Search characters",
-    "aria-label": "Search characters",
+    placeholder: t("Search characters"),
+    "aria-label": t("Search characters"),
   });
   const sort = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
   sort.value = SORTS.some(([v]) => v === localStorage.getItem(SORT_KEY)) ? localStorage.getItem(SORT_KEY) : "name";
   const favOnly = h("input", { type: "checkbox" });
-  const chips = h("div", { class: "tag-chips", role: "group", "aria-label": "Filter by tag" });
-  const picker = h("input", { type: "file", multiple: true, hidden: true, "aria-label": "Files to import" });
-  const folderPicker = h("input", { type: "file", webkitdirectory: true, hidden: true, "aria-label": "Folder to import" });
-  const grid = h("ul", { class: "grid", "aria-label": "Characters" });
+  const chips = h("div", { class: "tag-chips", role: "group", "aria-label": t("Filter by tag") });
+  const picker = h("input", { type: "file", multiple: true, hidden: true, "aria-label": t("Files to import") });
+  const folderPicker = h("input", { type: "file", webkitdirectory: true, hidden: true, "aria-label": t("Folder to import") });
+  const grid = h("ul", { class: "grid", "aria-label": t("Characters") });
   const pager = h("div", { class: "pager" });
   const drop = h(
     "section",
-    { class: "dropzone", "aria-label": "Import files" },
-    h("p", {}, "Drop character cards, other files or folders here to import them, or "),
-    button("choose files", () => picker.click()),
+    { class: "dropzone", "aria-label": t("Import files") },
+    h("p", {}, t("Drop character cards, other files or folders here to import them, or ")),
+    button(t("choose files"), () => picker.click()),
     " ",
-    button("choose a folder", () => folderPicker.click()),
+    button(t("choose a folder"), () => folderPicker.click()),
   );
   const filtered = () => Boolean(search.value.trim() || chosenTags.size || favOnly.checked);
 
@@ -89,21 +90,21 @@ export async function showCharacters(view) {
         h(
           "li",
           { class: "empty" },
-          "No characters yet. Import a card above, ",
-          h("a", { href: "#/character/new" }, "make one"),
-          ", or ",
-          button("add the demo character (Wren)", () =>
+          t("No characters yet. Import a card above, "),
+          h("a", { href: "#/character/new" }, t("make one")),
+          t(", or "),
+          button(t("add the demo character (Wren)"), () =>
             api("POST", "/ui/demo-character").then(() => load({ tags: true })).catch(reportError),
           ),
         ),
       );
     } else if (!page.items.length) {
-      grid.append(h("li", { class: "empty" }, "No character matches."));
+      grid.append(h("li", { class: "empty" }, t("No character matches.")));
     }
     pager.replaceChildren(
-      button("Previous", () => turn(-PAGE), { disabled: offset === 0 }),
-      h("span", {}, `${page.total ? offset + 1 : 0}–${offset + page.items.length} of ${page.total}`),
-      button("Next", () => turn(PAGE), { disabled: offset + PAGE >= page.total }),
+      button(t("Previous"), () => turn(-PAGE), { disabled: offset === 0 }),
+      h("span", {}, t("{value}–{value2} of {total}", { value: page.total ? offset + 1 : 0, value2: offset + page.items.length, total: page.total })),
+      button(t("Next"), () => turn(PAGE), { disabled: offset + PAGE >= page.total }),
     );
   }
 
@@ -111,7 +112,7 @@ export async function showCharacters(view) {
     star.disabled = true;
     try {
       const line = await api("PUT", `/characters/${encodeURIComponent(character.id)}/fav`, { fav: !character.fav });
-      toast(line.fav ? `${line.name} is a favourite` : `${line.name} is no longer a favourite`, "info");
+      toast(line.fav ? t("{name} is a favourite", { name: line.name }) : t("{name} is no longer a favourite", { name: line.name }), "info");
       if (favOnly.checked || sort.value === "fav") await load();
       else {
         character.fav = line.fav;
@@ -136,20 +137,20 @@ export async function showCharacters(view) {
     const wanted = [...files];
     if (!wanted.length) return;
     const label = h("span", {});
-    const bar = h("progress", { max: wanted.length, value: 0, "aria-label": "Import progress" });
+    const bar = h("progress", { max: wanted.length, value: 0, "aria-label": t("Import progress") });
     const status = h("p", { class: "import-progress", role: "status" }, bar, label);
     drop.after(status);
     const progress = (done, total) => {
       bar.max = total;
       bar.value = done;
-      label.textContent = `Importing ${done} of ${total} files`;
+      label.textContent = t("Importing {done} of {total} files", { done, total });
     };
     try {
       const { imported: done, failed } = await importEach(wanted, { progress });
       reportFailures(failed);
       if (done.length) await imported(done);
     } catch (error) {
-      alerts.show(`Import stopped: ${errorText(error)}`);
+      alerts.show(t("Import stopped: {error}", { error: errorText(error) }));
     } finally {
       status.remove();
     }
@@ -163,7 +164,7 @@ export async function showCharacters(view) {
     const rest = failed.slice(SHOWN_FAILURES);
     if (rest.length) {
       const names = rest.map(({ file }) => file.webkitRelativePath || file.name);
-      alerts.show(`${rest.length} more files could not be imported: ${names.join(", ")}`);
+      alerts.show(t("{count} more files could not be imported: {names}", { count: rest.length, names: names.join(", ") }));
     }
   }
 
@@ -181,20 +182,21 @@ export async function showCharacters(view) {
     };
     alerts.show(
       taken
-        ? `${error.message}. Replace it with the file's?`
+        ? t("{message}. Replace it with the file's?", { message: error.message })
         : error.message.includes(name) // the server's message names the file already
           ? error.message
           : `${name}: ${error.message}`,
-      taken ? { actions: [{ label: "Replace", run: replace }] } : {},
+      taken ? { actions: [{ label: t("Replace"), run: replace }] } : {},
     );
   }
 
   async function imported(results) {
-    const verbs = { imported: "Imported", replaced: "Replaced", unchanged: "Already there:", kept: "Kept", linked: "Linked to its character:" };
+    const verbs = { imported: t("Imported"), replaced: t("Replaced"), unchanged: t("Already there:"), kept: t("Kept"), linked: t("Linked to its character:") };
     const names = new Map(); // status -> names, in the order met
     for (const r of results) names.set(r.status, [...(names.get(r.status) || []), r.name]);
     // a folder's hundreds of names would fill the screen: the first few, then how many more
-    const some = (list) => (list.length > 6 ? `${list.slice(0, 5).join(", ")} and ${list.length - 5} more` : list.join(", "));
+    const some = (list) =>
+      list.length > 6 ? t("{names} and {count} more", { names: list.slice(0, 5).join(", "), count: list.length - 5 }) : list.join(", ");
     const lines = [...names].map(([status, list]) => `${verbs[status] || status} ${some(list)}`);
     toast(lines.join("; "), "info");
     await load({ tags: true });
@@ -234,11 +236,11 @@ export async function showCharacters(view) {
     h(
       "div",
       { class: "toolbar" },
-      h("h1", {}, "Characters"),
+      h("h1", {}, t("Characters")),
       search,
-      h("label", { class: "inline" }, "Sort ", sort),
-      h("label", { class: "inline check" }, favOnly, "Favourites only"),
-      button("New character", () => {
+      h("label", { class: "inline" }, t("Sort "), sort),
+      h("label", { class: "inline check" }, favOnly, t("Favourites only")),
+      button(t("New character"), () => {
         window.location.hash = "#/character/new";
       }),
     ),
@@ -268,17 +270,17 @@ function tile(character, toggleFav) {
   const open = button(
     [image, h("span", { class: "name" }, character.name)],
     () => openLatestChat(character).catch(reportError),
-    { class: "tile", "aria-label": `Chat with ${character.name}` },
+    { class: "tile", "aria-label": t("Chat with {name}", { name: character.name }) },
   );
   const star = button("", () => toggleFav(character, star), {
     class: "star",
-    "aria-label": `Favourite ${character.name}`,
+    "aria-label": t("Favourite {name}", { name: character.name }),
   });
   starLook(star, character);
   const edit = h(
     "a",
     { class: "edit", href: `#/character/${encodeURIComponent(character.id)}` },
-    "Edit",
+    t("Edit"),
     h("span", { class: "visually-hidden" }, ` ${character.name}`),
   );
   return h("li", { class: "tile-box" }, open, h("div", { class: "tile-actions" }, star, edit));

@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { reportError } from "./toast.js";
 import { h } from "./dom.js";
+import { t } from "./i18n.js";
 
 const KINDS = ["normal", "swipe", "regenerate", "continue", "impersonate"];
 
@@ -19,7 +20,7 @@ function contentText(content) {
 // `params`: the hash's query; `persona` speaks as that persona (the chat screen's pick).
 export async function showInspector(view, chatId, params = new URLSearchParams()) {
   const persona = params.get("persona") || "";
-  const kind = h("select", { "aria-label": "Turn kind" }, ...KINDS.map((k) => h("option", { value: k }, k)));
+  const kind = h("select", { "aria-label": t("Turn kind") }, ...KINDS.map((k) => h("option", { value: k }, k)));
   const out = h("div", { class: "inspection" });
 
   async function load() {
@@ -43,7 +44,7 @@ export async function showInspector(view, chatId, params = new URLSearchParams()
         "li",
         { dataset: { entry: key } },
         h("strong", {}, entry.comment || key),
-        ` (${entry.world}, position ${entry.position}${entry.depth != null ? `, depth ${entry.depth}` : ""}): ${entry.why || ""}`,
+        (entry.depth != null ? t(" ({world}, position {position}, depth {depth}): {why}", { world: entry.world, position: entry.position, depth: entry.depth, why: entry.why || "" }) : t(" ({world}, position {position}): {why}", { world: entry.world, position: entry.position, why: entry.why || "" })),
       ),
     );
     out.replaceChildren(
@@ -51,19 +52,19 @@ export async function showInspector(view, chatId, params = new URLSearchParams()
         "p",
         { class: "summary" },
         `${data.profile} · ${data.api} · ${data.source || ""} ${data.model || ""} · `,
-        persona ? `as ${persona} · ` : "",
-        h("strong", {}, `${data.total_tokens} tokens`),
-        ` of ${data.budget} budget`,
+        persona ? t("as {persona} · ", { persona }) : "",
+        h("strong", {}, t("{total_tokens} tokens", { total_tokens: data.total_tokens })),
+        t(" of {budget} budget", { budget: data.budget }),
       ),
       h(
         "table",
         { class: "blocks" },
-        h("thead", {}, h("tr", {}, ...["Block", "Source", "Role", "Tokens", "Content"].map((t) => h("th", {}, t)))),
+        h("thead", {}, h("tr", {}, ...[t("Block"), t("Source"), t("Role"), t("Tokens"), t("Content")].map((t) => h("th", {}, t)))),
         h("tbody", {}, rows),
       ),
-      h("h2", {}, "Lorebook entries that fire"),
-      lore.length ? h("ul", { class: "lore" }, lore) : h("p", {}, "None."),
-      h("details", {}, h("summary", {}, "Request body"), h("pre", {}, JSON.stringify(data.request, null, 2))),
+      h("h2", {}, t("Lorebook entries that fire")),
+      lore.length ? h("ul", { class: "lore" }, lore) : h("p", {}, t("None.")),
+      h("details", {}, h("summary", {}, t("Request body")), h("pre", {}, JSON.stringify(data.request, null, 2))),
     );
   }
 
@@ -72,8 +73,8 @@ export async function showInspector(view, chatId, params = new URLSearchParams()
     h(
       "div",
       { class: "toolbar" },
-      h("h1", {}, "Prompt inspector"),
-      h("a", { href: `#/chat/${encodeURIComponent(chatId)}` }, "Back to the chat"),
+      h("h1", {}, t("Prompt inspector")),
+      h("a", { href: `#/chat/${encodeURIComponent(chatId)}` }, t("Back to the chat")),
       kind,
     ),
     out,

@@ -3,6 +3,7 @@
 import { api, setCsrf } from "./api.js";
 import { reportError } from "./toast.js";
 import { h } from "./dom.js";
+import { t } from "./i18n.js";
 
 export async function showLogin(view) {
   const name = h("input", { name: "name", autocomplete: "username", required: true });
@@ -14,11 +15,11 @@ export async function showLogin(view) {
   });
   const form = h(
     "form",
-    { class: "card login", "aria-label": "Sign in" },
-    h("h1", {}, "Sign in"),
-    h("label", {}, "Name", name),
-    h("label", {}, "Password", password),
-    h("button", { type: "submit" }, "Sign in"),
+    { class: "card login", "aria-label": t("Sign in") },
+    h("h1", {}, t("Sign in")),
+    h("label", {}, t("Name"), name),
+    h("label", {}, t("Password"), password),
+    h("button", { type: "submit" }, t("Sign in")),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();

@@ -4,6 +4,7 @@
 // that nothing is lost, a Retry button, and a retry by itself when the browser is online again.
 
 import { button, h } from "./dom.js";
+import { t } from "./i18n.js";
 
 export function registerServiceWorker() {
   // Only secure origins (https, or localhost) have service workers; elsewhere the UI works as
@@ -19,11 +20,11 @@ export function showUnreachable(view, retry) {
   view.replaceChildren(
     h(
       "section",
-      { class: "card unreachable", role: "alert", "aria-label": "Server unreachable" },
-      h("h1", {}, "Server unreachable"),
-      h("p", {}, `tavernkit cannot reach its server at ${window.location.host}: this device may be offline, or the server is not running.`),
-      h("p", { class: "muted" }, "Your characters and chats are kept on the server; nothing is lost. This page tries again when the connection comes back."),
-      button("Retry", retry),
+      { class: "card unreachable", role: "alert", "aria-label": t("Server unreachable") },
+      h("h1", {}, t("Server unreachable")),
+      h("p", {}, t("tavernkit cannot reach its server at {host}: this device may be offline, or the server is not running.", { host: window.location.host })),
+      h("p", { class: "muted" }, t("Your characters and chats are kept on the server; nothing is lost. This page tries again when the connection comes back.")),
+      button(t("Retry"), retry),
     ),
   );
 }

@@ -8,17 +8,18 @@ import { api, isStale } from "./api.js";
 import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
 import { textgenList } from "./textgen.js";
+import { t } from "./i18n.js";
 
 export const SAMPLERS = [
-  ["temperature", "Temperature", 0.01],
-  ["top_p", "Top P", 0.01],
-  ["top_k", "Top K", 1],
-  ["min_p", "Min P", 0.01],
-  ["frequency_penalty", "Frequency penalty", 0.01],
-  ["presence_penalty", "Presence penalty", 0.01],
-  ["repetition_penalty", "Repetition penalty", 0.01],
-  ["openai_max_tokens", "Max response tokens", 1],
-  ["openai_max_context", "Context size", 1],
+  ["temperature", t("Temperature"), 0.01],
+  ["top_p", t("Top P"), 0.01],
+  ["top_k", t("Top K"), 1],
+  ["min_p", t("Min P"), 0.01],
+  ["frequency_penalty", t("Frequency penalty"), 0.01],
+  ["presence_penalty", t("Presence penalty"), 0.01],
+  ["repetition_penalty", t("Repetition penalty"), 0.01],
+  ["openai_max_tokens", t("Max response tokens"), 1],
+  ["openai_max_context", t("Context size"), 1],
 ];
 // SillyTavern keeps the global prompt order under this dummy character id.
 const GLOBAL_ORDER_ID = 100001;
@@ -29,10 +30,10 @@ export async function showPresets(view) {
     api("GET", "/presets/textgen?limit=500"),
   ]);
   view.append(
-    h("h1", {}, "Chat presets"),
+    h("h1", {}, t("Chat presets")),
     h(
       "ul",
-      { class: "chat-list", "aria-label": "Chat presets" },
+      { class: "chat-list", "aria-label": t("Chat presets") },
       page.items.map((p) => h("li", {}, h("a", { href: `#/preset/${encodeURIComponent(p.id)}` }, p.name))),
     ),
     ...textgenList(textgen.items),
@@ -59,12 +60,12 @@ export async function showPreset(view, ref) {
   const data = structuredClone(record.data);
   const order = await orderOf(data);
   const prompts = new Map((data.prompts || []).map((p) => [p.identifier, p]));
-  const list = h("ol", { class: "prompt-order", "aria-label": "Prompt order" });
+  const list = h("ol", { class: "prompt-order", "aria-label": t("Prompt order") });
 
   function promptItem(item, index) {
     const prompt = prompts.get(item.identifier) || { identifier: item.identifier, name: item.identifier };
     const label = prompt.name || item.identifier;
-    const enabled = h("input", { type: "checkbox", checked: item.enabled !== false, "aria-label": `Enable ${label}` });
+    const enabled = h("input", { type: "checkbox", checked: item.enabled !== false, "aria-label": t("Enable {label}", { label }) });
     enabled.addEventListener("change", () => {
       item.enabled = enabled.checked;
     });
@@ -75,35 +76,35 @@ export async function showPreset(view, ref) {
       draw();
       list.querySelector(`[data-identifier="${CSS.escape(item.identifier)}"] button`)?.focus();
     };
-    const details = h("details", {}, h("summary", {}, "Edit"));
+    const details = h("details", {}, h("summary", {}, t("Edit")));
     if (!prompt.marker) {
-      const content = h("textarea", { rows: 4, "aria-label": `Content of ${label}` });
+      const content = h("textarea", { rows: 4, "aria-label": t("Content of {label}", { label }) });
       content.value = prompt.content || "";
       content.addEventListener("input", () => {
         prompt.content = content.value;
       });
-      const role = h("select", { "aria-label": `Role of ${label}` }, ["system", "user", "assistant"].map((r) => h("option", { value: r }, r)));
+      const role = h("select", { "aria-label": t("Role of {label}", { label }) }, ["system", "user", "assistant"].map((r) => h("option", { value: r }, r)));
       role.value = prompt.role || "system";
       role.addEventListener("change", () => {
         prompt.role = role.value;
       });
       const position = h(
         "select",
-        { "aria-label": `Injection position of ${label}` },
-        h("option", { value: 0 }, "relative (in the order)"),
-        h("option", { value: 1 }, "in chat at depth"),
+        { "aria-label": t("Injection position of {label}", { label }) },
+        h("option", { value: 0 }, t("relative (in the order)")),
+        h("option", { value: 1 }, t("in chat at depth")),
       );
       position.value = String(prompt.injection_position ?? 0);
       position.addEventListener("change", () => {
         prompt.injection_position = Number(position.value);
       });
-      const depth = h("input", { type: "number", min: 0, value: prompt.injection_depth ?? 4, "aria-label": `Injection depth of ${label}` });
+      const depth = h("input", { type: "number", min: 0, value: prompt.injection_depth ?? 4, "aria-label": t("Injection depth of {label}", { label }) });
       depth.addEventListener("input", () => {
         prompt.injection_depth = Number(depth.value) || 0;
       });
       details.append(content, h("div", { class: "row" }, role, position, depth));
     } else {
-      details.append(h("p", {}, "A marker: its text comes from the card, the chat or the lorebooks."));
+      details.append(h("p", {}, t("A marker: its text comes from the card, the chat or the lorebooks.")));
     }
     return h(
       "li",
@@ -111,8 +112,8 @@ export async function showPreset(view, ref) {
       h(
         "div",
         { class: "row" },
-        button("↑", move(-1), { "aria-label": `Move ${label} up`, disabled: index === 0 }),
-        button("↓", move(1), { "aria-label": `Move ${label} down`, disabled: index === order.order.length - 1 }),
+        button("↑", move(-1), { "aria-label": t("Move {label} up", { label }), disabled: index === 0 }),
+        button("↓", move(1), { "aria-label": t("Move {label} down", { label }), disabled: index === order.order.length - 1 }),
         h("label", {}, enabled, ` ${label}`),
       ),
       details,
@@ -126,7 +127,7 @@ export async function showPreset(view, ref) {
 
   const samplers = h(
     "div",
-    { class: "fields", "aria-label": "Samplers" },
+    { class: "fields", "aria-label": t("Samplers") },
     SAMPLERS.map(([key, label, step]) => {
       const input = h("input", { type: "number", step, value: data[key] ?? "", "aria-label": label });
       input.addEventListener("input", () => {
@@ -136,21 +137,21 @@ export async function showPreset(view, ref) {
     }),
   );
   const save = button(
-    "Save preset",
+    t("Save preset"),
     async () => {
       data.prompts = [...prompts.values()];
       try {
         const url = `/presets/chat/${encodeURIComponent(record.id)}`;
         const saved = await api("PUT", url, { name: record.name, ...data }, { ifMatch: revision });
         revision = saved.revision;
-        toast("Preset saved", "info");
+        toast(t("Preset saved"), "info");
       } catch (error) {
         if (isStale(error)) {
           // another tab or device saved the preset since this page read it: nothing was
           // overwritten; the page keeps the edits until the user reloads
           alerts.show(
-            "This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost).",
-            { actions: [{ label: "Reload preset", run: () => window.location.reload() }] },
+            t("This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost)."),
+            { actions: [{ label: t("Reload preset"), run: () => window.location.reload() }] },
           );
         } else {
           reportError(error);
@@ -160,11 +161,11 @@ export async function showPreset(view, ref) {
     { class: "primary" },
   );
   view.append(
-    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, t("All presets")), save),
     alerts.node,
-    h("h2", {}, "Samplers"),
+    h("h2", {}, t("Samplers")),
     samplers,
-    h("h2", {}, "Prompts"),
+    h("h2", {}, t("Prompts")),
     list,
   );
 }

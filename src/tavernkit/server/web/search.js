@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { button, h } from "./dom.js";
 import { reportError } from "./toast.js";
+import { t } from "./i18n.js";
 
 const PAGE = 30;
 
@@ -54,9 +55,9 @@ export function hitItem(hit, terms, { showChat = true } = {}) {
 // A search box and its results, paged ("More results"). `scope`: {chat} or {character}.
 export function searchBox(label, scope = {}, { showChat = true } = {}) {
   const input = h("input", { type: "search", placeholder: label, "aria-label": label });
-  const list = h("ul", { class: "hits", "aria-label": `${label}: results` });
+  const list = h("ul", { class: "hits", "aria-label": t("{label}: results", { label }) });
   const status = h("p", { class: "muted", role: "status" });
-  const more = button("More results", () => load(true), { hidden: true });
+  const more = button(t("More results"), () => load(true), { hidden: true });
   let offset = 0;
   let timer;
 
@@ -75,7 +76,7 @@ export function searchBox(label, scope = {}, { showChat = true } = {}) {
     const items = page.items.map((hit) => hitItem(hit, termsOf(q), { showChat }));
     if (next) list.append(...items);
     else list.replaceChildren(...items);
-    status.textContent = page.total ? `${page.total} message${page.total === 1 ? "" : "s"} found` : "No message found";
+    status.textContent = page.total ? (page.total === 1 ? t("1 message found") : t("{total} messages found", { total: page.total })) : t("No message found");
     more.hidden = offset + PAGE >= page.total;
   }
 
@@ -93,8 +94,8 @@ export function searchBox(label, scope = {}, { showChat = true } = {}) {
 }
 
 export async function showSearch(view, _arg, { params }) {
-  const box = searchBox("Search all chats");
-  view.append(h("div", { class: "toolbar" }, h("h1", {}, "Search")), box.node);
+  const box = searchBox(t("Search all chats"));
+  view.append(h("div", { class: "toolbar" }, h("h1", {}, t("Search"))), box.node);
   const q = params.get("q") || "";
   box.input.value = q;
   // the query goes into the address, so Back returns to the results

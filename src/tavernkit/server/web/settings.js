@@ -5,8 +5,10 @@
 // variables use the same editor (chat/side.js).
 
 import { h } from "./dom.js";
+import { t } from "./i18n.js";
 import { backupsSection } from "./settings/backups.js";
 import { generationSection } from "./settings/generation.js";
+import { languageSection } from "./settings/language.js";
 import { memorySection } from "./settings/memory.js";
 import { profilesSection } from "./settings/profiles.js";
 import { utilitySection } from "./settings/utility.js";
@@ -21,8 +23,8 @@ export async function showSettings(view) {
     profilesSection(),
     utilitySection(),
     generationSection(),
-    variablesSection("/variables", "Global variables"),
+    variablesSection("/variables", t("Global variables")),
     backupsSection(),
   ]);
-  view.append(h("h1", {}, "Settings"), you, profiles, utility, generation, memorySection(), variables, backups);
+  view.append(h("h1", {}, t("Settings")), you, languageSection(), profiles, utility, generation, memorySection(), variables, backups);
 }

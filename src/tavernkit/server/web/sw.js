@@ -1,5 +1,5 @@
 // The service worker (served at /sw.js, so its scope is the whole origin): it keeps the UI's
-// shell (the page, its scripts, styles, icons and manifest) in a cache so an installed app
+// shell (the page, its scripts, styles, language catalogues, icons and manifest) in a cache so an installed app
 // opens without the server, to the "server unreachable" screen (offline.js). It never caches
 // API data: only GET requests for "/" and the static files under /ui/ (the names the server's
 // static routes serve: one folder level, a file suffix) are answered here; every other
@@ -8,7 +8,7 @@
 // (each answer refreshes the cache); offline, the cached copy.
 
 const CACHE = "tavernkit-shell-v1";
-const SHELL_FILE = /^\/(ui\/([\w-]+\/)?[\w.-]+\.(js|css|png|svg|webmanifest))?$/;
+const SHELL_FILE = /^\/(ui\/([\w-]+\/)?[\w.-]+\.(js|json|css|png|svg|webmanifest))?$/;
 
 self.addEventListener("install", (event) => {
   event.waitUntil(

@@ -6,41 +6,42 @@ import { createAlerts } from "./alerts.js";
 import { api, isStale } from "./api.js";
 import { reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
+import { t } from "./i18n.js";
 
 // [key, label, step] for numbers; [key, label] for switches
 export const NUMBERS = [
-  ["temp", "Temperature", 0.01],
-  ["top_p", "Top P", 0.01],
-  ["top_k", "Top K", 1],
-  ["min_p", "Min P", 0.01],
-  ["typical_p", "Typical P", 0.01],
-  ["top_a", "Top A", 0.01],
-  ["tfs", "Tail-free sampling", 0.01],
-  ["rep_pen", "Repetition penalty", 0.01],
-  ["rep_pen_range", "Repetition penalty range", 1],
-  ["freq_pen", "Frequency penalty", 0.01],
-  ["presence_pen", "Presence penalty", 0.01],
-  ["min_temp", "Dynamic temperature: min", 0.01],
-  ["max_temp", "Dynamic temperature: max", 0.01],
-  ["dry_multiplier", "DRY multiplier", 0.01],
-  ["dry_base", "DRY base", 0.01],
-  ["dry_allowed_length", "DRY allowed length", 1],
-  ["mirostat_mode", "Mirostat mode (0, 1, 2)", 1],
-  ["mirostat_tau", "Mirostat tau", 0.01],
-  ["mirostat_eta", "Mirostat eta", 0.01],
+  ["temp", t("Temperature"), 0.01],
+  ["top_p", t("Top P"), 0.01],
+  ["top_k", t("Top K"), 1],
+  ["min_p", t("Min P"), 0.01],
+  ["typical_p", t("Typical P"), 0.01],
+  ["top_a", t("Top A"), 0.01],
+  ["tfs", t("Tail-free sampling"), 0.01],
+  ["rep_pen", t("Repetition penalty"), 0.01],
+  ["rep_pen_range", t("Repetition penalty range"), 1],
+  ["freq_pen", t("Frequency penalty"), 0.01],
+  ["presence_pen", t("Presence penalty"), 0.01],
+  ["min_temp", t("Dynamic temperature: min"), 0.01],
+  ["max_temp", t("Dynamic temperature: max"), 0.01],
+  ["dry_multiplier", t("DRY multiplier"), 0.01],
+  ["dry_base", t("DRY base"), 0.01],
+  ["dry_allowed_length", t("DRY allowed length"), 1],
+  ["mirostat_mode", t("Mirostat mode (0, 1, 2)"), 1],
+  ["mirostat_tau", t("Mirostat tau"), 0.01],
+  ["mirostat_eta", t("Mirostat eta"), 0.01],
 ];
 const SWITCHES = [
-  ["temperature_last", "Temperature last"],
-  ["dynatemp", "Dynamic temperature"],
-  ["do_sample", "Sample (off: greedy)"],
-  ["add_bos_token", "Add BOS token"],
-  ["ban_eos_token", "Ban EOS token"],
-  ["skip_special_tokens", "Skip special tokens"],
+  ["temperature_last", t("Temperature last")],
+  ["dynatemp", t("Dynamic temperature")],
+  ["do_sample", t("Sample (off: greedy)")],
+  ["add_bos_token", t("Add BOS token")],
+  ["ban_eos_token", t("Ban EOS token")],
+  ["skip_special_tokens", t("Skip special tokens")],
 ];
 
 export function textgenList(items) {
-  const name = h("input", { "aria-label": "New text preset name", placeholder: "name" });
-  const make = button("New text preset", async () => {
+  const name = h("input", { "aria-label": t("New text preset name"), placeholder: t("name") });
+  const make = button(t("New text preset"), async () => {
     try {
       const made = await api("POST", "/presets/textgen", { name: name.value.trim() });
       window.location.hash = `#/textgen/${encodeURIComponent(made.id)}`;
@@ -49,10 +50,10 @@ export function textgenList(items) {
     }
   });
   return [
-    h("h1", {}, "Text-completion presets"),
+    h("h1", {}, t("Text-completion presets")),
     h(
       "ul",
-      { class: "chat-list", "aria-label": "Text-completion presets" },
+      { class: "chat-list", "aria-label": t("Text-completion presets") },
       items.map((p) => h("li", {}, h("a", { href: `#/textgen/${encodeURIComponent(p.id)}` }, p.name))),
     ),
     h("div", { class: "row" }, name, make),
@@ -84,21 +85,21 @@ export async function showTextgenPreset(view, ref) {
     return h("label", { class: "field check" }, input, label);
   });
   const save = button(
-    "Save preset",
+    t("Save preset"),
     async () => {
       try {
         const url = `/presets/textgen/${encodeURIComponent(record.id)}`;
         const saved = await api("PUT", url, { ...data, name: record.name }, { ifMatch: revision });
         revision = saved.revision;
-        toast("Preset saved", "info");
+        toast(t("Preset saved"), "info");
       } catch (error) {
         // a refused value names its field; the stored preset is unchanged either way
         if (isStale(error)) {
           // another tab or device saved the preset since this page read it: nothing was
           // overwritten; the page keeps the edits until the user reloads
           alerts.show(
-            "This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost).",
-            { actions: [{ label: "Reload preset", run: () => window.location.reload() }] },
+            t("This preset was changed in another tab or device, so your save was refused. Reload to see the current preset (your edits here are then lost)."),
+            { actions: [{ label: t("Reload preset"), run: () => window.location.reload() }] },
           );
         } else {
           reportError(error);
@@ -108,10 +109,10 @@ export async function showTextgenPreset(view, ref) {
     { class: "primary" },
   );
   view.append(
-    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, "All presets"), save),
+    h("div", { class: "toolbar" }, h("h1", {}, record.name), h("a", { href: "#/presets" }, t("All presets")), save),
     alerts.node,
-    h("h2", {}, "Samplers"),
-    h("div", { class: "fields", "aria-label": "Samplers" }, numbers),
-    h("div", { class: "fields", "aria-label": "Switches" }, switches),
+    h("h2", {}, t("Samplers")),
+    h("div", { class: "fields", "aria-label": t("Samplers") }, numbers),
+    h("div", { class: "fields", "aria-label": t("Switches") }, switches),
   );
 }

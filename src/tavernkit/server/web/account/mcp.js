@@ -9,6 +9,7 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const path = (name, rest = "") => `/mcp/servers/${encodeURIComponent(name)}${rest}`;
 
@@ -25,7 +26,7 @@ export async function mcpSection({ canStdio = false } = {}) {
 
   const refresh = async () => {
     const servers = await api("GET", "/mcp/servers");
-    list.replaceChildren(...(servers.length ? servers.map(card) : [h("p", { class: "muted" }, "No MCP servers.")]));
+    list.replaceChildren(...(servers.length ? servers.map(card) : [h("p", { class: "muted" }, t("No MCP servers."))]));
     await Promise.all(servers.filter((s) => open.has(s.name)).map((s) => showTools(s)));
   };
 
@@ -47,36 +48,36 @@ export async function mcpSection({ canStdio = false } = {}) {
         "div",
         { class: "mcp-head" },
         h("h3", {}, server.name),
-        h("span", { class: server.enabled ? "badge on" : "badge" }, server.enabled ? "on" : "off"),
-        h("span", { class: "muted" }, server.transport, server.purpose === "prose_linter" ? ` · the review's prose linter (${server.linter_tool})` : ""),
+        h("span", { class: server.enabled ? "badge on" : "badge" }, server.enabled ? t("on") : t("off")),
+        h("span", { class: "muted" }, server.transport, server.purpose === "prose_linter" ? t(" · the review's prose linter ({linter_tool})", { linter_tool: server.linter_tool }) : ""),
       ),
       h("p", { class: "mcp-where" }, h("code", {}, where || "")),
-      h("p", { class: "muted" }, `Credential: ${server.credential || "none"}`, server.env.length ? ` · variables: ${server.env.join(", ")}` : ""),
+      h("p", { class: "muted" }, t("Credential: {credential}", { credential: server.credential || t("none") }), server.env.length ? t(" · variables: {names}", { names: server.env.join(", ") }) : ""),
       h(
         "div",
         { class: "row" },
         button(
-          server.enabled ? "Turn off" : "Turn on",
+          server.enabled ? t("Turn off") : t("Turn on"),
           () => attempt(async () => {
             await api("PUT", path(server.name, "/enabled"), { enabled: !server.enabled });
-            toast(`${server.name} is ${server.enabled ? "off" : "on"}`, "info");
+            toast(server.enabled ? t("{name} is off", { name: server.name }) : t("{name} is on", { name: server.name }), "info");
             await refresh();
           }),
-          { "aria-label": `${server.enabled ? "Turn off" : "Turn on"} ${server.name}` },
+          { "aria-label": server.enabled ? t("Turn off {name}", { name: server.name }) : t("Turn on {name}", { name: server.name }) },
         ),
-        button("Tools", () => showTools(server), { "aria-label": `Tools of ${server.name}` }),
+        button(t("Tools"), () => showTools(server), { "aria-label": t("Tools of {name}", { name: server.name }) }),
         button(
-          "Delete",
+          t("Delete"),
           () => {
-            if (!window.confirm(`Delete the MCP server ${server.name} and its stored token?`)) return;
+            if (!window.confirm(t("Delete the MCP server {name} and its stored token?", { name: server.name }))) return;
             attempt(async () => {
               await api("DELETE", path(server.name));
               open.delete(server.name);
-              toast(`${server.name} deleted`, "info");
+              toast(t("{name} deleted", { name: server.name }), "info");
               await refresh();
             });
           },
-          { "aria-label": `Delete ${server.name}`, class: "danger" },
+          { "aria-label": t("Delete {name}", { name: server.name }), class: "danger" },
         ),
       ),
       tools,
@@ -91,17 +92,17 @@ export async function mcpSection({ canStdio = false } = {}) {
     if (!box) return;
     open.add(server.name);
     if (!server.enabled) {
-      box.replaceChildren(h("p", { class: "muted" }, "Turn the server on to list its tools."));
+      box.replaceChildren(h("p", { class: "muted" }, t("Turn the server on to list its tools.")));
       return;
     }
-    box.replaceChildren(h("p", { class: "muted", role: "status" }, "Connecting…"));
+    box.replaceChildren(h("p", { class: "muted", role: "status" }, t("Connecting…")));
     let offered;
     try {
       offered = await api("GET", path(server.name, "/tools"));
     } catch (error) {
       const failed = createAlerts();
       box.replaceChildren(failed.node);
-      failed.show(`Could not reach ${server.name} to list its tools: ${errorText(error, { withField: true })}`, {
+      failed.show(t("Could not reach {name} to list its tools: {value}", { name: server.name, value: errorText(error, { withField: true }) }), {
         retry: () => showTools(server),
       });
       return;
@@ -112,21 +113,21 @@ export async function mcpSection({ canStdio = false } = {}) {
       ...server.disabled_tools.map((name) => ({ name, description: "", on: false })),
     ].sort((a, b) => a.name.localeCompare(b.name));
     if (!tools.length) {
-      box.replaceChildren(h("p", { class: "muted" }, "It offers no tools."));
+      box.replaceChildren(h("p", { class: "muted" }, t("It offers no tools.")));
       return;
     }
     box.replaceChildren(
       h(
         "fieldset",
         { class: "tool-list" },
-        h("legend", {}, `Tools of ${server.name} offered to chats`),
+        h("legend", {}, t("Tools of {name} offered to chats", { name: server.name })),
         ...tools.map((tool) => {
           const check = h("input", { type: "checkbox", checked: tool.on });
           check.addEventListener("change", () =>
             attempt(async () => {
               try {
                 await api("PUT", path(server.name, `/tools/${encodeURIComponent(tool.name)}/enabled`), { enabled: check.checked });
-                toast(`${tool.name} ${check.checked ? "offered" : "not offered"}`, "info");
+                toast(check.checked ? t("{name} offered", { name: tool.name }) : t("{name} not offered", { name: tool.name }), "info");
               } catch (error) {
                 check.checked = !check.checked;
                 throw error;
@@ -146,20 +147,20 @@ export async function mcpSection({ canStdio = false } = {}) {
 
   // the form for a new server
   const inputs = {
-    name: h("input", { required: true, maxlength: 64, placeholder: "e.g. search" }),
-    transport: h("select", {}, h("option", { value: "http" }, "HTTP (a URL)"), canStdio ? h("option", { value: "stdio" }, "stdio (a command on the server's machine)") : ""),
+    name: h("input", { required: true, maxlength: 64, placeholder: t("e.g. search") }),
+    transport: h("select", {}, h("option", { value: "http" }, t("HTTP (a URL)")), canStdio ? h("option", { value: "stdio" }, t("stdio (a command on the server's machine)")) : ""),
     url: h("input", { type: "url", placeholder: "https://…/mcp" }),
     token: h("input", { type: "password", autocomplete: "off" }),
     command: h("input", {}),
     args: h("textarea", { rows: 2 }),
-    credential_env: h("input", { placeholder: "e.g. API_TOKEN" }),
-    purpose: h("select", {}, h("option", { value: "tools" }, "Tools for chats"), h("option", { value: "prose_linter" }, "The review's prose linter")),
+    credential_env: h("input", { placeholder: t("e.g. API_TOKEN") }),
+    purpose: h("select", {}, h("option", { value: "tools" }, t("Tools for chats")), h("option", { value: "prose_linter" }, t("The review's prose linter"))),
     linter_tool: h("input", {}),
     timeout: h("input", { type: "number", min: "1", max: "600", step: "any", value: "30" }),
   };
-  const http = [field("URL", inputs.url)];
-  const stdio = [field("Command", inputs.command), field("Arguments (one per line)", inputs.args), field("Variable it is passed in", inputs.credential_env)];
-  const linter = field("Linter tool", inputs.linter_tool);
+  const http = [field(t("URL"), inputs.url)];
+  const stdio = [field(t("Command"), inputs.command), field(t("Arguments (one per line)"), inputs.args), field(t("Variable it is passed in"), inputs.credential_env)];
+  const linter = field(t("Linter tool"), inputs.linter_tool);
   const sync = () => {
     const isStdio = inputs.transport.value === "stdio";
     for (const node of http) node.hidden = isStdio;
@@ -170,22 +171,22 @@ export async function mcpSection({ canStdio = false } = {}) {
   inputs.purpose.addEventListener("change", sync);
   const form = h(
     "form",
-    { "aria-label": "New MCP server" },
-    h("h3", {}, "Add an MCP server"),
+    { "aria-label": t("New MCP server") },
+    h("h3", {}, t("Add an MCP server")),
     h(
       "div",
       { class: "fields" },
-      field("Server name", inputs.name),
-      field("Transport", inputs.transport),
+      field(t("Server name"), inputs.name),
+      field(t("Transport"), inputs.transport),
       ...http,
       ...stdio,
-      field("Token", inputs.token),
-      field("Use", inputs.purpose),
+      field(t("Token"), inputs.token),
+      field(t("Use"), inputs.purpose),
       linter,
-      field("Timeout (s)", inputs.timeout),
+      field(t("Timeout (s)"), inputs.timeout),
     ),
-    h("p", { class: "muted" }, "The token is write-only: it is stored as one of your keys and shown only as its fingerprint."),
-    h("button", { type: "submit" }, "Add server"),
+    h("p", { class: "muted" }, t("The token is write-only: it is stored as one of your keys and shown only as its fingerprint.")),
+    h("button", { type: "submit" }, t("Add server")),
   );
   sync();
   form.addEventListener("submit", async (event) => {
@@ -211,7 +212,7 @@ export async function mcpSection({ canStdio = false } = {}) {
       inputs.token.value = ""; // never kept in the page once sent
       form.reset();
       sync();
-      toast(`MCP server ${made.name} added`, "info");
+      toast(t("MCP server {name} added", { name: made.name }), "info");
       await refresh();
       await showTools(made); // connect now: a server that cannot be reached says so
     } catch (error) {
@@ -223,9 +224,9 @@ export async function mcpSection({ canStdio = false } = {}) {
   await refresh();
   return h(
     "section",
-    { class: "card", "aria-label": "MCP servers" },
-    h("h2", {}, "MCP servers"),
-    h("p", { class: "muted" }, "Tool servers your chats may call (Model Context Protocol)."),
+    { class: "card", "aria-label": t("MCP servers") },
+    h("h2", {}, t("MCP servers")),
+    h("p", { class: "muted" }, t("Tool servers your chats may call (Model Context Protocol).")),
     alerts.node,
     list,
     form,

@@ -5,6 +5,7 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { h } from "../dom.js";
 import { errorText } from "../toast.js";
+import { t } from "../i18n.js";
 
 export const MIN_PASSWORD = 10; // the server's rule (server/accounts.py); the server checks it
 
@@ -17,21 +18,21 @@ export function passwordSection({ onChanged = async () => {} } = {}) {
   next.setAttribute("minlength", String(MIN_PASSWORD));
   const form = h(
     "form",
-    { class: "fields", "aria-label": "Change password" },
-    h("label", { class: "field" }, "Current password", old),
-    h("label", { class: "field" }, "New password", next),
-    h("label", { class: "field" }, "New password again", again),
-    h("div", { class: "row" }, h("button", { type: "submit" }, "Change password")),
+    { class: "fields", "aria-label": t("Change password") },
+    h("label", { class: "field" }, t("Current password"), old),
+    h("label", { class: "field" }, t("New password"), next),
+    h("label", { class: "field" }, t("New password again"), again),
+    h("div", { class: "row" }, h("button", { type: "submit" }, t("Change password"))),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (next.value !== again.value) {
-      alerts.show("The two new passwords differ: type the same one twice.");
+      alerts.show(t("The two new passwords differ: type the same one twice."));
       return;
     }
     try {
       await api("POST", "/auth/password", { old_password: old.value, new_password: next.value });
-      alerts.show("Password changed. Your other sessions and your API tokens were signed out.", { info: true });
+      alerts.show(t("Password changed. Your other sessions and your API tokens were signed out."), { info: true });
       await onChanged();
     } catch (error) {
       alerts.show(errorText(error, { withField: true })); // nothing changed
@@ -41,9 +42,9 @@ export function passwordSection({ onChanged = async () => {} } = {}) {
   });
   return h(
     "section",
-    { class: "card", "aria-label": "Password" },
-    h("h2", {}, "Password"),
-    h("p", { class: "muted" }, `${MIN_PASSWORD} characters or more, and not a common password. Changing it signs out your other sessions and revokes your API tokens.`),
+    { class: "card", "aria-label": t("Password") },
+    h("h2", {}, t("Password")),
+    h("p", { class: "muted" }, t("{MIN_PASSWORD} characters or more, and not a common password. Changing it signs out your other sessions and revokes your API tokens.", { MIN_PASSWORD })),
     alerts.node,
     form,
   );

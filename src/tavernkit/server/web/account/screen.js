@@ -8,6 +8,7 @@ import { mcpSection } from "./mcp.js";
 import { passwordSection } from "./password.js";
 import { sharedSection } from "./shared.js";
 import { tokensSection } from "./tokens.js";
+import { t } from "../i18n.js";
 
 export async function showAccount(view) {
   const me = await api("GET", "/auth/me");
@@ -15,19 +16,19 @@ export async function showAccount(view) {
   const head = h(
     "div",
     { class: "toolbar" },
-    h("h1", {}, "Account"),
+    h("h1", {}, t("Account")),
     h(
       "span",
       { class: "muted" },
-      local ? "Local mode: one user, no sign-in." : `Signed in as ${me.name}${me.is_admin ? " (admin)" : ""}${me.via === "token" ? " with an API token" : ""}.`,
+      local ? t("Local mode: one user, no sign-in.") : t("Signed in as {name}{admin}{via}.", { name: me.name, admin: me.is_admin ? t(" (admin)") : "", via: me.via === "token" ? t(" with an API token") : "" }),
     ),
-    me.is_admin && !local ? h("a", { href: "#/admin" }, "Users and shared profiles") : "",
+    me.is_admin && !local ? h("a", { href: "#/admin" }, t("Users and shared profiles")) : "",
   );
   const mcp = await mcpSection({ canStdio: me.is_admin });
   if (local) {
     view.append(
       head,
-      h("p", { class: "muted" }, "API tokens and passwords exist when the server runs with accounts (tavernkit serve --accounts)."),
+      h("p", { class: "muted" }, t("API tokens and passwords exist when the server runs with accounts (tavernkit serve --accounts).")),
       mcp,
     );
     return;

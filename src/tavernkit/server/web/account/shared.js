@@ -5,17 +5,18 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 export async function sharedSection() {
   const alerts = createAlerts();
   const current = await api("GET", "/auth/me/shared-fallback");
   const box = h("input", { type: "checkbox", checked: current.allowed });
-  const label = "Fall back to the server's shared connection when my keys fail";
+  const label = t("Fall back to the server's shared connection when my keys fail");
   box.addEventListener("change", async () => {
     try {
       const saved = await api("PUT", "/auth/me/shared-fallback", { allowed: box.checked });
       box.checked = saved.allowed;
-      toast(saved.allowed ? "Shared fallback on" : "Shared fallback off", "info");
+      toast(saved.allowed ? t("Shared fallback on") : t("Shared fallback off"), "info");
     } catch (error) {
       box.checked = !box.checked;
       alerts.show(errorText(error, { withField: true }));
@@ -23,8 +24,8 @@ export async function sharedSection() {
   });
   return h(
     "section",
-    { class: "card", "aria-label": "Shared connection" },
-    h("h2", {}, "Shared connection"),
+    { class: "card", "aria-label": t("Shared connection") },
+    h("h2", {}, t("Shared connection")),
     h("label", { class: "field check" }, box, label),
     alerts.node,
   );

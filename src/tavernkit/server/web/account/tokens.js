@@ -6,8 +6,9 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
-export const when = (iso) => (iso ? new Date(iso).toLocaleString() : "never");
+export const when = (iso) => (iso ? new Date(iso).toLocaleString() : t("never"));
 
 export async function tokensSection() {
   const alerts = createAlerts();
@@ -19,68 +20,68 @@ export async function tokensSection() {
     body.replaceChildren(
       ...(tokens.length
         ? tokens.map((token) => {
-            const label = token.label || "(no name)";
+            const label = token.label || t("(no name)");
             return h(
               "tr",
               { dataset: { token: token.id } },
-              h("td", { "data-label": "Name" }, label),
-              h("td", { "data-label": "Created" }, when(token.created)),
-              h("td", { "data-label": "Last used" }, when(token.last_used)),
+              h("td", { "data-label": t("Name") }, label),
+              h("td", { "data-label": t("Created") }, when(token.created)),
+              h("td", { "data-label": t("Last used") }, when(token.last_used)),
               h(
                 "td",
                 {},
                 button(
-                  "Revoke",
+                  t("Revoke"),
                   async () => {
-                    if (!window.confirm(`Revoke the token ${label}? Programs using it stop working.`)) return;
+                    if (!window.confirm(t("Revoke the token {label}? Programs using it stop working.", { label }))) return;
                     try {
                       await api("DELETE", `/auth/tokens/${encodeURIComponent(token.id)}`);
-                      toast(`Token ${label} revoked`, "info");
+                      toast(t("Token {label} revoked", { label }), "info");
                       await refresh();
                     } catch (error) {
                       alerts.show(errorText(error, { withField: true }));
                     }
                   },
-                  { "aria-label": `Revoke ${label}`, class: "danger" },
+                  { "aria-label": t("Revoke {label}", { label }), class: "danger" },
                 ),
               ),
             );
           })
-        : [h("tr", {}, h("td", { colspan: "4", class: "muted" }, "No API tokens."))]),
+        : [h("tr", {}, h("td", { colspan: "4", class: "muted" }, t("No API tokens.")))]),
     );
   };
 
   // the token just made: in view (selectable, with Copy) until Done
   function showToken(issued) {
-    const value = h("input", { readonly: true, value: issued.token, class: "token-value", "aria-label": "New token" });
-    const copy = button("Copy", async () => {
+    const value = h("input", { readonly: true, value: issued.token, class: "token-value", "aria-label": t("New token") });
+    const copy = button(t("Copy"), async () => {
       try {
         await navigator.clipboard.writeText(issued.token);
-        toast("Token copied", "info");
+        toast(t("Token copied"), "info");
       } catch {
         value.select(); // no clipboard here: selected for the user to copy
-        toast("Press Ctrl+C (or ⌘C) to copy the selected token", "info");
+        toast(t("Press Ctrl+C (or ⌘C) to copy the selected token"), "info");
       }
     });
     fresh.replaceChildren(
       h(
         "div",
         { class: "new-token", role: "status" },
-        h("p", {}, h("strong", {}, `Your new token ${issued.label || ""}`.trim()), ": copy it now. You will not see it again."),
-        h("div", { class: "row" }, value, copy, button("Done", () => fresh.replaceChildren())),
-        h("p", { class: "muted" }, "Send it as the header Authorization: Bearer <token>."),
+        h("p", {}, h("strong", {}, (issued.label ? t("Your new token {label}", { label: issued.label }) : t("Your new token"))), t(": copy it now. You will not see it again.")),
+        h("div", { class: "row" }, value, copy, button(t("Done"), () => fresh.replaceChildren())),
+        h("p", { class: "muted" }, t("Send it as the header Authorization: Bearer <token>.")),
       ),
     );
     value.focus();
     value.select();
   }
 
-  const label = h("input", { maxlength: 200, placeholder: "e.g. my script" });
+  const label = h("input", { maxlength: 200, placeholder: t("e.g. my script") });
   const form = h(
     "form",
-    { class: "inline-form", "aria-label": "New API token" },
-    h("label", { class: "field" }, "Token name", label),
-    h("button", { type: "submit" }, "Create token"),
+    { class: "inline-form", "aria-label": t("New API token") },
+    h("label", { class: "field" }, t("Token name"), label),
+    h("button", { type: "submit" }, t("Create token")),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -97,15 +98,15 @@ export async function tokensSection() {
   await refresh();
   const node = h(
     "section",
-    { class: "card", "aria-label": "API tokens" },
-    h("h2", {}, "API tokens"),
-    h("p", { class: "muted" }, "For programs that use the API as you (the OpenAI-compatible /v1 too)."),
+    { class: "card", "aria-label": t("API tokens") },
+    h("h2", {}, t("API tokens")),
+    h("p", { class: "muted" }, t("For programs that use the API as you (the OpenAI-compatible /v1 too).")),
     alerts.node,
     fresh,
     h(
       "table",
       { class: "records" },
-      h("thead", {}, h("tr", {}, ["Name", "Created", "Last used", ""].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, [t("Name"), t("Created"), t("Last used"), ""].map((t) => h("th", {}, t)))),
       body,
     ),
     form,

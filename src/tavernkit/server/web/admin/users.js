@@ -10,6 +10,7 @@ import { button, h } from "../dom.js";
 import { MIN_PASSWORD } from "../account/password.js";
 import { when } from "../account/tokens.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 export async function usersSection(me) {
   const alerts = createAlerts();
@@ -25,21 +26,21 @@ export async function usersSection(me) {
     const slot = h("div", { class: "reset" });
     const resetForm = () => {
       const input = h("input", { type: "password", autocomplete: "new-password", minlength: String(MIN_PASSWORD), required: true });
-      const label = `New password for ${user.name}`;
+      const label = t("New password for {name}", { name: user.name });
       input.setAttribute("aria-label", label);
       const form = h(
         "form",
-        { class: "inline-form", "aria-label": `Reset the password of ${user.name}` },
+        { class: "inline-form", "aria-label": t("Reset the password of {name}", { name: user.name }) },
         h("label", { class: "field" }, label, input),
-        h("button", { type: "submit" }, "Save password"),
-        button("Cancel", () => slot.replaceChildren()),
+        h("button", { type: "submit" }, t("Save password")),
+        button(t("Cancel"), () => slot.replaceChildren()),
       );
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         try {
           await api("POST", `/users/${encodeURIComponent(user.id)}/password`, { password: input.value });
           slot.replaceChildren();
-          alerts.show(`${user.name}'s password is set. ${self ? "Your other sessions and tokens were" : "Their sessions and API tokens were"} signed out.`, { info: true });
+          alerts.show(self ? t("{name}'s password is set. Your other sessions and tokens were signed out.", { name: user.name }) : t("{name}'s password is set. Their sessions and API tokens were signed out.", { name: user.name }), { info: true });
         } catch (error) {
           alerts.show(errorText(error, { withField: true }));
         } finally {
@@ -52,26 +53,26 @@ export async function usersSection(me) {
     const deleteForm = () => {
       const choice = h(
         "select",
-        { "aria-label": `Records of ${user.name}` },
-        h("option", { value: "" }, "Delete them"),
-        ...users.filter((u) => u.id !== user.id).map((u) => h("option", { value: u.id }, `Hand them to ${u.name}`)),
+        { "aria-label": t("Records of {name}", { name: user.name }) },
+        h("option", { value: "" }, t("Delete them")),
+        ...users.filter((u) => u.id !== user.id).map((u) => h("option", { value: u.id }, t("Hand them to {name}", { name: u.name }))),
       );
       const form = h(
         "form",
-        { class: "inline-form", "aria-label": `Delete the user ${user.name}` },
-        h("label", { class: "field" }, "Their characters, chats, keys and settings", choice),
-        h("button", { type: "submit", class: "danger", "aria-label": `Confirm deleting ${user.name}` }, "Delete the user"),
-        button("Cancel", () => slot.replaceChildren()),
+        { class: "inline-form", "aria-label": t("Delete the user {name}", { name: user.name }) },
+        h("label", { class: "field" }, t("Their characters, chats, keys and settings"), choice),
+        h("button", { type: "submit", class: "danger", "aria-label": t("Confirm deleting {name}", { name: user.name }) }, t("Delete the user")),
+        button(t("Cancel"), () => slot.replaceChildren()),
       );
       form.addEventListener("submit", async (event) => {
         event.preventDefault();
         const to = users.find((u) => u.id === choice.value);
-        const fate = to ? `their records go to ${to.name}` : "their records are deleted with them";
-        if (!window.confirm(`Delete the user ${user.name}? They can no longer sign in; their tokens and sessions end, and ${fate}.`)) return;
+        const fate = to ? t("their records go to {name}", { name: to.name }) : t("their records are deleted with them");
+        if (!window.confirm(t("Delete the user {name}? They can no longer sign in; their tokens and sessions end, and {fate}.", { name: user.name, fate }))) return;
         try {
           const query = to ? `?hand_over_to=${encodeURIComponent(to.id)}` : "";
           await api("DELETE", `/users/${encodeURIComponent(user.id)}${query}`);
-          toast(to ? `${user.name} deleted; ${to.name} has their records` : `${user.name} deleted`, "info");
+          toast(to ? t("{name} deleted; {name2} has their records", { name: user.name, name2: to.name }) : t("{name} deleted", { name: user.name }), "info");
           await refresh();
         } catch (error) {
           alerts.show(errorText(error, { withField: true }));
@@ -83,14 +84,14 @@ export async function usersSection(me) {
     return h(
       "tr",
       { dataset: { user: user.name } },
-      h("td", { "data-label": "Name" }, user.name, self ? " (you)" : ""),
-      h("td", { "data-label": "Role" }, user.is_admin ? "admin" : "user"),
-      h("td", { "data-label": "Created" }, when(user.created)),
+      h("td", { "data-label": t("Name") }, user.name, self ? t(" (you)") : ""),
+      h("td", { "data-label": t("Role") }, user.is_admin ? t("admin") : t("user")),
+      h("td", { "data-label": t("Created") }, when(user.created)),
       h(
         "td",
         {},
-        h("div", { class: "actions" }, button("Reset password", resetForm, { "aria-label": `Reset password of ${user.name}` }),
-        self ? "" : button("Delete", deleteForm, { "aria-label": `Delete ${user.name}`, class: "danger" }),
+        h("div", { class: "actions" }, button(t("Reset password"), resetForm, { "aria-label": t("Reset password of {name}", { name: user.name }) }),
+        self ? "" : button(t("Delete"), deleteForm, { "aria-label": t("Delete {name}", { name: user.name }), class: "danger" }),
         ),
         slot,
       ),
@@ -102,17 +103,17 @@ export async function usersSection(me) {
   const admin = h("input", { type: "checkbox" });
   const form = h(
     "form",
-    { class: "fields", "aria-label": "New user" },
-    h("label", { class: "field" }, "User name", name),
-    h("label", { class: "field" }, "Password", password),
-    h("label", { class: "field check" }, admin, "Administrator"),
-    h("div", { class: "row" }, h("button", { type: "submit" }, "Create user")),
+    { class: "fields", "aria-label": t("New user") },
+    h("label", { class: "field" }, t("User name"), name),
+    h("label", { class: "field" }, t("Password"), password),
+    h("label", { class: "field check" }, admin, t("Administrator")),
+    h("div", { class: "row" }, h("button", { type: "submit" }, t("Create user"))),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     try {
       const made = await api("POST", "/users", { name: name.value.trim(), password: password.value, is_admin: admin.checked });
-      toast(`User ${made.name} created`, "info");
+      toast(t("User {name} created", { name: made.name }), "info");
       form.reset();
       await refresh();
     } catch (error) {
@@ -125,17 +126,17 @@ export async function usersSection(me) {
   await refresh();
   return h(
     "section",
-    { class: "card", "aria-label": "Users" },
-    h("h2", {}, "Users"),
+    { class: "card", "aria-label": t("Users") },
+    h("h2", {}, t("Users")),
     alerts.node,
     h(
       "table",
       { class: "records" },
-      h("thead", {}, h("tr", {}, ["Name", "Role", "Created", ""].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, [t("Name"), t("Role"), t("Created"), ""].map((t) => h("th", {}, t)))),
       body,
     ),
-    h("h3", {}, "New user"),
-    h("p", { class: "muted" }, `A password needs ${MIN_PASSWORD} characters or more and cannot be a common one. A name cannot hold invisible characters. Each user has their own characters, chats and keys.`),
+    h("h3", {}, t("New user")),
+    h("p", { class: "muted" }, t("A password needs {MIN_PASSWORD} characters or more and cannot be a common one. A name cannot hold invisible characters. Each user has their own characters, chats and keys.", { MIN_PASSWORD })),
     form,
   );
 }

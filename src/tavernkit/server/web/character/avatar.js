@@ -4,6 +4,7 @@
 // choice waits (`pending()`) until the card is saved.
 
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 const OUT_W = 512;
 const TYPES = "image/png,image/jpeg,image/webp";
@@ -16,8 +17,8 @@ export function createAvatar({ name, url, upload, remove, fail }) {
   const picture = h("div", { class: "avatar-frame" });
   const picker = h("input", { type: "file", accept: TYPES, hidden: true });
   const cropper = h("div", { class: "cropper", hidden: true });
-  const removeButton = button("Remove avatar", () => removeAvatar(), { class: "danger" });
-  const change = button("Change avatar", () => picker.click());
+  const removeButton = button(t("Remove avatar"), () => removeAvatar(), { class: "danger" });
+  const change = button(t("Change avatar"), () => picker.click());
 
   function show(src) {
     current = src;
@@ -26,7 +27,7 @@ export function createAvatar({ name, url, upload, remove, fail }) {
       picture.replaceChildren(h("span", { class: "initial", "aria-hidden": "true" }, (name() || "?").slice(0, 1)));
       return;
     }
-    const img = h("img", { src, alt: `Avatar of ${name() || "the character"}`, width: 200, height: 300 });
+    const img = h("img", { src, alt: t("Avatar of {name}", { name: name() || t("the character") }), width: 200, height: 300 });
     img.addEventListener("error", () => show(""));
     picture.replaceChildren(img);
   }
@@ -49,14 +50,14 @@ export function createAvatar({ name, url, upload, remove, fail }) {
     try {
       bitmap = await createImageBitmap(file);
     } catch {
-      fail(new Error(`${file.name}: not an image this browser can read (use a PNG, JPEG or WebP file)`));
+      fail(new Error(t("{name}: not an image this browser can read (use a PNG, JPEG or WebP file)", { name: file.name })));
       return;
     }
     openCropper(bitmap);
   });
 
   function openCropper(bitmap) {
-    const preview = h("canvas", { width: 160, height: 240, class: "crop-preview", "aria-label": "Cropped avatar preview", role: "img" });
+    const preview = h("canvas", { width: 160, height: 240, class: "crop-preview", "aria-label": t("Cropped avatar preview"), role: "img" });
     const zoom = h("input", { type: "range", min: 1, max: 4, step: 0.05, value: 1 });
     const across = h("input", { type: "range", min: 0, max: 100, step: 1, value: 50 });
     const down = h("input", { type: "range", min: 0, max: 100, step: 1, value: 50 });
@@ -93,7 +94,7 @@ export function createAvatar({ name, url, upload, remove, fail }) {
       change.focus();
     };
     const use = button(
-      "Use this avatar",
+      t("Use this avatar"),
       async () => {
         const { cw } = area();
         const out = h("canvas", { width: Math.max(2, Math.min(OUT_W, Math.round(cw))) });
@@ -116,12 +117,12 @@ export function createAvatar({ name, url, upload, remove, fail }) {
       { class: "primary" },
     );
     cropper.replaceChildren(
-      h("p", { class: "muted" }, "Crop to the card's shape (2:3):"),
+      h("p", { class: "muted" }, t("Crop to the card's shape (2:3):")),
       preview,
-      h("label", { class: "field" }, "Zoom", zoom),
-      h("label", { class: "field" }, "Left to right", across),
-      h("label", { class: "field" }, "Top to bottom", down),
-      h("div", { class: "row" }, use, button("Cancel", close)),
+      h("label", { class: "field" }, t("Zoom"), zoom),
+      h("label", { class: "field" }, t("Left to right"), across),
+      h("label", { class: "field" }, t("Top to bottom"), down),
+      h("div", { class: "row" }, use, button(t("Cancel"), close)),
     );
     cropper.hidden = false;
     use.focus();
@@ -130,7 +131,7 @@ export function createAvatar({ name, url, upload, remove, fail }) {
   show(url);
   const node = h(
     "section",
-    { class: "avatar-box", "aria-label": "Avatar" },
+    { class: "avatar-box", "aria-label": t("Avatar") },
     picture,
     h("div", { class: "row" }, change, removeButton),
     picker,

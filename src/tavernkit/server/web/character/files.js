@@ -4,6 +4,7 @@
 
 import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export async function download(path, fallbackName) {
   const response = await api("GET", path, undefined, { raw: true });
@@ -35,7 +36,7 @@ function fileName(response) {
 
 // Ask before something that cannot be undone. `option` ({label}) adds a checkbox; resolves to
 // {ok, checked}.
-export function confirmDialog(title, text, { confirm = "Delete", option = null } = {}) {
+export function confirmDialog(title, text, { confirm = t("Delete"), option = null } = {}) {
   return new Promise((resolve) => {
     const box = option ? h("input", { type: "checkbox" }) : null;
     const dialog = h(
@@ -55,7 +56,7 @@ export function confirmDialog(title, text, { confirm = "Delete", option = null }
         "div",
         { class: "row" },
         button(confirm, () => finish(true), { class: "danger" }),
-        button("Cancel", () => finish(false)),
+        button(t("Cancel"), () => finish(false)),
       ),
     );
     dialog.addEventListener("cancel", (event) => {

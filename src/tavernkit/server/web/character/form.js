@@ -8,6 +8,7 @@
 
 import { h } from "../dom.js";
 import { createGreetings } from "./greetings.js";
+import { t } from "../i18n.js";
 
 const ROLES = ["system", "user", "assistant"];
 const DEFAULT_TALKATIVENESS = 0.5;
@@ -71,10 +72,10 @@ export function createCardForm(card) {
     depth_role: h("select", {}, ROLES.map((r) => h("option", { value: r }, r))),
   };
   inputs.depth_role.value = ROLES.includes(depth.role) ? depth.role : "system";
-  const greetings = createGreetings(data.alternate_greetings, { label: "Alternate greetings", noun: "Greeting" });
+  const greetings = createGreetings(data.alternate_greetings, { label: t("Alternate greetings"), noun: t("Greeting") });
   const groupGreetings = createGreetings(data.group_only_greetings, {
-    label: "Group-only greetings",
-    noun: "Group greeting",
+    label: t("Group-only greetings"),
+    noun: t("Group greeting"),
   });
 
   // JSON path (as the server names a field) -> the control to mark
@@ -107,49 +108,49 @@ export function createCardForm(card) {
     "div",
     { class: "card-form" },
     section(
-      "Character",
-      field("Name", inputs.name),
-      field("Description", inputs.description, "Always in the prompt: who they are, how they look."),
-      field("First message", inputs.first_mes, "The greeting a new chat opens with."),
+      t("Character"),
+      field(t("Name"), inputs.name),
+      field(t("Description"), inputs.description, t("Always in the prompt: who they are, how they look.")),
+      field(t("First message"), inputs.first_mes, t("The greeting a new chat opens with.")),
       greetings.node,
     ),
     section(
-      "Personality and scenario",
-      field("Personality", inputs.personality),
-      field("Scenario", inputs.scenario),
-      field("Example messages", inputs.mes_example, "Start each example with <START>."),
+      t("Personality and scenario"),
+      field(t("Personality"), inputs.personality),
+      field(t("Scenario"), inputs.scenario),
+      field(t("Example messages"), inputs.mes_example, t("Start each example with <START>.")),
     ),
     section(
-      "Prompt overrides",
-      field("System prompt", inputs.system_prompt, "Replaces the main prompt; {{original}} keeps it."),
-      field("Post-history instructions", inputs.post_history_instructions),
+      t("Prompt overrides"),
+      field(t("System prompt"), inputs.system_prompt, t("Replaces the main prompt; {{original}} keeps it.")),
+      field(t("Post-history instructions"), inputs.post_history_instructions),
       h(
         "fieldset",
         { class: "depth-prompt" },
-        h("legend", {}, "Character's note (depth prompt)"),
-        field("Note text", inputs.depth_text, "Inserted into the chat at a depth."),
-        h("div", { class: "fields" }, field("Depth", inputs.depth_depth), field("Role", inputs.depth_role)),
+        h("legend", {}, t("Character's note (depth prompt)")),
+        field(t("Note text"), inputs.depth_text, t("Inserted into the chat at a depth.")),
+        h("div", { class: "fields" }, field(t("Depth"), inputs.depth_depth), field(t("Role"), inputs.depth_role)),
       ),
     ),
     section(
-      "About the card",
+      t("About the card"),
       h(
         "div",
         { class: "fields" },
-        field("Creator", inputs.creator),
-        field("Character version", inputs.character_version),
-        field("Talkativeness", inputs.talkativeness, "0 to 1: how often they speak in a group."),
+        field(t("Creator"), inputs.creator),
+        field(t("Character version"), inputs.character_version),
+        field(t("Talkativeness"), inputs.talkativeness, t("0 to 1: how often they speak in a group.")),
       ),
-      field("Tags (comma separated)", inputs.tags),
-      field("Creator's notes", inputs.creator_notes),
+      field(t("Tags (comma separated)"), inputs.tags),
+      field(t("Creator's notes"), inputs.creator_notes),
     ),
     h(
       "details",
       { class: "card-section v3" },
-      h("summary", {}, "More (V3 card fields)"),
-      field("Nickname", inputs.nickname, "Used for {{char}} when set."),
+      h("summary", {}, t("More (V3 card fields)")),
+      field(t("Nickname"), inputs.nickname, t("Used for {{char}} when set.")),
       groupGreetings.node,
-      field("Sources (one a line)", inputs.source),
+      field(t("Sources (one a line)"), inputs.source),
     ),
   );
 
@@ -192,16 +193,16 @@ export function createCardForm(card) {
 
   // The first bad value before sending: [path, message] or null.
   function check() {
-    if (!inputs.name.value.trim()) return ["data.name", "a character needs a name"];
+    if (!inputs.name.value.trim()) return ["data.name", t("a character needs a name")];
     const talk = inputs.talkativeness;
-    const t = Number(talk.value);
-    if (talk.validity.badInput || talk.value === "" || !(t >= 0 && t <= 1)) {
-      return ["data.extensions.talkativeness", "must be a number from 0 to 1"];
+    const often = Number(talk.value);
+    if (talk.validity.badInput || talk.value === "" || !(often >= 0 && often <= 1)) {
+      return ["data.extensions.talkativeness", t("must be a number from 0 to 1")];
     }
     const d = inputs.depth_depth;
     const n = Number(d.value);
     if (d.validity.badInput || d.value === "" || !Number.isInteger(n) || n < 0 || n > 10000) {
-      return ["data.extensions.depth_prompt.depth", "must be a whole number from 0 to 10000"];
+      return ["data.extensions.depth_prompt.depth", t("must be a whole number from 0 to 10000")];
     }
     return null;
   }

@@ -3,6 +3,7 @@
 // texts in their order (empty ones too: a card may keep an empty greeting on purpose).
 
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 let uniqueId = 0;
 
@@ -23,12 +24,12 @@ export function createGreetings(texts, { label, noun }) {
           h(
             "span",
             { class: "row" },
-            button("↑", () => move(i, -1), { "aria-label": `Move ${noun.toLowerCase()} ${n} up`, disabled: i === 0 }),
+            button("↑", () => move(i, -1), { "aria-label": t("Move {noun} {n} up", { noun: noun.toLowerCase(), n }), disabled: i === 0 }),
             button("↓", () => move(i, 1), {
-              "aria-label": `Move ${noun.toLowerCase()} ${n} down`,
+              "aria-label": t("Move {noun} {n} down", { noun: noun.toLowerCase(), n }),
               disabled: i === areas.length - 1,
             }),
-            button("✕", () => remove(i), { "aria-label": `Remove ${noun.toLowerCase()} ${n}`, class: "danger" }),
+            button("✕", () => remove(i), { "aria-label": t("Remove {noun} {n}", { noun: noun.toLowerCase(), n }), class: "danger" }),
           ),
         );
       }),
@@ -56,7 +57,7 @@ export function createGreetings(texts, { label, noun }) {
     else add.focus();
   }
 
-  const add = button(`Add ${noun.toLowerCase()}`, () => {
+  const add = button(t("Add {noun}", { noun: noun.toLowerCase() }), () => {
     areas.push(textArea(""));
     render();
     areas[areas.length - 1].focus();

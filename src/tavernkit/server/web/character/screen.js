@@ -15,13 +15,14 @@ import { createAvatar } from "./avatar.js";
 import { createChats } from "./chats.js";
 import { confirmDialog, download } from "./files.js";
 import { createCardForm } from "./form.js";
+import { t } from "../i18n.js";
 import { loadWriter } from "./writer.js";
 
 const EXPORTS = [
-  ["png", "v2", "PNG card"],
-  ["json", "v2", "JSON card (V2)"],
-  ["json", "v3", "JSON card (V3)"],
-  ["charx", "v3", "CHARX archive"],
+  ["png", "v2", t("PNG card")],
+  ["json", "v2", t("JSON card (V2)")],
+  ["json", "v3", t("JSON card (V3)")],
+  ["charx", "v3", t("CHARX archive")],
 ];
 
 const NEW_CARD = {
@@ -56,8 +57,8 @@ export async function showCharacter(view, ref) {
     } catch (error) {
       if (!(error instanceof ApiError) || error.status !== 404) throw error;
       view.append(
-        h("h1", {}, "No such character"),
-        h("p", {}, `There is no character ${ref}. `, h("a", { href: "#/" }, "Back to the characters")),
+        h("h1", {}, t("No such character")),
+        h("p", {}, t("There is no character {ref}. ", { ref }), h("a", { href: "#/" }, t("Back to the characters"))),
       );
       return undefined;
     }
@@ -85,7 +86,7 @@ export async function showCharacter(view, ref) {
     upload: record ? uploadAvatar : null,
     remove: async () => {
       await api("DELETE", `/characters/${enc(record.id)}/avatar`);
-      toast("Avatar removed", "info");
+      toast(t("Avatar removed"), "info");
     },
     fail: (error) => fail(error),
   });
@@ -95,7 +96,7 @@ export async function showCharacter(view, ref) {
 
   async function uploadAvatar(blob, id = record.id) {
     const line = await api("PUT", `/characters/${enc(id)}/avatar`, blob);
-    toast("Avatar saved", "info");
+    toast(t("Avatar saved"), "info");
     return line.avatar_url;
   }
 
@@ -110,13 +111,13 @@ export async function showCharacter(view, ref) {
   const bookSelect = h(
     "select",
     {},
-    h("option", { value: "" }, "None"),
+    h("option", { value: "" }, t("None")),
     books.items.map((b) => h("option", { value: b.id }, b.name)),
-    world && !worldBook ? h("option", { value: MISSING }, `${world} (not stored)`) : null,
+    world && !worldBook ? h("option", { value: MISSING }, t("{world} (not stored)", { world })) : null,
   );
   let firstChoice = linked.length ? linked[0].id : worldBook ? worldBook.id : world ? MISSING : "";
   bookSelect.value = firstChoice;
-  const openBook = h("a", { href: "#/lorebooks" }, "Open lorebook");
+  const openBook = h("a", { href: "#/lorebooks" }, t("Open lorebook"));
   const syncBookLink = () => {
     openBook.hidden = !bookSelect.value || bookSelect.value === MISSING;
     openBook.href = `#/lorebook/${enc(bookSelect.value)}`;
@@ -127,18 +128,18 @@ export async function showCharacter(view, ref) {
   const embeddedCount = embedded && embedded.entries ? Object.keys(embedded.entries).length : 0;
   const booksBox = h(
     "section",
-    { class: "card books-box", "aria-label": "Lorebook" },
-    h("h2", {}, "Lorebook"),
-    h("label", { class: "field" }, h("span", { class: "label" }, "Linked lorebook"), bookSelect),
+    { class: "card books-box", "aria-label": t("Lorebook") },
+    h("h2", {}, t("Lorebook")),
+    h("label", { class: "field" }, h("span", { class: "label" }, t("Linked lorebook")), bookSelect),
     openBook,
     linked.length > 1
-      ? h("p", { class: "muted" }, `Also linked: ${linked.slice(1).map((b) => b.name).join(", ")}`)
+      ? h("p", { class: "muted" }, t("Also linked: {names}", { names: linked.slice(1).map((b) => b.name).join(", ") }))
       : null,
     embedded
       ? h(
           "p",
           { class: "muted" },
-          `The card embeds a lorebook (${embeddedCount} entries); it was stored as a lorebook and linked when imported. An export writes the linked book's edits back into the card.`,
+          t("The card embeds a lorebook ({embeddedCount} entries); it was stored as a lorebook and linked when imported. An export writes the linked book's edits back into the card.", { embeddedCount }),
         )
       : null,
   );
@@ -166,10 +167,10 @@ export async function showCharacter(view, ref) {
   function showFieldError(path, message) {
     const clean = message.replace(/^.*?field '[^']*': /, "");
     const label = form.showError(path, clean);
-    alerts.show(`Not saved: ${label ? `${label}: ` : ""}${clean}`);
+    alerts.show(label ? t("Not saved: {label}: {message}", { label, message: clean }) : t("Not saved: {message}", { message: clean }));
   }
 
-  const saveButton = button("Save", () => save(), { class: "primary save" });
+  const saveButton = button(t("Save"), () => save(), { class: "primary save" });
 
   async function save() {
     form.clearErrors();
@@ -194,7 +195,7 @@ export async function showCharacter(view, ref) {
         const pending = avatar.pending();
         if (pending) await uploadAvatar(pending, made.id).catch((error) => fail(error));
         await saveBooks(made.id).catch((error) => fail(error));
-        toast(`Created ${made.name}`, "info");
+        toast(t("Created {name}", { name: made.name }), "info");
         window.location.hash = `#/character/${enc(made.id)}`;
         return;
       }
@@ -205,7 +206,7 @@ export async function showCharacter(view, ref) {
       await saveBooks(record.id);
       firstChoice = choice;
       title.textContent = record.name;
-      toast(record.name !== before ? `Saved; renamed to ${record.name}` : "Saved", "info");
+      toast(record.name !== before ? t("Saved; renamed to {name}", { name: record.name }) : t("Saved"), "info");
       if (record.name !== before) await chats.reload();
       saved = true;
     } catch (error) {
@@ -224,8 +225,8 @@ export async function showCharacter(view, ref) {
   // the form keeps what was typed until the user reloads the card.
   function refuseStale() {
     alerts.show(
-      `${record.name} was changed in another tab or device, so this save was refused. Reload to see the current card (your edits here are then lost: copy what you want to keep).`,
-      { actions: [{ label: "Reload character", run: () => window.location.reload() }] },
+      t("{name} was changed in another tab or device, so this save was refused. Reload to see the current card (your edits here are then lost: copy what you want to keep).", { name: record.name }),
+      { actions: [{ label: t("Reload character"), run: () => window.location.reload() }] },
     );
   }
 
@@ -250,7 +251,7 @@ export async function showCharacter(view, ref) {
   async function duplicate() {
     try {
       const copy = await api("POST", `/characters/${enc(record.id)}/duplicate`, {});
-      toast(`Duplicated as ${copy.name}`, "info");
+      toast(t("Duplicated as {name}", { name: copy.name }), "info");
       window.location.hash = `#/character/${enc(copy.id)}`;
     } catch (error) {
       fail(error);
@@ -275,14 +276,14 @@ export async function showCharacter(view, ref) {
   async function remove() {
     const total = await chats.load().catch(() => 0);
     const answer = await confirmDialog(
-      `Delete ${record.name}?`,
-      "The card and its avatar cannot be brought back.",
-      total ? { option: { label: `Also delete its ${total === 1 ? "chat" : `${total} chats`}` } } : {},
+      t("Delete {name}?", { name: record.name }),
+      t("The card and its avatar cannot be brought back."),
+      total ? { option: { label: total === 1 ? t("Also delete its chat") : t("Also delete its {total} chats", { total }) } } : {},
     );
     if (!answer.ok) return;
     try {
       await api("DELETE", `/characters/${enc(record.id)}?with_chats=${answer.checked}`);
-      toast(`Deleted ${record.name}`, "info");
+      toast(t("Deleted {name}", { name: record.name }), "info");
       window.location.hash = "#/";
     } catch (error) {
       fail(error);
@@ -292,12 +293,12 @@ export async function showCharacter(view, ref) {
   const chats = record ? createChats({ id: record.id, name: record.name }, fail) : null;
   const actions = record
     ? [
-        button("Chat", savedFirst(openChat)),
-        button("Duplicate", savedFirst(duplicate)),
-        h("span", { class: "export" }, h("label", {}, "Export as ", exportSelect), button("Export", exportCard)),
-        button("Delete", remove, { class: "danger" }),
+        button(t("Chat"), savedFirst(openChat)),
+        button(t("Duplicate"), savedFirst(duplicate)),
+        h("span", { class: "export" }, h("label", {}, t("Export as "), exportSelect), button(t("Export"), exportCard)),
+        button(t("Delete"), remove, { class: "danger" }),
       ]
-    : [h("a", { href: "#/" }, "Cancel")];
+    : [h("a", { href: "#/" }, t("Cancel"))];
 
   const onKey = (event) => {
     if ((event.ctrlKey || event.metaKey) && event.key === "s") {
@@ -316,14 +317,14 @@ export async function showCharacter(view, ref) {
     h(
       "div",
       { class: "character-editor" },
-      h("div", { class: "editor-head" }, h("a", { href: "#/" }, "Characters"), title),
+      h("div", { class: "editor-head" }, h("a", { href: "#/" }, t("Characters")), title),
       h("div", { class: "toolbar editor-bar" }, saveButton, ...actions),
       alerts.node,
       h(
         "div",
         { class: "editor-grid" },
         h("div", { class: "editor-side" }, avatar.node, booksBox, writer.node, chats ? chats.node : null),
-        h("form", { class: "editor-main", "aria-label": "Card" }, form.node),
+        h("form", { class: "editor-main", "aria-label": t("Card") }, form.node),
       ),
     ),
   );

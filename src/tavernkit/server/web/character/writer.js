@@ -7,6 +7,7 @@
 
 import { api } from "../api.js";
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 const SAME = "";
 
@@ -25,12 +26,12 @@ function choice(label, groups, current) {
   const select = h(
     "select",
     { "aria-label": label },
-    h("option", { value: SAME }, "Same as chat"),
+    h("option", { value: SAME }, t("Same as chat")),
     groups.flatMap(([title, names]) => {
       const items = names.map((n) => h("option", { value: n }, n));
       return title ? (items.length ? [h("optgroup", { label: title }, items)] : []) : items;
     }),
-    current && !known ? h("option", { value: current }, `${current} (not stored)`) : null,
+    current && !known ? h("option", { value: current }, t("{name} (not stored)", { name: current })) : null,
   );
   select.value = current || SAME;
   return { select, node: h("label", { class: "field" }, h("span", { class: "label" }, label), select) };
@@ -39,20 +40,20 @@ function choice(label, groups, current) {
 // `profiles`: the connection profiles' names; `chatPresets`, `textPresets`: the presets'.
 export function createWriter(card, { profiles, chatPresets, textPresets }) {
   const start = writerOf(card);
-  const profile = choice("Connection profile", [[null, profiles]], start.profile);
+  const profile = choice(t("Connection profile"), [[null, profiles]], start.profile);
   const preset = choice(
-    "Preset",
+    t("Preset"),
     [
-      ["Chat completion", chatPresets],
-      ["Text completion", textPresets.filter((n) => !chatPresets.includes(n))],
+      [t("Chat completion"), chatPresets],
+      [t("Text completion"), textPresets.filter((n) => !chatPresets.includes(n))],
     ],
     start.preset,
   );
   const node = h(
     "section",
-    { class: "card writer-box", "aria-label": "Writer" },
-    h("h2", {}, "Writer"),
-    h("p", { class: "muted" }, "The model this character writes with. Summaries and other side tasks use the utility model in Settings."),
+    { class: "card writer-box", "aria-label": t("Writer") },
+    h("h2", {}, t("Writer")),
+    h("p", { class: "muted" }, t("The model this character writes with. Summaries and other side tasks use the utility model in Settings.")),
     profile.node,
     preset.node,
   );

@@ -5,24 +5,26 @@
 // the whole text to POST /chats/{id}/script (isOwnCommand tells which).
 // `act`: the chat screen's actions (see screen.js).
 
+import { t } from "../i18n.js";
+
 const HELP = [
-  ["/swipe [N|back]", "new alternative; N shows swipe N, back the previous"],
-  ["/regen", "replace the last reply"],
-  ["/continue", "extend the last reply"],
-  ["/impersonate", "write your next message for you"],
-  ["/prefill [TEXT]", "start the next reply with TEXT (none: off)"],
-  ["/stop", "stop the reply being generated"],
-  ["/edit [N] TEXT", "replace message N's text (default: the last)"],
-  ["/delete N", "delete message N"],
-  ["/hide N", "hide message N from the prompt"],
-  ["/unhide N", "show message N to the prompt again"],
-  ["/branch [N]", "continue in a new chat holding messages 0..N"],
-  ["/persona [NAME|off]", "speak as persona NAME"],
-  ["/rename NAME", "rename this chat"],
-  ["/qr LABEL", "run a quick reply"],
-  ["/prompt", "open the prompt inspector"],
-  ["/help", "this list"],
-  ["/… | /…", "anything else: an STscript (/echo, /setvar, /gen, /sendas, /run …)"],
+  ["/swipe [N|back]", t("new alternative; N shows swipe N, back the previous")],
+  ["/regen", t("replace the last reply")],
+  ["/continue", t("extend the last reply")],
+  ["/impersonate", t("write your next message for you")],
+  ["/prefill [TEXT]", t("start the next reply with TEXT (none: off)")],
+  ["/stop", t("stop the reply being generated")],
+  ["/edit [N] TEXT", t("replace message N's text (default: the last)")],
+  ["/delete N", t("delete message N")],
+  ["/hide N", t("hide message N from the prompt")],
+  ["/unhide N", t("show message N to the prompt again")],
+  ["/branch [N]", t("continue in a new chat holding messages 0..N")],
+  ["/persona [NAME|off]", t("speak as persona NAME")],
+  ["/rename NAME", t("rename this chat")],
+  ["/qr LABEL", t("run a quick reply")],
+  ["/prompt", t("open the prompt inspector")],
+  ["/help", t("this list")],
+  ["/… | /…", t("anything else: an STscript (/echo, /setvar, /gen, /sendas, /run …)")],
 ];
 
 export class CommandError extends Error {}
@@ -30,11 +32,11 @@ export class CommandError extends Error {}
 function index(arg, act, { optional = false } = {}) {
   if (!arg) {
     if (optional) return act.count() - 1;
-    throw new CommandError("a message number is needed");
+    throw new CommandError(t("a message number is needed"));
   }
-  if (!/^\d+$/.test(arg)) throw new CommandError(`${arg} is not a message number`);
+  if (!/^\d+$/.test(arg)) throw new CommandError(t("{arg} is not a message number", { arg }));
   const n = Number(arg);
-  if (n >= act.count()) throw new CommandError(`no message #${n}; the chat has #0 to #${act.count() - 1}`);
+  if (n >= act.count()) throw new CommandError(t("no message #{n}; the chat has #0 to #{value}", { n, value: act.count() - 1 }));
   return n;
 }
 
@@ -43,11 +45,11 @@ const COMMANDS = {
     if (!arg) return act.turn("swipe");
     const count = act.swipeCount();
     if (arg === "back") {
-      if (act.swipeAt() === 0) throw new CommandError("this is the first swipe");
+      if (act.swipeAt() === 0) throw new CommandError(t("this is the first swipe"));
       return act.swipeTo(act.swipeAt() - 1);
     }
     if (!/^\d+$/.test(arg) || Number(arg) < 1) throw new CommandError("/swipe takes a swipe number (1 is the first) or back");
-    if (Number(arg) > count) throw new CommandError(`no swipe ${arg}; the last reply has ${count}`);
+    if (Number(arg) > count) throw new CommandError(t("no swipe {arg}; the last reply has {count}", { arg, count }));
     return act.swipeTo(Number(arg) - 1);
   },
   regen: (_, act) => act.turn("regenerate"),
@@ -91,6 +93,6 @@ export function isOwnCommand(text) {
 export async function runCommand(line, act) {
   const [, name = "", arg = ""] = /^\/(\S*)\s*([\s\S]*)$/.exec(line.trim()) || [];
   const command = COMMANDS[name.toLowerCase()];
-  if (!command) throw new CommandError(`unknown command /${name}; /help lists them`);
+  if (!command) throw new CommandError(t("unknown command /{name}; /help lists them", { name }));
   await command(arg.trim(), act);
 }

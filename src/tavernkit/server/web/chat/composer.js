@@ -3,6 +3,7 @@
 
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
+import { t } from "../i18n.js";
 
 const LONGEST_SIDE = 1568; // what vision models take without scaling again (Claude's advice)
 const MOST_IMAGES = 8;
@@ -30,12 +31,12 @@ export function createComposer(on) {
   let images = []; // data: URLs
   const input = h("textarea", {
     rows: 2,
-    placeholder: "Type a message (Enter sends, Shift+Enter for a new line)",
-    "aria-label": "Message",
+    placeholder: t("Type a message (Enter sends, Shift+Enter for a new line)"),
+    "aria-label": t("Message"),
   });
   const picker = h("input", { type: "file", accept: "image/*", multiple: true, hidden: true });
-  const previews = h("ul", { class: "attachments", "aria-label": "Attached images" });
-  const stop = button("Stop", () => on.stop(), { disabled: true, class: "danger" });
+  const previews = h("ul", { class: "attachments", "aria-label": t("Attached images") });
+  const stop = button(t("Stop"), () => on.stop(), { disabled: true, class: "danger" });
   const sendNow = () => on.send(input.value, images);
 
   function showImages() {
@@ -44,11 +45,11 @@ export function createComposer(on) {
         h(
           "li",
           {},
-          h("img", { src: url, alt: `attached image ${i + 1}` }),
-          button("Remove", () => {
+          h("img", { src: url, alt: t("attached image {value}", { value: i + 1 }) }),
+          button(t("Remove"), () => {
             images = images.filter((_, j) => j !== i);
             showImages();
-          }, { "aria-label": `Remove image ${i + 1}` }),
+          }, { "aria-label": t("Remove image {value}", { value: i + 1 }) }),
         ),
       ),
     );
@@ -82,12 +83,12 @@ export function createComposer(on) {
     h(
       "div",
       { class: "row" },
-      button("Send", sendNow, { class: "primary" }),
+      button(t("Send"), sendNow, { class: "primary" }),
       stop,
-      button("Regenerate", () => on.turn("regenerate")),
-      button("Continue", () => on.turn("continue")),
-      button("Impersonate", () => on.turn("impersonate")),
-      button("Attach image", () => picker.click()),
+      button(t("Regenerate"), () => on.turn("regenerate")),
+      button(t("Continue"), () => on.turn("continue")),
+      button(t("Impersonate"), () => on.turn("impersonate")),
+      button(t("Attach image"), () => picker.click()),
     ),
   );
   return {

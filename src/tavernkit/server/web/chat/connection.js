@@ -12,13 +12,14 @@ import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { SAMPLERS } from "../preset.js";
 import { NUMBERS } from "../textgen.js";
+import { t } from "../i18n.js";
 
 // the text-completion samplers shown here (the preset screen has them all)
 const TEXT_SAMPLERS = ["temp", "top_p", "top_k", "min_p", "rep_pen", "freq_pen", "presence_pen"];
 const TEMPLATES = [
-  ["instruct_template", "instruct", "Instruct template"],
-  ["context_template", "context", "Context template"],
-  ["sysprompt", "sysprompt", "System prompt"],
+  ["instruct_template", "instruct", t("Instruct template")],
+  ["context_template", "context", t("Context template")],
+  ["sysprompt", "sysprompt", t("System prompt")],
 ];
 
 const list = (path) => api("GET", `${path}?limit=500`).then((page) => page.items.map((item) => item.name));
@@ -43,7 +44,7 @@ function select(label, choices, current, onPick) {
 
 export async function createConnection() {
   const alerts = createAlerts();
-  const summary = h("summary", {}, "Connection");
+  const summary = h("summary", {}, t("Connection"));
   const body = h("div", { class: "connection-body" });
   const node = h("details", { class: "panel connection" }, summary, alerts.node, body);
 
@@ -76,16 +77,16 @@ export async function createConnection() {
     const active = profiles.find((p) => p.name === selections.profile) || null;
     const family = active ? active.api : embedded.api;
     const text = ["text", "kobold", "novel"].includes(family);
-    summary.textContent = `Connection: ${active ? active.name : "embedded model"} · ${active ? active.model || active.source : embedded.model}`;
+    summary.textContent = t("Connection: {name} · {model}", { name: active ? active.name : t("embedded model"), model: active ? active.model || active.source : embedded.model });
 
     const profileChoices = [
       ...profiles.map((p) => [p.name, `${p.name} (${p.model || p.source})`]),
-      ["", `Embedded model (${embedded.model})${embedded.missing ? ": not installed" : ""}`],
+      ["", (embedded.missing ? t("Embedded model ({model}): not installed", { model: embedded.model }) : t("Embedded model ({model})", { model: embedded.model }))],
     ];
     const parts = [
-      select("Connection profile", profileChoices, active ? active.name : "", change(async (value) => {
+      select(t("Connection profile"), profileChoices, active ? active.name : "", change(async (value) => {
         await pick("profile", value);
-        toast(`Connection: ${value || "embedded model"}`, "info");
+        toast(t("Connection: {name}", { name: value || t("embedded model") }), "info");
       })),
     ];
     if (!active && embedded.missing) parts.push(h("p", { class: "muted" }, embedded.missing));
@@ -96,24 +97,24 @@ export async function createConnection() {
         ...TEMPLATES.map(([, kind]) => list(`/templates/${kind}`)),
       ]);
       parts.push(
-        select("Text preset", [["", "None (defaults)"], ...textgen.map((n) => [n, n])], selections.textgen_preset, change((v) => pick("textgen_preset", v))),
+        select(t("Text preset"), [["", t("None (defaults)")], ...textgen.map((n) => [n, n])], selections.textgen_preset, change((v) => pick("textgen_preset", v))),
       );
       const instruct = h("input", { type: "checkbox", checked: settings.prompt.instruct_enabled });
       instruct.addEventListener(
         "change",
         keep(async () => {
           await api("PATCH", "/settings", { prompt: { instruct_enabled: instruct.checked } });
-          toast(instruct.checked ? "Instruct mode on" : "Instruct mode off", "info");
+          toast(instruct.checked ? t("Instruct mode on") : t("Instruct mode off"), "info");
         }),
       );
-      parts.push(field("Instruct mode", instruct, "field check"));
+      parts.push(field(t("Instruct mode"), instruct, "field check"));
       TEMPLATES.forEach(([key, , label], i) => {
         const current = settings.prompt[key];
         const names = templates[i].includes(current) ? templates[i] : [...templates[i], current];
         parts.push(
           select(
             label,
-            names.map((n) => [n, templates[i].includes(n) ? n : `${n} (built in)`]),
+            names.map((n) => [n, templates[i].includes(n) ? n : t("{n} (built in)", { n })]),
             current,
             keep(async (v) => {
               await api("PATCH", "/settings", { prompt: { [key]: v } });
@@ -127,9 +128,9 @@ export async function createConnection() {
       const presets = await list("/presets/chat");
       const bound = active && active.preset;
       parts.push(
-        select("Chat preset", [["", "None (defaults)"], ...presets.map((n) => [n, n])], selections.chat_preset, change((v) => pick("chat_preset", v))),
+        select(t("Chat preset"), [["", t("None (defaults)")], ...presets.map((n) => [n, n])], selections.chat_preset, change((v) => pick("chat_preset", v))),
       );
-      if (bound) parts.push(h("p", { class: "muted" }, `${active.name} uses its own preset, ${bound}: the samplers below are its.`));
+      if (bound) parts.push(h("p", { class: "muted" }, t("{name} uses its own preset, {bound}: the samplers below are its.", { name: active.name, bound })));
       parts.push(await chatSamplers(bound || selections.chat_preset, settings, change, keep, pick));
     }
     body.replaceChildren(...parts);
@@ -156,8 +157,8 @@ function numberFields(fields, values) {
 // The response length and context size of the settings: what a text-completion turn uses,
 // and the response length of a chat-completion turn without a preset (`withContext` false).
 function lengthFields(settings, withContext = true) {
-  const fields = [["amount_gen", "Response length (tokens)", 1]];
-  if (withContext) fields.push(["max_context", "Context size (tokens)", 1]);
+  const fields = [["amount_gen", t("Response length (tokens)"), 1]];
+  if (withContext) fields.push(["max_context", t("Context size (tokens)"), 1]);
   return numberFields(fields, settings.prompt);
 }
 
@@ -167,17 +168,17 @@ async function chatSamplers(presetName, settings, change, keep, pick) {
     const lengths = lengthFields(settings, false);
     const name = h("input", { maxlength: 200, autocomplete: "off" });
     box.append(
-      h("legend", {}, "Samplers"),
-      h("p", { class: "muted" }, "No preset: the model's own samplers apply. Make a preset to set them."),
+      h("legend", {}, t("Samplers")),
+      h("p", { class: "muted" }, t("No preset: the model's own samplers apply. Make a preset to set them.")),
       ...lengths.inputs,
       lengthsButton(lengths, keep),
-      field("New preset's name", name),
+      field(t("New preset's name"), name),
       button(
-        "New preset",
+        t("New preset"),
         change(async () => {
           const made = await api("POST", "/presets/chat", { name: name.value.trim() });
           await pick("chat_preset", made.name);
-          toast(`Preset ${made.name} made and selected`, "info");
+          toast(t("Preset {name} made and selected", { name: made.name }), "info");
         }),
       ),
     );
@@ -190,18 +191,18 @@ async function chatSamplers(presetName, settings, change, keep, pick) {
   // a sampler the preset leaves out runs with SillyTavern's default: shown as such
   const fields = numberFields(SAMPLERS, { ...defaults.samplers, ...record.data });
   box.append(
-    h("legend", {}, `Samplers (${record.name})`),
+    h("legend", {}, t("Samplers ({name})", { name: record.name })),
     ...fields.inputs,
     button(
-      "Save samplers",
+      t("Save samplers"),
       keep(async () => {
         const edited = fields.changed();
-        if (!Object.keys(edited).length) return toast("Nothing changed", "info");
+        if (!Object.keys(edited).length) return toast(t("Nothing changed"), "info");
         // the preset as stored now, with only the edited values set (a write by another tab
         // between the read and the save is refused, not overwritten: Retry reads it again)
         const fresh = await api("GET", `/presets/chat/${encodeURIComponent(record.id)}`);
         await api("PUT", `/presets/chat/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name }, { ifMatch: fresh.revision });
-        return toast(`Saved to ${fresh.name}`, "info");
+        return toast(t("Saved to {name}", { name: fresh.name }), "info");
       }),
       { class: "primary" },
     ),
@@ -214,8 +215,8 @@ async function textSamplers(presetName, settings, change, keep) {
   const lengths = lengthFields(settings);
   if (!presetName) {
     box.append(
-      h("legend", {}, "Samplers"),
-      h("p", { class: "muted" }, "No text preset: the backend's defaults apply. Pick one above, or make one under Presets."),
+      h("legend", {}, t("Samplers")),
+      h("p", { class: "muted" }, t("No text preset: the backend's defaults apply. Pick one above, or make one under Presets.")),
       ...lengths.inputs,
       lengthsButton(lengths, keep),
     );
@@ -230,11 +231,11 @@ async function textSamplers(presetName, settings, change, keep) {
     { ...defaults, ...record.data },
   );
   box.append(
-    h("legend", {}, `Samplers (${record.name})`),
+    h("legend", {}, t("Samplers ({name})", { name: record.name })),
     ...fields.inputs,
     ...lengths.inputs,
     button(
-      "Save samplers",
+      t("Save samplers"),
       keep(async () => {
         const edited = fields.changed();
         if (Object.keys(edited).length) {
@@ -242,7 +243,7 @@ async function textSamplers(presetName, settings, change, keep) {
           await api("PUT", `/presets/textgen/${encodeURIComponent(record.id)}`, { ...fresh.data, ...edited, name: fresh.name }, { ifMatch: fresh.revision });
         }
         await saveLengths(lengths.changed());
-        toast(`Saved to ${record.name}`, "info");
+        toast(t("Saved to {name}", { name: record.name }), "info");
       }),
       { class: "primary" },
     ),
@@ -258,6 +259,6 @@ async function saveLengths(edited) {
 
 const lengthsButton = (lengths, keep) =>
   button(
-    "Save lengths",
-    keep(async () => toast((await saveLengths(lengths.changed())) ? "Lengths saved" : "Nothing changed", "info")),
+    t("Save lengths"),
+    keep(async () => toast((await saveLengths(lengths.changed())) ? t("Lengths saved") : t("Nothing changed"), "info")),
   );

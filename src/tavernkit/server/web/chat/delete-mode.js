@@ -3,13 +3,14 @@
 // `remove(from)` does the deleting.
 
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export function createDeleteMode(list, total, remove) {
   let from = null;
-  const hint = h("span", {}, "Pick the first message to delete: it and every later one go.");
-  const confirm = button("Delete", () => done(true), { class: "danger", disabled: true });
-  const cancel = button("Cancel", () => done(false));
-  const bar = h("div", { class: "delete-bar", role: "group", "aria-label": "Delete messages" }, hint, confirm, cancel);
+  const hint = h("span", {}, t("Pick the first message to delete: it and every later one go."));
+  const confirm = button(t("Delete"), () => done(true), { class: "danger", disabled: true });
+  const cancel = button(t("Cancel"), () => done(false));
+  const bar = h("div", { class: "delete-bar", role: "group", "aria-label": t("Delete messages") }, hint, confirm, cancel);
   bar.hidden = true;
 
   function mark() {
@@ -25,7 +26,7 @@ export function createDeleteMode(list, total, remove) {
     event.stopPropagation();
     from = Number(node.dataset.index);
     const count = total() - from;
-    confirm.textContent = `Delete ${count} message${count === 1 ? "" : "s"}`;
+    confirm.textContent = count === 1 ? t("Delete 1 message") : t("Delete {count} messages", { count });
     confirm.disabled = false;
     mark();
   }
@@ -40,9 +41,9 @@ export function createDeleteMode(list, total, remove) {
     if (doIt && chosen !== null) await remove(chosen);
   }
 
-  const start = button("Delete messages", () => {
+  const start = button(t("Delete messages"), () => {
     from = null;
-    confirm.textContent = "Delete";
+    confirm.textContent = t("Delete");
     confirm.disabled = true;
     list.classList.add("deleting");
     bar.hidden = false;

@@ -12,6 +12,7 @@ import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
 import { avatar, characterOfAvatar, field, groupChats, thumbnailUrl } from "../groups/common.js";
+import { t } from "../i18n.js";
 
 // Where the stored messages a running group turn replaces start: a reload mid-turn replays
 // every member's reply from the start, so those stored places are hidden again.
@@ -97,9 +98,9 @@ export async function openGroup(chat, base) {
   const member = h(
     "select",
     {},
-    group.members.map((m) => h("option", { value: m.avatar }, m.muted ? `${m.name} (muted)` : m.name)),
+    group.members.map((m) => h("option", { value: m.avatar }, m.muted ? t("{name} (muted)", { name: m.name }) : m.name)),
   );
-  const trigger = button("Reply now", () => {
+  const trigger = button(t("Reply now"), () => {
     if (hooks && member.value) hooks.start("trigger", "", { member: member.value });
   });
   const auto = h("input", { type: "checkbox" });
@@ -127,9 +128,9 @@ export async function openGroup(chat, base) {
   const bar = h(
     "div",
     { class: "group-bar" },
-    field("Member", member, "inline"),
+    field(t("Member"), member, "inline"),
     trigger,
-    h("label", { class: "field check" }, auto, "Auto mode"),
+    h("label", { class: "field check" }, auto, t("Auto mode")),
   );
   if (!group.members.length) {
     member.disabled = true;
@@ -138,9 +139,9 @@ export async function openGroup(chat, base) {
 
   // -- the side panel's group section ------------------------------------------------------
 
-  const chatList = h("ul", { class: "chat-list", "aria-label": "Group chats" });
+  const chatList = h("ul", { class: "chat-list", "aria-label": t("Group chats") });
   const loadChats = async () => chatList.replaceChildren(...(await groupChats(group, chat.id)));
-  const newChat = button("New chat", async () => {
+  const newChat = button(t("New chat"), async () => {
     try {
       const made = await api("POST", `/groups/${encodeURIComponent(group.id)}/chats`, {});
       window.location.hash = `#/chat/${encodeURIComponent(made.id)}`;
@@ -151,23 +152,23 @@ export async function openGroup(chat, base) {
   const panel = h(
     "details",
     { class: "panel group-panel", open: true },
-    h("summary", {}, "Group"),
-    h("a", { href: `#/group/${encodeURIComponent(group.id)}` }, "Edit group"),
+    h("summary", {}, t("Group")),
+    h("a", { href: `#/group/${encodeURIComponent(group.id)}` }, t("Edit group")),
     h(
       "ul",
-      { class: "members compact", "aria-label": "Members" },
+      { class: "members compact", "aria-label": t("Members") },
       group.members.map((m) =>
         h(
           "li",
           { class: `member${m.muted ? " is-muted" : ""}` },
           avatar(avatarUrl(m.avatar), m.name),
           h("span", { class: "name" }, m.name),
-          m.muted ? h("small", { class: "muted" }, " muted") : null,
+          m.muted ? h("small", { class: "muted" }, t(" muted")) : null,
         ),
       ),
     ),
-    group.missing.length ? h("p", { class: "muted" }, `Missing: ${group.missing.join(", ")}`) : null,
-    h("h3", {}, "Chats"),
+    group.missing.length ? h("p", { class: "muted" }, t("Missing: {names}", { names: group.missing.join(", ") })) : null,
+    h("h3", {}, t("Chats")),
     newChat,
     chatList,
   );

@@ -8,6 +8,7 @@ import { watchTurn } from "../api.js";
 import { h } from "../dom.js";
 import { render } from "../markdown.js";
 import { reasoningPanel, textOf } from "./message.js";
+import { t } from "../i18n.js";
 
 // Errors that say the request itself cannot be done as asked: trying again cannot help.
 const REFUSALS = new Set(["Conflict", "NotFound", "FormatError", "ChatTurnError", "PermissionDenied"]);
@@ -43,7 +44,7 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
     live = h(
       "li",
       { class: "message char live", "aria-busy": "true" },
-      h("div", { class: "meta" }, h("span", { class: "name" }, name), h("span", { class: "typing" }, "writing…")),
+      h("div", { class: "meta" }, h("span", { class: "name" }, name), h("span", { class: "typing" }, t("writing…"))),
       panel,
       body,
     );
@@ -113,17 +114,17 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
       live.before(h("li", { class: "notice extra", role: "note" }, data.text || data.kind));
     },
     error(data) {
-      const text = data.message || `The reply failed (${data.code || "unknown error"})`;
+      const text = data.message || t("The reply failed ({code})", { code: data.code || t("unknown error") });
       alerts.show(text, REFUSALS.has(data.class) ? {} : { retry });
     },
     done(data) {
       if (data.status === "failed" && kind === "impersonate" && !data.error) {
-        alerts.show("Impersonation failed", { retry });
+        alerts.show(t("Impersonation failed"), { retry });
       }
       onEnd(earlier + streamed, data);
     },
     lost() {
-      alerts.show("Lost the reply's stream: the server no longer knows this turn.");
+      alerts.show(t("Lost the reply's stream: the server no longer knows this turn."));
       onEnd(earlier + streamed, null);
     },
   });

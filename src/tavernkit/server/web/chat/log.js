@@ -10,6 +10,7 @@
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
+import { t } from "../i18n.js";
 
 const PAGE = 50; // messages per request
 const KEEP = 150; // most message nodes in the page at once
@@ -18,8 +19,8 @@ const BOTTOM = 48; // pixels from the bottom that still count as "at the bottom"
 
 // `base`: the chat's URL; `render(message, isLast)`: a message's node.
 export function createLog(base, render) {
-  const list = h("ol", { class: "log", "aria-label": "Messages", dataset: { turns: 0 } });
-  const jump = button("Jump to newest", () => showNewest().catch(reportError), { class: "jump", hidden: true });
+  const list = h("ol", { class: "log", "aria-label": t("Messages"), dataset: { turns: 0 } });
+  const jump = button(t("Jump to newest"), () => showNewest().catch(reportError), { class: "jump", hidden: true });
   const node = h("div", { class: "log-wrap" }, list, jump);
   const cache = new Map(); // index -> stored message
   let total = 0;

@@ -5,17 +5,18 @@
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const POSITIONS = [
-  ["-1", "Not in the prompt"],
-  ["2", "Before the main prompt"],
-  ["0", "After the main prompt"],
-  ["1", "In the chat at depth"],
+  ["-1", t("Not in the prompt")],
+  ["2", t("Before the main prompt")],
+  ["0", t("After the main prompt")],
+  ["1", t("In the chat at depth")],
 ];
 const ROLES = [
-  ["0", "System"],
-  ["1", "User"],
-  ["2", "Assistant"],
+  ["0", t("System")],
+  ["1", t("User")],
+  ["2", t("Assistant")],
 ];
 
 // One labelled control for `key` of `section` (as the server spells it), kept in `changes`.
@@ -49,28 +50,28 @@ function field(label, section, key, value, changes, options = {}) {
 export async function memoryPanel(chatId) {
   const url = `/chats/${encodeURIComponent(chatId)}/summary`;
   const [summary, settings] = await Promise.all([api("GET", url), api("GET", "/memory/settings")]);
-  const box = h("textarea", { rows: 4, "aria-label": "Chat summary" });
+  const box = h("textarea", { rows: 4, "aria-label": t("Chat summary") });
   box.value = summary.text;
   const changes = {};
   const s = settings.summary;
   const v = settings.vectors;
 
-  const saveSummary = button("Save summary", async () => {
+  const saveSummary = button(t("Save summary"), async () => {
     try {
       await api("PUT", url, { text: box.value });
-      toast("Summary saved", "info");
+      toast(t("Summary saved"), "info");
     } catch (error) {
       reportError(error);
     }
   });
-  const summarizeNow = button("Summarize now", async () => {
+  const summarizeNow = button(t("Summarize now"), async () => {
     summarizeNow.disabled = true;
     try {
       const made = await api("POST", `${url}/now`);
-      if (made.message_index === null) toast("Nothing new to summarize", "info");
+      if (made.message_index === null) toast(t("Nothing new to summarize"), "info");
       else {
         box.value = made.text;
-        toast("Summary made", "info");
+        toast(t("Summary made"), "info");
       }
     } catch (error) {
       reportError(error);
@@ -78,11 +79,11 @@ export async function memoryPanel(chatId) {
       summarizeNow.disabled = false;
     }
   });
-  const saveSettings = button("Save memory settings", async () => {
+  const saveSettings = button(t("Save memory settings"), async () => {
     try {
       await api("PATCH", "/memory/settings", changes);
       for (const key of Object.keys(changes)) delete changes[key];
-      toast("Memory settings saved", "info");
+      toast(t("Memory settings saved"), "info");
     } catch (error) {
       reportError(error);
     }
@@ -91,42 +92,42 @@ export async function memoryPanel(chatId) {
   return h(
     "details",
     { class: "panel memory" },
-    h("summary", {}, "Memory"),
+    h("summary", {}, t("Memory")),
     box,
     h("div", { class: "row" }, saveSummary, summarizeNow),
     h(
       "fieldset",
       {},
-      h("legend", {}, "Summaries (every chat)"),
-      field("Summarize", "summary", "source", s.source, changes, {
+      h("legend", {}, t("Summaries (every chat)")),
+      field(t("Summarize"), "summary", "source", s.source, changes, {
         text: true,
         choices: [
-          ["extras", "Off"],
-          ["main", "With the chat's model"],
+          ["extras", t("Off")],
+          ["main", t("With the chat's model")],
         ],
       }),
-      field("Pause summaries", "summary", "memoryFrozen", s.memoryFrozen, changes),
-      field("Every N messages", "summary", "promptInterval", s.promptInterval, changes),
-      field("Summary length (words)", "summary", "promptWords", s.promptWords, changes),
-      field("Summary position", "summary", "position", s.position, changes, { choices: POSITIONS }),
-      field("Summary depth", "summary", "depth", s.depth, changes),
-      field("Summary role", "summary", "role", s.role, changes, { choices: ROLES }),
-      field("Summary template", "summary", "template", s.template, changes),
-      field("Summary prompt", "summary", "prompt", s.prompt, changes),
+      field(t("Pause summaries"), "summary", "memoryFrozen", s.memoryFrozen, changes),
+      field(t("Every N messages"), "summary", "promptInterval", s.promptInterval, changes),
+      field(t("Summary length (words)"), "summary", "promptWords", s.promptWords, changes),
+      field(t("Summary position"), "summary", "position", s.position, changes, { choices: POSITIONS }),
+      field(t("Summary depth"), "summary", "depth", s.depth, changes),
+      field(t("Summary role"), "summary", "role", s.role, changes, { choices: ROLES }),
+      field(t("Summary template"), "summary", "template", s.template, changes),
+      field(t("Summary prompt"), "summary", "prompt", s.prompt, changes),
     ),
     h(
       "fieldset",
       {},
-      h("legend", {}, "Vector memory (every chat)"),
-      field("Chat memory (vectorize messages)", "vectors", "enabled_chats", v.enabled_chats, changes),
-      field("Vectorized lorebook entries", "vectors", "enabled_world_info", v.enabled_world_info, changes),
-      field("Every entry, not only vectorized ones", "vectors", "enabled_for_all", v.enabled_for_all, changes),
-      field("Messages to recall", "vectors", "insert", v.insert, changes),
-      field("Messages the query reads", "vectors", "query", v.query, changes),
-      field("Score threshold", "vectors", "score_threshold", v.score_threshold, changes, { step: 0.05 }),
-      field("Memory position", "vectors", "position", v.position, changes, { choices: POSITIONS.slice(1) }),
-      field("Memory depth", "vectors", "depth", v.depth, changes),
-      field("Memory template", "vectors", "template", v.template, changes),
+      h("legend", {}, t("Vector memory (every chat)")),
+      field(t("Chat memory (vectorize messages)"), "vectors", "enabled_chats", v.enabled_chats, changes),
+      field(t("Vectorized lorebook entries"), "vectors", "enabled_world_info", v.enabled_world_info, changes),
+      field(t("Every entry, not only vectorized ones"), "vectors", "enabled_for_all", v.enabled_for_all, changes),
+      field(t("Messages to recall"), "vectors", "insert", v.insert, changes),
+      field(t("Messages the query reads"), "vectors", "query", v.query, changes),
+      field(t("Score threshold"), "vectors", "score_threshold", v.score_threshold, changes, { step: 0.05 }),
+      field(t("Memory position"), "vectors", "position", v.position, changes, { choices: POSITIONS.slice(1) }),
+      field(t("Memory depth"), "vectors", "depth", v.depth, changes),
+      field(t("Memory template"), "vectors", "template", v.template, changes),
     ),
     saveSettings,
   );

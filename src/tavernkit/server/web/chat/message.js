@@ -5,6 +5,7 @@
 import { button, h } from "../dom.js";
 import { render } from "../markdown.js";
 import { toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 // The active swipe's own extra (swipe_info), else the message's.
 function extraOf(data) {
@@ -46,9 +47,9 @@ function when(value) {
 async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
-    toast("Message copied", "info");
+    toast(t("Message copied"), "info");
   } catch {
-    toast("The browser refused the clipboard: select the text to copy it");
+    toast(t("The browser refused the clipboard: select the text to copy it"));
   }
 }
 
@@ -60,7 +61,7 @@ export function messageNode(message, isLast, on) {
   const body = h("div", { class: "body" });
   // `display`: what display-only regex scripts make of the stored text (absent: the text)
   body.append(render(message.display ?? textOf(data.mes)));
-  for (const url of imagesOf(data.mes)) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
+  for (const url of imagesOf(data.mes)) body.append(h("img", { class: "attachment", src: url, alt: t("attached image") }));
   const number = message.index + 1;
   const node = h(
     "li",
@@ -74,21 +75,21 @@ export function messageNode(message, isLast, on) {
       h("span", { class: "name" }, data.name || ""),
       h("small", { class: "number" }, `#${message.index}`),
       data.send_date ? h("small", { class: "time" }, when(data.send_date)) : null,
-      message.tokens != null ? h("small", { class: "tokens" }, `${message.tokens} tokens`) : null,
+      message.tokens != null ? h("small", { class: "tokens" }, t("{tokens} tokens", { tokens: message.tokens })) : null,
       h(
         "span",
         { class: "actions" },
-        button("Copy", () => copyText(textOf(data.mes)), { "aria-label": `Copy message ${number}` }),
-        button(hidden ? "Unhide" : "Hide", () => on.hide(message, !hidden), {
-          "aria-label": `${hidden ? "Unhide" : "Hide"} message ${number}`,
+        button(t("Copy"), () => copyText(textOf(data.mes)), { "aria-label": t("Copy message {number}", { number }) }),
+        button(hidden ? t("Unhide") : t("Hide"), () => on.hide(message, !hidden), {
+          "aria-label": hidden ? t("Unhide message {number}", { number }) : t("Hide message {number}", { number }),
         }),
-        button("Edit", () => on.edit(message, body), { "aria-label": `Edit message ${number}` }),
-        button("Branch", () => on.branch(message.index), { "aria-label": `Branch at message ${number}` }),
-        button("Delete", () => on.remove(message), { "aria-label": `Delete message ${number}` }),
+        button(t("Edit"), () => on.edit(message, body), { "aria-label": t("Edit message {number}", { number }) }),
+        button(t("Branch"), () => on.branch(message.index), { "aria-label": t("Branch at message {number}", { number }) }),
+        button(t("Delete"), () => on.remove(message), { "aria-label": t("Delete message {number}", { number }) }),
       ),
     ),
   );
-  if (hidden) node.append(h("p", { class: "status" }, "[hidden from the prompt]"));
+  if (hidden) node.append(h("p", { class: "status" }, t("[hidden from the prompt]")));
   const fallback = (extraOf(data).extensions || {}).fallback_notice;
   if (fallback && fallback.text) node.append(h("div", { class: "notice", role: "note" }, fallback.text));
   const reasoning = message.display_reasoning ?? reasoningOf(data);
@@ -109,10 +110,10 @@ function swipeControls(message, on) {
   return h(
     "div",
     { class: "swipes" },
-    button("‹", () => on.pickSwipe(message, at - 1), { "aria-label": "Previous swipe", disabled: at === 0 }),
-    h("span", { class: "counter", "aria-label": "Swipe" }, `${at + 1}/${count}`),
+    button("‹", () => on.pickSwipe(message, at - 1), { "aria-label": t("Previous swipe"), disabled: at === 0 }),
+    h("span", { class: "counter", "aria-label": t("Swipe") }, `${at + 1}/${count}`),
     button("›", () => (at + 1 < count ? on.pickSwipe(message, at + 1) : on.swipe()), {
-      "aria-label": "Next swipe",
+      "aria-label": t("Next swipe"),
       disabled: onGreeting && at + 1 >= count,
     }),
   );
@@ -122,17 +123,17 @@ export function reasoningPanel(text, open) {
   const pre = h("pre", { class: "reasoning-text" });
   pre.textContent = text;
   const copy = button(
-    "Copy",
+    t("Copy"),
     async () => {
       try {
         await navigator.clipboard.writeText(pre.textContent);
-        toast("Reasoning copied", "info");
+        toast(t("Reasoning copied"), "info");
       } catch {
         window.getSelection().selectAllChildren(pre);
-        toast("Select-all done: press Ctrl+C to copy", "info");
+        toast(t("Select-all done: press Ctrl+C to copy"), "info");
       }
     },
-    { class: "copy", "aria-label": "Copy reasoning" },
+    { class: "copy", "aria-label": t("Copy reasoning") },
   );
-  return h("details", { class: "reasoning", open }, h("summary", {}, "Reasoning"), copy, pre);
+  return h("details", { class: "reasoning", open }, h("summary", {}, t("Reasoning")), copy, pre);
 }

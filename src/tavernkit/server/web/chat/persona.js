@@ -8,16 +8,17 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const PERSONA_KEY = "tavernkit.persona";
 
 export async function createPersonaPicker(chat, onChange) {
   const chatUrl = `/chats/${encodeURIComponent(chat.id)}/persona`;
-  const select = h("select", { "aria-label": "Persona" }, h("option", { value: "" }, "Default persona"));
+  const select = h("select", { "aria-label": t("Persona") }, h("option", { value: "" }, t("Default persona")));
   const note = h("p", { class: "persona-note muted", role: "status" });
   const actions = h("div", { class: "row" });
   const alerts = createAlerts();
-  const manage = h("a", { href: `#/personas?${new URLSearchParams({ chat: chat.id })}` }, "Manage personas");
+  const manage = h("a", { href: `#/personas?${new URLSearchParams({ chat: chat.id })}` }, t("Manage personas"));
   let locks = { chat: null, character: null, default: null };
   let byName = new Map();
 
@@ -27,27 +28,27 @@ export async function createPersonaPicker(chat, onChange) {
   function explain() {
     const picked = select.value;
     const held = lock();
-    const where = locks.chat ? "this chat" : chat.character_name || "the character";
+    const where = locks.chat ? t("this chat") : chat.character_name || t("the character");
     if (held && picked === held.name) {
       const mine = remembered();
-      const over = mine && mine !== held.name && byName.has(mine) ? ` (over your last pick, ${mine})` : "";
-      note.textContent = `Speaking as ${held.name}: locked to ${where}${over}.`;
+      const over = mine && mine !== held.name && byName.has(mine) ? t(" (over your last pick, {mine})", { mine }) : "";
+      note.textContent = t("Speaking as {name}: locked to {where}{over}.", { name: held.name, where, over });
     } else if (held) {
       note.textContent = picked
-        ? `Speaking as ${picked} for now; ${where} is locked to ${held.name}.`
-        : `Speaking as ${held.name}: locked to ${where}.`;
+        ? t("Speaking as {picked} for now; {where} is locked to {name}.", { picked, where, name: held.name })
+        : t("Speaking as {name}: locked to {where}.", { name: held.name, where });
     } else if (picked) {
-      note.textContent = `Speaking as ${picked} (your pick).`;
+      note.textContent = t("Speaking as {picked} (your pick).", { picked });
     } else if (locks.default) {
-      note.textContent = `Speaking as ${locks.default.name}, the default persona.`;
+      note.textContent = t("Speaking as {name}, the default persona.", { name: locks.default.name });
     } else {
-      note.textContent = "No persona: you speak under your user name.";
+      note.textContent = t("No persona: you speak under your user name.");
     }
   }
 
   function drawActions() {
     const picked = byName.get(select.value);
-    const characterName = chat.character_name || "the character";
+    const characterName = chat.character_name || t("the character");
     // a refused lock stays on screen with Retry
     const run = (action) => async () => {
       try {
@@ -59,15 +60,15 @@ export async function createPersonaPicker(chat, onChange) {
     };
     const buttons = [];
     if (locks.chat) {
-      buttons.push(button("Unlock this chat", run(() => api("PUT", chatUrl, { persona: null }))));
+      buttons.push(button(t("Unlock this chat"), run(() => api("PUT", chatUrl, { persona: null }))));
     }
     if (picked && (!locks.chat || locks.chat.id !== picked.id)) {
       buttons.push(
         button(
-          "Lock to this chat",
+          t("Lock to this chat"),
           run(async () => {
             const done = await api("PUT", chatUrl, { persona: picked.id });
-            toast(`${picked.name} is locked to this chat`, "info");
+            toast(t("{name} is locked to this chat", { name: picked.name }), "info");
             return done;
           }),
         ),
@@ -77,7 +78,7 @@ export async function createPersonaPicker(chat, onChange) {
       if (locks.character) {
         buttons.push(
           button(
-            `Unlock ${characterName}`,
+            t("Unlock {characterName}", { characterName }),
             run(async () => {
               await api("PUT", `/characters/${encodeURIComponent(chat.character_id)}/persona`, { persona: null });
               return api("GET", chatUrl);
@@ -88,10 +89,10 @@ export async function createPersonaPicker(chat, onChange) {
       if (picked && (!locks.character || locks.character.id !== picked.id)) {
         buttons.push(
           button(
-            `Lock to ${characterName}`,
+            t("Lock to {characterName}", { characterName }),
             run(async () => {
               await api("PUT", `/characters/${encodeURIComponent(chat.character_id)}/persona`, { persona: picked.id });
-              toast(`${picked.name} is locked to ${characterName}`, "info");
+              toast(t("{name} is locked to {characterName}", { name: picked.name, characterName }), "info");
               return api("GET", chatUrl);
             }),
           ),
@@ -126,7 +127,7 @@ export async function createPersonaPicker(chat, onChange) {
     for (const persona of page.items) select.append(h("option", { value: persona.name }, persona.name));
     locks = current;
   } catch (error) {
-    alerts.show(`Personas: ${errorText(error)}`);
+    alerts.show(t("Personas: {value}", { value: errorText(error) }));
   }
   apply();
 
@@ -136,7 +137,7 @@ export async function createPersonaPicker(chat, onChange) {
     persona: () => select.value,
     // Speak as `name` ("" for the default), as if picked in the list (the /persona command).
     setPersona(name) {
-      if (name && !byName.has(name)) throw new Error(`no persona named ${name}`);
+      if (name && !byName.has(name)) throw new Error(t("no persona named {name}", { name }));
       select.value = name;
       select.dispatchEvent(new Event("change"));
     },

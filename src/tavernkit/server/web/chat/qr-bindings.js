@@ -6,23 +6,24 @@
 import { api } from "../api.js";
 import { h } from "../dom.js";
 import { reportError } from "../toast.js";
+import { t } from "../i18n.js";
 
 export function createQuickReplyBindings(chat, base, changed) {
   const body = h("div", { class: "qr-bindings" });
-  const node = h("details", { class: "panel" }, h("summary", {}, "Quick reply sets"), body);
+  const node = h("details", { class: "panel" }, h("summary", {}, t("Quick reply sets")), body);
   let state = { sets: [], global: [], chat: [], character: [] };
 
   const scopes = [
-    ["global", "Everywhere", (sets) => api("PUT", "/settings/quick-replies", { sets })],
+    ["global", t("Everywhere"), (sets) => api("PUT", "/settings/quick-replies", { sets })],
     [
       "chat",
-      "This chat",
+      t("This chat"),
       (sets) => api("PUT", `${base}/quick-replies`, { sets: sets.map((set) => ({ set, isVisible: true })) }),
     ],
   ];
   if (chat.character_id) {
     const url = `/characters/${encodeURIComponent(chat.character_id)}/quick-replies`;
-    scopes.push(["character", chat.character_name || "This character", (sets) => api("PUT", url, { sets })]);
+    scopes.push(["character", chat.character_name || t("This character"), (sets) => api("PUT", url, { sets })]);
   }
 
   async function toggle(scope, save, name, on) {
@@ -55,7 +56,7 @@ export function createQuickReplyBindings(chat, base, changed) {
     body.replaceChildren(
       ...(names.length
         ? names.map(row)
-        : [h("p", { class: "hint" }, "No Quick Reply sets yet: `tavernkit import Set.json` brings one.")]),
+        : [h("p", { class: "hint" }, t("No Quick Reply sets yet: `tavernkit import Set.json` brings one."))]),
     );
   }
 

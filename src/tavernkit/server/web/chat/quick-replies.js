@@ -5,6 +5,7 @@
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 // The lines to run for a reply: [true, commands] when every line is a command, else
 // [false, [text]] (the same rule as the terminal chat).
@@ -25,7 +26,7 @@ export function clickText(set, reply, typed) {
 const shown = (reply) => !reply.isHidden && Boolean(reply.label || reply.icon);
 
 export function createQuickReplies(base, onClick) {
-  const bar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": "Quick replies" });
+  const bar = h("div", { class: "quick-replies", role: "toolbar", "aria-label": t("Quick replies") });
   bar.hidden = true;
   let sets = [];
   let linked = [];
@@ -70,7 +71,7 @@ export function createQuickReplies(base, onClick) {
       more.setAttribute("aria-expanded", "true");
       openMenu = { menu, more };
       menu.querySelector("button").focus();
-    }, { class: "qr-more", "aria-label": `More: ${label}`, "aria-haspopup": "menu", "aria-expanded": "false" });
+    }, { class: "qr-more", "aria-label": t("More: {label}", { label }), "aria-haspopup": "menu", "aria-expanded": "false" });
     menu.addEventListener("keydown", (event) => {
       if (event.key !== "Escape") return;
       closeMenu();

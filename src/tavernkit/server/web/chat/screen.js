@@ -21,6 +21,7 @@ import { messageNode, textOf } from "./message.js";
 import { createQuickReplyBindings } from "./qr-bindings.js";
 import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
+import { t } from "../i18n.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
 // for a busy chat, a rate limit, a server error or a dropped connection.
@@ -108,7 +109,7 @@ export async function showChat(view, chatId, at = null) {
   // it since, the server refuses (409 StaleRevision) and nothing is overwritten; the editor
   // stays open with the user's text, and the alert offers to reload the message.
   function editMessage(message, body) {
-    const area = h("textarea", { rows: 5, "aria-label": "Edit message" });
+    const area = h("textarea", { rows: 5, "aria-label": t("Edit message") });
     area.value = textOf(message.data.mes);
     const save = async () => {
       try {
@@ -124,7 +125,7 @@ export async function showChat(view, chatId, at = null) {
       }
     };
     const cancel = () => attempt(async () => {});
-    body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
+    body.replaceChildren(area, h("div", { class: "row" }, button(t("Save"), save), button(t("Cancel"), cancel)));
     area.focus();
   }
 
@@ -132,15 +133,15 @@ export async function showChat(view, chatId, at = null) {
   function refuseStale(message, what = "saved") {
     const text =
       what === "saved"
-        ? `Message #${message.index} was changed in another tab or device, so your edit was not ` +
-          "saved. Reload to see the current text (copy yours first to keep it)."
-        : `Message #${message.index} was changed in another tab or device, so it was not ` +
-          `${what}. Reload to see the chat as it is now.`;
-    alerts.show(text, { actions: [{ label: "Reload message", run: () => log.reload() }] });
+        ? t("Message #{index} was changed in another tab or device, so your edit was not saved. Reload to see the current text (copy yours first to keep it).", { index: message.index })
+        : what === "deleted"
+          ? t("Message #{index} was changed in another tab or device, so it was not deleted. Reload to see the chat as it is now.", { index: message.index })
+          : t("Message #{index} was changed in another tab or device, so it was not changed. Reload to see the chat as it is now.", { index: message.index });
+    alerts.show(text, { actions: [{ label: t("Reload message"), run: () => log.reload() }] });
   }
 
   function deleteMessage(message) {
-    if (!window.confirm(`Delete message ${message.index + 1}?`)) return undefined;
+    if (!window.confirm(t("Delete message {value}?", { value: message.index + 1 }))) return undefined;
     return removeMessage(message);
   }
 
@@ -242,9 +243,9 @@ export async function showChat(view, chatId, at = null) {
       await runLines(text.split("\n").filter((line) => line.trim()), text);
       return;
     }
-    const name = side.persona() || "You";
+    const name = side.persona() || t("You");
     const body = h("div", { class: "body" }, render(text));
-    for (const url of images) body.append(h("img", { class: "attachment", src: url, alt: "attached image" }));
+    for (const url of images) body.append(h("img", { class: "attachment", src: url, alt: t("attached image") }));
     const pending = h(
       "li",
       { class: "message user pending" },
@@ -273,7 +274,7 @@ export async function showChat(view, chatId, at = null) {
     swipeTo: (n) => pickSwipe(last(), n),
     setPrefill(text) {
       prefill = text;
-      alerts.show(text ? `Replies start with: ${text}` : "Prefill off", { info: true });
+      alerts.show(text ? t("Replies start with: {text}", { text }) : t("Prefill off"), { info: true });
     },
     edit: (i, text) => attempt(() => api("PATCH", `${base}/messages/${i}`, { text })),
     remove: (i) => attempt(() => api("DELETE", `${base}/messages/${i}`)),
@@ -283,7 +284,7 @@ export async function showChat(view, chatId, at = null) {
     rename: (name) => attempt(() => api("PATCH", base, { name })),
     quickReply: (label) => {
       const found = quickReplies.find(label);
-      if (!found) throw new CommandError(`no quick reply ${label}`);
+      if (!found) throw new CommandError(t("no quick reply {label}", { label }));
       return runReply(...found);
     },
     inspect: () => {
@@ -310,7 +311,7 @@ export async function showChat(view, chatId, at = null) {
       }
       if (out.error) {
         const { name, message, line, column } = out.error;
-        alerts.show(`${name}: ${message} (line ${line + 1}, column ${column + 1})`);
+        alerts.show(t("{name}: {message} (line {value}, column {value2})", { name, message, value: line + 1, value2: column + 1 }));
         if (text) composer.setText(text);
       } else if (out.pipe && showPipe) {
         alerts.show(out.pipe, { info: true });
@@ -385,7 +386,7 @@ export async function showChat(view, chatId, at = null) {
     const url = `${base}/messages/from/${from}`;
     return checked({ index: from }, () => api("DELETE", url, undefined, { ifMatch: revision }));
   });
-  const tools = button("Chat tools", () => side.node.classList.toggle("open"), { class: "tools-toggle" });
+  const tools = button(t("Chat tools"), () => side.node.classList.toggle("open"), { class: "tools-toggle" });
   const toolbar = h("div", { class: "chat-toolbar" }, tools, deleting.start);
   view.append(
     h(

@@ -13,49 +13,50 @@ import { reportError, toast } from "../toast.js";
 import { createConnection } from "./connection.js";
 import { createPersonaPicker } from "./persona.js";
 import { writerNote } from "./writer-note.js";
+import { t } from "../i18n.js";
 
 export async function createSide(chat, base) {
   const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
-  const inspect = h("a", { href: "" }, "Prompt inspector");
+  const inspect = h("a", { href: "" }, t("Prompt inspector"));
   const syncInspector = (persona) => {
     const query = persona ? `?${new URLSearchParams({ persona })}` : "";
     inspect.href = `#/inspect/${encodeURIComponent(chat.id)}${query}`;
   };
   const picker = await createPersonaPicker(chat, syncInspector);
 
-  const close = button("Close", () => node.classList.remove("open"), { class: "tools-close" });
+  const close = button(t("Close"), () => node.classList.remove("open"), { class: "tools-close" });
   const node = h(
     "aside",
-    { class: "side", "aria-label": "Chat tools" },
-    h("div", { class: "side-head" }, h("h2", {}, chat.character_name || "Chat"), close),
+    { class: "side", "aria-label": t("Chat tools") },
+    h("div", { class: "side-head" }, h("h2", {}, chat.character_name || t("Chat")), close),
     inspect,
     picker.node,
-    h("details", { class: "panel" }, h("summary", {}, "Search this chat"), searchBox("Search this chat", { chat: chat.id }, { showChat: false }).node),
+    h("details", { class: "panel" }, h("summary", {}, t("Search this chat")), searchBox(t("Search this chat"), { chat: chat.id }, { showChat: false }).node),
     await createConnection(),
     await writerNote(chat),
     await authorsNote(chatUrl),
     chat.character_id ? chatsPanel(chat) : null, // a group chat lists its group's (chat/group.js)
     await memoryPanel(chat.id),
-    h("details", { class: "panel" }, h("summary", {}, "Chat variables"), await variablesSection(`${base}/variables`, "Chat variables")),
+    h("details", { class: "panel" }, h("summary", {}, t("Chat variables")), await variablesSection(`${base}/variables`, t("Chat variables"))),
   );
   return { node, persona: picker.persona, setPersona: picker.setPersona };
 }
 
 async function authorsNote(chatUrl) {
   const note = await api("GET", `${chatUrl}/authors-note`);
-  const text = h("textarea", { rows: 3, "aria-label": "Author's note" });
+  const text = h("textarea", { rows: 3, "aria-label": t("Author's note") });
   text.value = note.text;
-  const depth = h("input", { type: "number", min: 0, value: note.depth, "aria-label": "Author's note depth" });
+  const depth = h("input", { type: "number", min: 0, value: note.depth, "aria-label": t("Author's note depth") });
   return h(
     "details",
     { class: "panel" },
-    h("summary", {}, "Author's note"),
+    h("summary", {}, t("Author's note")),
     text,
-    h("label", {}, "Depth ", depth),
-    button("Save note", async () => {
+    h("label", {}, t("Depth "), depth),
+    button(t("Save note"), async () => {
       try {
         await api("PUT", `${chatUrl}/authors-note`, { ...note, text: text.value, depth: Number(depth.value) || 0 });
-        toast("Author's note saved", "info");
+        toast(t("Author's note saved"), "info");
       } catch (error) {
         reportError(error);
       }
@@ -64,8 +65,8 @@ async function authorsNote(chatUrl) {
 }
 
 function chatsPanel(chat) {
-  const list = h("ul", { class: "chat-list", "aria-label": "Chats" });
-  const search = h("input", { type: "search", placeholder: "Search chats", "aria-label": "Search chats" });
+  const list = h("ul", { class: "chat-list", "aria-label": t("Chats") });
+  const search = h("input", { type: "search", placeholder: t("Search chats"), "aria-label": t("Search chats") });
 
   async function load() {
     if (!chat.character_id) return;
@@ -79,13 +80,13 @@ function chatsPanel(chat) {
             "li",
             { class: c.id === chat.id ? "current" : "" },
             h("a", { href: `#/chat/${encodeURIComponent(c.id)}` }, c.name),
-            h("small", {}, ` ${c.message_count} messages`),
+            h("small", {}, t(" {message_count} messages", { message_count: c.message_count })),
           ),
         ),
     );
   }
   search.addEventListener("input", () => load().catch(reportError));
-  const newChat = button("New chat", async () => {
+  const newChat = button(t("New chat"), async () => {
     try {
       const made = await api("POST", "/chats", { character: chat.character_id });
       window.location.hash = `#/chat/${encodeURIComponent(made.id)}`;
@@ -95,7 +96,7 @@ function chatsPanel(chat) {
   });
   load().catch(reportError);
   const messages = chat.character_id
-    ? searchBox("Search these chats' messages", { character: chat.character_id }).node
+    ? searchBox(t("Search these chats' messages"), { character: chat.character_id }).node
     : null;
-  return h("details", { class: "panel" }, h("summary", {}, "Chats"), newChat, search, list, messages);
+  return h("details", { class: "panel" }, h("summary", {}, t("Chats")), newChat, search, list, messages);
 }

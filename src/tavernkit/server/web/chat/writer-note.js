@@ -5,6 +5,7 @@
 
 import { api } from "../api.js";
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export async function writerNote(chat) {
   if (!chat.character_id) return null;
@@ -13,11 +14,11 @@ export async function writerNote(chat) {
   const writer = await api("GET", `/characters/${id}/writer`).catch(() => null);
   if (!writer) return null;
   if (!writer.profile && !writer.preset) return null;
-  const parts = [writer.profile && `profile ${writer.profile}`, writer.preset && `preset ${writer.preset}`].filter(Boolean);
+  const parts = [writer.profile && t("profile {name}", { name: writer.profile }), writer.preset && t("preset {name}", { name: writer.preset })].filter(Boolean);
   return h(
     "p",
     { class: "muted writer-note" },
-    `${writer.character} writes with ${parts.join(" and ")}. `,
-    h("a", { href: `#/character/${id}` }, "Change the writer"),
+    t("{character} writes with {what}. ", { character: writer.character, what: parts.join(t(" and ")) }),
+    h("a", { href: `#/character/${id}` }, t("Change the writer")),
   );
 }

@@ -3,6 +3,7 @@
 
 import { api } from "../api.js";
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 let ids = 0;
 
@@ -31,17 +32,17 @@ export { avatar } from "../avatar.js";
 
 // group_activation_strategy, as SillyTavern names them
 export const STRATEGIES = [
-  ["natural", "Natural order"],
-  ["list", "List order"],
-  ["manual", "Manual"],
-  ["pooled", "Pooled order"],
+  ["natural", t("Natural order")],
+  ["list", t("List order")],
+  ["manual", t("Manual")],
+  ["pooled", t("Pooled order")],
 ];
 
 // group_generation_mode
 export const MODES = [
-  ["swap", "Swap character cards"],
-  ["join", "Join character cards (exclude muted)"],
-  ["join-muted", "Join character cards (include muted)"],
+  ["swap", t("Swap character cards")],
+  ["join", t("Join character cards (exclude muted)")],
+  ["join-muted", t("Join character cards (include muted)")],
 ];
 
 // The group's chats (newest first), each a link to the chat screen; `current`: the open one.
@@ -52,7 +53,7 @@ export async function groupChats(group, current = null) {
       "li",
       { class: c.id === current ? "current" : "" },
       h("a", { href: `#/chat/${encodeURIComponent(c.id)}` }, c.name),
-      h("small", {}, ` ${c.message_count} messages`),
+      h("small", {}, t(" {message_count} messages", { message_count: c.message_count })),
     ),
   );
 }

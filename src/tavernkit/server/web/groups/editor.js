@@ -8,6 +8,7 @@ import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, reportError, toast } from "../toast.js";
 import { MODES, STRATEGIES, avatar, field, groupChats, thumbnailUrl } from "./common.js";
+import { t } from "../i18n.js";
 
 const SEARCH_MS = 200;
 
@@ -41,8 +42,8 @@ export async function showGroup(view, ref) {
   const joinFields = h(
     "div",
     { class: "fields join-fields" },
-    field("Join prefix", prefix),
-    field("Join suffix", suffix),
+    field(t("Join prefix"), prefix),
+    field(t("Join suffix"), suffix),
   );
   const syncJoin = () => {
     joinFields.hidden = mode.value === "swap";
@@ -52,7 +53,7 @@ export async function showGroup(view, ref) {
 
   // -- members -----------------------------------------------------------------------------
 
-  const memberList = h("ol", { class: "members", "aria-label": "Members" });
+  const memberList = h("ol", { class: "members", "aria-label": t("Members") });
   function paintMembers() {
     memberList.replaceChildren(
       ...members.map((m, i) => {
@@ -69,10 +70,10 @@ export async function showGroup(view, ref) {
           h(
             "span",
             { class: "member-controls" },
-            check("Mute", mute),
-            button("↑", () => move(i, -1), { "aria-label": `Move ${m.name} up`, disabled: i === 0 }),
-            button("↓", () => move(i, 1), { "aria-label": `Move ${m.name} down`, disabled: i === members.length - 1 }),
-            button("Remove", () => {
+            check(t("Mute"), mute),
+            button("↑", () => move(i, -1), { "aria-label": t("Move {name} up", { name: m.name }), disabled: i === 0 }),
+            button("↓", () => move(i, 1), { "aria-label": t("Move {name} down", { name: m.name }), disabled: i === members.length - 1 }),
+            button(t("Remove"), () => {
               members.splice(i, 1);
               changed();
             }),
@@ -80,7 +81,7 @@ export async function showGroup(view, ref) {
         );
       }),
     );
-    if (!members.length) memberList.append(h("li", { class: "muted" }, "No members yet: add characters below."));
+    if (!members.length) memberList.append(h("li", { class: "muted" }, t("No members yet: add characters below.")));
     fillCandidates();
   }
   function move(i, by) {
@@ -94,14 +95,14 @@ export async function showGroup(view, ref) {
   }
 
   // adding a member: the stored characters (searched by name) not in the group yet
-  const find = h("input", { type: "search", placeholder: "Search characters", autocomplete: "off" });
+  const find = h("input", { type: "search", placeholder: t("Search characters"), autocomplete: "off" });
   const candidates = h("select", {});
   let found = [];
   function fillCandidates() {
     const inGroup = new Set(members.map((m) => m.character_id));
     const free = found.filter((c) => !inGroup.has(c.id));
     candidates.replaceChildren(...free.map((c) => h("option", { value: c.id }, c.name)));
-    if (!free.length) candidates.append(h("option", { value: "" }, "No character to add"));
+    if (!free.length) candidates.append(h("option", { value: "" }, t("No character to add")));
   }
   async function searchCharacters() {
     const query = new URLSearchParams({ limit: 200 });
@@ -114,7 +115,7 @@ export async function showGroup(view, ref) {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => searchCharacters().catch(reportError), SEARCH_MS);
   });
-  const add = button("Add", () => {
+  const add = button(t("Add"), () => {
     const picked = found.find((c) => c.id === candidates.value);
     if (!picked) return;
     members.push({ character_id: picked.id, name: picked.name, muted: false });
@@ -139,33 +140,33 @@ export async function showGroup(view, ref) {
 
   async function save() {
     if (!name.value.trim()) {
-      alerts.show("A group needs a name.");
+      alerts.show(t("A group needs a name."));
       name.focus();
       return false;
     }
     try {
       if (group) {
         group = await api("PATCH", `/groups/${encodeURIComponent(group.id)}`, body());
-        toast("Group saved", "info");
+        toast(t("Group saved"), "info");
       } else {
         group = await api("POST", "/groups", body());
-        toast(`Group ${group.name} made`, "info");
+        toast(t("Group {name} made", { name: group.name }), "info");
         window.location.hash = `#/group/${encodeURIComponent(group.id)}`;
       }
       dirty = false;
       return true;
     } catch (error) {
       const taken = error instanceof ApiError && error.status === 409;
-      alerts.show(taken ? `${error.message}: pick another name.` : errorText(error), taken ? {} : { retry: save });
+      alerts.show(taken ? t("{message}: pick another name.", { message: error.message }) : errorText(error), taken ? {} : { retry: save });
       return false;
     }
   }
 
   async function remove() {
-    if (!window.confirm(`Delete the group ${group.name}? Its chats stay.`)) return;
+    if (!window.confirm(t("Delete the group {name}? Its chats stay.", { name: group.name }))) return;
     try {
       await api("DELETE", `/groups/${encodeURIComponent(group.id)}`);
-      toast(`Group ${group.name} deleted`, "info");
+      toast(t("Group {name} deleted", { name: group.name }), "info");
       window.location.hash = "#/groups";
     } catch (error) {
       alerts.show(errorText(error), { retry: remove });
@@ -192,51 +193,51 @@ export async function showGroup(view, ref) {
   // -- layout ------------------------------------------------------------------------------
 
   const missing = group && group.missing.length
-    ? h("p", { class: "notice", role: "note" }, `Not found among your characters (left out when saved): ${group.missing.join(", ")}`)
+    ? h("p", { class: "notice", role: "note" }, t("Not found among your characters (left out when saved): {names}", { names: group.missing.join(", ") }))
     : null;
   const chats = group
     ? h(
         "section",
-        { class: "card group-chats", "aria-label": "Chats" },
-        h("h2", {}, "Chats"),
-        button("Start new chat", startChat, { class: "primary" }),
-        h("ul", { class: "chat-list", "aria-label": "Group chats" }, await groupChats(group)),
+        { class: "card group-chats", "aria-label": t("Chats") },
+        h("h2", {}, t("Chats")),
+        button(t("Start new chat"), startChat, { class: "primary" }),
+        h("ul", { class: "chat-list", "aria-label": t("Group chats") }, await groupChats(group)),
       )
     : null;
   view.append(
     h(
       "div",
       { class: "toolbar" },
-      h("a", { href: "#/groups" }, "‹ Groups"),
+      h("a", { href: "#/groups" }, t("‹ Groups")),
       h("h1", {}, group ? group.name : "New group"),
     ),
     alerts.node,
     h(
       "section",
-      { class: "card group-editor", "aria-label": "Group" },
-      field("Group name", name),
+      { class: "card group-editor", "aria-label": t("Group") },
+      field(t("Group name"), name),
       h(
         "fieldset",
         {},
-        h("legend", {}, "Members"),
+        h("legend", {}, t("Members")),
         missing,
         memberList,
-        h("div", { class: "row add-member" }, field("Find character", find), field("Add member", candidates), add),
+        h("div", { class: "row add-member" }, field(t("Find character"), find), field(t("Add member"), candidates), add),
       ),
       h(
         "div",
         { class: "fields" },
-        field("Reply strategy", strategy),
-        field("Generation mode", mode),
-        field("Auto mode delay (seconds)", delay),
-        check("Allow self responses", selfResponses),
+        field(t("Reply strategy"), strategy),
+        field(t("Generation mode"), mode),
+        field(t("Auto mode delay (seconds)"), delay),
+        check(t("Allow self responses"), selfResponses),
       ),
       joinFields,
       h(
         "div",
         { class: "row" },
-        button(group ? "Save" : "Create group", save, { class: "primary" }),
-        group ? button("Delete group", remove, { class: "danger" }) : null,
+        button(group ? t("Save") : t("Create group"), save, { class: "primary" }),
+        group ? button(t("Delete group"), remove, { class: "danger" }) : null,
       ),
     ),
   );

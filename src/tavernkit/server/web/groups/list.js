@@ -5,20 +5,21 @@ import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
 import { avatar, thumbnailUrl } from "./common.js";
+import { t } from "../i18n.js";
 
 export async function showGroups(view) {
   const page = await api("GET", "/groups?limit=200");
-  const list = h("ul", { class: "group-list", "aria-label": "Groups" });
+  const list = h("ul", { class: "group-list", "aria-label": t("Groups") });
   for (const group of page.items) list.append(groupItem(group));
   if (!page.items.length) {
-    list.append(h("li", { class: "empty muted" }, "No groups yet: make one of your characters with “New group”."));
+    list.append(h("li", { class: "empty muted" }, t("No groups yet: make one of your characters with “New group”.")));
   }
   view.append(
     h(
       "div",
       { class: "toolbar" },
-      h("h1", {}, "Groups"),
-      button("New group", () => {
+      h("h1", {}, t("Groups")),
+      button(t("New group"), () => {
         window.location.hash = "#/group/new";
       }),
     ),
@@ -27,7 +28,7 @@ export async function showGroups(view) {
 }
 
 function groupItem(group) {
-  const names = group.members.map((m) => (m.muted ? `${m.name} (muted)` : m.name));
+  const names = group.members.map((m) => (m.muted ? t("{name} (muted)", { name: m.name }) : m.name));
   return h(
     "li",
     { class: "card group-item" },
@@ -36,10 +37,10 @@ function groupItem(group) {
       "span",
       { class: "group-text" },
       h("a", { href: `#/group/${encodeURIComponent(group.id)}`, class: "group-name" }, group.name),
-      h("small", { class: "muted" }, names.join(", ") || "no members"),
-      h("small", { class: "muted" }, `${group.chats.length} ${group.chats.length === 1 ? "chat" : "chats"}`),
+      h("small", { class: "muted" }, names.join(", ") || t("no members")),
+      h("small", { class: "muted" }, (group.chats.length === 1 ? t("1 chat") : t("{total} chats", { total: group.chats.length }))),
     ),
-    button("Open chat", () => openGroupChat(group).catch(reportError), { "aria-label": `Open chat with ${group.name}` }),
+    button(t("Open chat"), () => openGroupChat(group).catch(reportError), { "aria-label": t("Open chat with {name}", { name: group.name }) }),
   );
 }
 

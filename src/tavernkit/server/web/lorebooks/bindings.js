@@ -6,12 +6,13 @@ import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText } from "../toast.js";
 import { bindingLabel, bookPath, chatName } from "./book.js";
+import { t } from "../i18n.js";
 
 const SCOPES = [
-  ["global", "Every chat (global)"],
-  ["chat", "A chat"],
-  ["character", "A character"],
-  ["persona", "A persona"],
+  ["global", t("Every chat (global)")],
+  ["chat", t("A chat")],
+  ["character", t("A character")],
+  ["persona", t("A persona")],
 ];
 
 // What each scope offers to bind to: [value, label] pairs.
@@ -31,10 +32,10 @@ const TARGETS = {
 };
 
 const NOTES = {
-  global: "Its entries can fire in every chat.",
-  chat: "A chat has one chat lorebook: this one replaces the chat's.",
-  character: "Its entries can fire in every chat with this character.",
-  persona: "A persona has one lorebook: this one replaces the persona's. It is read while you speak as that persona.",
+  global: t("Its entries can fire in every chat."),
+  chat: t("A chat has one chat lorebook: this one replaces the chat's."),
+  character: t("Its entries can fire in every chat with this character."),
+  persona: t("A persona has one lorebook: this one replaces the persona's. It is read while you speak as that persona."),
 };
 
 export function createBindings(book, alerts, { chat = null, onChange = () => {} } = {}) {
@@ -42,9 +43,9 @@ export function createBindings(book, alerts, { chat = null, onChange = () => {} 
   const list = h("ul", { class: "bindings" });
   const scope = h("select", {}, SCOPES.map(([value, label]) => h("option", { value }, label)));
   const target = h("select", {});
-  const targetField = h("label", { class: "field" }, "Which", target);
+  const targetField = h("label", { class: "field" }, t("Which"), target);
   const note = h("p", { class: "muted" });
-  const bind = button("Bind", () => add());
+  const bind = button(t("Bind"), () => add());
 
   function show(found) {
     usedBy = found.used_by;
@@ -55,10 +56,10 @@ export function createBindings(book, alerts, { chat = null, onChange = () => {} 
               "li",
               { dataset: { scope: b.scope } },
               h("span", {}, bindingLabel(b, { link: true })),
-              button("Remove", () => remove(b)),
+              button(t("Remove"), () => remove(b)),
             ),
           )
-        : [h("li", { class: "muted" }, "Bound nowhere: its entries fire only in the tester below.")]),
+        : [h("li", { class: "muted" }, t("Bound nowhere: its entries fire only in the tester below."))]),
     );
     onChange(usedBy);
   }
@@ -68,13 +69,13 @@ export function createBindings(book, alerts, { chat = null, onChange = () => {} 
     note.textContent = NOTES[kind];
     targetField.hidden = kind === "global";
     if (kind === "global") return;
-    target.replaceChildren(h("option", { value: "" }, "loading…"));
+    target.replaceChildren(h("option", { value: "" }, t("loading…")));
     try {
       const options = await TARGETS[kind]();
       target.replaceChildren(
         ...(options.length
           ? options.map(([value, label]) => h("option", { value }, label))
-          : [h("option", { value: "" }, `no ${kind}s yet`)]),
+          : [h("option", { value: "" }, { chat: t("no chats yet"), character: t("no characters yet"), persona: t("no personas yet") }[kind])]),
       );
       if (kind === "chat" && chat && options.some(([value]) => value === chat)) target.value = chat;
     } catch (error) {
@@ -120,10 +121,10 @@ export function createBindings(book, alerts, { chat = null, onChange = () => {} 
 
   const node = h(
     "section",
-    { class: "card used-by", "aria-label": "Used by" },
-    h("h2", {}, "Used by"),
+    { class: "card used-by", "aria-label": t("Used by") },
+    h("h2", {}, t("Used by")),
     list,
-    h("div", { class: "bind-row" }, h("label", { class: "field" }, "Bind to", scope), targetField, bind),
+    h("div", { class: "bind-row" }, h("label", { class: "field" }, t("Bind to"), scope), targetField, bind),
     note,
   );
   return { node, usedBy: () => usedBy };

@@ -4,12 +4,13 @@
 
 import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export const bookPath = (book) => `/lorebooks/${encodeURIComponent(book.id)}`;
 
 // A lorebook name the server refused as taken, said plainly.
 export function nameError(error, name) {
-  if (error instanceof ApiError && error.status === 409) return `A lorebook named “${name}” exists already.`;
+  if (error instanceof ApiError && error.status === 409) return t("A lorebook named “{name}” exists already.", { name });
   return null;
 }
 
@@ -21,16 +22,16 @@ export function chatName(character, name) {
 // "Chat: Mira – Evening", "Character: Mira (the card's own lorebook)"...; `link`: chats and
 // characters as links to them.
 export function bindingLabel(b, { link = false } = {}) {
-  if (b.scope === "global") return ["Every chat (global)"];
+  if (b.scope === "global") return [t("Every chat (global)")];
   if (b.scope === "chat") {
     const name = chatName(b.character_name, b.name);
-    return ["Chat: ", link ? h("a", { href: `#/chat/${encodeURIComponent(b.id)}` }, name) : name];
+    return [t("Chat: "), link ? h("a", { href: `#/chat/${encodeURIComponent(b.id)}` }, name) : name];
   }
   if (b.scope === "character") {
-    const via = { card: " (the card's own lorebook)", extra: " (an extra lorebook in settings)" }[b.via] || "";
-    return ["Character: ", b.name, via];
+    const via = { card: t(" (the card's own lorebook)"), extra: t(" (an extra lorebook in settings)") }[b.via] || "";
+    return [t("Character: "), b.name, via];
   }
-  return ["Persona: ", b.name];
+  return [t("Persona: "), b.name];
 }
 
 export function bindingText(b) {
@@ -41,7 +42,7 @@ export function exportLink(book) {
   return h(
     "a",
     { class: "button", href: `/export/lorebook/${encodeURIComponent(book.id)}?format=json`, download: `${book.name}.json` },
-    "Export",
+    t("Export"),
   );
 }
 
@@ -49,7 +50,7 @@ export function exportLink(book) {
 // too). `done(line)` runs with the renamed book's line; `cancel()` when the user gives up.
 export function renameInPlace(slot, book, { done, cancel, fail }) {
   const input = h("input", { value: book.name, class: "name-input" });
-  const label = h("label", { class: "field" }, "New name", input);
+  const label = h("label", { class: "field" }, t("New name"), input);
   const save = async () => {
     const name = input.value.trim();
     if (!name || name === book.name) return cancel();
@@ -63,7 +64,7 @@ export function renameInPlace(slot, book, { done, cancel, fail }) {
     if (event.key === "Enter") save();
     if (event.key === "Escape") cancel();
   });
-  slot.replaceChildren(h("span", { class: "rename" }, label, button("Save name", save), button("Cancel", cancel)));
+  slot.replaceChildren(h("span", { class: "rename" }, label, button(t("Save name"), save), button(t("Cancel"), cancel)));
   input.select();
   input.focus();
 }
@@ -74,8 +75,8 @@ export async function duplicateBook(book) {
 
 // Delete after a confirm naming where the book is bound; true when it was deleted.
 export async function deleteBook(book, usedBy = []) {
-  const where = usedBy.length ? `\n\nIt is bound to: ${usedBy.map(bindingText).join("; ")}. Those bindings go too.` : "";
-  if (!window.confirm(`Delete the lorebook “${book.name}”?${where}`)) return false;
+  const where = usedBy.length ? t("\n\nIt is bound to: {names}. Those bindings go too.", { names: usedBy.map(bindingText).join("; ") }) : "";
+  if (!window.confirm(t("Delete the lorebook “{name}”?{where}", { name: book.name, where }))) return false;
   await api("DELETE", bookPath(book));
   return true;
 }

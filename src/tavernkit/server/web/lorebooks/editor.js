@@ -12,6 +12,7 @@ import { deleteBook, duplicateBook, exportLink, renameInPlace } from "./book.js"
 import { createBindings } from "./bindings.js";
 import { createEntries } from "./entries.js";
 import { createTester } from "./tester.js";
+import { t } from "../i18n.js";
 
 export async function showLorebook(view, ref, { params } = {}) {
   const book = await api("GET", `/lorebooks/${encodeURIComponent(ref)}`);
@@ -26,7 +27,7 @@ export async function showLorebook(view, ref, { params } = {}) {
         book.name = line.name;
         title.textContent = line.name;
         showTitle();
-        toast(`Renamed to ${line.name}`, "info");
+        toast(t("Renamed to {name}", { name: line.name }), "info");
       },
       cancel: showTitle,
       fail: (error, plain) => alerts.show(plain || errorText(error)),
@@ -35,18 +36,18 @@ export async function showLorebook(view, ref, { params } = {}) {
   const bindings = createBindings(book, alerts, { chat: params && params.get("chat") });
   const unsaved = h("span", { class: "muted", role: "status" });
   const entries = createEntries(book, alerts, (count) => {
-    unsaved.textContent = count ? `${count} ${count === 1 ? "entry has" : "entries have"} unsaved edits` : "";
+    unsaved.textContent = count ? (count === 1 ? t("1 entry has unsaved edits") : t("{count} entries have unsaved edits", { count })) : "";
   });
-  const save = button("Save lorebook", () => entries.save(), { class: "primary" });
+  const save = button(t("Save lorebook"), () => entries.save(), { class: "primary" });
 
   const actions = h(
     "div",
     { class: "row book-actions" },
-    button("Rename", rename),
-    button("Duplicate", async () => {
+    button(t("Rename"), rename),
+    button(t("Duplicate"), async () => {
       try {
         const copy = await duplicateBook(book);
-        toast(`Duplicated as ${copy.name}`, "info");
+        toast(t("Duplicated as {name}", { name: copy.name }), "info");
         window.location.hash = `#/lorebook/${encodeURIComponent(copy.id)}`;
       } catch (error) {
         alerts.show(errorText(error));
@@ -54,11 +55,11 @@ export async function showLorebook(view, ref, { params } = {}) {
     }),
     exportLink(book),
     button(
-      "Delete",
+      t("Delete"),
       async () => {
         try {
           if (await deleteBook(book, bindings.usedBy())) {
-            toast(`Deleted ${book.name}`, "info");
+            toast(t("Deleted {name}", { name: book.name }), "info");
             window.location.hash = "#/lorebooks";
           }
         } catch (error) {
@@ -75,7 +76,7 @@ export async function showLorebook(view, ref, { params } = {}) {
   window.addEventListener("beforeunload", warn);
 
   view.append(
-    h("p", { class: "crumbs" }, h("a", { href: "#/lorebooks" }, "All lorebooks")),
+    h("p", { class: "crumbs" }, h("a", { href: "#/lorebooks" }, t("All lorebooks"))),
     h("div", { class: "toolbar book-head" }, titleSlot, actions),
     alerts.node,
     bindings.node,

@@ -10,6 +10,7 @@ import { api, isStale } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { entryForm, entryRow, entryTitle } from "./entry.js";
+import { t } from "../i18n.js";
 
 const PAGE = 50;
 // the revision of an entry changed elsewhere while its form was being typed in: never the
@@ -20,35 +21,35 @@ const num = (value, fallback) => (typeof value === "number" ? value : Number(val
 const byUid = (a, b) => num(a.uid, 0) - num(b.uid, 0);
 const byTitle = (a, b) => entryTitle(a).localeCompare(entryTitle(b), undefined, { sensitivity: "base" });
 export const SORTS = [
-  ["display", "Display order", (a, b) => num(a.displayIndex, num(a.uid, 0)) - num(b.displayIndex, num(b.uid, 0)) || byUid(a, b)],
-  ["title", "Title A–Z", byTitle],
-  ["title-desc", "Title Z–A", (a, b) => byTitle(b, a)],
-  ["order-desc", "Order, highest first", (a, b) => num(b.order, 100) - num(a.order, 100) || byUid(a, b)],
-  ["order", "Order, lowest first", (a, b) => num(a.order, 100) - num(b.order, 100) || byUid(a, b)],
-  ["uid", "UID, lowest first", byUid],
-  ["uid-desc", "UID, highest first", (a, b) => byUid(b, a)],
-  ["depth", "Depth, lowest first", (a, b) => num(a.depth, 4) - num(b.depth, 4) || byUid(a, b)],
-  ["depth-desc", "Depth, highest first", (a, b) => num(b.depth, 4) - num(a.depth, 4) || byUid(a, b)],
-  ["probability", "Probability, lowest first", (a, b) => num(a.probability, 100) - num(b.probability, 100) || byUid(a, b)],
+  ["display", t("Display order"), (a, b) => num(a.displayIndex, num(a.uid, 0)) - num(b.displayIndex, num(b.uid, 0)) || byUid(a, b)],
+  ["title", t("Title A–Z"), byTitle],
+  ["title-desc", t("Title Z–A"), (a, b) => byTitle(b, a)],
+  ["order-desc", t("Order, highest first"), (a, b) => num(b.order, 100) - num(a.order, 100) || byUid(a, b)],
+  ["order", t("Order, lowest first"), (a, b) => num(a.order, 100) - num(b.order, 100) || byUid(a, b)],
+  ["uid", t("UID, lowest first"), byUid],
+  ["uid-desc", t("UID, highest first"), (a, b) => byUid(b, a)],
+  ["depth", t("Depth, lowest first"), (a, b) => num(a.depth, 4) - num(b.depth, 4) || byUid(a, b)],
+  ["depth-desc", t("Depth, highest first"), (a, b) => num(b.depth, 4) - num(a.depth, 4) || byUid(a, b)],
+  ["probability", t("Probability, lowest first"), (a, b) => num(a.probability, 100) - num(b.probability, 100) || byUid(a, b)],
 ];
 
 // What a search looks in: every field, or only the keys (primary and secondary), the title or
 // the content.
 export const SEARCH_IN = [
-  ["all", "Everything", (e) => [e.comment || "", ...(e.key || []), ...(e.keysecondary || []), e.content || ""]],
-  ["keys", "Keys", (e) => [...(e.key || []), ...(e.keysecondary || [])]],
-  ["title", "Title", (e) => [e.comment || ""]],
-  ["content", "Content", (e) => [e.content || ""]],
+  ["all", t("Everything"), (e) => [e.comment || "", ...(e.key || []), ...(e.keysecondary || []), e.content || ""]],
+  ["keys", t("Keys"), (e) => [...(e.key || []), ...(e.keysecondary || [])]],
+  ["title", t("Title"), (e) => [e.comment || ""]],
+  ["content", t("Content"), (e) => [e.content || ""]],
 ];
 
 // Which entries are shown, whatever the search: all, only enabled or disabled ones, only
 // constant ones (always inserted), only those with secondary keys.
 export const SHOW = [
-  ["all", "All entries", () => true],
-  ["enabled", "Enabled", (e) => !e.disable],
-  ["disabled", "Disabled", (e) => Boolean(e.disable)],
-  ["constant", "Constant", (e) => Boolean(e.constant)],
-  ["secondary", "With secondary keys", (e) => (e.keysecondary || []).length > 0],
+  ["all", t("All entries"), () => true],
+  ["enabled", t("Enabled"), (e) => !e.disable],
+  ["disabled", t("Disabled"), (e) => Boolean(e.disable)],
+  ["constant", t("Constant"), (e) => Boolean(e.constant)],
+  ["secondary", t("With secondary keys"), (e) => (e.keysecondary || []).length > 0],
 ];
 
 function haystack(entry, where) {
@@ -74,12 +75,12 @@ export function createEntries(book, alerts, onDirty) {
   let sort = "display";
   let shown = PAGE;
 
-  const search = h("input", { type: "search", placeholder: "keys, title or content" });
+  const search = h("input", { type: "search", placeholder: t("keys, title or content") });
   const sortBy = h("select", {}, SORTS.map(([value, label]) => h("option", { value }, label)));
   const searchIn = h("select", {}, SEARCH_IN.map(([value, label]) => h("option", { value }, label)));
   const showOnly = h("select", {}, SHOW.map(([value, label]) => h("option", { value }, label)));
   const count = h("p", { class: "muted entry-count", role: "status" });
-  const list = h("ul", { class: "entry-list", "aria-label": "Entries" });
+  const list = h("ul", { class: "entry-list", "aria-label": t("Entries") });
   const more = h("div", { class: "more" });
 
   let timer = null;
@@ -192,7 +193,7 @@ export function createEntries(book, alerts, onDirty) {
       replaceRow(uid);
       changed();
     } catch (error) {
-      alerts.show(`Entry ${uid}: ${errorText(error)}`, { retry: () => reloadEntry(uid) });
+      alerts.show(t("Entry {uid}: {value}", { uid, value: errorText(error) }), { retry: () => reloadEntry(uid) });
     }
   }
 
@@ -215,8 +216,8 @@ export function createEntries(book, alerts, onDirty) {
           h(
             "div",
             { class: "row" },
-            button("Duplicate entry", () => duplicate(uid)),
-            button("Delete entry", () => remove(uid), { class: "danger" }),
+            button(t("Duplicate entry"), () => duplicate(uid)),
+            button(t("Delete entry"), () => remove(uid), { class: "danger" }),
           ),
         ),
       );
@@ -230,12 +231,12 @@ export function createEntries(book, alerts, onDirty) {
     list.replaceChildren(...page.map(rowOf));
     const total = entries.size;
     count.textContent = query || show !== "all"
-      ? `${found.length} of ${total} entries match`
-      : `${total} ${total === 1 ? "entry" : "entries"}`;
+      ? t("{count} of {total} entries match", { count: found.length, total })
+      : total === 1 ? t("1 entry") : t("{total} entries", { total });
     const left = found.length - page.length;
     more.replaceChildren(
       left > 0
-        ? button(`Show ${Math.min(left, PAGE)} more (${left} not shown)`, () => {
+        ? button(t("Show {value} more ({left} not shown)", { value: Math.min(left, PAGE), left }), () => {
             shown += PAGE;
             render();
           })
@@ -271,7 +272,7 @@ export function createEntries(book, alerts, onDirty) {
       stored(done.data);
       if (revisions.get(uid) !== STALE) revisions.set(uid, done.revision);
     } catch (error) {
-      alerts.show(`Entry ${uid}: ${errorText(error)}`, { retry: () => enable(uid, on) });
+      alerts.show(t("Entry {uid}: {value}", { uid, value: errorText(error) }), { retry: () => enable(uid, on) });
     }
     replaceRow(uid);
     const row = rowNode(uid);
@@ -294,7 +295,7 @@ export function createEntries(book, alerts, onDirty) {
   }
 
   function add() {
-    return addFrom({}, "Entry added");
+    return addFrom({}, t("Entry added"));
   }
 
   function duplicate(uid) {
@@ -303,12 +304,12 @@ export function createEntries(book, alerts, onDirty) {
     const copy = { ...entry, ...(form ? form.changes() : {}) };
     delete copy.uid;
     delete copy.displayIndex;
-    return addFrom(copy, "Entry duplicated");
+    return addFrom(copy, t("Entry duplicated"));
   }
 
   async function remove(uid) {
     const entry = entries.get(uid);
-    if (!window.confirm(`Delete the entry “${entryTitle(entry)}”?`)) return;
+    if (!window.confirm(t("Delete the entry “{value}”?", { value: entryTitle(entry) }))) return;
     try {
       await api("DELETE", `${base}/${encodeURIComponent(uid)}`);
       entries.delete(uid);
@@ -317,7 +318,7 @@ export function createEntries(book, alerts, onDirty) {
       pinned = pinned.filter((u) => u !== uid);
       render();
       changed();
-      toast("Entry deleted", "info");
+      toast(t("Entry deleted"), "info");
     } catch (error) {
       alerts.show(errorText(error), { retry: () => remove(uid) });
     }
@@ -328,7 +329,7 @@ export function createEntries(book, alerts, onDirty) {
   async function save() {
     const pending = [...forms.entries()].filter(([, form]) => form.dirty());
     if (!pending.length) {
-      toast("No changes to save", "info");
+      toast(t("No changes to save"), "info");
       return true;
     }
     let failed = 0;
@@ -343,18 +344,18 @@ export function createEntries(book, alerts, onDirty) {
         const title = entryTitle(entries.get(uid));
         if (isStale(error)) {
           alerts.show(
-            `Entry “${title}” was changed in another tab or device, so your edit was not saved. Reload it to see the current entry (copy your text first to keep it).`,
-            { actions: [{ label: "Reload entry", run: () => reloadEntry(uid) }] },
+            t("Entry “{title}” was changed in another tab or device, so your edit was not saved. Reload it to see the current entry (copy your text first to keep it).", { title }),
+            { actions: [{ label: t("Reload entry"), run: () => reloadEntry(uid) }] },
           );
         } else {
           const where = error.body && error.body.field ? ` (${error.body.field})` : "";
-          alerts.show(`Entry “${title}”${where}: ${errorText(error)}`, { retry: save });
+          alerts.show(t("Entry “{title}”{where}: {value}", { title, where, value: errorText(error) }), { retry: save });
         }
       }
       replaceRow(uid);
     }
     changed();
-    if (!failed) toast("Lorebook saved", "info");
+    if (!failed) toast(t("Lorebook saved"), "info");
     return failed === 0;
   }
 
@@ -365,11 +366,11 @@ export function createEntries(book, alerts, onDirty) {
     h(
       "div",
       { class: "entry-tools" },
-      h("label", { class: "field grow" }, "Search entries", search),
-      h("label", { class: "field" }, "Search in", searchIn),
-      h("label", { class: "field" }, "Show", showOnly),
-      h("label", { class: "field" }, "Sort by", sortBy),
-      button("Add entry", add),
+      h("label", { class: "field grow" }, t("Search entries"), search),
+      h("label", { class: "field" }, t("Search in"), searchIn),
+      h("label", { class: "field" }, t("Show"), showOnly),
+      h("label", { class: "field" }, t("Sort by"), sortBy),
+      button(t("Add entry"), add),
     ),
     count,
     list,

@@ -4,21 +4,22 @@
 // which fields the user touched, so saving sends only those that changed.
 
 import { button, h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export const LOGIC = [
-  [0, "AND ANY"],
-  [3, "AND ALL"],
-  [2, "NOT ANY"],
-  [1, "NOT ALL"],
+  [0, t("AND ANY")],
+  [3, t("AND ALL")],
+  [2, t("NOT ANY")],
+  [1, t("NOT ALL")],
 ];
 export const POSITIONS = [
-  [0, "before character"],
-  [1, "after character"],
-  [5, "before examples"],
-  [6, "after examples"],
-  [2, "author's note top"],
-  [3, "author's note bottom"],
-  [4, "in chat at depth"],
+  [0, t("before character")],
+  [1, t("after character")],
+  [5, t("before examples")],
+  [6, t("after examples")],
+  [2, t("author's note top")],
+  [3, t("author's note bottom")],
+  [4, t("in chat at depth")],
   [7, "outlet"],
 ];
 const ROLES = [
@@ -28,7 +29,7 @@ const ROLES = [
 ];
 
 export function entryTitle(entry) {
-  return entry.comment || (entry.key || []).join(", ") || `Entry ${entry.uid}`;
+  return entry.comment || (entry.key || []).join(", ") || t("Entry {uid}", { uid: entry.uid });
 }
 
 function field(label, input, cls = "field") {
@@ -63,8 +64,8 @@ export function entryForm(entry, changed) {
   let base = entry;
   const inputs = {
     comment: h("input", { value: entry.comment || "" }),
-    key: h("input", { value: (entry.key || []).join(", "), placeholder: "comma separated" }),
-    keysecondary: h("input", { value: (entry.keysecondary || []).join(", "), placeholder: "comma separated" }),
+    key: h("input", { value: (entry.key || []).join(", "), placeholder: t("comma separated") }),
+    keysecondary: h("input", { value: (entry.keysecondary || []).join(", "), placeholder: t("comma separated") }),
     selectiveLogic: select(LOGIC, entry.selectiveLogic ?? 0),
     position: select(POSITIONS, entry.position ?? 0),
     depth: numberInput(entry.depth ?? 4, { min: 0 }),
@@ -128,22 +129,22 @@ export function entryForm(entry, changed) {
     h(
       "div",
       { class: "fields" },
-      field("Title", inputs.comment),
-      field("Keys", inputs.key),
-      field("Secondary keys", inputs.keysecondary),
-      field("Logic", inputs.selectiveLogic),
-      field("Position", inputs.position),
-      field("Depth", inputs.depth),
-      field("Role", inputs.role),
-      field("Order", inputs.order),
-      field("Probability", inputs.probability),
-      field("Inclusion group", inputs.group),
-      field("Sticky", inputs.sticky),
-      field("Cooldown", inputs.cooldown),
-      field("Delay", inputs.delay),
-      field("Constant", inputs.constant, "field check"),
+      field(t("Title"), inputs.comment),
+      field(t("Keys"), inputs.key),
+      field(t("Secondary keys"), inputs.keysecondary),
+      field(t("Logic"), inputs.selectiveLogic),
+      field(t("Position"), inputs.position),
+      field(t("Depth"), inputs.depth),
+      field(t("Role"), inputs.role),
+      field(t("Order"), inputs.order),
+      field(t("Probability"), inputs.probability),
+      field(t("Inclusion group"), inputs.group),
+      field(t("Sticky"), inputs.sticky),
+      field(t("Cooldown"), inputs.cooldown),
+      field(t("Delay"), inputs.delay),
+      field(t("Constant"), inputs.constant, "field check"),
     ),
-    field("Content", inputs.content),
+    field(t("Content"), inputs.content),
   );
   return {
     node,
@@ -167,8 +168,8 @@ export function entryRow(entry, { open, dirty, on }) {
   const title = button(entryTitle(entry), on.toggle, { class: "entry-toggle", "aria-expanded": String(open) });
   const keys = entry.comment && (entry.key || []).length ? (entry.key || []).join(", ") : "";
   const flags = [
-    entry.constant ? h("span", { class: "flag" }, "constant") : null,
-    h("span", { class: "flag unsaved" }, "unsaved"),
+    entry.constant ? h("span", { class: "flag" }, t("constant")) : null,
+    h("span", { class: "flag unsaved" }, t("unsaved")),
     h("span", { class: "uid muted" }, `#${entry.uid}`),
   ];
   const cls = ["entry", entry.disable && "disabled", open && "open", dirty && "dirty"].filter(Boolean);
@@ -181,7 +182,7 @@ export function entryRow(entry, { open, dirty, on }) {
       title,
       keys ? h("span", { class: "entry-keys muted" }, keys) : null,
       h("span", { class: "entry-flags" }, flags),
-      h("label", { class: "field check" }, enabled, "Enabled"),
+      h("label", { class: "field check" }, enabled, t("Enabled")),
     ),
   );
 }

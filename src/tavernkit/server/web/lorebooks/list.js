@@ -8,6 +8,7 @@ import { createAlerts } from "../alerts.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { bindingText, deleteBook, duplicateBook, exportLink, nameError, renameInPlace } from "./book.js";
+import { t } from "../i18n.js";
 
 async function allBooks() {
   const books = [];
@@ -22,7 +23,7 @@ export async function showLorebooks(view) {
   const alerts = createAlerts();
   let books = await allBooks();
   let usedBy = {}; // book id -> bindings (filled in after the list shows)
-  const list = h("ul", { class: "book-list", "aria-label": "Lorebooks" });
+  const list = h("ul", { class: "book-list", "aria-label": t("Lorebooks") });
   const filter = h("input", { type: "search" });
 
   const byName = (a, b) => a.name.localeCompare(b.name, undefined, { sensitivity: "base" });
@@ -30,7 +31,7 @@ export async function showLorebooks(view) {
   function usedText(book) {
     const found = usedBy[book.id];
     if (found === undefined) return "";
-    return found.length ? `Used by: ${found.map(bindingText).join(" · ")}` : "Bound nowhere";
+    return found.length ? t("Used by: {names}", { names: found.map(bindingText).join(" · ") }) : t("Bound nowhere");
   }
 
   function row(book) {
@@ -40,7 +41,7 @@ export async function showLorebooks(view) {
     const rename = () =>
       renameInPlace(nameSlot, book, {
         async done(line) {
-          toast(`Renamed to ${line.name}`, "info");
+          toast(t("Renamed to {name}", { name: line.name }), "info");
           await refresh();
         },
         cancel: () => nameSlot.replaceChildren(name),
@@ -52,11 +53,11 @@ export async function showLorebooks(view) {
       h(
         "div",
         { class: "row book-actions" },
-        button("Rename", rename),
-        button("Duplicate", async () => {
+        button(t("Rename"), rename),
+        button(t("Duplicate"), async () => {
           try {
             const copy = await duplicateBook(book);
-            toast(`Duplicated as ${copy.name}`, "info");
+            toast(t("Duplicated as {name}", { name: copy.name }), "info");
             await refresh();
           } catch (error) {
             alerts.show(errorText(error));
@@ -64,11 +65,11 @@ export async function showLorebooks(view) {
         }),
         exportLink(book),
         button(
-          "Delete",
+          t("Delete"),
           async () => {
             try {
               if (await deleteBook(book, usedBy[book.id] || [])) {
-                toast(`Deleted ${book.name}`, "info");
+                toast(t("Deleted {name}", { name: book.name }), "info");
                 await refresh();
               }
             } catch (error) {
@@ -88,7 +89,7 @@ export async function showLorebooks(view) {
     list.replaceChildren(
       ...(shown.length
         ? shown.map(row)
-        : [h("li", { class: "muted" }, books.length ? "No lorebook has that name." : "No lorebooks yet: create or import one.")]),
+        : [h("li", { class: "muted" }, books.length ? t("No lorebook has that name.") : t("No lorebooks yet: create or import one."))]),
     );
   }
 
@@ -119,7 +120,7 @@ export async function showLorebooks(view) {
 
   // -- create and import -------------------------------------------------------------------
 
-  const newName = h("input", { placeholder: "e.g. The coast" });
+  const newName = h("input", { placeholder: t("e.g. The coast") });
   const create = async () => {
     const name = newName.value.trim();
     if (!name) {
@@ -143,12 +144,12 @@ export async function showLorebooks(view) {
     form.append("file", file, file.name);
     try {
       const done = await api("POST", `/import${replace ? "?replace=true" : ""}`, form);
-      toast(`Imported ${done.map((r) => r.name).join(", ")}`, "info");
+      toast(t("Imported {names}", { names: done.map((r) => r.name).join(", ") }), "info");
       await refresh();
     } catch (error) {
       const taken = error instanceof ApiError && error.body && error.body.type === "NameTaken";
       alerts.show(`${file.name}: ${errorText(error)}`, {
-        actions: taken ? [{ label: "Replace", run: () => importFile(file, true) }] : [],
+        actions: taken ? [{ label: t("Replace"), run: () => importFile(file, true) }] : [],
         retry: taken ? undefined : () => importFile(file, replace),
       });
     }
@@ -160,14 +161,14 @@ export async function showLorebooks(view) {
 
   render();
   view.append(
-    h("div", { class: "toolbar" }, h("h1", {}, "Lorebooks")),
+    h("div", { class: "toolbar" }, h("h1", {}, t("Lorebooks"))),
     h(
       "div",
       { class: "book-tools" },
-      h("label", { class: "field" }, "New lorebook name", newName),
-      button("Create", create, { class: "primary" }),
-      h("label", { class: "button file-button" }, "Import lorebooks", files),
-      h("label", { class: "field grow" }, "Filter lorebooks", filter),
+      h("label", { class: "field" }, t("New lorebook name"), newName),
+      button(t("Create"), create, { class: "primary" }),
+      h("label", { class: "button file-button" }, t("Import lorebooks"), files),
+      h("label", { class: "field grow" }, t("Filter lorebooks"), filter),
     ),
     alerts.node,
     list,

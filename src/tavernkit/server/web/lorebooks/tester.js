@@ -4,6 +4,7 @@
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText } from "../toast.js";
+import { t } from "../i18n.js";
 
 export function createTester(book, alerts) {
   const sample = h("textarea", { rows: 3 });
@@ -16,7 +17,7 @@ export function createTester(book, alerts) {
         seed: 1,
       });
       results.replaceChildren(
-        h("thead", {}, h("tr", {}, ["Entry", "Fires", "Why", "Position", "Tokens"].map((t) => h("th", {}, t)))),
+        h("thead", {}, h("tr", {}, [t("Entry"), t("Fires"), t("Why"), t("Position"), t("Tokens")].map((t) => h("th", {}, t)))),
         h(
           "tbody",
           {},
@@ -25,7 +26,7 @@ export function createTester(book, alerts) {
               "tr",
               { class: r.fired ? "fired" : "", dataset: { uid: r.uid } },
               h("td", {}, r.comment || r.key || String(r.uid)),
-              h("td", {}, r.fired ? "yes" : "no"),
+              h("td", {}, r.fired ? t("yes") : t("no")),
               h("td", {}, r.why || ""),
               h("td", {}, r.position_label || ""),
               h("td", { class: "num" }, String(r.tokens)),
@@ -40,11 +41,11 @@ export function createTester(book, alerts) {
 
   return h(
     "section",
-    { class: "card tester", "aria-label": "Test this text" },
-    h("h2", {}, "Test this text"),
-    h("p", { class: "muted" }, "Scans the book as saved, as if the text were the chat's last message."),
-    h("label", { class: "field" }, "Text to test", sample),
-    h("div", { class: "row" }, button("Test this text", test)),
+    { class: "card tester", "aria-label": t("Test this text") },
+    h("h2", {}, t("Test this text")),
+    h("p", { class: "muted" }, t("Scans the book as saved, as if the text were the chat's last message.")),
+    h("label", { class: "field" }, t("Text to test"), sample),
+    h("div", { class: "row" }, button(t("Test this text"), test)),
     h("div", { class: "table-wrap" }, results),
   );
 }

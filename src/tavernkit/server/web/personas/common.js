@@ -2,13 +2,14 @@
 // persona's avatar (its initial when it has none).
 
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 export const POSITIONS = [
-  [0, "In the prompt (story string / prompt manager)"],
-  [2, "Top of the author's note"],
-  [3, "Bottom of the author's note"],
-  [4, "In chat at a depth"],
-  [9, "Nowhere (off)"],
+  [0, t("In the prompt (story string / prompt manager)")],
+  [2, t("Top of the author's note")],
+  [3, t("Bottom of the author's note")],
+  [4, t("In chat at a depth")],
+  [9, t("Nowhere (off)")],
 ];
 
 // The persona's avatar, or its initial when it has none (the image answers 404); `missing`

@@ -8,11 +8,12 @@ import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { toast } from "../toast.js";
 import { POSITIONS, avatar, field } from "./common.js";
+import { t } from "../i18n.js";
 
 const ROLES = [
-  [0, "System"],
-  [1, "User"],
-  [2, "Assistant"],
+  [0, t("System")],
+  [1, t("User")],
+  [2, t("Assistant")],
 ];
 
 function options(pairs, current) {
@@ -50,15 +51,15 @@ export function createEditor(persona, ctx) {
       await api("PUT", `${url}/avatar`, form);
       file.value = "";
       showAvatar({ ...persona, updated: Date.now() });
-      toast("Avatar saved", "info");
+      toast(t("Avatar saved"), "info");
     }),
   );
   const removeAvatar = button(
-    "Remove avatar",
+    t("Remove avatar"),
     act(async () => {
       await api("DELETE", `${url}/avatar`);
       showAvatar({ name: persona.name });
-      toast("Avatar removed", "info");
+      toast(t("Avatar removed"), "info");
     }),
   );
   showAvatar(persona);
@@ -71,22 +72,22 @@ export function createEditor(persona, ctx) {
   const position = h(
     "select",
     {},
-    options(knownPosition ? POSITIONS : [...POSITIONS, [data.position, `Position ${data.position} (as stored)`]], data.position ?? 0),
+    options(knownPosition ? POSITIONS : [...POSITIONS, [data.position, t("Position {position} (as stored)", { position: data.position })]], data.position ?? 0),
   );
   const depth = h("input", { type: "number", min: 0, step: 1, value: data.depth ?? 2 });
   const role = h("select", {}, options(ROLES, data.role ?? 0));
   const atDepth = h(
     "div",
     { class: "row" },
-    field("Depth", depth),
-    field("Role", role),
+    field(t("Depth"), depth),
+    field(t("Role"), role),
   );
   const syncDepth = () => {
     atDepth.hidden = position.value !== "4";
   };
   position.addEventListener("change", syncDepth);
   syncDepth();
-  const lorebook = h("select", {}, h("option", { value: "" }, "None"));
+  const lorebook = h("select", {}, h("option", { value: "" }, t("None")));
   api("GET", "/lorebooks?limit=500")
     .then((page) => {
       const names = page.items.map((b) => b.name);
@@ -95,15 +96,15 @@ export function createEditor(persona, ctx) {
     })
     .catch((error) => ctx.fail(error));
 
-  const saveButton = h("button", { type: "submit", class: "primary" }, "Save persona");
+  const saveButton = h("button", { type: "submit", class: "primary" }, t("Save persona"));
   const form = h(
     "form",
-    { class: "persona-form", "aria-label": "Edit persona" },
-    field("Name", name),
-    field("Description", description),
-    field("Description position", position),
+    { class: "persona-form", "aria-label": t("Edit persona") },
+    field(t("Name"), name),
+    field(t("Description"), description),
+    field(t("Description position"), position),
     atDepth,
-    field("Persona lorebook", lorebook),
+    field(t("Persona lorebook"), lorebook),
     h("div", { class: "row" }, saveButton),
   );
   // One save at a time, each on the revision the last one stored: a second click while the
@@ -124,7 +125,7 @@ export function createEditor(persona, ctx) {
       };
       const saved = await api("PUT", url, body, { ifMatch: persona.revision });
       persona.revision = saved.revision;
-      toast("Persona saved", "info");
+      toast(t("Persona saved"), "info");
       // the list shows the new name; the form stays as it is, so nothing typed since is lost
       ctx.saved({ ...persona, name: saved.name, data: saved.data, revision: saved.revision });
     })().finally(() => {
@@ -139,7 +140,7 @@ export function createEditor(persona, ctx) {
     "change",
     act(async () => {
       await api("PATCH", "/settings/selections", { persona: defaultBox.checked ? persona.id : null });
-      toast(defaultBox.checked ? `${persona.name} is the default persona` : "No default persona", "info");
+      toast(defaultBox.checked ? t("{name} is the default persona", { name: persona.name }) : t("No default persona"), "info");
       await ctx.reload();
     }),
   );
@@ -148,7 +149,7 @@ export function createEditor(persona, ctx) {
   const lockCharacter = (character, persona_) =>
     act(async () => {
       await api("PUT", `/characters/${encodeURIComponent(character.id)}/persona`, { persona: persona_ });
-      toast(persona_ ? `${persona.name} is locked to ${character.name}` : `${character.name} is unlocked`, "info");
+      toast(persona_ ? t("{name} is locked to {name2}", { name: persona.name, name2: character.name }) : t("{name} is unlocked", { name: character.name }), "info");
       await ctx.reload();
     });
   const others = characters.filter((c) => !lockedTo.includes(c));
@@ -157,27 +158,27 @@ export function createEditor(persona, ctx) {
     {},
     others.map((c) => {
       const holder = ctx.state.personas.find((p) => p.id === selections.character_personas[c.id]);
-      return h("option", { value: c.id }, holder ? `${c.name} (now ${holder.name})` : c.name);
+      return h("option", { value: c.id }, holder ? t("{name} (now {name2})", { name: c.name, name2: holder.name }) : c.name);
     }),
   );
   const locks = h(
     "fieldset",
     { class: "persona-locks" },
-    h("legend", {}, "Who speaks as it"),
-    field("Default persona (for chats without a lock of their own)", defaultBox, "field check"),
+    h("legend", {}, t("Who speaks as it")),
+    field(t("Default persona (for chats without a lock of their own)"), defaultBox, "field check"),
     h(
       "ul",
-      { class: "chat-list", "aria-label": "Locked to characters" },
+      { class: "chat-list", "aria-label": t("Locked to characters") },
       lockedTo.length
-        ? lockedTo.map((c) => h("li", {}, `Locked to ${c.name} `, button(`Unlock ${c.name}`, lockCharacter(c, null))))
-        : h("li", { class: "muted" }, "Not locked to any character."),
+        ? lockedTo.map((c) => h("li", {}, t("Locked to {name} ", { name: c.name }), button(t("Unlock {name}", { name: c.name }), lockCharacter(c, null))))
+        : h("li", { class: "muted" }, t("Not locked to any character.")),
     ),
     others.length
       ? h(
           "div",
           { class: "row" },
-          field("Character", characterPick),
-          button("Lock to character", () => {
+          field(t("Character"), characterPick),
+          button(t("Lock to character"), () => {
             const character = others.find((c) => c.id === characterPick.value);
             if (character) lockCharacter(character, persona.id)();
           }),
@@ -187,14 +188,14 @@ export function createEditor(persona, ctx) {
   );
 
   const remove = button(
-    "Delete persona",
+    t("Delete persona"),
     act(async () => {
-      if (!window.confirm(`Delete the persona ${persona.name}? Chats keep the messages sent as it.`)) return;
+      if (!window.confirm(t("Delete the persona {name}? Chats keep the messages sent as it.", { name: persona.name }))) return;
       // its locks go with it (a chat's lock to it is skipped from now on)
       for (const c of lockedTo) await api("PUT", `/characters/${encodeURIComponent(c.id)}/persona`, { persona: null });
       if (selections.persona === persona.id) await api("PATCH", "/settings/selections", { persona: null });
       await api("DELETE", url);
-      toast(`Deleted ${persona.name}`, "info");
+      toast(t("Deleted {name}", { name: persona.name }), "info");
       ctx.leave();
     }),
     { class: "danger" },
@@ -203,7 +204,7 @@ export function createEditor(persona, ctx) {
   return h(
     "div",
     { class: "persona-edit" },
-    h("div", { class: "persona-head" }, picture, h("div", {}, h("h2", {}, persona.name), field("Upload avatar", file), removeAvatar)),
+    h("div", { class: "persona-head" }, picture, h("div", {}, h("h2", {}, persona.name), field(t("Upload avatar"), file), removeAvatar)),
     form,
     locks,
     h("div", { class: "row" }, remove),
@@ -217,12 +218,12 @@ function chatLock(persona, ctx, act) {
   const draw = (locked) => {
     const mine = locked.chat && locked.chat.id === persona.id;
     status.textContent = locked.chat
-      ? `This chat (${ctx.chat.name}) is locked to ${locked.chat.name}.`
-      : `This chat (${ctx.chat.name}) has no persona of its own.`;
+      ? t("This chat ({name}) is locked to {name2}.", { name: ctx.chat.name, name2: locked.chat.name })
+      : t("This chat ({name}) has no persona of its own.", { name: ctx.chat.name });
     row.replaceChildren(
       mine
-        ? button("Unlock this chat", act(async () => draw(await api("PUT", chatUrl, { persona: null }))))
-        : button("Lock to this chat", act(async () => draw(await api("PUT", chatUrl, { persona: persona.id })))),
+        ? button(t("Unlock this chat"), act(async () => draw(await api("PUT", chatUrl, { persona: null }))))
+        : button(t("Lock to this chat"), act(async () => draw(await api("PUT", chatUrl, { persona: persona.id })))),
     );
   };
   const chatUrl = `/chats/${encodeURIComponent(ctx.chat.id)}/persona`;

@@ -9,6 +9,7 @@ import { h } from "../dom.js";
 import { errorText } from "../toast.js";
 import { avatar, field } from "./common.js";
 import { createEditor } from "./editor.js";
+import { t } from "../i18n.js";
 
 // Every persona with its JSON (one request each: a persona list is short), the selections
 // (default, character locks) and the characters by id.
@@ -31,7 +32,7 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
   const chatId = params.get("chat") || "";
   const query = chatId ? `?${new URLSearchParams({ chat: chatId })}` : "";
   const alerts = createAlerts();
-  const list = h("ul", { class: "persona-list", "aria-label": "Personas" });
+  const list = h("ul", { class: "persona-list", "aria-label": t("Personas") });
   const editorBox = h("div", { class: "persona-editor" });
   const chat = chatId ? await api("GET", `/chats/${encodeURIComponent(chatId)}`) : null;
   let state = await loadAll();
@@ -41,8 +42,8 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
   const fail = (error, retry) =>
     isStale(error)
       ? alerts.show(
-          "This persona was changed in another tab or device, so your save was refused. Reload to see the current persona (copy your text first to keep it).",
-          { actions: [{ label: "Reload persona", run: () => reload() }] },
+          t("This persona was changed in another tab or device, so your save was refused. Reload to see the current persona (copy your text first to keep it)."),
+          { actions: [{ label: t("Reload persona"), run: () => reload() }] },
         )
       : alerts.show(errorText(error), retry ? { retry } : {});
 
@@ -60,9 +61,9 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
   function badges(persona) {
     const sel = state.selections;
     const out = [];
-    if (sel.persona === persona.id) out.push("default");
+    if (sel.persona === persona.id) out.push(t("default"));
     const locked = state.characters.filter((c) => sel.character_personas[c.id] === persona.id).map((c) => c.name);
-    if (locked.length) out.push(`locked to ${locked.join(", ")}`);
+    if (locked.length) out.push(t("locked to {names}", { names: locked.join(", ") }));
     return out.length ? h("small", { class: "muted" }, out.join(" · ")) : null;
   }
 
@@ -72,7 +73,7 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
     if (current) {
       editorBox.replaceChildren(createEditor(current, { state, chat, reload, saved, fail, leave: () => (window.location.hash = `#/personas${query}`) }));
     } else {
-      editorBox.replaceChildren(h("p", { class: "muted" }, ref ? "That persona is gone." : "Pick a persona to edit it, or add one."));
+      editorBox.replaceChildren(h("p", { class: "muted" }, ref ? t("That persona is gone.") : t("Pick a persona to edit it, or add one.")));
     }
   }
 
@@ -91,15 +92,15 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
         ),
       ),
     );
-    if (!state.personas.length) list.append(h("li", { class: "muted" }, "No personas yet: add one below."));
+    if (!state.personas.length) list.append(h("li", { class: "muted" }, t("No personas yet: add one below.")));
   }
 
   const name = h("input", { required: true, maxlength: 200, autocomplete: "off" });
   const form = h(
     "form",
-    { class: "row", "aria-label": "New persona" },
-    field("New persona's name", name, "field grow"),
-    h("button", { type: "submit" }, "Add persona"),
+    { class: "row", "aria-label": t("New persona") },
+    field(t("New persona's name"), name, "field grow"),
+    h("button", { type: "submit" }, t("Add persona")),
   );
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -120,15 +121,15 @@ export async function showPersonas(view, ref, params = new URLSearchParams()) {
     h(
       "div",
       { class: "toolbar" },
-      h("h1", {}, "Personas"),
-      chat ? h("a", { href: `#/chat/${encodeURIComponent(chat.id)}` }, `Back to ${chat.name}`) : null,
+      h("h1", {}, t("Personas")),
+      chat ? h("a", { href: `#/chat/${encodeURIComponent(chat.id)}` }, t("Back to {name}", { name: chat.name })) : null,
     ),
     alerts.node,
     h(
       "div",
       { class: `personas-screen${ref ? " editing" : ""}` },
-      h("section", { class: "card persona-index", "aria-label": "All personas" }, list, form),
-      h("section", { class: "card", "aria-label": "Persona" }, editorBox),
+      h("section", { class: "card persona-index", "aria-label": t("All personas") }, list, form),
+      h("section", { class: "card", "aria-label": t("Persona") }, editorBox),
     ),
   );
   if (!ref) name.focus();

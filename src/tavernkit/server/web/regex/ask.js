@@ -4,6 +4,7 @@
 
 import { api } from "../api.js";
 import { toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const ASKED = "tavernkit.regex.asked";
 
@@ -35,19 +36,19 @@ export async function askCardScripts(characterId, alerts, changed) {
     info: true,
     actions: [
       {
-        label: "Allow",
+        label: t("Allow"),
         run: async () => {
           remember(characterId);
           try {
             await api("PUT", `/regex/characters/${encodeURIComponent(characterId)}/allowed`, { allowed: true });
-            toast(`${found.name}'s regex scripts run now`, "info");
+            toast(t("{name}'s regex scripts run now", { name: found.name }), "info");
             changed();
           } catch (error) {
             toast(String(error.message || error));
           }
         },
       },
-      { label: "Not now", run: () => remember(characterId) },
+      { label: t("Not now"), run: () => remember(characterId) },
     ],
   });
 }

@@ -7,29 +7,30 @@ import { ApiError, api } from "../api.js";
 import { createAlerts } from "../alerts.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const PLACEMENTS = [
-  [1, "User input"],
-  [2, "AI output"],
-  [3, "Slash commands"],
-  [5, "World info"],
-  [6, "Reasoning"],
+  [1, t("User input")],
+  [2, t("AI output")],
+  [3, t("Slash commands")],
+  [5, t("World info")],
+  [6, t("Reasoning")],
 ];
 const MACROS = [
-  [0, "Don't substitute"],
-  [1, "Substitute (raw)"],
-  [2, "Substitute (escaped)"],
+  [0, t("Don't substitute")],
+  [1, t("Substitute (raw)")],
+  [2, t("Substitute (escaped)")],
 ];
 
 // A script's one-line description for lists: where it applies and what it changes.
 export function summary(script) {
   const names = Object.fromEntries(PLACEMENTS);
-  const where = Array.isArray(script.placement) ? script.placement.map((p) => names[p] || `placement ${p}`) : [];
-  let what = "changes what is stored";
-  if (script.markdownOnly && script.promptOnly) what = "changes the display and the prompt";
-  else if (script.markdownOnly) what = "changes the display only";
-  else if (script.promptOnly) what = "changes the prompt only";
-  return `${where.join(", ") || "nowhere"}: ${what}`;
+  const where = Array.isArray(script.placement) ? script.placement.map((p) => names[p] || t("placement {p}", { p })) : [];
+  let what = t("changes what is stored");
+  if (script.markdownOnly && script.promptOnly) what = t("changes the display and the prompt");
+  else if (script.markdownOnly) what = t("changes the display only");
+  else if (script.promptOnly) what = t("changes the prompt only");
+  return t("{where}: {what}", { where: where.join(", ") || t("nowhere"), what });
 }
 
 function labelled(text, control, className = "field") {
@@ -124,7 +125,7 @@ export async function showRegexScript(view, ref) {
       const answer = await api("POST", "/regex/test", { script: edited(), text: sample.value });
       if (mine !== pending) return;
       result.textContent = answer.output;
-      validity.textContent = answer.valid ? "" : "The find pattern is not a valid regex: the script does nothing.";
+      validity.textContent = answer.valid ? "" : t("The find pattern is not a valid regex: the script does nothing.");
     } catch (error) {
       if (mine === pending) validity.textContent = errorText(error);
     }
@@ -140,7 +141,7 @@ export async function showRegexScript(view, ref) {
   async function save() {
     const body = edited();
     if (!body.scriptName) {
-      alerts.show("A script needs a name.");
+      alerts.show(t("A script needs a name."));
       name.focus();
       return;
     }
@@ -148,7 +149,7 @@ export async function showRegexScript(view, ref) {
       const saved = isNew
         ? await api("POST", "/regex/scripts", body)
         : await api("PATCH", `/regex/scripts/${encodeURIComponent(script.id)}`, body);
-      toast(`Saved ${saved.scriptName}`, "info");
+      toast(t("Saved {scriptName}", { scriptName: saved.scriptName }), "info");
       window.location.hash = "#/regex";
     } catch (error) {
       alerts.show(errorText(error, { withField: error instanceof ApiError }));
@@ -159,36 +160,36 @@ export async function showRegexScript(view, ref) {
     h(
       "div",
       { class: "toolbar" },
-      h("h1", {}, isNew ? "New regex script" : `Regex script: ${script.scriptName}`),
-      h("a", { class: "button", href: "#/regex" }, "Back to the scripts"),
+      h("h1", {}, isNew ? t("New regex script") : t("Regex script: {scriptName}", { scriptName: script.scriptName })),
+      h("a", { class: "button", href: "#/regex" }, t("Back to the scripts")),
     ),
     alerts.node,
     h(
       "div",
       { class: "regex-form card-form" },
-      labelled("Script name", name),
-      labelled("Find regex", find),
-      h("p", { class: "hint muted" }, "/pattern/flags (g i m s u), or a bare pattern: only the first match."),
-      labelled("Replace with", replace),
-      h("p", { class: "hint muted" }, "{{match}} or $0 is the match, $1 a group, $<name> a named group; macros work."),
-      labelled("Trim out", trims),
-      h("p", { class: "hint muted" }, "One per line: removed from the inserted match and groups."),
-      h("fieldset", {}, h("legend", {}, "Affects"), ...placements.map(([, node]) => node)),
+      labelled(t("Script name"), name),
+      labelled(t("Find regex"), find),
+      h("p", { class: "hint muted" }, t("/pattern/flags (g i m s u), or a bare pattern: only the first match.")),
+      labelled(t("Replace with"), replace),
+      h("p", { class: "hint muted" }, t("{{match}} or $0 is the match, $1 a group, $<name> a named group; macros work.")),
+      labelled(t("Trim out"), trims),
+      h("p", { class: "hint muted" }, t("One per line: removed from the inserted match and groups.")),
+      h("fieldset", {}, h("legend", {}, t("Affects")), ...placements.map(([, node]) => node)),
       h(
         "fieldset",
         {},
-        h("legend", {}, "Changes"),
-        labelled("Alter chat display", display, "field check"),
-        labelled("Alter outgoing prompt", prompt, "field check"),
-        h("p", { class: "hint muted" }, "Neither: the text is changed where it is stored."),
-        labelled("Run on edit", onEdit, "field check"),
-        labelled("Disabled", disabled, "field check"),
+        h("legend", {}, t("Changes")),
+        labelled(t("Alter chat display"), display, "field check"),
+        labelled(t("Alter outgoing prompt"), prompt, "field check"),
+        h("p", { class: "hint muted" }, t("Neither: the text is changed where it is stored.")),
+        labelled(t("Run on edit"), onEdit, "field check"),
+        labelled(t("Disabled"), disabled, "field check"),
       ),
-      h("div", { class: "row" }, labelled("Macros in the pattern", macros), labelled("Min depth", minDepth), labelled("Max depth", maxDepth)),
-      h("p", { class: "hint muted" }, "Depths count messages from the newest (0); empty: no limit."),
-      h("div", { class: "row" }, button("Save", save, { class: "primary" }), h("a", { class: "button", href: "#/regex" }, "Cancel")),
+      h("div", { class: "row" }, labelled(t("Macros in the pattern"), macros), labelled(t("Min depth"), minDepth), labelled(t("Max depth"), maxDepth)),
+      h("p", { class: "hint muted" }, t("Depths count messages from the newest (0); empty: no limit.")),
+      h("div", { class: "row" }, button(t("Save"), save, { class: "primary" }), h("a", { class: "button", href: "#/regex" }, t("Cancel"))),
     ),
-    h("section", { class: "regex-test" }, h("h2", {}, "Test"), labelled("Test input", sample), labelled("Test output", result), validity),
+    h("section", { class: "regex-test" }, h("h2", {}, t("Test")), labelled(t("Test input"), sample), labelled(t("Test output"), result), validity),
   );
   name.focus();
   return () => clearTimeout(timer);

@@ -8,6 +8,7 @@ import { createAlerts } from "../alerts.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { summary } from "./editor.js";
+import { t } from "../i18n.js";
 
 async function allCharacters() {
   const found = [];
@@ -22,14 +23,14 @@ function exportLink(script) {
   return h(
     "a",
     { class: "button", href: `/regex/scripts/${encodeURIComponent(script.id)}/export`, download: "" },
-    "Export",
+    t("Export"),
   );
 }
 
 export async function showRegex(view) {
   const alerts = createAlerts();
   let state = await api("GET", "/regex");
-  const list = h("ol", { class: "regex-list", "aria-label": "Regex scripts" });
+  const list = h("ol", { class: "regex-list", "aria-label": t("Regex scripts") });
   const enabled = h("input", { type: "checkbox" });
 
   async function act(what, run) {
@@ -45,7 +46,7 @@ export async function showRegex(view) {
   function row(script, index) {
     const path = `/regex/scripts/${encodeURIComponent(script.id)}`;
     const on = !script.disabled;
-    const name = h("a", { href: `#/regex/${encodeURIComponent(script.id)}`, class: "regex-name" }, script.scriptName || "(no name)");
+    const name = h("a", { href: `#/regex/${encodeURIComponent(script.id)}`, class: "regex-name" }, script.scriptName || t("(no name)"));
     return h(
       "li",
       { class: `regex-script card${on ? "" : " off"}`, dataset: { id: script.id } },
@@ -55,16 +56,16 @@ export async function showRegex(view) {
       h(
         "div",
         { class: "row regex-actions" },
-        button("Up", () => act("", () => api("PUT", `${path}/position`, { position: index - 1 })), { disabled: index === 0 }),
-        button("Down", () => act("", () => api("PUT", `${path}/position`, { position: index + 1 })), {
+        button(t("Up"), () => act("", () => api("PUT", `${path}/position`, { position: index - 1 })), { disabled: index === 0 }),
+        button(t("Down"), () => act("", () => api("PUT", `${path}/position`, { position: index + 1 })), {
           disabled: index === state.scripts.length - 1,
         }),
-        button(on ? "Turn off" : "Turn on", () => act(`${script.scriptName} is ${on ? "off" : "on"}`, () => api("PUT", `${path}/enabled`, { enabled: !on }))),
+        button(on ? t("Turn off") : t("Turn on"), () => act(on ? t("{name} is off", { name: script.scriptName }) : t("{name} is on", { name: script.scriptName }), () => api("PUT", `${path}/enabled`, { enabled: !on }))),
         exportLink(script),
         button(
-          "Delete",
+          t("Delete"),
           () => {
-            if (window.confirm(`Delete the regex script ${script.scriptName}?`)) act(`Deleted ${script.scriptName}`, () => api("DELETE", path));
+            if (window.confirm(t("Delete the regex script {scriptName}?", { scriptName: script.scriptName }))) act(t("Deleted {scriptName}", { scriptName: script.scriptName }), () => api("DELETE", path));
           },
           { class: "danger" },
         ),
@@ -75,7 +76,7 @@ export async function showRegex(view) {
   function render() {
     enabled.checked = state.enabled;
     list.replaceChildren(
-      ...(state.scripts.length ? state.scripts.map(row) : [h("li", { class: "muted" }, "No regex scripts yet: add or import one.")]),
+      ...(state.scripts.length ? state.scripts.map(row) : [h("li", { class: "muted" }, t("No regex scripts yet: add or import one."))]),
     );
   }
 
@@ -89,7 +90,7 @@ export async function showRegex(view) {
   }
 
   enabled.addEventListener("change", () =>
-    act(enabled.checked ? "Regex scripts are on" : "Regex scripts are off", () => api("PUT", "/regex/enabled", { enabled: enabled.checked })),
+    act(enabled.checked ? t("Regex scripts are on") : t("Regex scripts are off"), () => api("PUT", "/regex/enabled", { enabled: enabled.checked })),
   );
 
   const files = h("input", { type: "file", accept: ".json,application/json", multiple: true, class: "visually-hidden" });
@@ -98,9 +99,9 @@ export async function showRegex(view) {
       try {
         const body = JSON.parse(await file.text());
         const done = await api("POST", "/regex/import", body);
-        toast(`Imported ${done.map((s) => s.scriptName).join(", ")}`, "info");
+        toast(t("Imported {names}", { names: done.map((s) => s.scriptName).join(", ") }), "info");
       } catch (error) {
-        alerts.show(`${file.name}: ${error instanceof SyntaxError ? "not JSON" : errorText(error)}`);
+        alerts.show(t("{name}: {message}", { name: file.name, message: error instanceof SyntaxError ? t("not JSON") : errorText(error) }));
       }
     }
     files.value = "";
@@ -109,16 +110,16 @@ export async function showRegex(view) {
 
   render();
   view.append(
-    h("div", { class: "toolbar" }, h("h1", {}, "Regex scripts")),
+    h("div", { class: "toolbar" }, h("h1", {}, t("Regex scripts"))),
     h(
       "div",
       { class: "book-tools" },
-      h("label", { class: "check" }, enabled, "Regex scripts on"),
-      button("New script", () => (window.location.hash = "#/regex/new"), { class: "primary" }),
-      h("label", { class: "button file-button" }, "Import scripts", files),
-      h("a", { class: "button", href: "/regex/export", download: "regex-scripts.json" }, "Export all"),
+      h("label", { class: "check" }, enabled, t("Regex scripts on")),
+      button(t("New script"), () => (window.location.hash = "#/regex/new"), { class: "primary" }),
+      h("label", { class: "button file-button" }, t("Import scripts"), files),
+      h("a", { class: "button", href: "/regex/export", download: "regex-scripts.json" }, t("Export all")),
     ),
-    h("p", { class: "muted" }, "Global scripts run in this order on every chat, before a preset's and a character's own."),
+    h("p", { class: "muted" }, t("Global scripts run in this order on every chat, before a preset's and a character's own.")),
     alerts.node,
     list,
     await characterSection(alerts),
@@ -128,7 +129,7 @@ export async function showRegex(view) {
 // A character's embedded scripts: listed, and off until allowed (SillyTavern asks when such a
 // card is opened; here the user allows them by name).
 async function characterSection(alerts) {
-  const pick = h("select", {}, h("option", { value: "" }, "Choose a character"));
+  const pick = h("select", {}, h("option", { value: "" }, t("Choose a character")));
   for (const character of await allCharacters()) pick.append(h("option", { value: character.id }, character.name));
   const body = h("div", { class: "regex-card" });
 
@@ -138,13 +139,13 @@ async function characterSection(alerts) {
     try {
       const found = await api("GET", `/regex/characters/${encodeURIComponent(pick.value)}`);
       if (!found.scripts.length) {
-        body.append(h("p", { class: "muted" }, `${found.name} has no regex scripts of its own.`));
+        body.append(h("p", { class: "muted" }, t("{name} has no regex scripts of its own.", { name: found.name })));
         return;
       }
       const toggle = async () => {
         try {
           await api("PUT", `/regex/characters/${encodeURIComponent(found.character_id)}/allowed`, { allowed: !found.allowed });
-          toast(found.allowed ? `${found.name}'s scripts are stopped` : `${found.name}'s scripts run now`, "info");
+          toast(found.allowed ? t("{name}'s scripts are stopped", { name: found.name }) : t("{name}'s scripts run now", { name: found.name }), "info");
           await show();
         } catch (error) {
           alerts.show(errorText(error));
@@ -153,13 +154,13 @@ async function characterSection(alerts) {
       body.append(
         h(
           "ol",
-          { class: "regex-list", "aria-label": `${found.name}'s scripts` },
+          { class: "regex-list", "aria-label": t("{name}'s scripts", { name: found.name }) },
           ...found.scripts.map((script) =>
             h("li", { class: "regex-script card" }, h("strong", {}, script.scriptName), h("code", { class: "regex-find" }, String(script.findRegex ?? "")), h("span", { class: "muted" }, summary(script))),
           ),
         ),
-        h("p", {}, found.allowed ? "These scripts run in this character's chats." : found.question),
-        button(found.allowed ? "Stop its scripts" : "Allow its scripts", toggle, { class: found.allowed ? "" : "primary" }),
+        h("p", {}, found.allowed ? t("These scripts run in this character's chats.") : found.question),
+        button(found.allowed ? t("Stop its scripts") : t("Allow its scripts"), toggle, { class: found.allowed ? "" : "primary" }),
       );
     } catch (error) {
       alerts.show(errorText(error));
@@ -167,5 +168,5 @@ async function characterSection(alerts) {
   }
 
   pick.addEventListener("change", show);
-  return h("section", { class: "regex-characters" }, h("h2", {}, "A character's own scripts"), h("label", { class: "field" }, "Character", pick), body);
+  return h("section", { class: "regex-characters" }, h("h2", {}, t("A character's own scripts")), h("label", { class: "field" }, t("Character"), pick), body);
 }

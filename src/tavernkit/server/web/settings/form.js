@@ -5,6 +5,7 @@
 // would otherwise take its chosen option's text into its name).
 
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 
 let lists = 0;
 

@@ -7,64 +7,65 @@ import { h } from "../dom.js";
 import { POSITIONS } from "../personas/common.js";
 import { reportError, toast } from "../toast.js";
 import { fieldset, settingGroup } from "./form.js";
+import { t } from "../i18n.js";
 
 const ROLES = [
-  [0, "System"],
-  [1, "User"],
-  [2, "Assistant"],
+  [0, t("System")],
+  [1, t("User")],
+  [2, t("Assistant")],
 ];
 
 // [section, key, label, kind?, extra?]: a number's range is the server's to check
 const WORLD_INFO = [
-  ["depth", "Scan depth (messages)"],
-  ["budget", "Budget (% of context)"],
-  ["budget_cap", "Budget cap (tokens, 0: none)"],
-  ["min_activations", "Min activations"],
-  ["min_activations_depth_max", "Max depth for min activations (0: none)"],
-  ["max_recursion_steps", "Max recursion steps (0: no limit)"],
-  ["character_strategy", "Character lore insertion", "select", [[0, "Sorted evenly"], [1, "Character lore first"], [2, "Global lore first"]]],
-  ["recursive", "Recursive scan"],
-  ["include_names", "Include names"],
-  ["case_sensitive", "Case-sensitive keys"],
-  ["match_whole_words", "Match whole words"],
-  ["use_group_scoring", "Group scoring"],
-  ["overflow_alert", "Warn when the budget overflows"],
+  ["depth", t("Scan depth (messages)")],
+  ["budget", t("Budget (% of context)")],
+  ["budget_cap", t("Budget cap (tokens, 0: none)")],
+  ["min_activations", t("Min activations")],
+  ["min_activations_depth_max", t("Max depth for min activations (0: none)")],
+  ["max_recursion_steps", t("Max recursion steps (0: no limit)")],
+  ["character_strategy", t("Character lore insertion"), "select", [[0, t("Sorted evenly")], [1, t("Character lore first")], [2, t("Global lore first")]]],
+  ["recursive", t("Recursive scan")],
+  ["include_names", t("Include names")],
+  ["case_sensitive", t("Case-sensitive keys")],
+  ["match_whole_words", t("Match whole words")],
+  ["use_group_scoring", t("Group scoring")],
+  ["overflow_alert", t("Warn when the budget overflows")],
 ];
 const PROMPT = [
-  ["max_context", "Context size (tokens)"],
-  ["amount_gen", "Response length (tokens)"],
-  ["token_padding", "Token padding"],
-  ["tokenizer", "Tokenizer (SillyTavern's number)"],
-  ["main_api", "Main API (SillyTavern's name)"],
-  ["instruct_enabled", "Instruct mode (text completion)"],
-  ["instruct_template", "Instruct template", "template:instruct"],
-  ["context_template", "Context template", "template:context"],
-  ["sysprompt_enabled", "Use the system prompt"],
-  ["sysprompt", "System prompt", "template:sysprompt"],
-  ["trim_spaces", "Trim spaces"],
-  ["collapse_newlines", "Collapse newlines"],
-  ["trim_sentences", "Trim incomplete sentences"],
-  ["single_line", "Single-line replies"],
-  ["pin_examples", "Keep example messages in the prompt"],
-  ["strip_examples", "Strip example messages"],
-  ["always_force_name2", "Always add the character's name"],
-  ["prefer_character_prompt", "Prefer the character's main prompt"],
-  ["prefer_character_jailbreak", "Prefer the character's post-history instructions"],
-  ["user_prompt_bias", "Start replies with"],
-  ["show_user_prompt_bias", "Show the reply start"],
-  ["custom_stopping_strings", "Custom stopping strings (JSON list)", "textarea"],
-  ["custom_stopping_strings_macro", "Expand macros in stopping strings"],
-  ["persona_description_position", "Persona description position (default)", "select", POSITIONS],
-  ["persona_description_depth", "Persona description depth (default)"],
-  ["persona_description_role", "Persona description role (default)", "select", ROLES],
+  ["max_context", t("Context size (tokens)")],
+  ["amount_gen", t("Response length (tokens)")],
+  ["token_padding", t("Token padding")],
+  ["tokenizer", t("Tokenizer (SillyTavern's number)")],
+  ["main_api", t("Main API (SillyTavern's name)")],
+  ["instruct_enabled", t("Instruct mode (text completion)")],
+  ["instruct_template", t("Instruct template"), "template:instruct"],
+  ["context_template", t("Context template"), "template:context"],
+  ["sysprompt_enabled", t("Use the system prompt")],
+  ["sysprompt", t("System prompt"), "template:sysprompt"],
+  ["trim_spaces", t("Trim spaces")],
+  ["collapse_newlines", t("Collapse newlines")],
+  ["trim_sentences", t("Trim incomplete sentences")],
+  ["single_line", t("Single-line replies")],
+  ["pin_examples", t("Keep example messages in the prompt")],
+  ["strip_examples", t("Strip example messages")],
+  ["always_force_name2", t("Always add the character's name")],
+  ["prefer_character_prompt", t("Prefer the character's main prompt")],
+  ["prefer_character_jailbreak", t("Prefer the character's post-history instructions")],
+  ["user_prompt_bias", t("Start replies with")],
+  ["show_user_prompt_bias", t("Show the reply start")],
+  ["custom_stopping_strings", t("Custom stopping strings (JSON list)"), "textarea"],
+  ["custom_stopping_strings_macro", t("Expand macros in stopping strings")],
+  ["persona_description_position", t("Persona description position (default)"), "select", POSITIONS],
+  ["persona_description_depth", t("Persona description depth (default)")],
+  ["persona_description_role", t("Persona description role (default)"), "select", ROLES],
 ];
 const REASONING = [
-  ["template", "Reasoning template", "template:reasoning"],
-  ["auto_parse", "Parse reasoning from the reply"],
-  ["add_to_prompts", "Send earlier reasoning back"],
-  ["max_additions", "Reasoning blocks sent back (max)"],
-  ["auto_expand", "Expand reasoning when shown"],
-  ["show_hidden", "Show hidden reasoning"],
+  ["template", t("Reasoning template"), "template:reasoning"],
+  ["auto_parse", t("Parse reasoning from the reply")],
+  ["add_to_prompts", t("Send earlier reasoning back")],
+  ["max_additions", t("Reasoning blocks sent back (max)")],
+  ["auto_expand", t("Expand reasoning when shown")],
+  ["show_hidden", t("Show hidden reasoning")],
 ];
 
 const names = (page) => page.items.map((item) => item.name);
@@ -82,7 +83,7 @@ function specs(rows, templates) {
 }
 
 export async function generationSection() {
-  const form = h("form", { "aria-label": "Generation settings" });
+  const form = h("form", { "aria-label": t("Generation settings") });
   let submit = async () => {};
   const render = async () => {
     const [current, books, ...lists] = await Promise.all([
@@ -99,28 +100,28 @@ export async function generationSection() {
     const global = new Set(current.world_info.global_books);
     const bookBoxes = books.items.map((book) => ({
       name: book.name,
-      input: h("input", { type: "checkbox", "aria-label": `Global lorebook ${book.name}`, checked: global.has(book.name) }),
+      input: h("input", { type: "checkbox", "aria-label": t("Global lorebook {name}", { name: book.name }), checked: global.has(book.name) }),
     }));
     const compat = h(
       "select",
-      { "aria-label": "Compatibility" },
-      h("option", { value: "default", selected: current.compat === "default" }, "Fix them (default)"),
-      h("option", { value: "st-1.18", selected: current.compat === "st-1.18" }, "Reproduce them (st-1.18)"),
+      { "aria-label": t("Compatibility") },
+      h("option", { value: "default", selected: current.compat === "default" }, t("Fix them (default)")),
+      h("option", { value: "st-1.18", selected: current.compat === "st-1.18" }, t("Reproduce them (st-1.18)")),
     );
     form.replaceChildren(
-      fieldset("World info", groups.world_info.nodes),
+      fieldset(t("World info"), groups.world_info.nodes),
       h(
         "fieldset",
-        { class: "fields", "aria-label": "Global lorebooks" },
-        h("legend", {}, "Global lorebooks (active in every chat)"),
+        { class: "fields", "aria-label": t("Global lorebooks") },
+        h("legend", {}, t("Global lorebooks (active in every chat)")),
         ...(bookBoxes.length
           ? bookBoxes.map((b) => h("label", { class: "field check" }, b.input, b.name))
-          : [h("span", { class: "muted" }, "No lorebooks yet: import one or make one under Lorebooks.")]),
+          : [h("span", { class: "muted" }, t("No lorebooks yet: import one or make one under Lorebooks."))]),
       ),
-      fieldset("Prompt", groups.prompt.nodes),
-      fieldset("Reasoning", groups.reasoning.nodes),
-      h("fieldset", { class: "fields" }, h("legend", {}, "Compatibility"), h("label", { class: "field" }, "Known SillyTavern bugs", compat)),
-      h("button", { type: "submit" }, "Save settings"),
+      fieldset(t("Prompt"), groups.prompt.nodes),
+      fieldset(t("Reasoning"), groups.reasoning.nodes),
+      h("fieldset", { class: "fields" }, h("legend", {}, t("Compatibility")), h("label", { class: "field" }, t("Known SillyTavern bugs"), compat)),
+      h("button", { type: "submit" }, t("Save settings")),
     );
     submit = async () => {
       const change = {};
@@ -142,11 +143,11 @@ export async function generationSection() {
       }
       if (compat.value !== current.compat) change.compat = compat.value;
       if (!Object.keys(change).length) {
-        toast("Nothing changed", "info");
+        toast(t("Nothing changed"), "info");
         return;
       }
       await api("PATCH", "/settings", change);
-      toast("Settings saved", "info");
+      toast(t("Settings saved"), "info");
       await render();
     };
   };
@@ -159,5 +160,5 @@ export async function generationSection() {
     }
   });
   await render();
-  return h("section", { class: "card", "aria-label": "Generation" }, h("h2", {}, "Generation"), form);
+  return h("section", { class: "card", "aria-label": t("Generation") }, h("h2", {}, t("Generation")), form);
 }

@@ -9,18 +9,19 @@ import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
+import { t } from "../i18n.js";
 
 const APIS = [
-  ["chat", "Chat completion"],
-  ["text", "Text completion"],
+  ["chat", t("Chat completion")],
+  ["text", t("Text completion")],
   ["kobold", "KoboldAI"],
   ["novel", "NovelAI"],
-  ["local", "Local"],
+  ["local", t("Local")],
 ];
 const TIMEOUTS = [
-  ["connect", "Connect timeout (s)"],
-  ["first_byte", "First byte timeout (s)"],
-  ["idle", "Idle timeout (s)"],
+  ["connect", t("Connect timeout (s)")],
+  ["first_byte", t("First byte timeout (s)")],
+  ["idle", t("Idle timeout (s)")],
 ];
 
 // A control under its visible label, named by that text alone.
@@ -35,23 +36,24 @@ function options(choices, current) {
 
 function reviewLabel(review) {
   if (!review) return "";
-  if (!review.enabled) return "review off";
-  if (!review.reviewer_profile) return "review: inherited";
-  return `review: ${review.reviewer_profile}${review.reviewer_model ? `:${review.reviewer_model}` : ""}`;
+  if (!review.enabled) return t("review off");
+  if (!review.reviewer_profile) return t("review: inherited");
+  return t("review: {reviewer}", { reviewer: review.reviewer_model ? `${review.reviewer_profile}:${review.reviewer_model}` : review.reviewer_profile });
 }
 
 // What a row says besides its columns: fallbacks, review, bound preset, timeouts.
 function extras(profile) {
   const parts = [];
   if (profile.fallbacks && profile.fallbacks.length) {
-    parts.push(`fallbacks: ${profile.fallbacks.join(" → ")}${profile.randomize ? " (randomized)" : ""}`);
+    const chain = profile.fallbacks.join(" → ");
+    parts.push(profile.randomize ? t("fallbacks: {chain} (randomized)", { chain }) : t("fallbacks: {chain}", { chain }));
   }
   const review = reviewLabel(profile.review);
   if (review) parts.push(review);
-  if (profile.preset) parts.push(`preset: ${profile.preset}`);
-  const t = profile.timeouts || {};
-  const times = TIMEOUTS.filter(([key]) => t[key] != null).map(([key]) => `${key.replace("_", " ")} ${t[key]}s`);
-  if (times.length) parts.push(`timeouts: ${times.join(", ")}`);
+  if (profile.preset) parts.push(t("preset: {name}", { name: profile.preset }));
+  const limits = profile.timeouts || {};
+  const times = TIMEOUTS.filter(([key]) => limits[key] != null).map(([key]) => `${key.replace("_", " ")} ${limits[key]}s`);
+  if (times.length) parts.push(t("timeouts: {list}", { list: times.join(", ") }));
   return parts.join(" · ");
 }
 
@@ -59,7 +61,7 @@ function extras(profile) {
 // selection, no edits).
 export async function profilesSection({ shared = false } = {}) {
   const base = shared ? "/shared/profiles" : "/profiles";
-  const title = shared ? "Shared connection profiles" : "Connection profiles";
+  const title = shared ? t("Shared connection profiles") : t("Connection profiles");
   const alerts = createAlerts();
   const body = h("tbody");
   const active = h("p", { class: "muted" });
@@ -85,10 +87,10 @@ export async function profilesSection({ shared = false } = {}) {
     if (!shared) {
       const on = profiles.find((p) => p.active);
       active.replaceChildren(
-        on ? `Active: ${on.name}. ` : "No profile is active: turns use the embedded model. ",
-        on ? button("Use the embedded model", () => attempt(async () => {
+        on ? t("Active: {name}. ", { name: on.name }) : t("No profile is active: turns use the embedded model. "),
+        on ? button(t("Use the embedded model"), () => attempt(async () => {
           await api("PATCH", "/settings/selections", { profile: null });
-          toast("Turns use the embedded model", "info");
+          toast(t("Turns use the embedded model"), "info");
           await refresh();
         })) : "",
       );
@@ -102,57 +104,57 @@ export async function profilesSection({ shared = false } = {}) {
     if (!shared) {
       actions.push(
         button(
-          "Test",
+          t("Test"),
           async () => {
-            result.textContent = "testing…";
+            result.textContent = t("testing…");
             try {
               const check = await api("POST", `/ui/profiles/${name}/test`);
-              result.textContent = check.ok ? `OK: ${check.text}` : `failed (${check.code}): ${check.message}`;
+              result.textContent = check.ok ? t("OK: {text}", { text: check.text }) : t("failed ({code}): {message}", { code: check.code, message: check.message });
             } catch (error) {
               result.textContent = "";
               alerts.show(errorText(error, { withField: true }));
             }
           },
-          { "aria-label": `Test ${profile.name}` },
+          { "aria-label": t("Test {name}", { name: profile.name }) },
         ),
       );
       if (!profile.active) {
         actions.push(
           button(
-            "Make active",
+            t("Make active"),
             () => attempt(async () => {
               await api("PATCH", "/settings/selections", { profile: profile.name });
-              toast(`Active profile: ${profile.name}`, "info");
+              toast(t("Active profile: {name}", { name: profile.name }), "info");
               await refresh();
             }),
-            { "aria-label": `Make ${profile.name} active` },
+            { "aria-label": t("Make {name} active", { name: profile.name }) },
           ),
         );
       }
-      actions.push(button("Edit", () => showForm(profile), { "aria-label": `Edit ${profile.name}` }));
+      actions.push(button(t("Edit"), () => showForm(profile), { "aria-label": t("Edit {name}", { name: profile.name }) }));
     }
     actions.push(
       button(
-        "Delete",
+        t("Delete"),
         () => {
-          if (!window.confirm(`Delete the profile ${profile.name} and its keys?`)) return;
+          if (!window.confirm(t("Delete the profile {name} and its keys?", { name: profile.name }))) return;
           attempt(async () => {
             await api("DELETE", `${base}/${name}`);
             await refresh();
             if (formSlot.dataset.editing === profile.name) showForm(null);
           }, false);
         },
-        { "aria-label": `Delete ${profile.name}`, class: "danger" },
+        { "aria-label": t("Delete {name}", { name: profile.name }), class: "danger" },
       ),
     );
     return h(
       "tr",
       { dataset: { profile: profile.name } },
-      h("td", { "data-label": "Name" }, profile.name, profile.active ? " (active)" : ""),
-      h("td", { "data-label": "API" }, `${profile.api} · ${profile.source}`),
-      h("td", { "data-label": "Model" }, profile.model || ""),
-      h("td", { "data-label": "URL", class: "url" }, profile.base_url || ""),
-      h("td", { "data-label": "Keys" }, profile.keys.join(", "), extras(profile) ? h("div", { class: "muted small" }, extras(profile)) : ""),
+      h("td", { "data-label": t("Name") }, profile.name, profile.active ? t(" (active)") : ""),
+      h("td", { "data-label": t("API") }, `${profile.api} · ${profile.source}`),
+      h("td", { "data-label": t("Model") }, profile.model || ""),
+      h("td", { "data-label": t("URL"), class: "url" }, profile.base_url || ""),
+      h("td", { "data-label": t("Keys") }, profile.keys.join(", "), extras(profile) ? h("div", { class: "muted small" }, extras(profile)) : ""),
       h("td", {}, h("div", { class: "actions" }, ...actions, result)),
     );
   }
@@ -160,7 +162,7 @@ export async function profilesSection({ shared = false } = {}) {
   // The form: a new profile (`editing` null) or the profile `editing`, its fields filled in.
   function showForm(editing) {
     formSlot.dataset.editing = editing ? editing.name : "";
-    const t = (editing && editing.timeouts) || {};
+    const limits = (editing && editing.timeouts) || {};
     const inputs = {
       name: h("input", { required: true, maxlength: 200, value: editing ? editing.name : "", readonly: Boolean(editing) }),
       api: h("select", {}, options(APIS, editing ? editing.api : "chat")),
@@ -171,17 +173,17 @@ export async function profilesSection({ shared = false } = {}) {
       more: h("textarea", { rows: 2, autocomplete: "off", class: "secret" }),
     };
     const timeouts = TIMEOUTS.map(([key, label]) => {
-      const input = h("input", { type: "number", min: "0", step: "any", value: t[key] ?? "" });
+      const input = h("input", { type: "number", min: "0", step: "any", value: limits[key] ?? "" });
       return { key, label, input };
     });
     const parts = [
-      field("Profile name", inputs.name),
-      field("API", inputs.api),
-      field("Source", inputs.source),
-      field("Base URL", inputs.base_url),
-      field("Model", inputs.model),
-      field("API key", inputs.key),
-      field("Extra keys (one per line)", inputs.more),
+      field(t("Profile name"), inputs.name),
+      field(t("API"), inputs.api),
+      field(t("Source"), inputs.source),
+      field(t("Base URL"), inputs.base_url),
+      field(t("Model"), inputs.model),
+      field(t("API key"), inputs.key),
+      field(t("Extra keys (one per line)"), inputs.more),
       ...timeouts.map(({ label, input }) => field(label, input)),
     ];
     let preset = null;
@@ -189,12 +191,12 @@ export async function profilesSection({ shared = false } = {}) {
     let review = null;
     let reviewer = null;
     if (!shared) {
-      preset = h("select", {}, options([["", "None"], ...presets.map((n) => [n, n])], editing ? editing.preset : ""));
-      parts.push(field("Own chat preset", preset));
+      preset = h("select", {}, options([["", t("None")], ...presets.map((n) => [n, n])], editing ? editing.preset : ""));
+      parts.push(field(t("Own chat preset"), preset));
     }
     if (!shared && !editing) {
       activate = h("input", { type: "checkbox" });
-      parts.push(field("Make it the active profile", activate, "field check"));
+      parts.push(field(t("Make it the active profile"), activate, "field check"));
     }
     if (editing) {
       const r = editing.review;
@@ -204,31 +206,31 @@ export async function profilesSection({ shared = false } = {}) {
         {},
         options(
           [
-            ["", "None (a chat may turn it on)"],
-            ["inherited", "On: this profile's own model reviews"],
-            ["off", "Off (even where a chat turns it on)"],
-            ...profiles.map((p) => [`pin:${p.name}`, `On: ${p.name} reviews`]),
+            ["", t("None (a chat may turn it on)")],
+            ["inherited", t("On: this profile's own model reviews")],
+            ["off", t("Off (even where a chat turns it on)")],
+            ...profiles.map((p) => [`pin:${p.name}`, t("On: {name} reviews", { name: p.name })]),
           ],
           current,
         ),
       );
-      reviewer = h("input", { value: (r && r.reviewer_model) || "", placeholder: "the reviewer's own" });
-      parts.push(field("Response review", review), field("Reviewer's model (optional)", reviewer));
+      reviewer = h("input", { value: (r && r.reviewer_model) || "", placeholder: t("the reviewer's own") });
+      parts.push(field(t("Response review"), review), field(t("Reviewer's model (optional)"), reviewer));
     }
     const note = editing
-      ? `Editing ${editing.name}: its keys (${editing.keys.length}) stay unless you type new ones, which replace them all.`
-      : "A key is write-only: after saving it is shown only as a label and fingerprint. env:NAME reads it from the server's environment.";
+      ? t("Editing {name}: its keys ({count}) stay unless you type new ones, which replace them all.", { name: editing.name, count: editing.keys.length })
+      : t("A key is write-only: after saving it is shown only as a label and fingerprint. env:NAME reads it from the server's environment.");
     const form = h(
       "form",
-      { class: "profile-form", "aria-label": editing ? `Edit profile ${editing.name}` : "New profile" },
-      h("h3", {}, editing ? `Edit ${editing.name}` : "New profile"),
+      { class: "profile-form", "aria-label": editing ? t("Edit profile {name}", { name: editing.name }) : t("New profile") },
+      h("h3", {}, editing ? t("Edit {name}", { name: editing.name }) : t("New profile")),
       h("p", { class: "muted" }, note),
       h("div", { class: "fields" }, ...parts),
       h(
         "div",
         { class: "row" },
-        h("button", { type: "submit", class: "primary" }, editing ? "Save profile" : "Add profile"),
-        editing ? button("Cancel", () => showForm(null)) : "",
+        h("button", { type: "submit", class: "primary" }, editing ? t("Save profile") : t("Add profile")),
+        editing ? button(t("Cancel"), () => showForm(null)) : "",
       ),
     );
     form.addEventListener("submit", async (event) => {
@@ -255,10 +257,10 @@ export async function profilesSection({ shared = false } = {}) {
                 ? { enabled: true }
                 : { enabled: true, reviewer_profile: choice.slice(4), reviewer_model: reviewer.value.trim() || null };
           await api("PATCH", `/profiles/${encodeURIComponent(editing.name)}`, fields);
-          toast("Profile saved", "info");
+          toast(t("Profile saved"), "info");
         } else {
           await api("POST", base, { name: inputs.name.value.trim(), ...fields, keys, activate: activate ? activate.checked : false });
-          toast("Profile added", "info");
+          toast(t("Profile added"), "info");
         }
       }, false);
       // a key never stays in the page once sent (nor after a refusal: it is typed again)
@@ -293,33 +295,33 @@ export async function profilesSection({ shared = false } = {}) {
           "li",
           {},
           h("span", {}, `${i + 1}. ${label}`),
-          button("Remove", () => save(steps.filter((_, j) => j !== i), profile.randomize), { "aria-label": `Remove fallback ${label}` }),
+          button(t("Remove"), () => save(steps.filter((_, j) => j !== i), profile.randomize), { "aria-label": t("Remove fallback {label}", { label }) }),
         );
       }),
     );
     // another profile comes first: the profile itself only backs up with another model
     const others = [...profiles.filter((p) => p.name !== profile.name), ...profiles.filter((p) => p.name === profile.name)];
     const other = h("select", {}, options(others.map((p) => [p.name, p.name]), others.length ? others[0].name : ""));
-    const model = h("input", { placeholder: "its own" });
+    const model = h("input", { placeholder: t("its own") });
     const randomize = h("input", { type: "checkbox", checked: profile.randomize });
     randomize.addEventListener("change", () => save(steps, randomize.checked));
     return h(
       "fieldset",
       { class: "fallback-editor" },
-      h("legend", {}, `Fallbacks of ${profile.name}`),
-      h("p", { class: "muted" }, "Tried in order when this profile fails a turn. Saved at once."),
-      steps.length ? list : h("p", { class: "muted" }, "No fallbacks."),
+      h("legend", {}, t("Fallbacks of {name}", { name: profile.name })),
+      h("p", { class: "muted" }, t("Tried in order when this profile fails a turn. Saved at once.")),
+      steps.length ? list : h("p", { class: "muted" }, t("No fallbacks.")),
       h(
         "div",
         { class: "fields" },
-        field("Fallback profile", other),
-        field("Fallback's other model (optional)", model),
+        field(t("Fallback profile"), other),
+        field(t("Fallback's other model (optional)"), model),
       ),
       h(
         "div",
         { class: "row" },
-        button("Add fallback", () => save([...steps, { profile: other.value, model: model.value.trim() || null }], profile.randomize)),
-        field("Randomize the lead each turn", randomize, "field check"),
+        button(t("Add fallback"), () => save([...steps, { profile: other.value, model: model.value.trim() || null }], profile.randomize)),
+        field(t("Randomize the lead each turn"), randomize, "field check"),
       ),
     );
   }
@@ -331,12 +333,12 @@ export async function profilesSection({ shared = false } = {}) {
     "section",
     { class: "card", "aria-label": title },
     h("h2", {}, title),
-    shared ? h("p", { class: "muted" }, "The server's own profiles: users never see their keys. The one the server's settings name (shared_profile) is the route a user's turn falls back to when their own keys fail.") : active,
+    shared ? h("p", { class: "muted" }, t("The server's own profiles: users never see their keys. The one the server's settings name (shared_profile) is the route a user's turn falls back to when their own keys fail.")) : active,
     alerts.node,
     h(
       "table",
       { class: "records" },
-      h("thead", {}, h("tr", {}, ["Name", "API", "Model", "URL", "Keys", ""].map((t) => h("th", {}, t)))),
+      h("thead", {}, h("tr", {}, [t("Name"), t("API"), t("Model"), t("URL"), t("Keys"), ""].map((t) => h("th", {}, t)))),
       body,
     ),
     formSlot,

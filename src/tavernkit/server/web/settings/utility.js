@@ -7,11 +7,12 @@
 import { createAlerts } from "../alerts.js";
 import { api } from "../api.js";
 import { h } from "../dom.js";
+import { t } from "../i18n.js";
 import { errorText, toast } from "../toast.js";
 
 export async function utilitySection() {
   const alerts = createAlerts();
-  const select = h("select", { "aria-label": "Utility model" });
+  const select = h("select", { "aria-label": t("Utility model") });
   let current = null;
 
   // the options: the profiles as they are now (one may have been added or deleted above since
@@ -20,7 +21,7 @@ export async function utilitySection() {
     const wanted = ["", ...names, ...(current && !names.includes(current) ? [current] : [])];
     if ([...select.options].map((o) => o.value).join("\n") === wanted.join("\n")) return;
     select.replaceChildren(
-      ...wanted.map((n) => h("option", { value: n }, n === "" ? "Same as chat" : names.includes(n) ? n : `${n} (not stored)`)),
+      ...wanted.map((n) => h("option", { value: n }, n === "" ? t("Same as chat") : names.includes(n) ? n : t("{name} (not stored)", { name: n }))),
     );
     select.value = current || "";
   }
@@ -32,7 +33,7 @@ export async function utilitySection() {
     try {
       const saved = await api("PATCH", "/settings/selections", { utility_profile: chosen });
       current = saved.utility_profile;
-      toast(current ? `Side tasks use ${current}` : "Side tasks use the chat's model", "info");
+      toast(current ? t("Side tasks use {name}", { name: current }) : t("Side tasks use the chat's model"), "info");
     } catch (error) {
       select.value = current || "";
       alerts.show(errorText(error, { withField: true }));
@@ -43,14 +44,14 @@ export async function utilitySection() {
   options(profiles);
   return h(
     "section",
-    { class: "card utility-box", "aria-label": "Side tasks" },
-    h("h2", {}, "Side tasks"),
+    { class: "card utility-box", "aria-label": t("Side tasks") },
+    h("h2", {}, t("Side tasks")),
     h(
       "p",
       { class: "muted" },
-      "Summaries, response review and other side tasks run on this profile, so they never spend the main model's keys or budget. A character's own model is set in its editor (Writer).",
+      t("Summaries, response review and other side tasks run on this profile, so they never spend the main model's keys or budget. A character's own model is set in its editor (Writer)."),
     ),
-    h("label", { class: "field" }, "Utility model", select),
+    h("label", { class: "field" }, t("Utility model"), select),
     alerts.node,
   );
 }

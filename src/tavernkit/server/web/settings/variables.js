@@ -5,6 +5,7 @@
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
+import { t } from "../i18n.js";
 
 // An editor of a variables map at `path` (GET the map, PUT/DELETE one name).
 export async function variablesSection(path, title) {
@@ -22,7 +23,7 @@ export async function variablesSection(path, title) {
             "td",
             {},
             button(
-              "Delete",
+              t("Delete"),
               async () => {
                 try {
                   await api("DELETE", `${path}/${encodeURIComponent(name)}`);
@@ -31,16 +32,16 @@ export async function variablesSection(path, title) {
                   reportError(error);
                 }
               },
-              { "aria-label": `Delete variable ${name}` },
+              { "aria-label": t("Delete variable {name}", { name }) },
             ),
           ),
         ),
       ),
     );
   };
-  const name = h("input", { "aria-label": "Variable name" });
-  const value = h("input", { "aria-label": "Variable value" });
-  const set = button("Set", async () => {
+  const name = h("input", { "aria-label": t("Variable name") });
+  const value = h("input", { "aria-label": t("Variable value") });
+  const set = button(t("Set"), async () => {
     let parsed = value.value;
     try {
       parsed = JSON.parse(value.value);
