@@ -1,7 +1,8 @@
 """Backups: a verified snapshot with a manifest, restored table by table without a loss on
 SQLite and PostgreSQL (key secrets sealed, byte for byte, never in plain; 0600), a damaged or
 unfinished backup found by the check, gaps in a schedule, a restore into a home that holds data
-refused, retention; and the CLI over all of it. Real SQLite files and the session's real PostgreSQL cluster."""
+refused, retention; and the CLI over all of it. Real SQLite files and the session's real
+PostgreSQL cluster."""
 
 from __future__ import annotations
 
