@@ -68,7 +68,9 @@ async def hosts(
                 start_serve(root / "c", "--database", database, env=host("c")),
             )
             try:
-                yield Hosts(a, b, c, upstream, tk, database, root)
+                hosts = Hosts(a, b, c, upstream, tk, database, root)
+                await _save_key_through_a(hosts)
+                yield hosts
             finally:
                 await asyncio.gather(a.stop(), b.stop(), c.stop())
     finally:
@@ -106,7 +108,6 @@ async def _save_key_through_a(hosts: Hosts) -> None:
 
 
 async def test_a_key_saved_through_a_is_used_by_b_on_another_data_dir(hosts: Hosts) -> None:
-    await _save_key_through_a(hosts)
     hosts.upstream.script(Reply(text="Sealed and delivered."))
     chat = (await hosts.tk.chats.new_chat("Mira")).id
     before = len(hosts.upstream.requests)
