@@ -286,7 +286,6 @@ def run_env(service: str, *, database: str, redis: str, folder: Path) -> dict[st
         "TAVERNKIT_PORT": "0",
         "TAVERNKIT_DATABASE_URL": database,
         "TAVERNKIT_REDIS_URL": redis,
-        "TAVERNKIT_KEY_DIR": str(folder / "keys"),
         "TAVERNKIT_HOME": str(folder / service),
     }
     assert set(moved) <= set(env)

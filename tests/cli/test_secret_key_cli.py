@@ -62,3 +62,17 @@ def test_a_wrong_current_key_changes_nothing_and_leaks_nothing(
     assert SECRET not in done.output and str(tmp_path) not in done.output
     monkeypatch.delenv(SECRET_KEY_FILE_ENV)
     assert asyncio.run(_secrets(home, ids)) == [f"{SECRET}0", f"{SECRET}1"]
+
+
+def test_serve_refuses_an_unusable_secret_key_before_it_listens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_KEY_FILE_ENV, "")  # serve sets it from the option: undone after
+    missing = tmp_path / "nowhere" / "secret.key"
+    done = CliRunner().invoke(app, ["serve", "--port", "0", "--secret-key-file", str(missing)])
+    assert done.exit_code != 0
+    assert "cannot be read" in done.output and str(missing) not in done.output
+    monkeypatch.delenv(SECRET_KEY_FILE_ENV)
+    monkeypatch.setenv(SECRET_KEY_ENV, "too-short")
+    done = CliRunner().invoke(app, ["serve", "--port", "0"])
+    assert done.exit_code != 0 and "at least 32 characters" in done.output
