@@ -139,8 +139,8 @@ class SqliteBase:
         return self._path
 
     def _forget_key_secrets(self, key_ids: list[str]) -> None:
-        """Remove the secret files of API keys whose rows a write deleted (the keys' part of
-        the store keeps them; see ``SqliteKeys``)."""
+        """What else goes with API keys whose rows a write deleted: nothing since their
+        secrets are sealed in those rows (``SqliteKeys``); a hook for a store that keeps more."""
 
     @property
     def models(self) -> dict[str, type[BaseModel]]:
