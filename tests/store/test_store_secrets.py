@@ -132,6 +132,17 @@ async def test_a_sealed_secret_moved_to_another_row_does_not_open(store: SqliteS
     assert SECRET not in said and first not in said and second not in said
 
 
+async def test_a_key_row_given_to_another_owner_behind_the_stores_back_does_not_open(
+    store: SqliteStore,
+) -> None:
+    key_id = await store.add_api_key("openai", SECRET, owner="alice")
+    async with store._write() as db:
+        await db.execute("UPDATE api_keys SET owner = 'mallory' WHERE id = ?", (key_id,))
+    with pytest.raises(SecretKeyError, match="altered or copied") as info:
+        await store.get_api_key_secret(key_id, owner="mallory")
+    assert SECRET not in str(info.value) and key_id not in str(info.value)
+
+
 def _leaks(said: str, *, key_ids: list[str], tmp_path: Path) -> list[str]:
     """What of the secret, the key ids, the key-encryption keys' ids and paths ``said`` shows."""
     found = [piece for piece in [SECRET, *key_ids, str(tmp_path), "/"] if piece in said]

@@ -222,6 +222,7 @@ class SqliteAccounts(SqliteBase):
                 key_ids = await _delete_owned(db, owner)
             else:
                 receiver = await _owner_of(db, hand_over_to)
+                await self._seal_keys_for(db, owner, receiver)
                 await _hand_over(db, owner, receiver)
                 await _move_storage_use(db, owner, receiver)
                 key_ids = []

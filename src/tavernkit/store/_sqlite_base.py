@@ -138,6 +138,10 @@ class SqliteBase:
     def path(self) -> Path:
         return self._path
 
+    async def _seal_keys_for(self, db: aiosqlite.Connection, owner: str, to: str) -> None:
+        """Seal ``owner``'s API key secrets again for ``to``, whom a hand-over gives them (in
+        the hand-over's transaction ``db``; the keys' part of the store does it)."""
+
     def _forget_key_secrets(self, key_ids: list[str]) -> None:
         """What else goes with API keys whose rows a write deleted: nothing since their
         secrets are sealed in those rows (``SqliteKeys``); a hook for a store that keeps more."""

@@ -2,7 +2,8 @@
 :class:`~tavernkit.store.sqlite.SqliteStore`, and so of the PostgreSQL store too).
 
 A key's secret is in its ``api_keys`` row, sealed with the process's secret key
-(:mod:`tavernkit.store.secret_key`: AES-GCM, bound to the row), so every process of a
+(:mod:`tavernkit.store.secret_key`: AES-GCM, bound to its owner and row; a hand-over to
+another user seals it again for them), so every process of a
 deployment, on any host, can use a key any of them saved, and the database never holds a
 plaintext. Listing, cooldowns and rotation of the pool never open a secret.
 
@@ -24,6 +25,7 @@ import builtins
 import contextlib
 import secrets
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from tavernkit.errors import NotFound, SecretKeyError, StoreError
 from tavernkit.models._base import DEFAULT_OWNER
@@ -38,6 +40,9 @@ from tavernkit.store.secret_key import (
     seal,
     store_secret_binding,
 )
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 __all__ = ["FINGERPRINT_ROW", "SqliteKeys"]
 
@@ -134,7 +139,7 @@ class SqliteKeys(SqliteBase):
         key = self.secret_keys.current()
         fingerprint = keyed_fingerprint(await self._fingerprint_secret(key), secret)
         key_id = self._new_id()
-        sealed = seal(key, secret.encode("utf-8"), binding=api_key_binding(key_id))
+        sealed = seal(key, secret.encode("utf-8"), binding=api_key_binding(owner, key_id))
         async with self._write() as db:
             await db.execute(
                 "INSERT INTO api_keys (id, owner, provider, label, secret, fingerprint, "
@@ -151,22 +156,26 @@ class SqliteKeys(SqliteBase):
         if not files.folder.is_dir():
             return 0
         async with self._read() as db:
-            rows = await db.execute_fetchall("SELECT id, secret FROM api_keys")
-        waiting = [str(r[0]) for r in rows if not r[1] and (files.folder / str(r[0])).is_file()]
+            rows = await db.execute_fetchall("SELECT id, owner, secret FROM api_keys")
+        waiting = [
+            (str(r[0]), str(r[1]))
+            for r in rows
+            if not r[2] and (files.folder / str(r[0])).is_file()
+        ]
         moved: builtins.list[tuple[str, str]] = []
         if waiting or (files.folder / FINGERPRINT_SECRET).is_file():
             key = self.secret_keys.current()
             await self._fingerprint_secret(key)  # the install's, so fingerprints stay
-            for key_id in waiting:
+            for key_id, owner in waiting:
                 plain = files.read(key_id).encode("utf-8")
-                moved.append((seal(key, plain, binding=api_key_binding(key_id)), key_id))
+                moved.append((seal(key, plain, binding=api_key_binding(owner, key_id)), key_id))
         if moved:
             async with self._write() as db:
                 await db.executemany(
                     "UPDATE api_keys SET secret = ? WHERE id = ? AND secret = ''", moved
                 )
         # only what the database now holds goes: a file of a key it lacks is left alone
-        for key_id in [str(r[0]) for r in rows if r[1]] + waiting:
+        for key_id in [str(r[0]) for r in rows if r[2]] + [key_id for key_id, _ in waiting]:
             files.delete(key_id)
         if await self._stored_install_secret() is not None:
             with contextlib.suppress(OSError):
@@ -181,7 +190,7 @@ class SqliteKeys(SqliteBase):
         turns say why). The stores' openers call it."""
         async with self._read() as db:
             rows = await db.execute_fetchall(
-                "SELECT id, secret, fingerprint FROM api_keys WHERE secret <> ''"
+                "SELECT id, owner, secret, fingerprint FROM api_keys WHERE secret <> ''"
             )
         if not rows:
             return 0
@@ -189,8 +198,9 @@ class SqliteKeys(SqliteBase):
         try:
             key = self.secret_keys.current()
             install = await self._fingerprint_secret(key)
-            for key_id, sealed, stored in rows:
-                plain = open_sealed(key, str(sealed), binding=api_key_binding(str(key_id)))
+            for key_id, owner, sealed, stored in rows:
+                binding = api_key_binding(str(owner), str(key_id))
+                plain = open_sealed(key, str(sealed), binding=binding)
                 fingerprint = keyed_fingerprint(install, plain.decode("utf-8"))
                 if fingerprint != stored:
                     changed.append((fingerprint, str(key_id)))
@@ -207,11 +217,14 @@ class SqliteKeys(SqliteBase):
         every one, :class:`~tavernkit.errors.SecretKeyError` and nothing changed."""
         old = self.secret_keys.current()
         async with self._write() as db:
-            keys = await db.execute_fetchall("SELECT id, secret FROM api_keys WHERE secret <> ''")
+            keys = await db.execute_fetchall(
+                "SELECT id, owner, secret FROM api_keys WHERE secret <> ''"
+            )
             stored = await db.execute_fetchall("SELECT name, sealed FROM store_secrets")
             try:
                 keys_again = [
-                    (_reseal(old, new, str(s), api_key_binding(str(i))), str(i)) for i, s in keys
+                    (_reseal(old, new, str(s), api_key_binding(str(o), str(i))), str(i))
+                    for i, o, s in keys
                 ]
                 stored_again = [
                     (_reseal(old, new, str(s), store_secret_binding(str(n))), str(n))
@@ -227,6 +240,26 @@ class SqliteKeys(SqliteBase):
         self.secret_keys.use(new)
         self._install_secret = None
         return len(keys_again) + len(stored_again)
+
+    async def _seal_keys_for(self, db: aiosqlite.Connection, owner: str, to: str) -> None:
+        rows = await db.execute_fetchall(
+            "SELECT id, secret FROM api_keys WHERE owner = ? AND secret <> ''", (owner,)
+        )
+        if not rows:
+            return
+        key = self.secret_keys.current()
+        again = [
+            (
+                seal(
+                    key,
+                    open_sealed(key, str(s), binding=api_key_binding(owner, str(i))),
+                    binding=api_key_binding(to, str(i)),
+                ),
+                str(i),
+            )
+            for i, s in rows
+        ]
+        await db.executemany("UPDATE api_keys SET secret = ? WHERE id = ?", again)
 
     async def list_api_keys(
         self, provider: str | None = None, *, owner: str = DEFAULT_OWNER
@@ -261,7 +294,7 @@ class SqliteKeys(SqliteBase):
         if not sealed:
             raise StoreError(_MISSING)
         key = self.secret_keys.current()
-        return open_sealed(key, sealed, binding=api_key_binding(key_id)).decode("utf-8")
+        return open_sealed(key, sealed, binding=api_key_binding(owner, key_id)).decode("utf-8")
 
     async def delete_api_key(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> None:
         async with self._write() as db:

@@ -21,10 +21,10 @@ nothing about them).
 
 A sealed secret is the text ``tk1:<key id>:<base64url(nonce | ciphertext | tag)>``: it records
 which key sealed it, so a process with another key says so at once instead of failing on a tag,
-and its associated data binds it to what it belongs to (an API key's row id, or the name of a
-store secret) and to that key id, so a sealed secret copied into another row does not open. (An
-API key's owner is not bound: handing a user's data over to another user moves the key rows, and
-the row id, the table's primary key, is already unique.)
+and its associated data binds it to what it belongs to (an API key's owner and row id, or the
+name of a store secret) and to that key id, so a sealed secret copied into another row, or a row
+given to another owner behind the store's back, does not open. (Handing a user's data over to
+another user seals their keys again for the new owner, in the same transaction.)
 
 Errors are :class:`~tavernkit.errors.SecretKeyError`, whose messages name no path, no key id and
 no secret: they may reach a user through a turn.
@@ -222,14 +222,14 @@ class SecretKeySource:
         self._key = key
 
 
-def api_key_binding(key_id: str) -> str:
-    """What an API key's sealed secret is bound to: its row."""
-    return f"api_key:{key_id}"
+def api_key_binding(owner: str, key_id: str) -> str:
+    """What an API key's sealed secret is bound to: its owner and its row."""
+    return f"api_key\0{owner}\0{key_id}"
 
 
 def store_secret_binding(name: str) -> str:
     """What a store secret (``store_secrets`` row ``name``) is bound to."""
-    return f"store:{name}"
+    return f"store\0{name}"
 
 
 def _aad(binding: str, key_id: str) -> bytes:
