@@ -61,7 +61,7 @@ async def _owner_of(db: aiosqlite.Connection, user_id: str) -> str:
 
 async def _delete_owned(db: aiosqlite.Connection, owner: str) -> list[str]:
     """Delete every row ``owner`` has (chats first: their messages, swipes and vectors go
-    with them); the ids of the API keys deleted, whose secret files are then removed."""
+    with them, the API keys with their sealed secrets); the ids of the API keys deleted."""
     keys = await db.execute_fetchall("SELECT id FROM api_keys WHERE owner = ?", (owner,))
     for table in _OWNED_TABLES:
         await db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
