@@ -6,8 +6,8 @@ it (``tavernkit.db``, 0600, the API keys' secrets sealed inside as they were sto
 of an older version also has the key folder ``tavernkit.db.keys/``) and this manifest, written
 last: a folder without one is a backup that never finished. The manifest lists every file
 with its size and SHA-256, the schema (the migrations the database has), the rows of each
-table, when it was made and by which tavernkit, which backend it came from and, for a scheduled backup, how often the schedule runs
-(so a check can find the gaps in it).
+table, when it was made and by which tavernkit, which backend it came from and, for a scheduled
+backup, how often the schedule runs (so a check can find the gaps in it).
 """
 
 from __future__ import annotations
