@@ -42,6 +42,8 @@ class Hosts:
     tk: Tavern
     database: str
     root: Path
+    #: the PostgreSQL cluster's data folder (its files, WAL included)
+    cluster_data: Path
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
@@ -68,13 +70,25 @@ async def hosts(
                 start_serve(root / "c", "--database", database, env=host("c")),
             )
             try:
-                hosts = Hosts(a, b, c, upstream, tk, database, root)
+                hosts = Hosts(a, b, c, upstream, tk, database, root, postgres_cluster.data)
                 await _save_key_through_a(hosts)
                 yield hosts
             finally:
                 await asyncio.gather(a.stop(), b.stop(), c.stop())
     finally:
         await postgres_cluster.drop_database(database)
+
+
+def _files_hold(folder: Path, needle: bytes) -> list[Path]:
+    """The files under ``folder`` whose bytes hold ``needle``."""
+    found = []
+    for path in folder.rglob("*"):
+        try:
+            if path.is_file() and needle in path.read_bytes():
+                found.append(path)
+        except OSError:  # a file the server removed meanwhile
+            continue
+    return found
 
 
 def _kek() -> dict[str, str]:
@@ -133,6 +147,10 @@ async def test_the_database_holds_the_key_sealed_never_in_plain(hosts: Hosts) ->
             repr(await conn.fetch(f"SELECT {columns} FROM {table}"))
             for table, columns, _ in COPIED_TABLES
         ]
+        await conn.execute("CHECKPOINT")  # every page on disk: the files are what a copy takes
+        assert not await asyncio.to_thread(_files_hold, hosts.cluster_data, SECRET.encode())
+        # (the scan reads the table's pages: the sealed text is found there)
+        assert await asyncio.to_thread(_files_hold, hosts.cluster_data, sealed[0].encode())
         with pytest.raises(asyncpg.CheckViolationError):  # no plaintext gets in
             await conn.execute("UPDATE api_keys SET secret = $1", SECRET)
     finally:
