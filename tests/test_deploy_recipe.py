@@ -135,13 +135,16 @@ def read_by_tavernkit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[
     from tavernkit.cli.serve import PASSWORD_ENV
     from tavernkit.store.paths import data_dir
     from tavernkit.store.postgres import default_key_dir
+    from tavernkit.store.secret_key import SECRET_KEY_ENV, resolve_secret_key
 
     folder = tmp_path_factory.mktemp("read")
     assert data_dir(create=False, environ={"TAVERNKIT_HOME": str(folder)}) == folder
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TAVERNKIT_KEY_DIR", str(folder / "keys"))
         assert default_key_dir("postgresql://tk@db/tk") == folder / "keys"
-    yield serve_variables() | {PASSWORD_ENV, "TAVERNKIT_HOME", "TAVERNKIT_KEY_DIR"}
+    given = resolve_secret_key({SECRET_KEY_ENV: "k" * 40, "TAVERNKIT_HOME": str(folder)})
+    assert given.origin == "env"
+    yield serve_variables() | {PASSWORD_ENV, "TAVERNKIT_HOME", "TAVERNKIT_KEY_DIR", SECRET_KEY_ENV}
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -170,11 +173,11 @@ def test_the_services_serve_with_accounts_off_loopback() -> None:
         assert env["TAVERNKIT_CREATE_ADMIN"] and len(env["TAVERNKIT_ADMIN_PASSWORD"]) >= 10
 
 
-def test_both_services_share_one_database_one_redis_and_one_key_folder() -> None:
+def test_both_services_share_one_database_one_redis_and_one_secret_key() -> None:
     spec = compose()
     services = spec["services"]
     envs = [service_env(name) for name in TAVERNKIT_SERVICES]
-    for name in ("TAVERNKIT_DATABASE_URL", "TAVERNKIT_REDIS_URL", "TAVERNKIT_KEY_DIR"):
+    for name in ("TAVERNKIT_DATABASE_URL", "TAVERNKIT_REDIS_URL", "TAVERNKIT_SECRET_KEY"):
         assert len({env[name] for env in envs}) == 1, name
     env = envs[0]
     database = urlsplit(env["TAVERNKIT_DATABASE_URL"])
@@ -187,12 +190,13 @@ def test_both_services_share_one_database_one_redis_and_one_key_folder() -> None
     )
     assert urlsplit(env["TAVERNKIT_REDIS_URL"]).hostname == "redis"
     assert any(v.endswith(":/var/lib/postgresql/data") for v in services["postgres"]["volumes"])
-    # the key folder is one named volume mounted in both; each data folder is its own
+    # the API keys are sealed in the database with that one secret key: no key folder to share;
+    # each data folder is its own
     mounts = [
         dict(reversed(v.split(":")[:2]) for v in services[n]["volumes"]) for n in TAVERNKIT_SERVICES
     ]
-    keys = {m[env["TAVERNKIT_KEY_DIR"]] for m in mounts}
-    assert len(keys) == 1 and keys <= set(spec["volumes"])
+    assert len(env["TAVERNKIT_SECRET_KEY"]) >= 32
+    assert all(set(m) == {env["TAVERNKIT_HOME"]} for m in mounts)
     assert len({m[env["TAVERNKIT_HOME"]] for m in mounts}) == len(TAVERNKIT_SERVICES)
     for name in TAVERNKIT_SERVICES:
         needs = services[name]["depends_on"]
@@ -282,7 +286,6 @@ def run_env(service: str, *, database: str, redis: str, folder: Path) -> dict[st
         "TAVERNKIT_PORT": "0",
         "TAVERNKIT_DATABASE_URL": database,
         "TAVERNKIT_REDIS_URL": redis,
-        "TAVERNKIT_KEY_DIR": str(folder / "keys"),
         "TAVERNKIT_HOME": str(folder / service),
     }
     assert set(moved) <= set(env)

@@ -9,6 +9,7 @@ catch one type. The tree (grown issue by issue, in the style of httpx's ``_excep
     ├── StoreError             persistence failed
     │   ├── BackupError        a backup could not be made, verified or restored, or is damaged
     │   ├── StoreUnavailable   the database is unreachable or has no free connection (503)
+    │   ├── SecretKeyError     the secret key cannot seal or open the stored API keys
     │   ├── NotFound           no record with that id/name for that owner
     │   └── Conflict           a unique name is taken, or a concurrent write lost
     │       ├── NameTaken      an import names a record that exists and differs
@@ -109,6 +110,7 @@ from tavernkit.error_families.base import (
     NotFound,
     PluginError,
     RequestAborted,
+    SecretKeyError,
     ShuttingDown,
     StaleRevision,
     StoreError,
@@ -214,6 +216,7 @@ __all__ = [
     "SchemaIssue",
     "ScriptBudgetExceeded",
     "ScriptError",
+    "SecretKeyError",
     "ServerConfigError",
     "ShuttingDown",
     "SlashUsage",

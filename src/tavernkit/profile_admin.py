@@ -14,7 +14,7 @@
 
 Keys: a key given as ``env:NAME`` is a reference to that environment variable, read at each
 request (never stored); any other value is a secret, stored through the store's key table
-(kept out of the database: :mod:`tavernkit.store.key_files`). The profile holds only the
+(sealed with the secret key: :mod:`tavernkit.store.secret_key`). The profile holds only the
 references. Nothing here returns a secret: a summary shows a key's label and fingerprint, or
 ``$NAME`` for an environment key.
 

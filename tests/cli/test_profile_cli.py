@@ -14,7 +14,7 @@ from tavernkit.cli import app
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.profile import ConnectionProfile, FallbackEntry, ProfileTimeouts
-from tavernkit.store.key_files import FINGERPRINT_SECRET, key_dir_for
+from tavernkit.store import open_store
 
 runner = CliRunner()
 SECRET_A = "sk-alpha-0123456789abcdef"
@@ -37,6 +37,16 @@ def stored(name: str) -> ConnectionProfile:
     return asyncio.run(load())
 
 
+def sealed_secrets() -> dict[str, str]:
+    """Key id -> the secret its row holds, opened with this host's secret key."""
+
+    async def load() -> dict[str, str]:
+        async with await open_store(home() / "tavernkit.db") as store:
+            return {k.id: await store.get_api_key_secret(k.id) for k in await store.list_api_keys()}
+
+    return asyncio.run(load())
+
+
 def db_bytes() -> bytes:
     db = home() / "tavernkit.db"
     return b"".join(p.read_bytes() for p in (db, db.with_name(db.name + "-wal")) if p.exists())
@@ -54,13 +64,11 @@ def test_add_a_pool_of_keys_and_list_it_without_a_secret() -> None:
     profile = stored("gpt")
     assert [c.env for c in profile.credentials] == [None, "OPENAI_KEY_2", None]
     assert profile.timeouts == ProfileTimeouts(first_byte=200, idle=30)
-    # the typed keys are in private files beside the database, not in it
+    # the typed keys are in the database sealed with the secret key, never in plain
     assert SECRET_A.encode() not in db_bytes() and SECRET_B.encode() not in db_bytes()
     key_ids = [c.key_id for c in profile.credentials if c.key_id]
-    assert [(key_dir_for(home() / "tavernkit.db") / k).read_text() for k in key_ids] == [
-        SECRET_A,
-        SECRET_B,
-    ]
+    secrets = sealed_secrets()
+    assert [secrets[k] for k in key_ids] == [SECRET_A, SECRET_B]
     listed = cli("profile", "list")
     assert listed.exit_code == 0, listed.output
     assert "keys (3):" in listed.output and "$OPENAI_KEY_2" in listed.output
@@ -116,15 +124,12 @@ def test_replace_deletes_the_keys_it_no_longer_uses_and_keeps_the_chain() -> Non
     assert cli("profile", "fallback", "a", "add", "b").exit_code == 0
     old_key = stored("a").credentials[0].key_id
     assert old_key is not None
-    folder = key_dir_for(home() / "tavernkit.db")
-    assert (folder / old_key).exists()
+    assert old_key in sealed_secrets()
     assert cli("profile", "add", "a", "--key", "env:X", "--replace").exit_code == 0
-    assert not (folder / old_key).exists()
+    assert old_key not in sealed_secrets()
     assert stored("a").fallback_chain == "a"
     assert cli("profile", "remove", "a").exit_code == 0
-    # no key's file is left; the install's fingerprint secret stays (a key added again later
-    # gets the fingerprint it had)
-    assert [p.name for p in folder.iterdir()] == [FINGERPRINT_SECRET]
+    assert sealed_secrets() == {}  # no key is left
 
 
 async def test_the_python_api_matches_the_cli(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ import pytest
 from PIL import Image
 
 from tavernkit.server.accounts import MIN_PASSWORD, common_passwords
-from tavernkit.store.key_files import key_dir_for
 from tavernkit.store.paths import DB_FILE_NAME
 
 from ._cards import card_file
@@ -245,9 +244,13 @@ def _ids_of(home: Path, owner: str, user_id: str) -> list[str]:
     return [owner, user_id, *ids]
 
 
-def _secret_files(home: Path) -> set[str]:
-    folder = key_dir_for(home / DB_FILE_NAME)
-    return {p.name for p in folder.iterdir()} if folder.exists() else set()
+def _sealed_secrets(home: Path) -> int:
+    """How many key rows hold a sealed secret."""
+    db = sqlite3.connect(home / DB_FILE_NAME)
+    try:
+        return int(db.execute("SELECT count(*) FROM api_keys WHERE secret <> ''").fetchone()[0])
+    finally:
+        db.close()
 
 
 async def test_deleting_a_user_deletes_all_they_had(users: Users, tmp_path: Path) -> None:
@@ -266,7 +269,7 @@ async def test_deleting_a_user_deletes_all_they_had(users: Users, tmp_path: Path
     for table in ("api_keys", "api_tokens", "sessions"):
         assert before[table] > 0, table
     assert before["settings"] == before["global_variables"] == before["users"] == 1
-    secrets_before = _secret_files(home)
+    secrets_before = _sealed_secrets(home)
     bob_needles = _ids_of(home, bob.owner, bob.id)
     bob_before = _rows_naming(home, bob_needles)
 
@@ -274,7 +277,7 @@ async def test_deleting_a_user_deletes_all_they_had(users: Users, tmp_path: Path
     assert r.status_code == 204, r.text
 
     assert {t: n for t, n in _rows_naming(home, needles).items() if n} == {}
-    assert len(_secret_files(home)) == len(secrets_before) - 1  # ann's key's secret file
+    assert _sealed_secrets(home) == secrets_before - 1  # ann's key went with its row
     assert _rows_naming(home, bob_needles) == bob_before
     assert (await users.ann.get("/auth/me")).status_code == 401
     assert (await _login(users, "ann")).status_code == 401

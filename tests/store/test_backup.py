@@ -1,12 +1,14 @@
 """Backups: a verified snapshot with a manifest, restored table by table without a loss on
-SQLite and PostgreSQL (key secrets byte for byte, 0600), a damaged or unfinished backup found
-by the check, gaps in a schedule, a restore into a home that holds data refused, retention;
-and the CLI over all of it. Real SQLite files and the session's real PostgreSQL cluster."""
+SQLite and PostgreSQL (key secrets sealed, byte for byte, never in plain; 0600), a damaged or
+unfinished backup found by the check, gaps in a schedule, a restore into a home that holds data
+refused, retention; and the CLI over all of it. Real SQLite files and the session's real
+PostgreSQL cluster."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import stat
 import time
 from datetime import UTC, datetime, timedelta
@@ -23,7 +25,8 @@ from tavernkit.cli import app
 from tavernkit.store import open_postgres_store
 from tavernkit.store.backup import DATA_TABLES, make_backup
 from tavernkit.store.backup_check import check_backup, check_backups, prune_backups
-from tavernkit.store.backup_manifest import MANIFEST_NAME, read_manifest
+from tavernkit.store.backup_manifest import MANIFEST_NAME, read_manifest, sha256_of
+from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.migrations import MIGRATIONS
 from tavernkit.store.restore import restore_backup
 from tavernkit.store.sqlite import SqliteStore
@@ -52,10 +55,6 @@ async def vectors_of(store: SqliteStore) -> list[tuple[Any, ...]]:
     return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
 
 
-def secret_files(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in folder.iterdir()}
-
-
 async def test_a_sqlite_backup_restores_every_table_and_secret_as_it_was(tmp_path: Path) -> None:
     home, other = tmp_path / "home", tmp_path / "other"
     async with await open_sqlite_store(home / "tavernkit.db") as source:
@@ -72,14 +71,13 @@ async def test_a_sqlite_backup_restores_every_table_and_secret_as_it_was(tmp_pat
     assert manifest.tables["messages"] == 6 and manifest.tables["memory_vectors"] == 4
     assert set(manifest.tables) == set(DATA_TABLES)
     listed = {f.path for f in manifest.files}
-    keys = [r[0] for r in before["api_keys"]]
-    assert listed == {
-        "tavernkit.db",
-        "tavernkit.db.keys/.fingerprint-secret",
-        *(f"tavernkit.db.keys/{k}" for k in keys),
-    }
-    # the secrets are the stored files, byte for byte, readable by the user alone
-    assert secret_files(made / "tavernkit.db.keys") == secret_files(home / "tavernkit.db.keys")
+    # the keys' secrets are in the database, sealed as stored: no plaintext in the backup
+    assert listed == {"tavernkit.db"}
+    assert all(row[4].startswith("tk1:") for row in before["api_keys"])
+    backup_bytes = b"".join(p.read_bytes() for p in made.rglob("*") if p.is_file())
+    assert before["secrets"] and all(
+        plain.encode() not in backup_bytes for plain in before["secrets"].values()
+    )
     for path in made.rglob("*"):
         mode = stat.S_IMODE(path.stat().st_mode)
         assert mode == (0o700 if path.is_dir() else 0o600), path
@@ -87,6 +85,7 @@ async def test_a_sqlite_backup_restores_every_table_and_secret_as_it_was(tmp_pat
 
     async with await open_sqlite_store(other / "tavernkit.db") as target:
         assert await restore_backup(made, target, where=str(other)) == manifest
+        # every row as it was, the sealed secrets byte for byte, and they open
         assert await dump(target) == before
         assert await vectors_of(target) == vectors
         # the restored install keeps its fingerprints
@@ -161,9 +160,8 @@ async def test_a_restore_into_a_home_that_holds_data_is_refused(tmp_path: Path) 
         assert refused.value.where == "busy home" and "records" in refused.value.found
         assert len(await busy.list("persona")) == 1  # nothing was written
     async with await open_sqlite_store(tmp_path / "keys" / "tavernkit.db") as keyed:
-        (keyed.key_files.folder).mkdir(mode=0o700)
-        (keyed.key_files.folder / "abc").write_text("sk-left-behind")
-        with pytest.raises(HomeNotEmpty, match="key secrets"):
+        await keyed.add_api_key("openai", "sk-already-here-0123456789")
+        with pytest.raises(HomeNotEmpty, match="already holds data"):
             await restore_backup(made, keyed, where="keyed home")
 
 
@@ -181,8 +179,7 @@ async def test_the_check_finds_damaged_missing_and_unfinished_backups(tmp_path: 
     data = bytearray(db.read_bytes())
     data[len(data) // 2] ^= 0xFF
     db.write_bytes(bytes(data))
-    key_file = next(p for p in (first / "tavernkit.db.keys").iterdir() if p.name[0] != ".")
-    key_file.unlink()
+    (first / "tavernkit.db").unlink()
     (folder / ".partial-tavernkit-backup-20261201T130000.000000Z").mkdir()
     report = check_backups(folder, now=T0 + timedelta(hours=7), every_s=6 * 3600)
     assert not report.ok
@@ -190,7 +187,7 @@ async def test_the_check_finds_damaged_missing_and_unfinished_backups(tmp_path: 
     assert problems[second.name] == (
         "tavernkit.db: damaged (its SHA-256 differs from the manifest's)",
     )
-    assert problems[first.name] == (f"tavernkit.db.keys/{key_file.name}: missing",)
+    assert problems[first.name] == ("tavernkit.db: missing",)
     assert "unfinished" in problems[".partial-tavernkit-backup-20261201T130000.000000Z"][0]
     # a damaged backup restores nothing
     async with await open_sqlite_store(tmp_path / "empty" / "tavernkit.db") as empty:
@@ -244,10 +241,47 @@ async def test_a_backup_without_a_keys_secret_fails_and_leaves_nothing(tmp_path:
     home = tmp_path / "home"
     async with await open_sqlite_store(home / "tavernkit.db") as source:
         key = await source.add_api_key("openai", "sk-abcdefghijklmnop", label="w")
-        (home / "tavernkit.db.keys" / key).unlink()  # a database copied without its keys
-        with pytest.raises(BackupError, match="missing"):
+        async with source._write() as db:  # a key whose file an older version lost
+            await db.execute("UPDATE api_keys SET secret = '' WHERE id = ?", (key,))
+        with pytest.raises(BackupError, match="no secret") as info:
             await make_backup(source, tmp_path / "backups")
+        assert key not in str(info.value)
     assert list((tmp_path / "backups").iterdir()) == []
+
+
+async def test_an_older_versions_backup_with_key_files_restores_them_sealed(
+    tmp_path: Path,
+) -> None:
+    async with await open_sqlite_store(tmp_path / "home" / "tavernkit.db") as source:
+        key = await source.add_api_key("openai", "sk-from-an-old-backup-0123", label="w")
+        printed = [k.fingerprint for k in await source.list_api_keys()]
+        made, _ = await make_backup(source, tmp_path / "backups")
+    # as the version before 015 wrote it: the secret in a file beside an empty column
+    old = sqlite3.connect(made / "tavernkit.db")
+    with old:
+        old.execute("UPDATE api_keys SET secret = ''")
+        old.execute("DELETE FROM store_secrets")
+        old.execute("DELETE FROM _migrations WHERE name = '015_sealed_key_secrets'")
+        old.execute("DROP TABLE store_secrets")
+        old.execute("DROP TRIGGER api_keys_sealed_in")
+        old.execute("DROP TRIGGER api_keys_sealed_edit")
+    old.close()
+    keys = made / "tavernkit.db.keys"
+    KeyFiles(keys).write(key, "sk-from-an-old-backup-0123")
+    manifest = json.loads((made / MANIFEST_NAME).read_text())
+    manifest["files"] = [
+        {"path": p.relative_to(made).as_posix(), "size": p.stat().st_size, "sha256": sha256_of(p)}
+        for p in sorted(made.rglob("*"))
+        if p.is_file() and p.name != MANIFEST_NAME
+    ]
+    manifest["tables"].pop("store_secrets")
+    (made / MANIFEST_NAME).write_text(json.dumps(manifest))
+    assert check_backup(made).whole, check_backup(made).problems
+    async with await open_sqlite_store(tmp_path / "other" / "tavernkit.db") as target:
+        await restore_backup(made, target, where="other")
+        assert await target.get_api_key_secret(key) == "sk-from-an-old-backup-0123"
+        assert [k.fingerprint for k in await target.list_api_keys()] != printed  # a new install
+    assert not (tmp_path / "other" / "tavernkit.db.keys").exists()
 
 
 def test_the_cli_backs_up_checks_keeps_and_restores(tmp_path: Path) -> None:

@@ -97,7 +97,10 @@ async def dump(store: SqliteStore) -> dict[str, Any]:
             "SELECT id, msg_total, msg_hidden, msg_user, msg_hidden_tools FROM chats ORDER BY id"
         )
         out["counters"] = [tuple(r) for r in counters]
-    out["secrets"] = {row[0]: store.key_files.read(row[0]) for row in out["api_keys"]}
+    # the sealed secrets are copied as they are (the api_keys rows above); they still open
+    out["secrets"] = {
+        row[0]: await store.get_api_key_secret(row[0], owner=row[1]) for row in out["api_keys"]
+    }
     out["blob order"] = [
         (ref.id, await store.list_blobs("character", ref.id, owner=ref.owner))
         for owner in ("default", "bob")

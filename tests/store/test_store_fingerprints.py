@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import stat
 from pathlib import Path
 
 from tavernkit.store import SqliteStore, open_store
-from tavernkit.store.key_files import FINGERPRINT_SECRET, key_dir_for
+from tavernkit.store.key_files import key_dir_for
+from tavernkit.store.paths import data_dir
+from tavernkit.store.secret_key import GENERATED_KEY_FILE
 
 SECRET = "sk-Q9g8h7j6k5m4n3p2ZYXWVUTSRQ"
 UNSALTED = hashlib.sha256(SECRET.encode()).hexdigest()[:12]
@@ -46,14 +47,13 @@ async def test_the_fingerprint_stays_across_restarts(db_path: Path) -> None:
         printed = await _fingerprint(store, key_id)
     async with await open_store(db_path) as store:
         assert await _fingerprint(store, key_id) == printed
-    secret_file = key_dir_for(db_path) / FINGERPRINT_SECRET
-    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
-    assert len(secret_file.read_bytes()) == 32
-    # the secret is beside the keys, not in the database
+    # the install's secret is in the database, sealed like the keys (no file beside it)
     with sqlite3.connect(db_path) as db:
-        dumped = "\n".join(db.iterdump())
+        rows = db.execute("SELECT name, sealed FROM store_secrets").fetchall()
     db.close()
-    assert secret_file.read_bytes().hex() not in dumped
+    assert [name for name, _ in rows] == ["fingerprint"]
+    assert rows[0][1].startswith("tk1:")
+    assert not key_dir_for(db_path).exists()
 
 
 async def test_unsalted_fingerprints_of_older_versions_are_replaced_on_open(
@@ -76,4 +76,7 @@ async def test_unsalted_fingerprints_of_older_versions_are_replaced_on_open(
 async def test_a_store_without_keys_makes_no_secret(db_path: Path) -> None:
     async with await open_store(db_path):
         pass
-    assert not (key_dir_for(db_path) / FINGERPRINT_SECRET).exists()
+    with sqlite3.connect(db_path) as db:
+        assert db.execute("SELECT count(*) FROM store_secrets").fetchone() == (0,)
+    db.close()
+    assert not (data_dir() / GENERATED_KEY_FILE).exists()

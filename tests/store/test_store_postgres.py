@@ -6,7 +6,6 @@ the values its text type cannot hold. Against the session's real cluster (tests/
 from __future__ import annotations
 
 import asyncio
-import stat
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from _services import PostgresCluster
 from tavernkit.errors import FormatError, Overloaded, RateLimited, StoreError
 from tavernkit.generation.keys import KeyPool, PoolKey, StoreCooldownStore
 from tavernkit.store import PostgresStore, SqliteStore, open_postgres_store, open_store
+from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.migrations import MIGRATIONS
 from tavernkit.store.pg_migrations import PG_MIGRATIONS
 from tavernkit.store.sqlite import open_store as open_sqlite_store
@@ -129,7 +129,7 @@ async def test_a_database_from_a_newer_version_is_refused(
         await open_postgres_store(postgres_url, key_dir=tmp_path)
 
 
-async def test_secrets_live_in_private_files_never_in_the_database(
+async def test_secrets_are_sealed_in_the_database_never_in_plain(
     postgres_url: str, tmp_path: Path
 ) -> None:
     keys = tmp_path / "keys"
@@ -137,19 +137,38 @@ async def test_secrets_live_in_private_files_never_in_the_database(
         key_id = await s.add_api_key("openai", SECRET, label="work")
         assert await s.get_api_key_secret(key_id) == SECRET
         assert SECRET not in repr(s)
-    assert stat.S_IMODE(keys.stat().st_mode) == 0o700
-    assert stat.S_IMODE((keys / key_id).stat().st_mode) == 0o600
+    assert not keys.exists()  # no file on this host: any host's process can use the key
     conn = await asyncpg.connect(postgres_url)
     try:
         dump = await conn.fetchval(
             "SELECT string_agg(t::text, ' ') FROM (SELECT * FROM api_keys) t"
         )
-        assert key_id in dump and SECRET not in dump
-        # and the database itself refuses a secret in that column
+        assert key_id in dump and "tk1:" in dump and SECRET not in dump
+        # and the database itself refuses a plaintext in that column
         with pytest.raises(asyncpg.CheckViolationError):
             await conn.execute("UPDATE api_keys SET secret = $1", SECRET)
     finally:
         await conn.close()
+
+
+async def test_key_files_of_an_older_version_move_into_postgresql_on_open(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    async with await open_postgres_store(postgres_url, key_dir=keys) as s:
+        key_id = await s.add_api_key("openai", SECRET, label="work")
+    conn = await asyncpg.connect(postgres_url)
+    try:  # as the version before 015 left it: the secret in a file, the column empty
+        await conn.execute("UPDATE api_keys SET secret = ''")
+    finally:
+        await conn.close()
+    KeyFiles(keys).write(key_id, SECRET)
+    async with await open_postgres_store(postgres_url, key_dir=keys) as s:
+        assert await s.get_api_key_secret(key_id) == SECRET
+    assert not keys.exists()
+    async with await open_postgres_store(postgres_url, key_dir=keys) as s:  # once only
+        assert await s.adopt_key_files() == 0
+        assert await s.get_api_key_secret(key_id) == SECRET
 
 
 async def test_nul_characters_round_trip_in_messages_and_fail_cleanly_in_names(

@@ -1,7 +1,10 @@
-"""API keys: the secret comes back from one call only; key-pool state carries none."""
+"""API keys: the secret comes back from one call only; key-pool state carries none; the
+database holds it sealed with the secret key (issue 37), never in plain, and a wrong or missing
+key, a moved sealed secret, a rotation and older versions' key files all behave."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import stat
 from datetime import UTC, datetime
@@ -9,14 +12,25 @@ from pathlib import Path
 
 import pytest
 
-from tavernkit.errors import NotFound, StoreError
+from tavernkit.errors import NotFound, SecretKeyError, StoreError
 from tavernkit.store import KeyState, SqliteStore, open_store
-from tavernkit.store.key_files import key_dir_for
+from tavernkit.store.key_files import KeyFiles, key_dir_for, keyed_fingerprint
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.secret_key import (
+    GENERATED_KEY_FILE,
+    SECRET_KEY_ENV,
+    SECRET_KEY_FILE_ENV,
+    SecretKeySource,
+    check_secret_key_settings,
+    secret_key_from_text,
+)
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
 # no run of 4 hex digits in it: a random key id or fingerprint (hex) must not look like a leak
 SECRET = "sk-Q9g8h7j6k5m4n3p2ZYXWVUTSRQ"
+#: two deployments' key-encryption keys
+KEK = "kek-one-Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0"
+OTHER_KEK = "kek-two-YmF6cXV4Zm9vYmFycXV1eGdyYXVsdGNvcmdl"
 
 
 async def test_secret_is_returned_by_get_api_key_secret_only(store: SqliteStore) -> None:
@@ -60,9 +74,11 @@ async def test_bad_keys_are_refused_without_echoing_them(store: SqliteStore) -> 
 
 
 async def test_trace_keeps_no_sql_text(store: SqliteStore) -> None:
+    await store.add_api_key("openai", SECRET + "0")  # the first key also makes the install's
     async with store.trace() as stats:
         await store.add_api_key("openai", SECRET)
-    assert stats.statements == 1
+    # one INSERT (SQLite's trace also counts the step of the trigger that lets no plaintext in)
+    assert stats.changes == 1 and stats.statements <= 2
     assert SECRET not in repr(stats)
 
 
@@ -71,7 +87,9 @@ def _db_bytes(db_path: Path) -> bytes:
     return b"".join(f.read_bytes() for f in files if f.exists())
 
 
-async def test_the_secret_is_kept_out_of_the_database(store: SqliteStore, db_path: Path) -> None:
+async def test_the_secret_is_sealed_in_the_database_never_in_plain(
+    store: SqliteStore, db_path: Path
+) -> None:
     key_id = await store.add_api_key("openai", SECRET)
     await store.put(
         "connection_profile",
@@ -83,23 +101,160 @@ async def test_the_secret_is_kept_out_of_the_database(store: SqliteStore, db_pat
     with sqlite3.connect(db_path) as db:
         tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
         holding = [t for t in tables if SECRET in repr(db.execute(f"SELECT * FROM {t}").fetchall())]
+        sealed = db.execute("SELECT secret FROM api_keys WHERE id = ?", (key_id,)).fetchone()[0]
     db.close()
     assert holding == []
     assert SECRET.encode() not in _db_bytes(db_path)
-    # the secret is in a private file of a private folder beside the database
-    folder = key_dir_for(db_path)
-    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-    assert stat.S_IMODE((folder / key_id).stat().st_mode) == 0o600
-    assert (folder / key_id).read_text() == SECRET
+    assert sealed.startswith("tk1:") and len(sealed) > len(SECRET)
+    # nothing beside the database any more: a copy of the file is a copy of the keys, sealed
+    assert not key_dir_for(db_path).exists()
 
 
-async def test_deleting_a_key_deletes_its_secret_file(store: SqliteStore, db_path: Path) -> None:
+async def test_no_plaintext_column_can_be_written(store: SqliteStore) -> None:
     key_id = await store.add_api_key("openai", SECRET)
-    await store.delete_api_key(key_id)
-    assert not (key_dir_for(db_path) / key_id).exists()
+    with pytest.raises(StoreError):
+        async with store._write() as db:
+            await db.execute("UPDATE api_keys SET secret = ? WHERE id = ?", (SECRET, key_id))
+    assert await store.get_api_key_secret(key_id) == SECRET
 
 
-async def test_a_database_copied_without_its_key_folder_says_so(
+async def test_a_sealed_secret_moved_to_another_row_does_not_open(store: SqliteStore) -> None:
+    first = await store.add_api_key("openai", SECRET)
+    second = await store.add_api_key("openai", "sk-other-key-of-another-row")
+    async with store._write() as db:
+        await db.execute(
+            "UPDATE api_keys SET secret = (SELECT secret FROM api_keys WHERE id = ?) WHERE id = ?",
+            (first, second),
+        )
+    with pytest.raises(SecretKeyError, match="altered or copied") as info:
+        await store.get_api_key_secret(second)
+    said = str(info.value)
+    assert SECRET not in said and first not in said and second not in said
+
+
+async def test_a_key_row_given_to_another_owner_behind_the_stores_back_does_not_open(
+    store: SqliteStore,
+) -> None:
+    key_id = await store.add_api_key("openai", SECRET, owner="alice")
+    async with store._write() as db:
+        await db.execute("UPDATE api_keys SET owner = 'mallory' WHERE id = ?", (key_id,))
+    with pytest.raises(SecretKeyError, match="altered or copied") as info:
+        await store.get_api_key_secret(key_id, owner="mallory")
+    assert SECRET not in str(info.value) and key_id not in str(info.value)
+
+
+def _leaks(said: str, *, key_ids: list[str], tmp_path: Path) -> list[str]:
+    """What of the secret, the key ids, the key-encryption keys' ids and paths ``said`` shows."""
+    found = [piece for piece in [SECRET, *key_ids, str(tmp_path), "/"] if piece in said]
+    found += [run for run in re.findall(r"[0-9a-f]{12}", said)]
+    return found
+
+
+async def test_another_secret_key_cannot_open_the_keys_and_says_so_safely(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)
+    async with await open_store(db_path) as store:
+        key_id = await store.add_api_key("openai", SECRET)
+    monkeypatch.setenv(SECRET_KEY_ENV, OTHER_KEK)
+    async with await open_store(db_path) as store:
+        assert [k.id for k in await store.list_api_keys()] == [key_id]  # listing needs no key
+        with pytest.raises(SecretKeyError, match=SECRET_KEY_ENV) as info:
+            await store.get_api_key_secret(key_id)
+        assert _leaks(str(info.value), key_ids=[key_id], tmp_path=tmp_path) == []
+        # nor may it seal a key of its own next to the deployment's
+        with pytest.raises(SecretKeyError):
+            await store.add_api_key("openai", "sk-sealed-with-the-wrong-key")
+    # a process given no key at all makes its own (a single host's) and is told the same
+    monkeypatch.delenv(SECRET_KEY_ENV)
+    monkeypatch.setenv("TAVERNKIT_HOME", str(tmp_path / "another-host"))
+    async with await open_store(db_path) as store:
+        with pytest.raises(SecretKeyError, match=SECRET_KEY_ENV) as info:
+            await store.get_api_key_secret(key_id)
+        assert _leaks(str(info.value), key_ids=[key_id], tmp_path=tmp_path) == []
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret(key_id) == SECRET
+
+
+async def test_a_single_host_key_is_made_private_in_the_data_dir_on_first_use(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("TAVERNKIT_HOME", str(home))
+    async with await open_store(db_path) as store:
+        assert not (home / GENERATED_KEY_FILE).exists()  # no key stored: none made
+        key_id = await store.add_api_key("openai", SECRET)
+    made = home / GENERATED_KEY_FILE
+    assert stat.S_IMODE(made.stat().st_mode) == 0o600
+    assert len(made.read_text()) >= 32
+    # its text is what a second host is given
+    monkeypatch.setenv(SECRET_KEY_ENV, made.read_text())
+    monkeypatch.setenv("TAVERNKIT_HOME", str(tmp_path / "second-host"))
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret(key_id) == SECRET
+
+
+@pytest.mark.parametrize(
+    ("env", "match"),
+    [
+        ({SECRET_KEY_ENV: "short"}, "at least 32 characters"),
+        ({SECRET_KEY_ENV: KEK, SECRET_KEY_FILE_ENV: "/nonexistent"}, "give one"),
+        ({SECRET_KEY_FILE_ENV: "/nonexistent/secret.key"}, "cannot be read"),
+    ],
+)
+def test_an_unusable_secret_key_setting_is_a_typed_error_without_the_path(
+    env: dict[str, str], match: str
+) -> None:
+    with pytest.raises(SecretKeyError, match=match) as info:
+        check_secret_key_settings(env)
+    assert "/nonexistent" not in str(info.value) and KEK not in str(info.value)
+
+
+async def test_a_key_file_names_the_key(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file = tmp_path / "kek"
+    key_file.write_text(KEK + "\n")
+    monkeypatch.setenv(SECRET_KEY_FILE_ENV, str(key_file))
+    async with await open_store(db_path) as store:
+        key_id = await store.add_api_key("openai", SECRET)
+    monkeypatch.delenv(SECRET_KEY_FILE_ENV)
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)  # the same key, given the other way
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret(key_id) == SECRET
+
+
+async def test_rotation_seals_every_secret_again_in_one_go(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)
+    store.use_secret_keys(SecretKeySource())
+    ids = [await store.add_api_key("openai", f"{SECRET}{n}") for n in range(3)]
+    printed = [k.fingerprint for k in await store.list_api_keys()]
+    new = secret_key_from_text(OTHER_KEK)
+    # a wrong current key: refused, nothing changed
+    store.use_secret_keys(SecretKeySource(secret_key_from_text("w" * 40)))
+    with pytest.raises(SecretKeyError, match="nothing was changed") as info:
+        await store.rotate_secret_key(new)
+    assert SECRET not in str(info.value)
+    store.use_secret_keys(SecretKeySource(secret_key_from_text(KEK)))
+    assert [await store.get_api_key_secret(i) for i in ids] == [f"{SECRET}{n}" for n in range(3)]
+
+    assert await store.rotate_secret_key(new) == 4  # three keys and the fingerprint secret
+    assert [await store.get_api_key_secret(i) for i in ids] == [f"{SECRET}{n}" for n in range(3)]
+    store.use_secret_keys(SecretKeySource(secret_key_from_text(KEK)))
+    with pytest.raises(SecretKeyError):
+        await store.get_api_key_secret(ids[0])
+    store.use_secret_keys(SecretKeySource(new))
+    assert await store.get_api_key_secret(ids[2]) == f"{SECRET}2"
+    # fingerprints stay, and a key added after is printed as before
+    assert [k.fingerprint for k in await store.list_api_keys()] == printed
+    again = await store.add_api_key("openai", f"{SECRET}0")
+    assert next(k.fingerprint for k in await store.list_api_keys() if k.id == again) == printed[0]
+
+
+async def test_a_database_copied_elsewhere_keeps_its_keys_under_the_same_secret_key(
     store: SqliteStore, db_path: Path, tmp_path: Path
 ) -> None:
     key_id = await store.add_api_key("openai", SECRET)
@@ -111,10 +266,48 @@ async def test_a_database_copied_without_its_key_folder_says_so(
     src.close()
     dst.close()
     async with await open_store(copy) as moved:
-        assert [k.id for k in await moved.list_api_keys()] == [key_id]
-        with pytest.raises(StoreError, match="missing") as info:
-            await moved.get_api_key_secret(key_id)
-        assert SECRET not in str(info.value)
+        assert await moved.get_api_key_secret(key_id) == SECRET
+
+
+async def _old_database(db_path: Path) -> None:
+    """A database as the version before 015 left it: key rows with empty secrets."""
+    conn = await connect_sqlite(db_path, isolation_level=None)
+    await conn.execute("PRAGMA journal_mode=WAL")
+    await apply_migrations(conn, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
+    await conn.close()
+
+
+async def test_key_files_of_older_versions_move_into_the_database_once(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _old_database(db_path)
+    folder = key_dir_for(db_path)
+    files = KeyFiles(folder)
+    install = files.fingerprint_secret()
+    files.write("k1", SECRET)
+    files.write("k2", SECRET + "2")
+    with sqlite3.connect(db_path) as db:
+        for key_id, secret in (("k1", SECRET), ("k2", SECRET + "2")):
+            db.execute(
+                "INSERT INTO api_keys (id, owner, provider, label, secret, fingerprint, created) "
+                "VALUES (?, 'default', 'openai', 'w', '', ?, '2025-01-01T00:00:00+00:00')",
+                (key_id, keyed_fingerprint(install, secret)),
+            )
+    db.close()
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret("k1") == SECRET
+        assert await store.get_api_key_secret("k2") == SECRET + "2"
+        # the install's fingerprint secret came along: fingerprints did not change
+        assert {k.fingerprint for k in await store.list_api_keys()} == {
+            keyed_fingerprint(install, SECRET),
+            keyed_fingerprint(install, SECRET + "2"),
+        }
+    assert not folder.exists()
+    assert SECRET.encode() not in _db_bytes(db_path)
+    async with await open_store(db_path) as store:  # again: nothing left to do, nothing lost
+        assert await store.adopt_key_files() == 0
+        assert await store.get_api_key_secret("k1") == SECRET
 
 
 async def test_migration_003_moves_stored_secrets_out_of_the_database(db_path: Path) -> None:
@@ -134,7 +327,7 @@ async def test_migration_003_moves_stored_secrets_out_of_the_database(db_path: P
         assert await store.get_api_key_secret("k1") == SECRET
         await store.put_key_state(KeyState("k1", failures=2, last_error_code="rate_limit"))
     assert SECRET.encode() not in _db_bytes(db_path)
-    assert (key_dir_for(db_path) / "k1").read_text() == SECRET
+    assert not key_dir_for(db_path).exists()  # through a file, sealed into its row
     # opening again changes nothing
     async with await open_store(db_path) as store:
         assert await store.get_api_key_secret("k1") == SECRET

@@ -118,10 +118,12 @@ async def _mentions(store: Store, needles: list[str]) -> dict[str, int]:
     return counts
 
 
-def _secret_files(store: Store) -> set[str]:
+async def _sealed_secrets(store: Store) -> set[str]:
+    """The ids of the keys whose sealed secret the database holds."""
     assert isinstance(store, SqliteStore)
-    folder = store.key_files.folder
-    return {p.name for p in folder.iterdir()} if folder.exists() else set()
+    async with store._read() as db:
+        rows = await db.execute_fetchall("SELECT id FROM api_keys WHERE secret <> ''")
+    return {str(r[0]) for r in rows}
 
 
 async def test_deleting_a_user_deletes_everything_they_had(store: Store) -> None:
@@ -136,13 +138,13 @@ async def test_deleting_a_user_deletes_everything_they_had(store: Store) -> None
         assert before[table] > 0, table
     for table in ("users", "api_tokens", "sessions"):
         assert before[table] > 0, table
-    assert any(k in name for k in ann.key_ids for name in _secret_files(store))
+    assert set(ann.key_ids) <= await _sealed_secrets(store)
 
     await store.delete_user(ann.user_id)
 
     after = await _mentions(store, ann.needles())
     assert {t: n for t, n in after.items() if n} == {}
-    assert not any(k in name for k in ann.key_ids for name in _secret_files(store))
+    assert not set(ann.key_ids) & await _sealed_secrets(store)
     # bob's rows are all there, and still work
     assert await _mentions(store, bob.needles()) == bob_before
     assert await store.get_api_key_secret(bob.key_ids[0], owner=bob.owner) == "sk-secret-of-bob"

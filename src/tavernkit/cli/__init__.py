@@ -136,6 +136,12 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "Copy everything between the home's SQLite file and an empty PostgreSQL database.",
     ),
     LazyCommand(
+        "rotate-secret-key",
+        "tavernkit.cli.data",
+        "rotate_secret_key",
+        "Seal every stored API key under a new secret key, in one transaction.",
+    ),
+    LazyCommand(
         "backup",
         "tavernkit.cli.backup_cmd",
         "backup_app",

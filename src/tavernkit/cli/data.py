@@ -1,5 +1,6 @@
-"""``tavernkit migrate`` and ``tavernkit copy-data``: bring a database's schema up to date, and
-move a home's data between the embedded SQLite file and a PostgreSQL database.
+"""``tavernkit migrate``, ``tavernkit copy-data`` and ``tavernkit rotate-secret-key``: bring a
+database's schema up to date, move a home's data between the embedded SQLite file and a
+PostgreSQL database, and seal its API keys under a new secret key.
 
 Plain functions: :mod:`tavernkit.cli` registers them by name and imports this module only when
 one of them runs."""
@@ -7,6 +8,7 @@ one of them runs."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -23,10 +25,16 @@ from tavernkit.store.postgres import (
     open_postgres_store,
     redact_url,
 )
+from tavernkit.store.secret_key import (
+    SECRET_KEY_ENV,
+    SECRET_KEY_FILE_ENV,
+    read_secret_key_file,
+    replace_generated_key,
+)
 from tavernkit.store.sqlite import SqliteStore
 from tavernkit.store.sqlite import open_store as open_sqlite_store
 
-__all__ = ["copy_data", "migrate"]
+__all__ = ["copy_data", "migrate", "rotate_secret_key"]
 
 out = Console(highlight=False)
 
@@ -118,3 +126,59 @@ def copy_data(
     out.print(f"copied {escape(_where(source_at, folder))} -> {escape(_where(target_at, folder))}")
     for what, count in counts.items():
         out.print(f"  {escape(what)}: {count}")
+
+
+def rotate_secret_key(
+    new_key_file: Annotated[
+        Path,
+        typer.Option(
+            "--new-key-file",
+            help="A file holding the new secret key (at least 32 characters; "
+            "openssl rand -base64 32 > FILE makes one).",
+        ),
+    ],
+    secret_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--secret-key-file",
+            envvar=SECRET_KEY_FILE_ENV,
+            help=f"A file holding the current secret key (or ${SECRET_KEY_ENV}; default: this "
+            "host's, in the data dir).",
+        ),
+    ] = None,
+    database: DatabaseOption = None,
+    home: HomeOption = None,
+) -> None:
+    """Seal every stored API key under a new secret key, in one transaction.
+
+    The current key must open every stored secret, or nothing changes. Afterwards give every
+    process the new key (TAVERNKIT_SECRET_KEY or --secret-key-file) and restart them; a single
+    host's generated key file is replaced by the new key."""
+    folder = _home(home)
+    if secret_key_file is not None:
+        os.environ[SECRET_KEY_FILE_ENV] = str(secret_key_file)
+
+    async def run() -> tuple[int, bool]:
+        new = read_secret_key_file(new_key_file)
+        store = await _open(database, folder)
+        try:
+            old = store.secret_keys.current()
+            count = await store.rotate_secret_key(new)
+        finally:
+            await store.close()
+        if old.generated_file is not None:
+            replace_generated_key(old, new_key_file.read_text(encoding="utf-8"))
+        return count, old.generated_file is not None
+
+    try:
+        count, replaced = asyncio.run(run())
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    out.print(f"{escape(_where(database, folder))}: {count} sealed secrets now under the new key")
+    if replaced:
+        out.print("this host's generated secret key was replaced by the new one")
+    else:
+        out.print(
+            f"give every process the new key ({SECRET_KEY_ENV} or --secret-key-file) "
+            "and restart them"
+        )

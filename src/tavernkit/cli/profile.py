@@ -2,9 +2,9 @@
 
 A profile may hold a pool of keys: ``--key`` repeats, each ``env:NAME`` (an environment
 variable, read at each request and never stored), ``prompt`` (asked for, hidden: nothing lands
-in the shell history) or the key itself. Typed keys go to the store's key table (kept out of
-the database, see :mod:`tavernkit.store.key_files`), apart from the profile, which keeps only
-their ids. ``fallback NAME add|remove OTHER[:MODEL]`` and ``fallback NAME list`` edit the
+in the shell history) or the key itself. Typed keys go to the store's key table (sealed
+with the secret key, see :mod:`tavernkit.store.secret_key`), apart from the profile, which
+keeps only their ids. ``fallback NAME add|remove OTHER[:MODEL]`` and ``fallback NAME list`` edit the
 profile's fallback chain; ``fallback NAME randomize|ordered`` turns its randomizer on or off
 (brief 003). ``add --review`` and ``review NAME inherited|off|PROFILE[:MODEL]|clear`` set
 response review of the profile's chat turns; ``add --preset`` binds the profile's own

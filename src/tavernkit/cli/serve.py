@@ -24,6 +24,11 @@ from tavernkit.errors import Conflict, NotFound, ServerConfigError, TavernKitErr
 from tavernkit.facade import Tavern
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 from tavernkit.store.backup_check import parse_interval
+from tavernkit.store.secret_key import (
+    SECRET_KEY_ENV,
+    SECRET_KEY_FILE_ENV,
+    check_secret_key_settings,
+)
 
 try:
     from tavernkit.server.access_log import log_to_stderr
@@ -98,6 +103,15 @@ def _interval(text: str | None) -> float | None:
         raise typer.BadParameter(str(exc), param_hint="--backup-every") from None
 
 
+def use_secret_key_file(path: Path | None) -> None:
+    """Make ``path`` (``--secret-key-file``) this process's secret key file and refuse a given
+    key that cannot be used, before the server listens. The stores read the key from the
+    environment when they first need it, so the option is passed on as its variable."""
+    if path is not None:
+        os.environ[SECRET_KEY_FILE_ENV] = str(path)
+    check_secret_key_settings()
+
+
 def serve_command(
     host: Annotated[
         str,
@@ -165,6 +179,17 @@ def serve_command(
             envvar=DATABASE_ENV,
             show_envvar=True,
             help="postgresql:// URL of the data (shared by several processes).",
+        ),
+    ] = None,
+    secret_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--secret-key-file",
+            envvar=SECRET_KEY_FILE_ENV,
+            show_envvar=True,
+            help="A file holding the secret key stored API keys are sealed with (or the key "
+            f"itself in ${SECRET_KEY_ENV}); the same for every process of a deployment. "
+            "Default: one made for this host in the data dir.",
         ),
     ] = None,
     redis: Annotated[
@@ -317,6 +342,7 @@ def serve_command(
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
     try:
         upload_max_bytes = parse_size(max_upload, what="--max-upload")
+        use_secret_key_file(secret_key_file)
     except TavernKitError as exc:
         raise fail(str(exc)) from None
     settings = ServerSettings(

@@ -53,6 +53,13 @@ class StoreError(TavernKitError):
     """Persistence failed."""
 
 
+class SecretKeyError(StoreError):
+    """A stored API key cannot be sealed or opened with this process's secret key (the key
+    that encrypts key secrets in the database): none usable was given, it is not the key the
+    secrets were sealed with, or a sealed secret was altered. The message names no path, no
+    key id and no secret: it may reach a user, and says what the operator must give."""
+
+
 class StoreUnavailable(StoreError):
     """The database could not be reached, lost its connection or had no free connection in
     time: nothing about the request is wrong, trying again later may work (HTTP 503). The

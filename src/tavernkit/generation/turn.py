@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import Literal
 
-from tavernkit.errors import ContextTooLong, ProviderError
+from tavernkit.errors import ContextTooLong, ProviderError, SecretKeyError
 from tavernkit.generation.attempt.chat_prompt import ByteEstimate, TokenCounter, TurnPrompt
 from tavernkit.generation.attempt.log import Outcome, attempt_record
 from tavernkit.generation.attempt.sending import sending_provider
@@ -371,6 +371,8 @@ class _Turn(ReplySteps):
             return sending_provider(target.make_provider(secret), options, self.abort, self.sleep)
         except ProviderError as exc:
             return Outcome(False, exc)
+        except SecretKeyError as exc:  # its message is safe to show and says what to fix
+            return Outcome(False, TurnFailure("no_credentials", str(exc)))
         except Exception as exc:  # a loader failure: this credential cannot be used
             return Outcome(False, TurnFailure("no_credentials", type(exc).__name__))
 

@@ -32,6 +32,7 @@ from tavernkit.errors import (
     NotAuthenticated,
     NotFound,
     PermissionDenied,
+    SecretKeyError,
     ShuttingDown,
     StaleRevision,
     StoreUnavailable,
@@ -65,6 +66,9 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
     (TooManyAttempts, 429),
     # an MCP server the user registered failed: the gateway's upstream, not the request
     (ToolSourceUnavailable, 502),
+    # the server was not given the secret key its stored API keys were sealed with: its
+    # operator's to fix, not the request's (the message names no path and no key)
+    (SecretKeyError, 500),
     # the database or Redis is down or out of connections: try again, nothing was wrong
     (StoreUnavailable, 503),
     (CoordinationError, 503),
@@ -107,6 +111,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         (413, "the request body is over the upload limit"),
         (422, "the input is invalid; ``field`` names what"),
         (429, "a rate limit; see Retry-After"),
+        (
+            500,
+            "the server cannot open its stored API keys (its secret key is not the one they "
+            "were sealed with)",
+        ),
         (502, "a server this one relies on (an MCP server) failed or did not answer"),
         (503, "the database or Redis is unreachable or busy; see Retry-After"),
     )

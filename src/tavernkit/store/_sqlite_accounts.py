@@ -60,7 +60,7 @@ async def _owner_of(db: SqliteConnection, user_id: str) -> str:
 
 async def _delete_owned(db: SqliteConnection, owner: str) -> list[str]:
     """Delete every row ``owner`` has (chats first: their messages, swipes and vectors go
-    with them); the ids of the API keys deleted, whose secret files are then removed."""
+    with them, the API keys with their sealed secrets); the ids of the API keys deleted."""
     keys = await db.execute_fetchall("SELECT id FROM api_keys WHERE owner = ?", (owner,))
     for table in _OWNED_TABLES:
         await db.execute(f"DELETE FROM {table} WHERE owner = ?", (owner,))
@@ -221,6 +221,7 @@ class SqliteAccounts(SqliteBase):
                 key_ids = await _delete_owned(db, owner)
             else:
                 receiver = await _owner_of(db, hand_over_to)
+                await self._seal_keys_for(db, owner, receiver)
                 await _hand_over(db, owner, receiver)
                 await _move_storage_use(db, owner, receiver)
                 key_ids = []

@@ -134,9 +134,13 @@ class SqliteBase:
     def path(self) -> Path:
         return self._path
 
+    async def _seal_keys_for(self, db: SqliteConnection, owner: str, to: str) -> None:
+        """Seal ``owner``'s API key secrets again for ``to``, whom a hand-over gives them (in
+        the hand-over's transaction ``db``; the keys' part of the store does it)."""
+
     def _forget_key_secrets(self, key_ids: list[str]) -> None:
-        """Remove the secret files of API keys whose rows a write deleted (the keys' part of
-        the store keeps them; see ``SqliteKeys``)."""
+        """What else goes with API keys whose rows a write deleted: nothing since their
+        secrets are sealed in those rows (``SqliteKeys``); a hook for a store that keeps more."""
 
     @property
     def models(self) -> dict[str, type[BaseModel]]:

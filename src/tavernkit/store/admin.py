@@ -7,8 +7,9 @@ code, so the copy is row for row: ids, owners, names, timestamps, revisions, lin
 order, message positions, swipe rows and their partial marks all arrive as they were, and
 every reference (a profile's key id, a chat's character) still holds. The message counters
 on each chat are not copied but recounted by the target's triggers as its messages arrive.
-API key secrets are copied file to file, between the stores' private key folders, with the
-secret their fingerprints are keyed with.
+API key secrets travel as they are stored, sealed (:mod:`tavernkit.store.secret_key`), with the
+sealed secret their fingerprints are keyed with (``store_secrets``): the copy never opens one,
+and the target's processes need the same secret key as the source's.
 
 The source is read in one transaction (one consistent state) and the target written in one:
 a copy that fails leaves the target as empty as it was.
@@ -33,6 +34,8 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ("record_links", "from_id, rel, to_id, position", "from_id, rel, position"),
     ("settings", "owner, data, updated", "owner"),
     ("global_variables", "owner, name, value, updated", "owner, name"),
+    # the store's own sealed secrets (015): the fingerprint secret
+    ("store_secrets", "name, sealed", "name"),
     ("api_keys", "id, owner, provider, label, secret, fingerprint, created", "id"),
     (
         "key_state",
@@ -74,7 +77,7 @@ _PG_NEXT_SEQ = (
 
 @dataclass
 class CopyReport:
-    """How many rows of each table were copied, and how many key secrets."""
+    """How many rows of each table were copied, and how many (sealed) key secrets."""
 
     rows: dict[str, int] = field(default_factory=dict)
     secrets: int = 0
@@ -90,36 +93,22 @@ async def copy_store(source: SqliteStore, target: SqliteStore) -> CopyReport:
         for table, columns, order in COPIED_TABLES:
             found = await db.execute_fetchall(f"SELECT {columns} FROM {table} ORDER BY {order}")
             tables[table] = [tuple(r) for r in found]
-    key_ids = [str(row[0]) for row in tables["api_keys"]]
-    secrets = {key_id: source.key_files.read(key_id) for key_id in key_ids}
     report = CopyReport()
-    written: list[str] = []
-    try:
-        async with target._write() as db:  # the stores' own package
-            for table, _, _ in COPIED_TABLES:
-                if await db.execute_fetchall(f"SELECT 1 FROM {table} LIMIT 1"):
-                    raise Conflict(
-                        f"the target already holds data (table {table}); copy into an empty one"
-                    )
-            # the secrets first: a key row without its secret would be a key that cannot be used
-            files = target.key_files
-            if secrets:  # the same install on another backend: its fingerprints stay as they are
-                files.adopt_fingerprint_secret(source.key_files.fingerprint_secret())
-            for key_id, secret in secrets.items():
-                files.write(key_id, secret)
-                written.append(key_id)
-            for table, columns, _ in COPIED_TABLES:
-                rows = tables[table]
-                marks = ", ".join("?" * len(columns.split(",")))
-                await db.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
-                report.rows[table] = len(rows)
-            if isinstance(target, PostgresStore):
-                await db.execute(_PG_NEXT_SEQ)
-    except BaseException:
-        for key_id in written:
-            target.key_files.delete(key_id)
-        raise
-    report.secrets = len(written)
+    async with target._write() as db:  # the stores' own package
+        for table, _, _ in COPIED_TABLES:
+            if await db.execute_fetchall(f"SELECT 1 FROM {table} LIMIT 1"):
+                raise Conflict(
+                    f"the target already holds data (table {table}); copy into an empty one"
+                )
+        for table, columns, _ in COPIED_TABLES:
+            rows = tables[table]
+            marks = ", ".join("?" * len(columns.split(",")))
+            await db.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+            report.rows[table] = len(rows)
+        if isinstance(target, PostgresStore):
+            await db.execute(_PG_NEXT_SEQ)
+    # api_keys: id, owner, provider, label, secret (sealed), ...
+    report.secrets = sum(1 for row in tables["api_keys"] if row[4])
     if isinstance(target, PostgresStore):
         await target.refresh_statistics()
     return report

@@ -3,16 +3,17 @@ snapshot, verified before it counts.
 
 SQLite: a second connection opens one read transaction, counts every table's rows and copies
 the database with SQLite's online backup API inside it, so the counts and the copy are the same
-state while the server goes on writing (WAL: the writer is never blocked). The key secrets of
-the keys in that state are copied as the files they are (never read as keys: they are bytes
-moved from one 0600 file to another). PostgreSQL: the copy-data machinery
+state while the server goes on writing (WAL: the writer is never blocked). The API keys'
+secrets are in their rows, sealed with the secret key (:mod:`tavernkit.store.secret_key`), and
+travel as they are: a backup holds no plaintext key, and restoring it on another host needs the
+same secret key. PostgreSQL: the copy-data machinery
 (:func:`~tavernkit.store.admin.copy_store`, one REPEATABLE READ transaction) copies the
 database into a fresh SQLite file, which is what the backup holds, so every backup has one
 shape and restores into either backend.
 
 Verification on write: the copy is reopened read-only, must pass ``PRAGMA integrity_check``
-and hold the rows counted in the source table by table, and every key row must have its secret
-beside it; only then is the manifest (files, sizes, SHA-256) written and the folder renamed from
+and hold the rows counted in the source table by table, and every key row must hold its sealed
+secret; only then is the manifest (files, sizes, SHA-256) written and the folder renamed from
 ``.partial-<name>`` to its name. A backup that fails leaves nothing that looks like one.
 
 The file work runs in a worker thread: a server's event loop goes on serving meanwhile.
@@ -39,7 +40,7 @@ from tavernkit.store.backup_manifest import (
     sha256_of,
     write_private,
 )
-from tavernkit.store.key_files import FINGERPRINT_SECRET, key_dir_for
+from tavernkit.store.key_files import key_dir_for
 from tavernkit.store.paths import DB_FILE_NAME
 from tavernkit.store.postgres import PostgresStore
 from tavernkit.store.sqlite import SqliteStore
@@ -52,6 +53,7 @@ __all__ = ["DATA_TABLES", "PARTIAL_PREFIX", "count_rows", "make_backup"]
 DATA_TABLES: tuple[str, ...] = tuple(table for table, _, _ in COPIED_TABLES)
 #: a backup being written (renamed to its name once verified)
 PARTIAL_PREFIX = ".partial-"
+#: where backups of older versions kept the key secrets (a restore still reads them)
 KEYS_FOLDER = key_dir_for(DB_FILE_NAME).name
 
 
@@ -83,14 +85,13 @@ def _new_database_file(path: Path) -> sqlite3.Connection:
 
 
 def _snapshot_sqlite(db_path: Path, work: Path) -> tuple[dict[str, int], list[str]]:
-    """Copy the database at ``db_path`` and its keys' secrets into ``work``, all from one read
-    transaction; the rows counted in it and its migrations."""
+    """Copy the database at ``db_path`` into ``work`` from one read transaction; the rows
+    counted in it and its migrations."""
     source = sqlite3.connect(db_path, isolation_level=None, timeout=30)
     try:
-        source.execute("BEGIN")  # one snapshot: the counts, the key ids and the copy agree
+        source.execute("BEGIN")  # one snapshot: the counts and the copy agree
         counts = count_rows(source)
         migrations = [str(r[0]) for r in source.execute("SELECT name FROM _migrations ORDER BY 1")]
-        key_ids = [str(r[0]) for r in source.execute("SELECT id FROM api_keys ORDER BY id")]
         copy = _new_database_file(work / DB_FILE_NAME)
         try:
             source.backup(copy)
@@ -101,24 +102,7 @@ def _snapshot_sqlite(db_path: Path, work: Path) -> tuple[dict[str, int], list[st
         source.execute("COMMIT")
     finally:
         source.close()
-    _copy_secrets(key_dir_for(db_path), work / KEYS_FOLDER, key_ids)
     return counts, migrations
-
-
-def _copy_secrets(source: Path, target: Path, key_ids: list[str]) -> None:
-    """The secret files of ``key_ids`` (and the install's fingerprint secret), byte for byte."""
-    target.mkdir(mode=0o700)
-    target.chmod(0o700)
-    names = [*key_ids, FINGERPRINT_SECRET] if (source / FINGERPRINT_SECRET).exists() else key_ids
-    for name in names:
-        try:
-            data = (source / name).read_bytes()
-        except FileNotFoundError:
-            raise BackupError(
-                f"the secret of API key {name!r} is missing from {source}: "
-                "the backup would hold a key that cannot be used"
-            ) from None
-        write_private(target / name, data)
 
 
 async def _snapshot_postgres(store: PostgresStore, work: Path) -> tuple[dict[str, int], list[str]]:
@@ -141,7 +125,8 @@ def _settle_copy(path: Path) -> None:
 
 
 def _verify_copy(work: Path, expected: dict[str, int]) -> str:
-    """Reopen the copy read-only: its integrity, its rows table by table, every key's secret.
+    """Reopen the copy read-only: its integrity, its rows table by table, every key's sealed
+    secret.
     Returns SQLite's integrity answer (``ok``)."""
     db = sqlite3.connect(f"file:{work / DB_FILE_NAME}?mode=ro", uri=True, isolation_level=None)
     try:
@@ -149,7 +134,7 @@ def _verify_copy(work: Path, expected: dict[str, int]) -> str:
         if integrity != ["ok"]:
             raise BackupError(f"the copy fails its integrity check: {'; '.join(integrity[:5])}")
         found = count_rows(db)
-        key_ids = [str(r[0]) for r in db.execute("SELECT id FROM api_keys")]
+        unsealed = int(db.execute("SELECT count(*) FROM api_keys WHERE secret = ''").fetchone()[0])
     finally:
         db.close()
     for table in DATA_TABLES:
@@ -158,9 +143,11 @@ def _verify_copy(work: Path, expected: dict[str, int]) -> str:
                 f"the copy holds {found[table]} rows of {table}, the source "
                 f"{expected.get(table, 0)}"
             )
-    missing = [k for k in key_ids if not (work / KEYS_FOLDER / k).is_file()]
-    if missing:
-        raise BackupError(f"the copy lacks the secrets of API keys {', '.join(missing)}")
+    if unsealed:
+        raise BackupError(
+            f"{unsealed} API keys have no secret in the database (kept in files that are gone?): "
+            "the backup would hold keys that cannot be used; add them again or delete them"
+        )
     return integrity[0]
 
 

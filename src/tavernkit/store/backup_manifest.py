@@ -2,12 +2,12 @@
 whole.
 
 A backup is a folder ``tavernkit-backup-<UTC time>`` holding a home as the SQLite store keeps
-it (``tavernkit.db`` and its key folder ``tavernkit.db.keys/``, the secrets as they were
-stored, each file 0600) and this manifest, written last: a folder without one is a backup that
-never finished. The manifest lists every file with its size and SHA-256, the schema (the
-migrations the database has), the rows of each table, when it was made and by which
-tavernkit, which backend it came from and, for a scheduled backup, how often the schedule runs
-(so a check can find the gaps in it).
+it (``tavernkit.db``, 0600, the API keys' secrets sealed inside as they were stored; a backup
+of an older version also has the key folder ``tavernkit.db.keys/``) and this manifest, written
+last: a folder without one is a backup that never finished. The manifest lists every file
+with its size and SHA-256, the schema (the migrations the database has), the rows of each
+table, when it was made and by which tavernkit, which backend it came from and, for a scheduled
+backup, how often the schedule runs (so a check can find the gaps in it).
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
-"""API keys at rest: one private file per key, in a folder beside the database, never in it.
-
-Why files and not encryption inside the database: the database is what people copy, back up,
-attach to bug reports and sync between machines; a secret encrypted in it is only as safe as
-the place its encryption key lives, which would have to be outside the database anyway (a file
-beside it) — so the secret itself may as well live there, with no cipher to get wrong and no
-new dependency (``cryptography`` is not installed by default). The database keeps the key's
-row (id, owner, provider, label, fingerprint, cooldown state) with an empty ``secret`` column,
-so listing, rotation and cooldowns never touch a secret, and a copied database file carries
-none.
+"""Where versions before migration 015 kept API key secrets: one private file per key, in a
+folder beside the database (``TAVERNKIT_KEY_DIR`` or ``<data dir>/postgres-keys/...`` for
+PostgreSQL). The secrets are now sealed in the database (:mod:`tavernkit.store.secret_key`);
+this module is what reads the old files once, when a store opened by this version moves them
+in (``SqliteKeys.adopt_key_files``), and what migration 003 still writes for a database older
+than that.
 
 Layout: ``tavernkit.db`` → ``tavernkit.db.keys/`` (0700), one file per key id (0600), the
-secret as UTF-8. Writes go to a temporary file created 0600 in the same folder, are flushed to
-disk and renamed into place, so a crash leaves the old secret or the new one, never half of
-one. Key ids are the store's own (hex); anything else is refused, so no id can name a path
-outside the folder.
+secret as UTF-8, and the install's fingerprint secret (``.fingerprint-secret``, 32 bytes), which
+moves into the database with the keys so their fingerprints stay. Writes go to a temporary file
+created 0600 in the same folder, flushed and renamed into place. Key ids are the store's own
+(hex); anything else is refused, so no id can name a path outside the folder.
 
-Fingerprints: a key is shown as the first 12 hex digits of HMAC-SHA-256 over the key, keyed
-with this install's own random secret (``.fingerprint-secret`` in the same folder, 32 bytes,
-0600, made on first use). A fingerprint tells two keys apart and stays the same for the same
-key; without the secret, a copy of the database cannot be checked against a list of leaked
-keys (an unsalted hash could). Another install (another key folder) gives the same key another
-fingerprint.
+Fingerprints: :func:`keyed_fingerprint`, 12 hex digits of HMAC-SHA-256 over the key keyed with
+the install's own secret: it tells two keys apart, stays the same for the same key, and a copy
+of the database cannot be checked against a list of leaked keys without the secret.
 """
 
 from __future__ import annotations

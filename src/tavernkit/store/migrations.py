@@ -40,6 +40,7 @@ __all__ = [
     "MIGRATIONS",
     "PG_M013_STATEMENTS",
     "PG_M014_STATEMENTS",
+    "PG_M015_STATEMENTS",
     "Migration",
     "apply_migrations",
 ]
@@ -644,6 +645,37 @@ async def _m014_character_facets(db: SqliteConnection) -> None:
     await _run(db, M014_STATEMENTS)
 
 
+#: sealed key secrets (015): API key secrets move back into ``api_keys.secret``, sealed with
+#: the secret key (tavernkit.store.secret_key; the stores move any key files in on open, where
+#: the key is known, not here), and ``store_secrets`` holds the store's own sealed secrets (the
+#: fingerprint secret). ``secret`` holds a sealed secret or nothing, never a plaintext: the
+#: triggers refuse anything else (PostgreSQL: a CHECK).
+M015_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE store_secrets (
+        name TEXT PRIMARY KEY,
+        sealed TEXT NOT NULL
+    )""",
+)
+_SEALED_ONLY = "NEW.secret <> '' AND substr(NEW.secret, 1, 4) <> 'tk1:'"
+SQLITE_M015_STATEMENTS: tuple[str, ...] = (
+    *M015_STATEMENTS,
+    f"CREATE TRIGGER api_keys_sealed_in BEFORE INSERT ON api_keys WHEN {_SEALED_ONLY} "
+    "BEGIN SELECT RAISE(ABORT, 'api_keys.secret holds sealed secrets only'); END",
+    f"CREATE TRIGGER api_keys_sealed_edit BEFORE UPDATE OF secret ON api_keys WHEN {_SEALED_ONLY} "
+    "BEGIN SELECT RAISE(ABORT, 'api_keys.secret holds sealed secrets only'); END",
+)
+PG_M015_STATEMENTS: tuple[str, ...] = (
+    *M015_STATEMENTS,
+    "ALTER TABLE api_keys DROP CONSTRAINT api_keys_no_secret",
+    "ALTER TABLE api_keys ADD CONSTRAINT api_keys_sealed_secret "
+    "CHECK (secret = '' OR substr(secret, 1, 4) = 'tk1:')",
+)
+
+
+async def _m015_sealed_key_secrets(db: SqliteConnection) -> None:
+    await _run(db, SQLITE_M015_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -659,6 +691,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("012_chat_integrity", _m012_chat_integrity),
     ("013_record_counts", _m013_record_counts),
     ("014_character_facets", _m014_character_facets),
+    ("015_sealed_key_secrets", _m015_sealed_key_secrets),
 )
 
 

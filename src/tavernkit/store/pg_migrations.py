@@ -7,10 +7,10 @@ names, so both databases hold the same tables and columns and the shared SQL run
   reorder keys and drop duplicates, and the stores promise records back as they were written;
   ``json`` keeps the text but would only add a parse to every write;
 - ``record_blobs.seq`` stands in for SQLite's ``rowid`` (blobs list in the order first stored);
-- ``003_keys_out_of_db`` adds a CHECK that ``api_keys.secret`` stays empty: a PostgreSQL store
-  keeps the secrets in private files on the machine that runs tavernkit
-  (:mod:`tavernkit.store.key_files`), never in the database, which is what gets dumped,
-  replicated and shared;
+- ``003_keys_out_of_db`` added a CHECK that ``api_keys.secret`` stays empty (the secrets were
+  private files on the machine that saved them); ``015_sealed_key_secrets`` replaces it with one
+  that lets in sealed secrets only (:mod:`tavernkit.store.secret_key`): the database, which is
+  what gets dumped, replicated and shared, never holds a plaintext key;
 - ``004_turn_path``'s counters are kept by one plpgsql function behind statement-level
   triggers (one update per chat per statement, however many messages it inserts);
 - ``008_message_search`` is a GIN index of each message's words (``to_tsvector('simple',
@@ -39,6 +39,7 @@ from tavernkit.store.migrations import (
     M012_STATEMENTS,
     PG_M013_STATEMENTS,
     PG_M014_STATEMENTS,
+    PG_M015_STATEMENTS,
 )
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
@@ -174,6 +175,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ),
     ("013_record_counts", PG_M013_STATEMENTS),
     ("014_character_facets", PG_M014_STATEMENTS),
+    ("015_sealed_key_secrets", PG_M015_STATEMENTS),
 )
 
 

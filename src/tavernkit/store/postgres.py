@@ -11,12 +11,11 @@ statements sees one state) or per write (a READ COMMITTED transaction whose SELE
 rows they read), so calls of one process run concurrently and several processes write safely.
 Migrations: :mod:`tavernkit.store.pg_migrations`.
 
-API key secrets: a database server is what gets dumped, replicated and shared, so, as with
-SQLite, it keeps the key rows and never the secrets (a CHECK refuses them). They live in private
-files (:class:`~tavernkit.store.key_files.KeyFiles`: a 0700 folder, one 0600 file per key) on
-the machine that runs tavernkit: ``TAVERNKIT_KEY_DIR`` when set (point the processes of one
-deployment at one folder), else ``<data dir>/postgres-keys/<host>_<port>_<database>``
-(:func:`default_key_dir`).
+API key secrets: as with SQLite, each is in its row, sealed with the deployment's secret key
+(:mod:`tavernkit.store.secret_key`), so a process on any host can use a key another saved; a
+CHECK lets no plaintext in. Older versions kept them in private files on the machine that saved
+them (``TAVERNKIT_KEY_DIR``, else ``<data dir>/postgres-keys/<host>_<port>_<database>``:
+:func:`default_key_dir`); opening the store moves any found there into the database.
 """
 
 from __future__ import annotations
@@ -90,7 +89,7 @@ def redact_url(url: str) -> str:
 
 
 def default_key_dir(url: str) -> Path:
-    """Where the key secrets of the database at ``url`` live on this machine:
+    """Where older versions kept the key secrets of the database at ``url`` on this machine:
     ``TAVERNKIT_KEY_DIR`` when set, else ``<data dir>/postgres-keys/<host>_<port>_<database>``.
     They belong to the database, not to a home: ``--home`` does not move them."""
     env = os.environ.get("TAVERNKIT_KEY_DIR")
@@ -168,7 +167,7 @@ def map_pg_error(exc: BaseException, what: str = "database error") -> StoreError
 
 class PostgresStore(SqliteStore):
     """The :class:`~tavernkit.store.protocol.Store` on a PostgreSQL database (see the module
-    docstring). :attr:`path` is the folder of the API key files."""
+    docstring). :attr:`path` is the folder older versions kept the API key files in."""
 
     def __init__(
         self,
@@ -439,6 +438,7 @@ async def open_postgres_store(
         new_id=new_id or new_record_id,
     )
     try:
+        await store.adopt_key_files()
         await store.refresh_fingerprints()
     except BaseException:
         await store.close()

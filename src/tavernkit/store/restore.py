@@ -5,8 +5,10 @@ The backup is checked first (every file against its manifest: a damaged backup r
 nothing). Its database is then opened from a private temporary copy (opening migrates a backup
 an older tavernkit made; the backup itself is never written) and copied row for row into the
 target with the copy-data machinery (:func:`~tavernkit.store.admin.copy_store`: one
-transaction, the key secrets file to file with the install's fingerprint secret). A target that
-holds any row, or any key secret, is refused with :class:`~tavernkit.errors.HomeNotEmpty`
+transaction, the key secrets sealed as they were stored, so the target's processes need the
+secret key the backup's were sealed with; a backup of an older version, whose secrets were
+files, has them sealed with this process's key as its copy is opened). A target that holds any
+row is refused with :class:`~tavernkit.errors.HomeNotEmpty`
 before anything is written. Afterwards the target's rows are counted table by table against
 the manifest.
 """
@@ -23,7 +25,6 @@ from tavernkit.store.admin import copy_store
 from tavernkit.store.backup import DATA_TABLES, KEYS_FOLDER
 from tavernkit.store.backup_check import check_backup
 from tavernkit.store.backup_manifest import Manifest
-from tavernkit.store.key_files import FINGERPRINT_SECRET
 from tavernkit.store.paths import DB_FILE_NAME
 from tavernkit.store.sqlite import SqliteStore
 from tavernkit.store.sqlite import open_store as open_sqlite_store
@@ -50,18 +51,11 @@ async def _refuse_unless_empty(target: SqliteStore, where: str) -> None:
                 where=where,
                 found=f"{count} rows in {table}",
             )
-    folder = target.key_files.folder
-    secrets = [p.name for p in folder.iterdir()] if folder.is_dir() else []
-    if [name for name in secrets if name != FINGERPRINT_SECRET]:
-        raise HomeNotEmpty(
-            f"{where} already holds API key secrets ({folder}): restore into an empty home",
-            where=where,
-            found=f"key secrets in {folder}",
-        )
 
 
 def _private_copy(backup: Path, into: Path) -> Path:
-    """The backup's database and key folder copied into ``into``; the database's path."""
+    """The backup's database (and an older version's key folder) copied into ``into``; the
+    database's path."""
     shutil.copyfile(backup / DB_FILE_NAME, into / DB_FILE_NAME)
     (into / DB_FILE_NAME).chmod(0o600)
     if (backup / KEYS_FOLDER).is_dir():
@@ -80,7 +74,8 @@ async def restore_backup(backup: Path, target: SqliteStore, *, where: str) -> Ma
     await _refuse_unless_empty(target, where)
     with tempfile.TemporaryDirectory(prefix="tavernkit-restore-") as temp:
         db_path = await asyncio.to_thread(_private_copy, backup, Path(temp))
-        source = await open_sqlite_store(db_path)
+        # the target's key: an older backup's key files are sealed with it as they move in
+        source = await open_sqlite_store(db_path, secret_keys=target.secret_keys)
         try:
             await copy_store(source, target)
         finally:

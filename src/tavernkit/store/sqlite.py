@@ -54,6 +54,7 @@ from tavernkit.store.protocol import (
     TurnStart,
 )
 from tavernkit.store.registry import default_models
+from tavernkit.store.secret_key import SecretKeySource
 from tavernkit.store.sqlite_thread import SqliteConnection
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 from tavernkit.worldinfo.gc_pause import gc_paused
@@ -88,11 +89,13 @@ async def open_store(
     models: ModelRegistry | None = None,
     clock: Callable[[], datetime] = _utc_now,
     new_id: Callable[[], str] = new_record_id,
+    secret_keys: SecretKeySource | None = None,
 ) -> SqliteStore:
     """Open (creating and migrating as needed) the database at ``path``, by default
     ``tavernkit.db`` in the data dir. ``models`` maps kinds to the classes ``get`` validates
     with (default: :func:`~tavernkit.store.registry.default_models`); ``clock`` and ``new_id``
-    are injectable so tests can pin them."""
+    are injectable so tests can pin them; ``secret_keys`` is the key API key secrets are
+    sealed with (default: the environment's, :mod:`tavernkit.store.secret_key`)."""
     db_path = Path(path) if path is not None else default_db_path()
     ensure_private_file(db_path)
     try:
@@ -121,7 +124,10 @@ async def open_store(
         clock=clock,
         new_id=new_id,
     )
+    if secret_keys is not None:
+        store.use_secret_keys(secret_keys)
     try:
+        await store.adopt_key_files()
         await store.refresh_fingerprints()
     except BaseException:
         await store.close()
