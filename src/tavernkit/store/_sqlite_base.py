@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.log_redaction import install as install_log_redaction
 from tavernkit.run_to_end import run_to_end
+from tavernkit.store._lorebook_rows import BOOK_KIND, book_text
 from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
@@ -362,6 +363,25 @@ class SqliteBase:
             db, kind, ref, owner, "kind, id, name, owner, created, updated, data"
         )
         return self._info(row), str(row[6])
+
+    #: a book's ``records.data`` and its entry rows' ``"uid":{...}`` joined in order (see
+    #: :mod:`tavernkit.store._lorebook_rows`), in one statement: one snapshot of both
+    _BOOK_SQL = (
+        "SELECT (SELECT data FROM records WHERE id = ?), (SELECT group_concat(x, ',') FROM "
+        "(SELECT json_quote(uid) || ':' || data AS x FROM lorebook_entries "
+        "WHERE record_id = ? ORDER BY seq))"
+    )
+
+    async def _whole(self, db: aiosqlite.Connection, kind: str, rid: str, text: str) -> str:
+        """The record's whole JSON from ``text``, its ``records.data``: a lorebook's read
+        again with its entry rows in place."""
+        if kind != BOOK_KIND:
+            return text
+        rows = list(await db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
+        if not rows or rows[0][0] is None:
+            raise NotFound(f"no {kind} {rid!r}")
+        rest, entries = rows[0]
+        return book_text(str(rest), None if entries is None else str(entries))
 
     async def _record_row(
         self, db: aiosqlite.Connection, kind: str, ref: str, owner: str, cols: str
