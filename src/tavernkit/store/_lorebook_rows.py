@@ -47,12 +47,20 @@ def split_book(data: dict[str, Any]) -> tuple[dict[str, Any], list[EntryRow]]:
 
 def book_text(rest: str, entries: str | None) -> str:
     """The whole book's JSON: ``rest`` (``records.data``) with ``entries``, the rows'
-    ``"uid":{...}`` joined by commas in order (``None``: no rows), in its ``entries``."""
+    ``"uid":{...}`` joined by commas in order (``None``: no rows), in its ``entries``. Only
+    ``rest`` (small) is parsed; the entries' text is copied once, into the answer."""
     if entries is None:
         return rest
     doc = json.loads(rest)
-    joined = "{" + entries + "}"
-    parts = [f"{dumps(k)}:{joined if k == ENTRIES else dumps(v)}" for k, v in doc.items()]
-    if ENTRIES not in doc:  # a row added to a book that had no entries: its member goes last
-        parts.append(f"{dumps(ENTRIES)}:{joined}")
-    return "{" + ",".join(parts) + "}"
+    before: list[str] = []
+    after: list[str] = []
+    side = before
+    for key, value in doc.items():
+        if key == ENTRIES:
+            side = after
+            continue
+        side.append(f"{dumps(key)}:{dumps(value)}")
+    # a row added to a book that had no entries: its member goes last
+    head = "{" + "".join(f"{part}," for part in before) + dumps(ENTRIES) + ":{"
+    tail = "}" + "".join(f",{part}" for part in after) + "}"
+    return "".join((head, entries, tail))
