@@ -50,6 +50,7 @@ def _table(statement: str) -> str:
 async def test_an_entry_write_touches_its_row_and_not_the_book(store: Store) -> None:
     assert isinstance(store, SqliteStore)
     book = (await store.put("lorebook", _book(300), name="Coast")).id
+    before = await store.get_shared_record("lorebook", book)
     seen: list[str] = []
     changed = {"uid": 7, "key": ["lamp"], "content": "Lit."}
     async with store.trace(seen.append):
@@ -71,6 +72,11 @@ async def test_an_entry_write_touches_its_row_and_not_the_book(store: Store) -> 
     _, text = await store.get_record_text("lorebook", book)
     assert text == dumps(want)
     assert list(json.loads(text)["entries"])[-2:] == ["299", "300"]
+    # the turns' shared book follows the entry writes (the revision moved)
+    after = await store.get_shared_record("lorebook", book)
+    assert after is not before and after.digest != before.digest
+    assert after.model.entries["7"].content == "Lit."  # type: ignore[attr-defined]
+    assert "3" not in after.model.entries  # type: ignore[attr-defined]
     kept, counted = await _stored_use(store)
     assert kept == counted
 
