@@ -372,12 +372,20 @@ class SqliteBase:
         "WHERE record_id = ? ORDER BY seq))"
     )
 
-    async def _whole(self, db: aiosqlite.Connection, kind: str, rid: str, text: str) -> str:
+    async def _whole(
+        self, db: aiosqlite.Connection, kind: str, rid: str, text: str, *, now: bool = False
+    ) -> str:
         """The record's whole JSON from ``text``, its ``records.data``: a lorebook's read
-        again with its entry rows in place."""
+        again with its entry rows in place. ``now``: ``db`` is the read connection on the
+        caller's thread (:meth:`_read_now`); a book's rows are joined on aiosqlite's thread
+        instead, where 20,000 of them do not hold the event loop."""
         if kind != BOOK_KIND:
             return text
-        rows = list(await db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
+        if now and self._read_conn() is not None:
+            async with self._read() as thread_db:
+                rows = list(await thread_db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
+        else:
+            rows = list(await db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
         if not rows or rows[0][0] is None:
             raise NotFound(f"no {kind} {rid!r}")
         rest, entries = rows[0]

@@ -272,7 +272,7 @@ class SqliteStore(
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
         async with self._read_now() as db:
             info, data = await self._resolve(db, kind, ref, owner)
-            data = await self._whole(db, kind, info.id, data)
+            data = await self._whole(db, kind, info.id, data, now=True)
         return StoredRecord(info=info, data=json.loads(data))
 
     async def get(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
@@ -315,7 +315,7 @@ class SqliteStore(
             )
             if not rows:  # deleted between the two reads
                 raise NotFound(f"no {kind} {ref!r}")
-            text = await self._whole(db, kind, key[2], str(rows[0][0]))
+            text = await self._whole(db, kind, key[2], str(rows[0][0]), now=True)
         return self._share(key, text)
 
     async def get_shared_records(
@@ -365,7 +365,7 @@ class SqliteStore(
                 }
                 for rid, text in list(texts.items()):
                     try:
-                        texts[rid] = await self._whole(db, missing[rid][0][0], rid, text)
+                        texts[rid] = await self._whole(db, missing[rid][0][0], rid, text, now=True)
                     except NotFound:  # deleted between the reads
                         del texts[rid]
         for rid, asked_for in missing.items():
