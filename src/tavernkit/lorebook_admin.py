@@ -18,9 +18,9 @@ them (a book made later under the old name is not bound by accident). Finding th
 settings, every character's links, every persona and every chat's header: one small read per
 chat and character.
 
-Entry edits read and write the one entry (the store's record-member calls: a 20,000-entry,
-28 MB book is never parsed or encoded whole in Python for one entry, and on SQLite the rewrite
-of its row runs in SQLite, off the event loop), under a lock per book in this process, so
+Entry edits read and write the one entry (the store's record-member calls: each entry is a
+row of its own, so a 20,000-entry, 36 MB book is neither parsed nor rewritten for one entry),
+under a lock per book in this process, so
 edits sent together do not pick the same new uid. Only the entry written is validated. An
 entry keeps its other keys and their order (SillyTavern keys an entry's timed-effect state by
 its JSON in key order).

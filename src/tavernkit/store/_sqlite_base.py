@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.run_to_end import run_to_end
+from tavernkit.store._lorebook_rows import BOOK_KIND, book_text
 from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
 from tavernkit.store.sqlite_thread import SqliteConnection
 
@@ -360,6 +361,33 @@ class SqliteBase:
             db, kind, ref, owner, "kind, id, name, owner, created, updated, data"
         )
         return self._info(row), str(row[6])
+
+    #: a book's ``records.data`` and its entry rows' ``"uid":{...}`` joined in order (see
+    #: :mod:`tavernkit.store._lorebook_rows`), in one statement: one snapshot of both
+    _BOOK_SQL = (
+        "SELECT (SELECT data FROM records WHERE id = ?), (SELECT group_concat(x, ',') FROM "
+        "(SELECT json_quote(uid) || ':' || data AS x FROM lorebook_entries "
+        "WHERE record_id = ? ORDER BY seq))"
+    )
+
+    async def _whole(
+        self, db: SqliteConnection, kind: str, rid: str, text: str, *, now: bool = False
+    ) -> str:
+        """The record's whole JSON from ``text``, its ``records.data``: a lorebook's read
+        again with its entry rows in place. ``now``: ``db`` is the read connection on the
+        caller's thread (:meth:`_read_now`); a book's rows are joined on the writer's thread
+        instead, where 20,000 of them do not hold the event loop."""
+        if kind != BOOK_KIND:
+            return text
+        if now and self._read_conn() is not None:
+            async with self._read() as thread_db:
+                rows = list(await thread_db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
+        else:
+            rows = list(await db.execute_fetchall(self._BOOK_SQL, (rid, rid)))
+        if not rows or rows[0][0] is None:
+            raise NotFound(f"no {kind} {rid!r}")
+        rest, entries = rows[0]
+        return book_text(str(rest), None if entries is None else str(entries))
 
     async def _record_row(
         self, db: SqliteConnection, kind: str, ref: str, owner: str, cols: str

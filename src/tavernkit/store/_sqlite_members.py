@@ -18,6 +18,10 @@ small reads use on the caller's thread: scanning a 28 MB row there would hold th
 A member path is a tuple of object keys (``("entries", "12")``); every member named along it
 but the last must be an object. The record is not validated whole: the caller checks what it
 writes (the lorebook admin validates the entry).
+
+A lorebook's entries are rows of their own (:mod:`tavernkit.store._lorebook_rows`): a member
+under its ``entries`` is read and written in its entry's row, on either database, and the
+book's record row only has its revision bumped.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from typing import Any
 
 from tavernkit.errors import NotFound
 from tavernkit.models.base import DEFAULT_OWNER
+from tavernkit.store._lorebook_rows import is_entry_path
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.protocol import RecordInfo
+from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteRecordMembers"]
 
@@ -74,11 +80,14 @@ class SqliteRecordMembers(SqliteBase):
         self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
     ) -> tuple[RecordInfo, str]:
         async with self._read() as db:
-            return await self._resolve(db, kind, ref, owner)
+            info, text = await self._resolve(db, kind, ref, owner)
+            return info, await self._whole(db, kind, info.id, text)
 
     async def get_record_member(
         self, kind: str, ref: str, path: MemberPath, *, owner: str = DEFAULT_OWNER
     ) -> Any:
+        if is_entry_path(kind, path):
+            return await self._entry_member(kind, ref, path, owner)
         where = _json_path(path) if self._json_in_sql else None
         if where is None:
             return await self._in_python(kind, ref, owner, path, lambda parent: parent[path[-1]])
@@ -100,6 +109,8 @@ class SqliteRecordMembers(SqliteBase):
     async def record_member_keys(
         self, kind: str, ref: str, path: MemberPath, *, owner: str = DEFAULT_OWNER
     ) -> list[str]:
+        if is_entry_path(kind, path):
+            return await self._entry_keys(kind, ref, path, owner)
         where = _json_path(path) if self._json_in_sql else None
         if where is None:
 
@@ -121,6 +132,9 @@ class SqliteRecordMembers(SqliteBase):
     async def put_record_member(
         self, kind: str, ref: str, path: MemberPath, value: Any, *, owner: str = DEFAULT_OWNER
     ) -> None:
+        if is_entry_path(kind, path):
+            await self._change_entry(kind, ref, path, owner, value=value)
+            return
         where = _json_path(path) if self._json_in_sql else None
         if where is None:
 
@@ -147,6 +161,9 @@ class SqliteRecordMembers(SqliteBase):
     async def delete_record_member(
         self, kind: str, ref: str, path: MemberPath, *, owner: str = DEFAULT_OWNER
     ) -> None:
+        if is_entry_path(kind, path):
+            await self._change_entry(kind, ref, path, owner, delete=True)
+            return
         where = _json_path(path) if self._json_in_sql else None
         if where is None:
 
@@ -209,3 +226,119 @@ class SqliteRecordMembers(SqliteBase):
                 (new, self._now(), rid),
             )
         return result
+
+    # -- a lorebook's entry rows ----------------------------------------------------------
+
+    async def _entry_member(self, kind: str, ref: str, path: MemberPath, owner: str) -> Any:
+        """The member ``path`` (``entries``, an entry, or a member inside one)."""
+        async with self._read() as db:
+            rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
+            if len(path) == 1:
+                rows = await db.execute_fetchall(
+                    "SELECT uid, data FROM lorebook_entries WHERE record_id = ? ORDER BY seq",
+                    (rid,),
+                )
+                return {str(uid): json.loads(str(data)) for uid, data in rows}
+            entry = await _entry_row(db, str(rid), path[1])
+        if entry is None:
+            raise _missing(path)
+        node: Any = entry
+        for name in path[2:]:
+            if not isinstance(node, dict) or name not in node:
+                raise _missing(path)
+            node = node[name]
+        return node
+
+    async def _entry_keys(self, kind: str, ref: str, path: MemberPath, owner: str) -> list[str]:
+        if len(path) == 1:
+            async with self._read() as db:
+                rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
+                rows = await db.execute_fetchall(
+                    "SELECT uid FROM lorebook_entries WHERE record_id = ? ORDER BY seq", (rid,)
+                )
+            return [str(row[0]) for row in rows]
+        try:
+            node = await self._entry_member(kind, ref, path, owner)
+        except NotFound:
+            return []
+        return list(node) if isinstance(node, dict) else []
+
+    async def _change_entry(
+        self,
+        kind: str,
+        ref: str,
+        path: MemberPath,
+        owner: str,
+        *,
+        value: Any = None,
+        delete: bool = False,
+    ) -> None:
+        """Set (or ``delete``) the member ``path`` of a book's entries: one entry's row is
+        written (a new one goes last) and the book's revision bumped; its other rows and its
+        record's JSON stay as they are. The whole ``entries`` (a path of one) is all rows."""
+        async with self._write() as db:
+            rid = str((await self._record_row(db, kind, ref, owner, "id"))[0])
+            if len(path) == 1:
+                await self._replace_entries(db, rid, path, value, delete=delete)
+            elif len(path) == 2 and delete:
+                gone = await db.execute_fetchall(
+                    "DELETE FROM lorebook_entries WHERE record_id = ? AND uid = ? RETURNING uid",
+                    (rid, path[1]),
+                )
+                if not list(gone):
+                    raise _missing(path)
+            else:
+                entry = value
+                if len(path) > 2:  # a member inside the entry: the entry's row read first
+                    entry = await _entry_row(db, rid, path[1])
+                    if entry is None and delete:
+                        raise _missing(path)
+                    entry = {} if entry is None else entry
+                    parent = _parent(entry, path[2:], create=not delete)
+                    if parent is None or (delete and path[-1] not in parent):
+                        raise _missing(path)
+                    if delete:
+                        del parent[path[-1]]
+                    else:
+                        parent[path[-1]] = value
+                await _put_entry_row(db, rid, path[1], entry)
+            await db.execute(
+                "UPDATE records SET updated = ?, revision = revision + 1 WHERE id = ?",
+                (self._now(), rid),
+            )
+
+    @staticmethod
+    async def _replace_entries(
+        db: SqliteConnection, rid: str, path: MemberPath, value: Any, *, delete: bool
+    ) -> None:
+        gone = await db.execute_fetchall(
+            "DELETE FROM lorebook_entries WHERE record_id = ? RETURNING uid", (rid,)
+        )
+        if delete and not list(gone):
+            raise _missing(path)
+        if not delete:
+            entries = value if isinstance(value, dict) else {}
+            await db.executemany(
+                "INSERT INTO lorebook_entries (record_id, uid, seq, data) VALUES (?, ?, ?, ?)",
+                [(rid, str(uid), seq, dumps(e)) for seq, (uid, e) in enumerate(entries.items())],
+            )
+
+
+async def _entry_row(db: SqliteConnection, rid: str, uid: str) -> Any:
+    """The entry ``uid`` of the book ``rid``, parsed; ``None`` when it has none."""
+    rows = list(
+        await db.execute_fetchall(
+            "SELECT data FROM lorebook_entries WHERE record_id = ? AND uid = ?", (rid, uid)
+        )
+    )
+    return json.loads(str(rows[0][0])) if rows else None
+
+
+async def _put_entry_row(db: SqliteConnection, rid: str, uid: str, entry: Any) -> None:
+    """Write the entry's row: in its place when it has one, else after the book's last."""
+    await db.execute(
+        "INSERT INTO lorebook_entries (record_id, uid, seq, data) "
+        "SELECT ?, ?, coalesce(max(seq) + 1, 0), ? FROM lorebook_entries WHERE record_id = ? "
+        "ON CONFLICT (record_id, uid) DO UPDATE SET data = excluded.data",
+        (rid, uid, dumps(entry), rid),
+    )

@@ -29,6 +29,8 @@ __all__ = ["COPIED_TABLES", "CopyReport", "applied_migrations", "copy_store"]
 #: the rows that refer to them.
 COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ("records", "id, owner, kind, name, name_key, data, created, updated, revision", "id"),
+    # a lorebook's entries (015), in each book's order
+    ("lorebook_entries", "record_id, uid, seq, data", "record_id, seq"),
     # written in the order first stored, which is the order list_blobs gives
     ("record_blobs", "record_id, name, data", "rowid"),
     ("record_links", "from_id, rel, to_id, position", "from_id, rel, position"),

@@ -18,6 +18,10 @@ Schema notes:
   placeholders (to keep the key order) when they live in their own columns/rows:
   ``messages.mes`` and one ``swipes`` row per swipe. Appending or streaming a swipe then
   touches one small row, never the chat.
+- ``lorebook_entries`` (016) holds a lorebook's entries, one row each (``seq`` keeps their
+  order); the book's ``records.data`` keeps the rest, with ``"entries": {}`` in its place. An
+  edit of one entry writes its row (a 20,000-entry book is a 36 MB record); a read of the
+  whole book puts the rows back in place (:mod:`tavernkit.store._sqlite_members`).
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.sqlite_thread import SqliteConnection
+from tavernkit.store.storage_use import ENTRIES_SQLITE_STATEMENTS
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
 __all__ = [
     "M001_STATEMENTS",
     "M011_STATEMENTS",
     "M012_STATEMENTS",
+    "M016_TABLE",
     "MIGRATIONS",
     "PG_M013_STATEMENTS",
     "PG_M014_STATEMENTS",
@@ -676,6 +682,31 @@ async def _m015_sealed_key_secrets(db: SqliteConnection) -> None:
     await _run(db, SQLITE_M015_STATEMENTS)
 
 
+#: a lorebook's entries, a row each (016), in the book's order (``seq``)
+M016_TABLE: tuple[str, ...] = (
+    "CREATE TABLE lorebook_entries (record_id TEXT NOT NULL REFERENCES records (id) "
+    "ON DELETE CASCADE, uid TEXT NOT NULL, seq BIGINT NOT NULL, data TEXT NOT NULL, "
+    "PRIMARY KEY (record_id, uid))",
+    "CREATE INDEX lorebook_entries_in_order ON lorebook_entries (record_id, seq)",
+)
+#: the books stored before it: their entries move to rows (json_each walks an object in its
+#: order; its ``id`` grows along it), then each book keeps ``"entries": {}`` in their place
+M016_STATEMENTS: tuple[str, ...] = (
+    *M016_TABLE,
+    *ENTRIES_SQLITE_STATEMENTS,
+    "INSERT INTO lorebook_entries (record_id, uid, seq, data) "
+    "SELECT r.id, j.key, j.id, json_quote(j.value) "
+    "FROM records r, json_each(r.data, '$.entries') j "
+    "WHERE r.kind = 'lorebook' AND json_type(r.data, '$.entries') = 'object'",
+    "UPDATE records SET data = json_set(data, '$.entries', json('{}')) "
+    "WHERE kind = 'lorebook' AND json_type(data, '$.entries') = 'object'",
+)
+
+
+async def _m016_lorebook_entries(db: SqliteConnection) -> None:
+    await _run(db, M016_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -692,6 +723,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("013_record_counts", _m013_record_counts),
     ("014_character_facets", _m014_character_facets),
     ("015_sealed_key_secrets", _m015_sealed_key_secrets),
+    ("016_lorebook_entries", _m016_lorebook_entries),
 )
 
 

@@ -37,10 +37,12 @@ from tavernkit.store.migrations import (
     M010_STATEMENTS,
     M011_STATEMENTS,
     M012_STATEMENTS,
+    M016_TABLE,
     PG_M013_STATEMENTS,
     PG_M014_STATEMENTS,
     PG_M015_STATEMENTS,
 )
+from tavernkit.store.storage_use import ENTRIES_PG_STATEMENTS
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
@@ -153,6 +155,22 @@ _M007 = (
 # PostgresStore's postgres_match).
 _M008 = ("CREATE INDEX messages_search ON messages USING gin (to_tsvector('simple', mes))",)
 
+# A lorebook's entries in rows (SQLite's 016). The books stored before: each entry's text as
+# it is (``json`` keeps it), in its order, then the book rewritten key by key with
+# ``"entries": {}`` (``jsonb_set`` would reorder the keys).
+_M016 = (
+    *M016_TABLE,
+    *ENTRIES_PG_STATEMENTS,
+    "INSERT INTO lorebook_entries (record_id, uid, seq, data) "
+    "SELECT r.id, e.key, e.n, e.value::text FROM records r, "
+    "LATERAL json_each(r.data::json -> 'entries') WITH ORDINALITY AS e(key, value, n) "
+    "WHERE r.kind = 'lorebook' AND json_typeof(r.data::json -> 'entries') = 'object'",
+    "UPDATE records SET data = (SELECT '{' || string_agg(to_json(t.key)::text || ':' || "
+    "CASE WHEN t.key = 'entries' THEN '{}' ELSE t.value::text END, ',' ORDER BY t.n) || '}' "
+    "FROM json_each(records.data::json) WITH ORDINALITY AS t(key, value, n)) "
+    "WHERE kind = 'lorebook' AND json_typeof(data::json -> 'entries') = 'object'",
+)
+
 #: Applied in this order, each once, by the SQLite store's names. Append only.
 PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("001_initial", _M001),
@@ -176,6 +194,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("013_record_counts", PG_M013_STATEMENTS),
     ("014_character_facets", PG_M014_STATEMENTS),
     ("015_sealed_key_secrets", PG_M015_STATEMENTS),
+    ("016_lorebook_entries", _M016),
 )
 
 

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError, StoreUnavailable
 from tavernkit.models.base import DEFAULT_OWNER
+from tavernkit.store._lorebook_rows import is_entry_path
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error
@@ -189,9 +190,17 @@ class PostgresStore(SqliteStore):
     #: loop, and read by the ``json`` operators below (which keep its text)
     _json_in_sql = False
 
+    #: SQLite's, with PostgreSQL's ordered aggregate
+    _BOOK_SQL = (
+        "SELECT (SELECT data FROM records WHERE id = ?), (SELECT string_agg(to_json(uid)::text "
+        "|| ':' || data, ',' ORDER BY seq) FROM lorebook_entries WHERE record_id = ?)"
+    )
+
     async def get_record_member(
         self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
     ) -> Any:
+        if is_entry_path(kind, path):  # a lorebook's entry rows: the shared code
+            return await super().get_record_member(kind, ref, path, owner=owner)
         async with self._read() as db:
             rid = (await self._record_row(db, kind, ref, owner, "id"))[0]
             rows = list(
@@ -207,6 +216,8 @@ class PostgresStore(SqliteStore):
     async def record_member_keys(
         self, kind: str, ref: str, path: Sequence[str], *, owner: str = DEFAULT_OWNER
     ) -> list[str]:
+        if is_entry_path(kind, path):
+            return await super().record_member_keys(kind, ref, path, owner=owner)
         # keys in the document's order (WITH ORDINALITY); anything but an object has none
         async with self._read() as db:
             rid = (await self._record_row(db, kind, ref, owner, "id"))[0]

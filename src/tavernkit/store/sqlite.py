@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.models.base import DEFAULT_OWNER
+from tavernkit.store._lorebook_rows import BOOK_KIND, split_book
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
@@ -244,17 +245,25 @@ class SqliteStore(
                 if existing is not None and tuple(existing) != (owner, kind):
                     raise StoreError(f"id {id!r} belongs to another record")
             rid = id or self._new_id()
+            rest, entries = split_book(data) if kind == BOOK_KIND else (data, [])
             if existing is None:
                 await db.execute(
                     "INSERT INTO records (id, owner, kind, name, name_key, data, created, updated)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (rid, owner, kind, name, name_key, dumps(data), now, now),
+                    (rid, owner, kind, name, name_key, dumps(rest), now, now),
                 )
             else:
                 await db.execute(
                     "UPDATE records SET name = ?, name_key = ?, data = ?, updated = ?, "
                     "revision = revision + 1 WHERE id = ?",
-                    (name, name_key, dumps(data), now, rid),
+                    (name, name_key, dumps(rest), now, rid),
+                )
+                if kind == BOOK_KIND:
+                    await db.execute("DELETE FROM lorebook_entries WHERE record_id = ?", (rid,))
+            if entries:
+                await db.executemany(
+                    "INSERT INTO lorebook_entries (record_id, uid, seq, data) VALUES (?, ?, ?, ?)",
+                    [(rid, uid, seq, text) for uid, seq, text in entries],
                 )
             for blob, content in (blobs or {}).items():
                 await self._put_blob(db, rid, blob, content)
@@ -271,6 +280,7 @@ class SqliteStore(
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
         async with self._read_now() as db:
             info, data = await self._resolve(db, kind, ref, owner)
+            data = await self._whole(db, kind, info.id, data, now=True)
         return StoredRecord(info=info, data=json.loads(data))
 
     async def get(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> BaseModel:
@@ -311,9 +321,10 @@ class SqliteStore(
             rows = list(
                 await db.execute_fetchall("SELECT data FROM records WHERE id = ?", (key[2],))
             )
-        if not rows:  # deleted between the two reads
-            raise NotFound(f"no {kind} {ref!r}")
-        return self._share(key, str(rows[0][0]))
+            if not rows:  # deleted between the two reads
+                raise NotFound(f"no {kind} {ref!r}")
+            text = await self._whole(db, kind, key[2], str(rows[0][0]), now=True)
+        return self._share(key, text)
 
     async def get_shared_records(
         self, wanted: Sequence[tuple[str, str]], *, owner: str = DEFAULT_OWNER
@@ -360,6 +371,11 @@ class SqliteStore(
                         f"SELECT id, data FROM records WHERE id IN ({marks})", list(missing)
                     )
                 }
+                for rid, text in list(texts.items()):
+                    try:
+                        texts[rid] = await self._whole(db, missing[rid][0][0], rid, text, now=True)
+                    except NotFound:  # deleted between the reads
+                        del texts[rid]
         for rid, asked_for in missing.items():
             if rid not in texts:  # deleted between the two reads
                 continue

@@ -7,8 +7,8 @@ row adds and take away what it takes away, so every path that writes (imports, t
 streamed swipes, edits, cascades) is counted without a line of its own:
 
 - a row's size is the byte length of its content columns (UTF-8 text, blobs; see
-  :data:`SIZED`): records, their blobs (avatars, CHARX assets), chats, messages, swipes,
-  memory vectors, global variables and settings;
+  :data:`SIZED`): records, their blobs (avatars, CHARX assets), lorebook entries (015),
+  chats, messages, swipes, memory vectors, global variables and settings;
 - a row whose owner is its parent's (a blob's record, a message's chat, a swipe's message's
   chat) is counted for that owner while the parent exists;
 - deleting a parent (a record, a chat, a message) takes away its whole subtree *before* the
@@ -27,7 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PG_STATEMENTS", "SIZED", "SQLITE_STATEMENTS", "recount_sql"]
+__all__ = [
+    "ENTRIES_PG_STATEMENTS",
+    "ENTRIES_SQLITE_STATEMENTS",
+    "PG_STATEMENTS",
+    "SIZED",
+    "SQLITE_STATEMENTS",
+    "recount_sql",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +82,8 @@ def _subtree(table: str, row: str, dialect: str) -> str:
     return "0"
 
 
-#: table -> what counts of its rows, and whose
-SIZED: dict[str, _Table] = {
+#: table -> what counts of its rows, and whose: the tables of migration 009
+_SIZED_009: dict[str, _Table] = {
     t.name: t
     for t in (
         _Table("records", ("name", "data"), "{r}.owner", parent=True),
@@ -102,22 +109,31 @@ SIZED: dict[str, _Table] = {
     )
 }
 
+#: a lorebook's entries, one row each (migration 015): a record's children, like its blobs
+_ENTRIES = _Table(
+    "lorebook_entries", ("uid", "data"), "(SELECT owner FROM records WHERE id = {r}.record_id)"
+)
+
+#: every table whose rows count, and whose
+SIZED: dict[str, _Table] = {**_SIZED_009, _ENTRIES.name: _ENTRIES}
+
 _TABLE = "CREATE TABLE storage_use (owner TEXT PRIMARY KEY, bytes BIGINT NOT NULL DEFAULT 0)"
 _ADD = "ON CONFLICT (owner) DO UPDATE SET bytes = storage_use.bytes + excluded.bytes"
 
 
-def recount_sql(dialect: str) -> str:
+def recount_sql(dialect: str, tables: dict[str, _Table] | None = None) -> str:
     """(owner, bytes) of every owner, counted from the data itself (a full scan: what the
-    migration fills the table with, and what tests check the triggers against)."""
+    migration fills the table with, and what tests check the triggers against); ``tables``:
+    those counted (default: all of :data:`SIZED`)."""
     rows = " UNION ALL ".join(
         f"SELECT {t.owner.format(r='x')} AS o, {_size(t.name, 'x', dialect)} AS d FROM {t.name} x"
-        for t in SIZED.values()
+        for t in (SIZED if tables is None else tables).values()
     )
     return f"SELECT o, sum(d) FROM ({rows}) z WHERE o IS NOT NULL GROUP BY o HAVING sum(d) <> 0"
 
 
-def _fill(dialect: str) -> str:
-    return f"INSERT INTO storage_use (owner, bytes) {recount_sql(dialect)}"
+def _fill(dialect: str, tables: dict[str, _Table]) -> str:
+    return f"INSERT INTO storage_use (owner, bytes) {recount_sql(dialect, tables)}"
 
 
 def _sqlite_add(owner: str, delta: str) -> str:
@@ -204,13 +220,43 @@ def _pg_triggers(t: _Table) -> list[str]:
 #: migration 009 for SQLite: the table, what is stored already, the triggers
 SQLITE_STATEMENTS: tuple[str, ...] = (
     _TABLE.replace("BIGINT", "INTEGER"),
-    _fill("sqlite"),
-    *(sql for t in SIZED.values() for sql in _sqlite_triggers(t)),
+    _fill("sqlite", _SIZED_009),
+    *(sql for t in _SIZED_009.values() for sql in _sqlite_triggers(t)),
 )
 
 #: migration 009 for PostgreSQL
 PG_STATEMENTS: tuple[str, ...] = (
     _TABLE,
-    _fill("pg"),
-    *(sql for t in SIZED.values() for sql in _pg_triggers(t)),
+    _fill("pg", _SIZED_009),
+    *(sql for t in _SIZED_009.values() for sql in _pg_triggers(t)),
+)
+
+# A record's delete takes its entries with it: what they held goes from its owner before the
+# record does (the cascade's own deletes find no record, and count nothing).
+_ENTRIES_GONE = (
+    "(SELECT coalesce(sum({size}), 0) FROM lorebook_entries e WHERE e.record_id = OLD.id)"
+)
+
+#: migration 015's triggers for SQLite (the entries' rows, and a record's delete)
+ENTRIES_SQLITE_STATEMENTS: tuple[str, ...] = (
+    *_sqlite_triggers(_ENTRIES),
+    "CREATE TRIGGER records_entries_use_out BEFORE DELETE ON records BEGIN "
+    + _sqlite_add("OLD.owner", "-" + _ENTRIES_GONE.format(size=_size(_ENTRIES.name, "e", "sqlite")))
+    + " END",
+)
+
+#: migration 015's for PostgreSQL
+ENTRIES_PG_STATEMENTS: tuple[str, ...] = (
+    *_pg_triggers(_ENTRIES),
+    f"""CREATE FUNCTION tk_use_records_entries_out() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE gone BIGINT;
+        BEGIN
+            gone := {_ENTRIES_GONE.format(size=_size(_ENTRIES.name, "e", "pg"))};
+            IF gone <> 0 THEN
+                INSERT INTO storage_use (owner, bytes) VALUES (OLD.owner, -gone) {_ADD};
+            END IF;
+            RETURN OLD;
+        END $$""",
+    "CREATE TRIGGER records_entries_use_out BEFORE DELETE ON records FOR EACH ROW "
+    "EXECUTE FUNCTION tk_use_records_entries_out()",
 )
