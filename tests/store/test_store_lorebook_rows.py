@@ -1,4 +1,4 @@
-"""A lorebook's entries as rows (migration 015): an edit of one entry writes that entry's row
+"""A lorebook's entries as rows (migration 016): an edit of one entry writes that entry's row
 and not the book's record; the book read whole is the same bytes as the book stored; books
 stored before the migration move to rows unchanged, with their bytes still counted. On
 SQLite and PostgreSQL."""
@@ -106,7 +106,7 @@ _OLD_BOOK = (
 )
 
 
-async def test_books_stored_before_015_move_to_rows_unchanged(db_path: Path) -> None:
+async def test_books_stored_before_016_move_to_rows_unchanged(db_path: Path) -> None:
     text = dumps(_book(40))
     async with await connect_sqlite(db_path, isolation_level=None) as db:
         await apply_migrations(db, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
@@ -128,23 +128,23 @@ async def test_books_stored_before_015_move_to_rows_unchanged(db_path: Path) -> 
         db.close()
 
 
-_PG_BEFORE_015 = (
+_PG_BEFORE_016 = (
     "DROP TRIGGER records_entries_use_out ON records",
     "DROP FUNCTION tk_use_records_entries_out()",
     "DROP TABLE lorebook_entries",
     "DROP FUNCTION tk_use_lorebook_entries()",
-    "DELETE FROM _migrations WHERE name = '015_lorebook_entries'",
+    "DELETE FROM _migrations WHERE name = '016_lorebook_entries'",
 )
 
 
-async def test_postgres_books_stored_before_015_move_to_rows_unchanged(
+async def test_postgres_books_stored_before_016_move_to_rows_unchanged(
     postgres_url: str, tmp_path: Path
 ) -> None:
     text = dumps(_book(40))
     await (await open_postgres_store(postgres_url, key_dir=tmp_path)).close()
     conn = await asyncpg.connect(postgres_url)
     try:
-        for sql in _PG_BEFORE_015:
+        for sql in _PG_BEFORE_016:
             await conn.execute(sql)
         await conn.execute(_OLD_BOOK.format(mark="$1", now=_NOW), text)
     finally:
