@@ -9,7 +9,8 @@ Printed: how many streams started (HTTP 200), completed (their last event a ``do
 status ``completed``), ended with any final event (``done`` or ``error``) and hung (no final
 event within the deadline); the p50/p99 time to the first piece; and the p99 added per-piece
 latency: for each piece after the first, how much later than the upstream's pace it arrived,
-relative to the stream's first piece (0 when the server keeps up).
+relative to the stream's first piece (0 when the server keeps up; a piece is found by its
+text, ``Piece N.``, since one event may carry several).
 """
 
 from __future__ import annotations
@@ -63,9 +64,12 @@ async def _one(client: httpx.AsyncClient, chat: str, pace: float) -> Stream:
                     if first is None:
                         first = now
                         out.first_piece_s = now - start
-                    else:
-                        out.lateness_s.append(max(0.0, (now - first) - pieces * pace))
-                    pieces += 1
+                    # one event may carry several pieces (a turn's pieces reach Redis in
+                    # batches): each is late by its own place in the reply
+                    for _ in range(json.loads(line[6:])["text"].count("Piece ")):
+                        if pieces:
+                            out.lateness_s.append(max(0.0, (now - first) - pieces * pace))
+                        pieces += 1
                 elif event in ("done", "error"):
                     out.last = event
                     out.last_status = json.loads(line[6:]).get("status")
