@@ -557,9 +557,8 @@ async def test_a_postgres_restart_mid_turn_ends_the_turn_and_the_chat_stays_whol
     """PostgreSQL restarts (``pg_ctl stop -m fast``, 6 s down: longer than the store's own
     3 s of connection retries) while A's turn streams, and the reply ends while it is down:
     the turn waits for the database, completes, and stores exactly what its stream showed;
-    the user's message is stored once, and A serves the chat's next turn. Before, the turn
-    failed with two ``error`` events and left an empty reply marked partial where the stream
-    had shown text."""
+    the user's message is stored once, and A serves the chat's next turn. Before, the first
+    streaming write that met the outage failed the turn (with two ``error`` events)."""
     database = await own_postgres.create_database()
     async with Tavern(tmp_path / "setup", database=database) as tk:
         await stock_world(tk, deployment.upstream.base_url)
@@ -588,6 +587,12 @@ async def test_a_postgres_restart_mid_turn_ends_the_turn_and_the_chat_stays_whol
 
             watcher = asyncio.create_task(watch())
             await asyncio.wait_for(shown.wait(), 20)
+            # the reply's place is stored (its first piece with it): the restart hits the
+            # streaming writes and the turn's last write, not the place's insert
+            deadline = time.monotonic() + 10
+            while not (await last_message(client, chat))["data"]["mes"].startswith("Wait."):
+                assert time.monotonic() < deadline, "the shown text was never stored"
+                await asyncio.sleep(0.05)
             own_postgres.stop_server()
             try:
                 deployment.upstream.release.set()

@@ -116,9 +116,9 @@ class RedisTurnEventLog:
         self._redis = client
         self._where = _where(client)
         self._prefix = prefix
-        #: the TTL every append (and :meth:`keep_open`, while the turn runs) renews: a
-        #: process that dies mid-turn never closes its log, which then goes this long after
-        #: its last sign of life instead of staying a day or forever
+        #: the TTL of a running turn's log, set at its start and renewed by :meth:`keep_open`
+        #: while it runs (and by single appends): a process that dies mid-turn never closes
+        #: its log, which then goes this long after its last sign of life, not a day later
         self._open_ttl_ms = _ms(open_ttl_s)
         self._fanout = StreamFanout(
             client,
@@ -155,10 +155,11 @@ class RedisTurnEventLog:
     async def append_batch(
         self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> None:
-        """Append ``events`` (of a turn this process runs) in one round trip: one ``XADD``
-        each and one ``PEXPIRE``. Their ids are numbered again when the batch fails, so the
-        same batch tried again is refused where an earlier try landed instead of written
-        twice."""
+        """Append ``events`` (of a turn this process runs) in one round trip, one ``XADD``
+        each. Their ids are numbered again when the batch fails, so the same batch tried
+        again is refused where an earlier try landed instead of written twice. The log's
+        expiry is not renewed here: the turn's start set it, and the running turn renews it
+        (:meth:`keep_open`, every third of a lock lease) and its close sets the last one."""
         if not events:
             return
         before = self._numbers.get(turn_id)
@@ -170,12 +171,11 @@ class RedisTurnEventLog:
                     if type == _CLOSED:
                         raise ValueError(f"{type!r} is not an event type")
                     pipe.xadd(key, _fields(type, data), id=event_id)
-                pipe.pexpire(key, self._open_ttl_ms)
                 replies = await pipe.execute(raise_on_error=False)
         except BaseException:
             self._renumber(turn_id, before)
             raise
-        for reply in replies[:-1]:
+        for reply in replies:
             if isinstance(reply, ResponseError) and "equal or smaller" not in str(reply):
                 self._renumber(turn_id, before)
                 raise CoordinationError(f"Redis at {self._where}: {reply}")
