@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +37,8 @@ class Stream:
     status: int = 0
     last: str | None = None
     last_status: str | None = None
+    #: the ``error`` event's class and code, when one came
+    error: str | None = None
     first_piece_s: float | None = None
     lateness_s: list[float] = field(default_factory=list)
 
@@ -72,7 +75,10 @@ async def _one(client: httpx.AsyncClient, chat: str, pace: float) -> Stream:
                         pieces += 1
                 elif event in ("done", "error"):
                     out.last = event
-                    out.last_status = json.loads(line[6:]).get("status")
+                    data = json.loads(line[6:])
+                    out.last_status = data.get("status")
+                    if event == "error" and out.error is None:
+                        out.error = f"{data.get('class')} ({data.get('code')})"
     return out
 
 
@@ -91,11 +97,12 @@ async def run_streams(
     pace: float,
     deadline_s: float = 240.0,
 ) -> None:
-    # sentences: the turn shows a sentence's words together, so each is one piece
-    text = "".join(f"Piece {i}. " for i in range(chunks))
+    # sentences, each its own chunk: the turn shows a sentence's words together
+    pieces = [f"Piece {i}. " for i in range(chunks)]
+    text = "".join(pieces)
     args = ("--database", database, "--redis", redis_url, "--turn-rate", "1000000")
     env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
-    async with ScriptedServer([Reply(text=text, chunks=text.split(" "), pace=pace)]) as upstream:
+    async with ScriptedServer([Reply(text=text, chunks=pieces, pace=pace)]) as upstream:
         async with Tavern(folder / "streams-setup", database=database) as tk:
             await stock_world(tk, upstream.base_url)
             chats = [(await tk.chats.new_chat("Mira")).id for _ in range(streams)]
@@ -134,6 +141,9 @@ async def run_streams(
         f"  started {started}, completed {completed}, ended with done/error {ended}, "
         f"refused {refused}, broken {broken}, hung {len(pending)}"
     )
+    errors = Counter(r.error for r in results if r.error is not None)
+    if errors:
+        print("  errors: " + ", ".join(f"{n} {what}" for what, n in errors.most_common()))
     first_p50, first_p99 = _p(firsts, 0.5) * 1000, _p(firsts, 0.99) * 1000
     print(f"  first piece: p50 {first_p50:7.1f} ms  p99 {first_p99:7.1f} ms")
     print(
