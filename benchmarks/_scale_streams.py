@@ -9,7 +9,8 @@ Printed: how many streams started (HTTP 200), completed (their last event a ``do
 status ``completed``), ended with any final event (``done`` or ``error``) and hung (no final
 event within the deadline); the p50/p99 time to the first piece; and the p99 added per-piece
 latency: for each piece after the first, how much later than the upstream's pace it arrived,
-relative to the stream's first piece (0 when the server keeps up).
+relative to the stream's first piece (0 when the server keeps up; a piece is found by its
+text, ``Piece N.``, since one event may carry several).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +37,8 @@ class Stream:
     status: int = 0
     last: str | None = None
     last_status: str | None = None
+    #: the ``error`` event's class and code, when one came
+    error: str | None = None
     first_piece_s: float | None = None
     lateness_s: list[float] = field(default_factory=list)
 
@@ -63,12 +67,18 @@ async def _one(client: httpx.AsyncClient, chat: str, pace: float) -> Stream:
                     if first is None:
                         first = now
                         out.first_piece_s = now - start
-                    else:
-                        out.lateness_s.append(max(0.0, (now - first) - pieces * pace))
-                    pieces += 1
+                    # one event may carry several pieces (a turn's pieces reach Redis in
+                    # batches): each is late by its own place in the reply
+                    for _ in range(json.loads(line[6:])["text"].count("Piece ")):
+                        if pieces:
+                            out.lateness_s.append(max(0.0, (now - first) - pieces * pace))
+                        pieces += 1
                 elif event in ("done", "error"):
                     out.last = event
-                    out.last_status = json.loads(line[6:]).get("status")
+                    data = json.loads(line[6:])
+                    out.last_status = data.get("status")
+                    if event == "error" and out.error is None:
+                        out.error = f"{data.get('class')} ({data.get('code')})"
     return out
 
 
@@ -87,11 +97,12 @@ async def run_streams(
     pace: float,
     deadline_s: float = 240.0,
 ) -> None:
-    # sentences: the turn shows a sentence's words together, so each is one piece
-    text = "".join(f"Piece {i}. " for i in range(chunks))
+    # sentences, each its own chunk: the turn shows a sentence's words together
+    pieces = [f"Piece {i}. " for i in range(chunks)]
+    text = "".join(pieces)
     args = ("--database", database, "--redis", redis_url, "--turn-rate", "1000000")
     env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
-    async with ScriptedServer([Reply(text=text, chunks=text.split(" "), pace=pace)]) as upstream:
+    async with ScriptedServer([Reply(text=text, chunks=pieces, pace=pace)]) as upstream:
         async with Tavern(folder / "streams-setup", database=database) as tk:
             await stock_world(tk, upstream.base_url)
             chats = [(await tk.chats.new_chat("Mira")).id for _ in range(streams)]
@@ -130,6 +141,9 @@ async def run_streams(
         f"  started {started}, completed {completed}, ended with done/error {ended}, "
         f"refused {refused}, broken {broken}, hung {len(pending)}"
     )
+    errors = Counter(r.error for r in results if r.error is not None)
+    if errors:
+        print("  errors: " + ", ".join(f"{n} {what}" for what, n in errors.most_common()))
     first_p50, first_p99 = _p(firsts, 0.5) * 1000, _p(firsts, 0.99) * 1000
     print(f"  first piece: p50 {first_p50:7.1f} ms  p99 {first_p99:7.1f} ms")
     print(

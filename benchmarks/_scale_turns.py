@@ -9,15 +9,19 @@ them). ``clients`` concurrent clients each run turns on their own chat (``POST
 
 Printed per set-up: turns per second, p50/p99 of a turn (POST sent to ``done`` read) and
 p99 added latency (a turn's p99 minus the p50 of the same reply read straight from the
-upstream, measured in this run); then the ratios 2 processes ÷ 1 (PostgreSQL) and
-PostgreSQL ÷ SQLite (one process). Bounded: a set-up stops at ``seconds`` plus a deadline,
-and every process is stopped at the end.
+upstream, measured in this run), and the CPU per turn (user + system, from ``/proc``): of the
+``tavernkit serve`` processes, and with the PostgreSQL cluster's processes and
+``redis-server`` added (what the deployment spends; SQLite's is all in the process); then the
+ratios 2 processes ÷ 1 (PostgreSQL) and PostgreSQL ÷ SQLite (one process; the CPU ratio's
+target is ≤ 1.5). Bounded: a set-up stops at ``seconds`` plus a deadline, and every process is
+stopped at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -34,6 +38,53 @@ from tavernkit.facade import Tavern
 __all__ = ["run_turns"]
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process ``pid`` so far (Linux's ``/proc``; 0 once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """``pid``'s child processes (a PostgreSQL cluster's backends are its postmaster's)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
+
+
+@dataclass
+class Servers:
+    """The processes besides tavernkit's whose CPU a deployment on PostgreSQL + Redis spends:
+    the cluster's postmaster (with every backend, each read by pid so one that started
+    during the load counts from 0) and ``redis-server`` (its own ``INFO cpu``)."""
+
+    postmaster: int | None
+    redis_url: str
+
+    async def cpu(self) -> dict[int | str, float]:
+        out: dict[int | str, float] = {}
+        if self.postmaster is not None:
+            for pid in [self.postmaster, *children(self.postmaster)]:
+                out[pid] = cpu_seconds(pid)
+        client = redis.asyncio.Redis.from_url(self.redis_url)
+        try:
+            info = await client.info("cpu")
+            out["redis"] = float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+        finally:
+            await client.aclose()
+        return out
+
+
+def spent(before: dict[int | str, float], after: dict[int | str, float]) -> float:
+    return sum(value - before.get(key, 0.0) for key, value in after.items())
+
+
 @dataclass
 class Figures:
     label: str
@@ -41,6 +92,13 @@ class Figures:
     failed: int
     elapsed_s: float
     latencies_ms: list[float]
+    #: CPU seconds of the tavernkit processes, and of the PostgreSQL and Redis servers
+    cpu_s: float = 0.0
+    servers_cpu_s: float = 0.0
+
+    def cpu_ms_per_turn(self, *, with_servers: bool) -> float:
+        total = self.cpu_s + (self.servers_cpu_s if with_servers else 0.0)
+        return total * 1000 / self.turns if self.turns else float("nan")
 
     @property
     def per_second(self) -> float:
@@ -82,10 +140,18 @@ async def _one_turn(client: httpx.AsyncClient, chat: str) -> float | None:
 
 
 async def _load(
-    label: str, servers: list[ServeProcess], chats: list[str], seconds: float, deadline_s: float
+    label: str,
+    servers: list[ServeProcess],
+    chats: list[str],
+    seconds: float,
+    deadline_s: float,
+    backends: Servers | None = None,
 ) -> Figures:
     latencies: list[float] = []
     failed = 0
+    pids = [s.proc.pid for s in servers]
+    cpu_before = [cpu_seconds(pid) for pid in pids]
+    servers_before = await backends.cpu() if backends is not None else {}
     stop_at = time.perf_counter() + seconds
 
     async def client_loop(n: int, chat: str) -> None:
@@ -105,7 +171,11 @@ async def _load(
     for task in pending:
         task.cancel()
     elapsed = time.perf_counter() - start
-    return Figures(label, len(latencies), failed + len(pending), elapsed, latencies)
+    cpu = sum(cpu_seconds(pid) - b for pid, b in zip(pids, cpu_before, strict=True))
+    servers_cpu = spent(servers_before, await backends.cpu()) if backends is not None else 0.0
+    return Figures(
+        label, len(latencies), failed + len(pending), elapsed, latencies, cpu, servers_cpu
+    )
 
 
 async def _chats(tk: Tavern, base_url: str, count: int) -> list[str]:
@@ -122,13 +192,17 @@ async def run_turns(
     seconds: float,
     chunks: int,
     pace: float,
+    postmaster: int | None = None,
     deadline_s: float = 30.0,
 ) -> None:
-    text = " ".join(f"w{i}" for i in range(chunks))
+    # sentences: the turn shows a sentence's words together, so each is one piece
+    pieces = [f"Piece {i}. " for i in range(chunks)]
+    text = "".join(pieces)
+    backends = Servers(postmaster, redis_url)
     rate = ("--turn-rate", "1000000")
     shared = ("--database", database, "--redis", redis_url, *rate)
     results: list[Figures] = []
-    async with ScriptedServer([Reply(text=text, pace=pace)]) as upstream:
+    async with ScriptedServer([Reply(text=text, chunks=pieces, pace=pace)]) as upstream:
         direct = statistics.median(await _direct_ms(upstream, 20))
         # one process on the home's SQLite file
         async with Tavern(folder / "sqlite-home") as tk:
@@ -150,7 +224,9 @@ async def run_turns(
                 flush = redis.asyncio.Redis.from_url(redis_url)
                 await flush.flushall()  # no rate-limit or lock state carries over
                 await flush.aclose()
-                results.append(await _load(label, list(servers), chats, seconds, deadline_s))
+                results.append(
+                    await _load(label, list(servers), chats, seconds, deadline_s, backends)
+                )
         finally:
             await asyncio.gather(*(s.stop() for s in pair))
     shape = f"{clients} clients x {seconds:.0f} s, replies of {chunks} pieces {pace} s apart"
@@ -162,12 +238,24 @@ async def run_turns(
             f"p99 {f.p(0.99):7.1f} ms  p99 added {f.p(0.99) - direct:7.1f} ms  "
             f"({f.turns} turns, {f.failed} failed)"
         )
+        print(
+            f"  {'':22} CPU per turn: tavernkit {f.cpu_ms_per_turn(with_servers=False):6.1f} ms"
+            f", with PostgreSQL + Redis {f.cpu_ms_per_turn(with_servers=True):6.1f} ms"
+        )
     sqlite, pg, two = results
     print("ratios (this run):")
     print(f"  2 processes ÷ 1 (PostgreSQL) turns/s: {two.per_second / pg.per_second:5.2f}x")
     print(f"  2 processes ÷ 1 (PostgreSQL) p99 added: {_added(two, direct, pg):5.2f}x")
     print(f"  PostgreSQL ÷ SQLite (1 process) turns/s: {pg.per_second / sqlite.per_second:5.2f}x")
     print(f"  PostgreSQL ÷ SQLite (1 process) p99 added: {_added(pg, direct, sqlite):5.2f}x")
+    base = sqlite.cpu_ms_per_turn(with_servers=False)
+    for f in (pg, two):
+        own = f.cpu_ms_per_turn(with_servers=False) / base
+        total = f.cpu_ms_per_turn(with_servers=True) / base
+        print(
+            f"  CPU per turn, {f.label} ÷ SQLite: tavernkit {own:5.2f}x, "
+            f"with PostgreSQL + Redis {total:5.2f}x (target ≤ 1.5)"
+        )
 
 
 def _added(over: Figures, direct: float, base: Figures) -> float:

@@ -2,7 +2,8 @@
 chat against a short one.
 
 Run: ``.venv/bin/python benchmarks/scale.py [--quick] [--database postgresql://...]
-[--redis redis://...] [--part store|turns|streams|all]``.
+[--redis redis://...] [--part store|turns|streams|load|all]`` (``load``: turns, then
+streams: the issue-37 figures in one run, a few minutes).
 
 Without ``--database`` it starts a throwaway PostgreSQL cluster the way the tests do
 (tests/_services.py: initdb + pg_ctl on a free loopback port, fsync off) and removes it after;
@@ -17,13 +18,16 @@ length whose window is full; flat, ~1.0, means the cost does not follow the chat
 PostgreSQL ÷ SQLite (a round trip over loopback TCP per statement against an in-process
 library call).
 
-**turns** (``benchmarks/_scale_turns.py``): turns per second and p99 added latency through
-real ``tavernkit serve`` processes against a scripted upstream: 1 process on SQLite, 1 on
-PostgreSQL + Redis, 2 on PostgreSQL + Redis, with the ratios 2 ÷ 1 and PostgreSQL ÷ SQLite.
+**turns** (``benchmarks/_scale_turns.py``): turns per second, p99 added latency and CPU per
+turn (of the tavernkit processes, and with the PostgreSQL and Redis servers added) through
+real ``tavernkit serve`` processes against a scripted upstream (replies of ``--chunks``
+pieces, 40): 1 process on SQLite, 1 on PostgreSQL + Redis, 2 on PostgreSQL + Redis, with the
+ratios 2 ÷ 1 and PostgreSQL ÷ SQLite (CPU per turn: target ≤ 1.5).
 
 **streams** (``benchmarks/_scale_streams.py``): ``--streams`` turn streams (500) at once
-through two processes with their default pools: how many completed, how many ended with a
-final event, the time to the first piece and the p99 added per-piece latency.
+through two processes with their default settings (replies of ``--stream-chunks`` pieces,
+20, 50 ms apart): how many completed, how many ended with a final event, the time to the
+first piece and the p99 added per-piece latency.
 
 The figures are noisy on a shared machine: say what the load was.
 """
@@ -128,17 +132,27 @@ async def run(url: str, lengths: tuple[int, int, int], appends: int, folder: Pat
             print(f"  postgres ÷ sqlite {op:6} at {length:>7} messages: {ratio:5.2f}x")
 
 
+def _postmaster(data: Path) -> int | None:
+    """The pid of the cluster's postmaster (the first line of its ``postmaster.pid``)."""
+    try:
+        return int((data / "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="20,000 messages, not 100,000")
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--database", help="an empty PostgreSQL database to use")
     parser.add_argument("--redis", help="a Redis to use (it is flushed)")
-    parser.add_argument("--part", choices=("store", "turns", "streams", "all"), default="all")
+    parts = ("store", "turns", "streams", "load", "all")
+    parser.add_argument("--part", choices=parts, default="all")
     parser.add_argument("--streams", type=int, default=500, help="streams: how many at once")
     parser.add_argument("--clients", type=int, default=8, help="turns: concurrent clients")
     parser.add_argument("--seconds", type=float, default=10.0, help="turns: per set-up")
-    parser.add_argument("--chunks", type=int, default=20, help="turns: pieces per reply")
+    parser.add_argument("--chunks", type=int, default=40, help="turns: pieces per reply")
+    parser.add_argument("--stream-chunks", type=int, default=20, help="streams: pieces")
     parser.add_argument("--pace", type=float, default=0.005, help="turns: seconds per piece")
     args = parser.parse_args()
     lengths = (10, 1_000, 20_000 if args.quick else 100_000)
@@ -148,7 +162,8 @@ def main() -> None:
         if args.part in ("store", "all"):
             url = args.database or cluster.url()  # type: ignore[union-attr]
             asyncio.run(run(url, lengths, args.appends, folder))
-        if args.part in ("turns", "all"):
+        postmaster = _postmaster(cluster.data) if cluster is not None else None
+        if args.part in ("turns", "load", "all"):
             redis_url = args.redis or stack.enter_context(start_redis()).url
             url = asyncio.run(cluster.create_database()) if cluster is not None else args.database
             turns = run_turns(
@@ -159,13 +174,14 @@ def main() -> None:
                 seconds=args.seconds,
                 chunks=args.chunks,
                 pace=args.pace,
+                postmaster=postmaster,
             )
             asyncio.run(turns)
-        if args.part in ("streams", "all"):
+        if args.part in ("streams", "load", "all"):
             redis_url = args.redis or stack.enter_context(start_redis()).url
             url = asyncio.run(cluster.create_database()) if cluster is not None else args.database
             streams = run_streams(
-                url, redis_url, folder, streams=args.streams, chunks=args.chunks, pace=0.05
+                url, redis_url, folder, streams=args.streams, chunks=args.stream_chunks, pace=0.05
             )
             asyncio.run(streams)
 

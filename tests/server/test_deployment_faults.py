@@ -29,6 +29,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 import pytest_asyncio
+import redis.asyncio
 
 from _services import PostgresCluster, missing, start_postgres
 from chat._server import HangingServer, HangReply, Reply
@@ -112,15 +113,17 @@ class Deployment:
     async def new_chat(self) -> str:
         return (await self.tk.chats.new_chat("Mira")).id
 
-    async def serve(self, name: str, *args: str, redis_url: str | None = None) -> ServeProcess:
+    async def serve(
+        self, name: str, *args: str, redis_url: str | None = None, lease: str | None = "3"
+    ) -> ServeProcess:
+        """A process on this deployment; ``lease=None``: the default lock lease."""
         return await start_serve(
             self.root / name,
             "--database",
             self.database,
             "--redis",
             redis_url or self.redis.url,
-            "--lock-lease",
-            "3",
+            *(("--lock-lease", lease) if lease is not None else ()),
             "--turn-rate",
             "10000",
             *args,
@@ -435,3 +438,216 @@ async def last_message(client: httpx.AsyncClient, chat: str) -> dict[str, Any]:
     page = (await client.get(f"/chats/{chat}/messages", params={"limit": 1})).json()
     item: dict[str, Any] = page["items"][0]
     return item
+
+
+async def redis_command_calls(url: str) -> dict[str, int]:
+    """Calls per command since the server's stats were last reset (``INFO commandstats``)."""
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    return {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+
+
+async def reset_redis_stats(url: str) -> None:
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        await client.config_resetstat()
+    finally:
+        await client.aclose()
+
+
+async def test_a_turns_pieces_reach_redis_batched_and_readers_see_every_byte(
+    deployment: Deployment,
+) -> None:
+    """A 40-piece reply (pieces 5 ms apart) through a process on PostgreSQL + Redis: the turn
+    writes its pieces in a few batches (before: one ``XADD`` per piece, 40 and more), and its
+    stream still carries every byte in order and ends with ``done``."""
+    words = [f"Piece {i}. " for i in range(40)]
+    deployment.upstream.script(Reply(text="".join(words), chunks=words, pace=0.005))
+    chat = await deployment.new_chat()
+    served = await deployment.serve("batched")
+    try:
+        async with served.client() as client:
+            await wait_ready(client)
+            await reset_redis_stats(deployment.redis.url)
+            events = await stream_of(client, chat, "Hello")
+            calls = await redis_command_calls(deployment.redis.url)
+    finally:
+        await served.stop()
+    assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+    assert "".join(e.data["text"] for e in events if e.type == "text") == "".join(words)
+    # the turn's own writes (the readers' wake-ups add a few XADDs to another stream)
+    assert calls.get("xadd", 0) <= 20, calls
+
+
+async def test_a_process_killed_mid_turn_frees_its_chat_within_10_s_and_its_watcher_learns_it(
+    deployment: Deployment,
+) -> None:
+    """``kill -9`` of A mid-turn (default lock lease) while B's client watches the turn: the
+    chat takes a new turn through B within ~10 s, B's watcher gets a final ``error``
+    (``TurnOrphaned``) and a failed ``done`` within ~15 s, and the dead turn's log expires
+    within minutes, not a day (before: the chat stayed locked 30 s, the watcher saw pings for
+    ~90 s, and an unwatched orphan's log stayed 24 h)."""
+    a, b = await asyncio.gather(
+        deployment.serve("killed-a", lease=None), deployment.serve("killed-b", lease=None)
+    )
+    try:
+        async with a.client() as ca, b.client() as cb:
+            deployment.hang("Wait. the process dies before this")
+            chat = await deployment.new_chat()
+            started = (await ca.post(f"/chats/{chat}/turns", json={"text": "Hello"})).json()
+            seen: list[Event] = []
+            first = asyncio.Event()
+            ended_at: list[float] = []
+
+            async def watch() -> None:
+                async with cb.stream("GET", started["events"]) as response:
+                    async for event in events_of(response):
+                        seen.append(event)
+                        if event.type == "text":
+                            first.set()
+                ended_at.append(time.monotonic())
+
+            watcher = asyncio.create_task(watch())
+            await asyncio.wait_for(first.wait(), 20)
+            await a.kill()
+            killed_at = time.monotonic()
+            log_ttl_ms = await redis_pttl(deployment.redis.url, f"tk:turn:{started['turn_id']}")
+            deployment.upstream.script(Reply(text="Back again."))
+            while True:
+                retry = await cb.post(f"/chats/{chat}/turns", json={"text": "anyone?"})
+                if retry.status_code == 202:
+                    freed_s = time.monotonic() - killed_at
+                    break
+                assert retry.status_code == 409, retry.text
+                assert time.monotonic() - killed_at < 15, "the chat stayed locked"
+                await asyncio.sleep(0.2)
+            await asyncio.wait_for(watcher, 25)
+            learned_s = ended_at[0] - killed_at
+            after = parse_events(await read_to_end(cb, retry.json()["events"]))
+    finally:
+        deployment.upstream.release.set()
+        await asyncio.gather(a.stop(), b.stop())
+    assert freed_s < 11, freed_s
+    assert [e.type for e in seen[-2:]] == ["error", "done"], seen[-3:]
+    assert seen[-2].data["class"] == "TurnOrphaned" and seen[-1].data["status"] == "failed"
+    assert learned_s < 16, learned_s
+    assert 0 < log_ttl_ms <= 600_000, log_ttl_ms
+    assert after[-1].type == "done" and after[-1].data["status"] == "completed"
+
+
+async def redis_pttl(url: str, key: str) -> int:
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        return int(await client.pttl(key))
+    finally:
+        await client.aclose()
+
+
+async def read_to_end(client: httpx.AsyncClient, url: str) -> bytes:
+    async with client.stream("GET", url) as response:
+        return await response.aread()
+
+
+async def test_a_postgres_restart_mid_turn_ends_the_turn_and_the_chat_stays_whole(
+    deployment: Deployment, own_postgres: PostgresCluster, tmp_path: Path
+) -> None:
+    """PostgreSQL restarts (``pg_ctl stop -m fast``, 6 s down: longer than the store's own
+    3 s of connection retries) while A's turn streams, and the reply ends while it is down:
+    the turn waits for the database, completes, and stores exactly what its stream showed;
+    the user's message is stored once, and A serves the chat's next turn. Before, the first
+    streaming write that met the outage failed the turn (with two ``error`` events)."""
+    database = await own_postgres.create_database()
+    async with Tavern(tmp_path / "setup", database=database) as tk:
+        await stock_world(tk, deployment.upstream.base_url)
+        chat = (await tk.chats.new_chat("Mira")).id
+    served = await start_serve(
+        tmp_path / "home",
+        "--database",
+        database,
+        "--redis",
+        deployment.redis.url,
+        "--turn-rate",
+        "10000",
+        env={"TAVERNKIT_KEY_DIR": str(tmp_path / "keys")},
+    )
+    try:
+        async with served.client() as client:
+            deployment.hang("Wait. the database restarts under this")
+            seen: list[Event] = []
+            shown = asyncio.Event()
+
+            async def watch() -> None:
+                async for event in _stream_events(client, chat, "Before the restart"):
+                    seen.append(event)
+                    if event.type == "text":
+                        shown.set()
+
+            watcher = asyncio.create_task(watch())
+            await asyncio.wait_for(shown.wait(), 20)
+            # the reply's place is stored (its first piece with it): the restart hits the
+            # streaming writes and the turn's last write, not the place's insert
+            deadline = time.monotonic() + 10
+            while not (await last_message(client, chat))["data"]["mes"].startswith("Wait."):
+                assert time.monotonic() < deadline, "the shown text was never stored"
+                await asyncio.sleep(0.05)
+            own_postgres.stop_server()
+            try:
+                deployment.upstream.release.set()
+                await asyncio.sleep(6.0)
+            finally:
+                own_postgres.start_server()
+            await asyncio.wait_for(watcher, 60)
+            await wait_ready(client, within_s=30)
+            deployment.upstream.script(Reply(text="After the restart."))
+            after = await stream_of(client, chat, "After the restart")
+            page = (await client.get(f"/chats/{chat}/messages", params={"limit": 50})).json()
+    finally:
+        deployment.upstream.release.set()
+        await served.stop()
+    assert [e.type for e in seen].count("error") == 0, seen
+    assert seen[-1].type == "done" and seen[-1].data["status"] == "completed", seen[-3:]
+    shown = "".join(e.data["text"] for e in seen if e.type == "text")
+    assert after[-1].type == "done" and after[-1].data["status"] == "completed", after[-3:]
+    texts = [item["data"]["mes"] for item in reversed(page["items"])]
+    assert texts[-4:] == [
+        "Before the restart",
+        shown,
+        "After the restart",
+        "After the restart.",
+    ], texts
+    assert shown == "Wait. the database restarts under this"
+
+
+async def test_a_409_does_not_count_against_the_turn_rate(deployment: Deployment) -> None:
+    """With two turns a minute, a turn holding the chat and three sends refused with 409
+    meanwhile: the next send once the chat is free still starts (before, every 409 counted,
+    and the second of them was already a 429)."""
+    # a Redis database of its own: the other tests' turns counted on the shared one
+    own_db = deployment.redis.url.rpartition("/")[0] + "/5"
+    served = await deployment.serve("rate", "--turn-rate", "2", redis_url=own_db)
+    chat = await deployment.new_chat()
+    try:
+        async with served.client() as client:
+            deployment.hang("Wait. a while")
+            first = await client.post(f"/chats/{chat}/turns", json={"text": "Hello"})
+            assert first.status_code == 202, first.text
+            await asyncio.wait_for(deployment.upstream.hanging.wait(), 20)
+            refused = [
+                (await client.post(f"/chats/{chat}/turns", json={"text": "again"})).status_code
+                for _ in range(3)
+            ]
+            deployment.upstream.release.set()
+            await read_to_end(client, first.json()["events"])
+            deployment.upstream.script(Reply(text="Now."))
+            second = await client.post(f"/chats/{chat}/turns", json={"text": "Now"})
+            if second.status_code == 202:
+                await read_to_end(client, second.json()["events"])
+            third = await client.post(f"/chats/{chat}/turns", json={"text": "Once more"})
+    finally:
+        await served.stop()
+    assert refused == [409, 409, 409]
+    assert second.status_code == 202, second.text
+    assert third.status_code == 429  # the rate still holds: two turns started

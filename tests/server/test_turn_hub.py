@@ -162,10 +162,12 @@ class _DoneSpyLog(InMemoryTurnEventLog):
         self.lock, self.key = lock, key
         self.holder_at_done: list[str | None] = []
 
-    async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+    def append_nowait(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
+        # the turn's writer appends in place on this log (no await between)
         if type == "done":
-            self.holder_at_done.append(await self.lock.holder(self.key))
-        return await super().append(turn_id, type, data)
+            lease = self.lock._current(self.key)
+            self.holder_at_done.append(None if lease is None else lease.holder)
+        return super().append_nowait(turn_id, type, data)
 
 
 async def test_done_is_appended_after_the_chat_is_free(hub: Hub) -> None:
@@ -267,3 +269,32 @@ async def test_a_turn_ends_though_its_lock_renewal_swallows_the_cancel(hub: Hub)
     await asyncio.wait_for(turns.wait(started.turn_id), 10)
     events = await asyncio.wait_for(hub.events(started.turn_id), 10)
     assert events[-1].type == "done" and events[-1].data["status"] == "completed"
+
+
+async def test_a_turn_the_database_fails_logs_one_error_then_done(
+    hub: Hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database stays unreachable while a reply streams (its text writes fail past the
+    swipe writer's retries): the turn's log has exactly one ``error`` (an outage, class
+    ``StoreUnavailable``, code ``unavailable``), then its failed ``done`` (before, the runner's
+    report and the turn's failure each logged one)."""
+    from tavernkit.chat.swipe_writer import swipe_writer
+    from tavernkit.errors import StoreUnavailable
+
+    store = hub.tk.runtime.store
+
+    async def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise StoreUnavailable("the database at 10.0.0.5:5432 is unreachable")
+
+    hub.server.script(Reply(text="One. Two. Three.", chunks=["One. ", "Two. ", "Three."]))
+    info = await hub.chats.new_chat("Mira")
+    swipe_writer(store).outage_s = 0.2
+    monkeypatch.setattr(store, "update_swipe_texts", unreachable)
+    monkeypatch.setattr(store, "update_swipe_text", unreachable)
+    started = await hub.hub.start(hub.chats, info.id, TurnRequest("send", text="Hello"))
+    events = await asyncio.wait_for(hub.events(started.turn_id), 20)
+    errors = [e.data for e in events if e.type == "error"]
+    assert len(errors) == 1, errors
+    assert errors[0]["class"] == "StoreUnavailable" and errors[0]["code"] == "unavailable"
+    assert "10.0.0.5" not in errors[0]["message"]
+    assert events[-1].type == "done" and events[-1].data["status"] == "failed"

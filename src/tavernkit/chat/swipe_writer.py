@@ -11,7 +11,10 @@ of one per piece or per tick, and one writer instead of 500 queued on the store'
 loses at most the window on top of the sink's interval. Each caller still waits for its own write
 and gets its own error: a swipe that no longer exists is :class:`~tavernkit.errors.NotFound`
 to its turn only; when a batch fails as a whole, each of its writes is tried on its own
-(``update_swipe_text``), so only the writes that fail again fail their turns.
+(``update_swipe_text``), so only the writes that fail again fail their turns. A database that
+cannot be reached (:class:`~tavernkit.errors.StoreUnavailable`: restarting, a blip) fails no
+turn at once: the batch is tried again (backoff 100 ms doubling to 2 s) for up to
+``outage_s``, while the turns go on streaming and their texts wait in the next batch.
 """
 
 from __future__ import annotations
@@ -19,10 +22,10 @@ from __future__ import annotations
 import asyncio
 import weakref
 
-from tavernkit.errors import NotFound
+from tavernkit.errors import NotFound, StoreUnavailable
 from tavernkit.store.protocol import Store, SwipeText
 
-__all__ = ["WINDOW_S", "SwipeWriter", "swipe_writer"]
+__all__ = ["OUTAGE_S", "WINDOW_S", "SwipeWriter", "swipe_writer"]
 
 _WRITERS: weakref.WeakKeyDictionary[Store, SwipeWriter] = weakref.WeakKeyDictionary()
 
@@ -37,14 +40,19 @@ def swipe_writer(store: Store) -> SwipeWriter:
 
 #: how long a background write waits for others to join its transaction
 WINDOW_S = 0.05
+#: how long a batch is tried again while the database cannot be reached (a restart)
+OUTAGE_S = 30.0
 
 
 class SwipeWriter:
     """Group commits of streaming swipe texts into ``store`` (see the module docstring)."""
 
-    def __init__(self, store: Store, *, window_s: float = WINDOW_S) -> None:
+    def __init__(
+        self, store: Store, *, window_s: float = WINDOW_S, outage_s: float = OUTAGE_S
+    ) -> None:
         self.store = store
         self.window_s = window_s
+        self.outage_s = outage_s
         self._queue: list[tuple[SwipeText, asyncio.Future[None]]] = []
         self._runner: asyncio.Task[None] | None = None
         self._batch: list[tuple[SwipeText, asyncio.Future[None]]] = []  # in its transaction
@@ -110,7 +118,11 @@ class SwipeWriter:
 
     async def _write(self, batch: list[tuple[SwipeText, asyncio.Future[None]]]) -> None:
         try:
-            missing = set(await self.store.update_swipe_texts([item for item, _ in batch]))
+            missing = await self._through_outage([item for item, _ in batch])
+        except StoreUnavailable as exc:  # down for good: every write alike, none tried alone
+            for _, future in batch:
+                _settle(future, exc)
+            return
         except Exception:
             # one write's trouble (a deadlock with another process's rows, say) is not every
             # turn's: each is tried on its own, and fails alone
@@ -125,6 +137,21 @@ class SwipeWriter:
                 if n in missing
                 else None,
             )
+
+    async def _through_outage(self, items: list[SwipeText]) -> set[int]:
+        """``update_swipe_texts(items)``, tried again while the database is unreachable (for
+        up to ``outage_s``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.outage_s
+        backoff = 0.1
+        while True:
+            try:
+                return set(await self.store.update_swipe_texts(items))
+            except StoreUnavailable:
+                if loop.time() + backoff > deadline:
+                    raise
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
 
 
 def _wake(future: asyncio.Future[None]) -> None:

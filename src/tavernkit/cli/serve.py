@@ -22,6 +22,7 @@ import typer
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.errors import Conflict, NotFound, ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
+from tavernkit.server.coordination import DEFAULT_LOCK_LEASE_S
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 from tavernkit.store.backup_check import parse_interval
 from tavernkit.store.secret_key import (
@@ -227,9 +228,10 @@ def serve_command(
             "--lock-lease",
             envvar="TAVERNKIT_LOCK_LEASE",
             show_envvar=True,
-            help="Seconds a chat stays locked by a process that died mid-turn.",
+            help="Seconds a chat stays locked by a process that died mid-turn (its "
+            "watchers learn it half a lease later).",
         ),
-    ] = 30.0,
+    ] = DEFAULT_LOCK_LEASE_S,
     shutdown_grace: Annotated[
         float,
         typer.Option(

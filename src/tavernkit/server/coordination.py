@@ -15,7 +15,20 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["ChatLock", "RateDecision", "RateLimiter", "TurnEvent", "TurnEventLog", "TurnStops"]
+__all__ = [
+    "DEFAULT_LOCK_LEASE_S",
+    "ChatLock",
+    "RateDecision",
+    "RateLimiter",
+    "TurnEvent",
+    "TurnEventLog",
+    "TurnStops",
+]
+
+#: the chat lock's lease by default (``serve --lock-lease``): a process killed mid-turn frees
+#: its chat within it (renewed every third of it, a renewal may come ~5 s late on a loaded
+#: machine), and its readers learn it two orphan checks (a quarter lease each) later
+DEFAULT_LOCK_LEASE_S = 8.0
 
 
 @dataclass(frozen=True, slots=True)

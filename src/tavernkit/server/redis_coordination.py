@@ -30,7 +30,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -86,6 +86,10 @@ def _where(client: aioredis.Redis) -> str:
     return f"{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}/{kwargs.get('db', 0)}"
 
 
+def _fields(type: str, data: Mapping[str, Any]) -> dict[FieldT, EncodableT]:
+    return {"type": type, "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":"))}
+
+
 def _part(value: str) -> str:
     """One part of a Redis key, quoted so that no owner or id can forge another's key."""
     return quote(value, safe="")
@@ -106,14 +110,15 @@ class RedisTurnEventLog:
         *,
         prefix: str = "tk:",
         block_ms: int = 2000,
-        open_ttl_s: float = 86400,
+        open_ttl_s: float = 300.0,
         missing_s: float = 30.0,
     ):
         self._redis = client
         self._where = _where(client)
         self._prefix = prefix
-        #: the TTL every append renews: a process that dies mid-turn never closes its log,
-        #: which then goes this long after its last event instead of staying forever
+        #: the TTL of a running turn's log, set at its start and renewed by :meth:`keep_open`
+        #: while it runs (and by single appends): a process that dies mid-turn never closes
+        #: its log, which then goes this long after its last sign of life, not a day later
         self._open_ttl_ms = _ms(open_ttl_s)
         self._fanout = StreamFanout(
             client,
@@ -141,14 +146,45 @@ class RedisTurnEventLog:
     async def append(self, turn_id: str, type: str, data: Mapping[str, Any]) -> str:
         if type == _CLOSED:
             raise ValueError(f"{type!r} is not an event type")
-        fields: dict[FieldT, EncodableT] = {
-            "type": type,
-            "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":")),
-        }
+        fields = _fields(type, data)
         if turn_id in self._numbers or (type == "notice" and data.get("kind") == "started"):
             return await self._add(turn_id, self._next_id(turn_id), fields, self._open_ttl_ms)
         # a turn another process ran (a reader closing an orphan's log): Redis numbers it
         return await self._add(turn_id, "*", fields, self._open_ttl_ms)
+
+    async def append_batch(
+        self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None:
+        """Append ``events`` (of a turn this process runs) in one round trip, one ``XADD``
+        each. Their ids are numbered again when the batch fails, so the same batch tried
+        again is refused where an earlier try landed instead of written twice. The log's
+        expiry is not renewed here: the turn's start set it, and the running turn renews it
+        (:meth:`keep_open`, every third of a lock lease) and its close sets the last one."""
+        if not events:
+            return
+        before = self._numbers.get(turn_id)
+        ids = [self._next_id(turn_id) for _ in events]
+        key = self._key(turn_id)
+        try:
+            async with _guard(self._where), self._redis.pipeline(transaction=False) as pipe:
+                for event_id, (type, data) in zip(ids, events, strict=True):
+                    if type == _CLOSED:
+                        raise ValueError(f"{type!r} is not an event type")
+                    pipe.xadd(key, _fields(type, data), id=event_id)
+                replies = await pipe.execute(raise_on_error=False)
+        except BaseException:
+            self._renumber(turn_id, before)
+            raise
+        for reply in replies:
+            if isinstance(reply, ResponseError) and "equal or smaller" not in str(reply):
+                self._renumber(turn_id, before)
+                raise CoordinationError(f"Redis at {self._where}: {reply}")
+
+    def _renumber(self, turn_id: str, before: tuple[int, int] | None) -> None:
+        if before is None:
+            self._numbers.pop(turn_id, None)
+        else:
+            self._numbers[turn_id] = before
 
     async def _add(
         self, turn_id: str, event_id: str, fields: dict[FieldT, EncodableT], ttl_ms: int
@@ -163,6 +199,12 @@ class RedisTurnEventLog:
                 return event_id  # written already: an earlier try's reply was lost
             raise CoordinationError(f"Redis at {self._where}: {added}")
         return _text(added)
+
+    async def keep_open(self, turn_id: str) -> None:
+        """The turn still runs (its model may be slow to answer): its log stays for another
+        ``open_ttl_s``."""
+        async with _guard(self._where):
+            await self._redis.pexpire(self._key(turn_id), self._open_ttl_ms)
 
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
         event_id = self._next_id(turn_id) if turn_id in self._numbers else "*"

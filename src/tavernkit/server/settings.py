@@ -11,6 +11,7 @@ from pathlib import Path
 from tavernkit.egress import EgressPolicy
 from tavernkit.errors import ServerConfigError
 from tavernkit.log_redaction import redact_url
+from tavernkit.server.coordination import DEFAULT_LOCK_LEASE_S
 
 __all__ = [
     "ACCOUNT_TURN_RATE",
@@ -155,7 +156,7 @@ class ServerSettings:
     #: showed stored, their streams ended); the process exits a few seconds after
     shutdown_grace_s: float = 10.0
     #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
-    turn_lease_s: float = 30.0
+    turn_lease_s: float = DEFAULT_LOCK_LEASE_S
     #: run the garbage collector's full collections on this timer instead of on heap growth
     #: (:mod:`tavernkit.server.gc_tuning`; ``tavernkit serve`` sets 300 s); ``None``: Python's
     #: defaults (an app made in a library user's process leaves the collector alone)

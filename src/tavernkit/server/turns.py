@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
 from tavernkit.chat.reply import TurnOutcome
@@ -57,7 +58,13 @@ from tavernkit.generation.sink import (
     WithdrawEvent,
 )
 from tavernkit.providers.events import ReasoningDelta, TextDelta
-from tavernkit.server.coordination import ChatLock, TurnEvent, TurnEventLog, TurnStops
+from tavernkit.server.coordination import (
+    DEFAULT_LOCK_LEASE_S,
+    ChatLock,
+    TurnEvent,
+    TurnEventLog,
+    TurnStops,
+)
 from tavernkit.server.metrics import PieceTimer, ServerMetrics
 from tavernkit.server.task_errors import safe_text
 from tavernkit.store.protocol import ChatInfo
@@ -105,60 +112,146 @@ class TurnStarted:
     kind: str
 
 
+#: how long a turn's pieces gather before they go to a log that batches (Redis) in one write:
+#: a piece after a quiet moment goes at once, later ones wait at most this long
+FLUSH_WINDOW_S = 0.025
+#: a batch this long is written without waiting for the window's end
+FLUSH_BATCH = 64
+
+
 class TurnLogWriter:
-    """A turn's appends to its log, in order, through a log that fails for a while (Redis
-    restarting): an append that fails is kept, with every later one, and a task retries them
-    in order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
+    """A turn's appends to its log, in order.
+
+    On a log that takes a batch (:class:`~tavernkit.server.redis_coordination.RedisTurnEventLog`
+    has ``append_batch``) the events gather and one task writes them: at most one write per
+    ``window_s`` (the first piece after a quiet window goes at once), or at once when
+    ``batch`` wait; a turn of 40 pieces is a few writes instead of 40. On a log that appends
+    in place (the in-memory one) each event goes in place.
+
+    A write that fails (Redis restarting) is kept, with every later event, and tried again in
+    order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
     :meth:`finish` writes the turn's last events and closes the log, waiting up to
     ``finish_s`` for the log to take them. Retrying is safe: the Redis log refuses an event
     it already has (its ids are the turn's own)."""
 
-    def __init__(self, log: TurnEventLog, turn_id: str, *, finish_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        log: TurnEventLog,
+        turn_id: str,
+        *,
+        finish_s: float = 60.0,
+        window_s: float = FLUSH_WINDOW_S,
+        batch: int = FLUSH_BATCH,
+    ) -> None:
         self.log = log
         self.turn_id = turn_id
         self.finish_s = finish_s
+        self.window_s = window_s
+        self.batch = batch
+        self._in_place: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
+            log, "append_nowait", None
+        )
+        self._append_batch: _AppendBatch | None = getattr(log, "append_batch", None)
         self._pending: deque[tuple[str, Mapping[str, Any]]] = deque()
-        self._retrying: asyncio.Task[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._full = asyncio.Event()
+        self._last_write = float("-inf")
+        self._failing = False
+        self._finishing = False
+        #: writes made to the log (a batch is one)
+        self.writes = 0
+        #: an ``error`` event was appended (a turn's failure then adds no second one)
+        self.errored = False
 
     @property
     def behind(self) -> int:
         """How many events wait for the log to take them."""
         return len(self._pending)
 
+    @property
+    def in_place(self) -> bool:
+        """Whether :meth:`append_nowait` never needs the loop (every log this writer serves
+        does: a batching log through its task, the in-memory one in place)."""
+        return self._in_place is not None or self._append_batch is not None
+
+    def append_nowait(self, type: str, data: Mapping[str, Any]) -> None:
+        """Append without waiting: in place on the in-memory log, else queued for the next
+        write (requires :attr:`in_place`)."""
+        self.errored = self.errored or type == "error"
+        if self._in_place is not None and not self._pending:
+            self._in_place(self.turn_id, type, data)
+            self.writes += 1
+            return
+        self._pending.append((type, data))
+        if len(self._pending) >= self.batch:
+            self._full.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write_pending())
+
     async def append(self, type: str, data: Mapping[str, Any]) -> None:
+        if self.in_place:
+            self.append_nowait(type, data)
+            return
+        # a log with only the protocol's append: one write per event, in order
+        self.errored = self.errored or type == "error"
         if self._pending:
             self._pending.append((type, data))
             return
         try:
             await self.log.append(self.turn_id, type, data)
+            self.writes += 1
         except TavernKitError as exc:
             logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
             self._pending.append((type, data))
-            self._retrying = asyncio.create_task(self._retry())
+            self._writer = asyncio.create_task(self._write_pending())
 
-    async def _retry(self) -> None:
+    async def _write_pending(self) -> None:
+        loop = asyncio.get_running_loop()
         backoff = 0.05
         while self._pending:
-            type_, data = self._pending[0]
-            try:
+            wait = self._last_write + self.window_s - loop.time()
+            if wait > 0 and len(self._pending) < self.batch and not self._finishing:
+                self._full.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._full.wait(), wait)
+            taken = list(itertools.islice(self._pending, self.batch))
+            events = merged_pieces(taken) if self._append_batch is not None else taken
+            # the same events are tried until they land: a retried batch keeps its ids
+            while True:
+                try:
+                    await self._write(events)
+                    break
+                except TavernKitError as exc:
+                    if not self._failing:
+                        self._failing = True
+                        logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 1.0)
+            self._failing, backoff = False, 0.05
+            self._last_write = loop.time()
+            self.writes += 1
+            for _ in taken:
+                self._pending.popleft()
+
+    async def _write(self, events: list[tuple[str, Mapping[str, Any]]]) -> None:
+        if self._append_batch is not None:
+            await self._append_batch(self.turn_id, events)
+        else:
+            for type_, data in events:  # pragma: no branch - one at a time, as appended
                 await self.log.append(self.turn_id, type_, data)
-            except TavernKitError:
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-                continue
-            self._pending.popleft()
-            backoff = 0.05
 
     async def finish(self, last: Sequence[tuple[str, dict[str, Any]]], *, ttl_s: float) -> None:
         """Append ``last`` after everything before it, then close the log; gives up (logged)
         after ``finish_s`` of a log that takes nothing."""
         for type_, data in last:
             await self.append(type_, data)
+        self._finishing = True  # the last events go now, not at the window's end
+        self._full.set()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.finish_s
         try:
-            if self._retrying is not None:
-                await asyncio.wait_for(asyncio.shield(self._retrying), self.finish_s)
+            if self._writer is not None:
+                await asyncio.wait_for(asyncio.shield(self._writer), self.finish_s)
             backoff = 0.05
             while True:
                 try:
@@ -175,8 +268,33 @@ class TurnLogWriter:
                 type_name(exc),
             )
         finally:
-            if self._retrying is not None:
-                self._retrying.cancel()
+            if self._writer is not None:
+                self._writer.cancel()
+
+
+def merged_pieces(
+    events: Sequence[tuple[str, Mapping[str, Any]]],
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """``events`` with each run of ``text`` (or ``reasoning``) pieces joined into one event:
+    every byte in the same order, in fewer log entries (one write stores one per run)."""
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for type_, data in events:
+        if (
+            out
+            and type_ in _PIECES
+            and out[-1][0] == type_
+            and set(data) == set(out[-1][1]) == {"text"}
+        ):
+            out[-1] = (type_, {"text": out[-1][1]["text"] + data["text"]})
+        else:
+            out.append((type_, data))
+    return out
+
+
+class _AppendBatch(Protocol):
+    async def __call__(
+        self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> None: ...
 
 
 async def stop_task(task: asyncio.Task[Any], *, wait_s: float = 1.0) -> None:
@@ -200,9 +318,9 @@ def type_name(exc: BaseException | None) -> str:
 class EventLogSink:
     """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
     log, one log event per sink event (empty deltas are dropped), through the turn's
-    :class:`TurnLogWriter`. On a log that appends without waiting (the in-memory one has
-    ``append_nowait``) it offers ``emit_nowait``, so the turn runner hands it each piece in
-    place, with no queue or task between them."""
+    :class:`TurnLogWriter`. When the writer appends without waiting (the in-memory log in
+    place, the Redis log batched) it offers ``emit_nowait``, so the turn runner hands it each
+    piece in place, with no queue or task between them."""
 
     def __init__(self, log: TurnEventLog, turn_id: str, writer: TurnLogWriter | None = None):
         self.log = log
@@ -210,9 +328,6 @@ class EventLogSink:
         self.writer = writer or TurnLogWriter(log, turn_id)
         #: times the turn's pieces for the server's metrics (``None``: not measured)
         self.timer: PieceTimer | None = None
-        self._append_nowait: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
-            log, "append_nowait", None
-        )
 
     async def emit(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
@@ -222,14 +337,13 @@ class EventLogSink:
 
     @property
     def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
-        return self._emit_now if self._append_nowait is not None else None
+        return self._emit_now if self.writer.in_place else None
 
     def _emit_now(self, event: SinkEvent) -> None:
         entry = sink_event_entry(event)
         if entry is not None:
-            assert self._append_nowait is not None
             self._time(entry[0])
-            self._append_nowait(self.turn_id, *entry)
+            self.writer.append_nowait(*entry)
 
     def _time(self, entry_type: str) -> None:
         if self.timer is not None and entry_type in _PIECES:
@@ -316,17 +430,19 @@ class MemberSink(EventLogSink):
     def _emit_now(self, event: SinkEvent) -> None:
         if not self._announced and sink_event_entry(event) is not None:
             self._announced = True
-            assert self._append_nowait is not None
-            self._append_nowait(self.turn_id, "notice", self._announcement())
+            self.writer.append_nowait("notice", self._announcement())
         super()._emit_now(event)
 
     def _announcement(self) -> dict[str, Any]:
         return {"kind": "member", "name": self.name, "avatar": self.avatar}
 
 
-def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, Any]]]:
+def _failure(
+    exc: Exception, *, safe: bool = True, shown: bool = False
+) -> list[tuple[str, dict[str, Any]]]:
     """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
-    the server log)."""
+    the server log); ``shown``: the turn logged its ``error`` already (the runner reported
+    it), so only ``done`` follows."""
     code: str
     if isinstance(exc, GenerateTaskError):
         code = exc.code
@@ -335,10 +451,10 @@ def _failure(exc: Exception, *, safe: bool = True) -> list[tuple[str, dict[str, 
     else:
         code = "unknown"
     message = safe_text(exc) if safe else "the turn failed (see the server log)"
-    return [
-        ("error", _turn_error_data(type(exc).__name__, code, message)),
-        ("done", {"status": "failed", "error": {"class": type(exc).__name__, "code": code}}),
-    ]
+    done = ("done", {"status": "failed", "error": {"class": type(exc).__name__, "code": code}})
+    if shown:
+        return [done]
+    return [("error", _turn_error_data(type(exc).__name__, code, message)), done]
 
 
 def outcome_data(outcome: TurnOutcome | GroupTurnOutcome) -> dict[str, Any]:
@@ -378,7 +494,10 @@ class TurnHub:
     """The turns one server process runs (see the module docstring).
 
     ``ttl_s``: how long a finished turn's events stay readable for late reconnects;
-    ``lease_s``: the chat lock's lease, renewed every third of it while a turn runs;
+    ``lease_s``: the chat lock's lease, renewed every third of it while a turn runs (with the
+    turn's log's expiry, where the log has ``keep_open``); ``orphan_check_s``: how often a
+    waiting reader checks that the turn's process still holds the chat (a quarter lease by
+    default: a reader of a killed process's turn learns it within a lease and two checks);
     ``interrupt_wait_s``: how long an interrupting turn waits for the chat to be free (the
     stopped turn writes what it delivered first), and a stop for another process's turn
     waits for that turn's end; ``stops``: the channel to the other processes (``None``: this
@@ -391,8 +510,9 @@ class TurnHub:
         lock: ChatLock,
         *,
         ttl_s: float = 600.0,
-        lease_s: float = 30.0,
+        lease_s: float = DEFAULT_LOCK_LEASE_S,
         interrupt_wait_s: float = 10.0,
+        orphan_check_s: float | None = None,
         stops: TurnStops | None = None,
         metrics: ServerMetrics | None = None,
     ) -> None:
@@ -402,6 +522,7 @@ class TurnHub:
         self.stops = stops
         self.ttl_s = ttl_s
         self.lease_s = lease_s
+        self.orphan_check_s = lease_s / 4 if orphan_check_s is None else orphan_check_s
         self.interrupt_wait_s = interrupt_wait_s
         self._running: dict[str, _Running] = {}
         self._by_chat: dict[str, str] = {}
@@ -411,6 +532,14 @@ class TurnHub:
     @staticmethod
     def chat_key(owner: str, chat_id: str) -> str:
         return f"{owner}:{chat_id}"
+
+    async def refuse_if_busy(self, owner: str, chat_id: str) -> None:
+        """:class:`~tavernkit.errors.ChatBusy` when a turn (of any process) holds the chat of
+        id ``chat_id``: what :meth:`start` would answer, asked before the caller is counted
+        against its turn rate (a chat named by its name, not its id, is checked by
+        :meth:`start` alone)."""
+        if await self.lock.holder(self.chat_key(owner, chat_id)) is not None:
+            raise ChatBusy(chat_id)
 
     async def start(self, chats: ChatService, chat_ref: str, request: TurnRequest) -> TurnStarted:
         """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
@@ -503,9 +632,9 @@ class TurnHub:
             try:
                 outcome = await _run_verb(chats, info, request, sink, running.controller)
             except TavernKitError as exc:
-                last = _failure(exc)
+                last = _failure(exc, shown=writer.errored)
             except Exception as exc:  # a bug must still end the log, without its message
-                last = _failure(exc, safe=False)
+                last = _failure(exc, safe=False, shown=writer.errored)
             else:
                 last = [("done", outcome_data(outcome))]
         finally:
@@ -551,15 +680,27 @@ class TurnHub:
                 logger.warning("a turn lost its chat lock; stopping it")
                 running.controller.abort("lost the chat lock")
                 return
+            await self._keep_log_open(turn_id)
+
+    async def _keep_log_open(self, turn_id: str) -> None:
+        """Push back the expiry of a running turn's log (one that waits long on its model
+        writes nothing): a log whose process died expires soon, not this one."""
+        keep_open = getattr(self.log, "keep_open", None)
+        if keep_open is None:
+            return
+        try:
+            await keep_open(turn_id)
+        except TavernKitError as exc:  # its next append or renewal sets it again
+            logger.warning("could not keep a turn's log open (%s)", type(exc).__name__)
 
     async def watched(
         self, events: AsyncIterator[TurnEvent], chat_key: str, turn_id: str
     ) -> AsyncIterator[TurnEvent]:
         """``events`` (a reader of ``turn_id``'s log) with an end for a turn whose process
-        died: when the reader has waited on the log for two leases with nothing new, no turn of
-        this process is it and the chat's lock no longer names it (its lease ran out), the log
-        gets a failed ``done`` and closes, so readers end instead of waiting out its expiry.
-        A watchdog per reader looks once a lease; the events pass through untouched."""
+        died: when, at two checks in a row (``orphan_check_s`` apart) with nothing new read in
+        between, no turn of this process is it and the chat's lock no longer names it (its
+        lease ran out), the log gets a failed ``done`` and closes, so readers end instead of
+        waiting out its expiry. The events pass through untouched."""
         reader = events.__aiter__()
         seen = 0
         waiting = False
@@ -569,12 +710,12 @@ class TurnHub:
         async def watch() -> None:
             last, quiet = -1, 0
             while not over:
-                await asyncio.sleep(self.lease_s)
+                await asyncio.sleep(self.orphan_check_s)
                 if not waiting or seen != last:  # events came, or the client is slow
                     last, quiet = seen, 0
                     continue
                 quiet = quiet + 1 if await self._orphaned(chat_key, turn_id) else 0
-                if quiet >= 2:  # a lease of grace: a turn that just freed the chat ends now
+                if quiet >= 2:  # a check of grace: a turn that just freed the chat ends now
                     await self._end_orphan(turn_id)
                     return
 

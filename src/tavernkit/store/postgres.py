@@ -359,7 +359,7 @@ class PostgresStore(SqliteStore):
                 if is_unavailable(exc) and not isinstance(exc, TimeoutError):
                     # the other pooled connections died with this one (a restart): the next
                     # calls open fresh ones instead of failing on each stale one in turn
-                    self._pool.expire_connections()
+                    await self._pool.expire_connections()
                 raise map_pg_error(exc) from exc
             raise
 

@@ -31,10 +31,15 @@ from tavernkit.groups.records import (
     member_avatar,
 )
 from tavernkit.models.group import ActivationStrategy, GenerationMode
-from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import ModelCall, Page, PageQuery, State, page_of
+from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.routes._common import Page, PageQuery, State, page_of
 from tavernkit.server.routes.chats import ChatLine
-from tavernkit.server.routes.turns import TurnOverridesBody, TurnStartedBody, begin_turn
+from tavernkit.server.routes.turns import (
+    TurnOverridesBody,
+    TurnStartedBody,
+    admit_turn,
+    begin_turn,
+)
 from tavernkit.server.turns import TurnRequest
 
 __all__ = ["router"]
@@ -304,11 +309,12 @@ async def new_group_chat(ref: str, body: NewGroupChat, tk: UserTavern) -> ChatLi
 
 @router.post("/chats/{chat_id}/group-turns", status_code=202, response_model=TurnStartedBody)
 async def start_group_turn(
-    chat_id: str, body: GroupTurnBody, principal: ModelCall, tk: UserTavern, state: State
+    chat_id: str, body: GroupTurnBody, principal: CurrentPrincipal, tk: UserTavern, state: State
 ) -> Any:
     """Start a turn of a group chat (404 for a solo chat or an unknown member; 409 when the
     chat is generating, unless ``interrupt``; 400 for an ``auto`` tick that is not a bare
     ``send``)."""
+    await admit_turn(state, principal, tk, chat_id, interrupt=body.interrupt)
     if body.auto and (body.kind != "send" or body.text or body.member is not None):
         raise GenerateTaskError(
             "invalid_input",

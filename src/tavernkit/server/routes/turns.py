@@ -22,15 +22,15 @@ from starlette.responses import Response
 
 from tavernkit.errors import FormatError, GenerateTaskError, NotFound
 from tavernkit.facade import Tavern
-from tavernkit.server.auth import UserTavern
+from tavernkit.server.auth import CurrentPrincipal, UserTavern
 from tavernkit.server.coordination import TurnEvent
-from tavernkit.server.routes._common import ModelCall
+from tavernkit.server.principal import Principal
 from tavernkit.server.sse import sse_event, sse_response
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.server.task_errors import task_error_response
 from tavernkit.server.turns import TurnHub, TurnRequest
 
-__all__ = ["TurnOverridesBody", "TurnStartedBody", "begin_turn", "router"]
+__all__ = ["TurnOverridesBody", "TurnStartedBody", "admit_turn", "begin_turn", "router"]
 
 router = APIRouter(tags=["turns"])
 
@@ -103,7 +103,7 @@ Hub = Annotated[TurnHub, Depends(turn_hub)]
 async def start_turn(
     chat_id: str,
     body: TurnBody,
-    principal: ModelCall,
+    principal: CurrentPrincipal,
     tk: UserTavern,
     state: State,
     accept: Annotated[str | None, Header(max_length=1000)] = None,
@@ -121,6 +121,7 @@ async def start_turn(
         overrides=overrides,
         interrupt=body.interrupt,
     )
+    await admit_turn(state, principal, tk, chat_id, interrupt=body.interrupt)
     started = await begin_turn(state, tk, chat_id, request)
     if not isinstance(started, TurnStartedBody) or not _wants_events(accept):
         return started
@@ -150,9 +151,20 @@ def _wants_events(accept: str | None) -> bool:
     return False
 
 
+async def admit_turn(
+    state: ServerState, principal: Principal, tk: Tavern, chat_id: str, *, interrupt: bool
+) -> None:
+    """Count a turn against the caller's turn rate, as :data:`ModelCall` does, except a start
+    that would be refused because the chat is generating: that 409 comes first and counts
+    nothing (a client retrying a busy chat must not use up its rate)."""
+    if not interrupt:
+        await state.turns.refuse_if_busy(tk.owner, chat_id)
+    await state.admit_turn(principal)
+
+
 async def begin_turn(state: ServerState, tk: Tavern, chat_id: str, request: TurnRequest) -> Any:
     """Start the turn on the hub and answer where its events stream (what every
-    turn-starting route answers; the route's :data:`ModelCall` counted it)."""
+    turn-starting route answers; the route counted it with :func:`admit_turn`)."""
     try:
         started = await state.turns.start(tk.chats, chat_id, request)
     except GenerateTaskError as exc:
