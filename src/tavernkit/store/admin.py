@@ -51,6 +51,13 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ),
     ("messages", "id, chat_id, position, body, extracted, mes, flags", "chat_id, position"),
     ("swipes", "message_id, idx, text, info, partial", "message_id, idx"),
+    # a chat's tree (015): its branches, then the messages parked off the current path
+    ("chat_branches", "chat_id, id, parent, fork, current, created", "chat_id, id"),
+    (
+        "branch_messages",
+        "chat_id, branch_id, position, message_id, data, partial",
+        "chat_id, branch_id, position",
+    ),
     # the server's accounts (005); tokens and sessions are hashes, copied as they are
     (
         "users",

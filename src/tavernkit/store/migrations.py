@@ -38,6 +38,7 @@ __all__ = [
     "M001_STATEMENTS",
     "M011_STATEMENTS",
     "M012_STATEMENTS",
+    "M015_STATEMENTS",
     "MIGRATIONS",
     "PG_M013_STATEMENTS",
     "PG_M014_STATEMENTS",
@@ -645,6 +646,37 @@ async def _m014_character_facets(db: aiosqlite.Connection) -> None:
     await _run(db, M014_STATEMENTS)
 
 
+#: a chat as a tree (015, :mod:`tavernkit.store.chat_tree`): its branches (ids per chat, the
+#: root ``main``; a chat that never branched has none) and the messages of the paths not shown,
+#: each under the branch that owns it at its position, as its JSON; the current path stays in
+#: ``messages``, so no read of a chat changes
+M015_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE chat_branches (
+        chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        parent TEXT,
+        fork INTEGER NOT NULL,
+        current INTEGER NOT NULL DEFAULT 0,
+        created TEXT NOT NULL,
+        PRIMARY KEY (chat_id, id)
+    )""",
+    """CREATE TABLE branch_messages (
+        chat_id TEXT NOT NULL,
+        branch_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        message_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        partial TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (chat_id, branch_id, position),
+        FOREIGN KEY (chat_id, branch_id) REFERENCES chat_branches (chat_id, id) ON DELETE CASCADE
+    )""",
+)
+
+
+async def _m015_chat_tree(db: aiosqlite.Connection) -> None:
+    await _run(db, M015_STATEMENTS)
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -660,6 +692,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("012_chat_integrity", _m012_chat_integrity),
     ("013_record_counts", _m013_record_counts),
     ("014_character_facets", _m014_character_facets),
+    ("015_chat_tree", _m015_chat_tree),
 )
 
 

@@ -37,6 +37,7 @@ from tavernkit.store.migrations import (
     M010_STATEMENTS,
     M011_STATEMENTS,
     M012_STATEMENTS,
+    M015_STATEMENTS,
     PG_M013_STATEMENTS,
     PG_M014_STATEMENTS,
 )
@@ -174,6 +175,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ),
     ("013_record_counts", PG_M013_STATEMENTS),
     ("014_character_facets", PG_M014_STATEMENTS),
+    ("015_chat_tree", M015_STATEMENTS),
 )
 
 

@@ -1,0 +1,145 @@
+"""A chat's tree: its branches (``GET /chats/{id}/tree``), a new branch at a message (``POST``
+there), the current path (``PUT /chats/{id}/path``) and the whole tree as one JSON document
+(``GET /chats/{id}/tree/export``). A regenerate or a resend in the middle of a chat branches
+through the turn route (``POST /chats/{id}/turns`` with ``at``). The current path is what
+every other chat route reads and what ``GET /export/chat/{id}?format=jsonl`` writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from tavernkit.chat.tree_export import tree_document
+from tavernkit.server.auth import UserTavern
+from tavernkit.store.protocol import ChatBranch, ChatTree
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/chats", tags=["chats"])
+
+#: how much of a branch's first message a preview shows
+PREVIEW_CHARS = 160
+
+
+class BranchPreview(BaseModel):
+    name: str
+    is_user: bool
+    text: str
+
+
+class BranchNode(BaseModel):
+    id: str
+    #: the branch whose path it continues (``None``: the root, ``main``)
+    parent: str | None
+    #: the index of its first own message
+    fork: int
+    #: how many messages are its own
+    length: int
+    #: whether the current path goes through it; ``current``: it is the path's last branch
+    on_path: bool
+    current: bool
+    #: its first own message, shortened; ``None`` when it has none yet
+    preview: BranchPreview | None
+
+    @classmethod
+    def of(cls, branch: ChatBranch, current: str) -> BranchNode:
+        return cls(
+            id=branch.id,
+            parent=branch.parent,
+            fork=branch.fork,
+            length=branch.length,
+            on_path=branch.on_path,
+            current=branch.id == current,
+            preview=_preview(branch.first),
+        )
+
+
+class TreeBody(BaseModel):
+    chat_id: str
+    #: the branch whose path is the chat's current one
+    current: str
+    #: how many messages the current path holds
+    message_count: int
+    #: root first, each branch before the branches that continue it
+    branches: list[BranchNode]
+
+    @classmethod
+    def of(cls, tree: ChatTree) -> TreeBody:
+        return cls(
+            chat_id=tree.info.id,
+            current=tree.current,
+            message_count=tree.info.message_count,
+            branches=[BranchNode.of(b, tree.current) for b in tree.branches],
+        )
+
+
+class ForkRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: the message the new branch starts at (it and the later ones stay in the old branch)
+    index: int = Field(ge=1, le=10_000_000)
+
+
+class PathRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: the branch whose path becomes the current one
+    branch: str = Field(min_length=1, max_length=100)
+
+
+def _preview(first: dict[str, Any] | None) -> BranchPreview | None:
+    if first is None:
+        return None
+    text = first.get("mes")
+    text = " ".join(text.split()) if isinstance(text, str) else ""
+    if len(text) > PREVIEW_CHARS:
+        text = text[: PREVIEW_CHARS - 1] + "…"
+    name = first.get("name")
+    return BranchPreview(
+        name=name if isinstance(name, str) else "",
+        is_user=bool(first.get("is_user")),
+        text=text,
+    )
+
+
+@router.get("/{chat_id}/tree")
+async def get_tree(chat_id: str, tk: UserTavern) -> TreeBody:
+    """The chat's branches and which path is current (a chat that never branched: one
+    branch, ``main``)."""
+    return TreeBody.of(await tk.chats.tree(chat_id))
+
+
+@router.post("/{chat_id}/tree", status_code=201)
+async def fork_chat(chat_id: str, body: ForkRequest, tk: UserTavern) -> TreeBody:
+    """Start a new, empty branch at message ``index`` and make it current: the chat now ends
+    before ``index``; the messages from it on stay in their branch."""
+    await tk.chats.fork(chat_id, body.index)
+    return TreeBody.of(await tk.chats.tree(chat_id))
+
+
+@router.put("/{chat_id}/path")
+async def set_path(chat_id: str, body: PathRequest, tk: UserTavern) -> TreeBody:
+    """Make ``branch``'s path the chat's current one (404 naming an unknown branch; 409
+    while a turn generates)."""
+    await tk.chats.switch_branch(chat_id, body.branch)
+    return TreeBody.of(await tk.chats.tree(chat_id))
+
+
+@router.get("/{chat_id}/tree/export")
+async def export_tree(chat_id: str, tk: UserTavern) -> Response:
+    """The whole tree as one JSON document (format ``tavernkit-chat-tree``: see
+    :mod:`tavernkit.chat.tree_export`)."""
+    tree = await tk.chats.tree(chat_id)
+    chat = await tk.chats.load(tree.info.id)
+    parked = await tk.store.load_parked(tree.info.id, owner=tk.owner)
+    document = tree_document(chat, tree, parked)
+    filename = quote(f"{tree.info.name}.tree.json")
+    return Response(
+        json.dumps(document, ensure_ascii=False, indent=1),
+        media_type="application/json",
+        headers={"Content-Disposition": f"attachment; filename*=UTF-8''{filename}"},
+    )

@@ -1,0 +1,200 @@
+"""A chat as a tree, on SQLite and PostgreSQL: a fork keeps what followed the fork point
+reachable, switching paths restores each path exactly (ids, swipes, order), every read of the
+current path (whole, window, range, counts) sees only it, and a cut of the path trims the
+branches that continued the deleted messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tavernkit.errors import FormatError, NotFound
+from tavernkit.store import Store
+
+HEADER: dict[str, Any] = {"user_name": "Ada", "character_name": "Mira", "chat_metadata": {}}
+
+
+def _msg(i: int, text: str | None = None) -> dict[str, Any]:
+    user = i % 2 == 1
+    mes = text if text is not None else f"message {i}"
+    out: dict[str, Any] = {"name": "Ada" if user else "Mira", "is_user": user, "mes": mes}
+    if not user:
+        out |= {"swipe_id": 0, "swipes": [mes, f"{mes} (alt)"], "swipe_info": [{}, {"x": i}]}
+    return out
+
+
+async def _chat(store: Store, count: int = 6) -> str:
+    info = await store.create_chat(HEADER, [_msg(i) for i in range(count)], name="tree")
+    return info.id
+
+
+async def _path(store: Store, chat_id: str) -> list[str]:
+    return [m.data["mes"] for m in (await store.load_chat(chat_id)).messages]
+
+
+async def test_a_chat_that_never_branched_is_one_branch_and_reads_as_before(store: Store) -> None:
+    chat_id = await _chat(store)
+    before = await store.load_chat(chat_id)
+    tree = await store.chat_tree(chat_id)
+    assert tree.current == "main"
+    assert [(b.id, b.parent, b.fork, b.length, b.on_path) for b in tree.branches] == [
+        ("main", None, 0, 6, True)
+    ]
+    assert tree.branches[0].first == before.messages[0].data
+    await store.switch_branch(chat_id, "main")  # already current: nothing moves
+    assert await store.load_parked(chat_id) == {}
+    assert await store.load_chat(chat_id) == before
+    with pytest.raises(NotFound, match="no branch 'nope'"):
+        await store.switch_branch(chat_id, "nope")
+
+
+async def test_a_fork_parks_the_rest_and_switching_back_restores_it_exactly(store: Store) -> None:
+    chat_id = await _chat(store)
+    before = await store.load_chat(chat_id)
+    branch = await store.fork_chat(chat_id, 4)
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(4)]
+    assert (await store.get_chat_info(chat_id)).message_count == 4
+    await store.append_messages(chat_id, [_msg(4, "new 4"), _msg(5, "new 5"), _msg(6, "new 6")])
+
+    tree = await store.chat_tree(chat_id)
+    assert tree.current == branch
+    by_id = {b.id: b for b in tree.branches}
+    assert [b.id for b in tree.branches] == ["main", branch]
+    assert (by_id["main"].fork, by_id["main"].length, by_id["main"].on_path) == (0, 6, True)
+    assert (by_id[branch].parent, by_id[branch].fork, by_id[branch].length) == ("main", 4, 3)
+    assert by_id[branch].first is not None and by_id[branch].first["mes"] == "new 4"
+    parked = await store.load_parked(chat_id)
+    assert [m.data["mes"] for m in parked["main"]] == ["message 4", "message 5"]
+
+    await store.switch_branch(chat_id, "main")
+    after = await store.load_chat(chat_id)
+    assert after.messages == before.messages  # ids, swipes, swipe_info, positions
+    assert after.header == before.header
+    tree = await store.chat_tree(chat_id)
+    assert tree.current == "main"
+    assert {b.id: b.on_path for b in tree.branches} == {"main": True, branch: False}
+    assert {b.id: b.length for b in tree.branches} == {"main": 6, branch: 3}
+    assert tree.branches[1].first is not None and tree.branches[1].first["mes"] == "new 4"
+
+    await store.switch_branch(chat_id, branch)
+    assert await _path(store, chat_id) == [
+        *(f"message {i}" for i in range(4)),
+        "new 4",
+        "new 5",
+        "new 6",
+    ]
+
+
+async def test_reads_of_the_current_path_see_only_it(store: Store) -> None:
+    chat_id = await _chat(store, 8)
+    await store.fork_chat(chat_id, 3)
+    await store.append_message(chat_id, _msg(3, "other 3"))
+    window = await store.load_chat_window(chat_id, last=2)
+    assert [m.data["mes"] for m in window.tail] == ["message 2", "other 3"]
+    assert window.info.message_count == 4
+    rows = await store.load_message_range(chat_id, start=2, stop=10)
+    assert [(m.position, m.data["mes"]) for m in rows] == [(2, "message 2"), (3, "other 3")]
+    hits = await store.search_messages("message 6")
+    assert hits.total == 0  # a parked message is not on the chat's path
+
+
+async def test_nested_and_sibling_branches_switch_to_each_path(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    a = await store.fork_chat(chat_id, 2)
+    await store.append_messages(chat_id, [_msg(2, "a2"), _msg(3, "a3"), _msg(4, "a4")])
+    b = await store.fork_chat(chat_id, 4)  # inside a: a's a4 is parked
+    await store.append_message(chat_id, _msg(4, "b4"))
+    c = await store.fork_chat(chat_id, 2)  # a sibling of a, off main
+    await store.append_message(chat_id, _msg(2, "c2"))
+    head = ["message 0", "message 1"]
+    paths = {
+        "main": [*head, "message 2", "message 3", "message 4", "message 5"],
+        a: [*head, "a2", "a3", "a4"],
+        b: [*head, "a2", "a3", "b4"],
+        c: [*head, "c2"],
+    }
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.parent, x.fork) for x in tree.branches} == {
+        "main": (None, 0),
+        a: ("main", 2),
+        b: (a, 4),
+        c: ("main", 2),
+    }
+    for target in ("main", b, c, a, b, "main", c):
+        await store.switch_branch(chat_id, target)
+        assert await _path(store, chat_id) == paths[target], target
+        tree = await store.chat_tree(chat_id)
+        assert tree.current == target
+        assert {x.id: x.length for x in tree.branches} == {"main": 6, a: 3, b: 1, c: 1}
+
+
+async def test_a_fork_must_start_inside_the_path(store: Store) -> None:
+    chat_id = await _chat(store, 4)
+    for bad in (0, 4, 9, -1):
+        with pytest.raises(FormatError) as caught:
+            await store.fork_chat(chat_id, bad)
+        assert caught.value.field == "index"
+    with pytest.raises(NotFound):
+        await store.fork_chat("no-such-chat", 1)
+    assert await store.load_parked(chat_id) == {}
+
+
+async def test_deleting_the_new_reply_keeps_the_branch_and_the_old_continuation(
+    store: Store,
+) -> None:
+    chat_id = await _chat(store, 6)
+    branch = await store.fork_chat(chat_id, 4)
+    await store.append_message(chat_id, _msg(4, "new 4"))
+    await store.truncate_chat(chat_id, 4)  # what a regenerate of the new reply does first
+    tree = await store.chat_tree(chat_id)
+    assert tree.current == branch
+    assert {b.id: b.length for b in tree.branches} == {"main": 6, branch: 0}
+    await store.append_message(chat_id, _msg(4, "newer 4"))
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(6)]
+
+
+async def test_a_cut_before_a_fork_drops_the_branches_that_continued_it(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    await store.fork_chat(chat_id, 4)
+    await store.append_message(chat_id, _msg(4, "new 4"))
+    await store.truncate_chat(chat_id, 3)
+    # main's parked 4 and 5 followed the deleted message 3: they go, and so does the branch
+    tree = await store.chat_tree(chat_id)
+    assert tree.current == "main"
+    assert [(b.id, b.length) for b in tree.branches] == [("main", 3)]
+    assert await store.load_parked(chat_id) == {}
+
+
+async def test_a_cut_after_a_fork_keeps_the_other_path(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    branch = await store.fork_chat(chat_id, 2)
+    await store.append_messages(chat_id, [_msg(2, "b2"), _msg(3, "b3"), _msg(4, "b4")])
+    await store.truncate_chat(chat_id, 3)
+    assert await _path(store, chat_id) == ["message 0", "message 1", "b2"]
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(6)]
+    assert {b.id: b.length for b in (await store.chat_tree(chat_id)).branches} == {
+        "main": 6,
+        branch: 1,
+    }
+
+
+async def test_switching_away_from_an_empty_branch_drops_it(store: Store) -> None:
+    chat_id = await _chat(store, 4)
+    await store.fork_chat(chat_id, 2)  # never got a message (a turn that failed)
+    await store.switch_branch(chat_id, "main")
+    tree = await store.chat_tree(chat_id)
+    assert [b.id for b in tree.branches] == ["main"]
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(4)]
+
+
+async def test_deleting_a_chat_deletes_its_tree(store: Store) -> None:
+    chat_id = await _chat(store, 4)
+    await store.fork_chat(chat_id, 2)
+    await store.delete_chat(chat_id)
+    with pytest.raises(NotFound):
+        await store.chat_tree(chat_id)
+    other = await _chat(store, 4)
+    assert [b.id for b in (await store.chat_tree(other)).branches] == ["main"]
