@@ -71,10 +71,17 @@ async def test_regenerating_a_middle_reply_branches_and_keeps_the_old_one(site: 
     assert (main["on_path"], main["current"]) == (True, False)
     assert (new["parent"], new["fork"], new["length"], new["current"]) == ("main", 4, 1, True)
     assert new["preview"] == {"name": "Mira", "is_user": False, "text": "two, again"}
+    (point,) = tree["points"]
+    assert point["index"] == 4
+    assert [(a["branch"], a["preview"]["text"], a["on_path"]) for a in point["alternatives"]] == [
+        ("main", "two", False),
+        (new["id"], "two, again", True),
+    ]
 
     switched = await site.client.put(f"/chats/{chat}/path", json={"branch": "main"})
     assert switched.status_code == 200, switched.text
     assert switched.json()["current"] == "main"
+    assert [a["on_path"] for a in switched.json()["points"][0]["alternatives"]] == [True, False]
     assert await _texts(site, chat) == old
     listed = await site.client.get(f"/chats/{chat}/messages", params={"limit": 1})
     assert listed.json()["items"][0]["data"]["mes"] == "three"

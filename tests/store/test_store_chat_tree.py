@@ -64,6 +64,8 @@ async def test_a_fork_parks_the_rest_and_switching_back_restores_it_exactly(stor
     assert (by_id["main"].fork, by_id["main"].length, by_id["main"].on_path) == (0, 6, True)
     assert (by_id[branch].parent, by_id[branch].fork, by_id[branch].length) == ("main", 4, 3)
     assert by_id[branch].first is not None and by_id[branch].first["mes"] == "new 4"
+    assert by_id["main"].at_forks == {4: before.messages[4].data}  # what the branch replaces
+    assert by_id[branch].at_forks == {}
     parked = await store.load_parked(chat_id)
     assert [m.data["mes"] for m in parked["main"]] == ["message 4", "message 5"]
 
@@ -76,6 +78,7 @@ async def test_a_fork_parks_the_rest_and_switching_back_restores_it_exactly(stor
     assert {b.id: b.on_path for b in tree.branches} == {"main": True, branch: False}
     assert {b.id: b.length for b in tree.branches} == {"main": 6, branch: 3}
     assert tree.branches[1].first is not None and tree.branches[1].first["mes"] == "new 4"
+    assert tree.branches[0].at_forks == {4: before.messages[4].data}
 
     await store.switch_branch(chat_id, branch)
     assert await _path(store, chat_id) == [
@@ -127,6 +130,14 @@ async def test_nested_and_sibling_branches_switch_to_each_path(store: Store) -> 
         tree = await store.chat_tree(chat_id)
         assert tree.current == target
         assert {x.id: x.length for x in tree.branches} == {"main": 6, a: 3, b: 1, c: 1}
+        at_forks = {x.id: {k: v["mes"] for k, v in x.at_forks.items()} for x in tree.branches}
+        assert at_forks == {"main": {2: "message 2"}, a: {4: "a4"}, b: {}, c: {}}
+        assert {x.id: x.first and x.first["mes"] for x in tree.branches} == {
+            "main": "message 0",
+            a: "a2",
+            b: "b4",
+            c: "c2",
+        }
 
 
 async def test_a_fork_must_start_inside_the_path(store: Store) -> None:

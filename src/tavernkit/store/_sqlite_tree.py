@@ -30,7 +30,7 @@ from tavernkit.store.chat_tree import (
     owner_at,
     segments,
 )
-from tavernkit.store.protocol import ChatBranch, ChatTree, StoredMessage
+from tavernkit.store.protocol import ChatBranch, ChatInfo, ChatTree, StoredMessage
 
 __all__ = ["SqliteTree"]
 
@@ -66,41 +66,69 @@ class SqliteTree(SqliteSwipes):
                 only = ChatBranch(ROOT, None, 0, info.message_count, shown_first, True)
                 return ChatTree(info=info, current=ROOT, branches=[only])
             here = chain(branches, current)
+            spans = {b: (first, stop) for b, first, stop in segments(here)}
             on_path = {b.id for b in here}
-            parked = {
-                r[0]: (int(r[1]), r[2])
+            # each branch's first message, and its message where another branch forks from it
+            wanted = {(b.id, b.fork) for b in branches.values()}
+            wanted |= {(b.parent, b.fork) for b in branches.values() if b.parent is not None}
+            shown_at = {pos for b, pos in wanted if b in spans and _within(pos, *spans[b], info)}
+            found: dict[tuple[str, int], dict[str, Any]] = {}
+            if shown_at:
+                marks = ",".join("?" * len(shown_at))
+                for m in await self._message_rows(
+                    db, f"WHERE chat_id = ? AND position IN ({marks})", (info.id, *shown_at)
+                ):
+                    found[(owner_at(here, m.position).id, m.position)] = m.data
+            found |= await self._parked_at(db, info.id, wanted - set(found))
+            counts = {
+                r[0]: int(r[1])
                 for r in await db.execute_fetchall(
-                    "SELECT p.branch_id, count(*), (SELECT data FROM branch_messages f "
-                    "WHERE f.chat_id = p.chat_id AND f.branch_id = p.branch_id "
-                    "AND f.position = b.fork) FROM branch_messages p JOIN chat_branches b "
-                    "ON b.chat_id = p.chat_id AND b.id = p.branch_id WHERE p.chat_id = ? "
-                    "GROUP BY p.chat_id, p.branch_id, b.fork",
+                    "SELECT branch_id, count(*) FROM branch_messages WHERE chat_id = ? "
+                    "GROUP BY branch_id",
                     (info.id,),
                 )
             }
-            shown = {
-                m.position: m.data
-                for m in await self._message_rows(
-                    db,
-                    "WHERE chat_id = ? AND position IN "
-                    f"({','.join('?' * len(here))}) ORDER BY position",
-                    (info.id, *(b.fork for b in here)),
-                )
-            }
-        spans = {b: (stop or info.message_count) - first for b, first, stop in segments(here)}
         out: list[ChatBranch] = []
         for b in _tree_order(branches):
-            count, first_json = parked.get(b.id, (0, None))
-            first: dict[str, Any] | None
-            if b.id in on_path:
-                count += spans.get(b.id, 0)
-                first = shown.get(b.fork) if spans.get(b.id) else None
-            else:
-                first = None
-            if first is None and first_json is not None:
-                first = json.loads(first_json)
-            out.append(ChatBranch(b.id, b.parent, b.fork, count, first, b.id in on_path))
+            length = counts.get(b.id, 0)
+            if b.id in spans:
+                first, stop = spans[b.id]
+                length += (info.message_count if stop is None else stop) - first
+            forks = {
+                c.fork: found[(b.id, c.fork)]
+                for c in branches.values()
+                if c.parent == b.id and (b.id, c.fork) in found
+            }
+            out.append(
+                ChatBranch(
+                    b.id,
+                    b.parent,
+                    b.fork,
+                    length,
+                    found.get((b.id, b.fork)),
+                    b.id in on_path,
+                    forks,
+                )
+            )
         return ChatTree(info=info, current=current, branches=out)
+
+    @staticmethod
+    async def _parked_at(
+        db: aiosqlite.Connection, chat_id: str, wanted: set[tuple[str, int]]
+    ) -> dict[tuple[str, int], dict[str, Any]]:
+        """The parked messages at ``wanted`` (branch, position) pairs that exist."""
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        pairs = sorted(wanted)
+        for start in range(0, len(pairs), 200):  # SQLite's bound-parameter limit
+            chunk = pairs[start : start + 200]
+            where = " OR ".join("(branch_id = ? AND position = ?)" for _ in chunk)
+            for r in await db.execute_fetchall(
+                f"SELECT branch_id, position, data FROM branch_messages WHERE chat_id = ? "
+                f"AND ({where})",
+                (chat_id, *(v for pair in chunk for v in pair)),
+            ):
+                out[(r[0], int(r[1]))] = json.loads(r[2])
+        return out
 
     async def load_parked(
         self, ref: str, *, owner: str = DEFAULT_OWNER
@@ -274,6 +302,11 @@ class SqliteTree(SqliteSwipes):
                 f"AND position >= ?{bound}",
                 params,
             )
+
+
+def _within(position: int, first: int, stop: int | None, info: ChatInfo) -> bool:
+    end = info.message_count if stop is None else stop
+    return first <= position < end
 
 
 def _marks(text: str) -> tuple[int, ...]:

@@ -267,6 +267,9 @@ class ChatBranch:
     first: dict[str, Any] | None
     #: whether the current path goes through it
     on_path: bool
+    #: its own message at each position where another branch forks from it (what that
+    #: branch is the alternative to)
+    at_forks: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.chat.tree_export import tree_document
 from tavernkit.server.auth import UserTavern
+from tavernkit.store.chat_tree import BranchRow, chain, owner_at
 from tavernkit.store.protocol import ChatBranch, ChatTree
 
 __all__ = ["router"]
@@ -58,6 +59,21 @@ class BranchNode(BaseModel):
         )
 
 
+class Alternative(BaseModel):
+    #: the branch to switch to for this alternative (``PUT /chats/{id}/path``)
+    branch: str
+    #: the alternative's message at the branch point
+    preview: BranchPreview | None
+    #: whether the current path shows this alternative there
+    on_path: bool
+
+
+class BranchPoint(BaseModel):
+    #: the index of the message the alternatives replace one another at
+    index: int
+    alternatives: list[Alternative]
+
+
 class TreeBody(BaseModel):
     chat_id: str
     #: the branch whose path is the chat's current one
@@ -66,6 +82,8 @@ class TreeBody(BaseModel):
     message_count: int
     #: root first, each branch before the branches that continue it
     branches: list[BranchNode]
+    #: where the chat branches, in message order: the continuations at each point
+    points: list[BranchPoint]
 
     @classmethod
     def of(cls, tree: ChatTree) -> TreeBody:
@@ -74,6 +92,7 @@ class TreeBody(BaseModel):
             current=tree.current,
             message_count=tree.info.message_count,
             branches=[BranchNode.of(b, tree.current) for b in tree.branches],
+            points=_points(tree),
         )
 
 
@@ -89,6 +108,46 @@ class PathRequest(BaseModel):
 
     #: the branch whose path becomes the current one
     branch: str = Field(min_length=1, max_length=100)
+
+
+def _points(tree: ChatTree) -> list[BranchPoint]:
+    """The branch points: at each (parent, index) where branches fork, the parent's own
+    message there (when it still has one) and each branch forking there."""
+    rows = {b.id: BranchRow(b.id, b.parent, b.fork) for b in tree.branches}
+    here = chain(rows, tree.current)
+    shown_end = tree.info.message_count
+
+    def shown(branch: str, index: int) -> bool:
+        return index < shown_end and owner_at(here, index).id == branch
+
+    by_id = {b.id: b for b in tree.branches}
+    points: dict[tuple[int, str], list[Alternative]] = {}
+    for b in tree.branches:
+        if b.parent is None:
+            continue
+        key = (b.fork, b.parent)
+        if key not in points:
+            parent = by_id[b.parent]
+            own = parent.at_forks.get(b.fork)
+            points[key] = (
+                [
+                    Alternative(
+                        branch=parent.id, preview=_preview(own), on_path=shown(parent.id, b.fork)
+                    )
+                ]
+                if own is not None
+                else []
+            )
+        points[key].append(
+            Alternative(
+                branch=b.id,
+                preview=_preview(b.first),
+                on_path=shown(b.id, b.fork) or b.id == tree.current,
+            )
+        )
+    return [
+        BranchPoint(index=index, alternatives=alts) for (index, _), alts in sorted(points.items())
+    ]
 
 
 def _preview(first: dict[str, Any] | None) -> BranchPreview | None:
