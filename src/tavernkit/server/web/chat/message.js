@@ -53,7 +53,7 @@ async function copyText(text) {
 }
 
 // `on`: {edit(message, body), branch(index), remove(message), hide(message, hidden),
-// pickSwipe(message, i), swipe()}
+// pickSwipe(message, i), swipe(), regenerateAt(index) (absent: no regenerate mid-chat)}
 export function messageNode(message, isLast, on) {
   const data = message.data;
   const hidden = Boolean(data.is_system);
@@ -84,6 +84,10 @@ export function messageNode(message, isLast, on) {
         }),
         button("Edit", () => on.edit(message, body), { "aria-label": `Edit message ${number}` }),
         button("Branch", () => on.branch(message.index), { "aria-label": `Branch at message ${number}` }),
+        // a reply in the middle of the chat: a new one on a new branch of the chat's tree
+        on.regenerateAt && !isLast && !data.is_user && message.index > 0
+          ? button("Regenerate", () => on.regenerateAt(message.index), { "aria-label": `Regenerate message ${number}` })
+          : null,
         button("Delete", () => on.remove(message), { "aria-label": `Delete message ${number}` }),
       ),
     ),

@@ -21,6 +21,7 @@ import { messageNode, textOf } from "./message.js";
 import { createQuickReplyBindings } from "./qr-bindings.js";
 import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
+import { createTree } from "./tree.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
 // for a busy chat, a rate limit, a server error or a dropped connection.
@@ -53,6 +54,8 @@ export async function showChat(view, chatId, at = null) {
       attempt(() => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden })),
     pickSwipe,
     swipe: () => startTurn("swipe"),
+    // a solo chat's tree (chat/tree.js): a mid-chat reply regenerated on a new branch
+    regenerateAt: group ? null : (index) => startTurn("regenerate", "", [], { at: index }),
   };
   const characterAvatar = chat.character_id
     ? `/characters/${encodeURIComponent(chat.character_id)}/thumbnail`
@@ -71,6 +74,16 @@ export async function showChat(view, chatId, at = null) {
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
   const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
+  // a switch of path redraws the log from its end (on a phone, the tools close to show it)
+  const onSwitch = () => {
+    side.node.classList.remove("open");
+    return log.showNewest();
+  };
+  const tree = group ? null : createTree(base, { onSwitch, fail });
+  if (tree) {
+    side.node.append(tree.node);
+    tree.load().catch((error) => fail(error, () => tree.load()));
+  }
   if (group) {
     side.node.append(group.panel);
     const start = (kind, text, extra) => startTurn(kind, text, [], extra);
@@ -83,6 +96,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await action();
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       fail(error, () => attempt(action));
     }
@@ -138,6 +152,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await api("DELETE", `${base}/messages/${message.index}`, undefined, { ifMatch: message.revision });
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       if (isStale(error)) refuseStale(message, "deleted");
       else fail(error, () => removeMessage(message));
@@ -194,6 +209,7 @@ export async function showChat(view, chatId, at = null) {
     log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
     try {
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       fail(error, () => log.reload());
     }
@@ -370,7 +386,13 @@ export async function showChat(view, chatId, at = null) {
     attempt(() => api("DELETE", `${base}/messages/from/${from}`)),
   );
   const tools = button("Chat tools", () => side.node.classList.toggle("open"), { class: "tools-toggle" });
-  const toolbar = h("div", { class: "chat-toolbar" }, tools, deleting.start);
+  const showTree = () => {
+    side.node.classList.add("open");
+    tree.open();
+    tree.node.scrollIntoView({ block: "nearest" });
+  };
+  const treeButton = tree ? button("Chat tree", showTree, { class: "tree-toggle" }) : null;
+  const toolbar = h("div", { class: "chat-toolbar" }, tools, treeButton, deleting.start);
   view.append(
     h(
       "div",

@@ -1,0 +1,74 @@
+// The chat tree panel of the chat screen's side: where the chat branches (a reply regenerated
+// in the middle of the chat, a message resent), each branch point with its alternatives and
+// their first lines; a click makes that alternative's path the chat's current one
+// (PUT /chats/{id}/path) and the screen redraws the log. The panel owns only the tree it
+// last read; the screen tells it to read again after a turn or an edit.
+
+import { api } from "../api.js";
+import { button, h } from "../dom.js";
+
+function previewText(preview) {
+  if (!preview) return "(no message yet)";
+  return `${preview.name || (preview.is_user ? "You" : "")}: ${preview.text || "…"}`;
+}
+
+// `onSwitch()`: the current path changed (redraw the log); `fail(error, retry)`: the
+// screen's persistent alert
+export function createTree(base, { onSwitch, fail }) {
+  const summary = h("summary", {}, "Chat tree");
+  const body = h("div", { class: "tree-body" });
+  const node = h("details", { class: "panel chat-tree" }, summary, body);
+  let tree = null;
+
+  async function load() {
+    tree = await api("GET", `${base}/tree`);
+    render();
+  }
+
+  async function choose(branch) {
+    try {
+      tree = await api("PUT", `${base}/path`, { branch });
+      render();
+      await onSwitch();
+    } catch (error) {
+      fail(error, () => choose(branch));
+    }
+  }
+
+  function alternative(alt) {
+    const label = [previewText(alt.preview)];
+    if (alt.on_path) label.unshift(h("span", { class: "badge" }, "shown"), " ");
+    const pick = button(label, () => choose(alt.branch), {
+      class: `alternative${alt.on_path ? " on-path" : ""}`,
+      "aria-current": alt.on_path ? "true" : "false",
+      disabled: alt.on_path && alt.branch === tree.current,
+    });
+    return h("li", {}, pick);
+  }
+
+  function render() {
+    summary.textContent = tree.points.length ? `Chat tree (${tree.branches.length} branches)` : "Chat tree";
+    if (!tree.points.length) {
+      body.replaceChildren(
+        h("p", { class: "hint" }, "One path so far. Regenerate a reply in the middle of the chat to start a branch; the old one stays here."),
+      );
+      return;
+    }
+    body.replaceChildren(
+      h(
+        "ol",
+        { class: "branch-points" },
+        ...tree.points.map((point) =>
+          h(
+            "li",
+            { class: "branch-point", dataset: { index: point.index } },
+            h("h3", {}, `At message #${point.index}`),
+            h("ul", { class: "alternatives", "aria-label": `Alternatives at message #${point.index}` }, ...point.alternatives.map(alternative)),
+          ),
+        ),
+      ),
+    );
+  }
+
+  return { node, load, open: () => (node.open = true) };
+}
