@@ -5,12 +5,15 @@ branches that continued the deleted messages."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tavernkit.errors import FormatError, NotFound
-from tavernkit.store import Store
+from tavernkit.store import Store, open_postgres_store
+from tavernkit.store.admin import copy_store
+from tavernkit.store.sqlite import open_store as open_sqlite_store
 
 HEADER: dict[str, Any] = {"user_name": "Ada", "character_name": "Mira", "chat_metadata": {}}
 
@@ -209,3 +212,49 @@ async def test_deleting_a_chat_deletes_its_tree(store: Store) -> None:
         await store.chat_tree(chat_id)
     other = await _chat(store, 4)
     assert [b.id for b in (await store.chat_tree(other)).branches] == ["main"]
+
+
+async def test_parked_messages_count_toward_the_owners_storage(store: Store) -> None:
+    empty = await store.storage_used()
+    chat_id = await _chat(store, 6)
+    unbranched = await store.storage_used()
+    await store.fork_chat(chat_id, 2)  # the tail parks: it still counts
+    parked = await store.storage_used()
+    assert parked > unbranched - (unbranched - empty) // 2
+    await store.switch_branch(chat_id, "main")  # back, and the empty branch goes
+    assert await store.storage_used() == unbranched
+    await store.fork_chat(chat_id, 2)
+    await store.append_messages(chat_id, [_msg(2, "x" * 5000)])
+    assert await store.storage_used() > unbranched + 5000
+    await store.switch_branch(chat_id, "main")
+    assert await store.storage_used() > unbranched + 5000  # the branch's reply, parked
+    await store.truncate_chat(chat_id, 1)  # drops every branch past message 0
+    await store.delete_chat(chat_id)
+    assert await store.storage_used() == empty
+    again = await _chat(store, 6)
+    await store.fork_chat(again, 3)
+    await store.delete_chat(again)  # a chat with parked messages goes whole
+    assert await store.storage_used() == empty
+
+
+async def test_a_tree_copies_to_postgresql_and_back(postgres_url: str, tmp_path: Path) -> None:
+    lite = await open_sqlite_store(tmp_path / "a" / "tavernkit.db")
+    pg = await open_postgres_store(postgres_url, key_dir=tmp_path / "pg-keys")
+    back = await open_sqlite_store(tmp_path / "b" / "tavernkit.db")
+    try:
+        chat_id = await _chat(lite, 6)
+        branch = await lite.fork_chat(chat_id, 3)
+        await lite.append_message(chat_id, _msg(3, "other 3"))
+        await copy_store(lite, pg)
+        await copy_store(pg, back)
+        for copy in (pg, back):
+            assert await copy.chat_tree(chat_id) == await lite.chat_tree(chat_id)
+            assert await copy.load_parked(chat_id) == await lite.load_parked(chat_id)
+            assert await copy.storage_used() == await lite.storage_used()
+            await copy.switch_branch(chat_id, "main")
+            assert await _path(copy, chat_id) == [f"message {i}" for i in range(6)]
+            await copy.switch_branch(chat_id, branch)
+            assert (await _path(copy, chat_id))[-1] == "other 3"
+    finally:
+        for s in (lite, pg, back):
+            await s.close()

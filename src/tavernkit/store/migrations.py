@@ -32,6 +32,7 @@ import aiosqlite
 from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
+from tavernkit.store.storage_use import PARKED_SQLITE_STATEMENTS
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
 __all__ = [
@@ -674,7 +675,7 @@ M015_STATEMENTS: tuple[str, ...] = (
 
 
 async def _m015_chat_tree(db: aiosqlite.Connection) -> None:
-    await _run(db, M015_STATEMENTS)
+    await _run(db, (*M015_STATEMENTS, *PARKED_SQLITE_STATEMENTS))
 
 
 #: Applied in this order, each once. Append only.

@@ -41,6 +41,7 @@ from tavernkit.store.migrations import (
     PG_M013_STATEMENTS,
     PG_M014_STATEMENTS,
 )
+from tavernkit.store.storage_use import PARKED_PG_STATEMENTS
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ),
     ("013_record_counts", PG_M013_STATEMENTS),
     ("014_character_facets", PG_M014_STATEMENTS),
-    ("015_chat_tree", M015_STATEMENTS),
+    ("015_chat_tree", (*M015_STATEMENTS, *PARKED_PG_STATEMENTS)),
 )
 
 

@@ -27,7 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PG_STATEMENTS", "SIZED", "SQLITE_STATEMENTS", "recount_sql"]
+__all__ = [
+    "PARKED_PG_STATEMENTS",
+    "PARKED_SQLITE_STATEMENTS",
+    "PG_STATEMENTS",
+    "SIZED",
+    "SQLITE_STATEMENTS",
+    "recount_sql",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,4 +220,62 @@ PG_STATEMENTS: tuple[str, ...] = (
     _TABLE,
     _fill("pg"),
     *(sql for t in SIZED.values() for sql in _pg_triggers(t)),
+)
+
+
+# The messages parked off a chat's current path (``branch_messages``, migration 015) count for
+# the chat's owner as its messages do: a row adds its JSON's bytes, a row that goes (a switch
+# of path, a cut, a branch deleted) takes them away, and a chat's delete takes away its parked
+# rows before the cascade (which then finds no chat). Row triggers in both databases: a switch
+# moves one path's tail, not a whole import. (Not in :data:`SIZED`, whose triggers migration
+# 009 makes before the table exists.)
+_PARKED = "coalesce(length(CAST({r}.data AS BLOB)), 0)"
+_PARKED_OWNER = "(SELECT owner FROM chats WHERE id = {r}.chat_id)"
+
+#: migration 015's triggers for SQLite
+PARKED_SQLITE_STATEMENTS: tuple[str, ...] = (
+    "CREATE TRIGGER branch_messages_use_in AFTER INSERT ON branch_messages BEGIN "
+    f"{_sqlite_add(_PARKED_OWNER.format(r='NEW'), _PARKED.format(r='NEW'))} END",
+    "CREATE TRIGGER branch_messages_use_out AFTER DELETE ON branch_messages BEGIN "
+    f"{_sqlite_add(_PARKED_OWNER.format(r='OLD'), '-' + _PARKED.format(r='OLD'))} END",
+    "CREATE TRIGGER chats_parked_use_out BEFORE DELETE ON chats BEGIN "
+    + _sqlite_add(
+        "OLD.owner",
+        "-(SELECT coalesce(sum(length(CAST(b.data AS BLOB))), 0) FROM branch_messages b "
+        "WHERE b.chat_id = OLD.id)",
+    )
+    + " END",
+)
+
+#: migration 015's triggers for PostgreSQL
+PARKED_PG_STATEMENTS: tuple[str, ...] = (
+    f"""CREATE FUNCTION tk_use_parked() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE who TEXT; delta BIGINT;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            SELECT owner INTO who FROM chats WHERE id = NEW.chat_id;
+            delta := coalesce(octet_length(NEW.data), 0);
+        ELSE
+            SELECT owner INTO who FROM chats WHERE id = OLD.chat_id;
+            delta := -coalesce(octet_length(OLD.data), 0);
+        END IF;
+        IF who IS NOT NULL AND delta <> 0 THEN
+            INSERT INTO storage_use (owner, bytes) VALUES (who, delta) {_ADD};
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER branch_messages_use AFTER INSERT OR DELETE ON branch_messages "
+    "FOR EACH ROW EXECUTE FUNCTION tk_use_parked()",
+    f"""CREATE FUNCTION tk_use_parked_chat_out() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE delta BIGINT;
+    BEGIN
+        SELECT coalesce(sum(octet_length(data)), 0) INTO delta FROM branch_messages
+        WHERE chat_id = OLD.id;
+        IF delta <> 0 THEN
+            INSERT INTO storage_use (owner, bytes) VALUES (OLD.owner, -delta) {_ADD};
+        END IF;
+        RETURN OLD;
+    END $$""",
+    "CREATE TRIGGER chats_parked_use_out BEFORE DELETE ON chats FOR EACH ROW "
+    "EXECUTE FUNCTION tk_use_parked_chat_out()",
 )
