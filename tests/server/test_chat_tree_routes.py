@@ -166,3 +166,22 @@ async def test_bad_branch_ids_and_positions_are_typed_errors(site: Site) -> None
     assert on_swipe.status_code == 422 and on_swipe.json()["error"]["field"] == "at"
     assert [b["id"] for b in (await _tree(site, chat))["branches"]] == ["main"]
     assert len(await _texts(site, chat)) == 7
+
+
+async def test_deleting_an_earlier_message_keeps_every_branch(site: Site) -> None:
+    chat = await _three_turn_chat(site)
+    site.upstream.script(Reply(text="two, again"))
+    await _turn(site, chat, kind="regenerate", at=4)
+    branch = (await _tree(site, chat))["current"]
+    await site.client.put(f"/chats/{chat}/path", json={"branch": "main"})
+    deleted = await site.client.delete(f"/chats/{chat}/messages/1")
+    assert deleted.status_code == 204, deleted.text
+    tree = await _tree(site, chat)
+    assert [(b["id"], b["fork"], b["length"]) for b in tree["branches"]] == [
+        ("main", 0, 6),
+        (branch, 3, 1),
+    ]
+    assert tree["points"][0]["index"] == 3
+    await site.client.put(f"/chats/{chat}/path", json={"branch": branch})
+    texts = await _texts(site, chat)
+    assert texts[1:] == ["one", "Hello", "two, again"]

@@ -258,3 +258,49 @@ async def test_a_tree_copies_to_postgresql_and_back(postgres_url: str, tmp_path:
     finally:
         for s in (lite, pg, back):
             await s.close()
+
+
+async def test_removing_a_middle_message_moves_every_path_up(store: Store) -> None:
+    chat_id = await _chat(store, 8)
+    before = await store.load_chat(chat_id)
+    a = await store.fork_chat(chat_id, 5)
+    await store.append_messages(chat_id, [_msg(5, "a5"), _msg(6, "a6")])
+    b = await store.fork_chat(chat_id, 2)  # a sibling before the deleted message: untouched
+    await store.append_message(chat_id, _msg(2, "b2"))
+    await store.switch_branch(chat_id, a)
+
+    assert await store.remove_messages(chat_id, 3, 1) == 1
+    after = await store.load_chat(chat_id)
+    assert [m.data["mes"] for m in after.messages] == [
+        "message 0",
+        "message 1",
+        "message 2",
+        "message 4",
+        "a5",
+        "a6",
+    ]
+    assert [m.position for m in after.messages] == list(range(6))
+    assert after.messages[3].id == before.messages[4].id  # moved up, not re-added
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.parent, x.fork, x.length) for x in tree.branches} == {
+        "main": (None, 0, 7),
+        a: ("main", 4, 2),
+        b: ("main", 2, 1),
+    }
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [f"message {i}" for i in (0, 1, 2, 4, 5, 6, 7)]
+    await store.switch_branch(chat_id, b)
+    assert await _path(store, chat_id) == ["message 0", "message 1", "b2"]
+
+
+async def test_removing_messages_across_a_fork_keeps_both_continuations(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    branch = await store.fork_chat(chat_id, 4)
+    await store.append_messages(chat_id, [_msg(4, "new 4"), _msg(5, "new 5")])
+    assert await store.remove_messages(chat_id, 2, 3) == 3  # 2, 3 and the branch's new 4
+    assert await _path(store, chat_id) == ["message 0", "message 1", "new 5"]
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == ["message 0", "message 1", "message 4", "message 5"]
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.fork, x.length) for x in tree.branches} == {"main": (0, 4), branch: (2, 1)}
+    assert await store.remove_messages(chat_id, 9, 1) == 0

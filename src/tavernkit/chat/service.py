@@ -236,7 +236,7 @@ class ChatService(GroupVerbs):
         self, chat_id: str, message_index: int, *, count: int = 1, revision: str | None = None
     ) -> int:
         """Delete ``count`` messages from ``message_index``; returns how many went. The
-        messages after them move up (the store deletes by position, so they are re-added).
+        messages after them move up, keeping their ids (and the chat's branches with them).
         ``revision``: message ``message_index``'s as the caller read it; another one now
         raises :class:`~tavernkit.errors.StaleRevision` and nothing goes (``None``: no check),
         so a tab showing an old list never deletes the message that moved into its place."""
@@ -250,11 +250,11 @@ class ChatService(GroupVerbs):
     ) -> int:
         stored = await self.load(chat_id)
         check_message_revision(_message_at(stored, message_index), revision)
-        later = [m.data for m in stored.messages[message_index + count :]]
-        removed = await self.store.truncate_chat(stored.info.id, message_index, owner=self.owner)
-        for data in later:
-            await self.store.append_message(stored.info.id, data, owner=self.owner)
-        return removed - len(later)
+        # the later messages move up in place (ids kept), and so do the branches of the
+        # chat's tree that continue them
+        return await self.store.remove_messages(
+            stored.info.id, message_index, count, owner=self.owner
+        )
 
     async def select_swipe(
         self, chat_id: str, swipe_index: int, *, message_index: int | None = None

@@ -29,6 +29,7 @@ from tavernkit.store.chat_tree import (
     divergence,
     owner_at,
     segments,
+    squeeze,
 )
 from tavernkit.store.protocol import ChatBranch, ChatInfo, ChatTree, StoredMessage
 
@@ -187,6 +188,70 @@ class SqliteTree(SqliteSwipes):
             await self._unpark(db, chat_id, there, parted)
             await self._make_current(db, chat_id, branch, left=branches[current], total=total)
             await self._touch(db, chat_id)
+
+    async def remove_messages(
+        self, ref: str, position: int, count: int, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        async with self._write() as db:
+            row = await self._chat_row(db, ref, owner)
+            chat_id, total = row[0], int(row[5])
+            end = min(position + count, total)
+            if position < 0 or end <= position:
+                return 0
+            gone = end - position
+            await db.execute(
+                "DELETE FROM messages WHERE chat_id = ? AND position >= ? AND position < ?",
+                (chat_id, position, end),
+            )
+            await self._move_up(db, "messages", "chat_id = ?", (chat_id,), end, gone)
+            branches, current = await self._branches(db, chat_id)
+            if branches:
+                await self._squeeze_tree(db, chat_id, branches, current, position, gone)
+            await self._touch(db, chat_id)
+            return gone
+
+    @staticmethod
+    async def _move_up(
+        db: aiosqlite.Connection,
+        table: str,
+        where: str,
+        params: tuple[Any, ...],
+        start: int,
+        by: int,
+    ) -> None:
+        """Move the rows of ``table`` at ``start`` and after up by ``by`` positions, in two
+        steps, so no intermediate state breaks the (…, position) key."""
+        if by == 0:
+            return
+        await db.execute(
+            f"UPDATE {table} SET position = -position - 1 WHERE {where} AND position >= ?",
+            (*params, start),
+        )
+        await db.execute(
+            f"UPDATE {table} SET position = -position - 1 - ? WHERE {where} AND position < 0",
+            (by, *params),
+        )
+
+    async def _squeeze_tree(
+        self,
+        db: aiosqlite.Connection,
+        chat_id: str,
+        branches: Branches,
+        current: str,
+        position: int,
+        gone: int,
+    ) -> None:
+        plan = squeeze(branches, current, position, gone)
+        for branch, by in sorted(plan.shift.items()):
+            await self._move_up(
+                db, "branch_messages", "chat_id = ? AND branch_id = ?", (chat_id, branch), 0, by
+            )
+        for branch, fork in sorted(plan.forks.items()):
+            if fork != branches[branch].fork:
+                await db.execute(
+                    "UPDATE chat_branches SET fork = ? WHERE chat_id = ? AND id = ?",
+                    (fork, chat_id, branch),
+                )
 
     async def _cut_tree(self, db: aiosqlite.Connection, chat_id: str, position: int) -> None:
         branches, current = await self._branches(db, chat_id)

@@ -22,11 +22,13 @@ __all__ = [
     "ROOT",
     "BranchRow",
     "Cut",
+    "Squeeze",
     "chain",
     "cut_at",
     "divergence",
     "owner_at",
     "segments",
+    "squeeze",
 ]
 
 #: the id of every tree's root branch (branch ids are per chat)
@@ -115,3 +117,37 @@ def cut_at(branches: Mapping[str, BranchRow], current: str, position: int) -> Cu
             drop.add(row.id)
     survivors = [row for row in here if row.id not in drop]
     return Cut(frozenset(unpark), frozenset(drop), survivors[-1].id)
+
+
+@dataclass(frozen=True, slots=True)
+class Squeeze:
+    """What deleting ``count`` messages from the middle of the current path does to the tree:
+    every branch whose path went through them keeps its messages, moved up."""
+
+    #: branch -> how far its parked messages move up
+    shift: dict[str, int]
+    #: branch -> its fork afterwards
+    forks: dict[str, int]
+
+
+def squeeze(branches: Mapping[str, BranchRow], current: str, position: int, count: int) -> Squeeze:
+    """The tree after the current path loses messages ``position`` to ``position + count``
+    (the later ones move up, as in a chat that never branched): a branch's messages move up by
+    the number of deleted messages its path went through before them, and so do forks."""
+
+    def moved(index: int, limit: int) -> int:
+        return max(0, min(index, limit, position + count) - position)
+
+    here = chain(branches, current)
+    on_path = {row.id for row in here}
+    shift: dict[str, int] = {}
+    forks: dict[str, int] = {}
+    for row in branches.values():
+        parted = divergence(chain(branches, row.id), here)
+        limit = position + count if parted is None else parted
+        shift[row.id] = moved(limit, limit)
+        if row.id in on_path:
+            forks[row.id] = row.fork - moved(row.fork, row.fork)
+        else:
+            forks[row.id] = row.fork - shift[row.id]
+    return Squeeze(shift, forks)

@@ -765,6 +765,14 @@ class Store(AccountStore, Protocol):
         two paths part move)."""
         ...
 
+    async def remove_messages(
+        self, ref: str, position: int, count: int, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        """Delete ``count`` messages of the current path from ``position`` and move the later
+        ones up (keeping their ids), in every branch whose path went through them too;
+        returns how many went."""
+        ...
+
     async def load_parked(
         self, ref: str, *, owner: str = DEFAULT_OWNER
     ) -> dict[str, builtins.list[StoredMessage]]:
