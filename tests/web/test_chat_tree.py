@@ -77,12 +77,40 @@ def test_regenerate_a_middle_reply_and_switch_between_the_branches(page: Page, s
     expect(page.locator(".blocks")).not_to_contain_text("retold")
     page.go_back()
 
-    # and to the new one again
-    page.locator(".chat-tree summary").click()
-    page.get_by_role("button", name=re.compile(r"Mira: .*two, retold")).click()
+    # and to the new one again, from the message itself: its versions
+    message = page.locator('.log .message[data-index="4"]')
+    expect(message.locator(".versions")).to_have_text(re.compile("Version 1/2"))
+    expect(page.get_by_role("button", name="Previous version of message 5")).to_be_disabled()
+    page.get_by_role("button", name="Next version of message 5").click()
     expect(page.locator(".log .message")).to_have_count(5)
     expect(page.locator(".log .message").last).to_contain_text("two, retold")
+    expect(message.locator(".versions")).to_have_text(re.compile("Version 2/2"))
     assert _texts(site, chat)[-1] == "The keeper says two, retold."
+    screenshot(page, "chat-tree-versions-desktop")
+
+
+def test_an_edited_message_sent_as_a_new_branch(page: Page, site: Site) -> None:
+    chat = new_chat(site)
+    open_chat(page, chat)
+    for text, reply in (("Hello", "Hello, Ada."), ("Tell me of the tides", "They turn at six.")):
+        site.upstream.script(Reply(text=reply, pace=0.01))
+        turn(page, lambda text=text: send(page, text))
+    page.get_by_role("button", name="Edit message 4").click()
+    page.get_by_role("textbox", name="Edit message").fill("Tell me of the fog")
+    site.upstream.script(Reply(text="It lifts by noon.", pace=0.01))
+    turn(page, lambda: page.get_by_role("button", name="Send as new branch").click())
+    expect(page.locator(".log .message")).to_have_count(5)
+    expect(page.locator(".log .message").nth(3)).to_contain_text("Tell me of the fog")
+    expect(page.locator(".log .message").last).to_contain_text("It lifts by noon.")
+    assert _texts(site, chat)[3:] == ["Tell me of the fog", "It lifts by noon."]
+    page.get_by_role("button", name="Chat tree").click()
+    alternatives = page.locator(".chat-tree .branch-point")
+    expect(alternatives.get_by_role("heading")).to_have_text("At message #3")
+    expect(alternatives.get_by_role("button")).to_have_count(2)
+    screenshot(page, "chat-tree-resent-desktop")
+    page.get_by_role("button", name="Previous version of message 4").click()
+    expect(page.locator(".log .message").last).to_contain_text("They turn at six.")
+    assert _texts(site, chat)[3:] == ["Tell me of the tides", "They turn at six."]
 
 
 def test_the_tree_panel_on_a_phone(browser: Browser, site: Site) -> None:

@@ -70,7 +70,7 @@ export async function showChat(view, chatId, at = null) {
   };
   const log = createLog(base, (message, isLast) => {
     const node = messageNode(message, isLast, actions);
-    return group ? group.decorate(node, message) : withAvatar(node, message);
+    return group ? group.decorate(node, message) : tree.decorate(withAvatar(node, message));
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
   const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
@@ -79,7 +79,7 @@ export async function showChat(view, chatId, at = null) {
     side.node.classList.remove("open");
     return log.showNewest();
   };
-  const tree = group ? null : createTree(base, { onSwitch, fail });
+  const tree = group ? null : createTree(base, { onSwitch, fail, list: () => log.list });
   if (tree) {
     side.node.append(tree.node);
     tree.load().catch((error) => fail(error, () => tree.load()));
@@ -126,7 +126,13 @@ export async function showChat(view, chatId, at = null) {
       }
     };
     const cancel = () => attempt(async () => {});
-    body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), button("Cancel", cancel)));
+    // a message of the user's before the end: send the edited text on a new branch (the chat's
+    // tree keeps the old message and what followed it)
+    const resend =
+      !group && message.data.is_user && message.index > 0 && message.index < log.total() - 1
+        ? button("Send as new branch", () => startTurn("send", area.value, [], { at: message.index }))
+        : null;
+    body.replaceChildren(area, h("div", { class: "row" }, button("Save", save), resend, button("Cancel", cancel)));
     area.focus();
   }
 
@@ -181,15 +187,30 @@ export async function showChat(view, chatId, at = null) {
     try {
       const started = await api("POST", group ? group.turnsUrl : `${base}/turns`, body);
       turnTriggers = { user: triggers && kind === "send" && Boolean(text), ai: triggers && kind !== "impersonate" };
+      if (extra.at != null) showBranchStart(extra.at, kind === "send" ? text : "");
       follow(started.events, kind, false, extra);
       return true;
     } catch (error) {
       // a refused send stored nothing: its retry sends the text again
       fail(error, () =>
-        kind === "send" && (text || attachments.length) ? send(text, attachments) : startTurn(kind, "", [], extra),
+        kind === "send" && (text || attachments.length) && extra.at == null
+          ? send(text, attachments)
+          : startTurn(kind, extra.at == null ? "" : text, extra.at == null ? [] : attachments, extra),
       );
       return false;
     }
+  }
+
+  // A turn on a new branch from message `at`: the old messages from `at` on leave the log
+  // (they stay in the chat tree) and the resent text, if any, shows where they were.
+  function showBranchStart(at, text) {
+    for (const node of log.list.querySelectorAll(":scope > .message")) {
+      if (Number(node.dataset.index) >= at) node.hidden = true;
+    }
+    if (!text) return;
+    const name = side.persona() || "You";
+    const pending = h("li", { class: "message user pending" }, h("div", { class: "meta" }, h("span", { class: "name" }, name)), h("div", { class: "body" }, render(text)));
+    log.appendExtra(pending);
   }
 
   function follow(eventsUrl, kind, resumed, extra = {}) {

@@ -13,8 +13,9 @@ function previewText(preview) {
 }
 
 // `onSwitch()`: the current path changed (redraw the log); `fail(error, retry)`: the
-// screen's persistent alert
-export function createTree(base, { onSwitch, fail }) {
+// screen's persistent alert; `list()`: the log's list, whose messages at a branch point get
+// a version switcher (‹ Version 2/3 ›)
+export function createTree(base, { onSwitch, fail, list }) {
   const summary = h("summary", {}, "Chat tree");
   const body = h("div", { class: "tree-body" });
   const node = h("details", { class: "panel chat-tree" }, summary, body);
@@ -23,6 +24,31 @@ export function createTree(base, { onSwitch, fail }) {
   async function load() {
     tree = await api("GET", `${base}/tree`);
     render();
+  }
+
+  // A message where the chat branches, on the current path: step to the other versions.
+  function decorate(node) {
+    for (const old of node.querySelectorAll(":scope > .versions")) old.remove();
+    const index = Number(node.dataset.index);
+    const point = tree && tree.points.find((p) => p.index === index);
+    const at = point ? point.alternatives.findIndex((a) => a.on_path) : -1;
+    if (at < 0) return node;
+    const count = point.alternatives.length;
+    const to = (i) => () => choose(point.alternatives[i].branch);
+    node.append(
+      h(
+        "div",
+        { class: "versions" },
+        button("‹", to(at - 1), { "aria-label": `Previous version of message ${index + 1}`, disabled: at === 0 }),
+        h("span", { class: "counter" }, `Version ${at + 1}/${count}`),
+        button("›", to(at + 1), { "aria-label": `Next version of message ${index + 1}`, disabled: at === count - 1 }),
+      ),
+    );
+    return node;
+  }
+
+  function mark() {
+    for (const node of list().querySelectorAll(":scope > .message")) decorate(node);
   }
 
   async function choose(branch) {
@@ -47,6 +73,7 @@ export function createTree(base, { onSwitch, fail }) {
   }
 
   function render() {
+    mark();
     summary.textContent = tree.points.length ? `Chat tree (${tree.branches.length} branches)` : "Chat tree";
     if (!tree.points.length) {
       body.replaceChildren(
@@ -70,5 +97,5 @@ export function createTree(base, { onSwitch, fail }) {
     );
   }
 
-  return { node, load, open: () => (node.open = true) };
+  return { node, load, decorate, open: () => (node.open = true) };
 }
