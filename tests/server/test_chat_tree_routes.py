@@ -6,10 +6,11 @@ document, and bad ids or positions get typed errors naming what was wrong."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
-from chat._server import Reply
+from chat._server import HangReply, Reply
 
 from ._site import Site, site
 from ._sse import parse_events
@@ -185,3 +186,20 @@ async def test_deleting_an_earlier_message_keeps_every_branch(site: Site) -> Non
     await site.client.put(f"/chats/{chat}/path", json={"branch": branch})
     texts = await _texts(site, chat)
     assert texts[1:] == ["one", "Hello", "two, again"]
+
+
+async def test_a_fork_or_a_switch_waits_for_the_running_turn(site: Site) -> None:
+    chat = await _three_turn_chat(site)
+    site.upstream.script(HangReply(text="Wait. still writing", hang_after=1))
+    started = (await site.start(chat)).json()
+    await asyncio.wait_for(site.upstream.hanging.wait(), 10)
+    for method, url, body in (
+        ("PUT", f"/chats/{chat}/path", {"branch": "main"}),
+        ("POST", f"/chats/{chat}/tree", {"index": 2}),
+    ):
+        busy = await site.client.request(method, url, json=body)
+        assert busy.status_code == 409, busy.text
+        assert busy.json()["error"]["type"] == "ChatBusy"
+    site.upstream.release.set()
+    await asyncio.wait_for(site.server.state.turns.wait(started["turn_id"]), 10)
+    assert (await site.client.post(f"/chats/{chat}/tree", json={"index": 2})).status_code == 201

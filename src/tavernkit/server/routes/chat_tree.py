@@ -7,20 +7,24 @@ every other chat route reads and what ``GET /export/chat/{id}?format=jsonl`` wri
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.chat.tree_export import tree_document
+from tavernkit.errors import ChatBusy
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.state import ServerState, server_state
 from tavernkit.store.chat_tree import BranchRow, chain, owner_at
 from tavernkit.store.protocol import ChatBranch, ChatTree
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/chats", tags=["chats"])
+
+State = Annotated[ServerState, Depends(server_state)]
 
 #: how much of a branch's first message a preview shows
 PREVIEW_CHARS = 160
@@ -172,18 +176,29 @@ async def get_tree(chat_id: str, tk: UserTavern) -> TreeBody:
     return TreeBody.of(await tk.chats.tree(chat_id))
 
 
+async def _refuse_while_generating(state: ServerState, tk: UserTavern, chat_id: str) -> None:
+    """409 while a turn of the chat runs in any process (its reply is being written into the
+    path a fork or a switch would move)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    turns = state.turns
+    if await turns.lock.holder(turns.chat_key(tk.owner, info.id)) is not None:
+        raise ChatBusy(info.id)
+
+
 @router.post("/{chat_id}/tree", status_code=201)
-async def fork_chat(chat_id: str, body: ForkRequest, tk: UserTavern) -> TreeBody:
+async def fork_chat(chat_id: str, body: ForkRequest, tk: UserTavern, state: State) -> TreeBody:
     """Start a new, empty branch at message ``index`` and make it current: the chat now ends
     before ``index``; the messages from it on stay in their branch."""
+    await _refuse_while_generating(state, tk, chat_id)
     await tk.chats.fork(chat_id, body.index)
     return TreeBody.of(await tk.chats.tree(chat_id))
 
 
 @router.put("/{chat_id}/path")
-async def set_path(chat_id: str, body: PathRequest, tk: UserTavern) -> TreeBody:
+async def set_path(chat_id: str, body: PathRequest, tk: UserTavern, state: State) -> TreeBody:
     """Make ``branch``'s path the chat's current one (404 naming an unknown branch; 409
     while a turn generates)."""
+    await _refuse_while_generating(state, tk, chat_id)
     await tk.chats.switch_branch(chat_id, body.branch)
     return TreeBody.of(await tk.chats.tree(chat_id))
 
