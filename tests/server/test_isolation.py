@@ -27,6 +27,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/characters/{ref}/writer"): {"profile": None, "preset": None},
     ("PATCH", "/chats/{chat_id}"): {"name": "Stolen"},
     ("POST", "/chats/{chat_id}/branch"): {},
+    ("POST", "/chats/{chat_id}/tree"): {"index": 1},
+    ("PUT", "/chats/{chat_id}/path"): {"branch": "main"},
     ("POST", "/chats/{chat_id}/messages"): {"name": "bob", "text": "hi"},
     ("PATCH", "/chats/{chat_id}/messages/{index}"): {"text": "stolen"},
     ("PUT", "/chats/{chat_id}/messages/{index}/swipe"): {"swipe": 0},

@@ -41,13 +41,13 @@ from tavernkit.chat.review_setup import chat_review, set_chat_review
 from tavernkit.chat.run import hooked_request
 from tavernkit.chat.turn_core import UserInput
 from tavernkit.chat.turn_options import Overrides, TurnCall, TurnKeywords
-from tavernkit.errors import Conflict, NotFound
+from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.store.protocol import ChatInfo, StoredChat, StoredMessage
+from tavernkit.store.protocol import ChatInfo, ChatTree, StoredChat, StoredMessage
 from tavernkit.store.revisions import check_message_revision, edit_lock
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
@@ -145,6 +145,25 @@ class ChatService(GroupVerbs):
             character=stored.info.character_id,
         )
 
+    # -- the chat's tree ---------------------------------------------------------------------
+
+    async def tree(self, chat_id: str) -> ChatTree:
+        """The chat's branches and which path is current (:mod:`tavernkit.store.chat_tree`)."""
+        return await self.store.chat_tree(chat_id, owner=self.owner)
+
+    async def fork(self, chat_id: str, message_index: int) -> str:
+        """Start a new branch at message ``message_index`` (the messages from it on stay in
+        their branch), holding the chat's slot so no turn writes meanwhile; its id."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        async with self.slots.turn(info.id, interrupt=False):
+            return await self.store.fork_chat(info.id, message_index, owner=self.owner)
+
+    async def switch_branch(self, chat_id: str, branch: str) -> None:
+        """Make ``branch``'s path the chat's current one (refused while a turn generates)."""
+        info = await self.store.get_chat_info(chat_id, owner=self.owner)
+        async with self.slots.turn(info.id, interrupt=False):
+            await self.store.switch_branch(info.id, branch, owner=self.owner)
+
     # -- editing -----------------------------------------------------------------------------
 
     async def edit(
@@ -233,7 +252,7 @@ class ChatService(GroupVerbs):
         self, chat_id: str, message_index: int, *, count: int = 1, revision: str | None = None
     ) -> int:
         """Delete ``count`` messages from ``message_index``; returns how many went. The
-        messages after them move up (the store deletes by position, so they are re-added).
+        messages after them move up, keeping their ids (and the chat's branches with them).
         ``revision``: message ``message_index``'s as the caller read it; another one now
         raises :class:`~tavernkit.errors.StaleRevision` and nothing goes (``None``: no check),
         so a tab showing an old list never deletes the message that moved into its place."""
@@ -247,11 +266,11 @@ class ChatService(GroupVerbs):
     ) -> int:
         stored = await self.load(chat_id)
         check_message_revision(_message_at(stored, message_index), revision)
-        later = [m.data for m in stored.messages[message_index + count :]]
-        removed = await self.store.truncate_chat(stored.info.id, message_index, owner=self.owner)
-        for data in later:
-            await self.store.append_message(stored.info.id, data, owner=self.owner)
-        return removed - len(later)
+        # the later messages move up in place (ids kept), and so do the branches of the
+        # chat's tree that continue them
+        return await self.store.remove_messages(
+            stored.info.id, message_index, count, owner=self.owner
+        )
 
     async def select_swipe(
         self,
@@ -309,12 +328,17 @@ class ChatService(GroupVerbs):
         *,
         attachments: Sequence[ImagePart | str] = (),
         prefill: str | None = None,
+        at: int | None = None,
         **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
         """Store the user's message (``text`` plus image ``attachments``), then generate the
-        character's reply. An empty ``text`` with no attachments just asks for a reply."""
+        character's reply. An empty ``text`` with no attachments just asks for a reply.
+        ``at``: send in place of message ``at`` (edit and resend) on a new branch; the
+        messages from ``at`` on stay in the old one."""
 
         async def store_input(chat_id: str) -> UserInput | None:
+            if at is not None:
+                await self._fork_for_turn(chat_id, at)
             if text or attachments:
                 overrides = options.get("overrides")
                 return await self._store_user_message(chat_id, text, attachments, overrides)
@@ -340,11 +364,17 @@ class ChatService(GroupVerbs):
         chat_id: str,
         *,
         prefill: str | None = None,
+        at: int | None = None,
         **options: Unpack[TurnKeywords],
     ) -> TurnOutcome:
-        """Replace the last reply with a new one (its swipes go with it)."""
+        """Replace the last reply with a new one (its swipes go with it). ``at``: regenerate
+        reply ``at`` in the middle of the chat instead, on a new branch; the old reply and
+        what followed it stay in the old branch (:meth:`tree`, :meth:`switch_branch`)."""
 
         async def drop_last_reply(chat_id: str) -> None:
+            if at is not None:
+                await self._fork_at_reply(chat_id, at)
+                return
             window = await self.store.load_chat_window(chat_id, last=1, owner=self.owner)
             if window.tail and not window.tail[-1].data.get("is_user"):
                 if window.info.message_count == 1:
@@ -353,6 +383,18 @@ class ChatService(GroupVerbs):
 
         turn = TurnCall.of("regenerate", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=drop_last_reply)
+
+    async def _fork_at_reply(self, chat_id: str, at: int) -> None:
+        rows = await self.store.load_message_range(chat_id, start=at, stop=at + 1, owner=self.owner)
+        if rows and rows[0].data.get("is_user"):
+            raise FormatError(f"message {at} is the user's; regenerate a reply", field="at")
+        await self._fork_for_turn(chat_id, at)
+
+    async def _fork_for_turn(self, chat_id: str, at: int) -> None:
+        try:
+            await self.store.fork_chat(chat_id, at, owner=self.owner)
+        except FormatError as exc:  # the turn's field is ``at``
+            raise FormatError(exc.reason, field="at") from exc
 
     async def continue_(
         self,

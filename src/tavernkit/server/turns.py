@@ -42,6 +42,7 @@ from tavernkit.errors import (
     ChatBusy,
     CoordinationError,
     EgressRefused,
+    FormatError,
     GenerateTaskError,
     NotFound,
     ShuttingDown,
@@ -103,6 +104,8 @@ class TurnRequest:
     group: bool = False
     member: str | None = None
     auto: bool = False
+    #: ``send``/``regenerate`` in place of message ``at`` on a new branch of the chat's tree
+    at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -565,6 +568,8 @@ class TurnHub:
             # caller rather than a turn that ends at once in an error event
             await refuse_group_chat(chats.store, info.name, owner=chats.owner)
         await chats.check_overrides(request.overrides)
+        if request.at is not None:
+            await _check_branch_point(chats, info.id, info.message_count, request)
         key = self.chat_key(chats.owner, info.id)
         turn_id = uuid.uuid4().hex
         await self._take(key, turn_id, interrupt=request.interrupt)
@@ -891,15 +896,37 @@ async def _run_verb(
             request.text,
             attachments=list(request.attachments),
             prefill=request.prefill,
+            at=request.at,
             **common,
         )
     if kind == "swipe":
         return await chats.swipe(chat_id, prefill=request.prefill, **common)
     if kind == "regenerate":
-        return await chats.regenerate(chat_id, prefill=request.prefill, **common)
+        return await chats.regenerate(chat_id, prefill=request.prefill, at=request.at, **common)
     if kind == "continue":
         return await chats.continue_(chat_id, **common)
     return await chats.impersonate(chat_id, **common)
+
+
+async def _check_branch_point(
+    chats: ChatService, chat_id: str, count: int, request: TurnRequest
+) -> None:
+    """Refuse an ``at`` the turn cannot branch at (422 naming ``at``), before anything
+    starts: only a solo ``send`` or ``regenerate`` branches, at a message after the first,
+    and a regenerate at a reply (the chat's tree: :meth:`ChatService.fork`)."""
+    at = request.at
+    if request.group or request.kind not in ("send", "regenerate"):
+        raise FormatError("only a send or a regenerate starts a branch", field="at")
+    if at is None or not 1 <= at < count:
+        raise FormatError(
+            f"a branch starts at a message from 1 to {count - 1}, not {at}", field="at"
+        )
+    if request.kind == "regenerate":
+        rows = await chats.store.load_message_range(
+            chat_id, start=at, stop=at + 1, owner=chats.owner
+        )
+        if rows and rows[0].data.get("is_user"):
+            raise FormatError(f"message {at} is the user's; regenerate a reply", field="at")
 
 
 #: a group turn's verb -> :meth:`ChatService.group_turn`'s kind

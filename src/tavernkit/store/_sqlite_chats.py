@@ -532,8 +532,12 @@ class SqliteChats(SqliteBase):
             cur = await db.execute(
                 "DELETE FROM messages WHERE chat_id = ? AND position >= ?", (row[0], position)
             )
+            await self._cut_tree(db, row[0], position)
             await self._touch(db, row[0])
             return max(cur.rowcount, 0)
+
+    async def _cut_tree(self, db: SqliteConnection, chat_id: str, position: int) -> None:
+        """Drop what of the chat's tree continued the deleted messages (the tree store's)."""
 
 
 def _marked_partial(split: SplitMessage, partial: Collection[int]) -> SplitMessage:

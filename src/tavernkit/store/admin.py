@@ -29,7 +29,7 @@ __all__ = ["COPIED_TABLES", "CopyReport", "applied_migrations", "copy_store"]
 #: the rows that refer to them.
 COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ("records", "id, owner, kind, name, name_key, data, created, updated, revision", "id"),
-    # a lorebook's entries (015), in each book's order
+    # a lorebook's entries (016), in each book's order
     ("lorebook_entries", "record_id, uid, seq, data", "record_id, seq"),
     # written in the order first stored, which is the order list_blobs gives
     ("record_blobs", "record_id, name, data", "rowid"),
@@ -56,6 +56,13 @@ COPIED_TABLES: tuple[tuple[str, str, str], ...] = (
     ),
     ("messages", "id, chat_id, position, body, extracted, mes, flags", "chat_id, position"),
     ("swipes", "message_id, idx, text, info, partial", "message_id, idx"),
+    # a chat's tree (017): its branches, then the messages parked off the current path
+    ("chat_branches", "chat_id, id, parent, fork, current, created", "chat_id, id"),
+    (
+        "branch_messages",
+        "chat_id, branch_id, position, message_id, data, partial",
+        "chat_id, branch_id, position",
+    ),
     # the server's accounts (005); tokens and sessions are hashes, copied as they are
     (
         "users",

@@ -35,7 +35,7 @@ from tavernkit.errors import StoreError
 from tavernkit.store._message_rows import message_flags
 from tavernkit.store.key_files import KeyFiles, key_dir_for
 from tavernkit.store.sqlite_thread import SqliteConnection
-from tavernkit.store.storage_use import ENTRIES_SQLITE_STATEMENTS
+from tavernkit.store.storage_use import ENTRIES_SQLITE_STATEMENTS, PARKED_SQLITE_STATEMENTS
 from tavernkit.store.storage_use import SQLITE_STATEMENTS as M009_STATEMENTS
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "M011_STATEMENTS",
     "M012_STATEMENTS",
     "M016_TABLE",
+    "M017_STATEMENTS",
     "MIGRATIONS",
     "PG_M013_STATEMENTS",
     "PG_M014_STATEMENTS",
@@ -707,6 +708,37 @@ async def _m016_lorebook_entries(db: SqliteConnection) -> None:
     await _run(db, M016_STATEMENTS)
 
 
+#: a chat as a tree (017, :mod:`tavernkit.store.chat_tree`): its branches (ids per chat, the
+#: root ``main``; a chat that never branched has none) and the messages of the paths not shown,
+#: each under the branch that owns it at its position, as its JSON; the current path stays in
+#: ``messages``, so no read of a chat changes
+M017_STATEMENTS: tuple[str, ...] = (
+    """CREATE TABLE chat_branches (
+        chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        parent TEXT,
+        fork INTEGER NOT NULL,
+        current INTEGER NOT NULL DEFAULT 0,
+        created TEXT NOT NULL,
+        PRIMARY KEY (chat_id, id)
+    )""",
+    """CREATE TABLE branch_messages (
+        chat_id TEXT NOT NULL,
+        branch_id TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        message_id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        partial TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (chat_id, branch_id, position),
+        FOREIGN KEY (chat_id, branch_id) REFERENCES chat_branches (chat_id, id) ON DELETE CASCADE
+    )""",
+)
+
+
+async def _m017_chat_tree(db: SqliteConnection) -> None:
+    await _run(db, (*M017_STATEMENTS, *PARKED_SQLITE_STATEMENTS))
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -724,6 +756,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("014_character_facets", _m014_character_facets),
     ("015_sealed_key_secrets", _m015_sealed_key_secrets),
     ("016_lorebook_entries", _m016_lorebook_entries),
+    ("017_chat_tree", _m017_chat_tree),
 )
 
 

@@ -38,11 +38,12 @@ from tavernkit.store.migrations import (
     M011_STATEMENTS,
     M012_STATEMENTS,
     M016_TABLE,
+    M017_STATEMENTS,
     PG_M013_STATEMENTS,
     PG_M014_STATEMENTS,
     PG_M015_STATEMENTS,
 )
-from tavernkit.store.storage_use import ENTRIES_PG_STATEMENTS
+from tavernkit.store.storage_use import ENTRIES_PG_STATEMENTS, PARKED_PG_STATEMENTS
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
@@ -195,6 +196,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("014_character_facets", PG_M014_STATEMENTS),
     ("015_sealed_key_secrets", PG_M015_STATEMENTS),
     ("016_lorebook_entries", _M016),
+    ("017_chat_tree", (*M017_STATEMENTS, *PARKED_PG_STATEMENTS)),
 )
 
 

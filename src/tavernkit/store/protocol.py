@@ -38,7 +38,9 @@ __all__ = [
     "KINDS",
     "UNIQUE_NAME_KINDS",
     "ApiKeyInfo",
+    "ChatBranch",
     "ChatInfo",
+    "ChatTree",
     "Document",
     "JsonValue",
     "KeyState",
@@ -249,6 +251,35 @@ class StoredMessage:
     position: int
     data: dict[str, Any]
     partial_swipes: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ChatBranch:
+    """One branch of a chat's tree (:mod:`tavernkit.store.chat_tree`): its own messages start
+    at ``fork`` and continue ``parent``'s path."""
+
+    id: str
+    parent: str | None
+    fork: int
+    #: how many messages are its own (on the current path or parked)
+    length: int
+    #: its first own message (SillyTavern's JSON), for a preview; ``None`` when it has none
+    first: dict[str, Any] | None
+    #: whether the current path goes through it
+    on_path: bool
+    #: its own message at each position where another branch forks from it (what that
+    #: branch is the alternative to)
+    at_forks: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatTree:
+    """A chat's branches, root first, and the branch whose path is the current one. A chat
+    that never branched is one branch, ``main``, holding every message."""
+
+    info: ChatInfo
+    current: str
+    branches: builtins.list[ChatBranch]
 
 
 @dataclass(frozen=True, slots=True)
@@ -717,6 +748,36 @@ class Store(AccountStore, Protocol):
         self, chat_id: str, position: int, *, owner: str = DEFAULT_OWNER
     ) -> int:
         """Delete the messages at ``position`` and after; returns how many went."""
+        ...
+
+    async def chat_tree(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatTree:
+        """The chat's branches (one read of its branch rows and their first messages)."""
+        ...
+
+    async def fork_chat(self, ref: str, position: int, *, owner: str = DEFAULT_OWNER) -> str:
+        """Start a new branch at message ``position`` (``1 <= position <`` the path's
+        length) and make it current: the path's messages from ``position`` on stay reachable
+        in the branch they belong to. Returns the new branch's id."""
+        ...
+
+    async def switch_branch(self, ref: str, branch: str, *, owner: str = DEFAULT_OWNER) -> None:
+        """Make ``branch``'s path the current one (only the messages past the point where the
+        two paths part move)."""
+        ...
+
+    async def remove_messages(
+        self, ref: str, position: int, count: int, *, owner: str = DEFAULT_OWNER
+    ) -> int:
+        """Delete ``count`` messages of the current path from ``position`` and move the later
+        ones up (keeping their ids), in every branch whose path went through them too;
+        returns how many went."""
+        ...
+
+    async def load_parked(
+        self, ref: str, *, owner: str = DEFAULT_OWNER
+    ) -> dict[str, builtins.list[StoredMessage]]:
+        """The messages off the current path, per branch, in order (empty for a chat that
+        never branched)."""
         ...
 
     async def append_swipe(

@@ -39,7 +39,7 @@ from tavernkit.store._sqlite_keys import SqliteKeys
 from tavernkit.store._sqlite_listing import SqliteListing
 from tavernkit.store._sqlite_members import SqliteRecordMembers
 from tavernkit.store._sqlite_search import SqliteSearch
-from tavernkit.store._sqlite_swipes import SqliteSwipes
+from tavernkit.store._sqlite_tree import SqliteTree
 from tavernkit.store._sqlite_vectors import SqliteVectors
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
@@ -159,7 +159,7 @@ def _pick_revision(
 
 
 class SqliteStore(
-    SqliteSwipes,
+    SqliteTree,
     SqliteSearch,
     SqliteAccounts,
     SqliteVectors,

@@ -7,7 +7,7 @@ row adds and take away what it takes away, so every path that writes (imports, t
 streamed swipes, edits, cascades) is counted without a line of its own:
 
 - a row's size is the byte length of its content columns (UTF-8 text, blobs; see
-  :data:`SIZED`): records, their blobs (avatars, CHARX assets), lorebook entries (015),
+  :data:`SIZED`): records, their blobs (avatars, CHARX assets), lorebook entries (016),
   chats, messages, swipes, memory vectors, global variables and settings;
 - a row whose owner is its parent's (a blob's record, a message's chat, a swipe's message's
   chat) is counted for that owner while the parent exists;
@@ -30,6 +30,8 @@ from dataclasses import dataclass
 __all__ = [
     "ENTRIES_PG_STATEMENTS",
     "ENTRIES_SQLITE_STATEMENTS",
+    "PARKED_PG_STATEMENTS",
+    "PARKED_SQLITE_STATEMENTS",
     "PG_STATEMENTS",
     "SIZED",
     "SQLITE_STATEMENTS",
@@ -109,7 +111,7 @@ _SIZED_009: dict[str, _Table] = {
     )
 }
 
-#: a lorebook's entries, one row each (migration 015): a record's children, like its blobs
+#: a lorebook's entries, one row each (migration 016): a record's children, like its blobs
 _ENTRIES = _Table(
     "lorebook_entries", ("uid", "data"), "(SELECT owner FROM records WHERE id = {r}.record_id)"
 )
@@ -237,7 +239,7 @@ _ENTRIES_GONE = (
     "(SELECT coalesce(sum({size}), 0) FROM lorebook_entries e WHERE e.record_id = OLD.id)"
 )
 
-#: migration 015's triggers for SQLite (the entries' rows, and a record's delete)
+#: migration 016's triggers for SQLite (the entries' rows, and a record's delete)
 ENTRIES_SQLITE_STATEMENTS: tuple[str, ...] = (
     *_sqlite_triggers(_ENTRIES),
     "CREATE TRIGGER records_entries_use_out BEFORE DELETE ON records BEGIN "
@@ -245,7 +247,7 @@ ENTRIES_SQLITE_STATEMENTS: tuple[str, ...] = (
     + " END",
 )
 
-#: migration 015's for PostgreSQL
+#: migration 016's for PostgreSQL
 ENTRIES_PG_STATEMENTS: tuple[str, ...] = (
     *_pg_triggers(_ENTRIES),
     f"""CREATE FUNCTION tk_use_records_entries_out() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -259,4 +261,62 @@ ENTRIES_PG_STATEMENTS: tuple[str, ...] = (
         END $$""",
     "CREATE TRIGGER records_entries_use_out BEFORE DELETE ON records FOR EACH ROW "
     "EXECUTE FUNCTION tk_use_records_entries_out()",
+)
+
+
+# The messages parked off a chat's current path (``branch_messages``, migration 017) count for
+# the chat's owner as its messages do: a row adds its JSON's bytes, a row that goes (a switch
+# of path, a cut, a branch deleted) takes them away, and a chat's delete takes away its parked
+# rows before the cascade (which then finds no chat). Row triggers in both databases: a switch
+# moves one path's tail, not a whole import. (Not in :data:`SIZED`, whose triggers migration
+# 009 makes before the table exists.)
+_PARKED = "coalesce(length(CAST({r}.data AS BLOB)), 0)"
+_PARKED_OWNER = "(SELECT owner FROM chats WHERE id = {r}.chat_id)"
+
+#: migration 017's triggers for SQLite
+PARKED_SQLITE_STATEMENTS: tuple[str, ...] = (
+    "CREATE TRIGGER branch_messages_use_in AFTER INSERT ON branch_messages BEGIN "
+    f"{_sqlite_add(_PARKED_OWNER.format(r='NEW'), _PARKED.format(r='NEW'))} END",
+    "CREATE TRIGGER branch_messages_use_out AFTER DELETE ON branch_messages BEGIN "
+    f"{_sqlite_add(_PARKED_OWNER.format(r='OLD'), '-' + _PARKED.format(r='OLD'))} END",
+    "CREATE TRIGGER chats_parked_use_out BEFORE DELETE ON chats BEGIN "
+    + _sqlite_add(
+        "OLD.owner",
+        "-(SELECT coalesce(sum(length(CAST(b.data AS BLOB))), 0) FROM branch_messages b "
+        "WHERE b.chat_id = OLD.id)",
+    )
+    + " END",
+)
+
+#: migration 017's triggers for PostgreSQL
+PARKED_PG_STATEMENTS: tuple[str, ...] = (
+    f"""CREATE FUNCTION tk_use_parked() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE who TEXT; delta BIGINT;
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            SELECT owner INTO who FROM chats WHERE id = NEW.chat_id;
+            delta := coalesce(octet_length(NEW.data), 0);
+        ELSE
+            SELECT owner INTO who FROM chats WHERE id = OLD.chat_id;
+            delta := -coalesce(octet_length(OLD.data), 0);
+        END IF;
+        IF who IS NOT NULL AND delta <> 0 THEN
+            INSERT INTO storage_use (owner, bytes) VALUES (who, delta) {_ADD};
+        END IF;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER branch_messages_use AFTER INSERT OR DELETE ON branch_messages "
+    "FOR EACH ROW EXECUTE FUNCTION tk_use_parked()",
+    f"""CREATE FUNCTION tk_use_parked_chat_out() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE delta BIGINT;
+    BEGIN
+        SELECT coalesce(sum(octet_length(data)), 0) INTO delta FROM branch_messages
+        WHERE chat_id = OLD.id;
+        IF delta <> 0 THEN
+            INSERT INTO storage_use (owner, bytes) VALUES (OLD.owner, -delta) {_ADD};
+        END IF;
+        RETURN OLD;
+    END $$""",
+    "CREATE TRIGGER chats_parked_use_out BEFORE DELETE ON chats FOR EACH ROW "
+    "EXECUTE FUNCTION tk_use_parked_chat_out()",
 )

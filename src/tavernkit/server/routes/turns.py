@@ -64,6 +64,9 @@ class TurnBody(BaseModel):
     prefill: str | None = Field(None, max_length=20_000)
     overrides: TurnOverridesBody | None = None
     interrupt: bool = False
+    #: a ``send`` or ``regenerate`` in place of message ``at``, on a new branch of the chat
+    #: (the messages from ``at`` on stay reachable: ``GET /chats/{id}/tree``)
+    at: int | None = Field(None, ge=1, le=10_000_000)
 
 
 class TurnStartedBody(BaseModel):
@@ -120,6 +123,7 @@ async def start_turn(
         prefill=body.prefill,
         overrides=overrides,
         interrupt=body.interrupt,
+        at=body.at,
     )
     await admit_turn(state, principal, tk, chat_id, interrupt=body.interrupt)
     started = await begin_turn(state, tk, chat_id, request)

@@ -54,7 +54,7 @@ async function copyText(text) {
 }
 
 // `on`: {edit(message, body), branch(index), remove(message), hide(message, hidden),
-// pickSwipe(message, i), swipe()}
+// pickSwipe(message, i), swipe(), regenerateAt(index) (absent: no regenerate mid-chat)}
 export function messageNode(message, isLast, on) {
   const data = message.data;
   const hidden = Boolean(data.is_system);
@@ -85,6 +85,10 @@ export function messageNode(message, isLast, on) {
         }),
         button(t("Edit"), () => on.edit(message, body), { "aria-label": t("Edit message {number}", { number }) }),
         button(t("Branch"), () => on.branch(message.index), { "aria-label": t("Branch at message {number}", { number }) }),
+        // a reply in the middle of the chat: a new one on a new branch of the chat's tree
+        on.regenerateAt && !isLast && !data.is_user && message.index > 0
+          ? button(t("Regenerate"), () => on.regenerateAt(message.index), { "aria-label": t("Regenerate message {number}", { number }) })
+          : null,
         button(t("Delete"), () => on.remove(message), { "aria-label": t("Delete message {number}", { number }) }),
       ),
     ),

@@ -22,6 +22,7 @@ import { createQuickReplyBindings } from "./qr-bindings.js";
 import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 import { t } from "../i18n.js";
+import { createTree } from "./tree.js";
 
 // Whether trying again could help: not for a request the server refused as it is (4xx), but
 // for a busy chat, a rate limit, a server error or a dropped connection.
@@ -54,6 +55,8 @@ export async function showChat(view, chatId, at = null) {
       checked(message, () => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden }, { ifMatch: message.revision })),
     pickSwipe,
     swipe: () => startTurn("swipe"),
+    // a solo chat's tree (chat/tree.js): a mid-chat reply regenerated on a new branch
+    regenerateAt: group ? null : (index) => startTurn("regenerate", "", [], { at: index }),
   };
   const characterAvatar = chat.character_id
     ? `/characters/${encodeURIComponent(chat.character_id)}/thumbnail`
@@ -68,10 +71,20 @@ export async function showChat(view, chatId, at = null) {
   };
   const log = createLog(base, (message, isLast) => {
     const node = messageNode(message, isLast, actions);
-    return group ? group.decorate(node, message) : withAvatar(node, message);
+    return group ? group.decorate(node, message) : tree.decorate(withAvatar(node, message));
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
   const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
+  // a switch of path redraws the log from its end (on a phone, the tools close to show it)
+  const onSwitch = () => {
+    side.node.classList.remove("open");
+    return log.showNewest();
+  };
+  const tree = group ? null : createTree(base, { onSwitch, fail, list: () => log.list });
+  if (tree) {
+    side.node.append(tree.node);
+    tree.load().catch((error) => fail(error, () => tree.load()));
+  }
   if (group) {
     side.node.append(group.panel);
     const start = (kind, text, extra) => startTurn(kind, text, [], extra);
@@ -84,6 +97,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await action();
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       fail(error, () => attempt(action));
     }
@@ -125,7 +139,13 @@ export async function showChat(view, chatId, at = null) {
       }
     };
     const cancel = () => attempt(async () => {});
-    body.replaceChildren(area, h("div", { class: "row" }, button(t("Save"), save), button(t("Cancel"), cancel)));
+    // a message of the user's before the end: send the edited text on a new branch (the chat's
+    // tree keeps the old message and what followed it)
+    const resend =
+      !group && message.data.is_user && message.index > 0 && message.index < log.total() - 1
+        ? button(t("Send as new branch"), () => startTurn("send", area.value, [], { at: message.index }))
+        : null;
+    body.replaceChildren(area, h("div", { class: "row" }, button(t("Save"), save), resend, button(t("Cancel"), cancel)));
     area.focus();
   }
 
@@ -151,6 +171,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await api("DELETE", `${base}/messages/${message.index}`, undefined, { ifMatch: message.revision });
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       if (isStale(error)) refuseStale(message, "deleted");
       else fail(error, () => removeMessage(message));
@@ -179,15 +200,30 @@ export async function showChat(view, chatId, at = null) {
     try {
       const started = await api("POST", group ? group.turnsUrl : `${base}/turns`, body);
       turnTriggers = { user: triggers && kind === "send" && Boolean(text), ai: triggers && kind !== "impersonate" };
+      if (extra.at != null) showBranchStart(extra.at, kind === "send" ? text : "");
       follow(started.events, kind, false, extra);
       return true;
     } catch (error) {
       // a refused send stored nothing: its retry sends the text again
       fail(error, () =>
-        kind === "send" && (text || attachments.length) ? send(text, attachments) : startTurn(kind, "", [], extra),
+        kind === "send" && (text || attachments.length) && extra.at == null
+          ? send(text, attachments)
+          : startTurn(kind, extra.at == null ? "" : text, extra.at == null ? [] : attachments, extra),
       );
       return false;
     }
+  }
+
+  // A turn on a new branch from message `at`: the old messages from `at` on leave the log
+  // (they stay in the chat tree) and the resent text, if any, shows where they were.
+  function showBranchStart(at, text) {
+    for (const node of log.list.querySelectorAll(":scope > .message")) {
+      if (Number(node.dataset.index) >= at) node.hidden = true;
+    }
+    if (!text) return;
+    const name = side.persona() || "You";
+    const pending = h("li", { class: "message user pending" }, h("div", { class: "meta" }, h("span", { class: "name" }, name)), h("div", { class: "body" }, render(text)));
+    log.appendExtra(pending);
   }
 
   function follow(eventsUrl, kind, resumed, extra = {}) {
@@ -207,6 +243,7 @@ export async function showChat(view, chatId, at = null) {
     log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
     try {
       await log.reload();
+      if (tree) await tree.load();
     } catch (error) {
       fail(error, () => log.reload());
     }
@@ -387,7 +424,13 @@ export async function showChat(view, chatId, at = null) {
     return checked({ index: from }, () => api("DELETE", url, undefined, { ifMatch: revision }));
   });
   const tools = button(t("Chat tools"), () => side.node.classList.toggle("open"), { class: "tools-toggle" });
-  const toolbar = h("div", { class: "chat-toolbar" }, tools, deleting.start);
+  const showTree = () => {
+    side.node.classList.add("open");
+    tree.open();
+    tree.node.scrollIntoView({ block: "nearest" });
+  };
+  const treeButton = tree ? button(t("Chat tree"), showTree, { class: "tree-toggle" }) : null;
+  const toolbar = h("div", { class: "chat-toolbar" }, tools, treeButton, deleting.start);
   view.append(
     h(
       "div",
