@@ -33,10 +33,10 @@ from tavernkit.providers.profiles import FAMILY_DEFAULTS
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     MessageLabel,
     Sampling,
-    TextPart,
+    WireImagePart,
+    WireTextPart,
 )
 
 
@@ -152,11 +152,11 @@ def test_tool_blocks_dropped_without_tools() -> None:
 
 
 def test_images_downgraded_for_blind_models() -> None:
-    image = ChatMessage("user", (TextPart("look"), ImagePart(url="https://x/y.png")))
+    image = ChatMessage("user", (WireTextPart("look"), WireImagePart(url="https://x/y.png")))
     prompt = TurnPrompt((TurnBlock(image, history=True, protected=True),))
     blind = adapt_request(prompt, profile(supports_vision=False), Words())
     seeing = adapt_request(prompt, profile(supports_vision=True), Words())
-    assert blind.request.messages[0].content == (TextPart("look"), TextPart("[image]"))
+    assert blind.request.messages[0].content == (WireTextPart("look"), WireTextPart("[image]"))
     assert blind.downgrades == ("image replaced by a text placeholder",)
     assert seeing.request.messages[0].has_images() and not seeing.downgrades
 
@@ -210,7 +210,7 @@ def test_turn_prompt_from_blocks_and_chat_prompt() -> None:
     assert [b.history for b in prompt.blocks] == [False, True, True, True, False]
     assert [b.protected for b in prompt.blocks] == [False, False, False, True, False]
     assert prompt.blocks[4].requires_tool_calling and prompt.prefill == "Hm"
-    assert prompt.blocks[1].message.content == (TextPart("hi"), ImagePart(url="u"))
+    assert prompt.blocks[1].message.content == (WireTextPart("hi"), WireImagePart(url="u"))
     chat = TurnPrompt.from_chat_prompt(
         ChatPrompt((ChatMessage("system", "s"), ChatMessage("user", "u")))
     )

@@ -15,7 +15,7 @@ from tavernkit.prompt.convert import message_from_dict, to_provider_request
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
-from tavernkit.providers.request import ImagePart, Sampling, TextPart, ToolSpec
+from tavernkit.providers.request import Sampling, ToolSpec, WireImagePart, WireTextPart
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "roll", "arguments": '{"n":6}'}}
 
@@ -85,7 +85,10 @@ def test_everything_survives() -> None:
     assert m[4].tool_calls[0].id == "c1" and m[4].tool_calls[0].arguments == '{"n":6}'
     assert m[4].content == ""
     assert m[5].tool_call_id == "c1"
-    assert m[6].content == (TextPart("Look"), ImagePart(url="https://x/y.png", detail="low"))
+    assert m[6].content == (
+        WireTextPart("Look"),
+        WireImagePart(url="https://x/y.png", detail="low"),
+    )
     assert req.sampling.temperature == 0.5 and req.tools[0].name == "roll"
     assert not any(x.cache for x in m)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tavernkit.errors import ReviewUnavailable as ReviewUnavailable
-from tavernkit.providers.request import ChatMessage, TextPart, ToolSpec
+from tavernkit.providers.request import ChatMessage, ToolSpec, WireTextPart
 
 __all__ = [
     "CATEGORIES",
@@ -232,7 +232,7 @@ def _escape(text: str) -> str:
 def _message_text(message: ChatMessage) -> str:
     if isinstance(message.content, str):
         return message.content
-    return "".join(p.text if isinstance(p, TextPart) else "[image]" for p in message.content)
+    return "".join(p.text if isinstance(p, WireTextPart) else "[image]" for p in message.content)
 
 
 def _tool_catalogue(tools: Sequence[ToolSpec]) -> str:

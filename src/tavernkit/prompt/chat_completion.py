@@ -21,7 +21,7 @@ from typing import Any, overload
 from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import OutsideWindow, visible_indices
 from tavernkit.models.preset import ChatCompletionPreset
-from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt._completion import Msg, MsgCollection, PromptSlots
 from tavernkit.prompt.assembled import AssembledChat, BlockSource
 from tavernkit.prompt.card import CardFields, base_chat_replace, card_fields
 from tavernkit.prompt.chat_history import (
@@ -279,7 +279,7 @@ def build_chat_completion(
     max_response = (
         state.max_response if state.max_response is not None else preset.openai_max_tokens
     )
-    completion = Completion(max_context - max_response)
+    completion = PromptSlots(max_context - max_response)
     budget = completion.budget
     completion.reserve(3)
 
@@ -429,7 +429,7 @@ def build_chat_completion(
 
 
 def _insert_relative_extensions(
-    completion: Completion, prompts: list[Prompt], absolute: list[Prompt], counter: _Counter
+    completion: PromptSlots, prompts: list[Prompt], absolute: list[Prompt], counter: _Counter
 ) -> None:
     """Summary, Author's Note, vectors and other relative extension prompts go into the main
     prompt's collection; without one they follow main into the chat (its depth and role)."""

@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from tavernkit.jscompat import js_trim
 from tavernkit.models.chat import ImagePart, Message, TextPart
-from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt._completion import Msg, MsgCollection, PromptSlots
 from tavernkit.prompt.collection import Prompt, PromptCollection
 from tavernkit.prompt.examples import ExampleMessage
 from tavernkit.prompt.extensions import ROLE_NAMES
@@ -311,7 +311,7 @@ class HistoryOptions:
 
 
 def fill_history(
-    completion: Completion,
+    completion: PromptSlots,
     prompts: PromptCollection,
     messages: Sequence[OpenAIMessage],
     substitute: Substitute,
@@ -449,7 +449,7 @@ def _image_part(part: ImagePart) -> dict[str, Any]:
 
 
 def fill_examples(
-    completion: Completion,
+    completion: PromptSlots,
     prompts: PromptCollection,
     blocks: Sequence[Sequence[ExampleMessage]],
     header: Msg,

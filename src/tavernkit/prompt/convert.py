@@ -25,20 +25,20 @@ from typing import Any, overload
 from tavernkit.errors import FormatError
 from tavernkit.prompt import assembled
 from tavernkit.prompt.postprocess import BLOCKS_KEY, PromptNames, prepare_for_provider
-from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
+from tavernkit.providers.accumulator import ReasoningBlock, WireToolCall
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
     ContentPart,
-    ImagePart,
     MessageLabel,
     ResponseFormat,
     Role,
     Sampling,
-    TextPart,
     TextPrompt,
     ToolChoice,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
 
 __all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_request"]
@@ -282,7 +282,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
         )
     parts: list[ContentPart] = []
     for k, part in enumerate(content):
-        if isinstance(part, TextPart | ImagePart):
+        if isinstance(part, WireTextPart | WireImagePart):
             parts.append(part)
             continue
         if not isinstance(part, Mapping):
@@ -291,7 +291,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
             )
         kind = part.get("type")
         if kind == "text":
-            parts.append(TextPart(str(part.get("text") or "")))
+            parts.append(WireTextPart(str(part.get("text") or "")))
         elif kind in ("image_url", "image"):
             parts.append(_image(part, f"{where}.content[{k}]"))
         else:
@@ -303,7 +303,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
     return tuple(parts)
 
 
-def _image(part: Mapping[str, Any], where: str) -> ImagePart:
+def _image(part: Mapping[str, Any], where: str) -> WireImagePart:
     ref = part.get("image_url")
     if isinstance(ref, Mapping):
         url = ref.get("url")
@@ -315,14 +315,16 @@ def _image(part: Mapping[str, Any], where: str) -> ImagePart:
     if not url and not data:
         raise FormatError("an image part needs a url or data", source="prompt", field=where)
     if url:
-        return ImagePart(url=str(url), detail=str(detail) if detail else None)
+        return WireImagePart(url=str(url), detail=str(detail) if detail else None)
     mime = part.get("mime") or part.get("mime_type") or "image/png"
-    return ImagePart(data=str(data), mime_type=str(mime), detail=str(detail) if detail else None)
+    return WireImagePart(
+        data=str(data), mime_type=str(mime), detail=str(detail) if detail else None
+    )
 
 
-def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[ToolCall]:
+def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[WireToolCall]:
     for index, call in enumerate(calls):
-        if isinstance(call, ToolCall):
+        if isinstance(call, WireToolCall):
             yield call
             continue
         if not isinstance(call, Mapping):
@@ -333,7 +335,7 @@ def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[ToolCall]:
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        yield ToolCall(
+        yield WireToolCall(
             index=index,
             id=str(call.get("id") or ""),
             name=str(function.get("name") or ""),

@@ -48,7 +48,7 @@ from tavernkit.providers.events import (
 )
 from tavernkit.providers.openai_chat import image_placeholder
 from tavernkit.providers.profiles import ModelProfile
-from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, TextPart
+from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, WireTextPart
 from tavernkit.providers.sse import SSEEvent
 
 __all__ = ["GeminiAdapter", "gemini_error"]
@@ -465,7 +465,7 @@ class GeminiAdapter(Adapter):
                 parts.append({"text": m.content})
         else:
             for part in m.content:
-                if isinstance(part, TextPart):
+                if isinstance(part, WireTextPart):
                     parts.append({"text": part.text})
                 elif not vision:
                     downgrades.append("image replaced by a text placeholder")

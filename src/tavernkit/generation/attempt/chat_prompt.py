@@ -18,7 +18,6 @@ smaller, blind or without tools, so every attempt adapts it here:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -29,14 +28,15 @@ from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     MessageLabel,
     ResponseFormat,
     Sampling,
-    TextPart,
     ToolChoice,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
+from tavernkit.worldinfo.tokens import ByteEstimate
 
 __all__ = [
     "IMAGE_TOKENS",
@@ -62,13 +62,6 @@ _IMAGE_PLACEHOLDER = "[image]"
 
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
-
-
-class ByteEstimate:
-    """The counter used when none is injected: UTF-8 bytes / 3.35 (SillyTavern's guess)."""
-
-    def count(self, text: str) -> int:
-        return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.35)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +208,7 @@ def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:
         return counter.count(message.content) + MESSAGE_OVERHEAD
     total = MESSAGE_OVERHEAD
     for part in message.content:
-        total += counter.count(part.text) if isinstance(part, TextPart) else IMAGE_TOKENS
+        total += counter.count(part.text) if isinstance(part, WireTextPart) else IMAGE_TOKENS
     return total
 
 
@@ -223,7 +216,8 @@ def _without_images(message: ChatMessage) -> ChatMessage:
     if isinstance(message.content, str) or not message.has_images():
         return message
     parts = tuple(
-        TextPart(_IMAGE_PLACEHOLDER) if isinstance(p, ImagePart) else p for p in message.content
+        WireTextPart(_IMAGE_PLACEHOLDER) if isinstance(p, WireImagePart) else p
+        for p in message.content
     )
     return replace(message, content=parts)
 
