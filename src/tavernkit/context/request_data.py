@@ -14,7 +14,7 @@ from tavernkit.context.port import RequestPort
 from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.hooks import REQUEST_SCOPES, RequestScope, chat_turn_hooks
 from tavernkit.generation.profiles import (
     ResolvedConnection,
@@ -172,14 +172,16 @@ class _Sender:
             request,
             stream=stream,
             abort=abort,
-            retry=ctx.retry,
-            before_request=ctx.request_hooks(scope),
             sink=sink,
-            continuation=False,
-            owner=ctx.runtime.owner,
-            turn_id=f"request:{kind}",
-            on_result=after,
             plan=await ctx.plan_for(connection),
+            how=OneRequestOptions(
+                retry=ctx.retry,
+                before_request=ctx.request_hooks(scope),
+                continuation=False,
+                owner=ctx.runtime.owner,
+                turn_id=f"request:{kind}",
+                on_result=after,
+            ),
         )
 
 
