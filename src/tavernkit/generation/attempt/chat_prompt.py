@@ -262,6 +262,62 @@ class AdaptedRequest:
     downgrades: tuple[str, ...] = ()
 
 
+def _usable_blocks(
+    prompt: TurnPrompt, profile: ModelProfile, use_tools: bool
+) -> tuple[list[tuple[int, TurnBlock]], int, list[str]]:
+    """The blocks this model can take (with their indices): tool blocks left out without
+    tools, images replaced by a placeholder without vision; how many tool blocks went, and
+    the downgrades made."""
+    downgrades: list[str] = []
+    kept: list[tuple[int, TurnBlock]] = []
+    dropped_tools = 0
+    for index, block in enumerate(prompt.blocks):
+        if block.requires_tool_calling and not use_tools:
+            dropped_tools += 1
+            continue
+        if not profile.supports_vision and block.message.has_images():
+            downgrades.append("image replaced by a text placeholder")
+            block = replace(block, message=_without_images(block.message))
+        kept.append((index, block))
+    return kept, dropped_tools, downgrades
+
+
+def _trimmed(
+    kept: list[tuple[int, TurnBlock]],
+    budget: int,
+    counter: TokenCounter,
+    cache: dict[int, int],
+    profile: ModelProfile,
+    outside: int,
+) -> tuple[list[TurnBlock], int]:
+    """The blocks that fit ``budget``: the oldest droppable history dropped first; how many
+    went. :class:`ContextTooLong` when the rest does not fit (``outside``: the reserve and
+    the fixed tail, for the error's prompt size)."""
+
+    def cost(index: int, block: TurnBlock) -> int:
+        if block.message.has_images() or index not in cache:
+            cache[index] = message_tokens(block.message, counter)
+        return cache[index]
+
+    sizes = [cost(i, b) for i, b in kept]
+    total = sum(sizes)
+    droppable = [n for n, (_, b) in enumerate(kept) if b.history and not b.protected]
+    removed: set[int] = set()
+    for n in droppable:
+        if total <= budget:
+            break
+        removed.add(n)
+        total -= sizes[n]
+    if total > budget:
+        raise ContextTooLong(
+            f"prompt needs {total} tokens; the window leaves {budget}",
+            n_prompt=total + outside,
+            n_ctx=profile.context_window,
+            model=profile.model,
+        )
+    return [b for n, (_, b) in enumerate(kept) if n not in removed], len(removed)
+
+
 def adapt_request(
     prompt: TurnPrompt,
     profile: ModelProfile,
@@ -292,47 +348,13 @@ def adapt_request(
     fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))
     budget = profile.context_window - reserve - fixed_tail
 
-    downgrades: list[str] = []
-    kept: list[tuple[int, TurnBlock]] = []
-    dropped_tools = 0
-    for index, block in enumerate(prompt.blocks):
-        if block.requires_tool_calling and not use_tools:
-            dropped_tools += 1
-            continue
-        if not profile.supports_vision and block.message.has_images():
-            downgrades.append("image replaced by a text placeholder")
-            block = replace(block, message=_without_images(block.message))
-        kept.append((index, block))
-
+    kept, dropped_tools, downgrades = _usable_blocks(prompt, profile, use_tools)
     dropped = 0
     if fitter is not None:
         blocks = list(fitter([b for _, b in kept], budget, profile))
     else:
         cache = token_cache if token_cache is not None else {}
-
-        def cost(index: int, block: TurnBlock) -> int:
-            if block.message.has_images() or index not in cache:
-                cache[index] = message_tokens(block.message, counter)
-            return cache[index]
-
-        sizes = [cost(i, b) for i, b in kept]
-        total = sum(sizes)
-        droppable = [n for n, (_, b) in enumerate(kept) if b.history and not b.protected]
-        removed: set[int] = set()
-        for n in droppable:
-            if total <= budget:
-                break
-            removed.add(n)
-            total -= sizes[n]
-        if total > budget:
-            raise ContextTooLong(
-                f"prompt needs {total} tokens; the window leaves {budget}",
-                n_prompt=total + reserve + fixed_tail,
-                n_ctx=profile.context_window,
-                model=profile.model,
-            )
-        dropped = len(removed)
-        blocks = [b for n, (_, b) in enumerate(kept) if n not in removed]
+        blocks, dropped = _trimmed(kept, budget, counter, cache, profile, reserve + fixed_tail)
 
     messages = tuple(b.message for b in blocks) + tuple(after) + tuple(tail)
     request = ChatPrompt(
