@@ -12,6 +12,7 @@ from rich.console import Console
 
 from tavernkit.errors import ContextTooLong
 from tavernkit.generation.attempt.chat_prompt import (
+    ReplyLimits,
     TurnBlock,
     TurnPrompt,
     adapt_request,
@@ -163,11 +164,16 @@ def test_images_downgraded_for_blind_models() -> None:
 
 def test_samplers_and_output_limit_clamp() -> None:
     saved = {"temperature": 1.1, "top_p": None, "max_tokens": 9000, "unknown": 1}
-    adapted = adapt_request(PROMPT, profile(max_output_tokens=4096), Words(), samplers=saved)
+    adapted = adapt_request(
+        PROMPT, profile(max_output_tokens=4096), Words(), limits=ReplyLimits(samplers=saved)
+    )
     assert adapted.request.sampling.temperature == 1.1
     assert adapted.request.sampling.max_tokens == 4096  # the server's 9000 clamps
     user = adapt_request(
-        PROMPT, profile(max_output_tokens=4096), Words(), samplers=saved, user_max_tokens=300
+        PROMPT,
+        profile(max_output_tokens=4096),
+        Words(),
+        limits=ReplyLimits(samplers=saved, user_max_tokens=300),
     )
     assert user.request.sampling.max_tokens == 300
     assert clamp_max_tokens(None, None, 100) is None

@@ -25,7 +25,7 @@ from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.regex_text import continued_prompt_text, state_regex_text
-from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.sink import Continued, StoreSink
 from tavernkit.chat.swipe_writer import swipe_writer
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
@@ -241,8 +241,7 @@ class ReplyWriter:
             target.swipe_index or 0,
             target.message,
             owner=self.owner,
-            prefix=target.prefix,
-            reasoning_prefix=target.reasoning_prefix,
+            continued=Continued(target.prefix, target.reasoning_prefix),
             min_interval=min_interval,
             writer=swipe_writer(self.store),
         )

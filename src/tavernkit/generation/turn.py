@@ -48,7 +48,7 @@ from tavernkit.generation.attempt.chat_prompt import ByteEstimate, TokenCounter,
 from tavernkit.generation.attempt.log import Outcome, attempt_record
 from tavernkit.generation.attempt.sending import sending_provider
 from tavernkit.generation.attempt.steps import Generation, ReplySteps
-from tavernkit.generation.attempt.text_prompt import TextTurnPrompt, attempt_request
+from tavernkit.generation.attempt.text_prompt import RoundParts, TextTurnPrompt, attempt_request
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
@@ -291,16 +291,19 @@ class _Turn(ReplySteps):
         while True:
             native, directives, tail = self._round_tail(gen, prefill)
             try:
-                request = attempt_request(
-                    prompt,
-                    attempt.target,
-                    self.tokenizer,
-                    tools_enabled=attempt.target.tools_enabled
-                    and gen.rounds < self.options.max_tool_rounds,
+                parts = RoundParts(
                     tail=tail,
                     after=[*self.shared_history, *gen.history],
                     prefill=native.text() if native is not None else "",
                     directives=directives,
+                )
+                request = attempt_request(
+                    prompt,
+                    attempt.target,
+                    self.tokenizer,
+                    parts,
+                    tools_enabled=attempt.target.tools_enabled
+                    and gen.rounds < self.options.max_tool_rounds,
                     default_reserve=self.options.default_reserve,
                     token_cache=token_cache,
                 )

@@ -47,6 +47,8 @@ from tavernkit.prompt.stop_strings import stop_strings
 from tavernkit.prompt.story_string import render_story_string
 from tavernkit.prompt.text_chat import (
     ChatItem,
+    ContinueFit,
+    LastLine,
     cleanup_continue,
     fit_continue,
     inject_in_chat,
@@ -564,11 +566,13 @@ def _last_line(
             sub=sub,
             names=build.names,
             kind=kind,
-            quiet_prompt=text.quiet_prompt,
-            quiet_to_loud=text.quiet_to_loud,
-            quiet_name=text.quiet_name,
-            prompt_bias=prompt_bias,
-            force_name2=text.force_name2,
+            line=LastLine(
+                quiet_prompt=text.quiet_prompt,
+                quiet_to_loud=text.quiet_to_loud,
+                quiet_name=text.quiet_name,
+                prompt_bias=prompt_bias,
+                force_name2=text.force_name2,
+            ),
         )
     if is_continue and text.cycle:
         send_kinds = []  # the fitting rewrites the list: no pieces for a continue
@@ -577,13 +581,15 @@ def _last_line(
             examples,
             example_count,
             pinned,
-            text.story,
-            text.chat_separator,
-            text.cycle,
-            text.quiet_prompt,
-            text.max_prompt,
-            text.count,
-            text.padding,
+            ContinueFit(
+                story=text.story,
+                separator=text.chat_separator,
+                cache=text.cycle,
+                quiet_prompt=text.quiet_prompt,
+                max_prompt=text.max_prompt,
+                count=text.count,
+                padding=text.padding,
+            ),
         )
         mes_examples = pinned if pinned is not None else "".join(examples[:example_count])
 

@@ -41,9 +41,11 @@ from tavernkit.worldinfo.tokens import ByteEstimate
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "NO_LIMITS",
     "AdaptedRequest",
     "ByteEstimate",
     "Fitter",
+    "ReplyLimits",
     "TokenCounter",
     "TurnBlock",
     "TurnPrompt",
@@ -262,6 +264,32 @@ class AdaptedRequest:
     downgrades: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class ReplyLimits:
+    """How long a reply may be: the profile's saved samplers, the user's max tokens, the
+    entry's cap, and the room reserved when none of them sets a length."""
+
+    samplers: Mapping[str, Any] | None = None
+    user_max_tokens: int | None = None
+    max_tokens_cap: int | None = None
+    default_reserve: int = 1024
+
+    def apply(self, sampling: Sampling, profile: ModelProfile) -> tuple[Sampling, int]:
+        """The request's sampling with the limits applied, and the tokens reserved for the
+        reply."""
+        sampling = apply_samplers(
+            sampling,
+            self.samplers or {},
+            self.user_max_tokens,
+            profile.max_output_tokens,
+            self.max_tokens_cap,
+        )
+        return sampling, sampling.max_tokens or min(self.default_reserve, profile.max_output_tokens)
+
+
+NO_LIMITS = ReplyLimits()
+
+
 def _usable_blocks(
     prompt: TurnPrompt, profile: ModelProfile, use_tools: bool
 ) -> tuple[list[tuple[int, TurnBlock]], int, list[str]]:
@@ -326,10 +354,7 @@ def adapt_request(
     tools_enabled: bool = True,
     tail: Sequence[ChatMessage] = (),
     after: Sequence[ChatMessage] = (),
-    samplers: Mapping[str, Any] | None = None,
-    user_max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    default_reserve: int = 1024,
+    limits: ReplyLimits = NO_LIMITS,
     fitter: Fitter | None = None,
     token_cache: dict[int, int] | None = None,
 ) -> AdaptedRequest:
@@ -341,10 +366,7 @@ def adapt_request(
     block once across attempts.
     """
     use_tools = tools_enabled and profile.supports_tools
-    sampling = apply_samplers(
-        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens, max_tokens_cap
-    )
-    reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
+    sampling, reserve = limits.apply(prompt.sampling, profile)
     fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))
     budget = profile.context_window - reserve - fixed_tail
 
