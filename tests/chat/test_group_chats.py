@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from _chat_reads import ChatReads
+from tavernkit.chat.deps import TurnDeps
 from tavernkit.chat.group_turn import pick_greeting, speaker_for
-from tavernkit.chat.prepare import TurnOverrides, prepare_turn
+from tavernkit.chat.prepare import TurnDraft, TurnOverrides, prepare_turn
 from tavernkit.errors import Conflict, GenerateTaskError, NotFound
 from tavernkit.groups.records import load_group
 from tavernkit.groups.rng import Mulberry32
@@ -286,15 +287,14 @@ async def test_a_prepared_member_turn_names_the_group_for_the_provider(world: Wo
     chat_id = await _group(world, 1)
     loaded = await load_group(world.tk.store, "Camp", owner=world.tk.owner)
     speaker = speaker_for(loaded, loaded.member("Bob"))
-    prepared = await prepare_turn(
-        world.tk.store,
-        owner=world.tk.owner,
-        chat_id=chat_id,
-        kind="normal",
-        overrides=TurnOverrides(),
+    draft = TurnDraft(
+        chat_id,
+        "normal",
+        TurnOverrides(),
         character=speaker.character_id,
         group=speaker.context,
     )
+    prepared = await prepare_turn(TurnDeps(world.tk.store, world.tk.owner), draft)
     assert prepared.char_name == "Bob"
     assert prepared.names.group_names == ("Alice", "Bob", "Cara")
     assert speaker.others == ("Alice", "Cara")

@@ -204,9 +204,9 @@ async def test_the_inspector_and_the_turn_read_the_same_labelled_request(
     seen: list[Any] = []
     real = turn_core.run_request
 
-    async def spy(plan: Any, request: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.append(request)
-        return await real(plan, request, *args, **kwargs)
+    async def spy(deps: Any, plan: Any, call: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(call.request)
+        return await real(deps, plan, call, *args, **kwargs)
 
     monkeypatch.setattr(turn_core, "run_request", spy)
     preview = await world.chats.preview(info.id)

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from tavernkit.errors import ContextTooLong
 from tavernkit.generation.attempt.chat_prompt import (
+    ReplyLimits,
     TurnBlock,
     TurnPrompt,
     adapt_request,
@@ -33,10 +34,10 @@ from tavernkit.providers.profiles import FAMILY_DEFAULTS
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     MessageLabel,
     Sampling,
-    TextPart,
+    WireImagePart,
+    WireTextPart,
 )
 
 
@@ -152,22 +153,27 @@ def test_tool_blocks_dropped_without_tools() -> None:
 
 
 def test_images_downgraded_for_blind_models() -> None:
-    image = ChatMessage("user", (TextPart("look"), ImagePart(url="https://x/y.png")))
+    image = ChatMessage("user", (WireTextPart("look"), WireImagePart(url="https://x/y.png")))
     prompt = TurnPrompt((TurnBlock(image, history=True, protected=True),))
     blind = adapt_request(prompt, profile(supports_vision=False), Words())
     seeing = adapt_request(prompt, profile(supports_vision=True), Words())
-    assert blind.request.messages[0].content == (TextPart("look"), TextPart("[image]"))
+    assert blind.request.messages[0].content == (WireTextPart("look"), WireTextPart("[image]"))
     assert blind.downgrades == ("image replaced by a text placeholder",)
     assert seeing.request.messages[0].has_images() and not seeing.downgrades
 
 
 def test_samplers_and_output_limit_clamp() -> None:
     saved = {"temperature": 1.1, "top_p": None, "max_tokens": 9000, "unknown": 1}
-    adapted = adapt_request(PROMPT, profile(max_output_tokens=4096), Words(), samplers=saved)
+    adapted = adapt_request(
+        PROMPT, profile(max_output_tokens=4096), Words(), limits=ReplyLimits(samplers=saved)
+    )
     assert adapted.request.sampling.temperature == 1.1
     assert adapted.request.sampling.max_tokens == 4096  # the server's 9000 clamps
     user = adapt_request(
-        PROMPT, profile(max_output_tokens=4096), Words(), samplers=saved, user_max_tokens=300
+        PROMPT,
+        profile(max_output_tokens=4096),
+        Words(),
+        limits=ReplyLimits(samplers=saved, user_max_tokens=300),
     )
     assert user.request.sampling.max_tokens == 300
     assert clamp_max_tokens(None, None, 100) is None
@@ -210,7 +216,7 @@ def test_turn_prompt_from_blocks_and_chat_prompt() -> None:
     assert [b.history for b in prompt.blocks] == [False, True, True, True, False]
     assert [b.protected for b in prompt.blocks] == [False, False, False, True, False]
     assert prompt.blocks[4].requires_tool_calling and prompt.prefill == "Hm"
-    assert prompt.blocks[1].message.content == (TextPart("hi"), ImagePart(url="u"))
+    assert prompt.blocks[1].message.content == (WireTextPart("hi"), WireImagePart(url="u"))
     chat = TurnPrompt.from_chat_prompt(
         ChatPrompt((ChatMessage("system", "s"), ChatMessage("user", "u")))
     )

@@ -23,11 +23,13 @@ from tavernkit.generation.review import (
     review_candidate,
 )
 from tavernkit.providers.profiles import FAMILY_DEFAULTS
-from tavernkit.providers.request import ChatMessage, ImagePart, TextPart, ToolSpec
+from tavernkit.providers.request import ChatMessage, ToolSpec, WireImagePart, WireTextPart
 
 EVIDENCE = ReviewEvidence(
     persona="Mira keeps the light.",
-    trigger=ChatMessage("user", (TextPart("look at this"), ImagePart(url="https://x/a.png"))),
+    trigger=ChatMessage(
+        "user", (WireTextPart("look at this"), WireImagePart(url="https://x/a.png"))
+    ),
     reply_target="Alex",
     history=tuple(ChatMessage("user", f"old message {i}") for i in range(30)),
     examples=("Mira: The sea is loud tonight.",),

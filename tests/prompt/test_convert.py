@@ -11,11 +11,16 @@ from hypothesis import strategies as st
 
 from tavernkit.errors import FormatError
 from tavernkit.prompt.assembled import AssembledChat, AssembledText, PromptBlock
-from tavernkit.prompt.convert import message_from_dict, to_provider_request
+from tavernkit.prompt.convert import (
+    ChatShaping,
+    RequestExtras,
+    message_from_dict,
+    to_provider_request,
+)
 from tavernkit.prompt.postprocess import PromptNames
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.openai_chat import OpenAIChatAdapter
-from tavernkit.providers.request import ImagePart, Sampling, TextPart, ToolSpec
+from tavernkit.providers.request import Sampling, ToolSpec, WireImagePart, WireTextPart
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "roll", "arguments": '{"n":6}'}}
 
@@ -68,7 +73,9 @@ PROMPT = AssembledChat(
 
 
 def test_everything_survives() -> None:
-    req = to_provider_request(PROMPT, sampling=Sampling(temperature=0.5), tools=[ToolSpec("roll")])
+    req = to_provider_request(
+        PROMPT, sampling=Sampling(temperature=0.5), extras=RequestExtras(tools=[ToolSpec("roll")])
+    )
     m = req.messages
     assert [x.role for x in m] == [
         "system",
@@ -85,7 +92,10 @@ def test_everything_survives() -> None:
     assert m[4].tool_calls[0].id == "c1" and m[4].tool_calls[0].arguments == '{"n":6}'
     assert m[4].content == ""
     assert m[5].tool_call_id == "c1"
-    assert m[6].content == (TextPart("Look"), ImagePart(url="https://x/y.png", detail="low"))
+    assert m[6].content == (
+        WireTextPart("Look"),
+        WireImagePart(url="https://x/y.png", detail="low"),
+    )
     assert req.sampling.temperature == 0.5 and req.tools[0].name == "roll"
     assert not any(x.cache for x in m)
 
@@ -101,7 +111,7 @@ def test_openai_body_carries_the_built_messages() -> None:
 
 
 def test_model_without_tools_drops_tool_blocks_and_marks_cache() -> None:
-    req = to_provider_request(PROMPT, tool_calling=False, cache_prefix=True)
+    req = to_provider_request(PROMPT, shaping=ChatShaping(tool_calling=False, cache_prefix=True))
     assert [x.role for x in req.messages] == ["system", "system", "user", "assistant", "user"]
     assert [x.cache for x in req.messages] == [False, True, False, False, False]
 
@@ -109,11 +119,13 @@ def test_model_without_tools_drops_tool_blocks_and_marks_cache() -> None:
 def test_claude_post_processing_through_the_adapter() -> None:
     req = to_provider_request(
         PROMPT,
-        tool_calling=False,
-        source="claude",
-        names=PromptNames("Seraphina", "Ada"),
-        use_system_prompt=True,
-        prefill="Sure ",
+        shaping=ChatShaping(
+            tool_calling=False,
+            source="claude",
+            names=PromptNames("Seraphina", "Ada"),
+            use_system_prompt=True,
+            prefill="Sure ",
+        ),
     )
     body = AnthropicAdapter().build_request(req, model="claude", stream=False).body
     assert body["system"] == [{"type": "text", "text": "Main."}, {"type": "text", "text": "Card."}]
@@ -125,7 +137,7 @@ def test_claude_post_processing_through_the_adapter() -> None:
 
 
 def test_merge_post_processing_for_openai_compatible_sources() -> None:
-    req = to_provider_request(PROMPT, tool_calling=False, post_processing="merge")
+    req = to_provider_request(PROMPT, shaping=ChatShaping(tool_calling=False, processing="merge"))
     assert [x.role for x in req.messages] == ["system", "user", "assistant", "user"]
     assert req.messages[0].content == "Main.\n\nCard."
 
@@ -149,7 +161,7 @@ def test_merged_messages_merge_their_labels() -> None:
             block({"role": "assistant", "content": "Yo"}, "chatHistory-3", "history"),
         )
     )
-    req = to_provider_request(injected, post_processing="merge")
+    req = to_provider_request(injected, shaping=ChatShaping(processing="merge"))
     assert [m.text() for m in req.messages] == ["Main.", "Old\n\n[Note]\n\nHi", "Yo"]
     merged = req.messages[1].label
     assert merged is not None

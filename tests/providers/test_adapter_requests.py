@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tavernkit.errors import BadRequest
-from tavernkit.providers.accumulator import Accumulator, ReasoningBlock, ToolCall
+from tavernkit.providers.accumulator import Accumulator, ReasoningBlock, WireToolCall
 from tavernkit.providers.anthropic import AnthropicAdapter
 from tavernkit.providers.events import Finish, ReasoningDelta, ToolCallDelta
 from tavernkit.providers.gemini import GeminiAdapter
@@ -19,16 +19,18 @@ from tavernkit.providers.profiles import FAMILY_DEFAULTS, resolve_model
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     ResponseFormat,
     Sampling,
-    TextPart,
     TextPrompt,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
 
-IMAGE = ImagePart(data="aGVsbG8=", mime_type="image/png")
-CALL = ToolCall(index=0, id="call_1", name="roll", arguments='{"dice": "1d6"}', signature="sig-fc")
+IMAGE = WireImagePart(data="aGVsbG8=", mime_type="image/png")
+CALL = WireToolCall(
+    index=0, id="call_1", name="roll", arguments='{"dice": "1d6"}', signature="sig-fc"
+)
 THINK = ReasoningBlock(text="hmm", signature="sig-think")
 
 
@@ -36,7 +38,7 @@ def chat() -> ChatPrompt:
     return ChatPrompt(
         (
             ChatMessage("system", "You are Wren.", cache=True),
-            ChatMessage("user", (TextPart("look"), IMAGE)),
+            ChatMessage("user", (WireTextPart("look"), IMAGE)),
             ChatMessage("assistant", "", tool_calls=(CALL,), reasoning_blocks=(THINK,)),
             ChatMessage("tool", '{"result": 4}', tool_call_id="call_1"),
         ),

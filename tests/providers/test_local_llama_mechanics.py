@@ -19,12 +19,12 @@ from tavernkit.providers.profiles import resolve_model
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     ResponseFormat,
     Sampling,
-    TextPart,
     TextPrompt,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
 
 from ._local import real_provider
@@ -83,7 +83,7 @@ def test_build_chat_call_maps_samplers_and_stop() -> None:
 
 
 def test_build_call_images_are_downgraded_and_reported() -> None:
-    message = ChatMessage("user", (TextPart("look"), ImagePart(data="AAAA")))
+    message = ChatMessage("user", (WireTextPart("look"), WireImagePart(data="AAAA")))
     call = build_call(ChatPrompt((message,)), default_max_tokens=9)
     assert call.body["messages"][0]["content"].startswith("look\n[image omitted")
     assert call.body["max_tokens"] == 9

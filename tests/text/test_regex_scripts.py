@@ -13,9 +13,9 @@ from tavernkit.errors import RegexScriptError
 from tavernkit.models.regex_script import RegexScript
 from tavernkit.models.settings import settings_from_st
 from tavernkit.text.regex_scripts import (
-    RegexGuard,
     RegexPlacement,
     ScriptLists,
+    ScriptRegexGuard,
     plain_macros,
     regex_command,
     regex_from_string,
@@ -86,7 +86,7 @@ def test_malformed_scripts_raise_as_sillytavern_or_are_skipped() -> None:
 
 
 def test_a_catastrophic_pattern_is_stopped_and_remembered() -> None:
-    guard = RegexGuard(timeout_s=0.3)
+    guard = ScriptRegexGuard(timeout_s=0.3)
     try:
         evil = script(findRegex="/(a+)+$/", replaceString="X")
         text = "a" * 40 + "!"
@@ -103,7 +103,7 @@ def test_a_catastrophic_pattern_is_stopped_and_remembered() -> None:
 
 
 def test_long_texts_run_in_the_worker_with_the_same_answer() -> None:
-    guard = RegexGuard(in_process_chars=10)
+    guard = ScriptRegexGuard(in_process_chars=10)
     try:
         text = "x é😀 " * 10 + "cat"
         out = run_script(

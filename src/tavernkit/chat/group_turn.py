@@ -40,6 +40,7 @@ from tavernkit.store.protocol import ChatInfo, Store
 
 __all__ = [
     "GroupReply",
+    "GroupTurnDraft",
     "GroupTurnOutcome",
     "create_group_chat",
     "group_for_chat",
@@ -161,37 +162,47 @@ async def _selection_chat(store: Store, chat_id: str, *, owner: str) -> list[Mes
         size *= 8
 
 
+@dataclass(frozen=True, slots=True)
+class GroupTurnDraft:
+    """What one group turn asks for: the chat (id and name), SillyTavern's generation
+    ``kind``, the user's ``text`` (may be empty), ``member`` (a name or avatar) forcing that
+    member to reply whatever the strategy and mute state (``/trigger``), ``rng`` drawing the
+    selection, ``auto`` for an auto-mode tick (the members talk among themselves: no user
+    message; the manual strategy drafts one at random), ``interrupt`` to stop a running
+    turn, and ``batch``, the replies' shared generation id."""
+
+    chat_id: str
+    chat_name: str
+    kind: str
+    text: str = ""
+    member: str | None = None
+    rng: Rng | None = None
+    auto: bool = False
+    interrupt: bool = False
+    batch: int | None = None
+
+
 async def run_group_turn(
     store: Store,
+    draft: GroupTurnDraft,
     *,
     owner: str,
     slots: ChatSlots,
-    chat_id: str,
-    chat_name: str,
-    kind: str,
-    text: str = "",
-    member: str | None = None,
-    rng: Rng | None = None,
-    auto: bool = False,
-    interrupt: bool = False,
-    batch: int | None = None,
     store_input: Callable[[str], Awaitable[None]],
     generate: MemberGeneration,
 ) -> GroupTurnOutcome:
-    """One group turn of ``kind`` (see the module docstring); ``member`` (a name or avatar)
-    forces that member to reply, whatever the strategy and mute state (``/trigger``).
-    ``auto`` is an auto-mode tick: the members talk among themselves (no user message; the
-    manual strategy drafts one at random).
-
+    """One group turn (see the module docstring and :class:`GroupTurnDraft`).
     ``store_input`` stores the user's message; ``generate`` runs one member's generation.
     """
-    loaded = await group_for_chat(store, chat_name, owner=owner)
+    chat_id, kind, text, auto = draft.chat_id, draft.kind, draft.text, draft.auto
+    member, rng, batch = draft.member, draft.rng, draft.batch
+    loaded = await group_for_chat(store, draft.chat_name, owner=owner)
     if not loaded.members:
         raise Conflict(f"group {loaded.group.name!r} has no members to reply")
     forced = loaded.member(member).avatar if member is not None else None
     if auto and text:
         raise Conflict("an auto-mode tick takes no user message")
-    async with slots.turn(chat_id, interrupt=interrupt) as controller:
+    async with slots.turn(chat_id, interrupt=draft.interrupt) as controller:
         chat = await _selection_chat(store, chat_id, owner=owner)
         if kind == "regenerate":
             chat = chat[: len(chat) - await _drop_last_batch(store, chat_id, chat, owner=owner)]

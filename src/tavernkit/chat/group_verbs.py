@@ -9,7 +9,12 @@ from dataclasses import replace
 from typing import Unpack
 
 from tavernkit.chat.group_speaker import GroupSpeaker
-from tavernkit.chat.group_turn import GroupTurnOutcome, create_group_chat, run_group_turn
+from tavernkit.chat.group_turn import (
+    GroupTurnDraft,
+    GroupTurnOutcome,
+    create_group_chat,
+    run_group_turn,
+)
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.turn_core import TurnCore
 from tavernkit.chat.turn_options import TurnCall, TurnKeywords
@@ -80,19 +85,22 @@ class GroupVerbs(TurnCore):
             turn = replace(base, kind=member_kind, member=speaker, sink=sink)
             return await self._generate(chat_id, turn, controller)
 
-        return await run_group_turn(
-            self.store,
-            owner=self.owner,
-            slots=self.slots,
-            chat_id=info.id,
-            chat_name=info.name,
-            kind=kind,
+        draft = GroupTurnDraft(
+            info.id,
+            info.name,
+            kind,
             text=text,
             member=member,
             rng=rng,
             auto=auto,
             interrupt=base.interrupt,
             batch=int(self.clock().timestamp() * 1000),
+        )
+        return await run_group_turn(
+            self.store,
+            draft,
+            owner=self.owner,
+            slots=self.slots,
             store_input=store_input,
             generate=generate,
         )

@@ -16,10 +16,10 @@ from tavernkit.providers.base import Adapter
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     MessageLabel,
     PromptRequest,
-    TextPart,
+    WireImagePart,
+    WireTextPart,
 )
 
 __all__ = ["inspection", "wire_body"]
@@ -32,9 +32,9 @@ def _message_json(message: ChatMessage) -> dict[str, Any]:
     else:
         parts: list[dict[str, Any]] = []
         for part in message.content:
-            if isinstance(part, TextPart):
+            if isinstance(part, WireTextPart):
                 parts.append({"type": "text", "text": part.text})
-            elif isinstance(part, ImagePart):
+            elif isinstance(part, WireImagePart):
                 parts.append({"type": "image_url", "image_url": {"url": part.url or "<data>"}})
         out["content"] = parts
     if message.name:

@@ -12,25 +12,23 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tavernkit.chat.deps import TurnDeps, resolve_profile
 from tavernkit.chat.profile_preset import with_profile_preset
 from tavernkit.chat.writer import choose_profile, with_writer_preset
 from tavernkit.errors import ChatTurnError, GenerateTaskError
 from tavernkit.generation.profiles import (
     LocalFactory,
     ResolvedConnection,
-    resolve_connection,
     sampling_from_preset,
     sampling_from_textgen,
 )
-from tavernkit.memory.turn import TurnMemory
 from tavernkit.models.chat import ChatMetadata, Message
 from tavernkit.models.chat_window import MessageWindow
 from tavernkit.models.group_context import GroupPromptContext
-from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
-from tavernkit.prompt.convert import to_provider_request
+from tavernkit.prompt.convert import ChatShaping, to_provider_request
 from tavernkit.prompt.from_chat_state import main_api_of
 from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.prompt.postprocess import PromptNames
@@ -40,7 +38,6 @@ from tavernkit.providers.sources import ProviderSource
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_window import ReplayRng, windowed, without_last
 from tavernkit.store.protocol import Store
-from tavernkit.text.render import PromptRenderer
 from tavernkit.text.tokens import (
     ByteEstimateTokenizer,
     CachedTokenizer,
@@ -52,12 +49,20 @@ from tavernkit.text.variables import InMemoryVariables
 from tavernkit.worldinfo.result import WorldInfoResult
 
 __all__ = [
+    "BuiltPrompt",
+    "OnConnection",
     "PreparedTurn",
+    "TurnDraft",
     "TurnOverrides",
     "after_user_message",
+    "build_turn_prompt",
+    "load_turn_state",
+    "prepare_from_state",
     "prepare_turn",
     "resolve_for_state",
     "resolve_profile",
+    "resolve_turn",
+    "turn_request",
     "turn_tokenizer",
 ]
 
@@ -91,6 +96,35 @@ class TurnOverrides:
         return cls(**dict(value))
 
 
+@dataclass(frozen=True, slots=True)
+class TurnDraft:
+    """What one turn asks for, before anything is loaded: the chat, SillyTavern's generation
+    type, the per-turn overrides and the verb's own choices.
+
+    ``kind`` (``normal``, ``swipe``, ``regenerate``, ``continue``, ``impersonate``,
+    ``quiet``) reaches the world-info scan (entry triggers) and the builders (preset triggers,
+    continue prefill, impersonation prompt). ``without_last_reply`` builds as if the last
+    reply were deleted (what a regeneration sends, for a preview made before it is). A dry
+    run (a preview) also records why each lorebook entry fired, for the prompt inspector. A
+    group turn names the drafted member's ``character`` (its card, books and depth prompt
+    replace the chat's) and its ``group`` context (the other members, join settings).
+    """
+
+    chat_id: str
+    kind: str
+    overrides: TurnOverrides = field(default_factory=TurnOverrides)
+    quiet_prompt: str = ""
+    quiet_name: str | None = None
+    dry_run: bool = False
+    without_last_reply: bool = False
+    character: str | None = None
+    group: GroupPromptContext | None = None
+
+
+#: awaited with the turn's resolved connection before its prompt is built
+OnConnection = Callable[[ResolvedConnection], Awaitable[None]]
+
+
 @dataclass
 class PreparedTurn:
     """Everything one generation needs, built once."""
@@ -122,9 +156,8 @@ class PreparedTurn:
         return to_provider_request(
             self.prompt,
             sampling=self.request.sampling,
-            source=source,
-            names=self.names,
             stop=self.request.stop,
+            shaping=ChatShaping(source=source, names=self.names),
         )
 
     def changed_local_variables(self) -> dict[str, Any] | None:
@@ -161,33 +194,6 @@ async def resolve_for_state(
     )
 
 
-async def resolve_profile(
-    store: Store,
-    profile: ConnectionProfile | None,
-    *,
-    owner: str,
-    model: str = "",
-    client: Any = None,
-    local_factory: LocalFactory | None = None,
-    environ: Mapping[str, str] | None = None,
-    sources: Mapping[str, ProviderSource] | None = None,
-) -> ResolvedConnection:
-    """``profile`` (the embedded model for ``None``) resolved with the store's keys."""
-
-    async def load_secret(key_id: str) -> str:
-        return await store.get_api_key_secret(key_id, owner=owner)
-
-    return await resolve_connection(
-        profile,
-        model_override=model,
-        load_secret=load_secret,
-        client=client,
-        local_factory=local_factory,
-        environ=environ,
-        sources=sources,
-    )
-
-
 def turn_tokenizer(connection: ResolvedConnection, settings: Settings) -> Tokenizer:
     """The tokenizer a turn on ``connection`` counts its prompt with (shared by every turn of
     the process that uses the same encoding)."""
@@ -209,52 +215,22 @@ def _shared_tokenizer(encoding: str) -> CachedTokenizer:
 
 
 async def prepare_turn(
-    store: Store,
+    deps: TurnDeps,
+    draft: TurnDraft,
     *,
-    owner: str,
-    chat_id: str,
-    kind: str,
-    overrides: TurnOverrides,
-    quiet_prompt: str = "",
-    quiet_name: str | None = None,
-    dry_run: bool = False,
-    without_last_reply: bool = False,
-    rng: Callable[[], float] | None = None,
-    client: Any = None,
-    local_factory: LocalFactory | None = None,
-    environ: Mapping[str, str] | None = None,
-    sources: Mapping[str, ProviderSource] | None = None,
-    renderer: PromptRenderer | None = None,
-    character: str | None = None,
-    group: GroupPromptContext | None = None,
     state: ChatState | None = None,
     before_reload: Callable[[], Awaitable[None]] | None = None,
-    memory: TurnMemory | None = None,
-    on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
+    on_connection: OnConnection | None = None,
 ) -> PreparedTurn:
-    """Load, scan and build one turn of ``chat_id`` (see the module docstring).
-
-    ``kind`` is SillyTavern's generation type (``normal``, ``swipe``, ``regenerate``,
-    ``continue``, ``impersonate``, ``quiet``); it reaches the world-info scan (entry triggers)
-    and the builders (preset triggers, continue prefill, impersonation prompt).
-    ``without_last_reply`` builds as if the last reply were deleted (what a regeneration
-    sends, for a preview made before it is). ``renderer`` (the Tavern's ``prompt_renderer``)
-    makes every macro of the turn go through the renderer service, so its registered
-    providers work in chat prompts. A dry run (a preview) also records why each lorebook entry
-    fired, for the prompt inspector. The card fields are evaluated once and shared by the scan
-    and the prompt, as SillyTavern evaluates them once per generation.
-
-    ``memory`` (the chat service's ``ChatMemory``) applies the owner's memory settings before
-    the world-info scan: vectorized entries, recalled messages, the summary.
-
-    A group turn names the drafted member's ``character`` (its card, books and depth prompt
-    replace the chat's) and its ``group`` context (the other members, join settings).
+    """Load, resolve and build one turn (see the module docstring): the stages
+    :func:`load_turn_state`, :func:`resolve_turn`, :func:`build_turn_prompt` and
+    :func:`turn_request`, over the chat's tail.
 
     Only the chat's tail is loaded (``load_chat_state(window=...)``); a build that reads past it
-    is redone over a larger one, with ``rng`` replaying the numbers the abandoned build drew,
-    so the turn is the same as a build over the whole chat. ``state``: the chat's state as the
-    caller already loaded it (``send`` after storing a message with macros), used for the
-    first build instead of loading it again; ``before_reload`` is awaited before a build
+    is redone over a larger one, with ``deps.rng`` replaying the numbers the abandoned build
+    drew, so the turn is the same as a build over the whole chat. ``state``: the chat's state
+    as the caller already loaded it (``send`` after storing a message with macros), used for
+    the first build instead of loading it again; ``before_reload`` is awaited before a build
     loads the chat from the store after all (``send`` writes the user's message it holds
     back, so the reloaded chat has it).
 
@@ -262,7 +238,7 @@ async def prepare_turn(
     (each build, when one is redone): what needs only the connection (the turn's tools) can
     start then, in a task, and run while the prompt builds.
     """
-    replay = ReplayRng(rng) if rng is not None else None
+    replay = ReplayRng(deps.rng) if deps.rng is not None else None
     preloaded = [state] if state is not None else []
 
     async def attempt(window: int) -> PreparedTurn:
@@ -270,37 +246,57 @@ async def prepare_turn(
         if loaded is None:
             if before_reload is not None:
                 await before_reload()
-            loaded = await load_chat_state(
-                store,
-                owner=owner,
-                chat_id=chat_id,
-                character=character,
-                persona=overrides.persona,
-                window=window,
-            )
-        if group is not None:
-            loaded = loaded.model_copy(update={"group": group})
-        return await _prepare_state(
-            store,
-            loaded,
-            owner=owner,
-            kind=kind,
-            overrides=overrides,
-            quiet_prompt=quiet_prompt,
-            quiet_name=quiet_name,
-            dry_run=dry_run,
-            without_last_reply=without_last_reply,
-            rng=replay.restart() if replay is not None else None,
-            client=client,
-            local_factory=local_factory,
-            environ=environ,
-            sources=sources,
-            renderer=renderer,
-            memory=memory,
-            on_connection=on_connection,
-        )
+            loaded = await load_turn_state(deps, draft, window)
+        elif draft.group is not None:
+            loaded = loaded.model_copy(update={"group": draft.group})
+        rng = replay.restart() if replay is not None else None
+        return await prepare_from_state(deps, draft, loaded, rng, on_connection)
 
-    return await windowed(chat_id, attempt)
+    return await windowed(draft.chat_id, attempt)
+
+
+async def load_turn_state(deps: TurnDeps, draft: TurnDraft, window: int) -> ChatState:
+    """Stage *load*: the chat's state over its last ``window`` messages (a group member's
+    card and context in place of the chat's)."""
+    loaded = await load_chat_state(
+        deps.store,
+        owner=deps.owner,
+        chat_id=draft.chat_id,
+        character=draft.character,
+        persona=draft.overrides.persona,
+        window=window,
+    )
+    if draft.group is not None:
+        loaded = loaded.model_copy(update={"group": draft.group})
+    return loaded
+
+
+async def prepare_from_state(
+    deps: TurnDeps,
+    draft: TurnDraft,
+    state: ChatState,
+    rng: Callable[[], float] | None = None,
+    on_connection: OnConnection | None = None,
+) -> PreparedTurn:
+    """Stages *resolve*, *build* and *request* over a loaded ``state``."""
+    state, connection = await resolve_turn(deps, draft, state)
+    if on_connection is not None:
+        await on_connection(connection)
+    state = await with_profile_preset(deps.store, state, connection, owner=deps.owner)
+    state = await with_writer_preset(deps.store, state, connection, owner=deps.owner)
+    built_prompt = await build_turn_prompt(deps, draft, state, connection, rng)
+    names = _prompt_names(state)
+    return PreparedTurn(
+        state=state,
+        connection=connection,
+        main_api=built_prompt.main_api,
+        prompt=built_prompt.prompt,
+        request=turn_request(draft, state, connection, built_prompt.prompt, names),
+        wi=built_prompt.wi,
+        variables=built_prompt.variables,
+        compat=built_prompt.compat,
+        names=names,
+    )
 
 
 def after_user_message(
@@ -333,126 +329,140 @@ def after_user_message(
     )
 
 
-async def _prepare_state(
-    store: Store,
-    state: ChatState,
-    *,
-    owner: str,
-    kind: str,
-    overrides: TurnOverrides,
-    quiet_prompt: str,
-    quiet_name: str | None,
-    dry_run: bool,
-    without_last_reply: bool,
-    rng: Callable[[], float] | None,
-    client: Any,
-    local_factory: LocalFactory | None,
-    environ: Mapping[str, str] | None,
-    renderer: PromptRenderer | None,
-    memory: TurnMemory | None = None,
-    sources: Mapping[str, ProviderSource] | None = None,
-    on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
-) -> PreparedTurn:
-    # the turn's override, else the character's writer, else the selection (chat/writer.py)
-    state = await choose_profile(store, state, overrides.profile, owner=owner)
+async def resolve_turn(
+    deps: TurnDeps, draft: TurnDraft, state: ChatState
+) -> tuple[ChatState, ResolvedConnection]:
+    """Stage *resolve*: the turn's connection profile (the turn's override, else the
+    character's writer, else the selection: :mod:`tavernkit.chat.writer`) resolved with the
+    store's keys; the state carries the profile the turn uses."""
+    overrides = draft.overrides
+    state = await choose_profile(deps.store, state, overrides.profile, owner=deps.owner)
     try:
-        connection = await resolve_for_state(
-            store,
-            state,
-            owner=owner,
-            model=overrides.model or "",
-            client=client,
-            local_factory=local_factory,
-            environ=environ,
-            sources=sources,
-        )
+        connection = await deps.resolve(state.profile, overrides.model or "")
     except GenerateTaskError as exc:  # the resolver is shared with tasks
         raise ChatTurnError.of(exc) from exc
-    if on_connection is not None:
-        await on_connection(connection)
-    state = await with_profile_preset(store, state, connection, owner=owner)
-    state = await with_writer_preset(store, state, connection, owner=owner)
+    return state, connection
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltPrompt:
+    """What stage *build* leaves: the prompt, the world-info scan, the variables as the
+    macros left them, and the compatibility mode the build ran in."""
+
+    main_api: str
+    prompt: built.AssembledChat | built.AssembledText
+    wi: WorldInfoResult | None
+    variables: InMemoryVariables
+    compat: str
+
+
+async def build_turn_prompt(
+    deps: TurnDeps,
+    draft: TurnDraft,
+    state: ChatState,
+    connection: ResolvedConnection,
+    rng: Callable[[], float] | None,
+) -> BuiltPrompt:
+    """Stage *build*: the memory step, the world-info scan and the prompt builder of the
+    connection's API, over the state the turn builds from."""
     main_api = main_api_of(family=connection.family, api=connection.api)
-    build_state = state
-    drop = kind == "swipe" and main_api != "openai"
-    if without_last_reply and len(chat_before_generation(state.messages, kind)) < len(
+    local = state.chat.metadata.variables if state.chat is not None else None
+    variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
+    session = begin(
+        _build_state(draft, state, main_api),
+        PromptTarget(
+            main_api, connection.model, tokenizer=turn_tokenizer(connection, state.settings)
+        ),
+        compat=draft.overrides.compat or state.compat,
+        variables=variables,
+        renderer=deps.renderer,
+    )
+    forced: frozenset[str] = frozenset()
+    if deps.memory is not None:  # before the scan: it reads the rearranged chat
+        step = await deps.memory(
+            session.state,
+            session.prompt_state,
+            session.substitute,
+            owner=deps.owner,
+            kind=draft.kind,
+            dry_run=draft.dry_run,
+            compat=session.compat,
+        )
+        session = step.session(session)
+        forced = step.force_activate
+    dry_run = draft.dry_run
+    wi = session.scan(draft.kind, rng=rng, dry_run=dry_run, explain=dry_run, force_activate=forced)
+    prompt = session.build(
+        draft.kind,
+        wi,
+        quiet_prompt=draft.quiet_prompt,
+        dry_run=dry_run,
+        **_builder_options(draft, state, main_api),
+    )
+    return BuiltPrompt(main_api, prompt, wi, variables, session.compat)
+
+
+def _build_state(draft: TurnDraft, state: ChatState, main_api: str) -> ChatState:
+    """The state the prompt is built from: without the reply a text-completion swipe (or a
+    regeneration's preview) replaces."""
+    drop = draft.kind == "swipe" and main_api != "openai"
+    if draft.without_last_reply and len(chat_before_generation(state.messages, draft.kind)) < len(
         state.messages
     ):
         drop = True  # a preview of a regeneration: the reply it replaces is gone by then
-    if drop and state.chat is not None:
-        # The chat-completion builder leaves the swiped reply out itself; the text one does not.
-        chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
-        build_state = state.model_copy(update={"chat": chat})
-    local = state.chat.metadata.variables if state.chat is not None else None
-    variables = InMemoryVariables(dict(local or {}), dict(state.global_variables))
-    tokens = turn_tokenizer(connection, state.settings)
+    if not drop or state.chat is None:
+        return state
+    # The chat-completion builder leaves the swiped reply out itself; the text one does not.
+    chat = state.chat.model_copy(update={"messages": without_last(state.chat.messages)})
+    return state.model_copy(update={"chat": chat})
+
+
+def _builder_options(draft: TurnDraft, state: ChatState, main_api: str) -> dict[str, Any]:
     options: dict[str, Any] = {}
-    if quiet_name is not None and main_api != "openai":
-        options["quiet_name"] = quiet_name
+    if draft.quiet_name is not None and main_api != "openai":
+        options["quiet_name"] = draft.quiet_name
     if main_api == "openai":
         # the chat's images go to the model when the preset inlines media (SillyTavern's
         # default); the adapter turns them into a note for a model without vision
         preset = state.chat_preset
         options["inline_images"] = preset.media_inlining if preset is not None else True
-    session = begin(
-        build_state,
-        PromptTarget(main_api, connection.model, tokenizer=tokens),
-        compat=overrides.compat or state.compat,
-        variables=variables,
-        renderer=renderer,
-    )
-    forced: frozenset[str] = frozenset()
-    if memory is not None:  # before the scan: it reads the rearranged chat
-        step = await memory(
-            session.state,
-            session.prompt_state,
-            session.substitute,
-            owner=owner,
-            kind=kind,
-            dry_run=dry_run,
-            compat=session.compat,
-        )
-        session = step.session(session)
-        forced = step.force_activate
-    wi = session.scan(kind, rng=rng, dry_run=dry_run, explain=dry_run, force_activate=forced)
-    prompt = session.build(kind, wi, quiet_prompt=quiet_prompt, dry_run=dry_run, **options)
-    compat = session.compat
-    user_name = state.user_name
+    return options
+
+
+def _prompt_names(state: ChatState) -> PromptNames:
     char_name = state.character.name if state.character is not None else ""
     group_names = tuple(state.group.names) if state.group is not None else ()
-    names = PromptNames(char_name=char_name, user_name=user_name, group_names=group_names)
-    request: PromptRequest
+    return PromptNames(char_name=char_name, user_name=state.user_name, group_names=group_names)
+
+
+def turn_request(
+    draft: TurnDraft,
+    state: ChatState,
+    connection: ResolvedConnection,
+    prompt: built.AssembledChat | built.AssembledText,
+    names: PromptNames,
+) -> PromptRequest:
+    """Stage *request*: the built prompt converted to the provider request, with the preset's
+    sampling and the turn's overrides (reply length, extra stop strings)."""
+    overrides = draft.overrides
     if isinstance(prompt, built.AssembledChat):
         max_tokens = overrides.max_tokens
         if max_tokens is None and state.chat_preset is None:
             # no preset to say how long a reply may be: SillyTavern's response length setting
             max_tokens = state.settings.prompt.amount_gen
         sampling = sampling_from_preset(state.chat_preset, max_tokens=max_tokens)
-        request = to_provider_request(
+        return to_provider_request(
             prompt,
             sampling=sampling,
-            source=connection.source,
-            names=names,
             stop=overrides.stop,
+            shaping=ChatShaping(source=connection.source, names=names),
         )
-    else:
-        settings = state.settings.prompt
-        sampling = sampling_from_textgen(
-            state.textgen_preset,
-            max_tokens=overrides.max_tokens or settings.amount_gen,
-            context_size=settings.max_context,
-        )
-        stop = list(prompt.stop)
-        stop.extend(s for s in overrides.stop if s not in stop)
-        request = to_provider_request(prompt, sampling=sampling, stop=stop)
-    return PreparedTurn(
-        state=state,
-        connection=connection,
-        main_api=main_api,
-        prompt=prompt,
-        request=request,
-        wi=wi,
-        variables=variables,
-        compat=compat,
-        names=names,
+    settings = state.settings.prompt
+    sampling = sampling_from_textgen(
+        state.textgen_preset,
+        max_tokens=overrides.max_tokens or settings.amount_gen,
+        context_size=settings.max_context,
     )
+    stop = list(prompt.stop)
+    stop.extend(s for s in overrides.stop if s not in stop)
+    return to_provider_request(prompt, sampling=sampling, stop=stop)

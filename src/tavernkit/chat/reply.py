@@ -25,7 +25,7 @@ from tavernkit.chat.group_speaker import GroupSpeaker, mark_group_reply
 from tavernkit.chat.incomplete import STOPPED_RECORD, TURN_ERROR_KEY, turn_error_record
 from tavernkit.chat.prepare import PreparedTurn
 from tavernkit.chat.regex_text import continued_prompt_text, state_regex_text
-from tavernkit.chat.sink import StoreSink
+from tavernkit.chat.sink import Continued, StoreSink
 from tavernkit.chat.swipe_writer import swipe_writer
 from tavernkit.chat.tool_messages import tool_message, visible_invocations
 from tavernkit.errors import Conflict
@@ -241,8 +241,7 @@ class ReplyWriter:
             target.swipe_index or 0,
             target.message,
             owner=self.owner,
-            prefix=target.prefix,
-            reasoning_prefix=target.reasoning_prefix,
+            continued=Continued(target.prefix, target.reasoning_prefix),
             min_interval=min_interval,
             writer=swipe_writer(self.store),
         )
@@ -255,36 +254,8 @@ class ReplyWriter:
         target: ReplyTarget,
         result: TurnResult,
     ) -> TurnOutcome:
-        """The reply's one final write, and what the turn left."""
-        text, reasoning = result.text, result.reasoning
-        settings = prepared.state.settings.reasoning
-        # with auto-parse on the stream was split live (chat/plan.py); this parse catches a
-        # block the live split did not see at the very start (the strict parse allows
-        # leading whitespace before the prefix)
-        if not reasoning and settings.auto_parse and prepared.state.reasoning is not None:
-            parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
-            if parsed is not None and parsed.reasoning:
-                text, reasoning = parsed.content, parsed.reasoning
-        prefix = target.prefix
-        scripts = state_regex_text(
-            prepared.state,
-            main_api=prepared.main_api,
-            compat=prepared.compat,
-            variables=prepared.variables,
-        )
-        if scripts is not None:
-            # the plain regex scripts on what is kept: the reply (an impersonation as the
-            # user's input) and its reasoning (SillyTavern's cleanUpMessage, reasoning parse)
-            text = scripts.impersonation(text) if kind == "impersonate" else scripts.reply(text)
-            reasoning = scripts.reasoning(reasoning) if reasoning else reasoning
-            if target.mode == "continue" and prepared.compat == "st-1.18":
-                continued = continued_prompt_text(
-                    prepared.state,
-                    main_api=prepared.main_api,
-                    compat=prepared.compat,
-                    variables=prepared.variables,
-                )
-                prefix = continued if continued is not None else prefix
+        """Stage *finish*: the reply's one final write, and what the turn left."""
+        text, reasoning, prefix = _kept_text(kind, prepared, target, result)
         model = result.model or prepared.connection.model
         outcome: dict[str, Any] = {
             "kind": kind,
@@ -315,21 +286,7 @@ class ReplyWriter:
             message.extra.reasoning = reasoning
             message.extra.reasoning_duration = None
             message.extra.model = model
-        failed = result.status == "failed"
-        # a stopped reply is kept as shown, but stays marked unfinished so a resumed chat says
-        # so (and /continue can finish it)
-        unfinished = failed or result.status == "aborted"
-        if not failed:
-            message.gen_finished = self.now()  # a failed reply never finished, as after a crash
-        if result.notice is not None:
-            _store_notice(message, result)
-        if failed:
-            record_turn_error(message, result.error)
-        elif unfinished:
-            _set_extension(message, TURN_ERROR_KEY, dict(STOPPED_RECORD))
-        else:
-            record_turn_error(message, None)
-        message.sync_to_swipe()
+        unfinished = self._mark_ending(message, result)
         message_id, position = target.message_id, target.position
         if tools and not unfinished:
             message_id, position = await self._store_before_reply(
@@ -349,6 +306,26 @@ class ReplyWriter:
             message_id=message_id,
             swipe_index=target.swipe_index,
         )
+
+    def _mark_ending(self, message: Message, result: TurnResult) -> bool:
+        """How the reply ended, on the message (finished date, notice, error or stop record);
+        whether it is unfinished (failed or stopped)."""
+        failed = result.status == "failed"
+        # a stopped reply is kept as shown, but stays marked unfinished so a resumed chat says
+        # so (and /continue can finish it)
+        unfinished = failed or result.status == "aborted"
+        if not failed:
+            message.gen_finished = self.now()  # a failed reply never finished, as after a crash
+        if result.notice is not None:
+            _store_notice(message, result)
+        if failed:
+            record_turn_error(message, result.error)
+        elif unfinished:
+            _set_extension(message, TURN_ERROR_KEY, dict(STOPPED_RECORD))
+        else:
+            record_turn_error(message, None)
+        message.sync_to_swipe()
+        return unfinished
 
     def _tool_message(
         self, tools: Sequence[InvocationRecord], prepared: PreparedTurn, model: str | None
@@ -399,6 +376,43 @@ def continue_postfix(prepared: PreparedTurn) -> str:
         return ""
     preset = prepared.state.chat_preset
     return preset.continue_postfix if preset is not None else _DEFAULT_POSTFIX
+
+
+def _kept_text(
+    kind: str, prepared: PreparedTurn, target: ReplyTarget, result: TurnResult
+) -> tuple[str, str, str]:
+    """The reply's text and reasoning as they are kept, and the continued text they follow:
+    a reasoning block the live split missed parsed out, the plain regex scripts run."""
+    text, reasoning = result.text, result.reasoning
+    settings = prepared.state.settings.reasoning
+    # with auto-parse on the stream was split live (chat/plan.py); this parse catches a
+    # block the live split did not see at the very start (the strict parse allows
+    # leading whitespace before the prefix)
+    if not reasoning and settings.auto_parse and prepared.state.reasoning is not None:
+        parsed = parse_reasoning(text, prepared.state.reasoning, strict=True)
+        if parsed is not None and parsed.reasoning:
+            text, reasoning = parsed.content, parsed.reasoning
+    prefix = target.prefix
+    scripts = state_regex_text(
+        prepared.state,
+        main_api=prepared.main_api,
+        compat=prepared.compat,
+        variables=prepared.variables,
+    )
+    if scripts is not None:
+        # the plain regex scripts on what is kept: the reply (an impersonation as the
+        # user's input) and its reasoning (SillyTavern's cleanUpMessage, reasoning parse)
+        text = scripts.impersonation(text) if kind == "impersonate" else scripts.reply(text)
+        reasoning = scripts.reasoning(reasoning) if reasoning else reasoning
+        if target.mode == "continue" and prepared.compat == "st-1.18":
+            continued = continued_prompt_text(
+                prepared.state,
+                main_api=prepared.main_api,
+                compat=prepared.compat,
+                variables=prepared.variables,
+            )
+            prefix = continued if continued is not None else prefix
+    return text, reasoning, prefix
 
 
 def _rejoin(prefix: str, text: str, result: TurnResult, *, postfix: str = "") -> str:

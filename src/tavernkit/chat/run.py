@@ -16,28 +16,24 @@ background calls are ``extension_internal`` and never reach this module.
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import pluggy
 
+from tavernkit.chat.deps import TurnDeps
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.attempt.chat_prompt import TurnPrompt
-from tavernkit.generation.attempt.sending import Sleep
 from tavernkit.generation.attempt.text_prompt import TextTurnPrompt
 from tavernkit.generation.hooks import before_request_hook, chat_turn_hooks
 from tavernkit.generation.options import TurnOptions
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.result import TurnResult
-from tavernkit.generation.review import ReviewConfig
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.turn import run_turn
 from tavernkit.providers.request import ChatPrompt, PromptRequest, TextPrompt
-from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
-from tavernkit.tools.registry import FunctionTool
 
-__all__ = ["ReshapeRequest", "hooked_request", "run_request", "turn_prompt"]
+__all__ = ["ChatRequest", "ReshapeRequest", "hooked_request", "run_request", "turn_prompt"]
 
 
 #: the chat request post-processed for another chat-completion source, from the blocks
@@ -84,60 +80,50 @@ def hooked_request(
     return request if changed is None else changed
 
 
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One reply's request as a chat turn sends it: the chat and generation type the plugins'
+    hooks see, the manual ``prefill``, the chat-completion ``source`` the request was
+    post-processed for, and ``reshape``, which remakes it from the blocks for a fallback
+    attempt on another source."""
+
+    request: PromptRequest
+    chat_id: str | None
+    kind: str
+    prefill: str = ""
+    source: str = ""
+    reshape: ReshapeRequest | None = None
+
+
 async def run_request(
+    deps: TurnDeps,
     plan: Plan,
-    request: PromptRequest,
+    call: ChatRequest,
     sink: ResponseSink,
-    *,
-    chat_id: str | None,
-    kind: str,
-    plugins: pluggy.PluginManager | None = None,
-    prefill: str = "",
-    stream: bool = True,
+    options: TurnOptions,
     abort: AbortSignal | None = None,
-    char_name: str = "",
-    user_names: tuple[str, ...] = (),
-    continues: str = "",
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Sleep = asyncio.sleep,
-    tools: Sequence[FunctionTool] = (),
-    max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
-    review: ReviewConfig | None = None,
-    source: str = "",
-    reshape: ReshapeRequest | None = None,
 ) -> TurnResult:
-    """Run one reply through ``plan`` to ``sink``; provider failures end in a failed
-    result, never raise. ``tools`` are the ones the turn offers (see :mod:`.tools`): the
-    runner runs the calls the model makes, at most ``max_tool_rounds`` rounds, then asks for
-    the reply with tools off. ``continues`` is the text a continued reply already holds (its
-    echo is stripped). ``review`` turns response review on (see :mod:`.review_setup`).
-    ``source`` is the chat-completion source ``request`` was post-processed for and
-    ``reshape`` remakes it from the blocks for a fallback attempt on another source; a
-    request a ``before_chat_turn`` hook replaced is the hook's and is sent as it is."""
-    hooks = chat_turn_hooks(plugins, "main")
-    built = request
-    request = hooks.before(chat_id, kind, request)
-    if request is not built:
-        reshape = None
-    options = TurnOptions(
-        stream=stream,
-        char_name=char_name,
-        user_names=user_names,
-        continues=continues,
-        before_request=before_request_hook(plugins, "main"),
-        turn_id=f"{chat_id or '-'}:{kind}",
-        tools=tuple(tools),
-        max_tool_rounds=max_tool_rounds,
-        review=review,
+    """Stage *generate*: one reply through ``plan`` to ``sink``; provider failures end in a
+    failed result, never raise. ``options`` says how (stream, names, the tools the turn offers
+    and their rounds, the text a continued reply already holds, response review); the plugins'
+    ``before_request`` hook and the turn's id are added here. A request a
+    ``before_chat_turn`` hook replaced is the hook's and is sent as it is (not reshaped)."""
+    hooks = chat_turn_hooks(deps.plugins, "main")
+    request = hooks.before(call.chat_id, call.kind, call.request)
+    reshape = call.reshape if request is call.request else None
+    options = replace(
+        options,
+        before_request=before_request_hook(deps.plugins, "main"),
+        turn_id=f"{call.chat_id or '-'}:{call.kind}",
     )
     result = await run_turn(
         plan,
-        turn_prompt(request, prefill, source=source, reshape=reshape),
+        turn_prompt(request, call.prefill, source=call.source, reshape=reshape),
         sink,
-        clock=clock,
-        sleep=sleep,
+        clock=deps.clock,
+        sleep=deps.sleep,
         options=options,
         abort=abort,
     )
-    hooks.after(chat_id, kind, result)
+    hooks.after(call.chat_id, call.kind, result)
     return result

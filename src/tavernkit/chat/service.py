@@ -34,7 +34,7 @@ from tavernkit.chat.display import Shown, shown_messages
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
 from tavernkit.chat.group_turn import preview_speaker
 from tavernkit.chat.group_verbs import GroupVerbs
-from tavernkit.chat.prepare import PreparedTurn, TurnOverrides, prepare_turn
+from tavernkit.chat.prepare import PreparedTurn, TurnDraft, TurnOverrides, prepare_turn
 from tavernkit.chat.regex_text import regex_text, state_regex_text
 from tavernkit.chat.reply import TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import chat_review, set_chat_review
@@ -469,24 +469,16 @@ class ChatService(GroupVerbs):
         it is ``member``'s turn (default: the first unmuted member's)."""
         chat_id = await self._chat_id(chat_id)
         speaker = await preview_speaker(self.store, chat_id, member, owner=self.owner)
-        prepared = await prepare_turn(
-            self.store,
-            owner=self.owner,
-            chat_id=chat_id,
-            kind=kind,
-            overrides=TurnOverrides.of(overrides),
+        draft = TurnDraft(
+            chat_id,
+            kind,
+            TurnOverrides.of(overrides),
             dry_run=True,
             without_last_reply=kind == "regenerate",
-            rng=self.rng,
-            client=self.client,
-            local_factory=self.local_factory,
-            environ=self.environ,
-            renderer=self.runtime.prompt_renderer,
-            memory=self.memory,
             character=speaker.character_id if speaker else None,
             group=speaker.context if speaker else None,
-            sources=self.runtime.provider_sources,
         )
+        prepared = await prepare_turn(self.turn_deps(), draft)
         offer = await self._offer_tools(kind, prepared.connection)
         if offer is not None:
             prepared = replace(prepared, request=offer.apply(prepared.request))

@@ -38,7 +38,19 @@ from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import Store, SwipeText
 
-__all__ = ["ContinuationJoin", "StoreSink", "TeeSink"]
+__all__ = ["ContinuationJoin", "Continued", "StoreSink", "TeeSink"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Continued:
+    """What a continued reply already holds: its text and its reasoning (the new pieces are
+    written after them)."""
+
+    text: str = ""
+    reasoning: str = ""
+
+
+NOT_CONTINUED = Continued()
 
 
 class StoreSink:
@@ -61,8 +73,7 @@ class StoreSink:
         message: Message,
         *,
         owner: str = DEFAULT_OWNER,
-        prefix: str = "",
-        reasoning_prefix: str = "",
+        continued: Continued = NOT_CONTINUED,
         min_interval: float = 0.2,
         clock: Callable[[], float] = time.monotonic,
         writer: SwipeWriter | None = None,
@@ -74,8 +85,8 @@ class StoreSink:
         self.swipe_index = swipe_index
         self.message = message
         self.owner = owner
-        self.prefix = prefix
-        self.reasoning_prefix = reasoning_prefix
+        self.prefix = continued.text
+        self.reasoning_prefix = continued.reasoning
         self.min_interval = min_interval
         self.clock = clock
         self.writer = writer

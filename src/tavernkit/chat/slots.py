@@ -21,7 +21,7 @@ __all__ = ["ChatSlots"]
 
 
 @dataclass
-class _Slot:
+class _ChatSlot:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     controller: AbortController | None = None
     waiting: int = 0
@@ -31,7 +31,7 @@ class ChatSlots:
     """The per-chat turn locks of one chat service."""
 
     def __init__(self) -> None:
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, _ChatSlot] = {}
 
     def busy(self, chat_id: str) -> bool:
         slot = self._slots.get(chat_id)
@@ -49,7 +49,7 @@ class ChatSlots:
         self, chat_id: str, *, interrupt: bool = False
     ) -> AsyncIterator[AbortController]:
         """Hold ``chat_id`` for one turn; yields the turn's abort controller."""
-        slot = self._slots.setdefault(chat_id, _Slot())
+        slot = self._slots.setdefault(chat_id, _ChatSlot())
         if slot.lock.locked():
             if not interrupt:
                 raise ChatBusy(chat_id)

@@ -16,18 +16,25 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
+from tavernkit.chat.deps import TurnDeps
 from tavernkit.chat.greetings import iso_timestamp
 from tavernkit.chat.group_turn import refuse_group_chat
 from tavernkit.chat.memory_setup import ChatMemory
-from tavernkit.chat.plan import PlanSources, SharedRoute, chat_plan, pinned_reviewer_spec
+from tavernkit.chat.plan import (
+    PinnedReviewerSpec,
+    PlanSources,
+    SharedRoute,
+    chat_plan,
+    pinned_reviewer_spec,
+)
 from tavernkit.chat.prepare import (
     PreparedTurn,
+    TurnDraft,
     TurnOverrides,
     after_user_message,
     prepare_turn,
-    resolve_profile,
 )
 from tavernkit.chat.regex_text import state_regex_text
 from tavernkit.chat.reply import (
@@ -39,15 +46,16 @@ from tavernkit.chat.reply import (
     reply_mode,
 )
 from tavernkit.chat.review_setup import review_config, review_settings
-from tavernkit.chat.run import ReshapeRequest, run_request
+from tavernkit.chat.run import ChatRequest, ReshapeRequest, run_request
 from tavernkit.chat.sink import ContinuationJoin, TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.chat.turn_options import Overrides, TurnCall
 from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
+from tavernkit.generation.options import TurnOptions
 from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
-from tavernkit.generation.review import ToolCheckpoint
+from tavernkit.generation.review import ReviewConfig, ToolCheckpoint
 from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.chat import ImagePart, Message, TextPart
@@ -56,7 +64,7 @@ from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.macros import may_hold_macros
 from tavernkit.prompt.pipeline import begin
-from tavernkit.providers.request import ChatPrompt
+from tavernkit.providers.request import ChatPrompt, PromptRequest
 from tavernkit.run_to_end import run_to_end
 from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state, load_user_name
@@ -66,7 +74,7 @@ from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.modes import resolve_function_call_mode
 
-__all__ = ["TurnCore", "UserInput"]
+__all__ = ["ServiceOptions", "TurnCore", "UserInput"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,40 +88,49 @@ class UserInput:
     unwritten: Message | None = None
 
 
+class ServiceOptions(TypedDict, total=False):
+    """The chat service's keyword options (what each does: :class:`~.service.ChatService`)."""
+
+    clock: Callable[[], datetime] | None
+    new_id: Callable[[], str] | None
+    client: Any
+    local_factory: LocalFactory | None
+    environ: Mapping[str, str] | None
+    rng: Callable[[], float] | None
+    stream_interval: float
+    key_clock: Callable[[], float]
+    function_call_mode: str
+    max_tool_rounds: int
+    tool_rng: random.Random | None
+    review_tool_checkpoint: ToolCheckpoint | None
+
+
 class TurnCore:
     """The parts and steps the chat verbs share; the verbs are :class:`~.service.ChatService`'s
     (its docstring says what each constructor argument does)."""
 
-    def __init__(
-        self,
-        runtime: Runtime,
-        *,
-        clock: Callable[[], datetime] | None = None,
-        new_id: Callable[[], str] | None = None,
-        client: Any = None,
-        local_factory: LocalFactory | None = None,
-        environ: Mapping[str, str] | None = None,
-        rng: Callable[[], float] | None = None,
-        stream_interval: float = 0.2,
-        key_clock: Callable[[], float] = time.time,
-        function_call_mode: str = "auto",
-        max_tool_rounds: int = DEFAULT_MAX_ROUNDS,
-        tool_rng: random.Random | None = None,
-        review_tool_checkpoint: ToolCheckpoint | None = None,
-    ) -> None:
+    def __init__(self, runtime: Runtime, **options: Unpack[ServiceOptions]) -> None:
         if not isinstance(runtime, Runtime):
             # a Tavern here was the old call: say the new one rather than fail deep inside
             got = type(runtime).__name__
             raise TypeError(f"expected a Runtime, got {got}: use ChatService(tk.runtime, ...)")
+        unknown = sorted(set(options) - set(ServiceOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"ChatService() got an unexpected keyword argument {unknown[0]!r}")
+        o = ServiceOptions(**options)
+        client = o.get("client")
+        environ = o.get("environ")
         self.runtime = runtime
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self.new_id = new_id or (lambda: str(uuid.uuid4()))
+        self.clock = o.get("clock") or (lambda: datetime.now(UTC))
+        self.new_id = o.get("new_id") or (lambda: str(uuid.uuid4()))
         self._client = client
-        self.local_factory: LocalFactory = local_factory or runtime.local_models
+        self.local_factory: LocalFactory = o.get("local_factory") or runtime.local_models
         self.environ = environ
-        self.rng = rng
-        self.stream_interval = stream_interval
-        self.key_clock = key_clock
+        self.rng = o.get("rng")
+        self.stream_interval = o.get("stream_interval", 0.2)
+        self.key_clock = o.get("key_clock", time.time)
+        function_call_mode = o.get("function_call_mode", "auto")
+        max_tool_rounds = o.get("max_tool_rounds", DEFAULT_MAX_ROUNDS)
         try:
             resolve_function_call_mode(function_call_mode, native_supported=True)  # checks it
         except GenerateTaskError as exc:  # the check is shared with tasks
@@ -130,10 +147,10 @@ class TurnCore:
         self.memory = ChatMemory(runtime, client=client, environ=environ)
         #: awaited after each completed reply that was stored (the facade's: the summary)
         self.after_reply: Callable[[str], Awaitable[None]] | None = None
-        self.tool_rng = tool_rng or random.Random()
+        self.tool_rng = o.get("tool_rng") or random.Random()
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
-        self.review_tool_checkpoint = review_tool_checkpoint
+        self.review_tool_checkpoint = o.get("review_tool_checkpoint")
         #: the route this service's turns fall back to when every personal attempt failed (a
         #: server's shared profile: see :class:`~tavernkit.chat.plan.SharedRoute`)
         self.shared_route: SharedRoute | None = None
@@ -153,6 +170,23 @@ class TurnCore:
     @property
     def replies(self) -> ReplyWriter:
         return ReplyWriter(self.store, self.owner, self._now)
+
+    def turn_deps(self) -> TurnDeps:
+        """The parts this service's turn stages share (:class:`~.deps.TurnDeps`), with the
+        HTTP client of the running event loop."""
+        runtime = self.runtime
+        return TurnDeps(
+            store=runtime.store,
+            owner=runtime.owner,
+            client=self.client,
+            local_factory=self.local_factory,
+            environ=self.environ,
+            sources=runtime.provider_sources,
+            renderer=runtime.prompt_renderer,
+            memory=self.memory,
+            plugins=runtime.plugins,
+            rng=self.rng,
+        )
 
     def _now(self) -> str:
         return iso_timestamp(self.clock())
@@ -380,26 +414,20 @@ class TurnCore:
         before_reload: Callable[[], Awaitable[None]],
         on_connection: Callable[[ResolvedConnection], Awaitable[None]] | None = None,
     ) -> PreparedTurn:
-        kind = turn.kind
-        return await prepare_turn(
-            self.store,
-            owner=self.owner,
-            chat_id=chat_id,
-            kind=kind,
-            overrides=TurnOverrides.of(turn.overrides),
+        draft = TurnDraft(
+            chat_id,
+            turn.kind,
+            TurnOverrides.of(turn.overrides),
             quiet_prompt=turn.quiet_prompt,
             quiet_name=turn.quiet_name,
-            state=given.state if given is not None else None,
-            before_reload=before_reload,
-            rng=self.rng,
-            client=self.client,
-            local_factory=self.local_factory,
-            environ=self.environ,
-            renderer=self.runtime.prompt_renderer,
-            memory=self.memory,
             character=turn.member.character_id if turn.member else None,
             group=turn.member.context if turn.member else None,
-            sources=self.runtime.provider_sources,
+        )
+        return await prepare_turn(
+            self.turn_deps(),
+            draft,
+            state=given.state if given is not None else None,
+            before_reload=before_reload,
             on_connection=on_connection,
         )
 
@@ -426,25 +454,7 @@ class TurnCore:
         char = prepared.char_name if kind != "impersonate" else prepared.state.user_name
         processor = StreamingProcessor(model=prepared.connection.model)
         sources = self._plan_sources()
-        settings = review_settings(prepared)
-        pinned = None
-        if settings is not None:
-            # an inherited reviewer is a side task: on the utility profile, when one is set
-            utility = prepared.state.settings.selections.utility_profile
-            reviewer = settings.reviewer_profile or utility
-            if reviewer:
-                pinned = await pinned_reviewer_spec(sources, reviewer, settings.reviewer_model)
-        review = (
-            review_config(
-                prepared,
-                request,
-                pinned[0] if pinned else None,
-                tool_checkpoint=self.review_tool_checkpoint,
-                rule_checker=McpRuleChecker(self.runtime.mcp),
-            )
-            if settings is not None
-            else None
-        )
+        pinned, review = await self._review_of(prepared, request, sources)
         plan = await chat_plan(
             prepared.connection,
             sources,
@@ -458,29 +468,56 @@ class TurnCore:
             offer.attach(plan)
         with self.runtime.generations.track(chat_id, controller, processor):
             result = await run_request(
+                self.turn_deps(),
                 plan,
-                request,
+                ChatRequest(
+                    request,
+                    chat_id,
+                    kind,
+                    prefill=turn.prefill or "",
+                    source=prepared.connection.source,
+                    reshape=_reshape(prepared, offer),
+                ),
                 _joined(TeeSink(sinks), target, continue_postfix(prepared)),
-                chat_id=chat_id,
-                kind=kind,
-                plugins=self.runtime.plugins,
-                prefill=turn.prefill or "",
-                stream=turn.stream,
-                abort=signals,
-                char_name=char,
-                user_names=names,
-                tools=offer.tools if offer is not None else (),
-                max_tool_rounds=self.max_tool_rounds,
-                continues=target.prefix if isinstance(target, ReplyTarget) else "",
-                review=review,
-                source=prepared.connection.source,
-                reshape=_reshape(prepared, offer),
+                TurnOptions(
+                    stream=turn.stream,
+                    char_name=char,
+                    user_names=names,
+                    continues=target.prefix if isinstance(target, ReplyTarget) else "",
+                    tools=tuple(offer.tools) if offer is not None else (),
+                    max_tool_rounds=self.max_tool_rounds,
+                    review=review,
+                ),
+                signals,
             )
         processor.state = "finished" if result.status == "completed" else "failed"
         processor.text = result.text
         if isinstance(target, OpeningReply):
             target = await target.target()  # raises the store's error when it failed
         return await replies.finish(chat_id, kind, prepared, target, result)
+
+    async def _review_of(
+        self, prepared: PreparedTurn, request: PromptRequest, sources: PlanSources
+    ) -> tuple[PinnedReviewerSpec | None, ReviewConfig | None]:
+        """The turn's reviewer pinned to its profile (or none) and the review's settings (none
+        when the turn is not reviewed)."""
+        settings = review_settings(prepared)
+        if settings is None:
+            return None, None
+        pinned = None
+        # an inherited reviewer is a side task: on the utility profile, when one is set
+        utility = prepared.state.settings.selections.utility_profile
+        reviewer = settings.reviewer_profile or utility
+        if reviewer:
+            pinned = await pinned_reviewer_spec(sources, reviewer, settings.reviewer_model)
+        review = review_config(
+            prepared,
+            request,
+            pinned[0] if pinned else None,
+            tool_checkpoint=self.review_tool_checkpoint,
+            rule_checker=McpRuleChecker(self.runtime.mcp),
+        )
+        return pinned, review
 
     async def _offer_tools(self, kind: str, connection: ResolvedConnection) -> ChatTools | None:
         return await offer_tools(
@@ -494,16 +531,10 @@ class TurnCore:
     def _plan_sources(self) -> PlanSources:
         environ = os.environ if self.environ is None else self.environ
 
+        deps = self.turn_deps()
+
         async def resolve(profile: ConnectionProfile) -> ResolvedConnection:
-            return await resolve_profile(
-                self.store,
-                profile,
-                owner=self.owner,
-                client=self.client,
-                local_factory=self.local_factory,
-                environ=self.environ,
-                sources=self.runtime.provider_sources,
-            )
+            return await deps.resolve(profile)
 
         return PlanSources(
             self.store,

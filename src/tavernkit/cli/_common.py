@@ -5,10 +5,13 @@ stderr, exit code 1)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
+import inspect
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_type_hints
 
 import typer
 from rich.console import Console
@@ -19,9 +22,10 @@ from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.store.protocol import ChatInfo
 
-__all__ = ["HomeOption", "chat_row", "fail", "run_in_tavern"]
+__all__ = ["HomeOption", "chat_row", "fail", "gathered", "run_in_tavern"]
 
 T = TypeVar("T")
+Opts = TypeVar("Opts")
 
 HomeOption = Annotated[
     Path | None,
@@ -29,6 +33,37 @@ HomeOption = Annotated[
 ]
 
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def gathered(options_type: type[Opts]) -> Callable[[Callable[[Opts], None]], Callable[..., None]]:
+    """A command of many options written as a function of one value: the command's
+    parameters are the fields of the dataclass ``options_type`` (each ``Annotated`` with its
+    ``typer.Option``, its default the field's), and the function receives them as one
+    ``options_type``. Typer reads the signature, so ``--help``, the environment variables
+    and the checks are the fields' own."""
+    hints = get_type_hints(options_type, include_extras=True)
+    parameters = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            # a field without a default is a required argument
+            default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+            annotation=hints[f.name],
+        )
+        for f in dataclasses.fields(options_type)  # type: ignore[arg-type]
+    ]
+
+    def wrap(command: Callable[[Opts], None]) -> Callable[..., None]:
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            command(options_type(**values))
+
+        del run.__wrapped__  # typer reads the signature below, not the wrapped function's
+        run.__signature__ = inspect.Signature(parameters, return_annotation=None)  # type: ignore[attr-defined]
+        run.__annotations__ = {**{p.name: p.annotation for p in parameters}, "return": None}
+        return run
+
+    return wrap
 
 
 def fail(message: str) -> typer.Exit:

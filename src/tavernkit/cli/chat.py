@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from tavernkit.chat.review_setup import check_reviewer, parse_review, set_chat_review
 from tavernkit.chat.service import ChatService
+from tavernkit.cli._common import gathered
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session
 from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
@@ -32,8 +35,9 @@ from tavernkit.cli.language import say
 from tavernkit.demo import DEMO_CHARACTER, add_demo_character
 from tavernkit.errors import FormatError, NotFound, TavernKitError
 from tavernkit.facade import Tavern
+from tavernkit.models.profile import ReviewSettings
 
-__all__ = ["DEMO_CHARACTER", "chat_command", "ensure_character", "open_chat"]
+__all__ = ["DEMO_CHARACTER", "ChatOptions", "chat_command", "ensure_character", "open_chat"]
 
 
 async def ensure_character(tk: Tavern, name: str | None) -> str:
@@ -97,15 +101,18 @@ async def _interactive(session: Session, fresh: bool) -> None:
             await warming
 
 
-def chat_command(
+@dataclass(frozen=True)
+class ChatOptions:
+    """``tavernkit chat``'s argument and options (``--help`` lists them)."""
+
     character: Annotated[
         str | None, typer.Argument(help="Name or id of a character (default: the demo, Wren).")
-    ] = None,
+    ] = None
     profile: Annotated[
         str | None, typer.Option("--profile", "-p", help="Connection profile to use.")
-    ] = None,
-    persona: Annotated[str | None, typer.Option("--persona", help="Persona to speak as.")] = None,
-    chat: Annotated[str | None, typer.Option("--chat", help="Chat id or name to resume.")] = None,
+    ] = None
+    persona: Annotated[str | None, typer.Option("--persona", help="Persona to speak as.")] = None
+    chat: Annotated[str | None, typer.Option("--chat", help="Chat id or name to resume.")] = None
     group: Annotated[
         str | None,
         typer.Option(
@@ -113,8 +120,8 @@ def chat_command(
             help="Chat with a stored group (its open chat; --new: a new one); "
             "/trigger NAME asks one member.",
         ),
-    ] = None,
-    new: Annotated[bool, typer.Option("--new", help="Start a new chat.")] = False,
+    ] = None
+    new: Annotated[bool, typer.Option("--new", help="Start a new chat.")] = False
     once: Annotated[
         str | None,
         typer.Option(
@@ -122,8 +129,8 @@ def chat_command(
             help="Send one message to the character's latest chat (--new: a new one), "
             "print the reply, exit.",
         ),
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    ] = None
+    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False
     review: Annotated[
         str | None,
         typer.Option(
@@ -131,53 +138,68 @@ def chat_command(
             help="Review this chat's replies before they show (kept for the chat): "
             "inherited, off, PROFILE, PROFILE:MODEL, or profile (the profile's setting).",
         ),
-    ] = None,
+    ] = None
     home: Annotated[
         Path | None,
         typer.Option("--home", help="Data folder (default: $TAVERNKIT_HOME or the user data dir)."),
-    ] = None,
-) -> None:
+    ] = None
+
+
+@gathered(ChatOptions)
+def chat_command(options: ChatOptions) -> None:
     """Chat with a character (the embedded model and the demo character by default)."""
-    if chat is not None and new:
+    o = options
+    if o.chat is not None and o.new:
         err.print(f"[bold red]{say('error:')}[/] {say('--chat and --new cannot be used together')}")
         raise typer.Exit(2)
-    if group is not None and character is not None:
+    if o.group is not None and o.character is not None:
         err.print(f"[bold red]{say('error:')}[/] {say('name a character or --group, not both')}")
         raise typer.Exit(2)
-    overrides = {k: v for k, v in (("profile", profile), ("persona", persona)) if v}
     try:
-        review_setting = parse_review(review) if review not in (None, "profile") else None
+        review_setting = parse_review(o.review) if o.review not in (None, "profile") else None
     except FormatError as exc:
         err.print(f"[bold red]{say('error:')}[/] {escape(exc.reason)}")
         raise typer.Exit(2) from None
+    _run_chat(lambda: _chat_main(o, review_setting))
 
-    async def main() -> int:
-        async with Tavern(home) as tk:
-            # Checked first: a mistyped name must not create a chat or store a message.
-            await tk.chats.check_overrides(overrides or None)
-            await check_reviewer(tk.store, review_setting, owner=tk.owner)
-            group_name = group
-            if group_name is not None:
-                chat_id, fresh = await open_group_chat(tk.chats, group_name, chat=chat, new=new)
-            else:
-                char_id = await ensure_character(tk, character) if chat is None else ""
-                chat_id, fresh = await open_chat(
-                    tk.chats, char_id, chat=chat, new=new, persona=persona
-                )
-                if chat is not None:  # a group's chat resumed by name is a group session
-                    group_name = await group_name_of_chat(tk.chats, chat_id)
-            if review is not None:
-                await set_chat_review(tk.store, chat_id, review_setting, owner=tk.owner)
-            session = Session(tk, chat_id, as_json=as_json, overrides=overrides, group=group_name)
-            if once is not None and group_name is not None:
-                turn = await session.group_turn("normal", text=once)
-                return 0 if turn.status == "completed" else 1
-            if once is not None:
-                outcome = await session.run_turn(tk.chats.send, once)
-                return 0 if outcome.status == "completed" else 1
-            await _interactive(session, fresh)
-            return 0
 
+async def _chat_main(o: ChatOptions, review_setting: ReviewSettings | None) -> int:
+    """Open the chat the options name and run the session (or the one ``--once`` turn);
+    the exit code."""
+    overrides = {k: v for k, v in (("profile", o.profile), ("persona", o.persona)) if v}
+    async with Tavern(o.home) as tk:
+        # Checked first: a mistyped name must not create a chat or store a message.
+        await tk.chats.check_overrides(overrides or None)
+        await check_reviewer(tk.store, review_setting, owner=tk.owner)
+        chat_id, fresh, group_name = await _open(tk, o)
+        if o.review is not None:
+            await set_chat_review(tk.store, chat_id, review_setting, owner=tk.owner)
+        session = Session(tk, chat_id, as_json=o.as_json, overrides=overrides, group=group_name)
+        if o.once is not None and group_name is not None:
+            turn = await session.group_turn("normal", text=o.once)
+            return 0 if turn.status == "completed" else 1
+        if o.once is not None:
+            outcome = await session.run_turn(tk.chats.send, o.once)
+            return 0 if outcome.status == "completed" else 1
+        await _interactive(session, fresh)
+        return 0
+
+
+async def _open(tk: Tavern, o: ChatOptions) -> tuple[str, bool, str | None]:
+    """The chat the options name (its id, whether it is new) and its group's name, if any."""
+    group_name = o.group
+    if group_name is not None:
+        chat_id, fresh = await open_group_chat(tk.chats, group_name, chat=o.chat, new=o.new)
+        return chat_id, fresh, group_name
+    char_id = await ensure_character(tk, o.character) if o.chat is None else ""
+    chat_id, fresh = await open_chat(tk.chats, char_id, chat=o.chat, new=o.new, persona=o.persona)
+    if o.chat is not None:  # a group's chat resumed by name is a group session
+        group_name = await group_name_of_chat(tk.chats, chat_id)
+    return chat_id, fresh, group_name
+
+
+def _run_chat(main: Callable[[], Coroutine[Any, Any, int]]) -> None:
+    """Run the command's coroutine; a library error is one red line and exit code 1."""
     try:
         code = asyncio.run(main())
     except TavernKitError as exc:

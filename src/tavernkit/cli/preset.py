@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli._common import HomeOption, gathered, run_in_tavern
 from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
@@ -171,88 +172,104 @@ def move(
     out.print(f"{escape(identifier)} is now at position {index}")
 
 
-@preset_app.command("set")
-def set_(
-    name: PresetArg,
-    identifier: PromptArg,
-    position: Annotated[str | None, typer.Option("--position", help="relative or in_chat.")] = None,
-    depth: Annotated[int | None, typer.Option("--depth", help="In-chat depth.")] = None,
-    order: Annotated[int | None, typer.Option("--order", help="In-chat order.")] = None,
-    role: Annotated[str | None, typer.Option("--role", help="system, user or assistant.")] = None,
+@dataclass(frozen=True)
+class PresetSetOptions:
+    """``tavernkit preset set``'s arguments and options (``--help`` lists them)."""
+
+    name: PresetArg
+    identifier: PromptArg
+    position: Annotated[str | None, typer.Option("--position", help="relative or in_chat.")] = None
+    depth: Annotated[int | None, typer.Option("--depth", help="In-chat depth.")] = None
+    order: Annotated[int | None, typer.Option("--order", help="In-chat order.")] = None
+    role: Annotated[str | None, typer.Option("--role", help="system, user or assistant.")] = None
     trigger: Annotated[
         list[str] | None,
         typer.Option("--trigger", help="Generation type that sends it (repeat; none = all)."),
-    ] = None,
+    ] = None
     all_triggers: Annotated[
         bool, typer.Option("--all-triggers", help="Send it for every generation type.")
-    ] = False,
-    content: Annotated[str | None, typer.Option("--content", help="New prompt text.")] = None,
-    title: Annotated[str | None, typer.Option("--name", help="New display name.")] = None,
-    home: HomeOption = None,
-) -> None:
+    ] = False
+    content: Annotated[str | None, typer.Option("--content", help="New prompt text.")] = None
+    title: Annotated[str | None, typer.Option("--name", help="New display name.")] = None
+    home: HomeOption = None
+
+
+@preset_app.command("set")
+@gathered(PresetSetOptions)
+def set_(options: PresetSetOptions) -> None:
     """Change where a prompt goes (position, depth, order, role, triggers) or its text."""
+    o = options
     if (
-        all(v is None for v in (position, depth, order, role, trigger, content, title))
-        and not all_triggers
+        all(
+            v is None for v in (o.position, o.depth, o.order, o.role, o.trigger, o.content, o.title)
+        )
+        and not o.all_triggers
     ):
         err.print(f"[bold red]{say('error:')}[/] {say('nothing to set')}")
         raise typer.Exit(2)
 
     def change(preset: ChatCompletionPreset) -> ChatCompletionPreset:
-        triggers = [] if all_triggers else trigger
+        triggers = [] if o.all_triggers else o.trigger
         preset = preset_edit.set_injection(
             preset,
-            identifier,
-            position=position,
-            depth=depth,
-            order=order,
-            role=role,
+            o.identifier,
+            position=o.position,
+            depth=o.depth,
+            order=o.order,
+            role=o.role,
             triggers=triggers,
         )
-        if content is not None or title is not None:
-            preset = preset_edit.set_content(preset, identifier, content=content, name=title)
+        if o.content is not None or o.title is not None:
+            preset = preset_edit.set_content(preset, o.identifier, content=o.content, name=o.title)
         return preset
 
-    _edit(home, name, change)
-    out.print(f"updated {escape(identifier)}")
+    _edit(o.home, o.name, change)
+    out.print(f"updated {escape(o.identifier)}")
+
+
+@dataclass(frozen=True)
+class PresetAddOptions:
+    """``tavernkit preset add``'s arguments and options (``--help`` lists them)."""
+
+    name: PresetArg
+    identifier: PromptArg
+    content: Annotated[str, typer.Option("--content", help="The prompt text.")]
+    title: Annotated[
+        str | None, typer.Option("--name", help="Display name (default: the identifier).")
+    ] = None
+    role: Annotated[str, typer.Option("--role", help="system, user or assistant.")] = "system"
+    in_chat: Annotated[bool, typer.Option("--in-chat", help="Inject it into the chat.")] = False
+    depth: Annotated[int, typer.Option("--depth", help="In-chat depth.")] = 4
+    order: Annotated[int, typer.Option("--order", help="In-chat order.")] = 100
+    after: Annotated[
+        str | None, typer.Option("--after", help="Place it after this prompt (default: last).")
+    ] = None
+    disabled: Annotated[bool, typer.Option("--disabled", help="Add it switched off.")] = False
+    home: HomeOption = None
 
 
 @preset_app.command("add")
-def add(
-    name: PresetArg,
-    identifier: PromptArg,
-    content: Annotated[str, typer.Option("--content", help="The prompt text.")],
-    title: Annotated[
-        str | None, typer.Option("--name", help="Display name (default: the identifier).")
-    ] = None,
-    role: Annotated[str, typer.Option("--role", help="system, user or assistant.")] = "system",
-    in_chat: Annotated[bool, typer.Option("--in-chat", help="Inject it into the chat.")] = False,
-    depth: Annotated[int, typer.Option("--depth", help="In-chat depth.")] = 4,
-    order: Annotated[int, typer.Option("--order", help="In-chat order.")] = 100,
-    after: Annotated[
-        str | None, typer.Option("--after", help="Place it after this prompt (default: last).")
-    ] = None,
-    disabled: Annotated[bool, typer.Option("--disabled", help="Add it switched off.")] = False,
-    home: HomeOption = None,
-) -> None:
+@gathered(PresetAddOptions)
+def add(options: PresetAddOptions) -> None:
     """Add a custom prompt."""
+    o = options
 
     def change(preset: ChatCompletionPreset) -> ChatCompletionPreset:
         return preset_edit.add_prompt(
             preset,
-            identifier,
-            name=title or identifier,
-            content=content,
-            role=role,
-            in_chat=in_chat,
-            depth=depth,
-            order=order,
-            enabled=not disabled,
-            after=after,
+            o.identifier,
+            name=o.title or o.identifier,
+            content=o.content,
+            role=o.role,
+            in_chat=o.in_chat,
+            depth=o.depth,
+            order=o.order,
+            enabled=not o.disabled,
+            after=o.after,
         )
 
-    _edit(home, name, change)
-    out.print(f"added {escape(identifier)}")
+    _edit(o.home, o.name, change)
+    out.print(f"added {escape(o.identifier)}")
 
 
 @preset_app.command("remove")

@@ -16,6 +16,7 @@ labels and fingerprints, and the chain. Everything here goes through
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 import typer
@@ -24,7 +25,7 @@ from rich.markup import escape
 
 from tavernkit.chat.prepare import resolve_for_state
 from tavernkit.chat.review_setup import parse_review
-from tavernkit.cli._common import HomeOption, run_in_tavern
+from tavernkit.cli._common import HomeOption, gathered, run_in_tavern
 from tavernkit.cli.failures import task_failure_line, where_for
 from tavernkit.cli.language import say
 from tavernkit.errors import FormatError, GenerateTaskError
@@ -75,15 +76,17 @@ def _keys(values: list[str], key_env: list[str]) -> list[str | CredentialRef]:
     return specs
 
 
-@profile_app.command("add")
-def add(
-    name: Annotated[str, typer.Argument(help="Profile name.")],
-    api: Annotated[str, typer.Option("--api", help="chat, text, kobold, novel or local.")] = "chat",
+@dataclass(frozen=True)
+class ProfileAddOptions:
+    """``tavernkit profile add``'s argument and options (``--help`` lists them)."""
+
+    name: Annotated[str, typer.Argument(help="Profile name.")]
+    api: Annotated[str, typer.Option("--api", help="chat, text, kobold, novel or local.")] = "chat"
     source: Annotated[
         str, typer.Option("--source", help="openai, claude, openrouter, custom...")
-    ] = "openai",
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint URL.")] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m")] = None,
+    ] = "openai"
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint URL.")] = None
+    model: Annotated[str | None, typer.Option("--model", "-m")] = None
     key: Annotated[
         list[str] | None,
         typer.Option(
@@ -91,70 +94,75 @@ def add(
             help="A key of the pool (repeat for several): env:NAME, 'prompt' (asked, hidden) "
             "or the key itself.",
         ),
-    ] = None,
+    ] = None
     key_env: Annotated[
         list[str] | None,
         typer.Option("--key-env", help="A key read from this environment variable (repeats)."),
-    ] = None,
+    ] = None
     connect_timeout: Annotated[
         float | None, typer.Option("--connect-timeout", help="Seconds to connect (10).")
-    ] = None,
+    ] = None
     first_byte_timeout: Annotated[
         float | None,
         typer.Option("--first-byte-timeout", help="Seconds to the first data (120)."),
-    ] = None,
+    ] = None
     idle_timeout: Annotated[
         float | None,
         typer.Option("--idle-timeout", help="Seconds between two data events (60)."),
-    ] = None,
-    preset: Annotated[str | None, typer.Option("--preset", help="Bound chat preset.")] = None,
+    ] = None
+    preset: Annotated[str | None, typer.Option("--preset", help="Bound chat preset.")] = None
     review: Annotated[
         str | None,
         typer.Option(
             "--review",
             help="Review replies before they show: inherited, off, PROFILE or PROFILE:MODEL.",
         ),
-    ] = None,
-    default: Annotated[bool, typer.Option("--default", help="Make it the active profile.")] = False,
+    ] = None
+    default: Annotated[bool, typer.Option("--default", help="Make it the active profile.")] = False
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite a profile of that name.")
-    ] = False,
-    home: HomeOption = None,
-) -> None:
+    ] = False
+    home: HomeOption = None
+
+
+@profile_app.command("add")
+@gathered(ProfileAddOptions)
+def add(options: ProfileAddOptions) -> None:
     """Add a connection profile."""
-    if api not in _APIS:
+    o = options
+    if o.api not in _APIS:
         raise _usage("--api must be chat, text, kobold, novel or local")
     for flag, value in (
-        ("--connect-timeout", connect_timeout),
-        ("--first-byte-timeout", first_byte_timeout),
-        ("--idle-timeout", idle_timeout),
+        ("--connect-timeout", o.connect_timeout),
+        ("--first-byte-timeout", o.first_byte_timeout),
+        ("--idle-timeout", o.idle_timeout),
     ):
         if value is not None and not value > 0:
             raise _usage(f"{flag} must be a positive number of seconds")
     timeouts = ProfileTimeouts(
-        connect=connect_timeout, first_byte=first_byte_timeout, idle=idle_timeout
+        connect=o.connect_timeout, first_byte=o.first_byte_timeout, idle=o.idle_timeout
     )
-    specs = _keys(key or [], key_env or [])
-    settings = _review(review) if review is not None else None
+    specs = _keys(o.key or [], o.key_env or [])
+    settings = _review(o.review) if o.review is not None else None
 
     async def action(tk: Tavern) -> ConnectionProfile:
         return await tk.profiles.add(
-            name,
-            api=cast(ApiFamily, api),
-            source=source,
-            base_url=base_url,
-            model=model,
+            o.name,
+            api=cast(ApiFamily, o.api),
+            source=o.source,
+            base_url=o.base_url,
+            model=o.model,
             keys=specs,
-            preset=preset,
+            preset=o.preset,
             timeouts=timeouts,
             review=settings,
-            replace=replace,
-            activate=default,
+            replace=o.replace,
+            activate=o.default,
         )
 
-    profile = run_in_tavern(home, action)
+    profile = run_in_tavern(o.home, action)
     pool = f", {len(profile.credentials)} keys" if len(profile.credentials) > 1 else ""
-    out.print(f"added profile [bold]{escape(name)}[/]{pool}" + (" (active)" if default else ""))
+    out.print(f"added profile [bold]{escape(o.name)}[/]{pool}" + (" (active)" if o.default else ""))
 
 
 def _review(value: str) -> ReviewSettings:

@@ -10,6 +10,7 @@ SillyTavern asks when such a card is opened), ``--revoke`` stops them again.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from tavernkit.cli._common import HomeOption, fail, run_in_tavern
+from tavernkit.cli._common import HomeOption, fail, gathered, run_in_tavern
 from tavernkit.facade import Tavern
 from tavernkit.formats.file_io import load_json
 from tavernkit.models.regex_script import ALLOW_QUESTION, RegexScript
@@ -97,64 +98,71 @@ def regex_list(
         out.print("allowed presets: " + escape(", ".join(settings.allowed_presets)))
 
 
-@regex_app.command("add")
-def regex_add(
-    name: Annotated[str, typer.Argument(help="The script's name.")],
-    find: Annotated[str, typer.Argument(help="The pattern: /body/flags, or a bare body.")],
-    replace: Annotated[str, typer.Argument(help="The replacement ({{match}}, $1...).")] = "",
+@dataclass(frozen=True)
+class RegexAddOptions:
+    """``tavernkit regex add``'s arguments and options (``--help`` lists them)."""
+
+    name: Annotated[str, typer.Argument(help="The script's name.")]
+    find: Annotated[str, typer.Argument(help="The pattern: /body/flags, or a bare body.")]
+    replace: Annotated[str, typer.Argument(help="The replacement ({{match}}, $1...).")] = ""
     placement: Annotated[
         list[str] | None,
         typer.Option(
             "--placement", "-p", help="user, ai, slash, wi, reasoning (repeat; default: user)."
         ),
-    ] = None,
+    ] = None
     applies: Annotated[
         str,
         typer.Option(
             "--applies",
             help="display (shown only: the default), prompt (sent only), both, or stored.",
         ),
-    ] = "display",
+    ] = "display"
     trim: Annotated[
         list[str] | None, typer.Option("--trim", help="Text removed from inserted groups.")
-    ] = None,
-    min_depth: Annotated[int | None, typer.Option("--min-depth")] = None,
-    max_depth: Annotated[int | None, typer.Option("--max-depth")] = None,
+    ] = None
+    min_depth: Annotated[int | None, typer.Option("--min-depth")] = None
+    max_depth: Annotated[int | None, typer.Option("--max-depth")] = None
     substitute: Annotated[
         str, typer.Option("--macros", help="Macros in the pattern: none, raw or escaped.")
-    ] = "none",
-    run_on_edit: Annotated[bool, typer.Option("--run-on-edit/--not-on-edit")] = True,
-    disabled: Annotated[bool, typer.Option("--disabled", help="Add it turned off.")] = False,
-    home: HomeOption = None,
-) -> None:
+    ] = "none"
+    run_on_edit: Annotated[bool, typer.Option("--run-on-edit/--not-on-edit")] = True
+    disabled: Annotated[bool, typer.Option("--disabled", help="Add it turned off.")] = False
+    home: HomeOption = None
+
+
+@regex_app.command("add")
+@gathered(RegexAddOptions)
+def regex_add(options: RegexAddOptions) -> None:
     """Add a global script (it runs after the ones already there)."""
+    o = options
     try:
-        places = [int(PLACEMENTS[p]) for p in (placement or ["user"])]
+        places = [int(PLACEMENTS[p]) for p in (o.placement or ["user"])]
     except KeyError as exc:
         raise fail(f"unknown placement {exc.args[0]!r} (use {', '.join(PLACEMENTS)})") from None
-    if applies not in ("display", "prompt", "both", "stored"):
+    if o.applies not in ("display", "prompt", "both", "stored"):
         raise fail("--applies takes display, prompt, both or stored")
-    if substitute not in SUBSTITUTE:
+    if o.substitute not in SUBSTITUTE:
         raise fail("--macros takes none, raw or escaped")
     form: dict[str, Any] = {
-        "scriptName": name,
-        "findRegex": find,
-        "replaceString": replace,
-        "trimStrings": list(trim or []),
+        "scriptName": o.name,
+        "findRegex": o.find,
+        "replaceString": o.replace,
+        "trimStrings": list(o.trim or []),
         "placement": places,
-        "disabled": disabled,
-        "markdownOnly": applies in ("display", "both"),
-        "promptOnly": applies in ("prompt", "both"),
-        "runOnEdit": run_on_edit,
-        "substituteRegex": SUBSTITUTE[substitute],
-        "minDepth": min_depth,
-        "maxDepth": max_depth,
+        "disabled": o.disabled,
+        "markdownOnly": o.applies in ("display", "both"),
+        "promptOnly": o.applies in ("prompt", "both"),
+        "runOnEdit": o.run_on_edit,
+        "substituteRegex": SUBSTITUTE[o.substitute],
+        "minDepth": o.min_depth,
+        "maxDepth": o.max_depth,
     }
 
     async def action(tk: Tavern) -> RegexScript:
         return await tk.regex.add(form)
 
-    script = run_in_tavern(home, action)
+    script = run_in_tavern(o.home, action)
     out.print(f"added {escape(script.script_name)} ({script.id})")
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from tavernkit.cli._common import HomeOption, fail
+from tavernkit.cli._common import HomeOption, fail, gathered
 from tavernkit.errors import Conflict, NotFound, ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.server.coordination import DEFAULT_LOCK_LEASE_S
@@ -43,7 +44,7 @@ except ModuleNotFoundError as _missing:  # the 'server' extra is not installed
 else:
     _MISSING = None
 
-__all__ = ["parse_size", "serve_command"]
+__all__ = ["ServeOptions", "parse_size", "serve_command"]
 
 _UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3}
 
@@ -113,19 +114,23 @@ def use_secret_key_file(path: Path | None) -> None:
     check_secret_key_settings()
 
 
-def serve_command(
+@dataclass(frozen=True)
+class ServeOptions:
+    """``tavernkit serve``'s options, each with its environment variable (``--help`` lists
+    them): the command receives them as one value (:func:`~tavernkit.cli._common.gathered`)."""
+
     host: Annotated[
         str,
         typer.Option(
             "--host", envvar="TAVERNKIT_HOST", show_envvar=True, help="Address to listen on."
         ),
-    ] = "127.0.0.1",
+    ] = "127.0.0.1"
     port: Annotated[
         int,
         typer.Option(
             "--port", envvar="TAVERNKIT_PORT", show_envvar=True, help="Port (0: any free one)."
         ),
-    ] = 8000,
+    ] = 8000
     accounts: Annotated[
         bool,
         typer.Option(
@@ -134,7 +139,7 @@ def serve_command(
             show_envvar=True,
             help="Require sign-in (needed off 127.0.0.1).",
         ),
-    ] = False,
+    ] = False
     create_admin: Annotated[
         str | None,
         typer.Option(
@@ -144,7 +149,7 @@ def serve_command(
             help=f"Create this admin first (password: ${PASSWORD_ENV}); an admin of that name "
             "already there is kept as it is.",
         ),
-    ] = None,
+    ] = None
     shared_profile: Annotated[
         str | None,
         typer.Option(
@@ -153,7 +158,7 @@ def serve_command(
             show_envvar=True,
             help="The server's profile (/shared/profiles) users' turns fall back to.",
         ),
-    ] = None,
+    ] = None
     shared_max_tokens: Annotated[
         int | None,
         typer.Option(
@@ -163,7 +168,7 @@ def serve_command(
             min=1,
             help="The most output tokens a request on the shared profile may ask for.",
         ),
-    ] = None,
+    ] = None
     secure_cookies: Annotated[
         bool,
         typer.Option(
@@ -172,7 +177,7 @@ def serve_command(
             show_envvar=True,
             help="Mark session cookies Secure (behind TLS).",
         ),
-    ] = False,
+    ] = False
     database: Annotated[
         str | None,
         typer.Option(
@@ -181,7 +186,7 @@ def serve_command(
             show_envvar=True,
             help="postgresql:// URL of the data (shared by several processes).",
         ),
-    ] = None,
+    ] = None
     secret_key_file: Annotated[
         Path | None,
         typer.Option(
@@ -192,7 +197,7 @@ def serve_command(
             f"itself in ${SECRET_KEY_ENV}); the same for every process of a deployment. "
             "Default: one made for this host in the data dir.",
         ),
-    ] = None,
+    ] = None
     redis: Annotated[
         str | None,
         typer.Option(
@@ -201,7 +206,7 @@ def serve_command(
             show_envvar=True,
             help="redis:// URL the processes share turns, locks, limits and cooldowns through.",
         ),
-    ] = None,
+    ] = None
     redis_pool: Annotated[
         int,
         typer.Option(
@@ -211,7 +216,7 @@ def serve_command(
             min=4,
             help="Most Redis connections of this process (commands wait for a free one).",
         ),
-    ] = 64,
+    ] = 64
     database_pool: Annotated[
         int,
         typer.Option(
@@ -221,7 +226,7 @@ def serve_command(
             min=2,
             help="Most PostgreSQL connections of this process (calls wait for a free one).",
         ),
-    ] = 20,
+    ] = 20
     lock_lease: Annotated[
         float,
         typer.Option(
@@ -231,7 +236,7 @@ def serve_command(
             help="Seconds a chat stays locked by a process that died mid-turn (its "
             "watchers learn it half a lease later).",
         ),
-    ] = DEFAULT_LOCK_LEASE_S,
+    ] = DEFAULT_LOCK_LEASE_S
     shutdown_grace: Annotated[
         float,
         typer.Option(
@@ -241,7 +246,7 @@ def serve_command(
             min=0,
             help="Seconds running turns may go on after SIGTERM before they are stopped.",
         ),
-    ] = 10.0,
+    ] = 10.0
     turn_rate: Annotated[
         int | None,
         typer.Option(
@@ -251,7 +256,7 @@ def serve_command(
             help="Model calls (turns, tasks, tests...) each user may make per minute "
             "(default: 60 with accounts, no limit for the local user).",
         ),
-    ] = None,
+    ] = None
     allow_egress: Annotated[
         list[str] | None,
         typer.Option(
@@ -261,7 +266,7 @@ def serve_command(
             help="A CIDR network or host name users' requests may reach although it is "
             "loopback, private or link-local (repeatable; accounts on).",
         ),
-    ] = None,
+    ] = None
     max_upload: Annotated[
         str,
         typer.Option(
@@ -271,7 +276,7 @@ def serve_command(
             help="The largest upload (an import: a 60 MB chat, a folder of cards) accepted: "
             "bytes, or a number with K, M or G (binary: 256M is 256 MiB).",
         ),
-    ] = "32M",
+    ] = "32M"
     lorebook_max_bytes: Annotated[
         int,
         typer.Option(
@@ -281,7 +286,7 @@ def serve_command(
             help="The largest lorebook file imported, in bytes (at most 256 MiB, the default; "
             "an upload is also held to the upload cap).",
         ),
-    ] = LOREBOOK_CEILING,
+    ] = LOREBOOK_CEILING
     user_quota: Annotated[
         int,
         typer.Option(
@@ -290,7 +295,7 @@ def serve_command(
             show_envvar=True,
             help="Bytes each user (admins aside) may store with accounts on (0: no quota).",
         ),
-    ] = 1024 * 1024 * 1024,
+    ] = 1024 * 1024 * 1024
     backup_every: Annotated[
         str | None,
         typer.Option(
@@ -299,7 +304,7 @@ def serve_command(
             show_envvar=True,
             help="Make a verified backup of the data this often (6h, 30m, 1d; off by default).",
         ),
-    ] = None,
+    ] = None
     backup_dir: Annotated[
         Path | None,
         typer.Option(
@@ -308,7 +313,7 @@ def serve_command(
             show_envvar=True,
             help="Where scheduled backups go (default: HOME/backups).",
         ),
-    ] = None,
+    ] = None
     backup_keep: Annotated[
         int | None,
         typer.Option(
@@ -318,7 +323,7 @@ def serve_command(
             show_envvar=True,
             help="Keep the newest N backups (default: all).",
         ),
-    ] = None,
+    ] = None
     metrics_token: Annotated[
         str | None,
         typer.Option(
@@ -329,7 +334,7 @@ def serve_command(
             help="With accounts on, a bearer token that may read GET /metrics (and nothing "
             "else); admins always may. Prefer the environment variable to the command line.",
         ),
-    ] = None,
+    ] = None
     access_log: Annotated[
         bool,
         typer.Option(
@@ -338,34 +343,52 @@ def serve_command(
             show_envvar=True,
             help="Write one JSON line per request to stderr (route, status, time, user hash).",
         ),
-    ] = True,
-    home: HomeOption = None,
-) -> None:
+    ] = True
+    home: HomeOption = None
+
+
+@gathered(ServeOptions)
+def serve_command(options: ServeOptions) -> None:
     """Serve the HTTP API (local user on 127.0.0.1; accounts for anything else)."""
+    settings = _server_settings(options)
+    if _MISSING is not None:
+        raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
     try:
-        upload_max_bytes = parse_size(max_upload, what="--max-upload")
-        use_secret_key_file(secret_key_file)
+        settings.check()
+        use_secret_key_file(options.secret_key_file)
     except TavernKitError as exc:
         raise fail(str(exc)) from None
-    settings = ServerSettings(
-        home=Path(home) if home is not None else None,
-        host=host,
-        port=port,
-        accounts=accounts or create_admin is not None,
-        secure_cookies=secure_cookies,
-        shared_profile=shared_profile,
-        shared_max_tokens=shared_max_tokens,
-        database=database or None,
-        redis=redis or None,
-        redis_pool=redis_pool,
-        database_pool=database_pool,
-        metrics_token=metrics_token or None,
-        turn_lease_s=lock_lease,
-        shutdown_grace_s=shutdown_grace,
-        turn_rate=RateLimit(turn_rate, 60.0) if turn_rate is not None else None,
-        allow_egress=tuple(allow_egress or ()),
-        user_quota_bytes=user_quota or None,
-        lorebook_max_bytes=lorebook_max_bytes,
+    if options.create_admin is not None:
+        _make_admin(settings, options.create_admin)
+    _serve(settings, options)
+
+
+def _server_settings(options: ServeOptions) -> ServerSettings:
+    """The server's settings from the command's options (a bad size ends the command)."""
+    o = options
+    try:
+        upload_max_bytes = parse_size(o.max_upload, what="--max-upload")
+    except TavernKitError as exc:
+        raise fail(str(exc)) from None
+    return ServerSettings(
+        home=Path(o.home) if o.home is not None else None,
+        host=o.host,
+        port=o.port,
+        accounts=o.accounts or o.create_admin is not None,
+        secure_cookies=o.secure_cookies,
+        shared_profile=o.shared_profile,
+        shared_max_tokens=o.shared_max_tokens,
+        database=o.database or None,
+        redis=o.redis or None,
+        redis_pool=o.redis_pool,
+        database_pool=o.database_pool,
+        metrics_token=o.metrics_token or None,
+        turn_lease_s=o.lock_lease,
+        shutdown_grace_s=o.shutdown_grace,
+        turn_rate=RateLimit(o.turn_rate, 60.0) if o.turn_rate is not None else None,
+        allow_egress=tuple(o.allow_egress or ()),
+        user_quota_bytes=o.user_quota or None,
+        lorebook_max_bytes=o.lorebook_max_bytes,
         upload_max_bytes=upload_max_bytes,
         # this process only serves: full collections on a timer (tavernkit.server.gc_tuning)
         gc_full_every_s=SERVE_FULL_GC_EVERY_S,
@@ -373,27 +396,30 @@ def serve_command(
         warm_up=True,
         # a fresh home gets the demo character (Wren), as the web UI's button adds it
         demo_on_first_start=True,
-        backup_every_s=_interval(backup_every),
-        backup_dir=backup_dir,
-        backup_keep=backup_keep,
+        backup_every_s=_interval(o.backup_every),
+        backup_dir=o.backup_dir,
+        backup_keep=o.backup_keep,
     )
-    if _MISSING is not None:
-        raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
+
+
+def _make_admin(settings: ServerSettings, name: str) -> None:
+    """``--create-admin``: the admin made before the server starts (password from
+    ``$TAVERNKIT_ADMIN_PASSWORD`` or a prompt)."""
+    password = os.environ.get(PASSWORD_ENV) or typer.prompt(
+        f"password for {name}", hide_input=True, confirmation_prompt=True
+    )
     try:
-        settings.check()
+        asyncio.run(_create_admin(settings, name, password))
     except TavernKitError as exc:
         raise fail(str(exc)) from None
-    if create_admin is not None:
-        password = os.environ.get(PASSWORD_ENV) or typer.prompt(
-            f"password for {create_admin}", hide_input=True, confirmation_prompt=True
-        )
-        try:
-            asyncio.run(_create_admin(settings, create_admin, password))
-        except TavernKitError as exc:
-            raise fail(str(exc)) from None
+
+
+def _serve(settings: ServerSettings, options: ServeOptions) -> None:
+    """Listen, say where, and serve until stopped (a graceful shutdown on a signal)."""
+    host = options.host
     app = create_app(settings)
     try:
-        sock = listening_socket(host, port)
+        sock = listening_socket(host, options.port)
     except TavernKitError as exc:
         raise fail(str(exc)) from None
     shown = f"[{host.strip('[]')}]" if ":" in host else host
@@ -403,9 +429,9 @@ def serve_command(
     if settings.redis is not None:
         who += ", Redis"
     if settings.backup_every_s is not None:
-        who += f", backups every {backup_every}"
+        who += f", backups every {options.backup_every}"
     typer.echo(f"tavernkit serving http://{shown}:{sock.getsockname()[1]} ({who})")
-    if access_log:
+    if options.access_log:
         log_to_stderr()
     config = uvicorn_config(
         app, settings, log_level="warning", access_log=False, timeout_graceful_shutdown=LINGER_S

@@ -26,7 +26,7 @@ from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,
@@ -34,8 +34,8 @@ from tavernkit.generation.profiles import (
 )
 from tavernkit.models.state import ChatState
 from tavernkit.prompt import assembled as built
-from tavernkit.prompt.convert import to_provider_request
-from tavernkit.prompt.pipeline import PromptTarget, begin
+from tavernkit.prompt.convert import RequestExtras, to_provider_request
+from tavernkit.prompt.pipeline import PromptSession, PromptTarget, begin
 from tavernkit.prompt.raw_prompt import raw_text_prompt
 from tavernkit.prompt.reasoning import parse_reasoning
 from tavernkit.prompt.state import AuthorsNote, TokenBudgetExceeded
@@ -51,6 +51,7 @@ from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.run import TaskServices
 from tavernkit.text.tokens import ByteEstimateTokenizer
 from tavernkit.tools.structured import parse_structured, schema_instruction, unwrap_json_schema
+from tavernkit.worldinfo.result import WorldInfoResult
 
 __all__ = [
     "QuietOptions",
@@ -143,11 +144,69 @@ async def _send_raw(
             request,
             stream=False,
             abort=signal,
-            retry=services.retry,
-            before_request=services.before_request,
-            turn_id="raw",
             plan=await services.plan(connection),
+            how=OneRequestOptions(
+                retry=services.retry, before_request=services.before_request, turn_id="raw"
+            ),
         )
+
+
+async def _quiet_state(
+    services: TaskServices, options: QuietOptions
+) -> tuple[ChatState, QuietOptions]:
+    """The state the quiet prompt builds from: the chat's, or a group member's view (then
+    without ``skip_wian`` and ``quiet_name``, as SillyTavern's group wrapper drops them)."""
+    group_state = None
+    if services.load_group_state is not None:
+        group_state = await services.load_group_state(options.force_ch_id)
+    elif options.force_ch_id is not None:
+        raise GenerateTaskError(
+            "invalid_input",
+            "force_ch_id names a group member, and this context has no group chat",
+            details={"field": "force_ch_id"},
+        )
+    if group_state is not None:
+        return group_state, dataclasses.replace(options, skip_wian=False, quiet_name=None)
+    return await services.load_state(), options
+
+
+def _quiet_request(
+    session: PromptSession,
+    wi: WorldInfoResult | None,
+    state: ChatState,
+    options: QuietOptions,
+    quiet_prompt: str,
+    fmt: ResponseFormat | None,
+    text_family: bool,
+) -> tuple[PromptRequest, tuple[str, ...]]:
+    """The quiet prompt built and made the provider request; the text prompt's stop
+    strings (none for a chat prompt)."""
+    if text_family:
+        text_prompt = session.build(
+            "quiet", wi, quiet_prompt=quiet_prompt, quiet_name=options.quiet_name
+        )
+        assert isinstance(text_prompt, built.AssembledText)
+        stops = tuple(text_prompt.stop)
+        settings = state.settings.prompt
+        sampling: Sampling = sampling_from_textgen(
+            state.textgen_preset,
+            max_tokens=options.response_length or settings.amount_gen,
+            context_size=settings.max_context,
+        )
+        return TextPrompt(
+            text_prompt.prompt, sampling=sampling, stop=stops, response_format=fmt
+        ), stops
+    chat_prompt = session.build(
+        "quiet",
+        wi,
+        quiet_prompt=quiet_prompt,
+        quiet_image=options.quiet_image,
+        inline_images=options.quiet_image is not None,
+    )
+    assert isinstance(chat_prompt, built.AssembledChat)
+    sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
+    extras = RequestExtras(response_format=fmt)
+    return to_provider_request(chat_prompt, sampling=sampling, extras=extras), ()
 
 
 def _schema(value: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, ResponseFormat | None]:
@@ -312,21 +371,7 @@ async def generate_quiet_prompt(
     a dry run; nothing is stored."""
     if options.quiet_to_loud:
         raise _quiet_to_loud_unavailable()
-    group_state = None
-    if services.load_group_state is not None:
-        group_state = await services.load_group_state(options.force_ch_id)
-    elif options.force_ch_id is not None:
-        raise GenerateTaskError(
-            "invalid_input",
-            "force_ch_id names a group member, and this context has no group chat",
-            details={"field": "force_ch_id"},
-        )
-    if group_state is not None:
-        # As SillyTavern's group wrapper: the member's view; skipWIAN and quietName dropped.
-        state = group_state
-        options = dataclasses.replace(options, skip_wian=False, quiet_name=None)
-    else:
-        state = await services.load_state()
+    state, options = await _quiet_state(services, options)
     schema, fmt = _schema(options.json_schema)
     native = fmt is not None and connection.native_json_schema
     quiet_prompt = options.quiet_prompt
@@ -357,40 +402,10 @@ async def generate_quiet_prompt(
             compat=state.compat,
             card=session.card,
         )
-    stops: tuple[str, ...] = ()
-    request: PromptRequest
     try:
-        if text_family:
-            text_prompt = session.build(
-                "quiet", wi, quiet_prompt=quiet_prompt, quiet_name=options.quiet_name
-            )
-            assert isinstance(text_prompt, built.AssembledText)
-            stops = tuple(text_prompt.stop)
-            settings = state.settings.prompt
-            sampling: Sampling = sampling_from_textgen(
-                state.textgen_preset,
-                max_tokens=options.response_length or settings.amount_gen,
-                context_size=settings.max_context,
-            )
-            request = TextPrompt(
-                text_prompt.prompt,
-                sampling=sampling,
-                stop=stops,
-                response_format=fmt if native else None,
-            )
-        else:
-            chat_prompt = session.build(
-                "quiet",
-                wi,
-                quiet_prompt=quiet_prompt,
-                quiet_image=options.quiet_image,
-                inline_images=options.quiet_image is not None,
-            )
-            assert isinstance(chat_prompt, built.AssembledChat)
-            sampling = sampling_from_preset(state.chat_preset, max_tokens=options.response_length)
-            request = to_provider_request(
-                chat_prompt, sampling=sampling, response_format=fmt if native else None
-            )
+        request, stops = _quiet_request(
+            session, wi, state, options, quiet_prompt, fmt if native else None, text_family
+        )
     except TokenBudgetExceeded as exc:
         raise GenerateTaskError("context_budget", str(exc), cause=exc) from exc
     completion = await _send_raw(services, connection, request, options.abort)

@@ -14,7 +14,7 @@ from tavernkit.context.port import RequestPort
 from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.hooks import REQUEST_SCOPES, RequestScope, chat_turn_hooks
 from tavernkit.generation.profiles import (
     ResolvedConnection,
@@ -172,14 +172,16 @@ class _Sender:
             request,
             stream=stream,
             abort=abort,
-            retry=ctx.retry,
-            before_request=ctx.request_hooks(scope),
             sink=sink,
-            continuation=False,
-            owner=ctx.runtime.owner,
-            turn_id=f"request:{kind}",
-            on_result=after,
             plan=await ctx.plan_for(connection),
+            how=OneRequestOptions(
+                retry=ctx.retry,
+                before_request=ctx.request_hooks(scope),
+                continuation=False,
+                owner=ctx.runtime.owner,
+                turn_id=f"request:{kind}",
+                on_result=after,
+            ),
         )
 
 
@@ -212,19 +214,38 @@ class _DeltaSink:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Presets:
+    """Which connection and sampling a request uses: the sampling preset by name, the
+    connection profile by name or an override, and whether the preset's samplers apply
+    (``False``: only the request data's own)."""
+
+    llm_preset_name: str = ""
+    api_preset_name: str = ""
+    api_settings_override: Any = None
+    include_preset: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _ToolOffer:
+    """The tools a request offers, the choice among them and the function-call options."""
+
+    tools: Sequence[Any] | None = None
+    tool_choice: Any = "auto"
+    function_call_options: Any = None
+
+
 async def _chat_request(
     sender: _Sender,
     messages: Sequence[Mapping[str, Any]],
-    *,
-    tools: Sequence[Any] | None,
-    tool_choice: Any,
-    llm_preset_name: str,
-    api_preset_name: str,
-    api_settings_override: Any,
-    function_call_options: Any,
+    presets: _Presets,
+    offer: _ToolOffer,
     data: Mapping[str, Any],
-    include_preset: bool = True,
 ) -> tuple[ResolvedConnection, ChatPrompt]:
+    tools, tool_choice = offer.tools, offer.tool_choice
+    function_call_options = offer.function_call_options
+    llm_preset_name, api_preset_name = presets.llm_preset_name, presets.api_preset_name
+    api_settings_override, include_preset = presets.api_settings_override, presets.include_preset
     options = FunctionCallOptions.from_mapping(function_call_options)
     connection = await sender.connection(
         api_preset_name, api_settings_override, str(data.get("model") or "")

@@ -33,10 +33,12 @@ from tavernkit.context.request_data import (
     StreamChunk,
     _as_messages,
     _chat_request,
+    _Presets,
     _scope,
     _Sender,
     _stream_chunks,
     _text_prompt,
+    _ToolOffer,
     construct_prompt,
 )
 from tavernkit.context.response_message import completion_to_openai
@@ -84,13 +86,15 @@ async def send_chat_request(
     connection, request = await _chat_request(
         sender,
         messages,
-        tools=tools,
-        tool_choice=tool_choice,
-        llm_preset_name=llm_preset_name,
-        api_preset_name=api_preset_name,
-        api_settings_override=api_settings_override,
-        function_call_options=function_call_options,
-        data={"json_schema": json_schema},
+        _Presets(
+            llm_preset_name=llm_preset_name,
+            api_preset_name=api_preset_name,
+            api_settings_override=api_settings_override,
+        ),
+        _ToolOffer(
+            tools=tools, tool_choice=tool_choice, function_call_options=function_call_options
+        ),
+        {"json_schema": json_schema},
     )
     completion = await sender.send(
         connection, request, kind=kind, scope=_scope(request_scope), stream=False, abort=abort
@@ -121,14 +125,18 @@ async def send_streaming_request(
     connection, request = await _chat_request(
         sender,
         messages,
-        tools=options.pop("tools", None),
-        tool_choice=options.pop("tool_choice", "auto"),
-        llm_preset_name=options.pop("llm_preset_name", ""),
-        api_preset_name=options.pop("api_preset_name", ""),
-        api_settings_override=options.pop("api_settings_override", None),
-        function_call_options=options.pop("function_call_options", None),
-        data=data,
-        include_preset=bool(options.pop("include_preset", True)),
+        _Presets(
+            llm_preset_name=options.pop("llm_preset_name", ""),
+            api_preset_name=options.pop("api_preset_name", ""),
+            api_settings_override=options.pop("api_settings_override", None),
+            include_preset=bool(options.pop("include_preset", True)),
+        ),
+        _ToolOffer(
+            tools=options.pop("tools", None),
+            tool_choice=options.pop("tool_choice", "auto"),
+            function_call_options=options.pop("function_call_options", None),
+        ),
+        data,
     )
     if options:
         raise GenerateTaskError(
@@ -168,14 +176,18 @@ async def send_generation_request(
         _, request = await _chat_request(
             sender,
             _as_messages(data),
-            tools=data.get("tools"),
-            tool_choice=data.get("tool_choice", "auto"),
-            llm_preset_name=llm_preset_name,
-            api_preset_name=api_preset_name,
-            api_settings_override=api_settings_override,
-            function_call_options=None,
-            data=data,
-            include_preset=include_preset,
+            _Presets(
+                llm_preset_name=llm_preset_name,
+                api_preset_name=api_preset_name,
+                api_settings_override=api_settings_override,
+                include_preset=include_preset,
+            ),
+            _ToolOffer(
+                tools=data.get("tools"),
+                tool_choice=data.get("tool_choice", "auto"),
+                function_call_options=None,
+            ),
+            data,
         )
     else:
         request = await _text_prompt(sender, data)

@@ -19,10 +19,12 @@ from typing import Any
 from tavernkit.context.port import RequestPort
 from tavernkit.context.request_data import (
     _chat_request,
+    _Presets,
     _scope,
     _Sender,
     _stream_chunks,
     _text_prompt,
+    _ToolOffer,
     construct_prompt,
 )
 from tavernkit.context.response_message import completion_to_openai
@@ -98,14 +100,18 @@ class ChatCompletionService:
         connection, request = await _chat_request(
             sender,
             data.get("messages") or [],
-            tools=data.get("tools"),
-            tool_choice=data.get("tool_choice", "auto"),
-            llm_preset_name=llm_preset_name,
-            api_preset_name=api_preset_name,
-            api_settings_override=data.get("api_settings_override"),
-            function_call_options=None,
-            data=data,
-            include_preset=include_preset,
+            _Presets(
+                llm_preset_name=llm_preset_name,
+                api_preset_name=api_preset_name,
+                api_settings_override=data.get("api_settings_override"),
+                include_preset=include_preset,
+            ),
+            _ToolOffer(
+                tools=data.get("tools"),
+                tool_choice=data.get("tool_choice", "auto"),
+                function_call_options=None,
+            ),
+            data,
         )
         return await _answer(sender, connection, request, data, request_scope, signal, extract_data)
 

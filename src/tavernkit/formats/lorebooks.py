@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-class _Undefined:
+class _JsUndefined:
     """JavaScript's ``undefined``: a converted key holding it is left out of the entry (and,
     being falsy, it reads as false to ``js_truthy``)."""
 
@@ -60,7 +60,7 @@ class _Undefined:
         return False
 
 
-_UNDEF: Final = _Undefined()
+_UNDEF: Final = _JsUndefined()
 
 
 def _nullish(value: Any, default: Any) -> Any:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from tavernkit.errors import ReviewUnavailable as ReviewUnavailable
-from tavernkit.providers.request import ChatMessage, TextPart, ToolSpec
+from tavernkit.providers.request import ChatMessage, ToolSpec, WireTextPart
 
 __all__ = [
     "CATEGORIES",
@@ -232,7 +232,7 @@ def _escape(text: str) -> str:
 def _message_text(message: ChatMessage) -> str:
     if isinstance(message.content, str):
         return message.content
-    return "".join(p.text if isinstance(p, TextPart) else "[image]" for p in message.content)
+    return "".join(p.text if isinstance(p, WireTextPart) else "[image]" for p in message.content)
 
 
 def _tool_catalogue(tools: Sequence[ToolSpec]) -> str:
@@ -255,6 +255,39 @@ def build_packet(
     limit_bytes: int = 96_000,
 ) -> ReviewPacket:
     """The reviewer's packet, or :class:`ReviewUnavailable` naming the gap."""
+    outcomes = list(tool_outcomes) if selection.tools else []
+    _check_evidence(evidence, candidate, selection, outcomes)
+    coverage: list[str] = []
+    head = _packet_head(evidence, selection, linter_report, coverage)
+    tail = _packet_tail(candidate, findings, outcomes, linter_report, coverage)
+    tools_part = ""
+    if selection.tools and evidence.tools:
+        tools_part = f"<tools>\n{_escape(_tool_catalogue(evidence.tools))}\n</tools>"
+    fixed_size = sum(len(p.encode()) + 1 for p in (*head, *tail, tools_part))
+    if fixed_size > limit_bytes:
+        raise ReviewUnavailable("packet_too_large")
+    context: list[str] = []
+    if selection.recent and evidence.history:
+        context = _recent_context(evidence, limit_bytes - fixed_size, coverage)
+    if tools_part:
+        coverage.append("tools")
+    stable = "\n".join([*head, *context, *([tools_part] if tools_part else [])])
+    text = stable + "\n" + "\n".join(tail)
+    return ReviewPacket(text, tuple(coverage), len(text.encode()), len(stable) + 1)
+
+
+def _scrubbed(text: str) -> str:
+    return "[redacted]" if contains_credential(text) else _escape(text)
+
+
+def _check_evidence(
+    evidence: ReviewEvidence,
+    candidate: str,
+    selection: ContentSelection,
+    outcomes: Sequence[tuple[str, Any, str]],
+) -> None:
+    """:class:`ReviewUnavailable` when the packet would miss what the review needs, or
+    would carry a credential."""
     if selection.persona and not (evidence.persona or "").strip():
         raise ReviewUnavailable("missing_persona")
     if evidence.trigger is None:
@@ -265,40 +298,56 @@ def build_packet(
         raise ReviewUnavailable("missing_candidate")
     if contains_credential(candidate):
         raise ReviewUnavailable("candidate_contains_credential")
-    outcomes = list(tool_outcomes) if selection.tools else []
     for _, args, _ in outcomes:
         why = redaction_needed(args)
         if why:
             raise ReviewUnavailable(f"tool_arguments_need_{why}_redaction")
 
-    def scrubbed(text: str) -> str:
-        return "[redacted]" if contains_credential(text) else _escape(text)
 
-    coverage: list[str] = []
+def _packet_head(
+    evidence: ReviewEvidence,
+    selection: ContentSelection,
+    linter_report: str | None,
+    coverage: list[str],
+) -> list[str]:
+    """The packet's opening: the rubric, the persona, examples and memories selected, the
+    trigger and the reply target."""
     depth = ' depth="detailed"' if linter_report is not None else ""
     head: list[str] = [f'<review rubric="{RUBRIC}"{depth}>']
     if selection.persona and evidence.persona:
-        head.append(f"<persona>\n{scrubbed(evidence.persona)}\n</persona>")
+        head.append(f"<persona>\n{_scrubbed(evidence.persona)}\n</persona>")
         coverage.append("persona")
     if selection.examples and evidence.examples:
-        body = "\n".join(f"<example>{scrubbed(e)}</example>" for e in evidence.examples)
+        body = "\n".join(f"<example>{_scrubbed(e)}</example>" for e in evidence.examples)
         head.append(f"<examples>\n{body}\n</examples>")
         coverage.append("examples")
     if selection.memories and evidence.memories:
-        body = "\n".join(f"<memory>{scrubbed(m)}</memory>" for m in evidence.memories)
+        body = "\n".join(f"<memory>{_scrubbed(m)}</memory>" for m in evidence.memories)
         head.append(f"<memories>\n{body}\n</memories>")
         coverage.append("memories")
     trigger = evidence.trigger
+    assert trigger is not None and evidence.reply_target is not None  # checked first
     head.append(
-        f'<trigger role="{trigger.role}">{scrubbed(_message_text(trigger))}</trigger>\n'
-        f"<reply_target>{scrubbed(evidence.reply_target)}</reply_target>"
+        f'<trigger role="{trigger.role}">{_scrubbed(_message_text(trigger))}</trigger>\n'
+        f"<reply_target>{_scrubbed(evidence.reply_target)}</reply_target>"
     )
     coverage += ["trigger", "reply_target"]
+    return head
 
-    tail: list[str] = [f'<candidate status="pending">\n{scrubbed(candidate)}\n</candidate>']
+
+def _packet_tail(
+    candidate: str,
+    findings: Sequence[Finding],
+    outcomes: Sequence[tuple[str, Any, str]],
+    linter_report: str | None,
+    coverage: list[str],
+) -> list[str]:
+    """The packet's end: the candidate, the linter's report, earlier findings and the
+    tools' outcomes."""
+    tail: list[str] = [f'<candidate status="pending">\n{_scrubbed(candidate)}\n</candidate>']
     if linter_report is not None:
         report = linter_report.encode()[:LINTER_LIMIT].decode("utf-8", "ignore").strip()
-        body = scrubbed(report) if report else EMPTY_LINTER_REPORT
+        body = _scrubbed(report) if report else EMPTY_LINTER_REPORT
         tail.append(f'<prose_linter_report advisory="true">\n{body}\n</prose_linter_report>')
         coverage.append("prose_linter_report")
     if findings:
@@ -313,40 +362,30 @@ def build_packet(
         body = "\n".join(
             f'<tool_outcome name="{name}">'
             f"{_escape(json.dumps(mask_credentials(args), ensure_ascii=False, default=str))}"
-            f" => {scrubbed(str(mask_credentials(result)))}</tool_outcome>"
+            f" => {_scrubbed(str(mask_credentials(result)))}</tool_outcome>"
             for name, args, result in outcomes
         )
         tail.append(f"<tool_outcomes>\n{body}\n</tool_outcomes>")
         coverage.append("tool_outcomes")
     tail.append("</review>")
+    return tail
 
-    tools_part = ""
-    if selection.tools and evidence.tools:
-        tools_part = f"<tools>\n{_escape(_tool_catalogue(evidence.tools))}\n</tools>"
-    fixed_size = sum(len(p.encode()) + 1 for p in (*head, *tail, tools_part))
-    if fixed_size > limit_bytes:
+
+def _recent_context(evidence: ReviewEvidence, budget: int, coverage: list[str]) -> list[str]:
+    """The chat's recent messages that fit in ``budget`` bytes, newest first (at least two)."""
+    budget -= len(b"<context>\n</context>\n")
+    lines = [
+        f'<message role="{m.role}">{_scrubbed(_message_text(m))}</message>'
+        for m in evidence.history
+    ]
+    chosen: list[str] = []
+    for n, line in enumerate(reversed(lines)):
+        size = len(line.encode()) + 1
+        if size > budget and n >= 2:
+            break
+        budget -= size
+        chosen.append(line)
+    if budget < 0:
         raise ReviewUnavailable("packet_too_large")
-
-    context: list[str] = []
-    if selection.recent and evidence.history:
-        budget = limit_bytes - fixed_size - len(b"<context>\n</context>\n")
-        lines = [
-            f'<message role="{m.role}">{scrubbed(_message_text(m))}</message>'
-            for m in evidence.history
-        ]
-        chosen: list[str] = []
-        for n, line in enumerate(reversed(lines)):
-            size = len(line.encode()) + 1
-            if size > budget and n >= 2:
-                break
-            budget -= size
-            chosen.append(line)
-        if budget < 0:
-            raise ReviewUnavailable("packet_too_large")
-        context = ["<context>", *reversed(chosen), "</context>"]
-        coverage.append(f"recent:{len(chosen)}/{len(lines)}")
-    if tools_part:
-        coverage.append("tools")
-    stable = "\n".join([*head, *context, *([tools_part] if tools_part else [])])
-    text = stable + "\n" + "\n".join(tail)
-    return ReviewPacket(text, tuple(coverage), len(text.encode()), len(stable) + 1)
+    coverage.append(f"recent:{len(chosen)}/{len(lines)}")
+    return ["<context>", *reversed(chosen), "</context>"]

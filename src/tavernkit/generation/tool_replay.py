@@ -19,7 +19,7 @@ from typing import Any
 
 from tavernkit.generation.review import ProposedCall, ToolCheckpoint
 from tavernkit.generation.sink import ToolEvent
-from tavernkit.providers.accumulator import ToolCall as WireToolCall
+from tavernkit.providers.accumulator import WireToolCall
 from tavernkit.providers.http import AbortLike
 from tavernkit.tools.calls import coerce_tool_call
 from tavernkit.tools.errors import ToolCallParseError

@@ -48,7 +48,7 @@ from tavernkit.generation.attempt.chat_prompt import ByteEstimate, TokenCounter,
 from tavernkit.generation.attempt.log import Outcome, attempt_record
 from tavernkit.generation.attempt.sending import sending_provider
 from tavernkit.generation.attempt.steps import Generation, ReplySteps
-from tavernkit.generation.attempt.text_prompt import TextTurnPrompt, attempt_request
+from tavernkit.generation.attempt.text_prompt import RoundParts, TextTurnPrompt, attempt_request
 from tavernkit.generation.continuation import (
     PrefillPlan,
     SpeakerGuard,
@@ -77,6 +77,7 @@ from tavernkit.generation.review import (
 )
 from tavernkit.generation.sink import ErrorEvent, NoticeEvent, ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
+from tavernkit.providers.accumulator import Completion
 from tavernkit.providers.events import TextDelta
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
@@ -290,16 +291,19 @@ class _Turn(ReplySteps):
         while True:
             native, directives, tail = self._round_tail(gen, prefill)
             try:
-                request = attempt_request(
-                    prompt,
-                    attempt.target,
-                    self.tokenizer,
-                    tools_enabled=attempt.target.tools_enabled
-                    and gen.rounds < self.options.max_tool_rounds,
+                parts = RoundParts(
                     tail=tail,
                     after=[*self.shared_history, *gen.history],
                     prefill=native.text() if native is not None else "",
                     directives=directives,
+                )
+                request = attempt_request(
+                    prompt,
+                    attempt.target,
+                    self.tokenizer,
+                    parts,
+                    tools_enabled=attempt.target.tools_enabled
+                    and gen.rounds < self.options.max_tool_rounds,
                     default_reserve=self.options.default_reserve,
                     token_cache=token_cache,
                 )
@@ -316,14 +320,9 @@ class _Turn(ReplySteps):
                 gen.pipe,
                 seq,
             )
-            gen.usage = add_usage(gen.usage, completion.usage)
-            if error is None and completion.finish_reason == "aborted":
-                return Outcome(False, aborted=True, usage=gen.usage, invocations=gen.invocations)
-            if error is not None:
-                await self._fail_stream(gen.pipe, seq, error, suppress)
-                return gen.failed(error)
-            if completion.reasoning:
-                gen.reasoning.append(completion.reasoning)
+            ended = await self._stream_ended(gen, completion, error, seq, suppress)
+            if ended is not None:
+                return ended
             step = await self._next_step(
                 gen, attempt, provider, request, completion, seq, prefill, native
             )
@@ -333,6 +332,32 @@ class _Turn(ReplySteps):
                 break
             if step == "restart":
                 gen.pipe = new_pipe()
+        return await self._completed(gen, completion, seq, hold)
+
+    async def _stream_ended(
+        self,
+        gen: Generation,
+        completion: Completion,
+        error: BaseException | None,
+        seq: int,
+        suppress: bool,
+    ) -> Outcome | None:
+        """A round's stream read: its usage counted, its reasoning kept; the attempt's
+        outcome when the stream was stopped or failed (``None``: go on to the next step)."""
+        gen.usage = add_usage(gen.usage, completion.usage)
+        if error is None and completion.finish_reason == "aborted":
+            return Outcome(False, aborted=True, usage=gen.usage, invocations=gen.invocations)
+        if error is not None:
+            await self._fail_stream(gen.pipe, seq, error, suppress)
+            return gen.failed(error)
+        if completion.reasoning:
+            gen.reasoning.append(completion.reasoning)
+        return None
+
+    async def _completed(
+        self, gen: Generation, completion: Completion, seq: int, hold: bool
+    ) -> Outcome:
+        """The attempt's reply done: what was held back sent, the delivery drained."""
         if hold and gen.pipe.visible:
             self.delivery.send(seq, TextDelta(gen.pipe.visible))
         await self.delivery.drain()

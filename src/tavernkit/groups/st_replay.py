@@ -101,15 +101,7 @@ def replay_group_turn(
                     "extra": {},
                 }
             )
-        member_inputs = dict(inputs)
-        member_inputs["card"] = cards[member.avatar]
-        member_inputs["card_avatar"] = member.avatar
-        member_inputs["chat"] = copy.deepcopy(chat_raw)
-        member_inputs["books"] = [
-            b
-            for b in inputs.get("books") or []
-            if b.get("scope") != "character" or b.get("owner") == member.name
-        ]
+        member_inputs = _member_inputs(inputs, cards[member.avatar], member, chat_raw)
         replay = prepare_replay(member_inputs, effective, compat=compat)
         replay.state = replay.state.replace(
             group=group_prompt_context(group, members, member, nudge=None)
@@ -132,6 +124,26 @@ def replay_group_turn(
             }
         )
     return turns
+
+
+def _member_inputs(
+    inputs: Mapping[str, Any],
+    card: Mapping[str, Any],
+    member: GroupMember,
+    chat_raw: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The recorded inputs as one member's generation sees them: its card, the chat so far,
+    the books (other members' character books left out)."""
+    member_inputs = dict(inputs)
+    member_inputs["card"] = card
+    member_inputs["card_avatar"] = member.avatar
+    member_inputs["chat"] = copy.deepcopy(chat_raw)
+    member_inputs["books"] = [
+        b
+        for b in inputs.get("books") or []
+        if b.get("scope") != "character" or b.get("owner") == member.name
+    ]
+    return member_inputs
 
 
 def recorded_replies(case: Mapping[str, Any]) -> Sequence[str]:

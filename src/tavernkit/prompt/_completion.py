@@ -15,7 +15,7 @@ from typing import Any
 from tavernkit.prompt.assembled import BlockSource, PromptBlock
 from tavernkit.prompt.state import TokenBudgetExceeded
 
-__all__ = ["Completion", "Msg", "MsgCollection"]
+__all__ = ["Msg", "MsgCollection", "PromptSlots"]
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ class MsgCollection:
         return sum(m.tokens for m in self.items)
 
 
-class Completion:
+class PromptSlots:
     def __init__(self, budget: int) -> None:
         self.budget = budget
         self.total_budget = budget

@@ -18,7 +18,7 @@ from typing import Any, overload
 
 from tavernkit.jscompat import js_trim
 from tavernkit.models.chat import ImagePart, Message, TextPart
-from tavernkit.prompt._completion import Completion, Msg, MsgCollection
+from tavernkit.prompt._completion import Msg, MsgCollection, PromptSlots
 from tavernkit.prompt.collection import Prompt, PromptCollection
 from tavernkit.prompt.examples import ExampleMessage
 from tavernkit.prompt.extensions import ROLE_NAMES
@@ -310,8 +310,61 @@ class HistoryOptions:
     group_nudge: Msg | None = None
 
 
+def _continue_nudge(
+    messages: Sequence[OpenAIMessage],
+    substitute: Substitute,
+    make: Callable[..., Msg],
+    options: HistoryOptions,
+) -> tuple[MsgCollection, OpenAIMessage | None]:
+    """The continue nudge's collection: the newest chat message (not an injection), moved
+    out of the history, then the nudge; and the message it moved."""
+    assert options.continue_nudge is not None
+    total = len(messages)
+    collection = MsgCollection("continueNudge")
+    skip: OpenAIMessage | None = None
+    for position, candidate in enumerate(messages):
+        if not candidate.injected:
+            skip = candidate
+            collection.items.append(
+                _history_msg(
+                    candidate, f"chatHistory-{total - position}", substitute, make, options
+                )
+            )
+            break
+    collection.items.append(options.continue_nudge)
+    return collection, skip
+
+
+def _tool_round(
+    chat_message: OpenAIMessage, identifier: str, make: Callable[..., Msg]
+) -> list[Msg]:
+    """A message's tool calls and their results as the history sends them, in the order they
+    are put in front of the history (the results newest first, then the call)."""
+    call = make(
+        chat_message.role,
+        # Task messages (no chat index) keep text sent beside their tool calls.
+        (chat_message.content or None) if chat_message.message_index is None else None,
+        f"toolCall-{identifier}",
+        source="tool",
+        tool_calls=_tool_calls(chat_message.invocations),
+        message_index=chat_message.message_index,
+    )
+    results = [
+        make(
+            "tool",
+            str(inv.get("result") or "[No content]"),
+            str(inv.get("id")),
+            source="tool",
+            tool_call_id=str(inv.get("id")),
+            message_index=chat_message.message_index,
+        )
+        for inv in chat_message.invocations
+    ]
+    return [*reversed(results), call]
+
+
 def fill_history(
-    completion: Completion,
+    completion: PromptSlots,
     prompts: PromptCollection,
     messages: Sequence[OpenAIMessage],
     substitute: Substitute,
@@ -333,17 +386,7 @@ def fill_history(
     continue_collection: MsgCollection | None = None
     skip: OpenAIMessage | None = None
     if options.continue_nudge is not None:
-        continue_collection = MsgCollection("continueNudge")
-        for position, candidate in enumerate(messages):
-            if not candidate.injected:
-                skip = candidate
-                continue_collection.items.append(
-                    _history_msg(
-                        candidate, f"chatHistory-{total - position}", substitute, make, options
-                    )
-                )
-                break
-        continue_collection.items.append(options.continue_nudge)
+        continue_collection, skip = _continue_nudge(messages, substitute, make, options)
         completion.reserve(continue_collection.tokens)
 
     newest = messages[0] if total else None
@@ -365,29 +408,10 @@ def fill_history(
         # Evaluated even when the tool-call form is sent: its macros may have side effects.
         msg = _history_msg(chat_message, identifier, substitute, make, options)
         if tools and chat_message.invocations:
-            call = make(
-                chat_message.role,
-                # Task messages (no chat index) keep text sent beside their tool calls.
-                (chat_message.content or None) if chat_message.message_index is None else None,
-                f"toolCall-{identifier}",
-                source="tool",
-                tool_calls=_tool_calls(chat_message.invocations),
-                message_index=chat_message.message_index,
-            )
-            results = [
-                make(
-                    "tool",
-                    str(inv.get("result") or "[No content]"),
-                    str(inv.get("id")),
-                    source="tool",
-                    tool_call_id=str(inv.get("id")),
-                    message_index=chat_message.message_index,
-                )
-                for inv in chat_message.invocations
-            ]
-            if not completion.can_afford(call.tokens + sum(r.tokens for r in results)):
+            parts = _tool_round(chat_message, identifier, make)
+            if not completion.can_afford(sum(part.tokens for part in parts)):
                 break
-            for part in (*reversed(results), call):
+            for part in parts:
                 if part.has_payload():
                     completion.reserve(part.tokens)
                     taken.append(part)
@@ -449,7 +473,7 @@ def _image_part(part: ImagePart) -> dict[str, Any]:
 
 
 def fill_examples(
-    completion: Completion,
+    completion: PromptSlots,
     prompts: PromptCollection,
     blocks: Sequence[Sequence[ExampleMessage]],
     header: Msg,

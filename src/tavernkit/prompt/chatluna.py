@@ -37,13 +37,13 @@ import regress
 from tavernkit.models.chatluna import ChatLunaLore, ChatLunaPreset
 from tavernkit.text.render import PromptRenderer, RenderOptions
 
-__all__ = ["ChatLunaPrompt", "build_chatluna_prompt", "match_lore"]
+__all__ = ["BuiltChatLunaPrompt", "build_chatluna_prompt", "match_lore"]
 
 _SPLIT = re.compile(r"[。！？；;.!?,，、：\s]+")
 
 
 @dataclass(frozen=True, slots=True)
-class ChatLunaPrompt:
+class BuiltChatLunaPrompt:
     """The messages (``{"role", "content"}``), the lore entries that matched, and the
     variable names the templates used."""
 
@@ -167,7 +167,7 @@ async def build_chatluna_prompt(
     user_input: str,
     variables: Mapping[str, Any] | None = None,
     options: RenderOptions | None = None,
-) -> ChatLunaPrompt:
+) -> BuiltChatLunaPrompt:
     """The prompt of one turn (see the module docstring). ``history`` is ``{"role",
     "content"}`` messages, oldest first; ``user_input`` the user's raw message; ``variables``
     the template variables (``name``, ``sender``, ``date``...)."""
@@ -208,7 +208,7 @@ async def build_chatluna_prompt(
             at -= note.insertDepth
         messages.insert(at, {"role": "system", "content": body.text})
     clean = [{k: v for k, v in m.items() if k != "_type"} for m in messages]
-    return ChatLunaPrompt(clean, lore, list(used))
+    return BuiltChatLunaPrompt(clean, lore, list(used))
 
 
 def _chatluna(options: RenderOptions | None) -> RenderOptions:

@@ -24,7 +24,13 @@ from tavernkit.prompt.card import CardFields
 from tavernkit.prompt.extensions import ROLE_NAMES
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 
-__all__ = ["KNOWN_EXTENSION_KEYS", "Prompt", "PromptCollection", "build_prompt_collection"]
+__all__ = [
+    "KNOWN_EXTENSION_KEYS",
+    "Prompt",
+    "PromptCollection",
+    "TurnTexts",
+    "build_prompt_collection",
+]
 
 #: Extension keys with a named place in the prompt manager, and their identifiers.
 KNOWN_EXTENSION_KEYS: Mapping[str, str] = {
@@ -165,6 +171,17 @@ class CollectionResult:
         return self.order.disabled(identifier)
 
 
+@dataclass(frozen=True, slots=True)
+class TurnTexts:
+    """The texts of this turn the collection places: world info before and after the
+    character, the quiet prompt and the user's prompt bias."""
+
+    world_info_before: str = ""
+    world_info_after: str = ""
+    quiet_prompt: str = ""
+    bias: str = ""
+
+
 def build_prompt_collection(
     state: PromptState,
     preset: ChatCompletionPreset,
@@ -173,77 +190,15 @@ def build_prompt_collection(
     substitute: Substitute,
     *,
     kind: str,
-    world_info_before: str,
-    world_info_after: str,
-    quiet_prompt: str = "",
-    bias: str = "",
+    texts: TurnTexts,
 ) -> CollectionResult:
+    """The preset's prompts in its order (those ``kind`` triggers, evaluated), with the
+    system prompts (world info, card fields, impersonation, quiet prompt, nudge, bias,
+    extension prompts, persona) put in their markers' places or added."""
     order = _Order(preset.active_order_shared())
-    by_id: dict[str, PromptDefinition] = {}
-    for definition in preset.effective_prompts_shared():
-        if definition.identifier is not None:
-            by_id.setdefault(definition.identifier, definition)
-
-    collection = PromptCollection()
-    for entry in order.items:
-        found = by_id.get(entry.identifier)
-        if found is None:
-            continue
-        prompt = Prompt.from_definition(found)
-        if entry.enabled and _should_trigger(prompt, kind):
-            collection.add(_prepare(prompt, substitute))
-        elif entry.identifier == "main":
-            prompt.content = ""
-            collection.add(prompt)
-
-    def fmt(template: str, key: str, value: str) -> str:
-        return substitute(template, dynamic={key: value}) if value and template else value
-
-    system_prompts: list[Prompt] = [
-        Prompt("worldInfoBefore", content=_format_wi(preset.wi_format, world_info_before)),
-        Prompt("worldInfoAfter", content=_format_wi(preset.wi_format, world_info_after)),
-        Prompt("charDescription", content=fields.description),
-        Prompt(
-            "charPersonality",
-            content=fmt(preset.personality_format, "personality", fields.personality),
-        ),
-        Prompt("scenario", content=fmt(preset.scenario_format, "scenario", fields.scenario)),
-        Prompt(
-            "impersonate",
-            content=substitute(preset.impersonation_prompt) if preset.impersonation_prompt else "",
-        ),
-        Prompt("quietPrompt", content=quiet_prompt),
-        Prompt("groupNudge", content=substitute(preset.group_nudge_prompt)),
-        Prompt("bias", role="assistant", content=bias),
-    ]
-    for key, identifier in KNOWN_EXTENSION_KEYS.items():
-        ext = extension_prompts.get(key)
-        if ext is not None and ext.value:
-            system_prompts.append(
-                Prompt(
-                    identifier,
-                    role=_role_name(ext.role),
-                    content=ext.value,
-                    position=_extension_position(ext.position),
-                )
-            )
-    if fields.persona and state.persona_position == PersonaPosition.IN_PROMPT:
-        system_prompts.append(Prompt("personaDescription", content=fields.persona))
-    for key, ext in extension_prompts.items():
-        if key in KNOWN_EXTENSION_KEYS or not ext.value:
-            continue
-        if ext.position not in (ExtensionPosition.BEFORE_PROMPT, ExtensionPosition.IN_PROMPT):
-            continue
-        system_prompts.append(
-            Prompt(
-                _NON_WORD.sub("_", key),
-                role=_role_name(ext.role),
-                content=ext.value,
-                position=_extension_position(ext.position),
-                extension=True,
-            )
-        )
-
+    collection = _preset_prompts(preset, order, kind, substitute)
+    system_prompts = _system_prompts(preset, fields, substitute, texts)
+    system_prompts += _extension_prompts(state, fields, extension_prompts)
     for prompt in system_prompts:
         index = collection.index(prompt.identifier)
         if index >= 0:
@@ -259,6 +214,93 @@ def build_prompt_collection(
     _override(collection, order, "main", fields.system, substitute)
     _override(collection, order, "jailbreak", fields.jailbreak, substitute)
     return CollectionResult(collection, order)
+
+
+def _preset_prompts(
+    preset: ChatCompletionPreset, order: _Order, kind: str, substitute: Substitute
+) -> PromptCollection:
+    """The preset's enabled prompts in its order, those ``kind`` triggers evaluated (the main
+    prompt kept, empty, when it is off)."""
+    by_id: dict[str, PromptDefinition] = {}
+    for definition in preset.effective_prompts_shared():
+        if definition.identifier is not None:
+            by_id.setdefault(definition.identifier, definition)
+    collection = PromptCollection()
+    for entry in order.items:
+        found = by_id.get(entry.identifier)
+        if found is None:
+            continue
+        prompt = Prompt.from_definition(found)
+        if entry.enabled and _should_trigger(prompt, kind):
+            collection.add(_prepare(prompt, substitute))
+        elif entry.identifier == "main":
+            prompt.content = ""
+            collection.add(prompt)
+    return collection
+
+
+def _system_prompts(
+    preset: ChatCompletionPreset, fields: CardFields, substitute: Substitute, texts: TurnTexts
+) -> list[Prompt]:
+    """The prompts the build makes itself: world info, the card's fields in the preset's
+    formats, the impersonation and quiet prompts, the group nudge and the bias."""
+
+    def fmt(template: str, key: str, value: str) -> str:
+        return substitute(template, dynamic={key: value}) if value and template else value
+
+    return [
+        Prompt("worldInfoBefore", content=_format_wi(preset.wi_format, texts.world_info_before)),
+        Prompt("worldInfoAfter", content=_format_wi(preset.wi_format, texts.world_info_after)),
+        Prompt("charDescription", content=fields.description),
+        Prompt(
+            "charPersonality",
+            content=fmt(preset.personality_format, "personality", fields.personality),
+        ),
+        Prompt("scenario", content=fmt(preset.scenario_format, "scenario", fields.scenario)),
+        Prompt(
+            "impersonate",
+            content=substitute(preset.impersonation_prompt) if preset.impersonation_prompt else "",
+        ),
+        Prompt("quietPrompt", content=texts.quiet_prompt),
+        Prompt("groupNudge", content=substitute(preset.group_nudge_prompt)),
+        Prompt("bias", role="assistant", content=texts.bias),
+    ]
+
+
+def _extension_prompts(
+    state: PromptState, fields: CardFields, extension_prompts: Mapping[str, ExtensionPrompt]
+) -> list[Prompt]:
+    """The known extension prompts, the persona description (in the prompt) and the other
+    extension prompts placed before or in the prompt."""
+    prompts: list[Prompt] = []
+    for key, identifier in KNOWN_EXTENSION_KEYS.items():
+        ext = extension_prompts.get(key)
+        if ext is not None and ext.value:
+            prompts.append(
+                Prompt(
+                    identifier,
+                    role=_role_name(ext.role),
+                    content=ext.value,
+                    position=_extension_position(ext.position),
+                )
+            )
+    if fields.persona and state.persona_position == PersonaPosition.IN_PROMPT:
+        prompts.append(Prompt("personaDescription", content=fields.persona))
+    for key, ext in extension_prompts.items():
+        if key in KNOWN_EXTENSION_KEYS or not ext.value:
+            continue
+        if ext.position not in (ExtensionPosition.BEFORE_PROMPT, ExtensionPosition.IN_PROMPT):
+            continue
+        prompts.append(
+            Prompt(
+                _NON_WORD.sub("_", key),
+                role=_role_name(ext.role),
+                content=ext.value,
+                position=_extension_position(ext.position),
+                extension=True,
+            )
+        )
+    return prompts
 
 
 def _override(

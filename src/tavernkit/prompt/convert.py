@@ -20,28 +20,36 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 from tavernkit.errors import FormatError
 from tavernkit.prompt import assembled
 from tavernkit.prompt.postprocess import BLOCKS_KEY, PromptNames, prepare_for_provider
-from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
+from tavernkit.providers.accumulator import ReasoningBlock, WireToolCall
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
     ContentPart,
-    ImagePart,
     MessageLabel,
     ResponseFormat,
     Role,
     Sampling,
-    TextPart,
     TextPrompt,
     ToolChoice,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
 
-__all__ = ["block_label", "merged_label", "message_from_dict", "to_provider_request"]
+__all__ = [
+    "ChatShaping",
+    "RequestExtras",
+    "block_label",
+    "merged_label",
+    "message_from_dict",
+    "to_provider_request",
+]
 
 _ROLES: tuple[Role, ...] = ("system", "user", "assistant", "tool")
 
@@ -76,26 +84,61 @@ def merged_label(labels: Sequence[MessageLabel]) -> MessageLabel:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class RequestExtras:
+    """What a request carries besides its messages, sampling and stop strings: the tools
+    offered and the choice among them, a structured-output format, the reasoning settings,
+    and a text model's grammar."""
+
+    tools: Sequence[ToolSpec] = ()
+    tool_choice: ToolChoice | None = None
+    response_format: ResponseFormat | None = None
+    reasoning_effort: str | None = None
+    reasoning_budget: int | None = None
+    grammar: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatShaping:
+    """How a chat prompt's blocks become the provider's messages.
+
+    - ``tool_calling``: whether the model can take tool calls; ``False`` drops the blocks
+      flagged ``requires_tool_calling`` (tool calls and results of earlier turns), so an
+      attempt on a model without tools needs no rebuild. ``None`` (unknown) keeps them;
+    - ``cache_prefix`` marks the last block before the chat history as the end of the stable
+      prefix (Anthropic prompt caching);
+    - ``source`` / ``processing`` / ``names`` / ``use_system_prompt`` / ``prefill`` /
+      ``no_prefill`` apply SillyTavern's server-side post-processing
+      (:func:`~tavernkit.prompt.postprocess.prepare_for_provider`) before conversion; with
+      neither ``source`` nor ``processing`` the messages go as built.
+    """
+
+    source: str | None = None
+    processing: str | None = None
+    names: PromptNames | None = None
+    use_system_prompt: bool = False
+    prefill: str = ""
+    no_prefill: bool = False
+    tool_calling: bool | None = None
+    cache_prefix: bool = False
+
+    @property
+    def post_processes(self) -> bool:
+        return bool(self.source and self.source != "openai") or bool(self.processing)
+
+
+_NO_EXTRAS = RequestExtras()
+_AS_BUILT = ChatShaping()
+
+
 @overload
 def to_provider_request(
     prompt: assembled.AssembledChat,
     *,
     sampling: Sampling | None = ...,
     stop: Sequence[str] | None = ...,
-    tools: Sequence[ToolSpec] = ...,
-    tool_choice: ToolChoice | None = ...,
-    response_format: ResponseFormat | None = ...,
-    reasoning_effort: str | None = ...,
-    reasoning_budget: int | None = ...,
-    grammar: str | None = ...,
-    tool_calling: bool | None = ...,
-    cache_prefix: bool = ...,
-    source: str | None = ...,
-    post_processing: str | None = ...,
-    names: PromptNames | None = ...,
-    use_system_prompt: bool = ...,
-    prefill: str = ...,
-    no_prefill: bool = ...,
+    extras: RequestExtras = ...,
+    shaping: ChatShaping = ...,
 ) -> ChatPrompt: ...
 
 
@@ -105,20 +148,8 @@ def to_provider_request(
     *,
     sampling: Sampling | None = ...,
     stop: Sequence[str] | None = ...,
-    tools: Sequence[ToolSpec] = ...,
-    tool_choice: ToolChoice | None = ...,
-    response_format: ResponseFormat | None = ...,
-    reasoning_effort: str | None = ...,
-    reasoning_budget: int | None = ...,
-    grammar: str | None = ...,
-    tool_calling: bool | None = ...,
-    cache_prefix: bool = ...,
-    source: str | None = ...,
-    post_processing: str | None = ...,
-    names: PromptNames | None = ...,
-    use_system_prompt: bool = ...,
-    prefill: str = ...,
-    no_prefill: bool = ...,
+    extras: RequestExtras = ...,
+    shaping: ChatShaping = ...,
 ) -> TextPrompt: ...
 
 
@@ -127,82 +158,66 @@ def to_provider_request(
     *,
     sampling: Sampling | None = None,
     stop: Sequence[str] | None = None,
-    tools: Sequence[ToolSpec] = (),
-    tool_choice: ToolChoice | None = None,
-    response_format: ResponseFormat | None = None,
-    reasoning_effort: str | None = None,
-    reasoning_budget: int | None = None,
-    grammar: str | None = None,
-    tool_calling: bool | None = None,
-    cache_prefix: bool = False,
-    source: str | None = None,
-    post_processing: str | None = None,
-    names: PromptNames | None = None,
-    use_system_prompt: bool = False,
-    prefill: str = "",
-    no_prefill: bool = False,
+    extras: RequestExtras = _NO_EXTRAS,
+    shaping: ChatShaping = _AS_BUILT,
 ) -> ChatPrompt | TextPrompt:
     """The provider-side request for a built prompt.
 
-    Text prompts keep their prompt string and stop strings (``stop`` replaces them). For chat
-    prompts:
-
-    - ``tool_calling``: whether the model can take tool calls; ``False`` drops the blocks
-      flagged ``requires_tool_calling`` (tool calls and results of earlier turns), so an
-      attempt on a model without tools needs no rebuild. ``None`` (unknown) keeps them;
-    - ``cache_prefix`` marks the last block before the chat history as the end of the stable
-      prefix (Anthropic prompt caching);
-    - ``source`` / ``post_processing`` / ``names`` / ``use_system_prompt`` / ``prefill`` /
-      ``no_prefill`` apply SillyTavern's server-side post-processing
-      (:func:`~tavernkit.prompt.postprocess.prepare_for_provider`) before conversion; with
-      neither ``source`` nor ``post_processing`` the messages go as built.
+    Text prompts keep their prompt string and stop strings (``stop`` replaces them); chat
+    prompts are shaped for the provider as ``shaping`` says (:class:`ChatShaping`).
     """
     if isinstance(prompt, assembled.AssembledText):
         return TextPrompt(
             prompt.prompt,
             sampling=sampling or Sampling(),
             stop=tuple(prompt.stop if stop is None else stop),
-            response_format=response_format,
-            grammar=grammar,
+            response_format=extras.response_format,
+            grammar=extras.grammar,
             pieces=prompt.pieces,
         )
-    chat = prompt if tool_calling is not False else prompt.without_tool_blocks()
+    return ChatPrompt(
+        _shaped_messages(prompt, shaping),
+        sampling=sampling or Sampling(),
+        stop=tuple(stop or ()),
+        tools=tuple(extras.tools),
+        tool_choice=extras.tool_choice,
+        response_format=extras.response_format,
+        reasoning_effort=extras.reasoning_effort,
+        reasoning_budget=extras.reasoning_budget,
+    )
+
+
+def _shaped_messages(
+    prompt: assembled.AssembledChat, shaping: ChatShaping
+) -> tuple[ChatMessage, ...]:
+    """The chat's blocks as typed, labelled messages, post-processed for the provider."""
+    chat = prompt if shaping.tool_calling is not False else prompt.without_tool_blocks()
     blocks = chat.blocks
-    cache_at = _cache_index(blocks) if cache_prefix else -1
+    cache_at = _cache_index(blocks) if shaping.cache_prefix else -1
     labels = [block_label(b) for b in blocks]
     raw = [dict(b.message) for b in blocks]
-    post = bool(source and source != "openai") or bool(post_processing)
+    post = shaping.post_processes
     if post:
         for i, message in enumerate(raw):
             message[BLOCKS_KEY] = [i]
         raw = prepare_for_provider(
             raw,
-            source or "",
-            names or PromptNames(),
-            processing=post_processing,
-            use_system_prompt=use_system_prompt,
-            prefill=prefill,
-            no_prefill=no_prefill,
+            shaping.source or "",
+            shaping.names or PromptNames(),
+            processing=shaping.processing,
+            use_system_prompt=shaping.use_system_prompt,
+            prefill=shaping.prefill,
+            no_prefill=shaping.no_prefill,
         )
         # Post-processing merges and inserts messages, so a block index no longer points at
         # the same message; the cache mark then goes on the last system message, if any.
         if cache_at >= 0:
             cache_at = max((i for i, m in enumerate(raw) if m.get("role") == "system"), default=-1)
-    messages = tuple(
+    return tuple(
         message_from_dict(
             m, cache=i == cache_at, where=f"messages[{i}]", label=_label_of(m, i, labels, post)
         )
         for i, m in enumerate(raw)
-    )
-    return ChatPrompt(
-        messages,
-        sampling=sampling or Sampling(),
-        stop=tuple(stop or ()),
-        tools=tuple(tools),
-        tool_choice=tool_choice,
-        response_format=response_format,
-        reasoning_effort=reasoning_effort,
-        reasoning_budget=reasoning_budget,
     )
 
 
@@ -282,7 +297,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
         )
     parts: list[ContentPart] = []
     for k, part in enumerate(content):
-        if isinstance(part, TextPart | ImagePart):
+        if isinstance(part, WireTextPart | WireImagePart):
             parts.append(part)
             continue
         if not isinstance(part, Mapping):
@@ -291,7 +306,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
             )
         kind = part.get("type")
         if kind == "text":
-            parts.append(TextPart(str(part.get("text") or "")))
+            parts.append(WireTextPart(str(part.get("text") or "")))
         elif kind in ("image_url", "image"):
             parts.append(_image(part, f"{where}.content[{k}]"))
         else:
@@ -303,7 +318,7 @@ def _content(content: Any, where: str) -> str | tuple[ContentPart, ...]:
     return tuple(parts)
 
 
-def _image(part: Mapping[str, Any], where: str) -> ImagePart:
+def _image(part: Mapping[str, Any], where: str) -> WireImagePart:
     ref = part.get("image_url")
     if isinstance(ref, Mapping):
         url = ref.get("url")
@@ -315,14 +330,16 @@ def _image(part: Mapping[str, Any], where: str) -> ImagePart:
     if not url and not data:
         raise FormatError("an image part needs a url or data", source="prompt", field=where)
     if url:
-        return ImagePart(url=str(url), detail=str(detail) if detail else None)
+        return WireImagePart(url=str(url), detail=str(detail) if detail else None)
     mime = part.get("mime") or part.get("mime_type") or "image/png"
-    return ImagePart(data=str(data), mime_type=str(mime), detail=str(detail) if detail else None)
+    return WireImagePart(
+        data=str(data), mime_type=str(mime), detail=str(detail) if detail else None
+    )
 
 
-def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[ToolCall]:
+def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[WireToolCall]:
     for index, call in enumerate(calls):
-        if isinstance(call, ToolCall):
+        if isinstance(call, WireToolCall):
             yield call
             continue
         if not isinstance(call, Mapping):
@@ -333,7 +350,7 @@ def _tool_calls(calls: Iterable[Any], where: str) -> Iterable[ToolCall]:
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        yield ToolCall(
+        yield WireToolCall(
             index=index,
             id=str(call.get("id") or ""),
             name=str(function.get("name") or ""),

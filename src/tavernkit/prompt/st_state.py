@@ -43,6 +43,64 @@ def _validate(model: Any, data: Any, source: str, field: str) -> Any:
         raise FormatError(err["msg"], source=source, field=f"{field}.{loc}") from exc
 
 
+def _chat_metadata(inputs: Mapping[str, Any], live: Mapping[str, Any], source: str) -> ChatMetadata:
+    """The chat's metadata: the live ``chat_metadata`` with the case's Author's Note."""
+    metadata_raw: dict[str, Any] = dict(live.get("chat_metadata") or {})
+    metadata_raw.update(inputs.get("author_note_chat_metadata") or {})
+    note_in = inputs.get("author_note")
+    if isinstance(note_in, Mapping):
+        metadata_raw.update(
+            {
+                "note_prompt": note_in.get("prompt", ""),
+                "note_interval": note_in.get("interval", 1),
+                "note_depth": note_in.get("depth", 4),
+                "note_position": note_in.get("position", 1),
+                "note_role": note_in.get("role", 0),
+            }
+        )
+    metadata_raw = {k: v for k, v in metadata_raw.items() if v is not None}
+    metadata: ChatMetadata = _validate(ChatMetadata, metadata_raw, source, "chat_metadata")
+    return metadata
+
+
+def _settings_values(
+    inputs: Mapping[str, Any],
+    live: Mapping[str, Any],
+    power: Mapping[str, Any],
+    persona: Persona | None,
+) -> dict[str, Any]:
+    """The prompt settings as ``power_user`` and the case's settings give them."""
+    settings_in = dict(inputs.get("settings") or {})
+    settings_values = {k: power[k] for k in POWER_USER_PROMPT_KEYS if k in power}
+    settings_values["main_api"] = settings_in.get("main_api", live.get("main_api", "openai"))
+    for key in ("max_context", "amount_gen"):
+        value = settings_in.get(key, live.get(key))
+        if isinstance(value, int):
+            settings_values[key] = value
+    if persona is not None:
+        settings_values["persona_description_position"] = persona.position
+    return settings_values
+
+
+def _reasoning(raw: Any) -> tuple[ReasoningSettings | None, ReasoningTemplate | None]:
+    """``power_user.reasoning`` as the settings and the template it names."""
+    if not isinstance(raw, Mapping):
+        return None, None
+    settings = ReasoningSettings(
+        template=str(raw.get("name", "Think XML")),
+        auto_parse=bool(raw.get("auto_parse", False)),
+        add_to_prompts=bool(raw.get("add_to_prompts", False)),
+        max_additions=int(raw.get("max_additions", 1)),
+    )
+    template = ReasoningTemplate(
+        name=str(raw.get("name", "Think XML")),
+        prefix=str(raw.get("prefix", "")),
+        suffix=str(raw.get("suffix", "")),
+        separator=str(raw.get("separator", "")),
+    )
+    return settings, template
+
+
 def prompt_state_from_st(
     inputs: Mapping[str, Any],
     effective_settings: Mapping[str, Any] | None = None,
@@ -67,30 +125,8 @@ def prompt_state_from_st(
         _validate(Message, m, source, f"chat[{i}]") for i, m in enumerate(inputs.get("chat") or [])
     ]
 
-    metadata_raw: dict[str, Any] = dict(live.get("chat_metadata") or {})
-    metadata_raw.update(inputs.get("author_note_chat_metadata") or {})
-    note_in = inputs.get("author_note")
-    if isinstance(note_in, Mapping):
-        metadata_raw.update(
-            {
-                "note_prompt": note_in.get("prompt", ""),
-                "note_interval": note_in.get("interval", 1),
-                "note_depth": note_in.get("depth", 4),
-                "note_position": note_in.get("position", 1),
-                "note_role": note_in.get("role", 0),
-            }
-        )
-    metadata_raw = {k: v for k, v in metadata_raw.items() if v is not None}
-    metadata = _validate(ChatMetadata, metadata_raw, source, "chat_metadata")
-
-    settings_values = {k: power[k] for k in POWER_USER_PROMPT_KEYS if k in power}
-    settings_values["main_api"] = settings_in.get("main_api", live.get("main_api", "openai"))
-    for key in ("max_context", "amount_gen"):
-        value = settings_in.get(key, live.get(key))
-        if isinstance(value, int):
-            settings_values[key] = value
-    if persona is not None:
-        settings_values["persona_description_position"] = persona.position
+    metadata = _chat_metadata(inputs, live, source)
+    settings_values = _settings_values(inputs, live, power, persona)
     settings = _validate(PromptSettings, settings_values, source, "power_user")
 
     preset = None
@@ -110,22 +146,7 @@ def prompt_state_from_st(
     instruct = template(InstructTemplate, "instruct", migrate_legacy_instruct)
     context = template(ContextTemplate, "context")
     sysprompt = template(SystemPrompt, "sysprompt")
-
-    reasoning_raw = power.get("reasoning")
-    reasoning = reasoning_template = None
-    if isinstance(reasoning_raw, Mapping):
-        reasoning = ReasoningSettings(
-            template=str(reasoning_raw.get("name", "Think XML")),
-            auto_parse=bool(reasoning_raw.get("auto_parse", False)),
-            add_to_prompts=bool(reasoning_raw.get("add_to_prompts", False)),
-            max_additions=int(reasoning_raw.get("max_additions", 1)),
-        )
-        reasoning_template = ReasoningTemplate(
-            name=str(reasoning_raw.get("name", "Think XML")),
-            prefix=str(reasoning_raw.get("prefix", "")),
-            suffix=str(reasoning_raw.get("suffix", "")),
-            separator=str(reasoning_raw.get("separator", "")),
-        )
+    reasoning, reasoning_template = _reasoning(power.get("reasoning"))
 
     main_api = str(settings_values["main_api"])
     is_chat = main_api == "openai"

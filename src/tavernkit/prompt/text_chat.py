@@ -7,6 +7,7 @@ turn runner re-trims by.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tavernkit.jscompat import js_trim_start
@@ -18,6 +19,8 @@ from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptSta
 
 __all__ = [
     "ChatItem",
+    "ContinueFit",
+    "LastLine",
     "cleanup_continue",
     "fit_continue",
     "inject_in_chat",
@@ -129,6 +132,20 @@ def user_prompt_bias(state: PromptState, sub: Substitute) -> str:
     return sub(bias) if bias else ""
 
 
+@dataclass(frozen=True, slots=True)
+class LastLine:
+    """What the prompt's last line carries besides the chat: a quiet generation's prompt
+    (``quiet_to_loud``: as the character, not the system; ``quiet_name``: the speaker
+    instead of "System"), the user's prompt bias, and whether the character's name always
+    opens the reply (``force_name2``)."""
+
+    quiet_prompt: str = ""
+    quiet_to_loud: bool = False
+    quiet_name: str | None = None
+    prompt_bias: str = ""
+    force_name2: bool = False
+
+
 def last_prompt_line(
     text: str,
     *,
@@ -137,13 +154,11 @@ def last_prompt_line(
     sub: Substitute,
     names: InstructNames,
     kind: str,
-    quiet_prompt: str,
-    quiet_to_loud: bool,
-    quiet_name: str | None,
-    prompt_bias: str,
-    force_name2: bool,
+    line: LastLine,
 ) -> str:
     """``modifyLastPromptLine``: the quiet prompt, then the line that opens the reply."""
+    quiet_prompt, quiet_to_loud, quiet_name = line.quiet_prompt, line.quiet_to_loud, line.quiet_name
+    prompt_bias, force_name2 = line.prompt_bias, line.force_name2
     is_continue = kind == "continue"
     is_impersonate = kind == "impersonate"
     if quiet_prompt:
@@ -198,21 +213,31 @@ def cleanup_continue(cache: str, char: str, bias: str, is_instruct: bool) -> str
     return cache
 
 
+@dataclass(frozen=True, slots=True)
+class ContinueFit:
+    """What a continuation's fitting keeps whole: the story string, the chat's separator,
+    the continued reply (``cache``) and the quiet prompt; and the budget: ``count`` (a
+    tokenizer's), the padding and the prompt's maximum."""
+
+    story: str
+    separator: str
+    cache: str
+    quiet_prompt: str
+    max_prompt: int
+    count: Callable[[str], int]
+    padding: int
+
+
 def fit_continue(
     mes_send: list[str],
     examples: list[str],
     example_count: int,
     pinned: str | None,
-    story: str,
-    separator: str,
-    cache: str,
-    quiet_prompt: str,
-    max_prompt: int,
-    count: object,
-    padding: int,
+    fit: ContinueFit,
 ) -> tuple[list[str], int]:
     """``checkPromptSize`` for continuations: drop examples, then the oldest messages."""
-    assert callable(count)
+    story, separator, cache, quiet_prompt = fit.story, fit.separator, fit.cache, fit.quiet_prompt
+    count, padding, max_prompt = fit.count, fit.padding, fit.max_prompt
     messages = list(mes_send)
     while True:
         shown = pinned if pinned is not None else "".join(examples[:example_count])

@@ -74,66 +74,98 @@ def convert_claude_messages(
     items = [copy.deepcopy(dict(m)) for m in messages]
     system: list[Message] = []
     if use_system_prompt:
-        leading = 0
-        while leading < len(items) and items[leading].get("role") == "system":
-            item = items[leading]
-            text = names.example_prefixed(str(item.get("content") or ""), item.get("name"))
-            system.append({"type": "text", "text": text})
-            leading += 1
-        items = items[leading:]
-        if not items:
-            items.append({"role": "user", "content": PROMPT_PLACEHOLDER})
-
+        items, system = _claude_system(items, names)
     for index, message in enumerate(items):
-        role = message.get("role")
-        if role == "assistant" and message.get("tool_calls"):
-            message["content"] = [
-                {
-                    "type": "tool_use",
-                    "id": call.get("id"),
-                    "name": (call.get("function") or {}).get("name"),
-                    "input": _json_arguments(
-                        (call.get("function") or {}).get("arguments"),
-                        f"messages[{index}].tool_calls",
-                    ),
-                }
-                for call in message["tool_calls"]
-            ]
-        if role == "tool":
-            message["role"] = role = "user"
-            message["content"] = [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": message.get("tool_call_id"),
-                    "content": message.get("content"),
-                }
-            ]
-        if role == "system":
-            content = message.get("content")
-            if isinstance(content, str):
-                message["content"] = names.example_prefixed(content, message.get("name"))
-            message["role"] = "user"
-            message.pop("name", None)
-        name = message.get("name")
-        content = message.get("content")
-        if isinstance(content, str) or content is None:
-            text = content or ""
-            message["content"] = [{"type": "text", "text": f"{name}: {text}" if name else text}]
+        _to_claude_message(index, message, names)
+    _move_assistant_images(items)
+    if prefill:
+        items.append({"role": "assistant", "content": [{"type": "text", "text": prefill.rstrip()}]})
+    merged: list[Message] = []
+    for message in items:
+        if merged and merged[-1]["role"] == message["role"]:
+            merged[-1]["content"].extend(message["content"])
         else:
-            converted: list[dict[str, Any]] = []
-            for part in content:
-                if part.get("type") == "image_url":
-                    converted.append({"type": "image", "source": _image_source(part)})
-                elif part.get("type") == "text":
-                    text = str(part.get("text") or "")
-                    text = f"{name}: {text}" if name else text
-                    converted.append({"type": "text", "text": text or "\u200b"})
-                else:
-                    converted.append(dict(part))
-            message["content"] = converted
-        for key in ("name", "tool_calls", "tool_call_id"):
-            message.pop(key, None)
+            merged.append(message)
+    if not use_tools:
+        _tool_blocks_as_text(merged)
+    if no_prefill and merged and merged[-1]["role"] == "assistant":
+        merged[-1]["role"] = "user"
+    return ClaudePrompt(merged, system)
 
+
+def _claude_system(items: list[Message], names: PromptNames) -> tuple[list[Message], list[Message]]:
+    """The leading system messages as the system prompt's text blocks, and what is left (a
+    placeholder user message when nothing is)."""
+    system: list[Message] = []
+    leading = 0
+    while leading < len(items) and items[leading].get("role") == "system":
+        item = items[leading]
+        text = names.example_prefixed(str(item.get("content") or ""), item.get("name"))
+        system.append({"type": "text", "text": text})
+        leading += 1
+    items = items[leading:]
+    if not items:
+        items.append({"role": "user", "content": PROMPT_PLACEHOLDER})
+    return items, system
+
+
+def _to_claude_message(index: int, message: Message, names: PromptNames) -> None:
+    """One message in Claude's shape, in place: tool calls as ``tool_use`` blocks, tool
+    results as a user turn's ``tool_result``, system messages as user turns, the speaker's
+    name in the text, images as ``image`` blocks."""
+    role = message.get("role")
+    if role == "assistant" and message.get("tool_calls"):
+        message["content"] = [
+            {
+                "type": "tool_use",
+                "id": call.get("id"),
+                "name": (call.get("function") or {}).get("name"),
+                "input": _json_arguments(
+                    (call.get("function") or {}).get("arguments"),
+                    f"messages[{index}].tool_calls",
+                ),
+            }
+            for call in message["tool_calls"]
+        ]
+    if role == "tool":
+        message["role"] = role = "user"
+        message["content"] = [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.get("tool_call_id"),
+                "content": message.get("content"),
+            }
+        ]
+    if role == "system":
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = names.example_prefixed(content, message.get("name"))
+        message["role"] = "user"
+        message.pop("name", None)
+    name = message.get("name")
+    content = message.get("content")
+    if isinstance(content, str) or content is None:
+        text = content or ""
+        message["content"] = [{"type": "text", "text": f"{name}: {text}" if name else text}]
+    else:
+        converted: list[dict[str, Any]] = []
+        for part in content:
+            if part.get("type") == "image_url":
+                converted.append({"type": "image", "source": _image_source(part)})
+            elif part.get("type") == "text":
+                text = str(part.get("text") or "")
+                text = f"{name}: {text}" if name else text
+                converted.append({"type": "text", "text": text or "\u200b"})
+            else:
+                converted.append(dict(part))
+        message["content"] = converted
+    for key in ("name", "tool_calls", "tool_call_id"):
+        message.pop(key, None)
+
+
+def _move_assistant_images(items: list[Message]) -> None:
+    """Images in an assistant turn move to the next user turn (a new one right after it when
+    none follows), as Claude takes images from the user only."""
     i = 0
     while i < len(items):
         message = items[i]
@@ -151,31 +183,19 @@ def convert_claude_messages(
             message["content"] = [c for c in message["content"] if c.get("type") != "image"]
         i += 1
 
-    if prefill:
-        items.append({"role": "assistant", "content": [{"type": "text", "text": prefill.rstrip()}]})
 
-    merged: list[Message] = []
-    for message in items:
-        if merged and merged[-1]["role"] == message["role"]:
-            merged[-1]["content"].extend(message["content"])
-        else:
-            merged.append(message)
-
-    if not use_tools:
-        for message in merged:
-            for block in message["content"]:
-                if block.get("type") == "tool_use":
-                    text = json.dumps(block.get("input"), ensure_ascii=False, separators=(",", ":"))
-                    block.clear()
-                    block.update({"type": "text", "text": text})
-                elif block.get("type") == "tool_result":
-                    text = block.get("content")
-                    block.clear()
-                    block.update({"type": "text", "text": text})
-
-    if no_prefill and merged and merged[-1]["role"] == "assistant":
-        merged[-1]["role"] = "user"
-    return ClaudePrompt(merged, system)
+def _tool_blocks_as_text(merged: list[Message]) -> None:
+    """Tool calls and results as plain text blocks (tools off)."""
+    for message in merged:
+        for block in message["content"]:
+            if block.get("type") == "tool_use":
+                text = json.dumps(block.get("input"), ensure_ascii=False, separators=(",", ":"))
+                block.clear()
+                block.update({"type": "text", "text": text})
+            elif block.get("type") == "tool_result":
+                text = block.get("content")
+                block.clear()
+                block.update({"type": "text", "text": text})
 
 
 # --- Gemini ------------------------------------------------------------------------------------
@@ -227,86 +247,107 @@ def convert_google_prompt(
     for index, message in enumerate(items):
         role = message.get("role")
         role = "user" if role in ("system", "tool") else ("model" if role == "assistant" else role)
-        content = message.get("content")
-        parts_in: list[dict[str, Any]]
-        if isinstance(content, list):
-            parts_in = [dict(p) for p in content]
-        elif message.get("tool_calls"):
-            parts_in = [{"type": "tool_calls", "tool_calls": message["tool_calls"]}]
-        elif isinstance(message.get("tool_call_id"), str) and message["tool_call_id"]:
-            parts_in = [
-                {
-                    "type": "tool_call_id",
-                    "tool_call_id": message["tool_call_id"],
-                    "content": "" if content is None else str(content),
-                }
-            ]
-        else:
-            parts_in = [{"type": "text", "text": "" if content is None else str(content)}]
-
+        parts_in = _google_parts_in(message)
         name = message.get("name")
         if name:
-            for part in parts_in:
-                if part.get("type") != "text":
-                    continue
-                text = str(part.get("text") or "")
-                if name in ("example_user", "example_assistant"):
-                    part["text"] = names.example_prefixed(text, name)
-                elif not text.startswith(f"{name}: "):
-                    part["text"] = f"{name}: {text}"
-
-        parts: list[dict[str, Any]] = []
-        for part in parts_in:
-            kind = part.get("type")
-            if kind == "text":
-                parts.append({"text": part.get("text")})
-            elif kind == "tool_call_id":
-                fn = tool_names.get(part["tool_call_id"], "unknown")
-                parts.append(
-                    {
-                        "functionResponse": {
-                            "name": fn,
-                            "response": {"name": fn, "content": part["content"]},
-                        }
-                    }
-                )
-            elif kind == "tool_calls":
-                for call in part["tool_calls"]:
-                    function = call.get("function") or {}
-                    parts.append(
-                        {
-                            "functionCall": {
-                                "name": function.get("name"),
-                                "args": _try_json(function.get("arguments")),
-                            }
-                        }
-                    )
-                    tool_names[str(call.get("id"))] = str(function.get("name"))
-            elif kind in ("image_url", "video_url"):
-                url = str((part.get(kind) or {}).get("url") or "")
-                head, _, data = url.partition(",")
-                if kind == "video_url" and not url.startswith("data:"):
-                    continue
-                mime = head.split(";")[0].partition(":")[2] or (
-                    "video/mp4" if kind == "video_url" else ""
-                )
-                parts.append({"inlineData": {"mimeType": mime, "data": data}})
-
+            _name_the_text(parts_in, name, names)
+        parts = _google_parts(parts_in, tool_names)
         if index > 0 and contents and contents[-1]["role"] == role:
-            previous = contents[-1]["parts"]
-            for part in parts:
-                if part.get("text"):
-                    text_part = next((p for p in previous if isinstance(p.get("text"), str)), None)
-                    if text_part is not None:
-                        text_part["text"] += "\n\n" + part["text"]
-                    else:
-                        previous.append(part)
-                if "inlineData" in part or "functionCall" in part or "functionResponse" in part:
-                    previous.append(part)
+            _merge_google_parts(contents[-1]["parts"], parts)
         else:
             contents.append({"role": role, "parts": parts})
 
     return GooglePrompt(contents, {"parts": [{"text": text} for text in system]})
+
+
+def _google_parts_in(message: Message) -> list[dict[str, Any]]:
+    """The message's content as OpenAI-style parts (tool calls and a tool result as parts
+    of their own kinds)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return [dict(p) for p in content]
+    if message.get("tool_calls"):
+        return [{"type": "tool_calls", "tool_calls": message["tool_calls"]}]
+    if isinstance(message.get("tool_call_id"), str) and message["tool_call_id"]:
+        return [
+            {
+                "type": "tool_call_id",
+                "tool_call_id": message["tool_call_id"],
+                "content": "" if content is None else str(content),
+            }
+        ]
+    return [{"type": "text", "text": "" if content is None else str(content)}]
+
+
+def _name_the_text(parts_in: list[dict[str, Any]], name: str, names: PromptNames) -> None:
+    """The speaker's name before each text part (an example's as SillyTavern writes it)."""
+    for part in parts_in:
+        if part.get("type") != "text":
+            continue
+        text = str(part.get("text") or "")
+        if name in ("example_user", "example_assistant"):
+            part["text"] = names.example_prefixed(text, name)
+        elif not text.startswith(f"{name}: "):
+            part["text"] = f"{name}: {text}"
+
+
+def _google_parts(
+    parts_in: list[dict[str, Any]], tool_names: dict[str, str]
+) -> list[dict[str, Any]]:
+    """Gemini's parts: text, ``functionResponse`` (named by the call it answers),
+    ``functionCall`` (remembered in ``tool_names``), ``inlineData`` for images and inline
+    videos."""
+    parts: list[dict[str, Any]] = []
+    for part in parts_in:
+        kind = part.get("type")
+        if kind == "text":
+            parts.append({"text": part.get("text")})
+        elif kind == "tool_call_id":
+            fn = tool_names.get(part["tool_call_id"], "unknown")
+            parts.append(
+                {
+                    "functionResponse": {
+                        "name": fn,
+                        "response": {"name": fn, "content": part["content"]},
+                    }
+                }
+            )
+        elif kind == "tool_calls":
+            for call in part["tool_calls"]:
+                function = call.get("function") or {}
+                parts.append(
+                    {
+                        "functionCall": {
+                            "name": function.get("name"),
+                            "args": _try_json(function.get("arguments")),
+                        }
+                    }
+                )
+                tool_names[str(call.get("id"))] = str(function.get("name"))
+        elif kind in ("image_url", "video_url"):
+            url = str((part.get(kind) or {}).get("url") or "")
+            head, _, data = url.partition(",")
+            if kind == "video_url" and not url.startswith("data:"):
+                continue
+            mime = head.split(";")[0].partition(":")[2] or (
+                "video/mp4" if kind == "video_url" else ""
+            )
+            parts.append({"inlineData": {"mimeType": mime, "data": data}})
+    return parts
+
+
+def _merge_google_parts(previous: list[dict[str, Any]], parts: list[dict[str, Any]]) -> None:
+    """A turn of the same role as the one before merged into it: its text appended to the
+    first text part with a blank line, its data and function parts added."""
+    for part in parts:
+        if part.get("text"):
+            text_part = next((p for p in previous if isinstance(p.get("text"), str)), None)
+            if text_part is not None:
+                text_part["text"] += "\n\n" + part["text"]
+            else:
+                previous.append(part)
+        if "inlineData" in part or "functionCall" in part or "functionResponse" in part:
+            previous.append(part)
 
 
 # --- for the adapters --------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from tavernkit.providers.accumulator import (
     Accumulator,
     Completion,
     ReasoningBlock,
-    ToolCall,
+    WireToolCall,
     parse_partial_json,
 )
 from tavernkit.providers.anthropic import AnthropicAdapter
@@ -50,13 +50,13 @@ from tavernkit.providers.reasoning_stream import TagReasoningSplitter, split_tag
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     PromptRequest,
     ResponseFormat,
     Sampling,
-    TextPart,
     TextPrompt,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
 from tavernkit.providers.retry import RetryPolicy, call_with_retry
 from tavernkit.providers.sse import SSEDecoder, SSEEvent
@@ -72,7 +72,6 @@ __all__ = [
     "Finish",
     "FinishReason",
     "GeminiAdapter",
-    "ImagePart",
     "KoboldAdapter",
     "LlamaCppAdapter",
     "LocalLlamaProvider",
@@ -97,14 +96,15 @@ __all__ = [
     "StreamParser",
     "TagReasoningSplitter",
     "TextDelta",
-    "TextPart",
     "TextPrompt",
     "Timeouts",
-    "ToolCall",
     "ToolCallDelta",
     "ToolSpec",
     "Usage",
+    "WireImagePart",
     "WireRequest",
+    "WireTextPart",
+    "WireToolCall",
     "call_with_retry",
     "find_model_path",
     "parse_partial_json",

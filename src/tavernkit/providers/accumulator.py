@@ -36,7 +36,7 @@ from tavernkit.providers.events import (
     Usage,
 )
 
-__all__ = ["Accumulator", "Completion", "ReasoningBlock", "ToolCall", "parse_partial_json"]
+__all__ = ["Accumulator", "Completion", "ReasoningBlock", "WireToolCall", "parse_partial_json"]
 
 
 def parse_partial_json(text: str) -> Any:
@@ -51,7 +51,7 @@ def parse_partial_json(text: str) -> Any:
 
 
 @dataclass(slots=True)
-class ToolCall:
+class WireToolCall:
     """One complete (or truncated) tool call."""
 
     index: int
@@ -90,7 +90,7 @@ class Completion:
     reasoning: str = ""
     reasoning_blocks: list[ReasoningBlock] = field(default_factory=list)
     refusal: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[WireToolCall] = field(default_factory=list)
     usage: Usage | None = None
     finish_reason: FinishReason | None = None
     raw_finish_reason: str | None = None
@@ -245,10 +245,10 @@ class Accumulator:
 
     def _completion(self, state: _ChoiceState) -> Completion:
         text = "".join(state.text)
-        calls: list[ToolCall] = []
+        calls: list[WireToolCall] = []
         for index, tool in state.tools.items():
             args = "".join(tool.args)
-            call = ToolCall(
+            call = WireToolCall(
                 index=index,
                 id=tool.id or self._tool_id_factory(index),
                 name=tool.name or "",

@@ -47,7 +47,7 @@ from tavernkit.providers.events import (
 )
 from tavernkit.providers.openai_chat import image_placeholder
 from tavernkit.providers.profiles import ModelProfile
-from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, TextPart
+from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, WireTextPart
 from tavernkit.providers.sse import SSEEvent
 
 __all__ = ["AnthropicAdapter", "anthropic_error"]
@@ -306,7 +306,7 @@ class AnthropicAdapter(Adapter):
                 blocks.append({"type": "text", "text": m.content})
         else:
             for part in m.content:
-                if isinstance(part, TextPart):
+                if isinstance(part, WireTextPart):
                     blocks.append({"type": "text", "text": part.text})
                 elif not vision:
                     downgrades.append("image replaced by a text placeholder")

@@ -18,6 +18,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.errors import (
@@ -184,6 +185,76 @@ def _first_int(pattern: re.Pattern[str], text: str) -> int | None:
     return None
 
 
+@dataclass(slots=True)
+class _ErrorFields:
+    """What an OpenAI-shaped error object says: the status (the body's, when the response
+    gave none), the message, the code and type, and the context sizes of a too-long prompt."""
+
+    status: int | None
+    message: str = ""
+    code: str | None = None
+    etype: str = ""
+    n_prompt: int | None = None
+    n_ctx: int | None = None
+
+
+def _read_error(payload: Any, status: int | None) -> _ErrorFields:
+    """The fields of ``payload``: ``{"error": {...}}``, ``{"error": "text"}``, a FastAPI
+    ``{"detail": ...}`` or ``{"message": ...}``."""
+    out = _ErrorFields(status)
+    err: Any = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(err, dict):
+        out.message = str(err.get("message") or "")
+        raw_code = err.get("code")
+        out.etype = str(err.get("type") or "")
+        if isinstance(raw_code, str):
+            out.code = raw_code
+        elif isinstance(raw_code, int) and out.status is None:
+            out.status = raw_code
+        if out.status is None and isinstance(err.get("status_code"), int):
+            out.status = err["status_code"]
+        meta = err.get("metadata")
+        if isinstance(meta, dict) and isinstance(meta.get("raw"), str):
+            out.message = f"{out.message}: {meta['raw']}" if out.message else meta["raw"]
+        if isinstance(err.get("n_prompt_tokens"), int):
+            out.n_prompt = err["n_prompt_tokens"]
+        if isinstance(err.get("n_ctx"), int):
+            out.n_ctx = err["n_ctx"]
+    elif isinstance(err, str):
+        out.message = err
+    elif isinstance(payload, dict):
+        detail = payload.get("detail")
+        if isinstance(detail, dict):
+            out.message = str(detail.get("msg") or detail)
+            out.etype = str(detail.get("type") or "")
+        elif detail is not None:
+            out.message = str(detail)
+        elif isinstance(payload.get("message"), str):
+            out.message = payload["message"]
+    return out
+
+
+def _error_class(status: int | None, words: set[str], message: str) -> type[ProviderError]:
+    """The error class the codes, the status and the message say."""
+    if words & _QUOTA_CODES:
+        return QuotaExhausted
+    if words & {"context_length_exceeded", "exceed_context_size_error"} or (
+        status in (400, 413, None) and _CONTEXT_MESSAGES.search(message)
+    ):
+        return ContextTooLong
+    if words & _AUTH_CODES or status in (401, 403):
+        return AuthError
+    if words & _FILTER_CODES:
+        return ContentFiltered
+    if words & _MODEL_CODES or status == 404:
+        return ModelUnavailable
+    if status == 429 or "rate_limit_exceeded" in words:
+        return RateLimited
+    if words & _OVERLOAD_CODES and status is None:
+        return Overloaded
+    return status_class(status) if status is not None else BadRequest
+
+
 def openai_family_error(
     status: int | None,
     payload: Any,
@@ -194,62 +265,12 @@ def openai_family_error(
 ) -> ProviderError:
     """Classify an OpenAI-shaped error object (an HTTP error body or an in-stream error)."""
     headers = headers or {}
-    err: Any = payload.get("error") if isinstance(payload, dict) else None
-    message = ""
-    code: str | None = None
-    etype = ""
-    n_prompt: int | None = None
-    n_ctx: int | None = None
-    if isinstance(err, dict):
-        message = str(err.get("message") or "")
-        raw_code = err.get("code")
-        etype = str(err.get("type") or "")
-        if isinstance(raw_code, str):
-            code = raw_code
-        elif isinstance(raw_code, int) and status is None:
-            status = raw_code
-        if status is None and isinstance(err.get("status_code"), int):
-            status = err["status_code"]
-        meta = err.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("raw"), str):
-            message = f"{message}: {meta['raw']}" if message else meta["raw"]
-        if isinstance(err.get("n_prompt_tokens"), int):
-            n_prompt = err["n_prompt_tokens"]
-        if isinstance(err.get("n_ctx"), int):
-            n_ctx = err["n_ctx"]
-    elif isinstance(err, str):
-        message = err
-    elif isinstance(payload, dict):
-        detail = payload.get("detail")
-        if isinstance(detail, dict):
-            message = str(detail.get("msg") or detail)
-            etype = str(detail.get("type") or "")
-        elif detail is not None:
-            message = str(detail)
-        elif isinstance(payload.get("message"), str):
-            message = payload["message"]
+    fields = _read_error(payload, status)
+    status, message, code, etype = fields.status, fields.message, fields.code, fields.etype
+    n_prompt, n_ctx = fields.n_prompt, fields.n_ctx
     if not message:
         message = body_text(raw) if isinstance(raw, bytes) else (raw or f"HTTP {status}")
-    words = {w for w in (code, etype) if w}
-    cls: type[ProviderError]
-    if words & _QUOTA_CODES:
-        cls = QuotaExhausted
-    elif words & {"context_length_exceeded", "exceed_context_size_error"} or (
-        status in (400, 413, None) and _CONTEXT_MESSAGES.search(message)
-    ):
-        cls = ContextTooLong
-    elif words & _AUTH_CODES or status in (401, 403):
-        cls = AuthError
-    elif words & _FILTER_CODES:
-        cls = ContentFiltered
-    elif words & _MODEL_CODES or status == 404:
-        cls = ModelUnavailable
-    elif status == 429 or "rate_limit_exceeded" in words:
-        cls = RateLimited
-    elif words & _OVERLOAD_CODES and status is None:
-        cls = Overloaded
-    else:
-        cls = status_class(status) if status is not None else BadRequest
+    cls = _error_class(status, {w for w in (code, etype) if w}, message)
     extra: dict[str, Any] = {}
     if cls is ContextTooLong:
         extra["n_prompt"] = n_prompt if n_prompt is not None else _first_int(_N_PROMPT, message)

@@ -48,7 +48,7 @@ from tavernkit.providers.events import (
 )
 from tavernkit.providers.openai_chat import image_placeholder
 from tavernkit.providers.profiles import ModelProfile
-from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, TextPart
+from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, WireTextPart
 from tavernkit.providers.sse import SSEEvent
 
 __all__ = ["GeminiAdapter", "gemini_error"]
@@ -379,53 +379,12 @@ class GeminiAdapter(Adapter):
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": system}
-        s = request.sampling
-        config: dict[str, Any] = {}
-        for key, value in (
-            ("temperature", s.temperature),
-            ("topP", s.top_p),
-            ("topK", s.top_k),
-            ("maxOutputTokens", s.max_tokens),
-            ("candidateCount", s.n),
-            ("seed", s.seed),
-            ("presencePenalty", s.presence_penalty),
-            ("frequencyPenalty", s.frequency_penalty),
-        ):
-            if value is not None:
-                config[key] = value
-        if request.stop:
-            config["stopSequences"] = list(request.stop)
-        if request.response_format is not None:
-            config["responseMimeType"] = "application/json"
-            if request.response_format.schema is not None:
-                config["responseJsonSchema"] = dict(request.response_format.schema)
-        if request.reasoning_budget is not None:
-            config["thinkingConfig"] = {
-                "thinkingBudget": request.reasoning_budget,
-                "includeThoughts": True,
-            }
+        config = _generation_config(request)
         if config:
             body["generationConfig"] = config
         if request.tools:
-            body["tools"] = [
-                {
-                    "functionDeclarations": [
-                        {
-                            "name": t.name,
-                            "description": t.description,
-                            "parameters": dict(t.parameters),
-                        }
-                        for t in request.tools
-                    ]
-                }
-            ]
-            if request.tool_choice:
-                mode = {"auto": "AUTO", "none": "NONE", "required": "ANY"}.get(request.tool_choice)
-                body["toolConfig"] = {
-                    "functionCallingConfig": {"mode": mode}
-                    if mode
-                    else {"mode": "ANY", "allowedFunctionNames": [request.tool_choice]}
-                }
+            body.update(_tools_body(request))
+        s = request.sampling
         body.update(s.extra_body)
         method = "streamGenerateContent" if stream else "generateContent"
         return WireRequest(
@@ -465,7 +424,7 @@ class GeminiAdapter(Adapter):
                 parts.append({"text": m.content})
         else:
             for part in m.content:
-                if isinstance(part, TextPart):
+                if isinstance(part, WireTextPart):
                     parts.append({"text": part.text})
                 elif not vision:
                     downgrades.append("image replaced by a text placeholder")
@@ -509,3 +468,60 @@ class GeminiAdapter(Adapter):
     ) -> ProviderError:
         payload = error_payload(body)
         return gemini_error(status, payload, ctx, raw=body, headers=headers)
+
+
+def _generation_config(request: ChatPrompt) -> dict[str, Any]:
+    """``generationConfig``: the sampling set, the stop sequences, a JSON schema's output
+    format and the thinking budget."""
+    s = request.sampling
+    config: dict[str, Any] = {}
+    for key, value in (
+        ("temperature", s.temperature),
+        ("topP", s.top_p),
+        ("topK", s.top_k),
+        ("maxOutputTokens", s.max_tokens),
+        ("candidateCount", s.n),
+        ("seed", s.seed),
+        ("presencePenalty", s.presence_penalty),
+        ("frequencyPenalty", s.frequency_penalty),
+    ):
+        if value is not None:
+            config[key] = value
+    if request.stop:
+        config["stopSequences"] = list(request.stop)
+    if request.response_format is not None:
+        config["responseMimeType"] = "application/json"
+        if request.response_format.schema is not None:
+            config["responseJsonSchema"] = dict(request.response_format.schema)
+    if request.reasoning_budget is not None:
+        config["thinkingConfig"] = {
+            "thinkingBudget": request.reasoning_budget,
+            "includeThoughts": True,
+        }
+    return config
+
+
+def _tools_body(request: ChatPrompt) -> dict[str, Any]:
+    """``tools`` (the function declarations) and ``toolConfig`` (the tool choice)."""
+    body: dict[str, Any] = {
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": dict(t.parameters),
+                    }
+                    for t in request.tools
+                ]
+            }
+        ]
+    }
+    if request.tool_choice:
+        mode = {"auto": "AUTO", "none": "NONE", "required": "ANY"}.get(request.tool_choice)
+        body["toolConfig"] = {
+            "functionCallingConfig": {"mode": mode}
+            if mode
+            else {"mode": "ANY", "allowedFunctionNames": [request.tool_choice]}
+        }
+    return body

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from tavernkit.errors import BadRequest
 from tavernkit.providers.openai_chat import image_placeholder
 from tavernkit.providers.profiles import LOCAL_MODEL_NAME as LOCAL_MODEL_NAME
-from tavernkit.providers.request import ImagePart, PromptRequest, TextPart, TextPrompt
+from tavernkit.providers.request import PromptRequest, TextPrompt, WireImagePart, WireTextPart
 
 __all__ = ["JSON_GBNF", "LOCAL_MODEL_NAME", "SMALL_MODEL_DEFAULTS", "LocalCall", "build_call"]
 
@@ -131,9 +131,9 @@ def build_call(request: PromptRequest, *, default_max_tokens: int = 512) -> Loca
         else:
             pieces: list[str] = []
             for part in message.content:
-                if isinstance(part, TextPart):
+                if isinstance(part, WireTextPart):
                     pieces.append(part.text)
-                elif isinstance(part, ImagePart):
+                elif isinstance(part, WireImagePart):
                     downgrades.append("image replaced by a text placeholder")
                     pieces.append(image_placeholder(part))
             text = "\n".join(pieces)

@@ -51,10 +51,10 @@ from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     PromptRequest,
     Sampling,
-    TextPart,
+    WireImagePart,
+    WireTextPart,
 )
 from tavernkit.providers.sse import SSEEvent
 
@@ -83,7 +83,7 @@ def openai_finish(raw: str) -> FinishReason:
     return _FINISH.get(raw, "other")
 
 
-def image_placeholder(part: ImagePart) -> str:
+def image_placeholder(part: WireImagePart) -> str:
     """What a text-only model gets instead of an image (the downgrade is reported)."""
     return "[image omitted: this model does not accept images]"
 
@@ -378,7 +378,7 @@ class OpenAIChatAdapter(Adapter):
         else:
             parts: list[dict[str, Any]] = []
             for part in m.content:
-                if isinstance(part, TextPart):
+                if isinstance(part, WireTextPart):
                     parts.append({"type": "text", "text": part.text})
                 elif vision:
                     image: dict[str, Any] = {"url": part.data_url()}

@@ -31,7 +31,7 @@ from tavernkit.providers.events import (
     Usage,
 )
 from tavernkit.providers.profiles import ModelProfile
-from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, TextPart
+from tavernkit.providers.request import ChatMessage, ChatPrompt, PromptRequest, WireTextPart
 from tavernkit.providers.sse import SSEEvent
 
 __all__ = ["OpenAIResponsesAdapter"]
@@ -292,7 +292,7 @@ def _input_items(m: ChatMessage) -> list[dict[str, Any]]:
     else:
         content = [
             {"type": text_type, "text": p.text}
-            if isinstance(p, TextPart)
+            if isinstance(p, WireTextPart)
             else {"type": "input_image", "image_url": p.data_url()}
             for p in m.content
         ]

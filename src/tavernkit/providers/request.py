@@ -15,34 +15,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from tavernkit.providers.accumulator import ReasoningBlock, ToolCall
+from tavernkit.providers.accumulator import ReasoningBlock, WireToolCall
 
 __all__ = [
     "ChatMessage",
     "ChatPrompt",
     "ContentPart",
-    "ImagePart",
     "MessageLabel",
     "PromptRequest",
     "ResponseFormat",
     "Role",
     "Sampling",
-    "TextPart",
     "TextPrompt",
     "ToolChoice",
     "ToolSpec",
+    "WireImagePart",
+    "WireTextPart",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
-class TextPart:
+class WireTextPart:
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class ImagePart:
+class WireImagePart:
     """An image: a URL (``https:`` or ``data:``) or raw base64 ``data`` with its MIME type."""
 
     url: str | None = None
@@ -65,7 +65,7 @@ class ImagePart:
         return None
 
 
-ContentPart = TextPart | ImagePart
+ContentPart = WireTextPart | WireImagePart
 
 
 class MessageLabel(NamedTuple):
@@ -109,7 +109,7 @@ class ChatMessage:
     role: Role
     content: str | tuple[ContentPart, ...] = ""
     name: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[WireToolCall, ...] = ()
     tool_call_id: str | None = None
     reasoning_blocks: tuple[ReasoningBlock, ...] = ()
     cache: bool = False
@@ -118,11 +118,11 @@ class ChatMessage:
     def text(self) -> str:
         if isinstance(self.content, str):
             return self.content
-        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+        return "".join(p.text for p in self.content if isinstance(p, WireTextPart))
 
     def has_images(self) -> bool:
         return not isinstance(self.content, str) and any(
-            isinstance(p, ImagePart) for p in self.content
+            isinstance(p, WireImagePart) for p in self.content
         )
 
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 
 from fastapi import FastAPI
 
@@ -86,76 +87,131 @@ def create_app(
         metrics.pool_size.labels(pool="redis").set(settings.redis_pool)
     if settings.database is not None:
         metrics.pool_size.labels(pool="database").set(settings.database_pool)
+    given = _Given(tavern, limiter, event_log, chat_lock, cooldowns, stops)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as exit_stack:
-            shared = None
-            if settings.redis is not None and redis_coordination is not None:
-                shared = redis_coordination.coordination_from_url(
-                    settings.redis, max_connections=settings.redis_pool
-                )
-                exit_stack.push_async_callback(shared.aclose)
-            tk = tavern
-            if tk is None:
-                tk = Tavern(
-                    settings.home,
-                    database=settings.database,
-                    database_pool=settings.database_pool,
-                    limits=FormatLimits(lorebook_json_bytes=settings.lorebook_max_bytes),
-                )
-            opened_here = not tk.runtime.is_open
-            await tk.open()
-            if opened_here:
-                exit_stack.push_async_callback(tk.close)
-            metrics.watch_store(tk.store)
-            key_cooldowns = cooldowns or (shared.cooldowns if shared is not None else None)
-            if key_cooldowns is not None:
-                # before any owner's view is made: each view takes the Tavern's
-                tk.runtime.key_cooldowns = key_cooldowns
-            hub = TurnHub(
-                event_log or (shared.events if shared else InMemoryTurnEventLog()),
-                chat_lock or (shared.locks if shared else InMemoryChatLock()),
-                lease_s=settings.turn_lease_s,
-                stops=stops or (shared.stops if shared is not None else None),
-                metrics=metrics,
-            )
-            exit_stack.push_async_callback(hub.close)
-            if hub.stops is not None:
-                await _listen_for_stops(hub, exit_stack)
-            if settings.demo_on_first_start and not settings.accounts:
-                # a fresh install has someone to talk to, in the UI and the facade alike
-                await add_demo_on_first_start(tk)
-            rate = limiter or (shared.rate_limiter if shared else InMemoryRateLimiter())
-            shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
-            accounts = Accounts(tk.store, settings, rate)
-            exit_stack.callback(accounts.close)
-            backups = await start_backups(settings, tk, exit_stack)
-            app.state.server = ServerState(
-                settings=settings,
-                tavern=tk,
-                accounts=accounts,
-                limiter=rate,
-                turns=hub,
-                metrics=metrics,
-                shared=shared_route,
-                egress=settings.egress_policy(),
-                backups=backups,
-                probes={"redis": shared.client.ping} if shared is not None else {},
-            )
-            if settings.warm_up:  # before it listens: no first request pays for these
-                loaded = await tk.warm_up()
-                await prime_routes(app)
-                log.info("warmed up: %s, routes", ", ".join(loaded))
-            if settings.gc_full_every_s is not None:
-                exit_stack.callback(tune_for_serving())
-                collector = asyncio.create_task(full_collections(settings.gc_full_every_s))
-                exit_stack.callback(collector.cancel)
+            app.state.server = await _start(app, settings, given, metrics, exit_stack)
             try:
                 yield
             finally:
                 app.state.server = None
 
+    return _app(settings, lifespan, tavern)
+
+
+@dataclass(frozen=True, slots=True)
+class _Given:
+    """What the caller of :func:`create_app` passed in place of the defaults."""
+
+    tavern: Tavern | None
+    limiter: RateLimiter | None
+    event_log: TurnEventLog | None
+    chat_lock: ChatLock | None
+    cooldowns: CooldownStore | None
+    stops: TurnStops | None
+
+
+async def _start(
+    app: FastAPI,
+    settings: ServerSettings,
+    given: _Given,
+    metrics: ServerMetrics,
+    exit_stack: contextlib.AsyncExitStack,
+) -> ServerState:
+    """The app's start: the coordination (Redis or this process), the Tavern open, the turn
+    hub, the demo, the accounts and backups; warmed up before it listens. What it opened is
+    closed by ``exit_stack``."""
+    shared = None
+    if settings.redis is not None and redis_coordination is not None:
+        shared = redis_coordination.coordination_from_url(
+            settings.redis, max_connections=settings.redis_pool
+        )
+        exit_stack.push_async_callback(shared.aclose)
+    tk = await _open_tavern(settings, given.tavern, exit_stack)
+    metrics.watch_store(tk.store)
+    key_cooldowns = given.cooldowns or (shared.cooldowns if shared is not None else None)
+    if key_cooldowns is not None:
+        # before any owner's view is made: each view takes the Tavern's
+        tk.runtime.key_cooldowns = key_cooldowns
+    hub = TurnHub(
+        given.event_log or (shared.events if shared else InMemoryTurnEventLog()),
+        given.chat_lock or (shared.locks if shared else InMemoryChatLock()),
+        lease_s=settings.turn_lease_s,
+        stops=given.stops or (shared.stops if shared is not None else None),
+        metrics=metrics,
+    )
+    exit_stack.push_async_callback(hub.close)
+    if hub.stops is not None:
+        await _listen_for_stops(hub, exit_stack)
+    if settings.demo_on_first_start and not settings.accounts:
+        # a fresh install has someone to talk to, in the UI and the facade alike
+        await add_demo_on_first_start(tk)
+    rate = given.limiter or (shared.rate_limiter if shared else InMemoryRateLimiter())
+    shared_route = SharedRoutes(settings, tk, tk.store, rate) if settings.accounts else None
+    accounts = Accounts(tk.store, settings, rate)
+    exit_stack.callback(accounts.close)
+    backups = await start_backups(settings, tk, exit_stack)
+    state = ServerState(
+        settings=settings,
+        tavern=tk,
+        accounts=accounts,
+        limiter=rate,
+        turns=hub,
+        metrics=metrics,
+        shared=shared_route,
+        egress=settings.egress_policy(),
+        backups=backups,
+        probes={"redis": shared.client.ping} if shared is not None else {},
+    )
+    app.state.server = state
+    await _before_listening(app, settings, tk, exit_stack)
+    return state
+
+
+async def _open_tavern(
+    settings: ServerSettings, tavern: Tavern | None, exit_stack: contextlib.AsyncExitStack
+) -> Tavern:
+    """The given Tavern (left open at the end when it was open), else one over the settings'
+    home and database (closed at the end)."""
+    tk = tavern
+    if tk is None:
+        tk = Tavern(
+            settings.home,
+            database=settings.database,
+            database_pool=settings.database_pool,
+            limits=FormatLimits(lorebook_json_bytes=settings.lorebook_max_bytes),
+        )
+    opened_here = not tk.runtime.is_open
+    await tk.open()
+    if opened_here:
+        exit_stack.push_async_callback(tk.close)
+    return tk
+
+
+async def _before_listening(
+    app: FastAPI, settings: ServerSettings, tk: Tavern, exit_stack: contextlib.AsyncExitStack
+) -> None:
+    """The warm-up (no first request pays for the tokenizer, the model, the routes) and the
+    timed full collections of a serving process."""
+    if settings.warm_up:
+        loaded = await tk.warm_up()
+        await prime_routes(app)
+        log.info("warmed up: %s, routes", ", ".join(loaded))
+    if settings.gc_full_every_s is not None:
+        exit_stack.callback(tune_for_serving())
+        collector = asyncio.create_task(full_collections(settings.gc_full_every_s))
+        exit_stack.callback(collector.cancel)
+
+
+def _app(
+    settings: ServerSettings,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]],
+    tavern: Tavern | None,
+) -> FastAPI:
+    """The FastAPI app: its docs pages, error handlers, middleware, routers and the plugins'
+    routes."""
     app = FastAPI(
         # Swagger UI and ReDoc load their scripts from a CDN: with accounts on, no third-party
         # script runs on the session cookie's origin (the schema stays at /openapi.json)

@@ -43,8 +43,8 @@ __all__ = [
     "CHARACTER_PREFIX",
     "PROFILE_PREFIX",
     "CharacterContext",
-    "Completion",
     "Delta",
+    "FacadeCompletion",
     "FacadeModel",
     "ProxyContext",
     "complete",
@@ -100,7 +100,7 @@ class Delta:
 
 
 @dataclass
-class Completion:
+class FacadeCompletion:
     text: str = ""
     reasoning: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
@@ -220,9 +220,9 @@ async def resolve_model(tk: Tavern, model: str) -> FacadeModel:
 
 async def complete(
     tk: Tavern, model: FacadeModel, body: Mapping[str, Any], *, stream: bool
-) -> AsyncIterator[Delta | Completion]:
+) -> AsyncIterator[Delta | FacadeCompletion]:
     """The completion of ``body`` (an OpenAI chat-completion request) on ``model``: deltas as
-    they come when ``stream``, then the :class:`Completion`. Raises
+    they come when ``stream``, then the :class:`FacadeCompletion`. Raises
     :class:`~tavernkit.errors.GenerateTaskError` (also after some deltas)."""
     messages: Sequence[Mapping[str, Any]] = body["messages"]
     if model.kind == "character":
@@ -240,7 +240,7 @@ async def _character(
     messages: Sequence[Mapping[str, Any]],
     *,
     stream: bool,
-) -> AsyncIterator[Delta | Completion]:
+) -> AsyncIterator[Delta | FacadeCompletion]:
     ctx = CharacterContext(tk.runtime, model.ref, chats=tk.chats)
     options: dict[str, Any] = {
         "include_character_card": True,
@@ -270,13 +270,13 @@ async def _character(
         task.cancel()  # the client left: nothing is stored, so nothing needs finishing
 
 
-def _task_completion(result: TaskResult) -> Completion:
+def _task_completion(result: TaskResult) -> FacadeCompletion:
     calls = [
         {"id": c.id or f"call_{i}", "type": "function", "function": _function(c.name, c.args)}
         for i, c in enumerate(result.tool_calls)
     ]
     usage = dict(result.usage) if result.usage else None
-    return Completion(
+    return FacadeCompletion(
         text=result.assistant_text,
         reasoning=result.reasoning or "",
         tool_calls=calls,
@@ -291,7 +291,7 @@ def _function(name: str, args: Mapping[str, Any]) -> dict[str, str]:
 
 async def _proxy(
     tk: Tavern, model: FacadeModel, body: Mapping[str, Any], *, stream: bool
-) -> AsyncIterator[Delta | Completion]:
+) -> AsyncIterator[Delta | FacadeCompletion]:
     if model.profile is not None:
         ctx: TavernContext = ProxyContext(tk.runtime, model.profile, chats=tk.chats)
     else:
@@ -332,11 +332,11 @@ async def _proxy(
             yield _response_completion(chunk.response)
 
 
-def _response_completion(response: Mapping[str, Any]) -> Completion:
+def _response_completion(response: Mapping[str, Any]) -> FacadeCompletion:
     choice = (response.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     usage = response.get("usage")
-    return Completion(
+    return FacadeCompletion(
         text=str(message.get("content") or ""),
         reasoning=str(message.get("reasoning_content") or ""),
         tool_calls=list(message.get("tool_calls") or []),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from tavernkit.errors import NotFound
@@ -58,8 +59,78 @@ async def load_chat_state(
     :class:`~tavernkit.models.chat_window.MessageWindow`, which raises
     :class:`~tavernkit.models.chat_window.OutsideWindow` when a build reads past what was
     loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
-    # The reads that depend on nothing go out together (one wait for the three, not three
-    # waits in a row): the settings, the chat, the global variables.
+    settings, stored_chat, global_variables = await _first_reads(
+        store, owner, chat_id, settings, window
+    )
+    chat = None
+    char_ref = character
+    if stored_chat is not None:
+        chat = stored_chat.to_chat()
+        chat_id = stored_chat.info.id
+        char_ref = char_ref or stored_chat.info.character_id
+    char_ref = char_ref or settings.selections.character
+
+    # The turn's persona, else the one locked to the chat, else the one locked to the chat's
+    # character, else the default; a locked or default persona deleted since is skipped.
+    locked = chat.metadata.persona if chat is not None else None
+    chat_character = stored_chat.info.character_id if stored_chat is not None else char_ref
+    personas = persona_candidates(persona, locked, chat_character, settings)
+    # every record the state names, in one revision check (two trips when some changed)
+    wanted = _wanted(settings, char_ref)
+    # the chat's character is named by its id: its linked books are read alongside
+    by_id = (
+        char_ref if stored_chat is not None and char_ref == stored_chat.info.character_id else None
+    )
+    refs = [(kind, ref) for kind, ref in wanted.items() if ref]
+    shared, linked = await asyncio.gather(
+        store.get_shared_records([*refs, *(("persona", ref) for ref in personas)], owner=owner),
+        _linked_books(store, by_id, owner),
+    )
+    found = _Found(shared, wanted)
+    card = found.model("character")
+    character_id = None
+    if isinstance(card, Card):
+        character_id = shared[("character", char_ref or "")].id
+    else:
+        card = None
+
+    persona_model = _first_persona(shared, personas)
+    if character_id != by_id:
+        linked = await _linked_books(store, character_id, owner)
+    books = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
+
+    return ChatState(
+        settings=settings,
+        card=card,
+        persona=persona_model,
+        user_name=_user_name(persona_model, settings),
+        books=books,
+        chat_preset=_typed(found.model("chat_preset"), ChatCompletionPreset),
+        chat_preset_id=found.record_id("chat_preset"),
+        textgen_preset=_typed(found.model("textgen_preset"), TextGenSettings),
+        textgen_preset_id=found.record_id("textgen_preset"),
+        instruct=_typed(found.model("instruct"), InstructTemplate),
+        context=_typed(found.model("context"), ContextTemplate),
+        sysprompt=_typed(found.model("sysprompt"), SystemPrompt),
+        reasoning=_reasoning_template(found.model("reasoning"), settings.reasoning.template),
+        profile=_typed(found.model("connection_profile"), ConnectionProfile),
+        chat=chat,
+        chat_id=chat_id,
+        character_id=character_id,
+        character_filename=card.data.name if card is not None else None,
+        global_variables=global_variables,
+    )
+
+
+async def _first_reads(
+    store: Store,
+    owner: str,
+    chat_id: str | None,
+    settings: Settings | None,
+    window: int | None,
+) -> tuple[Settings, StoredChat | StoredChatWindow | None, dict[str, Any]]:
+    """The reads that depend on nothing, out together (one wait for the three, not three
+    waits in a row): the settings, the chat (its window), the global variables."""
     stored_chat: StoredChat | StoredChatWindow | None
     if settings is None and chat_id is not None and window is not None:
         start = await store.load_turn_start(chat_id, last=window, owner=owner)
@@ -72,24 +143,15 @@ async def load_chat_state(
             store.get_global_variables(owner=owner),
         )
     settings = stored_settings if isinstance(stored_settings, Settings) else Settings()
+    return settings, stored_chat, global_variables
+
+
+def _wanted(settings: Settings, char_ref: str | None) -> dict[str, str | None]:
+    """Every record the state names, by kind: the character, the selected presets and
+    templates, the reasoning template and the connection profile."""
     sel = settings.selections
     prompt = settings.prompt
-
-    chat = None
-    char_ref = character
-    if stored_chat is not None:
-        chat = stored_chat.to_chat()
-        chat_id = stored_chat.info.id
-        char_ref = char_ref or stored_chat.info.character_id
-    char_ref = char_ref or sel.character
-
-    # The turn's persona, else the one locked to the chat, else the one locked to the chat's
-    # character, else the default; a locked or default persona deleted since is skipped.
-    locked = chat.metadata.persona if chat is not None else None
-    chat_character = stored_chat.info.character_id if stored_chat is not None else char_ref
-    personas = persona_candidates(persona, locked, chat_character, settings)
-    # every record the state names, in one revision check (two trips when some changed)
-    wanted = {
+    return {
         "character": char_ref,
         "chat_preset": sel.chat_preset,
         "textgen_preset": sel.textgen_preset,
@@ -99,59 +161,22 @@ async def load_chat_state(
         "reasoning": settings.reasoning.template,
         "connection_profile": sel.profile,
     }
-    # the chat's character is named by its id: its linked books are read alongside
-    by_id = (
-        char_ref if stored_chat is not None and char_ref == stored_chat.info.character_id else None
-    )
-    refs = [(kind, ref) for kind, ref in wanted.items() if ref]
-    shared, linked = await asyncio.gather(
-        store.get_shared_records([*refs, *(("persona", ref) for ref in personas)], owner=owner),
-        _linked_books(store, by_id, owner),
-    )
 
-    def named(kind: str) -> Any:
-        found = shared.get((kind, wanted[kind] or ""))
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """The records the state names, as the shared read found them."""
+
+    shared: Mapping[tuple[str, str], Any]
+    wanted: Mapping[str, str | None]
+
+    def model(self, kind: str) -> Any:
+        found = self.shared.get((kind, self.wanted[kind] or ""))
         return found.model if found is not None else None
 
-    def record_id(kind: str) -> str | None:
-        found = shared.get((kind, wanted[kind] or ""))
+    def record_id(self, kind: str) -> str | None:
+        found = self.shared.get((kind, self.wanted[kind] or ""))
         return found.id or None if found is not None else None
-
-    card = named("character")
-    character_id = None
-    if isinstance(card, Card):
-        character_id = shared[("character", char_ref or "")].id
-    else:
-        card = None
-
-    persona_model = _first_persona(shared, personas)
-    user_name = _user_name(persona_model, settings)
-
-    if character_id != by_id:
-        linked = await _linked_books(store, character_id, owner)
-    books = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
-
-    return ChatState(
-        settings=settings,
-        card=card,
-        persona=persona_model,
-        user_name=user_name,
-        books=books,
-        chat_preset=_typed(named("chat_preset"), ChatCompletionPreset),
-        chat_preset_id=record_id("chat_preset"),
-        textgen_preset=_typed(named("textgen_preset"), TextGenSettings),
-        textgen_preset_id=record_id("textgen_preset"),
-        instruct=_typed(named("instruct"), InstructTemplate),
-        context=_typed(named("context"), ContextTemplate),
-        sysprompt=_typed(named("sysprompt"), SystemPrompt),
-        reasoning=_reasoning_template(named("reasoning"), settings.reasoning.template),
-        profile=_typed(named("connection_profile"), ConnectionProfile),
-        chat=chat,
-        chat_id=chat_id,
-        character_id=character_id,
-        character_filename=card.data.name if card is not None else None,
-        global_variables=global_variables,
-    )
 
 
 def _reasoning_template(stored: Any, name: str) -> ReasoningTemplate | None:

@@ -43,6 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
 from tavernkit.errors import SecretKeyError
 from tavernkit.store.paths import data_dir
 
@@ -113,8 +118,6 @@ def secret_key_from_text(
             f"a secret key must be at least {MIN_KEY_CHARS} characters "
             "(make one with: openssl rand -base64 32)"
         )
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(
         material.encode("utf-8")
@@ -238,7 +241,6 @@ def _aad(binding: str, key_id: str) -> bytes:
 
 def seal(key: SecretKey, plaintext: bytes, *, binding: str) -> str:
     """``plaintext`` sealed under ``key`` for ``binding`` (see the module docstring)."""
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     nonce = secrets.token_bytes(_NONCE_BYTES)
     sealed = AESGCM(key.aead_key).encrypt(nonce, plaintext, _aad(binding, key.key_id))
@@ -257,8 +259,6 @@ def sealed_key_id(sealed: str) -> str | None:
 def open_sealed(key: SecretKey, sealed: str, *, binding: str) -> bytes:
     """The plaintext of ``sealed``; :class:`SecretKeyError` when ``key`` did not seal it or it
     was altered or bound to something else."""
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     sealed_by = sealed_key_id(sealed)
     if sealed_by is None:

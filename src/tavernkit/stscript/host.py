@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 
 from tavernkit.stscript.quick_replies import QuickReplyLibrary
 from tavernkit.text.macros import MacroEnv
+from tavernkit.text.regex_scripts.engine import RegexPlacement
 from tavernkit.text.variables import InMemoryVariables
 
 __all__ = [
@@ -40,16 +41,6 @@ __all__ = [
 GenerationKind = Literal[
     "quiet", "raw", "normal", "continue", "regenerate", "swipe", "impersonate", "send"
 ]
-
-
-class RegexPlacement:
-    """SillyTavern's ``regex_placement`` numbers."""
-
-    USER_INPUT = 1
-    AI_OUTPUT = 2
-    SLASH_COMMAND = 3
-    WORLD_INFO = 5
-    REASONING = 6
 
 
 @dataclass(frozen=True, slots=True)

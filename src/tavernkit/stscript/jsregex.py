@@ -23,8 +23,8 @@ from tavernkit.errors import ScriptError
 from tavernkit.worldinfo.regex_keys import is_risky_pattern
 
 __all__ = [
-    "JsMatch",
-    "JsRegex",
+    "ScriptMatch",
+    "ScriptRegex",
     "js_replace",
     "regex_from_string",
 ]
@@ -37,7 +37,7 @@ _REPLACEMENT = re.compile(r"\$(\$|&|`|'|\d{1,2}|<[^>]*>)")
 
 
 @dataclass(frozen=True, slots=True)
-class JsMatch:
+class ScriptMatch:
     """One match: its groups (None when a group did not take part), offsets, named groups."""
 
     groups: tuple[str | None, ...]
@@ -47,7 +47,7 @@ class JsMatch:
 
 
 @dataclass(frozen=True, slots=True)
-class JsRegex:
+class ScriptRegex:
     source: str
     flags: str
     compiled: Any
@@ -66,7 +66,7 @@ class JsRegex:
                 f"{len(text)} characters (limit {RISKY_INPUT_LIMIT})"
             )
 
-    def _convert(self, raw: Any, data: bytes, text: str) -> JsMatch:
+    def _convert(self, raw: Any, data: bytes, text: str) -> ScriptMatch:
         def piece(span: slice | None) -> str | None:
             if span is None:
                 return None
@@ -77,21 +77,21 @@ class JsRegex:
         start = len(data[: whole.start].decode("utf-8"))
         end = start + len(groups[0] or "")
         named = {name: piece(raw.named_group(name)) for name in self.names}
-        return JsMatch(groups, start, end, named)
+        return ScriptMatch(groups, start, end, named)
 
-    def find(self, text: str) -> JsMatch | None:
+    def find(self, text: str) -> ScriptMatch | None:
         self._guard(text)
         data = text.encode("utf-8", "surrogatepass")
         raw = self.compiled.find(text)
         return self._convert(raw, data, text) if raw is not None else None
 
-    def find_all(self, text: str) -> list[JsMatch]:
+    def find_all(self, text: str) -> list[ScriptMatch]:
         self._guard(text)
         data = text.encode("utf-8", "surrogatepass")
         return [self._convert(m, data, text) for m in self.compiled.find_iter(text)]
 
 
-def _compile(pattern: str, flags: str) -> JsRegex | None:
+def _compile(pattern: str, flags: str) -> ScriptRegex | None:
     if any(f not in "gimsuyd" for f in flags) or len(set(flags)) != len(flags):
         return None
     engine = "".join(f for f in flags if f in _ENGINE_FLAGS)
@@ -100,7 +100,7 @@ def _compile(pattern: str, flags: str) -> JsRegex | None:
     except Exception:
         return None
     names = tuple(re.findall(r"\(\?<([A-Za-z_$][\w$]*)>", pattern))
-    return JsRegex(
+    return ScriptRegex(
         pattern, flags, compiled, names, is_risky_pattern(pattern), _count_groups(pattern)
     )
 
@@ -127,7 +127,7 @@ def _count_groups(pattern: str) -> int:
     return count
 
 
-def regex_from_string(text: str) -> JsRegex | None:
+def regex_from_string(text: str) -> ScriptRegex | None:
     """``regexFromString``: the regex ``text`` denotes, or None when JavaScript rejects it."""
     match = _SHAPE.match(text)
     if match is None:
@@ -138,7 +138,7 @@ def regex_from_string(text: str) -> JsRegex | None:
     return _compile(body, flags)
 
 
-def _expand(template: str, found: JsMatch, text: str) -> str:
+def _expand(template: str, found: ScriptMatch, text: str) -> str:
     def one(m: re.Match[str]) -> str:
         token = m.group(1)
         if token == "$":
@@ -164,7 +164,7 @@ def _expand(template: str, found: JsMatch, text: str) -> str:
     return _REPLACEMENT.sub(one, template)
 
 
-def js_replace(text: str, regex: JsRegex, replacement: str) -> str:
+def js_replace(text: str, regex: ScriptRegex, replacement: str) -> str:
     """``text.replace(regex, replacement)``: every match with ``g``, else the first."""
     matches = regex.find_all(text) if regex.is_global else []
     if not regex.is_global:
@@ -191,7 +191,7 @@ def literal_replace_all(text: str, pattern: str, replacement: str) -> str:
     step = max(len(pattern), 1)
     position = text.find(pattern) if pattern else 0
     while position != -1 and position <= len(text):
-        found = JsMatch((pattern,), position, position + len(pattern), {})
+        found = ScriptMatch((pattern,), position, position + len(pattern), {})
         out.append(text[cursor:position])
         out.append(_expand(replacement, found, text))
         cursor = position + len(pattern)

@@ -16,7 +16,7 @@ import tavernkit.tasks.prompt as tp
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.attempt.sending import BeforeRequest
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import (
@@ -258,13 +258,15 @@ class _Run:
             request,
             stream=stream,
             abort=self.signal,
-            on_event=self.observe,
-            retry=self.services.retry,
-            before_request=self.services.before_request,
             sink=sink,
-            # a tool call or a JSON document cannot be stitched from two replies
-            continuation=self.options.mode == "text",
             plan=await self.services.plan(self.connection),
+            how=OneRequestOptions(
+                on_event=self.observe,
+                retry=self.services.retry,
+                before_request=self.services.before_request,
+                # a tool call or a JSON document cannot be stitched from two replies
+                continuation=self.options.mode == "text",
+            ),
         )
         if detector is not None:
             tail = detector.finish()

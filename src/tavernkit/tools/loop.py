@@ -36,7 +36,7 @@ from tavernkit.tools.validate import validate_arguments
 __all__ = [
     "DEFAULT_MAX_ROUNDS",
     "DEFAULT_TOOL_TIMEOUT",
-    "AbortLike",
+    "AbortFlag",
     "Generate",
     "InvocationRecord",
     "ToolLoopResult",
@@ -53,7 +53,7 @@ Generate = Callable[[list[Message]], Awaitable[tuple[str, Sequence[Any]]]]
 FinalGenerate = Callable[[list[Message]], Awaitable[str]]
 
 
-class AbortLike(Protocol):
+class AbortFlag(Protocol):
     """An ``asyncio.Event`` or the library's abort signal."""
 
     def is_set(self) -> bool: ...
@@ -111,7 +111,7 @@ def result_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def _abort_check(abort: AbortLike | None, records: Sequence[InvocationRecord]) -> None:
+def _abort_check(abort: AbortFlag | None, records: Sequence[InvocationRecord]) -> None:
     if abort is not None and abort.is_set():
         raise GenerateTaskError(
             "aborted",
@@ -196,7 +196,7 @@ async def execute_tool_calls(
     round_no: int = 1,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
     validate: bool = True,
-    abort: AbortLike | None = None,
+    abort: AbortFlag | None = None,
 ) -> list[InvocationRecord]:
     """Run one reply's calls in order; the turn runner uses this per attempt."""
     by_name = dict(tools) if isinstance(tools, Mapping) else {t.name: t for t in tools}
@@ -224,7 +224,7 @@ async def run_tool_loop(
     *,
     max_rounds: int = DEFAULT_MAX_ROUNDS,
     timeout: float | None = DEFAULT_TOOL_TIMEOUT,
-    abort: AbortLike | None = None,
+    abort: AbortFlag | None = None,
     final_generate: FinalGenerate | None = None,
     validate: bool = True,
 ) -> ToolLoopResult:

@@ -20,7 +20,7 @@ from tavernkit.worldinfo.settings import ScanSettings
 from tavernkit.worldinfo.timed import empty_timed_state
 from tavernkit.worldinfo.tokens import TokenCounter, estimate_tokens
 
-__all__ = ["ScenarioReplay", "TurnOutcome", "name_substitute", "scenario_books"]
+__all__ = ["ReplayedTurn", "ScenarioReplay", "name_substitute", "scenario_books"]
 
 _SCOPES = {
     "global": "global",
@@ -79,7 +79,7 @@ def _copy_messages(messages: Any) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True, slots=True)
-class TurnOutcome:
+class ReplayedTurn:
     result: WorldInfoResult
     st_result: dict[str, Any]
     timed_state_after: dict[str, Any]
@@ -121,7 +121,7 @@ class ScenarioReplay:
 
     def run_turn(
         self, turn: Mapping[str, Any], rng: Callable[[], float], *, dry_run: bool = False
-    ) -> TurnOutcome:
+    ) -> ReplayedTurn:
         if turn.get("set_chat_length") is not None:
             del self.chat[int(turn["set_chat_length"]) :]
         self.chat.extend(_copy_messages(turn.get("append")))
@@ -152,4 +152,4 @@ class ScenarioReplay:
         )
         if not dry_run:
             self.timed_state = result.timed_state
-        return TurnOutcome(result, result.to_st(), copy.deepcopy(result.timed_state), len(texts))
+        return ReplayedTurn(result, result.to_st(), copy.deepcopy(result.timed_state), len(texts))

@@ -30,6 +30,10 @@ class ByteEstimate:
             return 0
         return self.from_bytes(len(text.encode("utf-8", "surrogatepass")))
 
+    def count(self, text: str) -> int:
+        """The estimate as a token counter gives it (the turn's fitter counts with it)."""
+        return self(text)
+
     def from_bytes(self, n_bytes: int) -> int:
         return math.ceil(n_bytes / self.ratio) if n_bytes else 0
 

@@ -18,7 +18,6 @@ smaller, blind or without tools, so every attempt adapts it here:
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -29,21 +28,24 @@ from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
     ChatMessage,
     ChatPrompt,
-    ImagePart,
     MessageLabel,
     ResponseFormat,
     Sampling,
-    TextPart,
     ToolChoice,
     ToolSpec,
+    WireImagePart,
+    WireTextPart,
 )
+from tavernkit.worldinfo.tokens import ByteEstimate
 
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "NO_LIMITS",
     "AdaptedRequest",
     "ByteEstimate",
     "Fitter",
+    "ReplyLimits",
     "TokenCounter",
     "TurnBlock",
     "TurnPrompt",
@@ -62,13 +64,6 @@ _IMAGE_PLACEHOLDER = "[image]"
 
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
-
-
-class ByteEstimate:
-    """The counter used when none is injected: UTF-8 bytes / 3.35 (SillyTavern's guess)."""
-
-    def count(self, text: str) -> int:
-        return math.ceil(len(text.encode("utf-8", "surrogatepass")) / 3.35)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +210,7 @@ def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:
         return counter.count(message.content) + MESSAGE_OVERHEAD
     total = MESSAGE_OVERHEAD
     for part in message.content:
-        total += counter.count(part.text) if isinstance(part, TextPart) else IMAGE_TOKENS
+        total += counter.count(part.text) if isinstance(part, WireTextPart) else IMAGE_TOKENS
     return total
 
 
@@ -223,7 +218,8 @@ def _without_images(message: ChatMessage) -> ChatMessage:
     if isinstance(message.content, str) or not message.has_images():
         return message
     parts = tuple(
-        TextPart(_IMAGE_PLACEHOLDER) if isinstance(p, ImagePart) else p for p in message.content
+        WireTextPart(_IMAGE_PLACEHOLDER) if isinstance(p, WireImagePart) else p
+        for p in message.content
     )
     return replace(message, content=parts)
 
@@ -268,36 +264,38 @@ class AdaptedRequest:
     downgrades: tuple[str, ...] = ()
 
 
-def adapt_request(
-    prompt: TurnPrompt,
-    profile: ModelProfile,
-    counter: TokenCounter,
-    *,
-    tools_enabled: bool = True,
-    tail: Sequence[ChatMessage] = (),
-    after: Sequence[ChatMessage] = (),
-    samplers: Mapping[str, Any] | None = None,
-    user_max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    default_reserve: int = 1024,
-    fitter: Fitter | None = None,
-    token_cache: dict[int, int] | None = None,
-) -> AdaptedRequest:
-    """The request for one attempt.
+@dataclass(frozen=True, slots=True)
+class ReplyLimits:
+    """How long a reply may be: the profile's saved samplers, the user's max tokens, the
+    entry's cap, and the room reserved when none of them sets a length."""
 
-    ``tail`` (the prefill or tail directive) is reserved against the budget and appended
-    after trimming; ``after`` is this attempt's tool history, kept whole (it is the work the
-    attempt itself did). ``token_cache`` (block index -> tokens) lets a turn count each
-    block once across attempts.
-    """
-    use_tools = tools_enabled and profile.supports_tools
-    sampling = apply_samplers(
-        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens, max_tokens_cap
-    )
-    reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
-    fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))
-    budget = profile.context_window - reserve - fixed_tail
+    samplers: Mapping[str, Any] | None = None
+    user_max_tokens: int | None = None
+    max_tokens_cap: int | None = None
+    default_reserve: int = 1024
 
+    def apply(self, sampling: Sampling, profile: ModelProfile) -> tuple[Sampling, int]:
+        """The request's sampling with the limits applied, and the tokens reserved for the
+        reply."""
+        sampling = apply_samplers(
+            sampling,
+            self.samplers or {},
+            self.user_max_tokens,
+            profile.max_output_tokens,
+            self.max_tokens_cap,
+        )
+        return sampling, sampling.max_tokens or min(self.default_reserve, profile.max_output_tokens)
+
+
+NO_LIMITS = ReplyLimits()
+
+
+def _usable_blocks(
+    prompt: TurnPrompt, profile: ModelProfile, use_tools: bool
+) -> tuple[list[tuple[int, TurnBlock]], int, list[str]]:
+    """The blocks this model can take (with their indices): tool blocks left out without
+    tools, images replaced by a placeholder without vision; how many tool blocks went, and
+    the downgrades made."""
     downgrades: list[str] = []
     kept: list[tuple[int, TurnBlock]] = []
     dropped_tools = 0
@@ -309,36 +307,76 @@ def adapt_request(
             downgrades.append("image replaced by a text placeholder")
             block = replace(block, message=_without_images(block.message))
         kept.append((index, block))
+    return kept, dropped_tools, downgrades
 
+
+def _trimmed(
+    kept: list[tuple[int, TurnBlock]],
+    budget: int,
+    counter: TokenCounter,
+    cache: dict[int, int],
+    profile: ModelProfile,
+    outside: int,
+) -> tuple[list[TurnBlock], int]:
+    """The blocks that fit ``budget``: the oldest droppable history dropped first; how many
+    went. :class:`ContextTooLong` when the rest does not fit (``outside``: the reserve and
+    the fixed tail, for the error's prompt size)."""
+
+    def cost(index: int, block: TurnBlock) -> int:
+        if block.message.has_images() or index not in cache:
+            cache[index] = message_tokens(block.message, counter)
+        return cache[index]
+
+    sizes = [cost(i, b) for i, b in kept]
+    total = sum(sizes)
+    droppable = [n for n, (_, b) in enumerate(kept) if b.history and not b.protected]
+    removed: set[int] = set()
+    for n in droppable:
+        if total <= budget:
+            break
+        removed.add(n)
+        total -= sizes[n]
+    if total > budget:
+        raise ContextTooLong(
+            f"prompt needs {total} tokens; the window leaves {budget}",
+            n_prompt=total + outside,
+            n_ctx=profile.context_window,
+            model=profile.model,
+        )
+    return [b for n, (_, b) in enumerate(kept) if n not in removed], len(removed)
+
+
+def adapt_request(
+    prompt: TurnPrompt,
+    profile: ModelProfile,
+    counter: TokenCounter,
+    *,
+    tools_enabled: bool = True,
+    tail: Sequence[ChatMessage] = (),
+    after: Sequence[ChatMessage] = (),
+    limits: ReplyLimits = NO_LIMITS,
+    fitter: Fitter | None = None,
+    token_cache: dict[int, int] | None = None,
+) -> AdaptedRequest:
+    """The request for one attempt.
+
+    ``tail`` (the prefill or tail directive) is reserved against the budget and appended
+    after trimming; ``after`` is this attempt's tool history, kept whole (it is the work the
+    attempt itself did). ``token_cache`` (block index -> tokens) lets a turn count each
+    block once across attempts.
+    """
+    use_tools = tools_enabled and profile.supports_tools
+    sampling, reserve = limits.apply(prompt.sampling, profile)
+    fixed_tail = sum(message_tokens(m, counter) for m in (*tail, *after))
+    budget = profile.context_window - reserve - fixed_tail
+
+    kept, dropped_tools, downgrades = _usable_blocks(prompt, profile, use_tools)
     dropped = 0
     if fitter is not None:
         blocks = list(fitter([b for _, b in kept], budget, profile))
     else:
         cache = token_cache if token_cache is not None else {}
-
-        def cost(index: int, block: TurnBlock) -> int:
-            if block.message.has_images() or index not in cache:
-                cache[index] = message_tokens(block.message, counter)
-            return cache[index]
-
-        sizes = [cost(i, b) for i, b in kept]
-        total = sum(sizes)
-        droppable = [n for n, (_, b) in enumerate(kept) if b.history and not b.protected]
-        removed: set[int] = set()
-        for n in droppable:
-            if total <= budget:
-                break
-            removed.add(n)
-            total -= sizes[n]
-        if total > budget:
-            raise ContextTooLong(
-                f"prompt needs {total} tokens; the window leaves {budget}",
-                n_prompt=total + reserve + fixed_tail,
-                n_ctx=profile.context_window,
-                model=profile.model,
-            )
-        dropped = len(removed)
-        blocks = [b for n, (_, b) in enumerate(kept) if n not in removed]
+        blocks, dropped = _trimmed(kept, budget, counter, cache, profile, reserve + fixed_tail)
 
     messages = tuple(b.message for b in blocks) + tuple(after) + tuple(tail)
     request = ChatPrompt(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import cast
 
 from tavernkit.errors import GenerateTaskError, GenerateTaskErrorCode
@@ -41,7 +42,14 @@ from tavernkit.providers.request import PromptRequest, TextPrompt
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.task_errors import task_error_from
 
-__all__ = ["NullSink", "one_attempt_plan", "send_one", "task_error_for", "turn_request"]
+__all__ = [
+    "NullSink",
+    "OneRequestOptions",
+    "one_attempt_plan",
+    "send_one",
+    "task_error_for",
+    "turn_request",
+]
 
 #: the runner's own failure classes, as task codes
 _FAILURE_CODES: dict[str, GenerateTaskErrorCode] = {
@@ -133,33 +141,47 @@ def task_error_for(result: TurnResult, delivered: str = "") -> GenerateTaskError
     return error
 
 
+@dataclass(frozen=True, slots=True)
+class OneRequestOptions:
+    """How :func:`send_one` sends, besides the request itself.
+
+    ``on_event`` sees every provider event; ``retry`` retries the same request before its
+    first event; ``before_request`` sees (and may replace) the outgoing request;
+    ``continuation`` lets a cut stream be continued; ``prefill`` starts the reply (a chat
+    model's trailing assistant message, or a text prompt's tail); ``owner`` owns the keys of
+    the one-entry plan; ``on_result`` sees the turn's result whatever its status (the main
+    chat's ``after_chat_turn`` hooks); ``turn_id`` names the request in the logs.
+    """
+
+    on_event: Observe | None = None
+    retry: RetryPolicy | None = None
+    before_request: BeforeRequest | None = None
+    continuation: bool = False
+    prefill: str = ""
+    owner: str = DEFAULT_OWNER
+    sleep: Sleep = asyncio.sleep
+    clock: Callable[[], float] | None = None
+    turn_id: str = "task"
+    on_result: Callable[[TurnResult], object] | None = None
+
+
 async def send_one(
     connection: ResolvedConnection,
     request: PromptRequest,
     *,
     stream: bool,
     abort: AbortSignal | None = None,
-    on_event: Observe | None = None,
-    retry: RetryPolicy | None = None,
-    before_request: BeforeRequest | None = None,
     sink: ResponseSink | None = None,
-    continuation: bool = False,
-    prefill: str = "",
-    owner: str = DEFAULT_OWNER,
-    sleep: Sleep = asyncio.sleep,
-    clock: Callable[[], float] | None = None,
-    turn_id: str = "task",
-    on_result: Callable[[TurnResult], object] | None = None,
     plan: Plan | None = None,
+    how: OneRequestOptions = OneRequestOptions(),
 ) -> Completion:
     """Send ``request`` once through the turn runner (see the module docstring).
 
-    ``on_event`` sees every provider event; ``sink`` gets the visible reply as it is released
-    (deltas, not clauses); ``prefill`` starts the reply (a chat model's trailing assistant
-    message, or a text prompt's tail). ``on_result`` sees the turn's result whatever its
-    status (the main chat's ``after_chat_turn`` hooks). ``plan`` replaces the one-entry plan
-    of ``connection`` (its first entry must be ``connection``: the request was built for it).
+    ``sink`` gets the visible reply as it is released (deltas, not clauses); ``plan``
+    replaces the one-entry plan of ``connection`` (its first entry must be ``connection``: the
+    request was built for it); ``how``: the hooks and the rest (:class:`OneRequestOptions`).
     """
+    on_event = how.on_event
     if abort is not None and abort.aborted:
         raise GenerateTaskError("aborted", "request aborted", details={"delivered_text": ""})
     raw: list[str] = []
@@ -175,19 +197,19 @@ async def send_one(
     options = TurnOptions(
         stream=stream,
         segment="delta",
-        continuation=ContinuationConfig(enabled=continuation),
-        retry=retry or RetryPolicy(),
-        before_request=before_request,
+        continuation=ContinuationConfig(enabled=how.continuation),
+        retry=how.retry or RetryPolicy(),
+        before_request=how.before_request,
         observe=observe,
-        turn_id=turn_id,
+        turn_id=how.turn_id,
     )
     try:
         result = await run_turn(
-            plan or one_attempt_plan(connection, owner=owner),
-            turn_request(request, prefill=prefill),
+            plan or one_attempt_plan(connection, owner=how.owner),
+            turn_request(request, prefill=how.prefill),
             sink or NullSink(),
-            clock=clock or time.monotonic,
-            sleep=sleep,
+            clock=how.clock or time.monotonic,
+            sleep=how.sleep,
             options=options,
             abort=abort,
         )
@@ -197,8 +219,8 @@ async def send_one(
         error = task_error_from(exc)
         error.details.setdefault("delivered_text", "".join(raw))
         raise error from exc
-    if on_result is not None:
-        on_result(result)
+    if how.on_result is not None:
+        how.on_result(result)
     if result.status != "completed":
         raise task_error_for(result, "".join(raw))
     if abort is not None and abort.aborted:

@@ -32,7 +32,7 @@ from tavernkit.generation.review import (
 )
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.generation.tool_replay import ToolReplay
-from tavernkit.providers.accumulator import Completion, ToolCall
+from tavernkit.providers.accumulator import Completion, WireToolCall
 from tavernkit.providers.events import TextDelta, Usage
 from tavernkit.providers.http import AbortLike
 from tavernkit.providers.provider import Provider
@@ -157,7 +157,7 @@ class ReplySteps:
         self,
         gen: Generation,
         completion: Completion,
-        calls: Sequence[ToolCall],
+        calls: Sequence[WireToolCall],
         prefill: PrefillPlan,
         native: ChatMessage | None,
     ) -> Step:

@@ -19,16 +19,17 @@ Text models have no native tools, so there are no tool blocks to drop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tavernkit.errors import ContextTooLong
 from tavernkit.generation.attempt.chat_prompt import (
+    NO_LIMITS,
+    ReplyLimits,
     TokenCounter,
     TurnPrompt,
     adapt_request,
-    apply_samplers,
 )
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AdaptedTextRequest",
+    "RoundParts",
     "TextBlock",
     "TextTurnPrompt",
     "adapt_text_request",
@@ -174,18 +176,12 @@ def adapt_text_request(
     *,
     prefill: str = "",
     directives: Sequence[str] = (),
-    samplers: Mapping[str, Any] | None = None,
-    user_max_tokens: int | None = None,
-    max_tokens_cap: int | None = None,
-    default_reserve: int = 1024,
+    limits: ReplyLimits = NO_LIMITS,
     token_cache: dict[int, int] | None = None,
 ) -> AdaptedTextRequest:
     """The text request for one attempt (see the module docstring). ``prefill`` is the text
     the reply starts with (already chosen between manual and carried)."""
-    sampling = apply_samplers(
-        prompt.sampling, samplers or {}, user_max_tokens, profile.max_output_tokens, max_tokens_cap
-    )
-    reserve = sampling.max_tokens or min(default_reserve, profile.max_output_tokens)
+    sampling, reserve = limits.apply(prompt.sampling, profile)
     directive = directive_line(directives)
     if directive and prompt.blocks and not prompt.blocks[-1].text.endswith("\n"):
         directive = "\n" + directive
@@ -226,33 +222,40 @@ def adapt_text_request(
     return AdaptedTextRequest(request, budget, len(removed))
 
 
+@dataclass(frozen=True, slots=True)
+class RoundParts:
+    """What one round of an attempt adds to the turn's prompt: a chat prompt's ``tail``
+    (directive and prefill messages) and ``after`` (the tool history so far); a text
+    prompt's ``directives`` (before its opening) and ``prefill`` (after it)."""
+
+    tail: Sequence[ChatMessage] = ()
+    after: Sequence[ChatMessage] = ()
+    prefill: str = ""
+    directives: Sequence[str] = ()
+
+
 def attempt_request(
     prompt: TurnPrompt | TextTurnPrompt,
     target: AttemptTarget,
     counter: TokenCounter,
+    parts: RoundParts,
     *,
     tools_enabled: bool,
-    tail: Sequence[ChatMessage],
-    after: Sequence[ChatMessage],
-    prefill: str,
-    directives: Sequence[str],
     default_reserve: int,
     token_cache: dict[int, int],
 ) -> ChatPrompt | TextPrompt:
-    """One attempt's request in either family: a chat prompt gets ``tail`` (directive and
-    prefill messages) and ``after`` (its tool history); a text prompt gets ``directives``
-    before its opening and ``prefill`` after it."""
+    """One attempt's request in either family, with this round's ``parts``."""
+    limits = ReplyLimits(
+        target.samplers, target.user_max_tokens, target.max_tokens_cap, default_reserve
+    )
     if isinstance(prompt, TextTurnPrompt):
         return adapt_text_request(
             prompt,
             target.profile,
             counter,
-            prefill=prefill,
-            directives=directives,
-            samplers=target.samplers,
-            user_max_tokens=target.user_max_tokens,
-            max_tokens_cap=target.max_tokens_cap,
-            default_reserve=default_reserve,
+            prefill=parts.prefill,
+            directives=parts.directives,
+            limits=limits,
             token_cache=token_cache,
         ).request
     return adapt_request(
@@ -260,12 +263,9 @@ def attempt_request(
         target.profile,
         counter,
         tools_enabled=tools_enabled,
-        tail=tail,
-        after=after,
-        samplers=target.samplers,
-        user_max_tokens=target.user_max_tokens,
-        max_tokens_cap=target.max_tokens_cap,
-        default_reserve=default_reserve,
+        tail=parts.tail,
+        after=parts.after,
+        limits=limits,
         fitter=target.fitter,
         token_cache=token_cache,
     ).request

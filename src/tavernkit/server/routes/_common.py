@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import Depends, Header, Query, Request, Response
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tavernkit.facade import Tavern
 from tavernkit.server.auth import current_principal
@@ -17,6 +17,7 @@ from tavernkit.store.protocol import RecordInfo, StoredRecord
 from tavernkit.store.revisions import content_revision
 
 __all__ = [
+    "Duplicate",
     "IfMatch",
     "ModelCall",
     "Page",
@@ -24,13 +25,33 @@ __all__ = [
     "Paging",
     "RecordBody",
     "RecordLine",
+    "Rename",
     "State",
+    "VariableValue",
     "check_egress",
     "page_of",
     "record_revision",
 ]
 
 State = Annotated[ServerState, Depends(server_state)]
+
+
+class Rename(BaseModel):
+    """The body of a rename: the record's new name."""
+
+    name: str = Field(min_length=1, max_length=500)
+
+
+class Duplicate(BaseModel):
+    """The body of a copy: its name (default ``"<name> (copy)"``, numbered when taken)."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=500)
+
+
+class VariableValue(BaseModel):
+    """The body of a variable's write (a global or a chat variable)."""
+
+    value: Any
 
 
 async def if_match(

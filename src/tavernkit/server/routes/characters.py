@@ -20,11 +20,13 @@ from tavernkit.server.auth import UserTavern
 from tavernkit.server.avatars import AVATAR_MAX_BYTES, avatar_png
 from tavernkit.server.card_facets import Facets
 from tavernkit.server.routes._common import (
+    Duplicate,
     IfMatch,
     Page,
     PageQuery,
     RecordBody,
     RecordLine,
+    Rename,
     State,
     record_revision,
     tag_revision,
@@ -68,14 +70,6 @@ class TagCount(BaseModel):
 class CharacterPage(Page[CharacterLine]):
     #: every tag of the user's characters, most used first (``?facets=true`` only)
     tags: list[TagCount] | None = None
-
-
-class Rename(BaseModel):
-    name: str = Field(min_length=1, max_length=500)
-
-
-class Duplicate(BaseModel):
-    name: str | None = Field(default=None, min_length=1, max_length=500)
 
 
 class Favourite(BaseModel):

@@ -20,7 +20,14 @@ from tavernkit.errors import NotFound
 from tavernkit.facade import Tavern
 from tavernkit.models.chat import Message
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import IfMatch, Page, PageQuery, page_of, tag_revision
+from tavernkit.server.routes._common import (
+    IfMatch,
+    Page,
+    PageQuery,
+    VariableValue,
+    page_of,
+    tag_revision,
+)
 from tavernkit.store.protocol import ChatInfo, StoredMessage
 from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
@@ -136,10 +143,6 @@ class SwipeChoice(BaseModel):
 class BranchRequest(BaseModel):
     #: the last message the branch keeps (default: all of them)
     message_index: int | None = Field(default=None, ge=0)
-
-
-class VariableValue(BaseModel):
-    value: Any
 
 
 MessageIndex = Annotated[int, Path(ge=0)]

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.lorebook_admin import Binding, BindingScope, LorebookAdmin
 from tavernkit.server.auth import UserTavern
-from tavernkit.server.routes._common import IfMatch, RecordLine, tag_revision
+from tavernkit.server.routes._common import Duplicate, IfMatch, RecordLine, Rename, tag_revision
 from tavernkit.store.protocol import RecordInfo
 from tavernkit.store.revisions import check_revision, content_revision, revision_lock
 
@@ -40,15 +40,6 @@ Uid = Annotated[str, Path(min_length=1, max_length=40)]
 
 def _admin(tk: UserTavern) -> LorebookAdmin:
     return LorebookAdmin(tk.store, tk.owner)
-
-
-class Rename(BaseModel):
-    name: str = Field(min_length=1, max_length=500)
-
-
-class Duplicate(BaseModel):
-    #: default ``"<name> (copy)"``, numbered when taken
-    name: str | None = Field(default=None, min_length=1, max_length=500)
 
 
 class BindingLine(BaseModel):

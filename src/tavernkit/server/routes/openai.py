@@ -38,8 +38,8 @@ from tavernkit.errors import (
 from tavernkit.facade import Tavern
 from tavernkit.server.auth import current_principal, tavern_for
 from tavernkit.server.openai_facade import (
-    Completion,
     Delta,
+    FacadeCompletion,
     FacadeModel,
     complete,
     completion_id,
@@ -257,14 +257,14 @@ async def chat_completions(request: Request) -> Response:
     return sse_response(_chunks(items, first, body.model, include_usage), ping_s=None)
 
 
-async def _last(items: AsyncIterator[Delta | Completion]) -> Completion:
+async def _last(items: AsyncIterator[Delta | FacadeCompletion]) -> FacadeCompletion:
     async for item in items:
-        if isinstance(item, Completion):
+        if isinstance(item, FacadeCompletion):
             return item
     raise GenerateTaskError("no_response", "the model returned nothing")
 
 
-def _completion_body(cid: str, model: str, result: Completion) -> dict[str, Any]:
+def _completion_body(cid: str, model: str, result: FacadeCompletion) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": result.text}
     if result.reasoning:
         message["reasoning_content"] = result.reasoning
@@ -281,7 +281,7 @@ def _completion_body(cid: str, model: str, result: Completion) -> dict[str, Any]
     return body
 
 
-def _usage(result: Completion) -> dict[str, int]:
+def _usage(result: FacadeCompletion) -> dict[str, int]:
     usage = result.usage or {}
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
@@ -317,8 +317,8 @@ class ChunkFrames:
 
 
 async def _chunks(
-    items: AsyncIterator[Delta | Completion],
-    first: Delta | Completion,
+    items: AsyncIterator[Delta | FacadeCompletion],
+    first: Delta | FacadeCompletion,
     model: str,
     include_usage: bool,
 ) -> AsyncIterator[bytes]:
@@ -326,7 +326,7 @@ async def _chunks(
     # the role chunk goes out with the first piece: one write, one packet
     pending = [frames.chunk({"role": "assistant", "content": ""})]
     try:
-        item: Delta | Completion | None = first
+        item: Delta | FacadeCompletion | None = first
         while item is not None:
             if isinstance(item, Delta):
                 if item.reasoning:

@@ -33,7 +33,7 @@ class ScriptBody(BaseModel):
     input: str = Field("", max_length=100_000)
 
 
-class ScriptError(BaseModel):
+class ScriptErrorReport(BaseModel):
     name: str
     message: str
     line: int
@@ -53,7 +53,7 @@ class ScriptResult(BaseModel):
     pipe: str
     aborted: bool
     abort_reason: str | None = None
-    error: ScriptError | None = None
+    error: ScriptErrorReport | None = None
     #: the toasts SillyTavern would have shown (``/echo``, warnings)
     toasts: list[ScriptToast]
     #: popups and notes (``return=popup-html`` …)

@@ -146,7 +146,7 @@ async def inspect_next_turn(
     return inspection(await tk.chats.preview(info.id, kind=kind, overrides=overrides))
 
 
-class AuthorsNote(BaseModel):
+class AuthorsNoteBody(BaseModel):
     """SillyTavern's author's note of one chat (``chat_metadata.note_*``)."""
 
     text: str = Field("", max_length=100_000)
@@ -159,10 +159,10 @@ class AuthorsNote(BaseModel):
 
 
 @router.get("/ui/chats/{chat_id}/authors-note")
-async def get_authors_note(chat_id: str, tk: UserTavern) -> AuthorsNote:
+async def get_authors_note(chat_id: str, tk: UserTavern) -> AuthorsNoteBody:
     window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
     meta = window.header.get("chat_metadata") or {}
-    return AuthorsNote(
+    return AuthorsNoteBody(
         text=str(meta.get("note_prompt") or ""),
         position=meta.get("note_position", 1),
         depth=meta.get("note_depth", 4),
@@ -172,7 +172,7 @@ async def get_authors_note(chat_id: str, tk: UserTavern) -> AuthorsNote:
 
 
 @router.put("/ui/chats/{chat_id}/authors-note")
-async def put_authors_note(chat_id: str, body: AuthorsNote, tk: UserTavern) -> AuthorsNote:
+async def put_authors_note(chat_id: str, body: AuthorsNoteBody, tk: UserTavern) -> AuthorsNoteBody:
     """Store the chat's author's note (one header write; the other metadata is kept)."""
     window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
     meta = dict(window.header.get("chat_metadata") or {})

@@ -5,18 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from tavernkit.errors import NotFound
 from tavernkit.server.auth import UserTavern
+from tavernkit.server.routes._common import VariableValue
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/variables", tags=["variables"])
-
-
-class VariableValue(BaseModel):
-    value: Any
 
 
 @router.get("")

@@ -391,6 +391,14 @@ def _noop(call: CommandCall) -> Any:
 
 
 def register(registry: CommandRegistry) -> None:
+    _register_output_and_calls(registry)
+    _register_variables(registry)
+    _register_control(registry)
+    _register_closures_and_parser(registry)
+
+
+def _register_output_and_calls(registry: CommandRegistry) -> None:
+    """/pass, /echo and /run."""
     reg = registry.register
     reg("pass", _pass, aliases=("return",), unnamed_types=("string", "closure"), help="Passes")
     reg(
@@ -419,6 +427,11 @@ def register(registry: CommandRegistry) -> None:
         unnamed_types=("closure", "string"),
         help="Runs a closure, a closure variable or a Quick Reply (Set.Label).",
     )
+
+
+def _register_variables(registry: CommandRegistry) -> None:
+    """/let and /var: scoped variables."""
+    reg = registry.register
     reg(
         "let",
         _let,
@@ -437,6 +450,11 @@ def register(registry: CommandRegistry) -> None:
         split_count=1,
         help="Sets or gets a scoped variable.",
     )
+
+
+def _register_control(registry: CommandRegistry) -> None:
+    """Conditions, loops, /abort and /delay."""
+    reg = registry.register
     condition_args = (
         "left",
         "right",
@@ -476,6 +494,11 @@ def register(registry: CommandRegistry) -> None:
         help="Stops the script.",
     )
     reg("delay", _delay, aliases=("wait", "sleep"), unnamed_types=("number",), help="Waits ms.")
+
+
+def _register_closures_and_parser(registry: CommandRegistry) -> None:
+    """Closures as text, parser flags, breakpoints."""
+    reg = registry.register
     reg("closure-serialize", _serialize, unnamed_types=("closure",), help="A closure's text.")
     reg("closure-deserialize", _deserialize, help="A closure from its text.")
     reg("parser-flag", _noop, split=True, help="Switches a parser flag for the rest of the text.")

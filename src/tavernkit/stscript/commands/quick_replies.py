@@ -312,6 +312,13 @@ def _import(call: CommandCall) -> Any:
 
 
 def register(registry: CommandRegistry) -> None:
+    _register_running_and_lists(registry)
+    _register_replies(registry)
+    _register_sets_and_args(registry)
+
+
+def _register_running_and_lists(registry: CommandRegistry) -> None:
+    """/qr, toggling the global and chat sets, and the lists of sets and replies."""
     reg = registry.register
     reg("qr", _qr, unnamed_types=("number",), help="Runs the N-th quick reply (global, chat).")
     for which, base in (("global", "qr-set"), ("chat", "qr-chat-set")):
@@ -321,6 +328,11 @@ def register(registry: CommandRegistry) -> None:
         reg(f"{base}-off", _binder(which, "off"), help=f"Unbinds a {which} set.")
     reg("qr-set-list", _set_list, named_args=("source",), help="Names of the sets (JSON).")
     reg("qr-list", _qr_list, help="Labels of a set's replies (JSON).")
+
+
+def _register_replies(registry: CommandRegistry) -> None:
+    """Creating, changing and removing one quick reply, and its context menu."""
+    reg = registry.register
     reply_args = ("set", "label", "id")
     flag_args = tuple(NamedArgSpec(name, types=("bool",)) for name, _ in _UPDATE_FLAGS)
     reg(
@@ -366,6 +378,11 @@ def register(registry: CommandRegistry) -> None:
         unnamed_types=(),
         help="Clears a reply's context menu.",
     )
+
+
+def _register_sets_and_args(registry: CommandRegistry) -> None:
+    """The sets themselves, /qr-arg and /import."""
+    reg = registry.register
     set_flags = (
         NamedArgSpec("nosend", types=("bool",)),
         NamedArgSpec("before", types=("bool",)),

@@ -455,6 +455,13 @@ def _lower(call: CommandCall) -> Any:
 
 
 def register(registry: CommandRegistry) -> None:
+    _register_math(registry)
+    _register_text(registry)
+    _register_lists(registry)
+
+
+def _register_math(registry: CommandRegistry) -> None:
+    """The math commands (/add ... /log) and /rand."""
     reg = registry.register
     math_ops: list[tuple[str, Callable[[Numbers], float], bool, str]] = [
         ("add", lambda n: functools.reduce(operator.add, n, 0.0), False, "Sum of the values."),
@@ -491,6 +498,11 @@ def register(registry: CommandRegistry) -> None:
         unnamed_types=("number",),
         help="A random number from from= to to= (Math.random).",
     )
+
+
+def _register_text(registry: CommandRegistry) -> None:
+    """Text commands: length, case, substrings, regex replace and match, sentence trims."""
+    reg = registry.register
     reg("len", _len, aliases=("length",), help="Items of a list, keys of an object, else length.")
     reg("upper", _upper, aliases=("uppercase", "to-upper"), help="Upper case.")
     reg("lower", _lower, aliases=("lowercase", "to-lower"), help="Lower case.")
@@ -519,6 +531,11 @@ def register(registry: CommandRegistry) -> None:
     reg("match", _match, named_args=("pattern",), help="The regex's match (JSON).")
     reg("trimstart", lambda call: trim_to_start_sentence(_text(call)), help="Cut to a sentence.")
     reg("trimend", lambda call: trim_to_end_sentence(_text(call)), help="Cut after a sentence.")
+
+
+def _register_lists(registry: CommandRegistry) -> None:
+    """Lists and the rest: /sort, array wrapping, /fuzzy, /tokens."""
+    reg = registry.register
     reg(
         "sort",
         _sort,

@@ -26,7 +26,7 @@ from tavernkit.text.regex_scripts.engine import (
     sanitize_regex_macro,
     script_view,
 )
-from tavernkit.text.regex_scripts.guard import DEFAULT_GUARD, RegexGuard
+from tavernkit.text.regex_scripts.guard import DEFAULT_GUARD, ScriptRegexGuard
 from tavernkit.text.regex_scripts.js_regex import JsRegex, regex_from_string
 from tavernkit.text.regex_scripts.scopes import (
     ActiveScripts,
@@ -46,11 +46,11 @@ __all__ = [
     "CommandResult",
     "JsRegex",
     "Notice",
-    "RegexGuard",
     "RegexMacros",
     "RegexPlacement",
     "RegexScriptError",
     "ScriptLists",
+    "ScriptRegexGuard",
     "ScriptScope",
     "ScriptView",
     "plain_macros",

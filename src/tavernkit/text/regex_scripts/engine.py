@@ -30,7 +30,7 @@ from typing import Any
 from tavernkit.errors import RegexScriptError as RegexScriptError
 from tavernkit.jscompat import js_strict_eq, js_string, js_to_number, js_truthy
 from tavernkit.models.regex_script import RegexScript
-from tavernkit.text.regex_scripts.guard import RegexGuard
+from tavernkit.text.regex_scripts.guard import ScriptRegexGuard
 from tavernkit.text.regex_scripts.js_regex import (
     JsMatch,
     find_matches,
@@ -195,7 +195,7 @@ def run_scripts(
     edit: bool = False,
     depth: Any = None,
     character_override: str | None = None,
-    guard: RegexGuard | None = None,
+    guard: ScriptRegexGuard | None = None,
     strict: bool = True,
 ) -> str:
     """``getRegexedString``: ``text`` through every selected script, in order.
@@ -251,7 +251,7 @@ def run_script(
     macros: RegexMacros,
     *,
     character_override: str | None = None,
-    guard: RegexGuard | None = None,
+    guard: ScriptRegexGuard | None = None,
 ) -> str:
     """``runRegexScript``: one script over ``text``, whatever its placement and flags (the
     ``/regex`` command's way). A disabled script, an empty find pattern or an empty text

@@ -6,17 +6,17 @@ minute, and a ``.*x`` over a 100 KB message for seconds. A script must not stall
 
 - a pattern the static screen (:func:`~.js_regex.is_risky`) finds risky (a repeated group
   holding a quantifier or alternation, or a back-reference), or any pattern over a text longer
-  than :attr:`RegexGuard.in_process_chars`, runs in a worker process, and one call may take at
-  most :attr:`RegexGuard.timeout_s` seconds (1 s by default; ``TAVERNKIT_REGEX_TIMEOUT``);
+  than :attr:`ScriptRegexGuard.in_process_chars`, runs in a worker process, and one call may take at
+  most :attr:`ScriptRegexGuard.timeout_s` seconds (1 s by default; ``TAVERNKIT_REGEX_TIMEOUT``);
 - a call that runs out of time is stopped (the worker is killed and restarted for the next
   one) and the script does nothing for that text, as a pattern that never finished would;
 - a pattern that timed out is skipped for texts at least as long as that one, and after
-  :attr:`RegexGuard.max_strikes` timeouts for every text, for the life of the process;
+  :attr:`ScriptRegexGuard.max_strikes` timeouts for every text, for the life of the process;
 - everything else (the common case: short messages, patterns without nested repetition)
   runs in-process, at the full speed of ``regress``.
 
 Each stop is logged (the pattern's length and flags, never the text) and counted
-(:attr:`RegexGuard.timeouts`).
+(:attr:`ScriptRegexGuard.timeouts`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["DEFAULT_GUARD", "GuardedRegex", "MatchSpans", "RegexGuard"]
+__all__ = ["DEFAULT_GUARD", "GuardedRegex", "MatchSpans", "ScriptRegexGuard"]
 
 log = logging.getLogger("tavernkit.text.regex_scripts")
 
@@ -95,7 +95,7 @@ def _timeout_from_env() -> float:
 
 
 @dataclass
-class RegexGuard:
+class ScriptRegexGuard:
     """Runs script regexes, bounded (see the module docstring). One guard serves a whole
     process (:data:`DEFAULT_GUARD`); it is thread-safe."""
 
@@ -206,4 +206,4 @@ def _find_here(compiled: Any, text: str, groups: int, every: bool) -> list[Match
 
 
 #: The process's guard (its worker starts on the first risky call).
-DEFAULT_GUARD = RegexGuard()
+DEFAULT_GUARD = ScriptRegexGuard()

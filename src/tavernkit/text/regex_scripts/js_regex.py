@@ -31,7 +31,7 @@ from typing import Any
 import regress
 
 from tavernkit.text.backtracking import is_risky_pattern
-from tavernkit.text.regex_scripts.guard import DEFAULT_GUARD, MatchSpans, RegexGuard
+from tavernkit.text.regex_scripts.guard import DEFAULT_GUARD, MatchSpans, ScriptRegexGuard
 
 __all__ = [
     "JsMatch",
@@ -311,7 +311,7 @@ class _Prepared:
 
 
 def find_matches(
-    regex: JsRegex, text: str, *, guard: RegexGuard | None = None
+    regex: JsRegex, text: str, *, guard: ScriptRegexGuard | None = None
 ) -> tuple[_Prepared, list[JsMatch]] | None:
     """What ``text.replace(regex, fn)`` hands ``fn``: the first match, or every match under
     ``g``, in order. ``None`` when the guard stopped the pattern (a no-op, as a pattern that

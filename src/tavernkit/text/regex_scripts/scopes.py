@@ -30,7 +30,7 @@ from tavernkit.text.regex_scripts.engine import (
     run_scripts,
     script_view,
 )
-from tavernkit.text.regex_scripts.guard import RegexGuard
+from tavernkit.text.regex_scripts.guard import ScriptRegexGuard
 
 __all__ = [
     "ActiveScripts",
@@ -53,7 +53,7 @@ class ActiveScripts:
     the extension is off. :meth:`run` is ``getRegexedString`` over them."""
 
     views: tuple[ScriptView, ...] = ()
-    guard: RegexGuard | None = None
+    guard: ScriptRegexGuard | None = None
 
     def __bool__(self) -> bool:
         return bool(self.views)
@@ -120,7 +120,7 @@ class ScriptLists:
     preset_allowed: bool = False
     scoped_allowed: bool = False
     enabled: bool = True
-    guard: RegexGuard | None = field(default=None, compare=False)
+    guard: ScriptRegexGuard | None = field(default=None, compare=False)
 
     def by_scope(self) -> list[tuple[ScriptScope, Sequence[RegexScript]]]:
         return [

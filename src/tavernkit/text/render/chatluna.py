@@ -24,7 +24,7 @@
   function's name before its arguments, an object's name (not its properties), both sides of
   an index and all three parts of a conditional (the branch not taken too); first-seen order.
 
-The evaluation also keeps the clock of ChatLuna's asynchronous evaluator (:attr:`Evaluation.
+The evaluation also keeps the clock of ChatLuna's asynchronous evaluator (:attr:`ChatLunaEvaluation.
 ticks`, in promise ticks). ChatLuna renders a preset's messages (and ``renderMessages``') all at
 once, so their provider calls interleave by that clock and their names are collected in the
 order the renders finish: :class:`Interleaving` replays that order with one thread per render.
@@ -71,8 +71,8 @@ from tavernkit.text.render.types import FunctionProvider, RenderOptions
 __all__ = [
     "MACROTASK_TICKS",
     "MAX_WHILE_ROUNDS",
+    "ChatLunaEvaluation",
     "ChatLunaSyntax",
-    "Evaluation",
     "Interleaving",
     "collect_names",
     "evaluate_template",
@@ -177,7 +177,7 @@ class Interleaving:
             self._condition.notify_all()
 
 
-class Evaluation:
+class ChatLunaEvaluation:
     """One render: the variables in scope, the function providers and what was seen.
 
     ``ticks`` runs like the microtask clock of ChatLuna's asynchronous evaluator: each
@@ -497,7 +497,7 @@ def _apply(op: str, left: Any, right: Any) -> Any:
     raise ExprError(f"Unknown operator: {op}")
 
 
-def evaluate_template(source: str, evaluation: Evaluation) -> str:
+def evaluate_template(source: str, evaluation: ChatLunaEvaluation) -> str:
     """Render ``source`` (``max_depth <= 0``: the source unrendered); a malformed block header
     or a failing one is a :class:`TemplateError`."""
     if evaluation.max_depth <= 0:
@@ -525,7 +525,7 @@ class ChatLunaSyntax:
             name: _bound(builtin, env) for name, builtin in self.builtins.items()
         }
         functions.update(context.functions)
-        evaluation = Evaluation(
+        evaluation = ChatLunaEvaluation(
             context.variables,
             functions,
             context.configurable,

@@ -37,7 +37,7 @@ import tavernkit.text.render.chatluna_js as js
 from tavernkit.errors import TemplateError
 from tavernkit.jscompat import utf16_len
 from tavernkit.text.macros.env import MacroEnv
-from tavernkit.text.render.chatluna import Evaluation, Interleaving, evaluate_template
+from tavernkit.text.render.chatluna import ChatLunaEvaluation, Interleaving, evaluate_template
 from tavernkit.text.render.chatluna_functions import builtin_functions, js_parse_int
 from tavernkit.text.render.context import AsyncBridge, is_async_callable
 from tavernkit.text.render.types import (
@@ -215,13 +215,13 @@ class ChatLunaRenderService:
 
     def _evaluation(
         self, variables: Mapping[str, Any] | None, options: RenderOptions
-    ) -> Evaluation:
+    ) -> ChatLunaEvaluation:
         """A render's start, as ChatLuna's: the variables merged (providers called)."""
         try:
             merged = self._merged(variables, options)
         except Exception as exc:
             raise TemplateError(f"a variable provider failed: {exc}") from exc
-        return Evaluation(
+        return ChatLunaEvaluation(
             merged,
             self._function_table(options),
             options.configurable,
@@ -291,7 +291,7 @@ class ChatLunaRenderService:
         return results, turns.finished
 
 
-def _result(text: str, evaluation: Evaluation) -> RenderResult:
+def _result(text: str, evaluation: ChatLunaEvaluation) -> RenderResult:
     return RenderResult(text, list(evaluation.names), tuple(evaluation.warnings))
 
 
