@@ -143,3 +143,16 @@ def _both_sizes(page: Page, name: str) -> None:
     page.set_viewport_size(PHONE)
     screenshot(page, f"{name}-phone")
     page.set_viewport_size(DESKTOP)
+
+
+def test_an_error_says_its_gist_in_the_ui_language(browser_in: Any, site: Site) -> None:
+    # the server's detail stays English; the reader gets what went wrong first, in Chinese
+    page = browser_in("zh-CN")
+    page.goto("/#/chat/no-such-chat")
+    # it stays on the page (not a toast that goes by), with a way on
+    expect(page.get_by_role("heading", name="无法打开此页面")).to_be_visible()
+    shown = page.get_by_role("alert")
+    expect(shown).to_contain_text("找不到 (404: ")
+    expect(shown).to_contain_text("no-such-chat")
+    expect(page.get_by_role("link", name="返回角色列表")).to_be_visible()
+    screenshot(page, "languages-zh-Hans-error")

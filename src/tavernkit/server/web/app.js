@@ -3,14 +3,16 @@
 // module (the chat screen a folder of components); nothing imports this file.
 
 import { showAccount } from "./account/screen.js";
+import { createAlerts } from "./alerts.js";
 import { showAdmin } from "./admin/screen.js";
 import { api, ApiError, setCsrf } from "./api.js";
 import { showCharacters } from "./characters.js";
 import { showCharacter } from "./character/screen.js";
+import { h } from "./dom.js";
 import { showChat } from "./chat/screen.js";
 import { showGroup } from "./groups/editor.js";
 import { showGroups } from "./groups/list.js";
-import "./i18n.js"; // first: the catalogue loads before any screen draws
+import { t } from "./i18n.js"; // first: the catalogue loads before any screen draws
 import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
@@ -23,7 +25,7 @@ import { showRegex } from "./regex/screen.js";
 import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
-import { reportError } from "./toast.js";
+import { errorText, reportError } from "./toast.js";
 
 // #/<screen>/<arg>[/<sub>][?params] -> the screen's function (view, arg, {sub, params}); it may
 // return a function to run when the user leaves it.
@@ -85,10 +87,22 @@ async function route() {
     leaveScreen = await show(view, decodeURIComponent(arg), { sub, params });
   } catch (error) {
     if (error instanceof ApiError && error.status === 0) showUnreachable(view, route);
-    else reportError(error);
+    else showFailed(error);
   }
   // Keyboard users land in the new screen (unless it already put focus somewhere in it).
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
+}
+
+// A screen that could not be opened (a chat deleted elsewhere, a link to nothing) says so in
+// the page, where it stays, not in a toast that goes by and leaves an empty page.
+function showFailed(error) {
+  const alerts = createAlerts();
+  view.replaceChildren(
+    h("h1", {}, t("This page could not be opened")),
+    alerts.node,
+    h("p", {}, h("a", { href: "#/" }, t("Back to the characters"))),
+  );
+  alerts.show(errorText(error), { retry: route });
 }
 
 function applyTheme(theme) {

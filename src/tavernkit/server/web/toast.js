@@ -3,6 +3,37 @@
 // (chat/alerts.js).
 
 import { ApiError } from "./api.js";
+import { language, t } from "./i18n.js";
+
+// What went wrong, by the answer's error type or status, in the UI's language: the server's own
+// message (its detail: which name, which field) is English, so a reader of another language
+// gets the gist first.
+const HEADLINES_BY_TYPE = {
+  NameTaken: () => t("That name is taken"),
+  ChatBusy: () => t("The chat is busy"),
+  StaleRevision: () => t("Changed in another tab or device"),
+  ValidationError: () => t("Invalid input"),
+  FormatError: () => t("Invalid input"),
+};
+const HEADLINES_BY_STATUS = {
+  400: () => t("Refused"),
+  401: () => t("Not signed in"),
+  403: () => t("Not allowed"),
+  404: () => t("Not found"),
+  409: () => t("Conflict"),
+  413: () => t("Too large"),
+  422: () => t("Invalid input"),
+  429: () => t("Too many requests; try again later"),
+  500: () => t("Server error"),
+  502: () => t("A server this one relies on failed"),
+  503: () => t("The server cannot reach its database now; try again"),
+};
+
+function headline(error) {
+  const type = error.body && error.body.type;
+  const pick = HEADLINES_BY_TYPE[type] || HEADLINES_BY_STATUS[error.status];
+  return pick ? pick() : "";
+}
 
 export function toast(message, kind = "error") {
   const box = document.getElementById("toast");
@@ -21,7 +52,9 @@ export function errorText(error, { withField = false } = {}) {
   if (error.status === 0) return error.message; // unreachable: no HTTP status to show
   const field = withField && error.body && typeof error.body.field === "string" ? error.body.field.replace(/^body\./, "") : "";
   const named = field && !error.message.includes(field) ? ` (${field.replaceAll("_", " ")})` : "";
-  return `${error.status}: ${error.message}${named}`;
+  const said = `${error.status}: ${error.message}${named}`;
+  const gist = language() === "en" ? "" : headline(error);
+  return gist ? `${gist} (${said})` : said;
 }
 
 export function reportError(error) {
