@@ -216,3 +216,25 @@ async def test_gen_length_and_stop_on_a_text_completion_model(world: World) -> N
     body = world.server.requests[-1].body
     assert body["max_tokens"] == 12
     assert body["stop"][-1] == "##" and body["stop"].count("\nAda:") == 1
+
+
+async def test_a_script_insert_and_cut_keep_the_chats_other_branches(world: World) -> None:
+    store, owner = world.tk.store, world.tk.owner
+    info = await world.chats.new_chat("Mira")
+    lines = [
+        {"name": "Ada" if i % 2 else "Mira", "is_user": bool(i % 2), "mes": f"line {i}"}
+        for i in range(1, 5)
+    ]
+    await store.append_messages(info.id, lines, owner=owner)
+    branch = await store.fork_chat(info.id, 3, owner=owner)
+    await store.append_message(info.id, {"name": "Mira", "mes": "other 3"}, owner=owner)
+    await store.switch_branch(info.id, "main", owner=owner)
+
+    outcome = await run_chat_script(world.chats, info.id, "/send at=1 Inserted | /cut 4")
+    assert outcome.error is None
+    texts = ["Welcome aboard, Ada.", "Inserted", "line 1", "line 2", "line 4"]
+    assert [m.mes for m in await _messages(world, info.id)] == texts
+    tree = await store.chat_tree(info.id, owner=owner)
+    assert {b.id: b.fork for b in tree.branches} == {"main": 0, branch: 4}
+    await store.switch_branch(info.id, branch, owner=owner)
+    assert [m.mes for m in await _messages(world, info.id)] == [*texts[:4], "other 3"]

@@ -184,6 +184,28 @@ async def test_regenerate_replaces_the_last_batch(world: World) -> None:
     assert [m.mes for m in after[-3:]] == ["two", "two", "two"]
 
 
+async def test_regenerating_a_batch_a_branch_continues_keeps_that_branch(world: World) -> None:
+    store, owner = world.tk.store, world.tk.owner
+    chat_id = await _group(world, 1)
+    world.server.script(Reply(text="one"))
+    await world.chats.group_turn(chat_id, text="Go.")
+    count = len(await _messages(world, chat_id))
+    other = await store.fork_chat(chat_id, count - 1, owner=owner)  # another last reply
+    await store.append_message(chat_id, {"name": "Cara", "mes": "other"}, owner=owner)
+    await store.switch_branch(chat_id, "main", owner=owner)
+
+    world.server.script(Reply(text="two"))
+    await world.chats.group_turn(chat_id, "regenerate")
+    after = await _messages(world, chat_id)
+    assert len(after) == count
+    assert [m.mes for m in after[-4:]] == ["Go.", "two", "two", "two"]
+    tree = await store.chat_tree(chat_id, owner=owner)
+    assert len(tree.branches) == 3 and tree.current not in ("main", other)
+    for branch, tail in (("main", ["one", "one", "one"]), (other, ["one", "one", "other"])):
+        await store.switch_branch(chat_id, branch, owner=owner)
+        assert [m.mes for m in await _messages(world, chat_id)][-3:] == tail
+
+
 async def test_quiet_impersonate_and_continue_in_a_group(world: World) -> None:
     chat_id = await _group(world, 1)
     count = len(await _messages(world, chat_id))

@@ -3,13 +3,20 @@ session goes on, nothing is stored and nothing is sent; destructive commands are
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from chat._server import Reply
 from cli.test_chat_cli import ThreadServer, cli, home, messages, server
 from tavernkit.cli.slash import COMMANDS
+from tavernkit.facade import Tavern
+from tavernkit.store import Store
 
 __all__ = ["home", "server"]  # fixtures used here
+
+T = TypeVar("T")
 
 #: (input line, what the usage line must say): at least one per command taking arguments
 BAD = [
@@ -148,3 +155,37 @@ def test_summary_is_shown_made_replaced_and_undone(home: Path, server: ThreadSer
     assert result.exit_code == 0, result.output
     assert messages(home)[-2].extra.memory == "They sailed north."
     assert [m.to_wire() for m in messages(home)][:-2] == before[:-2]
+
+
+def _in_store(home: Path, work: Callable[[Store, str, str], Awaitable[T]]) -> T:
+    async def run() -> T:
+        async with Tavern(home, load_plugins=False) as tk:
+            chat_id = (await tk.store.list_chats(owner=tk.owner))[0].id
+            return await work(tk.store, chat_id, tk.owner)
+
+    return asyncio.run(run())
+
+
+def test_undoing_deletes_keeps_the_chats_other_branch(home: Path, server: ThreadServer) -> None:
+    server.script(Reply(text="First."), Reply(text="Second."))
+    assert cli("chat", "Mira", input="Hi\nMore\n/quit\n").exit_code == 0
+    original = [m.to_wire() for m in messages(home)]
+
+    async def branch(store: Store, chat_id: str, owner: str) -> str:
+        made = await store.fork_chat(chat_id, 3, owner=owner)  # another turn after "First."
+        await store.append_message(
+            chat_id, {"name": "Ada", "is_user": True, "mes": "Instead"}, owner=owner
+        )
+        await store.switch_branch(chat_id, "main", owner=owner)
+        return made
+
+    other = _in_store(home, branch)
+    result = cli("chat", "Mira", input="/delete 1\n/undo\n/delete 2\n/undo\n/quit\n")
+    assert result.exit_code == 0, result.output
+    assert [m.to_wire() for m in messages(home)] == original
+
+    async def other_path(store: Store, chat_id: str, owner: str) -> list[str]:
+        await store.switch_branch(chat_id, other, owner=owner)
+        return [m.data["mes"] for m in (await store.load_chat(chat_id, owner=owner)).messages]
+
+    assert _in_store(home, other_path)[1:] == ["Hi", "First.", "Instead"]

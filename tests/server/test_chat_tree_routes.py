@@ -188,6 +188,50 @@ async def test_deleting_an_earlier_message_keeps_every_branch(site: Site) -> Non
     assert texts[1:] == ["one", "Hello", "two, again"]
 
 
+async def test_deleting_all_of_a_branch_the_path_passes_through_removes_it(site: Site) -> None:
+    chat = await _three_turn_chat(site)
+    site.upstream.script(Reply(text="two, again"), Reply(text="four"), Reply(text="four, again"))
+    await _turn(site, chat, kind="regenerate", at=4)
+    middle = (await _tree(site, chat))["current"]
+    await _turn(site, chat)
+    await _turn(site, chat, kind="regenerate", at=6)
+    last = (await _tree(site, chat))["current"]
+    await site.client.put(f"/chats/{chat}/path", json={"branch": middle})
+    cut = await site.client.delete(f"/chats/{chat}/messages/from/6")
+    assert cut.status_code == 204, cut.text
+    await site.client.put(f"/chats/{chat}/path", json={"branch": last})
+    assert (await _texts(site, chat))[4:] == ["two, again", "Hello", "four, again"]
+
+    for _ in range(2):  # "two, again" and "Hello": all that the middle branch held
+        deleted = await site.client.delete(f"/chats/{chat}/messages/4")
+        assert deleted.status_code == 204, deleted.text
+    tree = await _tree(site, chat)
+    assert [(b["id"], b["parent"], b["fork"], b["length"]) for b in tree["branches"]] == [
+        ("main", None, 0, 7),
+        (last, "main", 4, 1),
+    ]
+    assert (await _texts(site, chat))[3:] == ["Hello", "four, again"]
+    await site.client.put(f"/chats/{chat}/path", json={"branch": "main"})
+    assert (await _texts(site, chat))[4:] == ["two", "Hello", "three"]
+
+
+async def test_regenerating_a_last_reply_a_branch_continues_keeps_the_branch(site: Site) -> None:
+    chat = await _three_turn_chat(site)
+    site.upstream.script(Reply(text="four"), Reply(text="aside"), Reply(text="three, again"))
+    await _turn(site, chat)
+    await _turn(site, chat, text="Other", at=7)  # a branch continuing "three"
+    other = (await _tree(site, chat))["current"]
+    await site.client.put(f"/chats/{chat}/path", json={"branch": "main"})
+    cut = await site.client.delete(f"/chats/{chat}/messages/from/7")
+    assert cut.status_code == 204, cut.text
+    assert (await _texts(site, chat))[-1] == "three"
+
+    await _turn(site, chat, kind="regenerate")
+    assert (await _texts(site, chat))[-1] == "three, again"
+    await site.client.put(f"/chats/{chat}/path", json={"branch": other})
+    assert (await _texts(site, chat))[5:] == ["Hello", "three", "Other", "aside"]
+
+
 async def test_a_fork_or_a_switch_waits_for_the_running_turn(site: Site) -> None:
     chat = await _three_turn_chat(site)
     site.upstream.script(HangReply(text="Wait. still writing", hang_after=1))

@@ -304,3 +304,107 @@ async def test_removing_messages_across_a_fork_keeps_both_continuations(store: S
     tree = await store.chat_tree(chat_id)
     assert {x.id: (x.fork, x.length) for x in tree.branches} == {"main": (0, 4), branch: (2, 1)}
     assert await store.remove_messages(chat_id, 9, 1) == 0
+
+
+async def test_inserting_a_message_moves_every_path_through_it_down(store: Store) -> None:
+    chat_id = await _chat(store, 8)
+    before = await store.load_chat(chat_id)
+    a = await store.fork_chat(chat_id, 5)
+    await store.append_messages(chat_id, [_msg(5, "a5"), _msg(6, "a6")])
+    b = await store.fork_chat(chat_id, 2)  # a sibling before the insert: untouched
+    await store.append_message(chat_id, _msg(2, "b2"))
+    await store.switch_branch(chat_id, a)
+
+    stored = await store.insert_message(chat_id, 3, _msg(3, "new 3"))
+    assert stored.position == 3
+    after = await store.load_chat(chat_id)
+    head = ["message 0", "message 1", "message 2"]
+    texts = [m.data["mes"] for m in after.messages]
+    assert texts == [*head, "new 3", "message 3", "message 4", "a5", "a6"]
+    assert [m.position for m in after.messages] == list(range(8))
+    assert after.messages[4].id == before.messages[3].id  # moved down, not re-added
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.parent, x.fork, x.length) for x in tree.branches} == {
+        "main": (None, 0, 9),
+        a: ("main", 6, 2),
+        b: ("main", 2, 1),
+    }
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [
+        *head,
+        "new 3",
+        *(f"message {i}" for i in range(3, 8)),
+    ]
+    await store.switch_branch(chat_id, b)
+    assert await _path(store, chat_id) == ["message 0", "message 1", "b2"]
+
+
+async def test_inserting_at_a_fork_stays_on_the_current_path(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    branch = await store.fork_chat(chat_id, 4)
+    await store.append_messages(chat_id, [_msg(4, "b4"), _msg(5, "b5")])
+    await store.insert_message(chat_id, 4, _msg(4, "inserted"))
+    assert (await _path(store, chat_id))[3:] == ["message 3", "inserted", "b4", "b5"]
+    await store.insert_message(chat_id, 7, _msg(7, "at the end"))
+    assert (await _path(store, chat_id))[-1] == "at the end"
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(6)]
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.fork, x.length) for x in tree.branches} == {"main": (0, 6), branch: (4, 4)}
+    for bad in (-1, 7):
+        with pytest.raises(FormatError) as caught:
+            await store.insert_message(chat_id, bad, _msg(1))
+        assert caught.value.field == "index"
+
+
+async def test_a_cut_names_the_branches_it_would_drop(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    assert await store.cut_would_drop(chat_id, 2) == []  # never branched
+    branch = await store.fork_chat(chat_id, 4)
+    await store.append_message(chat_id, _msg(4, "new 4"))
+    assert await store.cut_would_drop(chat_id, 4) == []  # main's 4 and 5 continue message 3
+    assert await store.cut_would_drop(chat_id, 3) == ["main"]
+    await store.switch_branch(chat_id, "main")
+    assert await store.cut_would_drop(chat_id, 3) == [branch]
+
+
+async def test_a_delete_that_empties_a_branch_on_the_path_removes_it(store: Store) -> None:
+    chat_id = await _chat(store, 6)
+    a = await store.fork_chat(chat_id, 3)
+    await store.append_messages(chat_id, [_msg(3, "a3"), _msg(4, "a4")])
+    b = await store.fork_chat(chat_id, 4)
+    await store.append_message(chat_id, _msg(4, "b4"))
+    await store.switch_branch(chat_id, a)
+    await store.truncate_chat(chat_id, 4)  # a keeps only a3; b is its other continuation
+    await store.switch_branch(chat_id, b)
+    assert await _path(store, chat_id) == ["message 0", "message 1", "message 2", "a3", "b4"]
+
+    await store.remove_messages(chat_id, 3, 1)  # a3, all that a held
+    assert await _path(store, chat_id) == ["message 0", "message 1", "message 2", "b4"]
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.parent, x.fork, x.length) for x in tree.branches} == {
+        "main": (None, 0, 6),
+        b: ("main", 3, 1),
+    }
+    await store.switch_branch(chat_id, "main")
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(6)]
+
+
+async def test_a_joined_insert_puts_a_deleted_message_back_under_its_continuation(
+    store: Store,
+) -> None:
+    chat_id = await _chat(store, 6)
+    branch = await store.fork_chat(chat_id, 4)  # continues message 3
+    await store.append_message(chat_id, _msg(4, "b4"))
+    await store.switch_branch(chat_id, "main")
+    removed = (await store.load_chat(chat_id)).messages[3].data
+    await store.remove_messages(chat_id, 3, 1)
+    await store.insert_message(chat_id, 3, removed, join=True)
+    assert await _path(store, chat_id) == [f"message {i}" for i in range(6)]
+    tree = await store.chat_tree(chat_id)
+    assert {x.id: (x.parent, x.fork) for x in tree.branches} == {
+        "main": (None, 0),
+        branch: ("main", 4),
+    }
+    await store.switch_branch(chat_id, branch)
+    assert await _path(store, chat_id) == [*(f"message {i}" for i in range(4)), "b4"]

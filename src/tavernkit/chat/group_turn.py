@@ -249,7 +249,19 @@ async def _drop_last_batch(
             break
         count += 1
     window = await store.load_chat_window(chat_id, last=count, owner=owner)
-    await store.truncate_chat(chat_id, window.tail[0].position, owner=owner)
+    start = window.tail[0].position
+    if not await store.cut_would_drop(chat_id, start, owner=owner):
+        await store.truncate_chat(chat_id, start, owner=owner)
+        return count
+    # A branch of the chat's tree continues this batch: deleting it would delete that branch
+    # too. The batch stays on the path it is on, with its branches, and the new one starts a
+    # branch of its own (as a regenerate in the middle of a chat does).
+    if start == 0:
+        raise Conflict(
+            "the greeting cannot be regenerated while other branches of the chat continue it; "
+            "swipe it instead"
+        )
+    await store.fork_chat(chat_id, start, owner=owner)
     return count
 
 

@@ -160,26 +160,24 @@ class StoredChatHost(ScriptHost):
 
     # -- writing through --------------------------------------------------------------------
 
-    async def _rewrite_from(self, position: int) -> None:
-        """Store the messages from ``position`` on as they are in ``chat`` now."""
-        service = self._service
-        store, owner = service.store, service.owner
-        await store.truncate_chat(self.chat_id, position, owner=owner)
-        del self.message_ids[position:]
-        for message in self.chat[position:]:
-            stored = await store.append_message(self.chat_id, _storable(message), owner=owner)
-            self.message_ids.append(stored.id)
-
     async def insert_message(self, message: dict[str, Any], at: int | None = None) -> int:
         index = await super().insert_message(message, at)
-        await self._rewrite_from(index)
+        service = self._service
+        # in place: the later messages move down with their ids, and so do the chat's
+        # branches that continue them (a delete-and-re-add would drop those branches)
+        stored = await service.store.insert_message(
+            self.chat_id, index, _storable(self.chat[index]), owner=service.owner
+        )
+        self.message_ids.insert(index, stored.id)
         return index
 
     async def delete_messages(self, indices: list[int]) -> list[dict[str, Any]]:
         valid = sorted(i for i in set(indices) if 0 <= i < len(self.chat))
         removed = await super().delete_messages(valid)
-        if valid:
-            await self._rewrite_from(valid[0])
+        service = self._service
+        for index in reversed(valid):  # last first, so the earlier indexes still hold
+            await service.store.remove_messages(self.chat_id, index, 1, owner=service.owner)
+            del self.message_ids[index]
         return removed
 
     async def update_message(self, index: int, message: dict[str, Any]) -> None:

@@ -379,10 +379,18 @@ class ChatService(GroupVerbs):
             if window.tail and not window.tail[-1].data.get("is_user"):
                 if window.info.message_count == 1:
                     raise Conflict("the greeting cannot be regenerated; swipe it instead")
-                await self.store.truncate_chat(chat_id, window.tail[-1].position, owner=self.owner)
+                await self._drop_reply(chat_id, window.tail[-1].position)
 
         turn = TurnCall.of("regenerate", options, prefill=prefill)
         return await self._turn(chat_id, turn, before=drop_last_reply)
+
+    async def _drop_reply(self, chat_id: str, position: int) -> None:
+        """Delete the last reply, unless a branch of the chat's tree continues it: then the
+        reply stays on its path, with that branch, and the new one starts a branch."""
+        if await self.store.cut_would_drop(chat_id, position, owner=self.owner):
+            await self.store.fork_chat(chat_id, position, owner=self.owner)
+        else:
+            await self.store.truncate_chat(chat_id, position, owner=self.owner)
 
     async def _fork_at_reply(self, chat_id: str, at: int) -> None:
         rows = await self.store.load_message_range(chat_id, start=at, stop=at + 1, owner=self.owner)

@@ -11,12 +11,15 @@ position wherever it is, and a chat that never branched has no tree rows at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._message_rows import dumps, split_message
+from tavernkit.store._sqlite_base import to_json_doc
 from tavernkit.store._sqlite_chats import _chat_info, _marked_partial
 from tavernkit.store._sqlite_swipes import SqliteSwipes
 from tavernkit.store.chat_tree import (
@@ -25,8 +28,10 @@ from tavernkit.store.chat_tree import (
     chain,
     cut_at,
     divergence,
+    emptied,
     owner_at,
     segments,
+    spread,
     squeeze,
 )
 from tavernkit.store.protocol import ChatBranch, ChatInfo, ChatTree, StoredMessage
@@ -80,14 +85,7 @@ class SqliteTree(SqliteSwipes):
                 ):
                     found[(owner_at(here, m.position).id, m.position)] = m.data
             found |= await self._parked_at(db, info.id, wanted - set(found))
-            counts = {
-                r[0]: int(r[1])
-                for r in await db.execute_fetchall(
-                    "SELECT branch_id, count(*) FROM branch_messages WHERE chat_id = ? "
-                    "GROUP BY branch_id",
-                    (info.id,),
-                )
-            }
+            counts = await self._parked_counts(db, info.id)
         out: list[ChatBranch] = []
         for b in _tree_order(branches):
             length = counts.get(b.id, 0)
@@ -205,9 +203,50 @@ class SqliteTree(SqliteSwipes):
             await self._move_up(db, "messages", "chat_id = ?", (chat_id,), end, gone)
             branches, current = await self._branches(db, chat_id)
             if branches:
-                await self._squeeze_tree(db, chat_id, branches, current, position, gone)
+                plan = squeeze(branches, current, position, gone)
+                await self._replan(db, chat_id, branches, plan.forks, plan.shift, sign=-1)
+                await self._drop_emptied(db, chat_id)
             await self._touch(db, chat_id)
             return gone
+
+    async def insert_message(
+        self,
+        ref: str,
+        position: int,
+        message: Mapping[str, Any] | BaseModel,
+        *,
+        join: bool = False,
+        owner: str = DEFAULT_OWNER,
+    ) -> StoredMessage:
+        doc = to_json_doc(message, source="<chat message>")
+        async with self._write() as db:
+            row = await self._chat_row(db, ref, owner)
+            chat_id, total = row[0], int(row[5])
+            if not 0 <= position <= total:
+                raise FormatError(
+                    f"a message is inserted at a position from 0 to {total}, not {position}",
+                    field="index",
+                )
+            await self._move_up(db, "messages", "chat_id = ?", (chat_id,), position, -1)
+            branches, current = await self._branches(db, chat_id)
+            if branches:
+                plan = spread(branches, current, position, join=join)
+                await self._replan(db, chat_id, branches, plan.forks, plan.shift, sign=1)
+            (mid,) = await self._insert_messages(db, chat_id, position, [doc])
+            await self._touch(db, chat_id)
+            return StoredMessage(id=mid, position=position, data=doc)
+
+    async def cut_would_drop(
+        self, ref: str, position: int, *, owner: str = DEFAULT_OWNER
+    ) -> list[str]:
+        async with self._read() as db:
+            row = await self._chat_row(db, ref, owner)
+            branches, current = await self._branches(db, row[0])
+            if not branches:
+                return []
+            cut = cut_at(branches, current, position)
+            counts = await self._parked_counts(db, row[0])
+        return sorted(b for b in cut.unpark if counts.get(b))
 
     @staticmethod
     async def _move_up(
@@ -218,8 +257,9 @@ class SqliteTree(SqliteSwipes):
         start: int,
         by: int,
     ) -> None:
-        """Move the rows of ``table`` at ``start`` and after up by ``by`` positions, in two
-        steps, so no intermediate state breaks the (…, position) key."""
+        """Move the rows of ``table`` at ``start`` and after up by ``by`` positions (down for
+        a negative ``by``), in two steps, so no intermediate state breaks the (…, position)
+        key."""
         if by == 0:
             return
         await db.execute(
@@ -231,26 +271,63 @@ class SqliteTree(SqliteSwipes):
             (by, *params),
         )
 
-    async def _squeeze_tree(
+    async def _replan(
         self,
         db: SqliteConnection,
         chat_id: str,
         branches: Branches,
-        current: str,
-        position: int,
-        gone: int,
+        forks: Mapping[str, int],
+        shift: Mapping[str, int],
+        *,
+        sign: int,
     ) -> None:
-        plan = squeeze(branches, current, position, gone)
-        for branch, by in sorted(plan.shift.items()):
+        """Move each branch's parked rows by ``sign * shift[branch]`` positions (up for
+        ``-1``, down for ``1``) and set the forks that changed."""
+        for branch, by in sorted(shift.items()):
             await self._move_up(
-                db, "branch_messages", "chat_id = ? AND branch_id = ?", (chat_id, branch), 0, by
+                db,
+                "branch_messages",
+                "chat_id = ? AND branch_id = ?",
+                (chat_id, branch),
+                0,
+                -sign * by,
             )
-        for branch, fork in sorted(plan.forks.items()):
+        for branch, fork in sorted(forks.items()):
             if fork != branches[branch].fork:
                 await db.execute(
                     "UPDATE chat_branches SET fork = ? WHERE chat_id = ? AND id = ?",
                     (fork, chat_id, branch),
                 )
+
+    async def _drop_emptied(self, db: SqliteConnection, chat_id: str) -> None:
+        """Remove the members of the current chain a deletion left owning no message (an
+        empty node the path only passes through): their children continue their parent."""
+        branches, current = await self._branches(db, chat_id)
+        counts = await self._parked_counts(db, chat_id)
+        gone: set[str] = set()
+        for branch in emptied(branches, current, counts):
+            gone.add(branch)
+            parent = branches[branch].parent
+            while parent in gone:  # two empty nodes in a row: continue the first's parent
+                parent = branches[parent].parent
+            await db.execute(
+                "UPDATE chat_branches SET parent = ? WHERE chat_id = ? AND parent = ?",
+                (parent, chat_id, branch),
+            )
+            await db.execute(
+                "DELETE FROM chat_branches WHERE chat_id = ? AND id = ?", (chat_id, branch)
+            )
+
+    @staticmethod
+    async def _parked_counts(db: SqliteConnection, chat_id: str) -> dict[str, int]:
+        return {
+            r[0]: int(r[1])
+            for r in await db.execute_fetchall(
+                "SELECT branch_id, count(*) FROM branch_messages WHERE chat_id = ? "
+                "GROUP BY branch_id",
+                (chat_id,),
+            )
+        }
 
     async def _cut_tree(self, db: SqliteConnection, chat_id: str, position: int) -> None:
         branches, current = await self._branches(db, chat_id)

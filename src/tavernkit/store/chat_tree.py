@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 __all__ = [
     "ROOT",
@@ -26,8 +27,10 @@ __all__ = [
     "chain",
     "cut_at",
     "divergence",
+    "emptied",
     "owner_at",
     "segments",
+    "spread",
     "squeeze",
 ]
 
@@ -151,3 +154,43 @@ def squeeze(branches: Mapping[str, BranchRow], current: str, position: int, coun
         else:
             forks[row.id] = row.fork - shift[row.id]
     return Squeeze(shift, forks)
+
+
+def spread(
+    branches: Mapping[str, BranchRow], current: str, position: int, *, join: bool = False
+) -> Squeeze:
+    """The tree after a message is inserted into the current path at ``position`` (the
+    later ones move down, as in a chat that never branched).
+
+    Without ``join`` the inserted message is on the current path only: every branch whose
+    path holds the message now at ``position`` moves down with it (its parked messages and
+    its fork), the branches that part from the current path at or before ``position`` stay,
+    and a member of the current chain forking exactly at ``position`` owns the new message.
+    With ``join`` the message goes in before the branch point at ``position``: the branches
+    parting there move down too and continue it (what putting back a deleted message
+    needs, when they continued it before)."""
+    here = chain(branches, current)
+    shift: dict[str, int] = {}
+    forks: dict[str, int] = {}
+    for row in branches.values():
+        parted = divergence(chain(branches, row.id), here)
+        follows = parted is None or parted > position or (join and parted == position)
+        shift[row.id] = 1 if follows else 0
+        moves = row.fork > position or (join and row.fork == position and row.id != ROOT)
+        forks[row.id] = row.fork + 1 if follows and moves else row.fork
+    return Squeeze(shift, forks)
+
+
+def emptied(
+    branches: Mapping[str, BranchRow], current: str, parked: Mapping[str, int]
+) -> list[str]:
+    """The members of the current chain, between the root and the current branch, that own
+    no message any more: none on the path (the next member forks where they do) and none
+    parked (``parked``: branch -> how many). Such a branch is an empty node the path only
+    passes through; its children can continue its parent instead."""
+    here = chain(branches, current)
+    return [
+        row.id
+        for row, after in pairwise(here[1:])
+        if after.fork <= row.fork and not parked.get(row.id)
+    ]

@@ -773,6 +773,30 @@ class Store(AccountStore, Protocol):
         returns how many went."""
         ...
 
+    async def insert_message(
+        self,
+        ref: str,
+        position: int,
+        message: Mapping[str, Any] | BaseModel,
+        *,
+        join: bool = False,
+        owner: str = DEFAULT_OWNER,
+    ) -> StoredMessage:
+        """Insert ``message`` into the current path at ``position`` (``0 <= position <=`` the
+        path's length) and move the later ones down (keeping their ids), in every branch
+        whose path holds them too; :class:`FormatError` for a position outside the path.
+        ``join``: the branches that part from the path at ``position`` continue the new
+        message too (``chat_tree.spread``)."""
+        ...
+
+    async def cut_would_drop(
+        self, ref: str, position: int, *, owner: str = DEFAULT_OWNER
+    ) -> builtins.list[str]:
+        """The branches holding messages off the current path that
+        :meth:`truncate_chat` at ``position`` would delete with it (they continue a message
+        it deletes); empty when the cut loses nothing but the path's own messages."""
+        ...
+
     async def load_parked(
         self, ref: str, *, owner: str = DEFAULT_OWNER
     ) -> dict[str, builtins.list[StoredMessage]]:
