@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 
 from tavernkit.errors import GenerateTaskError
-from tavernkit.server.openai_facade import Completion, Delta
+from tavernkit.server.openai_facade import Delta, FacadeCompletion
 from tavernkit.server.routes.openai import ChunkFrames, _chunks
 from tavernkit.server.sse import sse_data
 
@@ -25,7 +25,9 @@ def test_a_delta_chunk_is_the_whole_chunks_json() -> None:
         assert frames.chunk(delta) == sse_data(whole)
 
 
-async def _items(*items: Delta | Completion | Exception) -> AsyncIterator[Delta | Completion]:
+async def _items(
+    *items: Delta | FacadeCompletion | Exception,
+) -> AsyncIterator[Delta | FacadeCompletion]:
     for item in items:
         if isinstance(item, Exception):
             raise item
@@ -37,7 +39,7 @@ def _datas(frame: bytes) -> list[str]:
 
 
 async def test_the_role_goes_out_with_the_first_piece_then_one_write_per_piece() -> None:
-    items = _items(Delta(text="two"), Completion(text="onetwo", usage={"prompt_tokens": 3}))
+    items = _items(Delta(text="two"), FacadeCompletion(text="onetwo", usage={"prompt_tokens": 3}))
     writes = [w async for w in _chunks(items, Delta(text="one"), "m", include_usage=True)]
     first = [json.loads(d)["choices"][0]["delta"] for d in _datas(writes[0])]
     assert first == [{"role": "assistant", "content": ""}, {"content": "one"}]
