@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from store._before import migrations_before
 from tavernkit.errors import StoreError
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store import SqliteStore, Store
@@ -22,7 +23,7 @@ from tavernkit.store._sqlite_listing import (
     count_sql,
     page_sql,
 )
-from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.sqlite import open_store
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 
@@ -192,7 +193,9 @@ async def test_facets_follow_saves_member_edits_deletes_and_hand_overs(store: St
 
 async def test_migration_014_fills_the_facets_and_chat_times_stored_before(db_path: Path) -> None:
     async with await connect_sqlite(db_path, isolation_level=None) as db:
-        await apply_migrations(db, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
+        await apply_migrations(
+            db, now=lambda: datetime.now(UTC), migrations=migrations_before("014_character_facets")
+        )
         for n, data in enumerate([tagged("Ann", "Elf", fav=True), tagged("Bea", "elf")]):
             await db.execute(
                 "INSERT INTO records (id, owner, kind, name, name_key, data, created, updated) "

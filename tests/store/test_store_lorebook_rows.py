@@ -13,9 +13,10 @@ from typing import Any
 
 import asyncpg
 
+from store._before import migrations_before
 from tavernkit.store import SqliteStore, Store, open_postgres_store, open_store
 from tavernkit.store._message_rows import dumps
-from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.postgres import PostgresStore
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 from tavernkit.store.storage_use import recount_sql
@@ -109,7 +110,9 @@ _OLD_BOOK = (
 async def test_books_stored_before_016_move_to_rows_unchanged(db_path: Path) -> None:
     text = dumps(_book(40))
     async with await connect_sqlite(db_path, isolation_level=None) as db:
-        await apply_migrations(db, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
+        await apply_migrations(
+            db, now=lambda: datetime.now(UTC), migrations=migrations_before("016_lorebook_entries")
+        )
         await db.execute(_OLD_BOOK.format(mark="?", now=_NOW), (text,))
     async with await open_store(db_path) as store:
         assert (await store.get_record_text("lorebook", "b1"))[1] == text

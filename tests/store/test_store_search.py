@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
+from store._before import migrations_before
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.store import SqliteStore, Store
 from tavernkit.store._search_text import make_snippet, parse_query
-from tavernkit.store.migrations import MIGRATIONS, apply_migrations
+from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.protocol import SwipeText
 from tavernkit.store.sqlite import open_store as open_sqlite_store
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
@@ -253,7 +254,7 @@ async def test_inside_a_word_sqlite_finds_it_and_postgresql_does_not(
 async def test_the_migration_indexes_the_messages_stored_before_it(db_path: Path) -> None:
     now = lambda: datetime(2025, 1, 1, tzinfo=UTC)  # noqa: E731
     async with await connect_sqlite(db_path, isolation_level=None) as db:
-        await apply_migrations(db, now=now, migrations=MIGRATIONS[:-1])
+        await apply_migrations(db, now=now, migrations=migrations_before("008_message_search"))
         await db.execute(
             "INSERT INTO chats (id, owner, name, header, created, updated) "
             "VALUES ('c', 'default', 'old', '{}', '2025-01-01', '2025-01-01')"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from store._before import migrations_before
 from tavernkit.errors import NotFound, SecretKeyError, StoreError
 from tavernkit.store import KeyState, SqliteStore, open_store
 from tavernkit.store.key_files import KeyFiles, key_dir_for, keyed_fingerprint
@@ -273,7 +274,9 @@ async def _old_database(db_path: Path) -> None:
     """A database as the version before 015 left it: key rows with empty secrets."""
     conn = await connect_sqlite(db_path, isolation_level=None)
     await conn.execute("PRAGMA journal_mode=WAL")
-    await apply_migrations(conn, now=lambda: datetime.now(UTC), migrations=MIGRATIONS[:-1])
+    await apply_migrations(
+        conn, now=lambda: datetime.now(UTC), migrations=migrations_before("015_sealed_key_secrets")
+    )
     await conn.close()
 
 
