@@ -35,6 +35,8 @@ class WriteStats:
     statements: int = 0
     sql_chars: int = 0
     changes: int = 0
+    #: transactions begun (``BEGIN``): on PostgreSQL each costs two more round trips
+    transactions: int = 0
 
 
 def to_json_doc(record: Mapping[str, Any] | BaseModel, *, source: str) -> dict[str, Any]:
@@ -160,7 +162,10 @@ class SqliteBase:
 
     # -- transactions -------------------------------------------------------------------
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[SqliteConnection]:
+    async def _read(self, *, snapshot: bool = True) -> AsyncIterator[SqliteConnection]:
+        """A read over the writer connection. ``snapshot=False``: the block's statements need
+        not see one state, each standing alone is right (a store that wraps a read of several
+        statements in a transaction, PostgreSQL's, then runs them without one)."""
         async with self._lock:
             self._check_open()
             with _store_errors():
@@ -208,13 +213,14 @@ class SqliteBase:
                 return await self._conn.run(run)
 
     @asynccontextmanager
-    async def _read_now(self) -> AsyncIterator[SqliteConnection]:
+    async def _read_now(self, *, snapshot: bool = True) -> AsyncIterator[SqliteConnection]:
         """A short read over the read connection, on the caller's thread (see the class doc);
-        its calls answer at once. Over the writer connection, as :meth:`_read`, where there
-        is no read connection (a store that has none: PostgreSQL's pool)."""
+        its calls answer at once. Over the writer connection, as :meth:`_read` (``snapshot``
+        is its), where there is no read connection (a store that has none: PostgreSQL's
+        pool)."""
         self._check_open()
         if self._read_conn() is None:
-            async with self._read() as db:
+            async with self._read(snapshot=snapshot) as db:
                 yield db
             return
         with _store_errors():
@@ -312,6 +318,8 @@ class SqliteBase:
         def on_statement(sql: str) -> None:
             if each is not None:
                 each(sql)
+            if sql.startswith("BEGIN"):
+                stats.transactions += 1
             if sql not in ("BEGIN IMMEDIATE", "COMMIT", "ROLLBACK"):
                 stats.statements += 1
                 stats.sql_chars += len(sql)

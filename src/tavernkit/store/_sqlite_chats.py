@@ -162,7 +162,7 @@ class SqliteChats(SqliteBase):
                 return [_chat_info(r) for r in await cur.fetchall()]
 
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo:
-        async with self._read_now() as db:
+        async with self._read_now(snapshot=False) as db:  # one statement
             return _chat_info(await self._chat_row(db, ref, owner))
 
     async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat:

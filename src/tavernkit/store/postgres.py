@@ -7,8 +7,13 @@ It is the SQLite store's code on another connection: the record, chat, message a
 databases share; :class:`~tavernkit.store._pg_conn.PgConn` bridges the driver and the few
 functions that differ. What this module changes is how a call gets a connection: a pool, one
 pooled connection per read (a read-only REPEATABLE READ transaction, so a read of several
-statements sees one state) or per write (a READ COMMITTED transaction whose SELECTs lock the
-rows they read), so calls of one process run concurrently and several processes write safely.
+statements sees one state; a read whose statements each stand alone, ``snapshot=False``, runs
+them without one: ``BEGIN`` and ``COMMIT`` were two of a short read's three round trips) or
+per write (a READ COMMITTED transaction whose SELECTs lock the rows they read), so calls of
+one process run concurrently and several processes write safely. A connection goes back to
+the pool as it is (an open transaction rolled back): the store changes no session state, so
+asyncpg's reset query, one more round trip per call, is only run after
+:meth:`PostgresStore.execute_admin` and the migrations.
 Migrations: :mod:`tavernkit.store.pg_migrations`.
 
 API key secrets: as with SQLite, each is in its row, sealed with the deployment's secret key
@@ -265,7 +270,9 @@ class PostgresStore(SqliteStore):
         self._check_open()
         try:
             async with self._pool.acquire() as conn:
-                return str(await conn.execute(sql))
+                status = str(await conn.execute(sql))
+                await conn.reset()  # whatever session state ``sql`` set is not kept
+                return status
         except Exception as exc:
             if _is_driver_error(exc):
                 raise map_pg_error(exc) from exc
@@ -305,8 +312,8 @@ class PostgresStore(SqliteStore):
         return None
 
     @asynccontextmanager
-    async def _read(self) -> AsyncIterator[SqliteConnection]:
-        async with self._connection(writing=False) as db:
+    async def _read(self, *, snapshot: bool = True) -> AsyncIterator[SqliteConnection]:
+        async with self._connection(writing=False, snapshot=snapshot) as db:
             yield db
 
     @asynccontextmanager
@@ -338,20 +345,26 @@ class PostgresStore(SqliteStore):
             backoff = min(backoff * 2, 1.0)
 
     @asynccontextmanager
-    async def _connection(self, *, writing: bool) -> AsyncIterator[SqliteConnection]:
+    async def _connection(
+        self, *, writing: bool, snapshot: bool = True
+    ) -> AsyncIterator[SqliteConnection]:
         self._check_open()
         try:
             async with _Released(self._pool, await self._acquire()) as conn:
+                adapter = PgConn(conn, writing=writing, on_statement=self._tracer)
+                # The shared code is typed on the SQLite writer connection; PgConn has the part
+                # of its surface that code uses (execute, execute_fetchall, executemany).
+                db = cast("SqliteConnection", adapter)
+                if not (writing or snapshot):
+                    yield db  # each statement its own transaction: it sees what is committed
+                    return
                 transaction = (
                     conn.transaction()
                     if writing
                     else conn.transaction(isolation="repeatable_read", readonly=True)
                 )
-                async with transaction:
-                    adapter = PgConn(conn, writing=writing, on_statement=self._tracer)
-                    # The shared code is typed on the SQLite writer connection; PgConn has the part
-                    # of its surface that code uses (execute, execute_fetchall, executemany).
-                    yield cast("SqliteConnection", adapter)
+                async with self._traced(transaction):
+                    yield db
         except UnicodeEncodeError as exc:
             raise unencodable_error(exc) from exc
         except Exception as exc:
@@ -364,14 +377,35 @@ class PostgresStore(SqliteStore):
             raise
 
     @asynccontextmanager
+    async def _traced(self, transaction: asyncpg.transaction.Transaction) -> AsyncIterator[None]:
+        """``async with transaction``, its ``BEGIN`` and its end told to :meth:`trace`."""
+        tracer = self._tracer
+        if tracer is not None:
+            tracer("BEGIN", 0)
+        try:
+            async with transaction:
+                yield
+        except BaseException:
+            if tracer is not None:
+                tracer("ROLLBACK", 0)
+            raise
+        if tracer is not None:
+            tracer("COMMIT", 0)
+
+    @asynccontextmanager
     async def trace(self, each: Callable[[str], None] | None = None) -> AsyncIterator[WriteStats]:
-        """Count the statements and the rows they changed (rows changed by triggers are not
-        counted here, unlike SQLite's count) of the calls made inside the block."""
+        """Count the statements, the transactions and the rows the statements changed (rows
+        changed by triggers are not counted here, unlike SQLite's count) of the calls made
+        inside the block. ``each`` sees every statement's text (``BEGIN``, ``COMMIT`` and
+        ``ROLLBACK`` too): each is a round trip to the database."""
         stats = WriteStats()
 
         def on_statement(sql: str, changes: int) -> None:
             if each is not None:
                 each(sql)
+            if sql in ("BEGIN", "COMMIT", "ROLLBACK"):
+                stats.transactions += sql == "BEGIN"
+                return
             stats.statements += 1
             stats.sql_chars += len(sql)
             stats.changes += changes
@@ -395,6 +429,13 @@ class _Released:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._pool.release(self._conn)
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """The pool's reset of a connection given back: nothing more than asyncpg's own rollback
+    of an open transaction. The store's calls set no session state (no ``SET``, ``LISTEN``,
+    cursor or advisory lock), so the default reset query was a round trip per call for
+    nothing; :meth:`PostgresStore.execute_admin` and the migrations reset in full."""
 
 
 def _is_driver_error(exc: BaseException) -> bool:
@@ -426,7 +467,8 @@ async def open_postgres_store(
         raise StoreError(f"not a PostgreSQL URL: {redact_url(url)!r}")
     try:
         pool = await asyncio.wait_for(
-            asyncpg.create_pool(url, min_size=min_size, max_size=max_size), timeout=30
+            asyncpg.create_pool(url, min_size=min_size, max_size=max_size, reset=_keep_session),
+            timeout=30,
         )
     except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
         raise StoreError(f"cannot connect to {redact_url(url)}: {exc}") from None
@@ -435,6 +477,7 @@ async def open_postgres_store(
     try:
         async with pool.acquire() as conn:
             await apply_pg_migrations(conn, now=clock)
+            await conn.reset()  # its advisory lock, whatever happened
     except BaseException as exc:
         await pool.close()
         if isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError):

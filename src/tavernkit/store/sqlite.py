@@ -349,7 +349,10 @@ class SqliteStore(
         params: list[Any] = []
         for kind, ref in wanted:
             params += [ref, owner, kind, owner, kind, ref]
-        async with self._read_now() as db:
+        # no snapshot needed: a record written or deleted between the two reads is already
+        # handled below, and a text newer than its key is never served again under that key
+        # (the key moves with every write)
+        async with self._read_now(snapshot=False) as db:
             rows = list(dict.fromkeys(map(tuple, await db.execute_fetchall(lookups, params))))
             keys = {(kind, ref): _pick_revision(rows, kind, ref, owner) for kind, ref in wanted}
             found: dict[tuple[str, str], SharedRecord] = {}
@@ -433,7 +436,7 @@ class SqliteStore(
                 )
             if len(rows) <= SHORT_LIST:
                 return [self._info(r) for r in rows]
-        async with self._read() as db:
+        async with self._read(snapshot=False) as db:  # one statement
             rows = builtins.list(await db.execute_fetchall(query, (owner, kind)))
         return [self._info(r) for r in rows]
 
@@ -519,7 +522,9 @@ class SqliteStore(
         self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
     ) -> builtins.list[RecordInfo]:
         self._check_kind(kind)
-        async with self._read_now() as db:
+        # each statement alone: a record deleted between them has no links, as it would
+        # have a moment later
+        async with self._read_now(snapshot=False) as db:
             # a ref that is the record's id (the turn loader's): one query, the source's row
             # even when it has no links; a name, or no such id, resolves first
             rows = list(
@@ -571,8 +576,8 @@ class SqliteStore(
 
     # -- settings and global variables ----------------------------------------------------
     async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
-        # every turn reads the settings
-        async with self._read_now() as db:
+        # every turn reads the settings: one statement, with no transaction around it
+        async with self._read_now(snapshot=False) as db:
             rows = list(
                 await db.execute_fetchall("SELECT data FROM settings WHERE owner = ?", (owner,))
             )
@@ -594,7 +599,7 @@ class SqliteStore(
             )
 
     async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
-        async with self._read_now() as db:
+        async with self._read_now(snapshot=False) as db:  # one statement
             rows = await db.execute_fetchall(
                 "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
             )

@@ -1,0 +1,73 @@
+"""What a turn through the server costs PostgreSQL, counted at the store's driver bridge
+(:meth:`PostgresStore.trace` sees every statement, ``BEGIN`` and ``COMMIT``, each a round
+trip): a read of one statement runs without a transaction around it, a read that needs one
+snapshot (the chat's window) keeps its transaction, and the writes stay transactions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx2 as httpx
+
+from chat._server import HangingServer, Reply
+from chat.conftest import stock_world
+from tavernkit.store.postgres import PostgresStore
+
+from ._live import live_server
+from ._sse import events_of
+from .conftest import settings
+
+PIECES = [f"piece {n}. " for n in range(40)]
+#: measured: 4 transactions and 32 round trips for this 40-piece turn (the window's snapshot,
+#: the user's message, the reply's text, the reply); before, 12 transactions and 48 round
+#: trips here (every read in a ``BEGIN … READ ONLY``/``COMMIT`` of its own; and asyncpg's
+#: reset query after each, 12 more on the wire, which this count does not see). Room for up
+#: to four more flushes of the reply's text (a transaction and 5 trips each: the swipe
+#: writer's 50 ms window on a busy machine).
+MOST_TRANSACTIONS = 8
+MOST_ROUND_TRIPS = 52
+
+
+async def _turn(client: httpx.AsyncClient, chat: str) -> str | None:
+    started = await client.post(f"/chats/{chat}/turns", json={"text": "Hello"})
+    assert started.status_code == 202, started.text
+    async with client.stream("GET", started.json()["events"]) as response:
+        async for event in events_of(response):
+            if event.type == "done":
+                return str(event.data.get("status"))
+    return None
+
+
+async def test_a_turn_on_postgresql_stays_under_its_round_trips(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    home = settings(tmp_path / "home", database=postgres_url, redis=redis_url)
+    async with HangingServer() as upstream, live_server(home) as server:
+        tk = server.state.tavern
+        assert isinstance(tk.store, PostgresStore)
+        await stock_world(tk, upstream.base_url)
+        chat = (await tk.chats.new_chat("Mira")).id
+        upstream.script(Reply(text="Warm."), Reply(text="".join(PIECES), chunks=PIECES))
+        async with server.client() as client:
+            assert await _turn(client, chat) == "completed"  # the first turn fills the caches
+            seen: list[str] = []
+            async with tk.store.trace(seen.append) as stats:
+                assert await _turn(client, chat) == "completed"
+        stored = await tk.chats.load(chat)
+    assert stored.messages[-1].data["mes"] == "".join(PIECES)
+    report = json.dumps({"transactions": stats.transactions, "round trips": len(seen)})
+    assert seen.count("BEGIN") == stats.transactions > 0, report
+    assert stats.transactions <= MOST_TRANSACTIONS, report
+    assert len(seen) <= MOST_ROUND_TRIPS, report
+    # what is still a transaction: the window's snapshot and the writes, never a lone read
+    assert _lone_reads_in_transactions(seen) == [], report
+
+
+def _lone_reads_in_transactions(seen: list[str]) -> list[str]:
+    """The ``SELECT``s that were a transaction's only statement, with nothing written."""
+    lone: list[str] = []
+    for at, sql in enumerate(seen[:-2]):
+        if sql == "BEGIN" and seen[at + 2] == "COMMIT" and seen[at + 1].startswith("SELECT"):
+            lone.append(seen[at + 1])
+    return lone
