@@ -9,7 +9,7 @@ import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar, Unpack, cast
 
 import httpx2
 
@@ -67,7 +67,7 @@ from tavernkit.tools.loop import run_tool_loop as _run_tool_loop
 from tavernkit.tools.registry import FunctionTool, ToolAction, ToolRegistry, tools_from_specs
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
+__all__ = ["ConnectionProfiles", "ContextOptions", "LoudChats", "TavernContext"]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -108,6 +108,24 @@ def _parameters_of(
     return apply
 
 
+class ContextOptions(TypedDict, total=False):
+    """:class:`TavernContext`'s keyword options, its injection points (what each does: its
+    docstring); ``chats`` is the Tavern's chat service, ``before_request`` a hook on each
+    provider request, ``side_task`` a context for side tasks
+    (:meth:`TavernContext.for_side_tasks`)."""
+
+    chats: LoudChats | None
+    client: httpx2.AsyncClient | None
+    retry: RetryPolicy | None
+    rng: random.Random | None
+    local_factory: LocalFactory | None
+    environ: Mapping[str, str] | None
+    before_request: BeforeRequest | None
+    key_clock: Callable[[], float]
+    fallbacks: bool
+    side_task: bool
+
+
 class TavernContext:
     """The per-chat view of a Tavern's :class:`~tavernkit.runtime.Runtime` (see the module
     docstring).
@@ -126,17 +144,7 @@ class TavernContext:
         self,
         runtime: Runtime,
         chat_id: str | None = None,
-        *,
-        chats: LoudChats | None = None,
-        client: httpx2.AsyncClient | None = None,
-        retry: RetryPolicy | None = None,
-        rng: random.Random | None = None,
-        local_factory: LocalFactory | None = None,
-        environ: Mapping[str, str] | None = None,
-        before_request: BeforeRequest | None = None,
-        key_clock: Callable[[], float] = time.time,
-        fallbacks: bool = True,
-        side_task: bool = False,
+        **options: Unpack[ContextOptions],
     ) -> None:
         if not isinstance(runtime, Runtime):
             # a Tavern here was the old call: say the new one rather than fail deep inside
@@ -145,20 +153,24 @@ class TavernContext:
                 f"expected a Runtime, got {got}: use tk.context(chat_id) "
                 "or TavernContext(tk.runtime, ...)"
             )
+        unknown = sorted(set(options) - set(ContextOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"TavernContext() got an unexpected keyword argument {unknown[0]!r}")
+        o = options
         self.runtime = runtime
-        self._chats = chats
+        self._chats = o.get("chats")
         self.chat_id = chat_id
-        self._client = client
-        self.retry = retry or RetryPolicy()
-        self.rng = rng or _UNSEEDED
+        self._client = o.get("client")
+        self.retry = o.get("retry") or RetryPolicy()
+        self.rng = o.get("rng") or _UNSEEDED
         # the Tavern's shared embedded model unless one is injected: loaded once per process
-        self.local_factory: LocalFactory = local_factory or runtime.local_models
-        self.environ = environ
-        self.before_request = before_request
-        self.key_clock = key_clock
-        self.fallbacks = fallbacks
+        self.local_factory: LocalFactory = o.get("local_factory") or runtime.local_models
+        self.environ = o.get("environ")
+        self.before_request = o.get("before_request")
+        self.key_clock = o.get("key_clock", time.time)
+        self.fallbacks = o.get("fallbacks", True)
         #: a side task's context: a call naming no profile runs on the utility profile
-        self.side_task = side_task
+        self.side_task = o.get("side_task", False)
         self.connection_profiles = ConnectionProfiles(self)
 
     def for_side_tasks(self) -> TavernContext:
