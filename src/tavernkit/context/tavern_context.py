@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, ParamSpec, Protocol, TypedDict, TypeVar, Unpack, cast
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import httpx2
 
@@ -53,7 +52,7 @@ from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tasks import prompt as tp
-from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
+from tavernkit.tasks.options import TaskKeywords, TaskOptions, TaskResult, TaskStream
 from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
 from tavernkit.tools.capability import ToolCapabilities
 from tavernkit.tools.capability import (
@@ -69,8 +68,6 @@ from tavernkit.worldinfo.result import WorldInfoResult
 
 __all__ = ["ConnectionProfiles", "ContextOptions", "LoudChats", "TavernContext"]
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 _T = TypeVar("_T")
 _UNSEEDED = random.Random()  # shared: seeding one per context read the OS entropy
 
@@ -87,25 +84,6 @@ class LoudChats(Protocol):
     async def append_reply(
         self, chat_id: str, text: str, *, reasoning: str = "", model: str | None = None
     ) -> int: ...
-
-
-def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k != "self"}
-
-
-def _parameters_of(
-    source: Callable[_P, object],
-) -> Callable[[Callable[..., _R]], Callable[_P, _R]]:
-    """Give the decorated function ``source``'s parameters (for type checkers and
-    ``help()``), so two entry points taking the same options declare them once."""
-
-    def apply(target: Callable[..., _R]) -> Callable[_P, _R]:
-        returns = inspect.signature(target).return_annotation
-        signature = inspect.signature(source).replace(return_annotation=returns)
-        vars(target)["__signature__"] = signature
-        return cast("Callable[_P, _R]", target)
-
-    return apply
 
 
 class ContextOptions(TypedDict, total=False):
@@ -345,43 +323,23 @@ class TavernContext:
     # -- generate_task -----------------------------------------------------------------------
 
     async def generate_task(
-        self,
-        task_messages: Sequence[Mapping[str, Any]],
-        *,
-        include_character_card: bool = True,
-        world_info_source: str = "none",
-        custom_world_info_messages: Sequence[Mapping[str, Any]] | None = None,
-        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
-        force_world_info_resimulate: bool = False,
-        world_info_type: str = "quiet",
-        api_preset_name: str = "",
-        llm_preset_name: str = "",
-        model_override: str = "",
-        tools: Sequence[Mapping[str, Any] | FunctionTool] | None = None,
-        tool_choice: Any = "auto",
-        json_schema: Mapping[str, Any] | None = None,
-        function_call_mode: str = "auto",
-        function_call_options: Mapping[str, Any] | None = None,
-        abort: AbortSignal | None = None,
-        substitute_macros: bool = True,
-        response_length: int | None = None,
-        side_task: bool = False,
+        self, task_messages: Sequence[Mapping[str, Any]], **options: Unpack[TaskKeywords]
     ) -> TaskResult:
         """One LLM request with profile, preset, world info, envelope, tools or schema, and a
-        normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises
+        normalized :class:`~tavernkit.tasks.options.TaskResult` (the options:
+        :class:`~tavernkit.tasks.options.TaskKeywords`). Raises
         :class:`~tavernkit.errors.GenerateTaskError`."""
-        options = TaskOptions(**_task_kwargs(locals()))
-        options.validate()
-        context = self.for_side_tasks() if side_task else self
-        return await context._in_window(lambda services: run_task(services, options, None))
+        task = TaskOptions.of(task_messages, options)
+        task.validate()
+        context = self.for_side_tasks() if task.side_task else self
+        return await context._in_window(lambda services: run_task(services, task, None))
 
-    @_parameters_of(generate_task)
     def generate_task_stream(
-        self, task_messages: Sequence[Mapping[str, Any]], **options: Any
+        self, task_messages: Sequence[Mapping[str, Any]], **options: Unpack[TaskKeywords]
     ) -> TaskStream:
         """:meth:`generate_task` as a stream of events ending in the result (the same
         parameters). Validation errors raise here, synchronously."""
-        task = TaskOptions(task_messages, **options)
+        task = TaskOptions.of(task_messages, options)
         task.validate()
         context = self.for_side_tasks() if task.side_task else self
         return task_stream_in_window(
