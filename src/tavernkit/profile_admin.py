@@ -45,7 +45,7 @@ from tavernkit.models.profile import (
 from tavernkit.models.settings import Settings
 from tavernkit.store.protocol import Store
 
-__all__ = ["NewProfile", "ProfileAdmin", "ProfileSummary", "parse_fallback", "parse_key"]
+__all__ = ["ProfileAdmin", "ProfileFields", "ProfileSummary", "parse_fallback", "parse_key"]
 
 PROFILE = "connection_profile"
 CHAIN = "fallback_chain"
@@ -114,7 +114,7 @@ def _entry_label(entry: FallbackEntry) -> str:
     return f"{entry.profile}:{entry.model}" if entry.model else entry.profile
 
 
-class NewProfile(TypedDict, total=False):
+class ProfileFields(TypedDict, total=False):
     """A new profile's fields for :meth:`ProfileAdmin.add`: its ``api`` family (chat by
     default), ``source`` (openai by default), ``base_url``, ``model``, the pool of ``keys``
     (secrets, ``env:NAME`` specs or stored credentials), the chat ``preset``, ``timeouts``,
@@ -163,10 +163,10 @@ class ProfileAdmin:
     async def add(
         self,
         name: str,
-        **fields: Unpack[NewProfile],
+        **fields: Unpack[ProfileFields],
     ) -> ConnectionProfile:
         """Add (or with ``replace``, overwrite) profile ``name`` with a pool of ``keys`` (the
-        fields: :class:`NewProfile`).
+        fields: :class:`ProfileFields`).
 
         Everything is checked before anything is written: a bad key spec, a taken name
         without ``replace`` or an invalid field raises and stores nothing. Replacing keeps the
@@ -174,7 +174,7 @@ class ProfileAdmin:
         ``review`` turns response review on for the profile's chat turns (a pinned reviewer
         must name a stored profile).
         """
-        unknown = sorted(set(fields) - set(NewProfile.__annotations__))
+        unknown = sorted(set(fields) - set(ProfileFields.__annotations__))
         if unknown:
             raise TypeError(f"add() got an unexpected keyword argument {unknown[0]!r}")
         o = fields
