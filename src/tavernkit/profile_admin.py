@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from pydantic import ValidationError
 
@@ -44,7 +45,7 @@ from tavernkit.models.profile import (
 from tavernkit.models.settings import Settings
 from tavernkit.store.protocol import Store
 
-__all__ = ["ProfileAdmin", "ProfileSummary", "parse_fallback", "parse_key"]
+__all__ = ["ProfileAdmin", "ProfileFields", "ProfileSummary", "parse_fallback", "parse_key"]
 
 PROFILE = "connection_profile"
 CHAIN = "fallback_chain"
@@ -113,6 +114,25 @@ def _entry_label(entry: FallbackEntry) -> str:
     return f"{entry.profile}:{entry.model}" if entry.model else entry.profile
 
 
+class ProfileFields(TypedDict, total=False):
+    """A new profile's fields for :meth:`ProfileAdmin.add`: its ``api`` family (chat by
+    default), ``source`` (openai by default), ``base_url``, ``model``, the pool of ``keys``
+    (secrets, ``env:NAME`` specs or stored credentials), the chat ``preset``, ``timeouts``,
+    response ``review``; ``replace`` overwrites a profile of that name, ``activate`` makes it
+    the one in use."""
+
+    api: ApiFamily
+    source: str
+    base_url: str | None
+    model: str | None
+    keys: Sequence[str | CredentialRef]
+    preset: str | None
+    timeouts: ProfileTimeouts | None
+    review: ReviewSettings | None
+    replace: bool
+    activate: bool
+
+
 class ProfileAdmin:
     """The connection profiles of one owner (see the module docstring)."""
 
@@ -143,19 +163,10 @@ class ProfileAdmin:
     async def add(
         self,
         name: str,
-        *,
-        api: ApiFamily = "chat",
-        source: str = "openai",
-        base_url: str | None = None,
-        model: str | None = None,
-        keys: Sequence[str | CredentialRef] = (),
-        preset: str | None = None,
-        timeouts: ProfileTimeouts | None = None,
-        review: ReviewSettings | None = None,
-        replace: bool = False,
-        activate: bool = False,
+        **fields: Unpack[ProfileFields],
     ) -> ConnectionProfile:
-        """Add (or with ``replace``, overwrite) profile ``name`` with a pool of ``keys``.
+        """Add (or with ``replace``, overwrite) profile ``name`` with a pool of ``keys`` (the
+        fields: :class:`ProfileFields`).
 
         Everything is checked before anything is written: a bad key spec, a taken name
         without ``replace`` or an invalid field raises and stores nothing. Replacing keeps the
@@ -163,32 +174,37 @@ class ProfileAdmin:
         ``review`` turns response review on for the profile's chat turns (a pinned reviewer
         must name a stored profile).
         """
+        unknown = sorted(set(fields) - set(ProfileFields.__annotations__))
+        if unknown:
+            raise TypeError(f"add() got an unexpected keyword argument {unknown[0]!r}")
+        o = fields
+        review = o.get("review")
         if not name.strip():
             raise FormatError("a profile needs a name", source="<profile>", field="name")
-        specs = [k if isinstance(k, CredentialRef) else parse_key(k) for k in keys]
+        specs = [k if isinstance(k, CredentialRef) else parse_key(k) for k in o.get("keys", ())]
         old: ConnectionProfile | None = None
         try:
             old = await self.get(name)
         except NotFound:
             old = None
-        if old is not None and not replace:
+        if old is not None and not o.get("replace", False):
             raise Conflict(f"a profile named {name!r} exists; replace it to overwrite")
         await self._check_reviewer(name, review)
         draft = ConnectionProfile(
             name=name,
-            api=api,
-            source=source,
-            base_url=base_url,
-            model=model,
-            chat_preset=preset,
-            timeouts=timeouts or ProfileTimeouts(),
+            api=o.get("api", "chat"),
+            source=o.get("source", "openai"),
+            base_url=o.get("base_url"),
+            model=o.get("model"),
+            chat_preset=o.get("preset"),
+            timeouts=o.get("timeouts") or ProfileTimeouts(),
             fallback_chain=old.fallback_chain if old is not None else None,
             review=review,
         )  # validated before any key is stored
         profile = await self._store_with_keys(draft, specs)
         if old is not None:
             await self._drop_unused_keys(old, profile)
-        if activate:
+        if o.get("activate", False):
             settings = await self._settings()
             settings.selections.profile = name
             await self.store.put_settings(settings, owner=self.owner)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tavernkit.worldinfo import Book, RegexGuard, WorldInfoEngine, compile_book, scan
 from tavernkit.worldinfo.buffer import ScanBuffer
-from tavernkit.worldinfo.groups import filter_by_inclusion_groups
+from tavernkit.worldinfo.groups import GroupRules, filter_by_inclusion_groups
 from tavernkit.worldinfo.matcher import KIND_REGEX, KIND_RXWORD, NeedleTable, SegmentMatcher
 from tavernkit.worldinfo.regex_keys import (
     RegexKey,
@@ -356,13 +356,15 @@ def test_group_filter_equals_the_list_remove_reference(
         fast,
         compiled,
         earlier,
-        is_sticky=sticky.__contains__,
-        is_cooldown=lambda i: False,
-        is_delay=lambda i: False,
-        score=scores.__getitem__,
-        global_scoring=global_scoring,
-        rng=fast_rolls.__next__,
-        compat=compat,
+        GroupRules(
+            is_sticky=sticky.__contains__,
+            is_cooldown=lambda i: False,
+            is_delay=lambda i: False,
+            score=scores.__getitem__,
+            global_scoring=global_scoring,
+            rng=fast_rolls.__next__,
+            compat=compat,
+        ),
     )
     slow = list(new)
     slow_rolls = iter(rolls)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.chat.service import ChatService
@@ -57,6 +57,7 @@ from tavernkit.text.variables import InMemoryVariables
 __all__ = [
     "RawGenerator",
     "ScriptOutcome",
+    "ScriptRunOptions",
     "StoredChatHost",
     "run_chat_quick_reply",
     "run_chat_script",
@@ -362,30 +363,50 @@ class ScriptOutcome:
         }
 
 
+class ScriptRunOptions(TypedDict, total=False):
+    """How a script runs on a stored chat: ``raw`` generates for ``/gen`` and friends,
+    ``admit`` is awaited before each generation (the turn rate), ``input_text`` is what the
+    input box holds, ``registry`` the slash commands (the built-in ones by default),
+    ``budget`` bounds the run, and ``store_regex_toggle`` keeps ``/regex-toggle``'s changes."""
+
+    raw: RawGenerator | None
+    admit: Callable[[], Awaitable[None]] | None
+    input_text: str
+    registry: CommandRegistry | None
+    budget: Budget | None
+    store_regex_toggle: RegexToggleStore | None
+
+
+async def _open(
+    chats: ChatService, chat_id: str, options: ScriptRunOptions, caller: str
+) -> tuple[StoredChatHost, ScriptRunner]:
+    """The chat's script host and a runner over it, as ``options`` ask."""
+    unknown = sorted(set(options) - set(ScriptRunOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
+    host = await StoredChatHost.open(
+        chats,
+        chat_id,
+        raw=options.get("raw"),
+        admit=options.get("admit"),
+        input_text=options.get("input_text", ""),
+        store_regex_toggle=options.get("store_regex_toggle"),
+    )
+    registry, budget = options.get("registry"), options.get("budget")
+    runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
+    return host, runner
+
+
 async def run_chat_script(
     chats: ChatService,
     chat_id: str,
     text: str,
-    *,
-    raw: RawGenerator | None = None,
-    admit: Callable[[], Awaitable[None]] | None = None,
-    input_text: str = "",
-    registry: CommandRegistry | None = None,
-    budget: Budget | None = None,
-    store_regex_toggle: RegexToggleStore | None = None,
+    **options: Unpack[ScriptRunOptions],
 ) -> ScriptOutcome:
     """Run the STscript ``text`` on a stored chat (see the module docstring). A script that
     does not parse, fails or runs past its budget comes back with ``error`` set; what it
     changed before that stays stored, as in SillyTavern."""
-    host = await StoredChatHost.open(
-        chats,
-        chat_id,
-        raw=raw,
-        admit=admit,
-        input_text=input_text,
-        store_regex_toggle=store_regex_toggle,
-    )
-    runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
+    host, runner = await _open(chats, chat_id, options, "run_chat_script")
 
     async def run() -> _Ended:
         result = await runner.run(text)
@@ -402,13 +423,8 @@ async def run_chat_quick_reply(
     set_name: str,
     reply: int | str,
     *,
-    raw: RawGenerator | None = None,
-    admit: Callable[[], Awaitable[None]] | None = None,
-    input_text: str = "",
-    registry: CommandRegistry | None = None,
-    budget: Budget | None = None,
     mode: Literal["click", "run"] = "click",
-    store_regex_toggle: RegexToggleStore | None = None,
+    **options: Unpack[ScriptRunOptions],
 ) -> ScriptOutcome:
     """Click the quick reply ``reply`` (its id, or its label) of the set ``set_name`` on a
     stored chat, with ``input_text`` typed, as SillyTavern's button does
@@ -417,19 +433,11 @@ async def run_chat_quick_reply(
     input box (``input`` of the outcome). ``mode="run"``: as ``/run`` and automatic
     executions run it (the input is not joined). An unknown set or reply is
     :class:`NotFound`."""
-    host = await StoredChatHost.open(
-        chats,
-        chat_id,
-        raw=raw,
-        admit=admit,
-        input_text=input_text,
-        store_regex_toggle=store_regex_toggle,
-    )
+    host, runner = await _open(chats, chat_id, options, "run_chat_quick_reply")
     qr_set = host.quick_replies.get(set_name)
     found = qr_set.find(reply) if qr_set is not None else None
     if qr_set is None or found is None:
         raise NotFound(f"no quick reply {reply!r} in a set named {set_name!r}")
-    runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
 
     async def run() -> _Ended:
         return _Ended(str(await runner.run_quick_reply(qr_set, found, mode=mode) or ""))

@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TypedDict, Unpack
 
 from tavernkit.chat.swipe_writer import SwipeWriter
 from tavernkit.generation.result import TurnResult
@@ -38,7 +39,7 @@ from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store.protocol import Store, SwipeText
 
-__all__ = ["ContinuationJoin", "Continued", "StoreSink", "TeeSink"]
+__all__ = ["ContinuationJoin", "Continued", "StoreSink", "StoreSinkOptions", "TeeSink"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -51,6 +52,19 @@ class Continued:
 
 
 NOT_CONTINUED = Continued()
+
+
+class StoreSinkOptions(TypedDict, total=False):
+    """:class:`StoreSink`'s keyword options: the chat's ``owner``, what a ``continued`` reply
+    already holds, the least time between two writes (``min_interval``, seconds, by
+    ``clock``), and the ``writer`` and ``place`` its docstring describes."""
+
+    owner: str
+    continued: Continued
+    min_interval: float
+    clock: Callable[[], float]
+    writer: SwipeWriter | None
+    place: Callable[[], Awaitable[tuple[str, int, Message]]] | None
 
 
 class StoreSink:
@@ -71,25 +85,23 @@ class StoreSink:
         message_id: str,
         swipe_index: int,
         message: Message,
-        *,
-        owner: str = DEFAULT_OWNER,
-        continued: Continued = NOT_CONTINUED,
-        min_interval: float = 0.2,
-        clock: Callable[[], float] = time.monotonic,
-        writer: SwipeWriter | None = None,
-        place: Callable[[], Awaitable[tuple[str, int, Message]]] | None = None,
+        **options: Unpack[StoreSinkOptions],
     ) -> None:
+        unknown = sorted(set(options) - set(StoreSinkOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"StoreSink() got an unexpected keyword argument {unknown[0]!r}")
+        continued = options.get("continued", NOT_CONTINUED)
         self.store = store
-        self._place = place
+        self._place = options.get("place")
         self.message_id = message_id
         self.swipe_index = swipe_index
         self.message = message
-        self.owner = owner
+        self.owner = options.get("owner", DEFAULT_OWNER)
         self.prefix = continued.text
         self.reasoning_prefix = continued.reasoning
-        self.min_interval = min_interval
-        self.clock = clock
-        self.writer = writer
+        self.min_interval = options.get("min_interval", 0.2)
+        self.clock = options.get("clock", time.monotonic)
+        self.writer = options.get("writer")
         self.text = ""
         self.reasoning = ""
         self._written_text: str | None = None

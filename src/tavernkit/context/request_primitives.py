@@ -26,7 +26,7 @@ Only native tool calling here: the prompt protocols belong to ``generate_task``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tavernkit.context.port import RequestPort
 from tavernkit.context.request_data import (
@@ -56,6 +56,7 @@ from tavernkit.providers.request import (
 
 __all__ = [
     "ChatCompletionService",
+    "ChatRequestOptions",
     "ConnectionManagerRequestService",
     "StreamChunk",
     "TextCompletionService",
@@ -66,38 +67,54 @@ __all__ = [
 ]
 
 
+class ChatRequestOptions(TypedDict, total=False):
+    """:func:`send_chat_request`'s keyword options: the ``tools`` offered and ``tool_choice``,
+    the presets (``llm_preset_name``, ``api_preset_name``, ``api_settings_override``), the
+    ``request_scope`` (``"main"`` runs the main chat's hooks, ``"extension_internal"`` skips
+    them), ``function_call_options`` and a ``json_schema`` for structured output."""
+
+    tools: Sequence[Any] | None
+    tool_choice: Any
+    llm_preset_name: str
+    api_preset_name: str
+    api_settings_override: Mapping[str, Any] | ConnectionProfile | None
+    request_scope: str
+    function_call_options: Mapping[str, Any] | None
+    json_schema: Mapping[str, Any] | None
+
+
 async def send_chat_request(
     ctx: RequestPort,
     kind: str,
     messages: Sequence[Mapping[str, Any]],
     abort: AbortSignal | None = None,
-    *,
-    tools: Sequence[Any] | None = None,
-    tool_choice: Any = "auto",
-    llm_preset_name: str = "",
-    api_preset_name: str = "",
-    api_settings_override: Mapping[str, Any] | ConnectionProfile | None = None,
-    request_scope: str = "main",
-    function_call_options: Mapping[str, Any] | None = None,
-    json_schema: Mapping[str, Any] | None = None,
+    **options: Unpack[ChatRequestOptions],
 ) -> dict[str, Any]:
-    """``messages`` to a chat-family connection, once; the OpenAI-shaped response body."""
+    """``messages`` to a chat-family connection, once; the OpenAI-shaped response body (the
+    options: :class:`ChatRequestOptions`)."""
+    unknown = sorted(set(options) - set(ChatRequestOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"send_chat_request() got an unexpected keyword argument {unknown[0]!r}")
+    o = options
     sender = _Sender(ctx)
     connection, request = await _chat_request(
         sender,
         messages,
         _Presets(
-            llm_preset_name=llm_preset_name,
-            api_preset_name=api_preset_name,
-            api_settings_override=api_settings_override,
+            llm_preset_name=o.get("llm_preset_name", ""),
+            api_preset_name=o.get("api_preset_name", ""),
+            api_settings_override=o.get("api_settings_override"),
         ),
         _ToolOffer(
-            tools=tools, tool_choice=tool_choice, function_call_options=function_call_options
+            tools=o.get("tools"),
+            tool_choice=o.get("tool_choice", "auto"),
+            function_call_options=o.get("function_call_options"),
         ),
-        {"json_schema": json_schema},
+        {"json_schema": o.get("json_schema")},
     )
+    scope = _scope(o.get("request_scope", "main"))
     completion = await sender.send(
-        connection, request, kind=kind, scope=_scope(request_scope), stream=False, abort=abort
+        connection, request, kind=kind, scope=scope, stream=False, abort=abort
     )
     return completion_to_openai(completion)
 

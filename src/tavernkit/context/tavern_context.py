@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import os
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, ParamSpec, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypedDict, TypeVar, Unpack
 
 import httpx2
 
@@ -53,7 +52,7 @@ from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.tasks import prompt as tp
-from tavernkit.tasks.options import TaskOptions, TaskResult, TaskStream
+from tavernkit.tasks.options import TaskKeywords, TaskOptions, TaskResult, TaskStream
 from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
 from tavernkit.tools.capability import ToolCapabilities
 from tavernkit.tools.capability import (
@@ -67,10 +66,8 @@ from tavernkit.tools.loop import run_tool_loop as _run_tool_loop
 from tavernkit.tools.registry import FunctionTool, ToolAction, ToolRegistry, tools_from_specs
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["ConnectionProfiles", "LoudChats", "TavernContext"]
+__all__ = ["ConnectionProfiles", "ContextOptions", "LoudChats", "TavernContext"]
 
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 _T = TypeVar("_T")
 _UNSEEDED = random.Random()  # shared: seeding one per context read the OS entropy
 
@@ -89,23 +86,22 @@ class LoudChats(Protocol):
     ) -> int: ...
 
 
-def _task_kwargs(values: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in values.items() if k != "self"}
+class ContextOptions(TypedDict, total=False):
+    """:class:`TavernContext`'s keyword options, its injection points (what each does: its
+    docstring); ``chats`` is the Tavern's chat service, ``before_request`` a hook on each
+    provider request, ``side_task`` a context for side tasks
+    (:meth:`TavernContext.for_side_tasks`)."""
 
-
-def _parameters_of(
-    source: Callable[_P, object],
-) -> Callable[[Callable[..., _R]], Callable[_P, _R]]:
-    """Give the decorated function ``source``'s parameters (for type checkers and
-    ``help()``), so two entry points taking the same options declare them once."""
-
-    def apply(target: Callable[..., _R]) -> Callable[_P, _R]:
-        returns = inspect.signature(target).return_annotation
-        signature = inspect.signature(source).replace(return_annotation=returns)
-        vars(target)["__signature__"] = signature
-        return cast("Callable[_P, _R]", target)
-
-    return apply
+    chats: LoudChats | None
+    client: httpx2.AsyncClient | None
+    retry: RetryPolicy | None
+    rng: random.Random | None
+    local_factory: LocalFactory | None
+    environ: Mapping[str, str] | None
+    before_request: BeforeRequest | None
+    key_clock: Callable[[], float]
+    fallbacks: bool
+    side_task: bool
 
 
 class TavernContext:
@@ -126,17 +122,7 @@ class TavernContext:
         self,
         runtime: Runtime,
         chat_id: str | None = None,
-        *,
-        chats: LoudChats | None = None,
-        client: httpx2.AsyncClient | None = None,
-        retry: RetryPolicy | None = None,
-        rng: random.Random | None = None,
-        local_factory: LocalFactory | None = None,
-        environ: Mapping[str, str] | None = None,
-        before_request: BeforeRequest | None = None,
-        key_clock: Callable[[], float] = time.time,
-        fallbacks: bool = True,
-        side_task: bool = False,
+        **options: Unpack[ContextOptions],
     ) -> None:
         if not isinstance(runtime, Runtime):
             # a Tavern here was the old call: say the new one rather than fail deep inside
@@ -145,20 +131,24 @@ class TavernContext:
                 f"expected a Runtime, got {got}: use tk.context(chat_id) "
                 "or TavernContext(tk.runtime, ...)"
             )
+        unknown = sorted(set(options) - set(ContextOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"TavernContext() got an unexpected keyword argument {unknown[0]!r}")
+        o = options
         self.runtime = runtime
-        self._chats = chats
+        self._chats = o.get("chats")
         self.chat_id = chat_id
-        self._client = client
-        self.retry = retry or RetryPolicy()
-        self.rng = rng or _UNSEEDED
+        self._client = o.get("client")
+        self.retry = o.get("retry") or RetryPolicy()
+        self.rng = o.get("rng") or _UNSEEDED
         # the Tavern's shared embedded model unless one is injected: loaded once per process
-        self.local_factory: LocalFactory = local_factory or runtime.local_models
-        self.environ = environ
-        self.before_request = before_request
-        self.key_clock = key_clock
-        self.fallbacks = fallbacks
+        self.local_factory: LocalFactory = o.get("local_factory") or runtime.local_models
+        self.environ = o.get("environ")
+        self.before_request = o.get("before_request")
+        self.key_clock = o.get("key_clock", time.time)
+        self.fallbacks = o.get("fallbacks", True)
         #: a side task's context: a call naming no profile runs on the utility profile
-        self.side_task = side_task
+        self.side_task = o.get("side_task", False)
         self.connection_profiles = ConnectionProfiles(self)
 
     def for_side_tasks(self) -> TavernContext:
@@ -333,43 +323,23 @@ class TavernContext:
     # -- generate_task -----------------------------------------------------------------------
 
     async def generate_task(
-        self,
-        task_messages: Sequence[Mapping[str, Any]],
-        *,
-        include_character_card: bool = True,
-        world_info_source: str = "none",
-        custom_world_info_messages: Sequence[Mapping[str, Any]] | None = None,
-        runtime_world_info: WorldInfoResult | Mapping[str, Any] | None = None,
-        force_world_info_resimulate: bool = False,
-        world_info_type: str = "quiet",
-        api_preset_name: str = "",
-        llm_preset_name: str = "",
-        model_override: str = "",
-        tools: Sequence[Mapping[str, Any] | FunctionTool] | None = None,
-        tool_choice: Any = "auto",
-        json_schema: Mapping[str, Any] | None = None,
-        function_call_mode: str = "auto",
-        function_call_options: Mapping[str, Any] | None = None,
-        abort: AbortSignal | None = None,
-        substitute_macros: bool = True,
-        response_length: int | None = None,
-        side_task: bool = False,
+        self, task_messages: Sequence[Mapping[str, Any]], **options: Unpack[TaskKeywords]
     ) -> TaskResult:
         """One LLM request with profile, preset, world info, envelope, tools or schema, and a
-        normalized :class:`~tavernkit.tasks.options.TaskResult`. Raises
+        normalized :class:`~tavernkit.tasks.options.TaskResult` (the options:
+        :class:`~tavernkit.tasks.options.TaskKeywords`). Raises
         :class:`~tavernkit.errors.GenerateTaskError`."""
-        options = TaskOptions(**_task_kwargs(locals()))
-        options.validate()
-        context = self.for_side_tasks() if side_task else self
-        return await context._in_window(lambda services: run_task(services, options, None))
+        task = TaskOptions.of(task_messages, options)
+        task.validate()
+        context = self.for_side_tasks() if task.side_task else self
+        return await context._in_window(lambda services: run_task(services, task, None))
 
-    @_parameters_of(generate_task)
     def generate_task_stream(
-        self, task_messages: Sequence[Mapping[str, Any]], **options: Any
+        self, task_messages: Sequence[Mapping[str, Any]], **options: Unpack[TaskKeywords]
     ) -> TaskStream:
         """:meth:`generate_task` as a stream of events ending in the result (the same
         parameters). Validation errors raise here, synchronously."""
-        task = TaskOptions(task_messages, **options)
+        task = TaskOptions.of(task_messages, options)
         task.validate()
         context = self.for_side_tasks() if task.side_task else self
         return task_stream_in_window(

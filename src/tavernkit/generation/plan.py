@@ -29,7 +29,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from tavernkit.errors import Unusable as Unusable
 from tavernkit.generation.result import AttemptRecord
@@ -52,6 +52,7 @@ __all__ = [
     "FundingScope",
     "Plan",
     "PlanEntry",
+    "PlanPolicy",
     "SkipRecord",
     "TurnContext",
     "Unusable",
@@ -240,6 +241,21 @@ class SkipRecord:
         )
 
 
+class PlanPolicy(TypedDict, total=False):
+    """How a :class:`Plan` orders and guards its attempts (see the module docstring):
+    ``randomize`` moves a member drawn with ``rng`` to the front; ``deferred`` is the extra
+    route tried after every planned attempt failed (unless ``deferred_opt_out``);
+    ``admission`` is asked before each attempt; ``max_key_attempts`` caps the keys one entry
+    tries."""
+
+    randomize: bool
+    rng: random.Random | None
+    deferred: DeferredRoute | None
+    deferred_opt_out: bool
+    admission: Admission | None
+    max_key_attempts: int
+
+
 class Plan:
     """An ordered, lazily materialized list of attempts (see the module docstring)."""
 
@@ -250,25 +266,23 @@ class Plan:
         resolver: EntryResolver,
         scope: FundingScope,
         context: TurnContext,
-        randomize: bool = False,
-        rng: random.Random | None = None,
-        deferred: DeferredRoute | None = None,
-        deferred_opt_out: bool = False,
-        admission: Admission | None = None,
-        max_key_attempts: int = 3,
+        **policy: Unpack[PlanPolicy],
     ) -> None:
+        unknown = sorted(set(policy) - set(PlanPolicy.__annotations__))
+        if unknown:
+            raise TypeError(f"Plan() got an unexpected keyword argument {unknown[0]!r}")
         ordered = list(entries)
-        if randomize and len(ordered) > 1:
-            lead = (rng or random.Random()).randrange(len(ordered))
+        if policy.get("randomize", False) and len(ordered) > 1:
+            lead = (policy.get("rng") or random.Random()).randrange(len(ordered))
             ordered.insert(0, ordered.pop(lead))
         self.entries: tuple[PlanEntry, ...] = tuple(ordered)
         self.resolver = resolver
         self.scope = scope
         self.context = context
-        self.deferred = deferred
-        self.deferred_opt_out = deferred_opt_out
-        self.admission = admission
-        self.max_key_attempts = max_key_attempts
+        self.deferred = policy.get("deferred")
+        self.deferred_opt_out = policy.get("deferred_opt_out", False)
+        self.admission = policy.get("admission")
+        self.max_key_attempts = policy.get("max_key_attempts", 3)
         self.skipped: list[SkipRecord] = []
         self._next = 0
         self._deferred_state: Literal["pending", "used", "refused"] = "pending"

@@ -17,7 +17,7 @@ evaluated as in a chat turn either way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tavernkit.errors import FormatError
 from tavernkit.models.character import Character
@@ -31,7 +31,12 @@ from tavernkit.prompt.state import PromptState, Substitute
 from tavernkit.text.tokens import Tokenizer
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["build_preset_aware_prompt_messages", "build_task_envelope", "task_history"]
+__all__ = [
+    "EnvelopeOptions",
+    "build_preset_aware_prompt_messages",
+    "build_task_envelope",
+    "task_history",
+]
 
 _ROLES = ("system", "user", "assistant", "tool")
 
@@ -89,24 +94,41 @@ def task_history(task_messages: Sequence[Mapping[str, Any]]) -> list[OpenAIMessa
     return out
 
 
+class EnvelopeOptions(TypedDict, total=False):
+    """:func:`build_task_envelope`'s keyword options: ``include_character_card`` (off: only
+    the character's name is kept, and the chat's own scenario, example messages and system
+    prompt are dropped), the ``preset`` in place
+    of the state's, the generation ``kind``, ``tokenizer``, ``substitute`` and ``compat`` as
+    :func:`~.chat_completion.build_chat_completion` takes them, and
+    ``literal_task_messages`` (the task messages' macros left as written: see the module
+    docstring)."""
+
+    include_character_card: bool
+    preset: ChatCompletionPreset | None
+    kind: str
+    tokenizer: Tokenizer | None
+    substitute: Substitute | None
+    compat: str
+    literal_task_messages: bool
+
+
 def build_task_envelope(
     state: PromptState,
     wi: WorldInfoResult | None,
     task_messages: Sequence[Mapping[str, Any]],
-    *,
-    include_character_card: bool = True,
-    preset: ChatCompletionPreset | None = None,
-    kind: str = "normal",
-    tokenizer: Tokenizer | None = None,
-    substitute: Substitute | None = None,
-    compat: str = "default",
-    literal_task_messages: bool = False,
+    **options: Unpack[EnvelopeOptions],
 ) -> AssembledChat:
-    """The preset's prompt with ``task_messages`` in place of the chat history (pure).
-    ``literal_task_messages``: see the module docstring."""
+    """The preset's prompt with ``task_messages`` in place of the chat history (pure; the
+    options: :class:`EnvelopeOptions`)."""
+    unknown = sorted(set(options) - set(EnvelopeOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"build_task_envelope() got an unexpected keyword argument {unknown[0]!r}")
+    o = options
+    preset, substitute = o.get("preset"), o.get("substitute")
+    compat = o.get("compat", "default")
     if preset is not None:
         state = state.replace(preset=preset)
-    if not include_character_card:
+    if not o.get("include_character_card", True):
         metadata = state.chat_metadata
         if metadata is not None:
             metadata = metadata.model_copy(
@@ -116,15 +138,15 @@ def build_task_envelope(
             character=Character(name=state.character.name), chat_metadata=metadata
         )
     history = task_history(task_messages)
-    if literal_task_messages:
+    if o.get("literal_task_messages", False):
         if substitute is None:
             substitute = macro_substitute(state, outlets=worldinfo_outlets(wi), compat=compat)
         substitute = _skipping(substitute, frozenset(id(m.content) for m in history if m.content))
     return build_chat_completion(
         state,
         wi,
-        kind=kind,
-        tokenizer=tokenizer,
+        kind=o.get("kind", "normal"),
+        tokenizer=o.get("tokenizer"),
         compat=compat,
         substitute=substitute,
         history=history,

@@ -298,12 +298,7 @@ def prepare(
     variables: Any = None,
     renderer: PromptRenderer | None = None,
     extension_prompts: Mapping[str, ExtensionPrompt] | None = None,
-    rng: Callable[[], float] | None = None,
-    wi: WorldInfoResult | None = None,
-    quiet_prompt: str = "",
-    dry_run: bool = False,
-    explain: bool = False,
-    **builder_options: Any,
+    **run_options: Any,
 ) -> PreparedPrompt:
     """Build the prompt of one generation from the store's state, SillyTavern's way.
 
@@ -315,7 +310,9 @@ def prepare(
     :class:`~tavernkit.prompt.assembled.AssembledChat`, anything else a
     :class:`~tavernkit.prompt.assembled.AssembledText`. A card's macros are evaluated once and
     shared by the scan and the builder: a ``{{random}}`` in the description is rolled once and
-    an ``{{incvar}}`` moves once per build.
+    an ``{{incvar}}`` moves once per build. ``compat`` to ``extension_prompts`` open the build
+    (:func:`begin`); the other keywords (``rng``, ``wi``, ``quiet_prompt``, ``dry_run``,
+    ``explain``, the builder's options) run it (:meth:`PromptSession.run`).
     """
     session = begin(
         state,
@@ -325,13 +322,5 @@ def prepare(
         renderer=renderer,
         extension_prompts=extension_prompts,
     )
-    prompt, wi = session.run(
-        generation_type,
-        rng=rng,
-        wi=wi,
-        quiet_prompt=quiet_prompt,
-        dry_run=dry_run,
-        explain=explain,
-        **builder_options,
-    )
+    prompt, wi = session.run(generation_type, **run_options)
     return PreparedPrompt(prompt, wi, session)

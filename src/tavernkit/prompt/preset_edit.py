@@ -9,7 +9,7 @@ yet, it is created from the order in force (the legacy ``100000`` list or the de
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tavernkit.errors import PresetEditError as PresetEditError
 from tavernkit.models.preset import (
@@ -20,6 +20,7 @@ from tavernkit.models.preset import (
 )
 
 __all__ = [
+    "NewPromptPlacing",
     "PresetEditError",
     "add_prompt",
     "move_prompt",
@@ -172,20 +173,35 @@ def set_content(
     return _done(data)
 
 
+class NewPromptPlacing(TypedDict, total=False):
+    """Where and how :func:`add_prompt` places a new prompt: its ``role`` (system by
+    default), in the chat at ``depth`` (``in_chat``) or among the preset's prompts, its
+    injection ``order``, whether it starts ``enabled``, and the order entry it follows
+    (``after``; none: at the end)."""
+
+    role: str
+    in_chat: bool
+    depth: int
+    order: int
+    enabled: bool
+    after: str | None
+
+
 def add_prompt(
     preset: ChatCompletionPreset,
     identifier: str,
     *,
     name: str,
     content: str,
-    role: str = "system",
-    in_chat: bool = False,
-    depth: int = 4,
-    order: int = 100,
-    enabled: bool = True,
-    after: str | None = None,
+    **placing: Unpack[NewPromptPlacing],
 ) -> ChatCompletionPreset:
-    """Add a custom prompt (SillyTavern's shape for a new one) and place it in the order."""
+    """Add a custom prompt (SillyTavern's shape for a new one) and place it in the order
+    (where and how: :class:`NewPromptPlacing`)."""
+    unknown = sorted(set(placing) - set(NewPromptPlacing.__annotations__))
+    if unknown:
+        raise TypeError(f"add_prompt() got an unexpected keyword argument {unknown[0]!r}")
+    role = placing.get("role", "system")
+    in_chat, after = placing.get("in_chat", False), placing.get("after")
     if role not in _ROLES:
         raise PresetEditError(f"role must be one of {', '.join(_ROLES)}")
     if preset.prompt(identifier) is not None:
@@ -201,14 +217,14 @@ def add_prompt(
             "role": role,
             "content": content,
             "injection_position": INJECTION_ABSOLUTE if in_chat else INJECTION_RELATIVE,
-            "injection_depth": depth,
-            "injection_order": order,
+            "injection_depth": placing.get("depth", 4),
+            "injection_order": placing.get("order", 100),
             "injection_trigger": [],
             "forbid_overrides": False,
         }
     )
     order_list = _order(data, preset)
-    entry = {"identifier": identifier, "enabled": enabled}
+    entry = {"identifier": identifier, "enabled": placing.get("enabled", True)}
     anchor = _find(order_list, after) if after is not None else -1
     if after is not None and anchor < 0:
         raise PresetEditError(f"{after!r} is not in the prompt order")

@@ -10,7 +10,7 @@ generations both go through here, so they cannot drift apart.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, Required, TypedDict, Unpack, overload
 
 from tavernkit.models.chat import Message
 from tavernkit.models.chat_window import MessageWindow, OutsideWindow
@@ -22,7 +22,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.scan import scan as wi_scan
 from tavernkit.worldinfo.tokens import estimate_tokens
 
-__all__ = ["prompt_budget", "scan_texts", "scan_world_info"]
+__all__ = ["PromptScanOptions", "prompt_budget", "scan_texts", "scan_world_info"]
 
 
 def scan_texts(state: PromptState, substitute: Substitute, *, include_names: bool) -> Sequence[str]:
@@ -121,23 +121,31 @@ def prompt_budget(state: PromptState, *, is_chat: bool) -> int:
     return context - response
 
 
+class PromptScanOptions(TypedDict, total=False):
+    """:func:`scan_world_info`'s keyword options: ``kind`` the generation type (the scan's
+    trigger); ``is_chat`` (required) a chat-completion build, whose budget is the preset's;
+    ``scan`` in place of :func:`tavernkit.worldinfo.scan` (a benchmark's or a test's); the
+    rest as the function's docstring and that scan's keywords of the same names say."""
+
+    kind: str
+    is_chat: Required[bool]
+    count_tokens: Callable[[str], int] | None
+    character_filename: str | None
+    rng: Callable[[], float] | None
+    compat: str
+    dry_run: bool
+    scan: Callable[..., Any] | None
+    card: CardFields | None
+    texts: Sequence[str] | None
+    force_activate: Iterable[str]
+
+
 def scan_world_info(
     state: PromptState,
     books: Iterable[Any],
     settings: Any,
     substitute: Substitute,
-    *,
-    kind: str = "normal",
-    is_chat: bool,
-    count_tokens: Callable[[str], int] | None = None,
-    character_filename: str | None = None,
-    rng: Callable[[], float] | None = None,
-    compat: str = "default",
-    dry_run: bool = False,
-    scan: Callable[..., Any] | None = None,
-    card: CardFields | None = None,
-    texts: Sequence[str] | None = None,
-    force_activate: Iterable[str] = (),
+    **options: Unpack[PromptScanOptions],
 ) -> WorldInfoResult:
     """Scan ``books`` (``(name, data, scope)`` tuples or ``worldinfo.Book`` values) for the
     chat of ``state``. ``settings`` is anything ``ScanSettings.coerce`` reads (SillyTavern's
@@ -148,7 +156,16 @@ def scan_world_info(
     own messages); ``count_tokens`` defaults to the scan's estimate. A character's extra books
     (scope ``character_extra``) scan as character books, as in SillyTavern.
     ``force_activate``: ``"world.uid"`` keys activated as if a key matched (vectorized
-    entries)."""
+    entries). The options: :class:`PromptScanOptions`."""
+    unknown = sorted(set(options) - set(PromptScanOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"scan_world_info() got an unexpected keyword argument {unknown[0]!r}")
+    if "is_chat" not in options:
+        raise TypeError("scan_world_info() missing 1 required keyword-only argument: 'is_chat'")
+    o = options
+    kind, card, texts = o.get("kind", "normal"), o.get("card"), o.get("texts")
+    count_tokens, force_activate = o.get("count_tokens"), o.get("force_activate", ())
+    scan = o.get("scan")
     if scan is None:
         scan = wi_scan
     # only when there are any: a caller's own scan function may not take the argument
@@ -165,7 +182,7 @@ def scan_world_info(
     result: WorldInfoResult = scan(
         [_scoped(b) for b in books],
         texts,
-        max_context=prompt_budget(state, is_chat=is_chat),
+        max_context=prompt_budget(state, is_chat=o["is_chat"]),
         settings=settings,
         global_scan_data={
             "personaDescription": fields.persona,
@@ -177,12 +194,12 @@ def scan_world_info(
             "trigger": kind,
         },
         trigger=kind,
-        character_filename=character_filename,
+        character_filename=o.get("character_filename"),
         timed_state=timed,
         substitute=substitute,
-        rng=rng,  # None: the scan's own unseeded generator
-        dry_run=dry_run,
-        compat=compat,
+        rng=o.get("rng"),  # None: the scan's own unseeded generator
+        dry_run=o.get("dry_run", False),
+        compat=o.get("compat", "default"),
         count_tokens=count_tokens if count_tokens is not None else estimate_tokens,
         **forced,
     )

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as _replace
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from tavernkit.errors import PluginError
 
@@ -27,6 +27,7 @@ __all__ = [
     "ArgType",
     "Command",
     "CommandFunction",
+    "CommandOptions",
     "CommandRegistry",
     "NamedArgSpec",
 ]
@@ -72,6 +73,21 @@ class Command:
         return next((a for a in self.named_args if a.name == name), None)
 
 
+class CommandOptions(TypedDict, total=False):
+    """:meth:`CommandRegistry.register`'s keyword options: :class:`Command`'s fields of the
+    same names, and ``replace`` (a name already registered is replaced rather than an
+    error)."""
+
+    aliases: Sequence[str]
+    named_args: Sequence[NamedArgSpec | str]
+    unnamed_types: Sequence[ArgType]
+    split: bool
+    split_count: int | None
+    raw_quotes: bool
+    help: str
+    replace: bool
+
+
 class CommandRegistry:
     """Commands by name and alias (SillyTavern's names are case-sensitive)."""
 
@@ -98,33 +114,32 @@ class CommandRegistry:
         self,
         name: str,
         function: CommandFunction,
-        *,
-        aliases: Sequence[str] = (),
-        named_args: Sequence[NamedArgSpec | str] = (),
-        unnamed_types: Sequence[ArgType] = ("string",),
-        split: bool = False,
-        split_count: int | None = None,
-        raw_quotes: bool = False,
-        help: str = "",
-        replace: bool = False,
+        **options: Unpack[CommandOptions],
     ) -> Command:
-        """Add a command; ``named_args`` are specs or plain names (string arguments)."""
+        """Add a command (its options: :class:`CommandOptions`); ``named_args`` are specs or
+        plain names (string arguments)."""
+        unknown = sorted(set(options) - set(CommandOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"register() got an unexpected keyword argument {unknown[0]!r}")
         if not name or any(c.isspace() or c in "|/" for c in name):
             raise PluginError(f"invalid slash command name {name!r}")
-        specs = tuple(a if isinstance(a, NamedArgSpec) else NamedArgSpec(a) for a in named_args)
+        o = options
+        specs = tuple(
+            a if isinstance(a, NamedArgSpec) else NamedArgSpec(a) for a in o.get("named_args", ())
+        )
         return self.add(
             Command(
                 name=name,
                 function=function,
-                aliases=tuple(aliases),
+                aliases=tuple(o.get("aliases", ())),
                 named_args=specs,
-                unnamed_types=tuple(unnamed_types),
-                split=split,
-                split_count=split_count,
-                raw_quotes=raw_quotes,
-                help=help,
+                unnamed_types=tuple(o.get("unnamed_types", ("string",))),
+                split=o.get("split", False),
+                split_count=o.get("split_count"),
+                raw_quotes=o.get("raw_quotes", False),
+                help=o.get("help", ""),
             ),
-            replace=replace,
+            replace=o.get("replace", False),
         )
 
     def get(self, name: str) -> Command | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypedDict, get_args
 
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
@@ -20,6 +20,7 @@ from tavernkit.worldinfo.result import WorldInfoResult
 __all__ = [
     "TaskDone",
     "TaskEvent",
+    "TaskKeywords",
     "TaskOptions",
     "TaskReasoningDelta",
     "TaskResult",
@@ -88,6 +89,30 @@ class TaskDone:
 TaskEvent = TaskTextDelta | TaskReasoningDelta | TaskToolCallEvent | TaskDone
 
 
+class TaskKeywords(TypedDict, total=False):
+    """``generate_task``'s keyword options (each: :class:`TaskOptions`'s field of that name;
+    what they do: :meth:`TavernContext.generate_task`)."""
+
+    include_character_card: bool
+    world_info_source: str
+    custom_world_info_messages: Sequence[Mapping[str, Any]] | None
+    runtime_world_info: WorldInfoResult | Mapping[str, Any] | None
+    force_world_info_resimulate: bool
+    world_info_type: str
+    api_preset_name: str
+    llm_preset_name: str
+    model_override: str
+    tools: Sequence[Mapping[str, Any] | FunctionTool] | None
+    tool_choice: Any
+    json_schema: Mapping[str, Any] | None
+    function_call_mode: str
+    function_call_options: Mapping[str, Any] | FunctionCallOptions | None
+    abort: AbortSignal | None
+    substitute_macros: bool
+    response_length: int | None
+    side_task: bool
+
+
 @dataclass
 class TaskOptions:
     """Every option of ``generate_task`` (see :meth:`TavernContext.generate_task`)."""
@@ -118,6 +143,15 @@ class TaskOptions:
     # resolved by validate()
     tool_list: list[FunctionTool] = field(default_factory=list)
     call_options: FunctionCallOptions = field(default_factory=FunctionCallOptions)
+
+    @classmethod
+    def of(cls, task_messages: Sequence[Mapping[str, Any]], keywords: TaskKeywords) -> TaskOptions:
+        """The options of a ``generate_task`` call (not yet validated); a keyword it does not
+        take is a ``TypeError``, as for any call."""
+        unknown = sorted(set(keywords) - set(TaskKeywords.__annotations__))
+        if unknown:
+            raise TypeError(f"generate_task() got an unexpected keyword argument {unknown[0]!r}")
+        return cls(task_messages, **keywords)
 
     @property
     def mode(self) -> Literal["json", "tool", "text"]:

@@ -9,6 +9,7 @@ loop over it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.jscompat import (
@@ -49,60 +50,67 @@ __all__ = [
     "LOOP_NONE",
     "LOOP_RECURSION",
     "EntryChecks",
+    "ScanRequest",
 ]
 
 #: The loop states of a scan (SillyTavern's ``scan_state``).
 LOOP_NONE, LOOP_INITIAL, LOOP_RECURSION, LOOP_MIN_ACTIVATIONS = 0, 1, 2, 3
 
 
+@dataclass(frozen=True, slots=True)
+class ScanRequest:
+    """What one scan is asked, its defaults filled in (each field: :func:`~.scan.scan`'s
+    keyword of that name). ``fields`` are the persona/card texts in
+    :data:`~tavernkit.worldinfo.buffer.FIELD_NAMES` order; ``compat`` is whether
+    SillyTavern 1.18's bugs are kept."""
+
+    chat: Sequence[str]
+    max_context: int | float
+    fields: list[str]
+    trigger: str
+    inject: Sequence[str]
+    character_filename: str | None
+    character_tags: Sequence[str] | None
+    timed_state: Mapping[str, Any] | None
+    force_activate: set[str]
+    substitute: Callable[[str], str]
+    count_tokens: TokenCounter
+    rng: Callable[[], float]
+    dry_run: bool
+    compat: bool
+    explain: bool = False
+
+
 class EntryChecks:
     """One scan's state, and what it decides about one entry in one loop."""
 
     def __init__(
-        self,
-        idx: ScanIndex,
-        engine: WorldInfoEngine,
-        cfg: ScanSettings,
-        *,
-        chat: Sequence[str],
-        max_context: int | float,
-        fields: list[str],
-        trigger: str,
-        inject: Sequence[str],
-        character_filename: str | None,
-        character_tags: Sequence[str] | None,
-        timed_state: Mapping[str, Any] | None,
-        force_activate: set[str],
-        substitute: Callable[[str], str],
-        count_tokens: TokenCounter,
-        rng: Callable[[], float],
-        dry_run: bool,
-        compat: bool,
-        explain: bool = False,
+        self, idx: ScanIndex, engine: WorldInfoEngine, cfg: ScanSettings, request: ScanRequest
     ) -> None:
+        chat = request.chat
         self.idx = idx
         self.entries = idx.entries
         self.cfg = cfg
         self.chat = chat
-        self.max_context = max_context
-        self.trigger = trigger
-        self.char_name = character_filename
-        self.char_tags = character_tags
-        self.forced = force_activate
-        self.substitute = substitute
-        self.count_tokens = count_tokens
-        self.rng = rng
-        self.dry_run = dry_run
-        self.compat = compat
+        self.max_context = request.max_context
+        self.trigger = request.trigger
+        self.char_name = request.character_filename
+        self.char_tags = request.character_tags
+        self.forced = request.force_activate
+        self.substitute = request.substitute
+        self.count_tokens = request.count_tokens
+        self.rng = request.rng
+        self.dry_run = dry_run = request.dry_run
+        self.compat = request.compat
         self.warnings: list[str] = list(idx.warnings)
         self.table = NeedleTable(base=idx.table)
         self._subst: dict[str, str] = {}
         self._timed_out: set[str] = set()
-        self.timed = TimedEffects(timed_state, idx.entries, len(chat), dry_run=dry_run)
+        self.timed = TimedEffects(request.timed_state, idx.entries, len(chat), dry_run=dry_run)
         self.buffer = ScanBuffer(
             chat,
-            fields,
-            inject,
+            request.fields,
+            request.inject,
             self.table,
             idx.matcher,
             engine.guard,
@@ -111,7 +119,7 @@ class EntryChecks:
         )
         self.content: dict[int, str] = {}
         self._views: dict[tuple[Any, ...], View] = {}
-        self.rec = ExplainRecorder(idx.entries) if explain else None
+        self.rec = ExplainRecorder(idx.entries) if request.explain else None
         self._roll = 0.0
         #: The global scan depth as the loop stands (min activations widen it by one a loop).
         self.depth = js_to_number(cfg.depth)

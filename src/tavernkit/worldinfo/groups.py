@@ -14,12 +14,13 @@ entry in ``"a,b"`` does not block group ``"a"``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from tavernkit.jscompat import js_key_order
 from tavernkit.worldinfo.compile import CompiledEntry
 
-__all__ = ["GroupLossNote", "filter_by_inclusion_groups"]
+__all__ = ["GroupLossNote", "GroupRules", "filter_by_inclusion_groups"]
 
 
 class GroupLossNote(Protocol):
@@ -29,34 +30,31 @@ class GroupLossNote(Protocol):
     def __call__(self, idx: int, group: str, why: str, winner: int | None, /) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class GroupRules:
+    """How one scan loop settles its inclusion groups: which entries are sticky, on cooldown or
+    delayed, each entry's group score, whether scoring applies to every group
+    (``global_scoring``), the draw for weighted picks, SillyTavern's bugs kept (``compat``), and
+    who is told of each removal (``note``, explanations only)."""
+
+    is_sticky: Callable[[int], bool]
+    is_cooldown: Callable[[int], bool]
+    is_delay: Callable[[int], bool]
+    score: Callable[[int], int]
+    global_scoring: bool
+    rng: Callable[[], float]
+    compat: bool
+    note: GroupLossNote | None = None
+
+
 def filter_by_inclusion_groups(
     new_entries: list[int],
     entries: Sequence[CompiledEntry],
     activated: Sequence[CompiledEntry],
-    *,
-    is_sticky: Callable[[int], bool],
-    is_cooldown: Callable[[int], bool],
-    is_delay: Callable[[int], bool],
-    score: Callable[[int], int],
-    global_scoring: bool,
-    rng: Callable[[], float],
-    compat: bool,
-    note: GroupLossNote | None = None,
+    rules: GroupRules,
 ) -> None:
     """Remove group losers from ``new_entries`` (indices into ``entries``) in place."""
-    present = _filter(
-        new_entries,
-        entries,
-        activated,
-        is_sticky=is_sticky,
-        is_cooldown=is_cooldown,
-        is_delay=is_delay,
-        score=score,
-        global_scoring=global_scoring,
-        rng=rng,
-        compat=compat,
-        note=note,
-    )
+    present = _filter(new_entries, entries, activated, rules)
     if present is not None and len(present) != len(new_entries):
         new_entries[:] = [i for i in new_entries if i in present]
 
@@ -65,17 +63,10 @@ def _filter(
     new_entries: list[int],
     entries: Sequence[CompiledEntry],
     activated: Sequence[CompiledEntry],
-    *,
-    is_sticky: Callable[[int], bool],
-    is_cooldown: Callable[[int], bool],
-    is_delay: Callable[[int], bool],
-    score: Callable[[int], int],
-    global_scoring: bool,
-    rng: Callable[[], float],
-    compat: bool,
-    note: GroupLossNote | None = None,
+    rules: GroupRules,
 ) -> set[int] | None:
     """The entries of ``new_entries`` that survive (``None``: no groups, all survive)."""
+    compat, note, global_scoring = rules.compat, rules.note, rules.global_scoring
     grouped: dict[str, list[int]] = {}
     for idx in new_entries:
         for name in entries[idx].group_names:
@@ -106,15 +97,15 @@ def _filter(
     for name in order:
         group = grouped[name]
         has_sticky[name] = False
-        stickies = [i for i in group if is_sticky(i)]
+        stickies = [i for i in group if rules.is_sticky(i)]
         if stickies:
             for i in group:
                 if i not in stickies:
                     remove(i, name, "a sticky member keeps the group", stickies[0])
             has_sticky[name] = True
-        for i in [i for i in group if is_cooldown(i)]:
+        for i in [i for i in group if rules.is_cooldown(i)]:
             remove(i, name, "on cooldown")
-        for i in [i for i in group if is_delay(i)]:
+        for i in [i for i in group if rules.is_delay(i)]:
             remove(i, name, "delayed")
 
     for name in order:
@@ -123,7 +114,7 @@ def _filter(
             continue
         if has_sticky[name]:
             continue
-        scores = [score(i) for i in group]
+        scores = [rules.score(i) for i in group]
         best = max(scores)
         pos = 0
         while pos < len(group):
@@ -165,7 +156,7 @@ def _filter(
             why = "group override with the highest order"
         else:
             weights = [entries[i].group_weight for i in group]
-            roll = rng() * sum(weights)
+            roll = rules.rng() * sum(weights)
             winner = -1
             acc = 0.0
             for i, w in zip(group, weights, strict=True):

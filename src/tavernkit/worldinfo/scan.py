@@ -17,7 +17,7 @@ import functools
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from tavernkit.jscompat import (
     js_round,
@@ -31,15 +31,16 @@ from tavernkit.worldinfo.entry_check import (
     LOOP_NONE,
     LOOP_RECURSION,
     EntryChecks,
+    ScanRequest,
 )
-from tavernkit.worldinfo.groups import filter_by_inclusion_groups
+from tavernkit.worldinfo.groups import GroupRules, filter_by_inclusion_groups
 from tavernkit.worldinfo.index import Book, WorldInfoEngine, default_engine
 from tavernkit.worldinfo.index import has_macro as _has_macro
 from tavernkit.worldinfo.result import WorldInfoResult
 from tavernkit.worldinfo.settings import ScanSettings
 from tavernkit.worldinfo.tokens import ByteEstimate, TokenCounter, estimate_tokens
 
-__all__ = ["COMPAT_ST_118", "scan"]
+__all__ = ["COMPAT_ST_118", "ScanOptions", "scan"]
 
 COMPAT_ST_118 = "st-1.18"
 #: the draws of a scan given no ``rng``: one unseeded generator for the process (seeding one
@@ -77,27 +78,33 @@ def _fields(data: Mapping[str, Any] | None) -> list[str]:
     return [v if isinstance(v := values.get(name, ""), str) else "" for name in FIELD_NAMES]
 
 
+class ScanOptions(TypedDict, total=False):
+    """:func:`scan`'s keyword options (what each does: its docstring); ``max_context`` is
+    required."""
+
+    max_context: Required[int | float]
+    settings: ScanSettings | Mapping[str, Any] | Any | None
+    global_scan_data: Mapping[str, Any] | None
+    trigger: str
+    inject: Sequence[str]
+    character_filename: str | None
+    character_tags: Sequence[str] | None
+    timed_state: Mapping[str, Any] | None
+    force_activate: Iterable[str]
+    substitute: Callable[[str], str] | None
+    count_tokens: TokenCounter
+    rng: Callable[[], float] | None
+    dry_run: bool
+    compat: str
+    engine: WorldInfoEngine | None
+    explain: bool
+    content_filter: Callable[[str, Any], str] | None
+
+
 def scan(
     books: Iterable[Book | tuple[Any, ...]],
     chat: Sequence[str],
-    *,
-    max_context: int | float,
-    settings: ScanSettings | Mapping[str, Any] | Any | None = None,
-    global_scan_data: Mapping[str, Any] | None = None,
-    trigger: str = "normal",
-    inject: Sequence[str] = (),
-    character_filename: str | None = None,
-    character_tags: Sequence[str] | None = None,
-    timed_state: Mapping[str, Any] | None = None,
-    force_activate: Iterable[str] = (),
-    substitute: Callable[[str], str] | None = None,
-    count_tokens: TokenCounter = estimate_tokens,
-    rng: Callable[[], float] | None = None,
-    dry_run: bool = False,
-    compat: str = "default",
-    engine: WorldInfoEngine | None = None,
-    explain: bool = False,
-    content_filter: Callable[[str, Any], str] | None = None,
+    **options: Unpack[ScanOptions],
 ) -> WorldInfoResult:
     """Scan ``chat`` (scan texts, **newest first**, see :func:`~tavernkit.worldinfo.scan_chat`)
     against ``books`` and return what activates, in SillyTavern's output shape.
@@ -117,9 +124,16 @@ def scan(
     the result (the regex scripts' WORLD_INFO pass; ``depth`` is the entry's for ``@depth``
     entries, else ``None``); an entry it empties is left out, as SillyTavern leaves it.
     """
+    unknown = sorted(set(options) - set(ScanOptions.__annotations__))
+    if unknown:
+        raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
+    if "max_context" not in options:
+        raise TypeError("scan() missing 1 required keyword-only argument: 'max_context'")
+    o = options
+    engine = o.get("engine")
     eng = engine if engine is not None else default_engine()
-    cfg = ScanSettings.coerce(settings)
-    compat_mode = compat == COMPAT_ST_118
+    cfg = ScanSettings.coerce(o.get("settings"))
+    compat_mode = o.get("compat", "default") == COMPAT_ST_118
     idx = eng.index(
         _as_books(books),
         strategy=cfg.character_strategy,
@@ -127,28 +141,27 @@ def scan(
         whole_words=cfg.match_whole_words,
         compat=compat_mode,
     )
-    run = _Scan(
-        idx,
-        eng,
-        cfg,
+    rng = o.get("rng")
+    request = ScanRequest(
         # a Sequence (the turn's scan texts may be partly unloaded): read, never copied
         chat=chat if isinstance(chat, Sequence) else list(chat),
-        max_context=max_context,
-        fields=_fields(global_scan_data),
-        trigger=trigger,
-        inject=inject,
-        character_filename=character_filename,
-        character_tags=character_tags,
-        timed_state=timed_state,
-        force_activate=set(force_activate),
-        substitute=substitute or _identity,
-        count_tokens=count_tokens,
+        max_context=o["max_context"],
+        fields=_fields(o.get("global_scan_data")),
+        trigger=o.get("trigger", "normal"),
+        inject=o.get("inject", ()),
+        character_filename=o.get("character_filename"),
+        character_tags=o.get("character_tags"),
+        timed_state=o.get("timed_state"),
+        force_activate=set(o.get("force_activate", ())),
+        substitute=o.get("substitute") or _identity,
+        count_tokens=o.get("count_tokens", estimate_tokens),
         rng=rng if rng is not None else _UNSEEDED,
-        dry_run=dry_run,
+        dry_run=o.get("dry_run", False),
         compat=compat_mode,
-        explain=explain,
+        explain=o.get("explain", False),
     )
-    run.content_filter = content_filter
+    run = _Scan(idx, eng, cfg, request)
+    run.content_filter = o.get("content_filter")
     return run.run()
 
 
@@ -258,14 +271,18 @@ class _Scan(EntryChecks):
                 new_entries,
                 entries,
                 [entries[j] for j in activated.values()] if self.idx.has_groups else (),
-                is_sticky=lambda i: bool(timed.sticky) and entries[i].hash in timed.sticky,
-                is_cooldown=lambda i: bool(timed.cooldown) and entries[i].hash in timed.cooldown,
-                is_delay=lambda i: bool(timed.delay) and entries[i].hash in timed.delay,
-                score=functools.partial(self._score, state=state),
-                global_scoring=cfg.use_group_scoring,
-                rng=self.rng,
-                compat=self.compat,
-                note=rec.group_loss if rec is not None else None,
+                GroupRules(
+                    is_sticky=lambda i: bool(timed.sticky) and entries[i].hash in timed.sticky,
+                    is_cooldown=lambda i: (
+                        bool(timed.cooldown) and entries[i].hash in timed.cooldown
+                    ),
+                    is_delay=lambda i: bool(timed.delay) and entries[i].hash in timed.delay,
+                    score=functools.partial(self._score, state=state),
+                    global_scoring=cfg.use_group_scoring,
+                    rng=self.rng,
+                    compat=self.compat,
+                    note=rec.group_loss if rec is not None else None,
+                ),
             )
 
             ignores_budget = sum(1 for i in new_entries if entries[i].ignore_budget)

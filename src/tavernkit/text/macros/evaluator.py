@@ -59,6 +59,7 @@ __all__ = [
     "Evaluation",
     "MacroOverlay",
     "MacroResult",
+    "RenderRules",
     "normalize_result",
     "postprocess",
     "render_macros",
@@ -93,6 +94,18 @@ class MacroResult:
     warnings: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class RenderRules:
+    """How one render runs: the macro dialect (``compat``), how deep nested macros may go
+    (``max_depth``) and how long the output may grow (``max_output``, characters), and whether
+    macros with side effects (variable writes) are skipped."""
+
+    compat: str
+    max_depth: int
+    max_output: int
+    skip_side_effects: bool
+
+
 class Evaluation:
     """The state of one render: environment, variable view, warnings, one-shot flags."""
 
@@ -120,24 +133,21 @@ class Evaluation:
         self,
         env: MacroEnv,
         registry: MacroRegistry,
-        compat: str,
         variables: VariableStore,
         template: Template,
-        max_depth: int,
-        max_output: int,
-        skip_side_effects: bool,
+        rules: RenderRules,
         dynamic: dict[str, object] | None = None,
         overlay: MacroOverlay | None = None,
         used: dict[str, None] | None = None,
     ) -> None:
         self.env = env
         self.registry = registry
-        self.compat = compat
+        self.compat = rules.compat
         self.variables = variables
         self.template = template
-        self.max_depth = max_depth
-        self.max_output = max_output
-        self.skip_side_effects = skip_side_effects
+        self.max_depth = rules.max_depth
+        self.max_output = rules.max_output
+        self.skip_side_effects = rules.skip_side_effects
         self.dynamic = dynamic
         self.overlay = overlay
         self.used = used
@@ -547,12 +557,9 @@ def _render(
     evaluation = Evaluation(
         env=env,
         registry=registry,
-        compat=mode,
         variables=variables,
         template=template,
-        max_depth=max_depth,
-        max_output=max_output_chars,
-        skip_side_effects=skip_side_effects,
+        rules=RenderRules(mode, max_depth, max_output_chars, skip_side_effects),
         dynamic={k.lower(): v for k, v in env.dynamic_macros.items()}
         if env.dynamic_macros
         else None,

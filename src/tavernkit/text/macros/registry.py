@@ -18,7 +18,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from tavernkit.errors import MacroRuntimeError as MacroRuntimeError
 from tavernkit.jscompat import (
@@ -33,7 +33,14 @@ if TYPE_CHECKING:
     from tavernkit.text.macros.env import MacroEnv
     from tavernkit.text.macros.evaluator import Evaluation
 
-__all__ = ["ArgSpec", "MacroCall", "MacroDef", "MacroRegistry", "MacroRuntimeError"]
+__all__ = [
+    "ArgSpec",
+    "MacroCall",
+    "MacroDef",
+    "MacroOptions",
+    "MacroRegistry",
+    "MacroRuntimeError",
+]
 
 ArgType = Literal["string", "integer", "number", "boolean"]
 Availability = Literal["all", "default", "st-1.18"]
@@ -176,6 +183,28 @@ class _Cache:
     data: OrderedDict[tuple[str, str], Any] = field(default_factory=OrderedDict)
 
 
+class MacroOptions(TypedDict, total=False):
+    """:meth:`MacroRegistry.register`'s keyword options. ``args``: a count or the argument
+    specs; ``list``: whether (or how many, ``(min, max)``) extra list arguments it takes;
+    ``strict_args``: a call with the wrong count or types stays as written (with a warning);
+    ``delay_arg_resolution``: arguments reach the handler unevaluated; ``availability``:
+    ``"default"`` hides it in compat st-1.18, ``"st-1.18"`` replaces the shared one only there;
+    ``pure``: a no-argument, side-effect-free value of the env (evaluated once per render);
+    ``block_arg_counts``: the argument counts with which an opening tag may take a
+    ``{{/name}}`` block (see :class:`MacroDef`)."""
+
+    args: int | Sequence[ArgSpec | str]
+    list: bool | tuple[int, int | None]
+    aliases: Sequence[str]
+    description: str
+    strict_args: bool
+    delay_arg_resolution: bool
+    category: str
+    availability: Availability
+    pure: FastHandler | None
+    block_arg_counts: tuple[int, ...] | None
+
+
 class MacroRegistry:
     """Macro definitions by lower-cased name, plus the parse cache that depends on them.
 
@@ -196,19 +225,18 @@ class MacroRegistry:
         self,
         name: str,
         handler: Handler,
-        *,
-        args: int | Sequence[ArgSpec | str] = 0,
-        list: bool | tuple[int, int | None] = False,
-        aliases: Sequence[str] = (),
-        description: str = "",
-        strict_args: bool = True,
-        delay_arg_resolution: bool = False,
-        category: str = "custom",
-        availability: Availability = "all",
-        pure: FastHandler | None = None,
-        block_arg_counts: tuple[int, ...] | None = None,
+        **options: Unpack[MacroOptions],
     ) -> MacroDef:
-        """Add (or replace) a macro. ``availability="default"`` hides it in compat st-1.18."""
+        """Add (or replace) a macro (its options: :class:`MacroOptions`).
+        ``availability="default"`` hides it in compat st-1.18."""
+        unknown = sorted(set(options) - set(MacroOptions.__annotations__))
+        if unknown:
+            raise TypeError(f"register() got an unexpected keyword argument {unknown[0]!r}")
+        o = options
+        args = o.get("args", 0)
+        listed = o.get("list", False)
+        aliases = o.get("aliases", ())
+        availability = o.get("availability", "all")
         name = name.strip()
         if name != "//" and not _NAME.fullmatch(name):
             raise ValueError(f"invalid macro name {name!r}: a letter, then letters/digits/_/-")
@@ -228,12 +256,12 @@ class MacroRegistry:
         min_args = next((i for i, s in enumerate(specs) if s.optional), max_args)
         list_min: int | None
         list_max: int | None
-        if list is True:
+        if listed is True:
             list_min, list_max = 0, None
-        elif list is False:
+        elif listed is False:
             list_min = list_max = None
         else:
-            list_min, list_max = list
+            list_min, list_max = listed
         definition = MacroDef(
             name=name,
             handler=handler,
@@ -242,14 +270,14 @@ class MacroRegistry:
             max_args=max_args,
             list_min=list_min,
             list_max=list_max,
-            strict_args=strict_args,
-            delay_arg_resolution=delay_arg_resolution,
-            description=description,
+            strict_args=o.get("strict_args", True),
+            delay_arg_resolution=o.get("delay_arg_resolution", False),
+            description=o.get("description", ""),
             aliases=tuple(aliases),
-            category=category,
+            category=o.get("category", "custom"),
             availability=availability,
-            pure=pure,
-            block_arg_counts=block_arg_counts,
+            pure=o.get("pure"),
+            block_arg_counts=o.get("block_arg_counts"),
         )
         table = self._st_only if availability == "st-1.18" else self._macros
         table[name.lower()] = definition

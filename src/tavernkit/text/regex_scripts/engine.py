@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from tavernkit.errors import RegexScriptError as RegexScriptError
 from tavernkit.jscompat import js_strict_eq, js_string, js_to_number, js_truthy
@@ -41,6 +41,7 @@ from tavernkit.text.regex_scripts.js_regex import (
 __all__ = [
     "RegexMacros",
     "RegexPlacement",
+    "RegexRunOptions",
     "RegexScriptError",
     "ScriptView",
     "filter_string",
@@ -184,21 +185,28 @@ def _selected(view: ScriptView, *, markdown: bool, prompt: bool, edit: bool, dep
     return _depth_allows(view, depth)
 
 
+class RegexRunOptions(TypedDict, total=False):
+    """:func:`run_scripts`'s keyword options (what each does: its docstring); ``guard`` runs
+    the patterns, bounded (:class:`~.guard.ScriptRegexGuard`)."""
+
+    markdown: bool
+    prompt: bool
+    edit: bool
+    depth: Any
+    character_override: str | None
+    guard: ScriptRegexGuard | None
+    strict: bool
+
+
 def run_scripts(
     text: Any,
     placement: Any,
     scripts: Iterable[ScriptView],
     macros: RegexMacros,
-    *,
-    markdown: bool = False,
-    prompt: bool = False,
-    edit: bool = False,
-    depth: Any = None,
-    character_override: str | None = None,
-    guard: ScriptRegexGuard | None = None,
-    strict: bool = True,
+    **options: Unpack[RegexRunOptions],
 ) -> str:
-    """``getRegexedString``: ``text`` through every selected script, in order.
+    """``getRegexedString``: ``text`` through every selected script, in order (the call's
+    options: :class:`RegexRunOptions`).
 
     ``scripts`` is the active list (global, then preset, then character scripts: see
     :mod:`.scopes`). A text that is not a string gives ``""``; an empty text and a call without
@@ -210,10 +218,17 @@ def run_scripts(
     change, not the whole turn (the chat service's choice; the engine's default is
     SillyTavern's).
     """
+    unknown = [k for k in options if k not in RegexRunOptions.__annotations__]
+    if unknown:
+        raise TypeError(f"run_scripts() got an unexpected keyword argument {unknown[0]!r}")
     if not isinstance(text, str):
         return ""
     if not text or placement is None:
         return text
+    o = options
+    markdown, prompt, edit = o.get("markdown", False), o.get("prompt", False), o.get("edit", False)
+    depth, character_override = o.get("depth"), o.get("character_override")
+    guard, strict = o.get("guard"), o.get("strict", True)
     out = text
     for view in scripts:
         try:
