@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tavernkit.errors import GenerateTaskError
-from tavernkit.generation.attempt.one_request import one_attempt_plan, task_error_for
+from tavernkit.generation.one_request import one_attempt_plan, task_error_for
 from tavernkit.generation.result import TurnError, TurnFailure, TurnResult
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.templates import InstructTemplate

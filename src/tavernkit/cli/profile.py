@@ -30,7 +30,7 @@ from tavernkit.cli.failures import task_failure_line, where_for
 from tavernkit.cli.language import say
 from tavernkit.errors import FormatError, GenerateTaskError
 from tavernkit.facade import Tavern
-from tavernkit.generation.attempt.one_request import send_one
+from tavernkit.generation.one_request import send_one
 from tavernkit.models.profile import (
     ApiFamily,
     ConnectionProfile,

@@ -26,7 +26,7 @@ from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
+from tavernkit.generation.one_request import OneRequestOptions, send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,

@@ -14,8 +14,8 @@ from tavernkit.context.port import RequestPort
 from tavernkit.context.response_message import completion_to_openai
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortSignal
-from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.hooks import REQUEST_SCOPES, RequestScope, chat_turn_hooks
+from tavernkit.generation.one_request import OneRequestOptions, send_one
 from tavernkit.generation.profiles import (
     ResolvedConnection,
     sampling_from_preset,

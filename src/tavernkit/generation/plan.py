@@ -32,12 +32,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from tavernkit.errors import Unusable as Unusable
+from tavernkit.generation.blocks import Fitter
 from tavernkit.generation.result import AttemptRecord
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.provider import Provider
 
 if TYPE_CHECKING:
-    from tavernkit.generation.attempt.chat_prompt import Fitter
     from tavernkit.generation.keys import KeyPool
 
 __all__ = [

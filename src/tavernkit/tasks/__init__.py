@@ -16,7 +16,7 @@ prompt's pieces — envelope, world info, text folding — in :mod:`.prompt`), i
    rewrite, instructions, streaming detector, bounded corrective retries); native structured
    output where the profile has it, else a schema instruction;
 7. **dispatch** through the turn runner (``generation.turn.run_turn``) with a one-attempt plan
-   plus the provider's retry policy (:mod:`tavernkit.generation.attempt.one_request`): the chat
+   plus the provider's retry policy (:mod:`tavernkit.generation.one_request`): the chat
    family
    gets messages, the text family the folded prompt; continuation is off for tool and JSON
    tasks;

@@ -16,8 +16,8 @@ import tavernkit.tasks.prompt as tp
 from tavernkit.errors import GenerateTaskError
 from tavernkit.generation.abort import AbortController, AbortSignal, ActiveGenerations
 from tavernkit.generation.abort import StreamingProcessor as Processor
-from tavernkit.generation.attempt.one_request import OneRequestOptions, send_one
 from tavernkit.generation.attempt.sending import BeforeRequest
+from tavernkit.generation.one_request import OneRequestOptions, send_one
 from tavernkit.generation.plan import Plan
 from tavernkit.generation.profiles import (
     ResolvedConnection,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from tavernkit.errors import ContextTooLong
+from tavernkit.generation.blocks import Fitter, TurnBlock
 from tavernkit.prompt.convert import message_from_dict
 from tavernkit.providers.profiles import ModelProfile
 from tavernkit.providers.request import (
@@ -64,20 +65,6 @@ _IMAGE_PLACEHOLDER = "[image]"
 
 class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
-
-
-@dataclass(frozen=True, slots=True)
-class TurnBlock:
-    """One message of the turn's prompt and what trimming may do with it.
-
-    ``history`` blocks may be dropped (oldest first); ``protected`` ones never (the trigger
-    message); ``requires_tool_calling`` ones only make sense to a model with tools.
-    """
-
-    message: ChatMessage
-    history: bool = False
-    protected: bool = False
-    requires_tool_calling: bool = False
 
 
 #: the same prompt post-processed for another chat-completion source, from its blocks
@@ -194,15 +181,6 @@ def _labelled_blocks(messages: Sequence[ChatMessage], trim: bool) -> tuple[TurnB
         )
         for i, m in enumerate(messages)
     )
-
-
-class Fitter(Protocol):
-    """An adapter's own fitting (NovelAI resolves its window from the key's tier and counts
-    the final rendered prompt itself); it receives the untrimmed blocks."""
-
-    def __call__(
-        self, blocks: Sequence[TurnBlock], budget: int, profile: ModelProfile
-    ) -> Sequence[TurnBlock]: ...
 
 
 def message_tokens(message: ChatMessage, counter: TokenCounter) -> int:
