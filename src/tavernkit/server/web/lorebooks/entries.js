@@ -83,13 +83,20 @@ export function createEntries(book, alerts, onDirty) {
   const list = h("ul", { class: "entry-list", "aria-label": t("Entries") });
   const more = h("div", { class: "more" });
 
+  // the search box applies what was typed 120 ms after the last key; an action meanwhile (Add
+  // entry) applies it first, so the late redraw never undoes what the action shows
   let timer = null;
+  function applySearch() {
+    clearTimeout(timer);
+    timer = null;
+    query = search.value.trim().toLowerCase();
+    pinned = [];
+    shown = PAGE;
+  }
   search.addEventListener("input", () => {
     clearTimeout(timer);
     timer = setTimeout(() => {
-      query = search.value.trim().toLowerCase();
-      pinned = [];
-      shown = PAGE;
+      applySearch();
       render();
     }, 120);
   });
@@ -284,6 +291,7 @@ export function createEntries(book, alerts, onDirty) {
       const made = await api("POST", base, fields);
       revisions.set(String(made.uid), made.revision);
       stored(made.data);
+      if (timer !== null) applySearch();
       pinned = [made.uid, ...pinned];
       open.add(made.uid);
       render();
