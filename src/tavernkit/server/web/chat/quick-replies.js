@@ -31,6 +31,7 @@ export function createQuickReplies(base, onClick) {
   let sets = [];
   let linked = [];
   let openMenu = null;
+  let lastDrawn = "";
 
   const findSet = (name) => sets.find((set) => set.name === name) || linked.find((set) => set.name === name);
 
@@ -63,15 +64,20 @@ export function createQuickReplies(base, onClick) {
     const node = button(label, () => onClick(set, reply), { title: reply.title || reply.message });
     const menu = (reply.contextList || []).length ? menuFor(reply, label) : null;
     if (!menu || !menu.childElementCount) return node;
+    const key = `${set.name}\u0000${label}`;
+    const open = () => {
+      menu.hidden = false;
+      more.setAttribute("aria-expanded", "true");
+      openMenu = { menu, more, key, open };
+    };
     const more = button("▾", () => {
       const opening = menu.hidden;
       closeMenu();
       if (!opening) return;
-      menu.hidden = false;
-      more.setAttribute("aria-expanded", "true");
-      openMenu = { menu, more };
+      open();
       menu.querySelector("button").focus();
     }, { class: "qr-more", "aria-label": t("More: {label}", { label }), "aria-haspopup": "menu", "aria-expanded": "false" });
+    menus.set(key, open);
     menu.addEventListener("keydown", (event) => {
       if (event.key !== "Escape") return;
       closeMenu();
@@ -80,7 +86,13 @@ export function createQuickReplies(base, onClick) {
     return h("span", { class: "qr-item" }, node, more, menu);
   }
 
+  // A redraw (the sets read again: after a script, an automatic reply) keeps a menu the user
+  // has open, open.
+  const menus = new Map(); // set name + label -> opens that reply's menu
   function draw() {
+    const reopen = openMenu ? openMenu.key : null;
+    openMenu = null;
+    menus.clear();
     bar.replaceChildren();
     for (const set of sets) {
       if (!set.visible) continue;
@@ -89,6 +101,7 @@ export function createQuickReplies(base, onClick) {
       if (group.childElementCount) bar.append(group);
     }
     bar.hidden = !bar.childElementCount;
+    if (reopen && menus.has(reopen)) menus.get(reopen)();
   }
 
   return {
@@ -99,7 +112,11 @@ export function createQuickReplies(base, onClick) {
       const out = await api("GET", `${base}/quick-replies`);
       sets = out.sets || [];
       linked = out.linked || [];
-      draw();
+      const drawn = JSON.stringify([sets, linked]);
+      if (drawn !== lastDrawn) {
+        lastDrawn = drawn;
+        draw();
+      }
       return out;
     },
     // [set, reply] of the first shown reply with that label (`/qr LABEL`), else null
