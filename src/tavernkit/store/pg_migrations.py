@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from tavernkit.errors import StoreError
+from tavernkit.store.facets_sql import PG_M014_STATEMENTS
 from tavernkit.store.migrations import (
     M001_STATEMENTS,
     M005_STATEMENTS,
@@ -40,7 +41,6 @@ from tavernkit.store.migrations import (
     M016_TABLE,
     M017_STATEMENTS,
     PG_M013_STATEMENTS,
-    PG_M014_STATEMENTS,
     PG_M015_STATEMENTS,
 )
 from tavernkit.store.storage_use import ENTRIES_PG_STATEMENTS, PARKED_PG_STATEMENTS
