@@ -45,6 +45,7 @@ from tavernkit.errors import ExprError, TemplateError
 from tavernkit.text.macros.env import MacroEnv
 from tavernkit.text.render.chatluna_functions import BuiltinFunction, builtin_functions
 from tavernkit.text.render.chatluna_js import UNDEFINED
+from tavernkit.text.render.chatluna_js_properties import get_property, global_name
 from tavernkit.text.render.chatluna_parse import (
     Binary,
     Call,
@@ -240,7 +241,7 @@ class ChatLunaEvaluation:
             return self.scope[name]
         if name == "__proto__" and self._enclosing:
             return self._enclosing[-1]  # a loop's scope inherits from the enclosing one
-        return js.global_name(name)
+        return global_name(name)
 
     def _provider(self, name: str) -> Callable[[list[str]], Any] | None:
         provider = self.functions.get(name)
@@ -251,7 +252,7 @@ class ChatLunaEvaluation:
                 return provider(args, scope, configurable)
 
             return call
-        inherited = js.global_name(name)
+        inherited = global_name(name)
         if isinstance(inherited, js.JsFunction):
             scope, configurable = self.scope, self.configurable
             return lambda args: inherited(UNDEFINED, [args, scope, configurable])
@@ -311,7 +312,7 @@ class ChatLunaEvaluation:
     def _member(self, target: Any, key: Any) -> Any:
         if target is None or target is UNDEFINED:
             return ""
-        value = js.get_property(target, key)
+        value = get_property(target, key)
         if js.is_function(value):
             # a method's result as it is (``undefined`` stays undefined); a property ``?? ''``
             self._effect()
