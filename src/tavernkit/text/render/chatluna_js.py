@@ -8,8 +8,9 @@ not a variable is looked up on ``Object.prototype`` (``{constructor}`` prints
 ``[object Object]``, ``{toString}`` prints ``[object Undefined]``). This module models those
 values: Python ``None`` is ``null``, :data:`UNDEFINED` is ``undefined``, lists are arrays,
 mappings are plain objects, and the built-in methods a no-argument call can reach are
-:class:`JsFunction` objects (their table is :mod:`.chatluna_js_properties`). A method that would throw a ``TypeError`` or ``RangeError`` in
-JavaScript raises ``TypeError`` or ``ValueError``.
+:class:`JsFunction` objects (their table is :mod:`.chatluna_js_properties`). A method that
+would throw a ``TypeError`` or ``RangeError`` in JavaScript raises ``TypeError`` or
+``ValueError``.
 """
 
 from __future__ import annotations
