@@ -36,15 +36,7 @@ from tavernkit.errors import (
 from tavernkit.jscompat import js_json_stringify, js_string
 from tavernkit.models.quick_reply import QuickReply, QuickReplySet
 from tavernkit.stscript.host import GenerationRequest, ScriptHost, Toast
-from tavernkit.stscript.parser import (
-    BreakNode,
-    ClosureNode,
-    CommandNode,
-    CommandShape,
-    UnnamedArg,
-    parse_script,
-    script_error,
-)
+from tavernkit.stscript.parser import parse_script
 from tavernkit.stscript.quick_replies import click_text
 from tavernkit.stscript.registry import Command, CommandRegistry
 from tavernkit.stscript.scope import (
@@ -54,6 +46,14 @@ from tavernkit.stscript.scope import (
     Scope,
     ScriptClosure,
     pipe_text,
+)
+from tavernkit.stscript.tree import (
+    BreakNode,
+    ClosureNode,
+    CommandNode,
+    CommandShape,
+    UnnamedArg,
+    script_error,
 )
 from tavernkit.text.macros import MacroEnv, render_macros
 

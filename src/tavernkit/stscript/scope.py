@@ -25,7 +25,7 @@ from tavernkit.jscompat import (
     js_trim,
     normalize_number,
 )
-from tavernkit.stscript.parser import ClosureNode
+from tavernkit.stscript.tree import ClosureNode
 
 __all__ = [
     "BreakController",

@@ -14,7 +14,6 @@ from tavernkit.jscompat import is_true_boolean, js_json_stringify, js_to_number
 from tavernkit.models.quick_reply import QuickReply, QuickReplyContext, QuickReplySet
 from tavernkit.stscript.executor import CommandCall
 from tavernkit.stscript.host import Toast
-from tavernkit.stscript.parser import ClosureNode, CommandNode
 from tavernkit.stscript.quick_replies import QuickReplyLibrary
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
 from tavernkit.stscript.scope import (
@@ -22,6 +21,7 @@ from tavernkit.stscript.scope import (
     ScriptClosure,
     pipe_text,
 )
+from tavernkit.stscript.tree import ClosureNode, CommandNode
 
 __all__ = ["register"]
 
