@@ -10,19 +10,14 @@ compile is treated as not matching, with a warning that names the entry.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import select
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import regress
 
 from tavernkit.text.backtracking import is_risky_pattern
+from tavernkit.text.regex_worker import RegexWorker
 
 __all__ = [
     "RegexGuard",
@@ -392,7 +387,7 @@ class RegexGuard:
     timeout_s: float = 1.0
     _compiled: dict[tuple[str, str], Any] = field(default_factory=dict, repr=False)
     _timed_out: set[tuple[str, str]] = field(default_factory=set, repr=False)
-    _worker: subprocess.Popen[str] | None = field(default=None, repr=False)
+    _worker: RegexWorker = field(default_factory=lambda: RegexWorker(_WORKER), repr=False)
 
     def test(self, key: RegexKey, haystack: str) -> bool | None:
         """``regex.test(haystack)``; ``None`` when the pattern timed out (now or before)."""
@@ -412,48 +407,13 @@ class RegexGuard:
         return result
 
     def _run_in_worker(self, key: RegexKey, haystack: str) -> bool | None:
-        worker = self._worker
-        if worker is None or worker.poll() is not None:
-            worker = self._worker = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                encoding="utf-8",
-            )
-        assert worker.stdin is not None and worker.stdout is not None
         request = {"p": key.pattern, "f": key.engine_flags, "y": key.sticky, "h": haystack}
-        try:
-            worker.stdin.write(json.dumps(request) + "\n")
-            worker.stdin.flush()
-            ready, _, _ = select.select([worker.stdout], [], [], self.timeout_s)
-            if ready:
-                line = worker.stdout.readline()
-                if line.strip() in ("0", "1"):
-                    return line.strip() == "1"
-        except OSError:
-            pass
-        self._kill_worker()
-        return None
-
-    def _kill_worker(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is None:
-            return
-        with contextlib.suppress(OSError):
-            os.kill(worker.pid, 9)
-        with contextlib.suppress(Exception):
-            worker.wait(timeout=5)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        answer = self._worker.ask(request, self.timeout_s)
+        if answer is None or answer.strip() not in ("0", "1"):
+            self._worker.close()
+            return None
+        return answer.strip() == "1"
 
     def close(self) -> None:
         """End the worker process, if one was started."""
-        self._kill_worker()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self._kill_worker()
+        self._worker.close()

@@ -21,16 +21,14 @@ Each stop is logged (the pattern's length and flags, never the text) and counted
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import select
-import subprocess
-import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from tavernkit.text.regex_worker import RegexWorker
 
 __all__ = ["DEFAULT_GUARD", "GuardedRegex", "MatchSpans", "ScriptRegexGuard"]
 
@@ -104,7 +102,7 @@ class ScriptRegexGuard:
     max_strikes: int = 3
     timeouts: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _worker: subprocess.Popen[str] | None = field(default=None, repr=False)
+    _worker: RegexWorker = field(default_factory=lambda: RegexWorker(_WORKER), repr=False)
     #: (pattern, flags) -> (shortest text length that timed out, timeouts so far)
     _struck: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict, repr=False)
 
@@ -136,55 +134,21 @@ class ScriptRegexGuard:
     def _in_worker(
         self, pattern: str, flags: str, text: str, groups: int, every: bool
     ) -> list[MatchSpans] | None:
-        request = json.dumps({"p": pattern, "f": flags, "h": text, "n": groups, "g": every})
+        request = {"p": pattern, "f": flags, "h": text, "n": groups, "g": every}
         with self._lock:
-            worker = self._worker
-            if worker is None or worker.poll() is not None:
-                worker = self._worker = subprocess.Popen(
-                    [sys.executable, "-c", _WORKER],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    text=True,
-                    encoding="utf-8",
-                )
-            assert worker.stdin is not None and worker.stdout is not None
+            answer = self._worker.ask(request, self.timeout_s)
+            if answer is None:
+                return None
             try:
-                worker.stdin.write(request + "\n")
-                worker.stdin.flush()
-                ready, _, _ = select.select([worker.stdout], [], [], self.timeout_s)
-                if ready:
-                    line = worker.stdout.readline()
-                    if line:
-                        return [_spans(m) for m in json.loads(line)]
-            except (OSError, ValueError):
-                pass
-            self._kill_worker()
-            return None
-
-    def _kill_worker(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is None:
-            return
-        with contextlib.suppress(OSError):
-            worker.kill()
-        with contextlib.suppress(Exception):
-            worker.wait(timeout=5)
-        for stream in (worker.stdin, worker.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+                return [_spans(m) for m in json.loads(answer)]
+            except ValueError:
+                self._worker.close()
+                return None
 
     def close(self) -> None:
         """End the worker process, if one was started."""
         with self._lock:
-            self._kill_worker()
-
-    def __del__(self) -> None:
-        try:
-            self._kill_worker()
-        except Exception:  # at interpreter exit, contextlib itself may be gone
-            return
+            self._worker.close()
 
 
 def _spans(raw: list[Any]) -> MatchSpans:
