@@ -1,5 +1,6 @@
 """Scripts that ask the user, in a real browser: a Quick Reply whose script asks with /input
-and /sends the answer, a /buttons choice, a cancelled question (Escape), a typed /popup; the
+and /sends the answer, a /buttons choice, a cancelled question (Escape), a typed /popup, an
+/echo that waits to be dismissed; the
 dialog is a labelled modal that keeps the focus; desktop and phone."""
 
 from __future__ import annotations
@@ -86,6 +87,14 @@ def test_a_quick_reply_asks_and_sends_the_answer(page: Page, site: Site) -> None
     popup = page.get_by_role("dialog", name="Ready?")
     popup.get_by_role("button", name="No").click()
     expect(page.locator(".alerts").get_by_text("0", exact=True)).to_be_visible()
+
+    # /echo awaitDismissal: the script goes on once its note is dismissed
+    send(page, "/echo awaitDismissal=true title=Note Read this first | /pass read")
+    note = page.get_by_role("dialog", name="Read this first")
+    expect(note.get_by_role("heading", name="Note")).to_be_visible()
+    expect(page.locator(".alerts").get_by_text("read", exact=True)).to_have_count(0)
+    note.get_by_role("button", name="Dismiss").click()
+    expect(page.locator(".alerts").get_by_text("read", exact=True)).to_be_visible()
 
 
 def test_questions_on_a_phone(browser: Browser, site: Site) -> None:
