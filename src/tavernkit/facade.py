@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from tavernkit.regex_admin import RegexAdmin
     from tavernkit.runtime import Runtime
     from tavernkit.store.protocol import Store
+    from tavernkit.stscript import Asker
     from tavernkit.text.render import ChatLunaRenderService, PromptRenderer
     from tavernkit.tools.mcp_source import McpTools
     from tavernkit.tools.registry import ToolRegistry
@@ -312,12 +313,15 @@ class Tavern:
         *,
         admit: Callable[[], Awaitable[None]] | None = None,
         input_text: str = "",
+        asker: Asker | None = None,
     ) -> ScriptOutcome:
         """Run an STscript (SillyTavern's slash-command language) on a chat, as its owner:
         messages, variables and quick replies change in the store as the script goes;
         ``/gen`` and friends generate through :attr:`chats` (``admit`` is awaited before each
-        one: the server's rate limit), ``/genraw`` through :meth:`context`. The outcome holds
-        the pipe, the toasts, the input box, or the script's error."""
+        one: the server's rate limit), ``/genraw`` through :meth:`context`; ``asker`` answers
+        ``/input``, ``/popup`` and ``/buttons`` (None: they return what they return when no
+        one can be asked). The outcome holds the pipe, the toasts, the input box, or the
+        script's error."""
         from tavernkit.chat.script_host import run_chat_script
 
         context = self.context(chat_id)
@@ -330,6 +334,7 @@ class Tavern:
             input_text=input_text,
             registry=self.runtime.script_commands,
             store_regex_toggle=self.regex.store_toggle,
+            asker=asker,
         )
 
     async def run_quick_reply(
@@ -341,6 +346,7 @@ class Tavern:
         admit: Callable[[], Awaitable[None]] | None = None,
         input_text: str = "",
         mode: Literal["click", "run"] = "click",
+        asker: Asker | None = None,
     ) -> ScriptOutcome:
         """Click a Quick Reply button on a chat (the reply's id or label in ``set_name``), with
         ``input_text`` typed: a script runs as :meth:`run_script` does, a text is sent (or left
@@ -360,6 +366,7 @@ class Tavern:
             mode=mode,
             registry=self.runtime.script_commands,
             store_regex_toggle=self.regex.store_toggle,
+            asker=asker,
         )
 
     @property

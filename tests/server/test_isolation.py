@@ -46,6 +46,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/chats/{chat_id}/quick-replies"): {"sets": []},
     ("PUT", "/characters/{ref}/quick-replies"): {"sets": []},
     ("POST", "/chats/{chat_id}/quick-replies/click"): {"set": "Default", "label": "x"},
+    ("POST", "/chats/{chat_id}/script/runs/{run_id}/answer"): {"question": 1, "button": "ok"},
     ("PUT", "/ui/chats/{chat_id}/authors-note"): {"text": "stolen"},
     ("POST", "/ui/lorebooks/{ref}/test"): {"text": "hi"},
     ("POST", "/lorebooks/{ref}/rename"): {"name": "Stolen"},
@@ -112,6 +113,9 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
     r = await ann.post("/regex/scripts", json=script)
     assert r.status_code == 201, r.text
     regex_script = r.json()["id"]
+    # a script of ann's waiting for her answer (its run id is what bob tries to answer)
+    asking = {"script": "/input Secret? | /setvar key=mood {{pipe}}", "interactive": True}
+    run = (await ann.post(f"/chats/{chat}/script", json=asking)).json()["run"]
     docs = {}
     for path in DOCUMENT_PATHS:
         body = LOREBOOK if path == "lorebooks" else {"name": f"ann-{path}", "base_url": "http://a"}
@@ -124,6 +128,7 @@ async def _ann_world(ann: httpx.AsyncClient) -> dict[str, str]:
         "token": token,
         "group": group,
         "regex": regex_script,
+        "run": run,
         **{f"doc:{p}": i for p, i in docs.items()},
     }
 
@@ -136,6 +141,7 @@ def _fill(template: str, world: dict[str, str]) -> list[str]:
     if template.startswith(("/chats/{chat_id}", "/ui/chats/{chat_id}")):
         url = template.replace("{chat_id}", world["chat"]).replace("{index}", "1")
         url = url.replace("{turn_id}", "a" * 32)  # any turn: the chat is checked first
+        url = url.replace("{run_id}", world["run"])  # ann's script, waiting for her
         return [url.replace("{swipe}", "0").replace("{name}", "mood")]
     if template == "/v1/models/{model}":
         return ["/v1/models/character/Mira", "/v1/models/profile/annp"]

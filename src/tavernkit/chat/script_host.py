@@ -39,6 +39,7 @@ from tavernkit.quick_reply_bindings import QR_KIND, load_library
 from tavernkit.regex import ScriptsBridge
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.stscript import (
+    Asker,
     Budget,
     CharacterRef,
     CommandRegistry,
@@ -367,7 +368,9 @@ class ScriptRunOptions(TypedDict, total=False):
     """How a script runs on a stored chat: ``raw`` generates for ``/gen`` and friends,
     ``admit`` is awaited before each generation (the turn rate), ``input_text`` is what the
     input box holds, ``registry`` the slash commands (the built-in ones by default),
-    ``budget`` bounds the run, and ``store_regex_toggle`` keeps ``/regex-toggle``'s changes."""
+    ``budget`` bounds the run, ``store_regex_toggle`` keeps ``/regex-toggle``'s changes and
+    ``asker`` answers ``/input``, ``/popup`` and ``/buttons`` (None: no one can be asked, each
+    returns what it returns headless)."""
 
     raw: RawGenerator | None
     admit: Callable[[], Awaitable[None]] | None
@@ -375,6 +378,7 @@ class ScriptRunOptions(TypedDict, total=False):
     registry: CommandRegistry | None
     budget: Budget | None
     store_regex_toggle: RegexToggleStore | None
+    asker: Asker | None
 
 
 async def _open(
@@ -392,6 +396,7 @@ async def _open(
         input_text=options.get("input_text", ""),
         store_regex_toggle=options.get("store_regex_toggle"),
     )
+    host.asker = options.get("asker")
     registry, budget = options.get("registry"), options.get("budget")
     runner = ScriptRunner(host, registry or default_registry(), budget=budget or Budget())
     return host, runner

@@ -85,6 +85,7 @@ async def _interactive(session: Session, fresh: bool) -> None:
     # first message is typed: the input thread waits in input(), which needs no GIL
     warming = asyncio.create_task(session.tk.warm_up(session.overrides.get("profile") or ""))
     session.watch_typing = True
+    session.can_ask = True
     try:
         with session.sigint_handler():
             while True:

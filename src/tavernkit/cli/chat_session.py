@@ -41,6 +41,7 @@ from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.group_session import run_group_turn
 from tavernkit.cli.language import say
 from tavernkit.cli.line_input import LineReader
+from tavernkit.cli.script_questions import ask_on_terminal
 from tavernkit.cli.slash import (
     COMMANDS,
     UsageError,
@@ -57,6 +58,7 @@ from tavernkit.models.chat import Message
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.quick_reply import QuickReply
 from tavernkit.quick_reply_bindings import QuickReplyBindings
+from tavernkit.stscript import Answer, Question
 
 __all__ = ["Session"]
 
@@ -95,6 +97,9 @@ class Session(SettingCommands):
         self.input = LineReader()
         #: interactive: lines typed while a reply streams are read (``/stop`` stops it)
         self.watch_typing = False
+        #: interactive: a script's /input, /popup, /buttons ask on the terminal (otherwise
+        #: they answer as no one pressing anything: :mod:`tavernkit.stscript.commands.questions`)
+        self.can_ask = False
 
     # -- Ctrl-C ------------------------------------------------------------------------------
 
@@ -292,7 +297,12 @@ class Session(SettingCommands):
         self._generating = True
         try:
             with self.sigint_handler():
-                outcome = await self.tk.run_script(self.chat_id, line, input_text=self._suggestion)
+                outcome = await self.tk.run_script(
+                    self.chat_id,
+                    line,
+                    input_text=self._suggestion,
+                    asker=self._ask if self.can_ask else None,
+                )
         finally:
             self._generating = False
         self._suggestion = outcome.input_text
@@ -319,6 +329,21 @@ class Session(SettingCommands):
             out.print(f"[dim]{say('script aborted')}{': ' + escape(outcome.abort_reason or '')}[/]")
         elif outcome.pipe:
             out.print(f"[dim]→[/] {escape(outcome.pipe)}")
+
+    async def _ask(self, question: Question) -> Answer:
+        """A script's question, asked on the terminal; Ctrl-C meanwhile is its Cancel."""
+        generating, self._generating = self._generating, False
+
+        async def read(prompt: str) -> str | None:
+            return await self.input.read(prompt, self.interrupted)
+
+        try:
+            return await ask_on_terminal(question, read)
+        finally:
+            if self.interrupted.is_set():  # the Ctrl-C cancelled the question, not the session
+                out.print()
+                self.interrupted.clear()
+            self._generating = generating
 
     async def group_turn(
         self, kind: str, *, text: str = "", member: str | None = None

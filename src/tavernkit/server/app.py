@@ -166,6 +166,7 @@ async def _start(
         probes={"redis": shared.client.ping} if shared is not None else {},
     )
     app.state.server = state
+    exit_stack.push_async_callback(state.script_runs.close)
     await _before_listening(app, settings, tk, exit_stack)
     return state
 

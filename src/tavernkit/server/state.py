@@ -20,6 +20,7 @@ from tavernkit.server.card_facets import CardFacets
 from tavernkit.server.coordination import RateLimiter
 from tavernkit.server.metrics import ServerMetrics
 from tavernkit.server.principal import Principal
+from tavernkit.server.script_runs import ScriptRuns
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.thumbnails import Thumbnails
@@ -53,6 +54,8 @@ class ServerState:
     backups: BackupSchedule | None = None
     #: what ``/health/ready`` asks besides the database (``redis``: a PING), by name
     probes: dict[str, Callable[[], Awaitable[Any]]] = field(default_factory=dict)
+    #: scripts waiting for their user's answers (``"interactive": true`` script runs)
+    script_runs: ScriptRuns = field(default_factory=ScriptRuns)
 
     def tavern_for(self, principal: Principal) -> Tavern:
         """The Tavern of ``principal``'s owner (cached; shares the one store). With accounts

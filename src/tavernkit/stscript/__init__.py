@@ -13,7 +13,7 @@ Entry points::
   ``{{pipe}}``, ``{{var::}}``, ``{{arg::}}``, ``{{timesIndex}}``), closures and their scopes,
   ``/break`` and ``/abort``, and the step/time/depth budgets;
 - :mod:`.registry`: commands as small registered functions; :mod:`.commands` the built-ins
-  (variables, math, text, chat, generation, quick replies, regex);
+  (variables, math, text, chat, generation, quick replies, regex, questions to the user);
 - :mod:`.host`: what a script drives (chat, input box, toasts, generation, quick replies,
   regex), in memory; :mod:`tavernkit.chat.script_host` binds it to a stored chat;
 - :mod:`.quick_replies`: Quick Reply sets and their global/chat/character bindings.
@@ -27,9 +27,12 @@ from functools import cache
 from tavernkit.stscript.commands import register_builtins
 from tavernkit.stscript.executor import Budget, CommandCall, ScriptRunner
 from tavernkit.stscript.host import (
+    Answer,
+    Asker,
     CharacterRef,
     GenerationRequest,
     NoRegex,
+    Question,
     RegexBridge,
     RegexCommand,
     RegexPlacement,
@@ -47,6 +50,8 @@ from tavernkit.stscript.scope import (
 )
 
 __all__ = [
+    "Answer",
+    "Asker",
     "Budget",
     "CharacterRef",
     "ClosureResult",
@@ -56,6 +61,7 @@ __all__ = [
     "GenerationRequest",
     "NamedArgSpec",
     "NoRegex",
+    "Question",
     "QuickReplyLibrary",
     "RegexBridge",
     "RegexCommand",

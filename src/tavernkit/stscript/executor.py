@@ -9,7 +9,8 @@ none and is not the first of its closure, the pipe (unless ``||`` came before it
 command runs and its result becomes the pipe (``None`` → ``''``, JSON values as JSON text).
 
 Budgets: ``max_steps`` commands per run, ``max_seconds`` of wall time (checked between
-commands, with the injected monotonic clock) and ``max_depth`` nested closures; past one the run
+commands, with the injected monotonic clock; time spent generating or waiting for the user's
+answer is not counted) and ``max_depth`` nested closures; past one the run
 stops with :class:`~tavernkit.errors.ScriptBudgetExceeded`. A failing command becomes a
 :class:`~tavernkit.errors.ScriptError` with SillyTavern's message and position, never a raw
 exception.
@@ -35,7 +36,7 @@ from tavernkit.errors import (
 )
 from tavernkit.jscompat import js_json_stringify, js_string
 from tavernkit.models.quick_reply import QuickReply, QuickReplySet
-from tavernkit.stscript.host import GenerationRequest, ScriptHost, Toast
+from tavernkit.stscript.host import Answer, GenerationRequest, Question, ScriptHost, Toast
 from tavernkit.stscript.parser import parse_script
 from tavernkit.stscript.quick_replies import click_text
 from tavernkit.stscript.registry import Command, CommandRegistry
@@ -415,6 +416,17 @@ class ScriptRunner:
         started = self.monotonic()
         try:
             return await self.host.generate(request)
+        finally:
+            if self._deadline is not None:
+                self._deadline += max(0.0, self.monotonic() - started)
+
+    async def ask(self, question: Question) -> Answer | None:
+        """Put ``question`` to the user through the host (None: no one can be asked). The
+        user's thinking time does not count against the run's time budget; the asker bounds
+        it (the server's cancels an unanswered question)."""
+        started = self.monotonic()
+        try:
+            return await self.host.ask(question)
         finally:
             if self._deadline is not None:
                 self._deadline += max(0.0, self.monotonic() - started)

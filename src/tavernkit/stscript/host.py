@@ -7,6 +7,11 @@ a subclass stores each change as it happens (:mod:`tavernkit.chat.script_host` w
 to the store and generates through the chat service); the in-memory host is what tests and the
 conformance suite run on, with a ``generator`` callable standing in for the model.
 
+Commands that wait for the user (``/input``, ``/popup``, ``/buttons``, ``/echo
+awaitDismissal``) put a :class:`Question` to ``asker``, the host's callback (the web UI's
+dialog through the server, ``tavernkit chat``'s terminal); without one, :meth:`ScriptHost.ask`
+answers None and each command returns what it returns when no one can be asked.
+
 Regex scripts are reached through :class:`RegexBridge`; the default one has no scripts (text
 passes unchanged, ``/regex`` reports that no script of that name exists). :mod:`tavernkit.regex`
 is the real one (``host.regex = script_bridge(scripts)``; a stored chat sets its own).
@@ -26,10 +31,14 @@ from tavernkit.text.regex_scripts.engine import RegexPlacement
 from tavernkit.text.variables import InMemoryVariables
 
 __all__ = [
+    "Answer",
+    "Asker",
     "CharacterRef",
     "GenerationKind",
     "GenerationRequest",
     "NoRegex",
+    "Question",
+    "QuestionKind",
     "RegexBridge",
     "RegexCommand",
     "RegexPlacement",
@@ -77,6 +86,66 @@ class GenerationRequest:
     instruct: bool = True
     member: str | None = None
     wait: bool = True
+
+
+QuestionKind = Literal["input", "popup", "buttons", "echo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a command asks the user, as SillyTavern's popup shows it.
+
+    ``input``: ``text`` over a text box holding ``default`` (``rows``, ``large``, ``wide``);
+    ``popup``: ``text`` with an OK button and, with ``cancel_button``, a second one;
+    ``buttons``: ``text`` over one button per ``labels`` item (``multiple``: toggles, then OK);
+    ``echo``: a toast (``severity``, ``title``) the script waits to see dismissed.
+    ``ok_button`` None: the dialog's own word for OK (translated by the asker)."""
+
+    kind: QuestionKind
+    text: str
+    default: str = ""
+    ok_button: str | None = None
+    cancel_button: str | None = None
+    labels: tuple[str, ...] = ()
+    multiple: bool = False
+    large: bool = False
+    wide: bool = False
+    rows: int = 4
+    severity: str = "info"
+    title: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "text": self.text,
+            "default": self.default,
+            "ok_button": self.ok_button,
+            "cancel_button": self.cancel_button,
+            "labels": list(self.labels),
+            "multiple": self.multiple,
+            "large": self.large,
+            "wide": self.wide,
+            "rows": self.rows,
+            "severity": self.severity,
+            "title": self.title,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the user did with a :class:`Question`.
+
+    ``button``: ``"ok"`` (OK, or a ``/buttons`` choice: ``chosen`` holds the label indexes),
+    ``"cancel"`` (the popup's second button), or None: closed without a button (Escape, the
+    dialog's close, no answer in time). ``text``: what ``/input``'s box held."""
+
+    button: Literal["ok", "cancel"] | None = None
+    text: str = ""
+    chosen: tuple[int, ...] = ()
+
+
+#: answers a question (a dialog, a terminal prompt); its time is not the script's own
+Asker = Callable[[Question], Awaitable[Answer]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +265,8 @@ class ScriptHost:
     count_tokens: Callable[[str], int] | None = None
     #: names shown once: SillyTavern warns about ``/sendas`` without ``name`` once per profile
     warned: set[str] = field(default_factory=set)
+    #: who answers ``/input``, ``/popup``, ``/buttons`` (None: no one can be asked)
+    asker: Asker | None = None
 
     # -- what the macro engine sees -----------------------------------------------------------
 
@@ -236,6 +307,12 @@ class ScriptHost:
         """A popup or a chat-only note (``return=popup-html`` …); the in-memory host keeps
         them in ``shown``."""
         self.shown.append(text)
+
+    async def ask(self, question: Question) -> Answer | None:
+        """Put ``question`` to the user; None when no one can be asked (a headless run)."""
+        if self.asker is None:
+            return None
+        return await self.asker(question)
 
     def now_ms(self) -> int:
         return int(self.clock().timestamp() * 1000)

@@ -15,7 +15,8 @@ clicking a button.
   the button, as SillyTavern's: a script runs (answered as ``POST /chats/{id}/script`` is), a
   text is sent as the user's message, or left in the input box (``input``) when the set has
   ``disableSend``; ``auto`` runs it as an automatic execution does. Each generation a click
-  starts counts against the user's turn rate.
+  starts counts against the user's turn rate. With ``interactive``, a script that asks the
+  user answers its questions as ``POST /chats/{id}/script`` does.
 
 Sets themselves (create, import, export, delete) are documents: ``/quick-replies/{name}``.
 """
@@ -27,11 +28,12 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from tavernkit.chat.script_host import ScriptOutcome
 from tavernkit.quick_reply_bindings import QuickReplyBindings
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
-from tavernkit.server.routes.scripts import ScriptResult
+from tavernkit.server.routes.scripts import ScriptStep, run_interactive
 from tavernkit.server.state import ServerState, server_state
-from tavernkit.stscript import SetLink
+from tavernkit.stscript import Asker, SetLink
 
 __all__ = ["router"]
 
@@ -70,6 +72,8 @@ class ClickBody(BaseModel):
     input: str = Field("", max_length=100_000)
     #: run as an automatic execution does (``/run``'s way: no input joined) instead of a click
     auto: bool = False
+    #: a script asks the user through this request (as ``POST /chats/{id}/script`` does)
+    interactive: bool = False
 
     @model_validator(mode="after")
     def _one_reply(self) -> ClickBody:
@@ -121,7 +125,7 @@ async def bind_character(ref: str, body: CharacterSetsBody, tk: UserTavern) -> d
     return {"sets": await _bindings(tk).bind_character(ref, body.sets)}
 
 
-@router.post("/chats/{chat_id}/quick-replies/click", response_model=ScriptResult)
+@router.post("/chats/{chat_id}/quick-replies/click", response_model=ScriptStep)
 async def click(
     chat_id: str, body: ClickBody, principal: CurrentPrincipal, tk: UserTavern, state: State
 ) -> Any:
@@ -132,7 +136,12 @@ async def click(
 
     reply: int | str = body.id if body.id is not None else str(body.label)
     mode: Literal["click", "run"] = "run" if body.auto else "click"
-    outcome = await tk.run_quick_reply(
-        chat_id, body.set, reply, admit=admit, input_text=body.input, mode=mode
-    )
-    return outcome.to_json()
+
+    async def work(asker: Asker | None) -> ScriptOutcome:
+        return await tk.run_quick_reply(
+            chat_id, body.set, reply, admit=admit, input_text=body.input, mode=mode, asker=asker
+        )
+
+    if body.interactive:
+        return await run_interactive(state, tk, chat_id, work)
+    return (await work(None)).to_json()

@@ -7,19 +7,31 @@ counted against the user's turn rate first (``admit_turn``: 429 past the limit),
 has the engine's step and time budgets. A script that does not parse or fails answers 200 with
 ``error`` set (SillyTavern's name, message, line, column and hint): what it did before that is
 kept, as in SillyTavern.
+
+A script that waits for the user (``/input``, ``/popup``, ``/buttons``, ``/echo
+awaitDismissal``) is answered as SillyTavern answers when no one presses anything (``/input``
+its ``default=``, the others what a cancel returns), unless the body says ``"interactive":
+true`` (:mod:`tavernkit.server.script_runs`): then the route answers each question as it comes,
+``{"status": "asking", "run", "question": {"id", "kind", "text", …}}``, and
+``POST /chats/{chat_id}/script/runs/{run}/answer`` ``{"question", "button", "text",
+"chosen"}`` gives the user's answer and answers the next step, until
+``{"status": "done", …the result…}``.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from tavernkit.chat.script_host import ScriptOutcome
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
 from tavernkit.server.state import ServerState, server_state
+from tavernkit.stscript import Answer, Asker
 
-__all__ = ["router"]
+__all__ = ["ScriptStep", "router", "run_interactive"]
 
 router = APIRouter(tags=["chats"])
 State = Annotated[ServerState, Depends(server_state)]
@@ -31,6 +43,8 @@ class ScriptBody(BaseModel):
     script: str = Field(max_length=100_000)
     #: what the input box holds (``{{input}}``, a quick reply's injected text)
     input: str = Field("", max_length=100_000)
+    #: ask the user through this request and the answer route (otherwise no one is asked)
+    interactive: bool = False
 
 
 class ScriptErrorReport(BaseModel):
@@ -60,16 +74,93 @@ class ScriptResult(BaseModel):
     shown: list[str]
     #: the input box afterwards (``/setinput``, a quick reply that does not send)
     input: str
+    #: ``done`` (an interactive run's last step; a plain run's only answer)
+    status: Literal["done"] = "done"
 
 
-@router.post("/chats/{chat_id}/script", response_model=ScriptResult)
+class ScriptQuestion(BaseModel):
+    """What the script asks (SillyTavern's popup): see :class:`tavernkit.stscript.Question`."""
+
+    id: int
+    kind: Literal["input", "popup", "buttons", "echo"]
+    text: str
+    default: str
+    ok_button: str | None
+    cancel_button: str | None
+    labels: list[str]
+    multiple: bool
+    large: bool
+    wide: bool
+    rows: int
+    severity: str
+    title: str | None
+
+
+class ScriptAsking(BaseModel):
+    """An interactive run waiting for the answer to ``question``."""
+
+    status: Literal["asking"]
+    run: str
+    question: ScriptQuestion
+
+
+ScriptStep = ScriptResult | ScriptAsking
+
+
+class AnswerBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    #: the question's ``id``
+    question: int = Field(ge=1)
+    #: ``ok`` (OK, or a /buttons choice), ``cancel`` (the popup's second button), null: closed
+    button: Literal["ok", "cancel"] | None = None
+    #: what /input's box held
+    text: str = Field("", max_length=100_000)
+    #: the /buttons labels chosen (their indexes)
+    chosen: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, max_length=1000)
+
+
+async def run_interactive(
+    state: ServerState,
+    tk: Any,
+    chat_id: str,
+    work: Callable[[Asker], Awaitable[ScriptOutcome]],
+) -> dict[str, Any]:
+    """Start ``work`` as an interactive run of ``tk``'s owner and answer its first step."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)  # NotFound before it starts
+    runs = state.script_runs
+    run = runs.start(tk.owner, info.id, work)
+    return await runs.next_step(run)
+
+
+@router.post("/chats/{chat_id}/script", response_model=ScriptStep)
 async def run_script(
     chat_id: str, body: ScriptBody, principal: CurrentPrincipal, tk: UserTavern, state: State
 ) -> Any:
-    """Run ``script`` on the chat and answer its result, toasts and input box."""
+    """Run ``script`` on the chat and answer its result, toasts and input box (with
+    ``interactive``: its first question, or that)."""
 
     async def admit() -> None:
         await state.admit_turn(principal)
 
+    if body.interactive:
+
+        async def work(asker: Asker) -> ScriptOutcome:
+            return await tk.run_script(
+                chat_id, body.script, admit=admit, input_text=body.input, asker=asker
+            )
+
+        return await run_interactive(state, tk, chat_id, work)
     outcome = await tk.run_script(chat_id, body.script, admit=admit, input_text=body.input)
     return outcome.to_json()
+
+
+@router.post("/chats/{chat_id}/script/runs/{run_id}/answer", response_model=ScriptStep)
+async def answer(chat_id: str, run_id: str, body: AnswerBody, tk: UserTavern, state: State) -> Any:
+    """Answer the question an interactive run of the caller's is waiting on; answers the
+    run's next step (another question, or its result)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    runs = state.script_runs
+    run = runs.find(tk.owner, info.id, run_id)
+    run.answer(body.question, Answer(body.button, body.text, tuple(body.chosen)))
+    return await runs.next_step(run)

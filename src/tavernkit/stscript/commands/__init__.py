@@ -6,6 +6,7 @@ from tavernkit.stscript.commands import (
     chat,
     flow,
     generation,
+    questions,
     quick_replies,
     regex,
     text,
@@ -18,6 +19,6 @@ __all__ = ["register_builtins"]
 
 def register_builtins(registry: CommandRegistry) -> CommandRegistry:
     """Add every built-in command to ``registry``; returns it."""
-    for module in (flow, variables, text, chat, generation, quick_replies, regex):
+    for module in (flow, variables, text, chat, generation, quick_replies, regex, questions):
         module.register(registry)
     return registry

@@ -16,7 +16,7 @@ from tavernkit.jscompat import (
     js_to_number,
 )
 from tavernkit.stscript.executor import CommandCall
-from tavernkit.stscript.host import Toast
+from tavernkit.stscript.host import Question, Toast
 from tavernkit.stscript.registry import CommandRegistry, NamedArgSpec
 from tavernkit.stscript.scope import (
     BreakController,
@@ -56,7 +56,7 @@ def sanitize_html(text: str) -> str:
     return _JS_URL.sub(r"\1=\2#\2", text)
 
 
-def _echo(call: CommandCall) -> Any:
+async def _echo(call: CommandCall) -> Any:
     value = call.value
     text = "" if value is None else pipe_text(_pass(call))
     if text == "":
@@ -82,8 +82,17 @@ def _echo(call: CommandCall) -> Any:
     if not options["escapeHtml"]:
         text = sanitize_html(text)
     title = call.text("title") or None
+    if _flag(call, "awaitDismissal") and call.host.asker is not None:
+        # the toast is the question: the script goes on once the user dismissed it
+        asked = Question("echo", text, severity=severity or "info", title=title)
+        await call.runner.ask(asked)
+        return text
     call.host.toast(Toast(severity or "info", text, title, options))
     return text
+
+
+def _flag(call: CommandCall, name: str) -> bool:
+    return is_true_boolean(call.text(name) or "")
 
 
 # -- running closures and quick replies --------------------------------------------------------

@@ -19,6 +19,7 @@ import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
 import { createQuickReplyBindings } from "./qr-bindings.js";
+import { runAsking } from "./questions.js";
 import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 import { t } from "../i18n.js";
@@ -333,8 +334,10 @@ export async function showChat(view, chatId, at = null) {
   // An STscript runs on the server, as this user, on this chat; its toasts, result and error
   // show as alerts, the messages it changed by reloading the log. A failed script's text comes
   // back into the composer to be fixed; a script that set the input box (/setinput) fills it.
+  // A script that asks (/input, /popup, /buttons) shows each question in a dialog.
   async function runScript(text) {
-    await scriptDone(() => api("POST", `${base}/script`, { script: text }), text, true);
+    const start = () => api("POST", `${base}/script`, { script: text, interactive: true });
+    await scriptDone(() => runAsking(base, start), text, true);
   }
 
   // `text`: the script typed (back into the composer when it fails); `showPipe`: show its
@@ -392,8 +395,9 @@ export async function showChat(view, chatId, at = null) {
       nextTurnQuiet = reply.preventAutoExecute !== false;
       return send(text);
     }
-    const body = { set: set.name, id: reply.id, input: auto ? "" : typed, auto };
-    return scriptDone(() => api("POST", `${base}/quick-replies/click`, body), "", false);
+    const body = { set: set.name, id: reply.id, input: auto ? "" : typed, auto, interactive: true };
+    const start = () => api("POST", `${base}/quick-replies/click`, body);
+    return scriptDone(() => runAsking(base, start), "", false);
   }
 
   // The replies flagged to run on their own: when the chat opens (executeOnChatChange), after
