@@ -19,15 +19,16 @@ was empty; tavernkit posts nothing then (an empty message only clutters the chat
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from tavernkit.chat.greetings import chat_name, iso_timestamp
 from tavernkit.chat.group_speaker import GroupSpeaker, set_group_avatar
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.slots import ChatSlots
-from tavernkit.errors import Conflict, NotFound
+from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.generation.abort import AbortController
 from tavernkit.groups.prompt import group_prompt_context
 from tavernkit.groups.records import LoadedGroup, attach_chat, group_of_chat, load_group
@@ -42,6 +43,7 @@ __all__ = [
     "GroupReply",
     "GroupTurnDraft",
     "GroupTurnOutcome",
+    "branch_at",
     "create_group_chat",
     "group_for_chat",
     "mark_greeting",
@@ -169,7 +171,9 @@ class GroupTurnDraft:
     member to reply whatever the strategy and mute state (``/trigger``), ``rng`` drawing the
     selection, ``auto`` for an auto-mode tick (the members talk among themselves: no user
     message; the manual strategy drafts one at random), ``interrupt`` to stop a running
-    turn, and ``batch``, the replies' shared generation id."""
+    turn, ``batch``, the replies' shared generation id, and ``at``: a ``normal`` turn (a
+    resend) or a ``regenerate`` in place of message ``at`` on a new branch of the chat's
+    tree (:func:`branch_at`)."""
 
     chat_id: str
     chat_name: str
@@ -180,6 +184,7 @@ class GroupTurnDraft:
     auto: bool = False
     interrupt: bool = False
     batch: int | None = None
+    at: int | None = None
 
 
 async def run_group_turn(
@@ -203,8 +208,11 @@ async def run_group_turn(
     if auto and text:
         raise Conflict("an auto-mode tick takes no user message")
     async with slots.turn(chat_id, interrupt=draft.interrupt) as controller:
+        if draft.at is not None:
+            writer = await branch_at(store, loaded, chat_id, draft.at, kind, owner=owner)
+            forced = forced or writer
         chat = await _selection_chat(store, chat_id, owner=owner)
-        if kind == "regenerate":
+        if kind == "regenerate" and draft.at is None:
             chat = chat[: len(chat) - await _drop_last_batch(store, chat_id, chat, owner=owner)]
         request = SelectionRequest(
             group=loaded.group,
@@ -230,6 +238,41 @@ async def run_group_turn(
             if outcome.status != "completed":
                 break
         return GroupTurnOutcome(kind, replies, stored_input)
+
+
+async def branch_at(
+    store: Store, loaded: LoadedGroup, chat_id: str, at: int, kind: str, *, owner: str
+) -> str | None:
+    """Start a new branch of the chat's tree at message ``at`` (the messages from it on stay
+    in the old branch, as a solo chat's regenerate or resend in its middle leaves them).
+    For a ``regenerate`` (``at`` must be a reply), the avatar of the member who wrote that
+    reply: that member speaks again, muted or not. ``None`` when it is a resend, or the
+    writer is no longer a member: SillyTavern's group rules then choose who replies."""
+    writer: str | None = None
+    if kind == "regenerate":
+        rows = await store.load_message_range(chat_id, start=at, stop=at + 1, owner=owner)
+        if rows and rows[0].data.get("is_user"):
+            raise FormatError(f"message {at} is the user's; regenerate a reply", field="at")
+        if rows:
+            writer = _member_avatar(loaded, rows[0].data)
+    try:
+        await store.fork_chat(chat_id, at, owner=owner)
+    except FormatError as exc:  # the turn's field is ``at``
+        raise FormatError(exc.reason, field="at") from exc
+    return writer
+
+
+def _member_avatar(loaded: LoadedGroup, data: Mapping[str, Any]) -> str | None:
+    """The avatar of the member who wrote the stored message ``data``: its speaker's avatar
+    (``original_avatar``), else its name; ``None`` when no member matches."""
+    avatar = data.get("original_avatar")
+    for member in loaded.members:
+        if avatar and member.avatar == avatar:
+            return member.avatar
+    for member in loaded.members:
+        if member.name == data.get("name"):
+            return member.avatar
+    return None
 
 
 async def _drop_last_batch(

@@ -55,6 +55,7 @@ class GroupVerbs(TurnCore):
         rng: Callable[[], float] | None = None,
         auto: bool = False,
         member_sink: Callable[[str], ResponseSink | None] | None = None,
+        at: int | None = None,
         **options: Unpack[TurnKeywords],
     ) -> GroupTurnOutcome:
         """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
@@ -66,7 +67,10 @@ class GroupVerbs(TurnCore):
         ``Math.random``); ``auto`` is an auto-mode tick (the members go on among themselves;
         call it every ``Group.auto_mode_delay`` seconds while nothing else runs);
         ``member_sink`` gives each member's reply a sink of its own (by the member's name)
-        instead of the one ``sink``."""
+        instead of the one ``sink``. ``at``: a ``normal`` turn (a resend of ``text``) or a
+        ``regenerate`` in place of message ``at``, on a new branch of the chat's tree (the
+        old messages stay in theirs); a regenerate has the member who wrote reply ``at``
+        speak again (SillyTavern's group rules choose when that member has left)."""
         info = await self.store.get_chat_info(chat_id, owner=self.owner)
         base = TurnCall.of(
             kind,
@@ -95,6 +99,7 @@ class GroupVerbs(TurnCore):
             auto=auto,
             interrupt=base.interrupt,
             batch=int(self.clock().timestamp() * 1000),
+            at=at,
         )
         return await run_group_turn(
             self.store,

@@ -912,10 +912,11 @@ async def _check_branch_point(
     chats: ChatService, chat_id: str, count: int, request: TurnRequest
 ) -> None:
     """Refuse an ``at`` the turn cannot branch at (422 naming ``at``), before anything
-    starts: only a solo ``send`` or ``regenerate`` branches, at a message after the first,
-    and a regenerate at a reply (the chat's tree: :meth:`ChatService.fork`)."""
+    starts: only a ``send`` or ``regenerate`` (a solo chat's or a group's; not an auto-mode
+    tick) branches, at a message after the first, and a regenerate at a reply (the chat's
+    tree: :meth:`ChatService.fork`)."""
     at = request.at
-    if request.group or request.kind not in ("send", "regenerate"):
+    if request.kind not in ("send", "regenerate") or request.auto:
         raise FormatError("only a send or a regenerate starts a branch", field="at")
     if at is None or not 1 <= at < count:
         raise FormatError(
@@ -959,4 +960,5 @@ async def _run_group_verb(
         abort=controller.signal,
         overrides=request.overrides,
         interrupt=request.interrupt,
+        at=request.at,
     )
