@@ -4,7 +4,7 @@ the logic — who speaks, in which order, what each member sees — is :mod:`.gr
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Unpack
 
@@ -20,6 +20,7 @@ from tavernkit.chat.turn_core import TurnCore
 from tavernkit.chat.turn_options import TurnCall, TurnKeywords
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.sink import ResponseSink
+from tavernkit.models.group import GroupMember
 from tavernkit.store.protocol import ChatInfo
 
 __all__ = ["GroupVerbs"]
@@ -89,6 +90,10 @@ class GroupVerbs(TurnCore):
             turn = replace(base, kind=member_kind, member=speaker, sink=sink)
             return await self._generate(chat_id, turn, controller)
 
+        async def check(speakers: Sequence[GroupMember]) -> None:
+            for speaker in speakers:
+                await self.check_card_writer(speaker.character, base.overrides)
+
         draft = GroupTurnDraft(
             info.id,
             info.name,
@@ -108,6 +113,7 @@ class GroupVerbs(TurnCore):
             slots=self.slots,
             store_input=store_input,
             generate=generate,
+            check=check,
         )
 
     async def trigger(

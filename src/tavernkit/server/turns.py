@@ -546,7 +546,8 @@ class TurnHub:
 
     async def start(self, chats: ChatService, chat_ref: str, request: TurnRequest) -> TurnStarted:
         """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
-        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")``,
+        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")`` (a bad
+        override, or the character's writer naming a profile or preset it cannot use),
         :class:`~tavernkit.errors.Conflict` (a solo verb on a group's chat) or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
         if self.draining:
@@ -568,6 +569,10 @@ class TurnHub:
             # caller rather than a turn that ends at once in an error event
             await refuse_group_chat(chats.store, info.name, owner=chats.owner)
         await chats.check_overrides(request.overrides)
+        if not request.group:
+            # a character's writer that cannot be used: refused now, nothing stored (a group's
+            # speakers are checked once chosen, still before anything is written)
+            await chats.check_writer(info.character_id, request.overrides)
         if request.at is not None:
             await _check_branch_point(chats, info.id, info.message_count, request)
         key = self.chat_key(chats.owner, info.id)
