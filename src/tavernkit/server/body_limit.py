@@ -14,7 +14,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tavernkit.server.error_params import http_params
+from tavernkit.error_params import http_params
 from tavernkit.server.errors import error_body
 
 __all__ = ["BodyLimit"]

@@ -1,7 +1,7 @@
 """How errors leave the server: every tavernkit error as a 4xx JSON body
 ``{"error": {"type", "message", "field"?, "code", "params"}}`` with the status its class means
 (``code`` and ``params``: what a client needs to say the error in its own language,
-:mod:`.error_params`), request
+:mod:`tavernkit.error_params`), request
 validation failures as 422 in the same shape, and anything else as a bare 500 that names
 nothing (the traceback goes to the log, never to the client). A database or Redis that
 cannot serve now (:class:`~tavernkit.errors.StoreUnavailable`,
@@ -25,6 +25,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tavernkit.error_params import (
+    Params,
+    error_code,
+    error_params,
+    http_params,
+    validation_params,
+)
 from tavernkit.errors import (
     ChatBusy,
     Conflict,
@@ -41,13 +48,6 @@ from tavernkit.errors import (
     TavernKitError,
     ToolSourceUnavailable,
     TooManyAttempts,
-)
-from tavernkit.server.error_params import (
-    Params,
-    error_code,
-    error_params,
-    http_params,
-    validation_params,
 )
 from tavernkit.server.task_errors import safe_text
 

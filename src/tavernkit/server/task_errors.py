@@ -1,6 +1,6 @@
 """How a :class:`~tavernkit.errors.GenerateTaskError` leaves the server: its code decides the
 status, the body is ``{"error": {"type", "code", "message", "field"?, "details"?, "params"}}``
-(``params``: the message's named parameters, :mod:`.error_params`).
+(``params``: the message's named parameters, :mod:`tavernkit.error_params`).
 
 Upstream failures are the gateway's (502, 504) and a busy upstream is 429 with
 ``Retry-After``; a missing upstream key is 424 (the request depended on a credential the
@@ -20,8 +20,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from tavernkit.error_params import error_params
 from tavernkit.errors import EgressRefused, GenerateTaskError, ProviderError, TavernKitError
-from tavernkit.server.error_params import error_params
 
 __all__ = [
     "TASK_STATUS",

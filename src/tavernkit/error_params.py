@@ -1,4 +1,4 @@
-"""What an error answer carries so a client can say it in its user's language: a stable
+"""What an error carries so a front end can say it in its user's language: a stable
 ``code`` (what kind of refusal, snake_case, never reworded) and named ``params`` (the field,
 the name, the limit, the line and column...). The English ``message`` stays beside them, for
 clients that show the server's text and for codes a client does not know.
@@ -7,7 +7,9 @@ Codes of tavernkit errors follow the error's class (``not_found``, ``name_taken`
 ``stale_revision``, ``invalid``...); a :class:`~tavernkit.errors.GenerateTaskError` keeps its
 own task code (``rate_limit``, ``network``, ``invalid_input``...), which no class code repeats.
 Every parameter is something the caller sent or may know (its own record's name, a limit, a
-position in its own file); never a secret, never an upstream's text (see :mod:`.errors`).
+position in its own file); never a secret, never an upstream's text (as the server's answers,
+:mod:`tavernkit.server.errors`). The server puts them in its error answers; the CLI words its
+errors from them (:mod:`tavernkit.cli.error_text`).
 """
 
 from __future__ import annotations
