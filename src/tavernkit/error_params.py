@@ -76,6 +76,8 @@ _MISSING = re.compile(
     r"^no (?P<kind>[a-z][a-z _-]*?) (?:named )?"
     r"""(?:(?P<q>['"])(?P<name>.*?)(?P=q)|(?P<number>\d+))"""
 )
+#: the name a "not found" of several kinds gives
+_NAMED = re.compile(r"""\bnamed (?P<q>['"])(?P<name>.*?)(?P=q)""")
 #: "invalid JSON at line 2, column 26: ..." (an import's or a plugin's file)
 _LINE = re.compile(r"\bline (?P<line>\d+),? column (?P<column>\d+)")
 #: the numbers a size refusal names: "over the limit of 1000", "larger than 8 MiB",
@@ -177,8 +179,9 @@ def _access_params(exc: AccessError) -> Params:
 
 def _missing_params(message: str) -> Params:
     found = _MISSING.match(message)
-    if found is None:
-        return {}
+    if found is None:  # "no character, lorebook or chat named 'x'": the name alone
+        named = _NAMED.search(message)
+        return {"name": named["name"]} if named is not None else {}
     params: Params = {"kind": found["kind"].replace(" ", "_").replace("-", "_")}
     if found["name"] is not None:
         params["name"] = found["name"]

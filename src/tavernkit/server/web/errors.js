@@ -125,9 +125,15 @@ function invalidInput(p) {
   return null;
 }
 
+function notFound(p) {
+  if (p.name == null) return t("Not found.");
+  if (!p.kind) return t("Nothing named “{name}” was found.", p);
+  return t("No {kind} “{name}” was found.", { kind: kindName(p.kind), name: p.name });
+}
+
 const CODES = {
   invalid,
-  not_found: (p) => (p.kind && p.name != null ? t("No {kind} “{name}” was found.", { kind: kindName(p.kind), name: p.name }) : t("Not found.")),
+  not_found: notFound,
   name_taken: (p) => t("A {kind} named “{name}” exists already (and differs).", { kind: kindName(p.kind), name: p.name }),
   stale_revision: () => t("This was changed in another tab or device since you opened it; reload to see it as it is now."),
   chat_busy: () => t("The chat is still writing a reply: wait for it, or stop it first."),
