@@ -124,6 +124,35 @@ async def test_a_writer_naming_a_missing_preset_fails_naming_it(world: World) ->
     assert world.server.requests == []
 
 
+async def _stored_texts(world: World, chat: str) -> list[str]:
+    return [str(m.data["mes"]) for m in (await world.chats.load(chat)).messages]
+
+
+@pytest.mark.parametrize("how", ["deleted", "no base URL"])
+async def test_a_writer_it_cannot_use_refuses_the_turn_before_the_message_is_stored(
+    world: World, how: str
+) -> None:
+    await _set_writer(world, "Mira", profile="storyteller")
+    if how == "deleted":
+        await _profile(world, "storyteller", "m-writer")
+        await world.tk.store.delete("connection_profile", "storyteller")
+    else:  # stored, but its source has no default address and it names none
+        broken = ConnectionProfile(name="storyteller", source="custom", model="m-writer")
+        await world.tk.store.put("connection_profile", broken)
+    info = await world.chats.new_chat("Mira")
+    before = await _stored_texts(world, info.id)
+    with pytest.raises(ChatTurnError) as caught:
+        await world.chats.send(info.id, "Ready?")
+    assert "'Mira'" in caught.value.message and "'storyteller'" in caught.value.message
+    assert caught.value.details["field"] == "data.extensions.tavernkit.writer.profile"
+    assert await _stored_texts(world, info.id) == before  # "Ready?" was not stored
+    with pytest.raises(ChatTurnError):
+        await world.chats.regenerate(info.id, at=1)
+    assert await _stored_texts(world, info.id) == before
+    assert (await world.chats.tree(info.id)).branches[1:] == []  # no branch started either
+    assert world.server.requests == []
+
+
 def _member(name: str) -> dict[str, Any]:
     return {
         "spec": "chara_card_v2",
@@ -151,6 +180,25 @@ async def test_a_group_member_speaks_through_its_own_writer(world: World) -> Non
     assert out.status == "completed"
     assert [r.name for r in out.replies] == ["Alice", "Bob"]
     assert _models(world) == ["m1", "m-bob"]
+
+
+async def test_a_group_members_writer_it_cannot_use_refuses_the_turn_up_front(
+    world: World,
+) -> None:
+    for name in ("Alice", "Bob"):
+        await world.tk.library.import_bytes(json.dumps(_member(name)).encode(), source="c.json")
+    group = {"id": "g1", "name": "Camp", "members": ["Alice.png", "Bob.png"]}
+    group |= {"activation_strategy": 1, "generation_mode": 0, "chat_id": "", "chats": []}
+    await world.tk.library.import_bytes(json.dumps(group).encode(), source="camp.json")
+    await _set_writer(world, "Bob", profile="bard")  # no such profile
+    chat = await world.chats.new_group_chat("Camp", rng=Mulberry32(7))
+    before = await _stored_texts(world, chat.id)
+    with pytest.raises(ChatTurnError) as caught:
+        await world.chats.group_turn(chat.id, text="Report in.")
+    assert "'Bob'" in caught.value.message and "'bard'" in caught.value.message
+    # Alice, who speaks first, did not reply either: nothing was written or sent
+    assert await _stored_texts(world, chat.id) == before
+    assert world.server.requests == []
 
 
 async def _chat_with_talk(world: World) -> str:

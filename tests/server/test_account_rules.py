@@ -109,6 +109,8 @@ async def test_invisible_and_control_characters_are_refused_in_names(
         "type": "FormatError",
         "message": r.json()["error"]["message"],
         "field": "name",
+        "code": "invalid",
+        "params": {"field": "name"},
     }
     r = await _login(users, name)
     assert r.status_code == 422 and r.json()["error"]["field"] == "name"

@@ -150,6 +150,8 @@ async def test_avatar_upload_in_three_formats_and_bad_images_named(local: LiveSe
                 "type": "FormatError",
                 "message": r.json()["error"]["message"],
                 "field": "avatar",
+                "code": "invalid",
+                "params": {"field": "avatar"},
             }
         r = await c.put(f"/characters/{cid}/avatar", content=b"\0" * (AVATAR_MAX_BYTES + 1))
         assert r.status_code == 413 and r.json()["error"]["field"] == "avatar"

@@ -108,6 +108,8 @@ async def test_invalid_document_is_422_naming_the_field_and_writes_nothing(
             "type": "FormatError",
             "message": r.json()["error"]["message"],
             "field": "entries",
+            "code": "invalid",
+            "params": {"field": "entries"},
         }
         assert (await c.get("/lorebooks")).json()["total"] == 0
         r = await c.post(

@@ -136,6 +136,7 @@ async def test_bad_turn_requests_are_refused_with_a_named_error(site: Site) -> N
         "message": "no connection profile named 'nope'",
         "field": "profile",
         "details": {"field": "profile", "value": "nope"},
+        "params": {"field": "profile", "value": "nope"},
     }
     assert (await site.start("no-such-chat")).status_code == 404
     assert (await site.client.get(f"/chats/{chat}/turns/nope/events")).status_code == 404

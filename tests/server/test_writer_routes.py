@@ -11,7 +11,6 @@ from chat._server import Reply
 from tavernkit.models.profile import ConnectionProfile
 
 from ._site import Site, site
-from ._sse import parse_events
 
 __all__ = ["site"]  # the fixture, used by name
 
@@ -51,14 +50,26 @@ async def test_a_writer_is_set_checked_and_answers_the_characters_turns(site: Si
     assert out.status == "completed", out.error
     assert site.upstream.requests[-1].body["model"] == "m-writer"
 
+    # the writer's profile deleted: the turn is refused before it starts, by name, and the
+    # user's message is not stored
     await site.tk.store.delete("connection_profile", "storyteller", owner=site.tk.owner)
-    started = await site.start(chat)
-    assert started.status_code == 202
-    raw = (await c.get(started.json()["events"])).content
-    error = next(e.data for e in parse_events(raw) if e.type == "error")
-    assert error["code"] == "invalid_input"
+    before = len((await site.tk.chats.load(chat)).messages)
+    refused = await site.start(chat, text="Still there?")
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["type"], error["code"]) == ("GenerateTaskError", "invalid_input")
+    assert error["field"] == "data.extensions.tavernkit.writer.profile"
     assert "'Mira'" in error["message"] and "'storyteller'" in error["message"]
+    assert len((await site.tk.chats.load(chat)).messages) == before
     assert site.upstream.requests[-1].body["model"] == "m-writer"  # nothing more was sent
+
+    # a profile that is stored but cannot be used (no base URL for its source): the same
+    unusable = ConnectionProfile(name="storyteller", source="custom", model="m-writer")
+    await site.tk.store.put("connection_profile", unusable, owner=site.tk.owner)
+    refused = await site.start(chat, text="Still there?")
+    assert refused.status_code == 400, refused.text
+    assert "'storyteller'" in refused.json()["error"]["message"]
+    assert len((await site.tk.chats.load(chat)).messages) == before
 
     cleared = await c.put("/characters/Mira/writer", json={"profile": None, "preset": None})
     assert cleared.json()["profile"] is None

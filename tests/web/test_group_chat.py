@@ -233,7 +233,7 @@ def test_a_reload_mid_turn_shows_each_reply_once_regenerate_replaces_the_batch_a
         Reply(text="Mira, second take."),
         HangReply(text="Second take. Done", chunks=["Second take.", " Done"]),
     )
-    page.get_by_role("button", name="Regenerate").click()
+    page.get_by_role("button", name="Regenerate", exact=True).click()
     expect(page.locator(".log .live").last.locator(".body")).to_have_text("Second take.")
     expect(page.locator(".log > li:visible").filter(has_text="Mira answers first.")).to_have_count(
         0

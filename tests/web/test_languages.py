@@ -145,14 +145,14 @@ def _both_sizes(page: Page, name: str) -> None:
     page.set_viewport_size(DESKTOP)
 
 
-def test_an_error_says_its_gist_in_the_ui_language(browser_in: Any, site: Site) -> None:
-    # the server's detail stays English; the reader gets what went wrong first, in Chinese
+def test_an_error_says_what_went_wrong_in_the_ui_language(browser_in: Any, site: Site) -> None:
+    # worded from the answer's code and parameters: nothing of the server's English is left
     page = browser_in("zh-CN")
     page.goto("/#/chat/no-such-chat")
     # it stays on the page (not a toast that goes by), with a way on
     expect(page.get_by_role("heading", name="无法打开此页面")).to_be_visible()
     shown = page.get_by_role("alert")
-    expect(shown).to_contain_text("找不到 (404: ")
-    expect(shown).to_contain_text("no-such-chat")
+    expect(shown).to_contain_text("找不到聊天“no-such-chat”。")
+    expect(shown).not_to_contain_text("404")
     expect(page.get_by_role("link", name="返回角色列表")).to_be_visible()
     screenshot(page, "languages-zh-Hans-error")

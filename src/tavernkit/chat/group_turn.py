@@ -19,15 +19,16 @@ was empty; tavernkit posts nothing then (an empty message only clutters the chat
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from tavernkit.chat.greetings import chat_name, iso_timestamp
 from tavernkit.chat.group_speaker import GroupSpeaker, set_group_avatar
 from tavernkit.chat.reply import TurnOutcome
 from tavernkit.chat.slots import ChatSlots
-from tavernkit.errors import Conflict, NotFound
+from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.generation.abort import AbortController
 from tavernkit.groups.prompt import group_prompt_context
 from tavernkit.groups.records import LoadedGroup, attach_chat, group_of_chat, load_group
@@ -48,6 +49,7 @@ __all__ = [
     "pick_greeting",
     "preview_speaker",
     "refuse_group_chat",
+    "reply_writer",
     "run_group_turn",
     "speaker_for",
 ]
@@ -149,15 +151,24 @@ def speaker_for(
     )
 
 
-async def _selection_chat(store: Store, chat_id: str, *, owner: str) -> list[Message]:
-    """The newest messages back to the last user message (or the whole chat when there is
-    none): the window grows 8x while the members talked among themselves past it, so a long
-    auto-mode stretch costs what it holds, not the whole chat."""
+async def _selection_chat(
+    store: Store, chat_id: str, *, owner: str, stop: int | None = None
+) -> list[Message]:
+    """The newest messages (before message ``stop``, when given: a turn on a new branch
+    from there) back to the last user message (or the whole chat when there is none): the
+    window grows 8x while the members talked among themselves past it, so a long auto-mode
+    stretch costs what it holds, not the whole chat."""
     size = _SELECTION_WINDOW
     while True:
-        window = await store.load_chat_window(chat_id, last=size, owner=owner)
-        messages = [Message.model_validate(m.data) for m in window.tail]
-        if len(window.tail) >= window.info.message_count or any(m.is_user for m in messages):
+        if stop is None:
+            window = await store.load_chat_window(chat_id, last=size, owner=owner)
+            rows, whole = window.tail, len(window.tail) >= window.info.message_count
+        else:
+            start = max(0, stop - size)
+            rows = await store.load_message_range(chat_id, start=start, stop=stop, owner=owner)
+            whole = start == 0
+        messages = [Message.model_validate(m.data) for m in rows]
+        if whole or any(m.is_user for m in messages):
             return messages
         size *= 8
 
@@ -169,7 +180,9 @@ class GroupTurnDraft:
     member to reply whatever the strategy and mute state (``/trigger``), ``rng`` drawing the
     selection, ``auto`` for an auto-mode tick (the members talk among themselves: no user
     message; the manual strategy drafts one at random), ``interrupt`` to stop a running
-    turn, and ``batch``, the replies' shared generation id."""
+    turn, ``batch``, the replies' shared generation id, and ``at``: a ``normal`` turn (a
+    resend) or a ``regenerate`` in place of message ``at`` on a new branch of the chat's
+    tree (:func:`branch_at`)."""
 
     chat_id: str
     chat_name: str
@@ -180,6 +193,7 @@ class GroupTurnDraft:
     auto: bool = False
     interrupt: bool = False
     batch: int | None = None
+    at: int | None = None
 
 
 async def run_group_turn(
@@ -190,9 +204,12 @@ async def run_group_turn(
     slots: ChatSlots,
     store_input: Callable[[str], Awaitable[None]],
     generate: MemberGeneration,
+    check: Callable[[Sequence[GroupMember]], Awaitable[None]] | None = None,
 ) -> GroupTurnOutcome:
     """One group turn (see the module docstring and :class:`GroupTurnDraft`).
-    ``store_input`` stores the user's message; ``generate`` runs one member's generation.
+    ``store_input`` stores the user's message; ``generate`` runs one member's generation;
+    ``check`` refuses the chosen speakers (raises) before anything is written: no branch,
+    no regenerated batch dropped, no user's message stored.
     """
     chat_id, kind, text, auto = draft.chat_id, draft.kind, draft.text, draft.auto
     member, rng, batch = draft.member, draft.rng, draft.batch
@@ -203,19 +220,28 @@ async def run_group_turn(
     if auto and text:
         raise Conflict("an auto-mode tick takes no user message")
     async with slots.turn(chat_id, interrupt=draft.interrupt) as controller:
-        chat = await _selection_chat(store, chat_id, owner=owner)
-        if kind == "regenerate":
-            chat = chat[: len(chat) - await _drop_last_batch(store, chat_id, chat, owner=owner)]
+        at = draft.at
+        if at is not None and kind == "regenerate":
+            forced = forced or await reply_writer(store, loaded, chat_id, at, owner=owner)
+        chat = await _selection_chat(store, chat_id, owner=owner, stop=at)
+        dropped = _last_batch_size(chat) if kind == "regenerate" and at is None else 0
         request = SelectionRequest(
             group=loaded.group,
             members=loaded.members,
-            chat=chat,
+            chat=chat[: len(chat) - dropped],
             user_input=text,
             kind="normal" if kind == "regenerate" else kind,
             force=forced,
             auto=auto,
         )
         speakers = select_speakers(request, rng if rng is not None else random.random)
+        # nothing is written before the speakers' checks pass (a writer that cannot be used)
+        if check is not None:
+            await check(speakers)
+        if at is not None:
+            await _fork_at(store, chat_id, at, owner=owner)
+        elif dropped:
+            await _drop_last_batch(store, chat_id, dropped, owner=owner)
         stored_input = False
         if text and kind in ("normal", "regenerate"):
             await store_input(chat_id)
@@ -232,12 +258,46 @@ async def run_group_turn(
         return GroupTurnOutcome(kind, replies, stored_input)
 
 
-async def _drop_last_batch(
-    store: Store, chat_id: str, chat: Sequence[Message], *, owner: str
-) -> int:
-    """``regenerateGroup``: delete the trailing character replies of the last batch (same
-    ``extra.gen_id`` as the last message; all trailing replies for messages without one).
-    Returns how many went."""
+async def reply_writer(
+    store: Store, loaded: LoadedGroup, chat_id: str, at: int, *, owner: str
+) -> str | None:
+    """The avatar of the member who wrote reply ``at`` (regenerated on a new branch: that
+    member speaks again, muted or not); ``None`` when the writer is no longer a member, so
+    SillyTavern's group rules choose who replies. A user's message there is a
+    :class:`~tavernkit.errors.FormatError` naming ``at``."""
+    rows = await store.load_message_range(chat_id, start=at, stop=at + 1, owner=owner)
+    if not rows:
+        return None
+    if rows[0].data.get("is_user"):
+        raise FormatError(f"message {at} is the user's; regenerate a reply", field="at")
+    return _member_avatar(loaded, rows[0].data)
+
+
+async def _fork_at(store: Store, chat_id: str, at: int, *, owner: str) -> None:
+    """Start a new branch of the chat's tree at message ``at`` (the messages from it on stay
+    in the old branch, as a solo chat's regenerate or resend in its middle leaves them)."""
+    try:
+        await store.fork_chat(chat_id, at, owner=owner)
+    except FormatError as exc:  # the turn's field is ``at``
+        raise FormatError(exc.reason, field="at") from exc
+
+
+def _member_avatar(loaded: LoadedGroup, data: Mapping[str, Any]) -> str | None:
+    """The avatar of the member who wrote the stored message ``data``: its speaker's avatar
+    (``original_avatar``), else its name; ``None`` when no member matches."""
+    avatar = data.get("original_avatar")
+    for member in loaded.members:
+        if avatar and member.avatar == avatar:
+            return member.avatar
+    for member in loaded.members:
+        if member.name == data.get("name"):
+            return member.avatar
+    return None
+
+
+def _last_batch_size(chat: Sequence[Message]) -> int:
+    """``regenerateGroup``: how many trailing character replies the last batch holds (same
+    ``extra.gen_id`` as the last message; all trailing replies for messages without one)."""
     if not chat or chat[-1].is_user or chat[-1].is_system:
         return 0
     batch = chat[-1].extra.gen_id
@@ -248,11 +308,16 @@ async def _drop_last_batch(
         if batch is not None and message.extra.gen_id != batch:
             break
         count += 1
+    return count
+
+
+async def _drop_last_batch(store: Store, chat_id: str, count: int, *, owner: str) -> None:
+    """Delete the last ``count`` messages (the last batch of replies) for a regenerate."""
     window = await store.load_chat_window(chat_id, last=count, owner=owner)
     start = window.tail[0].position
     if not await store.cut_would_drop(chat_id, start, owner=owner):
         await store.truncate_chat(chat_id, start, owner=owner)
-        return count
+        return
     # A branch of the chat's tree continues this batch: deleting it would delete that branch
     # too. The batch stays on the path it is on, with its branches, and the new one starts a
     # branch of its own (as a regenerate in the middle of a chat does).
@@ -262,7 +327,6 @@ async def _drop_last_batch(
             "swipe it instead"
         )
     await store.fork_chat(chat_id, start, owner=owner)
-    return count
 
 
 async def create_group_chat(

@@ -4,7 +4,7 @@ the logic — who speaks, in which order, what each member sees — is :mod:`.gr
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Unpack
 
@@ -20,6 +20,7 @@ from tavernkit.chat.turn_core import TurnCore
 from tavernkit.chat.turn_options import TurnCall, TurnKeywords
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.sink import ResponseSink
+from tavernkit.models.group import GroupMember
 from tavernkit.store.protocol import ChatInfo
 
 __all__ = ["GroupVerbs"]
@@ -55,6 +56,7 @@ class GroupVerbs(TurnCore):
         rng: Callable[[], float] | None = None,
         auto: bool = False,
         member_sink: Callable[[str], ResponseSink | None] | None = None,
+        at: int | None = None,
         **options: Unpack[TurnKeywords],
     ) -> GroupTurnOutcome:
         """A turn of a group chat: ``text`` (the user's message, may be empty) goes in, then
@@ -66,7 +68,10 @@ class GroupVerbs(TurnCore):
         ``Math.random``); ``auto`` is an auto-mode tick (the members go on among themselves;
         call it every ``Group.auto_mode_delay`` seconds while nothing else runs);
         ``member_sink`` gives each member's reply a sink of its own (by the member's name)
-        instead of the one ``sink``."""
+        instead of the one ``sink``. ``at``: a ``normal`` turn (a resend of ``text``) or a
+        ``regenerate`` in place of message ``at``, on a new branch of the chat's tree (the
+        old messages stay in theirs); a regenerate has the member who wrote reply ``at``
+        speak again (SillyTavern's group rules choose when that member has left)."""
         info = await self.store.get_chat_info(chat_id, owner=self.owner)
         base = TurnCall.of(
             kind,
@@ -85,6 +90,10 @@ class GroupVerbs(TurnCore):
             turn = replace(base, kind=member_kind, member=speaker, sink=sink)
             return await self._generate(chat_id, turn, controller)
 
+        async def check(speakers: Sequence[GroupMember]) -> None:
+            for speaker in speakers:
+                await self.check_card_writer(speaker.character, base.overrides)
+
         draft = GroupTurnDraft(
             info.id,
             info.name,
@@ -95,6 +104,7 @@ class GroupVerbs(TurnCore):
             auto=auto,
             interrupt=base.interrupt,
             batch=int(self.clock().timestamp() * 1000),
+            at=at,
         )
         return await run_group_turn(
             self.store,
@@ -103,6 +113,7 @@ class GroupVerbs(TurnCore):
             slots=self.slots,
             store_input=store_input,
             generate=generate,
+            check=check,
         )
 
     async def trigger(

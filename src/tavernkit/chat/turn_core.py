@@ -51,6 +51,7 @@ from tavernkit.chat.sink import ContinuationJoin, TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.chat.turn_options import Overrides, TurnCall
+from tavernkit.chat.writer import check_writer_usable
 from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
 from tavernkit.generation.options import TurnOptions
@@ -58,6 +59,7 @@ from tavernkit.generation.profiles import LocalFactory, ResolvedConnection
 from tavernkit.generation.review import ReviewConfig, ToolCheckpoint
 from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
+from tavernkit.models.character import Card, Character
 from tavernkit.models.chat import ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
@@ -214,6 +216,29 @@ class TurnCore:
                 ) from None
         return ov
 
+    async def check_writer(self, character: str | None, overrides: Overrides) -> None:
+        """The writer of ``character`` (a stored character's id or name; ``None``: none)
+        checked before a turn writes anything: a profile that is missing or cannot be used,
+        or a missing preset, is a :class:`~tavernkit.errors.ChatTurnError` naming it
+        (:func:`~.writer.check_writer_usable`), so the user's message is not stored for a
+        turn that could not run. A turn that names its own ``profile`` does not use the
+        writer's."""
+        if character is None or TurnOverrides.of(overrides).profile:
+            return
+        try:
+            card = await self.store.get("character", character, owner=self.owner)
+        except NotFound:
+            return  # the turn's own load says so
+        data = card.data if isinstance(card, Card) else None
+        await self.check_card_writer(data, overrides)
+
+    async def check_card_writer(self, character: Character | None, overrides: Overrides) -> None:
+        """:meth:`check_writer` for a card's ``data`` already loaded (a group member's)."""
+        if TurnOverrides.of(overrides).profile:
+            return
+        deps = self.turn_deps()
+        await check_writer_usable(self.store, character, deps.resolve, owner=self.owner)
+
     # -- internals ---------------------------------------------------------------------------
 
     async def _chat_id(self, ref: str) -> str:
@@ -317,6 +342,7 @@ class TurnCore:
         if info.character_id is None:  # only a chat with no character can be a group's
             await refuse_group_chat(self.store, info.name, owner=self.owner)
         await self.check_overrides(turn.overrides)
+        await self.check_writer(info.character_id, turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             given = await before(chat_id) if before is not None else None
             outcome = await self._generate(chat_id, turn, controller, given)

@@ -20,18 +20,21 @@ connection and a text-completion preset on a text one.
 
 A writer naming a profile or preset that is not stored (deleted or renamed since) fails the
 turn with ``invalid_input`` naming the character, the part and the name: the turn never falls
-back silently to another model, which could spend keys the user meant to keep apart.
+back silently to another model, which could spend keys the user meant to keep apart. A turn
+checks its speaker's writer before it writes anything (:func:`check_writer_usable`): a profile
+that is missing or cannot be used (no base URL, a key that is gone), or a preset stored under
+neither preset kind, refuses the turn before the user's message is stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tavernkit.errors import ChatTurnError, FormatError, NotFound
+from tavernkit.errors import ChatTurnError, FormatError, GenerateTaskError, NotFound
 from tavernkit.generation.profiles import ResolvedConnection
-from tavernkit.models.character import Card
+from tavernkit.models.character import Card, Character
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.regex_script import embedded_scripts
@@ -44,6 +47,7 @@ __all__ = [
     "Writer",
     "card_writer",
     "check_writer",
+    "check_writer_usable",
     "choose_profile",
     "extensions_with_writer",
     "with_writer_preset",
@@ -117,12 +121,63 @@ def extensions_with_writer(extensions: Mapping[str, Any], writer: Writer) -> dic
 
 def _missing(state: ChatState, part: str, kind: str, name: str) -> ChatTurnError:
     who = state.card.data.name if state.card is not None else ""
+    return _writer_error(who, part, kind, name, "which is not stored")
+
+
+def _writer_error(who: str, part: str, kind: str, name: str, why: str) -> ChatTurnError:
     return ChatTurnError(
         "invalid_input",
-        f"the writer of character {who!r} names {kind} {name!r}, which is not stored: choose "
+        f"the writer of character {who!r} names {kind} {name!r}, {why}: choose "
         "another in the character's editor (Writer)",
-        details={"field": f"{WRITER_FIELD}.{part}", "value": name},
+        details={"field": f"{WRITER_FIELD}.{part}", "value": name, "character": who},
     )
+
+
+#: resolves a connection profile as a turn would (:meth:`~tavernkit.chat.deps.TurnDeps.resolve`)
+ResolveProfile = Callable[[ConnectionProfile], Awaitable[ResolvedConnection]]
+
+
+async def check_writer_usable(
+    store: Store, character: Character | None, resolve: ResolveProfile, *, owner: str
+) -> None:
+    """Refuse, before a turn writes anything, a writer on ``character`` (a card's ``data``)
+    the turn could not use:
+    a profile that is not stored, or that does not resolve (no base URL, a stored key that
+    is gone), or a preset stored as neither a chat-completion nor a text-completion preset.
+    The :class:`~tavernkit.errors.ChatTurnError` (``invalid_input``) names the character, the
+    part and the name, as the turn's own failure would."""
+    if character is None:
+        return
+    writer, who = writer_of(character.extensions), character.name
+    if writer.profile:
+        await _check_profile(store, who, writer.profile, resolve, owner=owner)
+    if writer.preset:
+        for kind in ("chat_preset", "textgen_preset"):
+            try:
+                await store.get_shared_record(kind, writer.preset, owner=owner)
+            except NotFound:
+                continue
+            return
+        raise _writer_error(who, "preset", "preset", writer.preset, "which is not stored")
+
+
+async def _check_profile(
+    store: Store, who: str, name: str, resolve: ResolveProfile, *, owner: str
+) -> None:
+    try:
+        profile = await store.get("connection_profile", name, owner=owner)
+    except NotFound:
+        raise _writer_error(
+            who, "profile", "connection profile", name, "which is not stored"
+        ) from None
+    if not isinstance(profile, ConnectionProfile):
+        raise _writer_error(who, "profile", "connection profile", name, "which is not one")
+    try:
+        await resolve(profile)
+    except (GenerateTaskError, NotFound) as exc:
+        # the profile names no base URL for its source, or a key record deleted since
+        why = "which cannot be used as stored"
+        raise _writer_error(who, "profile", "connection profile", name, why) from exc
 
 
 async def choose_profile(

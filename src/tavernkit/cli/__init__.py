@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say, set_language
 from tavernkit.cli.lazy import LazyCommand, LazyGroup
 from tavernkit.cli.line_input import input_still_blocked
@@ -196,7 +197,7 @@ def main() -> None:
             # (and the models under them) unimported until a command needs them
             add_plugin_commands(get_plugin_manager(include_builtins=False), app)
         except TavernKitError as exc:
-            err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+            err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
             sys.exit(1)
         app()
     except SystemExit as exc:

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
@@ -82,7 +83,7 @@ def run_in_tavern(home: Path | None, action: Callable[[Tavern], Awaitable[T]]) -
     try:
         return asyncio.run(runner())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
 
 
 def chat_row(info: ChatInfo) -> dict[str, Any]:

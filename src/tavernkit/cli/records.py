@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, chat_row, run_in_tavern
+from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.cli.render import render_found
 from tavernkit.errors import NameTaken, TavernKitError
@@ -72,13 +73,12 @@ def import_(
                 )
             except NameTaken as exc:
                 failed += 1
-                err.print(
-                    f"[bold red]{say('error:')}[/] {escape(str(exc))}; --replace overwrites it"
-                )
+                said = escape(error_text(exc))
+                err.print(f"[bold red]{say('error:')}[/] {said}; --replace overwrites it")
                 continue
             except TavernKitError as exc:
                 failed += 1
-                err.print(f"[bold red]{say('error:')}[/] {escape(str(exc))}")
+                err.print(f"[bold red]{say('error:')}[/] {escape(error_text(exc))}")
                 continue
             for result in results:
                 _print_import(result)

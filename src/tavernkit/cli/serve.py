@@ -21,6 +21,7 @@ from typing import Annotated
 import typer
 
 from tavernkit.cli._common import HomeOption, fail, gathered
+from tavernkit.cli.error_text import error_text
 from tavernkit.errors import Conflict, NotFound, ServerConfigError, TavernKitError
 from tavernkit.facade import Tavern
 from tavernkit.server.coordination import DEFAULT_LOCK_LEASE_S
@@ -357,7 +358,7 @@ def serve_command(options: ServeOptions) -> None:
         settings.check()
         use_secret_key_file(options.secret_key_file)
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     if options.create_admin is not None:
         _make_admin(settings, options.create_admin)
     _serve(settings, options)
@@ -369,7 +370,7 @@ def _server_settings(options: ServeOptions) -> ServerSettings:
     try:
         upload_max_bytes = parse_size(o.max_upload, what="--max-upload")
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     return ServerSettings(
         home=Path(o.home) if o.home is not None else None,
         host=o.host,
@@ -411,7 +412,7 @@ def _make_admin(settings: ServerSettings, name: str) -> None:
     try:
         asyncio.run(_create_admin(settings, name, password))
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
 
 
 def _serve(settings: ServerSettings, options: ServeOptions) -> None:
@@ -421,7 +422,7 @@ def _serve(settings: ServerSettings, options: ServeOptions) -> None:
     try:
         sock = listening_socket(host, options.port)
     except TavernKitError as exc:
-        raise fail(str(exc)) from None
+        raise fail(error_text(exc)) from None
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     who = "accounts on" if settings.accounts else "one local user, no login"
     if settings.database is not None:

@@ -9,7 +9,13 @@ from tavernkit.error_families.provider import BadRequest
 
 
 class AccessError(TavernKitError):
-    """The server refused the caller. Messages never say whether a user name exists."""
+    """The server refused the caller. Messages never say whether a user name exists.
+    ``refusal``: a stable name for why (``wrong_credentials``, ``session_expired``...), for a
+    client that says it in its own language; ``None`` when only the message says."""
+
+    def __init__(self, message: str = "", *, refusal: str | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
 
 
 class NotAuthenticated(AccessError):
@@ -38,9 +44,9 @@ class TooManyAttempts(AccessError):
     """A per-user rate limit (logins, turns) was hit; ``retry_after_s`` says when the next
     attempt is allowed (HTTP 429 with ``Retry-After``)."""
 
-    def __init__(self, message: str, *, retry_after_s: float) -> None:
+    def __init__(self, message: str, *, retry_after_s: float, refusal: str | None = None) -> None:
         self.retry_after_s = retry_after_s
-        super().__init__(message)
+        super().__init__(message, refusal=refusal)
 
 
 class ServerConfigError(TavernKitError):

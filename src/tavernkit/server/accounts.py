@@ -159,7 +159,9 @@ class LoginSession:
 
 def _address_refusal(retry_after_s: float) -> TooManyAttempts:
     return TooManyAttempts(
-        "too many login attempts from this address; try again later", retry_after_s=retry_after_s
+        "too many login attempts from this address; try again later",
+        retry_after_s=retry_after_s,
+        refusal="logins",
     )
 
 
@@ -254,7 +256,7 @@ class Accounts:
             # one argon2 check either way (an unknown name's against a dummy hash)
             matched = await self._passwords.verify(found[1] if found else None, password)
             if found is None or not matched:
-                raise NotAuthenticated("wrong user name or password")
+                raise NotAuthenticated("wrong user name or password", refusal="wrong_credentials")
             user, stored = found
             if self._passwords.needs_rehash(stored):
                 await self._store.set_password_hash(user.id, await self._passwords.hash(password))
@@ -282,7 +284,9 @@ class Accounts:
         except NotAuthenticated:
             found = None
         if found is None or found.id != user_id:
-            raise PermissionDenied("the current password is wrong; nothing was changed")
+            raise PermissionDenied(
+                "the current password is wrong; nothing was changed", refusal="wrong_password"
+            )
         await self._store.change_password(
             user_id,
             await self._passwords.hash(new),
@@ -334,7 +338,7 @@ class Accounts:
     async def _count(self, key: str, rate: RateLimit, refusal: str) -> None:
         decision = await self._limiter.hit(key, limit=rate.limit, window_s=rate.window_s)
         if not decision.allowed:
-            raise TooManyAttempts(refusal, retry_after_s=decision.retry_after_s)
+            raise TooManyAttempts(refusal, retry_after_s=decision.retry_after_s, refusal="logins")
 
     # -- sessions -----------------------------------------------------------------------
     async def login(self, name: str, password: str, *, address: str | None = None) -> LoginSession:

@@ -100,14 +100,18 @@ async def _authenticate(request: Request, state: ServerState) -> Principal:
             raise NotAuthenticated("the Authorization header must be 'Bearer <token>'")
         principal = await state.accounts.principal_for_token(token.strip())
         if principal is None:
-            raise NotAuthenticated("unknown or revoked API token")
+            raise NotAuthenticated("unknown or revoked API token", refusal="unknown_token")
         return principal
     secret = request.cookies.get(SESSION_COOKIE)
     if not secret:
-        raise NotAuthenticated("sign in (POST /auth/login) or send an API token")
+        raise NotAuthenticated(
+            "sign in (POST /auth/login) or send an API token", refusal="signed_out"
+        )
     principal = await state.accounts.principal_for_session(secret)
     if principal is None:
-        raise NotAuthenticated("the session has expired or was signed out; sign in again")
+        raise NotAuthenticated(
+            "the session has expired or was signed out; sign in again", refusal="session_expired"
+        )
     if request.method not in _SAFE_METHODS:
         sent = request.headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(sent.encode(), csrf_for(secret).encode()):
@@ -122,7 +126,7 @@ async def admin_principal(request: Request) -> Principal:
     """:func:`current_principal`, refusing anyone but an admin (403)."""
     principal = await current_principal(request)
     if not principal.is_admin:
-        raise PermissionDenied("only an admin may do this")
+        raise PermissionDenied("only an admin may do this", refusal="admin_only")
     return principal
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tavernkit.error_params import http_params
 from tavernkit.server.errors import error_body
 
 __all__ = ["BodyLimit"]
@@ -26,7 +27,8 @@ def _too_large(limit: int) -> str:
 
 
 def _server_error(message: str) -> dict[str, Any]:
-    return error_body("LimitExceeded", message)
+    code, params = http_params(413, message)
+    return error_body("LimitExceeded", message, code=code, params=params)
 
 
 ErrorBody = Callable[[str], dict[str, Any]]

@@ -1,5 +1,7 @@
 """How errors leave the server: every tavernkit error as a 4xx JSON body
-``{"error": {"type", "message", "field"?}}`` with the status its class means, request
+``{"error": {"type", "message", "field"?, "code", "params"}}`` with the status its class means
+(``code`` and ``params``: what a client needs to say the error in its own language,
+:mod:`tavernkit.error_params`), request
 validation failures as 422 in the same shape, and anything else as a bare 500 that names
 nothing (the traceback goes to the log, never to the client). A database or Redis that
 cannot serve now (:class:`~tavernkit.errors.StoreUnavailable`,
@@ -23,6 +25,13 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from tavernkit.error_params import (
+    Params,
+    error_code,
+    error_params,
+    http_params,
+    validation_params,
+)
 from tavernkit.errors import (
     ChatBusy,
     Conflict,
@@ -88,6 +97,12 @@ class ErrorDetail(BaseModel):
     message: str
     #: the field at fault, when one is
     field: str | None = None
+    #: a stable code for the kind of refusal (``not_found``, ``invalid``, ``stale_revision``,
+    #: a task error's ``rate_limit``...), for a client that words it in its own language
+    code: str | None = None
+    #: the message's named parameters (``field``, ``name``, ``kind``, ``limit_bytes``,
+    #: ``line``, ``column``, ``retry_after``...)
+    params: dict[str, str | int | float | bool] | None = None
     #: a ``StaleRevision``'s current revision, and what the thing holds now
     revision: str | None = None
     current: dict[str, Any] | None = None
@@ -135,10 +150,20 @@ def is_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, StoreUnavailable | CoordinationError | ShuttingDown)
 
 
-def error_body(type_: str, message: str, field: str | None = None) -> dict[str, Any]:
+def error_body(
+    type_: str,
+    message: str,
+    field: str | None = None,
+    *,
+    code: str | None = None,
+    params: Params | None = None,
+) -> dict[str, Any]:
     error: dict[str, Any] = {"type": type_, "message": message}
     if field is not None:
         error["field"] = field
+    if code is not None:
+        error["code"] = code
+        error["params"] = dict(params or {})
     return {"error": error}
 
 
@@ -154,7 +179,7 @@ def error_response(exc: TavernKitError) -> JSONResponse:
         log.warning("answered 503: %s", exc)
         said = str(exc) if isinstance(exc, ShuttingDown) else UNAVAILABLE_MESSAGE
         return JSONResponse(
-            error_body(type(exc).__name__, said),
+            error_body(type(exc).__name__, said, code=error_code(exc)),
             status_code=503,
             headers={"Retry-After": str(UNAVAILABLE_RETRY_S)},
         )
@@ -164,7 +189,14 @@ def error_response(exc: TavernKitError) -> JSONResponse:
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s + 0.5)))
     if isinstance(exc, NotAuthenticated):
         headers["WWW-Authenticate"] = "Bearer"
-    body = error_body(type(exc).__name__, safe_text(exc), field if isinstance(field, str) else None)
+    said = safe_text(exc)
+    body = error_body(
+        type(exc).__name__,
+        said,
+        field if isinstance(field, str) else None,
+        code=error_code(exc),
+        params=error_params(exc, said),
+    )
     if isinstance(exc, StaleRevision):
         body["error"]["revision"] = exc.revision
         if exc.current is not None:
@@ -179,16 +211,22 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     loc = [str(part) for part in first.get("loc", ())]
     # the input itself is never echoed: it may be a password or a key
     message = str(first.get("msg", "invalid request"))
-    return JSONResponse(
-        error_body("ValidationError", message, ".".join(loc) or None), status_code=422
+    body = error_body(
+        "ValidationError",
+        message,
+        ".".join(loc) or None,
+        code="invalid",
+        params=validation_params(first),
     )
+    return JSONResponse(body, status_code=422)
 
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     type_ = "LimitExceeded" if exc.status_code == 413 else "HTTPError"
+    code, params = http_params(exc.status_code, str(exc.detail))
     return JSONResponse(
-        error_body(type_, str(exc.detail)),
+        error_body(type_, str(exc.detail), code=code, params=params),
         status_code=exc.status_code,
         headers=dict(exc.headers or {}),
     )
@@ -197,7 +235,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # a bug: logged with its type and traceback server-side; the client learns nothing of it
     log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
-    return JSONResponse(error_body("InternalError", "internal server error"), status_code=500)
+    body = error_body("InternalError", "internal server error", code="internal")
+    return JSONResponse(body, status_code=500)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -67,6 +67,7 @@ def busy_refusal() -> TooManyAttempts:
     return TooManyAttempts(
         "the server is checking too many logins at once; try again in a moment",
         retry_after_s=1.0,
+        refusal="logins",
     )
 
 

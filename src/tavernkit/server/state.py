@@ -115,6 +115,7 @@ class ServerState:
             raise TooManyAttempts(
                 "too many model calls (turns, tasks, tests); try again later",
                 retry_after_s=decision.retry_after_s,
+                refusal="model_calls",
             )
 
 

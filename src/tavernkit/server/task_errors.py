@@ -1,5 +1,6 @@
 """How a :class:`~tavernkit.errors.GenerateTaskError` leaves the server: its code decides the
-status, the body is ``{"error": {"type", "code", "message", "field"?, "details"?}}``.
+status, the body is ``{"error": {"type", "code", "message", "field"?, "details"?, "params"}}``
+(``params``: the message's named parameters, :mod:`tavernkit.error_params`).
 
 Upstream failures are the gateway's (502, 504) and a busy upstream is 429 with
 ``Retry-After``; a missing upstream key is 424 (the request depended on a credential the
@@ -19,6 +20,7 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from tavernkit.error_params import error_params
 from tavernkit.errors import EgressRefused, GenerateTaskError, ProviderError, TavernKitError
 
 __all__ = [
@@ -99,6 +101,7 @@ def task_error_body(exc: GenerateTaskError) -> dict[str, Any]:
     details = {k: exc.details[k] for k in _SAFE_DETAILS if k in exc.details}
     if details:
         error["details"] = _jsonable(details)
+    error["params"] = error_params(exc, error["message"])
     return {"error": error}
 
 

@@ -546,7 +546,8 @@ class TurnHub:
 
     async def start(self, chats: ChatService, chat_ref: str, request: TurnRequest) -> TurnStarted:
         """Check and start a turn of ``chat_ref`` (an id or name of ``chats``' owner); raises
-        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")``,
+        :class:`~tavernkit.errors.NotFound`, ``GenerateTaskError("invalid_input")`` (a bad
+        override, or the character's writer naming a profile or preset it cannot use),
         :class:`~tavernkit.errors.Conflict` (a solo verb on a group's chat) or
         :class:`~tavernkit.errors.ChatBusy` before anything is stored or started."""
         if self.draining:
@@ -568,6 +569,10 @@ class TurnHub:
             # caller rather than a turn that ends at once in an error event
             await refuse_group_chat(chats.store, info.name, owner=chats.owner)
         await chats.check_overrides(request.overrides)
+        if not request.group:
+            # a character's writer that cannot be used: refused now, nothing stored (a group's
+            # speakers are checked once chosen, still before anything is written)
+            await chats.check_writer(info.character_id, request.overrides)
         if request.at is not None:
             await _check_branch_point(chats, info.id, info.message_count, request)
         key = self.chat_key(chats.owner, info.id)
@@ -912,10 +917,11 @@ async def _check_branch_point(
     chats: ChatService, chat_id: str, count: int, request: TurnRequest
 ) -> None:
     """Refuse an ``at`` the turn cannot branch at (422 naming ``at``), before anything
-    starts: only a solo ``send`` or ``regenerate`` branches, at a message after the first,
-    and a regenerate at a reply (the chat's tree: :meth:`ChatService.fork`)."""
+    starts: only a ``send`` or ``regenerate`` (a solo chat's or a group's; not an auto-mode
+    tick) branches, at a message after the first, and a regenerate at a reply (the chat's
+    tree: :meth:`ChatService.fork`)."""
     at = request.at
-    if request.group or request.kind not in ("send", "regenerate"):
+    if request.kind not in ("send", "regenerate") or request.auto:
         raise FormatError("only a send or a regenerate starts a branch", field="at")
     if at is None or not 1 <= at < count:
         raise FormatError(
@@ -959,4 +965,5 @@ async def _run_group_verb(
         abort=controller.signal,
         overrides=request.overrides,
         interrupt=request.interrupt,
+        at=request.at,
     )

@@ -182,6 +182,10 @@ class GroupTurnBody(BaseModel):
     #: an auto-mode tick (a ``send`` with no text and no member): the members go on among
     #: themselves, the manual strategy drafting one at random
     auto: bool = False
+    #: a ``send`` or ``regenerate`` in place of message ``at``, on a new branch of the chat
+    #: (``GET /chats/{id}/tree`` lists both); a regenerate has the member who wrote reply
+    #: ``at`` speak again
+    at: int | None = Field(None, ge=1, le=10_000_000)
 
 
 @router.get("/groups")
@@ -333,5 +337,6 @@ async def start_group_turn(
         group=True,
         member=body.member,
         auto=body.auto,
+        at=body.at,
     )
     return await begin_turn(state, tk, info.id, request)

@@ -3,11 +3,12 @@
 // (chat/alerts.js).
 
 import { ApiError } from "./api.js";
+import { localizedError } from "./errors.js";
 import { language, t } from "./i18n.js";
 
-// What went wrong, by the answer's error type or status, in the UI's language: the server's own
-// message (its detail: which name, which field) is English, so a reader of another language
-// gets the gist first.
+// What went wrong, by the answer's error type or status, in the UI's language, for an answer
+// whose code errors.js cannot word: the server's own message (its detail: which name, which
+// field) is English, so a reader of another language gets the gist first.
 const HEADLINES_BY_TYPE = {
   NameTaken: () => t("That name is taken"),
   ChatBusy: () => t("The chat is busy"),
@@ -44,12 +45,17 @@ export function toast(message, kind = "error") {
   toast.timer = setTimeout(() => box.classList.remove("shown"), 6000);
 }
 
-// What an error says to a user: the server's message (never a stack), with its status.
-// `withField`: the field at fault is named too when the message does not say it (a request
-// validation error's message is only the rule: "String should have at least 8 characters").
+// What an error says to a user (never a stack). In English: the server's message, with its
+// status (the server writes English, and its message is the most specific). In another
+// language: the message errors.js words from the answer's code and parameters, else the gist
+// and the server's English message. `withField`: the field at fault is named too when the
+// message does not say it (a request validation error's message is only the rule: "String
+// should have at least 8 characters").
 export function errorText(error, { withField = false } = {}) {
   if (!(error instanceof ApiError)) return String(error);
   if (error.status === 0) return error.message; // unreachable: no HTTP status to show
+  const worded = language() === "en" ? null : localizedError(error.body);
+  if (worded) return worded;
   const field = withField && error.body && typeof error.body.field === "string" ? error.body.field.replace(/^body\./, "") : "";
   const named = field && !error.message.includes(field) ? ` (${field.replaceAll("_", " ")})` : "";
   const said = `${error.status}: ${error.message}${named}`;

@@ -56,8 +56,9 @@ export async function showChat(view, chatId, at = null) {
       checked(message, () => api("PUT", `${base}/messages/${message.index}/hidden`, { hidden }, { ifMatch: message.revision })),
     pickSwipe,
     swipe: () => startTurn("swipe"),
-    // a solo chat's tree (chat/tree.js): a mid-chat reply regenerated on a new branch
-    regenerateAt: group ? null : (index) => startTurn("regenerate", "", [], { at: index }),
+    // the chat's tree (chat/tree.js): a mid-chat reply regenerated on a new branch (in a
+    // group chat, the member who wrote it speaks again)
+    regenerateAt: (index) => startTurn("regenerate", "", [], { at: index }),
   };
   const characterAvatar = chat.character_id
     ? `/characters/${encodeURIComponent(chat.character_id)}/thumbnail`
@@ -72,7 +73,7 @@ export async function showChat(view, chatId, at = null) {
   };
   const log = createLog(base, (message, isLast) => {
     const node = messageNode(message, isLast, actions);
-    return group ? group.decorate(node, message) : tree.decorate(withAvatar(node, message));
+    return tree.decorate(group ? group.decorate(node, message) : withAvatar(node, message));
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
   const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
@@ -81,11 +82,9 @@ export async function showChat(view, chatId, at = null) {
     side.node.classList.remove("open");
     return log.showNewest();
   };
-  const tree = group ? null : createTree(base, { onSwitch, fail, list: () => log.list });
-  if (tree) {
-    side.node.append(tree.node);
-    tree.load().catch((error) => fail(error, () => tree.load()));
-  }
+  const tree = createTree(base, { onSwitch, fail, list: () => log.list });
+  side.node.append(tree.node);
+  tree.load().catch((error) => fail(error, () => tree.load()));
   if (group) {
     side.node.append(group.panel);
     const start = (kind, text, extra) => startTurn(kind, text, [], extra);
@@ -98,7 +97,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await action();
       await log.reload();
-      if (tree) await tree.load();
+      await tree.load();
     } catch (error) {
       fail(error, () => attempt(action));
     }
@@ -143,7 +142,7 @@ export async function showChat(view, chatId, at = null) {
     // a message of the user's before the end: send the edited text on a new branch (the chat's
     // tree keeps the old message and what followed it)
     const resend =
-      !group && message.data.is_user && message.index > 0 && message.index < log.total() - 1
+      message.data.is_user && message.index > 0 && message.index < log.total() - 1
         ? button(t("Send as new branch"), () => startTurn("send", area.value, [], { at: message.index }))
         : null;
     body.replaceChildren(area, h("div", { class: "row" }, button(t("Save"), save), resend, button(t("Cancel"), cancel)));
@@ -172,7 +171,7 @@ export async function showChat(view, chatId, at = null) {
     try {
       await api("DELETE", `${base}/messages/${message.index}`, undefined, { ifMatch: message.revision });
       await log.reload();
-      if (tree) await tree.load();
+      await tree.load();
     } catch (error) {
       if (isStale(error)) refuseStale(message, "deleted");
       else fail(error, () => removeMessage(message));
@@ -244,7 +243,7 @@ export async function showChat(view, chatId, at = null) {
     log.list.dataset.streamed = streamed; // the reply as it streamed (before the stored one is read)
     try {
       await log.reload();
-      if (tree) await tree.load();
+      await tree.load();
     } catch (error) {
       fail(error, () => log.reload());
     }
@@ -433,7 +432,7 @@ export async function showChat(view, chatId, at = null) {
     tree.open();
     tree.node.scrollIntoView({ block: "nearest" });
   };
-  const treeButton = tree ? button(t("Chat tree"), showTree, { class: "tree-toggle" }) : null;
+  const treeButton = button(t("Chat tree"), showTree, { class: "tree-toggle" });
   const toolbar = h("div", { class: "chat-toolbar" }, tools, treeButton, deleting.start);
   view.append(
     h(
