@@ -13,7 +13,9 @@ first event; the upstream answers at once) and of the whole command, and the rat
 imported ÷ fresh (target: about 1, "answers as fast as on a fresh chat"). Both cases scan
 the same book; the fresh chat has only the card's greeting. A bare ``python -c pass`` of the
 same run is printed as the floor. The figures are noisy on a shared machine: the load average
-is printed.
+is printed. ``--baseline-src DIR`` (another tavernkit's ``src``, e.g. a ``git worktree add``
+of an older commit) runs its ``chat --once`` on the same data folder too, alternating with this
+tree's run by run (the data folder is made by this tree: the baseline must read its schema).
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ WORDS = [f"w{i}" for i in range(5_000)]
 CLI = "import sys; sys.argv[0] = 'tavernkit'\nfrom tavernkit.cli import main\nmain()"
 
 
-def _env(home: Path) -> dict[str, str]:
+def _env(home: Path, src: Path = ROOT / "src") -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(src) + os.pathsep + env.get("PYTHONPATH", "")
     env["TAVERNKIT_HOME"] = str(home)
     env["NO_COLOR"] = "1"
     return env
@@ -62,14 +64,14 @@ def tk(home: Path, *args: str) -> str:
     return out.stdout
 
 
-def timed_once(home: Path, *args: str) -> tuple[float, float, str]:
+def timed_once(home: Path, *args: str, src: Path = ROOT / "src") -> tuple[float, float, str]:
     """(seconds to the first byte on stdout, seconds to exit, stdout) of one CLI process."""
     start = time.perf_counter()
     # unbuffered: a buffered read(1) may take the whole reply into its buffer, which
     # communicate() (reading the pipe's descriptor itself) never sees
     proc = subprocess.Popen(
         [sys.executable, "-c", CLI, *args],
-        env=_env(home),
+        env=_env(home, src),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         bufsize=0,
@@ -182,7 +184,11 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--baseline-src", type=Path, help="another tavernkit's src folder")
     args = parser.parse_args()
+    trees = {"": ROOT / "src"}
+    if args.baseline_src is not None:
+        trees = {"before ": args.baseline_src, "after ": ROOT / "src"}
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp, Upstream() as upstream:
         folder = Path(tmp)
@@ -221,31 +227,45 @@ def main() -> None:
             "imported": ("--chat", chat_ref),
             "fresh": ("--new",),
         }
-        results: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+        results: dict[str, list[tuple[float, float]]] = {
+            tree + name: [] for tree in trees for name in cases
+        }
         for i in range(args.runs):
-            for name, extra in cases.items():
-                first, total, out = timed_once(
-                    home, "chat", "Mira", *extra, "--json", "--once", f"The light tonight? {i}"
-                )
-                if '"text": "The lamp is lit, all is well."' not in out:
-                    raise SystemExit(f"{name}: unexpected reply {out!r}")
-                results[name].append((first, total))
+            # the trees take turns, each going first every other run
+            order = list(trees.items()) if i % 2 == 0 else list(trees.items())[::-1]
+            for tree, src in order:
+                for name, extra in cases.items():
+                    first, total, out = timed_once(
+                        home,
+                        "chat",
+                        "Mira",
+                        *extra,
+                        "--json",
+                        "--once",
+                        f"The light tonight? {i}",
+                        src=src,
+                    )
+                    if '"text": "The lamp is lit, all is well."' not in out:
+                        raise SystemExit(f"{tree}{name}: unexpected reply {out!r}")
+                    results[tree + name].append((first, total))
         print(f"python -c pass (the floor): {floor * 1000:.0f} ms")
-        print(f"{'case':10} {'first byte p50':>15} {'best':>8} {'command p50':>12} {'best':>8}")
+        print(f"{'case':16} {'first byte p50':>15} {'best':>8} {'command p50':>12} {'best':>8}")
         for name, rows in results.items():
             firsts = [r[0] for r in rows]
             totals = [r[1] for r in rows]
             first_p50, total_p50 = statistics.median(firsts), statistics.median(totals)
             print(
-                f"{name:10} {first_p50 * 1000:13.0f} ms {min(firsts) * 1000:5.0f} ms"
+                f"{name:16} {first_p50 * 1000:13.0f} ms {min(firsts) * 1000:5.0f} ms"
                 f" {total_p50 * 1000:10.0f} ms {min(totals) * 1000:5.0f} ms"
             )
-        ratio = statistics.median(r[0] for r in results["imported"]) / statistics.median(
-            r[0] for r in results["fresh"]
-        )
-        print(
-            f"imported ÷ fresh, first byte p50: {ratio:.2f}x (target ~1: as fast as a fresh chat)"
-        )
+        for tree in trees:
+            ratio = statistics.median(r[0] for r in results[tree + "imported"]) / statistics.median(
+                r[0] for r in results[tree + "fresh"]
+            )
+            print(
+                f"{tree}imported ÷ fresh, first byte p50: {ratio:.2f}x "
+                "(target ~1: as fast as a fresh chat)"
+            )
         print(f"load average at end: {os.getloadavg()[0]:.2f}")
 
 

@@ -73,3 +73,47 @@ def test_a_tavern_named_lightly_still_opens_and_works(tmp_path: Path) -> None:
         "asyncio.run(main())\n"
     )
     assert _fresh(code).splitlines() == ["Coast", "ChatService Library"]
+
+
+def test_a_tavern_opened_without_a_plugin_command_loads_no_script_engine(tmp_path: Path) -> None:
+    # STscript's parser, executor and ~200 built-in commands are for a script that runs (or a
+    # plugin that adds a command), not for opening a home; reading Quick Reply sets through
+    # the package's face stays light too
+    code = (
+        "import asyncio, sys\n"
+        "from tavernkit import Tavern\n"
+        "from tavernkit.stscript import SetLink\n"
+        "async def main():\n"
+        f"    async with Tavern({str(tmp_path / 'home')!r}, load_plugins=False):\n"
+        "        pass\n"
+        "asyncio.run(main())\n"
+        "heavy = ('tavernkit.stscript.executor', 'tavernkit.stscript.commands', "
+        "'tavernkit.stscript.parser', 'tavernkit.stscript.run')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+        "from tavernkit.stscript import run_script, default_registry\n"
+        "print(run_script.__module__, 'getvar' in default_registry())\n"
+    )
+    assert _fresh(code).splitlines() == ["", "tavernkit.stscript.run True"]
+
+
+def test_a_tavern_opened_loads_no_turn_engine_until_a_turn(tmp_path: Path) -> None:
+    # the library names new chats with chat.greetings; opening a home for a command that
+    # takes no turn (import, list, edit) does not import the chat service and the turn steps
+    code = (
+        "import asyncio, sys\n"
+        "from tavernkit import Tavern\n"
+        "async def main():\n"
+        f"    async with Tavern({str(tmp_path / 'home')!r}, load_plugins=False) as tk:\n"
+        "        heavy = ('tavernkit.chat.service', 'tavernkit.chat.prepare', "
+        "'tavernkit.chat.run')\n"
+        "        print(','.join(m for m in heavy if m in sys.modules))\n"
+        "        print(type(tk.chats).__name__)\n"
+        "asyncio.run(main())\n"
+        "from tavernkit.chat import ChatService, TurnOutcome\n"
+        "print(ChatService.__module__, TurnOutcome.__name__)\n"
+    )
+    assert _fresh(code).splitlines() == [
+        "",
+        "ChatService",
+        "tavernkit.chat.service TurnOutcome",
+    ]

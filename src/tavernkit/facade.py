@@ -71,11 +71,7 @@ class Tavern:
         limits: FormatLimits | None = None,
         database_pool: int | None = None,
     ) -> None:
-        from tavernkit.plugins.extend import (
-            plugin_renderer,
-            plugin_script_commands,
-            plugin_sources,
-        )
+        from tavernkit.plugins.extend import plugin_renderer, plugin_sources
         from tavernkit.plugins.formats import FormatRegistry
         from tavernkit.plugins.manager import get_plugin_manager
         from tavernkit.runtime import Runtime
@@ -103,7 +99,11 @@ class Tavern:
         )
         # the plugins' ``register_tools`` hooks fill the registry first
         self.plugins.hook.register_tools(register=self.runtime.tools.register_function_tool)
-        self.runtime.script_commands = plugin_script_commands(self.plugins)
+        if self.plugins.hook.register_script_commands.get_hookimpls():
+            # the built-in slash commands are imported only for a plugin that adds to them
+            from tavernkit.plugins.script_commands import plugin_script_commands
+
+            self.runtime.script_commands = plugin_script_commands(self.plugins)
         self._library: Library | None = None
         self._chats: ChatService | None = None
         #: owner -> that owner's view (see :meth:`for_owner`); None on a view itself

@@ -14,7 +14,7 @@ import pytest
 from tavernkit.errors import PluginError, ScriptBudgetExceeded, ScriptError
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.plugins import get_plugin_manager, hookimpl
-from tavernkit.plugins.extend import plugin_script_commands
+from tavernkit.plugins.script_commands import plugin_script_commands
 from tavernkit.stscript import (
     Budget,
     CommandCall,

@@ -18,7 +18,6 @@ from tavernkit.errors import PluginError
 from tavernkit.generation.profiles import BUILTIN_SOURCES
 from tavernkit.plugins.manager import call_each
 from tavernkit.providers.sources import ProviderSources
-from tavernkit.stscript import CommandRegistry, default_registry
 from tavernkit.text.macros import register_builtins
 from tavernkit.text.macros.registry import MacroDef, MacroRegistry
 from tavernkit.text.render import PromptRenderer
@@ -27,7 +26,6 @@ from tavernkit.text.render.types import FunctionProvider
 __all__ = [
     "plugin_macro_registry",
     "plugin_renderer",
-    "plugin_script_commands",
     "plugin_sources",
 ]
 
@@ -79,23 +77,3 @@ def plugin_sources(pm: pluggy.PluginManager) -> ProviderSources:
     sources = ProviderSources(reserved=BUILTIN_SOURCES)
     call_each(pm, "register_providers", register=sources.register)
     return sources
-
-
-def plugin_script_commands(pm: pluggy.PluginManager) -> CommandRegistry | None:
-    """The built-in STscript commands plus the plugins' (``None`` when no plugin adds any)."""
-    if not pm.hook.register_script_commands.get_hookimpls():
-        return None
-    registry = default_registry()
-
-    def register(name: str, function: Callable[..., Any], **options: Any) -> object:
-        if not isinstance(name, str) or not name or not callable(function):
-            raise PluginError(f"register_script_commands needs a name and a callable, got {name!r}")
-        if name in registry:
-            raise PluginError(f"slash command /{name} is taken (built in, or registered twice)")
-        try:
-            return registry.register(name, function, **options)
-        except TypeError as exc:
-            raise PluginError(f"slash command /{name} cannot be registered: {exc}") from exc
-
-    call_each(pm, "register_script_commands", register=register)
-    return registry

@@ -17,37 +17,39 @@ Entry points::
 - :mod:`.host`: what a script drives (chat, input box, toasts, generation, quick replies,
   regex), in memory; :mod:`tavernkit.chat.script_host` binds it to a stored chat;
 - :mod:`.quick_replies`: Quick Reply sets and their global/chat/character bindings.
+
+The names are imported on first use (module ``__getattr__``): reading Quick Reply sets or a
+command registry does not import the parser, the executor and the built-in commands (a Tavern
+whose plugins add no command imports none of them until a script runs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
+from typing import TYPE_CHECKING
 
-from tavernkit.stscript.commands import register_builtins
-from tavernkit.stscript.executor import Budget, CommandCall, ScriptRunner
-from tavernkit.stscript.host import (
-    Answer,
-    Asker,
-    CharacterRef,
-    GenerationRequest,
-    NoRegex,
-    Question,
-    RegexBridge,
-    RegexCommand,
-    RegexPlacement,
-    RegexReply,
-    ScriptHost,
-    Toast,
-)
-from tavernkit.stscript.parser import parse_script
-from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text
-from tavernkit.stscript.registry import Command, CommandRegistry, NamedArgSpec
-from tavernkit.stscript.scope import (
-    ClosureResult,
-    Scope,
-    ScriptClosure,
-)
+from tavernkit._lazy_face import lazy_face
+
+if TYPE_CHECKING:
+    from tavernkit.stscript.executor import Budget, CommandCall, ScriptRunner
+    from tavernkit.stscript.host import (
+        Answer,
+        Asker,
+        CharacterRef,
+        GenerationRequest,
+        NoRegex,
+        Question,
+        RegexBridge,
+        RegexCommand,
+        RegexPlacement,
+        RegexReply,
+        ScriptHost,
+        Toast,
+    )
+    from tavernkit.stscript.parser import parse_script
+    from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text
+    from tavernkit.stscript.registry import Command, CommandRegistry, NamedArgSpec
+    from tavernkit.stscript.run import default_registry, run_script
+    from tavernkit.stscript.scope import ClosureResult, Scope, ScriptClosure
 
 __all__ = [
     "Answer",
@@ -79,34 +81,35 @@ __all__ = [
     "run_script",
 ]
 
+#: name -> the module that defines it, imported when the name is first read
+_LAZY: dict[str, str] = {
+    "Answer": "tavernkit.stscript.host",
+    "Asker": "tavernkit.stscript.host",
+    "Budget": "tavernkit.stscript.executor",
+    "CharacterRef": "tavernkit.stscript.host",
+    "ClosureResult": "tavernkit.stscript.scope",
+    "Command": "tavernkit.stscript.registry",
+    "CommandCall": "tavernkit.stscript.executor",
+    "CommandRegistry": "tavernkit.stscript.registry",
+    "GenerationRequest": "tavernkit.stscript.host",
+    "NamedArgSpec": "tavernkit.stscript.registry",
+    "NoRegex": "tavernkit.stscript.host",
+    "Question": "tavernkit.stscript.host",
+    "QuickReplyLibrary": "tavernkit.stscript.quick_replies",
+    "RegexBridge": "tavernkit.stscript.host",
+    "RegexCommand": "tavernkit.stscript.host",
+    "RegexPlacement": "tavernkit.stscript.host",
+    "RegexReply": "tavernkit.stscript.host",
+    "Scope": "tavernkit.stscript.scope",
+    "ScriptClosure": "tavernkit.stscript.scope",
+    "ScriptHost": "tavernkit.stscript.host",
+    "ScriptRunner": "tavernkit.stscript.executor",
+    "SetLink": "tavernkit.stscript.quick_replies",
+    "Toast": "tavernkit.stscript.host",
+    "click_text": "tavernkit.stscript.quick_replies",
+    "default_registry": "tavernkit.stscript.run",
+    "parse_script": "tavernkit.stscript.parser",
+    "run_script": "tavernkit.stscript.run",
+}
 
-@cache
-def _builtins() -> CommandRegistry:
-    return register_builtins(CommandRegistry())
-
-
-def default_registry() -> CommandRegistry:
-    """A new registry with every built-in command (add your own to it)."""
-    return _builtins().copy()
-
-
-async def run_script(
-    text: str,
-    host: ScriptHost,
-    *,
-    registry: CommandRegistry | None = None,
-    budget: Budget | None = None,
-    rng: Callable[[], float] | None = None,
-    flags: dict[int, bool] | None = None,
-) -> ClosureResult | None:
-    """Run ``text`` on ``host`` (``executeSlashCommandsWithOptions`` with both error handlers
-    off): the result, None for an empty text; a script that does not parse or fails raises
-    :class:`~tavernkit.errors.ScriptError`."""
-    runner = ScriptRunner(
-        host,
-        registry if registry is not None else _builtins(),
-        budget=budget or Budget(),
-        rng=rng,
-        parser_flags=flags,
-    )
-    return await runner.run(text)
+__getattr__, __dir__ = lazy_face("tavernkit.stscript", globals(), _LAZY)

@@ -5,7 +5,8 @@ into words, raw quotes) and what named arguments it takes (for help texts and ty
 arrive as strings, closures or lists and the function converts them as SillyTavern does). A
 :class:`CommandRegistry` maps names and aliases to commands; :func:`default_registry` has every
 built-in, and plugins add theirs through the ``register_script_commands`` hook (see
-:func:`tavernkit.plugins.extend.plugin_script_commands`) or :meth:`CommandRegistry.register`.
+:func:`tavernkit.plugins.script_commands.plugin_script_commands`) or
+:meth:`CommandRegistry.register`.
 
 A command function gets one :class:`CommandCall` and returns the new pipe (a string, a closure,
 or any JSON value, which becomes its JSON text; ``None`` becomes ``''``). It raises
