@@ -41,7 +41,7 @@ from tavernkit.stscript.host import (
     Toast,
 )
 from tavernkit.stscript.parser import parse_script
-from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text
+from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text, menu_reply
 from tavernkit.stscript.registry import Command, CommandRegistry, NamedArgSpec
 from tavernkit.stscript.scope import (
     ClosureResult,
@@ -75,6 +75,7 @@ __all__ = [
     "Toast",
     "click_text",
     "default_registry",
+    "menu_reply",
     "parse_script",
     "run_script",
 ]
