@@ -1,8 +1,9 @@
 """Quick replies that run by themselves, and a script's question that outlives a reload, in a
 real browser: a page reloaded while a script's /input is open asks it again and the answer
-goes on with the script; the global sets' "execute on startup" replies run once per page load
-(on its first chat; the chat's own sets' do not); "execute on new chat" runs on a chat made
-with New chat, not on one opened; desktop and phone."""
+goes on with the script; /popup header= shows its heading; the global sets' "execute on
+startup" replies run once per page load (on its first chat; the chat's own sets' do not);
+"execute on new chat" runs on a chat made with New chat, not on one opened; desktop and
+phone."""
 
 from __future__ import annotations
 
@@ -49,6 +50,17 @@ def _stock(site: Site) -> None:
             "Asks",
             {"label": "Name",
              "message": "/input default=Bo What is your name? | /setvar key=name {{pipe}}"},
+            {"label": "Note", "message": '/popup header="Chapter 2" The road forks.'},
+        ),
+        qr_set(
+            "Dice",
+            {"label": "Double",
+             "message": "/mul {{pipe}} 2 | /setvar key=rolled %%parent%% {{pipe}}"},
+        ),
+        qr_set(
+            "Roll",
+            {"label": "Six", "message": "/pass 6",
+             "contextList": [{"set": "Dice", "isChained": True}]},
         ),
         qr_set(
             "Local",
@@ -78,7 +90,7 @@ def _variables(site: Site, chat: str) -> dict[str, Any]:
 
 
 def _wait_for(page: Page, check: Any) -> None:
-    for _ in range(100):
+    for _ in range(200):  # 10 s
         if check():
             return
         page.wait_for_timeout(50)
@@ -107,6 +119,14 @@ def test_a_question_open_at_a_reload_is_asked_again(page: Page, site: Site) -> N
     page.reload()  # answered: nothing asks again
     expect(page.locator(".log .message").first).to_be_visible()
     expect(page.get_by_role("dialog")).to_have_count(0)
+
+    # /popup header=: a heading above the text
+    page.get_by_role("toolbar", name="Quick replies").get_by_role("button", name="Note").click()
+    note = page.get_by_role("dialog", name="The road forks.")
+    expect(note.get_by_role("heading", name="Chapter 2")).to_be_visible()
+    screenshot(page, "popup-header")
+    note.get_by_role("button", name="OK").click()
+    expect(note).to_be_hidden()
 
 
 def test_startup_replies_run_once_per_page_load(page: Page, site: Site) -> None:
@@ -159,3 +179,15 @@ def test_a_new_chat_runs_its_new_chat_replies(browser: Browser, site: Site) -> N
         _wait_for(page, lambda: _variables(site, made).get("name") == "")
     finally:
         context.close()
+
+
+def test_a_chained_menu_entry_runs_after_its_parent(page: Page, site: Site) -> None:
+    _stock(site)
+    chat = new_chat(site)
+    site.call(QuickReplyBindings(site.tk.store, site.tk.owner).bind_chat(chat, [SetLink("Roll")]))
+    open_chat(page, chat)
+    bar = page.get_by_role("toolbar", name="Quick replies")
+    bar.get_by_role("button", name="More: Six").click()
+    bar.get_by_role("menu", name="Six").get_by_role("menuitem", name="Double").click()
+    # /pass 6 | /mul {{pipe}} 2 | /setvar key=rolled Six 12
+    _wait_for(page, lambda: _variables(site, chat).get("rolled") == "Six 12")
