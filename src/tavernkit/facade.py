@@ -347,11 +347,13 @@ class Tavern:
         input_text: str = "",
         mode: Literal["click", "run"] = "click",
         asker: Asker | None = None,
+        parent: tuple[str, int | str] | None = None,
     ) -> ScriptOutcome:
         """Click a Quick Reply button on a chat (the reply's id or label in ``set_name``), with
         ``input_text`` typed: a script runs as :meth:`run_script` does, a text is sent (or left
         in the input box when the set has ``disableSend``); ``mode="run"`` runs it as ``/run``
-        and automatic executions do."""
+        and automatic executions do. ``parent`` (set name, reply id or label): the reply was
+        picked from that reply's context menu (a chained link runs the parent first)."""
         from tavernkit.chat.script_host import run_chat_quick_reply
 
         context = self.context(chat_id)
@@ -364,6 +366,7 @@ class Tavern:
             admit=admit,
             input_text=input_text,
             mode=mode,
+            parent=parent,
             registry=self.runtime.script_commands,
             store_regex_toggle=self.regex.store_toggle,
             asker=asker,

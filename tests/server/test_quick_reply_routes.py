@@ -203,3 +203,31 @@ async def test_a_click_that_generates_counts_against_the_turn_rate(tmp_path: Pat
     assert first.status_code == 200, first.text
     assert second.status_code == 429, second.text
     assert len(upstream.requests) == 1
+
+
+async def test_a_reply_picked_from_a_chained_menu_runs_after_its_parent(site: Site) -> None:
+    """SillyTavern's context menu: a chained link (``isChained``) runs the parent's message
+    first and pipes it into the picked reply; an unchained one runs the reply alone; both
+    read ``%%parent%%`` as the parent's label."""
+    chat = await _stock(site)
+    client = site.client
+    menu = qr_set("Everywhere", ("Roll", "/pass 6"))
+    menu["qrList"][0]["contextList"] = [
+        {"set": "Dice", "isChained": True},
+        {"set": "Loose", "isChained": False},
+    ]
+    await client.put("/quick-replies/Everywhere", json=menu)
+    for name in ("Dice", "Loose"):
+        body = qr_set(name, ("Double", "/mul {{pipe}} 2 | /pass got %%parent%% {{pipe}}"))
+        assert (await client.post("/quick-replies", json=body)).status_code == 201
+    url = f"/chats/{chat}/quick-replies/click"
+    parent = {"set": "Everywhere", "label": "Roll"}
+    chained = await client.post(url, json={"set": "Dice", "id": 1, "parent": parent})
+    assert chained.status_code == 200, chained.text
+    assert chained.json()["pipe"] == "got Roll 12"  # /pass 6 | /mul {{pipe}} 2 | …
+    loose = (await client.post(url, json={"set": "Loose", "id": 1, "parent": parent})).json()
+    assert loose["pipe"] == "got Roll 2"  # the reply alone: nothing piped in, /mul 2
+    plain = (await client.post(url, json={"set": "Dice", "id": 1})).json()
+    assert plain["pipe"] == "got %%parent%% 2"  # not from a menu: nothing replaced
+    nowhere = await client.post(url, json={"set": "Dice", "id": 1, "parent": {"set": "Nope"}})
+    assert nowhere.status_code == 422

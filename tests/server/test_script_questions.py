@@ -8,6 +8,11 @@ import asyncio
 from typing import Any
 
 import httpx2 as httpx
+import pytest
+
+from tavernkit.chat.script_host import ScriptOutcome
+from tavernkit.server.script_runs import ScriptRuns
+from tavernkit.stscript import Answer, Asker, Question
 
 from ._cards import card_file
 from .conftest import Users
@@ -120,8 +125,9 @@ async def test_another_user_cannot_answer_and_a_question_is_answered_once(users:
     assert "mine" in str(got) and "stolen" not in str(got)
 
 
+@pytest.mark.parametrize("users", [{"script_answer_timeout_s": 0.3}], indirect=True)
 async def test_an_unanswered_question_is_cancelled_after_the_timeout(users: Users) -> None:
-    users.server.state.script_runs.timeout_s = 0.3
+    assert users.server.state.script_runs.timeout_s == 0.3  # the server setting reached them
     ann = users.ann
     chat = await _chat(ann)
     step = await _start(
@@ -136,3 +142,51 @@ async def test_an_unanswered_question_is_cancelled_after_the_timeout(users: User
     assert "[]" in str(got)  # cancelled: /input returned ''
     late = await _answer(ann, chat, step, button="ok", text="late")
     assert late.status_code == 404
+
+
+async def test_a_reloaded_page_finds_its_open_question_and_answers_it(users: Users) -> None:
+    """The page that asked is gone (a reload): ``GET …/script/runs`` gives the run and its
+    question again, the starter's only, and answering it there goes on with the script."""
+    ann, bob = users.ann, users.bob
+    chat = await _chat(ann)
+    bobs_chat = await _chat(bob)
+    assert (await ann.get(f"/chats/{chat}/script/runs")).json() == {"runs": []}
+    step = await _start(ann, chat, "/input default=Bo Name? | /sendas name=Mira Hi {{pipe}}")
+    r = await ann.get(f"/chats/{chat}/script/runs")
+    assert r.status_code == 200, r.text
+    assert r.json() == {"runs": [step]}  # the same run, the same question
+    refused = await bob.get(f"/chats/{chat}/script/runs")
+    assert refused.status_code == 404 and refused.json()["error"]["type"] == "NotFound"
+    assert (await bob.get(f"/chats/{bobs_chat}/script/runs")).json() == {"runs": []}
+    assert (await ann.get(f"/chats/{bobs_chat}/script/runs")).status_code == 404
+    (listed,) = (await ann.get(f"/chats/{chat}/script/runs")).json()["runs"]
+    done = (await _answer(ann, chat, listed, button="ok", text="Ada")).json()
+    assert done["status"] == "done"
+    assert await _last_text(ann, chat) == "Hi Ada"
+    assert (await ann.get(f"/chats/{chat}/script/runs")).json() == {"runs": []}
+
+
+async def test_a_question_no_request_took_is_answered_once() -> None:
+    """A request that left before it took the question (the page reloaded at once) leaves
+    it queued: the answer from the listing gets the step after it, not the same question."""
+    runs = ScriptRuns(timeout_s=30)
+
+    async def work(ask: Asker) -> ScriptOutcome:
+        first = await ask(Question("input", "One?"))
+        second = await ask(Question("input", "Two?"))
+        return ScriptOutcome(pipe=f"{first.text}+{second.text}")
+
+    run = runs.start("ann", "c1", work)
+    for _ in range(100):
+        if runs.pending("ann", "c1"):
+            break
+        await asyncio.sleep(0.01)
+    (asking,) = runs.pending("ann", "c1")
+    assert asking["question"]["text"] == "One?" and runs.pending("bob", "c1") == []
+    run.answer(asking["question"]["id"], Answer("ok", "a"))
+    step = await runs.next_step(run)
+    assert step["status"] == "asking" and step["question"]["text"] == "Two?"
+    run.answer(step["question"]["id"], Answer("ok", "b"))
+    done = await runs.next_step(run)
+    assert done["status"] == "done" and done["pipe"] == "a+b"
+    assert runs.pending("ann", "c1") == []

@@ -276,3 +276,23 @@ def test_serve_writes_access_lines_and_takes_the_metrics_token_from_the_environm
         {k: line[k] for k in ("method", "path", "status")} for line in lines
     ]
     assert token not in err
+
+
+def test_serve_script_answer_timeout_cancels_an_unanswered_question(tmp_path: Path) -> None:
+    """``$TAVERNKIT_SCRIPT_ANSWER_TIMEOUT`` (``--script-answer-timeout``): a script's question
+    no one answers counts as cancelled after that many seconds, not after 10 minutes."""
+    from ._cards import card_file
+
+    env = {"TAVERNKIT_SCRIPT_ANSWER_TIMEOUT": "1"}
+    with serving(tmp_path / "home", env=env) as url:
+        _wait_up(url)
+        with httpx.Client(base_url=url, timeout=10) as client:
+            assert client.post("/import", files={"file": card_file("Mira")}).status_code == 201
+            chat = client.post("/chats", json={"character": "Mira"}).json()["id"]
+            script = {"script": "/input Name? | /setvar key=got [{{pipe}}]", "interactive": True}
+            assert client.post(f"/chats/{chat}/script", json=script).json()["status"] == "asking"
+            deadline = time.monotonic() + 15
+            while "[]" not in str(client.get(f"/chats/{chat}/variables").json()):
+                assert time.monotonic() < deadline, "the question was not cancelled in time"
+                time.sleep(0.2)
+            assert client.get(f"/chats/{chat}/script/runs").json() == {"runs": []}

@@ -99,6 +99,12 @@ def test_popup_returns_its_text_whatever_is_pressed() -> None:
     assert asker.asked[0] == Question("popup", "Go on?", ok_button="Yes", cancel_button="No")
 
 
+def test_popup_header_is_the_heading_above_the_text() -> None:
+    asker = Scripted(Answer("ok"))
+    assert run('/popup header="Chapter 2" The road forks.', asker)[0] == "The road forks."
+    assert asker.asked[0] == Question("popup", "The road forks.", title="Chapter 2")
+
+
 def test_popup_result_is_the_button_pressed() -> None:
     script = "/popup result=true okButton=Left cancelButton=Right Which way?"
     assert run(script, Scripted(Answer("ok")))[0] == "1"

@@ -32,6 +32,7 @@ from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.chat.service import ChatService
 from tavernkit.errors import NotFound, ScriptError
 from tavernkit.models.chat import Message
+from tavernkit.models.quick_reply import QuickReply, QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.prompt.from_chat_state import script_lists
@@ -49,7 +50,7 @@ from tavernkit.stscript import (
     Toast,
     default_registry,
 )
-from tavernkit.stscript.quick_replies import link_list
+from tavernkit.stscript.quick_replies import link_list, menu_reply
 from tavernkit.text.macros import MacroEnv, env_from_chat_state
 from tavernkit.text.regex_scripts import CommandResult
 from tavernkit.text.tokens import tokenizer_for_model
@@ -429,6 +430,7 @@ async def run_chat_quick_reply(
     reply: int | str,
     *,
     mode: Literal["click", "run"] = "click",
+    parent: tuple[str, int | str] | None = None,
     **options: Unpack[ScriptRunOptions],
 ) -> ScriptOutcome:
     """Click the quick reply ``reply`` (its id, or its label) of the set ``set_name`` on a
@@ -436,18 +438,29 @@ async def run_chat_quick_reply(
     (:meth:`ScriptRunner.run_quick_reply`): a script runs (its errors as toasts), a text is
     sent as the user's message unless the set has ``disableSend``, when it is left in the
     input box (``input`` of the outcome). ``mode="run"``: as ``/run`` and automatic
-    executions run it (the input is not joined). An unknown set or reply is
-    :class:`NotFound`."""
+    executions run it (the input is not joined). ``parent`` (a set's name and a reply of it):
+    the reply was picked from that reply's context menu, so a chained link runs the parent's
+    message first (:func:`~tavernkit.stscript.quick_replies.menu_reply`). An unknown set or
+    reply is :class:`NotFound`."""
     host, runner = await _open(chats, chat_id, options, "run_chat_quick_reply")
-    qr_set = host.quick_replies.get(set_name)
-    found = qr_set.find(reply) if qr_set is not None else None
-    if qr_set is None or found is None:
-        raise NotFound(f"no quick reply {reply!r} in a set named {set_name!r}")
+    qr_set, found = _find_reply(host, set_name, reply)
+    if parent is not None:
+        found = menu_reply(_find_reply(host, *parent)[1], found, qr_set.name)
 
     async def run() -> _Ended:
         return _Ended(str(await runner.run_quick_reply(qr_set, found, mode=mode) or ""))
 
     return await _outcome(host, run)
+
+
+def _find_reply(
+    host: StoredChatHost, set_name: str, reply: int | str
+) -> tuple[QuickReplySet, QuickReply]:
+    qr_set = host.quick_replies.get(set_name)
+    found = qr_set.find(reply) if qr_set is not None else None
+    if qr_set is None or found is None:
+        raise NotFound(f"no quick reply {reply!r} in a set named {set_name!r}")
+    return qr_set, found
 
 
 @dataclass(frozen=True)

@@ -248,6 +248,17 @@ class ServeOptions:
             help="Seconds running turns may go on after SIGTERM before they are stopped.",
         ),
     ] = 10.0
+    script_answer_timeout: Annotated[
+        float,
+        typer.Option(
+            "--script-answer-timeout",
+            envvar="TAVERNKIT_SCRIPT_ANSWER_TIMEOUT",
+            show_envvar=True,
+            min=1,
+            help="Seconds a script's question (/input, /popup, /buttons) waits for its user "
+            "before it counts as cancelled.",
+        ),
+    ] = 600.0
     turn_rate: Annotated[
         int | None,
         typer.Option(
@@ -386,6 +397,7 @@ def _server_settings(options: ServeOptions) -> ServerSettings:
         metrics_token=o.metrics_token or None,
         turn_lease_s=o.lock_lease,
         shutdown_grace_s=o.shutdown_grace,
+        script_answer_timeout_s=o.script_answer_timeout,
         turn_rate=RateLimit(o.turn_rate, 60.0) if o.turn_rate is not None else None,
         allow_egress=tuple(o.allow_egress or ()),
         user_quota_bytes=o.user_quota or None,

@@ -42,6 +42,7 @@ from tavernkit.server.login_gate import LoginGate
 from tavernkit.server.metrics import ServerMetrics
 from tavernkit.server.routes import ROUTERS
 from tavernkit.server.routes.openai import FACADE_PREFIX, too_large_body
+from tavernkit.server.script_runs import ScriptRuns
 from tavernkit.server.settings import ServerSettings
 from tavernkit.server.shared_route import SharedRoutes
 from tavernkit.server.state import ServerState
@@ -164,6 +165,7 @@ async def _start(
         egress=settings.egress_policy(),
         backups=backups,
         probes={"redis": shared.client.ping} if shared is not None else {},
+        script_runs=ScriptRuns(settings.script_answer_timeout_s),
     )
     app.state.server = state
     exit_stack.push_async_callback(state.script_runs.close)

@@ -5,9 +5,11 @@ click) runs as a task of its own. The request waits for the run's next *step*: e
 question (the run waits, its id and the question's number go to the browser) or its end (the
 outcome, as a non-interactive run answers). The browser's answer
 (``POST /chats/{id}/script/runs/{run}/answer``) wakes the run and waits, in turn, for the next
-step. So no stream is needed, and a run outlives a dropped request: its question waits for an
-answer at most ``timeout_s`` (10 minutes), then it is cancelled as if the user pressed Cancel,
-and the run goes on.
+step. So no stream is needed, and a run outlives a dropped request: a page reloaded while a
+question is open finds it again (``GET /chats/{id}/script/runs``: :meth:`ScriptRuns.pending`)
+and answers it there. A question waits for an answer at most ``timeout_s`` (10 minutes unless
+``serve --script-answer-timeout`` says otherwise), then it is cancelled as if the user pressed
+Cancel, and the run goes on.
 
 A run belongs to the owner and chat that started it: another user, or another chat's URL,
 finds no such run (404). Runs live in this process (as turns without Redis do); the answer
@@ -43,6 +45,8 @@ _Step = dict[str, Any] | BaseException
 class _Waiting:
     number: int
     future: asyncio.Future[Answer]
+    #: the ``asking`` step handed out for it (a reloaded page asks it again)
+    step: dict[str, Any]
 
 
 class ScriptRun:
@@ -63,9 +67,10 @@ class ScriptRun:
         answer (a cancel after ``timeout_s``)."""
         self.asked += 1
         future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self.waiting = _Waiting(self.asked, future)
         asked = {"id": self.asked, **question.to_json()}
-        await self.steps.put({"status": "asking", "run": self.id, "question": asked})
+        step = {"status": "asking", "run": self.id, "question": asked}
+        self.waiting = _Waiting(self.asked, future, step)
+        await self.steps.put(step)
         try:
             return await asyncio.wait_for(future, self.timeout_s)
         except TimeoutError:
@@ -80,7 +85,18 @@ class ScriptRun:
         waiting = self.waiting
         if waiting is None or waiting.number != number or waiting.future.done():
             raise NotFound(f"question {number} of this script is not waiting for an answer")
+        # a request that left before it took this question (a reload) left it queued: the
+        # answer's request must wait for the step after it, not get it again
+        while not self.steps.empty():
+            self.steps.get_nowait()
         waiting.future.set_result(answer)
+
+    def question(self) -> dict[str, Any] | None:
+        """The ``asking`` step of the question waiting for its answer, if one is."""
+        waiting = self.waiting
+        if waiting is None or waiting.future.done():
+            return None
+        return waiting.step
 
 
 class ScriptRuns:
@@ -120,6 +136,16 @@ class ScriptRuns:
         if run is None or run.owner != owner or run.chat_id != chat_id:
             raise NotFound(f"no script run {run_id!r} on this chat")
         return run
+
+    def pending(self, owner: str, chat_id: str) -> list[dict[str, Any]]:
+        """The questions ``owner``'s runs on ``chat_id`` wait on (their ``asking`` steps),
+        oldest run first: what a reloaded chat screen asks again."""
+        steps = (
+            run.question()
+            for run in self._runs.values()
+            if run.owner == owner and run.chat_id == chat_id
+        )
+        return [step for step in steps if step is not None]
 
     async def next_step(self, run: ScriptRun) -> dict[str, Any]:
         """Wait for the run's next question or its end (then the run is forgotten)."""

@@ -155,6 +155,9 @@ class ServerSettings:
     #: at SIGTERM, how long running turns may go on before they are stopped (what they
     #: showed stored, their streams ended); the process exits a few seconds after
     shutdown_grace_s: float = 10.0
+    #: how long a script's question (``/input``, ``/popup``, ``/buttons``) waits for its user
+    #: before it counts as cancelled (``serve --script-answer-timeout``)
+    script_answer_timeout_s: float = 600.0
     #: the chat lock's lease (a process that dies mid-turn holds the chat this long at most)
     turn_lease_s: float = DEFAULT_LOCK_LEASE_S
     #: run the garbage collector's full collections on this timer instead of on heap growth
@@ -236,6 +239,8 @@ class ServerSettings:
             raise ServerConfigError("redis_pool must be at least 4 and database_pool at least 2")
         if self.shutdown_grace_s < 0:
             raise ServerConfigError("shutdown_grace_s must be 0 or more")
+        if self.script_answer_timeout_s <= 0:
+            raise ServerConfigError("script_answer_timeout_s must be positive")
         if self.turn_lease_s <= 0:
             raise ServerConfigError("turn_lease_s must be positive")
         if self.backup_every_s is not None and self.backup_every_s <= 0:

@@ -46,7 +46,12 @@ if TYPE_CHECKING:
         Toast,
     )
     from tavernkit.stscript.parser import parse_script
-    from tavernkit.stscript.quick_replies import QuickReplyLibrary, SetLink, click_text
+    from tavernkit.stscript.quick_replies import (
+        QuickReplyLibrary,
+        SetLink,
+        click_text,
+        menu_reply,
+    )
     from tavernkit.stscript.registry import Command, CommandRegistry, NamedArgSpec
     from tavernkit.stscript.run import default_registry, run_script
     from tavernkit.stscript.scope import ClosureResult, Scope, ScriptClosure
@@ -77,6 +82,7 @@ __all__ = [
     "Toast",
     "click_text",
     "default_registry",
+    "menu_reply",
     "parse_script",
     "run_script",
 ]
@@ -108,6 +114,7 @@ _LAZY: dict[str, str] = {
     "Toast": "tavernkit.stscript.host",
     "click_text": "tavernkit.stscript.quick_replies",
     "default_registry": "tavernkit.stscript.run",
+    "menu_reply": "tavernkit.stscript.quick_replies",
     "parse_script": "tavernkit.stscript.parser",
     "run_script": "tavernkit.stscript.run",
 }

@@ -17,6 +17,7 @@ unless the set has ``disableSend``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "click_text",
     "link_list",
     "links_from_json",
+    "menu_reply",
 ]
 
 
@@ -192,3 +194,20 @@ def click_text(qr_set: QuickReplySet, reply: QuickReply, typed: str) -> str:
             return f"{reply.message} {typed}"
         return f"{typed} {reply.message}"
     return f"{reply.message} "
+
+
+_PARENT = re.compile(r"%%parent(-\d+)?%%")
+
+
+def menu_reply(parent: QuickReply, item: QuickReply, item_set: str) -> QuickReply:
+    """``item`` as picked from ``parent``'s context menu (SillyTavern's ``ContextMenu.build``):
+    when the link that lists ``item_set`` is chained (``isChained``), ``parent``'s message runs
+    first, piped into the item's (``parent | item``, only when both have one);
+    ``%%parent%%`` (and ``%%parent-N%%``: one menu level up here, so the same) becomes
+    ``parent``'s label, chained or not."""
+    chained = any(link.set == item_set and link.is_chained for link in parent.context_list)
+    message = item.message
+    if chained and parent.message and message:
+        message = f"{parent.message} | {message}"
+    message = _PARENT.sub(lambda _: parent.label, message)
+    return item.model_copy(update={"message": message})

@@ -11,12 +11,16 @@ clicking a button.
   (SillyTavern's ``chat_metadata.quickReply``), answered as it is now;
 - ``GET``/``PUT /characters/{ref}/quick-replies`` ``{"sets": ["name", ...]}``: the
   character's list (kept in its card);
-- ``POST /chats/{chat_id}/quick-replies/click`` ``{"set", "id" | "label", "input", "auto"}``:
+- ``POST /chats/{chat_id}/quick-replies/click`` ``{"set", "id" | "label", "input", "auto",
+  "parent"}``:
   the button, as SillyTavern's: a script runs (answered as ``POST /chats/{id}/script`` is), a
   text is sent as the user's message, or left in the input box (``input``) when the set has
   ``disableSend``; ``auto`` runs it as an automatic execution does. Each generation a click
   starts counts against the user's turn rate. With ``interactive``, a script that asks the
-  user answers its questions as ``POST /chats/{id}/script`` does.
+  user answers its questions as ``POST /chats/{id}/script`` does. ``parent`` ``{"set", "id" |
+  "label"}``: the reply was picked from that reply's context menu; when its link is chained
+  (``isChained``) the parent's message runs first (``parent | reply``), and ``%%parent%%`` is
+  the parent's label, as in SillyTavern's menu.
 
 Sets themselves (create, import, export, delete) are documents: ``/quick-replies/{name}``.
 """
@@ -61,25 +65,34 @@ class CharacterSetsBody(BaseModel):
     sets: list[Name] = Field(max_length=200)
 
 
-class ClickBody(BaseModel):
+class ReplyRef(BaseModel):
+    """A reply of a set: its id, or (without one) its label."""
+
     model_config = ConfigDict(extra="forbid")
 
     set: Name
-    #: the reply's id in its set, or (without one) its label
     id: int | None = None
     label: str | None = Field(None, max_length=1000)
+
+    @model_validator(mode="after")
+    def _one_reply(self) -> ReplyRef:
+        if self.id is None and self.label is None:
+            raise ValueError("give the reply's id or its label")
+        return self
+
+    def key(self) -> int | str:
+        return self.id if self.id is not None else str(self.label)
+
+
+class ClickBody(ReplyRef):
     #: what the input box holds (joined to the reply when the set has ``injectInput``)
     input: str = Field("", max_length=100_000)
     #: run as an automatic execution does (``/run``'s way: no input joined) instead of a click
     auto: bool = False
     #: a script asks the user through this request (as ``POST /chats/{id}/script`` does)
     interactive: bool = False
-
-    @model_validator(mode="after")
-    def _one_reply(self) -> ClickBody:
-        if self.id is None and self.label is None:
-            raise ValueError("give the reply's id or its label")
-        return self
+    #: the reply whose context menu this one was picked from
+    parent: ReplyRef | None = None
 
 
 def _bindings(tk: Any) -> QuickReplyBindings:
@@ -134,12 +147,19 @@ async def click(
     async def admit() -> None:
         await state.admit_turn(principal)
 
-    reply: int | str = body.id if body.id is not None else str(body.label)
     mode: Literal["click", "run"] = "run" if body.auto else "click"
+    parent = (body.parent.set, body.parent.key()) if body.parent is not None else None
 
     async def work(asker: Asker | None) -> ScriptOutcome:
         return await tk.run_quick_reply(
-            chat_id, body.set, reply, admit=admit, input_text=body.input, mode=mode, asker=asker
+            chat_id,
+            body.set,
+            body.key(),
+            admit=admit,
+            input_text=body.input,
+            mode=mode,
+            asker=asker,
+            parent=parent,
         )
 
     if body.interactive:

@@ -15,7 +15,9 @@ true`` (:mod:`tavernkit.server.script_runs`): then the route answers each questi
 ``{"status": "asking", "run", "question": {"id", "kind", "text", …}}``, and
 ``POST /chats/{chat_id}/script/runs/{run}/answer`` ``{"question", "button", "text",
 "chosen"}`` gives the user's answer and answers the next step, until
-``{"status": "done", …the result…}``.
+``{"status": "done", …the result…}``. ``GET /chats/{chat_id}/script/runs`` lists the caller's
+runs on the chat that wait for an answer, ``{"runs": [{"status": "asking", "run", "question"},
+…]}``: a page reloaded while a question was open asks it again.
 """
 
 from __future__ import annotations
@@ -107,6 +109,12 @@ class ScriptAsking(BaseModel):
 ScriptStep = ScriptResult | ScriptAsking
 
 
+class PendingRuns(BaseModel):
+    """The caller's runs on a chat that wait for an answer, each with its question."""
+
+    runs: list[ScriptAsking]
+
+
 class AnswerBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -153,6 +161,14 @@ async def run_script(
         return await run_interactive(state, tk, chat_id, work)
     outcome = await tk.run_script(chat_id, body.script, admit=admit, input_text=body.input)
     return outcome.to_json()
+
+
+@router.get("/chats/{chat_id}/script/runs", response_model=PendingRuns)
+async def pending_runs(chat_id: str, tk: UserTavern, state: State) -> Any:
+    """The caller's interactive runs on the chat waiting for an answer, with their questions
+    (another user's runs are not listed)."""
+    info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
+    return {"runs": state.script_runs.pending(tk.owner, info.id)}
 
 
 @router.post("/chats/{chat_id}/script/runs/{run_id}/answer", response_model=ScriptStep)

@@ -7,6 +7,7 @@
 
 import { createAlerts } from "./alerts.js";
 import { api } from "./api.js";
+import { createChat } from "./chat/auto-run.js";
 import { droppedFiles, importEach } from "./import-files.js";
 import { errorText, reportError, toast } from "./toast.js";
 import { button, h } from "./dom.js";
@@ -288,6 +289,6 @@ function tile(character, toggleFav) {
 
 async function openLatestChat(character) {
   const chats = await api("GET", `/chats?${new URLSearchParams({ character: character.id, limit: 1 })}`);
-  const chat = chats.items[0] || (await api("POST", "/chats", { character: character.id }));
+  const chat = chats.items[0] || (await createChat({ character: character.id }));
   window.location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
 }

@@ -95,6 +95,8 @@ async def _popup(call: CommandCall) -> Any:
         cancel_button=call.text("cancelButton") or None,
         large=_flag(call, "large"),
         wide=_flag(call, "wide") or _flag(call, "wider"),
+        # SillyTavern's header= is a heading above the text: the question's title
+        title=call.text("header") or None,
     )
     answer = await call.runner.ask(question)
     if not _flag(call, "result"):

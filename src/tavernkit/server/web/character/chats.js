@@ -4,6 +4,7 @@
 import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
 import { toast } from "../toast.js";
+import { createChat } from "../chat/auto-run.js";
 import { confirmDialog, download, named } from "./files.js";
 import { t } from "../i18n.js";
 
@@ -114,7 +115,7 @@ export function createChats(character, fail) {
 
   const newChat = button(t("New chat"), async () => {
     try {
-      const chat = await api("POST", "/chats", { character: character.id });
+      const chat = await createChat({ character: character.id });
       window.location.hash = `#/chat/${encodeURIComponent(chat.id)}`;
     } catch (error) {
       fail(error);

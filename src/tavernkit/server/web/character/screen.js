@@ -11,6 +11,7 @@ import { ApiError, api, isStale } from "../api.js";
 import { button, h } from "../dom.js";
 import { createAlerts } from "../alerts.js";
 import { errorText, toast } from "../toast.js";
+import { createChat } from "../chat/auto-run.js";
 import { createAvatar } from "./avatar.js";
 import { createChats } from "./chats.js";
 import { confirmDialog, download } from "./files.js";
@@ -241,7 +242,7 @@ export async function showCharacter(view, ref) {
     try {
       const query = new URLSearchParams({ character: record.id, limit: 1 });
       const found = await api("GET", `/chats?${query}`);
-      const chat = found.items[0] || (await api("POST", "/chats", { character: record.id }));
+      const chat = found.items[0] || (await createChat({ character: record.id }));
       window.location.hash = `#/chat/${enc(chat.id)}`;
     } catch (error) {
       fail(error);

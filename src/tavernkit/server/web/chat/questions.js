@@ -13,7 +13,20 @@ let counter = 0;
 // `start()` posts the script (or the click) with `interactive: true`; the result is the
 // run's last step (the script's outcome).
 export async function runAsking(base, start) {
-  let step = await start();
+  return answerRun(base, await start());
+}
+
+// The runs of this chat still waiting on a question a page that went away (a reload) showed:
+// each is asked again and followed to its end; resolves with their outcomes.
+export async function resumeAsking(base) {
+  const { runs } = await api("GET", `${base}/script/runs`);
+  const outcomes = [];
+  for (const step of runs) outcomes.push(await answerRun(base, step));
+  return outcomes;
+}
+
+// Ask each question of the run `step` belongs to until the script is done.
+async function answerRun(base, step) {
   while (step && step.status === "asking") {
     const answer = await askUser(step.question);
     const url = `${base}/script/runs/${encodeURIComponent(step.run)}/answer`;

@@ -1,7 +1,8 @@
 // The quick-reply bar over the composer: the Quick Reply sets bound globally, to this chat and
 // to its character (GET /chats/{id}/quick-replies, SillyTavern's order), one group of buttons
 // per set. A reply with a context menu (its contextList) has a "More: <label>" button listing
-// the replies of the sets it links. What a click does is the screen's: `onClick(set, reply)`.
+// the replies of the sets it links. What a click does is the screen's: `onClick(set, reply)`,
+// and `onClick(set, reply, {set, reply})` for a reply picked from that parent's menu.
 
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
@@ -23,6 +24,16 @@ export function clickText(set, reply, typed) {
   return `${message} `;
 }
 
+// A reply picked from `parent`'s context menu, as SillyTavern's menu runs it
+// (stscript/quick_replies.py menu_reply): a chained link to `setName` runs the parent's message
+// first, piped into the reply's; %%parent%% is the parent's label.
+export function menuMessage(parent, reply, setName) {
+  const chained = (parent.contextList || []).some((link) => link.set === setName && link.isChained);
+  let message = reply.message || "";
+  if (chained && parent.message && message) message = `${parent.message} | ${message}`;
+  return message.replace(/%%parent(-\d+)?%%/g, () => parent.label || "");
+}
+
 const shown = (reply) => !reply.isHidden && Boolean(reply.label || reply.icon);
 
 export function createQuickReplies(base, onClick) {
@@ -42,7 +53,7 @@ export function createQuickReplies(base, onClick) {
     openMenu = null;
   }
 
-  function menuFor(reply, label) {
+  function menuFor(set, reply, label) {
     const menu = h("div", { class: "qr-menu", role: "menu", "aria-label": label });
     menu.hidden = true;
     for (const link of reply.contextList || []) {
@@ -51,7 +62,7 @@ export function createQuickReplies(base, onClick) {
         if (!shown(item)) continue;
         const pick = () => {
           closeMenu();
-          onClick(linkedSet, item);
+          onClick(linkedSet, item, { set, reply });
         };
         menu.append(button(item.label || item.icon, pick, { role: "menuitem", title: item.title || item.message }));
       }
@@ -62,7 +73,7 @@ export function createQuickReplies(base, onClick) {
   function replyButton(set, reply) {
     const label = reply.label || reply.icon;
     const node = button(label, () => onClick(set, reply), { title: reply.title || reply.message });
-    const menu = (reply.contextList || []).length ? menuFor(reply, label) : null;
+    const menu = (reply.contextList || []).length ? menuFor(set, reply, label) : null;
     if (!menu || !menu.childElementCount) return node;
     const key = `${set.name}\u0000${label}`;
     const open = () => {
@@ -128,10 +139,14 @@ export function createQuickReplies(base, onClick) {
       return null;
     },
     // The [set, reply] pairs flagged for an automatic execution (`executeOnChatChange`,
-    // `executeOnUser`, `executeOnAi`), in the bar's order.
-    automatic(flag) {
+    // `executeOnUser`, `executeOnAi`, `executeOnStartup`, `executeOnNewChat`), in the bar's
+    // order; `scope`: only the sets bound there ("global").
+    automatic(flag, scope = null) {
       const out = [];
-      for (const set of sets) for (const reply of set.qrList || []) if (reply[flag]) out.push([set, reply]);
+      for (const set of sets) {
+        if (scope && set.scope !== scope) continue;
+        for (const reply of set.qrList || []) if (reply[flag]) out.push([set, reply]);
+      }
       return out;
     },
   };

@@ -19,8 +19,9 @@ import { followTurn } from "./live.js";
 import { createLog } from "./log.js";
 import { messageNode, textOf } from "./message.js";
 import { createQuickReplyBindings } from "./qr-bindings.js";
-import { runAsking } from "./questions.js";
-import { clickText, createQuickReplies, replyLines } from "./quick-replies.js";
+import { firstStart, isNew } from "./auto-run.js";
+import { resumeAsking, runAsking } from "./questions.js";
+import { clickText, createQuickReplies, menuMessage, replyLines } from "./quick-replies.js";
 import { createSide } from "./side.js";
 import { t } from "../i18n.js";
 import { createTree } from "./tree.js";
@@ -382,30 +383,53 @@ export async function showChat(view, chatId, at = null) {
   // composer's own commands (one a line) runs them here; a text to send is sent as a typed
   // message (its reply streams); a script, or a text the set only puts in the box
   // (disableSend), goes to the server's click, which runs it on this chat. `auto`: an
-  // automatic execution (no typed text joined).
-  async function runReply(set, reply, auto = false) {
-    const message = reply.message || "";
+  // automatic execution (no typed text joined). `parent`: {set, reply} whose context menu
+  // the reply was picked from (a chained link runs the parent first: menuMessage).
+  async function runReply(set, reply, auto = false, parent = null) {
+    const message = parent ? menuMessage(parent.reply, reply, set.name) : reply.message || "";
     if (!message) return undefined; // SillyTavern runs nothing for an empty reply
     const [commands, lines] = replyLines(message);
     if (!auto && commands && lines.every((line) => isOwnCommand(line))) return runLines(lines);
     const typed = composer.text();
-    const text = auto ? `${message} ` : clickText(set, reply, typed);
+    const text = auto ? `${message} ` : clickText(set, { ...reply, message }, typed);
     if (!set.disableSend && !text.startsWith("/")) {
       nextTurnQuiet = reply.preventAutoExecute !== false;
       return send(text);
     }
     const body = { set: set.name, id: reply.id, input: auto ? "" : typed, auto, interactive: true };
+    if (parent) body.parent = { set: parent.set.name, id: parent.reply.id };
     const start = () => api("POST", `${base}/quick-replies/click`, body);
     return scriptDone(() => runAsking(base, start), "", false);
   }
 
   // The replies flagged to run on their own: when the chat opens (executeOnChatChange), after
-  // the user's message (executeOnUser) and after a reply (executeOnAi), one after another.
-  async function runAutomatic(flag) {
-    for (const [set, reply] of quickReplies.automatic(flag)) await runReply(set, reply, true);
+  // the user's message (executeOnUser) and after a reply (executeOnAi), one after another;
+  // `scope`: only the sets bound there.
+  async function runAutomatic(flag, scope = null) {
+    for (const [set, reply] of quickReplies.automatic(flag, scope)) await runReply(set, reply, true);
   }
 
-  const quickReplies = createQuickReplies(base, (set, reply) => runReply(set, reply));
+  // What runs as the screen opens, one after another: a question a script asked before the
+  // page reloaded (asked again, the script goes on), then as SillyTavern: on the page's first
+  // chat the global sets' executeOnStartup replies (its app start runs them before any chat
+  // is loaded: only the global list is there), executeOnChatChange, and on a chat the page
+  // has just made, executeOnNewChat.
+  async function runOnOpen(fresh) {
+    await resumeQuestions();
+    if (firstStart()) await runAutomatic("executeOnStartup", "global");
+    await runAutomatic("executeOnChatChange");
+    if (fresh) await runAutomatic("executeOnNewChat");
+  }
+
+  async function resumeQuestions() {
+    try {
+      for (const outcome of await resumeAsking(base)) await scriptDone(async () => outcome, "", false);
+    } catch (error) {
+      fail(error, resumeQuestions);
+    }
+  }
+
+  const quickReplies = createQuickReplies(base, (set, reply, parent) => runReply(set, reply, false, parent));
   const quickReplySets = createQuickReplyBindings(chat, base, () => loadQuickReplies());
   side.node.append(quickReplySets.node);
   async function loadQuickReplies() {
@@ -454,7 +478,7 @@ export async function showChat(view, chatId, at = null) {
   );
   await (at === null ? log.showNewest() : log.showAt(at));
   if (chat.character_id) askCardScripts(chat.character_id, alerts, () => log.reload());
-  runAutomatic("executeOnChatChange");
+  runOnOpen(isNew(chat.id));
   const running = rememberedTurn(chat.id);
   if (running) follow(running.url, running.kind, true);
   composer.focus();

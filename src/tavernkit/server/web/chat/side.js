@@ -9,6 +9,7 @@ import { button, h } from "../dom.js";
 import { searchBox } from "../search.js";
 import { variablesSection } from "../settings.js";
 import { memoryPanel } from "./memory.js";
+import { createChat } from "./auto-run.js";
 import { reportError, toast } from "../toast.js";
 import { createConnection } from "./connection.js";
 import { createPersonaPicker } from "./persona.js";
@@ -88,7 +89,7 @@ function chatsPanel(chat) {
   search.addEventListener("input", () => load().catch(reportError));
   const newChat = button(t("New chat"), async () => {
     try {
-      const made = await api("POST", "/chats", { character: chat.character_id });
+      const made = await createChat({ character: chat.character_id });
       window.location.hash = `#/chat/${encodeURIComponent(made.id)}`;
     } catch (error) {
       reportError(error);
