@@ -106,7 +106,11 @@ async def test_the_whole_book_reads_back_as_stored(store: Store) -> None:
 async def test_an_editors_lines_carry_each_entry_but_its_content(store: Store) -> None:
     data = _book(4)
     data["entries"]["2"].update(comment="Quay", disable=True, content="The ÜNÏCODE Harbour.")
-    data["entries"]["9"] = {"uid": 9, "key": ["late"], "content": "harbour lights"}
+    data["entries"]["9"] = {
+        "uid": 9,
+        "key": ["late"],
+        "content": 'harbour lights 50% off_peak "dim"',
+    }
     ref = await store.put("lorebook", data, name="Coast")
     info, text = await store.lorebook_entry_lines("Coast")
     assert info.id == ref.id and "entry 1 ✓" not in text  # no content
@@ -117,7 +121,14 @@ async def test_an_editors_lines_carry_each_entry_but_its_content(store: Store) -
     assert expected[2][:5] == ["Quay", ["k2"], None, True, None]
     # only the entries whose content holds the text, in any case (SQLite folds only ASCII
     # itself: "ünïcode" is matched otherwise)
-    for query, uids in (("HARBOUR", ["2", "9"]), ("ünïcode harbour", ["2"]), ("ferry", [])):
+    for query, uids in (
+        ("HARBOUR", ["2", "9"]),
+        ("ünïcode harbour", ["2"]),
+        ("ferry", []),
+        ("50% OFF_", ["9"]),  # LIKE's wildcards are the text's own
+        ("0_ o", []),
+        ('peak "DIM"', ["9"]),  # a quote: written escaped in the row's JSON
+    ):
         _, found = await store.lorebook_entry_lines(ref.id, content_has=query)
         assert [line[-1] for line in json.loads(found)] == uids, query
     # a new entry's line comes last; a changed one's shows the change

