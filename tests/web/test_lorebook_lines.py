@@ -75,7 +75,8 @@ def test_a_book_opens_from_its_lines_and_its_content_is_searched_by_the_server(
     page.get_by_role("button", name="Lamp 150", exact=True).click()
     content = page.get_by_label("Content", exact=True)
     expect(content).to_have_value("Under the quay, the ÉTOILE stone waits.")
-    assert [url for url, _ in gets] == [f"lorebooks/{book}/entries/150"]
+    # (a content search's answer may still be reported after the list drew it)
+    assert [url for url, _ in gets if "?content=" not in url] == [f"lorebooks/{book}/entries/150"]
     screenshot(page, "lorebook-lines-desktop")
 
     # edited and saved: its new words find it, its old ones no longer do
