@@ -161,7 +161,7 @@ def main() -> None:
                 with page.expect_file_chooser() as chooser:
                     page.get_by_role("button", name="Import chat (.jsonl)").click()
                 chooser.value.set_files(str(upload))
-                expect(page.locator("#toast")).to_contain_text("Imported")
+                expect(page.locator("#toast")).to_contain_text("Imported", timeout=600_000)
                 ended = time.time()
             busy = summary(during.late(started, ended))  # the pieces that came meanwhile
             took = ended - started
