@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats.chats import chat_to_jsonl, read_chat_jsonl
 from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore
-from tavernkit.store._sqlite_chats import DOCS_ON_LOOP
 from tavernkit.store.protocol import SwipeText
 from tavernkit.store.sqlite_thread import SqliteConnection
 
@@ -123,34 +120,6 @@ async def test_import_and_export_a_sillytavern_chat_losslessly(store: SqliteStor
     assert [m.position for m in loaded.messages] == [0, 1, 2]
     # And the Chat model writes back the same file the format module writes for the original.
     assert chat_to_jsonl(loaded.to_chat()) == chat_to_jsonl(chat) == text
-
-
-class _Marked(BaseModel):
-    """A message that notes the thread it is encoded on."""
-
-    mes: str
-
-    def to_wire(self) -> dict[str, Any]:
-        _encoded_on.add(threading.get_ident())
-        return {"name": "Ada", "is_user": True, "mes": self.mes}
-
-
-_encoded_on: set[int] = set()
-
-
-async def test_a_big_batch_of_messages_is_encoded_off_the_loop(store: SqliteStore) -> None:
-    chat = await _chat_with(store, 1, "Import")
-    loop_thread = threading.get_ident()
-    _encoded_on.clear()
-    batch = [_Marked(mes=f"line {i}") for i in range(DOCS_ON_LOOP + 1)]
-    stored = await store.append_messages(chat, batch)
-    assert loop_thread not in _encoded_on and _encoded_on  # an import's batch: a worker's
-    assert [m.data["mes"] for m in stored] == [f"line {i}" for i in range(DOCS_ON_LOOP + 1)]
-    _encoded_on.clear()
-    await store.append_messages(chat, [_Marked(mes="a turn's one")])
-    assert _encoded_on == {loop_thread}  # a turn's message: no thread hop
-    loaded = await store.load_chat(chat)
-    assert [m.data["mes"] for m in loaded.messages][-2:] == [f"line {DOCS_ON_LOOP}", "a turn's one"]
 
 
 async def test_chats_list_by_owner_and_character(store: SqliteStore) -> None:

@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from playwright.sync_api import Page, Response, expect
+from playwright.sync_api import Page, Request, expect
 
 from tavernkit.models.lorebook import entry_template
 
@@ -34,36 +34,30 @@ def _book_file() -> bytes:
     return json.dumps({"entries": entries}).encode()
 
 
-def _gets(page: Page, into: list[tuple[str, int]]) -> None:
-    def seen(response: Response) -> None:
-        if response.request.method == "GET" and "/lorebooks/" in response.url:
-            into.append((response.url.split("/", 3)[3], len(response.body())))
-
-    page.on("response", seen)
-
-
 def test_a_book_opens_from_its_lines_and_its_content_is_searched_by_the_server(
     page: Page, site: Site
 ) -> None:
     book = site.call(site.tk.library.import_bytes(_book_file(), source="Beacons.json"))[0].id
-    gets: list[tuple[str, int]] = []
-    _gets(page, gets)
-    page.goto(f"/#/lorebook/{book}")
+    asked: list[str] = []
+
+    def seen(request: Request) -> None:
+        if request.method == "GET" and "/lorebooks/" in request.url:
+            asked.append(request.url.split("/", 3)[3])
+
+    page.on("request", seen)
+    entries = f"lorebooks/{book}/entries"
+    with page.expect_response(lambda r: r.url.endswith(entries)) as lines:
+        page.goto(f"/#/lorebook/{book}")
     expect(page.get_by_text(f"{N} entries", exact=True)).to_be_visible()
     expect(page.locator("li.entry")).to_have_count(50)
     expect(page.locator("li.entry .entry-toggle").first).to_have_text("Lamp 0")
-    # the lines, not the book: no entry's content came
-    read = [url for url, _ in gets if url.startswith(f"lorebooks/{book}")]
-    assert f"lorebooks/{book}" not in read, read
-    lines = [size for url, size in gets if url == f"lorebooks/{book}/entries"]
-    assert len(lines) == 1 and lines[0] < N * 200, gets
+    assert len(lines.value.body()) < N * 200  # the lines: no entry's content came
 
     # a word only the content holds, any case, accented: the server finds the entry
-    gets.clear()
-    page.get_by_label("Search entries").fill("étoile stone")
+    with page.expect_response(lambda r: f"{entries}?content=" in r.url):
+        page.get_by_label("Search entries").fill("étoile stone")
     expect(page.locator("li.entry .entry-toggle")).to_have_text(["Lamp 150"])
     expect(page.get_by_text(f"1 of {N} entries match")).to_be_visible()
-    assert any(url.startswith(f"lorebooks/{book}/entries?content=") for url, _ in gets), gets
     # only in the titles: the content's word finds nothing
     page.get_by_label("Search in").select_option(label="Title")
     expect(page.get_by_text(f"0 of {N} entries match")).to_be_visible()
@@ -71,12 +65,10 @@ def test_a_book_opens_from_its_lines_and_its_content_is_searched_by_the_server(
     expect(page.locator("li.entry .entry-toggle")).to_have_text(["Lamp 150"])
 
     # opening the row reads the entry whole: its form shows the content
-    gets.clear()
-    page.get_by_role("button", name="Lamp 150", exact=True).click()
+    with page.expect_response(lambda r: r.url.endswith(f"{entries}/150")):
+        page.get_by_role("button", name="Lamp 150", exact=True).click()
     content = page.get_by_label("Content", exact=True)
     expect(content).to_have_value("Under the quay, the ÉTOILE stone waits.")
-    # (a content search's answer may still be reported after the list drew it)
-    assert [url for url, _ in gets if "?content=" not in url] == [f"lorebooks/{book}/entries/150"]
     screenshot(page, "lorebook-lines-desktop")
 
     # edited and saved: its new words find it, its old ones no longer do
@@ -99,3 +91,9 @@ def test_a_book_opens_from_its_lines_and_its_content_is_searched_by_the_server(
     )
     assert overflow <= 0, overflow
     screenshot(page, "lorebook-lines-phone")
+    # the book was never read whole; an entry only when its row opened
+    assert f"lorebooks/{book}" not in asked, asked
+    assert sorted(u for u in asked if u.startswith(f"{entries}/")) == [
+        f"{entries}/150",
+        f"{entries}/42",
+    ], asked

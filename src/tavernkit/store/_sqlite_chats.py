@@ -10,7 +10,6 @@ other messages, so a 2,500-message chat costs the same to append to as a 10-mess
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -49,11 +48,6 @@ __all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]
 SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
 
 # msg_* are counters the triggers of migration 004 keep: no read counts a chat's messages.
-#: more messages than this in one append (an import's batch) are encoded in a worker thread:
-#: 500 messages through ``to_wire`` and a JSON round trip hold the loop tens of ms, a stall in
-#: every other user's stream; a turn's one or two stay on the loop (no thread hop)
-DOCS_ON_LOOP = 16
-
 _CHAT_COLS = (
     "c.id, c.name, c.owner, c.character_id, c.character_name, c.msg_total, c.created, c.updated"
 )
@@ -464,10 +458,7 @@ class SqliteChats(SqliteBase):
         last_partial: Collection[int] = (),
         detached: bool = False,
     ) -> list[StoredMessage]:
-        if len(messages) > DOCS_ON_LOOP:
-            docs = await asyncio.to_thread(_message_docs, messages)
-        else:
-            docs = _message_docs(messages)
+        docs = [to_json_doc(m, source="<chat message>") for m in messages]
 
         async def append(db: SqliteConnection) -> tuple[int, list[str]]:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
@@ -553,7 +544,3 @@ def _marked_partial(split: SplitMessage, partial: Collection[int]) -> SplitMessa
     """``split`` with the swipes at the indexes in ``partial`` marked partial, the others not."""
     marks = frozenset(partial)
     return replace(split, swipes=[replace(r, partial=r.idx in marks) for r in split.swipes])
-
-
-def _message_docs(messages: Sequence[Mapping[str, Any] | BaseModel]) -> list[dict[str, Any]]:
-    return [to_json_doc(m, source="<chat message>") for m in messages]

@@ -125,6 +125,12 @@ export function createEntries(book, lines, alerts, onDirty) {
     shown = PAGE;
     if (await applySearch()) render();
   });
+  sortBy.addEventListener("change", () => {
+    sort = sortBy.value;
+    pinned = [];
+    shown = PAGE;
+    render();
+  });
 
   // Which entries' content holds `text` (the server reads the content; the lines have none).
   // False when a later search was asked meanwhile (its answer is the one shown).
@@ -153,12 +159,6 @@ export function createEntries(book, lines, alerts, onDirty) {
     if (texts.get(key).includes(query)) return true;
     return !whole.has(uid) && (where === "all" || where === "content") && contentHits.has(uid);
   }
-  sortBy.addEventListener("change", () => {
-    sort = sortBy.value;
-    pinned = [];
-    shown = PAGE;
-    render();
-  });
 
   function matching() {
     let found = [...entries.values()];
