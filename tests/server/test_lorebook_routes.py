@@ -86,6 +86,34 @@ async def test_entries_are_added_changed_and_deleted_one_at_a_time(site: Site) -
     assert r.json()["uid"] == "1"
 
 
+async def test_the_entries_lines_are_an_editors_list_without_content(site: Site) -> None:
+    c = site.client
+    book = await _book(site)
+    await c.post(f"/lorebooks/{book}/entries", json=FERRY)
+    await c.post(f"/lorebooks/{book}/entries", json={"key": ["gull"], "content": "Gulls at DUSK."})
+    await c.patch(f"/lorebooks/{book}/entries/0", json={"disable": True})
+    r = await c.get(f"/lorebooks/{book}/entries")
+    assert r.status_code == 200, r.text
+    found = r.json()
+    assert found["book"]["id"] == book and found["book"]["name"] == "Coast"
+    assert found["fields"][:3] == ["comment", "key", "keysecondary"]
+    assert found["fields"][-1] == "uid" and "content" not in found["fields"]
+    lines = [dict(zip(found["fields"], line, strict=True)) for line in found["entries"]]
+    assert [(e["uid"], e["comment"], e["key"], e["disable"]) for e in lines] == [
+        ("0", "Ferry", ["ferry"], True),
+        ("1", "", ["gull"], False),
+    ]
+    assert "dusk" not in r.text.lower()  # no content
+    r = await c.get(f"/lorebooks/{book}/entries", params={"content": "Dusk"})
+    assert [line[-1] for line in r.json()["entries"]] == ["0", "1"]
+    r = await c.get(f"/lorebooks/{book}/entries", params={"content": "gulls"})
+    assert [line[-1] for line in r.json()["entries"]] == ["1"]
+    r = await c.get(f"/lorebooks/{book}/entries", params={"content": ""})
+    assert r.status_code == 422, r.text
+    r = await c.get("/lorebooks/Nowhere/entries")
+    assert r.status_code == 404 and r.json()["error"]["type"] == "NotFound", r.text
+
+
 async def test_edits_sent_together_all_land(site: Site) -> None:
     c = site.client
     book = await _book(site)

@@ -12,12 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 
 from store._before import migrations_before
+from tavernkit.errors import NotFound
 from tavernkit.store import SqliteStore, Store, open_postgres_store, open_store
 from tavernkit.store._message_rows import dumps
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.postgres import PostgresStore
+from tavernkit.store.protocol import ENTRY_LINE_FIELDS
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 from tavernkit.store.storage_use import recount_sql
 
@@ -98,6 +101,45 @@ async def test_the_whole_book_reads_back_as_stored(store: Store) -> None:
     await store.delete("lorebook", ref.id)
     kept, counted = await _stored_use(store)
     assert kept == counted == 0
+
+
+async def test_an_editors_lines_carry_each_entry_but_its_content(store: Store) -> None:
+    data = _book(4)
+    data["entries"]["2"].update(comment="Quay", disable=True, content="The ÜNÏCODE Harbour.")
+    data["entries"]["9"] = {
+        "uid": 9,
+        "key": ["late"],
+        "content": 'harbour lights 50% off_peak "dim"',
+    }
+    ref = await store.put("lorebook", data, name="Coast")
+    info, text = await store.lorebook_entry_lines("Coast")
+    assert info.id == ref.id and "entry 1 ✓" not in text  # no content
+    expected = [
+        [*(e.get(name) for name in ENTRY_LINE_FIELDS), uid] for uid, e in data["entries"].items()
+    ]
+    assert json.loads(text) == expected
+    assert expected[2][:5] == ["Quay", ["k2"], None, True, None]
+    # only the entries whose content holds the text, in any case (SQLite folds only ASCII
+    # itself: "ünïcode" is matched otherwise)
+    for query, uids in (
+        ("HARBOUR", ["2", "9"]),
+        ("ünïcode harbour", ["2"]),
+        ("ferry", []),
+        ("50% OFF_", ["9"]),  # LIKE's wildcards are the text's own
+        ("0_ o", []),
+        ('peak "DIM"', ["9"]),  # a quote: written escaped in the row's JSON
+    ):
+        _, found = await store.lorebook_entry_lines(ref.id, content_has=query)
+        assert [line[-1] for line in json.loads(found)] == uids, query
+    # a new entry's line comes last; a changed one's shows the change
+    await store.put_record_member("lorebook", ref.id, ("entries", "4"), {"uid": 4, "order": 7})
+    await store.put_record_member(
+        "lorebook", ref.id, ("entries", "0"), {**data["entries"]["0"], "comment": "Gate"}
+    )
+    lines = json.loads((await store.lorebook_entry_lines(ref.id))[1])
+    assert lines[-1] == [None] * 5 + [7, None, None, None, "4"] and lines[0][0] == "Gate"
+    with pytest.raises(NotFound):
+        await store.lorebook_entry_lines(ref.id, owner="someone-else")
 
 
 _NOW = datetime(2025, 1, 1, tzinfo=UTC).isoformat()

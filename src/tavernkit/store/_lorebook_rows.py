@@ -18,8 +18,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from tavernkit.store._message_rows import dumps
+from tavernkit.store.protocol import ENTRY_LINE_FIELDS
 
-__all__ = ["BOOK_KIND", "ENTRIES", "book_text", "is_entry_path", "split_book"]
+__all__ = [
+    "BOOK_KIND",
+    "ENTRIES",
+    "book_text",
+    "entry_lines_text",
+    "is_entry_path",
+    "split_book",
+]
 
 #: the record kind whose entries live in rows, and the member that holds them
 BOOK_KIND = "lorebook"
@@ -64,3 +72,22 @@ def book_text(rest: str, entries: str | None) -> str:
     head = "{" + "".join(f"{part}," for part in before) + dumps(ENTRIES) + ":{"
     tail = "}" + "".join(f",{part}" for part in after) + "}"
     return "".join((head, entries, tail))
+
+
+def entry_lines_text(rows: Sequence[tuple[str, str]], content_has: str | None = None) -> str:
+    """The lines of the entry rows ``(uid, JSON text)`` as a JSON array (each the values of
+    :data:`~tavernkit.store.protocol.ENTRY_LINE_FIELDS`, then the uid), in order; with
+    ``content_has``, only the entries whose ``content`` holds it in any case. Parses every
+    row: run it off the event loop."""
+    needle = content_has.lower() if content_has else None
+    lines: list[list[Any]] = []
+    for uid, text in rows:
+        entry = json.loads(text)
+        if not isinstance(entry, dict):
+            entry = {}
+        if needle is not None:
+            content = entry.get("content")
+            if not isinstance(content, str) or needle not in content.lower():
+                continue
+        lines.append([*(entry.get(name) for name in ENTRY_LINE_FIELDS), uid])
+    return dumps(lines)

@@ -33,10 +33,10 @@ from typing import Any
 
 from tavernkit.errors import NotFound
 from tavernkit.models.base import DEFAULT_OWNER
-from tavernkit.store._lorebook_rows import is_entry_path
+from tavernkit.store._lorebook_rows import BOOK_KIND, entry_lines_text, is_entry_path
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import SqliteBase
-from tavernkit.store.protocol import RecordInfo
+from tavernkit.store.protocol import ENTRY_LINE_FIELDS, RecordInfo
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteRecordMembers"]
@@ -62,6 +62,31 @@ def _parent(doc: Any, path: MemberPath, *, create: bool) -> dict[str, Any] | Non
             node[name] = {}
         node = node.get(name)
     return node if isinstance(node, dict) else None
+
+
+#: a book's entry lines in SQL (:func:`~tavernkit.store._lorebook_rows.entry_lines_text`'s
+#: JSON): one ``json_extract`` of the fields parses each row once, in SQLite's C, off the loop
+_LINE_PATHS = ", ".join(f"'$.{name}'" for name in ENTRY_LINE_FIELDS)
+_LINES_SQL = (
+    "SELECT '[' || coalesce(group_concat(line, ','), '') || ']' FROM (SELECT "
+    f"json_insert(json_extract(data, {_LINE_PATHS}), '$[#]', uid) AS line "
+    "FROM lorebook_entries WHERE record_id = ?{where} ORDER BY seq)"
+)
+#: SQLite's ``lower`` folds only ASCII: a query with other letters is matched in Python
+_CONTENT_HAS = " AND instr(lower(json_extract(data, '$.content')), ?) > 0"
+#: the same, the rows first narrowed by ``LIKE`` on their JSON text (ASCII, any case), which
+#: parses nothing: a text that JSON writes as it is (no quote, backslash or control character)
+#: is in the content's text only where it is in the row's (4x faster on a 20,000-entry book)
+_CONTENT_LIKE = " AND data LIKE ? ESCAPE '\\'" + _CONTENT_HAS
+
+
+def _content_filter(text: str) -> tuple[str, tuple[str, ...]]:
+    """The SQL that keeps the entry rows whose content holds ``text`` (ASCII), and its
+    parameters."""
+    if any(c in text for c in '"\\') or any(ord(c) < 0x20 for c in text):
+        return _CONTENT_HAS, (text.lower(),)
+    pattern = text.replace("%", "\\%").replace("_", "\\_")
+    return _CONTENT_LIKE, (f"%{pattern}%", text.lower())
 
 
 def _missing(path: MemberPath) -> NotFound:
@@ -228,6 +253,28 @@ class SqliteRecordMembers(SqliteBase):
         return result
 
     # -- a lorebook's entry rows ----------------------------------------------------------
+
+    async def lorebook_entry_lines(
+        self, ref: str, *, content_has: str | None = None, owner: str = DEFAULT_OWNER
+    ) -> tuple[RecordInfo, str]:
+        """The book's listing line and its entries' lines as JSON text (each
+        ``[comment, key, ..., uid]``: :data:`~tavernkit.store.protocol.ENTRY_LINE_FIELDS`
+        then the uid), in the book's order, without their content; with ``content_has``, only
+        the entries whose content holds it (in any case)."""
+        in_sql = self._json_in_sql and (content_has is None or content_has.isascii())
+        async with self._read() as db:
+            info, _ = await self._resolve(db, BOOK_KIND, ref, owner)
+            if in_sql:
+                where, extra = ("", ()) if content_has is None else _content_filter(content_has)
+                sql = _LINES_SQL.format(where=where)
+                found = list(await db.execute_fetchall(sql, (info.id, *extra)))
+                return info, str(found[0][0])
+            rows = await db.execute_fetchall(
+                "SELECT uid, data FROM lorebook_entries WHERE record_id = ? ORDER BY seq",
+                (info.id,),
+            )
+        pairs = [(str(uid), str(data)) for uid, data in rows]
+        return info, await asyncio.to_thread(entry_lines_text, pairs, content_has)
 
     async def _entry_member(self, kind: str, ref: str, path: MemberPath, owner: str) -> Any:
         """The member ``path`` (``entries``, an entry, or a member inside one)."""

@@ -35,6 +35,7 @@ from tavernkit.models.chat_window import MessageCounts, MessageWindow
 from tavernkit.store.accounts import AccountStore
 
 __all__ = [
+    "ENTRY_LINE_FIELDS",
     "KINDS",
     "UNIQUE_NAME_KINDS",
     "ApiKeyInfo",
@@ -61,6 +62,20 @@ __all__ = [
     "SwipeText",
     "TurnStart",
 ]
+
+#: what a lorebook entry's line holds (:meth:`Store.lorebook_entry_lines`: an editor's list
+#: row, its filters and sorts, not the entry's content), each line ``[value of each..., uid]``
+ENTRY_LINE_FIELDS: tuple[str, ...] = (
+    "comment",
+    "key",
+    "keysecondary",
+    "disable",
+    "constant",
+    "order",
+    "depth",
+    "probability",
+    "displayIndex",
+)
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -443,6 +458,15 @@ class Store(AccountStore, Protocol):
     ) -> tuple[RecordInfo, str]:
         """The record's listing line and its JSON text as stored, unparsed (a big record sent
         on as it is: a 28 MB lorebook to the editor)."""
+        ...
+
+    async def lorebook_entry_lines(
+        self, ref: str, *, content_has: str | None = None, owner: str = DEFAULT_OWNER
+    ) -> tuple[RecordInfo, str]:
+        """The lorebook's listing line and its entries' lines, a JSON array of
+        ``[each of ENTRY_LINE_FIELDS..., uid]`` in the book's order (an editor's list: no
+        content); with
+        ``content_has``, only the entries whose content holds that text, in any case."""
         ...
 
     # A member of a record's JSON by its path of object keys (``("entries", "12")``), read or

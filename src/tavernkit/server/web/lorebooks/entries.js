@@ -1,7 +1,10 @@
 // A lorebook's entries: search (everywhere, or only the keys, the title or the content),
 // show only enabled, disabled, constant or secondary-keyed ones, sort, add, duplicate, delete,
-// enable, and an editor per entry built only when its row is opened. Rows are shown a page at
-// a time, so a 20,000-entry book opens with a few dozen rows and no forms. "Save lorebook"
+// enable, and an editor per entry built only when its row is opened. The screen starts from
+// the entries' lines (title, keys, switches and numbers: GET /lorebooks/{id}/entries, no
+// content); an entry is read whole when its row opens, and a search of the content asks the
+// server which entries hold the text. Rows are shown a page at a time, so a 20,000-entry book
+// opens with a few dozen rows and no forms. "Save lorebook"
 // sends each changed entry's changed fields (PATCH /lorebooks/{id}/entries/{uid}); adding
 // (the server picks the uid), duplicating, deleting and enabling are stored at once. The book
 // is never sent back whole.
@@ -13,9 +16,6 @@ import { entryForm, entryRow, entryTitle } from "./entry.js";
 import { t } from "../i18n.js";
 
 const PAGE = 50;
-// the revision of an entry changed elsewhere while its form was being typed in: never the
-// current one, so its save is refused as stale
-const STALE = "stale";
 
 const num = (value, fallback) => (typeof value === "number" ? value : Number(value ?? fallback) || fallback);
 const byUid = (a, b) => num(a.uid, 0) - num(b.uid, 0);
@@ -56,17 +56,27 @@ function haystack(entry, where) {
   return SEARCH_IN.find(([value]) => value === where)[2](entry).join("\n").toLowerCase();
 }
 
-// `book`: the record (id, data); `alerts`: the screen's persistent errors; `onDirty(count)`:
-// the number of entries with unsaved edits, after each edit and save.
-export function createEntries(book, alerts, onDirty) {
+// The entries of the lines route ({fields, entries: [[value per field..., uid]]}) as objects
+// with SillyTavern's names.
+function fromLines({ fields, entries }) {
+  return entries.map((line) => Object.fromEntries(fields.map((name, i) => [name, line[i]])));
+}
+
+// `book`: the record's line (id, name); `lines`: GET /lorebooks/{id}/entries's answer;
+// `alerts`: the screen's persistent errors; `onDirty(count)`: the number of entries with
+// unsaved edits, after each edit and save.
+export function createEntries(book, lines, alerts, onDirty) {
   const base = `/lorebooks/${encodeURIComponent(book.id)}/entries`;
-  const raw = book.data.entries || {};
-  const entries = new Map((Array.isArray(raw) ? raw : Object.values(raw)).map((e) => [String(e.uid), e]));
+  // uid -> the entry: its line until it is read whole (its row opened, or changed here)
+  const entries = new Map(fromLines(lines).map((e) => [String(e.uid), e]));
+  const whole = new Set(); // uids whose entry in `entries` is whole (has its content)
   const texts = new Map(); // "<where> <uid>" -> lower-cased searchable text (made on first search)
   const forms = new Map(); // uid -> form, for the entries opened at least once
-  // uid -> the entry's revision as last read (the book's JSON carries none: an entry's is
-  // read when its form opens, and comes back with every change), sent as If-Match on save
+  // uid -> the entry's revision as last read whole (with its form), sent as If-Match on save
   const revisions = new Map();
+  // the uids whose content holds `query`, as the server found them (for entries not read whole)
+  let contentHits = new Set();
+  let searches = 0; // the latest search asked of the server: an older answer is dropped
   const open = new Set();
   let pinned = []; // uids just added or duplicated: shown first until the search or sort changes
   let query = "";
@@ -84,20 +94,23 @@ export function createEntries(book, alerts, onDirty) {
   const more = h("div", { class: "more" });
 
   // the search box applies what was typed 120 ms after the last key; an action meanwhile (Add
-  // entry) applies it first, so the late redraw never undoes what the action shows
+  // entry) applies it first, so the late redraw never undoes what the action shows. A search
+  // of the content waits for the server's answer (`searching`); true when it is the latest.
   let timer = null;
+  let searching = Promise.resolve(true);
   function applySearch() {
     clearTimeout(timer);
     timer = null;
     query = search.value.trim().toLowerCase();
     pinned = [];
     shown = PAGE;
+    searching = findContent(query, where);
+    return searching;
   }
   search.addEventListener("input", () => {
     clearTimeout(timer);
-    timer = setTimeout(() => {
-      applySearch();
-      render();
+    timer = setTimeout(async () => {
+      if (await applySearch()) render();
     }, 120);
   });
   showOnly.addEventListener("change", () => {
@@ -106,11 +119,11 @@ export function createEntries(book, alerts, onDirty) {
     shown = PAGE;
     render();
   });
-  searchIn.addEventListener("change", () => {
+  searchIn.addEventListener("change", async () => {
     where = searchIn.value;
     pinned = [];
     shown = PAGE;
-    render();
+    if (await applySearch()) render();
   });
   sortBy.addEventListener("change", () => {
     sort = sortBy.value;
@@ -119,16 +132,38 @@ export function createEntries(book, alerts, onDirty) {
     render();
   });
 
+  // Which entries' content holds `text` (the server reads the content; the lines have none).
+  // False when a later search was asked meanwhile (its answer is the one shown).
+  async function findContent(text, inWhere) {
+    const mine = ++searches;
+    let hits = new Set();
+    if (text && (inWhere === "all" || inWhere === "content")) {
+      try {
+        const found = await api("GET", `${base}?content=${encodeURIComponent(text)}`);
+        hits = new Set(fromLines(found).map((e) => String(e.uid)));
+      } catch (error) {
+        if (mine === searches) alerts.show(errorText(error), { retry: () => applySearch().then((latest) => latest && render()) });
+      }
+    }
+    if (mine !== searches) return false;
+    contentHits = hits;
+    return true;
+  }
+
+  // Whether the entry matches the search: what its line holds is matched here; its content
+  // here when it was read whole (an edit shows at once), else by the server's answer.
+  function matchesQuery(e) {
+    const uid = String(e.uid);
+    const key = `${where} ${uid}`;
+    if (!texts.has(key)) texts.set(key, haystack(e, where));
+    if (texts.get(key).includes(query)) return true;
+    return !whole.has(uid) && (where === "all" || where === "content") && contentHits.has(uid);
+  }
+
   function matching() {
     let found = [...entries.values()];
     if (show !== "all") found = found.filter(SHOW.find(([value]) => value === show)[2]);
-    if (query) {
-      found = found.filter((e) => {
-        const key = `${where} ${e.uid}`;
-        if (!texts.has(key)) texts.set(key, haystack(e, where));
-        return texts.get(key).includes(query);
-      });
-    }
+    if (query) found = found.filter(matchesQuery);
     const compare = SORTS.find(([value]) => value === sort)[2];
     found.sort(compare);
     if (pinned.length) {
@@ -161,32 +196,23 @@ export function createEntries(book, alerts, onDirty) {
         changed();
       });
       forms.set(uid, form);
-      readRevision(uid, entry);
     }
     return forms.get(uid);
   }
 
-  // The entry's revision, read when its form opens. If another tab changed the entry since
-  // the book was read, an untouched form is rebuilt from the entry as it is now; a form
-  // already typed in keeps its text and its save is refused as stale (nothing overwritten).
-  async function readRevision(uid, shownEntry) {
+  // Read the entry whole (its content, every field, its revision), once, before its form is
+  // built: the form shows the entry as it is now, and its save is refused as stale if another
+  // tab changes the entry meanwhile (nothing overwritten). True when it was read.
+  async function readWhole(uid) {
+    if (whole.has(uid)) return true;
     try {
       const now = await api("GET", `${base}/${encodeURIComponent(uid)}`);
-      if (JSON.stringify(now.data) === JSON.stringify(shownEntry)) {
-        revisions.set(uid, now.revision);
-        return;
-      }
-      const form = forms.get(uid);
-      if (form && form.dirty()) {
-        revisions.set(uid, STALE);
-        return;
-      }
       revisions.set(uid, now.revision);
-      forms.delete(uid);
       stored(now.data);
-      replaceRow(uid);
-    } catch {
-      // no revision known: the save is made without a check, as before
+      return true;
+    } catch (error) {
+      alerts.show(t("Entry {uid}: {value}", { uid, value: errorText(error) }), { retry: () => toggle(uid) });
+      return false;
     }
   }
 
@@ -257,17 +283,20 @@ export function createEntries(book, alerts, onDirty) {
     if (old && entry) old.replaceWith(rowOf(entry));
   }
 
-  function toggle(uid) {
+  async function toggle(uid) {
     if (open.has(uid)) open.delete(uid);
-    else open.add(uid);
+    else if (await readWhole(uid)) open.add(uid);
+    else return;
     replaceRow(uid);
     const row = rowNode(uid);
     if (row) row.querySelector(".entry-toggle").focus();
   }
 
+  // `entry` (whole: from the server) is the stored one now.
   function stored(entry) {
     const uid = String(entry.uid);
     entries.set(uid, entry);
+    whole.add(uid);
     for (const [value] of SEARCH_IN) texts.delete(`${value} ${uid}`);
     const form = forms.get(uid);
     if (form) form.rebase(entry);
@@ -277,7 +306,7 @@ export function createEntries(book, alerts, onDirty) {
     try {
       const done = await api("PATCH", `${base}/${encodeURIComponent(uid)}`, { disable: !on });
       stored(done.data);
-      if (revisions.get(uid) !== STALE) revisions.set(uid, done.revision);
+      revisions.set(uid, done.revision);
     } catch (error) {
       alerts.show(t("Entry {uid}: {value}", { uid, value: errorText(error) }), { retry: () => enable(uid, on) });
     }
@@ -292,6 +321,7 @@ export function createEntries(book, alerts, onDirty) {
       revisions.set(String(made.uid), made.revision);
       stored(made.data);
       if (timer !== null) applySearch();
+      await searching;
       pinned = [made.uid, ...pinned];
       open.add(made.uid);
       render();
@@ -306,7 +336,8 @@ export function createEntries(book, alerts, onDirty) {
     return addFrom({}, t("Entry added"));
   }
 
-  function duplicate(uid) {
+  async function duplicate(uid) {
+    if (!(await readWhole(uid))) return;
     const entry = entries.get(uid);
     const form = forms.get(uid);
     const copy = { ...entry, ...(form ? form.changes() : {}) };
@@ -321,6 +352,7 @@ export function createEntries(book, alerts, onDirty) {
     try {
       await api("DELETE", `${base}/${encodeURIComponent(uid)}`);
       entries.delete(uid);
+      whole.delete(uid);
       forms.delete(uid);
       open.delete(uid);
       pinned = pinned.filter((u) => u !== uid);
