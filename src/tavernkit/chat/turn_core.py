@@ -312,11 +312,14 @@ class TurnCore:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate.
         A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
-        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
-        chat_id = info.id
-        if info.character_id is None:  # only a chat with no character can be a group's
-            await refuse_group_chat(self.store, info.name, owner=self.owner)
-        await self.check_overrides(turn.overrides)
+        if turn.checked is not None:  # the caller read and checked it just before
+            chat_id = turn.checked.id
+        else:
+            info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+            chat_id = info.id
+            if info.character_id is None:  # only a chat with no character can be a group's
+                await refuse_group_chat(self.store, info.name, owner=self.owner)
+            await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
             given = await before(chat_id) if before is not None else None
             outcome = await self._generate(chat_id, turn, controller, given)

@@ -888,6 +888,7 @@ async def _run_verb(
         "abort": controller.signal,
         "overrides": request.overrides,
         "interrupt": request.interrupt,
+        "checked": info,  # TurnHub.start read it and checked the overrides
     }
     kind = request.kind
     if kind == "send":

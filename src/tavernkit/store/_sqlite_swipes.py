@@ -144,22 +144,6 @@ class SqliteSwipes(SqliteChats):
         )
         return missing
 
-    async def _each_swipe_text(self, db: SqliteConnection, items: Sequence[SwipeText]) -> list[int]:
-        """One swipe after another, in message id order (a store whose writers lock rows takes
-        them in one order, see :meth:`_lock_message`)."""
-        missing: list[int] = []
-        for n, item in sorted(enumerate(items), key=lambda pair: pair[1].message_id):
-            await self._lock_message(db, item.message_id, item.owner)
-            cur = await db.execute(
-                _SWIPE_TEXT_SQL,
-                (item.text, 1, item.message_id, item.swipe_index, item.message_id, item.owner),
-            )
-            if cur.rowcount == 0:
-                missing.append(n)
-                continue
-            await db.execute(_SHOWN_TEXT_SQL, (item.text, item.message_id, item.swipe_index))
-        return sorted(missing)
-
     async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         """Take the row locks of a message and its chat before writing its swipes; a store
         whose writers lock rows (PostgreSQL) needs every writer of a chat to take them in one
