@@ -1,7 +1,11 @@
-"""What a turn through the server costs PostgreSQL, counted at the store's driver bridge
-(:meth:`PostgresStore.trace` sees every statement, ``BEGIN`` and ``COMMIT``, each a round
-trip): a read of one statement runs without a transaction around it, a read that needs one
-snapshot (the chat's window) keeps its transaction, and the writes stay transactions."""
+"""What a turn through the server costs PostgreSQL and Redis.
+
+PostgreSQL, counted at the store's driver bridge (:meth:`PostgresStore.trace` sees every
+statement, ``BEGIN`` and ``COMMIT``, each a round trip): a read of one statement runs without
+a transaction around it, a read that needs one snapshot (the chat's window) keeps its
+transaction, and the writes stay transactions. Redis, counted by the server itself (``INFO
+commandstats`` before and after the turn): every command the process sent, its pipelines'
+commands each."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 from pathlib import Path
 
 import httpx2 as httpx
+import redis.asyncio
 
 from chat._server import HangingServer, Reply
 from chat.conftest import stock_world
@@ -71,3 +76,38 @@ def _lone_reads_in_transactions(seen: list[str]) -> list[str]:
         if sql == "BEGIN" and seen[at + 2] == "COMMIT" and seen[at + 1].startswith("SELECT"):
             lone.append(seen[at + 1])
     return lone
+
+
+#: measured: 22 commands for this 40-piece turn (its log's start and end, each ``MULTI``,
+#: ``XADD``, ``PEXPIRE``, ``EXEC``; a few batched ``XADD``s of its pieces and the process's
+#: ``XREAD`` that hands them to the reader; the chat lock's ``SET`` and release; the key's
+#: cooldown reads). Room for four more flushes (an ``XADD`` and an ``XREAD`` each).
+MOST_REDIS_COMMANDS = 30
+
+
+async def _redis_calls(client: redis.asyncio.Redis) -> dict[str, int]:
+    info = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in info.items()}
+
+
+async def test_a_turn_on_redis_stays_under_its_commands(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    home = settings(tmp_path / "home", database=postgres_url, redis=redis_url)
+    counter = redis.asyncio.Redis.from_url(redis_url)
+    async with HangingServer() as upstream, live_server(home) as server:
+        tk = server.state.tavern
+        await stock_world(tk, upstream.base_url)
+        chat = (await tk.chats.new_chat("Mira")).id
+        upstream.script(Reply(text="Warm."), Reply(text="".join(PIECES), chunks=PIECES))
+        async with server.client() as client:
+            assert await _turn(client, chat) == "completed"  # the first turn fills the caches
+            before = await _redis_calls(counter)
+            assert await _turn(client, chat) == "completed"
+            after = await _redis_calls(counter)
+    await counter.aclose()
+    after["info"] -= 1  # the count's own first INFO
+    sent = {name: n - before.get(name, 0) for name, n in after.items() if n > before.get(name, 0)}
+    report = json.dumps(sent, sort_keys=True)
+    assert sent.get("xadd", 0) >= 3, report  # the turn's log was written in Redis
+    assert sum(sent.values()) <= MOST_REDIS_COMMANDS, report

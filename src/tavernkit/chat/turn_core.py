@@ -145,8 +145,12 @@ class TurnCore:
         self.max_tool_rounds = max_tool_rounds
         #: the owner's memory settings applied to every turn (vectors, summary injection)
         self.memory = ChatMemory(runtime, client=client, environ=environ)
-        #: awaited after each completed reply that was stored (the facade's: the summary)
-        self.after_reply: Callable[[str], Awaitable[None]] | None = None
+        #: awaited after each completed reply that was stored (the facade's: the summary),
+        #: with the settings the turn was built with (``None``: it was not built)
+        self.after_reply: Callable[[str, Settings | None], Awaitable[None]] | None = None
+        #: chat -> the settings its running turn was built with, for ``after_reply`` (a
+        #: store read fewer after each reply)
+        self._built_with: dict[str, Settings] = {}
         self.tool_rng = o.get("tool_rng") or random.Random()
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
@@ -321,13 +325,16 @@ class TurnCore:
                 await refuse_group_chat(self.store, info.name, owner=self.owner)
             await self.check_overrides(turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            given = await before(chat_id) if before is not None else None
-            outcome = await self._generate(chat_id, turn, controller, given)
+            try:
+                given = await before(chat_id) if before is not None else None
+                outcome = await self._generate(chat_id, turn, controller, given)
+            finally:
+                settings = self._built_with.pop(chat_id, None)
         stored = turn.loud or turn.kind not in ("quiet", "impersonate")
         if outcome.status == "completed" and stored:
             self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
             if self.after_reply is not None:
-                await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
+                await self.after_reply(chat_id, settings)  # the summary, outside the slot
         return outcome
 
     async def _generate(
@@ -399,6 +406,7 @@ class TurnCore:
 
         try:
             prepared = await self._build(chat_id, turn, given, before_reload, choose_tools)
+            self._built_with[chat_id] = prepared.state.settings
             await self._save_turn_state(chat_id, prepared)
             if early and _same_tools(early[0][0], prepared.connection):
                 return prepared, await early.pop()[1]

@@ -116,8 +116,10 @@ class TurnStarted:
 
 
 #: how long a turn's pieces gather before they go to a log that batches (Redis) in one write:
-#: a piece after a quiet moment goes at once, later ones wait at most this long
-FLUSH_WINDOW_S = 0.025
+#: a piece after a quiet moment goes at once, later ones wait at most this long. The swipe
+#: writer's window: each write costs the process more CPU than a piece (its ``XADD`` and the
+#: process's ``XREAD`` that hands it to the readers), and 25 ms was twice the writes per turn
+FLUSH_WINDOW_S = 0.05
 #: a batch this long is written without waiting for the window's end
 FLUSH_BATCH = 64
 
