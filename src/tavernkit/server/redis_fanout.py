@@ -7,6 +7,13 @@ rest hung). :class:`StreamFanout` runs one task that blocks on every watched str
 (one ``XREAD`` naming them all) and hands each new entry to the readers of its stream, each
 through a queue of its own: waiting readers cost no connection and no Redis call.
 
+A stream this process writes itself (a turn it runs: :meth:`StreamFanout.own`) is not read
+back: the writer hands each batch it wrote to the stream's readers here
+(:meth:`StreamFanout.publish`), and a reader that joins it reads what came before once
+(``XREAD`` without ``BLOCK``), holding what is published meanwhile until then. Reading one's
+own writes back was an ``XREAD`` (and its wake-up) per write, as many Redis calls as the
+writes themselves.
+
 A reader that joins while the task is blocked wakes it by appending to a stream of this
 process's own (``<prefix>wake:<uuid>``, which the blocked ``XREAD`` also names), so the next
 read names the new stream at once instead of after the block timeout. Each stream is read
@@ -51,6 +58,10 @@ def parse_id(event_id: str) -> tuple[int, int]:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _entry(entry_id: bytes | str, fields: dict[Any, Any]) -> Entry:
+    return _text(entry_id), {_text(k): _text(v) for k, v in fields.items()}
 
 
 class FanoutReader:
@@ -112,6 +123,10 @@ class StreamFanout:
         self._wake_sent = False
         #: stream -> loop time it was first seen missing
         self._missing: dict[str, float] = {}
+        #: the streams this process writes: their entries come from :meth:`publish`
+        self._local: set[str] = set()
+        #: readers of a local stream still reading its past: what is published meanwhile
+        self._catching_up: dict[FanoutReader, list[list[Entry]]] = {}
         self._checked_at = 0.0
 
     @property
@@ -119,19 +134,77 @@ class StreamFanout:
         """How many readers wait on this process's streams now."""
         return sum(len(r) for r in self._readers.values())
 
+    def own(self, key: str) -> None:
+        """This process writes stream ``key`` from now on (before its first entry): its
+        readers here get its entries from :meth:`publish`, not from the blocking read."""
+        self._local.add(key)
+
+    async def disown(self, key: str) -> None:
+        """This process writes ``key`` no more: readers still on it (its end was not
+        written) go back to the blocking read, which checks that the stream is there."""
+        self._local.discard(key)
+        if key in self._readers:
+            await self._named()
+
+    def publish(self, key: str, entries: list[Entry]) -> None:
+        """Entries this process just wrote to its own stream ``key``, for its readers."""
+        for reader in list(self._readers.get(key, ())):
+            waiting = self._catching_up.get(reader)
+            if waiting is not None:
+                waiting.append(entries)
+            else:
+                self._give(reader, entries)
+
     async def join(self, key: str, after: str) -> FanoutReader:
         """A reader of stream ``key`` from after id ``after`` (leave with :meth:`leave`)."""
         reader = FanoutReader(key, after)
         self._readers.setdefault(key, set()).add(reader)
+        if key in self._local:
+            await self._catch_up(reader, after)
+            return reader
+        await self._named()
+        return reader
+
+    async def _named(self) -> None:
+        """The blocking read names the streams of the readers now (woken if it waits)."""
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="tavernkit-stream-fanout")
         self._changed.set()
         if self._blocked and not self._wake_sent:
             self._wake_sent = True
             await self._wake()
-        return reader
+
+    async def _catch_up(self, reader: FanoutReader, after: str) -> None:
+        """A local stream's entries after ``after``, read once; then those published
+        while it was read (a reader drops what it already has)."""
+        self._catching_up[reader] = []
+        try:
+            reply: Any = await self._redis.xread({reader.key: after})
+        except RedisError as exc:
+            self.leave(reader)
+            why = f"reading a turn's events failed: {type(exc).__name__}"
+            raise CoordinationError(why) from exc
+        finally:
+            published = self._catching_up.pop(reader, [])
+        for _, raw_entries in reply or ():
+            self._give(reader, [_entry(entry_id, fields) for entry_id, fields in raw_entries])
+        for entries in published:
+            self._give(reader, entries)
+
+    def _give(self, reader: FanoutReader, entries: list[Entry]) -> None:
+        """``entries`` (in order) to ``reader``, up to the stream's end marker, which ends it."""
+        for at, (_, values) in enumerate(entries):
+            if self._is_end(values):
+                entries = entries[: at + 1]
+                reader._offer(entries)
+                if reader.last >= parse_id(entries[-1][0]):
+                    reader._end()
+                    self.leave(reader)
+                return
+        reader._offer(entries)
 
     def leave(self, reader: FanoutReader) -> None:
+        self._catching_up.pop(reader, None)
         readers = self._readers.get(reader.key)
         if readers is not None:
             readers.discard(reader)
@@ -164,7 +237,7 @@ class StreamFanout:
         backoff = 0.05
         failing_since: float | None = None
         while True:
-            if not self._readers:
+            if not self._remote():
                 self._changed.clear()
                 await self._changed.wait()
                 continue
@@ -188,7 +261,7 @@ class StreamFanout:
     async def _read_once(self) -> Any:
         streams: dict[Any, Any] = {
             key: "{}-{}".format(*min(r.last for r in readers))
-            for key, readers in self._readers.items()
+            for key, readers in self._remote().items()
         }
         streams[self._wake_key] = self._wake_last
         self._blocked = True
@@ -197,6 +270,12 @@ class StreamFanout:
         finally:
             self._blocked = False
             self._wake_sent = False
+
+    def _remote(self) -> dict[str, set[FanoutReader]]:
+        """The readers' streams that the blocking read names (those others write)."""
+        if not self._local:
+            return self._readers
+        return {k: r for k, r in self._readers.items() if k not in self._local}
 
     def _deliver(self, reply: Any) -> None:
         # [[stream, [(id, {field: value}), ...]], ...] (redis-py types it as any reply)
@@ -224,7 +303,7 @@ class StreamFanout:
 
     async def _check_missing(self, now: float) -> None:
         self._checked_at = now
-        keys = list(self._readers)
+        keys = list(self._remote())
         if not keys:
             return
         try:
