@@ -116,10 +116,10 @@ class TurnStarted:
 
 
 #: how long a turn's pieces gather before they go to a log that batches (Redis) in one write:
-#: a piece after a quiet moment goes at once, later ones wait at most this long. The swipe
-#: writer's window: each write costs the process more CPU than a piece (its ``XADD`` and the
-#: process's ``XREAD`` that hands it to the readers), and 25 ms was twice the writes per turn
-FLUSH_WINDOW_S = 0.05
+#: a piece after a quiet moment goes at once, later ones wait at most this long (50 ms, the
+#: swipe writer's window, saved a write or two per turn's CPU but added ~85 ms to the median
+#: per-piece latency of 500 streams in ``benchmarks/scale.py --part streams``)
+FLUSH_WINDOW_S = 0.025
 #: a batch this long is written without waiting for the window's end
 FLUSH_BATCH = 64
 
