@@ -85,9 +85,9 @@ async def test_readers_of_a_turn_this_process_writes_get_it_as_written_whenever_
     two: tuple[RedisCoordination, RedisCoordination],
 ) -> None:
     """A turn this process runs (its log starts with the ``started`` notice) reaches its
-    readers here from the writes themselves, not read back: a reader that joins midway reads
-    the past once while batches go on, and gets every event once, in order; a reader through
-    another process reads it from Redis, the same."""
+    readers here from the writes themselves, not read back: a reader that joins midway, while
+    batches go on, gets the past from the process and every event once, in order; a reader
+    through another process reads it from Redis, the same."""
     a, b = two
     started = await a.events.append("t9", "notice", {"kind": "started"})
     early = asyncio.create_task(_collect(a.events.read("t9")))
@@ -98,7 +98,7 @@ async def test_readers_of_a_turn_this_process_writes_get_it_as_written_whenever_
     for n in range(12):
         batch = [("text", {"text": f"{n}a"}), ("text", {"text": f"{n}b"})]
         pieces += [f"{n}a", f"{n}b"]
-        if n % 4 == 1:  # joins now: its past is read while the next batch is written
+        if n % 4 == 1:  # joins now, while the next batch is written
             late.append(asyncio.create_task(_collect(a.events.read("t9", after=started))))
             await asyncio.sleep(0)
         await a.events.append_batch("t9", batch)

@@ -9,10 +9,11 @@ through a queue of its own: waiting readers cost no connection and no Redis call
 
 A stream this process writes itself (a turn it runs: :meth:`StreamFanout.own`) is not read
 back: the writer hands each batch it wrote to the stream's readers here
-(:meth:`StreamFanout.publish`), and a reader that joins it reads what came before once
-(``XREAD`` without ``BLOCK``), holding what is published meanwhile until then. Reading one's
-own writes back was an ``XREAD`` (and its wake-up) per write, as many Redis calls as the
-writes themselves.
+(:meth:`StreamFanout.publish`), which keeps them while it is written, so a reader that joins
+midway gets what came before from here too, with no Redis call. Reading one's own writes back
+was an ``XREAD`` (and its wake-up) per write, as many Redis calls as the writes themselves;
+reading each joining reader's past from Redis instead was a burst of calls when hundreds of
+streams start at once, queued before the turns' own writes.
 
 A reader that joins while the task is blocked wakes it by appending to a stream of this
 process's own (``<prefix>wake:<uuid>``, which the blocked ``XREAD`` also names), so the next
@@ -58,10 +59,6 @@ def parse_id(event_id: str) -> tuple[int, int]:
 
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
-
-
-def _entry(entry_id: bytes | str, fields: dict[Any, Any]) -> Entry:
-    return _text(entry_id), {_text(k): _text(v) for k, v in fields.items()}
 
 
 class FanoutReader:
@@ -123,10 +120,9 @@ class StreamFanout:
         self._wake_sent = False
         #: stream -> loop time it was first seen missing
         self._missing: dict[str, float] = {}
-        #: the streams this process writes: their entries come from :meth:`publish`
-        self._local: set[str] = set()
-        #: readers of a local stream still reading its past: what is published meanwhile
-        self._catching_up: dict[FanoutReader, list[list[Entry]]] = {}
+        #: the streams this process writes, with every entry published so far: their
+        #: readers get them from :meth:`publish`, not from the blocking read
+        self._local: dict[str, list[Entry]] = {}
         self._checked_at = 0.0
 
     @property
@@ -137,30 +133,34 @@ class StreamFanout:
     def own(self, key: str) -> None:
         """This process writes stream ``key`` from now on (before its first entry): its
         readers here get its entries from :meth:`publish`, not from the blocking read."""
-        self._local.add(key)
+        self._local.setdefault(key, [])
 
     async def disown(self, key: str) -> None:
         """This process writes ``key`` no more: readers still on it (its end was not
         written) go back to the blocking read, which checks that the stream is there."""
-        self._local.discard(key)
+        self._local.pop(key, None)
         if key in self._readers:
             await self._named()
 
     def publish(self, key: str, entries: list[Entry]) -> None:
         """Entries this process just wrote to its own stream ``key``, for its readers."""
+        written = self._local.get(key)
+        if written is None:
+            return  # not (or no longer) this process's own: the blocking read has it
+        known = parse_id(written[-1][0]) if written else (0, 0)
+        fresh = [e for e in entries if parse_id(e[0]) > known]  # a write retried: once
+        written += fresh
         for reader in list(self._readers.get(key, ())):
-            waiting = self._catching_up.get(reader)
-            if waiting is not None:
-                waiting.append(entries)
-            else:
-                self._give(reader, entries)
+            self._give(reader, fresh)
 
     async def join(self, key: str, after: str) -> FanoutReader:
         """A reader of stream ``key`` from after id ``after`` (leave with :meth:`leave`)."""
         reader = FanoutReader(key, after)
         self._readers.setdefault(key, set()).add(reader)
-        if key in self._local:
-            await self._catch_up(reader, after)
+        written = self._local.get(key)
+        if written is not None:
+            if written:  # its past, from here: nothing else runs until it is offered
+                self._give(reader, written)
             return reader
         await self._named()
         return reader
@@ -173,23 +173,6 @@ class StreamFanout:
         if self._blocked and not self._wake_sent:
             self._wake_sent = True
             await self._wake()
-
-    async def _catch_up(self, reader: FanoutReader, after: str) -> None:
-        """A local stream's entries after ``after``, read once; then those published
-        while it was read (a reader drops what it already has)."""
-        self._catching_up[reader] = []
-        try:
-            reply: Any = await self._redis.xread({reader.key: after})
-        except RedisError as exc:
-            self.leave(reader)
-            why = f"reading a turn's events failed: {type(exc).__name__}"
-            raise CoordinationError(why) from exc
-        finally:
-            published = self._catching_up.pop(reader, [])
-        for _, raw_entries in reply or ():
-            self._give(reader, [_entry(entry_id, fields) for entry_id, fields in raw_entries])
-        for entries in published:
-            self._give(reader, entries)
 
     def _give(self, reader: FanoutReader, entries: list[Entry]) -> None:
         """``entries`` (in order) to ``reader``, up to the stream's end marker, which ends it."""
@@ -204,7 +187,6 @@ class StreamFanout:
         reader._offer(entries)
 
     def leave(self, reader: FanoutReader) -> None:
-        self._catching_up.pop(reader, None)
         readers = self._readers.get(reader.key)
         if readers is not None:
             readers.discard(reader)
