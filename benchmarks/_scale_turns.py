@@ -95,6 +95,8 @@ class Figures:
     #: CPU seconds of the tavernkit processes, and of the PostgreSQL and Redis servers
     cpu_s: float = 0.0
     servers_cpu_s: float = 0.0
+    #: of which ``redis-server``'s
+    redis_cpu_s: float = 0.0
 
     def cpu_ms_per_turn(self, *, with_servers: bool) -> float:
         total = self.cpu_s + (self.servers_cpu_s if with_servers else 0.0)
@@ -172,9 +174,18 @@ async def _load(
         task.cancel()
     elapsed = time.perf_counter() - start
     cpu = sum(cpu_seconds(pid) - b for pid, b in zip(pids, cpu_before, strict=True))
-    servers_cpu = spent(servers_before, await backends.cpu()) if backends is not None else 0.0
+    servers_after = await backends.cpu() if backends is not None else {}
+    servers_cpu = spent(servers_before, servers_after)
+    redis_cpu = servers_after.get("redis", 0.0) - servers_before.get("redis", 0.0)
     return Figures(
-        label, len(latencies), failed + len(pending), elapsed, latencies, cpu, servers_cpu
+        label,
+        len(latencies),
+        failed + len(pending),
+        elapsed,
+        latencies,
+        cpu,
+        servers_cpu,
+        redis_cpu,
     )
 
 
@@ -241,6 +252,11 @@ async def run_turns(
         print(
             f"  {'':22} CPU per turn: tavernkit {f.cpu_ms_per_turn(with_servers=False):6.1f} ms"
             f", with PostgreSQL + Redis {f.cpu_ms_per_turn(with_servers=True):6.1f} ms"
+            + (
+                f" (Redis {f.redis_cpu_s * 1000 / f.turns:.1f} ms)"
+                if f.turns and f.redis_cpu_s
+                else ""
+            )
         )
     sqlite, pg, two = results
     print("ratios (this run):")

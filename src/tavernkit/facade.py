@@ -416,12 +416,13 @@ class Tavern:
             log.warning("warm-up stopped: %s: %s", type(exc).__name__, exc)
         return loaded
 
-    async def _after_reply(self, chat_id: str) -> None:
-        """The rolling summary after a reply (``Settings.memory.summary``); a failure is
-        logged by class, never raised into the finished turn."""
+    async def _after_reply(self, chat_id: str, built_with: Settings | None = None) -> None:
+        """The rolling summary after a reply (``Settings.memory.summary``, as the turn was
+        built with them: read again only when it was not); a failure is logged by class,
+        never raised into the finished turn."""
         from tavernkit.assist.summary import summarize
 
-        settings = (await self.runtime.settings()).memory.summary
+        settings = (built_with or await self.runtime.settings()).memory.summary
         if not settings.active:
             return
         try:

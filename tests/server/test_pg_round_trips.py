@@ -1,7 +1,11 @@
-"""What a turn through the server costs PostgreSQL, counted at the store's driver bridge
-(:meth:`PostgresStore.trace` sees every statement, ``BEGIN`` and ``COMMIT``, each a round
-trip): a read of one statement runs without a transaction around it, a read that needs one
-snapshot (the chat's window) keeps its transaction, and the writes stay transactions."""
+"""What a turn through the server costs PostgreSQL and Redis.
+
+PostgreSQL, counted at the store's driver bridge (:meth:`PostgresStore.trace` sees every
+statement, ``BEGIN`` and ``COMMIT``, each a round trip): a read of one statement runs without
+a transaction around it, a read that needs one snapshot (the chat's window) keeps its
+transaction, and the writes stay transactions. Redis, counted by the server itself (``INFO
+commandstats`` before and after the turn): every command the process sent, its pipelines'
+commands each."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import json
 from pathlib import Path
 
 import httpx2 as httpx
+import redis.asyncio
 
 from chat._server import HangingServer, Reply
 from chat.conftest import stock_world
@@ -19,14 +24,14 @@ from ._sse import events_of
 from .conftest import settings
 
 PIECES = [f"piece {n}. " for n in range(40)]
-#: measured: 4 transactions and 32 round trips for this 40-piece turn (the window's snapshot,
-#: the user's message, the reply's text, the reply); before, 12 transactions and 48 round
-#: trips here (every read in a ``BEGIN … READ ONLY``/``COMMIT`` of its own; and asyncpg's
-#: reset query after each, 12 more on the wire, which this count does not see). Room for up
-#: to four more flushes of the reply's text (a transaction and 5 trips each: the swipe
-#: writer's 50 ms window on a busy machine).
-MOST_TRANSACTIONS = 8
-MOST_ROUND_TRIPS = 52
+#: measured: 3 transactions and 26 round trips for this 40-piece turn (the window's snapshot,
+#: the user's message, the reply); the reply's streaming text is one statement a flush, no
+#: transaction around it. Before: 4 transactions and 32 round trips (a flush was ``BEGIN``, a
+#: locking read, two updates and ``COMMIT``; the chat's row was read twice before the window),
+#: and before that 12 and 48. Room for up to four more flushes of the reply's text (one trip
+#: each: the swipe writer's 50 ms window on a busy machine).
+MOST_TRANSACTIONS = 3
+MOST_ROUND_TRIPS = 31
 
 
 async def _turn(client: httpx.AsyncClient, chat: str) -> str | None:
@@ -71,3 +76,41 @@ def _lone_reads_in_transactions(seen: list[str]) -> list[str]:
         if sql == "BEGIN" and seen[at + 2] == "COMMIT" and seen[at + 1].startswith("SELECT"):
             lone.append(seen[at + 1])
     return lone
+
+
+#: measured: 16 commands for this 40-piece turn (its log's start and end, each ``MULTI``,
+#: ``XADD``, ``PEXPIRE``, ``EXEC``; three batched ``XADD``s of its pieces; the chat lock's
+#: ``SET`` and release; the key's cooldown reads); before, 22: the process read each batch back
+#: (an ``XREAD`` a write) to hand it to the reader. Room for four more flushes (an ``XADD``
+#: each).
+MOST_REDIS_COMMANDS = 20
+
+
+async def _redis_calls(client: redis.asyncio.Redis) -> dict[str, int]:
+    info = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in info.items()}
+
+
+async def test_a_turn_on_redis_stays_under_its_commands(
+    tmp_path: Path, postgres_url: str, redis_url: str
+) -> None:
+    home = settings(tmp_path / "home", database=postgres_url, redis=redis_url)
+    counter = redis.asyncio.Redis.from_url(redis_url)
+    async with HangingServer() as upstream, live_server(home) as server:
+        tk = server.state.tavern
+        await stock_world(tk, upstream.base_url)
+        chat = (await tk.chats.new_chat("Mira")).id
+        upstream.script(Reply(text="Warm."), Reply(text="".join(PIECES), chunks=PIECES))
+        async with server.client() as client:
+            assert await _turn(client, chat) == "completed"  # the first turn fills the caches
+            before = await _redis_calls(counter)
+            assert await _turn(client, chat) == "completed"
+            after = await _redis_calls(counter)
+    await counter.aclose()
+    after["info"] -= 1  # the count's own first INFO
+    sent = {name: n - before.get(name, 0) for name, n in after.items() if n > before.get(name, 0)}
+    report = json.dumps(sent, sort_keys=True)
+    assert sent.get("xadd", 0) >= 3, report  # the turn's log was written in Redis
+    # and not read back: the reader here had the writes themselves, its past included
+    assert sent.get("xread", 0) == 0, report
+    assert sum(sent.values()) <= MOST_REDIS_COMMANDS, report

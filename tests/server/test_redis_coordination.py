@@ -81,6 +81,38 @@ async def test_a_second_client_joins_a_turn_live(
     assert one == other
 
 
+async def test_readers_of_a_turn_this_process_writes_get_it_as_written_whenever_they_join(
+    two: tuple[RedisCoordination, RedisCoordination],
+) -> None:
+    """A turn this process runs (its log starts with the ``started`` notice) reaches its
+    readers here from the writes themselves, not read back: a reader that joins midway, while
+    batches go on, gets the past from the process and every event once, in order; a reader
+    through another process reads it from Redis, the same."""
+    a, b = two
+    started = await a.events.append("t9", "notice", {"kind": "started"})
+    early = asyncio.create_task(_collect(a.events.read("t9")))
+    remote = asyncio.create_task(_collect(b.events.read("t9")))
+    await asyncio.sleep(0.05)
+    late: list[asyncio.Task[list[TurnEvent]]] = []
+    pieces = []
+    for n in range(12):
+        batch = [("text", {"text": f"{n}a"}), ("text", {"text": f"{n}b"})]
+        pieces += [f"{n}a", f"{n}b"]
+        if n % 4 == 1:  # joins now, while the next batch is written
+            late.append(asyncio.create_task(_collect(a.events.read("t9", after=started))))
+            await asyncio.sleep(0)
+        await a.events.append_batch("t9", batch)
+    await a.events.close("t9", ttl_s=30)
+    everything = await asyncio.wait_for(early, 5)
+    assert [e.type for e in everything] == ["notice"] + ["text"] * 24
+    assert [e.data["text"] for e in everything[1:]] == pieces
+    assert await asyncio.wait_for(remote, 5) == everything
+    for joined in late:
+        assert await asyncio.wait_for(joined, 5) == everything[1:]
+    # after its end a reader here reads the log from Redis, as any process does
+    assert await _collect(a.events.read("t9")) == everything
+
+
 async def test_unknown_turns_bad_ids_and_the_ttl(
     two: tuple[RedisCoordination, RedisCoordination],
 ) -> None:

@@ -411,6 +411,19 @@ async def test_many_streaming_swipes_are_written_in_one_transaction(
     assert await store.update_swipe_texts([]) == []
 
 
+async def test_a_swipe_named_twice_in_one_batch_keeps_its_last_text(store: SqliteStore) -> None:
+    chat_id = await _chat_with(store, 1, "c")
+    [msg] = (await store.load_chat(chat_id)).messages
+    items = [SwipeText(msg.id, 0, "early"), SwipeText(msg.id, 0, "later")]
+    assert await store.update_swipe_texts(items) == []
+    stored = await store.get_message(msg.id)
+    assert (stored.data["mes"], stored.data["swipes"][0]) == ("later", "later")
+    # and one named for the wrong owner beside the right one: only that one is missing
+    wrong = [SwipeText(msg.id, 0, "not theirs", owner="bob"), SwipeText(msg.id, 0, "mine")]
+    assert await store.update_swipe_texts(wrong) == [0]
+    assert (await store.get_message(msg.id)).data["mes"] == "mine"
+
+
 async def test_a_turns_start_reads_what_the_three_reads_would(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -147,8 +147,12 @@ class TurnCore:
         self.max_tool_rounds = max_tool_rounds
         #: the owner's memory settings applied to every turn (vectors, summary injection)
         self.memory = ChatMemory(runtime, client=client, environ=environ)
-        #: awaited after each completed reply that was stored (the facade's: the summary)
-        self.after_reply: Callable[[str], Awaitable[None]] | None = None
+        #: awaited after each completed reply that was stored (the facade's: the summary),
+        #: with the settings the turn was built with (``None``: it was not built)
+        self.after_reply: Callable[[str, Settings | None], Awaitable[None]] | None = None
+        #: chat -> the settings its running turn was built with, for ``after_reply`` (a
+        #: store read fewer after each reply)
+        self._built_with: dict[str, Settings] = {}
         self.tool_rng = o.get("tool_rng") or random.Random()
         #: with response review on, the tool calls a model proposes pass this checkpoint
         #: before they run (approve/reject each; a rejection lasts for the turn)
@@ -337,20 +341,26 @@ class TurnCore:
         """Every generating verb: take the chat's slot, run the verb's own first step
         (``before``: store the user's input, drop the reply being regenerated), then generate.
         A group chat's turns are :meth:`group_turn`'s: a solo verb there is a ``Conflict``."""
-        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
-        chat_id = info.id
-        if info.character_id is None:  # only a chat with no character can be a group's
-            await refuse_group_chat(self.store, info.name, owner=self.owner)
-        await self.check_overrides(turn.overrides)
-        await self.check_writer(info.character_id, turn.overrides)
+        if turn.checked is not None:  # the caller read and checked it just before
+            chat_id = turn.checked.id
+        else:
+            info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+            chat_id = info.id
+            if info.character_id is None:  # only a chat with no character can be a group's
+                await refuse_group_chat(self.store, info.name, owner=self.owner)
+            await self.check_overrides(turn.overrides)
+            await self.check_writer(info.character_id, turn.overrides)
         async with self.slots.turn(chat_id, interrupt=turn.interrupt) as controller:
-            given = await before(chat_id) if before is not None else None
-            outcome = await self._generate(chat_id, turn, controller, given)
+            try:
+                given = await before(chat_id) if before is not None else None
+                outcome = await self._generate(chat_id, turn, controller, given)
+            finally:
+                settings = self._built_with.pop(chat_id, None)
         stored = turn.loud or turn.kind not in ("quiet", "impersonate")
         if outcome.status == "completed" and stored:
             self.memory.after_reply(chat_id, owner=self.owner)  # embeds in the background
             if self.after_reply is not None:
-                await self.after_reply(chat_id)  # the rolling summary, outside the turn's slot
+                await self.after_reply(chat_id, settings)  # the summary, outside the slot
         return outcome
 
     async def _generate(
@@ -422,6 +432,7 @@ class TurnCore:
 
         try:
             prepared = await self._build(chat_id, turn, given, before_reload, choose_tools)
+            self._built_with[chat_id] = prepared.state.settings
             await self._save_turn_state(chat_id, prepared)
             if early and _same_tools(early[0][0], prepared.connection):
                 return prepared, await early.pop()[1]

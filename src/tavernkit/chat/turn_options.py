@@ -11,6 +11,7 @@ from tavernkit.chat.group_speaker import GroupSpeaker
 from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.sink import ResponseSink
+from tavernkit.store.protocol import ChatInfo
 
 __all__ = ["Overrides", "TurnCall", "TurnKeywords"]
 
@@ -23,13 +24,16 @@ class TurnKeywords(TypedDict, total=False):
     :meth:`~tavernkit.chat.service.ChatService.quiet`), ``overrides`` (a
     :class:`~tavernkit.chat.prepare.TurnOverrides` or its mapping), ``sink`` (who else sees the
     reply's events), ``interrupt`` (stop a running turn of the chat instead of raising
-    ``ChatBusy``) and ``abort``."""
+    ``ChatBusy``), ``abort`` and ``checked`` (the chat as its caller read it for this owner
+    just before, its overrides checked: the server's turn start, so the turn reads neither
+    again)."""
 
     stream: bool
     overrides: Overrides
     sink: ResponseSink | None
     interrupt: bool
     abort: AbortSignal | None
+    checked: ChatInfo | None
 
 
 _TURN_KEYWORDS = frozenset(TurnKeywords.__annotations__)
@@ -51,6 +55,8 @@ class TurnCall:
     loud: bool = False
     #: a group turn's drafted member (see :mod:`.group_turn`); ``None`` in a solo chat
     member: GroupSpeaker | None = None
+    #: the chat as the caller read and checked it (see :class:`TurnKeywords`)
+    checked: ChatInfo | None = None
 
     @classmethod
     def of(cls, kind: str, options: TurnKeywords, **own: Any) -> TurnCall:

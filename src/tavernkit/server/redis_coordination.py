@@ -87,6 +87,13 @@ def _where(client: aioredis.Redis) -> str:
 
 
 def _fields(type: str, data: Mapping[str, Any]) -> dict[FieldT, EncodableT]:
+    fields: dict[FieldT, EncodableT] = {}
+    fields.update(_str_fields(type, data))
+    return fields
+
+
+def _str_fields(type: str, data: Mapping[str, Any]) -> dict[str, str]:
+    """An event's stream entry fields, as a reader of the stream decodes them."""
     return {"type": type, "data": json.dumps(dict(data), ensure_ascii=False, separators=(",", ":"))}
 
 
@@ -147,8 +154,16 @@ class RedisTurnEventLog:
         if type == _CLOSED:
             raise ValueError(f"{type!r} is not an event type")
         fields = _fields(type, data)
-        if turn_id in self._numbers or (type == "notice" and data.get("kind") == "started"):
+        if turn_id in self._numbers:
             return await self._add(turn_id, self._next_id(turn_id), fields, self._open_ttl_ms)
+        if type == "notice" and data.get("kind") == "started":
+            # a turn of this process: its readers here get its events as they are written
+            self._fanout.own(self._key(turn_id))
+            try:
+                return await self._add(turn_id, self._next_id(turn_id), fields, self._open_ttl_ms)
+            except BaseException:
+                await self._fanout.disown(self._key(turn_id))
+                raise
         # a turn another process ran (a reader closing an orphan's log): Redis numbers it
         return await self._add(turn_id, "*", fields, self._open_ttl_ms)
 
@@ -179,6 +194,9 @@ class RedisTurnEventLog:
             if isinstance(reply, ResponseError) and "equal or smaller" not in str(reply):
                 self._renumber(turn_id, before)
                 raise CoordinationError(f"Redis at {self._where}: {reply}")
+        self._fanout.publish(
+            key, [(i, _str_fields(t, d)) for i, (t, d) in zip(ids, events, strict=True)]
+        )
 
     def _renumber(self, turn_id: str, before: tuple[int, int] | None) -> None:
         if before is None:
@@ -194,11 +212,15 @@ class RedisTurnEventLog:
             pipe.xadd(key, fields, id=event_id)
             pipe.pexpire(key, ttl_ms)
             added, _ = await pipe.execute(raise_on_error=False)
-        if isinstance(added, ResponseError):
-            if event_id != "*" and "equal or smaller" in str(added):
-                return event_id  # written already: an earlier try's reply was lost
+        # "equal or smaller" for our own id: written already, an earlier try's reply was lost
+        if isinstance(added, ResponseError) and (
+            event_id == "*" or "equal or smaller" not in str(added)
+        ):
             raise CoordinationError(f"Redis at {self._where}: {added}")
-        return _text(added)
+        if event_id == "*":
+            return _text(added)
+        self._fanout.publish(key, [(event_id, {str(k): str(v) for k, v in fields.items()})])
+        return event_id
 
     async def keep_open(self, turn_id: str) -> None:
         """The turn still runs (its model may be slow to answer): its log stays for another
@@ -208,7 +230,12 @@ class RedisTurnEventLog:
 
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
         event_id = self._next_id(turn_id) if turn_id in self._numbers else "*"
-        await self._add(turn_id, event_id, {"type": _CLOSED, "data": "{}"}, _ms(ttl_s))
+        try:
+            await self._add(turn_id, event_id, {"type": _CLOSED, "data": "{}"}, _ms(ttl_s))
+        finally:
+            # written (its readers here have the end marker) or not (they go back to the
+            # blocking read, which also sees a log that expired without its end)
+            await self._fanout.disown(self._key(turn_id))
         self._numbers.pop(turn_id, None)
 
     def read(self, turn_id: str, after: str | None = None) -> AsyncIterator[TurnEvent]:
@@ -217,10 +244,12 @@ class RedisTurnEventLog:
         return self._read(self._key(turn_id), turn_id, after or "0-0")
 
     async def _read(self, key: str, turn_id: str, last: str) -> AsyncIterator[TurnEvent]:
-        async with _guard(self._where):
-            known = await self._redis.exists(key)
-        if not known:
-            raise KeyError(turn_id)
+        # a turn this process writes has its log (its start was written first): no EXISTS
+        if turn_id not in self._numbers:
+            async with _guard(self._where):
+                known = await self._redis.exists(key)
+            if not known:
+                raise KeyError(turn_id)
         reader = await self._fanout.join(key, last)
         try:
             while (entries := await reader.next()) is not None:

@@ -7,6 +7,14 @@ rest hung). :class:`StreamFanout` runs one task that blocks on every watched str
 (one ``XREAD`` naming them all) and hands each new entry to the readers of its stream, each
 through a queue of its own: waiting readers cost no connection and no Redis call.
 
+A stream this process writes itself (a turn it runs: :meth:`StreamFanout.own`) is not read
+back: the writer hands each batch it wrote to the stream's readers here
+(:meth:`StreamFanout.publish`), which keeps them while it is written, so a reader that joins
+midway gets what came before from here too, with no Redis call. Reading one's own writes back
+was an ``XREAD`` (and its wake-up) per write, as many Redis calls as the writes themselves;
+reading each joining reader's past from Redis instead was a burst of calls when hundreds of
+streams start at once, queued before the turns' own writes.
+
 A reader that joins while the task is blocked wakes it by appending to a stream of this
 process's own (``<prefix>wake:<uuid>``, which the blocked ``XREAD`` also names), so the next
 read names the new stream at once instead of after the block timeout. Each stream is read
@@ -112,6 +120,9 @@ class StreamFanout:
         self._wake_sent = False
         #: stream -> loop time it was first seen missing
         self._missing: dict[str, float] = {}
+        #: the streams this process writes, with every entry published so far: their
+        #: readers get them from :meth:`publish`, not from the blocking read
+        self._local: dict[str, list[Entry]] = {}
         self._checked_at = 0.0
 
     @property
@@ -119,17 +130,61 @@ class StreamFanout:
         """How many readers wait on this process's streams now."""
         return sum(len(r) for r in self._readers.values())
 
+    def own(self, key: str) -> None:
+        """This process writes stream ``key`` from now on (before its first entry): its
+        readers here get its entries from :meth:`publish`, not from the blocking read."""
+        self._local.setdefault(key, [])
+
+    async def disown(self, key: str) -> None:
+        """This process writes ``key`` no more: readers still on it (its end was not
+        written) go back to the blocking read, which checks that the stream is there."""
+        self._local.pop(key, None)
+        if key in self._readers:
+            await self._named()
+
+    def publish(self, key: str, entries: list[Entry]) -> None:
+        """Entries this process just wrote to its own stream ``key``, for its readers."""
+        written = self._local.get(key)
+        if written is None:
+            return  # not (or no longer) this process's own: the blocking read has it
+        known = parse_id(written[-1][0]) if written else (0, 0)
+        fresh = [e for e in entries if parse_id(e[0]) > known]  # a write retried: once
+        written += fresh
+        for reader in list(self._readers.get(key, ())):
+            self._give(reader, fresh)
+
     async def join(self, key: str, after: str) -> FanoutReader:
         """A reader of stream ``key`` from after id ``after`` (leave with :meth:`leave`)."""
         reader = FanoutReader(key, after)
         self._readers.setdefault(key, set()).add(reader)
+        written = self._local.get(key)
+        if written is not None:
+            if written:  # its past, from here: nothing else runs until it is offered
+                self._give(reader, written)
+            return reader
+        await self._named()
+        return reader
+
+    async def _named(self) -> None:
+        """The blocking read names the streams of the readers now (woken if it waits)."""
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="tavernkit-stream-fanout")
         self._changed.set()
         if self._blocked and not self._wake_sent:
             self._wake_sent = True
             await self._wake()
-        return reader
+
+    def _give(self, reader: FanoutReader, entries: list[Entry]) -> None:
+        """``entries`` (in order) to ``reader``, up to the stream's end marker, which ends it."""
+        for at, (_, values) in enumerate(entries):
+            if self._is_end(values):
+                entries = entries[: at + 1]
+                reader._offer(entries)
+                if reader.last >= parse_id(entries[-1][0]):
+                    reader._end()
+                    self.leave(reader)
+                return
+        reader._offer(entries)
 
     def leave(self, reader: FanoutReader) -> None:
         readers = self._readers.get(reader.key)
@@ -164,7 +219,7 @@ class StreamFanout:
         backoff = 0.05
         failing_since: float | None = None
         while True:
-            if not self._readers:
+            if not self._remote():
                 self._changed.clear()
                 await self._changed.wait()
                 continue
@@ -188,7 +243,7 @@ class StreamFanout:
     async def _read_once(self) -> Any:
         streams: dict[Any, Any] = {
             key: "{}-{}".format(*min(r.last for r in readers))
-            for key, readers in self._readers.items()
+            for key, readers in self._remote().items()
         }
         streams[self._wake_key] = self._wake_last
         self._blocked = True
@@ -197,6 +252,12 @@ class StreamFanout:
         finally:
             self._blocked = False
             self._wake_sent = False
+
+    def _remote(self) -> dict[str, set[FanoutReader]]:
+        """The readers' streams that the blocking read names (those others write)."""
+        if not self._local:
+            return self._readers
+        return {k: r for k, r in self._readers.items() if k not in self._local}
 
     def _deliver(self, reply: Any) -> None:
         # [[stream, [(id, {field: value}), ...]], ...] (redis-py types it as any reply)
@@ -224,7 +285,7 @@ class StreamFanout:
 
     async def _check_missing(self, now: float) -> None:
         self._checked_at = now
-        keys = list(self._readers)
+        keys = list(self._remote())
         if not keys:
             return
         try:

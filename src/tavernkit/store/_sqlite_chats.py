@@ -499,11 +499,27 @@ class SqliteChats(SqliteBase):
         if partial:
             split = _marked_partial(split, partial)
         async with self._write() as db:
-            st = await self._message_state(db, message_id, owner)
-            await self._write_message(db, st.id, split)
-            await db.execute("DELETE FROM swipes WHERE message_id = ?", (st.id,))
-            await self._insert_swipes(db, [(st.id, split)])
-            await self._touch(db, st.chat_id)
+            chat_id = await self._message_chat(db, message_id, owner)
+            await self._write_message(db, message_id, split)
+            await db.execute("DELETE FROM swipes WHERE message_id = ?", (message_id,))
+            await self._insert_swipes(db, [(message_id, split)])
+            await self._touch(db, chat_id)
+
+    @staticmethod
+    async def _message_chat(db: SqliteConnection, message_id: str, owner: str) -> str:
+        """The chat of the owner's message ``message_id``: its row and its chat's read as
+        :meth:`_message_state` reads them (so locked first where the store locks rows), but
+        not its swipes, which the caller replaces whole."""
+        rows = list(
+            await db.execute_fetchall(
+                "SELECT m.chat_id FROM messages m JOIN chats c ON c.id = m.chat_id "
+                "WHERE m.id = ? AND c.owner = ?",
+                (message_id, owner),
+            )
+        )
+        if not rows:
+            raise NotFound(f"no message {message_id!r}")
+        return str(rows[0][0])
 
     @staticmethod
     async def _write_message(db: SqliteConnection, mid: str, split: SplitMessage) -> None:

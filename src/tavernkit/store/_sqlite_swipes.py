@@ -4,6 +4,7 @@ chats in one transaction, picking and deleting one."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -118,47 +119,21 @@ class SqliteSwipes(SqliteChats):
     async def _write_swipe_texts(
         self, db: SqliteConnection, items: Sequence[SwipeText]
     ) -> list[int]:
-        """SQLite: one ``executemany`` per statement (one trip to the database thread each,
-        whatever the batch's size); only when fewer rows changed than asked are the swipes
-        looked up one by one to name the missing ones."""
-        before = db.total_changes
-        await db.executemany(
-            _SWIPE_TEXT_SQL,
-            [(i.text, 1, i.message_id, i.swipe_index, i.message_id, i.owner) for i in items],
-        )
-        missing: list[int] = []
-        if db.total_changes - before != len(items):
-            for n, item in enumerate(items):
-                found = await db.execute_fetchall(
-                    "SELECT 1 FROM swipes WHERE message_id = ? AND idx = ? AND text = ? "
-                    "AND message_id IN (SELECT m.id FROM messages m JOIN chats c "
-                    "ON c.id = m.chat_id WHERE m.id = ? AND c.owner = ?)",
-                    (item.message_id, item.swipe_index, item.text, item.message_id, item.owner),
-                )
-                if not list(found):
-                    missing.append(n)
+        """SQLite: the batch's updates in one trip to the database thread, each with its own
+        row count (a swipe that changed nothing is missing: not ``total_changes``, which an
+        update here can count twice), then the shown swipes' ``mes`` in one ``executemany``."""
+        rows = [(i.text, 1, i.message_id, i.swipe_index, i.message_id, i.owner) for i in items]
+
+        def each(conn: sqlite3.Connection) -> list[int]:
+            return [conn.execute(_SWIPE_TEXT_SQL, row).rowcount for row in rows]
+
+        missing = [n for n, changed in enumerate(await db.run(each)) if changed == 0]
         skip = set(missing)
         await db.executemany(
             _SHOWN_TEXT_SQL,
             [(i.text, i.message_id, i.swipe_index) for n, i in enumerate(items) if n not in skip],
         )
         return missing
-
-    async def _each_swipe_text(self, db: SqliteConnection, items: Sequence[SwipeText]) -> list[int]:
-        """One swipe after another, in message id order (a store whose writers lock rows takes
-        them in one order, see :meth:`_lock_message`)."""
-        missing: list[int] = []
-        for n, item in sorted(enumerate(items), key=lambda pair: pair[1].message_id):
-            await self._lock_message(db, item.message_id, item.owner)
-            cur = await db.execute(
-                _SWIPE_TEXT_SQL,
-                (item.text, 1, item.message_id, item.swipe_index, item.message_id, item.owner),
-            )
-            if cur.rowcount == 0:
-                missing.append(n)
-                continue
-            await db.execute(_SHOWN_TEXT_SQL, (item.text, item.message_id, item.swipe_index))
-        return sorted(missing)
 
     async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         """Take the row locks of a message and its chat before writing its swipes; a store

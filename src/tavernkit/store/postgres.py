@@ -46,7 +46,8 @@ from tavernkit.store._sqlite_search import MatchSql
 from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.paths import data_dir
 from tavernkit.store.pg_migrations import apply_pg_migrations
-from tavernkit.store.protocol import ModelRegistry, TurnStart
+from tavernkit.store.pg_swipe_texts import write_swipe_texts
+from tavernkit.store.protocol import ModelRegistry, SwipeText, TurnStart
 from tavernkit.store.registry import default_models
 from tavernkit.store.sqlite import SqliteStore, new_record_id
 
@@ -278,11 +279,16 @@ class PostgresStore(SqliteStore):
                 raise map_pg_error(exc) from exc
             raise
 
-    # streaming swipes of many chats: one after another, each message's rows locked first
-    _write_swipe_texts = SqliteStore._each_swipe_text
     # the message search: the word index of migration 008, always there
     _search_match = staticmethod(postgres_match)
     _search_indexed = True
+
+    async def update_swipe_texts(self, items: Sequence[SwipeText]) -> list[int]:
+        if not items:
+            return []
+        # one statement, a transaction by itself (no BEGIN/COMMIT): one round trip a batch
+        async with self._connection(writing=False, snapshot=False) as db:
+            return await write_swipe_texts(db, items)
 
     async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         # The message's and its chat's rows first, as every other writer of a chat takes them
