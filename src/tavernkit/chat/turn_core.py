@@ -229,11 +229,13 @@ class TurnCore:
         writer's."""
         if character is None or TurnOverrides.of(overrides).profile:
             return
-        try:
-            card = await self.store.get("character", character, owner=self.owner)
-        except NotFound:
+        # the shared (revision-checked) record the turn's own load reads next: no second parse
+        # of the card, and one statement with no transaction around it on PostgreSQL
+        found = await self.store.get_shared_records([("character", character)], owner=self.owner)
+        shared = found.get(("character", character))
+        if shared is None:
             return  # the turn's own load says so
-        data = card.data if isinstance(card, Card) else None
+        data = shared.model.data if isinstance(shared.model, Card) else None
         await self.check_card_writer(data, overrides)
 
     async def check_card_writer(self, character: Character | None, overrides: Overrides) -> None:
