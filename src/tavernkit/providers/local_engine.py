@@ -3,8 +3,18 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
 
 - **Slots.** The server runs ``slots`` generations at once (llama.cpp's ``n_parallel``), each
   with ``n_ctx`` tokens of context, so several chats share one copy of the weights; requests
-  beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells plus a
-  host-RAM prompt cache of at most ``cache_ram_mib``.
+  beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells (f16,
+  22.5 KiB a token for SmolLM2-135M: 180 MiB for the default 2 x 4,096, allocated and cleared
+  at load) plus a host-RAM prompt cache of at most ``cache_ram_mib`` (and at most ``slots *
+  n_ctx`` tokens) for the prompts of chats whose slot was taken over (and copies of idle
+  slots). That cache is what a server holds after use beyond its idle size
+  (``benchmarks/local_memory.py``: 6 chats, 24 turns, 468 -> 748 MB with the 256 MiB it had,
+  -> 640 MB with 128). 128 MiB keeps ~5,800 tokens: a few chats besides the 2 in the slots;
+  much smaller, chats taken in a cycle longer than it holds find nothing there (64 MiB: 8
+  chats in turn evaluated every prompt whole). A q8_0 KV cache (with flash attention) took
+  another ~85 MB off, but evaluated a fresh 530-token prompt in 12.3 s against 7.0 s in one
+  run at load 7, so it stays f16. ``malloc_trim`` after use returned 1-2 MB: the memory is
+  the cache, not freed heap kept by the allocator.
 - **KV-cache reuse.** Every request asks for ``cache_prompt``, and runs in the slot that holds
   its own chat (:mod:`~tavernkit.providers.local_slots`: llama.cpp's own choice goes by the
   longest common prefix, which a lorebook entry near the top breaks), so the next turn of a
@@ -117,7 +127,7 @@ class LocalEngine:
     slots: int = 2
     n_threads: int | None = None
     n_threads_batch: int | None = None
-    cache_ram_mib: int = 256
+    cache_ram_mib: int = 128
     shifted_reuse: int = 16
     name: str = "local"
     model: str = LOCAL_MODEL_NAME
