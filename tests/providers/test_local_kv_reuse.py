@@ -112,3 +112,18 @@ async def test_from_the_second_turn_on_only_the_new_messages_are_evaluated() -> 
     assert len(a.turns) == 5
     assert a.later_turns_evaluate_only_what_is_new(), a.turns
     assert b.later_turns_evaluate_only_what_is_new(), b.turns
+
+
+async def test_more_chats_than_slots_whose_users_write_the_same_lines() -> None:
+    """Three chats on two slots, each user writing the same lines (before: each was pinned to
+    the slot of the chat that had sent that line, whose cache was thrown away unsaved, and
+    every prompt was evaluated whole). A chat coming back finds its prompt in llama.cpp's RAM
+    cache, or in its slot."""
+    model = real_provider()
+    chats = [Chat(f"Write Wren's next reply. ({uuid.uuid4()})") for _ in range(3)]
+    for text in A_TURNS[:2]:
+        for chat in chats:
+            await chat.send(model, text, "lamp")
+    assert all(chat.later_turns_evaluate_only_what_is_new() for chat in chats), [
+        chat.turns for chat in chats
+    ]

@@ -131,3 +131,28 @@ def test_a_slot_being_taken_over_no_longer_draws_its_old_chat() -> None:
     assert taking == Claim(0, -1)
     # the first chat's next turn is not pinned to a slot that will hold the other chat
     assert router.claim(prompt_print("chat", chat(*history, "Go on."))) == Claim(None, -1)
+
+
+def test_a_chat_that_sent_the_same_line_as_another_does_not_take_its_slot() -> None:
+    """Chats of one card whose users wrote the same words (issue 40: 4 such chats on 2 slots
+    evaluated every prompt whole): the other chat's slot is not its own; llama.cpp chooses,
+    saving that slot to its RAM cache and restoring this chat's prefix from there."""
+    router = SlotRouter(2)
+    a1 = turn(router, chat("Hello! Who are you?"), "The keeper of this light, and yours.")
+    b_main = {"role": "system", "content": "Another chat's main prompt, written for it."}
+    b_body = chat("Hello! Who are you?")
+    b_body["messages"][0] = b_main
+    b1 = turn(router, b_body, "Nobody you would know, stranger.")
+    assert b1.id_slot == -1 and b1.slot != a1.slot  # no longer pinned to A's slot
+    c_body = chat("Hello! Who are you?", "Someone else entirely, friend.", "Hello! Who are you?")
+    c = turn(router, c_body)
+    assert c.id_slot == -1  # its last line was A's, but A's reply is not in it
+
+
+def test_a_text_prompt_s_reply_is_found_on_the_line_it_went_on_from() -> None:
+    router = SlotRouter(2)
+    first = turn_text(
+        router, {"prompt": f"{MAIN}\n{CARD}\nUser: Hi\nWren:"}, " Evening, traveller."
+    )
+    body = {"prompt": f"{CARD}\nUser: Hi\nWren: Evening, traveller.\nUser: And?\nWren:"}
+    assert turn_text(router, body, "") == Claim(first.slot, first.slot)

@@ -3,8 +3,18 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
 
 - **Slots.** The server runs ``slots`` generations at once (llama.cpp's ``n_parallel``), each
   with ``n_ctx`` tokens of context, so several chats share one copy of the weights; requests
-  beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells plus a
-  host-RAM prompt cache of at most ``cache_ram_mib``.
+  beyond that wait inside llama.cpp. Memory is bounded: ``slots * n_ctx`` KV cells (f16,
+  22.5 KiB a token for SmolLM2-135M: 180 MiB for the default 2 x 4,096, allocated and cleared
+  at load) plus a host-RAM prompt cache of at most ``cache_ram_mib`` (and at most ``slots *
+  n_ctx`` tokens) for the prompts of chats whose slot was taken over (and copies of idle
+  slots). That cache is what a server holds after use beyond its idle size
+  (``benchmarks/local_memory.py``: 6 chats, 24 turns, 468 -> 748 MB with the 256 MiB it had,
+  -> 640 MB with 128). 128 MiB keeps ~5,800 tokens: a few chats besides the 2 in the slots;
+  much smaller, chats taken in a cycle longer than it holds find nothing there (64 MiB: 8
+  chats in turn evaluated every prompt whole). A q8_0 KV cache (with flash attention) took
+  another ~85 MB off, but evaluated a fresh 530-token prompt in 12.3 s against 7.0 s in one
+  run at load 7, so it stays f16. ``malloc_trim`` after use returned 1-2 MB: the memory is
+  the cache, not freed heap kept by the allocator.
 - **KV-cache reuse.** Every request asks for ``cache_prompt``, and runs in the slot that holds
   its own chat (:mod:`~tavernkit.providers.local_slots`: llama.cpp's own choice goes by the
   longest common prefix, which a lorebook entry near the top breaks), so the next turn of a
@@ -23,11 +33,14 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
   evaluates from the first changed token instead. An entry that *comes in* is not helped:
   llama.cpp reuses nothing past inserted text, so that turn evaluates from the entry on.
 - **Threads.** Measured on a 2-core box shared with other work: generation with 2 threads and
-  llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread; prompt
-  evaluation scales with threads even then (96 vs 65 tok/s). So the default is 1 generation
-  thread on up to 2 cores (half the cores, at most 4, above that), up to 4 threads for prompt
-  evaluation, and no spin-waiting (``poll=0``). ``$TAVERNKIT_LOCAL_THREADS`` overrides the
-  generation count.
+  llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread. Prompt
+  evaluation collapses the same way: its threads meet at a barrier after every operation, and
+  a thread the kernel sets aside stalls the other. Alternating 1 and 2 prompt threads on one
+  chat (load 2.5-8, issue 40), a later turn's ~20 new tokens took 170-910 ms with 1 and
+  960-9,800 ms with 2, and a fresh 530-token prompt 3.1-12.7 s against 4.7-20.6 s. So both
+  default to half the cores (1 on up to 3, at most 4), leaving the rest to the server, the
+  browser and whatever else runs, and nobody spin-waits (``poll=0``).
+  ``$TAVERNKIT_LOCAL_THREADS`` overrides both counts.
 
 ``xllamacpp`` is imported only when the model is first loaded; without it loading raises
 :class:`~tavernkit.providers.local_model.MissingDependency`, naming the ``local`` extra.
@@ -94,9 +107,9 @@ def default_threads(
             chosen = 0
         if chosen < 1:
             raise ValueError(f"${_ENV_THREADS} must be a positive integer, not {raw!r}")
-        return chosen, max(chosen, min(4, cpus))
-    generation = 1 if cpus <= 2 else min(4, cpus // 2)
-    return generation, min(4, cpus)
+        return chosen, chosen
+    half = max(1, min(4, cpus // 2))
+    return half, half
 
 
 @dataclass
@@ -114,7 +127,7 @@ class LocalEngine:
     slots: int = 2
     n_threads: int | None = None
     n_threads_batch: int | None = None
-    cache_ram_mib: int = 256
+    cache_ram_mib: int = 128
     shifted_reuse: int = 16
     name: str = "local"
     model: str = LOCAL_MODEL_NAME
@@ -146,7 +159,7 @@ class LocalEngine:
         params.slot_prompt_similarity = 0.0  # the router picks slots: see local_slots
         params.cache_ram_mib = self.cache_ram_mib
         params.cpuparams.n_threads = self.n_threads or generation
-        params.cpuparams_batch.n_threads = self.n_threads_batch or max(batch, self.n_threads or 0)
+        params.cpuparams_batch.n_threads = self.n_threads_batch or self.n_threads or batch
         params.cpuparams.poll = params.cpuparams_batch.poll = 0  # no spin-waiting
         # reasoning stays inline: our tag splitter applies the profile's rules
         params.reasoning_format = xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_NONE

@@ -9,8 +9,17 @@ same card (which shares the whole card as a prefix), and the turn is evaluated f
 
 So the engine routes: each slot remembers the prompt last run in it (as a set of lines) and
 the reply it generated. A request goes to the slot that holds *its own chat*: most of that
-slot's prompt is in the new one (the card, the examples, the history) and so is its chat's
-latest line (the reply the model gave there, or, for a swipe, the last message it answered).
+slot's prompt is in the new one (the card, the examples, the history) and so is the reply the
+model gave there (random text: no other chat has it). Without that reply (a swipe or
+regenerate, or a reply too short to tell) the prompt must also open with the same line and
+hold the message that slot answered: a swipe is that slot's prompt again (the same last
+message, no line it lacked); with no reply known, anywhere. Two chats of one card where the
+user wrote the same line (``Hello! Who are you?``) share it, but not the reply: pinning one
+to the other's slot would throw the other's cache away unsaved (llama.cpp saves a slot to its
+RAM cache only when it picks the slot itself), and the two would then take turns in that one
+slot, evaluating their histories again every turn (issue 40: 4 such chats on 2 slots
+evaluated every prompt whole).
+
 A request that continues no slot (a new chat, one that was away while others took its slot,
 a task) is left to llama.cpp, loaded so that it then takes the least recently used free slot,
 saving what that slot held to its RAM cache and restoring the best match for the new prompt
@@ -42,6 +51,10 @@ class PromptPrint:
     lines: frozenset[str]
     size: int
     tail: frozenset[str]
+    #: the prompt's first line (the main prompt, or what a plugin put above it)
+    head: str = ""
+    #: its last line: a text prompt's reply goes on from it (``Wren:`` + the reply)
+    last: str = ""
 
 
 def _lines(text: str) -> list[str]:
@@ -49,9 +62,12 @@ def _lines(text: str) -> list[str]:
 
 
 def _print(texts: Sequence[str], tail: Iterable[str]) -> PromptPrint:
-    lines = frozenset(line for text in texts for line in _lines(text))
+    ordered = [line for text in texts for line in _lines(text)]
+    lines = frozenset(ordered)
     anchors = frozenset(line for line in tail if len(line) >= MIN_ANCHOR)
-    return PromptPrint(lines, sum(len(line) for line in lines), anchors)
+    size = sum(len(line) for line in lines)
+    ends = (ordered[0], ordered[-1]) if ordered else ("", "")
+    return PromptPrint(lines, size, anchors, *ends)
 
 
 def prompt_print(kind: str, body: Mapping[str, Any]) -> PromptPrint:
@@ -130,7 +146,8 @@ class SlotRouter:
             slot = self._state[claim.slot]
             slot.busy -= 1
             slot.held, slot.used = prompt, self._clock
-            kept = _lines(reply) if prompt is not None else ()
+            # a text prompt's reply goes on from its last line: the next prompt has them joined
+            kept = _lines(reply) + _lines(prompt.last + reply)[:1] if prompt is not None else []
             slot.reply = frozenset(line for line in kept if len(line) >= MIN_ANCHOR)
 
     def _own_slot(self, prompt: PromptPrint) -> int | None:
@@ -140,8 +157,7 @@ class SlotRouter:
             held = slot.held
             if held is None or not held.size:
                 continue
-            anchors = slot.reply | held.tail
-            if not anchors or anchors.isdisjoint(prompt.lines):
+            if not _continues(slot, held, prompt):
                 continue
             shared = sum(len(line) for line in held.lines & prompt.lines)
             if shared < SHARE * held.size:
@@ -150,3 +166,17 @@ class SlotRouter:
             if best is None or rank > best:
                 best, chosen = rank, index
         return chosen
+
+
+def _continues(slot: _Slot, held: PromptPrint, prompt: PromptPrint) -> bool:
+    """Whether ``prompt`` goes on from the chat ``slot`` holds (``held``, its last prompt):
+    the reply generated there is in it, or, with no reply in it, it opens as ``held`` did and
+    either it is ``held`` again (a swipe: the same last message, no line ``held`` lacks) or no
+    reply is known and ``held``'s last message is in it."""
+    if not slot.reply.isdisjoint(prompt.lines):
+        return True
+    if not held.tail or held.head != prompt.head:
+        return False
+    if slot.reply:  # a swipe: the same prompt again
+        return held.tail == prompt.tail and prompt.lines <= held.lines
+    return not held.tail.isdisjoint(prompt.lines)
