@@ -132,11 +132,22 @@ def test_local_profile() -> None:
 
 
 def test_thread_defaults_follow_the_measurements() -> None:
-    assert default_threads(1, {}) == (1, 1)
-    assert default_threads(2, {}) == (1, 2)  # 2 generation threads collapse on a busy 2-core box
-    assert default_threads(8, {}) == (4, 4)
-    assert default_threads(6, {}) == (3, 4)
-    assert default_threads(2, {"TAVERNKIT_LOCAL_THREADS": "3"}) == (3, 3)
+    assert default_threads(1, {}, load=0.0) == (1, 1)
+    # 2 generation threads collapse on a busy 2-core box
+    assert default_threads(2, {}, load=0.0) == (1, 2)
+    assert default_threads(8, {}, load=0.0) == (4, 4)
+    assert default_threads(6, {}, load=0.0) == (3, 4)
+    assert default_threads(2, {"TAVERNKIT_LOCAL_THREADS": "3"}, load=9.0) == (3, 3)
+
+
+def test_threads_stay_within_the_cores_the_load_leaves_free() -> None:
+    # a thread without a core of its own stalls the others at every operation: at load 7-10
+    # on 2 cores, 2 prompt threads ran at 12-17 tok/s, 1 thread at 43-44
+    assert default_threads(2, {}, load=0.4) == (1, 2)
+    assert default_threads(2, {}, load=1.2) == (1, 1)
+    assert default_threads(2, {}, load=8.0) == (1, 1)
+    assert default_threads(8, {}, load=5.0) == (3, 3)
+    assert default_threads(16, {}, load=30.0) == (1, 1)
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "many"])

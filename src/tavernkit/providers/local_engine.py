@@ -24,10 +24,14 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
   llama.cpp reuses nothing past inserted text, so that turn evaluates from the entry on.
 - **Threads.** Measured on a 2-core box shared with other work: generation with 2 threads and
   llama.cpp's default spin-wait collapsed to 4 tok/s against 35 tok/s with 1 thread; prompt
-  evaluation scales with threads even then (96 vs 65 tok/s). So the default is 1 generation
-  thread on up to 2 cores (half the cores, at most 4, above that), up to 4 threads for prompt
-  evaluation, and no spin-waiting (``poll=0``). ``$TAVERNKIT_LOCAL_THREADS`` overrides the
-  generation count.
+  evaluation scales with threads while a core is free for each (96 vs 65 tok/s), and
+  collapses when none is: at a load average of 7-10 on those 2 cores, 2 threads evaluated a
+  588-token prompt at 12-17 tok/s against 43-44 tok/s with 1 (the threads meet after every
+  operation, so one without a core stalls the others; that prompt is a cold ``tavernkit chat
+  --once``'s whole wait). So the default is 1 generation thread on up to 2 cores (half the
+  cores, at most 4, above that), up to 4 threads for prompt evaluation, neither more than the
+  cores the load average leaves free when the model loads (at least 1), and no spin-waiting
+  (``poll=0``). ``$TAVERNKIT_LOCAL_THREADS`` overrides the generation count.
 
 ``xllamacpp`` is imported only when the model is first loaded; without it loading raises
 :class:`~tavernkit.providers.local_model.MissingDependency`, naming the ``local`` extra.
@@ -80,10 +84,11 @@ def local_model_missing() -> str | None:
 
 
 def default_threads(
-    cpus: int | None = None, environ: dict[str, str] | None = None
+    cpus: int | None = None, environ: dict[str, str] | None = None, load: float | None = None
 ) -> tuple[int, int]:
     """``(generation threads, prompt-evaluation threads)`` for a machine with ``cpus`` cores
-    (see the module docstring for the measurements behind it)."""
+    busy with ``load`` (the one-minute load average; read from the system when not given; see
+    the module docstring for the measurements behind it)."""
     cpus = cpus or os.cpu_count() or 1
     env = os.environ if environ is None else environ
     raw = env.get(_ENV_THREADS, "").strip()
@@ -95,8 +100,22 @@ def default_threads(
         if chosen < 1:
             raise ValueError(f"${_ENV_THREADS} must be a positive integer, not {raw!r}")
         return chosen, max(chosen, min(4, cpus))
+    free = _free_cores(cpus, _load_average() if load is None else load)
     generation = 1 if cpus <= 2 else min(4, cpus // 2)
-    return generation, min(4, cpus)
+    return min(generation, free), min(4, cpus, free)
+
+
+def _free_cores(cpus: int, load: float) -> int:
+    """The cores ``load`` leaves idle, rounded to the nearest, at least 1."""
+    return max(1, int(cpus - load + 0.5))
+
+
+def _load_average() -> float:
+    """The one-minute load average, 0 where the system does not say."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 @dataclass
