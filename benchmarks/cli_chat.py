@@ -16,6 +16,11 @@ same run is printed as the floor. The figures are noisy on a shared machine: the
 is printed. ``--baseline-src DIR`` (another tavernkit's ``src``, e.g. a ``git worktree add``
 of an older commit) runs its ``chat --once`` on the same data folder too, alternating with this
 tree's run by run (the data folder is made by this tree: the baseline must read its schema).
+
+``--embedded``: instead, ``tavernkit chat --new --json --once Hi`` on the default set-up (the
+demo character on the embedded model, which must be installed): the time to the first text
+event, each run a new process and a new chat (so the same ~600-token prompt is evaluated from
+nothing: the cold first reply of a fresh install), stopped with SIGINT once that text is out.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -179,17 +185,66 @@ class Upstream:
         self._thread.join(5)
 
 
+def first_text(home: Path, src: Path) -> float:
+    """Seconds from the start of ``tavernkit chat --new --json --once Hi`` to its first line
+    (the reply's first text on the embedded model); the reply is then stopped (SIGINT)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "chat", "--new", "--json", "--once", "Hi"],
+        env=_env(home, src),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.read(1)
+    while not line.endswith(b"\n") and line:
+        line += proc.stdout.read(1)
+    seconds = time.perf_counter() - start
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if not line.startswith(b'{"event": "text"'):
+        raise SystemExit(f"no text first: {line!r}\n{err.decode()}")
+    return seconds
+
+
+def embedded_main(trees: dict[str, Path], runs: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        first_text(home, ROOT / "src")  # imports the demo character: not timed
+        results: dict[str, list[float]] = {tree: [] for tree in trees}
+        for i in range(runs):
+            order = list(trees.items()) if i % 2 == 0 else list(trees.items())[::-1]
+            for tree, src in order:
+                results[tree].append(first_text(home, src))
+                print(
+                    f"run {i} {tree or 'this tree'}: {results[tree][-1]:.1f} s, "
+                    f"load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+        for tree, rows in results.items():
+            print(
+                f"{tree or 'this tree'}: first text p50 {statistics.median(rows):.1f} s, "
+                f"best {min(rows):.1f} s"
+            )
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20_000)
     parser.add_argument("--entries", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--baseline-src", type=Path, help="another tavernkit's src folder")
+    parser.add_argument("--embedded", action="store_true", help="the default embedded model")
     args = parser.parse_args()
     trees = {"": ROOT / "src"}
     if args.baseline_src is not None:
         trees = {"before ": args.baseline_src, "after ": ROOT / "src"}
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    if args.embedded:
+        embedded_main(trees, args.runs)
+        return
     with tempfile.TemporaryDirectory() as tmp, Upstream() as upstream:
         folder = Path(tmp)
         home = folder / "home"

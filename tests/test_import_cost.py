@@ -117,3 +117,23 @@ def test_a_tavern_opened_loads_no_turn_engine_until_a_turn(tmp_path: Path) -> No
         "ChatService",
         "tavernkit.chat.service TurnOutcome",
     ]
+
+
+def test_the_turn_engine_loads_jsonschema_only_when_a_schema_is_checked() -> None:
+    # a plain reply checks no tool call and no structured output: the chat service and the
+    # CLI's chat command import the tool checks' face, not jsonschema and its format checkers
+    code = (
+        "import sys\n"
+        "import tavernkit.cli.chat, tavernkit.chat.service, tavernkit.tools\n"
+        "print('jsonschema' in sys.modules)\n"
+        "from tavernkit.tools import FunctionTool, ToolArgumentsError, validate_arguments\n"
+        "tool = FunctionTool('roll', parameters={'type': 'object', "
+        "'properties': {'sides': {'type': 'integer'}}, 'required': ['sides']})\n"
+        "validate_arguments(tool, {'sides': 6})\n"
+        "try:\n"
+        "    validate_arguments(tool, {'sides': 'six'})\n"
+        "except ToolArgumentsError as exc:\n"
+        "    print([issue.path for issue in exc.issues])\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    assert _fresh(code).splitlines() == ["False", "['$.sides']", "True"]

@@ -20,7 +20,9 @@ _HELP_IMPORTS = (
     "except SystemExit:\n"
     "    pass\n"
     "heavy = ('tavernkit.facade', 'tavernkit.library', 'tavernkit.chat', 'tavernkit.formats',\n"
-    "         'tavernkit.generation', 'tavernkit.prompt', 'tavernkit.store', 'pydantic')\n"
+    "         'tavernkit.generation', 'tavernkit.prompt', 'tavernkit.store', 'pydantic',\n"
+    # the terminal's line reader (and asyncio under it) is for a chat session, not for help
+    "         'tavernkit.cli.line_input', 'asyncio')\n"
     "print(sorted(m for m in sys.modules if m in heavy))\n"
 )
 

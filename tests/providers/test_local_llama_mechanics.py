@@ -132,15 +132,23 @@ def test_local_profile() -> None:
 
 
 def test_thread_defaults_follow_the_measurements() -> None:
-    assert default_threads(1, {}) == (1, 1)
+    assert default_threads(1, {}, load=0.0) == (1, 1)
     # 2 threads collapse on a busy 2-core box, for generation and for a later turn's few new
     # prompt tokens alike (issue 40: 1-10 s for 20 tokens, against 0.2-0.9 s with 1)
-    assert default_threads(2, {}) == (1, 1)
-    assert default_threads(3, {}) == (1, 1)
-    assert default_threads(8, {}) == (4, 4)
-    assert default_threads(6, {}) == (3, 3)
-    assert default_threads(32, {}) == (4, 4)
-    assert default_threads(2, {"TAVERNKIT_LOCAL_THREADS": "3"}) == (3, 3)
+    assert default_threads(2, {}, load=0.0) == (1, 1)
+    assert default_threads(3, {}, load=0.0) == (1, 1)
+    assert default_threads(8, {}, load=0.0) == (4, 4)
+    assert default_threads(6, {}, load=0.0) == (3, 3)
+    assert default_threads(32, {}, load=0.0) == (4, 4)
+    assert default_threads(2, {"TAVERNKIT_LOCAL_THREADS": "3"}, load=9.0) == (3, 3)
+
+
+def test_threads_stay_within_the_cores_the_load_leaves_free() -> None:
+    # a thread without a core of its own stalls the others at every operation: at load 7-10
+    # on 2 cores, 2 prompt threads ran at 12-17 tok/s, 1 thread at 43-44
+    assert default_threads(8, {}, load=5.0) == (3, 3)
+    assert default_threads(8, {}, load=7.9) == (1, 1)
+    assert default_threads(16, {}, load=30.0) == (1, 1)
 
 
 @pytest.mark.parametrize("raw", ["0", "-1", "many"])

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from tavernkit.cli.error_text import error_text
+from tavernkit.cli.input_threads import input_still_blocked
 from tavernkit.cli.language import say, set_language
 from tavernkit.cli.lazy import LazyCommand, LazyGroup
-from tavernkit.cli.line_input import input_still_blocked
 from tavernkit.errors import TavernKitError
 from tavernkit.plugins.manager import add_plugin_commands, get_plugin_manager
 

@@ -2,10 +2,10 @@
 
 ``input()`` blocks, so each line is read in a daemon thread of its own (not the loop's executor:
 an executor thread would keep the process waiting for Enter after Ctrl-C). Such a thread may
-still be blocked in ``input()`` when the session ends; the reader only reports it
-(:func:`input_still_blocked`). Ending the process over it is the entry point's decision alone
-(:func:`tavernkit.cli.main`): a command run in-process (the tests, a plugin, typer's runner)
-returns normally whatever its input thread is doing.
+still be blocked in ``input()`` when the session ends; its name reports it
+(:func:`.input_threads.input_still_blocked`). Ending the process over it is the entry point's
+decision alone (:func:`tavernkit.cli.main`): a command run in-process (the tests, a plugin,
+typer's runner) returns normally whatever its input thread is doing.
 
 While a reply streams, :meth:`LineReader.typed_during` reads what is typed meanwhile (no
 thread: the loop watches stdin), with the terminal's echo off so nothing typed lands inside the
@@ -28,10 +28,9 @@ try:
 except ImportError:  # not a POSIX terminal (Windows): typed lines are still read, echoed
     termios = None  # type: ignore[assignment]
 
-__all__ = ["INPUT_THREAD_NAME", "LineReader", "input_still_blocked"]
+from tavernkit.cli.input_threads import INPUT_THREAD_NAME
 
-#: the name of every reader thread, so the entry point can find one still blocked
-INPUT_THREAD_NAME = "tavernkit-input"
+__all__ = ["LineReader"]
 
 
 class LineReader:
@@ -160,12 +159,3 @@ def _unechoed(fd: int) -> Iterator[None]:
     finally:
         with contextlib.suppress(termios.error):
             termios.tcsetattr(fd, termios.TCSANOW, before)
-
-
-def input_still_blocked() -> bool:
-    """Whether any reader thread of this process is still blocked in ``input()``: finalizing
-    the interpreter under a thread holding stdin's lock aborts it, so the entry point ends the
-    process at once instead."""
-    return any(
-        thread.name == INPUT_THREAD_NAME and thread.is_alive() for thread in threading.enumerate()
-    )

@@ -37,10 +37,12 @@ process), shared by every chat and task that uses the same :class:`LocalEngine`.
   evaluation collapses the same way: its threads meet at a barrier after every operation, and
   a thread the kernel sets aside stalls the other. Alternating 1 and 2 prompt threads on one
   chat (load 2.5-8, issue 40), a later turn's ~20 new tokens took 170-910 ms with 1 and
-  960-9,800 ms with 2, and a fresh 530-token prompt 3.1-12.7 s against 4.7-20.6 s. So both
-  default to half the cores (1 on up to 3, at most 4), leaving the rest to the server, the
-  browser and whatever else runs, and nobody spin-waits (``poll=0``).
-  ``$TAVERNKIT_LOCAL_THREADS`` overrides both counts.
+  960-9,800 ms with 2, and a fresh 530-token prompt 3.1-12.7 s against 4.7-20.6 s (at a load
+  of 7-10, a 588-token prompt ran at 43-44 tok/s on 1 thread, 12-17 on 2). So both default
+  to half the cores (1 on up to 3, at most 4), and never more than the cores the load average
+  leaves free when the model loads (at least 1), leaving the rest to the server, the browser
+  and whatever else runs; nobody spin-waits (``poll=0``). ``$TAVERNKIT_LOCAL_THREADS``
+  overrides both counts.
 
 ``xllamacpp`` is imported only when the model is first loaded; without it loading raises
 :class:`~tavernkit.providers.local_model.MissingDependency`, naming the ``local`` extra.
@@ -93,10 +95,11 @@ def local_model_missing() -> str | None:
 
 
 def default_threads(
-    cpus: int | None = None, environ: dict[str, str] | None = None
+    cpus: int | None = None, environ: dict[str, str] | None = None, load: float | None = None
 ) -> tuple[int, int]:
     """``(generation threads, prompt-evaluation threads)`` for a machine with ``cpus`` cores
-    (see the module docstring for the measurements behind it)."""
+    busy with ``load`` (the one-minute load average; read from the system when not given; see
+    the module docstring for the measurements behind it)."""
     cpus = cpus or os.cpu_count() or 1
     env = os.environ if environ is None else environ
     raw = env.get(_ENV_THREADS, "").strip()
@@ -108,8 +111,22 @@ def default_threads(
         if chosen < 1:
             raise ValueError(f"${_ENV_THREADS} must be a positive integer, not {raw!r}")
         return chosen, chosen
-    half = max(1, min(4, cpus // 2))
+    free = _free_cores(cpus, _load_average() if load is None else load)
+    half = max(1, min(4, cpus // 2, free))
     return half, half
+
+
+def _free_cores(cpus: int, load: float) -> int:
+    """The cores ``load`` leaves idle, rounded to the nearest, at least 1."""
+    return max(1, int(cpus - load + 0.5))
+
+
+def _load_average() -> float:
+    """The one-minute load average, 0 where the system does not say."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
 
 
 @dataclass

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import tavernkit.tools.json_schema as json_schema
 from tavernkit.errors import GenerateTaskError
 from tavernkit.tools.errors import StructuredOutputError
 from tavernkit.tools.prompt_json import fenced_body, load_json_lenient
-from tavernkit.tools.validate import schema_issues, schema_validator
 
 __all__ = ["StructuredResult", "parse_structured", "schema_instruction", "unwrap_json_schema"]
 
@@ -58,7 +58,7 @@ def unwrap_json_schema(value: Any) -> tuple[dict[str, Any], str, bool]:
                 name = value["name"].strip()
             if isinstance(value.get("strict"), bool):
                 strict = value["strict"]
-    schema_validator(schema, field="json_schema")
+    json_schema.schema_validator(schema, field="json_schema")
     return dict(schema), name, strict
 
 
@@ -97,8 +97,8 @@ def parse_structured(text: str, schema: Mapping[str, Any] | None) -> StructuredR
             ) from exc
         result = StructuredResult(data, True, "repair")
     if schema is not None:
-        validator = schema_validator(schema, field="json_schema")
-        issues = schema_issues(validator, result.data)
+        validator = json_schema.schema_validator(schema, field="json_schema")
+        issues = json_schema.schema_issues(validator, result.data)
         if issues:
             shown = "; ".join(f"{i.path}: {i.message}" for i in issues[:6])
             raise StructuredOutputError(

@@ -1,24 +1,22 @@
 """Argument validation (JSON Schema draft 2020-12) and tool_choice enforcement.
 
-Formats (``email``, ``date-time``…) are asserted: without a ``FormatChecker`` jsonschema only
-annotates them, and a tool that declares ``format`` means it. ``tool_choice`` and
+The schema checks themselves (formats asserted) are :mod:`tavernkit.tools.json_schema`'s,
+which imports jsonschema on the first check. ``tool_choice`` and
 ``required_function_name`` are enforced here for every mode, so a required call that never
 came is an error (``tool_call_missing``), never silent text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
-
+import tavernkit.tools.json_schema as json_schema
 from tavernkit.errors import GenerateTaskError
 from tavernkit.tools._catalogue import ToolLike
 from tavernkit.tools.calls import ToolCall
-from tavernkit.tools.errors import SchemaIssue, ToolArgumentsError, ToolCallParseError
+from tavernkit.tools.errors import ToolArgumentsError, ToolCallParseError
 from tavernkit.tools.identity import canonical_json
 
 __all__ = [
@@ -27,43 +25,9 @@ __all__ = [
     "is_tool_call_mandatory",
     "normalize_tool_choice",
     "resolve_required_function_name",
-    "schema_issues",
-    "schema_validator",
     "validate_arguments",
     "validate_calls",
 ]
-
-
-def _json_path(parts: Iterable[Any]) -> str:
-    out = "$"
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-def schema_validator(schema: Mapping[str, Any], *, field: str = "parameters") -> Any:
-    """A draft 2020-12 validator asserting formats; a broken schema is ``invalid_input``."""
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise GenerateTaskError(
-            "invalid_input",
-            f"{field} is not a valid JSON Schema: {exc.message}",
-            cause=exc,
-            details={"field": field, "schema_path": _json_path(exc.absolute_path)},
-        ) from exc
-    return Draft202012Validator(schema, format_checker=FormatChecker())
-
-
-def schema_issues(validator: Any, instance: Any) -> list[SchemaIssue]:
-    """Every violation, ordered by path so reports are stable."""
-    errors = sorted(
-        validator.iter_errors(instance), key=lambda e: [str(p) for p in e.absolute_path]
-    )
-    return [
-        SchemaIssue(path=_json_path(e.absolute_path), message=e.message, keyword=str(e.validator))
-        for e in errors
-    ]
 
 
 def validate_arguments(
@@ -71,8 +35,10 @@ def validate_arguments(
 ) -> None:
     """Raise :class:`ToolArgumentsError` (with every violation and the raw arguments) when
     ``args`` break ``tool.parameters``."""
-    validator = schema_validator(tool.parameters, field=f"tool {tool.name!r} parameters")
-    issues = schema_issues(validator, args)
+    validator = json_schema.schema_validator(
+        tool.parameters, field=f"tool {tool.name!r} parameters"
+    )
+    issues = json_schema.schema_issues(validator, args)
     if issues:
         raw = raw_arguments if raw_arguments is not None else _safe_dump(args)
         raise ToolArgumentsError(tool.name, issues, raw_arguments=raw, index=index)
