@@ -1,0 +1,132 @@
+"""A SillyTavern user's first walk through the UI, on a phone and a desktop: what was broken,
+confusing or a dead end on that walk, asserted fixed (the presets list that could not make a
+preset, the chat variables' unlabelled inputs running out of the side panel, the prompt
+inspector's table wider than a phone)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from ._pages import new_chat, open_chat
+from ._site import Site
+from .conftest import screenshot
+
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1280, "height": 720}
+
+
+@pytest.fixture
+def sized(browser: Any, site: Site) -> Iterator[Any]:
+    """``sized(viewport)``: a fresh English page of that size (CSP bypassed for evaluate)."""
+    contexts: list[Any] = []
+
+    def make(viewport: dict[str, int]) -> Page:
+        context = browser.new_context(
+            base_url=site.url, locale="en-US", viewport=viewport, bypass_csp=True
+        )
+        contexts.append(context)
+        page: Page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    try:
+        yield make
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def _page_width(page: Page) -> tuple[int, int]:
+    width, inner = page.evaluate("() => [document.documentElement.scrollWidth, innerWidth]")
+    return int(width), int(inner)
+
+
+def test_the_presets_screen_makes_a_chat_preset_when_there_is_none(sized: Any, site: Site) -> None:
+    page = sized(PHONE)
+    page.goto("/#/presets")
+    expect(page.get_by_text("No chat presets yet")).to_be_visible()
+    screenshot(page, "ux-presets-empty-phone")
+
+    page.get_by_label("New chat preset's name").fill("Evening")
+    page.get_by_role("button", name="New chat preset").click()
+    expect(page).to_have_url(re.compile("#/preset/"))
+    stored = site.call(site.tk.store.list("chat_preset", owner=site.tk.owner))
+    names = {info.name for info in stored}
+    assert "Evening" in names
+
+    page.goto("/#/presets")
+    expect(page.get_by_role("list", name="Chat presets").get_by_role("link")).to_have_text(
+        ["Evening"]
+    )
+    expect(page.get_by_text("No chat presets yet")).to_have_count(0)
+
+
+def test_a_text_preset_is_named_in_a_labelled_field(sized: Any, site: Site) -> None:
+    page = sized(DESKTOP)
+    page.goto("/#/presets")
+    page.get_by_label("New text preset's name").fill("Night")
+    page.get_by_role("button", name="New text preset").click()
+    expect(page).to_have_url(re.compile("#/textgen/"))
+    screenshot(page, "ux-textgen-made-desktop")
+
+
+def test_chat_variables_are_labelled_and_stay_inside_the_side_panel(sized: Any, site: Site) -> None:
+    page = sized(DESKTOP)
+    open_chat(page, new_chat(site))
+    side = page.get_by_role("complementary", name="Chat tools")
+    side.locator("summary", has_text="Chat variables").click()
+    name, value = side.get_by_label("Variable name"), side.get_by_label("Variable value")
+    panel = side.get_by_role("region", name="Chat variables").bounding_box()
+    assert panel is not None
+    for control in (name, value, side.get_by_role("button", name="Set", exact=True)):
+        box = control.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= panel["x"] + panel["width"] + 0.5
+    name.fill("mood")
+    value.fill("calm")
+    side.get_by_role("button", name="Set", exact=True).click()
+    expect(side.get_by_role("region", name="Chat variables").get_by_text("mood")).to_be_visible()
+    screenshot(page, "ux-chat-variables-desktop")
+
+
+def test_the_prompt_inspector_fits_a_phone(sized: Any, site: Site) -> None:
+    page = sized(PHONE)
+    page.goto(f"/#/inspect/{new_chat(site)}")
+    expect(page.locator("table.blocks tbody tr").first).to_be_visible()
+    width, inner = _page_width(page)
+    assert width <= inner, f"the page is {width} px wide on a {inner} px screen"
+    content = page.locator("table.blocks tbody tr").first.locator("td").last.bounding_box()
+    assert content is not None and content["width"] > inner / 2  # readable, not one letter wide
+    screenshot(page, "ux-inspector-phone")
+
+
+def test_the_chat_toolbar_keeps_to_one_row_on_a_phone(sized: Any, site: Site) -> None:
+    page = sized(PHONE)
+    open_chat(page, new_chat(site))
+    toolbar = page.locator(".chat-toolbar")
+    names = ["Chat tools", "Chat tree", "Delete messages"]
+    tops = set()
+    for name in names:
+        box = toolbar.get_by_role("button", name=name).bounding_box()
+        assert box is not None and box["x"] + box["width"] <= PHONE["width"]
+        tops.add(round(box["y"]))
+    assert len(tops) == 1, f"the toolbar's buttons are on {len(tops)} rows"
+    width, inner = _page_width(page)
+    assert width <= inner
+    screenshot(page, "ux-chat-toolbar-phone")
+
+
+def test_no_quick_reply_sets_points_to_the_import_in_the_browser(sized: Any, site: Site) -> None:
+    page = sized(DESKTOP)
+    open_chat(page, new_chat(site))
+    side = page.get_by_role("complementary", name="Chat tools")
+    side.locator("summary", has_text="Quick reply sets").click()
+    hint = side.get_by_text("No Quick Reply sets yet")
+    expect(hint).to_contain_text("drop a set's .json file on the Characters screen")
+    expect(side.get_by_text("tavernkit import")).to_have_count(0)
+    hint.get_by_role("link", name="Characters screen").click()
+    expect(page.get_by_role("button", name="choose files")).to_be_visible()
