@@ -54,7 +54,7 @@ function newChatPreset() {
       reportError(error);
     }
   });
-  return h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New chat preset's name"), name), make);
+  return h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New chat preset name"), name), make);
 }
 
 // The order list the prompt manager edits; a preset without prompts or an order starts from

@@ -56,7 +56,7 @@ export function textgenList(items) {
       { class: "chat-list", "aria-label": t("Text-completion presets") },
       items.map((p) => h("li", {}, h("a", { href: `#/textgen/${encodeURIComponent(p.id)}` }, p.name))),
     ),
-    h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New text preset's name"), name), make),
+    h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New text preset name"), name), make),
   ];
 }
 
