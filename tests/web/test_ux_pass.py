@@ -130,3 +130,18 @@ def test_no_quick_reply_sets_points_to_the_import_in_the_browser(sized: Any, sit
     expect(side.get_by_text("tavernkit import")).to_have_count(0)
     hint.get_by_role("link", name="Characters screen").click()
     expect(page.get_by_role("button", name="choose files")).to_be_visible()
+
+
+def test_a_new_presets_name_spans_the_connection_panel_on_a_phone(sized: Any, site: Site) -> None:
+    page = sized(PHONE)
+    open_chat(page, new_chat(site))
+    page.get_by_role("button", name="Chat tools").click()
+    side = page.get_by_role("complementary", name="Chat tools")
+    side.locator("summary", has_text="Connection").click()
+    samplers = side.locator("fieldset.samplers").bounding_box()
+    name = side.get_by_label("New preset's name").bounding_box()
+    length = side.get_by_label("Response length (tokens)").bounding_box()
+    assert samplers is not None and name is not None and length is not None
+    assert name["width"] > samplers["width"] * 0.8, "the name field is squeezed into a column"
+    assert length["width"] >= 120, "a number's column is too narrow for its label"
+    screenshot(page, "ux-connection-phone")
