@@ -5,6 +5,7 @@ inspector's table wider than a phone)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -145,3 +146,29 @@ def test_a_new_presets_name_spans_the_connection_panel_on_a_phone(sized: Any, si
     assert name["width"] > samplers["width"] * 0.8, "the name field is squeezed into a column"
     assert length["width"] >= 120, "a number's column is too narrow for its label"
     screenshot(page, "ux-connection-phone")
+
+
+def test_a_groups_members_line_up_alike_on_a_phone(sized: Any, site: Site) -> None:
+    card = {"spec": "chara_card_v2", "spec_version": "2.0", "data": {"name": "Seraphina"}}
+    site.call(site.tk.library.import_bytes(json.dumps(card).encode(), source="seraphina.json"))
+    page = sized(PHONE)
+    page.goto("/#/groups")
+    page.get_by_role("button", name="New group").click()
+    page.get_by_label("Group name").fill("Pair")
+    for name in ("Mira", "Seraphina"):
+        page.get_by_label("Add member").select_option(label=name)
+        page.get_by_role("button", name="Add", exact=True).click()
+    members = page.get_by_role("list", name="Members").locator(".member")
+    expect(members).to_have_count(2)
+    lefts, below = set(), []
+    for i in range(2):
+        name = members.nth(i).locator(".name").bounding_box()
+        remove = members.nth(i).get_by_role("button", name="Remove").bounding_box()
+        assert name is not None and remove is not None
+        lefts.add(round(remove["x"]))
+        below.append(remove["y"] >= name["y"] + name["height"] - 1)
+    assert len(lefts) == 1, "the members' Remove buttons are not lined up"
+    assert all(below) or not any(below)
+    width, inner = _page_width(page)
+    assert width <= inner
+    screenshot(page, "ux-group-members-phone")
