@@ -31,13 +31,30 @@ export async function showPresets(view) {
   ]);
   view.append(
     h("h1", {}, t("Chat presets")),
-    h(
-      "ul",
-      { class: "chat-list", "aria-label": t("Chat presets") },
-      page.items.map((p) => h("li", {}, h("a", { href: `#/preset/${encodeURIComponent(p.id)}` }, p.name))),
-    ),
+    page.items.length
+      ? h(
+          "ul",
+          { class: "chat-list", "aria-label": t("Chat presets") },
+          page.items.map((p) => h("li", {}, h("a", { href: `#/preset/${encodeURIComponent(p.id)}` }, p.name))),
+        )
+      : h("p", { class: "muted" }, t("No chat presets yet: make one here, or import SillyTavern presets on the characters screen.")),
+    newChatPreset(),
     ...textgenList(textgen.items),
   );
+}
+
+// The list was a dead end when empty: a preset could only be made from a chat's side panel.
+function newChatPreset() {
+  const name = h("input", { maxlength: 200, autocomplete: "off" });
+  const make = button(t("New chat preset"), async () => {
+    try {
+      const made = await api("POST", "/presets/chat", { name: name.value.trim() });
+      window.location.hash = `#/preset/${encodeURIComponent(made.id)}`;
+    } catch (error) {
+      reportError(error);
+    }
+  });
+  return h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New chat preset name"), name), make);
 }
 
 // The order list the prompt manager edits; a preset without prompts or an order starts from

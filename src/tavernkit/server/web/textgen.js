@@ -40,7 +40,7 @@ const SWITCHES = [
 ];
 
 export function textgenList(items) {
-  const name = h("input", { "aria-label": t("New text preset name"), placeholder: t("name") });
+  const name = h("input", { maxlength: 200, autocomplete: "off" });
   const make = button(t("New text preset"), async () => {
     try {
       const made = await api("POST", "/presets/textgen", { name: name.value.trim() });
@@ -50,13 +50,13 @@ export function textgenList(items) {
     }
   });
   return [
-    h("h1", {}, t("Text-completion presets")),
+    h("h2", {}, t("Text-completion presets")),
     h(
       "ul",
       { class: "chat-list", "aria-label": t("Text-completion presets") },
       items.map((p) => h("li", {}, h("a", { href: `#/textgen/${encodeURIComponent(p.id)}` }, p.name))),
     ),
-    h("div", { class: "row" }, name, make),
+    h("div", { class: "row new-preset" }, h("label", { class: "field" }, t("New text preset name"), name), make),
   ];
 }
 

@@ -172,7 +172,7 @@ async function chatSamplers(presetName, settings, change, keep, pick) {
       h("p", { class: "muted" }, t("No preset: the model's own samplers apply. Make a preset to set them.")),
       ...lengths.inputs,
       lengthsButton(lengths, keep),
-      field(t("New preset's name"), name),
+      field(t("New preset's name"), name, "field wide"),
       button(
         t("New preset"),
         change(async () => {

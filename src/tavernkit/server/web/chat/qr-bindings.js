@@ -56,7 +56,16 @@ export function createQuickReplyBindings(chat, base, changed) {
     body.replaceChildren(
       ...(names.length
         ? names.map(row)
-        : [h("p", { class: "hint" }, t("No Quick Reply sets yet: `tavernkit import Set.json` brings one."))]),
+        : [
+            // a web user's way in (the import drop zone), not the command line's
+            h(
+              "p",
+              { class: "hint" },
+              t("No Quick Reply sets yet: drop a set's .json file on the "),
+              h("a", { href: "#/" }, t("Characters screen")),
+              t(" to import it."),
+            ),
+          ]),
     );
   }
 

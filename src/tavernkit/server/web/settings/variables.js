@@ -39,8 +39,8 @@ export async function variablesSection(path, title) {
       ),
     );
   };
-  const name = h("input", { "aria-label": t("Variable name") });
-  const value = h("input", { "aria-label": t("Variable value") });
+  const name = h("input", { autocomplete: "off" });
+  const value = h("input", { autocomplete: "off" });
   const set = button(t("Set"), async () => {
     let parsed = value.value;
     try {
@@ -62,6 +62,12 @@ export async function variablesSection(path, title) {
     { class: "card", "aria-label": title },
     h("h2", {}, title),
     h("table", { class: "records" }, list),
-    h("div", { class: "row" }, name, value, set),
+    h(
+      "div",
+      { class: "row variable-add" },
+      h("label", { class: "field" }, t("Variable name"), name),
+      h("label", { class: "field" }, t("Variable value"), value),
+      set,
+    ),
   );
 }
