@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tavernkit.cli import app
-from tavernkit.store.paths import DB_FILE_NAME
 from tavernkit.errors import SecretKeyError
+from tavernkit.store.paths import DB_FILE_NAME
 from tavernkit.store.secret_key import (
     GENERATED_KEY_FILE,
     PREVIOUS_SECRET_KEY_ENV,
