@@ -472,3 +472,18 @@ async def test_the_previous_key_is_read_from_the_environment(
     monkeypatch.setenv(PREVIOUS_SECRET_KEY_ENV, KEK)
     async with await open_store(db_path) as store:
         assert await store.get_api_key_secret(key_id) == SECRET
+
+
+async def test_a_hand_over_before_the_rotation_seals_for_the_receiver_with_the_old_key(
+    store: SqliteStore,
+) -> None:
+    store.use_secret_keys(_old_only())
+    await store.add_api_key("openai", f"{SECRET}ada", owner="ada")
+    bob = await store.create_user("bob", "$argon2id$h", owner="bob")
+    ada = await store.create_user("ada", "$argon2id$h", owner="ada")
+    key_id = await store.add_api_key("openai", SECRET, owner="bob")
+    # a process on the pair hands bob's data over: a process on the old key still opens it
+    store.use_secret_keys(_pair())
+    await store.delete_user(bob.id, hand_over_to=ada.id)
+    store.use_secret_keys(_old_only())
+    assert await store.get_api_key_secret(key_id, owner="ada") == SECRET
