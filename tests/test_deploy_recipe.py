@@ -135,7 +135,12 @@ def read_by_tavernkit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[
     from tavernkit.cli.serve import PASSWORD_ENV
     from tavernkit.store.paths import data_dir
     from tavernkit.store.postgres import default_key_dir
-    from tavernkit.store.secret_key import SECRET_KEY_ENV, resolve_secret_key
+    from tavernkit.store.secret_key import (
+        PREVIOUS_SECRET_KEY_ENV,
+        SECRET_KEY_ENV,
+        resolve_previous_secret_key,
+        resolve_secret_key,
+    )
 
     folder = tmp_path_factory.mktemp("read")
     assert data_dir(create=False, environ={"TAVERNKIT_HOME": str(folder)}) == folder
@@ -144,7 +149,15 @@ def read_by_tavernkit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[set[
         assert default_key_dir("postgresql://tk@db/tk") == folder / "keys"
     given = resolve_secret_key({SECRET_KEY_ENV: "k" * 40, "TAVERNKIT_HOME": str(folder)})
     assert given.origin == "env"
-    yield serve_variables() | {PASSWORD_ENV, "TAVERNKIT_HOME", "TAVERNKIT_KEY_DIR", SECRET_KEY_ENV}
+    previous = resolve_previous_secret_key({PREVIOUS_SECRET_KEY_ENV: "p" * 40})
+    assert previous is not None and previous.key_id != given.key_id
+    yield serve_variables() | {
+        PASSWORD_ENV,
+        "TAVERNKIT_HOME",
+        "TAVERNKIT_KEY_DIR",
+        SECRET_KEY_ENV,
+        PREVIOUS_SECRET_KEY_ENV,
+    }
 
 
 # -- the checks ---------------------------------------------------------------------------------

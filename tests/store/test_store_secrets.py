@@ -19,10 +19,14 @@ from tavernkit.store.key_files import KeyFiles, key_dir_for, keyed_fingerprint
 from tavernkit.store.migrations import MIGRATIONS, apply_migrations
 from tavernkit.store.secret_key import (
     GENERATED_KEY_FILE,
+    PREVIOUS_SECRET_KEY_ENV,
+    PREVIOUS_SECRET_KEY_FILE_ENV,
     SECRET_KEY_ENV,
     SECRET_KEY_FILE_ENV,
     SecretKeySource,
+    api_key_binding,
     check_secret_key_settings,
+    seal,
     secret_key_from_text,
 )
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
@@ -353,3 +357,133 @@ async def test_key_pool_state_round_trip_and_cascade(store: SqliteStore) -> None
         await store.get_key_state(key_id)
     with pytest.raises(NotFound):
         await store.get_api_key_secret(key_id)
+
+
+# -- a rolling rotation: the new key as current, the old one as previous ------------------------
+def _pair() -> SecretKeySource:
+    """A process restarted onto the new key (OTHER_KEK) with the old one (KEK) as previous."""
+    return SecretKeySource(secret_key_from_text(OTHER_KEK), secret_key_from_text(KEK))
+
+
+def _old_only() -> SecretKeySource:
+    """A process not yet restarted: the old key alone."""
+    return SecretKeySource(secret_key_from_text(KEK))
+
+
+def test_a_process_with_the_pair_opens_secrets_sealed_under_either_key() -> None:
+    binding = api_key_binding("alice", "k1")
+    old = seal(secret_key_from_text(KEK), b"sealed-old", binding=binding)
+    new = seal(secret_key_from_text(OTHER_KEK), b"sealed-new", binding=binding)
+    pair = _pair()
+    assert pair.open(old, binding=binding) == b"sealed-old"
+    assert pair.open(new, binding=binding) == b"sealed-new"
+    with pytest.raises(SecretKeyError):
+        _old_only().open(new, binding=binding)
+    with pytest.raises(SecretKeyError, match="altered"):  # bound to another row: either key
+        pair.open(old, binding=api_key_binding("alice", "k2"))
+
+
+async def test_before_the_rotation_the_pair_seals_with_the_old_key_so_old_processes_read_it(
+    store: SqliteStore,
+) -> None:
+    store.use_secret_keys(_old_only())
+    first = await store.add_api_key("openai", f"{SECRET}0")
+    printed = (await store.list_api_keys())[0].fingerprint
+    # step 1: this process restarted onto the pair; another still runs on the old key alone
+    store.use_secret_keys(_pair())
+    saved = await store.add_api_key("openai", f"{SECRET}0")
+    store.use_secret_keys(_old_only())
+    assert await store.get_api_key_secret(saved) == f"{SECRET}0"
+    fingerprints = {k.id: k.fingerprint for k in await store.list_api_keys()}
+    assert fingerprints[saved] == printed == fingerprints[first]
+
+
+async def test_after_the_rotation_the_pair_seals_with_the_new_key_and_the_old_one_can_go(
+    store: SqliteStore,
+) -> None:
+    store.use_secret_keys(_old_only())
+    ids = [await store.add_api_key("openai", f"{SECRET}{n}") for n in range(2)]
+    store.use_secret_keys(_pair())
+    ids.append(await store.add_api_key("openai", f"{SECRET}2"))  # sealed with the old key
+    assert await store.rotate_secret_key() == 4  # three keys and the fingerprint secret
+    ids.append(await store.add_api_key("openai", f"{SECRET}3"))  # now with the new key
+    assert await store.rotate_secret_key() == 0  # nothing left under the old key
+    # step 3: the previous key dropped; every secret opens with the new key alone
+    store.use_secret_keys(SecretKeySource(secret_key_from_text(OTHER_KEK)))
+    assert [await store.get_api_key_secret(i) for i in ids] == [f"{SECRET}{n}" for n in range(4)]
+    store.use_secret_keys(_old_only())
+    with pytest.raises(SecretKeyError):
+        await store.get_api_key_secret(ids[3])
+
+
+async def test_a_secret_no_given_key_opens_says_so_without_a_path_or_key_id(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    store.use_secret_keys(SecretKeySource(secret_key_from_text("w" * 40)))
+    key_id = await store.add_api_key("openai", SECRET)
+    store.use_secret_keys(_pair())
+    with pytest.raises(SecretKeyError, match="previous") as info:
+        await store.get_api_key_secret(key_id)
+    said = str(info.value)
+    ids = [secret_key_from_text(t).key_id for t in (KEK, OTHER_KEK, "w" * 40)]
+    assert _leaks(said, key_ids=[key_id, *ids], tmp_path=tmp_path) == []
+    with pytest.raises(SecretKeyError, match="nothing was changed"):
+        await store.rotate_secret_key()
+    store.use_secret_keys(SecretKeySource(secret_key_from_text("w" * 40)))
+    assert await store.get_api_key_secret(key_id) == SECRET
+
+
+@pytest.mark.parametrize(
+    ("env", "match"),
+    [
+        ({PREVIOUS_SECRET_KEY_ENV: KEK}, "without a current one"),
+        ({SECRET_KEY_ENV: KEK, PREVIOUS_SECRET_KEY_ENV: "short"}, "at least 32 characters"),
+        (
+            {SECRET_KEY_ENV: KEK, PREVIOUS_SECRET_KEY_ENV: KEK, PREVIOUS_SECRET_KEY_FILE_ENV: "/x"},
+            "give one",
+        ),
+        (
+            {SECRET_KEY_ENV: KEK, PREVIOUS_SECRET_KEY_FILE_ENV: "/nonexistent/old.key"},
+            "--previous-secret-key-file",
+        ),
+    ],
+)
+def test_an_unusable_previous_key_setting_is_a_typed_error_without_the_path(
+    env: dict[str, str], match: str
+) -> None:
+    with pytest.raises(SecretKeyError, match=match) as info:
+        check_secret_key_settings(env)
+    assert "/nonexistent" not in str(info.value) and KEK not in str(info.value)
+
+
+async def test_the_previous_key_is_read_from_the_environment(
+    db_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(SECRET_KEY_ENV, KEK)
+    async with await open_store(db_path) as store:
+        key_id = await store.add_api_key("openai", SECRET)
+    old_file = tmp_path / "old.key"
+    old_file.write_text(KEK + "\n")
+    monkeypatch.setenv(SECRET_KEY_ENV, OTHER_KEK)
+    monkeypatch.setenv(PREVIOUS_SECRET_KEY_FILE_ENV, str(old_file))
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret(key_id) == SECRET
+    monkeypatch.delenv(PREVIOUS_SECRET_KEY_FILE_ENV)
+    monkeypatch.setenv(PREVIOUS_SECRET_KEY_ENV, KEK)
+    async with await open_store(db_path) as store:
+        assert await store.get_api_key_secret(key_id) == SECRET
+
+
+async def test_a_hand_over_before_the_rotation_seals_for_the_receiver_with_the_old_key(
+    store: SqliteStore,
+) -> None:
+    store.use_secret_keys(_old_only())
+    await store.add_api_key("openai", f"{SECRET}ada", owner="ada")
+    bob = await store.create_user("bob", "$argon2id$h", owner="bob")
+    ada = await store.create_user("ada", "$argon2id$h", owner="ada")
+    key_id = await store.add_api_key("openai", SECRET, owner="bob")
+    # a process on the pair hands bob's data over: a process on the old key still opens it
+    store.use_secret_keys(_pair())
+    await store.delete_user(bob.id, hand_over_to=ada.id)
+    store.use_secret_keys(_old_only())
+    assert await store.get_api_key_secret(key_id, owner="ada") == SECRET

@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from tavernkit.cli._common import HomeOption, fail
 from tavernkit.cli.error_text import error_text
-from tavernkit.errors import TavernKitError
+from tavernkit.errors import SecretKeyError, TavernKitError
 from tavernkit.store.admin import applied_migrations, copy_store
 from tavernkit.store.paths import DB_FILE_NAME, data_dir
 from tavernkit.store.postgres import (
@@ -27,8 +27,11 @@ from tavernkit.store.postgres import (
     redact_url,
 )
 from tavernkit.store.secret_key import (
+    PREVIOUS_SECRET_KEY_ENV,
+    PREVIOUS_SECRET_KEY_FILE_ENV,
     SECRET_KEY_ENV,
     SECRET_KEY_FILE_ENV,
+    check_secret_key_settings,
     read_secret_key_file,
     replace_generated_key,
 )
@@ -131,13 +134,14 @@ def copy_data(
 
 def rotate_secret_key(
     new_key_file: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             "--new-key-file",
             help="A file holding the new secret key (at least 32 characters; "
-            "openssl rand -base64 32 > FILE makes one).",
+            "openssl rand -base64 32 > FILE makes one). Without it: seal again under the "
+            "current key what the previous key sealed (a rolling rotation).",
         ),
-    ],
+    ] = None,
     secret_key_file: Annotated[
         Path | None,
         typer.Option(
@@ -147,35 +151,62 @@ def rotate_secret_key(
             "host's, in the data dir).",
         ),
     ] = None,
+    previous_secret_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--previous-secret-key-file",
+            envvar=PREVIOUS_SECRET_KEY_FILE_ENV,
+            help="A file holding the previous secret key (or "
+            f"${PREVIOUS_SECRET_KEY_ENV}): secrets it sealed are sealed again.",
+        ),
+    ] = None,
     database: DatabaseOption = None,
     home: HomeOption = None,
 ) -> None:
-    """Seal every stored API key under a new secret key, in one transaction.
+    """Seal the stored API keys under a new secret key.
 
-    The current key must open every stored secret, or nothing changes. Afterwards give every
-    process the new key (TAVERNKIT_SECRET_KEY or --secret-key-file) and restart them; a single
-    host's generated key file is replaced by the new key."""
+    With --new-key-file: every stored secret, opened with the current (or previous) key, is
+    sealed under the new key; then give every process the new key and restart them (a single
+    host's generated key file is replaced by the new key). Without it, for a rolling rotation
+    (docs/deployment.md): once every process runs with the new key as current and the old one
+    as previous, what the previous key sealed is sealed under the current one. A key that
+    opens none of them changes nothing."""
     folder = _home(home)
     if secret_key_file is not None:
         os.environ[SECRET_KEY_FILE_ENV] = str(secret_key_file)
+    if previous_secret_key_file is not None:
+        os.environ[PREVIOUS_SECRET_KEY_FILE_ENV] = str(previous_secret_key_file)
 
     async def run() -> tuple[int, bool]:
-        new = read_secret_key_file(new_key_file)
+        check_secret_key_settings()
+        new = read_secret_key_file(new_key_file) if new_key_file is not None else None
         store = await _open(database, folder)
         try:
+            if new is None and store.secret_keys.previous() is None:
+                raise SecretKeyError(
+                    "nothing to rotate to: give --new-key-file, or the previous key "
+                    f"(--previous-secret-key-file or {PREVIOUS_SECRET_KEY_ENV}) beside the "
+                    "new current one"
+                )
             old = store.secret_keys.current()
             count = await store.rotate_secret_key(new)
         finally:
             await store.close()
-        if old.generated_file is not None:
+        if new_key_file is not None and old.generated_file is not None:
             replace_generated_key(old, new_key_file.read_text(encoding="utf-8"))
-        return count, old.generated_file is not None
+            return count, True
+        return count, False
 
     try:
         count, replaced = asyncio.run(run())
     except TavernKitError as exc:
         raise fail(error_text(exc)) from None
-    out.print(f"{escape(_where(database, folder))}: {count} sealed secrets now under the new key")
+    where = escape(_where(database, folder))
+    if new_key_file is None:
+        out.print(f"{where}: {count} sealed secrets now under the current key")
+        out.print("every process may now drop its previous key (restart them one by one)")
+        return
+    out.print(f"{where}: {count} sealed secrets now under the new key")
     if replaced:
         out.print("this host's generated secret key was replaced by the new one")
     else:

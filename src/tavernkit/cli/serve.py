@@ -28,6 +28,8 @@ from tavernkit.server.coordination import DEFAULT_LOCK_LEASE_S
 from tavernkit.server.settings import LOREBOOK_CEILING, RateLimit, ServerSettings
 from tavernkit.store.backup_check import parse_interval
 from tavernkit.store.secret_key import (
+    PREVIOUS_SECRET_KEY_ENV,
+    PREVIOUS_SECRET_KEY_FILE_ENV,
     SECRET_KEY_ENV,
     SECRET_KEY_FILE_ENV,
     check_secret_key_settings,
@@ -106,12 +108,15 @@ def _interval(text: str | None) -> float | None:
         raise typer.BadParameter(str(exc), param_hint="--backup-every") from None
 
 
-def use_secret_key_file(path: Path | None) -> None:
-    """Make ``path`` (``--secret-key-file``) this process's secret key file and refuse a given
-    key that cannot be used, before the server listens. The stores read the key from the
-    environment when they first need it, so the option is passed on as its variable."""
+def use_secret_key_file(path: Path | None, previous: Path | None = None) -> None:
+    """Make ``path`` (``--secret-key-file``) this process's secret key file, and ``previous``
+    (``--previous-secret-key-file``) its previous one, and refuse a given key that cannot be
+    used, before the server listens. The stores read the keys from the environment when they
+    first need them, so the options are passed on as their variables."""
     if path is not None:
         os.environ[SECRET_KEY_FILE_ENV] = str(path)
+    if previous is not None:
+        os.environ[PREVIOUS_SECRET_KEY_FILE_ENV] = str(previous)
     check_secret_key_settings()
 
 
@@ -197,6 +202,17 @@ class ServeOptions:
             help="A file holding the secret key stored API keys are sealed with (or the key "
             f"itself in ${SECRET_KEY_ENV}); the same for every process of a deployment. "
             "Default: one made for this host in the data dir.",
+        ),
+    ] = None
+    previous_secret_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--previous-secret-key-file",
+            envvar=PREVIOUS_SECRET_KEY_FILE_ENV,
+            show_envvar=True,
+            help="During a rolling rotation: a file holding the previous secret key (or the key "
+            f"itself in ${PREVIOUS_SECRET_KEY_ENV}); secrets sealed with it still open, and new "
+            "ones are sealed with it until tavernkit rotate-secret-key has run.",
         ),
     ] = None
     redis: Annotated[
@@ -367,7 +383,7 @@ def serve_command(options: ServeOptions) -> None:
         raise fail(f"the server needs {_MISSING!r}: pip install 'tavernkit[server]'")
     try:
         settings.check()
-        use_secret_key_file(options.secret_key_file)
+        use_secret_key_file(options.secret_key_file, options.previous_secret_key_file)
     except TavernKitError as exc:
         raise fail(error_text(exc)) from None
     if options.create_admin is not None:

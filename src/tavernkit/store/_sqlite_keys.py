@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import secrets
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -36,8 +37,8 @@ from tavernkit.store.secret_key import (
     SecretKey,
     SecretKeySource,
     api_key_binding,
-    open_sealed,
     seal,
+    sealed_key_id,
     store_secret_binding,
 )
 
@@ -56,19 +57,36 @@ _MISSING = (
 )
 
 
+_Binder = Callable[[tuple[object, ...]], str]
+#: how many times a rotation looks again for secrets sealed under the old key while it ran
+_ROTATION_PASSES = 3
+
+
 def _opt_time(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
-def _reseal(old: SecretKey, new: SecretKey, sealed: str, binding: str) -> str:
-    return seal(new, open_sealed(old, sealed, binding=binding), binding=binding)
+def _reseal(keys: SecretKeySource, new: SecretKey, sealed: str, binding: str) -> str:
+    return seal(new, keys.open(sealed, binding=binding), binding=binding)
+
+
+def _resealed(
+    keys: SecretKeySource, new: SecretKey, rows: Iterable[tuple[object, ...]], bind: _Binder
+) -> builtins.list[tuple[str, str]]:
+    """``(sealed again, row key)`` for each ``(row key, sealed[, owner])`` row not yet
+    sealed under ``new``."""
+    return [
+        (_reseal(keys, new, str(row[1]), bind(row)), str(row[0]))
+        for row in rows
+        if sealed_key_id(str(row[1])) != new.key_id
+    ]
 
 
 class SqliteKeys(SqliteBase):
     #: set on first use (see :attr:`secret_keys`)
     _secret_source: SecretKeySource | None = None
-    #: the install's fingerprint secret, once opened, and the id of the key that opened it
-    _install_secret: tuple[str, bytes] | None = None
+    #: the install's fingerprint secret, once opened, and the ids of the keys that opened it
+    _install_secret: tuple[tuple[str, ...], bytes] | None = None
 
     @property
     def secret_keys(self) -> SecretKeySource:
@@ -98,10 +116,21 @@ class SqliteKeys(SqliteBase):
             )
         return str(rows[0][0]) if rows else None
 
-    async def _fingerprint_secret(self, key: SecretKey) -> bytes:
-        """The install's fingerprint secret, opened with ``key``; made (or taken from an older
-        version's file) when there is none yet. The first process to store one wins."""
-        if self._install_secret is not None and self._install_secret[0] == key.key_id:
+    async def _sealing_key(self) -> SecretKey:
+        """The key a new secret is sealed with: the one the install's fingerprint secret is
+        under decides between the current and a previous key (read afresh: a rotation by
+        another process moves it; only while a previous key is given)."""
+        if self.secret_keys.previous() is None:
+            return self.secret_keys.current()
+        stored = await self._stored_install_secret()
+        return self.secret_keys.sealing_key(None if stored is None else sealed_key_id(stored))
+
+    async def _fingerprint_secret(self) -> bytes:
+        """The install's fingerprint secret, opened with the store's keys; made (or taken from
+        an older version's file) when there is none yet. The first process to store one wins."""
+        source = self.secret_keys
+        key_ids = tuple(k.key_id for k in source.opening_keys())
+        if self._install_secret is not None and self._install_secret[0] == key_ids:
             return self._install_secret[1]
         binding = store_secret_binding(FINGERPRINT_ROW)
         stored = await self._stored_install_secret()
@@ -112,13 +141,13 @@ class SqliteKeys(SqliteBase):
                 await db.execute(
                     "INSERT INTO store_secrets (name, sealed) VALUES (?, ?) "
                     "ON CONFLICT (name) DO NOTHING",
-                    (FINGERPRINT_ROW, seal(key, fresh, binding=binding)),
+                    (FINGERPRINT_ROW, seal(source.sealing_key(None), fresh, binding=binding)),
                 )
             stored = await self._stored_install_secret()
             if stored is None:  # pragma: no cover - inserted just above
                 raise StoreError("the fingerprint secret could not be stored")
-        opened = open_sealed(key, stored, binding=binding)
-        self._install_secret = (key.key_id, opened)
+        opened = source.open(stored, binding=binding)
+        self._install_secret = (key_ids, opened)
         return opened
 
     def _legacy_fingerprint_secret(self) -> bytes | None:
@@ -136,8 +165,8 @@ class SqliteKeys(SqliteBase):
             raise StoreError("an API key must be a non-empty string")
         if not provider:
             raise StoreError("an API key needs a provider")
-        key = self.secret_keys.current()
-        fingerprint = keyed_fingerprint(await self._fingerprint_secret(key), secret)
+        fingerprint = keyed_fingerprint(await self._fingerprint_secret(), secret)
+        key = await self._sealing_key()
         key_id = self._new_id()
         sealed = seal(key, secret.encode("utf-8"), binding=api_key_binding(owner, key_id))
         async with self._write() as db:
@@ -164,8 +193,8 @@ class SqliteKeys(SqliteBase):
         ]
         moved: builtins.list[tuple[str, str]] = []
         if waiting or (files.folder / FINGERPRINT_SECRET).is_file():
-            key = self.secret_keys.current()
-            await self._fingerprint_secret(key)  # the install's, so fingerprints stay
+            await self._fingerprint_secret()  # the install's, so fingerprints stay
+            key = await self._sealing_key()
             for key_id, owner in waiting:
                 plain = files.read(key_id).encode("utf-8")
                 moved.append((seal(key, plain, binding=api_key_binding(owner, key_id)), key_id))
@@ -196,11 +225,10 @@ class SqliteKeys(SqliteBase):
             return 0
         changed: builtins.list[tuple[str, str]] = []
         try:
-            key = self.secret_keys.current()
-            install = await self._fingerprint_secret(key)
+            install = await self._fingerprint_secret()
             for key_id, owner, sealed, stored in rows:
                 binding = api_key_binding(str(owner), str(key_id))
-                plain = open_sealed(key, str(sealed), binding=binding)
+                plain = self.secret_keys.open(str(sealed), binding=binding)
                 fingerprint = keyed_fingerprint(install, plain.decode("utf-8"))
                 if fingerprint != stored:
                     changed.append((fingerprint, str(key_id)))
@@ -211,34 +239,47 @@ class SqliteKeys(SqliteBase):
                 await db.executemany("UPDATE api_keys SET fingerprint = ? WHERE id = ?", changed)
         return len(changed)
 
-    async def rotate_secret_key(self, new: SecretKey) -> int:
-        """Seal every stored secret under ``new`` instead of the current key, in one
-        transaction; returns how many were sealed again. When the current key does not open
-        every one, :class:`~tavernkit.errors.SecretKeyError` and nothing changed."""
-        old = self.secret_keys.current()
+    async def rotate_secret_key(self, new: SecretKey | None = None) -> int:
+        """Seal under ``new`` (default: the current key) every stored secret sealed under
+        another key, opening each with the current or the previous key; returns how many were
+        sealed again. One transaction per pass; when a key added while a pass ran was sealed
+        under the old key, the next pass takes it. When no given key opens every one,
+        :class:`~tavernkit.errors.SecretKeyError` and that pass changed nothing."""
+        source = self.secret_keys
+        target = new if new is not None else source.current()
+        total = 0
+        for _ in range(_ROTATION_PASSES):
+            count = await self._reseal_pass(source, target)
+            total += count
+            if count == 0:
+                break
+        if new is not None:
+            source.use(new)
+        self._install_secret = None
+        return total
+
+    async def _reseal_pass(self, source: SecretKeySource, target: SecretKey) -> int:
         async with self._write() as db:
             keys = await db.execute_fetchall(
-                "SELECT id, owner, secret FROM api_keys WHERE secret <> ''"
+                "SELECT id, secret, owner FROM api_keys WHERE secret <> ''"
             )
             stored = await db.execute_fetchall("SELECT name, sealed FROM store_secrets")
             try:
-                keys_again = [
-                    (_reseal(old, new, str(s), api_key_binding(str(o), str(i))), str(i))
-                    for i, o, s in keys
-                ]
-                stored_again = [
-                    (_reseal(old, new, str(s), store_secret_binding(str(n))), str(n))
-                    for n, s in stored
-                ]
+                keys_again = _resealed(
+                    source, target, keys, lambda r: api_key_binding(str(r[2]), str(r[0]))
+                )
+                stored_again = _resealed(
+                    source, target, stored, lambda r: store_secret_binding(str(r[0]))
+                )
             except SecretKeyError:
                 raise SecretKeyError(
-                    "the current secret key does not open the stored API keys, so they cannot "
-                    "be sealed again: give the key they were sealed with (nothing was changed)"
+                    "neither the current nor the previous secret key opens every stored API "
+                    "key, so they cannot be sealed again: give the key they were sealed with "
+                    "(nothing was changed)"
                 ) from None
+            # the fingerprint secret last: it says which key new secrets are sealed with
             await db.executemany("UPDATE api_keys SET secret = ? WHERE id = ?", keys_again)
             await db.executemany("UPDATE store_secrets SET sealed = ? WHERE name = ?", stored_again)
-        self.secret_keys.use(new)
-        self._install_secret = None
         return len(keys_again) + len(stored_again)
 
     async def _seal_keys_for(self, db: SqliteConnection, owner: str, to: str) -> None:
@@ -247,12 +288,16 @@ class SqliteKeys(SqliteBase):
         )
         if not rows:
             return
-        key = self.secret_keys.current()
+        fingerprint = await db.execute_fetchall(
+            "SELECT sealed FROM store_secrets WHERE name = ?", (FINGERPRINT_ROW,)
+        )
+        under = sealed_key_id(str(fingerprint[0][0])) if fingerprint else None
+        key = self.secret_keys.sealing_key(under)
         again = [
             (
                 seal(
                     key,
-                    open_sealed(key, str(s), binding=api_key_binding(owner, str(i))),
+                    self.secret_keys.open(str(s), binding=api_key_binding(owner, str(i))),
                     binding=api_key_binding(to, str(i)),
                 ),
                 str(i),
@@ -293,8 +338,7 @@ class SqliteKeys(SqliteBase):
         sealed = str(rows[0][0])
         if not sealed:
             raise StoreError(_MISSING)
-        key = self.secret_keys.current()
-        return open_sealed(key, sealed, binding=api_key_binding(owner, key_id)).decode("utf-8")
+        return self.secret_keys.open(sealed, binding=api_key_binding(owner, key_id)).decode("utf-8")
 
     async def delete_api_key(self, key_id: str, *, owner: str = DEFAULT_OWNER) -> None:
         async with self._write() as db:

@@ -15,7 +15,18 @@ Where the key comes from, first found wins:
   characters, 0600), so nothing needs configuring; its text is what a second host is given as
   ``TAVERNKIT_SECRET_KEY``.
 
-Setting both variables is refused (which one is meant?). The AES key is HKDF-SHA-256 of the
+Setting both variables is refused (which one is meant?).
+
+A previous key may be given beside it, for a rolling rotation across processes:
+``TAVERNKIT_SECRET_KEY_PREVIOUS`` or ``TAVERNKIT_SECRET_KEY_PREVIOUS_FILE``
+(``--previous-secret-key-file``). Opening a sealed secret then takes whichever of the two keys
+sealed it. Sealing takes the key the database's secrets are under (:meth:`SecretKeySource.
+sealing_key`): the previous key until ``tavernkit rotate-secret-key`` has sealed them again
+under the current one, the current key afterwards. Why not always the current key: during a
+rolling restart some processes still run with only the old key, and a secret sealed with the
+new one would be unreadable to them; sealing with the old key until the rotation (which the
+procedure runs once every process holds both keys) leaves nothing sealed under a key some
+running process lacks, at every step. The AES key is HKDF-SHA-256 of the
 text; the key's id is 12 hex digits of a hash of that AES key (it tells keys apart, reveals
 nothing about them).
 
@@ -38,7 +49,7 @@ import hashlib
 import os
 import secrets
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -54,6 +65,8 @@ from tavernkit.store.paths import data_dir
 __all__ = [
     "GENERATED_KEY_FILE",
     "MIN_KEY_CHARS",
+    "PREVIOUS_SECRET_KEY_ENV",
+    "PREVIOUS_SECRET_KEY_FILE_ENV",
     "SEALED_PREFIX",
     "SECRET_KEY_ENV",
     "SECRET_KEY_FILE_ENV",
@@ -62,8 +75,10 @@ __all__ = [
     "api_key_binding",
     "check_secret_key_settings",
     "open_sealed",
+    "open_sealed_with",
     "read_secret_key_file",
     "replace_generated_key",
+    "resolve_previous_secret_key",
     "resolve_secret_key",
     "seal",
     "sealed_key_id",
@@ -73,6 +88,8 @@ __all__ = [
 
 SECRET_KEY_ENV = "TAVERNKIT_SECRET_KEY"
 SECRET_KEY_FILE_ENV = "TAVERNKIT_SECRET_KEY_FILE"
+PREVIOUS_SECRET_KEY_ENV = "TAVERNKIT_SECRET_KEY_PREVIOUS"
+PREVIOUS_SECRET_KEY_FILE_ENV = "TAVERNKIT_SECRET_KEY_PREVIOUS_FILE"
 #: the single host's own key, in the data dir
 GENERATED_KEY_FILE = "secret.key"
 #: a shorter text is refused: 32 characters of base64 are 192 bits
@@ -87,8 +104,9 @@ Origin = Literal["env", "file", "generated"]
 #: the secrets of the database were sealed with another key (the usual cause: a process not
 #: given the deployment's key, which then made one of its own)
 MISMATCH = (
-    "the stored API keys were sealed with another secret key than this server's: give every "
-    f"process of the deployment the same secret key ({SECRET_KEY_ENV} or --secret-key-file)"
+    "the stored API keys were sealed with another secret key than this server's (and its "
+    "previous one, if given): give every process of the deployment the same secret key "
+    f"({SECRET_KEY_ENV} or --secret-key-file)"
 )
 ALTERED = (
     "a stored API key cannot be opened: its sealed secret was altered or copied from another "
@@ -126,17 +144,19 @@ def secret_key_from_text(
     return SecretKey(derived, key_id, origin, generated_file)
 
 
-def read_secret_key_file(path: Path, *, origin: Origin = "file") -> SecretKey:
-    """The key in the file at ``path``. Its error names the setting, not the path (it may
+def read_secret_key_file(
+    path: Path,
+    *,
+    origin: Origin = "file",
+    setting: str = f"{SECRET_KEY_FILE_ENV} or --secret-key-file",
+) -> SecretKey:
+    """The key in the file at ``path``. Its error names the ``setting``, not the path (it may
     reach a user when the key is first needed by a turn)."""
     try:
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise SecretKeyError(
-            f"the secret key file ({SECRET_KEY_FILE_ENV} or --secret-key-file) cannot be "
-            f"read: {cause}"
-        ) from None
+        raise SecretKeyError(f"the secret key file ({setting}) cannot be read: {cause}") from None
     generated = path if origin == "generated" else None
     return secret_key_from_text(text, origin=origin, generated_file=generated)
 
@@ -201,28 +221,83 @@ def resolve_secret_key(environ: Mapping[str, str] | None = None) -> SecretKey:
     return _generated_key(data_dir(environ=env) / GENERATED_KEY_FILE)
 
 
+def resolve_previous_secret_key(environ: Mapping[str, str] | None = None) -> SecretKey | None:
+    """The previous key given beside this process's key (a rolling rotation), or ``None``."""
+    env = os.environ if environ is None else environ
+    text = env.get(PREVIOUS_SECRET_KEY_ENV, "")
+    file = env.get(PREVIOUS_SECRET_KEY_FILE_ENV, "")
+    if text and file:
+        raise SecretKeyError(
+            f"both {PREVIOUS_SECRET_KEY_ENV} and {PREVIOUS_SECRET_KEY_FILE_ENV} are set: give one"
+        )
+    if text:
+        return secret_key_from_text(text)
+    if file:
+        setting = f"{PREVIOUS_SECRET_KEY_FILE_ENV} or --previous-secret-key-file"
+        return read_secret_key_file(Path(file).expanduser(), setting=setting)
+    return None
+
+
 def check_secret_key_settings(environ: Mapping[str, str] | None = None) -> None:
     """Refuse a given key that cannot be used (for a server's start: it then fails before it
-    listens, not at the first turn); a single host's generated key is left to first use."""
+    listens, not at the first turn); a single host's generated key is left to first use. A
+    previous key needs a given current one (a generated key is never rotated that way)."""
     env = os.environ if environ is None else environ
-    if env.get(SECRET_KEY_ENV) or env.get(SECRET_KEY_FILE_ENV):
+    given = bool(env.get(SECRET_KEY_ENV) or env.get(SECRET_KEY_FILE_ENV))
+    if given:
         resolve_secret_key(env)
+    if resolve_previous_secret_key(env) is not None and not given:
+        raise SecretKeyError(
+            f"a previous secret key is given without a current one: give the new key as "
+            f"{SECRET_KEY_ENV} or --secret-key-file beside it"
+        )
 
 
 class SecretKeySource:
-    """A store's key: resolved from the environment at first use, then kept; or fixed."""
+    """A store's keys, the current one and maybe a previous one: resolved from the environment
+    at first use, then kept; or fixed."""
 
-    def __init__(self, key: SecretKey | None = None) -> None:
+    def __init__(self, key: SecretKey | None = None, previous: SecretKey | None = None) -> None:
         self._key = key
+        self._previous = previous
+        #: a fixed key comes with its previous one (or none); otherwise read with the current
+        self._previous_known = key is not None
 
     def current(self) -> SecretKey:
         if self._key is None:
             self._key = resolve_secret_key()
         return self._key
 
+    def previous(self) -> SecretKey | None:
+        if not self._previous_known:
+            self._previous = resolve_previous_secret_key()
+            self._previous_known = True
+        return self._previous
+
+    def opening_keys(self) -> tuple[SecretKey, ...]:
+        """The keys that open secrets: the current one, then the previous one."""
+        previous = self.previous()
+        current = self.current()
+        return (current,) if previous is None else (current, previous)
+
+    def sealing_key(self, database_key_id: str | None) -> SecretKey:
+        """The key new secrets are sealed with, given the id of the key the database's secrets
+        are under (``None``: none stored yet): the previous key while one is given and the
+        database is not yet under the current one (see the module docstring)."""
+        previous = self.previous()
+        current = self.current()
+        if previous is None or database_key_id == current.key_id:
+            return current
+        return previous
+
+    def open(self, sealed: str, *, binding: str) -> bytes:
+        return open_sealed_with(self.opening_keys(), sealed, binding=binding)
+
     def use(self, key: SecretKey) -> None:
-        """Seal and open with ``key`` from now on (after a rotation)."""
+        """Seal and open with ``key`` alone from now on (after a rotation)."""
         self._key = key
+        self._previous = None
+        self._previous_known = True
 
 
 def api_key_binding(owner: str, key_id: str) -> str:
@@ -254,6 +329,16 @@ def sealed_key_id(sealed: str) -> str | None:
     if len(parts) != 3 or parts[0] != SEALED_PREFIX:
         return None
     return parts[1]
+
+
+def open_sealed_with(keys: Sequence[SecretKey], sealed: str, *, binding: str) -> bytes:
+    """The plaintext of ``sealed``, opened with whichever of ``keys`` sealed it (its recorded
+    key id says which); the errors of :func:`open_sealed`."""
+    sealed_by = sealed_key_id(sealed)
+    for key in keys:
+        if key.key_id == sealed_by:
+            return open_sealed(key, sealed, binding=binding)
+    return open_sealed(keys[0], sealed, binding=binding)  # its error: altered, or mismatch
 
 
 def open_sealed(key: SecretKey, sealed: str, *, binding: str) -> bytes:
