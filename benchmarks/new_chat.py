@@ -9,11 +9,12 @@ one, with macros) with a SillyTavern world-info file of ``--entries`` entries na
 and linked to it, and the same character without a book. Each run is a new process (as a CLI
 command is): it opens the folder and times one ``new_chat`` (cold: nothing of the store read
 yet, and the chat verbs imported on this first use of ``tk.chats``, the same in both cases)
-and then a second one on the same Tavern (warm: the store's records already parsed). Printed per tree and case: the median and
-the best of ``--runs`` runs, and the ratio book ÷ none (target: about 1, "a book costs a new
-chat nothing"). ``--baseline-src DIR`` (another tavernkit's ``src``, e.g. a ``git worktree add``
-of an older commit) runs the same processes on the same folders, alternating with this tree's
-run by run. The load average is printed: the figures are noisy on a shared machine.
+and then a second one on the same Tavern (warm: the store's records already parsed). Printed
+per tree and case: the median and the best of ``--runs`` runs, and the ratio book ÷ none
+(target: about 1, "a book costs a new chat nothing"). ``--baseline-src DIR`` (another
+tavernkit's ``src``, e.g. a ``git worktree add`` of an older commit) runs the same processes on
+the same folders, alternating with this tree's run by run. The load average is printed: the
+figures are noisy on a shared machine.
 """
 
 from __future__ import annotations
