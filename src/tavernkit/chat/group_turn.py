@@ -348,8 +348,9 @@ async def create_group_chat(
         text = pick_greeting(member, rng)
         if text is None:
             continue
+        # a greeting's macros read no world info: the member's lorebooks are not loaded
         state = await load_chat_state(
-            store, owner=owner, character=loaded.character_ids[member.avatar]
+            store, owner=owner, character=loaded.character_ids[member.avatar], books=False
         )
         state = state.model_copy(update={"group": speaker_for(loaded, member).context})
         substitute = state_substitute(

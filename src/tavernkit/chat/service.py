@@ -73,8 +73,10 @@ class ChatService(GroupVerbs):
         self, character: str, *, name: str | None = None, persona: str | None = None
     ) -> ChatInfo:
         """A new chat with ``character``, its greetings as the swipes of message 0."""
+        # The greetings' macros and regex scripts read no world info (SillyTavern scans none
+        # for a greeting): the character's lorebooks are not loaded.
         state = await load_chat_state(
-            self.store, owner=self.owner, character=character, persona=persona
+            self.store, owner=self.owner, character=character, persona=persona, books=False
         )
         card = state.card
         if not isinstance(card, Card):

@@ -49,6 +49,7 @@ async def load_chat_state(
     persona: str | None = None,
     settings: Settings | None = None,
     window: int | None = None,
+    books: bool = True,
 ) -> ChatState:
     """Gather one turn's inputs. ``character`` and ``persona`` override the chat's and the
     settings' selections; a selection naming a record that no longer exists is ignored (the
@@ -58,7 +59,13 @@ async def load_chat_state(
     visible one) are loaded: the chat's messages are then a
     :class:`~tavernkit.models.chat_window.MessageWindow`, which raises
     :class:`~tavernkit.models.chat_window.OutsideWindow` when a build reads past what was
-    loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more)."""
+    loaded (see :func:`tavernkit.chat.prepare.prepare_turn`, which then loads more).
+
+    ``books=False`` leaves the lorebooks out (the state's ``books`` empty, the character's
+    links not read): for what evaluates macros without a world-info scan, such as a new
+    chat's greetings (SillyTavern scans no world info for them, and ``{{outlet}}`` reads a
+    scan's result, which a greeting has none of), so a 20,000-entry book is neither read
+    nor parsed to write one greeting."""
     settings, stored_chat, global_variables = await _first_reads(
         store, owner, chat_id, settings, window
     )
@@ -79,7 +86,9 @@ async def load_chat_state(
     wanted = _wanted(settings, char_ref)
     # the chat's character is named by its id: its linked books are read alongside
     by_id = (
-        char_ref if stored_chat is not None and char_ref == stored_chat.info.character_id else None
+        char_ref
+        if books and stored_chat is not None and char_ref == stored_chat.info.character_id
+        else None
     )
     refs = [(kind, ref) for kind, ref in wanted.items() if ref]
     shared, linked = await asyncio.gather(
@@ -95,16 +104,18 @@ async def load_chat_state(
         card = None
 
     persona_model = _first_persona(shared, personas)
-    if character_id != by_id:
-        linked = await _linked_books(store, character_id, owner)
-    books = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
+    scoped: list[ScopedBook] = []
+    if books:
+        if character_id != by_id:
+            linked = await _linked_books(store, character_id, owner)
+        scoped = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
 
     return ChatState(
         settings=settings,
         card=card,
         persona=persona_model,
         user_name=_user_name(persona_model, settings),
-        books=books,
+        books=scoped,
         chat_preset=_typed(found.model("chat_preset"), ChatCompletionPreset),
         chat_preset_id=found.record_id("chat_preset"),
         textgen_preset=_typed(found.model("textgen_preset"), TextGenSettings),
