@@ -96,4 +96,6 @@ async def test_a_send_reads_the_settings_the_chat_and_the_records_once(world: Wo
     assert sum("ORDER BY position DESC LIMIT" in s for s in reads) == 1  # the tail, once
     # the card, presets, templates, persona and profile: one revision check for all
     assert sum(s.startswith("SELECT kind, id, name, created, revision") for s in reads) == 1
-    assert not any(s.startswith("SELECT id, created, revision") for s in reads)
+    # and one look at the card's revision before anything is stored: its writer is checked
+    # then (issue 39), and the model that look shares is the one the load then reuses
+    assert sum(s.startswith("SELECT id, created, revision") for s in reads) == 1

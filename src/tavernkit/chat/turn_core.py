@@ -229,11 +229,11 @@ class TurnCore:
         writer's."""
         if character is None or TurnOverrides.of(overrides).profile:
             return
-        # the shared (revision-checked) record the turn's own load reads next: no second parse
-        # of the card, and one statement with no transaction around it on PostgreSQL
-        found = await self.store.get_shared_records([("character", character)], owner=self.owner)
-        shared = found.get(("character", character))
-        if shared is None:
+        try:
+            # the shared (revision-checked) record the turn's own load reads next: no second
+            # parse of the card, and on SQLite no statement at all while nothing was written
+            shared = await self.store.get_shared_record("character", character, owner=self.owner)
+        except NotFound:
             return  # the turn's own load says so
         data = shared.model.data if isinstance(shared.model, Card) else None
         await self.check_card_writer(data, overrides)

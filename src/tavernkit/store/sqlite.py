@@ -313,7 +313,9 @@ class SqliteStore(
     async def _shared_record(self, kind: str, ref: str, owner: str) -> SharedRecord:
         # One small indexed row says whether the model made last time is still the record's:
         # (id, created, revision) changes with every write, and with a delete and re-create.
-        async with self._read_now() as db:
+        # No snapshot, as in get_shared_records: a record written between the two reads is
+        # never served again under the key read first (the key moves with every write)
+        async with self._read_now(snapshot=False) as db:
             key = await self._revision_key(db, kind, ref, owner)
             hit = self._shared_hit(key)
             if hit is not None:
