@@ -64,7 +64,9 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.plugins.formats import FormatRegistry
-from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
+from tavernkit.store.chat_types import ChatInfo
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo, StoredRecord
 
 __all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
 

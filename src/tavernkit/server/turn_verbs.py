@@ -13,7 +13,7 @@ from tavernkit.errors import FormatError
 from tavernkit.generation.abort import AbortController
 from tavernkit.server.turn_events import EventLogSink, MemberSink
 from tavernkit.server.turn_request import TurnRequest
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.store.chat_types import ChatInfo
 
 __all__ = ["check_branch_point", "run_verb"]
 

@@ -62,7 +62,7 @@ from tavernkit.server.turn_events import EventLogSink, failure_events, outcome_d
 from tavernkit.server.turn_log_writer import TurnLogWriter, type_name
 from tavernkit.server.turn_request import GROUP_TURN_KINDS, TURN_KINDS, TurnRequest, TurnStarted
 from tavernkit.server.turn_verbs import check_branch_point, run_verb
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.store.chat_types import ChatInfo
 
 logger = logging.getLogger(__name__)
 
