@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tavernkit.store.protocol import Store, StoredChat, StoredChatWindow, TurnStart
+from tavernkit.store.chat_types import StoredChat, StoredChatWindow, TurnStart
+from tavernkit.store.protocol import Store
 
 __all__ = ["ChatReads"]
 

@@ -14,7 +14,7 @@ import pytest
 
 from tavernkit.errors import FormatError
 from tavernkit.facade import Tavern
-from tavernkit.library import CHAT_BATCH
+from tavernkit.library_chats import CHAT_BATCH
 from tavernkit.store import SqliteStore
 
 

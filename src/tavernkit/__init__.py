@@ -91,7 +91,8 @@ if TYPE_CHECKING:
     from tavernkit.facade import Tavern
     from tavernkit.generation.abort import AbortController, AbortSignal
     from tavernkit.generation.sink import ResponseSink
-    from tavernkit.library import ImportResult, Library
+    from tavernkit.library import Library
+    from tavernkit.library_results import ImportResult
     from tavernkit.models.group import Group
     from tavernkit.runtime import Runtime
     from tavernkit.tasks.options import TaskResult
@@ -106,7 +107,7 @@ _LAZY: dict[str, str] = {
     "FunctionTool": "tavernkit.tools.registry",
     "Group": "tavernkit.models.group",
     "GroupTurnOutcome": "tavernkit.chat.group_turn",
-    "ImportResult": "tavernkit.library",
+    "ImportResult": "tavernkit.library_results",
     "Library": "tavernkit.library",
     "ResponseSink": "tavernkit.generation.sink",
     "Runtime": "tavernkit.runtime",

@@ -14,7 +14,8 @@ from typing import Literal
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.models.character import Card
-from tavernkit.store.protocol import RecordInfo, Store, StoredRecord
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo, StoredRecord
 
 __all__ = ["CardAsset", "Characters", "charx_blobs"]
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
-    from tavernkit.library import ImportResult
+    from tavernkit.library_results import ImportResult
 
 __all__ = ["DEMO_CHARACTER", "add_demo_character", "add_demo_on_first_start"]
 

@@ -11,6 +11,10 @@ and chats stay attached). Two exceptions make the common SillyTavern export (a c
 world file) import in either order: a card's embedded book never overwrites a stored book of
 that name (the card is linked to the stored one: "kept"), and a world file replaces a book that
 was only ever the copy embedded in a card (it carries ``originalData``).
+
+Chat files are imported by :class:`~tavernkit.library_chats.ChatImports`, which
+:class:`Library` extends; every import reports
+:class:`~tavernkit.library_results.ImportResult` values.
 """
 
 from __future__ import annotations
@@ -18,43 +22,43 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
 from tavernkit.characters import CardAsset, charx_blobs
-from tavernkit.chat.greetings import chat_name
-from tavernkit.chat_import import ChatSource, parsed_chat, streamed_chat, wire_message
+from tavernkit.chat_import import parsed_chat
 from tavernkit.errors import (
-    Conflict,
     FormatError,
     LimitExceeded,
     NameTaken,
     NotFound,
-    NotStreamable,
 )
 from tavernkit.formats.bad_bytes import repair_utf8
 from tavernkit.formats.cards import ImportedCard
 from tavernkit.formats.chatluna import lorebook_from_chatluna
-from tavernkit.formats.chats import is_chat_jsonl
 from tavernkit.formats.file_io import DEFAULT_LIMITS, FormatLimits, read_limited
 from tavernkit.formats.groups import is_group_chat
 from tavernkit.formats.lorebooks import character_book_to_lorebook
 from tavernkit.formats.presets import kind_of
 from tavernkit.formats.settings import ImportedSettings
-from tavernkit.groups.records import attach_chat, group_of_chat, load_group
+from tavernkit.library_chats import (
+    CHAT_BATCH,
+    OFF_LOOP_BYTES,
+    ChatImports,
+    off_loop,
+    starts_as_chat,
+)
 from tavernkit.library_export import (
     EXPORT_FORMATS,
     PRESET_STORE_KIND,
     SEARCH_ORDER,
     Found,
-    LibraryExports,
     kind_label,
     record_wire,
 )
+from tavernkit.library_results import ImportResult, Status
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.character import Card
 from tavernkit.models.chat import Chat
@@ -64,36 +68,13 @@ from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.models.settings import Settings
 from tavernkit.plugins.formats import FormatRegistry
-from tavernkit.store.protocol import ChatInfo, RecordInfo, Store, StoredRecord
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo, StoredRecord
 
-__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "ImportResult", "Library"]
-
-
-#: messages per write of an imported chat (each a short transaction)
-CHAT_BATCH = 500
-#: the size of a file from which an import parses it in a worker thread (a chat's messages
-#: are converted there from CHAT_BATCH on)
-OFF_LOOP_BYTES = 64 * 1024
-
-_R = TypeVar("_R")
-
-#: ``linked``: a chat imported before its character, attached to it when the character came
-Status = Literal["imported", "unchanged", "replaced", "kept", "linked"]
+__all__ = ["EXPORT_FORMATS", "SEARCH_ORDER", "CardAsset", "Found", "Library"]
 
 
-@dataclass(frozen=True, slots=True)
-class ImportResult:
-    """One record an import wrote (a card with a book writes two)."""
-
-    kind: str
-    name: str
-    id: str
-    status: Status
-    source: str
-    note: str = ""
-
-
-class Library(LibraryExports):
+class Library(ChatImports):
     """Import, find and export records of one owner (and manage its characters:
     :class:`~tavernkit.characters.Characters`)."""
 
@@ -134,7 +115,7 @@ class Library(LibraryExports):
         never the file; any other file is read whole (each kind has its cap)."""
         path = Path(path)
         source = str(path) if source is None else source
-        if group is None and await asyncio.to_thread(_starts_as_chat, path):
+        if group is None and await asyncio.to_thread(starts_as_chat, path):
             streamed = await self._import_chat_file(path, source, character, replace)
             if streamed is not None:
                 return [streamed]
@@ -144,21 +125,6 @@ class Library(LibraryExports):
         return await self.import_bytes(
             data, source=source, character=character, group=group, replace=replace
         )
-
-    async def _import_chat_file(
-        self, path: Path, source: str, character: str | None, replace: bool
-    ) -> ImportResult | None:
-        """A ``.jsonl`` chat file read a batch at a time (memory for a batch, not the file);
-        ``None`` for one the whole-file reader takes instead: a group chat, or one with a line
-        that is not UTF-8 (nothing of it is left stored)."""
-        try:
-            chat = await streamed_chat(path, source=source, limits=self.limits, batch=CHAT_BATCH)
-            if character is None and is_group_chat(chat.view()):
-                return None
-            stem = Path(source).stem if not source.startswith("<") else None
-            return await self._import_chat(chat, stem or "chat", source, character, replace)
-        except NotStreamable:
-            return None
 
     async def import_bytes(
         self,
@@ -177,7 +143,7 @@ class Library(LibraryExports):
         whose messages carry speakers' ``original_avatar`` is a group chat anyway, attached to
         the stored group that lists its name."""
         big = len(data) >= OFF_LOOP_BYTES
-        data, repaired = await _off_loop(big, repair_utf8, data, source=source)
+        data, repaired = await off_loop(big, repair_utf8, data, source=source)
         results = await self._import_data(data, source, character, replace, group)
         if repaired is None:
             return results
@@ -209,7 +175,7 @@ class Library(LibraryExports):
     ) -> list[ImportResult]:
         self._check_lorebook_size(data, source)
         big = len(data) >= OFF_LOOP_BYTES
-        handler, value = await _off_loop(big, self.formats.read, data, source)
+        handler, value = await off_loop(big, self.formats.read, data, source)
         stem = Path(source).stem if not source.startswith("<") else None
         if isinstance(value, ImportedCard):
             return await self._import_card(value, source, replace)
@@ -388,153 +354,8 @@ class Library(LibraryExports):
                 )
         return results
 
-    async def _import_chat(
-        self, chat: ChatSource, name: str, source: str, character: str | None, replace: bool
-    ) -> ImportResult:
-        """A chat file, named from its content (``<character> - <first message's date>``, as
-        SillyTavern names a new chat; the file name for a branch, or when the content says
-        nothing). A stored chat with the same lines is this chat (``unchanged``) whatever the
-        file is called; a different chat of the same name and character needs ``replace``.
-        Only identical content counts as the same: SillyTavern's branches share their main
-        chat's ``integrity`` id."""
-        view = chat.view()
-        header_name, speaker = _chat_character(view)
-        char_id: str | None = None
-        if character is not None:
-            char_id = (
-                await self.store.get_record("character", character, owner=self.owner)
-            ).info.id
-        else:
-            for candidate in (header_name, speaker):
-                if not candidate:
-                    continue
-                try:
-                    record = await self.store.get_record("character", candidate, owner=self.owner)
-                except NotFound:
-                    continue
-                char_id = record.info.id
-                break
-        # A branch shares its main chat's first message (and, in SillyTavern, its integrity
-        # id): only its file name tells it apart.
-        if not chat.header.chat_metadata.main_chat:
-            name = _chat_name(view, header_name or speaker) or name
-        integrity = chat.header.chat_metadata.integrity
-        # the stored chats with the file's integrity id, by the store's index (never by
-        # loading every chat); a chat is only loaded to compare when its length can be the file's
-        same_id = (
-            {i.id for i in await self.store.chats_with_integrity(integrity, owner=self.owner)}
-            if integrity
-            else set()
-        )
-        same_name: ChatInfo | None = None
-        for info in await self.store.list_chats(owner=self.owner):
-            named = info.name == name and info.character_id == char_id
-            # imported before its character was: the same chat, to attach now
-            orphan = info.name == name and info.character_id is None and char_id is not None
-            if named:
-                same_name = info
-            if not (named or orphan or info.id in same_id):
-                continue
-            if chat.count is not None and info.message_count != chat.count:
-                continue
-            stored = await self.store.load_chat(info.id, owner=self.owner)
-            if await _same_lines(stored.lines(), chat):
-                if char_id is not None and info.character_id is None:
-                    await self.store.attach_chat(info.id, char_id, owner=self.owner)
-                    return ImportResult("chat", info.name, info.id, "linked", source)
-                return ImportResult("chat", info.name, info.id, "unchanged", source)
-        if same_name is not None:
-            if not replace:
-                raise NameTaken(
-                    f"a chat named {name!r} already exists and differs from {source}",
-                    kind="chat",
-                    name=name,
-                )
-            # the new chat first: a file that turns out bad part way leaves the old one be
-            created = await self._write_chat(chat, name, char_id)
-            await self.store.delete_chat(same_name.id, owner=self.owner)
-            return ImportResult("chat", name, created.id, "replaced", source)
-        created = await self._write_chat(chat, name, char_id)
-        return ImportResult("chat", name, created.id, "imported", source)
-
-    async def _write_chat(self, chat: ChatSource, name: str, char_id: str | None) -> ChatInfo:
-        """The chat written a batch at a time (:data:`CHAT_BATCH` messages, each a short
-        write): a 20,000-message chat never holds the loop, or the store, for the whole of it.
-        One that fails part way is removed."""
-        created: ChatInfo | None = None
-        try:
-            async for batch in chat.batches():
-                if created is None:
-                    created = await self._create_chat([chat.head_line(), *batch], name, char_id)
-                else:
-                    await self.store.append_messages(
-                        created.id, batch, owner=self.owner, detached=True
-                    )
-        except BaseException:
-            if created is not None:
-                await asyncio.shield(self.store.delete_chat(created.id, owner=self.owner))
-            raise
-        if created is None:
-            return await self._create_chat([chat.head_line()], name, char_id)
-        return await self.store.get_chat_info(created.id, owner=self.owner)
-
-    async def _adopt_chats(self, name: str, char_id: str, source: str) -> list[ImportResult]:
-        """Attach to the character ``name`` (just imported) the chats imported before it that
-        name it as their character (not group chats: those belong to their group)."""
-        adopted: list[ImportResult] = []
-        for info in await self.store.list_chats(owner=self.owner):
-            if info.character_id is not None:
-                continue
-            # its header and first messages say whose it is (not the whole chat: cheap)
-            window = await self.store.load_chat_window(info.id, last=1, owner=self.owner)
-            try:
-                chat = window.to_chat()
-            except FormatError:
-                continue  # a chat edited out of shape says nothing reliable of its character
-            if is_group_chat(chat) or name not in _chat_character(chat):
-                continue
-            if await group_of_chat(self.store, info.name, owner=self.owner) is not None:
-                continue
-            if await self.store.attach_chat(info.id, char_id, owner=self.owner):
-                note = f"attached to {name}"
-                adopted.append(ImportResult("chat", info.name, info.id, "linked", source, note))
-        return adopted
-
-    async def _import_group_chat(
-        self, chat: Chat, name: str, source: str, group: str | None
-    ) -> ImportResult:
-        """A group chat, named after its file (SillyTavern's chat id), attached to no
-        character and listed in its group: ``group``, else the stored group that lists the
-        name. The same lines under that name are this chat (``unchanged``)."""
-        lines = await _off_loop(len(chat.messages) >= CHAT_BATCH, _chat_lines, chat)
-        owner = self.owner
-        if group is None:
-            found = await group_of_chat(self.store, name, owner=owner)
-            group = found.id if found is not None else None
-        else:
-            group = (await load_group(self.store, group, owner=owner)).id
-        for info in await self.store.list_chats(owner=owner):
-            if info.name == name and info.character_id is None:
-                stored = await self.store.load_chat(info.id, owner=owner)
-                if stored.lines() != lines:
-                    raise Conflict(
-                        f"a chat named {name!r} already exists and differs from {source}"
-                    )
-                return ImportResult("chat", name, info.id, "unchanged", source)
-        created = await self._create_chat(lines, name, None)
-        if group is not None:
-            await attach_chat(self.store, group, name, owner=owner)
-        return ImportResult("chat", name, created.id, "imported", source)
-
     async def _character_id(self, name: str) -> str:
         return (await self.store.get_record("character", name, owner=self.owner)).info.id
-
-    async def _create_chat(
-        self, lines: list[dict[str, Any]], name: str, char_id: str | None
-    ) -> ChatInfo:
-        return await self.store.create_chat(
-            lines[0], lines[1:], owner=self.owner, name=name, character=char_id
-        )
 
     async def _import_settings(
         self, imported: ImportedSettings, source: str, replace: bool
@@ -590,31 +411,6 @@ class Library(LibraryExports):
         return results
 
 
-def _chat_character(chat: Chat) -> tuple[str | None, str | None]:
-    """Who a chat file says its character is: the header's ``character_name`` (SillyTavern
-    writes ``"unused"`` there now) and the first speaker who is not the user."""
-    speaker = next((m.name for m in chat.messages if not m.is_user and m.name), None)
-    header_name = chat.header.character_name
-    if header_name in (None, "", "unused"):
-        header_name = None
-    return header_name, speaker
-
-
-def _chat_name(chat: Chat, character: str | None) -> str | None:
-    """SillyTavern's name for the chat when it began (``<character> - <date>``), from the
-    first message's ISO date; ``None`` when either is unknown."""
-    if not character or not chat.messages:
-        return None
-    raw = chat.messages[0].send_date
-    if not isinstance(raw, str):
-        return None
-    try:
-        when = datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return chat_name(character, when)
-
-
 def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     """Whether a card holds what the stored one does, whatever wrapper our exports put
     around it: a V3 spec or V2, the V1 fields SillyTavern writes beside ``data``, defaults
@@ -626,38 +422,6 @@ def _same_content(kind: str, stored: dict[str, Any], record: BaseModel) -> bool:
     except ValueError:
         return False
     return known.data.model_dump(mode="json") == record.data.model_dump(mode="json")
-
-
-def _starts_as_chat(path: Path) -> bool:
-    """Whether the file's first line reads as a chat's header (only that line is read)."""
-    with path.open("rb") as file:
-        return is_chat_jsonl(file.readline(1024 * 1024))
-
-
-async def _same_lines(stored: list[dict[str, Any]], chat: ChatSource) -> bool:
-    """Whether a stored chat's lines are the file's, read a batch at a time."""
-    if not stored or stored[0] != chat.head_line():
-        return False
-    at = 1
-    async for batch in chat.batches():
-        if stored[at : at + len(batch)] != batch:
-            return False
-        at += len(batch)
-    return at == len(stored)
-
-
-def _chat_lines(chat: Chat) -> list[dict[str, Any]]:
-    """The chat as the lines of its ``.jsonl``: the header, then each message."""
-    return [record_wire(chat.header), *(wire_message(m) for m in chat.messages)]
-
-
-async def _off_loop(big: bool, fn: Callable[..., _R], *args: Any, **kw: Any) -> _R:
-    """``fn(*args, **kw)`` in a worker thread when its input is ``big`` (a file's bytes, a
-    chat's messages: parsing and converting them would hold the event loop, and every other
-    user's request, for seconds), else here (a thread's trip costs more than a small file)."""
-    if not big:
-        return fn(*args, **kw)
-    return await asyncio.to_thread(fn, *args, **kw)
 
 
 def _a(label: str) -> str:

@@ -19,7 +19,8 @@ from tavernkit.models.character import Card
 from tavernkit.models.chatluna import CHATLUNA_PRESET_KIND
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.plugins.formats import FormatRegistry
-from tavernkit.store.protocol import ChatInfo, RecordInfo
+from tavernkit.store.chat_types import ChatInfo
+from tavernkit.store.record_types import RecordInfo
 
 __all__ = [
     "EXPORT_FORMATS",

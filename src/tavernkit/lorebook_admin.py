@@ -42,7 +42,8 @@ from tavernkit.errors import FormatError, NameTaken, NotFound
 from tavernkit.models.character import Card
 from tavernkit.models.lorebook import MAX_UID, LoreEntry, entry_template
 from tavernkit.models.settings import Settings
-from tavernkit.store.protocol import RecordInfo, Store, StoredRecord
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo, StoredRecord
 
 __all__ = ["BINDING_SCOPES", "Binding", "BindingScope", "LorebookAdmin"]
 

@@ -14,7 +14,7 @@ from tavernkit.errors import NotFound, StoreError
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import TextDelta
 from tavernkit.store import SqliteStore, open_store
-from tavernkit.store.protocol import SwipeText
+from tavernkit.store.chat_types import SwipeText
 
 
 async def _sinks(store: SqliteStore, n: int, writer: SwipeWriter | None = None) -> list[StoreSink]:

@@ -11,7 +11,7 @@ import pytest
 from tavernkit.chat import prepare, service, turn_core
 from tavernkit.chat.authors_note import set_authors_note
 from tavernkit.store import chat_state
-from tavernkit.store.protocol import StoredChat
+from tavernkit.store.chat_types import StoredChat
 
 from ._server import Reply
 from .conftest import World

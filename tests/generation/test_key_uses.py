@@ -8,7 +8,7 @@ from pathlib import Path
 
 from tavernkit.generation.keys import KeyPool, PoolKey, StoreCooldownStore
 from tavernkit.store import open_store
-from tavernkit.store.protocol import KeyState
+from tavernkit.store.key_types import KeyState
 
 
 class Clock:

@@ -14,7 +14,7 @@ from tavernkit.generation.result import TurnError
 from tavernkit.generation.sink import ErrorEvent, RecordingSink, ToolEvent
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination_local import InMemoryTurnEventLog
-from tavernkit.server.turns import EventLogSink, MemberSink
+from tavernkit.server.turn_events import EventLogSink, MemberSink
 
 
 class AwaitedLog:

@@ -17,7 +17,8 @@ from tavernkit.errors import ChatBusy, CoordinationError, GenerateTaskError, Not
 from tavernkit.facade import Tavern
 from tavernkit.server.coordination import TurnEvent
 from tavernkit.server.coordination_local import InMemoryChatLock, InMemoryTurnEventLog
-from tavernkit.server.turns import TurnHub, TurnRequest
+from tavernkit.server.turn_request import TurnRequest
+from tavernkit.server.turns import TurnHub
 
 
 class Hub:

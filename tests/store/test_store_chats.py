@@ -12,7 +12,7 @@ from tavernkit.formats.chats import chat_to_jsonl, read_chat_jsonl
 from tavernkit.models.chat import ChatHeader, Message
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore
-from tavernkit.store.protocol import SwipeText
+from tavernkit.store.chat_types import SwipeText
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 HEADER: dict[str, Any] = {

@@ -20,7 +20,7 @@ from tavernkit.store import SqliteStore, Store, open_postgres_store, open_store
 from tavernkit.store._message_rows import dumps
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.postgres import PostgresStore
-from tavernkit.store.protocol import ENTRY_LINE_FIELDS
+from tavernkit.store.record_types import ENTRY_LINE_FIELDS
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 from tavernkit.store.storage_use import recount_sql
 

@@ -16,8 +16,8 @@ from store._before import migrations_before
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.store import SqliteStore, Store
 from tavernkit.store._search_text import make_snippet, parse_query
+from tavernkit.store.chat_types import SwipeText
 from tavernkit.store.migrations import apply_migrations
-from tavernkit.store.protocol import SwipeText
 from tavernkit.store.sqlite import open_store as open_sqlite_store
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from tavernkit.models.settings import Settings
 from tavernkit.store import SqliteStore, open_store
+from tavernkit.store.chat_types import SwipeText
 from tavernkit.store.postgres import PostgresStore
-from tavernkit.store.protocol import SwipeText
 from tavernkit.store.storage_use import SIZED, recount_sql
 
 HEADER: dict[str, Any] = {"user_name": "u", "character_name": "c", "chat_metadata": {}}

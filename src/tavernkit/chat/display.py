@@ -20,8 +20,9 @@ from tavernkit.models.chat import Message
 from tavernkit.models.settings import Settings
 from tavernkit.models.state import ChatState
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_types import StoredMessage
 from tavernkit.store.chat_window import windowed
-from tavernkit.store.protocol import Store, StoredMessage
+from tavernkit.store.protocol import Store
 
 __all__ = ["Shown", "may_have_scripts", "shown_messages"]
 

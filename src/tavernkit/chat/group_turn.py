@@ -37,7 +37,8 @@ from tavernkit.models.chat import ChatHeader, ChatMetadata, Message
 from tavernkit.models.group import GroupMember
 from tavernkit.prompt.from_chat_state import prompt_state_from_chat_state, state_substitute
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.store.protocol import ChatInfo, Store
+from tavernkit.store.chat_types import ChatInfo
+from tavernkit.store.protocol import Store
 
 __all__ = [
     "GroupReply",

@@ -21,7 +21,7 @@ from tavernkit.chat.turn_options import TurnCall, TurnKeywords
 from tavernkit.generation.abort import AbortController
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.group import GroupMember
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.store.chat_types import ChatInfo
 
 __all__ = ["GroupVerbs"]
 

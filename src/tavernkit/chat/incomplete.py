@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tavernkit.generation.result import TurnError
-from tavernkit.store.protocol import StoredMessage
+from tavernkit.store.chat_types import StoredMessage
 
 __all__ = [
     "STOPPED_RECORD",

@@ -10,7 +10,8 @@ exist is a :class:`~tavernkit.errors.NotFound` before anything is written.
 from __future__ import annotations
 
 from tavernkit.chat.chat_metadata import chat_metadata
-from tavernkit.store.protocol import RecordInfo, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo
 
 __all__ = [
     "attach_character_lorebook",

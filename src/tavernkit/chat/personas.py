@@ -20,7 +20,8 @@ from tavernkit.errors import FormatError, NotFound
 from tavernkit.models.persona import Persona
 from tavernkit.models.settings import Settings
 from tavernkit.store.chat_state import persona_candidates
-from tavernkit.store.protocol import RecordInfo, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo
 
 __all__ = ["PersonaLocks", "Personas"]
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tavernkit.store.protocol import ChatInfo, Store
+from tavernkit.store.chat_types import ChatInfo
+from tavernkit.store.protocol import Store
 
 __all__ = ["ChatHit", "search_chats"]
 

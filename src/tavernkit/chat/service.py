@@ -47,7 +47,7 @@ from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
 from tavernkit.models.profile import ReviewSettings
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.store.protocol import ChatInfo, ChatTree, StoredChat, StoredMessage
+from tavernkit.store.chat_types import ChatInfo, ChatTree, StoredChat, StoredMessage
 from tavernkit.store.revisions import check_message_revision, edit_lock
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]

@@ -37,7 +37,8 @@ from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.chat import Message
 from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.run_to_end import run_to_end
-from tavernkit.store.protocol import Store, SwipeText
+from tavernkit.store.chat_types import SwipeText
+from tavernkit.store.protocol import Store
 
 __all__ = ["ContinuationJoin", "Continued", "StoreSink", "StoreSinkOptions", "TeeSink"]
 

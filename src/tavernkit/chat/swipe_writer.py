@@ -23,7 +23,8 @@ import asyncio
 import weakref
 
 from tavernkit.errors import NotFound, StoreUnavailable
-from tavernkit.store.protocol import Store, SwipeText
+from tavernkit.store.chat_types import SwipeText
+from tavernkit.store.protocol import Store
 
 __all__ = ["OUTAGE_S", "WINDOW_S", "SwipeWriter", "swipe_writer"]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tavernkit.store.chat_tree import BranchRow, chain, owner_at
-from tavernkit.store.protocol import ChatTree, StoredChat, StoredMessage
+from tavernkit.store.chat_types import ChatTree, StoredChat, StoredMessage
 
 __all__ = ["TREE_FORMAT", "tree_document"]
 

@@ -11,7 +11,7 @@ from tavernkit.chat.group_speaker import GroupSpeaker
 from tavernkit.chat.prepare import TurnOverrides
 from tavernkit.generation.abort import AbortSignal
 from tavernkit.generation.sink import ResponseSink
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.store.chat_types import ChatInfo
 
 __all__ = ["Overrides", "TurnCall", "TurnKeywords"]
 

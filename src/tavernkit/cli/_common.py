@@ -21,7 +21,7 @@ from tavernkit.cli.error_text import error_text
 from tavernkit.cli.language import say
 from tavernkit.errors import TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.store.chat_types import ChatInfo
 
 __all__ = ["HomeOption", "chat_row", "fail", "gathered", "run_in_tavern"]
 

@@ -19,7 +19,7 @@ from tavernkit.cli.language import say
 from tavernkit.cli.render import render_found
 from tavernkit.errors import NameTaken, TavernKitError
 from tavernkit.facade import Tavern
-from tavernkit.library import ImportResult
+from tavernkit.library_results import ImportResult
 
 __all__ = ["export", "import_", "list_", "show"]
 

@@ -39,7 +39,8 @@ from typing import Literal, Protocol
 from tavernkit.errors import NotFound, ProviderError
 from tavernkit.generation.result import ErrorClass, classify_error, root_cause
 from tavernkit.models.base import DEFAULT_OWNER
-from tavernkit.store.protocol import KeyState, Store
+from tavernkit.store.key_types import KeyState
+from tavernkit.store.protocol import Store
 
 __all__ = [
     "DEFAULT_MAX_KEY_ATTEMPTS",

@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from tavernkit.errors import NotFound
-from tavernkit.store.protocol import RecordInfo, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo
 
 __all__ = ["CardFacets", "Facets", "facets_of", "is_fav"]
 

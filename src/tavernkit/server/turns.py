@@ -21,44 +21,35 @@ chat lock names the running turn, the stop request goes to its process).
 
 The lock's lease is renewed while the turn runs, so a crashed process frees the chat after
 one lease.
+
+The hub's parts: :mod:`~tavernkit.server.turn_request` (what a client asks for),
+:mod:`~tavernkit.server.turn_verbs` (the chat verb a turn runs),
+:mod:`~tavernkit.server.turn_events` (the sinks that put a reply's events in the log, and the
+events a turn ends with) and :mod:`~tavernkit.server.turn_log_writer` (the log's writes, in
+order, batched and retried).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import uuid
-from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from tavernkit.chat.group_turn import GroupTurnOutcome, group_for_chat, refuse_group_chat
-from tavernkit.chat.reply import TurnOutcome
+from tavernkit.chat.group_turn import refuse_group_chat
 from tavernkit.chat.service import ChatService
 from tavernkit.errors import (
     ChatBusy,
     CoordinationError,
-    EgressRefused,
-    FormatError,
     GenerateTaskError,
     NotFound,
     ShuttingDown,
-    StoreUnavailable,
     TavernKitError,
 )
 from tavernkit.generation.abort import AbortController
-from tavernkit.generation.result import TurnResult
-from tavernkit.generation.sink import (
-    ErrorEvent,
-    NoticeEvent,
-    SinkEvent,
-    ToolEvent,
-    WithdrawEvent,
-)
-from tavernkit.providers.events import ReasoningDelta, TextDelta
 from tavernkit.server.coordination import (
     DEFAULT_LOCK_LEASE_S,
     ChatLock,
@@ -67,239 +58,15 @@ from tavernkit.server.coordination import (
     TurnStops,
 )
 from tavernkit.server.metrics import PieceTimer, ServerMetrics
-from tavernkit.server.task_errors import safe_text
-from tavernkit.store.protocol import ChatInfo
+from tavernkit.server.turn_events import EventLogSink, failure_events, outcome_data
+from tavernkit.server.turn_log_writer import TurnLogWriter, type_name
+from tavernkit.server.turn_request import GROUP_TURN_KINDS, TURN_KINDS, TurnRequest, TurnStarted
+from tavernkit.server.turn_verbs import check_branch_point, run_verb
+from tavernkit.store.chat_types import ChatInfo
 
 logger = logging.getLogger(__name__)
 
-__all__ = [
-    "GROUP_TURN_KINDS",
-    "TURN_KINDS",
-    "EventLogSink",
-    "TurnHub",
-    "TurnRequest",
-    "TurnStarted",
-]
-
-#: the verbs a server turn runs (a quiet prompt is a task, not a turn)
-TURN_KINDS = ("send", "swipe", "regenerate", "continue", "impersonate")
-#: a group chat's verbs: the solo ones, and ``trigger`` (``member`` replies now)
-GROUP_TURN_KINDS = (*TURN_KINDS, "trigger")
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    """One turn as a client asks for it. ``text`` and ``attachments`` (image URLs) are for
-    ``send``; ``prefill`` for ``send``, ``swipe`` and ``regenerate``; ``overrides`` is a
-    :class:`~tavernkit.chat.prepare.TurnOverrides` mapping. ``group``: a group chat's turn
-    (:meth:`~tavernkit.chat.ChatService.group_turn`; ``member`` forces who replies, and is
-    required by ``trigger``; ``auto`` makes a ``send`` an auto-mode tick)."""
-
-    kind: str = "send"
-    text: str = ""
-    attachments: Sequence[str] = ()
-    prefill: str | None = None
-    overrides: Mapping[str, Any] | None = None
-    interrupt: bool = False
-    group: bool = False
-    member: str | None = None
-    auto: bool = False
-    #: ``send``/``regenerate`` in place of message ``at`` on a new branch of the chat's tree
-    at: int | None = None
-
-
-@dataclass(frozen=True)
-class TurnStarted:
-    turn_id: str
-    chat_id: str
-    kind: str
-
-
-#: how long a turn's pieces gather before they go to a log that batches (Redis) in one write:
-#: a piece after a quiet moment goes at once, later ones wait at most this long (50 ms, the
-#: swipe writer's window, saved a write or two per turn's CPU but added ~85 ms to the median
-#: per-piece latency of 500 streams in ``benchmarks/scale.py --part streams``)
-FLUSH_WINDOW_S = 0.025
-#: a batch this long is written without waiting for the window's end
-FLUSH_BATCH = 64
-
-
-class TurnLogWriter:
-    """A turn's appends to its log, in order.
-
-    On a log that takes a batch (:class:`~tavernkit.server.redis_coordination.RedisTurnEventLog`
-    has ``append_batch``) the events gather and one task writes them: at most one write per
-    ``window_s`` (the first piece after a quiet window goes at once), or at once when
-    ``batch`` wait; a turn of 40 pieces is a few writes instead of 40. On a log that appends
-    in place (the in-memory one) each event goes in place.
-
-    A write that fails (Redis restarting) is kept, with every later event, and tried again in
-    order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
-    :meth:`finish` writes the turn's last events and closes the log, waiting up to
-    ``finish_s`` for the log to take them. Retrying is safe: the Redis log refuses an event
-    it already has (its ids are the turn's own)."""
-
-    def __init__(
-        self,
-        log: TurnEventLog,
-        turn_id: str,
-        *,
-        finish_s: float = 60.0,
-        window_s: float = FLUSH_WINDOW_S,
-        batch: int = FLUSH_BATCH,
-    ) -> None:
-        self.log = log
-        self.turn_id = turn_id
-        self.finish_s = finish_s
-        self.window_s = window_s
-        self.batch = batch
-        self._in_place: Callable[[str, str, Mapping[str, Any]], str] | None = getattr(
-            log, "append_nowait", None
-        )
-        self._append_batch: _AppendBatch | None = getattr(log, "append_batch", None)
-        self._pending: deque[tuple[str, Mapping[str, Any]]] = deque()
-        self._writer: asyncio.Task[None] | None = None
-        self._full = asyncio.Event()
-        self._last_write = float("-inf")
-        self._failing = False
-        self._finishing = False
-        #: writes made to the log (a batch is one)
-        self.writes = 0
-        #: an ``error`` event was appended (a turn's failure then adds no second one)
-        self.errored = False
-
-    @property
-    def behind(self) -> int:
-        """How many events wait for the log to take them."""
-        return len(self._pending)
-
-    @property
-    def in_place(self) -> bool:
-        """Whether :meth:`append_nowait` never needs the loop (every log this writer serves
-        does: a batching log through its task, the in-memory one in place)."""
-        return self._in_place is not None or self._append_batch is not None
-
-    def append_nowait(self, type: str, data: Mapping[str, Any]) -> None:
-        """Append without waiting: in place on the in-memory log, else queued for the next
-        write (requires :attr:`in_place`)."""
-        self.errored = self.errored or type == "error"
-        if self._in_place is not None and not self._pending:
-            self._in_place(self.turn_id, type, data)
-            self.writes += 1
-            return
-        self._pending.append((type, data))
-        if len(self._pending) >= self.batch:
-            self._full.set()
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write_pending())
-
-    async def append(self, type: str, data: Mapping[str, Any]) -> None:
-        if self.in_place:
-            self.append_nowait(type, data)
-            return
-        # a log with only the protocol's append: one write per event, in order
-        self.errored = self.errored or type == "error"
-        if self._pending:
-            self._pending.append((type, data))
-            return
-        try:
-            await self.log.append(self.turn_id, type, data)
-            self.writes += 1
-        except TavernKitError as exc:
-            logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
-            self._pending.append((type, data))
-            self._writer = asyncio.create_task(self._write_pending())
-
-    async def _write_pending(self) -> None:
-        loop = asyncio.get_running_loop()
-        backoff = 0.05
-        while self._pending:
-            wait = self._last_write + self.window_s - loop.time()
-            if wait > 0 and len(self._pending) < self.batch and not self._finishing:
-                self._full.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._full.wait(), wait)
-            taken = list(itertools.islice(self._pending, self.batch))
-            events = merged_pieces(taken) if self._append_batch is not None else taken
-            # the same events are tried until they land: a retried batch keeps its ids
-            while True:
-                try:
-                    await self._write(events)
-                    break
-                except TavernKitError as exc:
-                    if not self._failing:
-                        self._failing = True
-                        logger.warning("a turn's event log failed (%s); retrying", type_name(exc))
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 1.0)
-            self._failing, backoff = False, 0.05
-            self._last_write = loop.time()
-            self.writes += 1
-            for _ in taken:
-                self._pending.popleft()
-
-    async def _write(self, events: list[tuple[str, Mapping[str, Any]]]) -> None:
-        if self._append_batch is not None:
-            await self._append_batch(self.turn_id, events)
-        else:
-            for type_, data in events:  # pragma: no branch - one at a time, as appended
-                await self.log.append(self.turn_id, type_, data)
-
-    async def finish(self, last: Sequence[tuple[str, dict[str, Any]]], *, ttl_s: float) -> None:
-        """Append ``last`` after everything before it, then close the log; gives up (logged)
-        after ``finish_s`` of a log that takes nothing."""
-        for type_, data in last:
-            await self.append(type_, data)
-        self._finishing = True  # the last events go now, not at the window's end
-        self._full.set()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.finish_s
-        try:
-            if self._writer is not None:
-                await asyncio.wait_for(asyncio.shield(self._writer), self.finish_s)
-            backoff = 0.05
-            while True:
-                try:
-                    await self.log.close(self.turn_id, ttl_s=ttl_s)
-                    return
-                except TavernKitError:
-                    if loop.time() + backoff > deadline:
-                        raise
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
-        except (TimeoutError, TavernKitError) as exc:
-            logger.error(
-                "a turn's last events could not be written (%s); its readers end on their own",
-                type_name(exc),
-            )
-        finally:
-            if self._writer is not None:
-                self._writer.cancel()
-
-
-def merged_pieces(
-    events: Sequence[tuple[str, Mapping[str, Any]]],
-) -> list[tuple[str, Mapping[str, Any]]]:
-    """``events`` with each run of ``text`` (or ``reasoning``) pieces joined into one event:
-    every byte in the same order, in fewer log entries (one write stores one per run)."""
-    out: list[tuple[str, Mapping[str, Any]]] = []
-    for type_, data in events:
-        if (
-            out
-            and type_ in _PIECES
-            and out[-1][0] == type_
-            and set(data) == set(out[-1][1]) == {"text"}
-        ):
-            out[-1] = (type_, {"text": out[-1][1]["text"] + data["text"]})
-        else:
-            out.append((type_, data))
-    return out
-
-
-class _AppendBatch(Protocol):
-    async def __call__(
-        self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
-    ) -> None: ...
+__all__ = ["TurnHub", "stop_task"]
 
 
 async def stop_task(task: asyncio.Task[Any], *, wait_s: float = 1.0) -> None:
@@ -314,177 +81,6 @@ async def stop_task(task: asyncio.Task[Any], *, wait_s: float = 1.0) -> None:
         task.cancel()
     elif not task.cancelled() and task.exception() is not None:
         logger.warning("a turn's helper task failed (%s)", type_name(task.exception()))
-
-
-def type_name(exc: BaseException | None) -> str:
-    return type(exc).__name__
-
-
-class EventLogSink:
-    """A :class:`~tavernkit.generation.sink.ResponseSink` that appends a turn's events to its
-    log, one log event per sink event (empty deltas are dropped), through the turn's
-    :class:`TurnLogWriter`. When the writer appends without waiting (the in-memory log in
-    place, the Redis log batched) it offers ``emit_nowait``, so the turn runner hands it each
-    piece in place, with no queue or task between them."""
-
-    def __init__(self, log: TurnEventLog, turn_id: str, writer: TurnLogWriter | None = None):
-        self.log = log
-        self.turn_id = turn_id
-        self.writer = writer or TurnLogWriter(log, turn_id)
-        #: times the turn's pieces for the server's metrics (``None``: not measured)
-        self.timer: PieceTimer | None = None
-
-    async def emit(self, event: SinkEvent) -> None:
-        entry = sink_event_entry(event)
-        if entry is not None:
-            self._time(entry[0])
-            await self.writer.append(*entry)
-
-    @property
-    def emit_nowait(self) -> Callable[[SinkEvent], None] | None:
-        return self._emit_now if self.writer.in_place else None
-
-    def _emit_now(self, event: SinkEvent) -> None:
-        entry = sink_event_entry(event)
-        if entry is not None:
-            self._time(entry[0])
-            self.writer.append_nowait(*entry)
-
-    def _time(self, entry_type: str) -> None:
-        if self.timer is not None and entry_type in _PIECES:
-            self.timer.piece()
-
-    async def flush(self) -> None:
-        return None
-
-    async def finalize(self, result: TurnResult) -> None:
-        return None
-
-    async def cleanup(self) -> None:
-        return None
-
-
-#: the log entries that are pieces of a reply (timed by :class:`PieceTimer`)
-_PIECES = frozenset({"text", "reasoning"})
-
-
-def sink_event_entry(event: SinkEvent) -> tuple[str, dict[str, Any]] | None:
-    """The log's (type, data) of one sink event; ``None`` for one with nothing to show."""
-    if isinstance(event, TextDelta):
-        return ("text", {"text": event.text}) if event.text else None
-    if isinstance(event, ReasoningDelta):
-        return ("reasoning", {"text": event.text}) if event.text else None
-    if isinstance(event, WithdrawEvent):
-        # the end of the text shown so far is taken back (``text`` is exactly that end)
-        return ("withdraw", {"text": event.text}) if event.text else None
-    if isinstance(event, ToolEvent):
-        return "tool", {
-            "name": event.name,
-            "display": event.display,
-            "replayed": event.replayed,
-            "error": event.error,
-        }
-    if isinstance(event, NoticeEvent):
-        return "notice", {"kind": "fallback", "text": event.notice.text(), **event.notice.to_json()}
-    if isinstance(event, ErrorEvent):
-        cause = event.error.cause
-        if isinstance(cause, StoreUnavailable | CoordinationError):
-            # an outage, not an unknown failure (its own message names the server's address)
-            return "error", _turn_error_data(
-                type(cause).__name__,
-                "unavailable",
-                "the server could not reach its database or shared state; try again",
-            )
-        # the policy's refusal is the server's own words; an upstream's never are shown
-        said = str(cause) if isinstance(cause, EgressRefused) else None
-        return "error", _turn_error_data(event.error.error_class, event.error.code, said)
-    return None
-
-
-def _turn_error_data(error_class: str, code: str, message: str | None = None) -> dict[str, Any]:
-    return {
-        "class": error_class,
-        "code": code,
-        "message": message or f"Generation failed: {error_class} ({code})",
-    }
-
-
-class MemberSink(EventLogSink):
-    """A group member's part of a group turn's log: a ``notice`` with ``kind: "member"``
-    (its name and avatar) before the member's first event, then its events."""
-
-    def __init__(
-        self,
-        log: TurnEventLog,
-        turn_id: str,
-        name: str,
-        avatar: str,
-        writer: TurnLogWriter | None = None,
-    ) -> None:
-        super().__init__(log, turn_id, writer)
-        self.name = name
-        self.avatar = avatar
-        self._announced = False
-
-    async def emit(self, event: SinkEvent) -> None:
-        if not self._announced and sink_event_entry(event) is not None:
-            self._announced = True
-            await self.writer.append("notice", self._announcement())
-        await super().emit(event)
-
-    def _emit_now(self, event: SinkEvent) -> None:
-        if not self._announced and sink_event_entry(event) is not None:
-            self._announced = True
-            self.writer.append_nowait("notice", self._announcement())
-        super()._emit_now(event)
-
-    def _announcement(self) -> dict[str, Any]:
-        return {"kind": "member", "name": self.name, "avatar": self.avatar}
-
-
-def _failure(
-    exc: Exception, *, safe: bool = True, shown: bool = False
-) -> list[tuple[str, dict[str, Any]]]:
-    """The ``error`` and ``done`` events a failed turn ends with (a bug's message stays in
-    the server log); ``shown``: the turn logged its ``error`` already (the runner reported
-    it), so only ``done`` follows."""
-    code: str
-    if isinstance(exc, GenerateTaskError):
-        code = exc.code
-    elif isinstance(exc, StoreUnavailable | CoordinationError):
-        code = "unavailable"
-    else:
-        code = "unknown"
-    message = safe_text(exc) if safe else "the turn failed (see the server log)"
-    done = ("done", {"status": "failed", "error": {"class": type(exc).__name__, "code": code}})
-    if shown:
-        return [done]
-    return [("error", _turn_error_data(type(exc).__name__, code, message)), done]
-
-
-def outcome_data(outcome: TurnOutcome | GroupTurnOutcome) -> dict[str, Any]:
-    """The ``done`` event of a turn that ran (its stored place; the text is in the log); a
-    group turn's lists each member's reply in order, under ``replies``."""
-    if isinstance(outcome, GroupTurnOutcome):
-        return {
-            "status": outcome.status,
-            "kind": outcome.kind,
-            "user_message_stored": outcome.user_message_stored,
-            "replies": [
-                {"name": r.name, "avatar": r.avatar, **outcome_data(r.outcome)}
-                for r in outcome.replies
-            ],
-        }
-    return {
-        "status": outcome.status,
-        "kind": outcome.kind,
-        "message_index": outcome.message_index,
-        "swipe_index": outcome.swipe_index,
-        "model": outcome.model,
-        "error": None
-        if outcome.error is None
-        else {"class": outcome.error.error_class, "code": outcome.error.code},
-    }
 
 
 @dataclass
@@ -576,7 +172,7 @@ class TurnHub:
             # speakers are checked once chosen, still before anything is written)
             await chats.check_writer(info.character_id, request.overrides)
         if request.at is not None:
-            await _check_branch_point(chats, info.id, info.message_count, request)
+            await check_branch_point(chats, info.id, info.message_count, request)
         key = self.chat_key(chats.owner, info.id)
         turn_id = uuid.uuid4().hex
         await self._take(key, turn_id, interrupt=request.interrupt)
@@ -642,11 +238,11 @@ class TurnHub:
         sink.timer = timer
         try:
             try:
-                outcome = await _run_verb(chats, info, request, sink, running.controller)
+                outcome = await run_verb(chats, info, request, sink, running.controller)
             except TavernKitError as exc:
-                last = _failure(exc, shown=writer.errored)
+                last = failure_events(exc, shown=writer.errored)
             except Exception as exc:  # a bug must still end the log, without its message
-                last = _failure(exc, safe=False, shown=writer.errored)
+                last = failure_events(exc, safe=False, shown=writer.errored)
             else:
                 last = [("done", outcome_data(outcome))]
         finally:
@@ -878,95 +474,3 @@ class TurnHub:
         tasks = [r.task for r in self._running.values() if r.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _run_verb(
-    chats: ChatService,
-    info: ChatInfo,
-    request: TurnRequest,
-    sink: EventLogSink,
-    controller: AbortController,
-) -> TurnOutcome | GroupTurnOutcome:
-    chat_id = info.id
-    if request.group:
-        return await _run_group_verb(chats, chat_id, request, sink, controller)
-    common: dict[str, Any] = {
-        "sink": sink,
-        "abort": controller.signal,
-        "overrides": request.overrides,
-        "interrupt": request.interrupt,
-        "checked": info,  # TurnHub.start read it and checked the overrides
-    }
-    kind = request.kind
-    if kind == "send":
-        return await chats.send(
-            chat_id,
-            request.text,
-            attachments=list(request.attachments),
-            prefill=request.prefill,
-            at=request.at,
-            **common,
-        )
-    if kind == "swipe":
-        return await chats.swipe(chat_id, prefill=request.prefill, **common)
-    if kind == "regenerate":
-        return await chats.regenerate(chat_id, prefill=request.prefill, at=request.at, **common)
-    if kind == "continue":
-        return await chats.continue_(chat_id, **common)
-    return await chats.impersonate(chat_id, **common)
-
-
-async def _check_branch_point(
-    chats: ChatService, chat_id: str, count: int, request: TurnRequest
-) -> None:
-    """Refuse an ``at`` the turn cannot branch at (422 naming ``at``), before anything
-    starts: only a ``send`` or ``regenerate`` (a solo chat's or a group's; not an auto-mode
-    tick) branches, at a message after the first, and a regenerate at a reply (the chat's
-    tree: :meth:`ChatService.fork`)."""
-    at = request.at
-    if request.kind not in ("send", "regenerate") or request.auto:
-        raise FormatError("only a send or a regenerate starts a branch", field="at")
-    if at is None or not 1 <= at < count:
-        raise FormatError(
-            f"a branch starts at a message from 1 to {count - 1}, not {at}", field="at"
-        )
-    if request.kind == "regenerate":
-        rows = await chats.store.load_message_range(
-            chat_id, start=at, stop=at + 1, owner=chats.owner
-        )
-        if rows and rows[0].data.get("is_user"):
-            raise FormatError(f"message {at} is the user's; regenerate a reply", field="at")
-
-
-#: a group turn's verb -> :meth:`ChatService.group_turn`'s kind
-_GROUP_KIND = {"send": "normal", "trigger": "normal"}
-
-
-async def _run_group_verb(
-    chats: ChatService,
-    chat_id: str,
-    request: TurnRequest,
-    sink: EventLogSink,
-    controller: AbortController,
-) -> GroupTurnOutcome:
-    info = await chats.store.get_chat_info(chat_id, owner=chats.owner)
-    loaded = await group_for_chat(chats.store, info.name, owner=chats.owner)
-    avatars = {m.name: m.avatar for m in loaded.members}
-
-    def member_sink(name: str) -> MemberSink:
-        member = MemberSink(sink.log, sink.turn_id, name, avatars.get(name, ""), sink.writer)
-        member.timer = sink.timer
-        return member
-
-    return await chats.group_turn(
-        chat_id,
-        _GROUP_KIND.get(request.kind, request.kind),
-        text=request.text if request.kind == "send" else "",
-        member=request.member,
-        auto=request.auto,
-        member_sink=member_sink,
-        abort=controller.signal,
-        overrides=request.overrides,
-        interrupt=request.interrupt,
-        at=request.at,
-    )

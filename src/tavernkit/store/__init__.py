@@ -14,48 +14,52 @@ from tavernkit._lazy_face import lazy_face
 
 if TYPE_CHECKING:
     from tavernkit.store.backends import open_store
-    from tavernkit.store.paths import data_dir, default_db_path
-    from tavernkit.store.postgres import PostgresStore, open_postgres_store
-    from tavernkit.store.protocol import (
-        KINDS,
-        UNIQUE_NAME_KINDS,
-        ApiKeyInfo,
+    from tavernkit.store.chat_types import (
         ChatInfo,
-        Document,
-        KeyState,
         MessageHit,
         MessageHits,
+        StoredChat,
+        StoredMessage,
+    )
+    from tavernkit.store.key_types import ApiKeyInfo, KeyState
+    from tavernkit.store.paths import data_dir, default_db_path
+    from tavernkit.store.postgres import PostgresStore, open_postgres_store
+    from tavernkit.store.protocol import Store
+    from tavernkit.store.record_types import (
+        KINDS,
+        UNIQUE_NAME_KINDS,
+        Document,
         ModelRegistry,
         RecordInfo,
         RecordRef,
-        Store,
-        StoredChat,
-        StoredMessage,
         StoredRecord,
     )
     from tavernkit.store.sqlite import SqliteStore, WriteStats
 
 _PROTOCOL = "tavernkit.store.protocol"
+_RECORDS = "tavernkit.store.record_types"
+_CHATS = "tavernkit.store.chat_types"
+_KEYS = "tavernkit.store.key_types"
 
 #: name -> the module that defines it, imported when the name is first read
 _LAZY: dict[str, str] = {
-    "KINDS": _PROTOCOL,
-    "UNIQUE_NAME_KINDS": _PROTOCOL,
-    "ApiKeyInfo": _PROTOCOL,
-    "ChatInfo": _PROTOCOL,
-    "Document": _PROTOCOL,
-    "KeyState": _PROTOCOL,
-    "MessageHit": _PROTOCOL,
-    "MessageHits": _PROTOCOL,
-    "ModelRegistry": _PROTOCOL,
+    "KINDS": _RECORDS,
+    "UNIQUE_NAME_KINDS": _RECORDS,
+    "ApiKeyInfo": _KEYS,
+    "ChatInfo": _CHATS,
+    "Document": _RECORDS,
+    "KeyState": _KEYS,
+    "MessageHit": _CHATS,
+    "MessageHits": _CHATS,
+    "ModelRegistry": _RECORDS,
     "PostgresStore": "tavernkit.store.postgres",
-    "RecordInfo": _PROTOCOL,
-    "RecordRef": _PROTOCOL,
+    "RecordInfo": _RECORDS,
+    "RecordRef": _RECORDS,
     "SqliteStore": "tavernkit.store.sqlite",
     "Store": _PROTOCOL,
-    "StoredChat": _PROTOCOL,
-    "StoredMessage": _PROTOCOL,
-    "StoredRecord": _PROTOCOL,
+    "StoredChat": _CHATS,
+    "StoredMessage": _CHATS,
+    "StoredRecord": _RECORDS,
     "WriteStats": "tavernkit.store.sqlite",
     "data_dir": "tavernkit.store.paths",
     "default_db_path": "tavernkit.store.paths",

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tavernkit.store._message_rows import dumps
-from tavernkit.store.protocol import ENTRY_LINE_FIELDS
+from tavernkit.store.record_types import ENTRY_LINE_FIELDS
 
 __all__ = [
     "BOOK_KIND",
@@ -76,7 +76,7 @@ def book_text(rest: str, entries: str | None) -> str:
 
 def entry_lines_text(rows: Sequence[tuple[str, str]], content_has: str | None = None) -> str:
     """The lines of the entry rows ``(uid, JSON text)`` as a JSON array (each the values of
-    :data:`~tavernkit.store.protocol.ENTRY_LINE_FIELDS`, then the uid), in order; with
+    :data:`~tavernkit.store.record_types.ENTRY_LINE_FIELDS`, then the uid), in order; with
     ``content_has``, only the entries whose ``content`` holds it in any case. Parses every
     row: run it off the event loop."""
     needle = content_has.lower() if content_has else None

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store._lorebook_rows import BOOK_KIND, book_text
-from tavernkit.store.protocol import KINDS, ModelRegistry, RecordInfo
+from tavernkit.store.record_types import KINDS, ModelRegistry, RecordInfo
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]

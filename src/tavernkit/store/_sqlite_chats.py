@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models.base import DEFAULT_OWNER
+from tavernkit.models.chat_window import MessageCounts
 from tavernkit.store._message_rows import (
     FLAG_HIDDEN,
     SplitMessage,
@@ -33,13 +34,7 @@ from tavernkit.store._message_rows import (
     split_message,
 )
 from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
-from tavernkit.store.protocol import (
-    ChatInfo,
-    MessageCounts,
-    StoredChat,
-    StoredChatWindow,
-    StoredMessage,
-)
+from tavernkit.store.chat_types import ChatInfo, StoredChat, StoredChatWindow, StoredMessage
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]

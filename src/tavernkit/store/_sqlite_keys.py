@@ -32,7 +32,7 @@ from tavernkit.errors import NotFound, SecretKeyError, StoreError
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
 from tavernkit.store.key_files import FINGERPRINT_SECRET, KeyFiles, key_dir_for, keyed_fingerprint
-from tavernkit.store.protocol import ApiKeyInfo, KeyState
+from tavernkit.store.key_types import ApiKeyInfo, KeyState
 from tavernkit.store.secret_key import (
     SecretKey,
     SecretKeySource,

@@ -27,7 +27,7 @@ from typing import Any
 
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._sqlite_base import SqliteBase
-from tavernkit.store.protocol import ListOrder, RecordPage
+from tavernkit.store.record_types import ListOrder, RecordPage
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = [

@@ -36,7 +36,7 @@ from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._lorebook_rows import BOOK_KIND, entry_lines_text, is_entry_path
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_base import SqliteBase
-from tavernkit.store.protocol import ENTRY_LINE_FIELDS, RecordInfo
+from tavernkit.store.record_types import ENTRY_LINE_FIELDS, RecordInfo
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteRecordMembers"]
@@ -258,7 +258,7 @@ class SqliteRecordMembers(SqliteBase):
         self, ref: str, *, content_has: str | None = None, owner: str = DEFAULT_OWNER
     ) -> tuple[RecordInfo, str]:
         """The book's listing line and its entries' lines as JSON text (each
-        ``[comment, key, ..., uid]``: :data:`~tavernkit.store.protocol.ENTRY_LINE_FIELDS`
+        ``[comment, key, ..., uid]``: :data:`~tavernkit.store.record_types.ENTRY_LINE_FIELDS`
         then the uid), in the book's order, without their content; with ``content_has``, only
         the entries whose content holds it (in any case)."""
         in_sql = self._json_in_sql and (content_has is None or content_has.isascii())

@@ -34,7 +34,7 @@ from tavernkit.store._search_text import (
     searchable,
 )
 from tavernkit.store._sqlite_chats import SqliteChats
-from tavernkit.store.protocol import MessageHit, MessageHits
+from tavernkit.store.chat_types import MessageHit, MessageHits
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["MatchSql", "SqliteSearch", "sqlite_match"]

@@ -16,9 +16,7 @@ from tavernkit.store._message_rows import (
 )
 from tavernkit.store._sqlite_base import to_json_doc
 from tavernkit.store._sqlite_chats import SWIPE_INFO_FIELDS, SqliteChats
-from tavernkit.store.protocol import (
-    SwipeText,
-)
+from tavernkit.store.chat_types import SwipeText
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteSwipes"]

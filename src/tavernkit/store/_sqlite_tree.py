@@ -34,7 +34,7 @@ from tavernkit.store.chat_tree import (
     spread,
     squeeze,
 )
-from tavernkit.store.protocol import ChatBranch, ChatInfo, ChatTree, StoredMessage
+from tavernkit.store.chat_types import ChatBranch, ChatInfo, ChatTree, StoredMessage
 from tavernkit.store.sqlite_thread import SqliteConnection
 
 __all__ = ["SqliteTree"]

@@ -8,7 +8,8 @@ from datetime import datetime
 from pathlib import Path
 
 from tavernkit.store.postgres import DEFAULT_DATABASE_POOL, is_postgres_url, open_postgres_store
-from tavernkit.store.protocol import ModelRegistry, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import ModelRegistry
 from tavernkit.store.sqlite import new_record_id
 from tavernkit.store.sqlite import open_store as open_sqlite_store
 

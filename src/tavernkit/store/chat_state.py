@@ -32,7 +32,9 @@ from tavernkit.models.templates import (
     SystemPrompt,
     builtin_reasoning_template,
 )
-from tavernkit.store.protocol import SharedRecord, Store, StoredChat, StoredChatWindow
+from tavernkit.store.chat_types import StoredChat, StoredChatWindow
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import SharedRecord
 from tavernkit.worldinfo.index import default_engine
 
 __all__ = ["load_chat_state", "load_user_name", "persona_candidates"]

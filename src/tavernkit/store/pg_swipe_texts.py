@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tavernkit.store.protocol import SwipeText
+from tavernkit.store.chat_types import SwipeText
 
 if TYPE_CHECKING:
     from tavernkit.store.sqlite_thread import SqliteConnection

@@ -43,11 +43,12 @@ from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error
 from tavernkit.store._sqlite_search import MatchSql
+from tavernkit.store.chat_types import SwipeText, TurnStart
 from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.paths import data_dir
 from tavernkit.store.pg_migrations import apply_pg_migrations
 from tavernkit.store.pg_swipe_texts import write_swipe_texts
-from tavernkit.store.protocol import ModelRegistry, SwipeText, TurnStart
+from tavernkit.store.record_types import ModelRegistry
 from tavernkit.store.registry import default_models
 from tavernkit.store.sqlite import SqliteStore, new_record_id
 

@@ -15,381 +15,45 @@ Chats are not one document: the header and each message are rows of their own an
 is a row under its message, so that appending a message or a swipe, or streaming into one, is a
 small write whatever the length of the chat (SillyTavern rewrites the whole ``.jsonl`` on every
 save, which is what makes its long chats slow).
+
+The values it speaks in live beside it: :mod:`~tavernkit.store.record_types` (kinds,
+documents, record results), :mod:`~tavernkit.store.chat_types` (chats, messages, branches,
+hits) and :mod:`~tavernkit.store.key_types` (API keys and their pool state).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections import OrderedDict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from tavernkit.errors import FormatError
 from tavernkit.models.base import DEFAULT_OWNER
-from tavernkit.models.chat import Chat, ChatHeader, Message
-from tavernkit.models.chat_window import MessageCounts, MessageWindow
 from tavernkit.store.accounts import AccountStore
-
-__all__ = [
-    "ENTRY_LINE_FIELDS",
-    "KINDS",
-    "UNIQUE_NAME_KINDS",
-    "ApiKeyInfo",
-    "ChatBranch",
-    "ChatInfo",
-    "ChatTree",
-    "Document",
-    "JsonValue",
-    "KeyState",
-    "ListOrder",
-    "MessageCounts",
-    "MessageHit",
-    "MessageHits",
-    "ModelRegistry",
-    "RecordInfo",
-    "RecordPage",
-    "RecordRef",
-    "SharedRecord",
-    "Store",
-    "StoredChat",
-    "StoredChatWindow",
-    "StoredMessage",
-    "StoredRecord",
-    "SwipeText",
-    "TurnStart",
-]
-
-#: what a lorebook entry's line holds (:meth:`Store.lorebook_entry_lines`: an editor's list
-#: row, its filters and sorts, not the entry's content), each line ``[value of each..., uid]``
-ENTRY_LINE_FIELDS: tuple[str, ...] = (
-    "comment",
-    "key",
-    "keysecondary",
-    "disable",
-    "constant",
-    "order",
-    "depth",
-    "probability",
-    "displayIndex",
+from tavernkit.store.chat_types import (
+    ChatInfo,
+    ChatTree,
+    MessageHits,
+    StoredChat,
+    StoredChatWindow,
+    StoredMessage,
+    SwipeText,
+    TurnStart,
+)
+from tavernkit.store.key_types import ApiKeyInfo, KeyState
+from tavernkit.store.record_types import (
+    Document,
+    JsonValue,
+    ListOrder,
+    RecordInfo,
+    RecordPage,
+    RecordRef,
+    SharedRecord,
+    StoredRecord,
 )
 
-_M = TypeVar("_M", bound=BaseModel)
-
-#: A value JSON can hold (what global variables and metadata values are).
-JsonValue = Any
-
-#: A document as callers hand it over: a model (written with ``to_wire()`` / ``model_dump``) or
-#: its JSON mapping.
-Document = Mapping[str, Any] | BaseModel
-
-#: kind -> the model class that validates records of that kind on load; the facade fills it.
-ModelRegistry = Mapping[str, type[BaseModel]]
-
-#: Every kind of document record the store keeps. ``settings`` is not here: it is one document
-#: per owner with calls of its own.
-KINDS: frozenset[str] = frozenset(
-    {
-        "character",
-        "persona",
-        "lorebook",
-        "chat_preset",
-        "instruct",
-        "context",
-        "sysprompt",
-        "reasoning",
-        "textgen_preset",
-        "kobold_preset",
-        "novel_preset",
-        "connection_profile",
-        "fallback_chain",
-        "custom_endpoint",
-        "quick_reply_set",
-        "group",
-        "mcp_server",
-        "chatluna_preset",
-    }
-)
-
-#: Kinds whose names are unique per owner, so ``show NAME`` and ``export NAME`` find one record.
-#: Personas are the exception: SillyTavern keys them by avatar file and users reuse names.
-UNIQUE_NAME_KINDS: frozenset[str] = KINDS - {"persona"}
-
-
-@dataclass(frozen=True, slots=True)
-class RecordRef:
-    """What a write returns: enough to find the record again."""
-
-    kind: str
-    id: str
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecordInfo:
-    """One line of a listing: never the document itself, never a blob."""
-
-    kind: str
-    id: str
-    name: str
-    owner: str
-    created: datetime
-    updated: datetime
-
-
-#: the orders :meth:`Store.list_page` reads a page in: by name (case folded, A-Z or Z-A), by
-#: when the record was made (newest or oldest first) or last written (latest first), or a
-#: character's favourites first, then by name, or the characters with the latest chat first
-#: (then those never chatted with, by name)
-ListOrder = Literal["name", "name_desc", "newest", "oldest", "updated", "fav", "chatted"]
-
-
-@dataclass(frozen=True, slots=True)
-class RecordPage:
-    """One page of a listing and how many lines the whole listing has."""
-
-    items: builtins.list[RecordInfo]
-    total: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRecord:
-    """A record's JSON as it was written, with its listing line."""
-
-    info: RecordInfo
-    data: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SharedRecord:
-    """A record as :meth:`Store.get_shared_record` shares it: the validated model, the JSON it
-    was validated from (``model.to_wire() == data`` for the open formats: their models are
-    lossless) and a hash of that JSON. All three are shared and read-only."""
-
-    model: BaseModel
-    data: dict[str, Any]
-    digest: str
-    #: the record's id (what a ref by name resolved to)
-    id: str = ""
-    #: when the record was made (``None``: a store that does not say)
-    created: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ApiKeyInfo:
-    """An API key as list calls show it. There is deliberately no field that holds the secret or
-    any part of it; ``fingerprint`` (a short hash) only tells two keys apart."""
-
-    id: str
-    provider: str
-    label: str
-    fingerprint: str
-    created: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class KeyState:
-    """Key-pool bookkeeping for one credential (no secret here): its own (``model=""``: its
-    uses and last use), or its rest for one model (``uses`` is then unused)."""
-
-    key_id: str
-    model: str = ""
-    cooldown_until: datetime | None = None
-    failures: int = 0
-    last_error_code: str | None = None
-    last_used: datetime | None = None
-    #: successful uses (the pool's least-used-first order)
-    uses: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class SwipeText:
-    """One streaming swipe's text for :meth:`Store.update_swipe_texts` (kept partial)."""
-
-    message_id: str
-    swipe_index: int
-    text: str
-    owner: str = DEFAULT_OWNER
-
-
-@dataclass(frozen=True, slots=True)
-class ChatInfo:
-    """One line of a chat listing."""
-
-    id: str
-    name: str
-    owner: str
-    character_id: str | None
-    character_name: str | None
-    message_count: int
-    created: datetime
-    updated: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class MessageHit:
-    """One message a search found: where it is (its chat and its 0-based ``index`` there, as
-    the message routes number it), who spoke, and a plain-text ``snippet`` of its shown text
-    around the first match."""
-
-    chat_id: str
-    chat_name: str
-    character_id: str | None
-    character_name: str | None
-    message_id: str
-    index: int
-    #: the speaker (the message's ``name``)
-    name: str
-    is_user: bool
-    snippet: str
-
-
-@dataclass(frozen=True, slots=True)
-class MessageHits:
-    """A page of a message search's hits and how many there are in all."""
-
-    hits: builtins.list[MessageHit]
-    total: int
-
-
-@dataclass(frozen=True, slots=True)
-class StoredMessage:
-    """One chat message as SillyTavern's JSON (swipes and swipe_info included), with its id.
-
-    ``partial_swipes`` lists the swipe indexes whose text was persisted while streaming and
-    never marked complete (a crash mid-reply leaves them so)."""
-
-    id: str
-    position: int
-    data: dict[str, Any]
-    partial_swipes: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ChatBranch:
-    """One branch of a chat's tree (:mod:`tavernkit.store.chat_tree`): its own messages start
-    at ``fork`` and continue ``parent``'s path."""
-
-    id: str
-    parent: str | None
-    fork: int
-    #: how many messages are its own (on the current path or parked)
-    length: int
-    #: its first own message (SillyTavern's JSON), for a preview; ``None`` when it has none
-    first: dict[str, Any] | None
-    #: whether the current path goes through it
-    on_path: bool
-    #: its own message at each position where another branch forks from it (what that
-    #: branch is the alternative to)
-    at_forks: dict[int, dict[str, Any]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ChatTree:
-    """A chat's branches, root first, and the branch whose path is the current one. A chat
-    that never branched is one branch, ``main``, holding every message."""
-
-    info: ChatInfo
-    current: str
-    branches: builtins.list[ChatBranch]
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChat:
-    """A whole chat: the header line and the messages, in order."""
-
-    info: ChatInfo
-    header: dict[str, Any]
-    messages: list[StoredMessage] = field(default_factory=list)
-
-    def lines(self) -> builtins.list[dict[str, Any]]:
-        """The chat as SillyTavern's JSONL lines (header first), ready for the chat writer."""
-        return [self.header, *(m.data for m in self.messages)]
-
-    def to_chat(self) -> Chat:
-        """The chat as the :class:`~tavernkit.models.chat.Chat` model (raises
-        :class:`~tavernkit.errors.FormatError` naming the message if one no longer validates)."""
-        source = f"<store chat {self.info.id}>"
-        header = _validate_part(ChatHeader, self.header, source, "header")
-        return Chat(header=header, messages=[_message(m, source) for m in self.messages])
-
-
-@dataclass(frozen=True, slots=True)
-class StoredChatWindow:
-    """The part of a chat a turn reads: the newest messages (``tail``), the oldest ones up to the
-    first visible message (``head``, empty when ``tail`` reaches the start) and the counts of the
-    messages between them (``gap``), which are not read. ``info.message_count`` is the whole
-    chat's length."""
-
-    info: ChatInfo
-    header: dict[str, Any]
-    head: builtins.list[StoredMessage]
-    tail: builtins.list[StoredMessage]
-    gap: MessageCounts = field(default_factory=MessageCounts)
-
-    @property
-    def complete(self) -> bool:
-        """Whether the window holds every message of the chat."""
-        return self.gap.total == 0
-
-    def to_chat(self) -> Chat:
-        """The chat as the :class:`~tavernkit.models.chat.Chat` model whose ``messages`` is a
-        :class:`~tavernkit.models.chat_window.MessageWindow` (a plain list when the window
-        holds the whole chat); raises :class:`~tavernkit.errors.FormatError` as
-        :meth:`StoredChat.to_chat` does."""
-        source = f"<store chat {self.info.id}>"
-        header = _validate_part(ChatHeader, self.header, source, "header")
-        head = [_window_message(m, source) for m in self.head]
-        tail = [_window_message(m, source) for m in self.tail]
-        if self.complete:
-            return Chat(header=header, messages=[*head, *tail])
-        window = MessageWindow(head, tail, self.gap)
-        # Constructed, not validated: the window is a Sequence, not the list the field holds.
-        return Chat.model_construct(header=header, messages=window)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True, slots=True)
-class TurnStart:
-    """What a turn reads first, together (:meth:`Store.load_turn_start`): the owner's
-    settings (``None`` when none are stored), the chat's window and the owner's global
-    variables."""
-
-    settings: BaseModel | None
-    window: StoredChatWindow
-    global_variables: dict[str, JsonValue]
-
-
-def _validate_part(cls: type[_M], data: Any, source: str, where: str) -> _M:
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        raise FormatError(str(exc), source=source, field=where) from exc
-
-
-def _message(m: StoredMessage, source: str) -> Message:
-    return _validate_part(Message, m.data, source, f"messages[{m.position}]")
-
-
-#: message id -> (its JSON, the model made of it): a turn's window is mostly the last turn's.
-_WINDOW_MESSAGES: OrderedDict[str, tuple[dict[str, Any], Message]] = OrderedDict()
-_WINDOW_MESSAGES_MAX = 4096
-
-
-def _window_message(m: StoredMessage, source: str) -> Message:
-    """The model of a window's message, shared with the last turn's window while the message's
-    JSON is unchanged (an edited message is validated again): turns read, never edit, it."""
-    known = _WINDOW_MESSAGES.get(m.id)
-    if known is not None and known[0] == m.data:
-        _WINDOW_MESSAGES.move_to_end(m.id)
-        return known[1]
-    message = _message(m, source)
-    _WINDOW_MESSAGES[m.id] = (m.data, message)
-    if len(_WINDOW_MESSAGES) > _WINDOW_MESSAGES_MAX:
-        _WINDOW_MESSAGES.popitem(last=False)
-    return message
+__all__ = ["Store"]
 
 
 @runtime_checkable

@@ -19,7 +19,7 @@ from collections.abc import Hashable
 from typing import Any
 
 from tavernkit.errors import StaleRevision
-from tavernkit.store.protocol import StoredMessage
+from tavernkit.store.chat_types import StoredMessage
 
 __all__ = [
     "check_message_revision",

@@ -41,18 +41,17 @@ from tavernkit.store._sqlite_members import SqliteRecordMembers
 from tavernkit.store._sqlite_search import SqliteSearch
 from tavernkit.store._sqlite_tree import SqliteTree
 from tavernkit.store._sqlite_vectors import SqliteVectors
+from tavernkit.store.chat_types import StoredChatWindow, TurnStart
 from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
-from tavernkit.store.protocol import (
+from tavernkit.store.record_types import (
     UNIQUE_NAME_KINDS,
     JsonValue,
     ModelRegistry,
     RecordInfo,
     RecordRef,
     SharedRecord,
-    StoredChatWindow,
     StoredRecord,
-    TurnStart,
 )
 from tavernkit.store.registry import default_models
 from tavernkit.store.secret_key import SecretKeySource

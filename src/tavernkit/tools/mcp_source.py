@@ -29,7 +29,8 @@ from typing import Any, Protocol
 from tavernkit.egress import EgressPolicy
 from tavernkit.errors import EgressRefused, GenerateTaskError, NotFound, ToolSourceError
 from tavernkit.models.mcp import MCP_SERVER_KIND, McpServer
-from tavernkit.store.protocol import RecordInfo, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo
 from tavernkit.tools.mcp_connection import McpConnection, McpTool
 from tavernkit.tools.registry import FunctionTool
 

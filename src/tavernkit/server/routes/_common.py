@@ -13,7 +13,7 @@ from tavernkit.facade import Tavern
 from tavernkit.server.auth import current_principal
 from tavernkit.server.principal import Principal
 from tavernkit.server.state import ServerState, server_state, state_of
-from tavernkit.store.protocol import RecordInfo, StoredRecord
+from tavernkit.store.record_types import RecordInfo, StoredRecord
 from tavernkit.store.revisions import content_revision
 
 __all__ = [

@@ -31,7 +31,7 @@ from tavernkit.server.routes._common import (
     record_revision,
     tag_revision,
 )
-from tavernkit.store.protocol import ListOrder, RecordInfo
+from tavernkit.store.record_types import ListOrder, RecordInfo
 from tavernkit.store.revisions import check_revision, revision_lock
 
 __all__ = ["router"]

@@ -18,7 +18,7 @@ from tavernkit.errors import ChatBusy
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.store.chat_tree import BranchRow, chain, owner_at
-from tavernkit.store.protocol import ChatBranch, ChatTree
+from tavernkit.store.chat_types import ChatBranch, ChatTree
 
 __all__ = ["router"]
 

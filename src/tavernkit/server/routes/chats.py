@@ -28,7 +28,7 @@ from tavernkit.server.routes._common import (
     page_of,
     tag_revision,
 )
-from tavernkit.store.protocol import ChatInfo, StoredMessage
+from tavernkit.store.chat_types import ChatInfo, StoredMessage
 from tavernkit.store.revisions import message_revision
 from tavernkit.text.tokens import Tokenizer
 

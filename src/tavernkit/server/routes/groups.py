@@ -40,7 +40,7 @@ from tavernkit.server.routes.turns import (
     admit_turn,
     begin_turn,
 )
-from tavernkit.server.turns import TurnRequest
+from tavernkit.server.turn_request import TurnRequest
 
 __all__ = ["router"]
 

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tavernkit.lorebook_admin import Binding, BindingScope, LorebookAdmin
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Duplicate, IfMatch, RecordLine, Rename, tag_revision
-from tavernkit.store.protocol import ENTRY_LINE_FIELDS, RecordInfo
+from tavernkit.store.record_types import ENTRY_LINE_FIELDS, RecordInfo
 from tavernkit.store.revisions import check_revision, content_revision, revision_lock
 
 __all__ = ["router"]

@@ -12,7 +12,7 @@ from pydantic import AfterValidator
 
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.routes._common import Page, PageQuery
-from tavernkit.store.protocol import MessageHit
+from tavernkit.store.chat_types import MessageHit
 
 __all__ = ["router"]
 

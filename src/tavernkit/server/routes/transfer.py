@@ -19,7 +19,7 @@ from fastapi import APIRouter, Query, Request, Response, UploadFile
 from pydantic import BaseModel
 
 from tavernkit.errors import FormatError, TavernKitError
-from tavernkit.library import ImportResult
+from tavernkit.library_results import ImportResult
 from tavernkit.server.auth import UserTavern
 from tavernkit.server.errors import is_unavailable, status_for
 from tavernkit.server.task_errors import safe_text

@@ -28,7 +28,8 @@ from tavernkit.server.principal import Principal
 from tavernkit.server.sse import sse_event, sse_response
 from tavernkit.server.state import ServerState, server_state
 from tavernkit.server.task_errors import task_error_response
-from tavernkit.server.turns import TurnHub, TurnRequest
+from tavernkit.server.turn_request import TurnRequest
+from tavernkit.server.turns import TurnHub
 
 __all__ = ["TurnOverridesBody", "TurnStartedBody", "admit_turn", "begin_turn", "router"]
 

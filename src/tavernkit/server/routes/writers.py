@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tavernkit.chat.writer import Writer, extensions_with_writer, writer_of
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.server.auth import UserTavern
-from tavernkit.store.protocol import StoredRecord
+from tavernkit.store.record_types import StoredRecord
 
 __all__ = ["router"]
 
