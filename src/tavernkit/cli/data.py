@@ -176,33 +176,40 @@ def rotate_secret_key(
         os.environ[SECRET_KEY_FILE_ENV] = str(secret_key_file)
     if previous_secret_key_file is not None:
         os.environ[PREVIOUS_SECRET_KEY_FILE_ENV] = str(previous_secret_key_file)
-
-    async def run() -> tuple[int, bool]:
-        check_secret_key_settings()
-        new = read_secret_key_file(new_key_file) if new_key_file is not None else None
-        store = await _open(database, folder)
-        try:
-            if new is None and store.secret_keys.previous() is None:
-                raise SecretKeyError(
-                    "nothing to rotate to: give --new-key-file, or the previous key "
-                    f"(--previous-secret-key-file or {PREVIOUS_SECRET_KEY_ENV}) beside the "
-                    "new current one"
-                )
-            old = store.secret_keys.current()
-            count = await store.rotate_secret_key(new)
-        finally:
-            await store.close()
-        if new_key_file is not None and old.generated_file is not None:
-            replace_generated_key(old, new_key_file.read_text(encoding="utf-8"))
-            return count, True
-        return count, False
-
     try:
-        count, replaced = asyncio.run(run())
+        count, replaced = asyncio.run(_rotate(new_key_file, database, folder))
     except TavernKitError as exc:
         raise fail(error_text(exc)) from None
-    where = escape(_where(database, folder))
-    if new_key_file is None:
+    _say_rotated(escape(_where(database, folder)), count, new_key_file is None, replaced)
+
+
+async def _rotate(
+    new_key_file: Path | None, database: str | None, folder: Path
+) -> tuple[int, bool]:
+    """Seal again (under ``new_key_file``'s key, else the current one); the count, and
+    whether this host's generated key file was replaced by the new key."""
+    check_secret_key_settings()
+    new = read_secret_key_file(new_key_file) if new_key_file is not None else None
+    store = await _open(database, folder)
+    try:
+        if new is None and store.secret_keys.previous() is None:
+            raise SecretKeyError(
+                "nothing to rotate to: give --new-key-file, or the previous key "
+                f"(--previous-secret-key-file or {PREVIOUS_SECRET_KEY_ENV}) beside the "
+                "new current one"
+            )
+        old = store.secret_keys.current()
+        count = await store.rotate_secret_key(new)
+    finally:
+        await store.close()
+    if new_key_file is not None and old.generated_file is not None:
+        replace_generated_key(old, new_key_file.read_text(encoding="utf-8"))
+        return count, True
+    return count, False
+
+
+def _say_rotated(where: str, count: int, rolling: bool, replaced: bool) -> None:
+    if rolling:
         out.print(f"{where}: {count} sealed secrets now under the current key")
         out.print("every process may now drop its previous key (restart them one by one)")
         return

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from tavernkit.errors import NotFound
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.models.character import Card
-from tavernkit.models.chat import ChatHeader
+from tavernkit.models.chat import Chat, ChatHeader
 from tavernkit.models.lorebook import Lorebook
 from tavernkit.models.persona import Persona
 from tavernkit.models.preset import ChatCompletionPreset
@@ -98,12 +98,7 @@ async def load_chat_state(
         _linked_books(store, by_id, owner),
     )
     found = _Found(shared, wanted)
-    card = found.model("character")
-    character_id = None
-    if isinstance(card, Card):
-        character_id = shared[("character", char_ref or "")].id
-    else:
-        card = None
+    card, character_id = _card_of(found, shared, char_ref)
 
     persona_model = _first_persona(shared, personas)
     scoped: list[ScopedBook] = []
@@ -112,12 +107,48 @@ async def load_chat_state(
             linked = await _linked_books(store, character_id, owner)
         scoped = await _collect_books(store, owner, settings, card, linked, chat, persona_model)
 
-    return ChatState(
+    return _state(
+        found,
         settings=settings,
         card=card,
         persona=persona_model,
-        user_name=_user_name(persona_model, settings),
         books=scoped,
+        chat=chat,
+        chat_id=chat_id,
+        character_id=character_id,
+        global_variables=global_variables,
+    )
+
+
+def _card_of(
+    found: _Found, shared: Mapping[tuple[str, str], SharedRecord], ref: str | None
+) -> tuple[Card | None, str | None]:
+    """The state's card and its record id (``None`` for both when none is read)."""
+    card = found.model("character")
+    if not isinstance(card, Card):
+        return None, None
+    return card, shared[("character", ref or "")].id
+
+
+def _state(
+    found: _Found,
+    *,
+    settings: Settings,
+    card: Card | None,
+    persona: Persona | None,
+    books: list[ScopedBook],
+    chat: Chat | None,
+    chat_id: str | None,
+    character_id: str | None,
+    global_variables: dict[str, Any],
+) -> ChatState:
+    """The state from what was read: the records by kind, and the chat with its ids."""
+    return ChatState(
+        settings=settings,
+        card=card,
+        persona=persona,
+        user_name=_user_name(persona, settings),
+        books=books,
         chat_preset=_typed(found.model("chat_preset"), ChatCompletionPreset),
         chat_preset_id=found.record_id("chat_preset"),
         textgen_preset=_typed(found.model("textgen_preset"), TextGenSettings),
