@@ -174,6 +174,12 @@ def test_on_a_phone_the_chat_names_who_it_is_with_on_the_toolbar_row(
     assert who_box["x"] + who_box["width"] <= tools_box["x"] + 1
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     screenshot(phone, "ux2-chat-who-phone")
+    # the toolbar scrolls sideways beside the name, which stays in view
+    last = phone.get_by_role("button", name="Delete messages")
+    last.scroll_into_view_if_needed()
+    last_box, still = last.bounding_box(), who.bounding_box()
+    assert last_box is not None and last_box["x"] + last_box["width"] <= PHONE["width"]
+    assert still == who_box
 
     # a group's chat: the group's name
     add_nell(site)
