@@ -74,3 +74,17 @@ async def test_a_chat_whose_character_is_gone_points_at_no_picture(local: LiveSe
         opened = await c.get(f"/chats/{chat}")
         assert opened.status_code == 200
         assert opened.json()["character_thumbnail_url"] is None
+
+
+async def test_a_group_names_each_members_thumbnail_where_it_has_one(local: LiveServer) -> None:
+    async with local.client() as c:
+        nell = (await c.post("/characters", json=card("Nell"))).json()["id"]
+        orla = (await c.post("/characters", json=card("Orla"))).json()["id"]
+        await c.put(f"/characters/{orla}/avatar", content=_png())
+        made = await c.post("/groups", json={"name": "Crew", "members": [nell, orla]})
+        assert made.status_code == 201, made.text
+        for body in (made.json(), (await c.get("/groups/Crew")).json()):
+            pictures = {m["name"]: m["thumbnail_url"] for m in body["members"]}
+            assert pictures["Nell"] is None
+            thumb = await c.get(pictures["Orla"])
+            assert thumb.status_code == 200 and thumb.headers["content-type"] == "image/webp"

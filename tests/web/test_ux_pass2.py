@@ -252,3 +252,40 @@ def test_a_toast_on_a_desktop_stays_at_the_top_right(sized: Any, site: Site) -> 
     box = page.locator("#toast").bounding_box()
     assert box and box["y"] < DESKTOP["height"] / 3 and box["x"] > DESKTOP["width"] / 2
     screenshot(page, "ux2-toast-desktop")
+
+
+def test_a_group_with_a_json_card_member_asks_for_no_missing_picture(
+    sized: Any, site: Site
+) -> None:
+    add_nell(site)
+    if "Ferry crew" not in {g.name for g in site.call(site.tk.store.list("group"))}:
+        site.call(
+            create_group(
+                site.tk.store,
+                "Ferry crew",
+                ["Mira", "Nell"],
+                owner=site.tk.owner,
+                created_ms=int(time.time() * 1000),
+                activation_strategy=int(ActivationStrategy.LIST),
+            )
+        )
+    chat = site.call(site.tk.chats.new_group_chat("Ferry crew")).id
+    page = sized(DESKTOP)
+    failures = Failures(page)
+
+    page.goto("/#/groups")
+    crew = page.locator(".group-item").filter(has_text="Ferry crew")
+    expect(crew.locator(".avatar.initial")).to_have_text("M")
+    loaded(crew.locator("img.avatar"))
+
+    crew.get_by_role("link", name="Ferry crew").click()
+    members = page.get_by_role("list", name="Members")
+    expect(members.locator(".avatar.initial")).to_have_text("M")
+    loaded(members.locator("img.avatar"))
+    screenshot(page, "ux2-group-editor-desktop")
+
+    open_chat(page, chat)
+    expect(page.locator(".log .message .avatar.initial").first).to_have_text("M")
+    loaded(page.locator(".log .message img.avatar").first)
+    assert failures.pictures == []
+    assert [text for text in failures.console if "404" in text] == []
