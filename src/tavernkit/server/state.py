@@ -14,6 +14,7 @@ from tavernkit.egress import EgressPolicy
 from tavernkit.errors import LimitExceeded, TavernKitError, TooManyAttempts
 from tavernkit.facade import Tavern
 from tavernkit.server.accounts import Accounts
+from tavernkit.server.avatar_presence import AvatarPresence
 from tavernkit.server.avatars import import_avatar
 from tavernkit.server.backup_schedule import BackupSchedule
 from tavernkit.server.card_facets import CardFacets
@@ -46,6 +47,8 @@ class ServerState:
     thumbnails: Thumbnails = field(default_factory=Thumbnails)
     #: the cards' favourite flags and tags, for the character list's filters and orders
     card_facets: CardFacets = field(default_factory=CardFacets)
+    #: which characters have an avatar (a list line's or a chat's picture URL, or none)
+    avatars: AvatarPresence = field(default_factory=AvatarPresence)
     #: each user's fallback to the server's shared route (accounts on only)
     shared: SharedRoutes | None = None
     #: the policy non-admin users' outbound requests go through (accounts on only)

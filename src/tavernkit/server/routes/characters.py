@@ -42,23 +42,32 @@ _NO_FACETS = Facets(fav=False, tags=())
 
 
 class CharacterLine(RecordLine):
-    #: each changes when the record is written, so a browser never shows an old image
-    avatar_url: str
-    thumbnail_url: str
+    #: whether the character has an avatar image (a JSON card has none)
+    has_avatar: bool = False
+    #: each changes when the record is written, so a browser never shows an old image;
+    #: ``None`` without an avatar (the UI shows the name's initial, and asks for nothing)
+    avatar_url: str | None = None
+    thumbnail_url: str | None = None
     #: SillyTavern's favourite flag (``data.extensions.fav``)
     fav: bool = False
     tags: list[str] = Field(default_factory=list)
 
     @classmethod
-    def of_info(cls, info: RecordInfo, facets: Facets) -> CharacterLine:
+    def of_info(cls, info: RecordInfo, facets: Facets, *, has_avatar: bool) -> CharacterLine:
         version = f"?v={int(info.updated.timestamp() * 1_000_000)}"
         return cls(
             **RecordLine.of(info).model_dump(),
-            avatar_url=f"/characters/{info.id}/avatar{version}",
-            thumbnail_url=f"/characters/{info.id}/thumbnail{version}",
+            has_avatar=has_avatar,
+            avatar_url=f"/characters/{info.id}/avatar{version}" if has_avatar else None,
+            thumbnail_url=f"/characters/{info.id}/thumbnail{version}" if has_avatar else None,
             fav=facets.fav,
             tags=list(facets.tags),
         )
+
+
+class CharacterBody(RecordBody):
+    #: whether the character has an avatar image (``GET /characters/{ref}/avatar`` answers)
+    has_avatar: bool = False
 
 
 class TagCount(BaseModel):
@@ -121,8 +130,12 @@ async def list_characters(
     )
     known = await state.card_facets.of(tk.store, found.items, owner=tk.owner)
     tag_counts = _count_tags(await tk.store.character_tags(owner=tk.owner)) if facets else None
+    pictured = await state.avatars.of(tk.store, found.items, owner=tk.owner)
     return CharacterPage(
-        items=[CharacterLine.of_info(i, known.get(i.id, _NO_FACETS)) for i in found.items],
+        items=[
+            CharacterLine.of_info(i, known.get(i.id, _NO_FACETS), has_avatar=i.id in pictured)
+            for i in found.items
+        ],
         total=found.total,
         offset=paging.offset,
         limit=paging.limit,
@@ -158,10 +171,16 @@ async def create_character(
 
 
 @router.get("/{ref}")
-async def get_character(ref: str, tk: UserTavern, response: Response) -> RecordBody:
-    """The full card (V2/V3 JSON as stored) of the character with id or name ``ref``; its
-    revision also as the ``ETag``."""
-    body = RecordBody.of_record(await tk.store.get_record("character", ref, owner=tk.owner))
+async def get_character(
+    ref: str, tk: UserTavern, state: State, response: Response
+) -> CharacterBody:
+    """The full card (V2/V3 JSON as stored) of the character with id or name ``ref``, and
+    whether it has an avatar; its revision also as the ``ETag``."""
+    stored = await tk.store.get_record("character", ref, owner=tk.owner)
+    body = CharacterBody(
+        **RecordBody.of_record(stored).model_dump(),
+        has_avatar=await state.avatars.has(tk.store, stored.info, owner=tk.owner),
+    )
     tag_revision(response, body.revision)
     return body
 
@@ -231,7 +250,9 @@ async def put_avatar(
         name=stored.info.name,
         blobs={"avatar": png},
     )
-    return _line(state, await tk.store.get_record("character", stored.info.id, owner=tk.owner))
+    return await _line(
+        tk, state, await tk.store.get_record("character", stored.info.id, owner=tk.owner)
+    )
 
 
 @router.delete("/{ref}/avatar", status_code=204)
@@ -317,7 +338,9 @@ async def set_favourite(ref: str, body: Favourite, tk: UserTavern, state: State)
     if "fav" in card:
         card["fav"] = body.fav
     await tk.store.put("character", card, owner=tk.owner, id=stored.info.id, name=stored.info.name)
-    return _line(state, await tk.store.get_record("character", stored.info.id, owner=tk.owner))
+    return await _line(
+        tk, state, await tk.store.get_record("character", stored.info.id, owner=tk.owner)
+    )
 
 
 @router.get("/{ref}/lorebooks")
@@ -377,8 +400,10 @@ async def delete_character(
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _line(state: State, stored: Any) -> CharacterLine:
-    return CharacterLine.of_info(stored.info, state.card_facets.remember(stored.info, stored.data))
+async def _line(tk: UserTavern, state: State, stored: Any) -> CharacterLine:
+    facets = state.card_facets.remember(stored.info, stored.data)
+    has_avatar = await state.avatars.has(tk.store, stored.info, owner=tk.owner)
+    return CharacterLine.of_info(stored.info, facets, has_avatar=has_avatar)
 
 
 def _remembered(state: State, stored: Any) -> RecordBody:

@@ -24,6 +24,7 @@ from tavernkit.server.routes._common import (
     IfMatch,
     Page,
     PageQuery,
+    State,
     VariableValue,
     page_of,
     tag_revision,
@@ -62,6 +63,9 @@ class ChatLine(BaseModel):
 class ChatBody(ChatLine):
     #: the header line (``chat_metadata`` and the rest), as SillyTavern writes it
     header: dict[str, Any]
+    #: the character's thumbnail (changes with the character); ``None`` when it has no
+    #: avatar (a JSON card) or the chat is a group's, so a browser asks for no missing image
+    character_thumbnail_url: str | None = None
 
 
 class MessageBody(BaseModel):
@@ -173,10 +177,28 @@ async def create_chat(body: NewChat, tk: UserTavern) -> ChatLine:
 
 
 @router.get("/{chat_id}")
-async def get_chat(chat_id: str, tk: UserTavern) -> ChatBody:
-    """The chat's listing line and header (not its messages: see ``/messages``)."""
+async def get_chat(chat_id: str, tk: UserTavern, state: State) -> ChatBody:
+    """The chat's listing line and header (not its messages: see ``/messages``), and its
+    character's thumbnail URL where it has an avatar."""
     window = await tk.store.load_chat_window(chat_id, last=1, owner=tk.owner)
-    return ChatBody(**ChatLine.of(window.info).model_dump(), header=window.header)
+    return ChatBody(
+        **ChatLine.of(window.info).model_dump(),
+        header=window.header,
+        character_thumbnail_url=await _thumbnail_url(tk, state, window.info.character_id),
+    )
+
+
+async def _thumbnail_url(tk: UserTavern, state: State, character_id: str | None) -> str | None:
+    if not character_id:
+        return None
+    try:
+        stored = await tk.store.get_record("character", character_id, owner=tk.owner)
+    except NotFound:  # the character was deleted; its chats stay
+        return None
+    if not await state.avatars.has(tk.store, stored.info, owner=tk.owner):
+        return None
+    version = int(stored.info.updated.timestamp() * 1_000_000)
+    return f"/characters/{stored.info.id}/thumbnail?v={version}"
 
 
 @router.patch("/{chat_id}")

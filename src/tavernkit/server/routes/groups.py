@@ -62,6 +62,9 @@ class MemberBody(BaseModel):
     avatar: str
     muted: bool
     character_id: str
+    #: the character's thumbnail; ``None`` when it has no picture (a JSON card), so a browser
+    #: asks for no missing image
+    thumbnail_url: str | None = None
 
 
 class GroupBody(BaseModel):
@@ -191,7 +194,7 @@ class GroupTurnBody(BaseModel):
 @router.get("/groups")
 async def list_groups(tk: UserTavern, paging: PageQuery) -> Page[GroupBody]:
     infos, total = page_of(await tk.store.list(GROUP_KIND, owner=tk.owner), paging)
-    items = [GroupBody.of(await load_group(tk.store, i.id, owner=tk.owner)) for i in infos]
+    items = [await _body(tk, await load_group(tk.store, i.id, owner=tk.owner)) for i in infos]
     return Page(items=items, total=total, offset=paging.offset, limit=paging.limit)
 
 
@@ -211,7 +214,17 @@ async def create_group_route(body: NewGroup, tk: UserTavern) -> GroupBody:
         created_ms=int(time.time() * 1000),
         **fields,
     )
-    return GroupBody.of(loaded)
+    return await _body(tk, loaded)
+
+
+async def _body(tk: UserTavern, loaded: LoadedGroup) -> GroupBody:
+    """The group's body, each member with its thumbnail's URL where it has a picture."""
+    body = GroupBody.of(loaded)
+    for member in body.members:
+        blobs = await tk.store.list_blobs("character", member.character_id, owner=tk.owner)
+        if "avatar" in blobs:
+            member.thumbnail_url = f"/characters/{member.character_id}/thumbnail"
+    return body
 
 
 async def _muted_avatars(tk: UserTavern, muted: list[str], avatars: list[str]) -> list[str]:
@@ -228,7 +241,7 @@ async def _muted_avatars(tk: UserTavern, muted: list[str], avatars: list[str]) -
 
 @router.get("/groups/{ref}")
 async def get_group(ref: str, tk: UserTavern) -> GroupBody:
-    return GroupBody.of(await load_group(tk.store, ref, owner=tk.owner))
+    return await _body(tk, await load_group(tk.store, ref, owner=tk.owner))
 
 
 @router.patch("/groups/{ref}")
@@ -271,7 +284,7 @@ async def edit_group_route(ref: str, body: GroupPatch, tk: UserTavern) -> GroupB
         for key, value in body.fields().items():
             setattr(group, key, value)
 
-    return GroupBody.of(await edit_group(tk.store, ref, change, owner=tk.owner))
+    return await _body(tk, await edit_group(tk.store, ref, change, owner=tk.owner))
 
 
 @router.delete("/groups/{ref}", status_code=204)
@@ -302,7 +315,7 @@ async def list_group_chats(ref: str, tk: UserTavern, paging: PageQuery) -> Page[
 async def get_chat_group(chat_id: str, tk: UserTavern) -> GroupBody:
     """The group the chat belongs to (404 for a solo chat)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    return GroupBody.of(await group_for_chat(tk.store, info.name, owner=tk.owner))
+    return await _body(tk, await group_for_chat(tk.store, info.name, owner=tk.owner))
 
 
 @router.post("/groups/{ref}/chats", status_code=201)

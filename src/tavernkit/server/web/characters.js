@@ -263,11 +263,14 @@ function starLook(star, character) {
 }
 
 function tile(character, toggleFav) {
-  const image = h("img", { src: character.thumbnail_url, alt: "", loading: "lazy", width: 100, height: 150 });
-  // A card without an image (a JSON import) shows its initial instead of a broken image.
-  image.addEventListener("error", () => {
-    image.replaceWith(h("span", { class: "initial", "aria-hidden": "true" }, character.name.slice(0, 1)));
-  });
+  // A card without an image (a JSON import: no thumbnail URL) shows its initial, asking for
+  // nothing; one whose image fails to load shows it too.
+  const initial = () => h("span", { class: "initial", "aria-hidden": "true" }, character.name.slice(0, 1));
+  let image = initial();
+  if (character.thumbnail_url) {
+    image = h("img", { src: character.thumbnail_url, alt: "", loading: "lazy", width: 100, height: 150 });
+    image.addEventListener("error", () => image.replaceWith(initial()));
+  }
   const open = button(
     [image, h("span", { class: "name" }, character.name)],
     () => openLatestChat(character).catch(reportError),

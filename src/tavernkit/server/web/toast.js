@@ -36,10 +36,31 @@ function headline(error) {
   return pick ? pick() : "";
 }
 
+// The controls kept at the bottom of the screen: the chat's composer, an editor's save bar and
+// (on a phone) its floating Save button. On a phone a toast sits just above them.
+const BOTTOM_CONTROLS = ".composer, .save-bar, .editor-bar .save";
+
+// How far up from the screen's bottom those now in its lower half reach (0 with none).
+function bottomControlsHeight() {
+  const height = window.innerHeight;
+  let lift = 0;
+  for (const node of document.querySelectorAll(BOTTOM_CONTROLS)) {
+    const top = node.getBoundingClientRect().top;
+    if (top > height / 2 && top < height) lift = Math.max(lift, height - top);
+  }
+  return Math.round(lift);
+}
+
 export function toast(message, kind = "error") {
   const box = document.getElementById("toast");
+  if (!box.dataset.dismissible) {
+    // a tap puts it away at once (on a phone it lies over the page until it goes)
+    box.dataset.dismissible = "true";
+    box.addEventListener("click", () => box.classList.remove("shown"));
+  }
   box.textContent = message;
   box.dataset.kind = kind;
+  box.style.setProperty("--toast-lift", `${bottomControlsHeight()}px`);
   box.classList.add("shown");
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => box.classList.remove("shown"), 6000);

@@ -83,7 +83,8 @@ export async function showCharacter(view, ref) {
   // -- the avatar --------------------------------------------------------------------------
   const avatar = createAvatar({
     name: () => form.nameInput.value.trim() || (record && record.name) || "",
-    url: record ? `/characters/${enc(record.id)}/avatar?v=${Date.parse(record.updated)}` : "",
+    // a card without an image (a JSON import) shows its initial: no request for a missing one
+    url: record && record.has_avatar ? `/characters/${enc(record.id)}/avatar?v=${Date.parse(record.updated)}` : "",
     upload: record ? uploadAvatar : null,
     remove: async () => {
       await api("DELETE", `/characters/${enc(record.id)}/avatar`);

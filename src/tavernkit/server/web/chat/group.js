@@ -27,9 +27,13 @@ export async function openGroup(chat, base) {
     if (error instanceof ApiError && error.status === 404) return null;
     throw error;
   }
-  const characters = new Map(group.members.map((m) => [m.avatar, m.character_id]));
-  // the avatar file of a message's speaker -> its thumbnail
-  const avatarUrl = (file) => (file && file !== "none" ? thumbnailUrl(characters.get(file) || characterOfAvatar(file)) : "");
+  const pictures = new Map(group.members.map((m) => [m.avatar, m.thumbnail_url || ""]));
+  // the avatar file of a message's speaker -> its thumbnail (none for a member without a
+  // picture, such as a JSON card, so nothing is asked for; a former member's by its name)
+  const avatarUrl = (file) => {
+    if (!file || file === "none") return "";
+    return pictures.has(file) ? pictures.get(file) : thumbnailUrl(characterOfAvatar(file));
+  };
   let hooks = null; // {start(kind, text, extra), busy()}
 
   // -- messages ----------------------------------------------------------------------------

@@ -61,9 +61,8 @@ export async function showChat(view, chatId, at = null) {
     // group chat, the member who wrote it speaks again)
     regenerateAt: (index) => startTurn("regenerate", "", [], { at: index }),
   };
-  const characterAvatar = chat.character_id
-    ? `/characters/${encodeURIComponent(chat.character_id)}/thumbnail`
-    : "";
+  // null when the character has no picture (a JSON card): its initial, and no request
+  const characterAvatar = chat.character_thumbnail_url || "";
   // a solo chat's messages show the character's picture (a user's, the name's initial)
   const withAvatar = (node, message) => {
     const name = node.querySelector(".meta .name");
@@ -458,6 +457,15 @@ export async function showChat(view, chatId, at = null) {
   };
   const treeButton = button(t("Chat tree"), showTree, { class: "tree-toggle" });
   const toolbar = h("div", { class: "chat-toolbar" }, tools, treeButton, deleting.start);
+  // who the chat is with, before the toolbar on the same row: on a phone the side panel
+  // (which names them on a desktop) is closed (style.css hides it on wider screens)
+  const partner = group ? group.group.name : chat.character_name || chat.name;
+  const who = h(
+    "p",
+    { class: "chat-who" },
+    avatar(group ? "" : characterAvatar, partner),
+    h("span", { class: "chat-who-name" }, partner),
+  );
   view.append(
     h(
       "div",
@@ -466,7 +474,7 @@ export async function showChat(view, chatId, at = null) {
       h(
         "section",
         { class: "conversation", "aria-label": chat.name },
-        toolbar,
+        h("div", { class: "chat-top" }, who, toolbar),
         log.node,
         alerts.node,
         group ? group.bar : null,

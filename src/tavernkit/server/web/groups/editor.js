@@ -7,7 +7,7 @@ import { createAlerts } from "../alerts.js";
 import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
 import { errorText, reportError, toast } from "../toast.js";
-import { MODES, STRATEGIES, avatar, field, groupChats, thumbnailUrl } from "./common.js";
+import { MODES, STRATEGIES, avatar, field, groupChats } from "./common.js";
 import { t } from "../i18n.js";
 
 const SEARCH_MS = 200;
@@ -27,7 +27,7 @@ export async function showGroup(view, ref) {
   let group = isNew ? null : await api("GET", `/groups/${encodeURIComponent(ref)}`);
   const alerts = createAlerts();
   // the members as edited: {character_id, name, muted}, in reply order
-  let members = group ? group.members.map((m) => ({ character_id: m.character_id, name: m.name, muted: m.muted })) : [];
+  let members = group ? group.members.map((m) => ({ character_id: m.character_id, name: m.name, muted: m.muted, thumbnail_url: m.thumbnail_url })) : [];
   let dirty = false;
 
   const name = h("input", { value: group ? group.name : "", required: true, autocomplete: "off" });
@@ -65,7 +65,7 @@ export async function showGroup(view, ref) {
         return h(
           "li",
           { class: `member${m.muted ? " is-muted" : ""}`, dataset: { character: m.character_id } },
-          avatar(thumbnailUrl(m.character_id), m.name),
+          avatar(m.thumbnail_url || "", m.name),
           h("span", { class: "name" }, m.name),
           h(
             "span",
@@ -118,7 +118,7 @@ export async function showGroup(view, ref) {
   const add = button(t("Add"), () => {
     const picked = found.find((c) => c.id === candidates.value);
     if (!picked) return;
-    members.push({ character_id: picked.id, name: picked.name, muted: false });
+    members.push({ character_id: picked.id, name: picked.name, muted: false, thumbnail_url: picked.thumbnail_url });
     changed();
   });
 

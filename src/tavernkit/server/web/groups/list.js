@@ -4,7 +4,7 @@
 import { api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
-import { avatar, thumbnailUrl } from "./common.js";
+import { avatar } from "./common.js";
 import { t } from "../i18n.js";
 
 export async function showGroups(view) {
@@ -32,7 +32,7 @@ function groupItem(group) {
   return h(
     "li",
     { class: "card group-item" },
-    h("span", { class: "avatars" }, group.members.slice(0, 5).map((m) => avatar(thumbnailUrl(m.character_id), m.name))),
+    h("span", { class: "avatars" }, group.members.slice(0, 5).map((m) => avatar(m.thumbnail_url || "", m.name))),
     h(
       "span",
       { class: "group-text" },
