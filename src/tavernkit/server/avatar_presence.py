@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from tavernkit.errors import NotFound
-from tavernkit.store.protocol import RecordInfo, Store
+from tavernkit.store.protocol import Store
+from tavernkit.store.record_types import RecordInfo
 
 __all__ = ["AvatarPresence"]
 
