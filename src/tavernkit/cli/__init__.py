@@ -140,7 +140,7 @@ COMMANDS: tuple[LazyCommand, ...] = (
         "rotate-secret-key",
         "tavernkit.cli.data",
         "rotate_secret_key",
-        "Seal every stored API key under a new secret key, in one transaction.",
+        "Seal the stored API keys under a new secret key.",
     ),
     LazyCommand(
         "backup",
