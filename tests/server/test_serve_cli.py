@@ -237,6 +237,9 @@ def test_every_serve_option_is_also_read_from_a_tavernkit_variable() -> None:
         named = {
             "--database": "TAVERNKIT_DATABASE_URL",
             "--redis": "TAVERNKIT_REDIS_URL",
+            # beside TAVERNKIT_SECRET_KEY_PREVIOUS (the previous key as text), as the current
+            # key's TAVERNKIT_SECRET_KEY and TAVERNKIT_SECRET_KEY_FILE are
+            "--previous-secret-key-file": "TAVERNKIT_SECRET_KEY_PREVIOUS_FILE",
         }.get(long_name, wanted)
         if param.envvar != named:
             missing.append(long_name)
