@@ -44,9 +44,7 @@ async def test_another_client_is_answered_while_a_big_chat_imports(tmp_path: Pat
     # set up as `tavernkit serve` runs (full collections on a timer, not triggered by the
     # import's allocations): in a test process that has run the suite before this test, a
     # growth-triggered full collection of its heap holds the GIL, and so the loop, for seconds
-    limits = settings(
-        tmp_path / "home", upload_max_bytes=len(data) + 1024, gc_full_every_s=3600.0
-    )
+    limits = settings(tmp_path / "home", upload_max_bytes=len(data) + 1024, gc_full_every_s=3600.0)
     async with (
         live_server(limits) as server,
         httpx.AsyncClient(base_url=server.url, timeout=300) as other,
