@@ -4,7 +4,8 @@ be shown to its end; and what they read back from the server's store."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from playwright.sync_api import Page, expect
@@ -69,3 +70,25 @@ def drop_files(page: Page, selector: str, files: dict[str, bytes]) -> None:
     )
     page.dispatch_event(selector, "dragenter", {"dataTransfer": transfer})
     page.dispatch_event(selector, "drop", {"dataTransfer": transfer})
+
+
+@contextmanager
+def sized_pages(browser: Any, site: Site, **options: Any) -> Iterator[Callable[..., Page]]:
+    """``make(viewport)``: a fresh English page of that size (``options`` go to each new
+    context, e.g. ``bypass_csp=True`` for ``page.evaluate``); every context is closed after."""
+    contexts: list[Any] = []
+
+    def make(viewport: dict[str, int]) -> Page:
+        context = browser.new_context(
+            base_url=site.url, locale="en-US", viewport=viewport, **options
+        )
+        contexts.append(context)
+        page: Page = context.new_page()
+        page.set_default_timeout(10_000)
+        return page
+
+    try:
+        yield make
+    finally:
+        for context in contexts:
+            context.close()

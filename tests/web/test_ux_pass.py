@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from ._pages import new_chat, open_chat
+from ._pages import new_chat, open_chat, sized_pages
 from ._site import Site
 from .conftest import screenshot
 
@@ -24,22 +24,8 @@ DESKTOP = {"width": 1280, "height": 720}
 @pytest.fixture
 def sized(browser: Any, site: Site) -> Iterator[Any]:
     """``sized(viewport)``: a fresh English page of that size (CSP bypassed for evaluate)."""
-    contexts: list[Any] = []
-
-    def make(viewport: dict[str, int]) -> Page:
-        context = browser.new_context(
-            base_url=site.url, locale="en-US", viewport=viewport, bypass_csp=True
-        )
-        contexts.append(context)
-        page: Page = context.new_page()
-        page.set_default_timeout(10_000)
-        return page
-
-    try:
+    with sized_pages(browser, site, bypass_csp=True) as make:
         yield make
-    finally:
-        for context in contexts:
-            context.close()
 
 
 def _page_width(page: Page) -> tuple[int, int]:

@@ -18,7 +18,7 @@ from tavernkit.groups.records import create_group
 from tavernkit.models.character import Character
 from tavernkit.models.group import ActivationStrategy
 
-from ._pages import new_chat, open_chat
+from ._pages import new_chat, open_chat, sized_pages
 from ._site import Site
 from .conftest import SCREENSHOTS, screenshot
 
@@ -29,20 +29,8 @@ DESKTOP = {"width": 1280, "height": 720}
 @pytest.fixture
 def sized(browser: Any, site: Site) -> Iterator[Any]:
     """``sized(viewport)``: a fresh English page of that size."""
-    contexts: list[Any] = []
-
-    def make(viewport: dict[str, int]) -> Page:
-        context = browser.new_context(base_url=site.url, locale="en-US", viewport=viewport)
-        contexts.append(context)
-        page: Page = context.new_page()
-        page.set_default_timeout(10_000)
-        return page
-
-    try:
+    with sized_pages(browser, site) as make:
         yield make
-    finally:
-        for context in contexts:
-            context.close()
 
 
 class Failures:
