@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tavernkit.prompt.chat_completion import core_chat
+from tavernkit.prompt.core_chat import core_chat
 from tavernkit.prompt.instruct import FIRST, LAST, format_instruct_chat
 from tavernkit.prompt.regex import chat_texts
 from tavernkit.prompt.text_chat import ChatItem
