@@ -38,14 +38,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "generation"))
 
+from _random_lorebook import WORDS, random_lorebook  # type: ignore[import-not-found]  # noqa: E402
 from _scripted_server import Reply, ScriptedServer  # type: ignore[import-not-found]  # noqa: E402
 
-WORDS = [f"w{i}" for i in range(5_000)]
 CLI = "import sys; sys.argv[0] = 'tavernkit'\nfrom tavernkit.cli import main\nmain()"
 
 
@@ -106,22 +105,7 @@ def write_inputs(folder: Path, messages: int, entries: int, seed: int = 7) -> di
             "mes_example": "",
         },
     }
-    book: dict[str, Any] = {"entries": {}}
-    for uid in range(entries):
-        book["entries"][str(uid)] = {
-            "uid": uid,
-            "key": [rng.choice(WORDS) for _ in range(rng.randint(1, 3))],
-            "keysecondary": [],
-            "content": f"Lore {uid}: " + " ".join(rng.choice(WORDS) for _ in range(12)),
-            "order": rng.randint(1, 300),
-            "position": rng.choice([0, 1, 4]),
-            "depth": 4,
-            "probability": 100,
-            "useProbability": True,
-            "selective": True,
-            "selectiveLogic": 0,
-            "group": "",
-        }
+    book = random_lorebook(entries, rng)
     lines = [
         json.dumps(
             {

@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _random_lorebook import random_lorebook  # type: ignore[import-not-found]
+
 ROOT = Path(__file__).resolve().parent.parent
-WORDS = [f"w{i}" for i in range(5_000)]
 CASES = ("none", "book")
 
 
@@ -54,34 +55,13 @@ def card(with_book: bool) -> dict[str, Any]:
     }
 
 
-def book(entries: int, seed: int = 7) -> dict[str, Any]:
-    rng = random.Random(seed)
-    out: dict[str, Any] = {"entries": {}}
-    for uid in range(entries):
-        out["entries"][str(uid)] = {
-            "uid": uid,
-            "key": [rng.choice(WORDS) for _ in range(rng.randint(1, 3))],
-            "keysecondary": [],
-            "content": f"Lore {uid}: " + " ".join(rng.choice(WORDS) for _ in range(12)),
-            "order": rng.randint(1, 300),
-            "position": rng.choice([0, 1, 4]),
-            "depth": 4,
-            "probability": 100,
-            "useProbability": True,
-            "selective": True,
-            "selectiveLogic": 0,
-            "group": "",
-        }
-    return out
-
-
 async def make_home(home: Path, entries: int | None) -> None:
     from tavernkit.facade import Tavern
     from tavernkit.models.settings import Settings
 
     async with Tavern(home, load_plugins=False) as tk:
         if entries is not None:
-            data = json.dumps(book(entries)).encode()
+            data = json.dumps(random_lorebook(entries, random.Random(7))).encode()
             await tk.library.import_bytes(data, source="Harbour.json")
         data = json.dumps(card(entries is not None)).encode()
         await tk.library.import_bytes(data, source="Mira.json")

@@ -354,9 +354,6 @@ class Library(ChatImports):
                 )
         return results
 
-    async def _character_id(self, name: str) -> str:
-        return (await self.store.get_record("character", name, owner=self.owner)).info.id
-
     async def _import_settings(
         self, imported: ImportedSettings, source: str, replace: bool
     ) -> list[ImportResult]:

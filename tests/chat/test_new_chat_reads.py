@@ -10,28 +10,14 @@ from typing import Any
 
 import pytest
 
+from _lorebooks import tide_lorebook
 from tavernkit.groups.rng import Mulberry32
 from tavernkit.store.protocol import Store
 
 from ._server import Reply
 from .conftest import World
 
-BOOK = {
-    "entries": {
-        "0": {
-            "uid": 0,
-            "key": ["tide"],
-            "keysecondary": [],
-            "comment": "Tides",
-            "content": "The tide turns at nine.",
-            "constant": False,
-            "selective": False,
-            "order": 100,
-            "position": 0,
-            "disable": False,
-        }
-    }
-}
+BOOK = tide_lorebook()
 
 
 def _card(name: str, greeting: str) -> dict[str, Any]:

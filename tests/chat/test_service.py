@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from _lorebooks import tide_lorebook
 from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.inspect import inspection, wire_body
 from tavernkit.errors import ChatBusy, ChatTurnError, Conflict, GenerateTaskError
@@ -319,23 +320,7 @@ async def test_manual_prefill_starts_the_reply(world: World) -> None:
 
 
 async def test_timed_world_info_state_is_persisted_with_the_turn(world: World) -> None:
-    book = {
-        "entries": {
-            "0": {
-                "uid": 0,
-                "key": ["tide"],
-                "keysecondary": [],
-                "comment": "Tides",
-                "content": "The tide turns at nine.",
-                "constant": False,
-                "selective": False,
-                "order": 100,
-                "position": 0,
-                "disable": False,
-                "sticky": 3,
-            }
-        }
-    }
+    book = tide_lorebook(sticky=3)
     await world.tk.library.import_bytes(json.dumps(book).encode(), source="ferry.json")
     settings = await world.tk.settings()
     settings.world_info.global_books = ["ferry"]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tavernkit.chat import prepare, service, turn_core
+from tavernkit.chat import prepare, service, user_input
 from tavernkit.chat.authors_note import set_authors_note
 from tavernkit.store import chat_state
 from tavernkit.store.chat_types import StoredChat
@@ -62,7 +62,7 @@ async def test_send_loads_the_chat_state_once(
 
     monkeypatch.setattr(prepare, "load_chat_state", counting)
     monkeypatch.setattr(service, "load_chat_state", counting)
-    monkeypatch.setattr(turn_core, "load_chat_state", counting)
+    monkeypatch.setattr(user_input, "load_chat_state", counting)
     info = await world.chats.new_chat("Mira")
     loads.clear()
     world.server.script(Reply(text="One."), Reply(text="Two."))

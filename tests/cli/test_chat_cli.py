@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _lorebooks import tide_lorebook
 from chat._server import HangingServer, HangReply, Reply
 from tavernkit.cli import app
 from tavernkit.facade import Tavern
@@ -37,22 +38,7 @@ CARD = {
         "extensions": {},
     },
 }
-BOOK = {
-    "entries": {
-        "0": {
-            "uid": 0,
-            "key": ["tide"],
-            "keysecondary": [],
-            "comment": "Tides",
-            "content": "The tide turns at nine.",
-            "constant": False,
-            "selective": False,
-            "order": 100,
-            "position": 0,
-            "disable": False,
-        }
-    }
-}
+BOOK = tide_lorebook()
 
 
 class ThreadServer:

@@ -41,7 +41,7 @@ from tavernkit.models.regex_script import (
     parse_import,
     script_from_editor,
 )
-from tavernkit.prompt.chat_completion import core_chat
+from tavernkit.prompt.core_chat import core_chat
 from tavernkit.prompt.macros import macro_substitute
 from tavernkit.prompt.regex import chat_texts, regex_macros
 from tavernkit.prompt.st_replay import prepare_replay

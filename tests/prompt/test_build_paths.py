@@ -17,7 +17,6 @@ from tavernkit.models.chat import Message, MessageExtra, ToolInvocation
 from tavernkit.models.preset import DEFAULT_PROMPTS, ChatCompletionPreset
 from tavernkit.prompt import PromptState, build_chat_completion
 from tavernkit.prompt import chat_history as history_module
-from tavernkit.prompt.chat_completion import core_chat
 from tavernkit.prompt.chat_history import (
     MAX_INJECTION_DEPTH,
     ChatHistory,
@@ -26,6 +25,7 @@ from tavernkit.prompt.chat_history import (
     inject_prompts,
 )
 from tavernkit.prompt.collection import Prompt, PromptCollection
+from tavernkit.prompt.core_chat import core_chat
 from tavernkit.prompt.extensions import ROLE_NAMES, extension_prompt_text
 from tavernkit.prompt.state import (
     AuthorsNote,

@@ -81,7 +81,7 @@ class GroupVerbs(TurnCore):
         await self.check_overrides(base.overrides)
 
         async def store_input(chat_id: str) -> None:
-            await self._store_user_message(chat_id, text, (), base.overrides, reuse=False)
+            await self.inputs.write(chat_id, text, (), base.overrides, reuse=False)
 
         async def generate(
             chat_id: str, member_kind: str, speaker: GroupSpeaker, controller: AbortController

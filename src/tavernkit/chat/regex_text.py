@@ -29,7 +29,7 @@ from typing import Any
 
 from tavernkit.models.chat import Message
 from tavernkit.models.state import ChatState
-from tavernkit.prompt.chat_completion import core_chat
+from tavernkit.prompt.core_chat import core_chat
 from tavernkit.prompt.from_chat_state import main_api_of, script_lists
 from tavernkit.prompt.pipeline import PromptTarget, begin
 from tavernkit.prompt.regex import chat_texts, regex_macros

@@ -39,8 +39,8 @@ from tavernkit.chat.regex_text import regex_text, state_regex_text
 from tavernkit.chat.reply import TurnOutcome, record_turn_error
 from tavernkit.chat.review_setup import chat_review, set_chat_review
 from tavernkit.chat.run import hooked_request
-from tavernkit.chat.turn_core import UserInput
 from tavernkit.chat.turn_options import Overrides, TurnCall, TurnKeywords
+from tavernkit.chat.user_input import UserInput
 from tavernkit.errors import Conflict, FormatError, NotFound
 from tavernkit.models.character import Card
 from tavernkit.models.chat import ChatHeader, ChatMetadata, ImagePart, Message
@@ -343,7 +343,7 @@ class ChatService(GroupVerbs):
                 await self._fork_for_turn(chat_id, at)
             if text or attachments:
                 overrides = options.get("overrides")
-                return await self._store_user_message(chat_id, text, attachments, overrides)
+                return await self.inputs.write(chat_id, text, attachments, overrides)
             return None
 
         turn = TurnCall.of("normal", options, prefill=prefill)

@@ -1,7 +1,8 @@
 """What every chat turn verb shares (:class:`TurnCore`, the base of
 :class:`~tavernkit.chat.service.ChatService`): the service's parts and settings, the chat's
-slot, the user's stored input, and one generation from prepare to the finished reply —
-prepare (:mod:`.prepare`), plan (:mod:`.plan`), run (:mod:`.run`), finish (:mod:`.reply`).
+slot, the user's stored input (:mod:`.user_input`), and one generation from prepare to the
+finished reply — prepare (:mod:`.prepare`), plan (:mod:`.plan`), run (:mod:`.run`), finish
+(:mod:`.reply`).
 After a completed reply that was stored, the owner's memory embeds it in the background and
 ``after_reply`` (the facade's rolling summary) runs outside the turn's slot."""
 
@@ -13,8 +14,7 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
@@ -33,10 +33,8 @@ from tavernkit.chat.prepare import (
     PreparedTurn,
     TurnDraft,
     TurnOverrides,
-    after_user_message,
     prepare_turn,
 )
-from tavernkit.chat.regex_text import state_regex_text
 from tavernkit.chat.reply import (
     OpeningReply,
     ReplyTarget,
@@ -51,6 +49,7 @@ from tavernkit.chat.sink import ContinuationJoin, TeeSink
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.chat.tools import ChatTools, offer_tools
 from tavernkit.chat.turn_options import Overrides, TurnCall
+from tavernkit.chat.user_input import UserInput, UserInputWriter
 from tavernkit.chat.writer import check_writer_usable
 from tavernkit.errors import ChatTurnError, GenerateTaskError, NotFound
 from tavernkit.generation.abort import AbortController, AbortSignal, StreamingProcessor
@@ -60,34 +59,16 @@ from tavernkit.generation.review import ReviewConfig, ToolCheckpoint
 from tavernkit.generation.rule_checker import McpRuleChecker
 from tavernkit.generation.sink import ResponseSink
 from tavernkit.models.character import Card, Character
-from tavernkit.models.chat import ImagePart, Message, TextPart
 from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.settings import Settings
-from tavernkit.models.state import ChatState
-from tavernkit.prompt.macros import may_hold_macros
-from tavernkit.prompt.pipeline import begin
 from tavernkit.providers.request import ChatPrompt, PromptRequest
 from tavernkit.run_to_end import run_to_end
 from tavernkit.runtime import PooledClient, Runtime
-from tavernkit.store.chat_state import load_chat_state, load_user_name
-from tavernkit.store.chat_window import windowed
 from tavernkit.store.protocol import Store
-from tavernkit.text.variables import InMemoryVariables
 from tavernkit.tools.loop import DEFAULT_MAX_ROUNDS
 from tavernkit.tools.modes import resolve_function_call_mode
 
-__all__ = ["ServiceOptions", "TurnCore", "UserInput"]
-
-
-@dataclass(frozen=True, slots=True)
-class UserInput:
-    """What storing the user's message leaves the turn: the chat's state with the message in
-    it, and the message itself while its write waits to go with the reply's place (one
-    transaction for both; written alone first if the turn fails before, or reloads the chat).
-    ``unwritten`` is ``None`` once the message is stored."""
-
-    state: ChatState
-    unwritten: Message | None = None
+__all__ = ["ServiceOptions", "TurnCore"]
 
 
 class ServiceOptions(TypedDict, total=False):
@@ -177,6 +158,10 @@ class TurnCore:
     def replies(self) -> ReplyWriter:
         return ReplyWriter(self.store, self.owner, self._now)
 
+    @property
+    def inputs(self) -> UserInputWriter:
+        return UserInputWriter(self.store, self.owner, self._now)
+
     def turn_deps(self) -> TurnDeps:
         """The parts this service's turn stages share (:class:`~.deps.TurnDeps`), with the
         HTTP client of the running event loop."""
@@ -250,88 +235,6 @@ class TurnCore:
     async def _chat_id(self, ref: str) -> str:
         info = await self.store.get_chat_info(ref, owner=self.owner)
         return info.id
-
-    async def _store_user_message(
-        self,
-        chat_id: str,
-        text: str,
-        attachments: Sequence[ImagePart | str],
-        overrides: Overrides,
-        *,
-        reuse: bool = True,
-    ) -> UserInput | None:
-        """Store the user's message, its macros evaluated, and return the chat's state as it
-        is after the store (message appended, variables set), so the turn builds from it
-        instead of loading it again: the state is read once per turn. A message that set no
-        variables is not written yet: it is :attr:`UserInput.unwritten`, stored with the
-        reply's place in one transaction (see :meth:`_generate`). ``reuse=False`` (a caller
-        that builds from another state) stores typed text without macros as it is, reading
-        only the user's name, and returns ``None``."""
-        ov = TurnOverrides.of(overrides)
-        evaluate = may_hold_macros(text)
-        if not evaluate and not reuse and not await self._may_run_regex():
-            # Stored as typed: the chat, the card and the books are not read at all.
-            user = await load_user_name(self.store, chat_id, owner=self.owner, persona=ov.persona)
-            await self.store.append_message(
-                chat_id, self._user_message(user, text, attachments), owner=self.owner
-            )
-            return None
-
-        async def read(window: int) -> tuple[ChatState, InMemoryVariables, str]:
-            state = await load_chat_state(
-                self.store, owner=self.owner, chat_id=chat_id, persona=ov.persona, window=window
-            )
-            variables = InMemoryVariables(dict(state.local_variables), dict(state.global_variables))
-            typed = text
-            # the plain USER_INPUT regex scripts, then the macros (sendMessageAsUser's order)
-            scripts = state_regex_text(state, compat=ov.compat, variables=variables)
-            if scripts is not None:
-                typed = scripts.user_input(typed)
-            if not may_hold_macros(typed):
-                return state, variables, typed
-            substitute = begin(state, compat=ov.compat, variables=variables).substitute
-            return state, variables, substitute(typed)
-
-        state, variables, typed = await windowed(chat_id, read)
-        message = self._user_message(state.user_name, typed, attachments)
-        changed = variables.local_vars != state.local_variables or any(
-            state.global_variables.get(k) != v for k, v in variables.global_vars.items()
-        )
-        if not changed:
-            after = after_user_message(state, message, None, state.global_variables)
-            return UserInput(after, unwritten=message)
-        await self.store.append_message(chat_id, message, owner=self.owner)
-        metadata = None
-        if variables.local_vars != state.local_variables and state.chat is not None:
-            metadata = state.chat.metadata.model_copy(deep=True)
-            metadata.variables = variables.local_vars
-            await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
-        await self._save_globals(variables, state.global_variables)
-        return UserInput(after_user_message(state, message, metadata, variables.global_vars))
-
-    async def _may_run_regex(self) -> bool:
-        """Whether the owner's settings hold regex scripts that may change a message before
-        it is stored (a group chat's typed text, which names no character, then goes
-        through them)."""
-        settings = await self.store.get_settings(owner=self.owner)
-        if not isinstance(settings, Settings):
-            return False
-        regex = settings.regex
-        return regex.enabled and bool(regex.scripts or regex.allowed_presets)
-
-    def _user_message(
-        self, name: str, text: str, attachments: Sequence[ImagePart | str]
-    ) -> Message:
-        content: str | list[TextPart | ImagePart] = text
-        if attachments:
-            images = [a if isinstance(a, ImagePart) else ImagePart.from_url(a) for a in attachments]
-            content = [*([TextPart(text=text)] if text else []), *images]
-        return Message.new(name, content, is_user=True, send_date=self._now())
-
-    async def _save_globals(self, variables: InMemoryVariables, before: Mapping[str, Any]) -> None:
-        for name, value in variables.global_vars.items():
-            if before.get(name) != value:
-                await self.store.set_global_variable(name, value, owner=self.owner)
 
     async def _turn(
         self,
@@ -606,7 +509,7 @@ class TurnCore:
                 changed = True
         if changed:
             await self.store.update_chat_metadata(chat_id, metadata.to_wire(), owner=self.owner)
-        await self._save_globals(prepared.variables, prepared.state.global_variables)
+        await self.inputs.save_globals(prepared.variables, prepared.state.global_variables)
 
 
 def _turn_seed(chat_id: str, prepared: PreparedTurn) -> str:

@@ -7,6 +7,9 @@ delete or overwrite text (``/edit``, ``/delete``, ``/regen``) snapshot the chat 
 (the text shown is kept, marked stopped); at the prompt it ends the session. So does ``/stop``
 typed while the reply streams (unechoed: what is typed then never lands inside the reply; any
 other line typed then runs at the next prompt).
+
+The commands that show or change stored messages without a turn are
+:mod:`.chat_message_commands`'; those that change the chat's setup :mod:`.chat_setting_commands`'.
 """
 
 from __future__ import annotations
@@ -19,12 +22,10 @@ from typing import Any
 
 from rich.markup import escape
 
-from tavernkit.assist.summary import current_summary, set_summary, summarize
 from tavernkit.chat.group_turn import GroupTurnOutcome
-from tavernkit.chat.incomplete import incomplete_reply
 from tavernkit.chat.quick_replies import QuickReplies, quick_reply_lines
 from tavernkit.chat.service import TurnOutcome
-from tavernkit.chat.undo import UndoStack, take_snapshot
+from tavernkit.chat.undo import UndoStack
 from tavernkit.chat.writer import card_writer
 from tavernkit.cli.chat_display import (
     ChatConsoleSink,
@@ -36,6 +37,7 @@ from tavernkit.cli.chat_display import (
     say_error,
     swipe_counter,
 )
+from tavernkit.cli.chat_message_commands import MessageCommands
 from tavernkit.cli.chat_setting_commands import SettingCommands
 from tavernkit.cli.failures import Where, where_for
 from tavernkit.cli.group_session import run_group_turn
@@ -46,7 +48,6 @@ from tavernkit.cli.slash import (
     COMMANDS,
     UsageError,
     help_text,
-    message_number,
     no_argument,
     positive_number,
     split_command,
@@ -65,7 +66,7 @@ __all__ = ["Session"]
 _TOAST_STYLES = {"info": "blue", "success": "green", "warning": "yellow", "error": "red"}
 
 
-class Session(SettingCommands):
+class Session(SettingCommands, MessageCommands):
     """One interactive (or ``--once``) chat in a terminal."""
 
     def __init__(
@@ -235,26 +236,6 @@ class Session(SettingCommands):
         info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
         return info.character_name or "Character"
 
-    async def history(self, last: int = 20) -> None:
-        # the newest ``last`` messages only, whatever the chat's length
-        window = await self.tk.store.load_chat_window(self.chat_id, last=last, owner=self.tk.owner)
-        if not window.tail:
-            out.print(f"[dim]{say('no messages')}[/]")
-            return
-        start = window.info.message_count - len(window.tail)
-        if start:
-            out.print(f"[dim]{say('… {count} earlier messages', count=start)}[/]")
-        shown = await self.chats.shown(self.chat_id, window.tail)
-        for entry in window.tail:
-            message = Message.model_validate(entry.data)
-            unfinished = incomplete_reply(entry)
-            print_message(
-                entry.position,
-                message,
-                incomplete=unfinished.text() if unfinished else "",
-                shown=shown.get(entry.position),
-            )
-
     # -- dispatch ----------------------------------------------------------------------------
 
     async def command(self, line: str) -> bool:
@@ -363,14 +344,6 @@ class Session(SettingCommands):
         finally:
             self._generating = False
 
-    async def _count(self) -> int:
-        info = await self.tk.store.get_chat_info(self.chat_id, owner=self.tk.owner)
-        return info.message_count
-
-    async def _snapshot(self, label: str) -> None:
-        snapshot = await take_snapshot(self.tk.store, self.chat_id, label, owner=self.tk.owner)
-        self.undo_stack.push(snapshot)
-
     # -- commands ----------------------------------------------------------------------------
 
     async def cmd_help(self, arg: str) -> None:
@@ -463,62 +436,6 @@ class Session(SettingCommands):
         if not self.chats.stop(self.chat_id):
             out.print(f"[dim]{say('nothing is generating')}[/]")
 
-    async def cmd_undo(self, arg: str) -> None:
-        no_argument(COMMANDS["undo"], arg)
-        if not len(self.undo_stack):
-            raise COMMANDS["undo"].error("nothing to undo in this session")
-        snapshot = await self.undo_stack.undo(self.tk.store, owner=self.tk.owner)
-        self.chat_id = snapshot.chat_id
-        out.print(f"[dim]{say('undid /{label}', label=escape(snapshot.label))}[/]")
-
-    async def cmd_delete(self, arg: str) -> None:
-        command = COMMANDS["delete"]
-        index = message_number(command, arg, await self._count())
-        await self._snapshot("delete")
-        await self.chats.delete(self.chat_id, index)
-        out.print(f"[dim]{say('deleted message #{index} (/undo brings it back)', index=index)}[/]")
-
-    async def cmd_edit(self, arg: str) -> None:
-        command = COMMANDS["edit"]
-        count = await self._count()
-        first, _, text = arg.partition(" ")
-        if first.isdigit():
-            index = message_number(command, first, count)
-            text = text.strip()
-            if not text:
-                raise command.error(f"no new text for message #{index}")
-        else:
-            if not arg:
-                raise command.error("no new text (an empty message is /delete)")
-            if count == 0:
-                raise command.error("the chat has no messages")
-            index, text = count - 1, arg
-        await self._snapshot("edit")
-        message = await self.chats.edit(self.chat_id, index, text)
-        print_message(index, message)
-        out.print(f"[dim]{say('(/undo brings the old text back)')}[/]")
-
-    async def cmd_branch(self, arg: str) -> None:
-        command = COMMANDS["branch"]
-        index = message_number(command, arg, await self._count()) if arg else None
-        info = await self.chats.branch(self.chat_id, index)
-        self.chat_id = info.id
-        out.print(
-            f"[dim]{say('now in branch {name} ({id})', name=escape(info.name), id=info.id)}[/]"
-        )
-
-    async def cmd_history(self, arg: str) -> None:
-        last = positive_number(COMMANDS["history"], arg, "the count") if arg else 20
-        await self.history(last)
-
-    async def cmd_open(self, arg: str) -> None:
-        if not arg:
-            raise COMMANDS["open"].error("name the chat to open (/chats lists them)")
-        info = await self.tk.store.get_chat_info(arg, owner=self.tk.owner)
-        self.chat_id = info.id
-        out.print(f"[dim]{say('now in chat {name}', name=escape(info.name))}[/]")
-        await self.history()
-
     async def cmd_qr(self, arg: str) -> None:
         command = COMMANDS["qr"]
         replies = QuickReplies(self.tk.store, owner=self.tk.owner)
@@ -573,64 +490,3 @@ class Session(SettingCommands):
             if reply.label == label:
                 return reply
         raise NotFound(f"no quick reply {label!r} (/qr lists them)")
-
-    async def cmd_summary(self, arg: str) -> None:
-        """The rolling summary (the memory's, as ``tavernkit memory summary`` shows it): shown,
-        made now with the main model whatever the summary source, or replaced; a change is
-        undoable like an edit."""
-        command = COMMANDS["summary"]
-        verb, _, text = arg.partition(" ")
-        if not arg:
-            summary = await current_summary(self.tk.runtime, self.chat_id)
-            out.print(escape(summary) if summary else "[dim](no summary)[/]")
-        elif verb == "now":
-            if text.strip():
-                raise command.error("/summary now takes no text")
-            await self._snapshot("summary")
-            out.print(f"[dim]{say('summarizing…')}[/]")
-            try:
-                update = await summarize(self.tk.context(self.chat_id), force=True)
-            except BaseException:
-                self.undo_stack.discard_last()  # nothing was stored
-                raise
-            if update is None:
-                self.undo_stack.discard_last()
-                out.print(f"[dim]{say('no summary made (nothing new to summarize)')}[/]")
-            else:
-                out.print(escape(update.text))
-                out.print(
-                    "[dim]"
-                    + say("stored on message #{index} (/undo drops it)", index=update.message_index)
-                    + "[/]"
-                )
-        elif verb == "set":
-            if not text.strip():
-                raise command.error("/summary set needs the new summary's text")
-            await self._snapshot("summary")
-            index = await set_summary(self.tk.runtime, self.chat_id, text.strip())
-            out.print(
-                "[dim]"
-                + say(
-                    "summary stored on message #{index} (/undo brings the old one back)",
-                    index=index,
-                )
-                + "[/]"
-            )
-        else:
-            raise command.error(
-                f"unknown {verb!r}: write /summary, /summary now or /summary set TEXT"
-            )
-
-    async def cmd_think(self, arg: str) -> None:
-        no_argument(COMMANDS["think"], arg)
-        stored = await self.chats.load(self.chat_id)
-        reasoning = self.last_reasoning
-        for entry in reversed(stored.messages):
-            message = Message.model_validate(entry.data)
-            if not message.is_user and message.has_reasoning:
-                reasoning = message.current_reasoning
-                break
-        if reasoning:
-            out.print(reasoning, style="dim italic", markup=False, highlight=False)
-        else:
-            out.print(f"[dim]{say('no reasoning')}[/]")

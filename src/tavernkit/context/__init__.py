@@ -18,9 +18,9 @@ The request API, one module each: :mod:`.raw_generation` (``generate_raw``,
 ``generate_quiet_prompt``), :mod:`.request_primitives` (``send_chat_request`` and friends),
 :mod:`.service_classes` (``ChatCompletionService``, ``TextCompletionService``,
 ``ConnectionManagerRequestService``) and :mod:`.request_data` (request data -> provider
-request, shared by the last two). They depend on :class:`~.port.RequestPort`, never on the
-context class. ``generate_task`` itself is :mod:`tavernkit.tasks`; the chat turn's runner is
-:mod:`tavernkit.generation`.
+request, shared by the last two); the prompt preview is :mod:`.prompt_preview`. They depend
+on :class:`~.port.RequestPort`, never on the context class. ``generate_task`` itself is
+:mod:`tavernkit.tasks`; the chat turn's runner is :mod:`tavernkit.generation`.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ from tavernkit.chat.profile_preset import load_bound_preset
 from tavernkit.chat.slots import ChatSlots
 from tavernkit.context.connection_profiles import ConnectionProfiles
 from tavernkit.context.group_quiet import group_quiet_state, is_group_chat
+from tavernkit.context.prompt_preview import (
+    build_preset_aware_prompt_messages,
+    resolve_world_info_for_messages,
+)
 from tavernkit.context.raw_generation import (
     QuietOptions,
     RawOptions,
@@ -51,9 +55,8 @@ from tavernkit.models.state import ChatState
 from tavernkit.providers.retry import RetryPolicy
 from tavernkit.runtime import PooledClient, Runtime
 from tavernkit.store.chat_state import load_chat_state
-from tavernkit.tasks import prompt as tp
 from tavernkit.tasks.options import TaskKeywords, TaskOptions, TaskResult, TaskStream
-from tavernkit.tasks.run import TaskServices, run_task, world_info_from_mapping
+from tavernkit.tasks.run import TaskServices, run_task
 from tavernkit.tools.capability import ToolCapabilities
 from tavernkit.tools.capability import (
     can_perform_tool_calls as _can_perform,
@@ -355,28 +358,12 @@ class TavernContext:
         """A dry-run world-info scan of the context's books against ``messages`` (or the
         chat, when ``messages`` is empty and ``fallback_to_current_chat``). The result is
         reusable as ``runtime_world_info`` (``result.to_st()`` for JSON)."""
-        state = await self.chat_state()
-        connection = await self.resolve_named("")
-        pstate = tp.connection_prompt_state(state, connection, state.chat_preset)
-        scan_messages: Sequence[Mapping[str, Any]] | None = tp.validate_task_messages(messages)
-        if not messages and fallback_to_current_chat:
-            if state.chat is None:
-                raise GenerateTaskError(
-                    "invalid_input",
-                    "fallback_to_current_chat needs a chat: open the context with a chat_id",
-                    details={"field": "fallback_to_current_chat"},
-                )
-            scan_messages = None
-        return tp.scan_task_world_info(
-            state,
-            pstate,
-            scan_messages,
+        return await resolve_world_info_for_messages(
+            self,
+            messages,
+            self.rng,
             trigger=type,
-            substitute=tp.make_substitute(
-                pstate, None, state.compat, state, self.runtime.prompt_renderer
-            ),
-            rng=self.rng,
-            compat=state.compat,
+            fallback_to_current_chat=fallback_to_current_chat,
         )
 
     async def build_preset_aware_prompt_messages(
@@ -389,34 +376,13 @@ class TavernContext:
         substitute_macros: bool = True,
     ) -> list[dict[str, Any]]:
         """The messages ``generate_task`` would wrap around ``messages``, without sending."""
-        state = await self.chat_state()
-        connection = await self.resolve_named("")
-        preset = await self.preset_named(llm_preset_name) if llm_preset_name else state.chat_preset
-        pstate = tp.prompt_state_for(
-            state,
-            preset=preset,
-            model=connection.model,
-            source=connection.source,
-            api=connection.api,
-            text_family=False,
-        )
-        wi = (
-            world_info_from_mapping(runtime_world_info)
-            if isinstance(runtime_world_info, Mapping)
-            else runtime_world_info
-        )
-        renderer = self.runtime.prompt_renderer
-        substitute = tp.make_substitute(pstate, wi, state.compat, state, renderer)
-        task = tp.validate_task_messages(messages)
-        if substitute_macros:
-            task = tp.substitute_task_messages(task, substitute, state.compat, renderer)
-        return tp.build_envelope(
-            pstate,
-            wi,
-            task,
+        return await build_preset_aware_prompt_messages(
+            self,
+            messages,
             include_character_card=include_character_card,
-            substitute=substitute,
-            compat=state.compat,
+            llm_preset_name=llm_preset_name,
+            runtime_world_info=runtime_world_info,
+            substitute_macros=substitute_macros,
         )
 
     # -- tools -------------------------------------------------------------------------------

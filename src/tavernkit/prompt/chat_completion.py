@@ -8,21 +8,19 @@ end; auxiliary, post-history and custom relative prompts; relative extension pro
 main prompt; in-chat injections merged into the chat; the history newest first until a message
 does not fit; example blocks (after the history unless pinned); the control prompts; and
 optionally the squash of consecutive system messages.
+
+The messages a prompt sees are :mod:`.core_chat`'s; a message's tokens :mod:`.message_tokens`'.
 """
 
 from __future__ import annotations
 
-import bisect
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypedDict, Unpack, overload
+from typing import Any, TypedDict, Unpack
 
-from tavernkit.models.chat import Message
-from tavernkit.models.chat_window import OutsideWindow, visible_indices
 from tavernkit.models.preset import ChatCompletionPreset
 from tavernkit.prompt._completion import Msg, MsgCollection, PromptSlots
-from tavernkit.prompt.assembled import AssembledChat, BlockSource
+from tavernkit.prompt.assembled import AssembledChat
 from tavernkit.prompt.card import CardFields, base_chat_replace, card_fields
 from tavernkit.prompt.chat_history import (
     ChatHistory,
@@ -32,7 +30,6 @@ from tavernkit.prompt.chat_history import (
     fill_examples,
     fill_history,
     inject_prompts,
-    text_parts,
 )
 from tavernkit.prompt.collection import (
     KNOWN_EXTENSION_KEYS,
@@ -41,190 +38,20 @@ from tavernkit.prompt.collection import (
     TurnTexts,
     build_prompt_collection,
 )
+from tavernkit.prompt.core_chat import CoreChat, core_chat
 from tavernkit.prompt.examples import parse_example_block, parse_mes_examples
 from tavernkit.prompt.extensions import build_extension_prompts, worldinfo_outlets
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
+from tavernkit.prompt.message_tokens import MessageTokens
 from tavernkit.prompt.regex import ChatTexts, chat_texts
 from tavernkit.prompt.state import ExtensionPrompt, PromptState, Substitute
 from tavernkit.prompt.text_chat import user_prompt_bias
 from tavernkit.text.tokens import Tokenizer, tokenizer_for_model
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = [
-    "ChatBuildOptions",
-    "CoreChat",
-    "build_chat_completion",
-    "core_chat",
-    "squash_system_messages",
-]
+__all__ = ["ChatBuildOptions", "build_chat_completion", "squash_system_messages"]
 
-#: Per-message overhead of OpenAI's chat format, as SillyTavern counts it (§2.6).
-TOKENS_PER_MESSAGE = 3
-TOKENS_PER_NAME = 1
-TOKENS_PER_IMAGE = 85
 _SQUASH_EXCLUDED = frozenset({"newMainChat", "newChat", "groupNudge"})
-
-
-class CoreChat(Sequence[tuple[int, Message]]):
-    """The messages a prompt sees as ``(chat index, message)`` pairs, oldest first.
-
-    Only the indices are stored; a pair is made when read, since a build of a long chat reads
-    only the newest few (the history walk stops at the budget). Over a
-    :class:`~tavernkit.models.chat_window.MessageWindow` the positions of the visible messages
-    the turn did not load are counted, not known: reading one raises
-    :class:`~tavernkit.models.chat_window.OutsideWindow`.
-    """
-
-    __slots__ = ("_head", "_indices", "_messages", "_skipped")
-
-    def __init__(
-        self,
-        messages: Sequence[Message],
-        indices: list[int],
-        *,
-        head: list[int] | None = None,
-        skipped: int = 0,
-    ) -> None:
-        self._messages = messages
-        self._indices = indices
-        self._head = head or []
-        self._skipped = skipped
-
-    def __len__(self) -> int:
-        return len(self._head) + self._skipped + len(self._indices)
-
-    def _index(self, position: int) -> int:
-        if not self._skipped and not self._head:
-            return self._indices[position]
-        n = len(self)
-        p = position + n if position < 0 else position
-        if not 0 <= p < n:
-            raise IndexError("chat position out of range")
-        if p < len(self._head):
-            return self._head[p]
-        p -= len(self._head) + self._skipped
-        if p < 0:
-            raise OutsideWindow(self._indices[0] - 1 if self._indices else len(self._messages) - 1)
-        return self._indices[p]
-
-    @overload
-    def __getitem__(self, index: int) -> tuple[int, Message]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[tuple[int, Message]]: ...
-
-    def __getitem__(self, index: int | slice) -> tuple[int, Message] | list[tuple[int, Message]]:
-        messages = self._messages
-        if isinstance(index, slice):
-            return [self[p] for p in range(*index.indices(len(self)))]
-        i = self._index(index)
-        return i, messages[i]
-
-    def position_of(self, index: int) -> int:
-        """The position (oldest first) of the message at chat ``index``, which must be one of
-        this view's messages."""
-        head = self._head
-        if head and index <= head[-1]:
-            return bisect.bisect_left(head, index)
-        return len(head) + self._skipped + bisect.bisect_left(self._indices, index)
-
-    def __iter__(self) -> Iterator[tuple[int, Message]]:
-        messages = self._messages
-        for i in self._head:
-            yield i, messages[i]
-        if self._skipped:
-            raise OutsideWindow(self._head[-1] + 1 if self._head else 0)
-        for i in self._indices:
-            yield i, messages[i]
-
-
-def core_chat(messages: Sequence[Message], kind: str, *, tools: bool = True) -> CoreChat:
-    """The messages a prompt sees, with their chat index: hidden (system) messages dropped
-    unless they carry tool calls, and the last one dropped for a swipe."""
-    head, tail, skipped = visible_indices(messages, tools=tools)
-    if not tail and not skipped:
-        indices, head = head, []
-    else:
-        indices = tail
-    if kind == "swipe" and (indices or head or skipped):
-        if not indices and skipped:
-            raise OutsideWindow(len(messages) - 1)
-        (indices or head).pop()
-    return CoreChat(messages, indices, head=head, skipped=skipped)
-
-
-class _Counter:
-    """Message token counts as SillyTavern sums them (§2.6). Roles and names are a handful of
-    short strings counted for every message, so their counts are kept here for the build."""
-
-    def __init__(self, tokenizer: Tokenizer) -> None:
-        self.count = tokenizer.count
-        self._short: dict[str, int] = {}
-
-    def short(self, text: str) -> int:
-        tokens = self._short.get(text)
-        if tokens is None:
-            tokens = self._short[text] = self.count(text)
-        return tokens
-
-    def message(self, role: str, content: Any, name: str | None = None) -> int:
-        if content.__class__ is str:
-            if not content:
-                return 0
-            tokens = self.count(content)
-        elif content is None or content == "" or content == []:
-            return 0
-        elif isinstance(content, str):
-            tokens = self.count(content)
-        else:
-            tokens = self.count(text_parts(content))
-            tokens += TOKENS_PER_IMAGE * sum(
-                1 for p in content if isinstance(p, dict) and p.get("type") == "image_url"
-            )
-        tokens += TOKENS_PER_MESSAGE + self.short(role)
-        if name:
-            tokens += self.short(name) + TOKENS_PER_NAME
-        return tokens
-
-    def make(
-        self,
-        role: str,
-        content: Any,
-        identifier: str,
-        # Positional too: the history walk calls this for every message it takes.
-        source: BlockSource = "preset",
-        name: str | None = None,
-        tool_calls: list[dict[str, Any]] | None = None,
-        tool_call_id: str | None = None,
-        message_index: int | None = None,
-        reasoning: str | None = None,
-        signature: str | None = None,
-        entries: tuple[str, ...] = (),
-    ) -> Msg:
-        if tool_calls:
-            tokens = TOKENS_PER_MESSAGE + self.short(role) + self.count(json.dumps(tool_calls))
-        else:
-            tokens = self.message(role, content, name)
-        # Positional: this runs for every message of the history walk.
-        return Msg(
-            role,
-            content,
-            identifier,
-            tokens,
-            source,
-            name,
-            tool_calls,
-            tool_call_id,
-            reasoning,
-            signature,
-            message_index,
-            False,
-            source == "tool",
-            entries,
-        )
-
-    def from_prompt(self, prompt: Prompt, source: BlockSource = "preset") -> Msg:
-        return self.make(prompt.role, prompt.content, prompt.identifier, source=source)
 
 
 class ChatBuildOptions(TypedDict, total=False):
@@ -301,7 +128,7 @@ class _ChatBuild:
     in_group: bool
     tools: bool
     inline_images: bool
-    counter: _Counter
+    counter: MessageTokens
     sub: Substitute
     fields: CardFields
     extension_prompts: dict[str, ExtensionPrompt]
@@ -323,7 +150,9 @@ class _ChatBuild:
         kind = options.get("kind", "normal")
         tokenizer = options.get("tokenizer")
         preset = state.preset if state.preset is not None else ChatCompletionPreset()
-        counter = _Counter(tokenizer if tokenizer is not None else tokenizer_for_model(state.model))
+        counter = MessageTokens(
+            tokenizer if tokenizer is not None else tokenizer_for_model(state.model)
+        )
         sub = options.get("substitute") or macro_substitute(
             state, outlets=worldinfo_outlets(wi), compat=options.get("compat", "default")
         )
@@ -538,7 +367,7 @@ def _finish(build: _ChatBuild, dry_run: bool) -> AssembledChat:
 
 
 def _insert_relative_extensions(
-    completion: PromptSlots, prompts: list[Prompt], absolute: list[Prompt], counter: _Counter
+    completion: PromptSlots, prompts: list[Prompt], absolute: list[Prompt], counter: MessageTokens
 ) -> None:
     """Summary, Author's Note, vectors and other relative extension prompts go into the main
     prompt's collection; without one they follow main into the chat (its depth and role)."""

@@ -6,6 +6,10 @@ formatted plainly or with instruct sequences; the last prompt line; the continue
 budget is max context minus the response, counted with the selected tokenizer plus
 ``token_padding``: injections first, then messages newest first until one does not fit, then
 examples while they fit.
+
+This module runs the stages in order; the story string and examples are
+:mod:`.text_story`'s, the chat lines :mod:`.text_history`'s, what the stages read alike
+:mod:`.text_frame`'s and the parts that read no build state :mod:`.text_chat`'s.
 """
 
 from __future__ import annotations
@@ -15,36 +19,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
-from tavernkit.jscompat import js_trim, js_trim_start
-from tavernkit.models.persona import PersonaPosition
+from tavernkit.jscompat import js_trim_start
 from tavernkit.models.templates import ContextTemplate, InstructTemplate
 from tavernkit.prompt.assembled import AssembledText
-from tavernkit.prompt.card import (
-    CardFields,
-    base_chat_replace,
-    card_fields,
-    collapse_newlines,
-)
-from tavernkit.prompt.chat_completion import core_chat
-from tavernkit.prompt.examples import parse_mes_examples
+from tavernkit.prompt.card import CardFields, card_fields, collapse_newlines
 from tavernkit.prompt.extensions import (
     build_extension_prompts,
     extension_prompt_text,
     worldinfo_outlets,
 )
-from tavernkit.prompt.instruct import (
-    FIRST,
-    LAST,
-    InstructNames,
-    format_instruct_chat,
-    format_instruct_examples,
-    format_instruct_story_string,
-)
+from tavernkit.prompt.instruct import InstructNames
 from tavernkit.prompt.macros import bind_card_fields, macro_substitute
-from tavernkit.prompt.regex import chat_texts
 from tavernkit.prompt.state import ExtensionPosition, ExtensionPrompt, PromptState, Substitute
 from tavernkit.prompt.stop_strings import stop_strings
-from tavernkit.prompt.story_string import render_story_string
 from tavernkit.prompt.text_chat import (
     ChatItem,
     ContinueFit,
@@ -56,250 +43,19 @@ from tavernkit.prompt.text_chat import (
     last_prompt_line,
     user_prompt_bias,
 )
+from tavernkit.prompt.text_frame import TextFrame
+from tavernkit.prompt.text_history import chat_items, chat_lines, fill_chat, user_alignment
+from tavernkit.prompt.text_story import (
+    STORY_STRING_KEY,
+    example_blocks,
+    render_story,
+    story_params,
+    system_texts,
+)
 from tavernkit.text.tokens import ByteEstimateTokenizer, Tokenizer
 from tavernkit.worldinfo.result import WorldInfoResult
 
-__all__ = ["STORY_STRING_KEY", "TextBuildOptions", "build_text_completion", "render_story"]
-
-STORY_STRING_KEY = "__STORY_STRING__"
-_TRIM_AROUND = re.compile(r"(?:\r?\n)*\{\{trim\}\}(?:\r?\n)*")
-
-
-def render_story(
-    state: PromptState,
-    context: ContextTemplate,
-    instruct: InstructTemplate | None,
-    params: dict[str, str],
-    sub: Substitute,
-) -> str:
-    """``renderStoryString`` (+ the instruct wrapper when the story string is in the prompt)."""
-    output = render_story_string(context.story_string, params, sub)
-    output = sub(output)
-    output = _TRIM_AROUND.sub("", output)  # an evaluator without {{trim}} still drops it
-    output = output.lstrip("\n")
-    in_chat = context.story_string_position == ExtensionPosition.IN_CHAT
-    keep_bare = instruct is not None and (not instruct.wrap or bool(instruct.story_string_suffix))
-    if output and not output.endswith("\n") and not in_chat and not keep_bare:
-        output += "\n"
-    if instruct is not None and not in_chat:
-        output = format_instruct_story_string(output, instruct, sub)
-    return output
-
-
-def _system_texts(
-    state: PromptState, fields_system: str, fields_jailbreak: str, sub: Substitute
-) -> tuple[str, str]:
-    sysprompt = state.sysprompt
-    if not state.sysprompt_enabled or sysprompt is None:
-        return "", ""
-    preset_system = sub(sysprompt.content) if sysprompt.content else ""
-    preset_phi = sub(sysprompt.post_history) if sysprompt.post_history else ""
-    system = (
-        sub(fields_system, original=preset_system)
-        if state.settings.prefer_character_prompt and fields_system
-        else preset_system
-    )
-    jailbreak = (
-        sub(fields_jailbreak, original=preset_phi)
-        if state.settings.prefer_character_jailbreak and fields_jailbreak
-        else preset_phi
-    )
-    return system, jailbreak
-
-
-@dataclass(frozen=True, slots=True)
-class _Build:
-    """What the stages of one text-completion build read alike."""
-
-    state: PromptState
-    sub: Substitute
-    names: InstructNames
-    context: ContextTemplate
-    #: the instruct template (its defaults when none is set); used only when ``is_instruct``
-    instruct: InstructTemplate
-    is_instruct: bool
-    kind: str
-
-
-def _examples(
-    build: _Build, wi: WorldInfoResult | None, fields: CardFields
-) -> tuple[list[str], list[str]]:
-    """The example blocks, world info's example entries before (position 0) or after them,
-    formatted for instruct mode; also the blocks as parsed (``mesExamplesRaw``)."""
-    state, sub, context = build.state, build.sub, build.context
-    heading = (
-        "<START>\n"
-        if build.is_instruct
-        else (f"{sub(context.example_separator)}\n" if context.example_separator else "")
-    )
-    examples = parse_mes_examples(fields.mes_examples, heading=heading)
-    for wi_example in wi.examples if wi is not None else ():
-        if not wi_example.content:
-            continue
-        parsed = parse_mes_examples(
-            base_chat_replace(wi_example.content, state, sub), heading=heading
-        )
-        if wi_example.position == 0:
-            examples[0:0] = parsed
-        else:
-            examples.extend(parsed)
-    raw_examples = list(examples)
-    if build.is_instruct:
-        examples = format_instruct_examples(
-            build.instruct,
-            sub,
-            build.names,
-            examples,
-            example_separator=context.example_separator,
-        )
-    return examples, raw_examples
-
-
-def _story_params(
-    build: _Build,
-    wi: WorldInfoResult | None,
-    fields: CardFields,
-    system: str,
-    extension_prompts: dict[str, ExtensionPrompt],
-    before_anchor: str,
-) -> dict[str, str]:
-    """The story string's parameters but the examples (``mesExamples``, added by the
-    caller): the card, world info before/after, the extension anchors."""
-    state = build.state
-    after_anchor = extension_prompt_text(
-        extension_prompts, build.sub, position=ExtensionPosition.IN_PROMPT
-    )
-    wi_before = wi.before if wi is not None else ""
-    wi_after = wi.after if wi is not None else ""
-    return {
-        "description": fields.description,
-        "personality": fields.personality,
-        "persona": fields.persona if state.persona_position == PersonaPosition.IN_PROMPT else "",
-        "scenario": fields.scenario,
-        "system": system,
-        "char": state.char,
-        "user": state.user,
-        "wiBefore": wi_before,
-        "wiAfter": wi_after,
-        "loreBefore": wi_before,
-        "loreAfter": wi_after,
-        "anchorBefore": js_trim(before_anchor),
-        "anchorAfter": js_trim(after_anchor),
-    }
-
-
-def _chat_items(build: _Build) -> list[ChatItem]:
-    """The chat's messages the build sends, oldest first, with their reasoning added."""
-    state = build.state
-    chat = core_chat(state.messages, build.kind, tools=False)
-    texts = chat_texts(state, chat, kind=build.kind, substitute=build.sub)
-    return [
-        ChatItem(
-            name=m.name,
-            is_user=m.is_user,
-            text=texts.text(i, m),
-            narrator=m.extra.type == "narrator",
-            force_avatar=bool(m.force_avatar),
-        )
-        for i, m in chat
-    ]
-
-
-def _format_item(build: _Build, item: ChatItem, force: int | None = None) -> str:
-    """One chat item as the prompt writes it (instruct sequences, or ``name: text``)."""
-    char_name = item.name or build.state.char
-    item_name = item.name if item.is_user else char_name
-    if build.is_instruct:
-        return format_instruct_chat(
-            build.instruct,
-            build.sub,
-            build.names,
-            name=item_name,
-            text=item.text,
-            is_user=item.is_user,
-            is_narrator=item.narrator,
-            force_avatar=item.force_avatar,
-            force_sequence=force,
-        )
-    if item.name and not item.narrator:
-        return f"{item_name}: {item.text}\n"
-    return f"{item.text}\n"
-
-
-def _chat_lines(
-    build: _Build, items: list[ChatItem], injected_positions: list[int]
-) -> tuple[list[str], list[int], list[int]]:
-    """The items formatted, newest first (the first and the last user message with their
-    forced sequences; a continued reply cut after its text), with the newest-first indices
-    of the user messages and of the injections."""
-    is_instruct, is_continue = build.is_instruct, build.kind == "continue"
-    total = len(items)
-    last_user = max((k for k, it in enumerate(items) if it.is_user), default=-1)
-    chat2: list[str] = [""] * total  # newest first
-    user_indices: list[int] = []
-    for j, item in enumerate(items):
-        i = total - 1 - j
-        text = _format_item(build, item)
-        if j == 0 and is_instruct:
-            text = _format_item(build, item, FIRST)
-        if last_user >= 0 and j == last_user and is_instruct:
-            text = _format_item(build, item, LAST)
-        if i == 0 and is_continue:
-            if is_instruct:
-                text = _format_item(build, item, LAST)
-            end = text.rfind(item.text)
-            text = text[: end + len(item.text)] if end >= 0 else text
-            chat2[i] = text
-            continue
-        chat2[i] = text
-        if item.is_user:
-            user_indices.append(i)
-    injected = sorted(total - 1 - p for p in injected_positions)
-    return chat2, user_indices, injected
-
-
-def _alignment(build: _Build) -> str:
-    """The instruct template's user alignment message, formatted ("" when none)."""
-    template = build.instruct
-    if not (build.is_instruct and template.user_alignment_message):
-        return ""
-    return format_instruct_chat(
-        template,
-        build.sub,
-        build.names,
-        name=build.state.user,
-        text=build.sub(template.user_alignment_message),
-        is_user=True,
-        is_narrator=False,
-        force_sequence=FIRST,
-    )
-
-
-def _fill_chat(
-    chat2: list[str],
-    injected: list[int],
-    count: Callable[[str], int],
-    token_count: int,
-    max_prompt: int,
-) -> dict[int, str]:
-    """The chat lines that fit (newest first; injections before the other lines, as
-    SillyTavern fills them), by newest-first index in the order they were added."""
-    added: dict[int, str] = {}
-    for index in injected:
-        if index >= len(chat2):
-            continue
-        token_count += count(chat2[index].replace("\r", ""))
-        if token_count >= max_prompt:
-            break  # the other lines are still tried, with this one's tokens counted (ST)
-        added[index] = chat2[index]
-    for index, item_text in enumerate(chat2):
-        if index in added:
-            continue
-        token_count += count(item_text.replace("\r", ""))
-        if token_count >= max_prompt:
-            return added
-        added[index] = item_text
-    return added
+__all__ = ["TextBuildOptions", "build_text_completion"]
 
 
 class TextBuildOptions(TypedDict, total=False):
@@ -337,7 +93,7 @@ def build_text_completion(
     if unknown:
         raise TypeError(f"build_text_completion() got an unexpected keyword {unknown[0]!r}")
     text = _TextBuild.start(state, wi, options)
-    system, jailbreak = _system_texts(state, text.fields.system, text.fields.jailbreak, text.sub)
+    system, jailbreak = system_texts(state, text.fields.system, text.fields.jailbreak, text.sub)
     extension_prompts = dict(build_extension_prompts(state, wi, text.fields))
     _story_and_examples(text, wi, system, extension_prompts)
     chat2, user_indices, injected = _chat_with_injections(text, extension_prompts, jailbreak)
@@ -347,10 +103,10 @@ def build_text_completion(
 
 @dataclass
 class _TextBuild:
-    """One text-completion build under way: what its stages read alike (:class:`_Build`),
+    """One text-completion build under way: what its stages read alike (:class:`TextFrame`),
     the budget, and the pieces of the prompt as they are made."""
 
-    base: _Build
+    base: TextFrame
     fields: CardFields
     count: Callable[[str], int]
     padding: int
@@ -409,7 +165,8 @@ class _TextBuild:
             in_group=options.get("in_group", False) or group is not None,
             members=tuple(group.names) if group is not None else (),
         )
-        base = _Build(state, sub, names, context, instruct_template, state.instruct_enabled, kind)
+        instruct_enabled = state.instruct_enabled
+        base = TextFrame(state, sub, names, context, instruct_template, instruct_enabled, kind)
         force_name2 = options.get("force_name2")
         if force_name2 is None:
             force_name2 = settings.always_force_name2 or kind == "quiet"
@@ -456,11 +213,11 @@ def _story_and_examples(
     build, state, sub = text.base, text.state, text.sub
     context = build.context
     instruct = build.instruct if build.is_instruct else None
-    examples, raw_examples = _examples(build, wi, text.fields)
+    examples, raw_examples = example_blocks(build, wi, text.fields)
     text.before_anchor = js_trim_start(
         extension_prompt_text(extension_prompts, sub, position=ExtensionPosition.BEFORE_PROMPT)
     )
-    params = _story_params(build, wi, text.fields, system, extension_prompts, text.before_anchor)
+    params = story_params(build, wi, text.fields, system, extension_prompts, text.before_anchor)
     params["mesExamples"] = "".join(examples)
     params["mesExamplesRaw"] = "".join(raw_examples)
     story = render_story(state, context, instruct, params, sub)
@@ -477,10 +234,10 @@ def _chat_with_injections(
     text: _TextBuild, extension_prompts: dict[str, ExtensionPrompt], jailbreak: str
 ) -> tuple[list[str], list[int], list[int]]:
     """The chat items, oldest first, with the depth injections and the post-history
-    instructions, formatted newest first (:func:`_chat_lines`)."""
+    instructions, formatted newest first (:func:`chat_lines`)."""
     build = text.base
     is_continue = build.kind == "continue"
-    items = _chat_items(build)
+    items = chat_items(build)
     injected_positions = inject_in_chat(
         items, extension_prompts, build.sub, build.names, is_continue
     )
@@ -489,7 +246,7 @@ def _chat_with_injections(
         at = len(items) - 1 if is_continue and items else len(items)
         items.insert(at, phi)
         injected_positions = [p + (1 if p >= at else 0) for p in injected_positions] + [at]
-    return _chat_lines(build, items, injected_positions)
+    return chat_lines(build, items, injected_positions)
 
 
 def _fit_history(
@@ -500,7 +257,7 @@ def _fit_history(
     build, sub = text.base, text.sub
     settings = text.state.settings
     is_continue = build.kind == "continue"
-    text.alignment = _alignment(build)
+    text.alignment = user_alignment(build)
     if not chat2:
         chat2.append("")
     context = build.context
@@ -514,7 +271,7 @@ def _fit_history(
             injected = [k - 1 for k in injected if k > 0]
             user_indices = [k - 1 for k in user_indices if k > 0]
 
-    added = _fill_chat(chat2, injected, text.count, text.tokens(), text.max_prompt)
+    added = fill_chat(chat2, injected, text.count, text.tokens(), text.max_prompt)
     text.chat_text += "".join(added.values())
     last_added = max(added, default=-1)
     arr = [added[k] for k in sorted(added)]
