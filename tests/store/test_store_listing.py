@@ -361,12 +361,13 @@ async def test_records_with_blob_asks_once_for_a_page_and_once_per_chunk_beyond(
 async def test_sqlite_finds_a_pages_blobs_by_primary_keys(
     sqlite_store: SqliteStore, db_path: Path
 ) -> None:
-    """Each id probes record_blobs' key (record id, name) and the record's: no scan of either
-    table, whatever the library's size."""
+    """Each id of a page probes record_blobs' key (record id, name) and the record's by its
+    id: never a walk of the owner's records (a join of a page of 20 ids walked the listing
+    index, 3.7 ms at 5,000 cards)."""
     await sqlite_store.put("character", card("Ann"), blobs={"avatar": b"png"})
-    params = ("a", "b", "avatar", DEFAULT_OWNER, "character")
+    params = (*(f"id {i}" for i in range(20)), "avatar", DEFAULT_OWNER, "character")
     with sqlite3.connect(db_path) as db:
-        plan = _plan(db, with_blob_sql(2), params)
-    assert "SEARCH b USING COVERING INDEX sqlite_autoindex_record_blobs_1" in plan, plan
+        plan = _plan(db, with_blob_sql(20), params)
+    assert plan.startswith("SEARCH b USING COVERING INDEX sqlite_autoindex_record_blobs_1"), plan
     assert "SEARCH r USING INDEX sqlite_autoindex_records_1 (id=?)" in plan, plan
-    assert "SCAN" not in plan, plan
+    assert "SCAN" not in plan and "records_listed" not in plan, plan

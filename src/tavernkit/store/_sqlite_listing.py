@@ -146,11 +146,15 @@ def count_sql(f: ListFilter | bool = False) -> str:
 
 def with_blob_sql(ids: int) -> str:
     """Which of ``ids`` records (ids, then the blob's name, owner and kind as parameters) have
-    the blob: ``record_blobs``' primary key probed for each id, then the record's."""
+    the blob: ``record_blobs``' primary key probed for each id, then the record's. The owner
+    and kind are checked in a correlated ``EXISTS``, not a join: given a join and a page of
+    ids, SQLite walked the owner's whole listing index (records_listed_by_fav, 3.7 ms at 5,000
+    cards, against 0.04 ms)."""
     marks = ", ".join("?" * ids)
     return (
-        "SELECT b.record_id FROM record_blobs b JOIN records r ON r.id = b.record_id "
-        f"WHERE b.record_id IN ({marks}) AND b.name = ? AND r.owner = ? AND r.kind = ?"
+        f"SELECT b.record_id FROM record_blobs b WHERE b.record_id IN ({marks}) AND b.name = ? "
+        "AND EXISTS (SELECT 1 FROM records r WHERE r.id = b.record_id AND r.owner = ? "
+        "AND r.kind = ?)"
     )
 
 
