@@ -3,12 +3,13 @@ browser never asks for a picture that does not exist (a JSON card has none: its 
 URL would only answer 404).
 
 A page of lines asks the store once (:meth:`~tavernkit.store.protocol.Store.records_with_blob`,
-an indexed probe per id), never once per line: a query per card was most of a page's cost
-(about 8 ms of 9 for 20 lines). An avatar found is kept in a bounded in-process cache keyed
-by the record's id and update time, as the card facets and thumbnails are, so a page whose
-characters all have one asks nothing: the avatar is removed only with a write of the record
-(its update time changes). A missing one is asked again each time, never cached, since
-re-importing an unchanged card as a PNG adds its image without writing the record."""
+an indexed probe per id), never once per line: a query per card was most of a page's cost (a
+page of 20 lines 5.8-8.5 ms, 0.7-1.0 ms with one query: benchmarks/library_page.py). An
+avatar found is kept in a bounded in-process cache keyed by the record's id and update time,
+as the card facets and thumbnails are, so a page whose characters all have one asks nothing:
+the avatar is removed only with a write of the record (its update time changes). A missing
+one is asked again each time, never cached, since re-importing an unchanged card as a PNG
+adds its image without writing the record."""
 
 from __future__ import annotations
 
