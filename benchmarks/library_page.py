@@ -2,8 +2,12 @@
 ``GET /characters`` (a page by name, one newest first, a search keystroke, ``?q=``, the page
 with the tag chips, ``?facets=true``, a tag filter, ``?tag=``, the favourites, ``?fav=true``,
 favourites first, ``?sort=fav``, and latest chat first, ``?sort=chatted``) at 20 cards and at
-5,000, in one run. A page is 20 lines at both sizes (the small library's whole list), so the
-two answers carry the same work but for the library's size.
+5,000, in one run. Each case's page is as many lines at both sizes as the small library
+answers it (at most 20: its whole list), so the two answers carry the same lines and the same
+statements (a count beside a full page) but for the library's size: a filter the small
+library fills no page of would otherwise set a full page (and its count) at 5,000 against a
+few lines at 20. The favourites are 3 lines (a favourite every seventh card), the tag a third
+carry 7; the label says so.
 
 Run: ``.venv/bin/python benchmarks/library_page.py [--sizes 20,5000] [--requests 60]
 [--baseline-src DIR]``.
@@ -16,8 +20,8 @@ user. Both sizes are served at once and their requests interleaved (one of each 
 after five to warm up: the page's card facets cached, as on a server in use), so a change of
 the machine's load weighs on both alike. Printed: the median and the fastest request of each
 case per size, and the ratio of the largest size to the smallest (target < 1.5: a page reads
-its lines through the store's listing indexes, the chips the kept tag counts, never a line per
-card). ``--baseline-src`` (a
+its lines through the store's listing indexes, the chips the kept tag counts, which lines'
+characters have a picture one query, never a line per card). ``--baseline-src`` (a
 tavernkit ``src`` folder, e.g. of a ``git worktree add`` of an older commit) runs the same in a
 subprocess on that tree first. The load average is printed: on a shared machine the absolute
 figures move, the ratio less, the fastest requests least.
@@ -95,13 +99,26 @@ async def fill(home: Path, size: int) -> None:
         await tk.close()
 
 
+async def same_lines(
+    small: httpx.AsyncClient, params: dict[str, str]
+) -> tuple[dict[str, str], int]:
+    """``params`` with the page as long as the small library answers it (its lines at most
+    the case's limit; one when it answers none), and that length."""
+    r = await small.get("/characters", params=params)
+    r.raise_for_status()
+    lines = max(1, len(r.json()["items"]))
+    return {**params, "limit": str(lines)}, lines
+
+
 async def timed(
     clients: dict[int, httpx.AsyncClient], requests: int
 ) -> dict[int, dict[str, float]]:
     """Each case's median per size, the sizes' requests interleaved (one of each in turn), so
     a change of the machine's load meanwhile weighs on every size alike."""
     out: dict[int, dict[str, float]] = {size: {} for size in clients}
-    for label, params in CASES.items():
+    for case, asked in CASES.items():
+        params, lines = await same_lines(clients[min(clients)], asked)
+        label = case if lines == int(asked["limit"]) else f"{case}, {lines} lines"
         times: dict[int, list[float]] = {size: [] for size in clients}
         for n in range(requests + 5):
             for size, client in clients.items():

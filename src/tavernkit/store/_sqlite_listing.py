@@ -17,7 +17,12 @@ of a tag most cards carry stops early too. A tag is matched whatever its case (P
 ``casefold``): its spellings are read from ``tag_counts`` (one row per owner and spelling).
 The order by latest chat walks ``character_chats`` (014: each character's latest chat time,
 kept by triggers on ``chats``) newest first, then the name index for the characters never
-chatted with."""
+chatted with.
+
+Which of a page's records have a blob (a character's avatar: the line says so, so a browser
+asks for no missing picture) is one query per page, :meth:`SqliteListing.records_with_blob`,
+probing ``record_blobs``' primary key (record id, name) for each id: never a query per
+line."""
 
 from __future__ import annotations
 
@@ -40,7 +45,12 @@ __all__ = [
     "like_pattern",
     "page_sql",
     "tag_variants",
+    "with_blob_sql",
 ]
+
+#: the ids one ``IN (...)`` of :meth:`SqliteListing.records_with_blob` names (both databases
+#: bound the parameters of a statement: SQLite at 32,766, PostgreSQL at 32,767)
+IDS_PER_QUERY = 500
 
 #: each order's ORDER BY: its index's columns after (owner, kind), so no sort step
 #: ("chatted", the order by latest chat, is two walks: see :func:`chatted_sql`)
@@ -134,6 +144,20 @@ def count_sql(f: ListFilter | bool = False) -> str:
     return f"SELECT count(*) FROM records{_where(f)}"
 
 
+def with_blob_sql(ids: int) -> str:
+    """Which of ``ids`` records (ids, then the blob's name, owner and kind as parameters) have
+    the blob: ``record_blobs``' primary key probed for each id, then the record's. The owner
+    and kind are checked in a correlated ``EXISTS``, not a join: given a join and a page of
+    ids, SQLite walked the owner's whole listing index (records_listed_by_fav, 3.7 ms at 5,000
+    cards, against 0.04 ms)."""
+    marks = ", ".join("?" * ids)
+    return (
+        f"SELECT b.record_id FROM record_blobs b WHERE b.record_id IN ({marks}) AND b.name = ? "
+        "AND EXISTS (SELECT 1 FROM records r WHERE r.id = b.record_id AND r.owner = ? "
+        "AND r.kind = ?)"
+    )
+
+
 def like_pattern(text: str) -> str:
     """A LIKE pattern (``ESCAPE '\\'``) matching names that contain ``text``, lowered."""
     escaped = text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -198,6 +222,28 @@ class SqliteListing(SqliteBase):
                 found = next(iter(counted), None)
                 total = 0 if found is None else int(found[0])
         return RecordPage([self._info(r) for r in rows], total)
+
+    async def records_with_blob(
+        self,
+        kind: str,
+        ids: Sequence[str],
+        blob: str = "avatar",
+        *,
+        owner: str = DEFAULT_OWNER,
+    ) -> set[str]:
+        self._check_kind(kind)
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        if not wanted:
+            return found
+        async with self._read_now(snapshot=False) as db:  # one statement a chunk (a page: one)
+            for at in range(0, len(wanted), IDS_PER_QUERY):
+                chunk = wanted[at : at + IDS_PER_QUERY]
+                rows = await db.execute_fetchall(
+                    with_blob_sql(len(chunk)), (*chunk, blob, owner, kind)
+                )
+                found.update(str(row[0]) for row in rows)
+        return found
 
     async def _chatted_rows(
         self, db: SqliteConnection, f: ListFilter, params: list[object], limit: int, offset: int

@@ -210,6 +210,20 @@ class Store(AccountStore, Protocol):
         """The names of the record's blobs, in the order they were first stored."""
         ...
 
+    async def records_with_blob(
+        self,
+        kind: str,
+        ids: Sequence[str],
+        blob: str = "avatar",
+        *,
+        owner: str = DEFAULT_OWNER,
+    ) -> builtins.set[str]:
+        """Those of the records ``ids`` (ids, not names) of ``kind`` and ``owner`` that have a
+        blob named ``blob``: one indexed query for a page of ids (a list line says whether its
+        character has an avatar), where :meth:`list_blobs` is a query per record. An id that
+        is another owner's, of another kind or not there is left out."""
+        ...
+
     async def link(
         self,
         kind: str,
