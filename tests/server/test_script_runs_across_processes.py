@@ -140,19 +140,31 @@ async def test_a_refused_answer_through_b_is_the_owners_typed_error(trio: Trio) 
         assert again.status_code == 404 and again.json()["error"]["type"] == "NotFound"
 
 
-async def test_when_the_running_process_dies_its_question_goes_and_an_answer_is_refused(
+async def test_when_the_running_process_dies_its_question_goes_and_answers_end(
     trio: Trio,
 ) -> None:
+    """One run's question is open; another run's answer, taken by B, waits on the run (a
+    ``/delay`` after the question) when the process running both is killed: the waiting
+    answer ends with a 404 saying the run ended, the open question leaves the listing, and
+    answering it is refused the same way, each within seconds."""
     async with trio.doomed.client() as doomed, trio.b.client() as b:
-        chat = await _chat(b)
+        chat, busy_chat = await _chat(b), await _chat(b)
         step = await _start(doomed, chat, "/input Name? | /sendas name=Mira {{pipe}}")
+        busy = await _start(doomed, busy_chat, "/input Name? | /delay 60000 | /pass {{pipe}}")
         assert await _listed(b, chat) == [step]
+        waiting = asyncio.create_task(_answer(b, busy_chat, busy, button="ok", text="Ada"))
+        await asyncio.sleep(1.0)  # the run took the answer and sleeps
+        assert not waiting.done() and await _listed(b, busy_chat) == []
         await trio.doomed.kill()
+        began = time.monotonic()
+        ended = await asyncio.wait_for(waiting, 15)
+        waited = time.monotonic() - began
         assert await _listed(b, chat) == []
         began = time.monotonic()
-        r = await _answer(b, chat, step, button="ok", text="too late")
+        refused = await _answer(b, chat, step, button="ok", text="too late")
         took = time.monotonic() - began
-    assert r.status_code == 404, r.text
-    error = r.json()["error"]
-    assert error["type"] == "NotFound" and "ended" in error["message"]
-    assert took < 10, took
+    for r in (ended, refused):
+        assert r.status_code == 404, r.text
+        error = r.json()["error"]
+        assert error["type"] == "NotFound" and "ended" in error["message"], error
+    assert waited < 10 and took < 10, (waited, took)
