@@ -189,12 +189,17 @@ class RedisScriptQuestions:
                 task.cancel()
 
     def _received(self, take: AnswerTaker, data: str) -> None:
-        message = json.loads(data)
-        if message.get("kind") == "reply":
-            reply = self._replies.get(message["request"])
+        try:
+            message = json.loads(data)
+            kind = message.get("kind")
+        except (ValueError, AttributeError):  # not ours: the subscription goes on
+            log.warning("a message on this process's script channel is not one of ours")
+            return
+        if kind == "reply":
+            reply = self._replies.get(message.get("request"))
             if reply is not None and not reply.done():
                 reply.set_result(_relayed(message))
-        elif message.get("kind") == "answer":
+        elif kind == "answer":
             task = asyncio.create_task(self._take(take, message))
             self._taking.add(task)
             task.add_done_callback(self._taking.discard)
