@@ -22,6 +22,7 @@ import pytest_asyncio
 import redis.asyncio
 
 from _services import PostgresCluster, RedisServer
+from tavernkit.facade import Tavern
 
 from ._cards import card_file
 from ._processes import ServeProcess, start_serve
@@ -53,6 +54,8 @@ async def trio(
     args = ("--database", database, "--redis", redis_server.url)
     env = {"TAVERNKIT_KEY_DIR": str(root / "keys")}
     try:
+        async with Tavern(root / "setup", database=database):
+            pass  # the tables exist before three processes open the database at once
         a, b, doomed = await asyncio.gather(
             start_serve(root / "home-a", *args, env=env),
             start_serve(root / "home-b", *args, env=env),
