@@ -178,15 +178,15 @@ async def test_a_question_no_request_took_is_answered_once() -> None:
 
     run = runs.start("ann", "c1", work)
     for _ in range(100):
-        if runs.pending("ann", "c1"):
+        if await runs.pending("ann", "c1"):
             break
         await asyncio.sleep(0.01)
-    (asking,) = runs.pending("ann", "c1")
-    assert asking["question"]["text"] == "One?" and runs.pending("bob", "c1") == []
+    (asking,) = await runs.pending("ann", "c1")
+    assert asking["question"]["text"] == "One?" and await runs.pending("bob", "c1") == []
     run.answer(asking["question"]["id"], Answer("ok", "a"))
     step = await runs.next_step(run)
     assert step["status"] == "asking" and step["question"]["text"] == "Two?"
     run.answer(step["question"]["id"], Answer("ok", "b"))
     done = await runs.next_step(run)
     assert done["status"] == "done" and done["pipe"] == "a+b"
-    assert runs.pending("ann", "c1") == []
+    assert await runs.pending("ann", "c1") == []

@@ -7,9 +7,10 @@ store (or takes an open Tavern), ``app.state.server`` holds the
 routes, and every error leaves as typed JSON (:mod:`tavernkit.server.errors`).
 
 Several processes (``settings.database`` and ``settings.redis``): the data is in PostgreSQL,
-and the turn event log, the chat locks, the rate limits, the environment keys' cooldowns and
-the stop requests are Redis's (:mod:`tavernkit.server.redis_coordination`), so any process
-serves any request; stored keys' cooldowns are rows of the shared database already.
+and the turn event log, the chat locks, the rate limits, the environment keys' cooldowns, the
+stop requests and the open questions of interactive scripts are Redis's
+(:mod:`tavernkit.server.redis_coordination`), so any process serves any request; stored keys'
+cooldowns are rows of the shared database already.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -51,6 +53,7 @@ from tavernkit.server.warmup import prime_routes
 
 try:  # the 'scale' extra: only a server with settings.redis needs it
     from tavernkit.server import redis_coordination
+    from tavernkit.server.redis_script_questions import RedisScriptQuestions
 except ModuleNotFoundError:  # pragma: no cover - the test extra installs it
     redis_coordination = None  # type: ignore[assignment]
 
@@ -165,12 +168,34 @@ async def _start(
         egress=settings.egress_policy(),
         backups=backups,
         probes={"redis": shared.client.ping} if shared is not None else {},
-        script_runs=ScriptRuns(settings.script_answer_timeout_s),
+        script_runs=await _script_runs(settings, shared, exit_stack),
     )
     app.state.server = state
-    exit_stack.push_async_callback(state.script_runs.close)
     await _before_listening(app, settings, tk, exit_stack)
     return state
+
+
+async def _script_runs(
+    settings: ServerSettings,
+    shared: redis_coordination.RedisCoordination | None,
+    exit_stack: contextlib.AsyncExitStack,
+) -> ScriptRuns:
+    """The interactive script runs; with Redis, their questions are shared with the other
+    processes, and the answers they take for this process's runs reach them."""
+    timeout_s = settings.script_answer_timeout_s
+    if shared is None:
+        runs = ScriptRuns(timeout_s)
+    else:
+        questions = RedisScriptQuestions(shared.client, keep_s=timeout_s + 60)
+        runs = ScriptRuns(timeout_s, shared=questions)
+        await _subscription(
+            lambda ready: questions.run(runs.take_relayed, ready=ready),
+            "the script-answer",
+            exit_stack,
+        )
+    # before the subscription's cancel (LIFO): the runs' questions leave the listing first
+    exit_stack.push_async_callback(runs.close)
+    return runs
 
 
 async def _open_tavern(
@@ -243,8 +268,21 @@ def _app(
 async def _listen_for_stops(hub: TurnHub, exit_stack: contextlib.AsyncExitStack) -> None:
     """Run ``hub``'s stop subscription until the app stops; return once it receives."""
     assert hub.stops is not None
+    stops = hub.stops
+    await _subscription(
+        lambda ready: stops.run(hub.stop, ready=ready), "the stop-request", exit_stack
+    )
+
+
+async def _subscription(
+    run: Callable[[asyncio.Event], Coroutine[Any, Any, None]],
+    what: str,
+    exit_stack: contextlib.AsyncExitStack,
+) -> None:
+    """Run the subscription ``run(ready)`` until the app stops; return once it receives
+    (its first failure, or 10 s without it, fails the start)."""
     ready = asyncio.Event()
-    task = asyncio.create_task(hub.stops.run(hub.stop, ready=ready))
+    task = asyncio.create_task(run(ready))
 
     async def cancel() -> None:
         task.cancel()
@@ -258,4 +296,4 @@ async def _listen_for_stops(hub: TurnHub, exit_stack: contextlib.AsyncExitStack)
     if task.done():
         task.result()  # the subscription failed: its CoordinationError
     if not ready.is_set():
-        raise CoordinationError("the stop-request subscription did not start within 10 s")
+        raise CoordinationError(f"{what} subscription did not start within 10 s")

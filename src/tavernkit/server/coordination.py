@@ -2,7 +2,9 @@
 and the rate limiter. One process uses the in-memory implementations; several processes use
 the Redis ones (issue 20), so a turn started through one process is resumed through another
 and a chat has one generation across all of them; :class:`TurnStops` carries a stop
-(``DELETE`` of a turn, an ``interrupt``) to the process that runs the turn. Key cooldowns
+(``DELETE`` of a turn, an ``interrupt``) to the process that runs the turn, and
+:class:`ScriptQuestions` lists the questions of interactive script runs to every process and
+carries an answer to the process whose run asked it. Key cooldowns
 already have their protocol (:class:`tavernkit.generation.keys.CooldownStore`).
 
 Each implementation is tested against the same behaviour; the server holds only these types.
@@ -11,7 +13,7 @@ Each implementation is tested against the same behaviour; the server holds only 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -20,6 +22,8 @@ __all__ = [
     "ChatLock",
     "RateDecision",
     "RateLimiter",
+    "RelayedAnswer",
+    "ScriptQuestions",
     "TurnEvent",
     "TurnEventLog",
     "TurnStops",
@@ -102,4 +106,55 @@ class TurnStops(Protocol):
     ) -> None:
         """Call ``on_stop(turn_id)`` for every request from now on, until cancelled; sets
         ``ready`` once requests are being received."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RelayedAnswer:
+    """What the process running a script answered to an answer another process took: the
+    status, JSON body and headers its answer route would have given (the run's next step, or
+    its typed error)."""
+
+    status: int
+    body: Mapping[str, Any]
+    headers: Mapping[str, str]
+
+
+#: how a process takes an answer relayed to it: ``(owner, chat_id, run_id, answer)`` (the
+#: answer route's body) to what its answer route answers
+AnswerTaker = Callable[[str, str, str, Mapping[str, Any]], Awaitable[RelayedAnswer]]
+
+
+class ScriptQuestions(Protocol):
+    """The open questions of interactive script runs, shared by the processes (one process
+    needs none: its runs are all its own). A run stays in the process that started it; its
+    question is listed to every process, and an answer any process takes is relayed to it."""
+
+    async def open(
+        self, owner: str, chat_id: str, run_id: str, started: float, step: Mapping[str, Any]
+    ) -> None:
+        """Run ``run_id`` of this process (started at epoch ``started``) waits on the
+        question of its ``asking`` ``step``."""
+        ...
+
+    async def close(self, owner: str, chat_id: str, run_id: str) -> None:
+        """The run's question is answered, cancelled or timed out."""
+        ...
+
+    async def listed(self, owner: str, chat_id: str) -> list[tuple[float, Mapping[str, Any]]]:
+        """The open questions of ``owner``'s runs on ``chat_id`` in processes still running,
+        as (the run's start, its ``asking`` step)."""
+        ...
+
+    async def forward(
+        self, owner: str, chat_id: str, run_id: str, answer: Mapping[str, Any]
+    ) -> RelayedAnswer:
+        """Give ``answer`` to the process running ``run_id`` and wait for what it answers.
+        :class:`~tavernkit.errors.NotFound` when no such run waits on the chat, or the
+        process that ran it stopped (said as the run having ended)."""
+        ...
+
+    async def run(self, take: AnswerTaker, *, ready: asyncio.Event | None = None) -> None:
+        """Take the answers relayed to this process's runs with ``take``, until cancelled;
+        sets ``ready`` once they are being received."""
         ...

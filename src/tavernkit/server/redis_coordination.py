@@ -60,6 +60,7 @@ __all__ = [
     "RedisTurnStops",
     "coordination_from_url",
     "redis_client",
+    "subscribe_forever",
 ]
 
 logger = logging.getLogger(__name__)
@@ -428,36 +429,57 @@ class RedisTurnStops:
     async def run(
         self, on_stop: Callable[[str], object], *, ready: asyncio.Event | None = None
     ) -> None:
-        backoff = 0.05
-        subscribed = asyncio.Event() if ready is None else ready
-        while True:
-            try:
-                await self._subscribed(on_stop, subscribed)
-            except (RedisError, OSError) as exc:
-                if not subscribed.is_set():
-                    # the first subscription is the start's check that Redis answers
-                    raise CoordinationError(f"Redis at {self._where}: {exc}") from exc
-                logger.warning(
-                    "the stop-request subscription broke (%s); subscribing again",
-                    type(exc).__name__,
-                )
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
-            else:  # pragma: no cover - _subscribed only returns by raising
-                return
+        await subscribe_forever(self._redis, self._channel, on_stop, ready=ready)
 
-    async def _subscribed(self, on_stop: Callable[[str], object], ready: asyncio.Event) -> None:
-        pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+
+async def subscribe_forever(
+    client: aioredis.Redis,
+    channel: str,
+    on_message: Callable[[str], object],
+    *,
+    ready: asyncio.Event | None = None,
+) -> None:
+    """Call ``on_message`` with every message on ``channel`` until cancelled; sets ``ready``
+    once subscribed. The first subscription failing raises
+    :class:`~tavernkit.errors.CoordinationError` (the start's check that Redis answers); a
+    later break subscribes again (backoff from 50 ms to 2 s), so messages reach this process
+    again as soon as Redis is back."""
+    backoff = 0.05
+    subscribed = asyncio.Event() if ready is None else ready
+    while True:
         try:
-            await pubsub.subscribe(self._channel)
-            ready.set()
-            while True:
-                message = await pubsub.get_message(timeout=None)
-                if message is not None and message.get("type") == "message":
-                    on_stop(_text(message["data"]))
-        finally:
-            with contextlib.suppress(RedisError, OSError):
-                await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
+            await _subscribed(client, channel, on_message, subscribed)
+        except (RedisError, OSError) as exc:
+            if not subscribed.is_set():
+                raise CoordinationError(f"Redis at {_where(client)}: {exc}") from exc
+            logger.warning(
+                "the subscription to %s broke (%s); subscribing again",
+                channel,
+                type(exc).__name__,
+            )
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
+        else:  # pragma: no cover - _subscribed only returns by raising
+            return
+
+
+async def _subscribed(
+    client: aioredis.Redis,
+    channel: str,
+    on_message: Callable[[str], object],
+    ready: asyncio.Event,
+) -> None:
+    pubsub = client.pubsub(ignore_subscribe_messages=True)
+    try:
+        await pubsub.subscribe(channel)
+        ready.set()
+        while True:
+            message = await pubsub.get_message(timeout=None)
+            if message is not None and message.get("type") == "message":
+                on_message(_text(message["data"]))
+    finally:
+        with contextlib.suppress(RedisError, OSError):
+            await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed from redis 8
 
 
 @dataclass(frozen=True, slots=True)

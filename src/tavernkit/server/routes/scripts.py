@@ -17,7 +17,9 @@ true`` (:mod:`tavernkit.server.script_runs`): then the route answers each questi
 "chosen"}`` gives the user's answer and answers the next step, until
 ``{"status": "done", …the result…}``. ``GET /chats/{chat_id}/script/runs`` lists the caller's
 runs on the chat that wait for an answer, ``{"runs": [{"status": "asking", "run", "question"},
-…]}``: a page reloaded while a question was open asks it again.
+…]}``: a page reloaded while a question was open asks it again. With several processes
+both routes work through any of them (the question is shared, the answer relayed to the
+run's process: :mod:`tavernkit.server.script_runs`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from tavernkit.chat.script_host import ScriptOutcome
 from tavernkit.server.auth import CurrentPrincipal, UserTavern
+from tavernkit.server.coordination import RelayedAnswer
 from tavernkit.server.state import ServerState, server_state
-from tavernkit.stscript import Answer, Asker
+from tavernkit.stscript import Asker
 
 __all__ = ["ScriptStep", "router", "run_interactive"]
 
@@ -168,15 +172,18 @@ async def pending_runs(chat_id: str, tk: UserTavern, state: State) -> Any:
     """The caller's interactive runs on the chat waiting for an answer, with their questions
     (another user's runs are not listed)."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    return {"runs": state.script_runs.pending(tk.owner, info.id)}
+    return {"runs": await state.script_runs.pending(tk.owner, info.id)}
 
 
 @router.post("/chats/{chat_id}/script/runs/{run_id}/answer", response_model=ScriptStep)
 async def answer(chat_id: str, run_id: str, body: AnswerBody, tk: UserTavern, state: State) -> Any:
     """Answer the question an interactive run of the caller's is waiting on; answers the
-    run's next step (another question, or its result)."""
+    run's next step (another question, or its result). A run of another process (several
+    processes) gets the answer there, and what that process answered is answered here."""
     info = await tk.store.get_chat_info(chat_id, owner=tk.owner)
-    runs = state.script_runs
-    run = runs.find(tk.owner, info.id, run_id)
-    run.answer(body.question, Answer(body.button, body.text, tuple(body.chosen)))
-    return await runs.next_step(run)
+    step = await state.script_runs.answer(tk.owner, info.id, run_id, body.model_dump())
+    if isinstance(step, RelayedAnswer):
+        if step.status == 200:
+            return step.body  # through the response model, as a step taken here
+        return JSONResponse(dict(step.body), status_code=step.status, headers=dict(step.headers))
+    return step
