@@ -47,10 +47,20 @@ def test_a_first_visit_to_an_empty_library(
     with Site(tmp_path / "home", scripted=False) as bare, sized_pages(browser, bare) as make:
         page = make(viewport)
         page.goto("/")
+        # the three ways in: import a card, make one, or the demo character...
+        expect(page.get_by_role("button", name="choose files")).to_be_visible()
         expect(page.get_by_role("link", name="make one")).to_be_visible()
+        expect(page.get_by_role("button", name="add the demo character (Wren)")).to_be_visible()
+        # ...and which model will reply, with the way to connect one's own
+        hint = page.locator(".grid .connection-hint")
+        expect(hint).to_contain_text("Replies come from the built-in local model")
+        expect(hint).to_contain_text("your own model or API")
+        expect(page.get_by_role("button", name="Next")).to_be_hidden()  # no "0–0 of 0" pager
+        fits(page)
         screenshot(page, f"ux3-1-empty-{size}")
-        page.goto("/#/settings")
-        expect(page.get_by_role("heading").first).to_be_visible()
+        hint.get_by_role("link", name="add a connection profile in Settings").click()
+        expect(page.get_by_role("heading", name="Connection profiles")).to_be_visible()
+        expect(page.get_by_label("Base URL")).to_be_visible()
         screenshot(page, f"ux3-1-settings-{size}")
 
 
