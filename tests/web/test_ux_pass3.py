@@ -224,6 +224,10 @@ def test_switching_persona_mid_chat(sized: Any, site: Site, viewport: dict[str, 
     if viewport is PHONE:
         page.get_by_role("button", name="Chat tools").click()
     screenshot(page, f"ux3-5-persona-side-{size}")
+    # the picker says what it is in words on the screen, not only to a screen reader
+    label = page.locator(".persona-picker label").filter(has_text="Persona")
+    expect(label).to_be_visible()
+    expect(label.locator("select")).to_have_count(1)
     page.get_by_label("Persona").select_option("Bram")
     screenshot(page, f"ux3-5-persona-picked-{size}")
     if viewport is PHONE:
