@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from chat._server import Reply
 from tavernkit.formats.cards import card_to_png
+from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.character import Character
 
 from ._pages import last_body, send, sized_pages, stored_messages, turn
@@ -205,6 +206,40 @@ def test_a_preset_and_profile_chosen_in_the_chat_reach_the_request(
     assert site.upstream.requests[-1].body.get("temperature") == 0.35
     screenshot(page, f"ux3-4-preset-sent-{size}")
 
+    # another connection profile, picked in the chat, answers the next turn
+    night = ConnectionProfile(
+        name="nightly",
+        api="chat",
+        source="openai",
+        base_url=site.upstream.base_url + "/v1",
+        model="m-night",
+    )
+    stored = site.call(site.tk.store.list("connection_profile", owner=site.tk.owner))
+    if "nightly" not in {p.name for p in stored}:
+        site.call(site.tk.store.put("connection_profile", night, owner=site.tk.owner))
+    page.reload()
+    expect(page.locator(".log .message").first).to_be_visible()
+    if viewport is PHONE:
+        page.get_by_role("button", name="Chat tools").click()
+    side.locator("summary", has_text="Connection").click()
+    side.get_by_label("Connection profile").select_option(label="nightly (m-night)")
+    expect(side.locator("summary", has_text="Connection")).to_have_text(
+        "Connection: nightly · m-night"
+    )
+    screenshot(page, f"ux3-4-profile-picked-{size}")
+    if viewport is PHONE:
+        side.get_by_role("button", name="Close").click()
+    site.upstream.script(Reply(text="From the night shift.", pace=0.01))
+    turn(page, lambda: send(page, "Who is this?"))
+    assert site.upstream.requests[-1].body["model"] == "m-night"
+    # back as it was for the module's other tests
+    if viewport is PHONE:
+        page.get_by_role("button", name="Chat tools").click()
+    side.get_by_label("Connection profile").select_option(label="scripted (m1)")
+    expect(side.locator("summary", has_text="Connection")).to_have_text("Connection: scripted · m1")
+    side.get_by_label("Chat preset").select_option(label="None (defaults)")
+    expect(side.get_by_label("New preset's name")).to_be_visible()
+
 
 @SIZES
 def test_switching_persona_mid_chat(sized: Any, site: Site, viewport: dict[str, int]) -> None:
@@ -278,3 +313,24 @@ def test_a_failed_reply_says_what_to_do_and_stays_with_a_retry(
     alert.get_by_role("button", name="Connection settings").click()
     expect(page).to_have_url(re.compile("#/settings$"))
     expect(page.get_by_role("heading", name="Connection profiles")).to_be_visible()
+
+
+@SIZES
+def test_a_connection_test_that_fails_in_settings(
+    sized: Any, site: Site, viewport: dict[str, int]
+) -> None:
+    size = size_of(viewport)
+    page = sized(viewport)
+    page.goto("/#/settings")
+    row = page.locator('tr[data-profile="scripted"]')
+    expect(row).to_be_visible()
+    site.upstream.script(Reply(status=401, error={"message": "bad key"}))
+    row.get_by_role("button", name="Test scripted").click()
+    # the failure stays in the profile's row, in view, until the next test
+    expect(row.locator(".check")).to_contain_text("failed (auth")
+    page.wait_for_timeout(1500)
+    expect(row.locator(".check")).to_be_visible()
+    box = row.locator(".check").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= viewport["width"]
+    screenshot(page, f"ux3-6-settings-test-failed-{size}")
+    fits(page)
