@@ -13,8 +13,8 @@ from playwright.sync_api import Page, expect
 
 from chat._server import Reply
 from tavernkit.formats.cards import card_to_png
-from tavernkit.models.profile import ConnectionProfile
 from tavernkit.models.character import Character
+from tavernkit.models.profile import ConnectionProfile
 
 from ._pages import last_body, send, sized_pages, stored_messages, turn
 from ._site import Site
