@@ -92,6 +92,14 @@ def test_a_character_made_from_scratch_and_chatted_with(
     page.get_by_role("button", name="Chat", exact=True).click()
     expect(page.locator(".log .message").first).to_contain_text("The ferry leaves at dawn.")
     screenshot(page, f"ux3-2-chat-open-{size}")
+    if viewport is PHONE:
+        # the editor's "Created" toast, still shown, moves above the chat's composer
+        toast = page.locator("#toast")
+        expect(toast).to_have_text(f"Created {name}")
+        expect(toast).to_have_css("opacity", "1")
+        box, composer = toast.bounding_box(), page.locator(".composer").bounding_box()
+        assert box is not None and composer is not None
+        assert box["y"] + box["height"] <= composer["y"] + 1, "the toast covers the composer"
 
     site.upstream.script(Reply(text="Tickets first.", pace=0.01))
     turn(page, lambda: send(page, "Hello there."))

@@ -25,7 +25,7 @@ import { showRegex } from "./regex/screen.js";
 import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
-import { errorText, reportError } from "./toast.js";
+import { errorText, placeToast, reportError } from "./toast.js";
 
 // #/<screen>/<arg>[/<sub>][?params] -> the screen's function (view, arg, {sub, params}); it may
 // return a function to run when the user leaves it.
@@ -89,6 +89,7 @@ async function route() {
     if (error instanceof ApiError && error.status === 0) showUnreachable(view, route);
     else showFailed(error);
   }
+  placeToast();
   // Keyboard users land in the new screen (unless it already put focus somewhere in it).
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }
