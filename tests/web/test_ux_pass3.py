@@ -205,6 +205,11 @@ def test_a_preset_and_profile_chosen_in_the_chat_reach_the_request(
         chosen.select_option(label="None (defaults)")
         expect(side.locator("fieldset.samplers legend")).to_have_text("Samplers")
     screenshot(page, f"ux3-4-connection-{size}")
+    # with no preset, the response length spans the panel (its label on one line)
+    samplers = side.locator("fieldset.samplers").bounding_box()
+    length = side.get_by_label("Response length (tokens)").bounding_box()
+    assert samplers is not None and length is not None
+    assert length["width"] > samplers["width"] * 0.7, "the length is squeezed into a column"
     side.get_by_label("New preset's name").fill(f"Warm {size}")
     side.get_by_role("button", name="New preset").click()
     expect(side.locator("fieldset.samplers legend")).to_have_text(f"Samplers (Warm {size})")
