@@ -280,7 +280,11 @@ def test_switching_persona_mid_chat(sized: Any, site: Site, viewport: dict[str, 
     label = page.locator(".persona-picker label").filter(has_text="Persona")
     expect(label).to_be_visible()
     expect(label.locator("select")).to_have_count(1)
+    box = page.get_by_label("Message", exact=True)
+    expect(box).to_have_attribute("placeholder", re.compile("^Type a message"))
     page.get_by_label("Persona").select_option("Bram")
+    # the message box names who the next message is sent as, the side panel closed or not
+    expect(box).to_have_attribute("placeholder", re.compile("^Message as Bram "))
     screenshot(page, f"ux3-5-persona-picked-{size}")
     if viewport is PHONE:
         page.get_by_role("complementary", name="Chat tools").get_by_role(
