@@ -349,6 +349,8 @@ def test_a_connection_test_that_fails_in_settings(
     row.get_by_role("button", name="Test scripted").click()
     # the failure stays in the profile's row, in view, until the next test
     expect(row.locator(".check")).to_contain_text("failed (auth")
+    # ...in words a user acts on, not only the task code and the error class
+    expect(row.locator(".check")).to_contain_text("refused the API key, or the profile has none")
     page.wait_for_timeout(1500)
     expect(row.locator(".check")).to_be_visible()
     box = row.locator(".check").bounding_box()
