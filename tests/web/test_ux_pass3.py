@@ -116,6 +116,11 @@ def test_a_character_made_from_scratch_and_chatted_with(
     expect(last_body(page)).to_have_text("Regenerated reply.")
     page.get_by_role("button", name="Edit message 2").click()
     screenshot(page, f"ux3-2-chat-editing-{size}")
+    # the edit box (and its focus ring) clear of the message's buttons above it
+    area = page.get_by_role("textbox", name="Edit message").bounding_box()
+    above = page.get_by_role("button", name="Edit message 2").bounding_box()
+    assert area is not None and above is not None
+    assert area["y"] >= above["y"] + above["height"] + 4, "the edit box touches the buttons"
     page.get_by_role("textbox", name="Edit message").fill("Hello, pilot.")
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator(".log .message").nth(1).locator(".body")).to_have_text("Hello, pilot.")
