@@ -1,5 +1,12 @@
 """The third UX pass: a SillyTavern user's journeys at a desktop and a phone size, each step
-screenshotted (test-output/screenshots/ux3-*.png)."""
+screenshotted (test-output/screenshots/ux3-*.png): a first visit to an empty library (which
+model replies, and the way to connect one's own; no empty pager); a character made from
+scratch and chatted with (swipe, continue, regenerate, edit, delete; the editor's toast moves
+above the chat's composer; the edit box clear of the buttons); a group chat whose members change
+mid-chat (the editor leads back to the chat, saving first); a preset and a profile picked in the
+chat reaching the request; a persona switched mid-chat (a visible label, the message box naming
+it); a failed reply and a failed connection test saying what to do, with Retry and the way to
+the connection settings."""
 
 from __future__ import annotations
 
