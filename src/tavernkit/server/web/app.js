@@ -25,7 +25,7 @@ import { showRegex } from "./regex/screen.js";
 import { showSearch } from "./search.js";
 import { showSettings } from "./settings.js";
 import { showTextgenPreset } from "./textgen.js";
-import { errorText, reportError } from "./toast.js";
+import { errorText, placeToast, reportError } from "./toast.js";
 
 // #/<screen>/<arg>[/<sub>][?params] -> the screen's function (view, arg, {sub, params}); it may
 // return a function to run when the user leaves it.
@@ -43,7 +43,7 @@ const SCREENS = {
   search: (view, arg, options) => showSearch(view, arg, options),
   lorebook: (view, ref, { params }) => showLorebook(view, ref, { params }),
   groups: (view) => showGroups(view),
-  group: (view, ref) => showGroup(view, ref),
+  group: (view, ref, { params }) => showGroup(view, ref, params),
   personas: (view, ref, { params }) => showPersonas(view, ref, params),
   regex: (view, ref) => (ref ? showRegexScript(view, ref) : showRegex(view)),
   account: (view) => showAccount(view),
@@ -89,6 +89,7 @@ async function route() {
     if (error instanceof ApiError && error.status === 0) showUnreachable(view, route);
     else showFailed(error);
   }
+  placeToast();
   // Keyboard users land in the new screen (unless it already put focus somewhere in it).
   if (!view.contains(document.activeElement)) view.focus({ preventScroll: true });
 }

@@ -99,6 +99,7 @@ export async function showCharacters(view) {
           ),
         ),
       );
+      grid.append(await connectionHint());
     } else if (!page.items.length) {
       grid.append(h("li", { class: "empty" }, t("No character matches.")));
     }
@@ -107,6 +108,7 @@ export async function showCharacters(view) {
       h("span", {}, t("{value}–{value2} of {total}", { value: page.total ? offset + 1 : 0, value2: offset + page.items.length, total: page.total })),
       button(t("Next"), () => turn(PAGE), { disabled: offset + PAGE >= page.total }),
     );
+    pager.hidden = !page.total; // "0–0 of 0" and two dead buttons say nothing to a new user
   }
 
   async function toggleFav(character, star) {
@@ -254,6 +256,29 @@ export async function showCharacters(view) {
     pager,
   );
   await load({ tags: true });
+}
+
+// An empty library's second question: which model will reply. A SillyTavern user comes with
+// an API of their own; the hint names what replies now and where a profile for it is added.
+async function connectionHint() {
+  const where = h("a", { href: "#/settings" }, t("add a connection profile in Settings"));
+  let now = "";
+  try {
+    const selections = await api("GET", "/settings/selections");
+    now = selections.profile
+      ? t("Replies come from the connection profile {name}.", { name: selections.profile })
+      : t("Replies come from the built-in local model ({model}).", { model: selections.embedded.model });
+  } catch {
+    now = ""; // the hint is a help, not the screen: without it the way to Settings still shows
+  }
+  return h(
+    "li",
+    { class: "empty connection-hint" },
+    now ? `${now} ` : "",
+    t("To chat through your own model or API (OpenAI, Claude, KoboldCpp and others), "),
+    where,
+    t("."),
+  );
 }
 
 function starLook(star, character) {

@@ -51,6 +51,13 @@ function bottomControlsHeight() {
   return Math.round(lift);
 }
 
+// A toast still shown when the screen changes (a character saved, then its chat opened) moves
+// to sit above the new screen's bottom controls (it stayed over the chat's Send button).
+export function placeToast() {
+  const box = document.getElementById("toast");
+  if (box.classList.contains("shown")) box.style.setProperty("--toast-lift", `${bottomControlsHeight()}px`);
+}
+
 export function toast(message, kind = "error") {
   const box = document.getElementById("toast");
   if (!box.dataset.dismissible) {

@@ -29,11 +29,8 @@ async function imageUrl(file) {
 
 export function createComposer(on) {
   let images = []; // data: URLs
-  const input = h("textarea", {
-    rows: 2,
-    placeholder: t("Type a message (Enter sends, Shift+Enter for a new line)"),
-    "aria-label": t("Message"),
-  });
+  const placeholder = t("Type a message (Enter sends, Shift+Enter for a new line)");
+  const input = h("textarea", { rows: 2, placeholder, "aria-label": t("Message") });
   const picker = h("input", { type: "file", accept: "image/*", multiple: true, hidden: true });
   const previews = h("ul", { class: "attachments", "aria-label": t("Attached images") });
   const stop = button(t("Stop"), () => on.stop(), { disabled: true, class: "danger" });
@@ -102,6 +99,10 @@ export function createComposer(on) {
     setImages(list) {
       images = [...list];
       showImages();
+    },
+    // Name the persona the next message is sent as ("": the user's own name, said nowhere).
+    speakingAs(name) {
+      input.placeholder = name ? t("Message as {name} (Enter sends, Shift+Enter for a new line)", { name }) : placeholder;
     },
     running(yes) {
       stop.disabled = !yes;

@@ -166,6 +166,8 @@ async function chatSamplers(presetName, settings, change, keep, pick) {
   const box = h("fieldset", { class: "fields samplers" });
   if (!presetName) {
     const lengths = lengthFields(settings, false);
+    // alone in its row, the length's label reads on one line (a 95 px column broke it in three)
+    for (const node of lengths.inputs) node.classList.add("wide");
     const name = h("input", { maxlength: 200, autocomplete: "off" });
     box.append(
       h("legend", {}, t("Samplers")),

@@ -157,7 +157,8 @@ export async function openGroup(chat, base) {
     "details",
     { class: "panel group-panel", open: true },
     h("summary", {}, t("Group")),
-    h("a", { href: `#/group/${encodeURIComponent(group.id)}` }, t("Edit group")),
+    // the editor offers the way back to this chat (`?chat=`)
+    h("a", { href: `#/group/${encodeURIComponent(group.id)}?${new URLSearchParams({ chat: chat.id })}` }, t("Edit group")),
     h(
       "ul",
       { class: "members compact", "aria-label": t("Members") },

@@ -13,6 +13,32 @@ import { t } from "../i18n.js";
 // Errors that say the request itself cannot be done as asked: trying again cannot help.
 const REFUSALS = new Set(["Conflict", "NotFound", "FormatError", "ChatTurnError", "PermissionDenied"]);
 
+// What a failed reply's class (the server's safe code: never the provider's text) means for
+// the user, and whether it is fixed in the connection's settings (a key, a URL, a model)
+// rather than by trying again: those get a way there beside Retry.
+const FAILURE_HELP = {
+  auth: [t("The model's service refused the API key: check it in Settings."), true],
+  missing_credential: [t("This connection has no API key: add one in Settings."), true],
+  network: [t("The model's server could not be reached: is it running, and is its URL right?"), true],
+  model_unavailable: [t("The service does not serve this model: pick another in Settings."), true],
+  quota: [t("The API key's quota is used up."), true],
+  egress_refused: [t("This server may not connect to that address: ask its admin, or use another connection."), true],
+  rate_limit: [t("The service is limiting requests: wait a moment, then retry."), false],
+  overloaded: [t("The model's server failed on its side: retry, or try again later."), false],
+  timeout: [t("The model's server did not answer in time: retry, or raise the timeouts in Settings."), false],
+  context_too_long: [t("The prompt is longer than the model's context: lower the context size, or hide old messages."), false],
+  content_filter: [t("The service's safety filter blocked the prompt or the reply."), false],
+};
+
+// The alert for a failed reply: what the server said, what it means, and the ways on.
+function showFailure(alerts, data, retry) {
+  const said = data.message || t("The reply failed ({code})", { code: data.code || t("unknown error") });
+  const [hint, inSettings] = FAILURE_HELP[data.class] || ["", false];
+  const actions = inSettings ? [{ label: t("Connection settings"), run: () => (window.location.hash = "#/settings") }] : [];
+  const text = hint ? `${said}. ${hint}` : said;
+  alerts.show(text, REFUSALS.has(data.class) ? { actions } : { retry, actions });
+}
+
 // `resumed`: the turn was started before this page (a reload); its stored reply place is
 // hidden while the live one shows. `group` (chat/group.js): a group chat's turn, where each
 // member's reply opens with a member notice and gets a live message of its own.
@@ -114,8 +140,7 @@ export function followTurn({ chat, eventsUrl, kind, log, alerts, composer, retry
       live.before(h("li", { class: "notice extra", role: "note" }, data.text || data.kind));
     },
     error(data) {
-      const text = data.message || t("The reply failed ({code})", { code: data.code || t("unknown error") });
-      alerts.show(text, REFUSALS.has(data.class) ? {} : { retry });
+      showFailure(alerts, data, retry);
     },
     done(data) {
       if (data.status === "failed" && kind === "impersonate" && !data.error) {

@@ -14,7 +14,7 @@ const PERSONA_KEY = "tavernkit.persona";
 
 export async function createPersonaPicker(chat, onChange) {
   const chatUrl = `/chats/${encodeURIComponent(chat.id)}/persona`;
-  const select = h("select", { "aria-label": t("Persona") }, h("option", { value: "" }, t("Default persona")));
+  const select = h("select", {}, h("option", { value: "" }, t("Default persona")));
   const note = h("p", { class: "persona-note muted", role: "status" });
   const actions = h("div", { class: "row" });
   const alerts = createAlerts();
@@ -131,7 +131,9 @@ export async function createPersonaPicker(chat, onChange) {
   }
   apply();
 
-  const node = h("div", { class: "persona-picker" }, select, note, actions, alerts.node, manage);
+  // named by a visible label (an aria-label alone left a bare list with no word of what it is)
+  const picker = h("label", { class: "field" }, h("span", { class: "label" }, t("Persona")), select);
+  const node = h("div", { class: "persona-picker" }, picker, note, actions, alerts.node, manage);
   return {
     node,
     persona: () => select.value,

@@ -76,7 +76,9 @@ export async function showChat(view, chatId, at = null) {
     return tree.decorate(group ? group.decorate(node, message) : withAvatar(node, message));
   });
   const composer = createComposer({ send, stop: stopTurn, turn: (kind) => startTurn(kind) });
-  const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base);
+  // the message box names the persona spoken as (on a phone the side panel that shows the
+  // pick is closed)
+  const side = await createSide(group ? { ...chat, character_name: group.group.name } : chat, base, composer.speakingAs);
   // a switch of path redraws the log from its end (on a phone, the tools close to show it)
   const onSwitch = () => {
     side.node.classList.remove("open");

@@ -16,12 +16,14 @@ import { createPersonaPicker } from "./persona.js";
 import { writerNote } from "./writer-note.js";
 import { t } from "../i18n.js";
 
-export async function createSide(chat, base) {
+// `onPersona(name)`: the persona picked ("" for none), at once and on each change
+export async function createSide(chat, base, onPersona = () => {}) {
   const chatUrl = `/ui/chats/${encodeURIComponent(chat.id)}`;
   const inspect = h("a", { href: "" }, t("Prompt inspector"));
   const syncInspector = (persona) => {
     const query = persona ? `?${new URLSearchParams({ persona })}` : "";
     inspect.href = `#/inspect/${encodeURIComponent(chat.id)}${query}`;
+    onPersona(persona);
   };
   const picker = await createPersonaPicker(chat, syncInspector);
 

@@ -22,7 +22,8 @@ function select(options, value) {
   return node;
 }
 
-export async function showGroup(view, ref) {
+// `params`: `chat`, the chat the editor was opened from (a link back to it, saving first).
+export async function showGroup(view, ref, params = new URLSearchParams()) {
   const isNew = ref === "new" || !ref;
   let group = isNew ? null : await api("GET", `/groups/${encodeURIComponent(ref)}`);
   const alerts = createAlerts();
@@ -184,6 +185,21 @@ export async function showGroup(view, ref) {
     }
   }
 
+  // Opened from a chat (its "Edit group"): the way back to it, with the edits saved first
+  // (members added or muted mid-chat take part in its next turn).
+  function backToChat() {
+    const chatId = params.get("chat");
+    if (!group || !chatId) return null;
+    const href = `#/chat/${encodeURIComponent(chatId)}`;
+    const back = h("a", { href, class: "back-to-chat" }, t("Back to the chat"));
+    back.addEventListener("click", async (event) => {
+      if (!dirty) return;
+      event.preventDefault();
+      if (await save()) window.location.hash = href;
+    });
+    return back;
+  }
+
   for (const input of [name, strategy, mode, prefix, suffix, selfResponses, delay]) {
     input.addEventListener("change", () => {
       dirty = true;
@@ -209,7 +225,8 @@ export async function showGroup(view, ref) {
       "div",
       { class: "toolbar" },
       h("a", { href: "#/groups" }, t("‹ Groups")),
-      h("h1", {}, group ? group.name : "New group"),
+      h("h1", {}, group ? group.name : t("New group")),
+      backToChat(),
     ),
     alerts.node,
     h(

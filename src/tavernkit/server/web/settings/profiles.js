@@ -11,6 +11,14 @@ import { button, h } from "../dom.js";
 import { errorText, toast } from "../toast.js";
 import { t } from "../i18n.js";
 
+// A failed "Test", in words: what the task code means and what to change in the profile.
+const TEST_HINTS = {
+  auth_missing: () => t("The service refused the API key, or the profile has none: Edit the profile to set it."),
+  network: () => t("The server could not be reached, or failed: check the profile's base URL, or try again later."),
+  rate_limit: () => t("The key is rate limited or out of quota: wait, or add another key."),
+  unsupported_api: () => t("The service does not serve this model: Edit the profile to pick another."),
+};
+
 const APIS = [
   ["chat", t("Chat completion")],
   ["text", t("Text completion")],
@@ -109,7 +117,9 @@ export async function profilesSection({ shared = false } = {}) {
             result.textContent = t("testing…");
             try {
               const check = await api("POST", `/ui/profiles/${name}/test`);
-              result.textContent = check.ok ? t("OK: {text}", { text: check.text }) : t("failed ({code}): {message}", { code: check.code, message: check.message });
+              const failed = t("failed ({code}): {message}", { code: check.code, message: check.message });
+              const hint = TEST_HINTS[check.code];
+              result.textContent = check.ok ? t("OK: {text}", { text: check.text }) : hint ? `${failed}. ${hint()}` : failed;
             } catch (error) {
               result.textContent = "";
               alerts.show(errorText(error, { withField: true }));
