@@ -105,6 +105,12 @@ def test_escape_and_a_tap_outside_close_the_menu(sized: Any, site: Site) -> None
     expect(menu).to_have_attribute("aria-expanded", "false")
     expect(nav).to_be_hidden()
     expect(menu).to_be_focused()
+    # Tab past the panel's last control closes it: it does not linger over the page
+    page.keyboard.press("Enter")
+    nav.get_by_role("button", name="Dark/light").focus()
+    page.keyboard.press("Tab")
+    expect(menu).to_have_attribute("aria-expanded", "false")
+    expect(nav).to_be_hidden()
 
     # a tap outside closes it, and only that: the character under the tap is not opened
     page.goto("/#/")
