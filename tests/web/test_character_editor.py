@@ -337,9 +337,14 @@ def test_the_editor_at_phone_size(browser: Any, site: Site) -> None:
             box = page.get_by_label(label, exact=True).bounding_box()
             assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, label
         screenshot(page, "character-editor-phone")
+        # on a phone the theme switch is in the header's menu
+        page.get_by_role("button", name="Menu", exact=True).click()
         page.get_by_role("button", name="Dark/light").click()
+        page.keyboard.press("Escape")
         screenshot(page, "character-editor-phone-dark")
+        page.get_by_role("button", name="Menu", exact=True).click()
         page.get_by_role("button", name="Dark/light").click()
+        page.keyboard.press("Escape")
         page.get_by_label("Scenario").fill("A ferry crossing at night.")
         _save(page)
         expect(page.locator("#toast")).to_have_text("Saved")

@@ -388,6 +388,7 @@ def test_the_phone_layout_keeps_the_chat_usable(browser: Browser, site: Site) ->
         screenshot(page, "chat-phone")
         # light / dark: the switch flips the theme and a reload keeps it
         theme = page.evaluate("document.documentElement.dataset.theme")
+        page.get_by_role("button", name="Menu", exact=True).click()  # on a phone it is in the menu
         page.get_by_role("button", name="Dark/light").click()
         flipped = "light" if theme == "dark" else "dark"
         expect(page.locator("html")).to_have_attribute("data-theme", flipped)

@@ -17,6 +17,7 @@ import { showInspector } from "./inspector.js";
 import { showLogin } from "./login.js";
 import { showLorebook } from "./lorebooks/editor.js";
 import { showLorebooks } from "./lorebooks/list.js";
+import { markCurrent, setUpNav } from "./nav.js";
 import { registerServiceWorker, showUnreachable } from "./offline.js";
 import { showPersonas } from "./personas/screen.js";
 import { showPreset, showPresets } from "./preset.js";
@@ -78,6 +79,7 @@ async function route() {
   const [path, query = ""] = window.location.hash.split("?");
   const [, screen = "", arg = "", sub = ""] = path.split("/");
   const params = new URLSearchParams(query);
+  markCurrent(screen);
   try {
     if (screen !== "login" && (await whoAmI()) === null) {
       window.location.hash = "#/login";
@@ -128,5 +130,6 @@ document.getElementById("logout").addEventListener("click", async () => {
   window.location.hash = "#/login";
 });
 window.addEventListener("hashchange", route);
+setUpNav();
 route();
 registerServiceWorker();
