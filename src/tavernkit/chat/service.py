@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any, Unpack
+from typing import Unpack
 
 from tavernkit.chat.display import Shown, shown_messages
 from tavernkit.chat.greetings import chat_name, greeting_message, iso_timestamp
@@ -48,6 +48,7 @@ from tavernkit.models.profile import ReviewSettings
 from tavernkit.prompt.pipeline import begin
 from tavernkit.store.chat_state import load_chat_state
 from tavernkit.store.chat_types import ChatInfo, ChatTree, StoredChat, StoredMessage
+from tavernkit.store.chat_window import windowed
 from tavernkit.store.revisions import check_message_revision, edit_lock
 
 __all__ = ["ChatService", "TurnKeywords", "TurnOutcome"]
@@ -194,16 +195,10 @@ class ChatService(GroupVerbs):
         reasoning: str | None,
         revision: str | None,
     ) -> Message:
-        stored = await self.load(chat_id)
-        entry = _message_at(stored, message_index)
+        info, entry = await self._message_row(chat_id, message_index)
         check_message_revision(entry, revision)
         message = Message.model_validate(entry.data)
-        state = await load_chat_state(self.store, owner=self.owner, chat_id=stored.info.id)
-        scripts = state_regex_text(state)
-        if scripts is not None:  # the plain scripts that run on edits (``runOnEdit``)
-            text = scripts.edit(message, text)
-            if reasoning:
-                reasoning = scripts.edit_reasoning(reasoning)
+        text, reasoning = await self._edit_scripts(info.id, message, text, reasoning)
         message.mes = text
         record_turn_error(message, None)  # an edited reply is the user's, finished
         if reasoning is not None:
@@ -213,6 +208,41 @@ class ChatService(GroupVerbs):
         await self.store.update_message(entry.id, message, owner=self.owner)
         return message
 
+    async def _edit_scripts(
+        self, chat_id: str, message: Message, text: str, reasoning: str | None
+    ) -> tuple[str, str | None]:
+        """``text`` and ``reasoning`` after the plain scripts that run on edits (``runOnEdit``),
+        read from the chat's tail (their macros may read the chat: a longer tail if they read
+        past it) with no lorebook, which an edit's scripts never see."""
+
+        async def attempt(window: int) -> tuple[str, str | None]:
+            state = await load_chat_state(
+                self.store, owner=self.owner, chat_id=chat_id, window=window, books=False
+            )
+            scripts = state_regex_text(state)
+            if scripts is None:
+                return text, reasoning
+            edited = scripts.edit(message, text)
+            return edited, scripts.edit_reasoning(reasoning) if reasoning else reasoning
+
+        return await windowed(chat_id, attempt)
+
+    async def _message_row(
+        self, chat_ref: str, index: int | None
+    ) -> tuple[ChatInfo, StoredMessage]:
+        """The chat's info and its message ``index`` (the last with ``None``), read alone: a
+        change to one message costs the same on a chat of any length."""
+        info = await self.store.get_chat_info(chat_ref, owner=self.owner)
+        at = info.message_count - 1 if index is None else index
+        rows = []
+        if at >= 0:
+            rows = await self.store.load_message_range(
+                info.id, start=at, stop=at + 1, owner=self.owner
+            )
+        if not rows:
+            raise NotFound(f"no message {at} in chat {info.name!r}")
+        return info, rows[0]
+
     async def set_hidden(
         self, chat_id: str, message_index: int, hidden: bool, *, revision: str | None = None
     ) -> Message:
@@ -221,16 +251,11 @@ class ChatService(GroupVerbs):
         message's as the caller read it; another one now raises
         :class:`~tavernkit.errors.StaleRevision` and nothing changes (``None``: no check)."""
         async with _checked(self.owner, chat_id, revision):
-            info = await self.store.get_chat_info(chat_id, owner=self.owner)
-            rows = await self.store.load_message_range(
-                info.id, start=message_index, stop=message_index + 1, owner=self.owner
-            )
-            if not rows:
-                raise NotFound(f"no message {message_index} in chat {info.name!r}")
-            check_message_revision(rows[0], revision)
-            message = Message.model_validate(rows[0].data)
+            _, entry = await self._message_row(chat_id, message_index)
+            check_message_revision(entry, revision)
+            message = Message.model_validate(entry.data)
             message.is_system = hidden
-            await self.store.update_message(rows[0].id, message, owner=self.owner)
+            await self.store.update_message(entry.id, message, owner=self.owner)
             return message
 
     async def delete_from(
@@ -266,13 +291,11 @@ class ChatService(GroupVerbs):
     async def _delete(
         self, chat_id: str, message_index: int, count: int, revision: str | None
     ) -> int:
-        stored = await self.load(chat_id)
-        check_message_revision(_message_at(stored, message_index), revision)
+        info, entry = await self._message_row(chat_id, message_index)
+        check_message_revision(entry, revision)
         # the later messages move up in place (ids kept), and so do the branches of the
         # chat's tree that continue them
-        return await self.store.remove_messages(
-            stored.info.id, message_index, count, owner=self.owner
-        )
+        return await self.store.remove_messages(info.id, message_index, count, owner=self.owner)
 
     async def select_swipe(
         self,
@@ -285,10 +308,7 @@ class ChatService(GroupVerbs):
         """Show an existing swipe (swiping back); the last message unless told otherwise.
         ``revision``: the message's as the caller read it (see :meth:`set_hidden`)."""
         async with _checked(self.owner, chat_id, revision):
-            stored = await self.load(chat_id)
-            entry = _message_at(
-                stored, len(stored.messages) - 1 if message_index is None else message_index
-            )
+            _, entry = await self._message_row(chat_id, message_index)
             check_message_revision(entry, revision)
             message = Message.model_validate(entry.data)
             count = len(message.swipes or [])
@@ -305,8 +325,7 @@ class ChatService(GroupVerbs):
         caller read it, so a swipe another tab added or removed meanwhile never makes this
         one delete the wrong swipe (see :meth:`set_hidden`)."""
         async with _checked(self.owner, chat_id, revision):
-            stored = await self.load(chat_id)
-            entry = _message_at(stored, message_index)
+            _, entry = await self._message_row(chat_id, message_index)
             check_message_revision(entry, revision)
             count = len(entry.data.get("swipes") or [])
             if not 0 <= swipe_index < count:
@@ -496,12 +515,6 @@ class ChatService(GroupVerbs):
         if request is prepared.request:
             return prepared
         return replace(prepared, request=request, built_request=prepared.request)
-
-
-def _message_at(stored: StoredChat, index: int) -> Any:
-    if not 0 <= index < len(stored.messages):
-        raise NotFound(f"no message {index} in chat {stored.info.name!r}")
-    return stored.messages[index]
 
 
 @asynccontextmanager
