@@ -8,12 +8,16 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2 as httpx
+import redis.asyncio
 
-__all__ = ["ServeProcess", "start_serve"]
+from _services import PostgresCluster, RedisServer
+
+__all__ = ["ServeProcess", "shared_database", "start_serve"]
 
 _RUN = "from tavernkit.cli import main; main()"
 #: the served process imports this tree's tavernkit (not whatever the venv's install points at)
@@ -81,3 +85,21 @@ async def start_serve(home: Path, *args: str, env: dict[str, str]) -> ServeProce
                 await served.stop()
                 raise AssertionError(f"tavernkit serve at {served.url} never answered /health")
             await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def shared_database(
+    postgres_cluster: PostgresCluster, redis_server: RedisServer
+) -> AsyncIterator[str]:
+    """A fresh database on the test cluster (dropped afterwards) and the Redis emptied: what a
+    module's several processes share."""
+    database = await postgres_cluster.create_database()
+    flush = redis.asyncio.Redis.from_url(redis_server.url)
+    try:
+        await flush.flushall()
+    finally:
+        await flush.aclose()
+    try:
+        yield database
+    finally:
+        await postgres_cluster.drop_database(database)

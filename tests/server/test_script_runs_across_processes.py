@@ -19,13 +19,12 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 import pytest_asyncio
-import redis.asyncio
 
 from _services import PostgresCluster, RedisServer
 from tavernkit.facade import Tavern
 
 from ._cards import card_file
-from ._processes import ServeProcess, start_serve
+from ._processes import ServeProcess, shared_database, start_serve
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -44,16 +43,10 @@ async def trio(
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Trio]:
-    database = await postgres_cluster.create_database()
-    flush = redis.asyncio.Redis.from_url(redis_server.url)
-    try:
-        await flush.flushall()
-    finally:
-        await flush.aclose()
-    root = tmp_path_factory.mktemp("script-runs")
-    args = ("--database", database, "--redis", redis_server.url)
-    env = {"TAVERNKIT_KEY_DIR": str(root / "keys")}
-    try:
+    async with shared_database(postgres_cluster, redis_server) as database:
+        root = tmp_path_factory.mktemp("script-runs")
+        args = ("--database", database, "--redis", redis_server.url)
+        env = {"TAVERNKIT_KEY_DIR": str(root / "keys")}
         async with Tavern(root / "setup", database=database):
             pass  # the tables exist before three processes open the database at once
         a, b, doomed = await asyncio.gather(
@@ -68,8 +61,6 @@ async def trio(
             yield Trio(a, b, doomed)
         finally:
             await asyncio.gather(a.stop(), b.stop(), doomed.stop())
-    finally:
-        await postgres_cluster.drop_database(database)
 
 
 async def _chat(client: httpx.AsyncClient) -> str:

@@ -19,14 +19,13 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 import pytest_asyncio
-import redis.asyncio
 
 from _services import PostgresCluster, RedisServer
 from chat._server import HangingServer, HangReply, Reply
 from chat.conftest import stock_world
 from tavernkit.facade import Tavern
 
-from ._processes import ServeProcess, start_serve
+from ._processes import ServeProcess, shared_database, start_serve
 from ._sse import Event, events_of, parse_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -64,20 +63,14 @@ async def pair(
     redis_server: RedisServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Pair]:
-    database = await postgres_cluster.create_database()
-    flush = redis.asyncio.Redis.from_url(redis_server.url)
-    try:
-        await flush.flushall()
-    finally:
-        await flush.aclose()
-    root = tmp_path_factory.mktemp("two-processes")
-    env = {
-        "TAVERNKIT_KEY_DIR": str(root / "keys"),
-        "TK_TEST_KEY_ONE": KEY_ONE,
-        "TK_TEST_KEY_TWO": KEY_TWO,
-    }
-    args = ("--database", database, "--redis", redis_server.url, "--lock-lease", str(LEASE_S))
-    try:
+    async with shared_database(postgres_cluster, redis_server) as database:
+        root = tmp_path_factory.mktemp("two-processes")
+        env = {
+            "TAVERNKIT_KEY_DIR": str(root / "keys"),
+            "TK_TEST_KEY_ONE": KEY_ONE,
+            "TK_TEST_KEY_TWO": KEY_TWO,
+        }
+        args = ("--database", database, "--redis", redis_server.url, "--lock-lease", str(LEASE_S))
         async with HangingServer() as upstream, Tavern(root / "setup", database=database) as tk:
             await stock_world(tk, upstream.base_url)
             await tk.profiles.add(
@@ -98,8 +91,6 @@ async def pair(
                 yield Pair(a, b, upstream, tk, doomed)
             finally:
                 await asyncio.gather(a.stop(), b.stop(), doomed.stop())
-    finally:
-        await postgres_cluster.drop_database(database)
 
 
 async def read_all(client: httpx.AsyncClient, url: str, **headers: str) -> bytes:
