@@ -219,10 +219,14 @@ async def test_append_message_adds_one_row_at_the_end(store: SqliteStore, backen
     chat_id = await _chat_with(store, 2, "c")
     async with store.trace() as stats:
         stored = await store.append_message(chat_id, Message.new("You", "Hello", is_user=True))
-    # the message row, the chat's counts and the owner's stored bytes (triggers', which only
-    # SQLite's trace counts) and its updated stamp; on SQLite also the search index's row for
-    # its text and FTS5's four writes of the segment that holds it
-    assert stats.changes == (9 if backend == "sqlite" else 2)
+    if backend == "sqlite":
+        # the message row, the chat's counts and the owner's stored bytes (triggers') and its
+        # updated stamp; the search index's row for its text and FTS5's four writes of the
+        # segment that holds it
+        assert stats.changes == 9
+    else:
+        # one statement, a transaction by itself (its row counts are not seen by the trace)
+        assert (stats.statements, stats.transactions) == (1, 0)
     assert stored.position == 2
     loaded = await store.load_chat(chat_id)
     assert loaded.messages[-1].data == {
@@ -422,6 +426,42 @@ async def test_a_swipe_named_twice_in_one_batch_keeps_its_last_text(store: Sqlit
     wrong = [SwipeText(msg.id, 0, "not theirs", owner="bob"), SwipeText(msg.id, 0, "mine")]
     assert await store.update_swipe_texts(wrong) == [0]
     assert (await store.get_message(msg.id)).data["mes"] == "mine"
+
+
+def _hidden(text: str) -> dict[str, Any]:
+    return {**bot(text), "is_system": True}
+
+
+@pytest.mark.parametrize(
+    ("shape", "last"),
+    [
+        ("ssss", 8),  # shorter than the window: no head
+        ("ssss", 4),  # exactly the window
+        ("hhsssssss", 3),  # hidden first messages, then the first shown one: the head
+        ("hhhhhh", 2),  # nothing shown: the head runs up to the tail
+        ("shhsss", 2),  # the first message shown: the head is that one
+    ],
+)
+async def test_a_turns_start_reads_the_window_the_window_read_gives(
+    store: SqliteStore, shape: str, last: int
+) -> None:
+    """``load_turn_start``'s window (PostgreSQL: one statement of its own) equals
+    ``load_chat_window``'s: head, tail, counts, partial swipes, by id and by name."""
+    messages = [(_hidden if c == "h" else bot)(f"m{i}") for i, c in enumerate(shape)]
+    messages[-1] = {**messages[-1], "swipes": ["m", "two", "three"], "swipe_id": 2}
+    info = await store.create_chat(ChatHeader.new(), messages, name="shaped")
+    last_id = (await store.load_chat_window(info.id, last=1)).tail[-1].id
+    await store.update_message(last_id, messages[-1], partial=[2])
+    for ref in (info.id, "shaped"):
+        start = await store.load_turn_start(ref, last=last)
+        window = await store.load_chat_window(ref, last=last)
+        assert start.window == window
+        assert start.window.tail[-1].partial_swipes == (2,)
+        assert start.settings is None and start.global_variables == {}
+    await store.create_chat(ChatHeader.new(), [], name="shaped")
+    with pytest.raises(Conflict):
+        await store.load_turn_start("shaped", last=last)
+    assert (await store.load_turn_start(info.id, last=last)).window.info.id == info.id
 
 
 async def test_a_turns_start_reads_what_the_three_reads_would(

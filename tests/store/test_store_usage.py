@@ -85,6 +85,12 @@ async def test_every_write_is_counted_and_every_delete_gives_back(store: SqliteS
     assert (await _check(store))["ann"] == grown
     await store.delete_swipe(appended.id, index, owner="ann")
     await _check(store)
+    # a message written whole (a turn's finished reply, an edit): its swipes grow and shrink
+    for swipes in (["a" * 700, "b" * 80, "c"], ["d" * 40], ["e", "f" * 3000]):
+        message = _message(swipes[-1], swipes=swipes, swipe_id=len(swipes) - 1)
+        await store.update_message(appended.id, message, owner="ann")
+        await _check(store)
+        assert (await store.get_message(appended.id, owner="ann")).data["swipes"] == swipes
     await store.truncate_chat(chat.id, 1, owner="ann")
     assert (await _check(store))["ann"] < grown
     # a record's delete takes its blobs; a chat's its messages and their swipes

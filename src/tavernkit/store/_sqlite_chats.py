@@ -37,7 +37,15 @@ from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
 from tavernkit.store.chat_types import ChatInfo, StoredChat, StoredChatWindow, StoredMessage
 from tavernkit.store.sqlite_thread import SqliteConnection
 
-__all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]
+__all__ = [
+    "CHAT_ROW_SQL",
+    "SWIPE_INFO_FIELDS",
+    "MessageState",
+    "SqliteChats",
+    "chat_window",
+    "pick_chat_row",
+    "stored_message",
+]
 
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
 SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
@@ -69,6 +77,47 @@ def _chat_info(row: Any) -> ChatInfo:
         created=datetime.fromisoformat(row[6]),
         updated=datetime.fromisoformat(row[7]),
     )
+
+
+#: the chat ``ref`` names (its id, else its name) of an owner: ``(ref, owner, owner, ref)``
+CHAT_ROW_SQL = (
+    f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 0 AS k FROM chats c WHERE c.id = ? AND c.owner = ? "
+    f"UNION ALL SELECT {_CHAT_COLS}{_COUNT_COLS}, 1 FROM chats c "
+    "WHERE c.owner = ? AND c.name = ? ORDER BY k LIMIT 2"
+)
+
+
+def pick_chat_row(rows: Sequence[Any], ref: str) -> Any:
+    """The chat :data:`CHAT_ROW_SQL` found for ``ref``: the one with that id, else the one so
+    named (none: :class:`NotFound`; several: :class:`Conflict`)."""
+    if rows and rows[0][0] == ref:
+        return rows[0]
+    if not rows:
+        raise NotFound(f"no chat {ref!r}")
+    if len(rows) > 1:
+        raise Conflict(f"more than one chat is named {ref!r}; use its id")
+    return rows[0]
+
+
+def chat_window(row: Any, head: list[StoredMessage], tail: list[StoredMessage]) -> StoredChatWindow:
+    """The window of the chat :data:`CHAT_ROW_SQL`'s ``row`` with its ``head`` and ``tail``
+    messages (what lies between is counted from the chat's counters)."""
+    counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
+    loaded = count_messages(m.data for m in (*head, *tail))
+    return StoredChatWindow(
+        info=_chat_info(row),
+        header=json.loads(row[_HEADER_COL]),
+        head=head,
+        tail=tail,
+        gap=counts.minus(loaded),
+    )
+
+
+def stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
+    """A message from its row's ``(body, extracted, mes)`` and its swipes' rows."""
+    data = join_message(json.loads(row[0]), decode_extracted(row[1]), row[2], swipes)
+    partial = tuple(sorted(r.idx for r in swipes if r.partial))
+    return StoredMessage(id=mid, position=position, data=data, partial_swipes=partial)
 
 
 class MessageState:
@@ -111,22 +160,8 @@ class SqliteChats(SqliteBase):
         # One query: the id's row sorts first if there is one. Two lookups joined, each on its
         # index: with ``id = ? OR name = ?`` SQLite read every chat of the owner (0.65 ms at
         # 2,000 chats, twice a turn).
-        rows = list(
-            await db.execute_fetchall(
-                f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 0 AS k FROM chats c "
-                "WHERE c.id = ? AND c.owner = ? UNION ALL "
-                f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 1 FROM chats c "
-                "WHERE c.owner = ? AND c.name = ? ORDER BY k LIMIT 2",
-                (ref, owner, owner, ref),
-            )
-        )
-        if rows and rows[0][0] == ref:
-            return rows[0]
-        if not rows:
-            raise NotFound(f"no chat {ref!r}")
-        if len(rows) > 1:
-            raise Conflict(f"more than one chat is named {ref!r}; use its id")
-        return rows[0]
+        rows = list(await db.execute_fetchall(CHAT_ROW_SQL, (ref, owner, owner, ref)))
+        return pick_chat_row(rows, ref)
 
     async def list_chats(
         self, *, owner: str = DEFAULT_OWNER, character: str | None = None
@@ -178,7 +213,7 @@ class SqliteChats(SqliteBase):
                 (chat_id,),
             ) as cur:
                 messages = [
-                    self._stored_message(m[0], m[1], m[2:], swipes.get(m[0], []))
+                    stored_message(m[0], m[1], m[2:], swipes.get(m[0], []))
                     for m in await cur.fetchall()
                 ]
         return StoredChat(
@@ -201,7 +236,6 @@ class SqliteChats(SqliteBase):
         :meth:`SqliteStore.load_turn_start`)."""
         row = await self._chat_row(db, ref, owner)
         chat_id, total = row[0], int(row[5])
-        counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
         # The newest ``last`` by the (chat_id, position) index, read newest first.
         tail = await self._message_rows(
             db,
@@ -222,14 +256,7 @@ class SqliteChats(SqliteBase):
             head = await self._message_rows(
                 db, "WHERE chat_id = ? AND position <= ? ORDER BY position", (chat_id, upto)
             )
-        loaded = count_messages(m.data for m in (*head, *tail))
-        return StoredChatWindow(
-            info=_chat_info(row),
-            header=json.loads(row[_HEADER_COL]),
-            head=head,
-            tail=tail,
-            gap=counts.minus(loaded),
-        )
+        return chat_window(row, head, tail)
 
     async def load_message_range(
         self, ref: str, *, start: int, stop: int, owner: str = DEFAULT_OWNER
@@ -268,13 +295,7 @@ class SqliteChats(SqliteBase):
                 chunk,
             ):
                 swipes.setdefault(s[0], []).append(SwipeRow(s[1], s[2], s[3], bool(s[4])))
-        return [self._stored_message(r[0], r[1], r[2:], swipes.get(r[0], [])) for r in rows]
-
-    @staticmethod
-    def _stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
-        data = join_message(json.loads(row[0]), decode_extracted(row[1]), row[2], swipes)
-        partial = tuple(sorted(r.idx for r in swipes if r.partial))
-        return StoredMessage(id=mid, position=position, data=data, partial_swipes=partial)
+        return [stored_message(r[0], r[1], r[2:], swipes.get(r[0], [])) for r in rows]
 
     async def _message_state(
         self, db: SqliteConnection, message_id: str, owner: str
@@ -330,6 +351,16 @@ class SqliteChats(SqliteBase):
             await self._insert_messages(db, chat_id, 0, docs)
         return await self.get_chat_info(chat_id, owner=owner)
 
+    def _new_messages(
+        self, docs: list[dict[str, Any]], last_partial: Collection[int] = ()
+    ) -> list[tuple[str, SplitMessage]]:
+        """``docs`` as rows to insert: each a new id and its split (the last one's swipes at
+        ``last_partial`` marked partial)."""
+        splits = [split_message(d) for d in docs]
+        if last_partial and splits:
+            splits[-1] = _marked_partial(splits[-1], last_partial)
+        return [(self._new_id(), split) for split in splits]
+
     async def _insert_messages(
         self,
         db: SqliteConnection,
@@ -338,10 +369,9 @@ class SqliteChats(SqliteBase):
         docs: list[dict[str, Any]],
         last_partial: Collection[int] = (),
     ) -> list[str]:
-        ids = [self._new_id() for _ in docs]
-        splits = [split_message(d) for d in docs]
-        if last_partial and splits:
-            splits[-1] = _marked_partial(splits[-1], last_partial)
+        new = self._new_messages(docs, last_partial)
+        ids = [mid for mid, _ in new]
+        splits = [split for _, split in new]
         await db.executemany(
             "INSERT INTO messages (id, chat_id, position, body, extracted, mes, flags) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -454,6 +484,22 @@ class SqliteChats(SqliteBase):
         detached: bool = False,
     ) -> list[StoredMessage]:
         docs = [to_json_doc(m, source="<chat message>") for m in messages]
+        position, ids = await self._append_rows(chat_id, owner, docs, last_partial, detached)
+        return [
+            StoredMessage(id=mid, position=position + i, data=doc)
+            for i, (mid, doc) in enumerate(zip(ids, docs, strict=True))
+        ]
+
+    async def _append_rows(
+        self,
+        chat_id: str,
+        owner: str,
+        docs: list[dict[str, Any]],
+        last_partial: Collection[int],
+        detached: bool,
+    ) -> tuple[int, list[str]]:
+        """Insert ``docs`` after the chat's last message: the first one's position and the
+        new messages' ids."""
 
         async def append(db: SqliteConnection) -> tuple[int, list[str]]:
             # MAX over the (chat_id, position) index reads one index entry, not the chat.
@@ -473,14 +519,9 @@ class SqliteChats(SqliteBase):
             return position, ids
 
         if detached:  # a turn's reply place (and user message): one trip to the thread
-            position, ids = await self._write_at_once(append)
-        else:
-            async with self._write() as db:
-                position, ids = await append(db)
-        return [
-            StoredMessage(id=mid, position=position + i, data=doc)
-            for i, (mid, doc) in enumerate(zip(ids, docs, strict=True))
-        ]
+            return await self._write_at_once(append)
+        async with self._write() as db:
+            return await append(db)
 
     async def update_message(
         self,
@@ -493,6 +534,10 @@ class SqliteChats(SqliteBase):
         split = split_message(to_json_doc(message, source="<chat message>"))
         if partial:
             split = _marked_partial(split, partial)
+        await self._replace_message(message_id, owner, split)
+
+    async def _replace_message(self, message_id: str, owner: str, split: SplitMessage) -> None:
+        """Write the owner's message ``message_id`` as ``split``: its row, its swipes whole."""
         async with self._write() as db:
             chat_id = await self._message_chat(db, message_id, owner)
             await self._write_message(db, message_id, split)

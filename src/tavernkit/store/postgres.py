@@ -29,7 +29,7 @@ import asyncio
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from urllib.parse import urlsplit
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError, StoreUnavailable
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._lorebook_rows import is_entry_path
+from tavernkit.store._message_rows import SplitMessage
 from tavernkit.store._pg_conn import PgConn
 from tavernkit.store._search_text import has_no_word_breaks, prefix_tsquery
 from tavernkit.store._sqlite_base import WriteStats, unencodable_error
@@ -46,8 +47,10 @@ from tavernkit.store._sqlite_search import MatchSql
 from tavernkit.store.chat_types import SwipeText, TurnStart
 from tavernkit.store.key_files import KeyFiles
 from tavernkit.store.paths import data_dir
+from tavernkit.store.pg_message_writes import append_message_rows, replace_message_row
 from tavernkit.store.pg_migrations import apply_pg_migrations
 from tavernkit.store.pg_swipe_texts import write_swipe_texts
+from tavernkit.store.pg_turn_start import read_turn_start
 from tavernkit.store.record_types import ModelRegistry
 from tavernkit.store.registry import default_models
 from tavernkit.store.sqlite import SqliteStore, new_record_id
@@ -291,6 +294,26 @@ class PostgresStore(SqliteStore):
         async with self._connection(writing=False, snapshot=False) as db:
             return await write_swipe_texts(db, items)
 
+    async def _append_rows(
+        self,
+        chat_id: str,
+        owner: str,
+        docs: list[dict[str, Any]],
+        last_partial: Collection[int],
+        detached: bool,
+    ) -> tuple[int, list[str]]:
+        rows = self._new_messages(docs, last_partial)
+        # one statement, a transaction by itself (pg_message_writes): one round trip
+        async with self._connection(writing=False, snapshot=False) as db:
+            position = await append_message_rows(db, chat_id, owner, rows, self._now())
+        if position is None:  # another append took the position meanwhile: the transaction
+            return await super()._append_rows(chat_id, owner, docs, last_partial, detached)
+        return position, [mid for mid, _ in rows]
+
+    async def _replace_message(self, message_id: str, owner: str, split: SplitMessage) -> None:
+        async with self._connection(writing=False, snapshot=False) as db:
+            await replace_message_row(db, message_id, owner, split, self._now())
+
     async def _lock_message(self, db: SqliteConnection, message_id: str, owner: str) -> None:
         # The message's and its chat's rows first, as every other writer of a chat takes them
         # (the write transaction's SELECTs lock what they read): streaming into a swipe would
@@ -304,13 +327,18 @@ class PostgresStore(SqliteStore):
     async def load_turn_start(
         self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
     ) -> TurnStart:
-        # a pool: the three reads run at once, each on a connection of its own
-        settings, window, variables = await asyncio.gather(
-            self.get_settings(owner=owner),
-            self.load_chat_window(chat_ref, last=last, owner=owner),
-            self.get_global_variables(owner=owner),
+        if last < 1:
+            raise StoreError(f"a chat window holds at least one message, not {last}")
+        # one statement, one snapshot (pg_turn_start): one round trip
+        async with self._connection(writing=False, snapshot=False) as db:
+            read = await read_turn_start(db, chat_ref, last, owner)
+        settings = (
+            None
+            if read.settings is None
+            else self._validate("settings", json.loads(read.settings), "<store settings>")
         )
-        return TurnStart(settings, window, variables)
+        variables = {name: json.loads(value) for name, value in read.variables}
+        return TurnStart(settings, read.window, variables)
 
     # -- connections and transactions -----------------------------------------------------
     def _read_conn(self) -> None:
