@@ -168,8 +168,7 @@ def test_a_group_is_made_and_its_members_reply_each_under_their_name(
 
     # the muted Juno replies when asked to
     site.upstream.script(Reply(text="I was listening all along."))
-    page.get_by_label("Member", exact=True).select_option(label="Juno (muted)")
-    turn(page, page.get_by_role("button", name="Reply now").click)
+    turn(page, page.get_by_role("button", name="Make Juno speak").click)
     assert names(page)[-1] == "Juno"
     expect(last_body(page)).to_have_text("I was listening all along.")
 
@@ -190,7 +189,7 @@ def test_a_group_is_made_and_its_members_reply_each_under_their_name(
 
     # on a phone: the chat, its tools (the group's members and chats), the editor
     page.set_viewport_size(PHONE)
-    expect(page.get_by_role("button", name="Reply now")).to_be_visible()
+    expect(page.get_by_role("button", name="Make Mira speak")).to_be_visible()
     screenshot(page, "group-chat-phone")
     page.get_by_role("button", name="Chat tools").click()
     tools = page.get_by_role("complementary", name="Chat tools")

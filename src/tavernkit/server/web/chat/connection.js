@@ -3,7 +3,8 @@
 // text-completion profile the text preset and the instruct, context and system-prompt
 // templates; and the samplers, saved to the preset in force (the profile's own when it binds
 // one). Everything here is the user's setting, not the chat's: the next turn (and the prompt
-// inspector) uses it. The same routes as the settings and preset screens: PATCH
+// inspector) uses it; the profile and preset pickers say so ("Applies to all chats"), and so
+// does the toast of a change. The same routes as the settings and preset screens: PATCH
 // /settings/selections, PATCH /settings, PUT /presets/...
 
 import { createAlerts } from "../alerts.js";
@@ -30,6 +31,18 @@ function field(label, control, className = "field") {
   control.setAttribute("aria-label", label);
   const parts = className.includes("check") ? [control, label] : [label, control];
   return h("label", { class: className }, ...parts);
+}
+
+let hints = 0;
+
+// A picker whose choice is the user's, not the chat's (a profile, a preset: as in
+// SillyTavern, it applies to every chat): the hint says so beside it, and the control is
+// described by it (a screen reader hears it after the name).
+function forAllChats(picker) {
+  hints += 1;
+  const hint = h("small", { class: "applies-all", id: `applies-all-${hints}` }, t("Applies to all chats"));
+  picker.querySelector("select").setAttribute("aria-describedby", hint.id);
+  return h("div", { class: "all-chats-picker" }, picker, hint);
 }
 
 function select(label, choices, current, onPick) {
@@ -84,10 +97,10 @@ export async function createConnection() {
       ["", (embedded.missing ? t("Embedded model ({model}): not installed", { model: embedded.model }) : t("Embedded model ({model})", { model: embedded.model }))],
     ];
     const parts = [
-      select(t("Connection profile"), profileChoices, active ? active.name : "", change(async (value) => {
+      forAllChats(select(t("Connection profile"), profileChoices, active ? active.name : "", change(async (value) => {
         await pick("profile", value);
-        toast(t("Connection: {name}", { name: value || t("embedded model") }), "info");
-      })),
+        toast(t("Connection profile for all chats: {name}", { name: value || t("embedded model") }), "info");
+      }))),
     ];
     if (!active && embedded.missing) parts.push(h("p", { class: "muted" }, embedded.missing));
 
@@ -97,7 +110,10 @@ export async function createConnection() {
         ...TEMPLATES.map(([, kind]) => list(`/templates/${kind}`)),
       ]);
       parts.push(
-        select(t("Text preset"), [["", t("None (defaults)")], ...textgen.map((n) => [n, n])], selections.textgen_preset, change((v) => pick("textgen_preset", v))),
+        forAllChats(select(t("Text preset"), [["", t("None (defaults)")], ...textgen.map((n) => [n, n])], selections.textgen_preset, change(async (v) => {
+          await pick("textgen_preset", v);
+          toast(t("Text preset for all chats: {name}", { name: v || t("None (defaults)") }), "info");
+        }))),
       );
       const instruct = h("input", { type: "checkbox", checked: settings.prompt.instruct_enabled });
       instruct.addEventListener(
@@ -128,7 +144,10 @@ export async function createConnection() {
       const presets = await list("/presets/chat");
       const bound = active && active.preset;
       parts.push(
-        select(t("Chat preset"), [["", t("None (defaults)")], ...presets.map((n) => [n, n])], selections.chat_preset, change((v) => pick("chat_preset", v))),
+        forAllChats(select(t("Chat preset"), [["", t("None (defaults)")], ...presets.map((n) => [n, n])], selections.chat_preset, change(async (v) => {
+          await pick("chat_preset", v);
+          toast(t("Chat preset for all chats: {name}", { name: v || t("None (defaults)") }), "info");
+        }))),
       );
       if (bound) parts.push(h("p", { class: "muted" }, t("{name} uses its own preset, {bound}: the samplers below are its.", { name: active.name, bound })));
       parts.push(await chatSamplers(bound || selections.chat_preset, settings, change, keep, pick));

@@ -1,7 +1,8 @@
 // A group chat's parts of the chat screen (chat/screen.js asks for them when the chat has no
 // character of its own): its turns go to the group-turns route; each message shows its
-// speaker's avatar; the live replies of a turn, one per member, each under its speaker; a bar
-// to make a chosen member reply now ("trigger") and to switch auto mode on; the side panel's
+// speaker's avatar; the live replies of a turn, one per member, each under its speaker; a
+// members strip over the message box: who speaks next (as the strategy decides), a "Make X
+// speak" per member (SillyTavern's force talk: a "trigger" turn) and auto mode; the side panel's
 // group section (members, the group's chats, a new chat).
 //
 // Auto mode (SillyTavern's): while it is on, the members go on among themselves, one turn
@@ -11,7 +12,7 @@
 import { ApiError, api } from "../api.js";
 import { button, h } from "../dom.js";
 import { reportError } from "../toast.js";
-import { avatar, characterOfAvatar, field, groupChats, thumbnailUrl } from "../groups/common.js";
+import { avatar, characterOfAvatar, groupChats, thumbnailUrl } from "../groups/common.js";
 import { t } from "../i18n.js";
 
 // Where the stored messages a running group turn replaces start: a reload mid-turn replays
@@ -97,16 +98,25 @@ export async function openGroup(chat, base) {
     }
   }
 
-  // -- the bar: trigger a member, auto mode ------------------------------------------------
+  // -- the members strip: who speaks next, make a member speak now, auto mode ------------
 
-  const member = h(
-    "select",
-    {},
-    group.members.map((m) => h("option", { value: m.avatar }, m.muted ? t("{name} (muted)", { name: m.name }) : m.name)),
+  // SillyTavern's "force talk": that member replies now, whatever the strategy and muted or
+  // not (a muted member speaks only when asked)
+  const speakButton = (m) =>
+    button(t("Make {name} speak", { name: m.name }), () => {
+      if (hooks) hooks.start("trigger", "", { member: m.avatar });
+    });
+  const upcoming = nextSpeakers(group);
+  const chips = group.members.map((m) =>
+    h(
+      "li",
+      { class: `speaker-chip${m.muted ? " is-muted" : ""}${upcoming.first === m ? " is-next" : ""}` },
+      avatar(avatarUrl(m.avatar), m.name),
+      speakButton(m),
+      m.muted ? h("small", { class: "chip-note" }, t("muted")) : null,
+      upcoming.first === m ? h("small", { class: "chip-note" }, t("next")) : null,
+    ),
   );
-  const trigger = button(t("Reply now"), () => {
-    if (hooks && member.value) hooks.start("trigger", "", { member: member.value });
-  });
   const auto = h("input", { type: "checkbox" });
   let autoTimer = null;
   const delayMs = () => Math.max(1, Number(group.auto_mode_delay) || 5) * 1000;
@@ -130,16 +140,17 @@ export async function openGroup(chat, base) {
   auto.addEventListener("change", () => setAuto(auto.checked));
 
   const bar = h(
-    "div",
-    { class: "group-bar" },
-    field(t("Member"), member, "inline"),
-    trigger,
-    h("label", { class: "field check" }, auto, t("Auto mode")),
+    "section",
+    { class: "group-bar", "aria-label": t("Who speaks") },
+    h(
+      "div",
+      { class: "group-bar-head" },
+      h("p", { class: "next-speaker" }, upcoming.text),
+      h("label", { class: "field check" }, auto, t("Auto mode")),
+    ),
+    // the whole width for the members: on a phone the row scrolls sideways
+    h("ul", { class: "speakers", "aria-label": t("Speakers") }, chips),
   );
-  if (!group.members.length) {
-    member.disabled = true;
-    trigger.disabled = true;
-  }
 
   // -- the side panel's group section ------------------------------------------------------
 
@@ -204,5 +215,37 @@ export async function openGroup(chat, base) {
     },
     stopAuto: () => setAuto(false),
     close: () => setAuto(false),
+  };
+}
+
+// Who replies to the next message, as the group's strategy decides (groups/selection.py):
+// `text` says it; `first`: the member who surely speaks first (list order), else null.
+// Natural and pooled orders draw at random, so they name who may speak.
+export function nextSpeakers(group) {
+  const members = group.members;
+  const enabled = members.filter((m) => !m.muted);
+  const names = (list) => list.map((m) => m.name).join(", ");
+  if (!members.length) return { first: null, text: t("No members: add some in Edit group.") };
+  if (group.strategy === "manual" || !group.strategy) {
+    return { first: null, text: t("Manual: nobody replies on their own. Pick who speaks next.") };
+  }
+  if (!enabled.length) {
+    return { first: null, text: t("Every member is muted: nobody replies unless you make one speak.") };
+  }
+  if (group.strategy === "list") {
+    const [first, ...rest] = enabled;
+    return {
+      first,
+      text: rest.length
+        ? t("Next: {name}, then {rest} (list order)", { name: first.name, rest: names(rest) })
+        : t("Next: {name} (list order)", { name: first.name }),
+    };
+  }
+  if (group.strategy === "pooled") {
+    return { first: null, text: t("May speak next: one of {names} (pooled order)", { names: names(enabled) }) };
+  }
+  return {
+    first: null,
+    text: t("May speak next: {names} (natural order: whoever you name, else by talkativeness)", { names: names(enabled) }),
   };
 }

@@ -59,6 +59,8 @@ export async function showGroup(view, ref, params = new URLSearchParams()) {
     memberList.replaceChildren(
       ...members.map((m, i) => {
         const mute = h("input", { type: "checkbox", checked: m.muted });
+        const up = t("Move {name} up", { name: m.name });
+        const down = t("Move {name} down", { name: m.name });
         mute.addEventListener("change", () => {
           m.muted = mute.checked;
           changed();
@@ -71,10 +73,13 @@ export async function showGroup(view, ref, params = new URLSearchParams()) {
           h(
             "span",
             { class: "member-controls" },
-            check(t("Mute"), mute),
-            button("↑", () => move(i, -1), { "aria-label": t("Move {name} up", { name: m.name }), disabled: i === 0 }),
-            button("↓", () => move(i, 1), { "aria-label": t("Move {name} down", { name: m.name }), disabled: i === members.length - 1 }),
-            button(t("Remove"), () => {
+            // every per-row control names its member in its visible text (a screen reader
+            // hears "Remove Mira", not five "Remove"s); the arrows are icons, named by
+            // aria-label (and a tooltip)
+            check(t("Mute {name}", { name: m.name }), mute),
+            button("↑", () => move(i, -1), { "aria-label": up, title: up, disabled: i === 0 }),
+            button("↓", () => move(i, 1), { "aria-label": down, title: down, disabled: i === members.length - 1 }),
+            button(t("Remove {name}", { name: m.name }), () => {
               members.splice(i, 1);
               changed();
             }),
