@@ -9,7 +9,8 @@ contracts: ``tests/test_layers.py``).
   macro catalogue's, listed in ``_TYPE_ONLY_BACK_EDGES`` with its reason;
 - no function-level imports, except of optional dependencies (the embedded model, the
   embedder) and in the modules of ``_DEFERRING``, each with its reason; their deferred imports
-  count as runtime edges in the cycle checks, so the graph still sees them.
+  count as runtime edges in the cycle checks, so the graph still sees them, and each says why
+  (a comment on it or just above it).
 """
 
 from __future__ import annotations
@@ -228,6 +229,64 @@ def test_no_function_level_imports_but_optional_dependencies() -> None:
     assert found == []
     for name in _DEFERRING:  # an exception that no longer applies goes
         assert MODULES[name].in_functions
+
+
+def _unexplained_deferred(source: str) -> list[int]:
+    """The lines of the function-level imports in ``source`` that say nowhere why they are
+    deferred: neither a comment on one of a run's lines (consecutive import statements) nor
+    a comment line just above the run."""
+    lines = source.splitlines()
+    found: list[int] = []
+    for func in ast.walk(ast.parse(source)):
+        if not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(func):
+            for body in (getattr(node, name, None) for name in ("body", "orelse", "finalbody")):
+                run: list[ast.stmt] = []
+                for stmt in [*(body if isinstance(body, list) else []), None]:
+                    if isinstance(stmt, ast.Import | ast.ImportFrom):
+                        run.append(stmt)
+                        continue
+                    if run and not _says_why(lines, run):
+                        found.append(run[0].lineno)
+                    run = []
+    return sorted(set(found))
+
+
+def _says_why(lines: list[str], run: list[ast.stmt]) -> bool:
+    assert run[-1].end_lineno is not None
+    if any("#" in lines[i - 1] for i in range(run[0].lineno, run[-1].end_lineno + 1)):
+        return True
+    above = run[0].lineno - 2
+    while above >= 0 and not lines[above].strip():
+        above -= 1
+    return above >= 0 and lines[above].strip().startswith("#")
+
+
+def test_each_function_level_import_says_why() -> None:
+    unexplained = sorted(
+        f"{name}:{line}"
+        for name, m in MODULES.items()
+        for line in _unexplained_deferred(m.path.read_text(encoding="utf-8"))
+    )
+    assert unexplained == []
+
+
+def test_the_why_check_finds_a_silent_deferred_import() -> None:
+    source = (
+        "def a():\n"
+        "    import numpy  # optional extra\n"
+        "def b():\n"
+        "    # cost: imported on use\n"
+        "    import json\n\n"
+        "    import numpy\n"
+        "def c():\n"
+        "    x = 1\n"
+        "    import json\n"
+        "    if x:\n"
+        "        from os import path\n"
+    )
+    assert _unexplained_deferred(source) == [10, 12]
 
 
 def test_the_cycle_check_finds_a_cycle() -> None:

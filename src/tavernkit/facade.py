@@ -71,6 +71,7 @@ class Tavern:
         limits: FormatLimits | None = None,
         database_pool: int | None = None,
     ) -> None:
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.plugins.extend import plugin_renderer, plugin_sources
         from tavernkit.plugins.formats import FormatRegistry
         from tavernkit.plugins.manager import get_plugin_manager
@@ -127,6 +128,7 @@ class Tavern:
             raise TavernKitError("the Tavern is not open: use 'async with Tavern() as tk'")
         view = self._views.get(owner)
         if view is None:
+            # imported on use, not with the module: the facade stays light (the note at the top)
             from tavernkit.library import Library
             from tavernkit.runtime import Runtime
 
@@ -178,6 +180,7 @@ class Tavern:
                 raise StoreError(
                     f"cannot create the data folder {self.home}: {exc.strerror or exc}"
                 ) from None
+            # imported on use, not with the module: the facade stays light (the note at the top)
             from tavernkit.library import Library
 
             store = await self._open_store()
@@ -186,6 +189,7 @@ class Tavern:
         return self
 
     async def _open_store(self) -> Store:
+        # the store's drivers are imported on open, not with the facade (the note at the top)
         from tavernkit.store.backends import open_store
         from tavernkit.store.paths import DB_FILE_NAME
         from tavernkit.store.postgres import is_postgres_url, redact_url
@@ -281,6 +285,7 @@ class Tavern:
     def regex(self) -> RegexAdmin:
         """The owner's regex scripts (global list, allowed cards and presets; see
         :mod:`tavernkit.regex_admin`); what ``tavernkit regex`` edits."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.regex_admin import RegexAdmin
 
         return RegexAdmin(self.store, self.owner)
@@ -289,6 +294,7 @@ class Tavern:
     def profiles(self) -> ProfileAdmin:
         """Connection profiles, their key pools and fallback chains (see
         :mod:`tavernkit.profile_admin`); what ``tavernkit profile`` edits."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.profile_admin import ProfileAdmin
 
         return ProfileAdmin(self.store, self.owner)
@@ -302,6 +308,7 @@ class Tavern:
     def context(self, chat_id: str | None = None, **options: Any) -> TavernContext:
         """The per-chat view plugins and bots use (``generate_task`` and friends); see
         :class:`~tavernkit.context.TavernContext` for ``options``."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.context import TavernContext
 
         return TavernContext(self.runtime, chat_id, chats=self.chats, **options)
@@ -322,6 +329,7 @@ class Tavern:
         ``/input``, ``/popup`` and ``/buttons`` (None: they return what they return when no
         one can be asked). The outcome holds the pipe, the toasts, the input box, or the
         script's error."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.chat.script_host import run_chat_script
 
         context = self.context(chat_id)
@@ -354,6 +362,7 @@ class Tavern:
         in the input box when the set has ``disableSend``); ``mode="run"`` runs it as ``/run``
         and automatic executions do. ``parent`` (set name, reply id or label): the reply was
         picked from that reply's context menu (a chained link runs the parent first)."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.chat.script_host import run_chat_quick_reply
 
         context = self.context(chat_id)
@@ -377,6 +386,7 @@ class Tavern:
         """The chat service (send, swipe, regenerate...) of this Tavern; one per Tavern, so
         its one-turn-per-chat rule covers every caller."""
         if self._chats is None:
+            # imported on use, not with the module: the facade stays light (the note at the top)
             from tavernkit.chat.service import ChatService
 
             self._chats = ChatService(self.runtime)
@@ -392,6 +402,8 @@ class Tavern:
         chat`` while the first message is typed. Returns what it loaded; a profile that cannot
         be resolved, or a model that cannot be loaded, is logged and left to the first turn,
         which says what is wrong with it."""
+        # imported on use, not with the module: asyncio alone is ~22 ms that every CLI
+        # command would pay (python -X importtime), and the rest is the engine below
         import asyncio
 
         import anyio
@@ -420,6 +432,7 @@ class Tavern:
         """The rolling summary after a reply (``Settings.memory.summary``, as the turn was
         built with them: read again only when it was not); a failure is logged by class,
         never raised into the finished turn."""
+        # imported on use, not with the module: the facade stays light (see the note at the top)
         from tavernkit.assist.summary import summarize
 
         settings = (built_with or await self.runtime.settings()).memory.summary

@@ -158,7 +158,7 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """One L2-normalized 384-dimensional row per text, in the order given."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         if isinstance(texts, str):
             raise EmbeddingInputError("embed takes a sequence of texts, not one string", index=0)
@@ -179,7 +179,7 @@ class MiniLMEmbedder:
         return out
 
     def _encode(self, texts: list[str]) -> NDArray[np.float32]:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         encodings = self._tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)

@@ -87,7 +87,7 @@ class EndpointEmbedder:
         return f"EndpointEmbedder({self.base_url!r}, {self.model!r})"
 
     async def embed_many(self, texts: Sequence[str]) -> NDArray[np.float32]:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         texts = list(texts)
         if not texts:
@@ -113,7 +113,7 @@ class EndpointEmbedder:
         return f"the embeddings endpoint {self.base_url}/embeddings (model {self.model!r})"
 
     async def _batch(self, client: httpx2.AsyncClient, texts: list[str]) -> NDArray[np.float32]:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         headers = {"content-type": "application/json", **self._headers}
         if self._key:

@@ -39,7 +39,7 @@ class VectorIndex:
     hash (the chunks of one message)."""
 
     def __init__(self, dimension: int) -> None:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         self.dimension = dimension
         self._rows: NDArray[np.float32] = np.zeros((0, dimension), dtype=np.float32)
@@ -57,7 +57,7 @@ class VectorIndex:
         vectors: NDArray[np.float32],
     ) -> None:
         """Append ``items`` with their ``vectors`` (one row each, normalized here)."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         rows = np.asarray(vectors, dtype=np.float32)
         if rows.ndim != 2 or rows.shape != (len(items), self.dimension):
@@ -76,7 +76,7 @@ class VectorIndex:
 
     def remove(self, hashes: Iterable[int]) -> None:
         """Delete every item whose hash is in ``hashes``."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         gone = set(hashes)
         if not gone:
@@ -88,7 +88,7 @@ class VectorIndex:
         self.labels = [self.labels[i] for i in keep]
 
     def _matrix(self) -> NDArray[np.float32]:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         if self._pending:
             self._rows = np.concatenate([self._rows, *self._pending])
@@ -97,7 +97,7 @@ class VectorIndex:
 
     def scores(self, query: NDArray[np.float32]) -> NDArray[np.float32]:
         """The cosine score of every item for ``query`` (one vector)."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         q = np.asarray(query, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dimension:
@@ -112,7 +112,7 @@ class VectorIndex:
 
     def query(self, query: NDArray[np.float32], top_k: int) -> list[Hit]:
         """The ``top_k`` best items, best first (equal scores in insertion order)."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         if top_k <= 0 or not self.hashes:
             return []

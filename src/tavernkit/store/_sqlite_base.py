@@ -14,13 +14,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
 from tavernkit.run_to_end import run_to_end
 from tavernkit.store._lorebook_rows import BOOK_KIND, book_text
 from tavernkit.store.record_types import KINDS, ModelRegistry, RecordInfo
 from tavernkit.store.sqlite_thread import SqliteConnection
+from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteBase", "WriteStats", "to_json_doc"]
 
@@ -360,6 +361,25 @@ class SqliteBase:
             created=datetime.fromisoformat(created),
             updated=datetime.fromisoformat(updated),
         )
+
+    def _validate(
+        self, kind: str, data: dict[str, Any], source: str, *, stored: bool = False
+    ) -> BaseModel:
+        """``data`` as kind's model (``stored``: JSON read back from our own rows)."""
+        cls = self._models.get(kind)
+        if cls is None:
+            raise StoreError(f"no model is registered for kind {kind!r}")
+        try:
+            if stored:
+                # a big book is tens of thousands of new objects, none in a cycle
+                with gc_paused():
+                    return cls.model_validate(data)
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0] if exc.errors() else None
+            where = ".".join(str(p) for p in first["loc"]) if first else None
+            msg = first["msg"] if first else str(exc)
+            raise FormatError(msg, source=source, field=where) from exc
 
     async def _resolve(
         self, db: SqliteConnection, kind: str, ref: str, owner: str

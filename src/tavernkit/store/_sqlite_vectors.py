@@ -27,7 +27,7 @@ class SqliteVectors(SqliteBase):
         self, collection: str, space: str, *, owner: str = DEFAULT_OWNER
     ) -> tuple[list[tuple[int, str, int]], NDArray[np.float32] | None]:
         """Every item of one collection in insertion order, and their vectors (None: none)."""
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         async with self._read() as db:
             rows = await db.execute_fetchall(
@@ -50,7 +50,7 @@ class SqliteVectors(SqliteBase):
         *,
         owner: str = DEFAULT_OWNER,
     ) -> None:
-        import numpy as np
+        import numpy as np  # optional (the 'embed' extra): the core installs and runs without it
 
         rows = np.asarray(vectors, dtype="<f4")
         async with self._write() as db:

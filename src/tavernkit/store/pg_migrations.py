@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from tavernkit.errors import StoreError
 from tavernkit.store.facets_sql import PG_M014_STATEMENTS
-from tavernkit.store.migrations import (
+from tavernkit.store.migration_sql import (
     M001_STATEMENTS,
     M005_STATEMENTS,
     M010_STATEMENTS,

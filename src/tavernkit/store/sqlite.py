@@ -11,6 +11,10 @@ and a PostgreSQL store will be a sibling module (asyncpg, its own SQL) behind th
 The database runs in WAL mode (readers never block the writer, and a crash mid-write loses
 nothing committed) with foreign keys on (deleting a chat deletes its messages and swipes,
 deleting a record its blobs and links). Migrations: :mod:`tavernkit.store.migrations`.
+
+This module opens the store and holds the documents and a turn's start; the rest is in parts
+the class is made of (``_sqlite_*``: chats, swipes, keys, a record's blobs and links, an owner's
+settings and global variables...).
 """
 
 from __future__ import annotations
@@ -27,18 +31,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from tavernkit.errors import Conflict, FormatError, NotFound, StoreError
+from tavernkit.errors import Conflict, NotFound, StoreError
 from tavernkit.models.base import DEFAULT_OWNER
 from tavernkit.store._lorebook_rows import BOOK_KIND, split_book
 from tavernkit.store._message_rows import dumps
 from tavernkit.store._sqlite_accounts import SqliteAccounts
 from tavernkit.store._sqlite_base import CallsNow, WriteStats, run_now, to_json_doc
 from tavernkit.store._sqlite_keys import SqliteKeys
+from tavernkit.store._sqlite_links import SqliteBlobsAndLinks
 from tavernkit.store._sqlite_listing import SqliteListing
 from tavernkit.store._sqlite_members import SqliteRecordMembers
 from tavernkit.store._sqlite_search import SqliteSearch
+from tavernkit.store._sqlite_settings import SqliteSettings
 from tavernkit.store._sqlite_tree import SqliteTree
 from tavernkit.store._sqlite_vectors import SqliteVectors
 from tavernkit.store.chat_types import StoredChatWindow, TurnStart
@@ -46,7 +52,6 @@ from tavernkit.store.migrations import apply_migrations
 from tavernkit.store.paths import default_db_path, ensure_private_file
 from tavernkit.store.record_types import (
     UNIQUE_NAME_KINDS,
-    JsonValue,
     ModelRegistry,
     RecordInfo,
     RecordRef,
@@ -57,7 +62,6 @@ from tavernkit.store.registry import default_models
 from tavernkit.store.secret_key import SecretKeySource
 from tavernkit.store.sqlite_thread import SqliteConnection
 from tavernkit.store.sqlite_thread import connect as connect_sqlite
-from tavernkit.worldinfo.gc_pause import gc_paused
 
 __all__ = ["SqliteStore", "WriteStats", "open_store"]
 
@@ -165,6 +169,8 @@ class SqliteStore(
     SqliteKeys,
     SqliteRecordMembers,
     SqliteListing,
+    SqliteBlobsAndLinks,
+    SqliteSettings,
 ):
     """The :class:`~tavernkit.store.protocol.Store` on one SQLite file (see the module doc)."""
 
@@ -197,25 +203,6 @@ class SqliteStore(
         return None if row is None else row[0]
 
     # -- document records ---------------------------------------------------------------
-    def _validate(
-        self, kind: str, data: dict[str, Any], source: str, *, stored: bool = False
-    ) -> BaseModel:
-        """``data`` as kind's model (``stored``: JSON read back from our own rows)."""
-        cls = self._models.get(kind)
-        if cls is None:
-            raise StoreError(f"no model is registered for kind {kind!r}")
-        try:
-            if stored:
-                # a big book is tens of thousands of new objects, none in a cycle
-                with gc_paused():
-                    return cls.model_validate(data)
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0] if exc.errors() else None
-            where = ".".join(str(p) for p in first["loc"]) if first else None
-            msg = first["msg"] if first else str(exc)
-            raise FormatError(msg, source=source, field=where) from exc
-
     async def put(
         self,
         kind: str,
@@ -267,14 +254,6 @@ class SqliteStore(
             for blob, content in (blobs or {}).items():
                 await self._put_blob(db, rid, blob, content)
         return RecordRef(kind=kind, id=rid, name=name)
-
-    @staticmethod
-    async def _put_blob(db: SqliteConnection, rid: str, blob: str, content: bytes) -> None:
-        await db.execute(
-            "INSERT INTO record_blobs (record_id, name, data) VALUES (?, ?, ?) "
-            "ON CONFLICT (record_id, name) DO UPDATE SET data = excluded.data",
-            (rid, blob, bytes(content)),
-        )
 
     async def get_record(self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredRecord:
         async with self._read_now() as db:
@@ -448,107 +427,6 @@ class SqliteStore(
         for key in [k for k in self._shared if k[2] == info.id]:
             del self._shared[key]
 
-    async def get_blob(
-        self, kind: str, ref: str, blob: str = "avatar", *, owner: str = DEFAULT_OWNER
-    ) -> bytes | None:
-        async with self._read() as db:
-            info, _ = await self._resolve(db, kind, ref, owner)
-            async with db.execute(
-                "SELECT data FROM record_blobs WHERE record_id = ? AND name = ?", (info.id, blob)
-            ) as cur:
-                row = await cur.fetchone()
-        return None if row is None else bytes(row[0])
-
-    async def set_blob(
-        self, kind: str, ref: str, blob: str, data: bytes | None, *, owner: str = DEFAULT_OWNER
-    ) -> None:
-        async with self._write() as db:
-            info, _ = await self._resolve(db, kind, ref, owner)
-            if data is None:
-                await db.execute(
-                    "DELETE FROM record_blobs WHERE record_id = ? AND name = ?", (info.id, blob)
-                )
-            else:
-                await self._put_blob(db, info.id, blob, data)
-
-    async def list_blobs(
-        self, kind: str, ref: str, *, owner: str = DEFAULT_OWNER
-    ) -> builtins.list[str]:
-        async with self._read() as db:
-            info, _ = await self._resolve(db, kind, ref, owner)
-            async with db.execute(
-                "SELECT name FROM record_blobs WHERE record_id = ? ORDER BY rowid", (info.id,)
-            ) as cur:
-                return [str(row[0]) for row in await cur.fetchall()]
-
-    async def link(
-        self,
-        kind: str,
-        ref: str,
-        rel: str,
-        target_kind: str,
-        target_ref: str,
-        *,
-        owner: str = DEFAULT_OWNER,
-    ) -> None:
-        async with self._write() as db:
-            src, _ = await self._resolve(db, kind, ref, owner)
-            dst, _ = await self._resolve(db, target_kind, target_ref, owner)
-            await db.execute(
-                "INSERT INTO record_links (from_id, rel, to_id, position) SELECT ?, ?, ?, "
-                "COALESCE(MAX(position) + 1, 0) FROM record_links WHERE from_id = ? AND rel = ? "
-                "ON CONFLICT DO NOTHING",
-                (src.id, rel, dst.id, src.id, rel),
-            )
-
-    async def unlink(
-        self,
-        kind: str,
-        ref: str,
-        rel: str,
-        target_kind: str,
-        target_ref: str,
-        *,
-        owner: str = DEFAULT_OWNER,
-    ) -> None:
-        async with self._write() as db:
-            src, _ = await self._resolve(db, kind, ref, owner)
-            dst, _ = await self._resolve(db, target_kind, target_ref, owner)
-            await db.execute(
-                "DELETE FROM record_links WHERE from_id = ? AND rel = ? AND to_id = ?",
-                (src.id, rel, dst.id),
-            )
-
-    async def links(
-        self, kind: str, ref: str, rel: str, *, owner: str = DEFAULT_OWNER
-    ) -> builtins.list[RecordInfo]:
-        self._check_kind(kind)
-        # each statement alone: a record deleted between them has no links, as it would
-        # have a moment later
-        async with self._read_now(snapshot=False) as db:
-            # a ref that is the record's id (the turn loader's): one query, the source's row
-            # even when it has no links; a name, or no such id, resolves first
-            rows = list(
-                await db.execute_fetchall(
-                    "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated FROM records s "
-                    "LEFT JOIN record_links l ON l.from_id = s.id AND l.rel = ? "
-                    "LEFT JOIN records r ON r.id = l.to_id "
-                    "WHERE s.owner = ? AND s.kind = ? AND s.id = ? ORDER BY l.position",
-                    (rel, owner, kind, ref),
-                )
-            )
-            if not rows:
-                (src_id,) = await self._record_row(db, kind, ref, owner, "id")
-                rows = list(
-                    await db.execute_fetchall(
-                        "SELECT r.kind, r.id, r.name, r.owner, r.created, r.updated "
-                        "FROM record_links l JOIN records r ON r.id = l.to_id "
-                        "WHERE l.from_id = ? AND l.rel = ? ORDER BY l.position",
-                        (src_id, rel),
-                    )
-                )
-        return [self._info(r) for r in rows if r[1] is not None]
-
     # -- a turn's start -------------------------------------------------------------------
     async def load_turn_start(
         self, chat_ref: str, *, last: int, owner: str = DEFAULT_OWNER
@@ -574,64 +452,3 @@ class SqliteStore(
             else None
         )
         return TurnStart(settings, window, {str(r[0]): json.loads(r[1]) for r in variables})
-
-    # -- settings and global variables ----------------------------------------------------
-    async def get_settings(self, *, owner: str = DEFAULT_OWNER) -> BaseModel | None:
-        # every turn reads the settings: one statement, with no transaction around it
-        async with self._read_now(snapshot=False) as db:
-            rows = list(
-                await db.execute_fetchall("SELECT data FROM settings WHERE owner = ?", (owner,))
-            )
-        if not rows:
-            return None
-        return self._validate("settings", json.loads(rows[0][0]), "<store settings>")
-
-    async def put_settings(
-        self, settings: Mapping[str, Any] | BaseModel, *, owner: str = DEFAULT_OWNER
-    ) -> None:
-        data = to_json_doc(settings, source="<settings>")
-        if not isinstance(settings, BaseModel) and "settings" in self._models:
-            self._validate("settings", data, "<settings>")
-        async with self._write() as db:
-            await db.execute(
-                "INSERT INTO settings (owner, data, updated) VALUES (?, ?, ?) ON CONFLICT (owner)"
-                " DO UPDATE SET data = excluded.data, updated = excluded.updated",
-                (owner, dumps(data), self._now()),
-            )
-
-    async def get_global_variables(self, *, owner: str = DEFAULT_OWNER) -> dict[str, JsonValue]:
-        async with self._read_now(snapshot=False) as db:  # one statement
-            rows = await db.execute_fetchall(
-                "SELECT name, value FROM global_variables WHERE owner = ? ORDER BY name", (owner,)
-            )
-        return {str(r[0]): json.loads(r[1]) for r in rows}
-
-    async def set_global_variable(
-        self, name: str, value: JsonValue, *, owner: str = DEFAULT_OWNER
-    ) -> None:
-        try:
-            text = dumps(value)
-        except (TypeError, ValueError) as exc:
-            raise FormatError(
-                f"not JSON-serialisable: {exc}", source="<global variable>", field=name
-            ) from exc
-        async with self._write() as db:
-            await db.execute(
-                "INSERT INTO global_variables (owner, name, value, updated) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (owner, name) DO UPDATE SET value = excluded.value, "
-                "updated = excluded.updated",
-                (owner, name, text, self._now()),
-            )
-
-    async def delete_global_variable(self, name: str, *, owner: str = DEFAULT_OWNER) -> None:
-        async with self._write() as db:
-            await db.execute(
-                "DELETE FROM global_variables WHERE owner = ? AND name = ?", (owner, name)
-            )
-
-    async def storage_used(self, *, owner: str = DEFAULT_OWNER) -> int:
-        async with self._read_now() as db:
-            rows = list(
-                await db.execute_fetchall("SELECT bytes FROM storage_use WHERE owner = ?", (owner,))
-            )
-        return int(rows[0][0]) if rows else 0

@@ -227,7 +227,7 @@ class McpConnection:
         return ToolSourceUnavailable(f"could not connect: {reason}", source=self.name)
 
     async def _run(self) -> None:
-        from mcp import Client
+        from mcp import Client  # optional (the 'mcp' extra): needed once a server is used
 
         async with contextlib.AsyncExitStack() as stack:
             target = await self._transport(stack)
@@ -237,6 +237,7 @@ class McpConnection:
             await self._closing.wait()
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        # optional (the 'mcp' extra): needed once a server is used
         from mcp.client.stdio import StdioServerParameters, stdio_client
         from mcp.client.streamable_http import streamable_http_client
 
