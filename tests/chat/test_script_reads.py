@@ -4,15 +4,20 @@ its length (on a 20,000-message chat a click took ~1 s when it loaded it twice).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
+
 import pytest
 
 from _chat_reads import ChatReads
+from tavernkit.chat import ChatService
 from tavernkit.chat.script_host import run_chat_quick_reply, run_chat_script
 from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReplySet
 from tavernkit.quick_reply_bindings import QR_KIND
 
-from .conftest import World
+from ._server import HangingServer
+from .conftest import StepClock, World, make_world
 
 MESSAGES = 399  # and the greeting: far longer than what a script reads first
 
@@ -48,9 +53,29 @@ async def _put_set(world: World, message: str) -> None:
     await world.tk.store.put(QR_KIND, qr_set, owner=world.tk.owner, name="Tools")
 
 
+@pytest.fixture
+async def pg_world(postgres_url: str, tmp_path: Path) -> AsyncIterator[World]:
+    async with HangingServer() as server:
+        tk = await make_world(tmp_path / "home", server, database=postgres_url)
+        try:
+            yield World(tk, ChatService(tk.runtime, clock=StepClock(), stream_interval=0), server)
+        finally:
+            await tk.close()
+
+
 async def test_a_click_and_a_script_read_the_tail_and_the_ranges_they_name(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    await _click_and_script(world, monkeypatch)
+
+
+async def test_a_click_and_a_script_read_the_tail_on_postgresql(
+    pg_world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _click_and_script(pg_world, monkeypatch)
+
+
+async def _click_and_script(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     chat = await _long_chat(world)
     await _put_set(world, "/echo {{lastMessage}} | /sendas name=Bo hi {{lastUserMessage}}")
     reads = ChatReads(monkeypatch, world.tk.store)
