@@ -11,8 +11,8 @@ folder, and a quick-reply set whose button runs ``/echo {{lastMessage}} | /setva
 ``/sendas`` (which adds a message) on each chat, the two chats alternating; printed: the median
 and the best of ``--runs`` runs per chat and the ratio long ÷ short (target: about 1, "a script
 costs what it reads, not the chat's length"). Before the script host paged the chat
-(67234de, 2026-12-06, load ~5, ``--runs 9``), a click on the 20,000-message chat took
-1,969 ms p50 (80x the 200-message chat's): it loaded the whole chat twice, once with the
+(67234de, 2026-12-06, load 2.3–2.7, ``--runs 9``), a click on the 20,000-message chat took
+1,238 ms p50 (111x the 200-message chat's): it loaded the whole chat twice, once with the
 books. The load average is printed.
 """
 
