@@ -1,10 +1,13 @@
 """STscript on a stored chat: the script host that writes through to the store.
 
-:class:`StoredChatHost` loads one chat (its messages, ``chat_metadata``, the owner's global
-variables, quick-reply sets and bindings, the character and persona names, the regex scripts
-of the chat: global, allowed card-scoped and allowed preset ones) into a
-:class:`~tavernkit.stscript.host.ScriptHost` and stores every change as the script makes it:
-added, deleted and hidden messages at once, script injections and variables before each
+:class:`StoredChatHost` loads one chat (``chat_metadata``, the owner's global variables,
+quick-reply sets and bindings, the character and persona names, the regex scripts of the chat:
+global, allowed card-scoped and allowed preset ones) into a
+:class:`~tavernkit.stscript.host.ScriptHost`, its messages as
+:class:`~tavernkit.chat.script_pages.ChatPages`: the tail the chat's macros read (back to the
+last visible user and character messages), and any other range when a command asks for it, so
+a script costs what it reads, not the chat's length. It stores every change as the script makes
+it: added, deleted and hidden messages at once, script injections and variables before each
 generation and at the end, quick-reply sets when a command changes them. Generations go
 through the chat service (``/gen`` is :meth:`ChatService.quiet`, ``/trigger`` a reply,
 ``/continue`` … the service's verbs; ``/genraw`` the ``raw`` callable, a
@@ -29,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict, Unpack
 
 from tavernkit.chat.prepare import TurnOverrides
+from tavernkit.chat.script_pages import ChatPages, runs
 from tavernkit.chat.service import ChatService
-from tavernkit.errors import NotFound, ScriptError
+from tavernkit.errors import NotFound, OutsideWindow, ScriptError
 from tavernkit.models.chat import Message
 from tavernkit.models.quick_reply import QuickReply, QuickReplySet
 from tavernkit.models.settings import Settings
@@ -39,6 +43,8 @@ from tavernkit.prompt.from_chat_state import script_lists
 from tavernkit.quick_reply_bindings import QR_KIND, load_library
 from tavernkit.regex import ScriptsBridge
 from tavernkit.store.chat_state import load_chat_state
+from tavernkit.store.chat_types import StoredMessage
+from tavernkit.store.chat_window import GROWTH
 from tavernkit.stscript import (
     Asker,
     Budget,
@@ -50,6 +56,7 @@ from tavernkit.stscript import (
     Toast,
     default_registry,
 )
+from tavernkit.stscript.host import last_visible
 from tavernkit.stscript.quick_replies import link_list, menu_reply
 from tavernkit.text.macros import MacroEnv, env_from_chat_state
 from tavernkit.text.regex_scripts import CommandResult
@@ -64,6 +71,10 @@ __all__ = [
     "run_chat_quick_reply",
     "run_chat_script",
 ]
+
+#: the chat's newest messages a script host reads first (and the oldest up to the first
+#: visible one): the macros' last messages are almost always among them
+FIRST_PAGE = 32
 
 #: ``/genraw``: ``TavernContext.generate_raw``'s signature (prompt, then its options)
 RawGenerator = Callable[..., Awaitable[str]]
@@ -85,7 +96,7 @@ class StoredChatHost(ScriptHost):
     #: RegexAdmin, given by the facade: the chat layer does not edit records itself)
     store_regex_toggle: RegexToggleStore | None = None
     state: ChatState | None = None
-    message_ids: list[str] = field(default_factory=list)
+    _pages: ChatPages = field(default_factory=lambda: ChatPages(0, _no_messages))
     _saved_globals: dict[str, Any] = field(default_factory=dict)
     _saved_sets: dict[str, dict[str, Any]] = field(default_factory=dict)
     _saved_global_links: list[str] = field(default_factory=list)
@@ -122,24 +133,31 @@ class StoredChatHost(ScriptHost):
     # -- loading ----------------------------------------------------------------------------
 
     async def reload(self) -> None:
-        """Read the chat, its metadata, the variables and the names again."""
+        """Read the chat's tail, its metadata, the variables and the names again: the older
+        messages are read when a command asks for them (:meth:`load_messages`), so a script
+        costs what it reads, not the chat's length."""
         service = self._service
         store, owner = service.store, service.owner
-        stored = await store.load_chat(self.chat_id, owner=owner)
-        self.chat_id = stored.info.id
-        self.chat = [copy.deepcopy(m.data) for m in stored.messages]
-        self.message_ids = [m.id for m in stored.messages]
-        header = stored.header
-        metadata = header.get("chat_metadata")
+        window = await store.load_chat_window(self.chat_id, last=FIRST_PAGE, owner=owner)
+        self.chat_id = window.info.id
+        pages = ChatPages(window.info.message_count, self._read_messages)
+        pages.hold(0, window.head)
+        pages.hold(window.info.message_count - len(window.tail), window.tail)
+        self.chat = self._pages = pages
+        metadata = window.header.get("chat_metadata")
         self.metadata = copy.deepcopy(dict(metadata)) if isinstance(metadata, Mapping) else {}
         local = self.metadata.pop("variables", None)
-        globals_ = await store.get_global_variables(owner=owner)
+        # the names, card, persona and scripts: the state of a one-message window, no books
+        # (no command scans world info)
+        self.state = await load_chat_state(
+            store, owner=owner, chat_id=self.chat_id, window=1, books=False
+        )
+        state = self.state
+        globals_ = state.global_variables
         self.variables = InMemoryVariables(
             dict(local) if isinstance(local, Mapping) else {}, dict(globals_)
         )
         self._saved_globals = dict(globals_)
-        self.state = await load_chat_state(store, owner=owner, chat_id=self.chat_id)
-        state = self.state
         self.user_name = state.persona.name if state.persona is not None else state.user_name
         character = state.character
         self.char_name = character.name if character is not None else ""
@@ -148,6 +166,30 @@ class StoredChatHost(ScriptHost):
         model = state.profile.model if state.profile is not None else None
         self.count_tokens = tokenizer_for_model(model).count
         self.regex = ScriptsBridge(script_lists(state), store_toggle=self._store_regex_toggle)
+        await self._hold_macro_tail()
+
+    async def _read_messages(self, start: int, stop: int) -> list[StoredMessage]:
+        service = self._service
+        return await service.store.load_message_range(
+            self.chat_id, start=start, stop=stop, owner=service.owner
+        )
+
+    async def load_messages(self, start: int, stop: int) -> None:
+        await self._pages.load(start, stop)
+
+    async def _hold_macro_tail(self) -> None:
+        """Hold the chat's tail back to its last visible user and character messages, which
+        the chat's macros read (:func:`~tavernkit.stscript.host.last_visible`): read further
+        back, a larger page each time, until they are found or the chat's start is."""
+        size = FIRST_PAGE
+        while True:
+            try:
+                last_visible(self.chat)
+                return
+            except OutsideWindow:
+                length = len(self._pages)
+                await self._pages.load(max(0, length - size), length)
+                size *= GROWTH
 
     async def _store_regex_toggle(self, result: CommandResult) -> None:
         """``/regex-toggle``: the change stored where the script lives."""
@@ -171,24 +213,31 @@ class StoredChatHost(ScriptHost):
         stored = await service.store.insert_message(
             self.chat_id, index, _storable(self.chat[index]), owner=service.owner
         )
-        self.message_ids.insert(index, stored.id)
+        self._pages.set_id(index, stored.id)
+        await self._hold_macro_tail()
         return index
 
     async def delete_messages(self, indices: list[int]) -> list[dict[str, Any]]:
         valid = sorted(i for i in set(indices) if 0 <= i < len(self.chat))
-        removed = await super().delete_messages(valid)
+        spans = runs(valid)
+        for start, count in spans:
+            await self._pages.load(start, start + count)
+        removed = [self.chat[i] for i in valid]
         service = self._service
-        for index in reversed(valid):  # last first, so the earlier indexes still hold
-            await service.store.remove_messages(self.chat_id, index, 1, owner=service.owner)
-            del self.message_ids[index]
+        for start, count in reversed(spans):  # last first, so the earlier indexes still hold
+            await service.store.remove_messages(self.chat_id, start, count, owner=service.owner)
+            self._pages.drop(start, count)
+        await self._hold_macro_tail()
         return removed
 
     async def update_message(self, index: int, message: dict[str, Any]) -> None:
+        await self._pages.load(index, index + 1)
         await super().update_message(index, message)
         service = self._service
         await service.store.update_message(
-            self.message_ids[index], _storable(message), owner=service.owner
+            self._pages.message_id(index), _storable(message), owner=service.owner
         )
+        await self._hold_macro_tail()
 
     async def save_metadata(self) -> None:
         """Store ``chat_metadata`` (script injections, chat quick-reply sets, variables) and the
@@ -289,14 +338,25 @@ def _storable(message: Mapping[str, Any]) -> Message:
     return Message.model_validate(data)
 
 
+async def _no_messages(start: int, stop: int) -> list[StoredMessage]:
+    return []
+
+
 def _env_factory(host: ScriptHost) -> MacroEnv:
     """The chat's macro environment: card and persona fields from the loaded state, chat
-    statistics and the input box from what the script sees now."""
+    statistics and the input box from what the script sees now (the state's own messages, a
+    one-message window, are not read)."""
     base = host.chat_macro_env()
     state = host.state if isinstance(host, StoredChatHost) else None
     if state is None:
         return base
-    full = env_from_chat_state(state, variables=host.variables, input=host.input_text)
+    fields = {
+        "character": state.character,
+        "persona": state.persona,
+        "chat": state.chat,
+        "profile": state.profile,
+    }
+    full = env_from_chat_state(fields, variables=host.variables, input=host.input_text)
     for name in (
         "last_message",
         "last_message_id",

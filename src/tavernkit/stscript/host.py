@@ -12,6 +12,10 @@ awaitDismissal``) put a :class:`Question` to ``asker``, the host's callback (the
 dialog through the server, ``tavernkit chat``'s terminal); without one, :meth:`ScriptHost.ask`
 answers None and each command returns what it returns when no one can be asked.
 
+A stored chat's ``chat`` holds only the messages read so far (its tail, back to the last
+visible user and character messages, which the chat's macros read); a command that reads other
+messages awaits :meth:`ScriptHost.load_messages` for them first.
+
 Regex scripts are reached through :class:`RegexBridge`; the default one has no scripts (text
 passes unchanged, ``/regex`` reports that no script of that name exists). :mod:`tavernkit.regex`
 is the real one (``host.regex = script_bridge(scripts)``; a stored chat sets its own).
@@ -20,7 +24,7 @@ is the real one (``host.regex = script_bridge(scripts)``; a stored chat sets its
 from __future__ import annotations
 
 import copy
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableSequence, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -45,6 +49,7 @@ __all__ = [
     "RegexReply",
     "ScriptHost",
     "Toast",
+    "last_visible",
 ]
 
 GenerationKind = Literal[
@@ -239,7 +244,9 @@ async def _no_generator(request: GenerationRequest, host: ScriptHost) -> str:
 class ScriptHost:
     """A chat as a script sees it, held in memory (see the module docstring).
 
-    ``chat`` is the list of messages (SillyTavern's dictionaries, oldest first), ``metadata``
+    ``chat`` is the list of messages (SillyTavern's dictionaries, oldest first, at their
+    absolute indexes; a stored chat's holds only what was read, see :meth:`load_messages`),
+    ``metadata``
     the chat's ``chat_metadata`` (``variables`` is kept in ``variables``, ``script_injects``
     here), ``input_text`` the input box. ``clock`` stamps messages; ``generator`` answers
     generations (the default answers ``''``).
@@ -247,7 +254,7 @@ class ScriptHost:
 
     user_name: str = "User"
     char_name: str = ""
-    chat: list[dict[str, Any]] = field(default_factory=list)
+    chat: MutableSequence[dict[str, Any]] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     variables: InMemoryVariables = field(default_factory=InMemoryVariables)
     input_text: str = ""
@@ -278,10 +285,7 @@ class ScriptHost:
 
     def chat_macro_env(self) -> MacroEnv:
         """Names, the chat's last messages and the input box, from what is held here."""
-        visible = [m for m in self.chat if not m.get("is_system")]
-        last = visible[-1] if visible else None
-        last_user = next((m for m in reversed(visible) if m.get("is_user")), None)
-        last_char = next((m for m in reversed(visible) if not m.get("is_user")), None)
+        last, last_user, last_char = last_visible(self.chat)
         swipes = last.get("swipes") if last else None
         return MacroEnv(
             user=self.user_name,
@@ -327,6 +331,10 @@ class ScriptHost:
 
     # -- changes (a stored chat overrides these to write through) -------------------------
 
+    async def load_messages(self, start: int, stop: int) -> None:
+        """Make the messages ``start`` to ``stop - 1`` readable in ``chat`` before a command
+        reads them (a stored chat reads them from the store; the in-memory one holds all)."""
+
     async def insert_message(self, message: dict[str, Any], at: int | None = None) -> int:
         """Add ``message`` at ``at`` (None: the end); returns its index."""
         if at is None or not 0 <= at <= len(self.chat):
@@ -356,4 +364,27 @@ class ScriptHost:
         return await self.generator(request, self)
 
     def snapshot(self) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.chat)
+        return [copy.deepcopy(message) for message in self.chat]
+
+
+def last_visible(
+    chat: Sequence[dict[str, Any]],
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """The last visible (not ``is_system``) message, the last visible user's and the last
+    visible character's: read from the newest back, no further than the oldest of them (all
+    the chat's macros read besides its length, so a stored chat need only hold its tail)."""
+    last = last_user = last_char = None
+    for index in range(len(chat) - 1, -1, -1):
+        message = chat[index]
+        if message.get("is_system"):
+            continue
+        if last is None:
+            last = message
+        if message.get("is_user"):
+            if last_user is None:
+                last_user = message
+        elif last_char is None:
+            last_char = message
+        if last_user is not None and last_char is not None:
+            break
+    return last, last_user, last_char

@@ -263,7 +263,7 @@ async def _comment(call: CommandCall) -> Any:
     return _return(call, message)
 
 
-def _messages(call: CommandCall) -> Any:
+async def _messages(call: CommandCall) -> Any:
     chat = call.host.chat
     names = not is_false_boolean(call.text("names") or "")
     hidden = is_true_boolean(call.text("hidden") or "")
@@ -271,6 +271,7 @@ def _messages(call: CommandCall) -> Any:
     bounds = string_to_range(call.value_text(), 0, len(chat) - 1)
     if bounds is None:
         return ""
+    await call.host.load_messages(bounds[0], bounds[1] + 1)
     out: list[str] = []
     for index in range(bounds[0], bounds[1] + 1):
         message = chat[index]
@@ -304,6 +305,7 @@ async def _set_hidden(call: CommandCall, hidden: bool) -> Any:
         bounds = (len(chat) - 1, len(chat) - 1) if chat else None
     if bounds is None:
         return ""
+    await call.host.load_messages(bounds[0], bounds[1] + 1)
     name = js_trim(call.text("name") or "")
     for index in range(bounds[0], bounds[1] + 1):
         message = dict(chat[index])
