@@ -13,19 +13,25 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
-from tavernkit.errors import Conflict, NotFound, StoreError
+from tavernkit.errors import NotFound, StoreError
 from tavernkit.models.base import DEFAULT_OWNER
-from tavernkit.models.chat_window import MessageCounts
+from tavernkit.store._chat_rows import (
+    CHAT_COLS,
+    CHAT_ROW_SQL,
+    HEADER_COL,
+    chat_info,
+    chat_window,
+    pick_chat_row,
+    stored_message,
+)
 from tavernkit.store._message_rows import (
     FLAG_HIDDEN,
     SplitMessage,
     SwipeRow,
-    count_messages,
     decode_extracted,
     dumps,
     encode_extracted,
@@ -37,25 +43,10 @@ from tavernkit.store._sqlite_base import SqliteBase, to_json_doc
 from tavernkit.store.chat_types import ChatInfo, StoredChat, StoredChatWindow, StoredMessage
 from tavernkit.store.sqlite_thread import SqliteConnection
 
-__all__ = [
-    "CHAT_ROW_SQL",
-    "SWIPE_INFO_FIELDS",
-    "MessageState",
-    "SqliteChats",
-    "chat_window",
-    "pick_chat_row",
-    "stored_message",
-]
+__all__ = ["SWIPE_INFO_FIELDS", "MessageState", "SqliteChats"]
 
 #: What SillyTavern copies from a swipe's info to the message when that swipe is shown.
 SWIPE_INFO_FIELDS = ("send_date", "gen_started", "gen_finished", "extra")
-
-# msg_* are counters the triggers of migration 004 keep: no read counts a chat's messages.
-_CHAT_COLS = (
-    "c.id, c.name, c.owner, c.character_id, c.character_name, c.msg_total, c.created, c.updated"
-)
-_HEADER_COL = 8
-_COUNT_COLS = ", c.header, c.msg_total, c.msg_hidden, c.msg_user, c.msg_hidden_tools"
 
 
 def _integrity(head: Mapping[str, Any]) -> str | None:
@@ -64,60 +55,6 @@ def _integrity(head: Mapping[str, Any]) -> str | None:
     meta = head.get("chat_metadata")
     found = meta.get("integrity") if isinstance(meta, Mapping) else None
     return found if isinstance(found, str) else None
-
-
-def _chat_info(row: Any) -> ChatInfo:
-    return ChatInfo(
-        id=row[0],
-        name=row[1],
-        owner=row[2],
-        character_id=row[3],
-        character_name=row[4],
-        message_count=int(row[5]),
-        created=datetime.fromisoformat(row[6]),
-        updated=datetime.fromisoformat(row[7]),
-    )
-
-
-#: the chat ``ref`` names (its id, else its name) of an owner: ``(ref, owner, owner, ref)``
-CHAT_ROW_SQL = (
-    f"SELECT {_CHAT_COLS}{_COUNT_COLS}, 0 AS k FROM chats c WHERE c.id = ? AND c.owner = ? "
-    f"UNION ALL SELECT {_CHAT_COLS}{_COUNT_COLS}, 1 FROM chats c "
-    "WHERE c.owner = ? AND c.name = ? ORDER BY k LIMIT 2"
-)
-
-
-def pick_chat_row(rows: Sequence[Any], ref: str) -> Any:
-    """The chat :data:`CHAT_ROW_SQL` found for ``ref``: the one with that id, else the one so
-    named (none: :class:`NotFound`; several: :class:`Conflict`)."""
-    if rows and rows[0][0] == ref:
-        return rows[0]
-    if not rows:
-        raise NotFound(f"no chat {ref!r}")
-    if len(rows) > 1:
-        raise Conflict(f"more than one chat is named {ref!r}; use its id")
-    return rows[0]
-
-
-def chat_window(row: Any, head: list[StoredMessage], tail: list[StoredMessage]) -> StoredChatWindow:
-    """The window of the chat :data:`CHAT_ROW_SQL`'s ``row`` with its ``head`` and ``tail``
-    messages (what lies between is counted from the chat's counters)."""
-    counts = MessageCounts(*(int(n) for n in row[_HEADER_COL + 1 : _HEADER_COL + 5]))
-    loaded = count_messages(m.data for m in (*head, *tail))
-    return StoredChatWindow(
-        info=_chat_info(row),
-        header=json.loads(row[_HEADER_COL]),
-        head=head,
-        tail=tail,
-        gap=counts.minus(loaded),
-    )
-
-
-def stored_message(mid: str, position: int, row: Any, swipes: list[SwipeRow]) -> StoredMessage:
-    """A message from its row's ``(body, extracted, mes)`` and its swipes' rows."""
-    data = join_message(json.loads(row[0]), decode_extracted(row[1]), row[2], swipes)
-    partial = tuple(sorted(r.idx for r in swipes if r.partial))
-    return StoredMessage(id=mid, position=position, data=data, partial_swipes=partial)
 
 
 class MessageState:
@@ -168,32 +105,32 @@ class SqliteChats(SqliteBase):
     ) -> list[ChatInfo]:
         async with self._read() as db:
             if character is None:
-                sql = f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? ORDER BY c.updated DESC"
+                sql = f"SELECT {CHAT_COLS} FROM chats c WHERE c.owner = ? ORDER BY c.updated DESC"
                 params: tuple[Any, ...] = (owner,)
             else:
                 info, _ = await self._resolve(db, "character", character, owner)
                 sql = (
-                    f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.character_id = ? "
+                    f"SELECT {CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.character_id = ? "
                     "ORDER BY c.updated DESC"
                 )
                 params = (owner, info.id)
             async with db.execute(sql, params) as cur:
-                return [_chat_info(r) for r in await cur.fetchall()]
+                return [chat_info(r) for r in await cur.fetchall()]
 
     async def chats_with_integrity(
         self, integrity: str, *, owner: str = DEFAULT_OWNER
     ) -> list[ChatInfo]:
         async with self._read() as db:
             sql = (
-                f"SELECT {_CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.integrity = ? "
+                f"SELECT {CHAT_COLS} FROM chats c WHERE c.owner = ? AND c.integrity = ? "
                 "ORDER BY c.updated DESC"
             )
             async with db.execute(sql, (owner, integrity)) as cur:
-                return [_chat_info(r) for r in await cur.fetchall()]
+                return [chat_info(r) for r in await cur.fetchall()]
 
     async def get_chat_info(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatInfo:
         async with self._read_now(snapshot=False) as db:  # one statement
-            return _chat_info(await self._chat_row(db, ref, owner))
+            return chat_info(await self._chat_row(db, ref, owner))
 
     async def load_chat(self, ref: str, *, owner: str = DEFAULT_OWNER) -> StoredChat:
         async with self._read() as db:
@@ -217,7 +154,7 @@ class SqliteChats(SqliteBase):
                     for m in await cur.fetchall()
                 ]
         return StoredChat(
-            info=_chat_info(row), header=json.loads(row[_HEADER_COL]), messages=messages
+            info=chat_info(row), header=json.loads(row[HEADER_COL]), messages=messages
         )
 
     async def load_chat_window(

@@ -18,9 +18,10 @@ from pydantic import BaseModel
 
 from tavernkit.errors import FormatError, NotFound
 from tavernkit.models.base import DEFAULT_OWNER
+from tavernkit.store._chat_rows import chat_info
 from tavernkit.store._message_rows import dumps, split_message
 from tavernkit.store._sqlite_base import to_json_doc
-from tavernkit.store._sqlite_chats import _chat_info, _marked_partial
+from tavernkit.store._sqlite_chats import _marked_partial
 from tavernkit.store._sqlite_swipes import SqliteSwipes
 from tavernkit.store.chat_tree import (
     ROOT,
@@ -61,7 +62,7 @@ class SqliteTree(SqliteSwipes):
     async def chat_tree(self, ref: str, *, owner: str = DEFAULT_OWNER) -> ChatTree:
         async with self._read() as db:
             row = await self._chat_row(db, ref, owner)
-            info = _chat_info(row)
+            info = chat_info(row)
             branches, current = await self._branches(db, info.id)
             if not branches:
                 greeting = await self._message_rows(

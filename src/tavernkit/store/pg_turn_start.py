@@ -7,20 +7,20 @@ messages, their swipes, ``COMMIT``) beside two reads of its own: seven round tri
 connections. One statement sees one snapshot by itself, so here the messages come as arrays of
 rows, each with its swipes as an array (asyncpg reads both as tuples), the settings and the
 variables as two more columns: one round trip. The window is built by the same code as the
-shared one's (:func:`~tavernkit.store._sqlite_chats.chat_window`).
+shared one's (:func:`~tavernkit.store._chat_rows.chat_window`).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tavernkit.store._message_rows import FLAG_HIDDEN, SwipeRow
-from tavernkit.store._sqlite_chats import (
+from tavernkit.store._chat_rows import (
     CHAT_ROW_SQL,
     chat_window,
     pick_chat_row,
     stored_message,
 )
+from tavernkit.store._message_rows import FLAG_HIDDEN, SwipeRow
 from tavernkit.store.chat_types import StoredChatWindow, StoredMessage
 
 if TYPE_CHECKING:
