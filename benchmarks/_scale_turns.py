@@ -224,19 +224,23 @@ async def run_turns(
         finally:
             await alone.stop()
         # one, then two processes on PostgreSQL + Redis
+        # each set-up its own new chats: the same work (a 2-process run on the first one's
+        # chats would build every prompt from ~70 more messages)
         async with Tavern(folder / "pg-setup", database=database) as tk:
             chats = await _chats(tk, upstream.base_url, clients)
+            fresh = [(await tk.chats.new_chat("Mira")).id for _ in range(clients)]
         env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
         pair = await asyncio.gather(
             *(start_serve(folder / f"pg-{n}", *shared, env=env) for n in "ab")
         )
         try:
-            for label, servers in (("1 process, PostgreSQL", pair[:1]), ("2 processes", pair)):
+            set_ups = (("1 process, PostgreSQL", pair[:1], chats), ("2 processes", pair, fresh))
+            for label, servers, its_chats in set_ups:
                 flush = redis.asyncio.Redis.from_url(redis_url)
                 await flush.flushall()  # no rate-limit or lock state carries over
                 await flush.aclose()
                 results.append(
-                    await _load(label, list(servers), chats, seconds, deadline_s, backends)
+                    await _load(label, list(servers), its_chats, seconds, deadline_s, backends)
                 )
         finally:
             await asyncio.gather(*(s.stop() for s in pair))

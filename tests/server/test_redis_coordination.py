@@ -113,6 +113,43 @@ async def test_readers_of_a_turn_this_process_writes_get_it_as_written_whenever_
     assert await _collect(a.events.read("t9")) == everything
 
 
+async def test_a_turns_last_batch_closes_its_log_in_the_same_write(
+    two: tuple[RedisCoordination, RedisCoordination], redis_url: str
+) -> None:
+    """``append_batch(..., close_ttl_s=...)``: the last events and the log's end in one round
+    trip; readers here and in another process end there, and the log keeps that TTL."""
+    a, b = two
+    await a.events.append("t8", "notice", {"kind": "started"})
+    here = asyncio.create_task(_collect(a.events.read("t8")))
+    there = asyncio.create_task(_collect(b.events.read("t8")))
+    await asyncio.sleep(0.05)
+    await a.events.append_batch("t8", [("text", {"text": "x"})])
+    counter = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        before = await counter.info("commandstats")
+        await a.events.append_batch(
+            "t8", [("text", {"text": "y"}), ("done", {"status": "completed"})], close_ttl_s=30
+        )
+        after = await counter.info("commandstats")
+        ttl = await counter.pttl("tk:turn:t8")
+    finally:
+        await counter.aclose()
+    sent = {
+        name: after[name]["calls"] - before.get(name, {"calls": 0})["calls"]
+        for name in ("cmdstat_xadd", "cmdstat_pexpire", "cmdstat_multi")
+        if name in after
+    }
+    # the two events, the end's entry and its TTL, in one pipeline (no MULTI of its own)
+    assert sent == {"cmdstat_xadd": 3, "cmdstat_pexpire": 1, "cmdstat_multi": 0}
+    assert 25_000 < ttl <= 30_000
+    events = await asyncio.wait_for(here, 5)
+    assert [e.type for e in events] == ["notice", "text", "text", "done"]
+    assert await asyncio.wait_for(there, 5) == events
+    assert await _collect(b.events.read("t8")) == events
+    with pytest.raises(ValueError):
+        await a.events.append_batch("t8", [("__closed__", {})])
+
+
 async def test_unknown_turns_bad_ids_and_the_ttl(
     two: tuple[RedisCoordination, RedisCoordination],
 ) -> None:

@@ -67,6 +67,8 @@ logger = logging.getLogger(__name__)
 
 #: the stream entry that ends a turn's log (a type no event has)
 _CLOSED = "__closed__"
+#: the entry that ends a turn's log (its readers stop there)
+_CLOSED_FIELDS = {"type": _CLOSED, "data": "{}"}
 _EVENT_ID = re.compile(r"\d{1,20}-\d{1,20}")
 
 
@@ -88,9 +90,13 @@ def _where(client: aioredis.Redis) -> str:
 
 
 def _fields(type: str, data: Mapping[str, Any]) -> dict[FieldT, EncodableT]:
-    fields: dict[FieldT, EncodableT] = {}
-    fields.update(_str_fields(type, data))
-    return fields
+    return _entry(_str_fields(type, data))
+
+
+def _entry(fields: Mapping[str, str]) -> dict[FieldT, EncodableT]:
+    entry: dict[FieldT, EncodableT] = {}
+    entry.update(fields)
+    return entry
 
 
 def _str_fields(type: str, data: Mapping[str, Any]) -> dict[str, str]:
@@ -169,24 +175,35 @@ class RedisTurnEventLog:
         return await self._add(turn_id, "*", fields, self._open_ttl_ms)
 
     async def append_batch(
-        self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
+        self,
+        turn_id: str,
+        events: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        close_ttl_s: float | None = None,
     ) -> None:
         """Append ``events`` (of a turn this process runs) in one round trip, one ``XADD``
-        each. Their ids are numbered again when the batch fails, so the same batch tried
-        again is refused where an earlier try landed instead of written twice. The log's
-        expiry is not renewed here: the turn's start set it, and the running turn renews it
-        (:meth:`keep_open`, every third of a lock lease) and its close sets the last one."""
-        if not events:
+        each; with ``close_ttl_s``, then close the log in the same round trip (as
+        :meth:`close`: a turn's last batch and its end are one write, not two). Their ids are
+        numbered again when the batch fails, so the same batch tried again is refused where
+        an earlier try landed instead of written twice. The log's expiry is not renewed here:
+        the turn's start set it, and the running turn renews it (:meth:`keep_open`, every
+        third of a lock lease) and its close sets the last one."""
+        if not events and close_ttl_s is None:
             return
+        if any(type == _CLOSED for type, _ in events):
+            raise ValueError(f"{_CLOSED!r} is not an event type")
         before = self._numbers.get(turn_id)
         ids = [self._next_id(turn_id) for _ in events]
+        written = [(i, _str_fields(t, d)) for i, (t, d) in zip(ids, events, strict=True)]
+        if close_ttl_s is not None:
+            written.append((self._next_id(turn_id), _CLOSED_FIELDS))
         key = self._key(turn_id)
         try:
             async with _guard(self._where), self._redis.pipeline(transaction=False) as pipe:
-                for event_id, (type, data) in zip(ids, events, strict=True):
-                    if type == _CLOSED:
-                        raise ValueError(f"{type!r} is not an event type")
-                    pipe.xadd(key, _fields(type, data), id=event_id)
+                for event_id, fields in written:
+                    pipe.xadd(key, _entry(fields), id=event_id)
+                if close_ttl_s is not None:
+                    pipe.pexpire(key, _ms(close_ttl_s))
                 replies = await pipe.execute(raise_on_error=False)
         except BaseException:
             self._renumber(turn_id, before)
@@ -195,9 +212,10 @@ class RedisTurnEventLog:
             if isinstance(reply, ResponseError) and "equal or smaller" not in str(reply):
                 self._renumber(turn_id, before)
                 raise CoordinationError(f"Redis at {self._where}: {reply}")
-        self._fanout.publish(
-            key, [(i, _str_fields(t, d)) for i, (t, d) in zip(ids, events, strict=True)]
-        )
+        self._fanout.publish(key, written)
+        if close_ttl_s is not None:
+            await self._fanout.disown(key)
+            self._numbers.pop(turn_id, None)
 
     def _renumber(self, turn_id: str, before: tuple[int, int] | None) -> None:
         if before is None:
@@ -232,7 +250,7 @@ class RedisTurnEventLog:
     async def close(self, turn_id: str, *, ttl_s: float) -> None:
         event_id = self._next_id(turn_id) if turn_id in self._numbers else "*"
         try:
-            await self._add(turn_id, event_id, {"type": _CLOSED, "data": "{}"}, _ms(ttl_s))
+            await self._add(turn_id, event_id, _entry(_CLOSED_FIELDS), _ms(ttl_s))
         finally:
             # written (its readers here have the end marker) or not (they go back to the
             # blocking read, which also sees a log that expired without its end)

@@ -49,9 +49,9 @@ class TurnLogWriter:
 
     A write that fails (Redis restarting) is kept, with every later event, and tried again in
     order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
-    :meth:`finish` writes the turn's last events and closes the log, waiting up to
-    ``finish_s`` for the log to take them. Retrying is safe: the Redis log refuses an event
-    it already has (its ids are the turn's own)."""
+    :meth:`finish` writes the turn's last events and closes the log (on a log that batches,
+    in the same write), waiting up to ``finish_s`` for the log to take them. Retrying is
+    safe: the Redis log refuses an event it already has (its ids are the turn's own)."""
 
     def __init__(
         self,
@@ -77,6 +77,9 @@ class TurnLogWriter:
         self._last_write = float("-inf")
         self._failing = False
         self._finishing = False
+        #: set by :meth:`finish` on a batching log: the last batch also closes the log
+        self._close_ttl_s: float | None = None
+        self._closed = False
         #: writes made to the log (a batch is one)
         self.writes = 0
         #: an ``error`` event was appended (a turn's failure then adds no second one)
@@ -135,10 +138,12 @@ class TurnLogWriter:
                     await asyncio.wait_for(self._full.wait(), wait)
             taken = list(itertools.islice(self._pending, self.batch))
             events = merged_pieces(taken) if self._append_batch is not None else taken
+            # the turn's last events and the log's end in one write
+            closing = self._close_ttl_s if len(taken) == len(self._pending) else None
             # the same events are tried until they land: a retried batch keeps its ids
             while True:
                 try:
-                    await self._write(events)
+                    await self._write(events, close_ttl_s=closing)
                     break
                 except TavernKitError as exc:
                     if not self._failing:
@@ -149,12 +154,15 @@ class TurnLogWriter:
             self._failing, backoff = False, 0.05
             self._last_write = loop.time()
             self.writes += 1
+            self._closed = closing is not None
             for _ in taken:
                 self._pending.popleft()
 
-    async def _write(self, events: list[tuple[str, Mapping[str, Any]]]) -> None:
+    async def _write(
+        self, events: list[tuple[str, Mapping[str, Any]]], *, close_ttl_s: float | None = None
+    ) -> None:
         if self._append_batch is not None:
-            await self._append_batch(self.turn_id, events)
+            await self._append_batch(self.turn_id, events, close_ttl_s=close_ttl_s)
         else:
             for type_, data in events:  # pragma: no branch - one at a time, as appended
                 await self.log.append(self.turn_id, type_, data)
@@ -162,6 +170,8 @@ class TurnLogWriter:
     async def finish(self, last: Sequence[tuple[str, dict[str, Any]]], *, ttl_s: float) -> None:
         """Append ``last`` after everything before it, then close the log; gives up (logged)
         after ``finish_s`` of a log that takes nothing."""
+        if self._append_batch is not None:
+            self._close_ttl_s = ttl_s  # the batch that takes the last events closes the log
         for type_, data in last:
             await self.append(type_, data)
         self._finishing = True  # the last events go now, not at the window's end
@@ -171,6 +181,8 @@ class TurnLogWriter:
         try:
             if self._writer is not None:
                 await asyncio.wait_for(asyncio.shield(self._writer), self.finish_s)
+            if self._closed:
+                return
             backoff = 0.05
             while True:
                 try:
@@ -212,7 +224,11 @@ def merged_pieces(
 
 class _AppendBatch(Protocol):
     async def __call__(
-        self, turn_id: str, events: Sequence[tuple[str, Mapping[str, Any]]]
+        self,
+        turn_id: str,
+        events: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        close_ttl_s: float | None = None,
     ) -> None: ...
 
 
