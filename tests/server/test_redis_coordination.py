@@ -8,9 +8,12 @@ import asyncio
 import socket
 import time
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import pytest
 import redis.asyncio
+from redis.exceptions import RedisError, ResponseError
 
 from tavernkit.errors import CoordinationError, Overloaded, RateLimited
 from tavernkit.generation.keys import KeyPool, KeyStatus, PoolKey
@@ -20,6 +23,8 @@ from tavernkit.server.redis_coordination import (
     RedisTurnEventLog,
     coordination_from_url,
 )
+from tavernkit.server.redis_log_batches import GroupWrite
+from tavernkit.server.turn_log_writer import TurnLogWriter
 
 SECRET = "Q9f8e7d6c5b4a3210ZYXWVUTSRQ"
 
@@ -357,3 +362,101 @@ async def test_a_stop_subscription_to_an_unreachable_redis_is_a_coordination_err
         assert SECRET not in str(caught.value)
     finally:
         await nowhere.aclose()
+
+
+def _redis_errors() -> AbstractAsyncContextManager[None]:
+    """What the coordination's own guard does: Redis's errors as CoordinationError."""
+    return _Guarded()
+
+
+class _Guarded:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, RedisError):
+            raise CoordinationError(f"Redis: {type(exc).__name__}") from exc
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _CountedPipelines:
+    """A real Redis client whose pipelines are counted (each is one round trip)."""
+
+    def __init__(self, client: redis.asyncio.Redis) -> None:
+        self.client = client
+        self.pipelines = 0
+
+    def pipeline(self, **kwargs: Any) -> Any:
+        self.pipelines += 1
+        return self.client.pipeline(**kwargs)
+
+
+async def test_turns_writing_at_once_share_one_pipeline(redis_url: str) -> None:
+    """Batches of several turns queued in the same turn of the loop go as one pipeline; a
+    refused entry fails its own turn's write alone; a lost connection fails every write of
+    that pipeline (each writer then tries again)."""
+    client = redis.asyncio.Redis.from_url(redis_url)
+    counted = _CountedPipelines(client)
+    group = GroupWrite(counted, lambda: _redis_errors())  # type: ignore[arg-type]
+    try:
+        await client.xadd("tk:test:old", {"a": "1"}, id="5-1")
+        ok, refused, other = await asyncio.gather(
+            group.send([("xadd", ("tk:test:g1", {"a": "1"}), {"id": "1-1"})]),
+            group.send([("xadd", ("tk:test:old", {"a": "2"}), {"id": "1-1"})]),
+            group.send([("set", ("tk:test:g2", "x"), {}), ("get", ("tk:test:g2",), {})]),
+        )
+        assert counted.pipelines == 1
+        assert ok == [b"1-1"]
+        assert isinstance(refused[0], ResponseError)  # an id below the stream's last
+        assert other == [True, b"x"]
+    finally:
+        await client.aclose()
+    gone = redis.asyncio.Redis(host="127.0.0.1", port=_closed_port(), socket_connect_timeout=1)
+    broken = GroupWrite(gone, lambda: _redis_errors())
+    results = await asyncio.gather(
+        broken.send([("get", ("k",), {})]),
+        broken.send([("get", ("j",), {})]),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, CoordinationError) for r in results), results
+    await gone.aclose()
+
+
+async def test_two_turns_streaming_at_once_write_on_the_same_ticks(
+    two: tuple[RedisCoordination, RedisCoordination], redis_url: str
+) -> None:
+    """Two turns' writers (started apart) write on one clock's ticks, so the log sends their
+    batches together: fewer pipelines than writes."""
+    a, _ = two
+    log = a.events
+    assert isinstance(log, RedisTurnEventLog)
+    counted = _CountedPipelines(redis.asyncio.Redis.from_url(redis_url))
+    log._group = GroupWrite(counted, lambda: _redis_errors())  # type: ignore[arg-type]
+    writers = []
+    for turn in ("s1", "s2"):
+        await log.append(turn, "notice", {"kind": "started"})
+        writers.append(TurnLogWriter(log, turn, window_s=0.05))
+
+    async def stream(writer: TurnLogWriter) -> None:
+        if writer is writers[1]:
+            await asyncio.sleep(0.023)  # the second starts off the first's rhythm
+        for n in range(30):
+            writer.append_nowait("text", {"text": f"{n} "})
+            await asyncio.sleep(0.01)
+        await writer.finish([("done", {"status": "completed"})], ttl_s=30)
+
+    await asyncio.gather(*(stream(w) for w in writers))
+    await counted.client.aclose()
+    writes = sum(w.writes for w in writers)
+    assert counted.pipelines < writes * 0.75, (counted.pipelines, writes)
+    for turn in ("s1", "s2"):
+        events = await _collect(log.read(turn))
+        assert "".join(e.data.get("text", "") for e in events) == "".join(
+            f"{n} " for n in range(30)
+        )
+        assert events[-1].type == "done"

@@ -48,6 +48,7 @@ from tavernkit.errors import CoordinationError
 from tavernkit.generation.keys import KeyStatus
 from tavernkit.server.coordination import RateDecision, TurnEvent
 from tavernkit.server.redis_fanout import StreamFanout
+from tavernkit.server.redis_log_batches import Command, GroupWrite
 
 __all__ = [
     "DEFAULT_REDIS_POOL",
@@ -144,6 +145,7 @@ class RedisTurnEventLog:
         #: turn -> (its first event's ms, the last number given) for the turns this process
         #: writes
         self._numbers: dict[str, tuple[int, int]] = {}
+        self._group = GroupWrite(client, lambda: _guard(self._where))
 
     @property
     def fanout(self) -> StreamFanout:
@@ -198,13 +200,14 @@ class RedisTurnEventLog:
         if close_ttl_s is not None:
             written.append((self._next_id(turn_id), _CLOSED_FIELDS))
         key = self._key(turn_id)
+        commands: list[Command] = [
+            ("xadd", (key, _entry(fields)), {"id": event_id}) for event_id, fields in written
+        ]
+        if close_ttl_s is not None:
+            commands.append(("pexpire", (key, _ms(close_ttl_s)), {}))
         try:
-            async with _guard(self._where), self._redis.pipeline(transaction=False) as pipe:
-                for event_id, fields in written:
-                    pipe.xadd(key, _entry(fields), id=event_id)
-                if close_ttl_s is not None:
-                    pipe.pexpire(key, _ms(close_ttl_s))
-                replies = await pipe.execute(raise_on_error=False)
+            # in one pipeline with the other turns' batches of this turn of the loop
+            replies = await self._group.send(commands)
         except BaseException:
             self._renumber(turn_id, before)
             raise

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -43,9 +44,10 @@ class TurnLogWriter:
 
     On a log that takes a batch (:class:`~tavernkit.server.redis_coordination.RedisTurnEventLog`
     has ``append_batch``) the events gather and one task writes them: at most one write per
-    ``window_s`` (the first piece after a quiet window goes at once), or at once when
-    ``batch`` wait; a turn of 40 pieces is a few writes instead of 40. On a log that appends
-    in place (the in-memory one) each event goes in place.
+    tick of ``window_s`` (the first piece after a quiet window goes at once), or at once when
+    ``batch`` wait; a turn of 40 pieces is a few writes instead of 40, and the turns
+    streaming at once write on the same ticks (the log sends them as one pipeline). On a log
+    that appends in place (the in-memory one) each event goes in place.
 
     A write that fails (Redis restarting) is kept, with every later event, and tried again in
     order (backoff 50 ms doubling to 1 s) while the turn goes on generating and storing.
@@ -131,7 +133,7 @@ class TurnLogWriter:
         loop = asyncio.get_running_loop()
         backoff = 0.05
         while self._pending:
-            wait = self._last_write + self.window_s - loop.time()
+            wait = self._next_tick() - loop.time()
             if wait > 0 and len(self._pending) < self.batch and not self._finishing:
                 self._full.clear()
                 with contextlib.suppress(TimeoutError):
@@ -157,6 +159,14 @@ class TurnLogWriter:
             self._closed = closing is not None
             for _ in taken:
                 self._pending.popleft()
+
+    def _next_tick(self) -> float:
+        """When the next write may go: the first tick after the last write of one clock for
+        the whole process (multiples of the window), so the turns streaming at once write
+        together, in one pipeline (:mod:`tavernkit.server.redis_log_batches`)."""
+        if not math.isfinite(self._last_write):
+            return self._last_write  # none yet: at once
+        return (math.floor(self._last_write / self.window_s) + 1) * self.window_s
 
     async def _write(
         self, events: list[tuple[str, Mapping[str, Any]]], *, close_ttl_s: float | None = None
