@@ -3,7 +3,9 @@ processes against a scripted upstream on loopback.
 
 Three set-ups, one after another, each serving the same load: one process on SQLite (the
 default), one on PostgreSQL + Redis, two on PostgreSQL + Redis (the clients alternate between
-them). ``clients`` concurrent clients each run turns on their own chat (``POST
+them). Each runs the load for ``WARM_UP_S`` first, not measured (a running deployment's pools
+are open and its statements prepared), then is measured on new chats of its own. ``clients``
+concurrent clients each run turns on their own chat (``POST
 /chats/{id}/turns``, then read its events to ``done``) for ``seconds``. Each reply is
 ``chunks`` pieces ``pace`` seconds apart from the scripted upstream.
 
@@ -36,6 +38,10 @@ from server._processes import ServeProcess, start_serve  # type: ignore[import-n
 from tavernkit.facade import Tavern
 
 __all__ = ["run_turns"]
+
+#: each set-up runs the same load this long before it is measured (its pools' connections
+#: opened, its statements prepared, its caches filled: what a running deployment has)
+WARM_UP_S = 3.0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -189,9 +195,9 @@ async def _load(
     )
 
 
-async def _chats(tk: Tavern, base_url: str, count: int) -> list[str]:
-    await stock_world(tk, base_url)
-    return [(await tk.chats.new_chat("Mira")).id for _ in range(count)]
+async def _new_chats(tk: Tavern, count: int, sets: int) -> list[list[str]]:
+    """``sets`` lists of ``count`` new chats with Mira (the world already stocked)."""
+    return [[(await tk.chats.new_chat("Mira")).id for _ in range(count)] for _ in range(sets)]
 
 
 async def run_turns(
@@ -217,30 +223,35 @@ async def run_turns(
         direct = statistics.median(await _direct_ms(upstream, 20))
         # one process on the home's SQLite file
         async with Tavern(folder / "sqlite-home") as tk:
-            chats = await _chats(tk, upstream.base_url, clients)
+            await stock_world(tk, upstream.base_url)
+            warm, chats = await _new_chats(tk, clients, 2)
         alone = await start_serve(folder / "sqlite-home", *rate, env={})
         try:
+            await _load("warm-up", [alone], warm, WARM_UP_S, deadline_s)
             results.append(await _load("1 process, SQLite", [alone], chats, seconds, deadline_s))
         finally:
             await alone.stop()
-        # one, then two processes on PostgreSQL + Redis
-        # each set-up its own new chats: the same work (a 2-process run on the first one's
-        # chats would build every prompt from ~70 more messages)
+        # one, then two processes on PostgreSQL + Redis; each set-up warmed up, then measured
+        # on new chats of its own: the same work (a 2-process run on the first one's chats
+        # would build every prompt from ~70 more messages, and its second process would
+        # open its pool's connections while measured)
         async with Tavern(folder / "pg-setup", database=database) as tk:
-            chats = await _chats(tk, upstream.base_url, clients)
-            fresh = [(await tk.chats.new_chat("Mira")).id for _ in range(clients)]
+            await stock_world(tk, upstream.base_url)
+            one = await _new_chats(tk, clients, 2)
+            two = await _new_chats(tk, clients, 2)
         env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
         pair = await asyncio.gather(
             *(start_serve(folder / f"pg-{n}", *shared, env=env) for n in "ab")
         )
         try:
-            set_ups = (("1 process, PostgreSQL", pair[:1], chats), ("2 processes", pair, fresh))
-            for label, servers, its_chats in set_ups:
+            set_ups = (("1 process, PostgreSQL", pair[:1], one), ("2 processes", pair, two))
+            for label, servers, (warm, chats) in set_ups:
                 flush = redis.asyncio.Redis.from_url(redis_url)
                 await flush.flushall()  # no rate-limit or lock state carries over
                 await flush.aclose()
+                await _load("warm-up", list(servers), warm, WARM_UP_S, deadline_s)
                 results.append(
-                    await _load(label, list(servers), its_chats, seconds, deadline_s, backends)
+                    await _load(label, list(servers), chats, seconds, deadline_s, backends)
                 )
         finally:
             await asyncio.gather(*(s.stop() for s in pair))
