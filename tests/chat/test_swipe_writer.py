@@ -169,3 +169,28 @@ async def test_a_turn_that_ends_hurries_its_write_under_way(tmp_path: Path) -> N
         assert (got.data["mes"], got.partial_swipes) == ("Hello", (0,))
     finally:
         await store.close()
+
+
+async def test_turns_started_apart_store_their_texts_on_the_same_ticks(tmp_path: Path) -> None:
+    """After its first piece (at once), a turn's text is stored on ticks of one clock for
+    every turn, so two turns that started 70 ms apart share the writer's batches (its own
+    window, 10 ms here, is too short to join them)."""
+    store = await open_store(tmp_path / "s.db")
+    try:
+        writer = SwipeWriter(store, window_s=0.01)
+        sinks = await _sinks(store, 2, writer)
+
+        async def stream(sink: StoreSink, delay: float) -> None:
+            await asyncio.sleep(delay)
+            for n in range(60):
+                await sink.emit(TextDelta(f"{n} "))
+                await asyncio.sleep(0.01)
+            await sink.flush()
+
+        await asyncio.gather(stream(sinks[0], 0.0), stream(sinks[1], 0.07))
+        assert writer.batches < writer.writes * 0.8, (writer.batches, writer.writes)
+        for sink in sinks:
+            got = await store.get_message(sink.message_id)
+            assert got.data["mes"] == "".join(f"{n} " for n in range(60))
+    finally:
+        await store.close()

@@ -5,9 +5,10 @@ The store sink writes the swipe being generated with ``update_swipe_text(complet
 a process killed mid-reply leaves the text the user already saw in the store, marked partial.
 ``emit`` never waits for the store: a piece is only added to the text, and a background writer
 stores the text at most once per ``min_interval`` seconds (the first piece at once, in the
-background), so the next sink (the client's stream) sees the piece without a store write in
-front of it. With the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`, a background
-write also waits up to the writer's window for other turns' writes to share its transaction.
+background; then on ticks of one clock, so that turns streaming at once write together), so
+the next sink (the client's stream) sees the piece without a store write in front of it.
+With the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`, a background write also
+waits up to the writer's window for other turns' writes to share its transaction.
 Nothing is dropped: text that arrives while the writer waits or writes is written by its next
 round, and what a crash loses is at most the last interval (and the writer's window). ``flush``
 stops a writer that is still waiting and writes the whole text itself (so what the client was
@@ -26,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypedDict, Unpack
@@ -153,7 +155,7 @@ class StoreSink:
     async def _write_rounds(self) -> None:
         """Write, then again after each ``min_interval`` while pieces keep coming."""
         while True:
-            await asyncio.sleep(max(0.0, self._last_write + self.min_interval - self.clock()))
+            await asyncio.sleep(max(0.0, self._next_round() - self.clock()))
             # still waiting (a flush cancels this and writes itself, at once)
             await self._resolve_place()
             # From here on the writer is a write under way: flush and cleanup wait for it.
@@ -162,6 +164,15 @@ class StoreSink:
             if self._stopping or not self._dirty():
                 return  # flush writes the rest itself
             self._timer_waiting = True
+
+    def _next_round(self) -> float:
+        """When the next background write may go: at once for the first, then on the first
+        tick after the last write of one clock for every turn (multiples of
+        ``min_interval``), so the turns streaming at once store their texts together, in one
+        batch of the store's writer."""
+        if not math.isfinite(self._last_write):
+            return self._last_write
+        return (math.floor(self._last_write / self.min_interval) + 1) * self.min_interval
 
     async def _resolve_place(self) -> None:
         if self._place is not None:
