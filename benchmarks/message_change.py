@@ -29,20 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cli_chat import tk, write_inputs  # type: ignore[import-not-found]  # noqa: E402
+from _long_chats import short_and_long  # type: ignore[import-not-found]  # noqa: E402
 
 from tavernkit import Tavern  # noqa: E402
-
-
-def import_chat(home: Path, folder: Path, messages: int, entries: int, name: str) -> None:
-    paths = write_inputs(folder, messages, entries)
-    card = folder / f"{name}.json"
-    card.write_text(paths["card"].read_text("utf-8").replace('"Mira"', f'"{name}"'), "utf-8")
-    chat = folder / f"{name} - long.jsonl"
-    chat.write_text(paths["chat"].read_text("utf-8").replace('"Mira"', f'"{name}"'), "utf-8")
-    tk(home, "import", str(card), str(paths["book"]))
-    tk(home, "import", str(chat), "-c", name)
-    tk(home, "character", "lorebook", name, "Harbour")
 
 
 async def change(tk_: Tavern, chat_id: str, last: int, run: int) -> tuple[float, float]:
@@ -83,11 +72,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        for name, size in (("Short", 200), ("Long", args.messages)):
-            folder = Path(tmp) / name
-            folder.mkdir()
-            import_chat(home, folder, size, args.entries, name)
+        home = short_and_long(Path(tmp), args.messages, args.entries)
         times = asyncio.run(measure(home, args.runs))
     medians = {}
     for name in ("Short", "Long"):
