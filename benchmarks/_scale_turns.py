@@ -1,22 +1,24 @@
 """The server half of ``benchmarks/scale.py``: chat turns through real ``tavernkit serve``
 processes against a scripted upstream on loopback.
 
-Three set-ups, one after another, each serving the same load: one process on SQLite (the
-default), one on PostgreSQL + Redis, two on PostgreSQL + Redis (the clients alternate between
-them). Each runs the load for ``WARM_UP_S`` first, not measured (a running deployment's pools
-are open and its statements prepared), then is measured on new chats of its own. ``clients``
-concurrent clients each run turns on their own chat (``POST
-/chats/{id}/turns``, then read its events to ``done``) for ``seconds``. Each reply is
-``chunks`` pieces ``pace`` seconds apart from the scripted upstream.
+Three set-ups, all running at once, each serving the same load in turn: one process on SQLite
+(the default), one on PostgreSQL + Redis, two on PostgreSQL + Redis (the clients alternate
+between them). Each runs the load for ``WARM_UP_S`` first, not measured (a running
+deployment's pools are open and its statements prepared); then ``rounds`` rounds measure
+each set-up for ``seconds`` on new chats of its own, the set-ups in a rotating order (this
+machine's noise is ±10% from one 10 s run to the next: one busy moment no longer decides a
+ratio). ``clients`` concurrent clients each run turns on their own chat (``POST
+/chats/{id}/turns``, then read its events to ``done``). Each reply is ``chunks`` pieces
+``pace`` seconds apart from the scripted upstream.
 
 Printed per set-up: turns per second, p50/p99 of a turn (POST sent to ``done`` read) and
 p99 added latency (a turn's p99 minus the p50 of the same reply read straight from the
 upstream, measured in this run), and the CPU per turn (user + system, from ``/proc``): of the
 ``tavernkit serve`` processes, and with the PostgreSQL cluster's processes and
 ``redis-server`` added (what the deployment spends; SQLite's is all in the process); then the
-ratios 2 processes ÷ 1 (PostgreSQL) and PostgreSQL ÷ SQLite (one process; the CPU ratio's
-target is ≤ 1.5). Bounded: a set-up stops at ``seconds`` plus a deadline, and every process is
-stopped at the end.
+ratios 2 processes ÷ 1 (PostgreSQL) and PostgreSQL ÷ SQLite (the CPU ratios: the median of
+the rounds' ratios to SQLite's same round; target ≤ 1.5). Bounded: a set-up stops at
+``seconds`` plus a deadline, and every process is stopped at the end.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import json
 import os
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx2 as httpx
@@ -209,6 +211,7 @@ async def run_turns(
     seconds: float,
     chunks: int,
     pace: float,
+    rounds: int = 3,
     postmaster: int | None = None,
     deadline_s: float = 30.0,
 ) -> None:
@@ -218,77 +221,107 @@ async def run_turns(
     backends = Servers(postmaster, redis_url)
     rate = ("--turn-rate", "1000000")
     shared = ("--database", database, "--redis", redis_url, *rate)
-    results: list[Figures] = []
     async with ScriptedServer([Reply(text=text, chunks=pieces, pace=pace)]) as upstream:
         direct = statistics.median(await _direct_ms(upstream, 20))
-        # one process on the home's SQLite file
+        # every set-up's chats made first: a warm-up's, then one set per round
         async with Tavern(folder / "sqlite-home") as tk:
             await stock_world(tk, upstream.base_url)
-            warm, chats = await _new_chats(tk, clients, 2)
-        alone = await start_serve(folder / "sqlite-home", *rate, env={})
-        try:
-            await _load("warm-up", [alone], warm, WARM_UP_S, deadline_s)
-            results.append(await _load("1 process, SQLite", [alone], chats, seconds, deadline_s))
-        finally:
-            await alone.stop()
-        # one, then two processes on PostgreSQL + Redis; each set-up warmed up, then measured
-        # on new chats of its own: the same work (a 2-process run on the first one's chats
-        # would build every prompt from ~70 more messages, and its second process would
-        # open its pool's connections while measured)
+            sqlite_chats = await _new_chats(tk, clients, rounds + 1)
         async with Tavern(folder / "pg-setup", database=database) as tk:
             await stock_world(tk, upstream.base_url)
-            one = await _new_chats(tk, clients, 2)
-            two = await _new_chats(tk, clients, 2)
+            one_chats = await _new_chats(tk, clients, rounds + 1)
+            two_chats = await _new_chats(tk, clients, rounds + 1)
         env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
-        pair = await asyncio.gather(
-            *(start_serve(folder / f"pg-{n}", *shared, env=env) for n in "ab")
+        alone, *pair = await asyncio.gather(
+            start_serve(folder / "sqlite-home", *rate, env={}),
+            *(start_serve(folder / f"pg-{n}", *shared, env=env) for n in "ab"),
         )
+        set_ups = [
+            _SetUp("1 process, SQLite", [alone], sqlite_chats, None),
+            _SetUp("1 process, PostgreSQL", pair[:1], one_chats, backends),
+            _SetUp("2 processes", pair, two_chats, backends),
+        ]
         try:
-            set_ups = (("1 process, PostgreSQL", pair[:1], one), ("2 processes", pair, two))
-            for label, servers, (warm, chats) in set_ups:
-                flush = redis.asyncio.Redis.from_url(redis_url)
-                await flush.flushall()  # no rate-limit or lock state carries over
-                await flush.aclose()
-                await _load("warm-up", list(servers), warm, WARM_UP_S, deadline_s)
-                results.append(
-                    await _load(label, list(servers), chats, seconds, deadline_s, backends)
-                )
+            for set_up in set_ups:  # pools open, statements prepared: a running deployment's
+                await _load("warm-up", set_up.servers, set_up.chats[0], WARM_UP_S, deadline_s)
+            for round_ in range(rounds):
+                # the set-ups take turns, in a rotating order: a busier moment of the machine
+                # falls on each of them alike
+                order = set_ups[round_ % 3 :] + set_ups[: round_ % 3]
+                for set_up in order:
+                    set_up.rounds.append(
+                        await _load(
+                            set_up.label,
+                            set_up.servers,
+                            set_up.chats[round_ + 1],
+                            seconds,
+                            deadline_s,
+                            set_up.backends,
+                        )
+                    )
         finally:
-            await asyncio.gather(*(s.stop() for s in pair))
-    shape = f"{clients} clients x {seconds:.0f} s, replies of {chunks} pieces {pace} s apart"
+            await asyncio.gather(alone.stop(), *(s.stop() for s in pair))
+    shape = (
+        f"{clients} clients, {rounds} rounds of {seconds:.0f} s per set-up, "
+        f"replies of {chunks} pieces {pace} s apart"
+    )
     print(f"\nturns: {shape}")
     print(f"  direct from the upstream: p50 {direct:7.1f} ms")
-    for f in results:
-        print(
-            f"  {f.label:22} {f.per_second:6.1f} turns/s  p50 {f.p(0.5):7.1f} ms  "
-            f"p99 {f.p(0.99):7.1f} ms  p99 added {f.p(0.99) - direct:7.1f} ms  "
-            f"({f.turns} turns, {f.failed} failed)"
-        )
-        print(
-            f"  {'':22} CPU per turn: tavernkit {f.cpu_ms_per_turn(with_servers=False):6.1f} ms"
-            f", with PostgreSQL + Redis {f.cpu_ms_per_turn(with_servers=True):6.1f} ms"
-            + (
-                f" (Redis {f.redis_cpu_s * 1000 / f.turns:.1f} ms)"
-                if f.turns and f.redis_cpu_s
-                else ""
-            )
-        )
-    sqlite, pg, two = results
-    print("ratios (this run):")
+    for set_up in set_ups:
+        _print_set_up(set_up, direct)
+    sqlite, pg, two = set_ups
+    print("ratios (this run; CPU: the median of the rounds' ratios to SQLite's same round):")
     print(f"  2 processes ÷ 1 (PostgreSQL) turns/s: {two.per_second / pg.per_second:5.2f}x")
-    print(f"  2 processes ÷ 1 (PostgreSQL) p99 added: {_added(two, direct, pg):5.2f}x")
     print(f"  PostgreSQL ÷ SQLite (1 process) turns/s: {pg.per_second / sqlite.per_second:5.2f}x")
-    print(f"  PostgreSQL ÷ SQLite (1 process) p99 added: {_added(pg, direct, sqlite):5.2f}x")
-    base = sqlite.cpu_ms_per_turn(with_servers=False)
     for f in (pg, two):
-        own = f.cpu_ms_per_turn(with_servers=False) / base
-        total = f.cpu_ms_per_turn(with_servers=True) / base
+        own = f.cpu_ratio(sqlite, with_servers=False)
+        total = f.cpu_ratio(sqlite, with_servers=True)
         print(
             f"  CPU per turn, {f.label} ÷ SQLite: tavernkit {own:5.2f}x, "
             f"with PostgreSQL + Redis {total:5.2f}x (target ≤ 1.5)"
         )
 
 
-def _added(over: Figures, direct: float, base: Figures) -> float:
-    below = base.p(0.99) - direct
-    return (over.p(0.99) - direct) / below if below > 0 else float("nan")
+@dataclass
+class _SetUp:
+    label: str
+    servers: list[ServeProcess]
+    #: a warm-up's chats, then one set per round
+    chats: list[list[str]]
+    backends: Servers | None
+    rounds: list[Figures] = field(default_factory=list)
+
+    @property
+    def per_second(self) -> float:
+        elapsed = sum(f.elapsed_s for f in self.rounds)
+        return sum(f.turns for f in self.rounds) / elapsed if elapsed else 0.0
+
+    def cpu_ms(self, *, with_servers: bool) -> list[float]:
+        return [f.cpu_ms_per_turn(with_servers=with_servers) for f in self.rounds]
+
+    def cpu_ratio(self, base: _SetUp, *, with_servers: bool) -> float:
+        """The median over the rounds of this set-up's CPU per turn ÷ ``base``'s
+        (tavernkit's alone) in the same round."""
+        own = self.cpu_ms(with_servers=with_servers)
+        theirs = base.cpu_ms(with_servers=False)
+        return statistics.median(a / b for a, b in zip(own, theirs, strict=True))
+
+
+def _print_set_up(set_up: _SetUp, direct: float) -> None:
+    latencies = [ms for f in set_up.rounds for ms in f.latencies_ms]
+    every = Figures(set_up.label, len(latencies), 0, 0.0, latencies)
+    failed = sum(f.failed for f in set_up.rounds)
+    print(
+        f"  {set_up.label:22} {set_up.per_second:6.1f} turns/s  p50 {every.p(0.5):7.1f} ms  "
+        f"p99 {every.p(0.99):7.1f} ms  p99 added {every.p(0.99) - direct:7.1f} ms  "
+        f"({len(latencies)} turns, {failed} failed)"
+    )
+    own, total = set_up.cpu_ms(with_servers=False), set_up.cpu_ms(with_servers=True)
+    redis = [f.redis_cpu_s * 1000 / f.turns for f in set_up.rounds if f.turns]
+    print(
+        f"  {'':22} CPU per turn (median of the rounds): tavernkit "
+        f"{statistics.median(own):6.1f} ms, with PostgreSQL + Redis "
+        f"{statistics.median(total):6.1f} ms"
+        + (f" (Redis {statistics.median(redis):.1f} ms)" if any(redis) else "")
+        + f"; rounds {', '.join(f'{t:.1f}' for t in total)}"
+    )
