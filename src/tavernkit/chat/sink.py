@@ -170,8 +170,8 @@ class StoreSink:
         tick after the last write of one clock for every turn (multiples of
         ``min_interval``), so the turns streaming at once store their texts together, in one
         batch of the store's writer."""
-        if not math.isfinite(self._last_write):
-            return self._last_write
+        if self.min_interval <= 0 or not math.isfinite(self._last_write):
+            return self._last_write  # every piece written, or the first: at once
         return (math.floor(self._last_write / self.min_interval) + 1) * self.min_interval
 
     async def _resolve_place(self) -> None:

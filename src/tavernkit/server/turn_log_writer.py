@@ -164,8 +164,8 @@ class TurnLogWriter:
         """When the next write may go: the first tick after the last write of one clock for
         the whole process (multiples of the window), so the turns streaming at once write
         together, in one pipeline (:mod:`tavernkit.server.redis_log_batches`)."""
-        if not math.isfinite(self._last_write):
-            return self._last_write  # none yet: at once
+        if self.window_s <= 0 or not math.isfinite(self._last_write):
+            return self._last_write  # no window, or no write yet: at once
         return (math.floor(self._last_write / self.window_s) + 1) * self.window_s
 
     async def _write(
