@@ -75,14 +75,15 @@ export async function showGroup(view, ref, params = new URLSearchParams()) {
             { class: "member-controls" },
             // every per-row control names its member in its visible text (a screen reader
             // hears "Remove Mira", not five "Remove"s); the arrows are icons, named by
-            // aria-label (and a tooltip)
-            check(t("Mute {name}", { name: m.name }), mute),
+            // aria-label (and a tooltip). The arrows come first: their width is the same in
+            // every row, so on a phone every row's controls start alike
             button("↑", () => move(i, -1), { "aria-label": up, title: up, disabled: i === 0 }),
             button("↓", () => move(i, 1), { "aria-label": down, title: down, disabled: i === members.length - 1 }),
             button(t("Remove {name}", { name: m.name }), () => {
               members.splice(i, 1);
               changed();
             }),
+            check(t("Mute {name}", { name: m.name }), mute),
           ),
         );
       }),
