@@ -27,12 +27,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypedDict, Unpack
 
 from tavernkit.chat.swipe_writer import SwipeWriter
+from tavernkit.chat.ticks import next_tick
 from tavernkit.generation.result import TurnResult
 from tavernkit.generation.sink import ResponseSink, SinkEvent, WithdrawEvent, without_tail
 from tavernkit.models.base import DEFAULT_OWNER
@@ -155,7 +155,11 @@ class StoreSink:
     async def _write_rounds(self) -> None:
         """Write, then again after each ``min_interval`` while pieces keep coming."""
         while True:
-            await asyncio.sleep(max(0.0, self._next_round() - self.clock()))
+            # on ticks of one clock for every turn (the first write at once): the turns streaming
+            # at once store their texts together, in one batch of the store's writer
+            await asyncio.sleep(
+                max(0.0, next_tick(self._last_write, self.min_interval) - self.clock())
+            )
             # still waiting (a flush cancels this and writes itself, at once)
             await self._resolve_place()
             # From here on the writer is a write under way: flush and cleanup wait for it.
@@ -164,15 +168,6 @@ class StoreSink:
             if self._stopping or not self._dirty():
                 return  # flush writes the rest itself
             self._timer_waiting = True
-
-    def _next_round(self) -> float:
-        """When the next background write may go: at once for the first, then on the first
-        tick after the last write of one clock for every turn (multiples of
-        ``min_interval``), so the turns streaming at once store their texts together, in one
-        batch of the store's writer."""
-        if self.min_interval <= 0 or not math.isfinite(self._last_write):
-            return self._last_write  # every piece written, or the first: at once
-        return (math.floor(self._last_write / self.min_interval) + 1) * self.min_interval
 
     async def _resolve_place(self) -> None:
         if self._place is not None:

@@ -7,11 +7,11 @@ import asyncio
 import contextlib
 import itertools
 import logging
-import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from tavernkit.chat.ticks import next_tick
 from tavernkit.errors import TavernKitError
 from tavernkit.server.coordination import TurnEventLog
 
@@ -133,7 +133,9 @@ class TurnLogWriter:
         loop = asyncio.get_running_loop()
         backoff = 0.05
         while self._pending:
-            wait = self._next_tick() - loop.time()
+            # the process's tick clock: the turns streaming at once write together, in one
+            # pipeline (tavernkit.server.redis_log_batches)
+            wait = next_tick(self._last_write, self.window_s) - loop.time()
             if wait > 0 and len(self._pending) < self.batch and not self._finishing:
                 self._full.clear()
                 with contextlib.suppress(TimeoutError):
@@ -159,14 +161,6 @@ class TurnLogWriter:
             self._closed = closing is not None
             for _ in taken:
                 self._pending.popleft()
-
-    def _next_tick(self) -> float:
-        """When the next write may go: the first tick after the last write of one clock for
-        the whole process (multiples of the window), so the turns streaming at once write
-        together, in one pipeline (:mod:`tavernkit.server.redis_log_batches`)."""
-        if self.window_s <= 0 or not math.isfinite(self._last_write):
-            return self._last_write  # no window, or no write yet: at once
-        return (math.floor(self._last_write / self.window_s) + 1) * self.window_s
 
     async def _write(
         self, events: list[tuple[str, Mapping[str, Any]]], *, close_ttl_s: float | None = None
