@@ -9,6 +9,8 @@ from __future__ import annotations
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from tavernkit.errors import Conflict
+
 if TYPE_CHECKING:
     from tavernkit.facade import Tavern
     from tavernkit.library_results import ImportResult
@@ -36,6 +38,12 @@ async def add_demo_on_first_start(tk: Tavern) -> ImportResult | None:
         return None
     if await store.list("character", owner=owner):
         return None
-    record = await add_demo_character(tk)
+    try:
+        record = await add_demo_character(tk)
+    except Conflict:
+        # processes starting at once on one new database each found the library empty: the
+        # first one's Wren is the one (its name is taken), and this process starts all the
+        # same (it failed to start before)
+        return None
     await store.put_settings(await tk.settings(), owner=owner)
     return record

@@ -6,12 +6,15 @@ first start only, into an empty library."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import sys
 from pathlib import Path
 
 import pytest
 
+from tavernkit.demo import add_demo_on_first_start
+from tavernkit.facade import Tavern
 from tavernkit.providers.local_engine import local_model_missing
 
 from ._live import live_server
@@ -81,3 +84,22 @@ async def test_a_library_with_characters_gets_no_demo(tmp_path: Path) -> None:
         card = b'{"name": "Ivo", "description": "A ferryman.", "first_mes": "Aboard."}'
         await tk.library.import_bytes(card, source="ivo.json")
     assert await _character_names(home) == ["Ivo"]
+
+
+async def test_processes_starting_at_once_on_a_new_database_all_start(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """Three processes' first starts on one new PostgreSQL database at once (a deployment's
+    first ``compose up``): each finds the library empty, one adds Wren and every start goes
+    on (before, a process whose import met the name taken failed to start: seen in CI)."""
+    async with Tavern(tmp_path / "setup", database=postgres_url):
+        pass  # the tables exist, as the processes' own migrations would leave them
+    async with contextlib.AsyncExitStack() as stack:
+        taverns = [
+            await stack.enter_async_context(Tavern(tmp_path / f"home-{n}", database=postgres_url))
+            for n in range(3)
+        ]
+        added = await asyncio.gather(*(add_demo_on_first_start(tk) for tk in taverns))
+        names = [i.name for i in await taverns[0].store.list("character", owner=taverns[0].owner)]
+    assert names == ["Wren"]
+    assert any(result is not None for result in added)
