@@ -39,7 +39,7 @@ async def test_flush_and_cleanup_wait_for_a_timed_write_under_way(tmp_path: Path
     try:
         clock = Clock()
         sink = await _sink(store, clock)
-        await sink.emit(TextDelta("One"))  # written at once
+        await sink.emit(TextDelta("One"))  # written on the clock's next tick
         await sink.emit(TextDelta(" two"))  # inside the interval: a timer will write it
         seen: list[str] = []
         begun = asyncio.Event()

@@ -140,9 +140,8 @@ async def test_a_turns_last_batch_closes_its_log_in_the_same_write(
     finally:
         await counter.aclose()
     sent = {
-        name: after[name]["calls"] - before.get(name, {"calls": 0})["calls"]
+        name: after.get(name, {"calls": 0})["calls"] - before.get(name, {"calls": 0})["calls"]
         for name in ("cmdstat_xadd", "cmdstat_pexpire", "cmdstat_multi")
-        if name in after
     }
     # the two events, the end's entry and its TTL, in one pipeline (no MULTI of its own)
     assert sent == {"cmdstat_xadd": 3, "cmdstat_pexpire": 1, "cmdstat_multi": 0}
@@ -441,6 +440,7 @@ async def test_two_turns_streaming_at_once_write_on_the_same_ticks(
     for turn in ("s1", "s2"):
         await log.append(turn, "notice", {"kind": "started"})
         writers.append(TurnLogWriter(log, turn, window_s=0.05))
+    starts = counted.pipelines  # the logs' starts went through the same pipeline
 
     async def stream(writer: TurnLogWriter) -> None:
         if writer is writers[1]:
@@ -453,7 +453,7 @@ async def test_two_turns_streaming_at_once_write_on_the_same_ticks(
     await asyncio.gather(*(stream(w) for w in writers))
     await counted.client.aclose()
     writes = sum(w.writes for w in writers)
-    assert counted.pipelines < writes * 0.75, (counted.pipelines, writes)
+    assert counted.pipelines - starts < writes * 0.75, (counted.pipelines - starts, writes)
     for turn in ("s1", "s2"):
         events = await _collect(log.read(turn))
         assert "".join(e.data.get("text", "") for e in events) == "".join(

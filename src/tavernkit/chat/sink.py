@@ -4,8 +4,8 @@
 The store sink writes the swipe being generated with ``update_swipe_text(complete=False)``, so
 a process killed mid-reply leaves the text the user already saw in the store, marked partial.
 ``emit`` never waits for the store: a piece is only added to the text, and a background writer
-stores the text at most once per ``min_interval`` seconds (the first piece at once, in the
-background; then on ticks of one clock, so that turns streaming at once write together), so
+stores the text at most once per ``min_interval`` seconds (on ticks of one clock, the first
+piece's write too, so that turns streaming at once write together), so
 the next sink (the client's stream) sees the piece without a store write in front of it.
 With the store's :class:`~tavernkit.chat.swipe_writer.SwipeWriter`, a background write also
 waits up to the writer's window for other turns' writes to share its transaction.
@@ -155,11 +155,13 @@ class StoreSink:
     async def _write_rounds(self) -> None:
         """Write, then again after each ``min_interval`` while pieces keep coming."""
         while True:
-            # on ticks of one clock for every turn (the first write at once): the turns streaming
-            # at once store their texts together, in one batch of the store's writer
-            await asyncio.sleep(
-                max(0.0, next_tick(self._last_write, self.min_interval) - self.clock())
-            )
+            # on ticks of one clock for every turn, the first write too: the turns streaming at
+            # once store their texts together, in one batch of the store's writer (a write of
+            # its own for each turn's first piece cost PostgreSQL a statement per turn), and a
+            # crash still loses at most one interval
+            now = self.clock()
+            last = self._last_write if self._last_write > float("-inf") else now
+            await asyncio.sleep(max(0.0, next_tick(last, self.min_interval) - now))
             # still waiting (a flush cancels this and writes itself, at once)
             await self._resolve_place()
             # From here on the writer is a write under way: flush and cleanup wait for it.

@@ -230,10 +230,12 @@ class RedisTurnEventLog:
         self, turn_id: str, event_id: str, fields: dict[FieldT, EncodableT], ttl_ms: int
     ) -> str:
         key = self._key(turn_id)
-        async with _guard(self._where), self._redis.pipeline(transaction=True) as pipe:
-            pipe.xadd(key, fields, id=event_id)
-            pipe.pexpire(key, ttl_ms)
-            added, _ = await pipe.execute(raise_on_error=False)
+        # with the other turns' writes of this turn of the loop (a turn's start beside the
+        # pieces of those streaming), not a MULTI of its own: the entry and its expiry go in
+        # one write to Redis, which runs them one after the other
+        added, _ = await self._group.send(
+            [("xadd", (key, fields), {"id": event_id}), ("pexpire", (key, ttl_ms), {})]
+        )
         # "equal or smaller" for our own id: written already, an earlier try's reply was lost
         if isinstance(added, ResponseError) and (
             event_id == "*" or "equal or smaller" not in str(added)
