@@ -42,8 +42,7 @@ async def add_demo_on_first_start(tk: Tavern) -> ImportResult | None:
         record = await add_demo_character(tk)
     except Conflict:
         # processes starting at once on one new database each found the library empty: the
-        # first one's Wren is the one (its name is taken), and this process starts all the
-        # same (it failed to start before)
+        # first one's Wren is the one (its name is taken), and this process starts without it
         return None
     await store.put_settings(await tk.settings(), owner=owner)
     return record
