@@ -1,24 +1,34 @@
 """The server half of ``benchmarks/scale.py``: chat turns through real ``tavernkit serve``
 processes against a scripted upstream on loopback.
 
-Three set-ups, all running at once, each serving the same load in turn: one process on SQLite
-(the default), one on PostgreSQL + Redis, two on PostgreSQL + Redis (the clients alternate
-between them). Each runs the load for ``WARM_UP_S`` first, not measured (a running
-deployment's pools are open and its statements prepared); then ``rounds`` rounds measure
-each set-up for ``seconds`` on new chats of its own, the set-ups in a rotating order (this
-machine's noise is ±10% from one 10 s run to the next: one busy moment no longer decides a
-ratio). ``clients`` concurrent clients each run turns on their own chat (``POST
-/chats/{id}/turns``, then read its events to ``done``). Each reply is ``chunks`` pieces
-``pace`` seconds apart from the scripted upstream.
+Four set-ups, all running at once, each serving the same load in turn: one process on SQLite
+(the default), one on PostgreSQL + Redis, two on PostgreSQL + Redis, and two on SQLite, each
+with a home (a database) of its own (the clients alternate between the two processes of a
+pair). Each runs the load for ``WARM_UP_S`` first, not measured (a running deployment's pools
+are open and its statements prepared); then ``rounds`` rounds measure each set-up for
+``seconds`` on new chats of its own, the set-ups in a rotating order (this machine's noise is
+±15% from one round to the next: many short rounds, and the median of their paired ratios,
+keep one busy moment from deciding a ratio). ``clients``
+concurrent clients each run turns on their own chat (``POST /chats/{id}/turns``, then read its
+events to ``done``). Each reply is ``chunks`` pieces ``pace`` seconds apart from the scripted
+upstream.
+
+Two processes spend more CPU a turn than one on either backend: each is half as busy, so
+fewer turns share each wake-up, and the two interpreters share the machine's caches. The SQLite
+pair measures that cost of the shape alone, so the PostgreSQL + Redis pair is compared with
+it (what the backend costs at the deployment's shape) as well as with the single SQLite process
+(what moving a one-process server to the deployment costs, the shape included).
 
 Printed per set-up: turns per second, p50/p99 of a turn (POST sent to ``done`` read) and
 p99 added latency (a turn's p99 minus the p50 of the same reply read straight from the
 upstream, measured in this run), and the CPU per turn (user + system, from ``/proc``): of the
 ``tavernkit serve`` processes, and with the PostgreSQL cluster's processes and
 ``redis-server`` added (what the deployment spends; SQLite's is all in the process); then the
-ratios 2 processes ÷ 1 (PostgreSQL) and PostgreSQL ÷ SQLite (the CPU ratios: the median of
-the rounds' ratios to SQLite's same round; target ≤ 1.5). Bounded: a set-up stops at
-``seconds`` plus a deadline, and every process is stopped at the end.
+ratios 2 processes ÷ 1 (PostgreSQL) and the CPU ratios, each the median of the rounds'
+ratios to the base's same round: PostgreSQL + Redis ÷ SQLite with one process and with two
+(target ≤ 1.5), two PostgreSQL + Redis processes ÷ one SQLite process, and two SQLite
+processes ÷ one. Bounded: a set-up stops at ``seconds`` plus a deadline, and every process is
+stopped at the end.
 """
 
 from __future__ import annotations
@@ -202,6 +212,22 @@ async def _new_chats(tk: Tavern, count: int, sets: int) -> list[list[str]]:
     return [[(await tk.chats.new_chat("Mira")).id for _ in range(count)] for _ in range(sets)]
 
 
+async def _pair_chats(
+    homes: list[Path], upstream: ScriptedServer, count: int, sets: int
+) -> list[list[str]]:
+    """``sets`` lists of ``count`` new chats, alternating between ``homes`` (each stocked
+    here), as the clients alternate between the homes' processes."""
+    per_home = []
+    for home in homes:
+        async with Tavern(home) as tk:
+            await stock_world(tk, upstream.base_url)
+            per_home.append(await _new_chats(tk, -(-count // len(homes)), sets))
+    return [
+        [chats[n % len(homes)][n // len(homes)] for n in range(count)]
+        for chats in ([home[s] for home in per_home] for s in range(sets))
+    ]
+
+
 async def run_turns(
     database: str,
     redis_url: str,
@@ -227,19 +253,25 @@ async def run_turns(
         async with Tavern(folder / "sqlite-home") as tk:
             await stock_world(tk, upstream.base_url)
             sqlite_chats = await _new_chats(tk, clients, rounds + 1)
+        sqlite_pair_chats = await _pair_chats(
+            [folder / "sqlite-a", folder / "sqlite-b"], upstream, clients, rounds + 1
+        )
         async with Tavern(folder / "pg-setup", database=database) as tk:
             await stock_world(tk, upstream.base_url)
             one_chats = await _new_chats(tk, clients, rounds + 1)
             two_chats = await _new_chats(tk, clients, rounds + 1)
         env = {"TAVERNKIT_KEY_DIR": str(folder / "keys")}
-        alone, *pair = await asyncio.gather(
+        alone, *processes = await asyncio.gather(
             start_serve(folder / "sqlite-home", *rate, env={}),
+            *(start_serve(folder / f"sqlite-{n}", *rate, env={}) for n in "ab"),
             *(start_serve(folder / f"pg-{n}", *shared, env=env) for n in "ab"),
         )
+        sqlite_pair, pair = processes[:2], processes[2:]
         set_ups = [
             _SetUp("1 process, SQLite", [alone], sqlite_chats, None),
             _SetUp("1 process, PostgreSQL", pair[:1], one_chats, backends),
-            _SetUp("2 processes", pair, two_chats, backends),
+            _SetUp("2 processes, PostgreSQL", pair, two_chats, backends),
+            _SetUp("2 processes, SQLite", sqlite_pair, sqlite_pair_chats, None),
         ]
         try:
             for set_up in set_ups:  # pools open, statements prepared: a running deployment's
@@ -247,7 +279,7 @@ async def run_turns(
             for round_ in range(rounds):
                 # the set-ups take turns, in a rotating order: a busier moment of the machine
                 # falls on each of them alike
-                order = set_ups[round_ % 3 :] + set_ups[: round_ % 3]
+                order = set_ups[round_ % len(set_ups) :] + set_ups[: round_ % len(set_ups)]
                 for set_up in order:
                     set_up.rounds.append(
                         await _load(
@@ -260,7 +292,7 @@ async def run_turns(
                         )
                     )
         finally:
-            await asyncio.gather(alone.stop(), *(s.stop() for s in pair))
+            await asyncio.gather(alone.stop(), *(s.stop() for s in processes))
     shape = (
         f"{clients} clients, {rounds} rounds of {seconds:.0f} s per set-up, "
         f"replies of {chunks} pieces {pace} s apart"
@@ -269,17 +301,24 @@ async def run_turns(
     print(f"  direct from the upstream: p50 {direct:7.1f} ms")
     for set_up in set_ups:
         _print_set_up(set_up, direct)
-    sqlite, pg, two = set_ups
-    print("ratios (this run; CPU: the median of the rounds' ratios to SQLite's same round):")
+    sqlite, pg, two, sqlite_two = set_ups
+    print("ratios (this run; CPU: the median of the rounds' ratios to the base's same round):")
     print(f"  2 processes ÷ 1 (PostgreSQL) turns/s: {two.per_second / pg.per_second:5.2f}x")
     print(f"  PostgreSQL ÷ SQLite (1 process) turns/s: {pg.per_second / sqlite.per_second:5.2f}x")
-    for f in (pg, two):
-        own = f.cpu_ratio(sqlite, with_servers=False)
-        total = f.cpu_ratio(sqlite, with_servers=True)
+    for f, base, what in (
+        (pg, sqlite, "1 process, PostgreSQL + Redis ÷ SQLite"),
+        (two, sqlite_two, "2 processes, PostgreSQL + Redis ÷ SQLite"),
+        (two, sqlite, "2 processes on PostgreSQL + Redis ÷ 1 on SQLite"),
+    ):
+        own = f.cpu_ratio(base, with_servers=False)
+        total = f.cpu_ratio(base, with_servers=True)
+        target = " (target ≤ 1.5)" if base is not sqlite or f is pg else ""
         print(
-            f"  CPU per turn, {f.label} ÷ SQLite: tavernkit {own:5.2f}x, "
-            f"with PostgreSQL + Redis {total:5.2f}x (target ≤ 1.5)"
+            f"  CPU per turn, {what}: tavernkit {own:5.2f}x, "
+            f"with PostgreSQL + Redis {total:5.2f}x{target}"
         )
+    shape = sqlite_two.cpu_ratio(sqlite, with_servers=False)
+    print(f"  CPU per turn, 2 processes ÷ 1 on SQLite (the shape's own cost): {shape:5.2f}x")
 
 
 @dataclass
@@ -312,14 +351,14 @@ def _print_set_up(set_up: _SetUp, direct: float) -> None:
     every = Figures(set_up.label, len(latencies), 0, 0.0, latencies)
     failed = sum(f.failed for f in set_up.rounds)
     print(
-        f"  {set_up.label:22} {set_up.per_second:6.1f} turns/s  p50 {every.p(0.5):7.1f} ms  "
+        f"  {set_up.label:24} {set_up.per_second:6.1f} turns/s  p50 {every.p(0.5):7.1f} ms  "
         f"p99 {every.p(0.99):7.1f} ms  p99 added {every.p(0.99) - direct:7.1f} ms  "
         f"({len(latencies)} turns, {failed} failed)"
     )
     own, total = set_up.cpu_ms(with_servers=False), set_up.cpu_ms(with_servers=True)
     redis = [f.redis_cpu_s * 1000 / f.turns for f in set_up.rounds if f.turns]
     print(
-        f"  {'':22} CPU per turn (median of the rounds): tavernkit "
+        f"  {'':24} CPU per turn (median of the rounds): tavernkit "
         f"{statistics.median(own):6.1f} ms, with PostgreSQL + Redis "
         f"{statistics.median(total):6.1f} ms"
         + (f" (Redis {statistics.median(redis):.1f} ms)" if any(redis) else "")

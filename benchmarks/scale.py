@@ -21,10 +21,12 @@ library call).
 **turns** (``benchmarks/_scale_turns.py``): turns per second, p99 added latency and CPU per
 turn (of the tavernkit processes, and with the PostgreSQL and Redis servers added) through
 real ``tavernkit serve`` processes against a scripted upstream (replies of ``--chunks``
-pieces, 40): 1 process on SQLite, 1 on PostgreSQL + Redis, 2 on PostgreSQL + Redis, all
-running, warmed up, then measured in ``--rounds`` rounds (3) of ``--seconds`` each (8) in a
-rotating order, with the ratios 2 ÷ 1 and PostgreSQL ÷ SQLite (CPU per turn: the median of
-the rounds' ratios; target ≤ 1.5).
+pieces, 40): 1 process on SQLite, 1 on PostgreSQL + Redis, 2 on PostgreSQL + Redis and 2
+on SQLite (a database each: what two processes cost a turn whatever the backend), all
+running, warmed up, then measured in ``--rounds`` rounds (16) of ``--seconds`` each (3) in a
+rotating order, with the ratios 2 ÷ 1 and PostgreSQL ÷ SQLite (CPU per turn, with one process
+and with two, and two PostgreSQL processes ÷ one SQLite: the median of the rounds' ratios;
+target ≤ 1.5).
 
 **streams** (``benchmarks/_scale_streams.py``): ``--streams`` turn streams (500) at once
 through two processes with their default settings (replies of ``--stream-chunks`` pieces,
@@ -152,8 +154,10 @@ def main() -> None:
     parser.add_argument("--part", choices=parts, default="all")
     parser.add_argument("--streams", type=int, default=500, help="streams: how many at once")
     parser.add_argument("--clients", type=int, default=8, help="turns: concurrent clients")
-    parser.add_argument("--seconds", type=float, default=8.0, help="turns: per set-up a round")
-    parser.add_argument("--rounds", type=int, default=3, help="turns: rounds of the set-ups")
+    # many short rounds: the host's noise moves a round's CPU by ±15%; across runs the median
+    # of 16 paired ratios spread over 0.1 where that of 4 rounds of 8 s spread over 0.3
+    parser.add_argument("--seconds", type=float, default=3.0, help="turns: per set-up a round")
+    parser.add_argument("--rounds", type=int, default=16, help="turns: rounds of the set-ups")
     parser.add_argument("--chunks", type=int, default=40, help="turns: pieces per reply")
     parser.add_argument("--stream-chunks", type=int, default=20, help="streams: pieces")
     parser.add_argument("--pace", type=float, default=0.005, help="turns: seconds per piece")

@@ -1,5 +1,6 @@
-"""Each owner's stored bytes (migration 009): kept by triggers through every kind of write,
-equal to a full recount of the data, on SQLite and PostgreSQL alike."""
+"""Each owner's stored bytes (migration 009) and each chat's message counts (004): kept by
+triggers through every kind of write, equal to a full recount of the data, on SQLite and
+PostgreSQL alike."""
 
 from __future__ import annotations
 
@@ -76,6 +77,11 @@ async def test_every_write_is_counted_and_every_delete_gives_back(store: SqliteS
         character=ref.id,
     )
     await _check(store)
+    # a chat's name and header count; a write of its other columns (a turn's) changes nothing
+    await store.rename_chat(chat.id, "c1 " + "ñ" * 500, owner="ann")
+    await _check(store)
+    await store.update_chat_header(chat.id, {**HEADER, "note": "n" * 700}, owner="ann")
+    await _check(store)
     appended = await store.append_message(chat.id, _message("x" * 5000), owner="ann")
     index = await store.append_swipe(appended.id, "y" * 300, owner="ann", complete=False)
     await store.update_swipe_texts([SwipeText(appended.id, index, "y" * 9000)])
@@ -120,3 +126,53 @@ async def test_the_migration_counts_what_was_stored_before_it(db_path: Path) -> 
     db.close()
     async with await open_store(db_path) as store:
         assert await _check(store) == before
+
+
+async def _counts_kept_and_recounted(store: SqliteStore) -> tuple[list[Any], list[Any]]:
+    async with store._read() as db:
+        kept = await db.execute_fetchall(
+            "SELECT id, msg_total, msg_hidden, msg_user, msg_hidden_tools FROM chats ORDER BY id"
+        )
+        recounted = await db.execute_fetchall(
+            "SELECT c.id, count(m.id), coalesce(sum(m.flags & 1), 0), "
+            "coalesce(sum((m.flags & 2) / 2), 0), "
+            "coalesce(sum(CASE WHEN (m.flags & 5) = 5 THEN 1 ELSE 0 END), 0) "
+            "FROM chats c LEFT JOIN messages m ON m.chat_id = c.id GROUP BY c.id ORDER BY c.id"
+        )
+    return [tuple(int(v) if k else v for k, v in enumerate(r)) for r in kept], [
+        tuple(int(v) if k else v for k, v in enumerate(r)) for r in recounted
+    ]
+
+
+async def test_a_chats_message_counts_follow_every_hide_and_edit(store: SqliteStore) -> None:
+    tool = {"tool_invocations": [{"name": "roll"}]}
+    chat = await store.create_chat(
+        HEADER,
+        [_message("a"), _message("b", is_user=True), _message("c", extra=tool)],
+        owner="ann",
+        name="c",
+    )
+    other = await store.create_chat(HEADER, [_message("z")], owner="ann", name="d")
+    kept, recounted = await _counts_kept_and_recounted(store)
+    assert kept == recounted
+    messages = (await store.load_chat(chat.id, owner="ann")).messages
+    # hidden, shown again, a user's message hidden, a tool call hidden, a text edit alone
+    edits = [
+        (0, {"is_system": True}),
+        (0, {"is_system": False}),
+        (1, {"is_system": True}),
+        (2, {"is_system": True}),
+        (2, {"mes": "c again"}),
+        (1, {"is_user": False}),
+    ]
+    for at, change in edits:
+        message = messages[at]
+        await store.update_message(message.id, {**message.data, **change}, owner="ann")
+        messages = (await store.load_chat(chat.id, owner="ann")).messages
+        kept, recounted = await _counts_kept_and_recounted(store)
+        assert kept == recounted, change
+    await store.update_swipe_texts([SwipeText(messages[2].id, 0, "streamed")])
+    kept, recounted = await _counts_kept_and_recounted(store)
+    assert kept == recounted
+    assert dict((r[0], r[1:]) for r in kept)[chat.id] == (3, 2, 0, 1)
+    assert dict((r[0], r[1:]) for r in kept)[other.id] == (1, 0, 0, 0)

@@ -263,6 +263,11 @@ async def _m017_chat_tree(db: SqliteConnection) -> None:
     await _run(db, (*M017_STATEMENTS, *PARKED_SQLITE_STATEMENTS))
 
 
+async def _m018_row_change_triggers(db: SqliteConnection) -> None:
+    """Nothing for SQLite: its triggers are row triggers on the columns that count already
+    (PostgreSQL's 018 makes two of its statement triggers such)."""
+
+
 #: Applied in this order, each once. Append only.
 MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("001_initial", _m001_initial),
@@ -281,6 +286,7 @@ MIGRATIONS: tuple[tuple[str, Migration], ...] = (
     ("015_sealed_key_secrets", _m015_sealed_key_secrets),
     ("016_lorebook_entries", _m016_lorebook_entries),
     ("017_chat_tree", _m017_chat_tree),
+    ("018_row_change_triggers", _m018_row_change_triggers),
 )
 
 

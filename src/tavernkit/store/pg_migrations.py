@@ -43,7 +43,11 @@ from tavernkit.store.migration_sql import (
     PG_M013_STATEMENTS,
     PG_M015_STATEMENTS,
 )
-from tavernkit.store.storage_use import ENTRIES_PG_STATEMENTS, PARKED_PG_STATEMENTS
+from tavernkit.store.storage_use import (
+    ENTRIES_PG_STATEMENTS,
+    PARKED_PG_STATEMENTS,
+    ROW_EDIT_PG_STATEMENTS,
+)
 from tavernkit.store.storage_use import PG_STATEMENTS as M009_STATEMENTS
 
 if TYPE_CHECKING:
@@ -124,6 +128,32 @@ _M004 = (
     "ALTER TABLE records ADD COLUMN revision INTEGER NOT NULL DEFAULT 1",
 )
 
+
+def _row_counts(row: str, sign: str) -> str:
+    """:func:`_counts` of one row (``OLD`` or ``NEW``) of a row trigger."""
+    return (
+        f"SELECT {row}.chat_id AS chat_id, {sign}1 AS total, {sign}({row}.flags & 1) AS hidden, "
+        f"{sign}(({row}.flags & 2) >> 1) AS usr, {sign}(({row}.flags & 5) = 5)::int AS tools"
+    )
+
+
+# A message's counts change only with its flags (hidden, the user's, a tool's) or its chat: its
+# UPDATE trigger becomes a row trigger that runs only then. As a statement trigger it ran for
+# every update of a message (each stored piece of a streamed reply, the finished reply) to
+# count nothing, and its UPDATE of the chats fired their triggers in turn.
+_M018 = (
+    f"""CREATE FUNCTION tk_recount_message() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        {_recount(_row_counts("NEW", "+"), _row_counts("OLD", "-"))};
+        RETURN NULL;
+    END $$""",
+    "DROP TRIGGER messages_recounted ON messages",
+    "CREATE TRIGGER messages_recounted AFTER UPDATE OF flags, chat_id ON messages FOR EACH ROW "
+    "WHEN (OLD.flags IS DISTINCT FROM NEW.flags OR OLD.chat_id IS DISTINCT FROM NEW.chat_id) "
+    "EXECUTE FUNCTION tk_recount_message()",
+    *ROW_EDIT_PG_STATEMENTS,
+)
+
 # Memory's vectors (SQLite's 007): the same table (float32 blobs as BYTEA), read and written by
 # the SQLite store's own code (a collection is loaded whole into one numpy matrix, so no query
 # needs vector operators; pgvector is not packaged for Debian bookworm's PostgreSQL 15).
@@ -197,6 +227,7 @@ PG_MIGRATIONS: tuple[tuple[str, Sequence[str]], ...] = (
     ("015_sealed_key_secrets", PG_M015_STATEMENTS),
     ("016_lorebook_entries", _M016),
     ("017_chat_tree", (*M017_STATEMENTS, *PARKED_PG_STATEMENTS)),
+    ("018_row_change_triggers", _M018),
 )
 
 
