@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx2 as httpx
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect
 
 from tools._mcp_server import serve_http
 
@@ -355,6 +355,46 @@ def test_every_setting_section_saves_what_changed(page: Page, site: Site) -> Non
     assert site.call(site.tk.settings()).memory == saved
     screenshot(page, "settings-all")
     site.call(site.tk.store.put_settings(before, owner=site.tk.owner))
+
+
+def test_a_saved_settings_form_takes_no_edits_until_it_shows_what_was_stored(
+    page: Page, site: Site
+) -> None:
+    """A save draws the form again from the server; an edit typed before that would go into
+    the form being replaced (and a second save find nothing changed), so the form takes none
+    until it is redrawn, and "saved" shows only then."""
+    before = site.call(site.tk.settings())
+    page.goto("/#/settings")
+    page.get_by_text("Memory", exact=True).click()
+    memory = page.get_by_role("form", name="Memory settings")
+    memory.get_by_label("Summary length (words)").fill("140")
+    held: list[Route] = []  # the redraw's reads, answered when the test says
+    page.route("**/memory/settings", lambda route: _hold_reads(route, held))
+    memory.get_by_role("button", name="Save memory settings").click()
+    expect(page.locator("form[aria-label='Memory settings'][inert]")).to_have_count(1)
+    while not held:
+        page.wait_for_timeout(20)
+    assert site.call(site.tk.settings()).memory.summary.prompt_words == 140
+    expect(page.locator("#toast")).not_to_have_text("Memory settings saved")
+    for route in held:
+        route.continue_()
+    page.unroute("**/memory/settings")
+    expect(page.locator("#toast")).to_have_text("Memory settings saved")
+    memory = page.get_by_role("form", name="Memory settings")
+    expect(memory).not_to_have_attribute("inert", "")
+    expect(memory.get_by_label("Summary length (words)")).to_have_value("140")
+    memory.get_by_label("Summary length (words)").fill("150")
+    memory.get_by_role("button", name="Save memory settings").click()
+    expect(page.locator("#toast")).to_have_text("Memory settings saved")
+    assert site.call(site.tk.settings()).memory.summary.prompt_words == 150
+    site.call(site.tk.store.put_settings(before, owner=site.tk.owner))
+
+
+def _hold_reads(route: Route, held: list[Route]) -> None:
+    if route.request.method == "GET":
+        held.append(route)
+    else:
+        route.continue_()
 
 
 def test_an_mcp_servers_tools_are_listed_and_switched(page: Page, site: Site) -> None:

@@ -147,16 +147,21 @@ export async function generationSection() {
         return;
       }
       await api("PATCH", "/settings", change);
-      toast(t("Settings saved"), "info");
       await render();
+      toast(t("Settings saved"), "info"); // once the form shows what was stored
     };
   };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    // no edits while it saves: the form is drawn again from what was stored, and an edit typed
+    // before that would be lost
+    form.inert = true;
     try {
       await submit();
     } catch (error) {
       reportError(error); // the server names the field; nothing was stored
+    } finally {
+      form.inert = false;
     }
   });
   await render();

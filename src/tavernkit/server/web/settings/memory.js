@@ -86,12 +86,17 @@ export function memorySection() {
         if (Object.keys(changed).length) change[section] = changed;
       }
       if (!Object.keys(change).length) return toast(t("Nothing changed"), "info");
+      // no edits while it saves: the form is drawn again from what was stored, and an edit
+      // typed into the old one would be lost; "saved" shows once the new one is there
+      form.inert = true;
       try {
         await api("PATCH", "/memory/settings", change);
-        toast(t("Memory settings saved"), "info");
         await render();
+        toast(t("Memory settings saved"), "info");
       } catch (error) {
         alerts.show(errorText(error, { withField: true })); // the server names the setting; nothing was stored
+      } finally {
+        form.inert = false;
       }
     });
     body.replaceChildren(form);
