@@ -139,9 +139,7 @@ async def _counts_kept_and_recounted(store: SqliteStore) -> tuple[list[Any], lis
             "coalesce(sum(CASE WHEN (m.flags & 5) = 5 THEN 1 ELSE 0 END), 0) "
             "FROM chats c LEFT JOIN messages m ON m.chat_id = c.id GROUP BY c.id ORDER BY c.id"
         )
-    return [tuple(int(v) if k else v for k, v in enumerate(r)) for r in kept], [
-        tuple(int(v) if k else v for k, v in enumerate(r)) for r in recounted
-    ]
+    return [(r[0], *map(int, r[1:])) for r in kept], [(r[0], *map(int, r[1:])) for r in recounted]
 
 
 async def test_a_chats_message_counts_follow_every_hide_and_edit(store: SqliteStore) -> None:

@@ -372,8 +372,11 @@ def test_a_saved_settings_form_takes_no_edits_until_it_shows_what_was_stored(
     page.route("**/memory/settings", lambda route: _hold_reads(route, held))
     memory.get_by_role("button", name="Save memory settings").click()
     expect(page.locator("form[aria-label='Memory settings'][inert]")).to_have_count(1)
-    while not held:
+    for _ in range(500):  # the save's PATCH answered, its redraw asks (at most 10 s)
+        if held:
+            break
         page.wait_for_timeout(20)
+    assert held, "the form was not drawn again after its save"
     assert site.call(site.tk.settings()).memory.summary.prompt_words == 140
     expect(page.locator("#toast")).not_to_have_text("Memory settings saved")
     for route in held:
